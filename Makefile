@@ -1,0 +1,36 @@
+# kubeloop — every target creates or refreshes .venv itself; only python3, make and git are needed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/kubeloop demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/lint-imports
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict src
+
+unit: $(STAMP)
+	$(BIN)/python -m tests.kubectl_finder --ensure
+	$(BIN)/pytest -q -p no:cacheprovider
+
+test: lint typecheck unit
+
+bench: $(STAMP)
+	$(BIN)/python bench/b5_startup.py
+	$(BIN)/python bench/b4_apiserver_writes.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

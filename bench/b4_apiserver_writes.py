@@ -1,0 +1,147 @@
+"""B4 — embedded server throughput: small ConfigMap creates from 50 concurrent clients while 100
+watchers measure the delay from a write's acknowledgement to its watch event.
+
+The server runs as its own process (`kubeloop apiserver`, durable: SQLite WAL, fsync per group
+commit); the load generator runs here. Prints one JSON line. Targets: ≥ 5,000 writes/s durable;
+watch p99 ≤ 50 ms at that load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import aiohttp
+import orjson
+import yaml
+
+
+async def run(
+    url: str, token: str, ca: str | None, *, clients: int, watchers: int, seconds: float
+) -> dict[str, object]:
+    ssl_context: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca) if ca else False
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    connector = aiohttp.TCPConnector(limit=clients + watchers + 10, ssl=ssl_context)
+    acked: dict[str, float] = {}
+    delays: list[float] = []
+    async with aiohttp.ClientSession(base_url=url, headers=headers, connector=connector) as session:
+        async with session.get("/api/v1/namespaces/default/configmaps", params={"limit": "1"}) as response:
+            rv = (await response.json())["metadata"]["resourceVersion"]
+        ready = asyncio.Semaphore(0)
+
+        async def watcher(index: int) -> None:
+            params = {"watch": "1", "resourceVersion": rv, "timeoutSeconds": str(int(seconds) + 30)}
+            async with session.get(
+                "/api/v1/namespaces/default/configmaps",
+                params=params,
+                timeout=aiohttp.ClientTimeout(total=None),
+            ) as response:
+                ready.release()
+                async for line in response.content:
+                    now = time.perf_counter()
+                    event = orjson.loads(line)
+                    name = event["object"]["metadata"]["name"]
+                    sent = acked.get(name)
+                    # Sampled: every 10th watcher records, so recording doesn't dominate the client.
+                    if sent is not None and index % 10 == 0:
+                        delays.append(now - sent)
+
+        watch_tasks = [asyncio.create_task(watcher(i)) for i in range(watchers)]
+        for _ in range(watchers):
+            await ready.acquire()
+        deadline = time.perf_counter() + seconds
+        done = 0
+        errors = 0
+
+        async def writer(index: int) -> None:
+            nonlocal done, errors
+            i = 0
+            while time.perf_counter() < deadline:
+                name = f"b4-{index}-{i}"
+                body = orjson.dumps(
+                    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}}
+                )
+                async with session.post("/api/v1/namespaces/default/configmaps", data=body) as response:
+                    await response.read()
+                    if response.status == 201:
+                        acked[name] = time.perf_counter()
+                        done += 1
+                    else:
+                        errors += 1
+                i += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(writer(i) for i in range(clients)))
+        elapsed = time.perf_counter() - started
+        await asyncio.sleep(1.0)
+        for task in watch_tasks:
+            task.cancel()
+        await asyncio.gather(*watch_tasks, return_exceptions=True)
+    delays.sort()
+
+    def pct(p: float) -> float | None:
+        return round(delays[min(len(delays) - 1, int(p * len(delays)))] * 1000, 2) if delays else None
+
+    return {
+        "writes": done,
+        "errors": errors,
+        "writes_per_s": round(done / elapsed, 1),
+        "watch_delay_p50_ms": pct(0.50),
+        "watch_delay_p99_ms": pct(0.99),
+        "watch_samples": len(delays),
+        "median_delay_ms": round(statistics.median(delays) * 1000, 2) if delays else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--watchers", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--no-fsync", action="store_true")
+    parser.add_argument("--insecure-http", action="store_true", help="plain HTTP (isolates TLS cost)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        command = [sys.executable, "-m", "kubeloop.cli.main", "apiserver", "--data-dir", tmp, "--port", "0"]
+        if args.no_fsync:
+            command.append("--no-fsync")
+        if args.insecure_http:
+            command.append("--insecure-http")
+        server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            assert server.stdout is not None
+            line = server.stdout.readline()
+            url = line.split(" at ", 1)[1].split()[0]
+            with open(f"{tmp}/kubeconfig") as handle:
+                config = yaml.safe_load(handle)
+            token = config["users"][0]["user"]["token"]
+            ca = None if args.insecure_http else f"{tmp}/pki/ca.crt"
+            result = asyncio.run(
+                run(url, token, ca, clients=args.clients, watchers=args.watchers, seconds=args.seconds)
+            )
+        finally:
+            server.terminate()
+            server.wait(15)
+    print(
+        json.dumps(
+            {
+                "bench": "B4",
+                "durable": not args.no_fsync,
+                "tls": not args.insecure_http,
+                "clients": args.clients,
+                "watchers": args.watchers,
+                **result,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

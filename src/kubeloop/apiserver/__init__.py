@@ -1,0 +1,6 @@
+"""The embedded Kubernetes-compatible API server.
+
+Where it sits in the flow: ``kubectl apply`` → **apiserver** (validate, store, watch) →
+informers in the controller runtime. It is what an operator runs against on a laptop,
+in CI and in kubeloop's own tests, with no cluster.
+"""

@@ -1,0 +1,136 @@
+"""Defaulting and create-time preparation of built-in kinds (upstream's SetDefaults_* and
+``PrepareForCreate`` strategies), kept to the fields clients read back: a Deployment's strategy and
+replicas, a Pod's phase and policies, a Namespace's phase and finalizer, a Service's type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def _pod_spec_defaults(spec: Obj) -> None:
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("securityContext", {})
+    for container in [*spec.get("containers", ()), *spec.get("initContainers", ())]:
+        if not isinstance(container, dict):
+            continue
+        container.setdefault("terminationMessagePath", "/dev/termination-log")
+        container.setdefault("terminationMessagePolicy", "File")
+        image = container.get("image")
+        if "imagePullPolicy" not in container and isinstance(image, str):
+            tagless = "@" not in image and ":" not in image.rsplit("/", 1)[-1]
+            container["imagePullPolicy"] = (
+                "Always" if tagless or image.endswith(":latest") else "IfNotPresent"
+            )
+        container.setdefault("resources", {})
+        for port in container.get("ports") or ():
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+
+
+def _template_defaults(spec: Obj) -> None:
+    template = spec.get("template")
+    if isinstance(template, dict):
+        template.setdefault("metadata", {})
+        pod_spec = template.get("spec")
+        if isinstance(pod_spec, dict):
+            _pod_spec_defaults(pod_spec)
+
+
+def apply_defaults(group: str, kind: str, obj: Obj) -> None:
+    """Fill upstream defaults in place (the object is a fresh copy owned by the caller)."""
+    spec = obj.get("spec")
+    if kind == "Pod" and group == "" and isinstance(spec, dict):
+        _pod_spec_defaults(spec)
+        spec.setdefault("enableServiceLinks", True)
+    elif group == "apps" and isinstance(spec, dict):
+        if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+            spec.setdefault("replicas", 1)
+        spec.setdefault("revisionHistoryLimit", 10)
+        if kind == "Deployment":
+            spec.setdefault("progressDeadlineSeconds", 600)
+            strategy = spec.setdefault("strategy", {})
+            if isinstance(strategy, dict):
+                strategy.setdefault("type", "RollingUpdate")
+                if strategy["type"] == "RollingUpdate":
+                    rolling = strategy.setdefault("rollingUpdate", {})
+                    if isinstance(rolling, dict):
+                        rolling.setdefault("maxUnavailable", "25%")
+                        rolling.setdefault("maxSurge", "25%")
+        elif kind == "StatefulSet":
+            spec.setdefault("podManagementPolicy", "OrderedReady")
+            spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+        elif kind == "DaemonSet":
+            spec.setdefault(
+                "updateStrategy",
+                {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
+            )
+        if kind == "ReplicaSet":
+            spec.pop("revisionHistoryLimit", None)
+        _template_defaults(spec)
+    elif group == "batch" and isinstance(spec, dict):
+        if kind == "Job":
+            spec.setdefault("parallelism", 1)
+            spec.setdefault("backoffLimit", 6)
+            spec.setdefault("completionMode", "NonIndexed")
+            spec.setdefault("suspend", False)
+            if "completions" not in spec and spec.get("parallelism") == 1:
+                spec["completions"] = 1
+            _template_defaults(spec)
+        elif kind == "CronJob":
+            spec.setdefault("concurrencyPolicy", "Allow")
+            spec.setdefault("suspend", False)
+            spec.setdefault("successfulJobsHistoryLimit", 3)
+            spec.setdefault("failedJobsHistoryLimit", 1)
+    elif kind == "Service" and group == "" and isinstance(spec, dict):
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        for port in spec.get("ports") or ():
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+                if "targetPort" not in port and "port" in port:
+                    port["targetPort"] = port["port"]
+    elif kind == "Secret" and group == "":
+        obj.setdefault("type", "Opaque")
+
+
+def prepare_for_create(group: str, kind: str, obj: Obj, *, has_status: bool) -> None:
+    """Reset what a create may not set (status behind a status subresource) and seed status."""
+    if has_status:
+        obj.pop("status", None)
+    if kind == "Namespace" and group == "":
+        spec = obj.setdefault("spec", {})
+        if isinstance(spec, dict):
+            spec["finalizers"] = ["kubernetes"]
+        obj["status"] = {"phase": "Active"}
+    elif kind == "Pod" and group == "":
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj)}
+    elif has_status and group in ("apps", "batch"):
+        obj["status"] = {}
+    elif kind == "Service" and group == "":
+        obj["status"] = {"loadBalancer": {}}
+
+
+def _qos_class(pod: Obj) -> str:
+    containers = (pod.get("spec") or {}).get("containers") or []
+    requests_seen = False
+    guaranteed = True
+    for container in containers:
+        if not isinstance(container, dict):
+            continue
+        resources = container.get("resources") or {}
+        requests = resources.get("requests") or {}
+        limits = resources.get("limits") or {}
+        if requests or limits:
+            requests_seen = True
+        for resource in ("cpu", "memory"):
+            if resource not in limits or (resource in requests and requests[resource] != limits[resource]):
+                guaranteed = False
+    if not requests_seen:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"

@@ -1,0 +1,576 @@
+"""The REST surface: parses Kubernetes API paths, query parameters and media types into
+:class:`~kubeloop.apiserver.registry.Registry` calls and encodes the answers (objects, lists,
+Tables, watch streams, Status errors).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from kubeloop.apiserver import discovery, errors, openapi, registry, schemas, tables, validation
+from kubeloop.apiserver.fieldselector import FieldSelector
+from kubeloop.apiserver.labelselector import LabelSelector
+from kubeloop.apiserver.registry import DeleteOptions, ListOptions, Registry, WriteOptions
+from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.watch import WatchOptions, WatchSettings, WatchStream
+
+log = logging.getLogger("kubeloop.apiserver")
+
+Obj = dict[str, Any]
+MAX_BODY_BYTES = 3 * 1024 * 1024
+JSON = "application/json"
+_PATCH_TYPES = (
+    registry.JSON_PATCH,
+    registry.MERGE_PATCH,
+    registry.STRATEGIC_MERGE_PATCH,
+    registry.APPLY_PATCH,
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a resource path names."""
+
+    resource: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str
+
+
+def json_response(body: Any, status: int = 200, *, warnings: list[str] | None = None) -> web.Response:
+    response = web.Response(body=orjson.dumps(body), status=status, content_type=JSON)
+    for warning in warnings or ():
+        response.headers.add("Warning", f'299 - "{_quote_warning(warning)}"')
+    return response
+
+
+def _quote_warning(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def status_response(error: errors.APIError) -> web.Response:
+    response = json_response(error.to_status(), error.code)
+    if error.retry_after_seconds is not None:
+        response.headers["Retry-After"] = str(error.retry_after_seconds)
+    return response
+
+
+class APIHandlers:
+    """aiohttp handlers for discovery, OpenAPI and every resource path of a catalog."""
+
+    def __init__(
+        self,
+        reg: Registry,
+        catalog: ResourceCatalog,
+        *,
+        watch_settings: WatchSettings,
+        server_address: str,
+    ) -> None:
+        self.registry = reg
+        self.catalog = catalog
+        self.watch_settings = watch_settings
+        self.server_address = server_address
+
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.get("/version", self.version),
+            web.get("/healthz", self.healthz),
+            web.get("/livez", self.healthz),
+            web.get("/readyz", self.healthz),
+            web.get("/api", self.core_versions),
+            web.get("/apis", self.group_list),
+            web.get("/openapi/v3", self.openapi_index),
+            web.get("/openapi/v3/{path:.*}", self.openapi_document),
+            web.get("/openapi/v2", self.openapi_v2),
+            web.route("*", "/api/{path:.*}", self.core_api),
+            web.route("*", "/apis/{path:.*}", self.group_api),
+        ]
+
+    # ---------------------------------------------------------------- discovery
+
+    async def version(self, request: web.Request) -> web.Response:
+        return json_response(discovery.version_info(schemas.schema_release()))
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def core_versions(self, request: web.Request) -> web.Response:
+        return json_response(discovery.core_api_versions(self.server_address))
+
+    async def group_list(self, request: web.Request) -> web.Response:
+        return json_response(discovery.api_group_list(self.catalog))
+
+    async def openapi_index(self, request: web.Request) -> web.Response:
+        return json_response(openapi.openapi_v3_index(self.catalog))
+
+    async def openapi_document(self, request: web.Request) -> web.Response:
+        document = openapi.openapi_v3_document(self.catalog, request.match_info["path"])
+        if document is None:
+            return status_response(errors.NotFound("the server could not find the requested resource"))
+        return web.Response(body=document, content_type=JSON)
+
+    async def openapi_v2(self, request: web.Request) -> web.Response:
+        # Only v3 is served; clients (kubectl >= 1.27) use it and fall back to v2 only when v3 fails.
+        return status_response(errors.NotFound("the server could not find the requested resource"))
+
+    # ---------------------------------------------------------------- resources
+
+    async def core_api(self, request: web.Request) -> web.StreamResponse:
+        parts = [p for p in request.match_info["path"].split("/") if p]
+        if not parts:
+            return await self.core_versions(request)
+        return await self._dispatch(request, "", parts[0], parts[1:])
+
+    async def group_api(self, request: web.Request) -> web.StreamResponse:
+        parts = [p for p in request.match_info["path"].split("/") if p]
+        if not parts:
+            return await self.group_list(request)
+        if len(parts) == 1:
+            group = discovery.api_group(self.catalog, parts[0])
+            if group is None:
+                return status_response(errors.NotFound("the server could not find the requested resource"))
+            return json_response(group)
+        return await self._dispatch(request, parts[0], parts[1], parts[2:])
+
+    async def _dispatch(
+        self, request: web.Request, group: str, version: str, rest: list[str]
+    ) -> web.StreamResponse:
+        try:
+            if not rest:
+                if request.method != "GET":
+                    raise errors.MethodNotAllowed(
+                        "the server does not allow this method on the requested resource"
+                    )
+                resources = discovery.api_resource_list(self.catalog, group, version)
+                if resources is None:
+                    raise errors.NotFound("the server could not find the requested resource")
+                return json_response(resources)
+            target = self._parse_target(group, version, rest)
+            return await self._serve(request, target)
+        except errors.APIError as error:
+            return status_response(error)
+
+    def _parse_target(self, group: str, version: str, rest: list[str]) -> Target:
+        def lookup(plural: str) -> ResourceType:
+            resource = self.catalog.lookup(group, version, plural)
+            if resource is None:
+                raise errors.NotFound("the server could not find the requested resource")
+            return resource
+
+        n = len(rest)
+        if rest[0] == "namespaces" and n >= 3 and not (n == 3 and rest[2] in ("status", "finalize")):
+            namespace = rest[1]
+            resource = lookup(rest[2])
+            if not resource.namespaced:
+                raise errors.NotFound("the server could not find the requested resource")
+            if n > 5:
+                raise errors.NotFound("the server could not find the requested resource")
+            name = rest[3] if n >= 4 else None
+            sub = rest[4] if n == 5 else ""
+            return self._checked(Target(resource, namespace, name, sub))
+        resource = lookup(rest[0])
+        if n > 3:
+            raise errors.NotFound("the server could not find the requested resource")
+        name = rest[1] if n >= 2 else None
+        sub = rest[2] if n == 3 else ""
+        if name is not None and resource.namespaced:
+            raise errors.NotFound("the server could not find the requested resource")
+        return self._checked(Target(resource, None, name, sub))
+
+    @staticmethod
+    def _checked(target: Target) -> Target:
+        if target.subresource and target.subresource not in target.resource.subresources:
+            raise errors.NotFound("the server could not find the requested resource")
+        if target.subresource == "scale":
+            raise errors.NotFound("the server could not find the requested resource")
+        return target
+
+    async def _serve(self, request: web.Request, target: Target) -> web.StreamResponse:
+        method = request.method
+        query = request.query
+        if target.name is None:
+            if method == "GET":
+                if _truthy(query.get("watch")):
+                    return await self._watch(request, target)
+                return self._list(request, target)
+            if method == "POST":
+                return await self._create(request, target)
+            if method == "DELETE":
+                return await self._delete_collection(request, target)
+            raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+        handler: dict[str, Callable[[web.Request, Target], Awaitable[web.StreamResponse]]] = {
+            "GET": self._get,
+            "PUT": self._update,
+            "PATCH": self._patch,
+            "DELETE": self._delete,
+        }
+        if method not in handler or (target.subresource and method == "DELETE"):
+            raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+        return await handler[method](request, target)
+
+    # ---------------------------------------------------------------- reads
+
+    async def _get(self, request: web.Request, target: Target) -> web.StreamResponse:
+        assert target.name is not None
+        obj = self.registry.get(target.resource, target.namespace, target.name)
+        accept = _accept(request)
+        if accept.table:
+            return json_response(
+                tables.to_table(target.resource, [obj], include_object=accept.include_object)
+            )
+        if accept.partial_metadata:
+            return json_response(
+                {
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": obj.get("metadata", {}),
+                }
+            )
+        return json_response(obj)
+
+    def _list(self, request: web.Request, target: Target) -> web.StreamResponse:
+        options = _list_options(request)
+        result = self.registry.list(target.resource, target.namespace, options)
+        accept = _accept(request)
+        rv = str(result.resource_version)
+        if accept.table:
+            return json_response(
+                tables.to_table(
+                    target.resource,
+                    result.items,
+                    include_object=accept.include_object,
+                    resource_version=rv,
+                    continue_token=result.continue_token,
+                )
+            )
+        if accept.partial_metadata:
+            return json_response(
+                tables.to_partial_object_metadata_list(
+                    target.resource, result.items, rv, result.continue_token
+                )
+            )
+        metadata: Obj = {"resourceVersion": rv}
+        if result.continue_token:
+            metadata["continue"] = result.continue_token
+        if result.remaining_item_count is not None:
+            metadata["remainingItemCount"] = result.remaining_item_count
+        body = {
+            "kind": target.resource.list_kind,
+            "apiVersion": target.resource.api_version,
+            "metadata": metadata,
+            "items": result.items,
+        }
+        return json_response(body)
+
+    async def _watch(self, request: web.Request, target: Target) -> web.StreamResponse:
+        list_options = _list_options(request)
+        query = request.query
+        send_initial = query.get("sendInitialEvents")
+        timeout = query.get("timeoutSeconds")
+        options = WatchOptions(
+            label_selector=list_options.label_selector,
+            field_selector=list_options.field_selector,
+            resource_version=list_options.resource_version,
+            resource_version_match=list_options.resource_version_match,
+            allow_bookmarks=_truthy(query.get("allowWatchBookmarks")),
+            send_initial_events=None if send_initial is None else _truthy(send_initial),
+            timeout_seconds=_parse_int(timeout, "timeoutSeconds") if timeout else None,
+        )
+        accept = _accept(request)
+        encode = None
+        if accept.table:
+            resource = target.resource
+
+            def encode(kind: str, obj: Obj) -> bytes:
+                if kind in ("ERROR", "BOOKMARK"):
+                    return orjson.dumps({"type": kind, "object": obj}) + b"\n"
+                table = tables.to_table(resource, [obj], include_object=accept.include_object)
+                return orjson.dumps({"type": kind, "object": table}) + b"\n"
+
+        stream = WatchStream(
+            self.registry, target.resource, target.namespace, options, self.watch_settings, encode=encode
+        )
+        response = web.StreamResponse(status=200)
+        response.content_type = JSON
+        response.enable_chunked_encoding()
+        response.headers["Cache-Control"] = "no-cache, private"
+        try:
+            await response.prepare(request)
+            async for chunk in stream.lines():
+                await response.write(chunk)
+        except (ConnectionResetError, ConnectionError):
+            pass
+        finally:
+            stream.close()
+        return response
+
+    # ---------------------------------------------------------------- writes
+
+    async def _create(self, request: web.Request, target: Target) -> web.StreamResponse:
+        body, options = await self._write_input(request)
+        result = await self.registry.create(target.resource, target.namespace, body, options)
+        return json_response(result.obj, 201, warnings=result.warnings)
+
+    async def _update(self, request: web.Request, target: Target) -> web.StreamResponse:
+        assert target.name is not None
+        body, options = await self._write_input(request)
+        result = await self.registry.update(
+            target.resource, target.namespace, target.name, body, options, subresource=target.subresource
+        )
+        return json_response(result.obj, 200, warnings=result.warnings)
+
+    async def _patch(self, request: web.Request, target: Target) -> web.StreamResponse:
+        assert target.name is not None
+        content_type = request.content_type
+        if content_type not in _PATCH_TYPES or content_type == registry.APPLY_PATCH:
+            raise errors.UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"{registry.JSON_PATCH}, {registry.MERGE_PATCH}, {registry.STRATEGIC_MERGE_PATCH}"
+            )
+        raw = await _read_body(request)
+        options = _write_options(request, raw)
+        result = await self.registry.patch(
+            target.resource,
+            target.namespace,
+            target.name,
+            content_type,
+            raw,
+            options,
+            subresource=target.subresource,
+        )
+        return json_response(result.obj, 200, warnings=result.warnings)
+
+    async def _delete(self, request: web.Request, target: Target) -> web.StreamResponse:
+        assert target.name is not None
+        options = await self._delete_options(request)
+        obj, gone = await self.registry.delete(target.resource, target.namespace, target.name, options)
+        if gone and not target.resource.returns_deleted_object:
+            meta = obj.get("metadata") or {}
+            details: Obj = {"name": target.name, "kind": target.resource.plural, "uid": meta.get("uid", "")}
+            if target.resource.group:
+                details["group"] = target.resource.group
+            return json_response(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "details": details,
+                }
+            )
+        return json_response(obj)
+
+    async def _delete_collection(self, request: web.Request, target: Target) -> web.StreamResponse:
+        options = await self._delete_options(request)
+        list_options = _list_options(request)
+        deleted = await self.registry.delete_collection(
+            target.resource, target.namespace, list_options, options
+        )
+        return json_response(
+            {
+                "kind": target.resource.list_kind,
+                "apiVersion": target.resource.api_version,
+                "metadata": {"resourceVersion": str(self.registry.store.revision)},
+                "items": deleted,
+            }
+        )
+
+    async def _write_input(self, request: web.Request) -> tuple[Any, WriteOptions]:
+        raw = await _read_body(request)
+        content_type = request.content_type or JSON
+        if content_type in (JSON, "*/*", "application/octet-stream"):
+            try:
+                body = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise errors.BadRequest(
+                    f"the body of the request could not be decoded as JSON: {exc}"
+                ) from None
+        elif content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
+            try:
+                body = yaml.safe_load(raw)
+            except yaml.YAMLError as exc:
+                raise errors.BadRequest(
+                    f"the body of the request could not be decoded as YAML: {exc}"
+                ) from None
+        else:
+            raise errors.UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"{JSON}, application/yaml"
+            )
+        return body, _write_options(request, raw)
+
+    async def _delete_options(self, request: web.Request) -> DeleteOptions:
+        query = request.query
+        body: Obj = {}
+        if request.can_read_body:
+            raw = await _read_body(request)
+            if raw.strip():
+                try:
+                    loaded = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    raise errors.BadRequest(
+                        f"the body of the request could not be decoded as DeleteOptions: {exc}"
+                    ) from None
+                if not isinstance(loaded, dict):
+                    raise errors.BadRequest("the body of the request must be a DeleteOptions object")
+                body = loaded
+        preconditions = body.get("preconditions") or {}
+        if not isinstance(preconditions, dict):
+            raise errors.BadRequest("preconditions: must be an object")
+        dry_run = _dry_run(query.getall("dryRun", [])) or _dry_run(body.get("dryRun") or [])
+        policy = query.get("propagationPolicy") or body.get("propagationPolicy")
+        orphan = body.get("orphanDependents")
+        if "orphanDependents" in query:
+            orphan = _truthy(query.get("orphanDependents"))
+        grace = query.get("gracePeriodSeconds")
+        return DeleteOptions(
+            dry_run=dry_run,
+            propagation_policy=policy,
+            orphan_dependents=orphan,
+            precondition_uid=preconditions.get("uid"),
+            precondition_resource_version=preconditions.get("resourceVersion"),
+            grace_period_seconds=_parse_int(grace, "gracePeriodSeconds")
+            if grace
+            else body.get("gracePeriodSeconds"),
+        )
+
+
+@dataclass(frozen=True)
+class _Accept:
+    table: bool = False
+    partial_metadata: bool = False
+    include_object: str = "Metadata"
+
+
+def _accept(request: web.Request) -> _Accept:
+    header = request.headers.get("Accept", "")
+    include = request.query.get("includeObject", "Metadata")
+    if include not in ("None", "Metadata", "Object"):
+        raise errors.BadRequest(
+            f'includeObject: Unsupported value: "{include}": supported values: "None", "Metadata", "Object"'
+        )
+    if not header:
+        return _Accept()
+    json_ok = False
+    for clause in header.split(","):
+        fields = [f.strip() for f in clause.split(";")]
+        media = fields[0].lower()
+        params = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
+        if media not in (JSON, "application/*", "*/*"):
+            continue
+        as_kind = params.get("as")
+        if as_kind == "Table" and params.get("g") == "meta.k8s.io" and params.get("v") in ("v1", "v1beta1"):
+            return _Accept(table=True, include_object=include)
+        if (
+            as_kind in ("PartialObjectMetadata", "PartialObjectMetadataList")
+            and params.get("g") == "meta.k8s.io"
+        ):
+            return _Accept(partial_metadata=True)
+        if as_kind is None:
+            json_ok = True
+    if not json_ok:
+        raise errors.NotAcceptable(
+            "only the following media types are accepted: application/json, application/yaml"
+        )
+    return _Accept()
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.lower() in ("1", "true", "yes")
+
+
+def _parse_int(value: str, name: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.BadRequest(f'{name}: Invalid value: "{value}": must be an integer') from None
+
+
+def _dry_run(values: Any) -> bool:
+    if isinstance(values, str):
+        values = [values]
+    if not isinstance(values, list):
+        raise errors.BadRequest("dryRun: must be a list of strings")
+    for value in values:
+        if value != "All":
+            raise errors.BadRequest(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+    return bool(values)
+
+
+def _list_options(request: web.Request) -> ListOptions:
+    query = request.query
+    label_text = query.get("labelSelector", "")
+    field_text = query.get("fieldSelector", "")
+    limit = query.get("limit")
+    return ListOptions(
+        label_selector=LabelSelector.parse(label_text) if label_text else None,
+        field_selector=FieldSelector.parse(field_text) if field_text else None,
+        limit=_parse_int(limit, "limit") if limit else 0,
+        continue_token=query.get("continue", ""),
+        resource_version=query.get("resourceVersion", ""),
+        resource_version_match=query.get("resourceVersionMatch", ""),
+    )
+
+
+def _write_options(request: web.Request, raw: bytes) -> WriteOptions:
+    query = request.query
+    mode = query.get("fieldValidation", "Warn")
+    normalized = {"strict": "Strict", "warn": "Warn", "ignore": "Ignore"}.get(mode.lower())
+    if normalized is None:
+        raise errors.BadRequest(
+            f'fieldValidation: Unsupported value: "{mode}": supported values: "Ignore", "Warn", "Strict"'
+        )
+    duplicates: tuple[str, ...] = ()
+    if normalized != "Ignore" and request.content_type in ("", JSON):
+        duplicates = tuple(validation.find_duplicate_fields(raw)) if b'"' in raw else ()
+    return WriteOptions(
+        dry_run=_dry_run(query.getall("dryRun", [])),
+        field_manager=query.get("fieldManager", ""),
+        field_validation=normalized,
+        duplicate_fields=duplicates,
+    )
+
+
+async def _read_body(request: web.Request) -> bytes:
+    length = request.content_length
+    if length is not None and length > MAX_BODY_BYTES:
+        raise errors.RequestEntityTooLarge("Request entity too large: limit is 3145728")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_chunked(65536):
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise errors.RequestEntityTooLarge("Request entity too large: limit is 3145728")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@web.middleware
+async def error_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Render APIErrors as Status objects; an unexpected exception is a 500 Status, logged."""
+    try:
+        return await handler(request)
+    except errors.APIError as error:
+        return status_response(error)
+    except web.HTTPException as exc:
+        if exc.status == 413:
+            return status_response(errors.RequestEntityTooLarge("Request entity too large: limit is 3145728"))
+        if exc.status == 404:
+            return status_response(errors.NotFound("the server could not find the requested resource"))
+        if exc.status == 405:
+            return status_response(
+                errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+            )
+        raise
+    except Exception as exc:
+        log.exception("internal error serving %s %s", request.method, request.path)
+        return status_response(errors.InternalError(f"Internal error occurred: {exc}"))

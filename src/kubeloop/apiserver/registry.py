@@ -1,0 +1,757 @@
+"""Registry semantics: what create, get, list, update, patch and delete mean for an object.
+
+This is kube-apiserver's generic registry store plus the built-in kinds' strategies, applied to
+plain dicts: create-time metadata (uid, creationTimestamp, generation, generateName), optimistic
+concurrency on resourceVersion, the status subresource, generation rules, finalizers and
+deletionTimestamp, delete preconditions and propagation policies (recorded as finalizers),
+dry-run, field validation, and namespace lifecycle checks. The HTTP layer parses requests into
+calls on :class:`Registry`; the store underneath keeps objects and serves watches.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import datetime
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from kubeloop.apiserver import defaults, errors, eventconversion, naming, schemas, validation
+from kubeloop.apiserver.fieldselector import FieldSelector, object_fields
+from kubeloop.apiserver.jsonpatch import apply_json_patch
+from kubeloop.apiserver.labelselector import LabelSelector
+from kubeloop.apiserver.mergepatch import apply_merge_patch
+from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.store import ObjectStore, PreconditionFailed
+from kubeloop.apiserver.strategicpatch import apply_strategic_merge_patch
+
+Obj = dict[str, Any]
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+
+PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
+_NAMESPACES = ResourceType("", "v1", "namespaces", "namespace", "Namespace", False)
+
+
+def now_rfc3339() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """Query parameters shared by create, update and patch."""
+
+    dry_run: bool = False
+    field_manager: str = ""
+    #: "Strict", "Warn" or "Ignore" (upstream's default for a request without the parameter: Warn... for
+    #: kubectl it sends Strict; the server default is Warn).
+    field_validation: str = "Warn"
+    #: Dotted paths of fields the request body repeated (found only under Strict).
+    duplicate_fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeleteOptions:
+    dry_run: bool = False
+    propagation_policy: str | None = None
+    orphan_dependents: bool | None = None
+    precondition_uid: str | None = None
+    precondition_resource_version: str | None = None
+    grace_period_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class ListOptions:
+    label_selector: LabelSelector | None = None
+    field_selector: FieldSelector | None = None
+    limit: int = 0
+    continue_token: str = ""
+    resource_version: str = ""
+    resource_version_match: str = ""
+
+
+@dataclass
+class ListResult:
+    items: list[Obj]
+    resource_version: int
+    continue_token: str = ""
+    remaining_item_count: int | None = None
+
+
+@dataclass
+class WriteResult:
+    obj: Obj
+    warnings: list[str] = field(default_factory=list)
+    created: bool = False
+
+
+class Registry:
+    """Object semantics over an :class:`ObjectStore` for the resources of a catalog."""
+
+    def __init__(self, store: ObjectStore, catalog: ResourceCatalog) -> None:
+        self.store = store
+        self.catalog = catalog
+        #: Called with a namespace's name when it starts terminating (the namespace controller's hook).
+        self.namespace_terminating: Callable[[str], None] | None = None
+
+    # ------------------------------------------------------------ conversions
+
+    def to_served(self, resource: ResourceType, stored: Obj) -> Obj:
+        """The stored form as the resource's group/version serves it."""
+        if resource.storage_of is not None and resource.group == "events.k8s.io":
+            return eventconversion.core_to_events_v1(stored)
+        return stored
+
+    def to_stored(self, resource: ResourceType, served: Obj) -> Obj:
+        if resource.storage_of is not None and resource.group == "events.k8s.io":
+            return eventconversion.events_v1_to_core(served)
+        return served
+
+    def supported_fields(self, resource: ResourceType) -> list[str]:
+        fields = ["metadata.name"]
+        if resource.namespaced:
+            fields.append("metadata.namespace")
+        fields.extend(resource.field_selectors)
+        return fields
+
+    def matcher(
+        self,
+        resource: ResourceType,
+        label_selector: LabelSelector | None,
+        field_selector: FieldSelector | None,
+    ) -> Callable[[Obj], bool] | None:
+        """A predicate over served objects for the selectors, or None when nothing is filtered."""
+        labels = label_selector if label_selector is not None and not label_selector.is_empty else None
+        fields = field_selector if field_selector is not None and field_selector.requirements else None
+        if fields is not None:
+            fields.check_supported(self.supported_fields(resource))
+        if labels is None and fields is None:
+            return None
+
+        def matches(obj: Obj) -> bool:
+            if labels is not None and not labels.matches((obj.get("metadata") or {}).get("labels") or {}):
+                return False
+            if fields is not None:
+                values = object_fields(obj, resource.namespaced, resource.field_selectors)
+                if not fields.matches(values):
+                    return False
+            return True
+
+        return matches
+
+    # ------------------------------------------------------------ reads
+
+    def get(self, resource: ResourceType, namespace: str | None, name: str) -> Obj:
+        stored = self.store.get(resource.key(namespace, name))
+        if stored is None:
+            raise errors.not_found(resource.group, resource.plural, name)
+        return self.to_served(resource, stored.obj)
+
+    def list(self, resource: ResourceType, namespace: str | None, options: ListOptions) -> ListResult:
+        prefix = resource.key_prefix(namespace)
+        match = self.matcher(resource, options.label_selector, options.field_selector)
+        revision, start_suffix = self._list_start(options)
+        start = prefix + start_suffix if start_suffix else ""
+        if options.limit < 0:
+            raise errors.BadRequest("limit: Invalid value: must be a non-negative integer")
+        exact_name = options.field_selector.exact_value("metadata.name") if options.field_selector else None
+        items: list[Obj] = []
+        next_key = ""
+        remaining: int | None = None
+        if revision is None:
+            revision = self.store.revision
+            source: list[tuple[str, Obj]] | None = None
+            if exact_name is not None and (namespace or not resource.namespaced):
+                stored = self.store.get(prefix + exact_name)
+                source = [(prefix + exact_name, stored.obj)] if stored is not None else []
+            iterator = iter(source) if source is not None else self.store.items(prefix, start=start)
+        else:
+            iterator = iter(self.store.list_at(prefix, revision, start=start))
+        for key, stored_obj in iterator:
+            obj = self.to_served(resource, stored_obj)
+            if match is not None and not match(obj):
+                continue
+            if options.limit and len(items) >= options.limit:
+                next_key = key
+                break
+            items.append(obj)
+        if next_key:
+            if match is None:
+                remaining = (
+                    sum(1 for _ in self.store.keys_with_prefix(prefix, next_key))
+                    if revision == self.store.revision
+                    else None
+                )
+            token = _encode_continue(revision, next_key[len(prefix) :])
+            return ListResult(items, revision, token, remaining)
+        return ListResult(items, revision)
+
+    def _list_start(self, options: ListOptions) -> tuple[int | None, str]:
+        """(revision to read at — None for the latest —, first key) from RV/match/continue."""
+        rv = options.resource_version
+        match = options.resource_version_match
+        if match and match not in ("Exact", "NotOlderThan"):
+            raise list_options_invalid(
+                "FieldValueNotSupported",
+                f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"',
+                "resourceVersionMatch",
+            )
+        if options.continue_token:
+            if rv and rv != "0":
+                raise errors.BadRequest("specifying resource version is not allowed when using continue")
+            if match:
+                raise list_options_invalid(
+                    "FieldValueForbidden",
+                    "Forbidden: resourceVersionMatch is forbidden when continue is provided",
+                    "resourceVersionMatch",
+                )
+            revision, start = _decode_continue(options.continue_token)
+            if revision < self.store.compacted_revision:
+                raise errors.Gone(
+                    "The provided continue parameter is too old to display a consistent list result. "
+                    "You can start a new list without the continue parameter."
+                )
+            return revision, start
+        if match and not rv:
+            raise list_options_invalid(
+                "FieldValueForbidden",
+                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+                "resourceVersionMatch",
+            )
+        if not rv:
+            return None, ""
+        revision = parse_resource_version(rv)
+        if match == "Exact" and revision == 0:
+            raise list_options_invalid(
+                "FieldValueForbidden",
+                'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                "resourceVersionMatch",
+            )
+        if revision > self.store.revision:
+            raise errors.Timeout(
+                f"Too large resource version: {revision}, current: {self.store.revision}",
+                retry_after_seconds=1,
+            )
+        if revision == 0:
+            return None, ""
+        if match == "Exact" or (not match and options.limit):
+            return revision, ""
+        return None, ""
+
+    # ------------------------------------------------------------ writes
+
+    def _decode(
+        self, resource: ResourceType, body: Any, options: WriteOptions, *, subresource: str = ""
+    ) -> tuple[Obj, list[str]]:
+        if not isinstance(body, dict):
+            raise errors.BadRequest(
+                f"the body of the request was in an unknown format: expected a {resource.kind} object"
+            )
+        api_version = body.get("apiVersion")
+        kind = body.get("kind")
+        if kind is not None and kind != resource.kind:
+            raise errors.BadRequest(
+                f"the API version in the data ({api_version}) does not match the expected API version "
+                f"({resource.api_version})"
+                if api_version != resource.api_version
+                else f'kind: Invalid value: "{kind}": must be {resource.kind}'
+            )
+        if api_version is not None and api_version != resource.api_version:
+            raise errors.BadRequest(
+                f"the API version in the data ({api_version}) does not match the expected API version "
+                f"({resource.api_version})"
+            )
+        schema = schemas.kind_schema(resource.group, resource.version, resource.kind)
+        warnings: list[str] = []
+        if schema is not None:
+            body, warnings = validation.decode_against_schema(
+                body,
+                schema,
+                kind=resource.kind,
+                version=resource.version,
+                mode=options.field_validation,
+                duplicates=list(options.duplicate_fields),
+            )
+        else:
+            body = copy.deepcopy(body)
+        body["apiVersion"] = resource.api_version
+        body["kind"] = resource.kind
+        metadata = body.get("metadata")
+        if metadata is None:
+            body["metadata"] = {}
+        return body, warnings
+
+    def _validate(self, resource: ResourceType, obj: Obj) -> None:
+        causes = validation.validate_object_meta(
+            obj, namespaced=resource.namespaced, name_rule=resource.name_rule
+        )
+        schema = schemas.kind_schema(resource.group, resource.version, resource.kind)
+        if schema is not None:
+            causes.extend(validation.validate_required(obj, schema))
+        causes.extend(validation.kind_rules(resource.group, resource.kind, obj))
+        if causes:
+            name = (obj.get("metadata") or {}).get("name") or ""
+            raise errors.invalid(resource.group, resource.kind, name, causes)
+
+    def _check_namespace(
+        self, resource: ResourceType, namespace: str | None, obj: Obj, *, creating: bool
+    ) -> None:
+        if not resource.namespaced:
+            return
+        metadata = obj["metadata"]
+        body_namespace = metadata.get("namespace")
+        if body_namespace and namespace and body_namespace != namespace:
+            raise errors.BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        if namespace:
+            metadata["namespace"] = namespace
+        if not metadata.get("namespace"):
+            raise errors.BadRequest(
+                "the server could not find the requested resource: a namespace is required"
+            )
+        if creating:
+            ns_obj = self.store.get(_NAMESPACES.key(None, metadata["namespace"]))
+            if ns_obj is None:
+                raise errors.not_found("", "namespaces", metadata["namespace"])
+            if (ns_obj.obj.get("metadata") or {}).get("deletionTimestamp"):
+                raise errors.Forbidden(
+                    f'{resource.plural} "{metadata.get("name") or metadata.get("generateName", "")}" is forbidden: '
+                    f"unable to create new content in namespace {metadata['namespace']} because it is being terminated",
+                    name=metadata.get("name", ""),
+                    group=resource.group,
+                    kind=resource.plural,
+                    causes=[
+                        errors.Cause(
+                            "NamespaceTerminating",
+                            f"namespace {metadata['namespace']} is being terminated",
+                            "metadata.namespace",
+                        )
+                    ],
+                )
+
+    async def create(
+        self, resource: ResourceType, namespace: str | None, body: Any, options: WriteOptions
+    ) -> WriteResult:
+        obj, warnings = self._decode(resource, body, options)
+        obj = self.to_stored(resource, obj)
+        metadata: Obj = obj["metadata"]
+        if metadata.get("resourceVersion"):
+            raise errors.BadRequest("resourceVersion should not be set on objects to be created")
+        self._check_namespace(resource, namespace, obj, creating=True)
+        for key in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
+            metadata.pop(key, None)
+        generate_name = metadata.get("generateName")
+        if not metadata.get("name") and not generate_name:
+            raise errors.invalid(
+                resource.group,
+                resource.kind,
+                "",
+                [
+                    errors.Cause(
+                        "FieldValueRequired",
+                        "Required value: name or generateName is required",
+                        "metadata.name",
+                    )
+                ],
+            )
+        metadata["uid"] = str(uuid.uuid4())
+        metadata["creationTimestamp"] = now_rfc3339()
+        if resource.tracks_generation:
+            metadata["generation"] = 1
+        defaults.prepare_for_create(resource.group, resource.kind, obj, has_status=resource.has_status)
+        defaults.apply_defaults(resource.group, resource.kind, obj)
+        attempts = 0
+        while True:
+            if (generate_name and not metadata.get("name")) or attempts:
+                metadata["name"] = generate_name + naming.generate_name_suffix()
+            self._validate(resource, self.to_served(resource, obj))
+            key = resource.key(metadata.get("namespace"), metadata["name"])
+            if self.store.get(key) is not None:
+                if generate_name and attempts < 8 and not body.get("metadata", {}).get("name"):
+                    attempts += 1
+                    continue
+                raise errors.already_exists(resource.group, resource.plural, metadata["name"])
+            break
+        if options.dry_run:
+            return WriteResult(self.to_served(resource, obj), warnings, created=True)
+        try:
+            event = await self.store.write(key, obj, expected_revision=0)
+        except PreconditionFailed:
+            raise errors.already_exists(resource.group, resource.plural, metadata["name"]) from None
+        return WriteResult(self.to_served(resource, event.obj), warnings, created=True)
+
+    async def update(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        options: WriteOptions,
+        *,
+        subresource: str = "",
+    ) -> WriteResult:
+        obj, warnings = self._decode(resource, body, options, subresource=subresource)
+        obj = self.to_stored(resource, obj)
+        body_name = obj["metadata"].get("name")
+        if body_name and body_name != name:
+            raise errors.BadRequest(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )
+        obj["metadata"]["name"] = name
+        self._check_namespace(resource, namespace, obj, creating=False)
+        key = resource.key(namespace, name)
+        current = self.store.get(key)
+        if current is None:
+            raise errors.not_found(resource.group, resource.plural, name)
+        rv = obj["metadata"].get("resourceVersion")
+        if rv and parse_resource_version(rv) != current.revision:
+            raise errors.conflict(resource.group, resource.plural, name)
+        return await self._finish_update(
+            resource, key, current.obj, current.revision, obj, options, warnings, subresource
+        )
+
+    async def patch(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        patch_type: str,
+        patch: bytes,
+        options: WriteOptions,
+        *,
+        subresource: str = "",
+    ) -> WriteResult:
+        key = resource.key(namespace, name)
+        current = self.store.get(key)
+        if current is None:
+            raise errors.not_found(resource.group, resource.plural, name)
+        served = self.to_served(resource, current.obj)
+        try:
+            patch_doc = orjson.loads(patch)
+        except orjson.JSONDecodeError as exc:
+            raise errors.BadRequest(f"error decoding patch: {exc}") from None
+        if patch_type == JSON_PATCH:
+            patched = apply_json_patch(served, patch_doc)
+        elif patch_type == MERGE_PATCH:
+            if not isinstance(patch_doc, dict):
+                raise errors.BadRequest("error decoding patch: a merge patch must be a JSON object")
+            patched = apply_merge_patch(served, patch_doc)
+        elif patch_type == STRATEGIC_MERGE_PATCH:
+            if not isinstance(patch_doc, dict):
+                raise errors.BadRequest("error decoding patch: a strategic merge patch must be a JSON object")
+            schema = schemas.kind_schema(resource.group, resource.version, resource.kind)
+            patched = apply_strategic_merge_patch(served, patch_doc, schema)
+        else:
+            raise errors.UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}"
+            )
+        if not isinstance(patched, dict):
+            raise errors.BadRequest("the patched object is not a JSON object")
+        obj, warnings = self._decode(resource, patched, options, subresource=subresource)
+        obj = self.to_stored(resource, obj)
+        metadata = obj["metadata"]
+        if metadata.get("name") != name:
+            raise errors.BadRequest(
+                f'metadata.name: Invalid value: "{metadata.get("name")}": field is immutable'
+            )
+        if resource.namespaced and metadata.get("namespace") != namespace:
+            raise errors.BadRequest(
+                f'metadata.namespace: Invalid value: "{metadata.get("namespace")}": field is immutable'
+            )
+        rv = metadata.get("resourceVersion")
+        if rv and parse_resource_version(rv) != current.revision:
+            raise errors.conflict(resource.group, resource.plural, name)
+        return await self._finish_update(
+            resource, key, current.obj, current.revision, obj, options, warnings, subresource
+        )
+
+    async def _finish_update(
+        self,
+        resource: ResourceType,
+        key: str,
+        old: Obj,
+        old_revision: int,
+        new: Obj,
+        options: WriteOptions,
+        warnings: list[str],
+        subresource: str,
+    ) -> WriteResult:
+        old_meta: Obj = old.get("metadata") or {}
+        if subresource == "status":
+            status = new.get("status")
+            new = copy.deepcopy(old)
+            if status is None:
+                new.pop("status", None)
+            else:
+                new["status"] = status
+        elif subresource == "":
+            if resource.has_status and resource.kind != "Namespace":
+                if "status" in old:
+                    new["status"] = old["status"]
+                else:
+                    new.pop("status", None)
+            elif resource.kind == "Namespace":
+                new["status"] = old.get("status", {"phase": "Active"})
+                new["spec"] = old.get("spec", {})
+        elif subresource == "finalize":
+            finalizers = (new.get("spec") or {}).get("finalizers")
+            new = copy.deepcopy(old)
+            new.setdefault("spec", {})["finalizers"] = finalizers or []
+        meta: Obj = new["metadata"]
+        # Fields no update may change.
+        for immutable in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
+            if immutable in old_meta:
+                meta[immutable] = old_meta[immutable]
+            else:
+                meta.pop(immutable, None)
+        meta["namespace"] = old_meta.get("namespace") if resource.namespaced else meta.pop("namespace", None)
+        if not resource.namespaced:
+            meta.pop("namespace", None)
+        meta.pop("resourceVersion", None)
+        if subresource == "":
+            defaults.apply_defaults(resource.group, resource.kind, new)
+        if resource.tracks_generation and subresource == "" and _spec_changed(resource, old, new):
+            meta["generation"] = int(old_meta.get("generation", 0)) + 1
+        if old_meta.get("deletionTimestamp"):
+            old_finalizers = set(old_meta.get("finalizers") or ())
+            added = [f for f in meta.get("finalizers") or () if f not in old_finalizers]
+            if added:
+                raise errors.invalid(
+                    resource.group,
+                    resource.kind,
+                    meta.get("name", ""),
+                    [
+                        errors.Cause(
+                            "FieldValueForbidden",
+                            "Forbidden: no new finalizers can be added if the object is being deleted",
+                            "metadata.finalizers",
+                        )
+                    ],
+                )
+        self._validate(resource, self.to_served(resource, new))
+        if not meta.get("finalizers"):
+            meta.pop("finalizers", None)
+        if _same_object(old, new):
+            # A no-op update does not write (and keeps the resourceVersion), like upstream.
+            return WriteResult(self.to_served(resource, old), warnings)
+        deleting = bool(old_meta.get("deletionTimestamp")) and not meta.get("finalizers")
+        if resource.kind == "Namespace" and old_meta.get("deletionTimestamp"):
+            deleting = deleting and not (new.get("spec") or {}).get("finalizers")
+        if options.dry_run:
+            out = copy.deepcopy(new)
+            out["metadata"]["resourceVersion"] = str(old_revision)
+            return WriteResult(self.to_served(resource, out), warnings)
+        try:
+            if deleting:
+                event = await self.store.write(key, None, expected_revision=old_revision)
+                return WriteResult(self.to_served(resource, _merge_final(event.obj, new)), warnings)
+            event = await self.store.write(key, new, expected_revision=old_revision)
+        except PreconditionFailed:
+            raise errors.conflict(resource.group, resource.plural, meta.get("name", "")) from None
+        return WriteResult(self.to_served(resource, event.obj), warnings)
+
+    async def delete(
+        self, resource: ResourceType, namespace: str | None, name: str, options: DeleteOptions
+    ) -> tuple[Obj, bool]:
+        """Delete or mark for deletion; returns (object, whether it is gone now)."""
+        key = resource.key(namespace, name)
+        current = self.store.get(key)
+        if current is None:
+            raise errors.not_found(resource.group, resource.plural, name)
+        obj = current.obj
+        meta: Obj = obj.get("metadata") or {}
+        if options.precondition_uid is not None and options.precondition_uid != meta.get("uid"):
+            raise errors.Conflict(
+                f'Operation cannot be fulfilled on {errors.resource_label(resource.group, resource.plural)} "{name}": '
+                f"Precondition failed: UID in precondition: {options.precondition_uid}, UID in object meta: {meta.get('uid')}",
+                name=name,
+                group=resource.group,
+                kind=resource.plural,
+            )
+        if (
+            options.precondition_resource_version is not None
+            and options.precondition_resource_version != meta.get("resourceVersion")
+        ):
+            raise errors.Conflict(
+                f'Operation cannot be fulfilled on {errors.resource_label(resource.group, resource.plural)} "{name}": '
+                f"Precondition failed: ResourceVersion in precondition: {options.precondition_resource_version}, "
+                f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+                name=name,
+                group=resource.group,
+                kind=resource.plural,
+            )
+        if resource.kind == "Namespace" and resource.group == "" and name in PROTECTED_NAMESPACES:
+            raise errors.Forbidden(
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                name=name,
+                kind="namespaces",
+            )
+        policy = options.propagation_policy
+        if policy is None and options.orphan_dependents is not None:
+            policy = "Orphan" if options.orphan_dependents else "Background"
+        if policy is not None and policy not in ("Orphan", "Foreground", "Background"):
+            raise errors.invalid(
+                resource.group,
+                "DeleteOptions",
+                "",
+                [
+                    errors.Cause(
+                        "FieldValueNotSupported",
+                        f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"',
+                        "propagationPolicy",
+                    )
+                ],
+            )
+        finalizers = list(meta.get("finalizers") or ())
+        if policy == "Orphan" and "orphan" not in finalizers:
+            finalizers.append("orphan")
+            finalizers = [f for f in finalizers if f != "foregroundDeletion"]
+        elif policy == "Foreground" and "foregroundDeletion" not in finalizers:
+            finalizers.append("foregroundDeletion")
+            finalizers = [f for f in finalizers if f != "orphan"]
+        elif policy == "Background":
+            finalizers = (
+                [f for f in finalizers if f not in ("orphan", "foregroundDeletion")]
+                if meta.get("deletionTimestamp")
+                else finalizers
+            )
+        spec_finalizers = (obj.get("spec") or {}).get("finalizers") if resource.kind == "Namespace" else None
+        graceful = bool(finalizers) or bool(spec_finalizers)
+        if not graceful:
+            if options.dry_run:
+                return self.to_served(resource, obj), True
+            try:
+                event = await self.store.write(key, None, expected_revision=current.revision)
+            except PreconditionFailed:
+                raise errors.conflict(resource.group, resource.plural, name) from None
+            return self.to_served(resource, event.obj), True
+        new = copy.deepcopy(obj)
+        new_meta: Obj = new["metadata"]
+        new_meta.pop("resourceVersion", None)
+        changed = False
+        if not new_meta.get("deletionTimestamp"):
+            new_meta["deletionTimestamp"] = now_rfc3339()
+            new_meta["deletionGracePeriodSeconds"] = 0
+            if resource.tracks_generation:
+                new_meta["generation"] = int(new_meta.get("generation", 0)) + 1
+            if resource.kind == "Namespace":
+                new.setdefault("status", {})["phase"] = "Terminating"
+            changed = True
+        if finalizers != list(meta.get("finalizers") or ()):
+            new_meta["finalizers"] = finalizers
+            changed = True
+        if not changed or options.dry_run:
+            return self.to_served(resource, obj if not changed else new), False
+        try:
+            event = await self.store.write(key, new, expected_revision=current.revision)
+        except PreconditionFailed:
+            raise errors.conflict(resource.group, resource.plural, name) from None
+        if resource.kind == "Namespace" and resource.group == "" and self.namespace_terminating is not None:
+            self.namespace_terminating(name)
+        return self.to_served(resource, event.obj), False
+
+    async def delete_collection(
+        self, resource: ResourceType, namespace: str | None, list_options: ListOptions, options: DeleteOptions
+    ) -> list[Obj]:
+        listed = self.list(
+            resource,
+            namespace,
+            ListOptions(
+                label_selector=list_options.label_selector, field_selector=list_options.field_selector
+            ),
+        )
+        deleted: list[Obj] = []
+        for item in listed.items:
+            meta = item.get("metadata") or {}
+            try:
+                obj, _gone = await self.delete(resource, meta.get("namespace"), meta.get("name", ""), options)
+            except errors.NotFound:
+                continue
+            deleted.append(obj)
+        return deleted
+
+
+def list_options_invalid(reason: str, message: str, field_name: str) -> errors.Invalid:
+    """422 for bad list/watch options, as upstream's ValidateListOptions answers."""
+    return errors.invalid("meta.k8s.io", "ListOptions", "", [errors.Cause(reason, message, field_name)])
+
+
+def parse_resource_version(value: str) -> int:
+    try:
+        revision = int(value)
+    except ValueError:
+        raise errors.BadRequest(
+            f'resourceVersion: Invalid value: "{value}": must be an unsigned integer'
+        ) from None
+    if revision < 0:
+        raise errors.BadRequest(f'resourceVersion: Invalid value: "{value}": must be an unsigned integer')
+    return revision
+
+
+def _encode_continue(revision: int, start: str) -> str:
+    payload = orjson.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": start})
+    return base64.urlsafe_b64encode(payload).decode().rstrip("=")
+
+
+def _decode_continue(token: str) -> tuple[int, str]:
+    """(revision, key suffix after the prefix) from a continue token; 400 when malformed."""
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        data = orjson.loads(base64.urlsafe_b64decode(padded))
+        if data.get("v") != "meta.k8s.io/v1":
+            raise ValueError("version")
+        revision = int(data["rv"])
+        start = str(data["start"])
+    except (binascii.Error, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        raise errors.BadRequest("continue key is not valid: the continue token cannot be decoded") from None
+    if revision <= 0 or ".." in start or start.startswith("/"):
+        raise errors.BadRequest("continue key is not valid: the continue token is out of range")
+    return revision, start
+
+
+def _spec_changed(resource: ResourceType, old: Obj, new: Obj) -> bool:
+    ignored = {"metadata", "status", "apiVersion", "kind"}
+    keys = (set(old) | set(new)) - ignored
+    if any(old.get(k) != new.get(k) for k in keys):
+        return True
+    if resource.annotations_bump_generation:
+        return bool(
+            (old.get("metadata") or {}).get("annotations") != (new.get("metadata") or {}).get("annotations")
+        )
+    return False
+
+
+def _same_object(old: Obj, new: Obj) -> bool:
+    old_cmp = dict(old)
+    old_meta = dict(old_cmp.get("metadata") or {})
+    old_meta.pop("resourceVersion", None)
+    old_cmp["metadata"] = old_meta
+    return old_cmp == new
+
+
+def _merge_final(final: Obj, new: Obj) -> Obj:
+    out = copy.deepcopy(new)
+    out["metadata"]["resourceVersion"] = (final.get("metadata") or {}).get("resourceVersion")
+    return out

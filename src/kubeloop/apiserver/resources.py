@@ -1,0 +1,327 @@
+"""The resource types the embedded server serves, each one declaration.
+
+Adding a built-in resource means adding one ``ResourceType`` to ``BUILTIN_RESOURCES``;
+handlers, discovery, OpenAPI, tables and storage read everything from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+ALL_VERBS: tuple[str, ...] = (
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+)
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One REST resource (a group/version/plural) and everything the server needs to serve it."""
+
+    group: str
+    version: str
+    plural: str
+    singular: str
+    kind: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    subresources: tuple[str, ...] = ()
+    #: Extra field selectors beyond metadata.name/metadata.namespace: selector name → dotted path.
+    field_selectors: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    #: Whether changes to metadata.annotations bump metadata.generation (upstream: Deployment-like kinds).
+    annotations_bump_generation: bool = False
+    #: Resource whose storage this one shares ((group, plural)); objects are converted on the way.
+    storage_of: tuple[str, str] | None = None
+    #: Whether the kind has metadata.generation (workloads do; ConfigMap, Secret, ... do not).
+    tracks_generation: bool = False
+    #: DELETE answers with the deleted object (pods, custom resources) rather than a Success Status.
+    returns_deleted_object: bool = False
+    #: Name syntax: "subdomain" (RFC 1123 subdomain) or "label" (RFC 1123 label: Namespace, Service).
+    name_rule: str = "subdomain"
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def api_version(self) -> str:
+        return self.group_version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def storage_group_resource(self) -> tuple[str, str]:
+        return self.storage_of if self.storage_of is not None else (self.group, self.plural)
+
+    @property
+    def has_status(self) -> bool:
+        return "status" in self.subresources
+
+    def key_prefix(self, namespace: str | None = None) -> str:
+        """Storage key prefix in the style of kube-apiserver: /registry/[group/]plural/[ns/]."""
+        group, plural = self.storage_group_resource
+        base = f"/registry/{group}/{plural}/" if group else f"/registry/{plural}/"
+        if self.namespaced and namespace:
+            return f"{base}{namespace}/"
+        return base
+
+    def key(self, namespace: str | None, name: str) -> str:
+        return f"{self.key_prefix(namespace if self.namespaced else None)}{name}"
+
+
+def _pod_fields() -> Mapping[str, str]:
+    return MappingProxyType(
+        {
+            "spec.nodeName": "spec.nodeName",
+            "spec.restartPolicy": "spec.restartPolicy",
+            "spec.schedulerName": "spec.schedulerName",
+            "spec.serviceAccountName": "spec.serviceAccountName",
+            "spec.hostNetwork": "spec.hostNetwork",
+            "status.phase": "status.phase",
+            "status.podIP": "status.podIP",
+            "status.nominatedNodeName": "status.nominatedNodeName",
+        }
+    )
+
+
+def _event_fields() -> Mapping[str, str]:
+    return MappingProxyType(
+        {
+            "involvedObject.kind": "involvedObject.kind",
+            "involvedObject.namespace": "involvedObject.namespace",
+            "involvedObject.name": "involvedObject.name",
+            "involvedObject.uid": "involvedObject.uid",
+            "involvedObject.apiVersion": "involvedObject.apiVersion",
+            "involvedObject.resourceVersion": "involvedObject.resourceVersion",
+            "involvedObject.fieldPath": "involvedObject.fieldPath",
+            "reason": "reason",
+            "reportingComponent": "reportingComponent",
+            "source": "source.component",
+            "type": "type",
+        }
+    )
+
+
+def _events_v1_fields() -> Mapping[str, str]:
+    # events.k8s.io/v1 selects on the same stored fields, spelled in its own vocabulary.
+    return MappingProxyType(
+        {
+            "regarding.kind": "regarding.kind",
+            "regarding.namespace": "regarding.namespace",
+            "regarding.name": "regarding.name",
+            "regarding.uid": "regarding.uid",
+            "regarding.apiVersion": "regarding.apiVersion",
+            "regarding.resourceVersion": "regarding.resourceVersion",
+            "regarding.fieldPath": "regarding.fieldPath",
+            "reason": "reason",
+            "reportingController": "reportingController",
+            "type": "type",
+        }
+    )
+
+
+BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
+    ResourceType(
+        "",
+        "v1",
+        "namespaces",
+        "namespace",
+        "Namespace",
+        False,
+        short_names=("ns",),
+        subresources=("status", "finalize"),
+        name_rule="label",
+        field_selectors=MappingProxyType({"status.phase": "status.phase"}),
+    ),
+    ResourceType("", "v1", "configmaps", "configmap", "ConfigMap", True, short_names=("cm",)),
+    ResourceType(
+        "",
+        "v1",
+        "secrets",
+        "secret",
+        "Secret",
+        True,
+        field_selectors=MappingProxyType({"type": "type"}),
+    ),
+    ResourceType(
+        "",
+        "v1",
+        "services",
+        "service",
+        "Service",
+        True,
+        short_names=("svc",),
+        categories=("all",),
+        subresources=("status",),
+        name_rule="label",
+    ),
+    ResourceType("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", True, short_names=("sa",)),
+    ResourceType(
+        "",
+        "v1",
+        "pods",
+        "pod",
+        "Pod",
+        True,
+        short_names=("po",),
+        categories=("all",),
+        subresources=("status",),
+        field_selectors=_pod_fields(),
+        tracks_generation=True,
+        returns_deleted_object=True,
+    ),
+    ResourceType(
+        "", "v1", "events", "event", "Event", True, short_names=("ev",), field_selectors=_event_fields()
+    ),
+    ResourceType("", "v1", "endpoints", "endpoints", "Endpoints", True, short_names=("ep",)),
+    ResourceType(
+        "apps",
+        "v1",
+        "deployments",
+        "deployment",
+        "Deployment",
+        True,
+        short_names=("deploy",),
+        categories=("all",),
+        subresources=("status", "scale"),
+        annotations_bump_generation=True,
+        tracks_generation=True,
+    ),
+    ResourceType(
+        "apps",
+        "v1",
+        "replicasets",
+        "replicaset",
+        "ReplicaSet",
+        True,
+        short_names=("rs",),
+        categories=("all",),
+        subresources=("status", "scale"),
+        field_selectors=MappingProxyType({"status.replicas": "status.replicas"}),
+        tracks_generation=True,
+    ),
+    ResourceType(
+        "apps",
+        "v1",
+        "statefulsets",
+        "statefulset",
+        "StatefulSet",
+        True,
+        short_names=("sts",),
+        categories=("all",),
+        subresources=("status", "scale"),
+        tracks_generation=True,
+    ),
+    ResourceType(
+        "apps",
+        "v1",
+        "daemonsets",
+        "daemonset",
+        "DaemonSet",
+        True,
+        short_names=("ds",),
+        categories=("all",),
+        subresources=("status",),
+        tracks_generation=True,
+    ),
+    ResourceType(
+        "batch",
+        "v1",
+        "jobs",
+        "job",
+        "Job",
+        True,
+        categories=("all",),
+        subresources=("status",),
+        field_selectors=MappingProxyType({"status.successful": "status.succeeded"}),
+        tracks_generation=True,
+    ),
+    ResourceType(
+        "batch",
+        "v1",
+        "cronjobs",
+        "cronjob",
+        "CronJob",
+        True,
+        short_names=("cj",),
+        categories=("all",),
+        subresources=("status",),
+        tracks_generation=True,
+    ),
+    ResourceType("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
+    ResourceType(
+        "events.k8s.io",
+        "v1",
+        "events",
+        "event",
+        "Event",
+        True,
+        short_names=("ev",),
+        storage_of=("", "events"),
+        field_selectors=_events_v1_fields(),
+    ),
+    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", False),
+    ResourceType(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "clusterrolebinding",
+        "ClusterRoleBinding",
+        False,
+    ),
+)
+
+
+class ResourceCatalog:
+    """Looks resource types up by group/version/plural, by kind and by storage prefix."""
+
+    def __init__(self, resources: Iterable[ResourceType] = BUILTIN_RESOURCES) -> None:
+        self._by_gvr: dict[tuple[str, str, str], ResourceType] = {}
+        self._by_gvk: dict[tuple[str, str, str], ResourceType] = {}
+        for resource in resources:
+            self.add(resource)
+
+    def add(self, resource: ResourceType) -> None:
+        self._by_gvr[(resource.group, resource.version, resource.plural)] = resource
+        self._by_gvk[(resource.group, resource.version, resource.kind)] = resource
+
+    def remove(self, resource: ResourceType) -> None:
+        self._by_gvr.pop((resource.group, resource.version, resource.plural), None)
+        self._by_gvk.pop((resource.group, resource.version, resource.kind), None)
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        return self._by_gvr.get((group, version, plural))
+
+    def by_kind(self, group: str, version: str, kind: str) -> ResourceType | None:
+        return self._by_gvk.get((group, version, kind))
+
+    def all(self) -> list[ResourceType]:
+        return list(self._by_gvr.values())
+
+    def group_versions(self) -> dict[str, list[str]]:
+        """Group name → its served versions (the core group is the empty string)."""
+        result: dict[str, list[str]] = {}
+        for resource in self._by_gvr.values():
+            versions = result.setdefault(resource.group, [])
+            if resource.version not in versions:
+                versions.append(resource.version)
+        return result
+
+    def in_group_version(self, group: str, version: str) -> list[ResourceType]:
+        return [r for r in self._by_gvr.values() if r.group == group and r.version == version]

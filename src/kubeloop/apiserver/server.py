@@ -1,0 +1,213 @@
+"""The embedded API server: wires storage, registry, HTTP handlers, TLS and authentication.
+
+``APIServer`` is an async context manager: entering it loads (or creates) the data directory,
+bootstraps the default namespaces, starts HTTPS on the given host and port and writes a
+kubeconfig; leaving it stops serving, closes every watch and flushes storage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import pathlib
+import socket
+import ssl
+import tempfile
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from aiohttp import web
+
+from kubeloop.apiserver import certs, kubeconfig
+from kubeloop.apiserver.auth import Authenticator, UserInfo, auth_middleware
+from kubeloop.apiserver.handlers import MAX_BODY_BYTES, APIHandlers, error_middleware
+from kubeloop.apiserver.namespacelifecycle import NamespaceLifecycle
+from kubeloop.apiserver.registry import Registry, WriteOptions
+from kubeloop.apiserver.resources import ResourceCatalog
+from kubeloop.apiserver.storage import Log, MemoryLog, SQLiteLog
+from kubeloop.apiserver.store import ObjectStore
+from kubeloop.apiserver.watch import WatchSettings
+
+log = logging.getLogger("kubeloop.apiserver")
+
+BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+ADMIN_USER = UserInfo("kubeloop-admin", ("system:masters", "system:authenticated"))
+
+
+def default_data_dir() -> pathlib.Path:
+    return pathlib.Path.home() / ".local" / "share" / "kubeloop"
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """How to run the embedded server (the ``kubeloop apiserver`` flags)."""
+
+    #: Where the SQLite log, the PKI and the kubeconfig live. Default: ~/.local/share/kubeloop.
+    data_dir: pathlib.Path | None = None
+    #: Keep everything in memory (tests): nothing survives the process.
+    memory: bool = False
+    #: Loopback only unless told otherwise.
+    host: str = "127.0.0.1"
+    #: 0 picks a free port.
+    port: int = 6443
+    #: Where to write the kubeconfig. Default: <data-dir>/kubeconfig (a temporary directory with --memory).
+    kubeconfig: pathlib.Path | None = None
+    #: Serve plain HTTP instead of HTTPS (bearer tokens still required). For benchmarks only.
+    insecure_http: bool = False
+    #: Events kept for watches from an older resourceVersion; older ones answer 410.
+    history_window: int = 100_000
+    #: Events a watcher may fall behind before it is closed with 410.
+    watcher_buffer: int = 10_000
+    #: fsync every group commit (durable across power loss); False keeps durability across SIGKILL only.
+    fsync: bool = True
+    watch: WatchSettings = field(default_factory=WatchSettings)
+    #: How often superseded log rows are compacted away, in seconds.
+    compaction_interval: float = 300.0
+
+
+class APIServer:
+    """A running embedded API server; use as ``async with APIServer(options) as server``."""
+
+    def __init__(self, options: ServerOptions | None = None) -> None:
+        self.options = options or ServerOptions()
+        self.catalog = ResourceCatalog()
+        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
+        self._runner: web.AppRunner | None = None
+        self._log: Log | None = None
+        self._background: list[asyncio.Task[None]] = []
+        self._namespaces: NamespaceLifecycle | None = None
+        self.url = ""
+        self.kubeconfig_path = pathlib.Path()
+        self.credentials: certs.ServerCredentials | None = None
+        self.store: ObjectStore | None = None
+        self.registry: Registry | None = None
+
+    @property
+    def data_dir(self) -> pathlib.Path | None:
+        if self.options.memory and self.options.data_dir is None:
+            return None
+        return self.options.data_dir or default_data_dir()
+
+    async def __aenter__(self) -> APIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        options = self.options
+        data_dir = self.data_dir
+        if data_dir is not None:
+            data_dir.mkdir(parents=True, exist_ok=True)
+        self._log = (
+            MemoryLog()
+            if options.memory
+            else SQLiteLog((data_dir or pathlib.Path(".")) / "state.db", durable=options.fsync)
+        )
+        store = ObjectStore(
+            self._log, history_window=options.history_window, watcher_buffer=options.watcher_buffer
+        )
+        await asyncio.to_thread(store.load)
+        self.store = store
+        self.registry = Registry(store, self.catalog)
+        await self._bootstrap()
+        self._namespaces = NamespaceLifecycle(self.registry)
+        self.registry.namespace_terminating = self._namespaces.terminating
+        self._namespaces.start()
+
+        hosts = [options.host] if options.host not in ("0.0.0.0", "::", "") else [socket.gethostname()]
+        pki_dir = data_dir / "pki" if data_dir is not None else None
+        self.credentials = await asyncio.to_thread(certs.load_or_create_credentials, pki_dir, hosts)
+        authenticator = Authenticator({self.credentials.admin_token: ADMIN_USER})
+
+        sock = socket.socket(socket.AF_INET6 if ":" in options.host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((options.host, options.port))
+        port = sock.getsockname()[1]
+        scheme = "http" if options.insecure_http else "https"
+        host_in_url = f"[{options.host}]" if ":" in options.host else options.host
+        if options.host in ("0.0.0.0", "::"):
+            host_in_url = "127.0.0.1"
+        self.url = f"{scheme}://{host_in_url}:{port}"
+
+        handlers = APIHandlers(
+            self.registry, self.catalog, watch_settings=options.watch, server_address=f"{host_in_url}:{port}"
+        )
+        app = web.Application(
+            middlewares=[error_middleware, auth_middleware(authenticator)],
+            client_max_size=MAX_BODY_BYTES + 1024,
+        )
+        app.add_routes(handlers.routes())
+        ssl_context: ssl.SSLContext | None = None
+        if not options.insecure_http:
+            ssl_context = certs.server_ssl_context(self.credentials)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.SockSite(self._runner, sock, ssl_context=ssl_context)
+        await site.start()
+
+        if options.kubeconfig is not None:
+            self.kubeconfig_path = options.kubeconfig
+        elif data_dir is not None:
+            self.kubeconfig_path = data_dir / "kubeconfig"
+        else:
+            self._tempdir = tempfile.TemporaryDirectory(prefix="kubeloop-")
+            self.kubeconfig_path = pathlib.Path(self._tempdir.name) / "kubeconfig"
+        admin_cert = certs.issue_client_certificate(self.credentials, "kubeloop-admin", ["system:masters"])
+        kubeconfig.write_kubeconfig(
+            self.kubeconfig_path,
+            server_url=self.url,
+            ca_pem=self.credentials.ca_cert_pem,
+            token=self.credentials.admin_token,
+            client_cert=admin_cert,
+        )
+        if not options.memory:
+            self._background.append(asyncio.create_task(self._compact_forever(), name="kubeloop-compaction"))
+
+    async def _bootstrap(self) -> None:
+        assert self.registry is not None
+        namespaces = self.catalog.lookup("", "v1", "namespaces")
+        assert namespaces is not None
+        for name in BOOTSTRAP_NAMESPACES:
+            if self.registry.store.get(namespaces.key(None, name)) is None:
+                await self.registry.create(
+                    namespaces,
+                    None,
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+                    WriteOptions(),
+                )
+
+    async def _compact_forever(self) -> None:
+        assert self.store is not None
+        while True:
+            await asyncio.sleep(self.options.compaction_interval)
+            try:
+                await self.store.compact()
+            except Exception:
+                log.exception("compaction failed")
+
+    async def stop(self) -> None:
+        if self.store is not None:
+            self.store.close_all_watchers()
+        if self._namespaces is not None:
+            await self._namespaces.stop()
+            self._namespaces = None
+        for task in self._background:
+            task.cancel()
+        for task in self._background:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._background.clear()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._log is not None:
+            await self._log.close()
+            self._log = None
+        if self._tempdir is not None:
+            self._tempdir.cleanup()
+            self._tempdir = None

@@ -1,0 +1,225 @@
+"""Watch streams: events after a resourceVersion, synthetic initial state, bookmarks, selectors.
+
+A watch is a chunked HTTP/1.1 response of newline-separated ``{"type": ..., "object": ...}``
+documents. Rules (REFERENCE.md §A): RV unset or "0" starts with ADDED events for the current
+state; RV=N sends what happened strictly after N; a compacted N gets HTTP 200 and an ERROR event
+(410 Expired); with selectors, an object that starts matching is ADDED and one that stops matching
+is DELETED (carrying its previous state at the event's revision); bookmarks only when asked;
+``sendInitialEvents=true`` ends the initial state with a BOOKMARK annotated
+``k8s.io/initial-events-end``; a watcher that falls too far behind is closed with a 410 ERROR.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from kubeloop.apiserver import errors
+from kubeloop.apiserver.fieldselector import FieldSelector
+from kubeloop.apiserver.labelselector import LabelSelector
+from kubeloop.apiserver.registry import Registry, list_options_invalid, parse_resource_version
+from kubeloop.apiserver.resources import ResourceType
+from kubeloop.apiserver.store import Event, Watcher
+
+Obj = dict[str, Any]
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    label_selector: LabelSelector | None = None
+    field_selector: FieldSelector | None = None
+    resource_version: str = ""
+    resource_version_match: str = ""
+    allow_bookmarks: bool = False
+    send_initial_events: bool | None = None
+    timeout_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    """Server-wide watch behaviour (upstream: ~1 bookmark a minute, 30–60 min request timeout)."""
+
+    bookmark_interval: float = 60.0
+    min_request_timeout: float = 1800.0
+
+
+def validate_watch_options(options: WatchOptions) -> None:
+    if options.send_initial_events is not None:
+        if options.resource_version_match != "NotOlderThan":
+            raise list_options_invalid(
+                "FieldValueForbidden",
+                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                "sendInitialEvents",
+            )
+        if options.send_initial_events and not options.allow_bookmarks:
+            raise list_options_invalid(
+                "FieldValueForbidden",
+                "Forbidden: sendInitialEvents requires allowWatchBookmarks=true",
+                "allowWatchBookmarks",
+            )
+    elif options.resource_version_match:
+        raise list_options_invalid(
+            "FieldValueForbidden",
+            "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            "resourceVersionMatch",
+        )
+
+
+class WatchStream:
+    """Produces the encoded lines of one watch; created after the options are validated."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        resource: ResourceType,
+        namespace: str | None,
+        options: WatchOptions,
+        settings: WatchSettings,
+        *,
+        encode: Callable[[str, Obj], bytes] | None = None,
+    ) -> None:
+        validate_watch_options(options)
+        self._registry = registry
+        self._store = registry.store
+        self._resource = resource
+        self._namespace = namespace
+        self._options = options
+        self._settings = settings
+        self._match = registry.matcher(resource, options.label_selector, options.field_selector)
+        self._prefix = resource.key_prefix(namespace)
+        self._encode_custom = encode
+        self._initial: list[bytes] = []
+        self._watcher: Watcher | None = None
+        self._start()
+
+    def _start(self) -> None:
+        options = self._options
+        rv = options.resource_version
+        revision = parse_resource_version(rv) if rv else 0
+        if revision > self._store.revision:
+            raise errors.Timeout(
+                f"Too large resource version: {revision}, current: {self._store.revision}",
+                retry_after_seconds=1,
+            )
+        synthetic = options.send_initial_events is True or (
+            options.send_initial_events is None and revision == 0
+        )
+        if synthetic:
+            snapshot_rv, objects, watcher = self._store.snapshot_and_watch(self._prefix)
+            for _key, stored in objects:
+                obj = self._registry.to_served(self._resource, stored)
+                if self._match is None or self._match(obj):
+                    self._initial.append(self._line("ADDED", obj))
+            if options.send_initial_events:
+                self._initial.append(self._bookmark(snapshot_rv, initial_end=True))
+            self._watcher = watcher
+            return
+        if options.send_initial_events is False and revision == 0:
+            revision = self._store.broadcast_revision
+        try:
+            backlog, watcher = self._store.watch(self._prefix, revision)
+        except errors.Gone as gone:
+            self._initial.append(self._line("ERROR", gone.to_status()))
+            return
+        self._watcher = watcher
+        for event in backlog:
+            line = self._event_line(event)
+            if line is not None:
+                self._initial.append(line)
+
+    def _line(self, kind: str, obj: Obj) -> bytes:
+        if self._encode_custom is not None:
+            return self._encode_custom(kind, obj)
+        return orjson.dumps({"type": kind, "object": obj}) + b"\n"
+
+    def _bookmark(self, revision: int, *, initial_end: bool = False) -> bytes:
+        metadata: Obj = {"resourceVersion": str(revision)}
+        if initial_end:
+            metadata["annotations"] = {INITIAL_EVENTS_END: "true"}
+        obj = {"kind": self._resource.kind, "apiVersion": self._resource.api_version, "metadata": metadata}
+        return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+    def _event_line(self, event: Event) -> bytes | None:
+        resource = self._resource
+        if self._match is None:
+            cache_key = resource.group_version if self._encode_custom is None else ""
+            if cache_key:
+                cached = event.encoded.get(cache_key)
+                if cached is None:
+                    cached = self._line(event.type, self._registry.to_served(resource, event.obj))
+                    event.encoded[cache_key] = cached
+                return cached
+            return self._line(event.type, self._registry.to_served(resource, event.obj))
+        new = self._registry.to_served(resource, event.obj)
+        new_matches = self._match(new)
+        if event.type == "ADDED":
+            return self._line("ADDED", new) if new_matches else None
+        if event.type == "DELETED":
+            return self._line("DELETED", new) if new_matches else None
+        old = self._registry.to_served(resource, event.prev) if event.prev is not None else None
+        old_matches = old is not None and self._match(old)
+        if new_matches and old_matches:
+            return self._line("MODIFIED", new)
+        if new_matches:
+            return self._line("ADDED", new)
+        if old_matches and old is not None:
+            # Upstream: the previous state, stamped with the revision of the change that unmatched it.
+            gone = dict(old)
+            gone["metadata"] = {**(old.get("metadata") or {}), "resourceVersion": str(event.revision)}
+            return self._line("DELETED", gone)
+        return None
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        """Encoded chunks until the timeout, a 410 for a lagging watcher, or the store closes."""
+        try:
+            if self._initial:
+                yield b"".join(self._initial)
+                self._initial = []
+            watcher = self._watcher
+            if watcher is None:
+                return
+            timeout = self._options.timeout_seconds
+            if timeout is None:
+                base = self._settings.min_request_timeout
+                timeout = base * (1.0 + random.random())
+            deadline = time.monotonic() + timeout
+            next_bookmark = time.monotonic() + self._settings.bookmark_interval
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    return
+                wait_for = deadline - now
+                if self._options.allow_bookmarks:
+                    wait_for = min(wait_for, max(0.0, next_bookmark - now))
+                await watcher.wait(wait_for)
+                if watcher.overflowed:
+                    yield self._line(
+                        "ERROR",
+                        errors.Gone("watch of this resource fell too far behind; please relist").to_status(),
+                    )
+                    return
+                out = []
+                for event in watcher.drain():
+                    line = self._event_line(event)
+                    if line is not None:
+                        out.append(line)
+                if out:
+                    yield b"".join(out)
+                if watcher.closed:
+                    return
+                if self._options.allow_bookmarks and time.monotonic() >= next_bookmark:
+                    yield self._bookmark(self._store.broadcast_revision)
+                    next_bookmark = time.monotonic() + self._settings.bookmark_interval
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._store.stop_watch(self._watcher)
+            self._watcher = None

@@ -1,0 +1,104 @@
+"""Argument parsing and dispatch for the ``kubeloop`` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import pathlib
+import signal
+import sys
+from collections.abc import Sequence
+
+from kubeloop import __version__
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kubeloop", description="Kubernetes controller-runtime for Python.")
+    parser.add_argument("--version", action="version", version=f"kubeloop {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    server = commands.add_parser("apiserver", help="serve the embedded Kubernetes-compatible API server")
+    _server_flags(server)
+
+    demo = commands.add_parser("demo", help="run the embedded server with sample objects and show it serving")
+    demo.add_argument("--once", action="store_true", help="run one round and exit 0")
+    demo.add_argument("--data-dir", type=pathlib.Path, help="keep the demo's state here (default: in memory)")
+    demo.add_argument("--port", type=int, default=0, help="port to serve on (default: a free one)")
+    return parser
+
+
+def _server_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir", type=pathlib.Path, help="state, PKI and kubeconfig (default ~/.local/share/kubeloop)"
+    )
+    parser.add_argument("--memory", action="store_true", help="keep all state in memory")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=6443, help="port to listen on (0: a free one)")
+    parser.add_argument("--kubeconfig", type=pathlib.Path, help="where to write the kubeconfig")
+    parser.add_argument(
+        "--no-fsync",
+        action="store_true",
+        help="commit without fsync (writes survive a crash of the process, not of the machine)",
+    )
+    parser.add_argument("--insecure-http", action="store_true", help="serve plain HTTP (benchmarks only)")
+    parser.add_argument(
+        "--history-window",
+        type=int,
+        default=100_000,
+        help="events kept for watches from old resourceVersions (older ones get 410)",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.command == "apiserver":
+        return asyncio.run(_serve(args))
+    if args.command == "demo":
+        from kubeloop.cli.demo import run_demo
+
+        return asyncio.run(run_demo(once=args.once, data_dir=args.data_dir, port=args.port))
+    return 2
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    from kubeloop.apiserver.server import APIServer, ServerOptions
+
+    options = ServerOptions(
+        data_dir=args.data_dir,
+        memory=args.memory,
+        host=args.host,
+        port=args.port,
+        kubeconfig=args.kubeconfig,
+        fsync=not args.no_fsync,
+        insecure_http=args.insecure_http,
+        history_window=args.history_window,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with APIServer(options) as server:
+        print(f"kubeloop apiserver ready at {server.url} kubeconfig={server.kubeconfig_path}", flush=True)
+        await stop.wait()
+        # A second signal while shutting down exits at once.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, _exit_now)
+    return 0
+
+
+def _exit_now() -> None:
+    with contextlib.suppress(Exception):
+        sys.stderr.write("second signal: exiting at once\n")
+    os._exit(1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""Client mistakes get the Kubernetes Status error with the right code and a message naming
+the field; nothing is half-written; the server never answers 500 for them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.conftest import Client
+
+CM = "/api/v1/namespaces/{ns}/configmaps"
+DEPLOY = "/apis/apps/v1/namespaces/{ns}/deployments"
+
+
+def assert_status(response: Any, code: int, reason: str, *needles: str) -> dict[str, Any]:
+    assert response.status_code == code, response.text
+    assert response.headers["Content-Type"].startswith("application/json")
+    status = response.json()
+    assert status["kind"] == "Status"
+    assert status["status"] == "Failure"
+    assert status["code"] == code
+    assert status["reason"] == reason
+    for needle in needles:
+        assert needle in status["message"], status["message"]
+    return status
+
+
+def deployment(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+
+
+def test_malformed_json_is_400(api: Client, namespace: str) -> None:
+    response = api.request(
+        "POST",
+        CM.format(ns=namespace),
+        data=b'{"apiVersion": "v1", "kind": ',
+        headers={"Content-Type": "application/json"},
+    )
+    assert_status(response, 400, "BadRequest")
+
+
+def test_body_that_is_not_an_object_is_400(api: Client, namespace: str) -> None:
+    assert_status(api.post(CM.format(ns=namespace), [1, 2]), 400, "BadRequest")
+
+
+def test_wrong_type_names_the_field(api: Client, namespace: str) -> None:
+    body = deployment("wt")
+    body["spec"]["replicas"] = "three"
+    assert_status(api.post(DEPLOY.format(ns=namespace), body), 400, "BadRequest", "spec.replicas")
+    assert api.get(DEPLOY.format(ns=namespace) + "/wt").status_code == 404
+
+
+def test_unknown_field_strict_warn_ignore(api: Client, namespace: str) -> None:
+    body = deployment("uf")
+    body["spec"]["bogus"] = 1
+    strict = api.post(DEPLOY.format(ns=namespace) + "?fieldValidation=Strict", body)
+    assert_status(strict, 400, "BadRequest", 'unknown field "spec.bogus"')
+    warn = api.post(DEPLOY.format(ns=namespace) + "?fieldValidation=Warn", body)
+    assert warn.status_code == 201
+    assert 'unknown field \\"spec.bogus\\"' in warn.headers["Warning"]
+    assert "bogus" not in warn.json()["spec"]
+    body["metadata"]["name"] = "uf2"
+    ignore = api.post(DEPLOY.format(ns=namespace) + "?fieldValidation=Ignore", body)
+    assert ignore.status_code == 201
+    assert "Warning" not in ignore.headers
+    bad_mode = api.post(DEPLOY.format(ns=namespace) + "?fieldValidation=Loose", body)
+    assert_status(bad_mode, 400, "BadRequest", "fieldValidation")
+
+
+def test_duplicate_field_under_strict(api: Client, namespace: str) -> None:
+    raw = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d1","name":"d2"}}'
+    response = api.request(
+        "POST",
+        CM.format(ns=namespace) + "?fieldValidation=Strict",
+        data=raw,
+        headers={"Content-Type": "application/json"},
+    )
+    assert_status(response, 400, "BadRequest", 'duplicate field "metadata.name"')
+
+
+def test_invalid_names_are_422_with_causes(api: Client, namespace: str) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}}
+    status = assert_status(api.post(CM.format(ns=namespace), body), 422, "Invalid", "metadata.name")
+    assert status["details"]["causes"][0]["field"] == "metadata.name"
+    assert status["details"]["kind"] == "ConfigMap"
+    label = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ok", "labels": {"a": "x" * 64}}}
+    status = assert_status(api.post(CM.format(ns=namespace), label), 422, "Invalid", "metadata.labels")
+    assert api.get(CM.format(ns=namespace) + "/ok").status_code == 404
+
+
+def test_missing_required_field_is_422(api: Client, namespace: str) -> None:
+    body = deployment("req")
+    del body["spec"]["template"]["spec"]["containers"][0]["name"]
+    status = assert_status(api.post(DEPLOY.format(ns=namespace), body), 422, "Invalid")
+    fields = [c["field"] for c in status["details"]["causes"]]
+    assert "spec.template.spec.containers[0].name" in fields
+
+
+def test_selector_must_match_template(api: Client, namespace: str) -> None:
+    body = deployment("sel")
+    body["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
+    assert_status(
+        api.post(DEPLOY.format(ns=namespace), body), 422, "Invalid", "selector does not match template labels"
+    )
+
+
+def test_kind_and_api_version_must_match_the_url(api: Client, namespace: str) -> None:
+    body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "k"}}
+    assert_status(api.post(CM.format(ns=namespace), body), 400, "BadRequest")
+    body = {"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {"name": "k"}}
+    assert_status(api.post(CM.format(ns=namespace), body), 400, "BadRequest", "apps/v1")
+
+
+def test_oversized_body_is_413(api: Client, namespace: str) -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "big"},
+        "data": {"x": "a" * (3 * 1024 * 1024)},
+    }
+    assert_status(api.post(CM.format(ns=namespace), body), 413, "RequestEntityTooLarge")
+    assert api.get(CM.format(ns=namespace) + "/big").status_code == 404
+
+
+def test_unsupported_content_type_is_415(api: Client, namespace: str) -> None:
+    response = api.request(
+        "POST",
+        CM.format(ns=namespace),
+        data=b"\x00\x01",
+        headers={"Content-Type": "application/vnd.kubernetes.protobuf"},
+    )
+    assert_status(response, 415, "UnsupportedMediaType")
+
+
+def test_protobuf_only_accept_is_406(api: Client, namespace: str) -> None:
+    response = api.get(CM.format(ns=namespace), headers={"Accept": "application/vnd.kubernetes.protobuf"})
+    assert_status(response, 406, "NotAcceptable")
+
+
+def test_unknown_resource_and_method(api: Client, namespace: str) -> None:
+    assert_status(api.get(f"/api/v1/namespaces/{namespace}/widgets"), 404, "NotFound")
+    assert_status(api.get("/apis/nothing.example.com/v1"), 404, "NotFound")
+    assert_status(api.put(CM.format(ns=namespace), {}), 405, "MethodNotAllowed")
+
+
+def test_bad_query_values(api: Client, namespace: str) -> None:
+    assert_status(api.get(CM.format(ns=namespace), params={"limit": "ten"}), 400, "BadRequest", "limit")
+    assert_status(
+        api.get(CM.format(ns=namespace), params={"resourceVersion": "abc"}),
+        400,
+        "BadRequest",
+        "resourceVersion",
+    )
+    assert_status(api.post(CM.format(ns=namespace) + "?dryRun=Some", {}), 400, "BadRequest", "dryRun")
+    assert_status(
+        api.get(CM.format(ns=namespace), params={"watch": "1", "timeoutSeconds": "x"}), 400, "BadRequest"
+    )
+
+
+def test_stale_resource_version_in_patch_is_409(api: Client, namespace: str) -> None:
+    created = api.post(
+        CM.format(ns=namespace), {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}}
+    ).json()
+    api.patch(CM.format(ns=namespace) + "/s", {"data": {"a": "1"}}, "application/merge-patch+json")
+    stale = {"metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}, "data": {"a": "2"}}
+    assert_status(
+        api.patch(CM.format(ns=namespace) + "/s", stale, "application/merge-patch+json"), 409, "Conflict"
+    )
+
+
+def test_malformed_patches(api: Client, namespace: str) -> None:
+    api.post(CM.format(ns=namespace), {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mp"}})
+    path = CM.format(ns=namespace) + "/mp"
+    assert_status(api.patch(path, b"{not json", "application/merge-patch+json"), 400, "BadRequest")
+    assert_status(
+        api.patch(path, [{"op": "jump", "path": "/a"}], "application/json-patch+json"), 400, "BadRequest"
+    )
+    too_many = [{"op": "add", "path": "/metadata/labels", "value": {}}] * 10_001
+    assert_status(api.patch(path, too_many, "application/json-patch+json"), 413, "RequestEntityTooLarge")
+    renamed = api.patch(path, {"metadata": {"name": "other"}}, "application/merge-patch+json")
+    assert renamed.status_code == 400
+
+
+def test_missing_object_paths(api: Client, namespace: str) -> None:
+    assert_status(
+        api.put(
+            CM.format(ns=namespace) + "/ghost",
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ghost"}},
+        ),
+        404,
+        "NotFound",
+    )
+    assert_status(
+        api.patch(CM.format(ns=namespace) + "/ghost", {}, "application/merge-patch+json"), 404, "NotFound"
+    )
+    assert_status(api.delete(CM.format(ns=namespace) + "/ghost"), 404, "NotFound")
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+    api.post(CM.format(ns=namespace), body)
+    assert_status(api.put(CM.format(ns=namespace) + "/b", body), 400, "BadRequest", "does not match")
+
+
+def test_unauthenticated_is_401(api: Client, namespace: str) -> None:
+    import requests
+
+    response = requests.get(api.server.url + CM.format(ns=namespace), verify=api.server.ca_file, timeout=10)
+    assert_status(response, 401, "Unauthorized")
+    wrong = requests.get(
+        api.server.url + CM.format(ns=namespace),
+        verify=api.server.ca_file,
+        timeout=10,
+        headers={"Authorization": "Bearer nope"},
+    )
+    assert wrong.status_code == 401

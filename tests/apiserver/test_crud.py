@@ -1,0 +1,376 @@
+"""Create/get/update/patch/delete semantics of built-in kinds over real HTTPS."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tests.conftest import Client
+
+CM = "/api/v1/namespaces/{ns}/configmaps"
+DEPLOY = "/apis/apps/v1/namespaces/{ns}/deployments"
+
+
+def configmap(name: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+def deployment(name: str, replicas: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]},
+            },
+        },
+    }
+
+
+def test_create_fills_metadata_and_get_returns_it(api: Client, namespace: str) -> None:
+    created = api.post(CM.format(ns=namespace), configmap("a", k="v"))
+    assert created.status_code == 201
+    meta = created.json()["metadata"]
+    assert re.fullmatch(r"[0-9a-f-]{36}", meta["uid"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", meta["creationTimestamp"])
+    assert meta["namespace"] == namespace
+    assert int(meta["resourceVersion"]) > 0
+    assert "generation" not in meta  # ConfigMaps have no generation upstream
+    got = api.get(CM.format(ns=namespace) + "/a")
+    assert got.status_code == 200
+    assert got.json() == created.json()
+
+
+def test_deployment_gets_generation_defaults_and_empty_status(api: Client, namespace: str) -> None:
+    body = deployment("web")
+    body["status"] = {"replicas": 9}
+    created = api.post(DEPLOY.format(ns=namespace), body).json()
+    assert created["metadata"]["generation"] == 1
+    assert created["status"] == {}
+    assert created["spec"]["strategy"]["type"] == "RollingUpdate"
+    assert created["spec"]["revisionHistoryLimit"] == 10
+
+
+def test_generate_name(api: Client, namespace: str) -> None:
+    body = configmap("")
+    body["metadata"] = {"generateName": "gen-"}
+    created = api.post(CM.format(ns=namespace), body)
+    assert created.status_code == 201
+    assert re.fullmatch(r"gen-[bcdfghjklmnpqrstvwxz2456789]{5}", created.json()["metadata"]["name"])
+
+
+def test_create_duplicate_is_409_already_exists(api: Client, namespace: str) -> None:
+    api.post(CM.format(ns=namespace), configmap("dup"))
+    again = api.post(CM.format(ns=namespace), configmap("dup"))
+    assert again.status_code == 409
+    status = again.json()
+    assert status["reason"] == "AlreadyExists"
+    assert status["message"] == 'configmaps "dup" already exists'
+    assert status["details"] == {"name": "dup", "kind": "configmaps"}
+
+
+def test_get_missing_is_404_status(api: Client, namespace: str) -> None:
+    response = api.get(CM.format(ns=namespace) + "/nope")
+    assert response.status_code == 404
+    assert response.json() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'configmaps "nope" not found',
+        "reason": "NotFound",
+        "details": {"name": "nope", "kind": "configmaps"},
+        "code": 404,
+    }
+
+
+def test_create_with_resource_version_is_rejected(api: Client, namespace: str) -> None:
+    body = configmap("rv")
+    body["metadata"]["resourceVersion"] = "5"
+    response = api.post(CM.format(ns=namespace), body)
+    assert response.status_code == 400
+    assert "resourceVersion should not be set" in response.json()["message"]
+    assert api.get(CM.format(ns=namespace) + "/rv").status_code == 404
+
+
+def test_namespace_mismatch_is_400(api: Client, namespace: str) -> None:
+    body = configmap("x")
+    body["metadata"]["namespace"] = "other"
+    response = api.post(CM.format(ns=namespace), body)
+    assert response.status_code == 400
+    assert "does not match the namespace" in response.json()["message"]
+
+
+def test_create_in_missing_namespace_is_404(api: Client) -> None:
+    response = api.post(CM.format(ns="does-not-exist"), configmap("x"))
+    assert response.status_code == 404
+    assert response.json()["message"] == 'namespaces "does-not-exist" not found'
+
+
+def test_update_with_stale_resource_version_is_409_conflict(api: Client, namespace: str) -> None:
+    created = api.post(CM.format(ns=namespace), configmap("c", a="1")).json()
+    first = dict(created, data={"a": "2"})
+    assert api.put(CM.format(ns=namespace) + "/c", first).status_code == 200
+    stale = dict(created, data={"a": "3"})
+    response = api.put(CM.format(ns=namespace) + "/c", stale)
+    assert response.status_code == 409
+    assert response.json()["reason"] == "Conflict"
+    assert "the object has been modified" in response.json()["message"]
+    assert api.get(CM.format(ns=namespace) + "/c").json()["data"] == {"a": "2"}
+
+
+def test_update_without_resource_version_is_unconditional_for_builtins(api: Client, namespace: str) -> None:
+    api.post(CM.format(ns=namespace), configmap("u", a="1"))
+    response = api.put(CM.format(ns=namespace) + "/u", configmap("u", a="9"))
+    assert response.status_code == 200
+    assert response.json()["data"] == {"a": "9"}
+
+
+def test_update_keeps_uid_and_creation_timestamp(api: Client, namespace: str) -> None:
+    created = api.post(CM.format(ns=namespace), configmap("k")).json()
+    body = configmap("k", z="1")
+    body["metadata"]["uid"] = "forged"
+    body["metadata"]["creationTimestamp"] = "2000-01-01T00:00:00Z"
+    updated = api.put(CM.format(ns=namespace) + "/k", body).json()
+    assert updated["metadata"]["uid"] == created["metadata"]["uid"]
+    assert updated["metadata"]["creationTimestamp"] == created["metadata"]["creationTimestamp"]
+
+
+def test_noop_update_keeps_resource_version(api: Client, namespace: str) -> None:
+    created = api.post(CM.format(ns=namespace), configmap("n", a="1")).json()
+    again = api.put(CM.format(ns=namespace) + "/n", created).json()
+    assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+def test_generation_bumps_on_spec_not_on_labels_or_status(api: Client, namespace: str) -> None:
+    path = DEPLOY.format(ns=namespace) + "/g"
+    api.post(DEPLOY.format(ns=namespace), deployment("g"))
+    labelled = api.patch(
+        path, {"metadata": {"labels": {"extra": "1"}}}, "application/merge-patch+json"
+    ).json()
+    assert labelled["metadata"]["generation"] == 1
+    annotated = api.patch(
+        path, {"metadata": {"annotations": {"a": "b"}}}, "application/merge-patch+json"
+    ).json()
+    assert annotated["metadata"]["generation"] == 2  # Deployment: annotations count
+    scaled = api.patch(path, {"spec": {"replicas": 4}}, "application/merge-patch+json").json()
+    assert scaled["metadata"]["generation"] == 3
+    status = api.patch(path + "/status", {"status": {"replicas": 4}}, "application/merge-patch+json").json()
+    assert status["metadata"]["generation"] == 3
+    assert status["status"] == {"replicas": 4}
+
+
+def test_status_subresource_isolation(api: Client, namespace: str) -> None:
+    path = DEPLOY.format(ns=namespace) + "/s"
+    api.post(DEPLOY.format(ns=namespace), deployment("s"))
+    # The main endpoint ignores status.
+    via_main = api.patch(
+        path, {"status": {"replicas": 7}, "spec": {"replicas": 2}}, "application/merge-patch+json"
+    ).json()
+    assert via_main["status"] == {}
+    assert via_main["spec"]["replicas"] == 2
+    # The status endpoint takes only status.
+    current = api.get(path).json()
+    current["status"] = {"replicas": 5, "observedGeneration": 2}
+    current["spec"]["replicas"] = 10
+    via_status = api.put(path + "/status", current).json()
+    assert via_status["status"] == {"replicas": 5, "observedGeneration": 2}
+    assert via_status["spec"]["replicas"] == 2
+
+
+def test_json_patch_test_failure_is_422_and_nothing_changes(api: Client, namespace: str) -> None:
+    api.post(CM.format(ns=namespace), configmap("jp", a="1"))
+    ops = [
+        {"op": "test", "path": "/data/a", "value": "2"},
+        {"op": "replace", "path": "/data/a", "value": "3"},
+    ]
+    response = api.patch(CM.format(ns=namespace) + "/jp", ops, "application/json-patch+json")
+    assert response.status_code == 422
+    assert api.get(CM.format(ns=namespace) + "/jp").json()["data"] == {"a": "1"}
+    ops[0]["value"] = "1"
+    ok = api.patch(CM.format(ns=namespace) + "/jp", ops, "application/json-patch+json")
+    assert ok.status_code == 200
+    assert ok.json()["data"] == {"a": "3"}
+
+
+def test_merge_patch_replaces_lists_and_strategic_merges_them(api: Client, namespace: str) -> None:
+    path = DEPLOY.format(ns=namespace) + "/m"
+    body = deployment("m")
+    body["spec"]["template"]["spec"]["containers"].append({"name": "side", "image": "busybox:1"})
+    api.post(DEPLOY.format(ns=namespace), body)
+    smp = {"spec": {"template": {"spec": {"containers": [{"name": "side", "image": "busybox:2"}]}}}}
+    merged = api.patch(path, smp, "application/strategic-merge-patch+json").json()
+    containers = merged["spec"]["template"]["spec"]["containers"]
+    assert [(c["name"], c["image"]) for c in containers] == [("main", "nginx:1.27"), ("side", "busybox:2")]
+    replaced = api.patch(path, smp, "application/merge-patch+json").json()
+    assert [c["name"] for c in replaced["spec"]["template"]["spec"]["containers"]] == ["side"]
+
+
+def test_unknown_patch_type_is_415(api: Client, namespace: str) -> None:
+    api.post(CM.format(ns=namespace), configmap("p"))
+    response = api.patch(CM.format(ns=namespace) + "/p", {"data": {}}, "application/xml")
+    assert response.status_code == 415
+    assert response.json()["reason"] == "UnsupportedMediaType"
+
+
+def test_dry_run_changes_nothing(api: Client, namespace: str) -> None:
+    created = api.post(CM.format(ns=namespace) + "?dryRun=All", configmap("dry"))
+    assert created.status_code == 201
+    assert created.json()["metadata"]["uid"]
+    assert api.get(CM.format(ns=namespace) + "/dry").status_code == 404
+    api.post(CM.format(ns=namespace), configmap("dry", a="1"))
+    patched = api.patch(
+        CM.format(ns=namespace) + "/dry?dryRun=All", {"data": {"a": "2"}}, "application/merge-patch+json"
+    )
+    assert patched.json()["data"] == {"a": "2"}
+    assert api.get(CM.format(ns=namespace) + "/dry").json()["data"] == {"a": "1"}
+    deleted = api.delete(CM.format(ns=namespace) + "/dry?dryRun=All")
+    assert deleted.status_code == 200
+    assert api.get(CM.format(ns=namespace) + "/dry").status_code == 200
+
+
+def test_delete_returns_success_status_and_removes(api: Client, namespace: str) -> None:
+    created = api.post(CM.format(ns=namespace), configmap("d")).json()
+    response = api.delete(CM.format(ns=namespace) + "/d")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "Success"
+    assert body["details"]["uid"] == created["metadata"]["uid"]
+    assert api.get(CM.format(ns=namespace) + "/d").status_code == 404
+    assert api.delete(CM.format(ns=namespace) + "/d").status_code == 404
+
+
+def test_delete_preconditions(api: Client, namespace: str) -> None:
+    created = api.post(CM.format(ns=namespace), configmap("pc")).json()
+    wrong_uid = api.delete(CM.format(ns=namespace) + "/pc", {"preconditions": {"uid": "other"}})
+    assert wrong_uid.status_code == 409
+    assert "Precondition failed: UID in precondition" in wrong_uid.json()["message"]
+    wrong_rv = api.delete(CM.format(ns=namespace) + "/pc", {"preconditions": {"resourceVersion": "1"}})
+    assert wrong_rv.status_code == 409
+    ok = api.delete(CM.format(ns=namespace) + "/pc", {"preconditions": {"uid": created["metadata"]["uid"]}})
+    assert ok.status_code == 200
+
+
+def test_finalizers_hold_deletion_until_removed(api: Client, namespace: str) -> None:
+    path = DEPLOY.format(ns=namespace) + "/f"
+    body = deployment("f")
+    body["metadata"]["finalizers"] = ["example.com/hold"]
+    api.post(DEPLOY.format(ns=namespace), body)
+    marked = api.delete(path)
+    assert marked.status_code == 200
+    obj = marked.json()
+    assert obj["kind"] == "Deployment"
+    assert obj["metadata"]["deletionTimestamp"]
+    assert obj["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert obj["metadata"]["generation"] == 2
+    # Adding a finalizer to an object being deleted is forbidden.
+    more = api.patch(
+        path, {"metadata": {"finalizers": ["example.com/hold", "x.io/y"]}}, "application/merge-patch+json"
+    )
+    assert more.status_code == 422
+    assert more.json()["details"]["causes"][0]["field"] == "metadata.finalizers"
+    # Removing the last finalizer deletes it.
+    gone = api.patch(path, {"metadata": {"finalizers": None}}, "application/merge-patch+json")
+    assert gone.status_code == 200
+    assert api.get(path).status_code == 404
+
+
+def test_propagation_policy_is_recorded_as_finalizer(api: Client, namespace: str) -> None:
+    for policy, finalizer in (("Orphan", "orphan"), ("Foreground", "foregroundDeletion")):
+        name = f"pp-{finalizer.lower()}"
+        api.post(CM.format(ns=namespace), configmap(name))
+        response = api.delete(CM.format(ns=namespace) + f"/{name}", {"propagationPolicy": policy})
+        assert response.status_code == 200
+        assert response.json()["metadata"]["finalizers"] == [finalizer]
+        assert response.json()["metadata"]["deletionTimestamp"]
+    bad = api.delete(CM.format(ns=namespace) + "/pp-orphan", {"propagationPolicy": "Sideways"})
+    assert bad.status_code == 422
+
+
+def test_pod_delete_returns_the_object(api: Client, namespace: str) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    created = api.post(f"/api/v1/namespaces/{namespace}/pods", pod).json()
+    assert created["status"]["phase"] == "Pending"
+    response = api.delete(f"/api/v1/namespaces/{namespace}/pods/p")
+    assert response.status_code == 200
+    assert response.json()["kind"] == "Pod"
+
+
+def test_cluster_scoped_and_namespace_lifecycle(api: Client) -> None:
+    created = api.post(
+        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "life"}}
+    )
+    assert created.json()["status"] == {"phase": "Active"}
+    assert created.json()["spec"] == {"finalizers": ["kubernetes"]}
+    api.post(CM.format(ns="life"), configmap("inside"))
+    marked = api.delete("/api/v1/namespaces/life")
+    assert marked.status_code == 200
+    assert marked.json()["status"]["phase"] == "Terminating"
+    refused = api.post(CM.format(ns="life"), configmap("late"))
+    assert refused.status_code in (403, 404)  # 404 once the namespace controller has finished
+    if refused.status_code == 403:
+        assert refused.json()["details"]["causes"][0]["reason"] == "NamespaceTerminating"
+    import time
+
+    deadline = time.monotonic() + 10
+    while api.get("/api/v1/namespaces/life").status_code != 404:
+        assert time.monotonic() < deadline, "namespace was not finalized"
+        time.sleep(0.05)
+    assert api.get(CM.format(ns="life") + "/inside").status_code == 404
+
+
+def test_default_namespaces_exist_and_cannot_be_deleted(api: Client) -> None:
+    for name in ("default", "kube-system", "kube-public"):
+        assert api.get(f"/api/v1/namespaces/{name}").status_code == 200
+        response = api.delete(f"/api/v1/namespaces/{name}")
+        assert response.status_code == 403
+        assert response.json()["reason"] == "Forbidden"
+
+
+def test_events_are_one_kind_in_two_groups(api: Client, namespace: str) -> None:
+    core = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "e1"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": namespace},
+        "reason": "Started",
+        "message": "hello",
+        "type": "Normal",
+        "count": 2,
+        "source": {"component": "kubelet"},
+    }
+    assert api.post(f"/api/v1/namespaces/{namespace}/events", core).status_code == 201
+    v1 = api.get(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events/e1").json()
+    assert v1["apiVersion"] == "events.k8s.io/v1"
+    assert v1["note"] == "hello"
+    assert v1["regarding"]["name"] == "p"
+    assert v1["deprecatedCount"] == 2
+    selected = api.get(
+        f"/api/v1/namespaces/{namespace}/events",
+        params={"fieldSelector": "involvedObject.name=p,reason=Started"},
+    ).json()
+    assert [e["metadata"]["name"] for e in selected["items"]] == ["e1"]
+
+
+def test_lease_micro_time_round_trips(api: Client, namespace: str) -> None:
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "leader"},
+        "spec": {
+            "holderIdentity": "a",
+            "leaseDurationSeconds": 15,
+            "renewTime": "2026-01-01T00:00:00.123456Z",
+        },
+    }
+    created = api.post(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", lease).json()
+    assert created["spec"]["renewTime"] == "2026-01-01T00:00:00.123456Z"

@@ -1,0 +1,193 @@
+"""The real kubectl (oldest and newest on the machine) against the embedded server,
+without --validate=false."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import time
+from typing import Any
+
+import pytest
+
+from tests.conftest import Client, ServerThread
+from tests.kubectl_finder import oldest_and_newest
+
+KUBECTLS = oldest_and_newest()
+
+pytestmark = [
+    pytest.mark.kubectl,
+    pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine"),
+]
+
+DEPLOYMENT_YAML = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        ports:
+        - containerPort: 80
+"""
+
+CONFIGMAP_YAML = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data:
+  mode: fast
+"""
+
+
+class Kubectl:
+    """One kubectl binary pointed at the shared server's kubeconfig."""
+
+    def __init__(self, binary: pathlib.Path, kubeconfig: pathlib.Path, home: pathlib.Path) -> None:
+        self.argv = [str(binary), "--kubeconfig", str(kubeconfig)]
+        self.env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+
+    def __call__(
+        self, *args: str, stdin: str | None = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [*self.argv, *args], input=stdin, capture_output=True, text=True, timeout=timeout, env=self.env
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
+        return result
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [*self.argv, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env
+        )
+
+
+@pytest.fixture(params=KUBECTLS, ids=[p.name for p in KUBECTLS])
+def kubectl(request: pytest.FixtureRequest, shared_server: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    return Kubectl(request.param, shared_server.kubeconfig, tmp_path)
+
+
+def test_apply_get_patch_describe_delete(kubectl: Kubectl, api: Client, namespace: str) -> None:
+    ns = ["-n", namespace]
+    applied = kubectl("apply", *ns, "-f", "-", stdin=DEPLOYMENT_YAML + "---\n" + CONFIGMAP_YAML)
+    assert "deployment.apps/web created" in applied.stdout
+    assert "configmap/settings created" in applied.stdout
+    # Re-applying a change goes through client-side apply (strategic merge patch + last-applied).
+    again = kubectl("apply", *ns, "-f", "-", stdin=DEPLOYMENT_YAML.replace("replicas: 2", "replicas: 3"))
+    assert "deployment.apps/web configured" in again.stdout
+    deployment = api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").json()
+    assert deployment["spec"]["replicas"] == 3
+    assert "kubectl.kubernetes.io/last-applied-configuration" in deployment["metadata"]["annotations"]
+
+    table = kubectl("get", *ns, "deployments").stdout
+    header, row = table.splitlines()[:2]
+    assert header.split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    assert row.split()[0] == "web"
+    listed = json.loads(kubectl("get", *ns, "configmaps", "settings", "-o", "json").stdout)
+    assert listed["data"] == {"mode": "fast"}
+
+    kubectl(
+        "patch",
+        *ns,
+        "deployment",
+        "web",
+        "-p",
+        '{"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:1.28"}]}}}}',
+    )
+    kubectl("patch", *ns, "configmap", "settings", "--type", "merge", "-p", '{"data":{"mode":"slow"}}')
+    deployment = api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").json()
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    assert [(c["name"], c["image"], c["ports"][0]["containerPort"]) for c in containers] == [
+        ("nginx", "nginx:1.28", 80)
+    ]
+    assert api.get(f"/api/v1/namespaces/{namespace}/configmaps/settings").json()["data"] == {"mode": "slow"}
+
+    described = kubectl("describe", *ns, "deployment", "web").stdout
+    assert "Name:" in described and "web" in described
+    assert "RollingUpdate" in described
+
+    kubectl("delete", *ns, "configmap", "settings")
+    assert api.get(f"/api/v1/namespaces/{namespace}/configmaps/settings").status_code == 404
+
+
+def test_get_watch_sees_a_patch(kubectl: Kubectl, api: Client, namespace: str) -> None:
+    kubectl("create", "-n", namespace, "configmap", "watched", "--from-literal=a=1")
+    proc = kubectl.start("get", "-n", namespace, "configmaps", "-w", "-o", "json")
+    try:
+        time.sleep(1.5)
+        kubectl(
+            "patch", "-n", namespace, "configmap", "watched", "--type", "merge", "-p", '{"data":{"a":"2"}}'
+        )
+        decoder = json.JSONDecoder()
+        buffer = ""
+        seen: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 20
+        assert proc.stdout is not None
+        while time.monotonic() < deadline and not any(o.get("data") == {"a": "2"} for o in seen):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            buffer += line
+            try:
+                obj, end = decoder.raw_decode(buffer.strip())
+            except ValueError:
+                continue
+            seen.append(obj)
+            buffer = buffer.strip()[end:]
+        assert any(o.get("data") == {"a": "2"} for o in seen), seen
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_explain_and_wait_for_delete(kubectl: Kubectl, api: Client, namespace: str) -> None:
+    explained = kubectl("explain", "deployment.spec.replicas").stdout
+    assert "replicas" in explained
+    assert "integer" in explained
+    kubectl("apply", "-n", namespace, "-f", "-", stdin=CONFIGMAP_YAML)
+    kubectl("delete", "-n", namespace, "configmap", "settings", "--wait=false")
+    kubectl("wait", "-n", namespace, "--for=delete", "configmap/settings", "--timeout=20s")
+    kubectl("create", "-n", namespace, "configmap", "held", "--from-literal=a=1")
+    api.patch(
+        f"/api/v1/namespaces/{namespace}/configmaps/held",
+        {"metadata": {"finalizers": ["example.com/hold"]}},
+        "application/merge-patch+json",
+    )
+    kubectl("delete", "-n", namespace, "configmap", "held", "--wait=false")
+    waiter = kubectl.start("wait", "-n", namespace, "--for=delete", "configmap/held", "--timeout=30s")
+    time.sleep(1.0)
+    assert waiter.poll() is None, "kubectl wait returned while the object still existed"
+    api.patch(
+        f"/api/v1/namespaces/{namespace}/configmaps/held",
+        {"metadata": {"finalizers": None}},
+        "application/merge-patch+json",
+    )
+    assert waiter.wait(timeout=30) == 0, waiter.stderr.read() if waiter.stderr else ""
+
+
+def test_get_pods_table_columns(kubectl: Kubectl, api: Client, namespace: str) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "runner"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    api.post(f"/api/v1/namespaces/{namespace}/pods", pod)
+    header, row = kubectl("get", "-n", namespace, "pods").stdout.splitlines()[:2]
+    assert header.split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert row.split()[:4] == ["runner", "0/1", "Pending", "0"]
+    all_resources = kubectl("api-resources").stdout
+    assert "deployments" in all_resources and "leases" in all_resources

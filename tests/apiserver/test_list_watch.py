@@ -1,0 +1,309 @@
+"""resourceVersion semantics of list and watch, pagination, selectors, bookmarks and 410."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kubeloop.apiserver.watch import WatchSettings
+from tests.conftest import Client, ServerThread, start_server
+
+CM = "/api/v1/namespaces/{ns}/configmaps"
+
+
+def configmap(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels or {}},
+        "data": data,
+    }
+
+
+def stream(
+    api: Client, path: str, params: dict[str, str], count: int, timeout: float = 10
+) -> list[dict[str, Any]]:
+    """Read ``count`` watch events (or until the server ends the stream)."""
+    events: list[dict[str, Any]] = []
+    with api.get(path, params={"watch": "1", **params}, stream=True, timeout=timeout) as response:
+        assert response.status_code == 200, response.text
+        assert response.headers["Content-Type"].startswith("application/json")
+        for line in response.iter_lines():
+            if line:
+                events.append(json.loads(line))
+                if len(events) >= count:
+                    break
+    return events
+
+
+def names(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(e["type"], e["object"]["metadata"].get("name", "")) for e in events]
+
+
+@pytest.fixture
+def private_server() -> Iterator[ServerThread]:
+    server = start_server(
+        history_window=5, watch=WatchSettings(bookmark_interval=0.2, min_request_timeout=30)
+    )
+    yield server
+    server.stop()
+
+
+def test_list_resource_version_and_items_in_key_order(api: Client, namespace: str) -> None:
+    for name in ("b", "a", "c"):
+        api.post(CM.format(ns=namespace), configmap(name))
+    listed = api.get(CM.format(ns=namespace)).json()
+    assert listed["kind"] == "ConfigMapList"
+    assert listed["apiVersion"] == "v1"
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["a", "b", "c"]
+    newest = max(int(i["metadata"]["resourceVersion"]) for i in listed["items"])
+    assert int(listed["metadata"]["resourceVersion"]) >= newest
+
+
+def test_pagination_is_a_snapshot(api: Client, namespace: str) -> None:
+    for i in range(7):
+        api.post(CM.format(ns=namespace), configmap(f"p{i}"))
+    first = api.get(CM.format(ns=namespace), params={"limit": "3"}).json()
+    assert [i["metadata"]["name"] for i in first["items"]] == ["p0", "p1", "p2"]
+    assert first["metadata"]["remainingItemCount"] == 4
+    token = first["metadata"]["continue"]
+    # Changes after the first page are invisible to the rest of the list.
+    api.delete(CM.format(ns=namespace) + "/p4")
+    api.post(CM.format(ns=namespace), configmap("p3a"))
+    second = api.get(CM.format(ns=namespace), params={"limit": "3", "continue": token}).json()
+    assert [i["metadata"]["name"] for i in second["items"]] == ["p3", "p4", "p5"]
+    assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    third = api.get(
+        CM.format(ns=namespace), params={"limit": "3", "continue": second["metadata"]["continue"]}
+    ).json()
+    assert [i["metadata"]["name"] for i in third["items"]] == ["p6"]
+    assert "continue" not in third["metadata"]
+
+
+def test_continue_with_resource_version_is_400(api: Client, namespace: str) -> None:
+    for i in range(3):
+        api.post(CM.format(ns=namespace), configmap(f"c{i}"))
+    token = api.get(CM.format(ns=namespace), params={"limit": "1"}).json()["metadata"]["continue"]
+    response = api.get(
+        CM.format(ns=namespace), params={"limit": "1", "continue": token, "resourceVersion": "5"}
+    )
+    assert response.status_code == 400
+    garbage = api.get(CM.format(ns=namespace), params={"continue": "!!notbase64"})
+    assert garbage.status_code == 400
+
+
+def test_resource_version_match_rules(api: Client, namespace: str) -> None:
+    no_rv = api.get(CM.format(ns=namespace), params={"resourceVersionMatch": "NotOlderThan"})
+    assert no_rv.status_code == 422
+    assert no_rv.json()["details"]["causes"][0]["field"] == "resourceVersionMatch"
+    bad = api.get(CM.format(ns=namespace), params={"resourceVersion": "1", "resourceVersionMatch": "Newest"})
+    assert bad.status_code == 422
+    exact_zero = api.get(
+        CM.format(ns=namespace), params={"resourceVersion": "0", "resourceVersionMatch": "Exact"}
+    )
+    assert exact_zero.status_code == 422
+    too_new = api.get(CM.format(ns=namespace), params={"resourceVersion": "999999999"})
+    assert too_new.status_code == 504
+    assert too_new.headers["Retry-After"] == "1"
+    assert "Too large resource version" in too_new.json()["message"]
+
+
+def test_exact_list_at_an_older_revision(api: Client, namespace: str) -> None:
+    api.post(CM.format(ns=namespace), configmap("x", a="1"))
+    rv = api.get(CM.format(ns=namespace)).json()["metadata"]["resourceVersion"]
+    api.patch(CM.format(ns=namespace) + "/x", {"data": {"a": "2"}}, "application/merge-patch+json")
+    api.post(CM.format(ns=namespace), configmap("y"))
+    old = api.get(
+        CM.format(ns=namespace), params={"resourceVersion": rv, "resourceVersionMatch": "Exact"}
+    ).json()
+    assert [(i["metadata"]["name"], i["data"]) for i in old["items"]] == [("x", {"a": "1"})]
+    assert old["metadata"]["resourceVersion"] == rv
+
+
+def test_label_and_field_selectors(api: Client, namespace: str) -> None:
+    api.post(CM.format(ns=namespace), configmap("web", {"app": "web", "tier": "front"}))
+    api.post(CM.format(ns=namespace), configmap("db", {"app": "db", "tier": "back"}))
+    api.post(CM.format(ns=namespace), configmap("plain"))
+
+    def selected(**params: str) -> list[str]:
+        response = api.get(CM.format(ns=namespace), params=params)
+        assert response.status_code == 200, response.text
+        return [i["metadata"]["name"] for i in response.json()["items"]]
+
+    assert selected(labelSelector="app=web") == ["web"]
+    assert selected(labelSelector="tier in (front,back)") == ["db", "web"]
+    assert selected(labelSelector="app!=web") == ["db", "plain"]
+    assert selected(labelSelector="!app") == ["plain"]
+    assert selected(fieldSelector="metadata.name=db") == ["db"]
+    assert selected(fieldSelector="metadata.name!=db", labelSelector="app") == ["web"]
+    bad_field = api.get(CM.format(ns=namespace), params={"fieldSelector": "spec.nodeName=x"})
+    assert bad_field.status_code == 400
+    assert "spec.nodeName" in bad_field.json()["message"]
+    bad_label = api.get(CM.format(ns=namespace), params={"labelSelector": "a in (b"})
+    assert bad_label.status_code == 400
+
+
+def test_pod_field_selectors(api: Client, namespace: str) -> None:
+    for name, node in (("on-a", "node-a"), ("on-b", "node-b")):
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
+        }
+        assert api.post(f"/api/v1/namespaces/{namespace}/pods", pod).status_code == 201
+    listed = api.get(
+        f"/api/v1/namespaces/{namespace}/pods", params={"fieldSelector": "spec.nodeName=node-b"}
+    ).json()
+    assert [p["metadata"]["name"] for p in listed["items"]] == ["on-b"]
+    phase = api.get(
+        f"/api/v1/namespaces/{namespace}/pods", params={"fieldSelector": "status.phase=Pending"}
+    ).json()
+    assert len(phase["items"]) == 2
+
+
+def test_list_across_namespaces(api: Client, namespace: str) -> None:
+    api.post(CM.format(ns=namespace), configmap("everywhere", {"mark": namespace}))
+    listed = api.get("/api/v1/configmaps", params={"labelSelector": f"mark={namespace}"}).json()
+    assert [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in listed["items"]] == [
+        (namespace, "everywhere")
+    ]
+
+
+def test_watch_without_rv_starts_with_current_state(api: Client, namespace: str) -> None:
+    api.post(CM.format(ns=namespace), configmap("one"))
+    api.post(CM.format(ns=namespace), configmap("two"))
+    events = stream(api, CM.format(ns=namespace), {"timeoutSeconds": "1"}, count=10)
+    assert names(events) == [("ADDED", "one"), ("ADDED", "two")]
+
+
+def test_watch_from_rv_sends_changes_strictly_after_it(api: Client, namespace: str) -> None:
+    created = api.post(CM.format(ns=namespace), configmap("w")).json()
+    rv = created["metadata"]["resourceVersion"]
+    api.patch(CM.format(ns=namespace) + "/w", {"data": {"a": "1"}}, "application/merge-patch+json")
+    api.delete(CM.format(ns=namespace) + "/w")
+    events = stream(api, CM.format(ns=namespace), {"resourceVersion": rv, "timeoutSeconds": "1"}, count=10)
+    assert names(events) == [("MODIFIED", "w"), ("DELETED", "w")]
+    deleted = events[1]["object"]
+    assert int(deleted["metadata"]["resourceVersion"]) > int(
+        events[0]["object"]["metadata"]["resourceVersion"]
+    )
+    assert deleted["data"] == {"a": "1"}
+
+
+def test_watch_sees_live_changes(api: Client, namespace: str) -> None:
+    rv = api.get(CM.format(ns=namespace)).json()["metadata"]["resourceVersion"]
+    result: list[dict[str, Any]] = []
+    reader = threading.Thread(
+        target=lambda: result.extend(stream(api, CM.format(ns=namespace), {"resourceVersion": rv}, count=2))
+    )
+    reader.start()
+    time.sleep(0.3)
+    api.post(CM.format(ns=namespace), configmap("live"))
+    api.patch(CM.format(ns=namespace) + "/live", {"data": {"x": "y"}}, "application/merge-patch+json")
+    reader.join(10)
+    assert names(result) == [("ADDED", "live"), ("MODIFIED", "live")]
+
+
+def test_watch_selector_transitions(api: Client, namespace: str) -> None:
+    rv = api.get(CM.format(ns=namespace)).json()["metadata"]["resourceVersion"]
+    api.post(CM.format(ns=namespace), configmap("t", {"keep": "no"}))
+    api.patch(
+        CM.format(ns=namespace) + "/t",
+        {"metadata": {"labels": {"keep": "yes"}}},
+        "application/merge-patch+json",
+    )
+    api.patch(CM.format(ns=namespace) + "/t", {"data": {"a": "1"}}, "application/merge-patch+json")
+    last = api.patch(
+        CM.format(ns=namespace) + "/t",
+        {"metadata": {"labels": {"keep": "no"}}},
+        "application/merge-patch+json",
+    )
+    events = stream(
+        api,
+        CM.format(ns=namespace),
+        {"resourceVersion": rv, "labelSelector": "keep=yes", "timeoutSeconds": "1"},
+        10,
+    )
+    assert names(events) == [("ADDED", "t"), ("MODIFIED", "t"), ("DELETED", "t")]
+    gone = events[2]["object"]
+    assert gone["metadata"]["labels"] == {"keep": "yes"}  # the last state that matched
+    assert gone["metadata"]["resourceVersion"] == last.json()["metadata"]["resourceVersion"]
+
+
+def test_watch_field_selector_on_name(api: Client, namespace: str) -> None:
+    rv = api.get(CM.format(ns=namespace)).json()["metadata"]["resourceVersion"]
+    api.post(CM.format(ns=namespace), configmap("other"))
+    api.post(CM.format(ns=namespace), configmap("mine"))
+    events = stream(
+        api,
+        CM.format(ns=namespace),
+        {"resourceVersion": rv, "fieldSelector": "metadata.name=mine", "timeoutSeconds": "1"},
+        5,
+    )
+    assert names(events) == [("ADDED", "mine")]
+
+
+def test_watch_timeout_seconds_ends_the_stream(api: Client, namespace: str) -> None:
+    started = time.monotonic()
+    events = stream(api, CM.format(ns=namespace), {"resourceVersion": "0", "timeoutSeconds": "1"}, count=100)
+    elapsed = time.monotonic() - started
+    assert events == []
+    assert 0.9 <= elapsed < 5
+
+
+def test_send_initial_events_ends_with_annotated_bookmark(api: Client, namespace: str) -> None:
+    api.post(CM.format(ns=namespace), configmap("s1"))
+    params = {
+        "sendInitialEvents": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "1",
+    }
+    events = stream(api, CM.format(ns=namespace), params, count=2)
+    assert events[0]["type"] == "ADDED"
+    assert events[1]["type"] == "BOOKMARK"
+    bookmark = events[1]["object"]
+    assert bookmark["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert bookmark["kind"] == "ConfigMap"
+    assert int(bookmark["metadata"]["resourceVersion"]) >= int(
+        events[0]["object"]["metadata"]["resourceVersion"]
+    )
+    rejected = api.get(CM.format(ns=namespace), params={"watch": "1", "sendInitialEvents": "true"})
+    assert rejected.status_code == 422
+
+
+def test_bookmarks_only_when_asked(private_server: ServerThread) -> None:
+    api = Client(private_server)
+    rv = api.get(CM.format(ns="default")).json()["metadata"]["resourceVersion"]
+    events = stream(
+        api, CM.format(ns="default"), {"resourceVersion": rv, "allowWatchBookmarks": "true"}, count=2
+    )
+    assert [e["type"] for e in events] == ["BOOKMARK", "BOOKMARK"]
+    assert set(events[0]["object"]["metadata"]) == {"resourceVersion"}
+    quiet = stream(api, CM.format(ns="default"), {"resourceVersion": rv, "timeoutSeconds": "1"}, count=2)
+    assert quiet == []
+
+
+def test_compacted_resource_version_is_410(private_server: ServerThread) -> None:
+    api = Client(private_server)
+    first = api.post(CM.format(ns="default"), configmap("old")).json()
+    for i in range(10):
+        api.patch(CM.format(ns="default") + "/old", {"data": {"i": str(i)}}, "application/merge-patch+json")
+    old_rv = first["metadata"]["resourceVersion"]
+    events = stream(api, CM.format(ns="default"), {"resourceVersion": old_rv}, count=1)
+    assert events[0]["type"] == "ERROR"
+    status = events[0]["object"]
+    assert status["code"] == 410
+    assert status["reason"] == "Expired"
+    assert status["message"].startswith(f"too old resource version: {old_rv} (")
+    listed = api.get(
+        CM.format(ns="default"), params={"resourceVersion": old_rv, "resourceVersionMatch": "Exact"}
+    )
+    assert listed.status_code == 410
+    assert listed.json()["reason"] == "Expired"

@@ -1,0 +1,127 @@
+"""The official `kubernetes` Python client (a test peer) against the embedded server."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client, config, watch
+from kubernetes.client.rest import ApiException
+
+from tests.conftest import ServerThread, start_server
+
+
+@pytest.fixture
+def api_client(shared_server: ServerThread) -> Iterator[client.ApiClient]:
+    with config.new_client_from_config(config_file=str(shared_server.kubeconfig)) as api:
+        yield api
+
+
+def test_crud_through_the_official_client(api_client: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api_client)
+    apps = client.AppsV1Api(api_client)
+    body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="oc", labels={"a": "b"}), data={"k": "v"})
+    created = core.create_namespaced_config_map(namespace, body)
+    assert created.metadata.uid
+    fetched = core.read_namespaced_config_map("oc", namespace)
+    assert fetched.data == {"k": "v"}
+    fetched.data["k"] = "w"
+    replaced = core.replace_namespaced_config_map("oc", namespace, fetched)
+    assert int(replaced.metadata.resource_version) > int(created.metadata.resource_version)
+    patched = core.patch_namespaced_config_map("oc", namespace, {"data": {"x": "y"}})
+    assert patched.data == {"k": "w", "x": "y"}
+    listed = core.list_namespaced_config_map(namespace, label_selector="a=b")
+    assert [c.metadata.name for c in listed.items] == ["oc"]
+    with pytest.raises(ApiException) as conflict:
+        fetched.metadata.resource_version = created.metadata.resource_version
+        core.replace_namespaced_config_map("oc", namespace, fetched)
+    assert conflict.value.status == 409
+    core.delete_namespaced_config_map("oc", namespace)
+    with pytest.raises(ApiException) as missing:
+        core.read_namespaced_config_map("oc", namespace)
+    assert missing.value.status == 404
+
+    deployment = client.V1Deployment(
+        metadata=client.V1ObjectMeta(name="d"),
+        spec=client.V1DeploymentSpec(
+            replicas=1,
+            selector=client.V1LabelSelector(match_labels={"app": "d"}),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels={"app": "d"}),
+                spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="nginx")]),
+            ),
+        ),
+    )
+    made = apps.create_namespaced_deployment(namespace, deployment)
+    assert made.metadata.generation == 1
+    status = apps.patch_namespaced_deployment_status("d", namespace, {"status": {"replicas": 1}})
+    assert status.status.replicas == 1
+    scaled = apps.patch_namespaced_deployment("d", namespace, {"spec": {"replicas": 3}})
+    assert scaled.spec.replicas == 3 and scaled.metadata.generation == 2
+
+
+def test_watch_events_through_the_official_client(api_client: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api_client)
+    rv = core.list_namespaced_config_map(namespace).metadata.resource_version
+
+    def make() -> None:
+        time.sleep(0.3)
+        core.create_namespaced_config_map(
+            namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="ev"))
+        )
+        core.delete_namespaced_config_map("ev", namespace)
+
+    maker = threading.Thread(target=make)
+    maker.start()
+    seen = []
+    for event in watch.Watch().stream(
+        core.list_namespaced_config_map, namespace, resource_version=rv, timeout_seconds=5
+    ):
+        seen.append((event["type"], event["object"].metadata.name))
+        if len(seen) == 2:
+            break
+    maker.join()
+    assert seen == [("ADDED", "ev"), ("DELETED", "ev")]
+
+
+def test_watch_survives_410_by_relisting() -> None:
+    server = start_server(history_window=3)
+    try:
+        with config.new_client_from_config(config_file=str(server.kubeconfig)) as api:
+            core = client.CoreV1Api(api)
+            old_rv = core.list_namespaced_config_map("default").metadata.resource_version
+            for i in range(6):
+                core.create_namespaced_config_map(
+                    "default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"c{i}"))
+                )
+            with pytest.raises(ApiException) as expired:
+                for _event in watch.Watch().stream(
+                    core.list_namespaced_config_map, "default", resource_version=old_rv, timeout_seconds=5
+                ):
+                    pass
+            assert expired.value.status == 410
+            # What an informer does: relist, then watch from the list's resourceVersion.
+            listed = core.list_namespaced_config_map("default")
+            assert len(listed.items) == 6
+
+            def later() -> None:
+                time.sleep(0.3)
+                core.create_namespaced_config_map(
+                    "default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="after"))
+                )
+
+            maker = threading.Thread(target=later)
+            maker.start()
+            for event in watch.Watch().stream(
+                core.list_namespaced_config_map,
+                "default",
+                resource_version=listed.metadata.resource_version,
+                timeout_seconds=5,
+            ):
+                assert (event["type"], event["object"].metadata.name) == ("ADDED", "after")
+                break
+            maker.join()
+    finally:
+        server.stop()

@@ -70,11 +70,13 @@ class Client:
     def __init__(self, server: ServerThread) -> None:
         self.server = server
         self.session = requests.Session()
+        self.session.trust_env = False  # REQUESTS_CA_BUNDLE would override session.verify
         self.session.headers["Authorization"] = f"Bearer {server.token}"
         self.session.verify = server.ca_file
 
     def request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
-        return self.session.request(method, self.server.url + path, timeout=30, **kwargs)
+        kwargs.setdefault("timeout", 30)
+        return self.session.request(method, self.server.url + path, **kwargs)
 
     def get(self, path: str, **kwargs: Any) -> requests.Response:
         return self.request("GET", path, **kwargs)

@@ -110,7 +110,7 @@ def test_selector_must_match_template(api: Client, namespace: str) -> None:
     body = deployment("sel")
     body["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
     assert_status(
-        api.post(DEPLOY.format(ns=namespace), body), 422, "Invalid", "selector does not match template labels"
+        api.post(DEPLOY.format(ns=namespace), body), 422, "Invalid", "does not match template"
     )
 
 

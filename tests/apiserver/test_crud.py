@@ -374,3 +374,19 @@ def test_lease_micro_time_round_trips(api: Client, namespace: str) -> None:
     }
     created = api.post(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", lease).json()
     assert created["spec"]["renewTime"] == "2026-01-01T00:00:00.123456Z"
+
+
+def test_scale_subresource(api: Client, namespace: str) -> None:
+    api.post(DEPLOY.format(ns=namespace), deployment("sc", replicas=2))
+    path = DEPLOY.format(ns=namespace) + "/sc/scale"
+    scale = api.get(path).json()
+    assert scale["kind"] == "Scale" and scale["apiVersion"] == "autoscaling/v1"
+    assert scale["spec"] == {"replicas": 2}
+    assert scale["status"] == {"replicas": 0, "selector": "app=sc"}
+    patched = api.patch(path, {"spec": {"replicas": 5}}, "application/merge-patch+json").json()
+    assert patched["spec"] == {"replicas": 5}
+    assert api.get(DEPLOY.format(ns=namespace) + "/sc").json()["spec"]["replicas"] == 5
+    stale = dict(scale, spec={"replicas": 1})
+    assert api.put(path, stale).status_code == 409
+    negative = api.patch(path, {"spec": {"replicas": -1}}, "application/merge-patch+json")
+    assert negative.status_code == 422

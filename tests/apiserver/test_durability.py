@@ -40,6 +40,7 @@ def apiserver(data_dir: pathlib.Path, *extra: str) -> Iterator[tuple[subprocess.
 def session_for(data_dir: pathlib.Path) -> requests.Session:
     kubeconfig = yaml.safe_load((data_dir / "kubeconfig").read_text())
     session = requests.Session()
+    session.trust_env = False  # REQUESTS_CA_BUNDLE would override session.verify
     session.headers["Authorization"] = "Bearer " + kubeconfig["users"][0]["user"]["token"]
     session.verify = str(data_dir / "pki" / "ca.crt")
     return session

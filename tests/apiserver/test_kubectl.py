@@ -124,7 +124,7 @@ def test_apply_get_patch_describe_delete(kubectl: Kubectl, api: Client, namespac
 
 
 def test_get_watch_sees_a_patch(kubectl: Kubectl, api: Client, namespace: str) -> None:
-    kubectl("create", "-n", namespace, "configmap", "watched", "--from-literal=a=1")
+    kubectl("apply", "-n", namespace, "-f", "-", stdin=CONFIGMAP_YAML.replace("settings", "watched").replace("mode: fast", "a: '1'"))
     proc = kubectl.start("get", "-n", namespace, "configmaps", "-w", "-o", "json")
     try:
         time.sleep(1.5)
@@ -160,7 +160,7 @@ def test_explain_and_wait_for_delete(kubectl: Kubectl, api: Client, namespace: s
     kubectl("apply", "-n", namespace, "-f", "-", stdin=CONFIGMAP_YAML)
     kubectl("delete", "-n", namespace, "configmap", "settings", "--wait=false")
     kubectl("wait", "-n", namespace, "--for=delete", "configmap/settings", "--timeout=20s")
-    kubectl("create", "-n", namespace, "configmap", "held", "--from-literal=a=1")
+    kubectl("create", "-n", namespace, "-f", "-", stdin=CONFIGMAP_YAML.replace("settings", "held"))
     api.patch(
         f"/api/v1/namespaces/{namespace}/configmaps/held",
         {"metadata": {"finalizers": ["example.com/hold"]}},

@@ -188,8 +188,6 @@ class APIHandlers:
     def _checked(target: Target) -> Target:
         if target.subresource and target.subresource not in target.resource.subresources:
             raise errors.NotFound("the server could not find the requested resource")
-        if target.subresource == "scale":
-            raise errors.NotFound("the server could not find the requested resource")
         return target
 
     async def _serve(self, request: web.Request, target: Target) -> web.StreamResponse:
@@ -213,7 +211,34 @@ class APIHandlers:
         }
         if method not in handler or (target.subresource and method == "DELETE"):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+        if target.subresource == "scale":
+            return await self._scale(request, target)
         return await handler[method](request, target)
+
+    async def _scale(self, request: web.Request, target: Target) -> web.StreamResponse:
+        """autoscaling/v1 Scale of a workload: spec.replicas, status.replicas and the selector."""
+        assert target.name is not None
+        if request.method == "GET":
+            return json_response(self.registry.get_scale(target.resource, target.namespace, target.name))
+        raw = await _read_body(request)
+        options = _write_options(request, raw)
+        if request.method == "PUT":
+            try:
+                body = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise errors.BadRequest(f"the body of the request could not be decoded as JSON: {exc}") from None
+            scale = await self.registry.update_scale(target.resource, target.namespace, target.name, body, options)
+        else:
+            content_type = request.content_type
+            if content_type not in _PATCH_TYPES or content_type == registry.APPLY_PATCH:
+                raise errors.UnsupportedMediaType(
+                    f"the body of the request was in an unknown format - accepted media types include: "
+                    f"{registry.JSON_PATCH}, {registry.MERGE_PATCH}, {registry.STRATEGIC_MERGE_PATCH}"
+                )
+            scale = await self.registry.patch_scale(
+                target.resource, target.namespace, target.name, content_type, raw, options
+            )
+        return json_response(scale)
 
     # ---------------------------------------------------------------- reads
 

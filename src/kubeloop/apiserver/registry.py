@@ -572,6 +572,60 @@ class Registry:
             raise errors.conflict(resource.group, resource.plural, meta.get("name", "")) from None
         return WriteResult(self.to_served(resource, event.obj), warnings)
 
+    # ------------------------------------------------------------ scale subresource
+
+    def get_scale(self, resource: ResourceType, namespace: str | None, name: str) -> Obj:
+        """The autoscaling/v1 Scale view of a Deployment, ReplicaSet or StatefulSet."""
+        return _scale_of(self.get(resource, namespace, name))
+
+    async def update_scale(
+        self, resource: ResourceType, namespace: str | None, name: str, body: Any, options: WriteOptions
+    ) -> Obj:
+        current = self.get(resource, namespace, name)
+        return await self._write_scale(resource, namespace, name, current, body, options)
+
+    async def patch_scale(
+        self, resource: ResourceType, namespace: str | None, name: str, patch_type: str, patch: bytes,
+        options: WriteOptions,
+    ) -> Obj:
+        current = self.get(resource, namespace, name)
+        scale = _scale_of(current)
+        try:
+            patch_doc = orjson.loads(patch)
+        except orjson.JSONDecodeError as exc:
+            raise errors.BadRequest(f"error decoding patch: {exc}") from None
+        if patch_type == JSON_PATCH:
+            patched = apply_json_patch(scale, patch_doc)
+        elif isinstance(patch_doc, dict):
+            patched = apply_merge_patch(scale, patch_doc)
+        else:
+            raise errors.BadRequest("error decoding patch: a merge patch must be a JSON object")
+        return await self._write_scale(resource, namespace, name, current, patched, options)
+
+    async def _write_scale(
+        self, resource: ResourceType, namespace: str | None, name: str, current: Obj, body: Any,
+        options: WriteOptions,
+    ) -> Obj:
+        if not isinstance(body, dict):
+            raise errors.BadRequest("the body of the request must be an autoscaling/v1 Scale object")
+        spec = body.get("spec") or {}
+        replicas = spec.get("replicas", 0) if isinstance(spec, dict) else None
+        if not isinstance(replicas, int) or isinstance(replicas, bool):
+            raise errors.BadRequest("spec.replicas: Invalid value: must be an integer")
+        if replicas < 0:
+            raise errors.invalid(
+                "autoscaling", "Scale", name,
+                [errors.Cause("FieldValueInvalid", f"Invalid value: {replicas}: must be greater than or equal to 0", "spec.replicas")],
+            )
+        rv = (body.get("metadata") or {}).get("resourceVersion")
+        if rv and rv != current["metadata"]["resourceVersion"]:
+            raise errors.conflict(resource.group, resource.plural, name)
+        updated = copy.deepcopy(current)
+        updated["spec"]["replicas"] = replicas
+        updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        result = await self.update(resource, namespace, name, updated, options)
+        return _scale_of(result.obj)
+
     async def delete(
         self, resource: ResourceType, namespace: str | None, name: str, options: DeleteOptions
     ) -> tuple[Obj, bool]:
@@ -729,6 +783,27 @@ def _decode_continue(token: str) -> tuple[int, str]:
     if revision <= 0 or ".." in start or start.startswith("/"):
         raise errors.BadRequest("continue key is not valid: the continue token is out of range")
     return revision, start
+
+
+def _scale_of(obj: Obj) -> Obj:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    selector = spec.get("selector") or {}
+    scale_status: Obj = {"replicas": int(status.get("replicas") or 0)}
+    if selector:
+        scale_status["selector"] = str(LabelSelector.from_label_selector_dict(selector))
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            key: meta[key]
+            for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if key in meta
+        },
+        "spec": {"replicas": int(spec.get("replicas") or 0)},
+        "status": scale_status,
+    }
 
 
 def _spec_changed(resource: ResourceType, old: Obj, new: Obj) -> bool:

@@ -1,0 +1,108 @@
+"""Writes the kubeconfig that points kubectl and every client at the embedded server.
+
+Where it sits in the flow: the server starts → **writes this file** → ``kubectl --kubeconfig``
+(or kubeloop's own client, or the official one) reads it → requests authenticated by auth.py.
+
+The file holds a bearer token (and optionally a client key), so it is created with mode 0600
+and replaced atomically: a reader sees either the old file or the new one, and nobody else
+can ever read it, not even for an instant.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import pathlib
+import tempfile
+from typing import Any
+
+import yaml
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def build_kubeconfig(
+    *,
+    server_url: str,
+    ca_pem: bytes,
+    token: str,
+    context: str = "kubeloop",
+    namespace: str = "default",
+    client_cert: tuple[bytes, bytes] | None = None,
+) -> dict[str, Any]:
+    """The kubeconfig as a dict (clientcmd v1 ``Config``): one cluster, the token user as the
+    current context, and with ``client_cert`` a ``<context>-cert`` user and context too."""
+    users: list[dict[str, Any]] = [{"name": context, "user": {"token": token}}]
+    contexts: list[dict[str, Any]] = [
+        {"name": context, "context": {"cluster": context, "user": context, "namespace": namespace}}
+    ]
+    if client_cert is not None:
+        cert_pem, key_pem = client_cert
+        cert_name = f"{context}-cert"
+        users.append(
+            {
+                "name": cert_name,
+                "user": {"client-certificate-data": _b64(cert_pem), "client-key-data": _b64(key_pem)},
+            }
+        )
+        contexts.append(
+            {"name": cert_name, "context": {"cluster": context, "user": cert_name, "namespace": namespace}}
+        )
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "preferences": {},
+        "clusters": [
+            {"name": context, "cluster": {"server": server_url, "certificate-authority-data": _b64(ca_pem)}}
+        ],
+        "users": users,
+        "contexts": contexts,
+        "current-context": context,
+    }
+
+
+def write_kubeconfig(
+    path: pathlib.Path,
+    *,
+    server_url: str,
+    ca_pem: bytes,
+    token: str,
+    context: str = "kubeloop",
+    namespace: str = "default",
+    client_cert: tuple[bytes, bytes] | None = None,
+) -> None:
+    """Write a kubeconfig for the server at ``server_url`` to ``path`` (mode 0600, atomically;
+    the parent directory is created if missing)."""
+    config = build_kubeconfig(
+        server_url=server_url,
+        ca_pem=ca_pem,
+        token=token,
+        context=context,
+        namespace=namespace,
+        client_cert=client_cert,
+    )
+    text = yaml.safe_dump(config, default_flow_style=False, sort_keys=False)
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # mkstemp creates the file 0600 (O_EXCL, in the target's directory so the rename is atomic).
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    with contextlib.suppress(OSError):  # make the rename itself durable
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

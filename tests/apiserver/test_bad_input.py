@@ -109,9 +109,7 @@ def test_missing_required_field_is_422(api: Client, namespace: str) -> None:
 def test_selector_must_match_template(api: Client, namespace: str) -> None:
     body = deployment("sel")
     body["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
-    assert_status(
-        api.post(DEPLOY.format(ns=namespace), body), 422, "Invalid", "does not match template"
-    )
+    assert_status(api.post(DEPLOY.format(ns=namespace), body), 422, "Invalid", "does not match template")
 
 
 def test_kind_and_api_version_must_match_the_url(api: Client, namespace: str) -> None:

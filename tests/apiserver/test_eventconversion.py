@@ -14,8 +14,15 @@ CORE_EVENT: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Event",
     "metadata": {"name": "web-0.17a", "namespace": "prod", "resourceVersion": "42", "uid": "u-1"},
-    "involvedObject": {"kind": "Pod", "namespace": "prod", "name": "web-0", "uid": "p-1", "apiVersion": "v1",
-                       "resourceVersion": "7", "fieldPath": "spec.containers{web}"},
+    "involvedObject": {
+        "kind": "Pod",
+        "namespace": "prod",
+        "name": "web-0",
+        "uid": "p-1",
+        "apiVersion": "v1",
+        "resourceVersion": "7",
+        "fieldPath": "spec.containers{web}",
+    },
     "reason": "Started",
     "message": "Started container web",
     "source": {"component": "kubelet", "host": "node-1"},
@@ -35,8 +42,15 @@ EVENTS_V1_EVENT: dict[str, Any] = {
     "apiVersion": "events.k8s.io/v1",
     "kind": "Event",
     "metadata": {"name": "web-0.17a", "namespace": "prod", "resourceVersion": "42", "uid": "u-1"},
-    "regarding": {"kind": "Pod", "namespace": "prod", "name": "web-0", "uid": "p-1", "apiVersion": "v1",
-                  "resourceVersion": "7", "fieldPath": "spec.containers{web}"},
+    "regarding": {
+        "kind": "Pod",
+        "namespace": "prod",
+        "name": "web-0",
+        "uid": "p-1",
+        "apiVersion": "v1",
+        "resourceVersion": "7",
+        "fieldPath": "spec.containers{web}",
+    },
     "reason": "Started",
     "note": "Started container web",
     "deprecatedSource": {"component": "kubelet", "host": "node-1"},
@@ -106,8 +120,12 @@ def test_minimal_events_v1_event() -> None:
 
 def test_unknown_fields_travel_unless_they_collide() -> None:
     core = {"apiVersion": "v1", "kind": "Event", "message": "m", "extra": {"a": 1}, "note": "stray"}
-    assert core_to_events_v1(core) == {"apiVersion": "events.k8s.io/v1", "kind": "Event", "note": "m",
-                                       "extra": {"a": 1}}
+    assert core_to_events_v1(core) == {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "note": "m",
+        "extra": {"a": 1},
+    }
     new: dict[str, Any] = {"kind": "Event", "note": "n", "message": "stray", "involvedObject": {}, "x": None}
     assert events_v1_to_core(new) == {"apiVersion": "v1", "kind": "Event", "message": "n", "x": None}
 
@@ -117,13 +135,17 @@ def test_unknown_fields_travel_unless_they_collide() -> None:
 _SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.text(max_size=12))
 _JSON = st.recursive(
     _SCALAR,
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 _REF = st.fixed_dictionaries(
     {},
-    optional={key: st.text(max_size=10) for key in ("kind", "namespace", "name", "uid", "apiVersion",
-                                                     "resourceVersion", "fieldPath")},
+    optional={
+        key: st.text(max_size=10)
+        for key in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+    },
 )
 _TIME = st.one_of(st.none(), st.sampled_from(["2024-05-01T10:00:00Z", "2024-05-01T10:00:00.123456Z"]))
 _SERIES = st.fixed_dictionaries({}, optional={"count": st.integers(0, 100), "lastObservedTime": _TIME})
@@ -176,10 +198,16 @@ def test_core_round_trip(event: dict[str, Any]) -> None:
     new = core_to_events_v1(event)
     assert new["apiVersion"] == "events.k8s.io/v1"
     assert new["kind"] == "Event"
-    for core_name, new_name in (("involvedObject", "regarding"), ("message", "note"), ("source", "deprecatedSource"),
-                                ("reportingComponent", "reportingController"), ("count", "deprecatedCount"),
-                                ("firstTimestamp", "deprecatedFirstTimestamp"),
-                                ("lastTimestamp", "deprecatedLastTimestamp"), ("series", "series")):
+    for core_name, new_name in (
+        ("involvedObject", "regarding"),
+        ("message", "note"),
+        ("source", "deprecatedSource"),
+        ("reportingComponent", "reportingController"),
+        ("count", "deprecatedCount"),
+        ("firstTimestamp", "deprecatedFirstTimestamp"),
+        ("lastTimestamp", "deprecatedLastTimestamp"),
+        ("series", "series"),
+    ):
         assert new.get(new_name) == event.get(core_name)
         if core_name != new_name:
             assert core_name not in new

@@ -30,12 +30,16 @@ GOOD: list[tuple[str, tuple[tuple[str, str, str], ...], str]] = [
     ("!=", (), ""),
     (",,x=a,,", (("x", "=", "a"),), "x=a"),
     ("metadata.name=foo", (("metadata.name", "=", "foo"),), "metadata.name=foo"),
-    ("metadata.name=foo,metadata.namespace!=kube-system",
-     (("metadata.name", "=", "foo"), ("metadata.namespace", "!=", "kube-system")),
-     "metadata.name=foo,metadata.namespace!=kube-system"),
-    ("involvedObject.kind=Pod,involvedObject.name=web-0",
-     (("involvedObject.kind", "=", "Pod"), ("involvedObject.name", "=", "web-0")),
-     "involvedObject.kind=Pod,involvedObject.name=web-0"),
+    (
+        "metadata.name=foo,metadata.namespace!=kube-system",
+        (("metadata.name", "=", "foo"), ("metadata.namespace", "!=", "kube-system")),
+        "metadata.name=foo,metadata.namespace!=kube-system",
+    ),
+    (
+        "involvedObject.kind=Pod,involvedObject.name=web-0",
+        (("involvedObject.kind", "=", "Pod"), ("involvedObject.name", "=", "web-0")),
+        "involvedObject.kind=Pod,involvedObject.name=web-0",
+    ),
     # Escapes in values.
     ("x=a\\,b", (("x", "=", "a,b"),), "x=a\\,b"),
     ("x=a\\=b", (("x", "=", "a=b"),), "x=a\\=b"),
@@ -119,10 +123,15 @@ def test_check_supported() -> None:
     FieldSelector.parse("").check_supported([])
     with pytest.raises(errors.BadRequest) as info:
         FieldSelector.parse("metadata.name=a,spec.foo=b").check_supported(supported)
-    assert info.value.message == '"spec.foo" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    assert (
+        info.value.message
+        == '"spec.foo" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    )
     with pytest.raises(errors.BadRequest) as info:
         FieldSelector.parse('we"ird=1').check_supported({"status.phase", "metadata.name"})
-    assert info.value.message == '"we\\"ird" is not a known field selector: only "metadata.name", "status.phase"'
+    assert (
+        info.value.message == '"we\\"ird" is not a known field selector: only "metadata.name", "status.phase"'
+    )
 
 
 def test_immutable_copyable_picklable() -> None:
@@ -181,7 +190,9 @@ def test_object_fields() -> None:
     assert object_fields(pod, False, {}) == {"metadata.name": "web-0"}
     assert object_fields({}, True, {"a": "b.c"}) == {"metadata.name": "", "metadata.namespace": "", "a": ""}
     # CRD selectableFields spell paths with a leading dot.
-    assert object_fields({"spec": {"color": "red"}}, False, {"spec.color": ".spec.color"})["spec.color"] == "red"
+    assert (
+        object_fields({"spec": {"color": "red"}}, False, {"spec.color": ".spec.color"})["spec.color"] == "red"
+    )
 
 
 def test_object_fields_with_selector() -> None:

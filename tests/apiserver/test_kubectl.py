@@ -124,7 +124,14 @@ def test_apply_get_patch_describe_delete(kubectl: Kubectl, api: Client, namespac
 
 
 def test_get_watch_sees_a_patch(kubectl: Kubectl, api: Client, namespace: str) -> None:
-    kubectl("apply", "-n", namespace, "-f", "-", stdin=CONFIGMAP_YAML.replace("settings", "watched").replace("mode: fast", "a: '1'"))
+    kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        stdin=CONFIGMAP_YAML.replace("settings", "watched").replace("mode: fast", "a: '1'"),
+    )
     proc = kubectl.start("get", "-n", namespace, "configmaps", "-w", "-o", "json")
     try:
         time.sleep(1.5)

@@ -124,11 +124,20 @@ BAD = [
     ("a,", "found '', expected: identifier after ','"),
     ("a,,b", "found ',', expected: identifier after ','"),
     ("a,=b", "found '=', expected: identifier after ','"),
-    ("x<a", WHERE_WAS + "values[0]: Invalid value: \"a\": for 'Gt', 'Lt' operators, the value must be an integer"),
-    ("x>", WHERE_WAS + "values[0]: Invalid value: \"\": for 'Gt', 'Lt' operators, the value must be an integer"),
-    ("x>99999999999999999999",
-     WHERE_WAS + "values[0]: Invalid value: \"99999999999999999999\": for 'Gt', 'Lt' operators, the value must be "
-     "an integer"),
+    (
+        "x<a",
+        WHERE_WAS + "values[0]: Invalid value: \"a\": for 'Gt', 'Lt' operators, the value must be an integer",
+    ),
+    (
+        "x>",
+        WHERE_WAS + "values[0]: Invalid value: \"\": for 'Gt', 'Lt' operators, the value must be an integer",
+    ),
+    (
+        "x>99999999999999999999",
+        WHERE_WAS
+        + "values[0]: Invalid value: \"99999999999999999999\": for 'Gt', 'Lt' operators, the value must be "
+        "an integer",
+    ),
 ]
 
 
@@ -174,7 +183,9 @@ def test_bad_values_are_named() -> None:
     # problems joined by "; ".
     assert info.value.message == (
         'unable to parse requirement: [values[0][tier]: Invalid value: "-bad-": ' + LABEL_VALUE_MSG + ", "
-        f'values[1][tier]: Invalid value: "_{"w" * 70}": must be no more than 63 characters; ' + LABEL_VALUE_MSG + "]"
+        f'values[1][tier]: Invalid value: "_{"w" * 70}": must be no more than 63 characters; '
+        + LABEL_VALUE_MSG
+        + "]"
     )
     with pytest.raises(errors.BadRequest) as info:
         LabelSelector.parse("x=a@b")
@@ -303,7 +314,9 @@ def test_from_label_selector_dict() -> None:
 
 def test_from_label_selector_dict_empty_and_none() -> None:
     assert LabelSelector.from_label_selector_dict({}).is_empty
-    assert LabelSelector.from_label_selector_dict({"matchLabels": {}, "matchExpressions": []}).matches({"a": "b"})
+    assert LabelSelector.from_label_selector_dict({"matchLabels": {}, "matchExpressions": []}).matches(
+        {"a": "b"}
+    )
     assert LabelSelector.from_label_selector_dict(None).matches_nothing
     assert not LabelSelector.from_label_selector_dict(None).matches({})
 
@@ -311,16 +324,26 @@ def test_from_label_selector_dict_empty_and_none() -> None:
 @pytest.mark.parametrize(
     ("selector", "message"),
     [
-        ({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
-         '"Gt" is not a valid label selector operator'),
-        ({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]},
-         "values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty"),
-        ({"matchExpressions": [{"key": "a", "operator": "NotIn"}]},
-         "values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty"),
-        ({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
-         'values: Invalid value: ["x"]: values set must be empty for exists and does not exist'),
-        ({"matchLabels": {"a": "b" * 64}},
-         f'values[0][a]: Invalid value: "{"b" * 64}": must be no more than 63 characters'),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
+            '"Gt" is not a valid label selector operator',
+        ),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "In", "values": []}]},
+            "values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty",
+        ),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "NotIn"}]},
+            "values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty",
+        ),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
+            'values: Invalid value: ["x"]: values set must be empty for exists and does not exist',
+        ),
+        (
+            {"matchLabels": {"a": "b" * 64}},
+            f'values[0][a]: Invalid value: "{"b" * 64}": must be no more than 63 characters',
+        ),
         ({"matchLabels": {"a/b/c": "x"}}, 'key: Invalid value: "a/b/c": a qualified name must consist'),
         ({"matchLabels": {"a": 1}}, "matchLabels: must be an object of strings"),
         ({"matchExpressions": "nope"}, "matchExpressions: must be a list"),
@@ -337,10 +360,16 @@ def test_from_label_selector_dict_invalid(selector: dict[str, object], message: 
 _ALNUM = "abcxyzABZ0189"
 _NAME = st.one_of(
     st.sampled_from(_ALNUM),
-    st.builds(lambda a, mid, b: a + mid + b, st.sampled_from(_ALNUM), st.text(_ALNUM + "-_.", max_size=6),
-              st.sampled_from(_ALNUM)),
+    st.builds(
+        lambda a, mid, b: a + mid + b,
+        st.sampled_from(_ALNUM),
+        st.text(_ALNUM + "-_.", max_size=6),
+        st.sampled_from(_ALNUM),
+    ),
 )
-_DNS_LABEL = st.builds(lambda a, mid: a + mid, st.sampled_from("ab09"), st.sampled_from(["", "x", "-1", "b-c"]))
+_DNS_LABEL = st.builds(
+    lambda a, mid: a + mid, st.sampled_from("ab09"), st.sampled_from(["", "x", "-1", "b-c"])
+)
 _PREFIX = st.lists(_DNS_LABEL, min_size=1, max_size=3).map(".".join)
 _KEY_NAME = _NAME
 KEYS = st.one_of(
@@ -357,7 +386,9 @@ TERMS = st.one_of(
     st.tuples(KEYS, st.sampled_from(["=", "==", "!="]), st.lists(VALUES, min_size=1, max_size=1)),
     st.tuples(KEYS, st.sampled_from(["in", "notin"]), st.lists(VALUES, min_size=1, max_size=4)),
     st.tuples(KEYS, st.sampled_from(["exists", "!"]), st.just([])),
-    st.tuples(KEYS, st.sampled_from([">", "<"]), st.lists(st.integers(0, 50).map(str), min_size=1, max_size=1)),
+    st.tuples(
+        KEYS, st.sampled_from([">", "<"]), st.lists(st.integers(0, 50).map(str), min_size=1, max_size=1)
+    ),
 )
 SPACE = st.sampled_from(["", "", " ", "  ", "\t", "\n"])
 
@@ -448,8 +479,14 @@ def test_parse_only_raises_bad_request(text: str) -> None:
 @settings(max_examples=200, deadline=None)
 @given(
     st.dictionaries(KEYS, VALUES, max_size=4),
-    st.lists(st.tuples(KEYS, st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]),
-                       st.lists(VALUES, min_size=1, max_size=3)), max_size=3),
+    st.lists(
+        st.tuples(
+            KEYS,
+            st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]),
+            st.lists(VALUES, min_size=1, max_size=3),
+        ),
+        max_size=3,
+    ),
     st.dictionaries(KEYS, VALUES, max_size=5),
 )
 def test_label_selector_dict_agrees_with_model(

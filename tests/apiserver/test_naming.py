@@ -34,8 +34,24 @@ LABEL_VALUE_REGEX_MSG = (
 
 @pytest.mark.parametrize(
     "value",
-    ["a", "ab", "abc", "a1", "a-1", "a--1--2--b", "0", "01", "0-1", "a.a", "a.1", "1.a", "a0.b-c.d",
-     "example.com", "a" * 253, ("a" * 63 + ".") * 3 + "a" * 61],
+    [
+        "a",
+        "ab",
+        "abc",
+        "a1",
+        "a-1",
+        "a--1--2--b",
+        "0",
+        "01",
+        "0-1",
+        "a.a",
+        "a.1",
+        "1.a",
+        "a0.b-c.d",
+        "example.com",
+        "a" * 253,
+        ("a" * 63 + ".") * 3 + "a" * 61,
+    ],
 )
 def test_dns1123_subdomain_valid(value: str) -> None:
     assert naming.dns1123_subdomain_errors(value) == []
@@ -50,7 +66,10 @@ def test_dns1123_subdomain_invalid(value: str) -> None:
 
 def test_dns1123_subdomain_too_long() -> None:
     assert naming.dns1123_subdomain_errors("a" * 254) == ["must be no more than 253 characters"]
-    assert naming.dns1123_subdomain_errors("A" * 254) == ["must be no more than 253 characters", SUBDOMAIN_REGEX_MSG]
+    assert naming.dns1123_subdomain_errors("A" * 254) == [
+        "must be no more than 253 characters",
+        SUBDOMAIN_REGEX_MSG,
+    ]
 
 
 @pytest.mark.parametrize("value", ["a", "ab", "a-b", "0", "1-2", "a" * 63, "my-name", "123-abc"])
@@ -65,15 +84,34 @@ def test_dns1123_label_invalid() -> None:
     assert naming.dns1123_label_errors("-a") == [LABEL_REGEX_MSG]
     assert naming.dns1123_label_errors("a.b") == ["must not contain dots"]
     assert naming.dns1123_label_errors("a" * 64) == ["must be no more than 63 characters"]
-    assert naming.dns1123_label_errors("a." * 40 + "a") == ["must be no more than 63 characters", "must not contain dots"]
+    assert naming.dns1123_label_errors("a." * 40 + "a") == [
+        "must be no more than 63 characters",
+        "must not contain dots",
+    ]
 
 
 @pytest.mark.parametrize(
     "value",
-    ["simple", "now-with-dashes", "1-starts-with-num", "1234", "simple/simple", "now-with-dashes/simple",
-     "now-with-dashes/now-with-dashes", "now.with.dots/simple", "now-with.dashes-and.dots/simple",
-     "1-num.2-num/3-num", "1234/5678", "1.2.3.4/5678", "Uppercase_Is_OK_123", "example.com/Uppercase_Is_OK_123",
-     "requests.storage-foo", "a" * 63, "a" * 253 + "/" + "b" * 63, "a.b_c-D"],
+    [
+        "simple",
+        "now-with-dashes",
+        "1-starts-with-num",
+        "1234",
+        "simple/simple",
+        "now-with-dashes/simple",
+        "now-with-dashes/now-with-dashes",
+        "now.with.dots/simple",
+        "now-with.dashes-and.dots/simple",
+        "1-num.2-num/3-num",
+        "1234/5678",
+        "1.2.3.4/5678",
+        "Uppercase_Is_OK_123",
+        "example.com/Uppercase_Is_OK_123",
+        "requests.storage-foo",
+        "a" * 63,
+        "a" * 253 + "/" + "b" * 63,
+        "a.b_c-D",
+    ],
 )
 def test_qualified_name_valid(value: str) -> None:
     assert naming.qualified_name_errors(value) == []
@@ -88,7 +126,9 @@ def test_qualified_name_invalid() -> None:
     assert naming.qualified_name_errors("-a") == [QNAME_NAME_REGEX_MSG]
     assert naming.qualified_name_errors("a_") == [QNAME_NAME_REGEX_MSG]
     assert naming.qualified_name_errors("a b") == [QNAME_NAME_REGEX_MSG]
-    assert naming.qualified_name_errors("a" * 254 + "/b") == ["prefix part must be no more than 253 characters"]
+    assert naming.qualified_name_errors("a" * 254 + "/b") == [
+        "prefix part must be no more than 253 characters"
+    ]
     three = naming.qualified_name_errors("a/b/c")
     assert len(three) == 1
     assert three[0].startswith("a qualified name must consist of alphanumeric characters")
@@ -96,8 +136,19 @@ def test_qualified_name_invalid() -> None:
 
 
 @pytest.mark.parametrize(
-    "value", ["", "simple", "now-with-dashes", "1-starts-with-num", "end-with-num-1", "1234", "a" * 63,
-              "Uppercase_And.Dots", "my_value", "12345"]
+    "value",
+    [
+        "",
+        "simple",
+        "now-with-dashes",
+        "1-starts-with-num",
+        "end-with-num-1",
+        "1234",
+        "a" * 63,
+        "Uppercase_And.Dots",
+        "my_value",
+        "12345",
+    ],
 )
 def test_label_value_valid(value: str) -> None:
     assert naming.label_value_errors(value) == []
@@ -105,9 +156,21 @@ def test_label_value_valid(value: str) -> None:
 
 def test_label_value_invalid() -> None:
     assert naming.label_value_errors("a" * 64) == ["must be no more than 63 characters"]
-    assert naming.label_value_errors("-a" + "a" * 63) == ["must be no more than 63 characters", LABEL_VALUE_REGEX_MSG]
-    for bad in ["nospecialchars%^=@", "Tama-nui-te-rā.is.Māori.sun", "\\backslashes\\are\\bad", "-starts-with-dash",
-                "ends-with-dash-", ".starts.with.dot", "ends.with.dot.", "a/b", " "]:
+    assert naming.label_value_errors("-a" + "a" * 63) == [
+        "must be no more than 63 characters",
+        LABEL_VALUE_REGEX_MSG,
+    ]
+    for bad in [
+        "nospecialchars%^=@",
+        "Tama-nui-te-rā.is.Māori.sun",
+        "\\backslashes\\are\\bad",
+        "-starts-with-dash",
+        "ends-with-dash-",
+        ".starts.with.dot",
+        "ends.with.dot.",
+        "a/b",
+        " ",
+    ]:
         assert naming.label_value_errors(bad) == [LABEL_VALUE_REGEX_MSG], bad
 
 
@@ -165,7 +228,9 @@ def test_checks_agree_with_models(value: str) -> None:
     if len(parts) == 1:
         qname_ok = len(value.encode()) <= 63 and _name_re.fullmatch(value) is not None
     elif len(parts) == 2:
-        qname_ok = _subdomain_ok(parts[0]) and len(parts[1]) <= 63 and _name_re.fullmatch(parts[1]) is not None
+        qname_ok = (
+            _subdomain_ok(parts[0]) and len(parts[1]) <= 63 and _name_re.fullmatch(parts[1]) is not None
+        )
     else:
         qname_ok = False
     assert (naming.qualified_name_errors(value) == []) == qname_ok
@@ -174,8 +239,12 @@ def test_checks_agree_with_models(value: str) -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.text())
 def test_checks_never_raise(value: str) -> None:
-    for check in (naming.dns1123_subdomain_errors, naming.dns1123_label_errors, naming.qualified_name_errors,
-                  naming.label_value_errors):
+    for check in (
+        naming.dns1123_subdomain_errors,
+        naming.dns1123_label_errors,
+        naming.qualified_name_errors,
+        naming.label_value_errors,
+    ):
         result = check(value)
         assert isinstance(result, list)
         assert all(isinstance(message, str) and message for message in result)

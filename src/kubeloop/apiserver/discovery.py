@@ -16,6 +16,7 @@ _SUBRESOURCE_VERBS = {
     "finalize": ["update"],
 }
 
+
 def version_info(release: str) -> dict[str, str]:
     major, minor = release.split(".")[:2]
     return {
@@ -30,12 +31,14 @@ def version_info(release: str) -> dict[str, str]:
         "platform": f"{platform.system().lower()}/{platform.machine()}",
     }
 
+
 def core_api_versions(server_address: str) -> dict[str, Any]:
     return {
         "kind": "APIVersions",
         "versions": ["v1"],
         "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
     }
+
 
 def _group(catalog: ResourceCatalog, group: str) -> dict[str, Any] | None:
     versions = catalog.group_versions().get(group)
@@ -44,9 +47,11 @@ def _group(catalog: ResourceCatalog, group: str) -> dict[str, Any] | None:
     entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {"name": group, "versions": entries, "preferredVersion": entries[0]}
 
+
 def api_group_list(catalog: ResourceCatalog) -> dict[str, Any]:
     groups = [g for name in catalog.group_versions() if (g := _group(catalog, name)) is not None]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
 
 def api_group(catalog: ResourceCatalog, group: str) -> dict[str, Any] | None:
     found = _group(catalog, group)
@@ -54,10 +59,12 @@ def api_group(catalog: ResourceCatalog, group: str) -> dict[str, Any] | None:
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **found}
 
+
 def _storage_version_hash(resource: ResourceType) -> str:
     digest = hashlib.sha256(f"{resource.group}/{resource.version}/{resource.kind}".encode()).digest()
 
     return base64.b64encode(digest[:8]).decode()
+
 
 def api_resource_list(catalog: ResourceCatalog, group: str, version: str) -> dict[str, Any] | None:
     resources = catalog.in_group_version(group, version)
@@ -90,4 +97,9 @@ def api_resource_list(catalog: ResourceCatalog, group: str, version: str) -> dic
                 sub_entry.update(kind="Scale", group="autoscaling", version="v1")
             entries.append(sub_entry)
     group_version = f"{group}/{version}" if group else version
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": entries}
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": entries,
+    }

@@ -262,7 +262,7 @@ class APIHandlers:
 
     def _list(self, request: web.Request, target: Target) -> web.StreamResponse:
         options = _list_options(request)
-        result = self.registry.list(target.resource, target.namespace, options)
+        result = self.registry.list_objects(target.resource, target.namespace, options)
         accept = _accept(request)
         rv = str(result.resource_version)
         if accept.table:

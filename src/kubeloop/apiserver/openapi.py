@@ -17,12 +17,17 @@ from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
 _REF_PREFIXES = ("#/$defs/", "/api/_definitions.json#/$defs/")
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _META_TYPES = (
-    _META + "Status", _META + "DeleteOptions", _META + "WatchEvent", _META + "APIResourceList",
+    _META + "Status",
+    _META + "DeleteOptions",
+    _META + "WatchEvent",
+    _META + "APIResourceList",
     _META + "Patch",
 )
 _PATCH_MEDIA = (
-    "application/json-patch+json", "application/merge-patch+json",
-    "application/strategic-merge-patch+json", "application/apply-patch+yaml",
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
 )
 
 
@@ -52,7 +57,7 @@ def _convert(node: Any) -> Any:
             name = value
             for prefix in _REF_PREFIXES:
                 if name.startswith(prefix):
-                    name = name[len(prefix):]
+                    name = name[len(prefix) :]
             out["allOf"] = [{"$ref": f"#/components/schemas/{name}"}]
         elif key == "type":
             types = [t for t in (value if isinstance(value, list) else [value]) if t != "null"]
@@ -99,20 +104,39 @@ def _closure(roots: list[str]) -> dict[str, Any]:
 
 
 def _parameters(names: list[str]) -> list[dict[str, Any]]:
-    kinds = {"limit": "integer", "timeoutSeconds": "integer", "gracePeriodSeconds": "integer",
-             "watch": "boolean", "allowWatchBookmarks": "boolean", "sendInitialEvents": "boolean",
-             "force": "boolean"}
+    kinds = {
+        "limit": "integer",
+        "timeoutSeconds": "integer",
+        "gracePeriodSeconds": "integer",
+        "watch": "boolean",
+        "allowWatchBookmarks": "boolean",
+        "sendInitialEvents": "boolean",
+        "force": "boolean",
+    }
     return [
-        {"name": n, "in": "query", "schema": {"type": kinds.get(n, "string"), "uniqueItems": True},
-         "description": n}
+        {
+            "name": n,
+            "in": "query",
+            "schema": {"type": kinds.get(n, "string"), "uniqueItems": True},
+            "description": n,
+        }
         for n in names
     ]
 
 
 _WRITE_PARAMS = ["dryRun", "fieldManager", "fieldValidation", "pretty"]
 _LIST_PARAMS = [
-    "allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion",
-    "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds", "watch", "pretty",
+    "allowWatchBookmarks",
+    "continue",
+    "fieldSelector",
+    "labelSelector",
+    "limit",
+    "resourceVersion",
+    "resourceVersionMatch",
+    "sendInitialEvents",
+    "timeoutSeconds",
+    "watch",
+    "pretty",
 ]
 
 
@@ -122,8 +146,14 @@ def _content(schema_name: str) -> dict[str, Any]:
 
 
 def _operation(
-    resource: ResourceType, action: str, schema_name: str, params: list[str], *, body: str | None = None,
-    patch_media: tuple[str, ...] = (), response: str | None = None,
+    resource: ResourceType,
+    action: str,
+    schema_name: str,
+    params: list[str],
+    *,
+    body: str | None = None,
+    patch_media: tuple[str, ...] = (),
+    response: str | None = None,
 ) -> dict[str, Any]:
     op: dict[str, Any] = {
         "operationId": f"{action}{resource.kind}",
@@ -131,7 +161,11 @@ def _operation(
         "parameters": _parameters(params),
         "responses": {"200": {"description": "OK", "content": _content(response or schema_name)}},
         "x-kubernetes-action": action,
-        "x-kubernetes-group-version-kind": {"group": resource.group, "version": resource.version, "kind": resource.kind},
+        "x-kubernetes-group-version-kind": {
+            "group": resource.group,
+            "version": resource.version,
+            "kind": resource.kind,
+        },
     }
     if body is not None:
         op["requestBody"] = {"content": _content(body), "required": True}
@@ -147,21 +181,32 @@ def _paths(resource: ResourceType) -> dict[str, Any]:
     schema_name = schemas.definition_name(resource.group, resource.version, resource.kind) or ""
     list_name = schemas.definition_name(resource.group, resource.version, resource.list_kind) or schema_name
     base = f"/{_gv_path(resource.group, resource.version)}"
-    prefix = f"{base}/namespaces/{{namespace}}/{resource.plural}" if resource.namespaced else f"{base}/{resource.plural}"
+    prefix = (
+        f"{base}/namespaces/{{namespace}}/{resource.plural}"
+        if resource.namespaced
+        else f"{base}/{resource.plural}"
+    )
     patch_media = _PATCH_MEDIA if schema_name else _PATCH_MEDIA[:2] + _PATCH_MEDIA[3:]
     collection = {
         "get": _operation(resource, "list", list_name, _LIST_PARAMS),
         "post": _operation(resource, "post", schema_name, _WRITE_PARAMS, body=schema_name),
-        "delete": _operation(resource, "deletecollection", schema_name, _LIST_PARAMS + ["dryRun"],
-                             response=f"{_META}Status"),
+        "delete": _operation(
+            resource, "deletecollection", schema_name, [*_LIST_PARAMS, "dryRun"], response=f"{_META}Status"
+        ),
     }
     item = {
         "get": _operation(resource, "get", schema_name, ["pretty"]),
         "put": _operation(resource, "put", schema_name, _WRITE_PARAMS, body=schema_name),
-        "patch": _operation(resource, "patch", schema_name, [*_WRITE_PARAMS, "force"], patch_media=patch_media),
-        "delete": _operation(resource, "delete", schema_name,
-                             ["dryRun", "gracePeriodSeconds", "propagationPolicy", "pretty"],
-                             response=f"{_META}Status"),
+        "patch": _operation(
+            resource, "patch", schema_name, [*_WRITE_PARAMS, "force"], patch_media=patch_media
+        ),
+        "delete": _operation(
+            resource,
+            "delete",
+            schema_name,
+            ["dryRun", "gracePeriodSeconds", "propagationPolicy", "pretty"],
+            response=f"{_META}Status",
+        ),
     }
     name_param = [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}]
     ns_param = [{"name": "namespace", "in": "path", "required": True, "schema": {"type": "string"}}]
@@ -175,7 +220,10 @@ def _paths(resource: ResourceType) -> dict[str, Any]:
     for sub in resource.subresources:
         if sub == "status":
             paths[f"{prefix}/{{name}}/status"] = {
-                "get": item["get"], "put": item["put"], "patch": item["patch"], "parameters": scope + name_param,
+                "get": item["get"],
+                "put": item["put"],
+                "patch": item["patch"],
+                "parameters": scope + name_param,
             }
     return paths
 
@@ -221,7 +269,9 @@ def _build(catalog: ResourceCatalog, extra_definitions: Mapping[str, Any] | None
     _cache.documents = documents
     _cache.index = {
         "paths": {
-            gv: {"serverRelativeURL": f"/openapi/v3/{gv}?hash={hashlib.sha512(doc).hexdigest()[:128].upper()}"}
+            gv: {
+                "serverRelativeURL": f"/openapi/v3/{gv}?hash={hashlib.sha512(doc).hexdigest()[:128].upper()}"
+            }
             for gv, doc in sorted(documents.items())
         }
     }

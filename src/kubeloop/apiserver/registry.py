@@ -155,7 +155,7 @@ class Registry:
             raise errors.not_found(resource.group, resource.plural, name)
         return self.to_served(resource, stored.obj)
 
-    def list(self, resource: ResourceType, namespace: str | None, options: ListOptions) -> ListResult:
+    def list_objects(self, resource: ResourceType, namespace: str | None, options: ListOptions) -> ListResult:
         prefix = resource.key_prefix(namespace)
         match = self.matcher(resource, options.label_selector, options.field_selector)
         revision, start_suffix = self._list_start(options)
@@ -378,7 +378,7 @@ class Registry:
         attempts = 0
         while True:
             if (generate_name and not metadata.get("name")) or attempts:
-                metadata["name"] = generate_name + naming.generate_name_suffix()
+                metadata["name"] = (generate_name or "") + naming.generate_name_suffix()
             self._validate(resource, self.to_served(resource, obj))
             key = resource.key(metadata.get("namespace"), metadata["name"])
             if self.store.get(key) is not None:
@@ -729,7 +729,7 @@ class Registry:
     async def delete_collection(
         self, resource: ResourceType, namespace: str | None, list_options: ListOptions, options: DeleteOptions
     ) -> list[Obj]:
-        listed = self.list(
+        listed = self.list_objects(
             resource,
             namespace,
             ListOptions(

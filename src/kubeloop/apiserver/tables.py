@@ -103,8 +103,11 @@ def _pod_status(obj: Obj, now: datetime.datetime) -> Cell:
 
 
 def _pod_restarts(obj: Obj, now: datetime.datetime) -> Cell:
-    return sum(int(s.get("restartCount", 0) or 0) for s in _get(obj, "status.containerStatuses", []) or []
-               if isinstance(s, Mapping))
+    return sum(
+        int(s.get("restartCount", 0) or 0)
+        for s in _get(obj, "status.containerStatuses", []) or []
+        if isinstance(s, Mapping)
+    )
 
 
 def _containers(field: str) -> Callable[[Obj, datetime.datetime], Cell]:
@@ -127,7 +130,9 @@ def _selector(obj: Obj, now: datetime.datetime) -> Cell:
 
 
 def _ready_of(desired: str) -> Callable[[Obj, datetime.datetime], Cell]:
-    return lambda obj, now: f"{int(_get(obj, 'status.readyReplicas', 0) or 0)}/{int(_get(obj, desired, 0) or 0)}"
+    return lambda obj, now: (
+        f"{int(_get(obj, 'status.readyReplicas', 0) or 0)}/{int(_get(obj, desired, 0) or 0)}"
+    )
 
 
 def _data_count(obj: Obj, now: datetime.datetime) -> Cell:
@@ -180,23 +185,31 @@ def _role_ref(obj: Obj, now: datetime.datetime) -> Cell:
 _AGE: Column = ("Age", "string", 0, _age)
 _COLUMNS: dict[tuple[str, str], list[Column]] = {
     ("", "pods"): [
-        ("Ready", "string", 0, _pod_ready), ("Status", "string", 0, _pod_status),
-        ("Restarts", "string", 0, _pod_restarts), _AGE,
-        ("IP", "string", 1, _str("status.podIP")), ("Node", "string", 1, _str("spec.nodeName")),
+        ("Ready", "string", 0, _pod_ready),
+        ("Status", "string", 0, _pod_status),
+        ("Restarts", "string", 0, _pod_restarts),
+        _AGE,
+        ("IP", "string", 1, _str("status.podIP")),
+        ("Node", "string", 1, _str("spec.nodeName")),
         ("Nominated Node", "string", 1, _str("status.nominatedNodeName")),
         ("Readiness Gates", "string", 1, lambda o, n: "<none>"),
     ],
     ("apps", "deployments"): [
         ("Ready", "string", 0, _ready_of("spec.replicas")),
         ("Up-to-date", "integer", 0, _int("status.updatedReplicas")),
-        ("Available", "integer", 0, _int("status.availableReplicas")), _AGE,
-        ("Containers", "string", 1, _containers("name")), ("Images", "string", 1, _containers("image")),
+        ("Available", "integer", 0, _int("status.availableReplicas")),
+        _AGE,
+        ("Containers", "string", 1, _containers("name")),
+        ("Images", "string", 1, _containers("image")),
         ("Selector", "string", 1, _selector),
     ],
     ("apps", "replicasets"): [
-        ("Desired", "integer", 0, _int("spec.replicas")), ("Current", "integer", 0, _int("status.replicas")),
-        ("Ready", "integer", 0, _int("status.readyReplicas")), _AGE,
-        ("Containers", "string", 1, _containers("name")), ("Images", "string", 1, _containers("image")),
+        ("Desired", "integer", 0, _int("spec.replicas")),
+        ("Current", "integer", 0, _int("status.replicas")),
+        ("Ready", "integer", 0, _int("status.readyReplicas")),
+        _AGE,
+        ("Containers", "string", 1, _containers("name")),
+        ("Images", "string", 1, _containers("image")),
         ("Selector", "string", 1, _selector),
     ],
     ("apps", "statefulsets"): [("Ready", "string", 0, _ready_of("spec.replicas")), _AGE],
@@ -206,42 +219,69 @@ _COLUMNS: dict[tuple[str, str], list[Column]] = {
         ("Ready", "integer", 0, _int("status.numberReady")),
         ("Up-to-date", "integer", 0, _int("status.updatedNumberScheduled")),
         ("Available", "integer", 0, _int("status.numberAvailable")),
-        ("Node Selector", "string", 0, lambda o, n: ",".join(
-            f"{k}={v}" for k, v in sorted((_get(o, "spec.template.spec.nodeSelector", {}) or {}).items())) or "<none>"),
+        (
+            "Node Selector",
+            "string",
+            0,
+            lambda o, n: (
+                ",".join(
+                    f"{k}={v}"
+                    for k, v in sorted((_get(o, "spec.template.spec.nodeSelector", {}) or {}).items())
+                )
+                or "<none>"
+            ),
+        ),
         _AGE,
     ],
     ("batch", "jobs"): [
-        ("Status", "string", 0, _job_status), ("Completions", "string", 0, _job_completions),
-        ("Duration", "string", 0, lambda o, n: "0s"), _AGE,
+        ("Status", "string", 0, _job_status),
+        ("Completions", "string", 0, _job_completions),
+        ("Duration", "string", 0, lambda o, n: "0s"),
+        _AGE,
     ],
     ("batch", "cronjobs"): [
-        ("Schedule", "string", 0, _str("spec.schedule")), ("Timezone", "string", 0, _str("spec.timeZone")),
+        ("Schedule", "string", 0, _str("spec.schedule")),
+        ("Timezone", "string", 0, _str("spec.timeZone")),
         ("Suspend", "boolean", 0, lambda o, n: str(bool(_get(o, "spec.suspend", False)))),
         ("Active", "integer", 0, lambda o, n: len(_get(o, "status.active", []) or [])),
-        ("Last Schedule", "string", 0, lambda o, n: "<none>"), _AGE,
+        ("Last Schedule", "string", 0, lambda o, n: "<none>"),
+        _AGE,
     ],
     ("", "services"): [
-        ("Type", "string", 0, _str("spec.type", "ClusterIP")), ("Cluster-IP", "string", 0, _str("spec.clusterIP")),
-        ("External-IP", "string", 0, lambda o, n: "<none>"), ("Port(s)", "string", 0, _service_ports), _AGE,
+        ("Type", "string", 0, _str("spec.type", "ClusterIP")),
+        ("Cluster-IP", "string", 0, _str("spec.clusterIP")),
+        ("External-IP", "string", 0, lambda o, n: "<none>"),
+        ("Port(s)", "string", 0, _service_ports),
+        _AGE,
     ],
     ("", "configmaps"): [("Data", "integer", 0, _data_count), _AGE],
-    ("", "secrets"): [("Type", "string", 0, _str("type", "Opaque")), ("Data", "integer", 0, _data_count), _AGE],
+    ("", "secrets"): [
+        ("Type", "string", 0, _str("type", "Opaque")),
+        ("Data", "integer", 0, _data_count),
+        _AGE,
+    ],
     ("", "namespaces"): [("Status", "string", 0, _str("status.phase", "Active")), _AGE],
     ("", "serviceaccounts"): [("Secrets", "integer", 0, lambda o, n: len(o.get("secrets") or [])), _AGE],
     ("", "events"): [
-        ("Last Seen", "string", 0, _last_seen), ("Type", "string", 0, _str("type", "")),
-        ("Reason", "string", 0, _str("reason", "")), ("Object", "string", 0, _event_object),
+        ("Last Seen", "string", 0, _last_seen),
+        ("Type", "string", 0, _str("type", "")),
+        ("Reason", "string", 0, _str("reason", "")),
+        ("Object", "string", 0, _event_object),
         ("Message", "string", 0, lambda o, n: str(o.get("message") or o.get("note") or "")),
     ],
     ("events.k8s.io", "events"): [
-        ("Last Seen", "string", 0, _last_seen), ("Type", "string", 0, _str("type", "")),
-        ("Reason", "string", 0, _str("reason", "")), ("Object", "string", 0, _event_object),
+        ("Last Seen", "string", 0, _last_seen),
+        ("Type", "string", 0, _str("type", "")),
+        ("Reason", "string", 0, _str("reason", "")),
+        ("Object", "string", 0, _event_object),
         ("Message", "string", 0, lambda o, n: str(o.get("note") or "")),
     ],
     ("", "endpoints"): [("Endpoints", "string", 0, lambda o, n: "<none>"), _AGE],
     ("coordination.k8s.io", "leases"): [("Holder", "string", 0, _str("spec.holderIdentity", "")), _AGE],
     ("rbac.authorization.k8s.io", "roles"): [("Created At", "string", 0, _str("metadata.creationTimestamp"))],
-    ("rbac.authorization.k8s.io", "clusterroles"): [("Created At", "string", 0, _str("metadata.creationTimestamp"))],
+    ("rbac.authorization.k8s.io", "clusterroles"): [
+        ("Created At", "string", 0, _str("metadata.creationTimestamp"))
+    ],
     ("rbac.authorization.k8s.io", "rolebindings"): [("Role", "string", 0, _role_ref), _AGE],
     ("rbac.authorization.k8s.io", "clusterrolebindings"): [("Role", "string", 0, _role_ref), _AGE],
 }
@@ -252,7 +292,11 @@ def columns_for(resource: ResourceType) -> list[Column]:
 
 
 def _partial(obj: Obj) -> dict[str, Any]:
-    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata") or {},
+    }
 
 
 def to_table(
@@ -284,8 +328,13 @@ def to_table(
         "apiVersion": "meta.k8s.io/v1",
         "metadata": metadata,
         "columnDefinitions": [
-            {"name": name, "type": kind, "format": "name" if name == "Name" else "", "description": name,
-             "priority": priority}
+            {
+                "name": name,
+                "type": kind,
+                "format": "name" if name == "Name" else "",
+                "description": name,
+                "priority": priority,
+            }
             for name, kind, priority, _cell in columns
         ],
         "rows": rows,

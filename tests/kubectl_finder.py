@@ -54,13 +54,8 @@ def _client_version(binary: pathlib.Path) -> tuple[int, int] | None:
     return (int(match[1]), int(match[2])) if match else None
 
 
-#: kubectl 1.27 and 1.28 validate `apply` against /openapi/v2 served as protobuf, which the server
-#: does not serve yet (it serves /openapi/v3, which 1.29+ use); until it does, the tests drive 1.29+.
-MIN_SUPPORTED = (1, 29)
-
-
-def oldest_and_newest(minimum: tuple[int, int] = MIN_SUPPORTED) -> list[pathlib.Path]:
-    found = {v: p for v, p in find_kubectls().items() if v >= minimum}
+def oldest_and_newest() -> list[pathlib.Path]:
+    found = find_kubectls()
     if not found:
         return []
     versions = sorted(found)

@@ -198,3 +198,11 @@ def test_get_pods_table_columns(kubectl: Kubectl, api: Client, namespace: str) -
     assert row.split()[:4] == ["runner", "0/1", "Pending", "0"]
     all_resources = kubectl("api-resources").stdout
     assert "deployments" in all_resources and "leases" in all_resources
+
+
+def test_strict_validation_rejects_unknown_fields(kubectl: Kubectl, api: Client, namespace: str) -> None:
+    bad = DEPLOYMENT_YAML.replace("replicas: 2", "replicas: 2\n  bogus: 1")
+    result = kubectl("apply", "-n", namespace, "-f", "-", stdin=bad, check=False)
+    assert result.returncode != 0
+    assert 'unknown field "spec.bogus"' in result.stderr
+    assert api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").status_code == 404

@@ -14,7 +14,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from kubeloop.apiserver import discovery, errors, openapi, registry, schemas, tables, validation
+from kubeloop.apiserver import discovery, errors, openapi, openapiv2, registry, schemas, tables, validation
 from kubeloop.apiserver.fieldselector import FieldSelector
 from kubeloop.apiserver.labelselector import LabelSelector
 from kubeloop.apiserver.registry import DeleteOptions, ListOptions, Registry, WriteOptions
@@ -117,8 +117,17 @@ class APIHandlers:
         return web.Response(body=document, content_type=JSON)
 
     async def openapi_v2(self, request: web.Request) -> web.Response:
-        # Only v3 is served; clients (kubectl >= 1.27) use it and fall back to v2 only when v3 fails.
-        return status_response(errors.NotFound("the server could not find the requested resource"))
+        # Served as protobuf only, the form kubectl 1.27/1.28 ask for; newer clients use /openapi/v3.
+        if "protobuf" not in request.headers.get("Accept", "") and "*/*" not in request.headers.get(
+            "Accept", ""
+        ):
+            return status_response(
+                errors.NotAcceptable(f"only the following media types are accepted: {openapiv2.MEDIA_TYPE}")
+            )
+        # Upstream answers with octet-stream: Go clients cannot parse the "@" in the requested media type.
+        return web.Response(
+            body=openapiv2.openapi_v2_protobuf(self.catalog), content_type="application/octet-stream"
+        )
 
     # ---------------------------------------------------------------- resources
 
@@ -226,8 +235,12 @@ class APIHandlers:
             try:
                 body = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                raise errors.BadRequest(f"the body of the request could not be decoded as JSON: {exc}") from None
-            scale = await self.registry.update_scale(target.resource, target.namespace, target.name, body, options)
+                raise errors.BadRequest(
+                    f"the body of the request could not be decoded as JSON: {exc}"
+                ) from None
+            scale = await self.registry.update_scale(
+                target.resource, target.namespace, target.name, body, options
+            )
         else:
             content_type = request.content_type
             if content_type not in _PATCH_TYPES or content_type == registry.APPLY_PATCH:

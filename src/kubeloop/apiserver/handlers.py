@@ -81,6 +81,7 @@ class APIHandlers:
     def routes(self) -> list[web.RouteDef]:
         return [
             web.get("/version", self.version),
+            web.get("/version/", self.version),
             web.get("/healthz", self.healthz),
             web.get("/livez", self.healthz),
             web.get("/readyz", self.healthz),

@@ -87,11 +87,6 @@ def _references(node: Any, found: set[str]) -> None:
             _references(value, found)
 
 
-def reachable_definitions(roots: list[str]) -> dict[str, Any]:
-    """The definitions named by ``roots`` and every definition they reference, by name."""
-    return _closure(roots)
-
-
 def _closure(roots: list[str]) -> dict[str, Any]:
     defs = schemas.definitions()
     seen: dict[str, Any] = {}

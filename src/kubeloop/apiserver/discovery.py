@@ -1,38 +1,103 @@
-"""Discovery documents: /version, /api, /apis, /apis/G and the APIResourceLists of each
-group-version, built from the resource catalog."""
+"""Discovery documents as kube-apiserver serves them, built from a :class:`ResourceCatalog`.
+
+``/version`` (version.Info), ``/api`` (APIVersions), ``/apis`` (APIGroupList), ``/apis/G`` (APIGroup)
+and ``/api/v1`` / ``/apis/G/V`` (APIResourceList). Aggregated discovery (v2) is not served: client-go
+asks for it in ``Accept`` and falls back to these documents when the answer is plain JSON.
+
+Everything here is a pure function of its arguments.
+"""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import platform
+import re
 from typing import Any
 
 from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
 
-_SUBRESOURCE_VERBS = {
-    "status": ["get", "patch", "update"],
-    "scale": ["get", "patch", "update"],
-    "finalize": ["update"],
+#: Verbs of the subresources the server serves (upstream: status/scale are get+patch+update,
+#: namespaces/finalize is update only).
+_SUBRESOURCE_VERBS: dict[str, tuple[str, ...]] = {
+    "status": ("get", "patch", "update"),
+    "scale": ("get", "patch", "update"),
+    "finalize": ("update",),
 }
+
+#: Order of the built-in groups in /apis, as kube-apiserver's APIService priorities sort them.
+#: Other groups (custom resources) follow, alphabetically.
+_GROUP_PRIORITY: dict[str, int] = {
+    "apiregistration.k8s.io": 18000,
+    "apps": 17800,
+    "events.k8s.io": 17750,
+    "authentication.k8s.io": 17700,
+    "authorization.k8s.io": 17600,
+    "autoscaling": 17500,
+    "batch": 17400,
+    "certificates.k8s.io": 17300,
+    "networking.k8s.io": 17200,
+    "policy": 17100,
+    "rbac.authorization.k8s.io": 17000,
+    "storage.k8s.io": 16800,
+    "admissionregistration.k8s.io": 16700,
+    "scheduling.k8s.io": 16600,
+    "coordination.k8s.io": 16500,
+    "apiextensions.k8s.io": 16400,
+    "node.k8s.io": 16300,
+    "discovery.k8s.io": 16200,
+    "flowcontrol.apiserver.k8s.io": 16100,
+    "resource.k8s.io": 15900,
+    "internal.apiserver.k8s.io": 30,
+}
+
+_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_sort_key(version: str) -> tuple[int, int, int, str]:
+    """Sort key giving kube-apiserver's version priority (apimachinery CompareKubeAwareVersionStrings):
+    GA before beta before alpha, higher numbers first, non-kube-like versions last, alphabetically."""
+    match = _KUBE_VERSION.match(version)
+    if match is None:
+        return (3, 0, 0, version)
+    major = int(match[1])
+    stage = {None: 0, "beta": 1, "alpha": 2}[match[2]]
+    minor = int(match[3]) if match[3] else 0
+    return (stage, -major, -minor, "")
+
+
+def _platform() -> str:
+    system = platform.system().lower() or "linux"
+    machine = platform.machine().lower()
+    arch = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(machine, machine)
+    return f"{system}/{arch}"
 
 
 def version_info(release: str) -> dict[str, str]:
-    major, minor = release.split(".")[:2]
+    """``/version`` (k8s.io/apimachinery version.Info) for a Kubernetes release like ``"1.33.0"``."""
+    parts = release.split(".")
+    major = parts[0] if parts and parts[0] else "1"
+    minor = parts[1] if len(parts) > 1 else "0"
+    patch = parts[2] if len(parts) > 2 else "0"
     return {
         "major": major,
         "minor": minor,
-        "gitVersion": f"v{release}-kubeloop",
+        "emulationMajor": major,
+        "emulationMinor": minor,
+        "minCompatibilityMajor": major,
+        "minCompatibilityMinor": str(max(int(minor) - 1, 0)) if minor.isdigit() else minor,
+        "gitVersion": f"v{major}.{minor}.{patch}-kubeloop",
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
-        "buildDate": "2026-01-01T00:00:00Z",
+        "buildDate": "1970-01-01T00:00:00Z",
         "goVersion": f"python{platform.python_version()}",
-        "compiler": "cpython",
-        "platform": f"{platform.system().lower()}/{platform.machine()}",
+        "compiler": platform.python_implementation().lower(),
+        "platform": _platform(),
     }
 
 
 def core_api_versions(server_address: str) -> dict[str, Any]:
+    """``/api``: APIVersions. Upstream serves it without ``apiVersion``."""
     return {
         "kind": "APIVersions",
         "versions": ["v1"],
@@ -40,66 +105,91 @@ def core_api_versions(server_address: str) -> dict[str, Any]:
     }
 
 
-def _group(catalog: ResourceCatalog, group: str) -> dict[str, Any] | None:
-    versions = catalog.group_versions().get(group)
-    if not versions or not group:
+def _group_entry(catalog: ResourceCatalog, group: str) -> dict[str, Any] | None:
+    if not group:
         return None
-    entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
-    return {"name": group, "versions": entries, "preferredVersion": entries[0]}
+    versions = catalog.group_versions().get(group)
+    if not versions:
+        return None
+    entries = [
+        {"groupVersion": f"{group}/{version}", "version": version}
+        for version in sorted(versions, key=version_sort_key)
+    ]
+    return {"name": group, "versions": entries, "preferredVersion": dict(entries[0])}
+
+
+def _group_order(group: str) -> tuple[int, str]:
+    return (-_GROUP_PRIORITY.get(group, 1000), group)
 
 
 def api_group_list(catalog: ResourceCatalog) -> dict[str, Any]:
-    groups = [g for name in catalog.group_versions() if (g := _group(catalog, name)) is not None]
+    """``/apis``: APIGroupList of every named group (the core group is served at ``/api``)."""
+    groups = [
+        entry
+        for name in sorted(catalog.group_versions(), key=_group_order)
+        if (entry := _group_entry(catalog, name)) is not None
+    ]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
 def api_group(catalog: ResourceCatalog, group: str) -> dict[str, Any] | None:
-    found = _group(catalog, group)
-    if found is None:
+    """``/apis/G``: APIGroup, or None when the group is not served."""
+    entry = _group_entry(catalog, group)
+    if entry is None:
         return None
-    return {"kind": "APIGroup", "apiVersion": "v1", **found}
+    return {"kind": "APIGroup", "apiVersion": "v1", **entry}
 
 
-def _storage_version_hash(resource: ResourceType) -> str:
-    digest = hashlib.sha256(f"{resource.group}/{resource.version}/{resource.kind}".encode()).digest()
-
+def storage_version_hash(group: str, version: str, kind: str) -> str:
+    """Upstream's storageVersionHash: base64 of the first 8 bytes of sha256("group/version/kind")."""
+    digest = hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()
     return base64.b64encode(digest[:8]).decode()
 
 
+def _resource_entry(resource: ResourceType) -> dict[str, Any]:
+    storage_group, _plural = resource.storage_group_resource
+    storage_kind = resource.kind
+    entry: dict[str, Any] = {
+        "name": resource.plural,
+        "singularName": resource.singular,
+        "namespaced": resource.namespaced,
+        "kind": resource.kind,
+        "verbs": list(resource.verbs),
+    }
+    if resource.short_names:
+        entry["shortNames"] = list(resource.short_names)
+    if resource.categories:
+        entry["categories"] = list(resource.categories)
+    # Resources sharing storage (events.k8s.io events stored as core events) report the hash of the
+    # storage version, like upstream.
+    storage_version = resource.version if storage_group == resource.group else "v1"
+    entry["storageVersionHash"] = storage_version_hash(storage_group, storage_version, storage_kind)
+    return entry
+
+
+def _subresource_entry(resource: ResourceType, subresource: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": f"{resource.plural}/{subresource}",
+        "singularName": "",
+        "namespaced": resource.namespaced,
+        "kind": resource.kind,
+        "verbs": list(_SUBRESOURCE_VERBS.get(subresource, ("get",))),
+    }
+    if subresource == "scale":
+        entry = {**entry, "group": "autoscaling", "version": "v1", "kind": "Scale"}
+    return entry
+
+
 def api_resource_list(catalog: ResourceCatalog, group: str, version: str) -> dict[str, Any] | None:
+    """``/api/v1`` or ``/apis/G/V``: APIResourceList (resources and their subresources, sorted by
+    name like upstream's installer), or None when the group-version is not served."""
     resources = catalog.in_group_version(group, version)
     if not resources:
         return None
     entries: list[dict[str, Any]] = []
-    for resource in sorted(resources, key=lambda r: r.plural):
-        entry: dict[str, Any] = {
-            "name": resource.plural,
-            "singularName": resource.singular,
-            "namespaced": resource.namespaced,
-            "kind": resource.kind,
-            "verbs": list(resource.verbs),
-            "storageVersionHash": _storage_version_hash(resource),
-        }
-        if resource.short_names:
-            entry["shortNames"] = list(resource.short_names)
-        if resource.categories:
-            entry["categories"] = list(resource.categories)
-        entries.append(entry)
-        for sub in resource.subresources:
-            sub_entry: dict[str, Any] = {
-                "name": f"{resource.plural}/{sub}",
-                "singularName": "",
-                "namespaced": resource.namespaced,
-                "kind": resource.kind,
-                "verbs": _SUBRESOURCE_VERBS.get(sub, ["get"]),
-            }
-            if sub == "scale":
-                sub_entry.update(kind="Scale", group="autoscaling", version="v1")
-            entries.append(sub_entry)
+    for resource in resources:
+        entries.append(_resource_entry(resource))
+        entries.extend(_subresource_entry(resource, sub) for sub in resource.subresources)
+    entries.sort(key=lambda e: str(e["name"]))
     group_version = f"{group}/{version}" if group else version
-    return {
-        "kind": "APIResourceList",
-        "apiVersion": "v1",
-        "groupVersion": group_version,
-        "resources": entries,
-    }
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": entries}

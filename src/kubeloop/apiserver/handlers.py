@@ -233,22 +233,12 @@ class APIHandlers:
         raw = await _read_body(request)
         options = _write_options(request, raw)
         if request.method == "PUT":
-            try:
-                body = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise errors.BadRequest(
-                    f"the body of the request could not be decoded as JSON: {exc}"
-                ) from None
+            body = _decode_json(raw)
             scale = await self.registry.update_scale(
                 target.resource, target.namespace, target.name, body, options
             )
         else:
-            content_type = request.content_type
-            if content_type not in _PATCH_TYPES or content_type == registry.APPLY_PATCH:
-                raise errors.UnsupportedMediaType(
-                    f"the body of the request was in an unknown format - accepted media types include: "
-                    f"{registry.JSON_PATCH}, {registry.MERGE_PATCH}, {registry.STRATEGIC_MERGE_PATCH}"
-                )
+            content_type = _patch_type(request)
             scale = await self.registry.patch_scale(
                 target.resource, target.namespace, target.name, content_type, raw, options
             )
@@ -367,12 +357,7 @@ class APIHandlers:
 
     async def _patch(self, request: web.Request, target: Target) -> web.StreamResponse:
         assert target.name is not None
-        content_type = request.content_type
-        if content_type not in _PATCH_TYPES or content_type == registry.APPLY_PATCH:
-            raise errors.UnsupportedMediaType(
-                f"the body of the request was in an unknown format - accepted media types include: "
-                f"{registry.JSON_PATCH}, {registry.MERGE_PATCH}, {registry.STRATEGIC_MERGE_PATCH}"
-            )
+        content_type = _patch_type(request)
         raw = await _read_body(request)
         options = _write_options(request, raw)
         result = await self.registry.patch(
@@ -425,12 +410,7 @@ class APIHandlers:
         raw = await _read_body(request)
         content_type = request.content_type or JSON
         if content_type in (JSON, "*/*", "application/octet-stream"):
-            try:
-                body = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise errors.BadRequest(
-                    f"the body of the request could not be decoded as JSON: {exc}"
-                ) from None
+            body = _decode_json(raw)
         elif content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
             try:
                 body = yaml.safe_load(raw)
@@ -519,6 +499,24 @@ def _accept(request: web.Request) -> _Accept:
             "only the following media types are accepted: application/json, application/yaml"
         )
     return _Accept()
+
+
+def _patch_type(request: web.Request) -> str:
+    """The patch media type of a PATCH request; 415 for anything else (server-side apply not yet served)."""
+    content_type = request.content_type
+    if content_type not in _PATCH_TYPES or content_type == registry.APPLY_PATCH:
+        raise errors.UnsupportedMediaType(
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"{registry.JSON_PATCH}, {registry.MERGE_PATCH}, {registry.STRATEGIC_MERGE_PATCH}"
+        )
+    return content_type
+
+
+def _decode_json(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise errors.BadRequest(f"the body of the request could not be decoded as JSON: {exc}") from None
 
 
 def _truthy(value: str | None) -> bool:

@@ -75,34 +75,6 @@ def _convert(node: Any) -> Any:
     return out
 
 
-def _references(node: Any, found: set[str]) -> None:
-    if isinstance(node, Mapping):
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            found.add(ref.rsplit("/", 1)[-1])
-        for value in node.values():
-            _references(value, found)
-    elif isinstance(node, list):
-        for value in node:
-            _references(value, found)
-
-
-def _closure(roots: list[str]) -> dict[str, Any]:
-    defs = schemas.definitions()
-    seen: dict[str, Any] = {}
-    stack = [r for r in roots if r in defs]
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        node = defs[name]
-        seen[name] = node
-        refs: set[str] = set()
-        _references(node, refs)
-        stack.extend(r for r in refs if r in defs and r not in seen)
-    return seen
-
-
 def _parameters(names: list[str]) -> list[dict[str, Any]]:
     kinds = {
         "limit": "integer",
@@ -255,7 +227,7 @@ def _build(catalog: ResourceCatalog, extra_definitions: Mapping[str, Any] | None
                 if name:
                     roots.append(name)
             paths.update(_paths(resource))
-        components = {name: _convert(node) for name, node in sorted(_closure(roots).items())}
+        components = {name: _convert(node) for name, node in sorted(schemas.reachable(roots).items())}
         for name, node in (extra_definitions or {}).items():
             components[name] = node
         document = {

@@ -91,33 +91,6 @@ def _schema(node: Mapping[str, Any]) -> bytes:
     return bytes(out)
 
 
-def _references(node: Any, found: set[str]) -> None:
-    if isinstance(node, Mapping):
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            found.add(ref.rsplit("/", 1)[-1])
-        for value in node.values():
-            _references(value, found)
-    elif isinstance(node, list):
-        for value in node:
-            _references(value, found)
-
-
-def _reachable(roots: list[str]) -> dict[str, Mapping[str, Any]]:
-    """The definitions named by ``roots`` and every definition they reference."""
-    defs = schemas.definitions()
-    seen: dict[str, Mapping[str, Any]] = {}
-    stack = [r for r in roots if r in defs]
-    while stack:
-        name = stack.pop()
-        if name not in seen:
-            seen[name] = defs[name]
-            found: set[str] = set()
-            _references(defs[name], found)
-            stack.extend(r for r in found if r in defs and r not in seen)
-    return seen
-
-
 class _Cache:
     key: tuple[tuple[str, str, str], ...] | None = None
     document: bytes = b""
@@ -137,7 +110,7 @@ def openapi_v2_protobuf(catalog: ResourceCatalog) -> bytes:
         for kind in (resource.kind, resource.list_kind)
         if (name := schemas.definition_name(resource.group, resource.version, kind)) is not None
     ]
-    definitions = _reachable(roots)
+    definitions = schemas.reachable(roots)
     info = _string(1, "Kubernetes") + _string(2, f"v{schemas.schema_release()}")
     body = b"".join(
         _bytes_field(1, _named(name, _schema(node))) for name, node in sorted(definitions.items())

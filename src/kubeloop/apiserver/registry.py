@@ -585,7 +585,12 @@ class Registry:
         return await self._write_scale(resource, namespace, name, current, body, options)
 
     async def patch_scale(
-        self, resource: ResourceType, namespace: str | None, name: str, patch_type: str, patch: bytes,
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        patch_type: str,
+        patch: bytes,
         options: WriteOptions,
     ) -> Obj:
         current = self.get(resource, namespace, name)
@@ -603,7 +608,12 @@ class Registry:
         return await self._write_scale(resource, namespace, name, current, patched, options)
 
     async def _write_scale(
-        self, resource: ResourceType, namespace: str | None, name: str, current: Obj, body: Any,
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        current: Obj,
+        body: Any,
         options: WriteOptions,
     ) -> Obj:
         if not isinstance(body, dict):
@@ -614,8 +624,16 @@ class Registry:
             raise errors.BadRequest("spec.replicas: Invalid value: must be an integer")
         if replicas < 0:
             raise errors.invalid(
-                "autoscaling", "Scale", name,
-                [errors.Cause("FieldValueInvalid", f"Invalid value: {replicas}: must be greater than or equal to 0", "spec.replicas")],
+                "autoscaling",
+                "Scale",
+                name,
+                [
+                    errors.Cause(
+                        "FieldValueInvalid",
+                        f"Invalid value: {replicas}: must be greater than or equal to 0",
+                        "spec.replicas",
+                    )
+                ],
             )
         rv = (body.get("metadata") or {}).get("resourceVersion")
         if rv and rv != current["metadata"]["resourceVersion"]:

@@ -128,3 +128,30 @@ def is_int_or_string(node: Schema) -> bool:
         return False
     kinds = {t for option in one_of for t in node_types(option)}
     return kinds in ({"string", "integer"}, {"string", "number"})
+
+
+def _references(node: Any, found: set[str]) -> None:
+    if isinstance(node, Mapping):
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            found.add(ref.rsplit("/", 1)[-1])
+        for value in node.values():
+            _references(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _references(value, found)
+
+
+def reachable(roots: list[str]) -> dict[str, Schema]:
+    """The definitions named by ``roots`` and every definition they reference, by name."""
+    defs = definitions()
+    seen: dict[str, Schema] = {}
+    stack = [r for r in roots if r in defs]
+    while stack:
+        name = stack.pop()
+        if name not in seen:
+            seen[name] = defs[name]
+            found: set[str] = set()
+            _references(defs[name], found)
+            stack.extend(r for r in found if r in defs and r not in seen)
+    return seen

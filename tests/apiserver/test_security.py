@@ -23,7 +23,7 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kubeloop.apiserver import certs, kubeconfig
-from kubeloop.apiserver.auth import Authenticator, UserInfo, auth_middleware
+from kubeloop.apiserver.auth import USER, Authenticator, UserInfo, auth_middleware
 
 ADMIN = UserInfo("kubeloop-admin", ("system:masters", "system:authenticated"))
 VERSION = {
@@ -49,7 +49,7 @@ UNAUTHORIZED = {
 
 
 async def whoami(request: web.Request) -> web.Response:
-    user: UserInfo = request["user"]
+    user = request[USER]
     return web.json_response({"name": user.name, "groups": list(user.groups)})
 
 

@@ -33,6 +33,10 @@ class UserInfo:
     groups: tuple[str, ...] = ()
 
 
+#: Where auth_middleware keeps the authenticated user on the request.
+USER = web.RequestKey("user", UserInfo)
+
+
 def _with_authenticated_group(user: UserInfo) -> UserInfo:
     if AUTHENTICATED_GROUP in user.groups:
         return user
@@ -106,8 +110,7 @@ def user_from_peercert(peercert: Any) -> UserInfo | None:
 
 def current_user(request: web.Request) -> UserInfo | None:
     """The user auth_middleware authenticated for ``request`` (None on an anonymous public path)."""
-    user = request.get("user")
-    return user if isinstance(user, UserInfo) else None
+    return request.get(USER)
 
 
 def unauthorized_response() -> web.Response:
@@ -121,11 +124,11 @@ def unauthorized_response() -> web.Response:
 def auth_middleware(
     authenticator: Authenticator, *, public_paths: Collection[str] = ("/healthz", "/livez", "/readyz")
 ) -> Middleware:
-    """An aiohttp middleware: sets ``request["user"]`` for authenticated requests and answers
+    """An aiohttp middleware: sets ``request[USER]`` for authenticated requests and answers
     401 (Kubernetes Status) to unauthenticated ones outside ``public_paths``.
 
     A request to a public path (or below it: ``/livez/ping``) is served whether or not it
-    authenticates; ``request["user"]`` is set only when it does.
+    authenticates; ``request[USER]`` is set only when it does.
     """
     public = frozenset(public_paths)
     public_prefixes = tuple(path.rstrip("/") + "/" for path in public)
@@ -138,7 +141,7 @@ def auth_middleware(
             if path in public or path.startswith(public_prefixes):
                 return await handler(request)
             return unauthorized_response()
-        request["user"] = user
+        request[USER] = user
         return await handler(request)
 
     return middleware

@@ -94,7 +94,7 @@ def test_table_columns_for_pods_and_deployments() -> None:
         "status": {
             "phase": "Running",
             "containerStatuses": [
-                {"name": "a", "ready": True, "restartCount": 3},
+                {"name": "a", "ready": True, "restartCount": 3, "state": {"running": {}}},
                 {
                     "name": "b",
                     "ready": False,
@@ -117,7 +117,8 @@ def test_table_columns_for_pods_and_deployments() -> None:
         "Restarts",
         "Age",
     ]
-    assert table["rows"][0]["cells"][:5] == ["p", "1/2", "CrashLoopBackOff", 7, "3m"]
+    # Upstream: ready counts containers that are ready and running; restarts is a string cell.
+    assert table["rows"][0]["cells"][:5] == ["p", "1/2", "CrashLoopBackOff", "7", "3m"]
     assert table["rows"][1]["cells"][2] == "Terminating"
     assert table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
     deployment = {

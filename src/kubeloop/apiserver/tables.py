@@ -1,302 +1,991 @@
-"""Server-side printing for ``kubectl get``: meta.k8s.io/v1 Tables with upstream's columns."""
+"""Server-side printing for ``kubectl get``: meta.k8s.io/v1 Tables with upstream's columns.
+
+Columns and cells follow kube-apiserver's printers (kubernetes ``pkg/printers/internalversion``),
+which the server always runs in wide mode: the ``priority: 1`` columns are in every row and
+kubectl shows them only with ``-o wide``. Roles and ClusterRoles use the generic convertor
+(Name, Created At); kinds without a printer (custom resources) get Name and Age like a CRD without
+``additionalPrinterColumns``. Ages are rendered like apimachinery's ``duration.HumanDuration``.
+"""
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from kubeloop.apiserver import eventconversion, schemas
 from kubeloop.apiserver.resources import ResourceType
 
 Obj = Mapping[str, Any]
-Cell = str | int
-Column = tuple[str, str, int, Callable[[Obj, datetime.datetime], Cell]]  # name, type, priority, cell
+Cell = str | int | bool | None
+CellFn = Callable[[Obj, datetime.datetime], Cell]
+
+META_API_VERSION = "meta.k8s.io/v1"
+
+
+# --------------------------------------------------------------------------- durations and times
 
 
 def human_duration(seconds: float) -> str:
-    """kubectl's duration.HumanDuration."""
-    s = int(seconds)
-    if s < 0:
+    """apimachinery ``duration.HumanDuration``: "5s", "3m2s", "15m", "5h3m", "2d3h", "40d", "3y20d"."""
+    whole = int(seconds)  # truncates toward zero, like Go's int(d.Seconds())
+    if whole < -1:
         return "<invalid>"
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
+    if whole < 0:
+        return "0s"
+    if whole < 60 * 2:
+        return f"{whole}s"
+    minutes = whole // 60
     if minutes < 10:
-        rest = s % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
-    if minutes < 180:
+        rest = whole % 60
+        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+    if minutes < 60 * 3:
         return f"{minutes}m"
-    hours = s // 3600
+    hours = whole // 3600
     if hours < 8:
         rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
+        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
     if hours < 48:
         return f"{hours}h"
     if hours < 24 * 8:
         rest = hours % 24
-        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
+        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
     if hours < 24 * 365 * 2:
         return f"{hours // 24}d"
     if hours < 24 * 365 * 8:
         rest = (hours // 24) % 365
-        return f"{hours // 24 // 365}y{rest}d" if rest else f"{hours // 24 // 365}y"
+        return f"{hours // 24 // 365}y" if rest == 0 else f"{hours // 24 // 365}y{rest}d"
     return f"{hours // 24 // 365}y"
 
 
-def _parse_time(value: Any) -> datetime.datetime | None:
+def parse_time(value: Any) -> datetime.datetime | None:
+    """An RFC 3339 timestamp (Time or MicroTime) as an aware datetime, or None."""
     if not isinstance(value, str) or not value:
         return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
     try:
-        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = datetime.datetime.fromisoformat(text)
     except ValueError:
         return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.UTC)
+    return parsed
 
 
-def _age(obj: Obj, now: datetime.datetime) -> Cell:
-    created = _parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
-    return human_duration((now - created).total_seconds()) if created else "<unknown>"
+def _since(value: Any, now: datetime.datetime) -> str:
+    """``translateTimestampSince``: "<unknown>" for a missing timestamp."""
+    when = parse_time(value)
+    if when is None:
+        return "<unknown>"
+    return human_duration((now - when).total_seconds())
 
 
-def _name(obj: Obj, now: datetime.datetime) -> Cell:
-    return str((obj.get("metadata") or {}).get("name", ""))
+# --------------------------------------------------------------------------- field access
 
 
-def _get(obj: Obj, path: str, default: Any = None) -> Any:
-    node: Any = obj
+def _get(obj: Any, path: str, default: Any = None) -> Any:
+    node = obj
     for part in path.split("."):
         if not isinstance(node, Mapping):
             return default
         node = node.get(part)
-    return default if node is None else node
+        if node is None:
+            return default
+    return node
 
 
-def _int(path: str) -> Callable[[Obj, datetime.datetime], Cell]:
-    return lambda obj, now: int(_get(obj, path, 0) or 0)
+def _str(obj: Obj, path: str, default: str = "") -> str:
+    value = _get(obj, path)
+    return default if value is None else str(value)
 
 
-def _str(path: str, default: str = "<none>") -> Callable[[Obj, datetime.datetime], Cell]:
-    return lambda obj, now: str(_get(obj, path, default) or default)
+def _int(obj: Obj, path: str, default: int = 0) -> int:
+    value = _get(obj, path)
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            return default
+    return default
 
 
-def _pod_ready(obj: Obj, now: datetime.datetime) -> Cell:
-    containers = _get(obj, "spec.containers", []) or []
-    statuses = _get(obj, "status.containerStatuses", []) or []
-    ready = sum(1 for s in statuses if isinstance(s, Mapping) and s.get("ready"))
-    return f"{ready}/{len(containers)}"
+def _list(obj: Obj, path: str) -> list[Any]:
+    value = _get(obj, path)
+    return list(value) if isinstance(value, list) else []
 
 
-def _pod_status(obj: Obj, now: datetime.datetime) -> Cell:
-    reason = str(_get(obj, "status.reason", "") or _get(obj, "status.phase", "") or "Unknown")
-    for status in _get(obj, "status.containerStatuses", []) or []:
+def _map(obj: Obj, path: str) -> Mapping[str, Any]:
+    value = _get(obj, path)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _name(obj: Obj, now: datetime.datetime) -> Cell:
+    return _str(obj, "metadata.name")
+
+
+def _age(obj: Obj, now: datetime.datetime) -> Cell:
+    return _since(_get(obj, "metadata.creationTimestamp"), now)
+
+
+def format_labels(labels: Mapping[str, Any]) -> str:
+    """``labels.FormatLabels``: sorted ``k=v`` pairs, ``<none>`` when empty."""
+    text = ",".join(f"{key}={labels[key]}" for key in sorted(labels))
+    return text or "<none>"
+
+
+def format_label_selector(selector: Any) -> str:
+    """``metav1.LabelSelectorAsSelector(selector).String()`` ("" for a nil or empty selector)."""
+    if not isinstance(selector, Mapping):
+        return ""
+    requirements: list[tuple[str, str]] = []
+    match_labels = selector.get("matchLabels")
+    if isinstance(match_labels, Mapping):
+        requirements.extend((str(k), f"{k}={v}") for k, v in match_labels.items())
+    for expression in selector.get("matchExpressions") or ():
+        if not isinstance(expression, Mapping):
+            continue
+        key = str(expression.get("key", ""))
+        operator = expression.get("operator")
+        values = ",".join(sorted(str(v) for v in expression.get("values") or ()))
+        if operator == "In":
+            requirements.append((key, f"{key} in ({values})"))
+        elif operator == "NotIn":
+            requirements.append((key, f"{key} notin ({values})"))
+        elif operator == "Exists":
+            requirements.append((key, key))
+        elif operator == "DoesNotExist":
+            requirements.append((key, f"!{key}"))
+        else:
+            return "<error>"
+    return ",".join(text for _key, text in sorted(requirements, key=lambda r: r[0]))
+
+
+def _selector_or_none(selector: Any) -> str:
+    """``metav1.FormatLabelSelector``."""
+    return format_label_selector(selector) or "<none>"
+
+
+def _containers(obj: Obj, path: str) -> tuple[str, str]:
+    """``layoutContainerCells``: comma-separated container names and images."""
+    containers = [c for c in _list(obj, path) if isinstance(c, Mapping)]
+    return (
+        ",".join(str(c.get("name") or "") for c in containers),
+        ",".join(str(c.get("image") or "") for c in containers),
+    )
+
+
+def _bool_ptr(value: Any) -> str:
+    """``printBoolPtr``."""
+    if value is None:
+        return "<unset>"
+    return "True" if value else "False"
+
+
+# --------------------------------------------------------------------------- pods
+
+
+def _has_condition(obj: Obj, path: str, kind: str) -> bool:
+    for condition in _list(obj, path):
+        if isinstance(condition, Mapping) and condition.get("type") == kind:
+            return condition.get("status") == "True"
+    return False
+
+
+def _terminated_at(status: Mapping[str, Any]) -> datetime.datetime | None:
+    return parse_time(_get(status, "lastState.terminated.finishedAt"))
+
+
+def _later(a: datetime.datetime | None, b: datetime.datetime | None) -> datetime.datetime | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)
+
+
+def _restartable_init(container: Any) -> bool:
+    return isinstance(container, Mapping) and container.get("restartPolicy") == "Always"
+
+
+@dataclass(frozen=True)
+class PodSummary:
+    ready: str
+    status: str
+    restarts: str
+
+
+def pod_summary(pod: Obj, now: datetime.datetime) -> PodSummary:
+    """Ready, Status and Restarts of a pod, as upstream's ``printPod`` computes them."""
+    restarts = 0
+    restartable_restarts = 0
+    total = len(_list(pod, "spec.containers"))
+    ready = 0
+    last_restart: datetime.datetime | None = None
+    last_restartable_restart: datetime.datetime | None = None
+    phase = _str(pod, "status.phase")
+    reason = _str(pod, "status.reason") or phase
+    for condition in _list(pod, "status.conditions"):
+        if (
+            isinstance(condition, Mapping)
+            and condition.get("type") == "PodScheduled"
+            and condition.get("reason") == "SchedulingGated"
+        ):
+            reason = "SchedulingGated"
+
+    init_list = [c for c in _list(pod, "spec.initContainers") if isinstance(c, Mapping)]
+    init_specs = {str(c.get("name")): c for c in init_list}
+    total += sum(1 for c in init_list if _restartable_init(c))
+
+    initializing = False
+    for index, status in enumerate(_list(pod, "status.initContainerStatuses")):
         if not isinstance(status, Mapping):
             continue
-        state = status.get("state") or {}
-        waiting = state.get("waiting") or {}
-        terminated = state.get("terminated") or {}
-        if waiting.get("reason"):
-            reason = waiting["reason"]
-        elif terminated.get("reason"):
-            reason = terminated["reason"]
-    if _get(obj, "metadata.deletionTimestamp"):
-        reason = "Terminating"
-    return reason
-
-
-def _pod_restarts(obj: Obj, now: datetime.datetime) -> Cell:
-    return sum(
-        int(s.get("restartCount", 0) or 0)
-        for s in _get(obj, "status.containerStatuses", []) or []
-        if isinstance(s, Mapping)
-    )
-
-
-def _containers(field: str) -> Callable[[Obj, datetime.datetime], Cell]:
-    def cell(obj: Obj, now: datetime.datetime) -> Cell:
-        containers = _get(obj, "spec.template.spec.containers", []) or []
-        return ",".join(str(c.get(field, "")) for c in containers if isinstance(c, Mapping)) or "<none>"
-
-    return cell
-
-
-def _selector(obj: Obj, now: datetime.datetime) -> Cell:
-    labels = _get(obj, "spec.selector.matchLabels", {}) or {}
-    parts = [f"{k}={v}" for k, v in sorted(labels.items())]
-    for expr in _get(obj, "spec.selector.matchExpressions", []) or []:
-        if isinstance(expr, Mapping):
-            values = ",".join(expr.get("values") or [])
-            op = str(expr.get("operator", "")).lower()
-            parts.append(f"{expr.get('key')} {op} ({values})" if values else f"{expr.get('key')}")
-    return ",".join(parts) or "<none>"
-
-
-def _ready_of(desired: str) -> Callable[[Obj, datetime.datetime], Cell]:
-    return lambda obj, now: (
-        f"{int(_get(obj, 'status.readyReplicas', 0) or 0)}/{int(_get(obj, desired, 0) or 0)}"
-    )
-
-
-def _data_count(obj: Obj, now: datetime.datetime) -> Cell:
-    return len(obj.get("data") or {}) + len(obj.get("binaryData") or {})
-
-
-def _service_ports(obj: Obj, now: datetime.datetime) -> Cell:
-    ports = []
-    for port in _get(obj, "spec.ports", []) or []:
-        if isinstance(port, Mapping):
-            text = f"{port.get('port')}"
-            if port.get("nodePort"):
-                text += f":{port['nodePort']}"
-            ports.append(f"{text}/{port.get('protocol', 'TCP')}")
-    return ",".join(ports) or "<none>"
-
-
-def _event_object(obj: Obj, now: datetime.datetime) -> Cell:
-    involved = obj.get("involvedObject") or obj.get("regarding") or {}
-    return f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}"
-
-
-def _last_seen(obj: Obj, now: datetime.datetime) -> Cell:
-    for path in ("lastTimestamp", "eventTime", "deprecatedLastTimestamp", "metadata.creationTimestamp"):
-        when = _parse_time(_get(obj, path))
-        if when:
-            return human_duration((now - when).total_seconds())
-    return "<unknown>"
-
-
-def _job_completions(obj: Obj, now: datetime.datetime) -> Cell:
-    return f"{int(_get(obj, 'status.succeeded', 0) or 0)}/{int(_get(obj, 'spec.completions', 1) or 1)}"
-
-
-def _job_status(obj: Obj, now: datetime.datetime) -> Cell:
-    for condition in _get(obj, "status.conditions", []) or []:
-        if isinstance(condition, Mapping) and condition.get("status") == "True":
-            if condition.get("type") == "Complete":
-                return "Complete"
-            if condition.get("type") == "Failed":
-                return "Failed"
-    return "Running"
-
-
-def _role_ref(obj: Obj, now: datetime.datetime) -> Cell:
-    ref = obj.get("roleRef") or {}
-    return f"{ref.get('kind', '')}/{ref.get('name', '')}"
-
-
-_AGE: Column = ("Age", "string", 0, _age)
-_COLUMNS: dict[tuple[str, str], list[Column]] = {
-    ("", "pods"): [
-        ("Ready", "string", 0, _pod_ready),
-        ("Status", "string", 0, _pod_status),
-        ("Restarts", "string", 0, _pod_restarts),
-        _AGE,
-        ("IP", "string", 1, _str("status.podIP")),
-        ("Node", "string", 1, _str("spec.nodeName")),
-        ("Nominated Node", "string", 1, _str("status.nominatedNodeName")),
-        ("Readiness Gates", "string", 1, lambda o, n: "<none>"),
-    ],
-    ("apps", "deployments"): [
-        ("Ready", "string", 0, _ready_of("spec.replicas")),
-        ("Up-to-date", "integer", 0, _int("status.updatedReplicas")),
-        ("Available", "integer", 0, _int("status.availableReplicas")),
-        _AGE,
-        ("Containers", "string", 1, _containers("name")),
-        ("Images", "string", 1, _containers("image")),
-        ("Selector", "string", 1, _selector),
-    ],
-    ("apps", "replicasets"): [
-        ("Desired", "integer", 0, _int("spec.replicas")),
-        ("Current", "integer", 0, _int("status.replicas")),
-        ("Ready", "integer", 0, _int("status.readyReplicas")),
-        _AGE,
-        ("Containers", "string", 1, _containers("name")),
-        ("Images", "string", 1, _containers("image")),
-        ("Selector", "string", 1, _selector),
-    ],
-    ("apps", "statefulsets"): [("Ready", "string", 0, _ready_of("spec.replicas")), _AGE],
-    ("apps", "daemonsets"): [
-        ("Desired", "integer", 0, _int("status.desiredNumberScheduled")),
-        ("Current", "integer", 0, _int("status.currentNumberScheduled")),
-        ("Ready", "integer", 0, _int("status.numberReady")),
-        ("Up-to-date", "integer", 0, _int("status.updatedNumberScheduled")),
-        ("Available", "integer", 0, _int("status.numberAvailable")),
-        (
-            "Node Selector",
-            "string",
-            0,
-            lambda o, n: (
-                ",".join(
-                    f"{k}={v}"
-                    for k, v in sorted((_get(o, "spec.template.spec.nodeSelector", {}) or {}).items())
+        restarts += _int(status, "restartCount")
+        last_restart = _later(last_restart, _terminated_at(status))
+        restartable = _restartable_init(init_specs.get(str(status.get("name"))))
+        if restartable:
+            restartable_restarts += _int(status, "restartCount")
+            last_restartable_restart = _later(last_restartable_restart, _terminated_at(status))
+        terminated = _map(status, "state.terminated")
+        waiting = _map(status, "state.waiting")
+        if terminated and _int(terminated, "exitCode") == 0:
+            continue
+        if restartable and status.get("started") is True:
+            if status.get("ready"):
+                ready += 1
+            continue
+        if terminated:
+            if not terminated.get("reason"):
+                signal = _int(terminated, "signal")
+                reason = (
+                    f"Init:Signal:{signal}" if signal else f"Init:ExitCode:{_int(terminated, 'exitCode')}"
                 )
-                or "<none>"
-            ),
-        ),
-        _AGE,
-    ],
-    ("batch", "jobs"): [
-        ("Status", "string", 0, _job_status),
-        ("Completions", "string", 0, _job_completions),
-        ("Duration", "string", 0, lambda o, n: "0s"),
-        _AGE,
-    ],
-    ("batch", "cronjobs"): [
-        ("Schedule", "string", 0, _str("spec.schedule")),
-        ("Timezone", "string", 0, _str("spec.timeZone")),
-        ("Suspend", "boolean", 0, lambda o, n: str(bool(_get(o, "spec.suspend", False)))),
-        ("Active", "integer", 0, lambda o, n: len(_get(o, "status.active", []) or [])),
-        ("Last Schedule", "string", 0, lambda o, n: "<none>"),
-        _AGE,
-    ],
-    ("", "services"): [
-        ("Type", "string", 0, _str("spec.type", "ClusterIP")),
-        ("Cluster-IP", "string", 0, _str("spec.clusterIP")),
-        ("External-IP", "string", 0, lambda o, n: "<none>"),
-        ("Port(s)", "string", 0, _service_ports),
-        _AGE,
-    ],
-    ("", "configmaps"): [("Data", "integer", 0, _data_count), _AGE],
-    ("", "secrets"): [
-        ("Type", "string", 0, _str("type", "Opaque")),
-        ("Data", "integer", 0, _data_count),
-        _AGE,
-    ],
-    ("", "namespaces"): [("Status", "string", 0, _str("status.phase", "Active")), _AGE],
-    ("", "serviceaccounts"): [("Secrets", "integer", 0, lambda o, n: len(o.get("secrets") or [])), _AGE],
-    ("", "events"): [
-        ("Last Seen", "string", 0, _last_seen),
-        ("Type", "string", 0, _str("type", "")),
-        ("Reason", "string", 0, _str("reason", "")),
-        ("Object", "string", 0, _event_object),
-        ("Message", "string", 0, lambda o, n: str(o.get("message") or o.get("note") or "")),
-    ],
-    ("events.k8s.io", "events"): [
-        ("Last Seen", "string", 0, _last_seen),
-        ("Type", "string", 0, _str("type", "")),
-        ("Reason", "string", 0, _str("reason", "")),
-        ("Object", "string", 0, _event_object),
-        ("Message", "string", 0, lambda o, n: str(o.get("note") or "")),
-    ],
-    ("", "endpoints"): [("Endpoints", "string", 0, lambda o, n: "<none>"), _AGE],
-    ("coordination.k8s.io", "leases"): [("Holder", "string", 0, _str("spec.holderIdentity", "")), _AGE],
-    ("rbac.authorization.k8s.io", "roles"): [("Created At", "string", 0, _str("metadata.creationTimestamp"))],
-    ("rbac.authorization.k8s.io", "clusterroles"): [
-        ("Created At", "string", 0, _str("metadata.creationTimestamp"))
-    ],
-    ("rbac.authorization.k8s.io", "rolebindings"): [("Role", "string", 0, _role_ref), _AGE],
-    ("rbac.authorization.k8s.io", "clusterrolebindings"): [("Role", "string", 0, _role_ref), _AGE],
+            else:
+                reason = f"Init:{terminated['reason']}"
+        elif waiting.get("reason") and waiting.get("reason") != "PodInitializing":
+            reason = f"Init:{waiting['reason']}"
+        else:
+            reason = f"Init:{index}/{len(init_list)}"
+        initializing = True
+        break
+
+    if not initializing or _has_condition(pod, "status.conditions", "Initialized"):
+        restarts = restartable_restarts
+        last_restart = last_restartable_restart
+        has_running = False
+        for status in reversed(_list(pod, "status.containerStatuses")):
+            if not isinstance(status, Mapping):
+                continue
+            restarts += _int(status, "restartCount")
+            last_restart = _later(last_restart, _terminated_at(status))
+            waiting = _map(status, "state.waiting")
+            terminated = _map(status, "state.terminated")
+            if waiting.get("reason"):
+                reason = str(waiting["reason"])
+            elif terminated.get("reason"):
+                reason = str(terminated["reason"])
+            elif terminated:
+                signal = _int(terminated, "signal")
+                reason = f"Signal:{signal}" if signal else f"ExitCode:{_int(terminated, 'exitCode')}"
+            elif status.get("ready") and isinstance(_get(status, "state.running"), Mapping):
+                has_running = True
+                ready += 1
+        if reason == "Completed" and has_running:
+            reason = "Running" if _has_condition(pod, "status.conditions", "Ready") else "NotReady"
+
+    if _get(pod, "metadata.deletionTimestamp"):
+        if _str(pod, "status.reason") == "NodeLost":
+            reason = "Unknown"
+        elif phase not in ("Succeeded", "Failed"):
+            reason = "Terminating"
+
+    restarts_text = str(restarts)
+    if restarts and last_restart is not None:
+        restarts_text = f"{restarts} ({human_duration((now - last_restart).total_seconds())} ago)"
+    return PodSummary(f"{ready}/{total}", reason, restarts_text)
+
+
+_last_summary: list[tuple[Obj, datetime.datetime, PodSummary]] = []
+
+
+def _summary(pod: Obj, now: datetime.datetime) -> PodSummary:
+    """``pod_summary``, computed once per row (the Ready, Status and Restarts cells share it)."""
+    if _last_summary:
+        seen, when, summary = _last_summary[0]
+        if seen is pod and when == now:
+            return summary
+    summary = pod_summary(pod, now)
+    _last_summary[:] = [(pod, now, summary)]
+    return summary
+
+
+def _pod_ip(pod: Obj, now: datetime.datetime) -> Cell:
+    ips = _list(pod, "status.podIPs")
+    ip = _str(ips[0], "ip") if ips and isinstance(ips[0], Mapping) else _str(pod, "status.podIP")
+    return ip or "<none>"
+
+
+def _readiness_gates(pod: Obj, now: datetime.datetime) -> Cell:
+    gates = [g for g in _list(pod, "spec.readinessGates") if isinstance(g, Mapping)]
+    if not gates:
+        return "<none>"
+    conditions = [c for c in _list(pod, "status.conditions") if isinstance(c, Mapping)]
+    true = 0
+    for gate in gates:
+        for condition in conditions:
+            if condition.get("type") == gate.get("conditionType"):
+                true += condition.get("status") == "True"
+                break
+    return f"{true}/{len(gates)}"
+
+
+_POD_CONDITIONS = {
+    "Succeeded": "The pod has completed successfully.",
+    "Failed": "The pod failed.",
 }
 
 
+# --------------------------------------------------------------------------- other kinds
+
+
+def _job_status(job: Obj, now: datetime.datetime) -> Cell:
+    if _has_condition(job, "status.conditions", "Complete"):
+        return "Complete"
+    if _has_condition(job, "status.conditions", "Failed"):
+        return "Failed"
+    if _get(job, "metadata.deletionTimestamp"):
+        return "Terminating"
+    if _has_condition(job, "status.conditions", "Suspended"):
+        return "Suspended"
+    if _has_condition(job, "status.conditions", "FailureTarget"):
+        return "FailureTarget"
+    return "Running"
+
+
+def _job_completions(job: Obj, now: datetime.datetime) -> Cell:
+    succeeded = _int(job, "status.succeeded")
+    if _get(job, "spec.completions") is not None:
+        return f"{succeeded}/{_int(job, 'spec.completions')}"
+    parallelism = _int(job, "spec.parallelism")
+    if parallelism > 1:
+        return f"{succeeded}/1 of {parallelism}"
+    return f"{succeeded}/1"
+
+
+def _job_duration(job: Obj, now: datetime.datetime) -> Cell:
+    start = parse_time(_get(job, "status.startTime"))
+    if start is None:
+        return ""
+    end = parse_time(_get(job, "status.completionTime")) or now
+    return human_duration((end - start).total_seconds())
+
+
+def _last_schedule(cronjob: Obj, now: datetime.datetime) -> Cell:
+    value = _get(cronjob, "status.lastScheduleTime")
+    return "<none>" if value is None else _since(value, now)
+
+
+def _service_type(svc: Obj) -> str:
+    return _str(svc, "spec.type") or "ClusterIP"
+
+
+def _cluster_ip(svc: Obj, now: datetime.datetime) -> Cell:
+    ips = _list(svc, "spec.clusterIPs")
+    if ips:
+        return str(ips[0])
+    return _str(svc, "spec.clusterIP") or "<none>"
+
+
+def _external_ip(svc: Obj, now: datetime.datetime) -> Cell:
+    kind = _service_type(svc)
+    external = [str(ip) for ip in _list(svc, "spec.externalIPs")]
+    if kind in ("ClusterIP", "NodePort"):
+        return ",".join(external) if external else "<none>"
+    if kind == "LoadBalancer":
+        found: set[str] = set()
+        for ingress in _list(svc, "status.loadBalancer.ingress"):
+            if isinstance(ingress, Mapping):
+                value = ingress.get("ip") or ingress.get("hostname")
+                if value:
+                    found.add(str(value))
+        balancer = ",".join(sorted(found))  # wide mode: not clipped
+        if external:
+            return ",".join([*(balancer.split(",") if balancer else []), *external])
+        return balancer or "<pending>"
+    if kind == "ExternalName":
+        return _str(svc, "spec.externalName")
+    return "<unknown>"
+
+
+def _service_ports(svc: Obj, now: datetime.datetime) -> Cell:
+    pieces = []
+    for port in _list(svc, "spec.ports"):
+        if not isinstance(port, Mapping):
+            continue
+        protocol = port.get("protocol") or "TCP"
+        node_port = _int(port, "nodePort")
+        if node_port > 0:
+            pieces.append(f"{_int(port, 'port')}:{node_port}/{protocol}")
+        else:
+            pieces.append(f"{_int(port, 'port')}/{protocol}")
+    return ",".join(pieces) or "<none>"
+
+
+def _endpoints(obj: Obj, now: datetime.datetime) -> Cell:
+    """``formatEndpoints``: at most three addresses, then "+ N more..."."""
+    subsets = [s for s in _list(obj, "subsets") if isinstance(s, Mapping)]
+    if not subsets:
+        return "<none>"
+    shown: list[str] = []
+    limit, count, more = 3, 0, False
+    for subset in subsets:
+        addresses = [a for a in subset.get("addresses") or () if isinstance(a, Mapping)]
+        ports = [p for p in subset.get("ports") or () if isinstance(p, Mapping)]
+        if not ports:
+            count += len(addresses)
+            for address in addresses:
+                if len(shown) == limit:
+                    more = True
+                    break
+                shown.append(str(address.get("ip", "")))
+            continue
+        for port in ports:
+            count += len(addresses)
+            for address in addresses:
+                if len(shown) == limit:
+                    more = True
+                    break
+                ip = str(address.get("ip", ""))
+                host = f"[{ip}]" if ":" in ip else ip
+                shown.append(f"{host}:{_int(port, 'port')}")
+    text = ",".join(shown)
+    return f"{text} + {count - limit} more..." if more else text
+
+
+def _core_event(obj: Obj) -> Obj:
+    """Events are printed from their core/v1 form (events.k8s.io/v1 is a view of the same object)."""
+    if obj.get("apiVersion") == eventconversion.EVENTS_V1_API_VERSION or "regarding" in obj or "note" in obj:
+        return eventconversion.events_v1_to_core(obj)
+    return obj
+
+
+def _event_first_seen(event: Obj, now: datetime.datetime) -> str:
+    if parse_time(_get(event, "firstTimestamp")) is not None:
+        return _since(_get(event, "firstTimestamp"), now)
+    return _since(_get(event, "eventTime"), now)
+
+
+def _event_last_seen(event: Obj, now: datetime.datetime) -> Cell:
+    if isinstance(_get(event, "series"), Mapping):
+        return _since(_get(event, "series.lastObservedTime"), now)
+    if parse_time(_get(event, "lastTimestamp")) is not None:
+        return _since(_get(event, "lastTimestamp"), now)
+    return _event_first_seen(event, now)
+
+
+def _event_count(event: Obj, now: datetime.datetime) -> Cell:
+    if isinstance(_get(event, "series"), Mapping):
+        return _int(event, "series.count")
+    return _int(event, "count") or 1  # singleton events have no count in the new API
+
+
+def _event_object(event: Obj, now: datetime.datetime) -> Cell:
+    kind = _str(event, "involvedObject.kind").lower()
+    name = _str(event, "involvedObject.name")
+    return f"{kind}/{name}" if name else kind
+
+
+def _event_source(event: Obj, now: datetime.datetime) -> Cell:
+    component = _str(event, "source.component") or _str(event, "reportingComponent")
+    instance = _str(event, "source.host") or _str(event, "reportingInstance")
+    return f"{component}, {instance}" if instance else component
+
+
+def _subjects(obj: Obj, kind: str) -> str:
+    """One column of ``rbac.SubjectsStrings``."""
+    names = []
+    for subject in _list(obj, "subjects"):
+        if isinstance(subject, Mapping) and subject.get("kind") == kind:
+            if kind == "ServiceAccount":
+                names.append(f"{subject.get('namespace', '')}/{subject.get('name', '')}")
+            else:
+                names.append(str(subject.get("name", "")))
+    return ", ".join(names)
+
+
+def _created_at(obj: Obj, now: datetime.datetime) -> Cell:
+    when = parse_time(_get(obj, "metadata.creationTimestamp"))
+    if when is None:
+        return "0001-01-01T00:00:00Z"
+    return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --------------------------------------------------------------------------- column sets
+
+
+@dataclass(frozen=True)
+class Column:
+    """One TableColumnDefinition and how to compute its cell."""
+
+    name: str
+    type: str
+    cell: CellFn
+    description: str = ""
+    priority: int = 0
+    format: str = ""
+
+    def definition(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "format": self.format,
+            "description": self.description,
+            "priority": self.priority,
+        }
+
+
+def _doc(definition: str, field: str) -> str:
+    """The description upstream's printers take from the API types' SwaggerDoc."""
+    node = schemas.definitions().get(definition) or {}
+    props = node.get("properties") or {}
+    prop = props.get(field) or {}
+    return str(prop.get("description") or "")
+
+
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_CORE = "io.k8s.api.core.v1."
+_APPS = "io.k8s.api.apps.v1."
+_BATCH = "io.k8s.api.batch.v1."
+_TEMPLATE_NAMES = "Names of each container in the template."
+_TEMPLATE_IMAGES = "Images referenced by each container in the template."
+_READY_PODS = "Number of the pod with ready state"
+
+
+def _name_column() -> Column:
+    return Column("Name", "string", _name, _doc(_OBJECT_META, "name"), format="name")
+
+
+def _age_column(kind: str = "string") -> Column:
+    return Column("Age", kind, _age, _doc(_OBJECT_META, "creationTimestamp"))
+
+
+def _template_columns(path: str, selector: str | None, selector_doc: str = "") -> list[Column]:
+    columns = [
+        Column("Containers", "string", lambda o, n: _containers(o, path)[0], _TEMPLATE_NAMES, 1),
+        Column("Images", "string", lambda o, n: _containers(o, path)[1], _TEMPLATE_IMAGES, 1),
+    ]
+    if selector is not None:
+        columns.append(
+            Column("Selector", "string", lambda o, n: _selector_or_none(_get(o, selector)), selector_doc, 1)
+        )
+    return columns
+
+
+def _ready_of(desired_default: int) -> CellFn:
+    return lambda o, n: f"{_int(o, 'status.readyReplicas')}/{_int(o, 'spec.replicas', desired_default)}"
+
+
+def _pod_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column(
+            "Ready",
+            "string",
+            lambda o, n: _summary(o, n).ready,
+            "The aggregate readiness state of this pod for accepting traffic.",
+        ),
+        Column(
+            "Status",
+            "string",
+            lambda o, n: _summary(o, n).status,
+            "The aggregate status of the containers in this pod.",
+        ),
+        Column(
+            "Restarts",
+            "string",
+            lambda o, n: _summary(o, n).restarts,
+            "The number of times the containers in this pod have been restarted and when the last "
+            "container in this pod has restarted.",
+        ),
+        _age_column(),
+        Column("IP", "string", _pod_ip, _doc(_CORE + "PodStatus", "podIP"), 1),
+        Column(
+            "Node",
+            "string",
+            lambda o, n: _str(o, "spec.nodeName") or "<none>",
+            _doc(_CORE + "PodSpec", "nodeName"),
+            1,
+        ),
+        Column(
+            "Nominated Node",
+            "string",
+            lambda o, n: _str(o, "status.nominatedNodeName") or "<none>",
+            _doc(_CORE + "PodStatus", "nominatedNodeName"),
+            1,
+        ),
+        Column("Readiness Gates", "string", _readiness_gates, _doc(_CORE + "PodSpec", "readinessGates"), 1),
+    ]
+
+
+def _deployment_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column("Ready", "string", _ready_of(1), _READY_PODS),
+        Column(
+            "Up-to-date",
+            "string",
+            lambda o, n: _int(o, "status.updatedReplicas"),
+            _doc(_APPS + "DeploymentStatus", "updatedReplicas"),
+        ),
+        Column(
+            "Available",
+            "string",
+            lambda o, n: _int(o, "status.availableReplicas"),
+            _doc(_APPS + "DeploymentStatus", "availableReplicas"),
+        ),
+        _age_column(),
+        *_template_columns("spec.template.spec.containers", None),
+        Column(
+            "Selector",
+            "string",
+            lambda o, n: format_label_selector(_get(o, "spec.selector")),
+            _doc(_APPS + "DeploymentSpec", "selector"),
+            1,
+        ),
+    ]
+
+
+def _replicaset_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column(
+            "Desired",
+            "integer",
+            lambda o, n: _int(o, "spec.replicas", 1),
+            _doc(_APPS + "ReplicaSetSpec", "replicas"),
+        ),
+        Column(
+            "Current",
+            "integer",
+            lambda o, n: _int(o, "status.replicas"),
+            _doc(_APPS + "ReplicaSetStatus", "replicas"),
+        ),
+        Column(
+            "Ready",
+            "integer",
+            lambda o, n: _int(o, "status.readyReplicas"),
+            _doc(_APPS + "ReplicaSetStatus", "readyReplicas"),
+        ),
+        _age_column(),
+        *_template_columns(
+            "spec.template.spec.containers", "spec.selector", _doc(_APPS + "ReplicaSetSpec", "selector")
+        ),
+    ]
+
+
+def _statefulset_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column("Ready", "string", _ready_of(1), _READY_PODS),
+        _age_column(),
+        *_template_columns("spec.template.spec.containers", None),
+    ]
+
+
+def _daemonset_columns() -> list[Column]:
+    status = _APPS + "DaemonSetStatus"
+
+    def count(field: str) -> CellFn:
+        return lambda o, n: _int(o, f"status.{field}")
+
+    return [
+        _name_column(),
+        Column("Desired", "integer", count("desiredNumberScheduled"), _doc(status, "desiredNumberScheduled")),
+        Column("Current", "integer", count("currentNumberScheduled"), _doc(status, "currentNumberScheduled")),
+        Column("Ready", "integer", count("numberReady"), _doc(status, "numberReady")),
+        Column(
+            "Up-to-date", "integer", count("updatedNumberScheduled"), _doc(status, "updatedNumberScheduled")
+        ),
+        Column("Available", "integer", count("numberAvailable"), _doc(status, "numberAvailable")),
+        Column(
+            "Node Selector",
+            "string",
+            lambda o, n: format_labels(_map(o, "spec.template.spec.nodeSelector")),
+            _doc(_CORE + "PodSpec", "nodeSelector"),
+        ),
+        _age_column(),
+        *_template_columns(
+            "spec.template.spec.containers", "spec.selector", _doc(_APPS + "DaemonSetSpec", "selector")
+        ),
+    ]
+
+
+def _job_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column("Status", "string", _job_status, "Status of the job."),
+        Column("Completions", "string", _job_completions, _doc(_BATCH + "JobStatus", "succeeded")),
+        Column("Duration", "string", _job_duration, "Time required to complete the job."),
+        _age_column(),
+        *_template_columns(
+            "spec.template.spec.containers", "spec.selector", _doc(_BATCH + "JobSpec", "selector")
+        ),
+    ]
+
+
+def _cronjob_columns() -> list[Column]:
+    spec = _BATCH + "CronJobSpec"
+    return [
+        _name_column(),
+        Column("Schedule", "string", lambda o, n: _str(o, "spec.schedule"), _doc(spec, "schedule")),
+        Column("Timezone", "string", lambda o, n: _str(o, "spec.timeZone", "<none>"), _doc(spec, "timeZone")),
+        Column("Suspend", "boolean", lambda o, n: _bool_ptr(_get(o, "spec.suspend")), _doc(spec, "suspend")),
+        Column(
+            "Active",
+            "integer",
+            lambda o, n: len(_list(o, "status.active")),
+            _doc(_BATCH + "CronJobStatus", "active"),
+        ),
+        Column("Last Schedule", "string", _last_schedule, _doc(_BATCH + "CronJobStatus", "lastScheduleTime")),
+        _age_column(),
+        *_template_columns(
+            "spec.jobTemplate.spec.template.spec.containers",
+            "spec.jobTemplate.spec.selector",
+            _doc(_BATCH + "JobSpec", "selector"),
+        ),
+    ]
+
+
+def _service_columns() -> list[Column]:
+    spec = _CORE + "ServiceSpec"
+    return [
+        _name_column(),
+        Column("Type", "string", lambda o, n: _service_type(o), _doc(spec, "type")),
+        Column("Cluster-IP", "string", _cluster_ip, _doc(spec, "clusterIP")),
+        Column("External-IP", "string", _external_ip, _doc(spec, "externalIPs")),
+        Column("Port(s)", "string", _service_ports, _doc(spec, "ports")),
+        _age_column(),
+        Column(
+            "Selector",
+            "string",
+            lambda o, n: format_labels(_map(o, "spec.selector")),
+            _doc(spec, "selector"),
+            1,
+        ),
+    ]
+
+
+def _event_columns() -> list[Column]:
+    event = _CORE + "Event"
+    return [
+        Column("Last Seen", "string", _event_last_seen, _doc(event, "lastTimestamp")),
+        Column("Type", "string", lambda o, n: _str(o, "type"), _doc(event, "type")),
+        Column("Reason", "string", lambda o, n: _str(o, "reason"), _doc(event, "reason")),
+        Column("Object", "string", _event_object, _doc(event, "involvedObject")),
+        Column(
+            "Subobject",
+            "string",
+            lambda o, n: _str(o, "involvedObject.fieldPath"),
+            _doc(_CORE + "ObjectReference", "fieldPath"),
+            1,
+        ),
+        Column("Source", "string", _event_source, _doc(event, "source"), 1),
+        Column("Message", "string", lambda o, n: _str(o, "message").strip(), _doc(event, "message")),
+        Column("First Seen", "string", _event_first_seen, _doc(event, "firstTimestamp"), 1),
+        Column("Count", "string", _event_count, _doc(event, "count"), 1),
+        Column("Name", "string", _name, _doc(_OBJECT_META, "name"), 1, "name"),
+    ]
+
+
+def _binding_columns(kind: str) -> list[Column]:
+    what = kind[0].lower() + kind[1:]
+    return [
+        _name_column(),
+        Column(
+            "Role",
+            "string",
+            lambda o, n: f"{_str(o, 'roleRef.kind')}/{_str(o, 'roleRef.name')}",
+            _doc(f"io.k8s.api.rbac.v1.{kind}", "roleRef"),
+        ),
+        _age_column(),
+        Column("Users", "string", lambda o, n: _subjects(o, "User"), f"Users in the {what}", 1),
+        Column("Groups", "string", lambda o, n: _subjects(o, "Group"), f"Groups in the {what}", 1),
+        Column(
+            "ServiceAccounts",
+            "string",
+            lambda o, n: _subjects(o, "ServiceAccount"),
+            f"ServiceAccounts in the {what}",
+            1,
+        ),
+    ]
+
+
+def _generic_columns() -> list[Column]:
+    """apiserver's default table convertor (kinds without a printer, e.g. Role)."""
+    return [
+        _name_column(),
+        Column("Created At", "date", _created_at, _doc(_OBJECT_META, "creationTimestamp")),
+    ]
+
+
+def _default_columns() -> list[Column]:
+    """A custom resource without additionalPrinterColumns."""
+    return [_name_column(), _age_column("date")]
+
+
+def _configmap_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column(
+            "Data",
+            "string",
+            lambda o, n: len(_map(o, "data")) + len(_map(o, "binaryData")),
+            _doc(_CORE + "ConfigMap", "data"),
+        ),
+        _age_column(),
+    ]
+
+
+def _secret_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column("Type", "string", lambda o, n: _str(o, "type"), _doc(_CORE + "Secret", "type")),
+        Column("Data", "string", lambda o, n: len(_map(o, "data")), _doc(_CORE + "Secret", "data")),
+        _age_column(),
+    ]
+
+
+def _namespace_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column("Status", "string", lambda o, n: _str(o, "status.phase"), "The status of the namespace"),
+        _age_column(),
+    ]
+
+
+def _serviceaccount_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column(
+            "Secrets",
+            "string",
+            lambda o, n: len(_list(o, "secrets")),
+            _doc(_CORE + "ServiceAccount", "secrets"),
+        ),
+        _age_column(),
+    ]
+
+
+def _endpoints_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column("Endpoints", "string", _endpoints, _doc(_CORE + "Endpoints", "subsets")),
+        _age_column(),
+    ]
+
+
+def _lease_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column(
+            "Holder",
+            "string",
+            lambda o, n: _str(o, "spec.holderIdentity"),
+            _doc("io.k8s.api.coordination.v1.LeaseSpec", "holderIdentity"),
+        ),
+        _age_column(),
+    ]
+
+
+_COLUMN_SETS: dict[tuple[str, str], Callable[[], list[Column]]] = {
+    ("", "pods"): _pod_columns,
+    ("apps", "deployments"): _deployment_columns,
+    ("apps", "replicasets"): _replicaset_columns,
+    ("apps", "statefulsets"): _statefulset_columns,
+    ("apps", "daemonsets"): _daemonset_columns,
+    ("batch", "jobs"): _job_columns,
+    ("batch", "cronjobs"): _cronjob_columns,
+    ("", "services"): _service_columns,
+    ("", "configmaps"): _configmap_columns,
+    ("", "secrets"): _secret_columns,
+    ("", "namespaces"): _namespace_columns,
+    ("", "serviceaccounts"): _serviceaccount_columns,
+    ("", "events"): _event_columns,
+    ("events.k8s.io", "events"): _event_columns,
+    ("", "endpoints"): _endpoints_columns,
+    ("coordination.k8s.io", "leases"): _lease_columns,
+    ("rbac.authorization.k8s.io", "roles"): _generic_columns,
+    ("rbac.authorization.k8s.io", "clusterroles"): _generic_columns,
+    ("rbac.authorization.k8s.io", "rolebindings"): lambda: _binding_columns("RoleBinding"),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): lambda: _binding_columns("ClusterRoleBinding"),
+}
+_DEFAULT_KEY = ("*", "*")
+_column_cache: dict[tuple[str, str], list[Column]] = {}
+
+
 def columns_for(resource: ResourceType) -> list[Column]:
-    return [("Name", "string", 0, _name), *_COLUMNS.get((resource.group, resource.plural), [_AGE])]
+    """The columns of a resource's Table (built once per kind of printer)."""
+    key = (resource.group, resource.plural)
+    if key not in _COLUMN_SETS:
+        key = _DEFAULT_KEY
+    columns = _column_cache.get(key)
+    if columns is None:
+        columns = _column_cache[key] = _COLUMN_SETS.get(key, _default_columns)()
+    return columns
 
 
-def _partial(obj: Obj) -> dict[str, Any]:
+# --------------------------------------------------------------------------- tables
+
+
+def partial_object_metadata(obj: Obj) -> dict[str, Any]:
+    """meta.k8s.io/v1 PartialObjectMetadata of an object."""
+    metadata = obj.get("metadata")
     return {
         "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj.get("metadata") or {},
+        "apiVersion": META_API_VERSION,
+        "metadata": dict(metadata) if isinstance(metadata, Mapping) else {},
     }
+
+
+def _list_meta(
+    resource_version: str, continue_token: str, remaining_item_count: int | None
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {}
+    if resource_version:
+        metadata["resourceVersion"] = resource_version
+    if continue_token:
+        metadata["continue"] = continue_token
+    if remaining_item_count is not None:
+        metadata["remainingItemCount"] = remaining_item_count
+    return metadata
+
+
+def _row(
+    resource: ResourceType, columns: Sequence[Column], obj: Obj, include_object: str, now: datetime.datetime
+) -> dict[str, Any]:
+    view = _core_event(obj) if resource.plural == "events" else obj
+    row: dict[str, Any] = {"cells": [column.cell(view, now) for column in columns]}
+    _last_summary.clear()
+    if resource.group == "" and resource.plural == "pods":
+        phase = _str(obj, "status.phase")
+        if phase in _POD_CONDITIONS:
+            row["conditions"] = [
+                {"type": "Completed", "status": "True", "reason": phase, "message": _POD_CONDITIONS[phase]}
+            ]
+    if include_object == "Metadata":
+        row["object"] = partial_object_metadata(obj)
+    elif include_object == "Object":
+        row["object"] = obj
+    return row
 
 
 def to_table(
@@ -307,49 +996,40 @@ def to_table(
     resource_version: str = "",
     continue_token: str = "",
     now: datetime.datetime | None = None,
+    remaining_item_count: int | None = None,
 ) -> dict[str, Any]:
+    """A meta.k8s.io/v1 Table of ``objects``.
+
+    ``include_object`` is the ``includeObject`` parameter: ``Metadata`` (the default; each row
+    carries a PartialObjectMetadata), ``Object`` (the full object) or ``None`` (no object). Without
+    a ``resource_version``, a one-object table (GET, watch events) takes the object's.
+    """
     now = now or datetime.datetime.now(datetime.UTC)
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=datetime.UTC)
     columns = columns_for(resource)
-    rows = []
-    for obj in objects:
-        row: dict[str, Any] = {"cells": [cell(obj, now) for _n, _t, _p, cell in columns]}
-        if include_object == "Metadata":
-            row["object"] = _partial(obj)
-        elif include_object == "Object":
-            row["object"] = obj
-        rows.append(row)
-    metadata: dict[str, Any] = {}
-    if resource_version:
-        metadata["resourceVersion"] = resource_version
-    if continue_token:
-        metadata["continue"] = continue_token
+    if not resource_version and len(objects) == 1:
+        resource_version = _str(objects[0], "metadata.resourceVersion")
     return {
         "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": metadata,
-        "columnDefinitions": [
-            {
-                "name": name,
-                "type": kind,
-                "format": "name" if name == "Name" else "",
-                "description": name,
-                "priority": priority,
-            }
-            for name, kind, priority, _cell in columns
-        ],
-        "rows": rows,
+        "apiVersion": META_API_VERSION,
+        "metadata": _list_meta(resource_version, continue_token, remaining_item_count),
+        "columnDefinitions": [column.definition() for column in columns],
+        "rows": [_row(resource, columns, obj, include_object, now) for obj in objects],
     }
 
 
 def to_partial_object_metadata_list(
-    resource: ResourceType, objects: Sequence[Obj], resource_version: str, continue_token: str
+    resource: ResourceType,
+    objects: Sequence[Obj],
+    resource_version: str,
+    continue_token: str,
+    remaining_item_count: int | None = None,
 ) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"resourceVersion": resource_version}
-    if continue_token:
-        metadata["continue"] = continue_token
+    """meta.k8s.io/v1 PartialObjectMetadataList (``as=PartialObjectMetadataList``)."""
     return {
         "kind": "PartialObjectMetadataList",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": metadata,
-        "items": [_partial(obj) for obj in objects],
+        "apiVersion": META_API_VERSION,
+        "metadata": _list_meta(resource_version, continue_token, remaining_item_count),
+        "items": [partial_object_metadata(obj) for obj in objects],
     }

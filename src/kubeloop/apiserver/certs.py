@@ -92,8 +92,8 @@ def load_or_create_credentials(directory: pathlib.Path | None, hosts: Sequence[s
     else:
         ca_cert_pem, ca_key_pem = _new_ca()
         ca_created = True
-        _write(directory / CA_KEY_FILE, ca_key_pem, secret=True)
-        _write(directory / CA_CERT_FILE, ca_cert_pem)
+        write_file_atomically(directory / CA_KEY_FILE, ca_key_pem, secret=True)
+        write_file_atomically(directory / CA_CERT_FILE, ca_cert_pem)
 
     found_cert = _read(directory / SERVER_CERT_FILE)
     found_key = _read(directory / SERVER_KEY_FILE, secret=True)
@@ -106,14 +106,14 @@ def load_or_create_credentials(directory: pathlib.Path | None, hosts: Sequence[s
         server_cert_pem, server_key_pem = found_cert, found_key
     else:
         server_cert_pem, server_key_pem = _new_server_cert(ca_cert_pem, ca_key_pem, wanted)
-        _write(directory / SERVER_KEY_FILE, server_key_pem, secret=True)
-        _write(directory / SERVER_CERT_FILE, server_cert_pem)
+        write_file_atomically(directory / SERVER_KEY_FILE, server_key_pem, secret=True)
+        write_file_atomically(directory / SERVER_CERT_FILE, server_cert_pem)
 
     token_bytes = _read(directory / TOKEN_FILE, secret=True)
     token = token_bytes.decode("ascii", "replace").strip() if token_bytes is not None else ""
     if not token:
         token = _new_token()
-        _write(directory / TOKEN_FILE, token.encode("ascii") + b"\n", secret=True)
+        write_file_atomically(directory / TOKEN_FILE, token.encode("ascii") + b"\n", secret=True)
 
     return ServerCredentials(ca_cert_pem, ca_key_pem, server_cert_pem, server_key_pem, token)
 
@@ -413,9 +413,9 @@ def _read(path: pathlib.Path, *, secret: bool = False) -> bytes | None:
     return data or None
 
 
-def _write(path: pathlib.Path, data: bytes, *, secret: bool = False) -> None:
-    """Write atomically (temporary file in the same directory, then rename); secrets are 0600
-    from creation on, certificates 0644."""
+def write_file_atomically(path: pathlib.Path, data: bytes, *, secret: bool = False) -> None:
+    """Write atomically (temporary file in the same directory, then rename, then fsync the
+    directory); secrets are 0600 from creation on (mkstemp), other files 0644."""
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -429,6 +429,12 @@ def _write(path: pathlib.Path, data: bytes, *, secret: bool = False) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+    with contextlib.suppress(OSError):  # make the rename itself durable
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
 
 
 @contextlib.contextmanager

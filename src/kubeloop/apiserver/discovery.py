@@ -192,4 +192,9 @@ def api_resource_list(catalog: ResourceCatalog, group: str, version: str) -> dic
         entries.extend(_subresource_entry(resource, sub) for sub in resource.subresources)
     entries.sort(key=lambda e: str(e["name"]))
     group_version = f"{group}/{version}" if group else version
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": entries}
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": entries,
+    }

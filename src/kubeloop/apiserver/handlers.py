@@ -505,10 +505,7 @@ def _patch_type(request: web.Request) -> str:
     """The patch media type of a PATCH request; 415 for anything else (server-side apply not yet served)."""
     content_type = request.content_type
     if content_type not in _PATCH_TYPES or content_type == registry.APPLY_PATCH:
-        raise errors.UnsupportedMediaType(
-            f"the body of the request was in an unknown format - accepted media types include: "
-            f"{registry.JSON_PATCH}, {registry.MERGE_PATCH}, {registry.STRATEGIC_MERGE_PATCH}"
-        )
+        raise registry.unsupported_patch_type()
     return content_type
 
 

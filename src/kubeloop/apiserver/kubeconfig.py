@@ -11,13 +11,12 @@ can ever read it, not even for an instant.
 from __future__ import annotations
 
 import base64
-import contextlib
-import os
 import pathlib
-import tempfile
 from typing import Any
 
 import yaml
+
+from kubeloop.apiserver.certs import write_file_atomically
 
 
 def _b64(data: bytes) -> str:
@@ -87,22 +86,4 @@ def write_kubeconfig(
     text = yaml.safe_dump(config, default_flow_style=False, sort_keys=False)
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    # mkstemp creates the file 0600 (O_EXCL, in the target's directory so the rename is atomic).
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            os.fchmod(handle.fileno(), 0o600)
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    with contextlib.suppress(OSError):  # make the rename itself durable
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    write_file_atomically(path, text.encode(), secret=True)

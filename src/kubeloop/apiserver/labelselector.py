@@ -51,34 +51,9 @@ _BINARY_OPERATORS = (IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS, GREATER_THAN
 _OPERATORS = frozenset((*_BINARY_OPERATORS, EXISTS, DOES_NOT_EXIST))
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _GO_INT = re.compile(r"[+-]?[0-9]+")
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
 
 # ----------------------------------------------------------------------------- messages
-
-
-def _go_quote(text: str) -> str:
-    """``strconv.Quote`` (Go's ``%q``), how upstream shows a bad value."""
-    out = ['"']
-    for ch in text:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch.isprintable():
-            out.append(ch)
-        elif ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        else:
-            code = ord(ch)
-            if code < 0x20 or code == 0x7F:
-                out.append(f"\\x{code:02x}")
-            elif code < 0x10000:
-                out.append(f"\\u{code:04x}")
-            else:
-                out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
 
 
 def _invalid(path: str, shown_value: str, detail: str) -> str:
@@ -97,7 +72,7 @@ def _aggregate(messages: list[str]) -> str:
 def _key_error(key: str, path: str) -> str | None:
     problems = naming.qualified_name_errors(key)
     if problems:
-        return _invalid(path, _go_quote(key), "; ".join(problems))
+        return _invalid(path, naming.go_quote(key), "; ".join(problems))
     return None
 
 
@@ -165,20 +140,22 @@ class Requirement:
                     problems.append(
                         _invalid(
                             f"{values_path}[{index}]",
-                            _go_quote(value),
+                            naming.go_quote(value),
                             "for 'Gt', 'Lt' operators, the value must be an integer",
                         )
                     )
         else:
-            supported = ", ".join(_go_quote(op) for op in (*_BINARY_OPERATORS, EXISTS, DOES_NOT_EXIST))
+            supported = ", ".join(naming.go_quote(op) for op in (*_BINARY_OPERATORS, EXISTS, DOES_NOT_EXIST))
             problems.append(
-                f"{prefix}operator: Unsupported value: {_go_quote(operator)}: supported values: {supported}"
+                f"{prefix}operator: Unsupported value: {naming.go_quote(operator)}: supported values: {supported}"
             )
         for index, value in enumerate(given):
             value_problems = naming.label_value_errors(value)
             if value_problems:
                 problems.append(
-                    _invalid(f"{values_path}[{index}][{key}]", _go_quote(value), "; ".join(value_problems))
+                    _invalid(
+                        f"{values_path}[{index}][{key}]", naming.go_quote(value), "; ".join(value_problems)
+                    )
                 )
         if problems:
             raise errors.BadRequest(_aggregate(problems))
@@ -542,7 +519,9 @@ class LabelSelector:
             operator = operators.get(raw_operator) if isinstance(raw_operator, str) else None
             if operator is None:
                 shown = (
-                    _go_quote(raw_operator) if isinstance(raw_operator, str) else _go_quote(str(raw_operator))
+                    naming.go_quote(raw_operator)
+                    if isinstance(raw_operator, str)
+                    else naming.go_quote(str(raw_operator))
                 )
                 raise errors.BadRequest(f"{shown} is not a valid label selector operator")
             requirements.append(Requirement.create(key, operator, values))

@@ -441,26 +441,8 @@ class Registry:
         if current is None:
             raise errors.not_found(resource.group, resource.plural, name)
         served = self.to_served(resource, current.obj)
-        try:
-            patch_doc = orjson.loads(patch)
-        except orjson.JSONDecodeError as exc:
-            raise errors.BadRequest(f"error decoding patch: {exc}") from None
-        if patch_type == JSON_PATCH:
-            patched = apply_json_patch(served, patch_doc)
-        elif patch_type == MERGE_PATCH:
-            if not isinstance(patch_doc, dict):
-                raise errors.BadRequest("error decoding patch: a merge patch must be a JSON object")
-            patched = apply_merge_patch(served, patch_doc)
-        elif patch_type == STRATEGIC_MERGE_PATCH:
-            if not isinstance(patch_doc, dict):
-                raise errors.BadRequest("error decoding patch: a strategic merge patch must be a JSON object")
-            schema = schemas.kind_schema(resource.group, resource.version, resource.kind)
-            patched = apply_strategic_merge_patch(served, patch_doc, schema)
-        else:
-            raise errors.UnsupportedMediaType(
-                f"the body of the request was in an unknown format - accepted media types include: "
-                f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}"
-            )
+        schema = schemas.kind_schema(resource.group, resource.version, resource.kind)
+        patched = apply_patch(served, patch_type, patch, schema)
         if not isinstance(patched, dict):
             raise errors.BadRequest("the patched object is not a JSON object")
         obj, warnings = self._decode(resource, patched, options, subresource=subresource)
@@ -595,16 +577,7 @@ class Registry:
     ) -> Obj:
         current = self.get(resource, namespace, name)
         scale = _scale_of(current)
-        try:
-            patch_doc = orjson.loads(patch)
-        except orjson.JSONDecodeError as exc:
-            raise errors.BadRequest(f"error decoding patch: {exc}") from None
-        if patch_type == JSON_PATCH:
-            patched = apply_json_patch(scale, patch_doc)
-        elif isinstance(patch_doc, dict):
-            patched = apply_merge_patch(scale, patch_doc)
-        else:
-            raise errors.BadRequest("error decoding patch: a merge patch must be a JSON object")
+        patched = apply_patch(scale, patch_type, patch, schemas.kind_schema("autoscaling", "v1", "Scale"))
         return await self._write_scale(resource, namespace, name, current, patched, options)
 
     async def _write_scale(
@@ -763,6 +736,30 @@ class Registry:
                 continue
             deleted.append(obj)
         return deleted
+
+
+def unsupported_patch_type() -> errors.UnsupportedMediaType:
+    return errors.UnsupportedMediaType(
+        f"the body of the request was in an unknown format - accepted media types include: "
+        f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}"
+    )
+
+
+def apply_patch(document: Obj, patch_type: str, patch: bytes, schema: schemas.Schema | None) -> Any:
+    """Apply a JSON, merge or strategic merge patch (by media type) to a served object."""
+    try:
+        patch_doc = orjson.loads(patch)
+    except orjson.JSONDecodeError as exc:
+        raise errors.BadRequest(f"error decoding patch: {exc}") from None
+    if patch_type == JSON_PATCH:
+        return apply_json_patch(document, patch_doc)
+    if patch_type not in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
+        raise unsupported_patch_type()
+    if not isinstance(patch_doc, dict):
+        raise errors.BadRequest("error decoding patch: a merge patch must be a JSON object")
+    if patch_type == MERGE_PATCH:
+        return apply_merge_patch(document, patch_doc)
+    return apply_strategic_merge_patch(document, patch_doc, schema)
 
 
 def list_options_invalid(reason: str, message: str, field_name: str) -> errors.Invalid:

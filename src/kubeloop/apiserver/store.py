@@ -302,14 +302,6 @@ class ObjectStore:
         """Drop superseded log rows at or below the compacted revision."""
         await self._log.compact(self._compacted)
 
-    def compact_now(self, keep: int) -> int:
-        """Shrink the event history to the last ``keep`` events; returns the new compacted revision."""
-        while len(self._history) > keep:
-            self._compacted = self._history.popleft().revision
-        if keep == 0:
-            self._compacted = max(self._compacted, self._broadcast_revision)
-        return self._compacted
-
     # ----------------------------------------------------------------- watch
 
     def watch(self, prefix: str, after_revision: int) -> tuple[list[Event], Watcher]:
@@ -339,10 +331,6 @@ class ObjectStore:
     def close_all_watchers(self) -> None:
         for watcher in list(self._watchers):
             self.stop_watch(watcher)
-
-    @property
-    def watcher_count(self) -> int:
-        return len(self._watchers)
 
 
 @dataclass(slots=True)

@@ -30,6 +30,7 @@ from typing import Any, TypeGuard
 
 from kubeloop.apiserver import errors, naming, schemas
 from kubeloop.apiserver.errors import Cause
+from kubeloop.apiserver.naming import go_quote
 
 __all__ = [
     "StrictDecodingError",
@@ -71,35 +72,6 @@ class StrictDecodingError(errors.BadRequest):
 
 
 # --------------------------------------------------------------------------- Go formatting
-
-
-def go_quote(text: str) -> str:
-    """``strconv.Quote``: how Go's ``%q`` renders a string in messages."""
-    out = ['"']
-    for ch in text:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch.isprintable():
-            out.append(ch)
-        else:
-            code = ord(ch)
-            if ch in _GO_ESCAPES:
-                out.append(_GO_ESCAPES[ch])
-            elif code < 0x20 or code == 0x7F:
-                out.append(f"\\x{code:02x}")
-            elif 0xD800 <= code <= 0xDFFF:
-                out.append("\ufffd")  # Go's JSON decoder turns lone surrogates into U+FFFD
-            elif code < 0x10000:
-                out.append(f"\\u{code:04x}")
-            else:
-                out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
-
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
 
 def _go_json(value: Any) -> str:

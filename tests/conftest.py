@@ -5,6 +5,7 @@ async ones, over real HTTPS."""
 from __future__ import annotations
 
 import asyncio
+import os
 import pathlib
 import threading
 from collections.abc import Iterator
@@ -14,7 +15,13 @@ from typing import Any
 import pytest
 import requests
 
+from kubeloop.apiserver import protodescriptors
 from kubeloop.apiserver.server import APIServer, ServerOptions
+from tests.kubectl_finder import oldest_and_newest
+
+# Protobuf bodies are read with the tables of the newest kubectl the tests drive.
+if _kubectls := oldest_and_newest():
+    os.environ.setdefault(protodescriptors.SOURCE_ENV, str(_kubectls[-1]))
 
 
 class ServerThread:

@@ -134,14 +134,14 @@ def test_unsupported_content_type_is_415(api: Client, namespace: str) -> None:
     response = api.request(
         "POST",
         CM.format(ns=namespace),
-        data=b"\x00\x01",
-        headers={"Content-Type": "application/vnd.kubernetes.protobuf"},
+        data=b"\xa1\x01",
+        headers={"Content-Type": "application/cbor"},
     )
     assert_status(response, 415, "UnsupportedMediaType")
 
 
-def test_protobuf_only_accept_is_406(api: Client, namespace: str) -> None:
-    response = api.get(CM.format(ns=namespace), headers={"Accept": "application/vnd.kubernetes.protobuf"})
+def test_unservable_accept_is_406(api: Client, namespace: str) -> None:
+    response = api.get(CM.format(ns=namespace), headers={"Accept": "application/cbor"})
     assert_status(response, 406, "NotAcceptable")
 
 

@@ -31,6 +31,22 @@ def _pod_spec_defaults(spec: Obj) -> None:
         for port in container.get("ports") or ():
             if isinstance(port, dict):
                 port.setdefault("protocol", "TCP")
+        for probe_name in ("livenessProbe", "readinessProbe", "startupProbe"):
+            probe = container.get(probe_name)
+            if isinstance(probe, dict):
+                _probe_defaults(probe)
+
+
+def _probe_defaults(probe: Obj) -> None:
+    """SetDefaults_Probe and SetDefaults_HTTPGetAction."""
+    probe.setdefault("timeoutSeconds", 1)
+    probe.setdefault("periodSeconds", 10)
+    probe.setdefault("successThreshold", 1)
+    probe.setdefault("failureThreshold", 3)
+    http_get = probe.get("httpGet")
+    if isinstance(http_get, dict):
+        http_get.setdefault("path", "/")
+        http_get.setdefault("scheme", "HTTP")
 
 
 def _template_defaults(spec: Obj) -> None:

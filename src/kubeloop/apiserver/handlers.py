@@ -5,6 +5,7 @@ Tables, watch streams, Status errors).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -14,7 +15,18 @@ import orjson
 import yaml
 from aiohttp import web
 
-from kubeloop.apiserver import discovery, errors, openapi, openapiv2, registry, schemas, tables, validation
+from kubeloop.apiserver import (
+    discovery,
+    errors,
+    openapi,
+    openapiv2,
+    protocodec,
+    protodescriptors,
+    registry,
+    schemas,
+    tables,
+    validation,
+)
 from kubeloop.apiserver.fieldselector import FieldSelector
 from kubeloop.apiserver.labelselector import LabelSelector
 from kubeloop.apiserver.registry import DeleteOptions, ListOptions, Registry, WriteOptions
@@ -45,10 +57,34 @@ class Target:
 
 
 def json_response(body: Any, status: int = 200, *, warnings: list[str] | None = None) -> web.Response:
-    response = web.Response(body=orjson.dumps(body), status=status, content_type=JSON)
+    return _with_warnings(web.Response(body=orjson.dumps(body), status=status, content_type=JSON), warnings)
+
+
+def _with_warnings(response: web.Response, warnings: list[str] | None) -> web.Response:
     for warning in warnings or ():
         response.headers.add("Warning", f'299 - "{_quote_warning(warning)}"')
     return response
+
+
+async def object_response(
+    request: web.Request, body: Obj, status: int = 200, *, warnings: list[str] | None = None
+) -> web.Response:
+    """An object or list as JSON, or as Kubernetes protobuf when the client asks for that first.
+
+    Objects the protobuf tables cannot express (no kubectl to read them from, a kind they lack)
+    go out as JSON: clients decode by the response's Content-Type.
+    """
+    if _accept(request).protobuf:
+        try:
+            message_tables = await asyncio.to_thread(protodescriptors.load_tables)
+            encoded = protocodec.encode_object(body, message_tables)
+        except (protodescriptors.DescriptorError, protocodec.ProtobufError) as exc:
+            log.debug("answering %s in JSON: %s", request.path, exc)
+        else:
+            return _with_warnings(
+                web.Response(body=encoded, status=status, content_type=protocodec.MEDIA_TYPE), warnings
+            )
+    return json_response(body, status, warnings=warnings)
 
 
 def _quote_warning(text: str) -> str:
@@ -207,7 +243,7 @@ class APIHandlers:
             if method == "GET":
                 if _truthy(query.get("watch")):
                     return await self._watch(request, target)
-                return self._list(request, target)
+                return await self._list(request, target)
             if method == "POST":
                 return await self._create(request, target)
             if method == "DELETE":
@@ -229,20 +265,22 @@ class APIHandlers:
         """autoscaling/v1 Scale of a workload: spec.replicas, status.replicas and the selector."""
         assert target.name is not None
         if request.method == "GET":
-            return json_response(self.registry.get_scale(target.resource, target.namespace, target.name))
-        raw = await _read_body(request)
-        options = _write_options(request, raw)
+            return await object_response(
+                request, self.registry.get_scale(target.resource, target.namespace, target.name)
+            )
         if request.method == "PUT":
-            body = _decode_json(raw)
+            body, options = await self._write_input(request)
             scale = await self.registry.update_scale(
                 target.resource, target.namespace, target.name, body, options
             )
         else:
+            raw = await _read_body(request)
+            options = _write_options(request, raw)
             content_type = _patch_type(request)
             scale = await self.registry.patch_scale(
                 target.resource, target.namespace, target.name, content_type, raw, options
             )
-        return json_response(scale)
+        return await object_response(request, scale)
 
     # ---------------------------------------------------------------- reads
 
@@ -262,9 +300,9 @@ class APIHandlers:
                     "metadata": obj.get("metadata", {}),
                 }
             )
-        return json_response(obj)
+        return await object_response(request, obj)
 
-    def _list(self, request: web.Request, target: Target) -> web.StreamResponse:
+    async def _list(self, request: web.Request, target: Target) -> web.StreamResponse:
         options = _list_options(request)
         result = self.registry.list_objects(target.resource, target.namespace, options)
         accept = _accept(request)
@@ -296,7 +334,7 @@ class APIHandlers:
             "metadata": metadata,
             "items": result.items,
         }
-        return json_response(body)
+        return await object_response(request, body)
 
     async def _watch(self, request: web.Request, target: Target) -> web.StreamResponse:
         list_options = _list_options(request)
@@ -345,7 +383,7 @@ class APIHandlers:
     async def _create(self, request: web.Request, target: Target) -> web.StreamResponse:
         body, options = await self._write_input(request)
         result = await self.registry.create(target.resource, target.namespace, body, options)
-        return json_response(result.obj, 201, warnings=result.warnings)
+        return await object_response(request, result.obj, 201, warnings=result.warnings)
 
     async def _update(self, request: web.Request, target: Target) -> web.StreamResponse:
         assert target.name is not None
@@ -353,7 +391,7 @@ class APIHandlers:
         result = await self.registry.update(
             target.resource, target.namespace, target.name, body, options, subresource=target.subresource
         )
-        return json_response(result.obj, 200, warnings=result.warnings)
+        return await object_response(request, result.obj, 200, warnings=result.warnings)
 
     async def _patch(self, request: web.Request, target: Target) -> web.StreamResponse:
         assert target.name is not None
@@ -369,7 +407,7 @@ class APIHandlers:
             options,
             subresource=target.subresource,
         )
-        return json_response(result.obj, 200, warnings=result.warnings)
+        return await object_response(request, result.obj, 200, warnings=result.warnings)
 
     async def _delete(self, request: web.Request, target: Target) -> web.StreamResponse:
         assert target.name is not None
@@ -380,16 +418,17 @@ class APIHandlers:
             details: Obj = {"name": target.name, "kind": target.resource.plural, "uid": meta.get("uid", "")}
             if target.resource.group:
                 details["group"] = target.resource.group
-            return json_response(
+            return await object_response(
+                request,
                 {
                     "kind": "Status",
                     "apiVersion": "v1",
                     "metadata": {},
                     "status": "Success",
                     "details": details,
-                }
+                },
             )
-        return json_response(obj)
+        return await object_response(request, obj)
 
     async def _delete_collection(self, request: web.Request, target: Target) -> web.StreamResponse:
         options = await self._delete_options(request)
@@ -397,13 +436,14 @@ class APIHandlers:
         deleted = await self.registry.delete_collection(
             target.resource, target.namespace, list_options, options
         )
-        return json_response(
+        return await object_response(
+            request,
             {
                 "kind": target.resource.list_kind,
                 "apiVersion": target.resource.api_version,
                 "metadata": {"resourceVersion": str(self.registry.store.revision)},
                 "items": deleted,
-            }
+            },
         )
 
     async def _write_input(self, request: web.Request) -> tuple[Any, WriteOptions]:
@@ -418,10 +458,12 @@ class APIHandlers:
                 raise errors.BadRequest(
                     f"the body of the request could not be decoded as YAML: {exc}"
                 ) from None
+        elif content_type == protocodec.MEDIA_TYPE:
+            body = await _decode_protobuf(raw)
         else:
             raise errors.UnsupportedMediaType(
                 f"the body of the request was in an unknown format - accepted media types include: "
-                f"{JSON}, application/yaml"
+                f"{JSON}, application/yaml, {protocodec.MEDIA_TYPE}"
             )
         return body, _write_options(request, raw)
 
@@ -430,16 +472,19 @@ class APIHandlers:
         body: Obj = {}
         if request.can_read_body:
             raw = await _read_body(request)
-            if raw.strip():
+            loaded: Any = {}
+            if request.content_type == protocodec.MEDIA_TYPE and raw:
+                loaded = await _decode_protobuf(raw)
+            elif raw.strip():
                 try:
                     loaded = orjson.loads(raw)
                 except orjson.JSONDecodeError as exc:
                     raise errors.BadRequest(
                         f"the body of the request could not be decoded as DeleteOptions: {exc}"
                     ) from None
-                if not isinstance(loaded, dict):
-                    raise errors.BadRequest("the body of the request must be a DeleteOptions object")
-                body = loaded
+            if not isinstance(loaded, dict):
+                raise errors.BadRequest("the body of the request must be a DeleteOptions object")
+            body = loaded
         preconditions = body.get("preconditions") or {}
         if not isinstance(preconditions, dict):
             raise errors.BadRequest("preconditions: must be an object")
@@ -466,6 +511,7 @@ class _Accept:
     table: bool = False
     partial_metadata: bool = False
     include_object: str = "Metadata"
+    protobuf: bool = False  # the client lists Kubernetes protobuf before JSON
 
 
 def _accept(request: web.Request) -> _Accept:
@@ -482,9 +528,11 @@ def _accept(request: web.Request) -> _Accept:
         fields = [f.strip() for f in clause.split(";")]
         media = fields[0].lower()
         params = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
+        as_kind = params.get("as")
+        if media == protocodec.MEDIA_TYPE and as_kind is None and not json_ok:
+            return _Accept(protobuf=True)
         if media not in (JSON, "application/*", "*/*"):
             continue
-        as_kind = params.get("as")
         if as_kind == "Table" and params.get("g") == "meta.k8s.io" and params.get("v") in ("v1", "v1beta1"):
             return _Accept(table=True, include_object=include)
         if (
@@ -570,6 +618,20 @@ def _write_options(request: web.Request, raw: bytes) -> WriteOptions:
         field_validation=normalized,
         duplicate_fields=duplicates,
     )
+
+
+async def _decode_protobuf(raw: bytes) -> Any:
+    """A protobuf body as its JSON form; the message tables are read on first use, off the loop."""
+    try:
+        tables = await asyncio.to_thread(protodescriptors.load_tables)
+    except protodescriptors.DescriptorError as exc:
+        raise errors.UnsupportedMediaType(
+            f"{protocodec.MEDIA_TYPE} bodies cannot be read here: {exc}"
+        ) from None
+    try:
+        return protocodec.decode_object(raw, tables)
+    except protocodec.ProtobufError as exc:
+        raise errors.BadRequest(f"the body of the request could not be decoded as protobuf: {exc}") from None
 
 
 async def _read_body(request: web.Request) -> bytes:

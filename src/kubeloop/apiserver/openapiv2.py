@@ -4,8 +4,8 @@ Those kubectl releases validate ``create``/``apply`` against the v2 document and
 ``application/com.github.proto-openapi.spec.v2@v1.0+protobuf``. The document carries the
 definitions of every served kind (with ``x-kubernetes-group-version-kind``, which kubectl looks
 kinds up by); paths are left out — kubectl 1.29+ and every other client read ``/openapi/v3``.
-The encoder writes the few protobuf wire types the message needs by hand (field numbers from
-gnostic's OpenAPIv2.proto), so no protobuf runtime is needed.
+Field numbers are gnostic's OpenAPIv2.proto; the wire format is ``protowire``'s, so no protobuf
+runtime is needed.
 """
 
 from __future__ import annotations
@@ -15,41 +15,21 @@ from typing import Any
 
 import yaml
 
-from kubeloop.apiserver import schemas
+from kubeloop.apiserver import protowire, schemas
 from kubeloop.apiserver.resources import ResourceCatalog
 
 MEDIA_TYPE = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 _REF_PREFIXES = ("#/$defs/", "/api/_definitions.json#/$defs/")
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _bytes_field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _string(number: int, text: str) -> bytes:
-    return _bytes_field(number, text.encode()) if text else b""
-
-
 def _named(name: str, value: bytes) -> bytes:
     """NamedSchema / NamedAny / NamedPathItem: name = 1, value = 2."""
-    return _string(1, name) + _bytes_field(2, value)
+    return protowire.string_field(1, name) + protowire.bytes_field(2, value)
 
 
 def _vendor_extension(name: str, value: Any) -> bytes:
-    any_message = _string(2, yaml.safe_dump(value, default_flow_style=False))  # Any.yaml = 2
-    return _bytes_field(31, _named(name, any_message))  # Schema.vendor_extension = 31
+    any_message = protowire.string_field(2, yaml.safe_dump(value, default_flow_style=False))  # Any.yaml = 2
+    return protowire.bytes_field(31, _named(name, any_message))  # Schema.vendor_extension = 31
 
 
 def _schema(node: Mapping[str, Any]) -> bytes:
@@ -57,9 +37,9 @@ def _schema(node: Mapping[str, Any]) -> bytes:
     out = bytearray()
     if "oneOf" in node and "properties" not in node:
         kinds = {t for option in node["oneOf"] for t in schemas.node_types(option)}
-        out += _string(2, "int-or-string" if kinds == {"string", "integer"} else "")  # format = 2
-        out += _string(4, str(node.get("description", "")))
-        out += _bytes_field(22, _string(1, "string"))  # type = 22 (TypeItem.value = 1)
+        out += protowire.string_field(2, "int-or-string" if kinds == {"string", "integer"} else "")  # format = 2
+        out += protowire.string_field(4, str(node.get("description", "")))
+        out += protowire.bytes_field(22, protowire.string_field(1, "string"))  # type = 22 (TypeItem.value = 1)
         return bytes(out)
     ref = node.get("$ref")
     if isinstance(ref, str):
@@ -67,24 +47,24 @@ def _schema(node: Mapping[str, Any]) -> bytes:
         for prefix in _REF_PREFIXES:
             if name.startswith(prefix):
                 name = name[len(prefix) :]
-        out += _string(1, f"#/definitions/{name}")  # _ref = 1
-    out += _string(2, str(node.get("format", "")))
-    out += _string(4, str(node.get("description", "")))
+        out += protowire.string_field(1, f"#/definitions/{name}")  # _ref = 1
+    out += protowire.string_field(2, str(node.get("format", "")))
+    out += protowire.string_field(4, str(node.get("description", "")))
     for required in node.get("required", ()):
-        out += _string(19, required)
+        out += protowire.string_field(19, required)
     extra = node.get("additionalProperties")
     if isinstance(extra, Mapping):
-        out += _bytes_field(21, _bytes_field(1, _schema(extra)))  # AdditionalPropertiesItem.schema = 1
+        out += protowire.bytes_field(21, protowire.bytes_field(1, _schema(extra)))  # AdditionalPropertiesItem.schema = 1
     types = schemas.node_types(node)
     if types:
-        out += _bytes_field(22, b"".join(_string(1, t) for t in types))
+        out += protowire.bytes_field(22, b"".join(protowire.string_field(1, t) for t in types))
     items = node.get("items")
     if isinstance(items, Mapping):
-        out += _bytes_field(23, _bytes_field(1, _schema(items)))  # ItemsItem.schema = 1
+        out += protowire.bytes_field(23, protowire.bytes_field(1, _schema(items)))  # ItemsItem.schema = 1
     properties = node.get("properties")
     if isinstance(properties, Mapping):
-        entries = b"".join(_bytes_field(1, _named(k, _schema(v))) for k, v in properties.items())
-        out += _bytes_field(25, entries)  # Properties.additional_properties = 1
+        entries = b"".join(protowire.bytes_field(1, _named(k, _schema(v))) for k, v in properties.items())
+        out += protowire.bytes_field(25, entries)  # Properties.additional_properties = 1
     for key, value in node.items():
         if key.startswith("x-kubernetes-"):
             out += _vendor_extension(key, value)
@@ -111,11 +91,11 @@ def openapi_v2_protobuf(catalog: ResourceCatalog) -> bytes:
         if (name := schemas.definition_name(resource.group, resource.version, kind)) is not None
     ]
     definitions = schemas.reachable(roots)
-    info = _string(1, "Kubernetes") + _string(2, f"v{schemas.schema_release()}")
+    info = protowire.string_field(1, "Kubernetes") + protowire.string_field(2, f"v{schemas.schema_release()}")
     body = b"".join(
-        _bytes_field(1, _named(name, _schema(node))) for name, node in sorted(definitions.items())
+        protowire.bytes_field(1, _named(name, _schema(node))) for name, node in sorted(definitions.items())
     )
-    document = _string(1, "2.0") + _bytes_field(2, info) + _bytes_field(8, b"") + _bytes_field(9, body)
+    document = protowire.string_field(1, "2.0") + protowire.bytes_field(2, info) + protowire.bytes_field(8, b"") + protowire.bytes_field(9, body)
     _cache.key = key
     _cache.document = document
     return document

@@ -1,0 +1,400 @@
+"""Kubernetes protobuf bodies: kubectl's typed commands (which send and read protobuf) against the
+server, the envelope's bad-input cases over HTTP, and the wire/codec functions on their own."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import pathlib
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubeloop.apiserver import protocodec, protodescriptors, protowire
+from tests.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401  (fixture)
+from tests.conftest import Client
+from tests.kubectl_finder import oldest_and_newest
+
+PROTOBUF = protocodec.MEDIA_TYPE
+KUBECTLS = oldest_and_newest()
+needs_kubectl = pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary to read protobuf tables from")
+CM = "/api/v1/namespaces/{ns}/configmaps"
+
+
+@pytest.fixture
+def message_tables() -> protodescriptors.MessageTables:
+    return _tables_or_skip()
+
+
+# ----------------------------------------------------------------- kubectl's typed commands
+
+
+@needs_kubectl
+def test_kubectl_create_generators_send_protobuf(kubectl: Kubectl, api: Client, namespace: str) -> None:  # noqa: F811
+    ns = ["-n", namespace]
+    created = json.loads(
+        kubectl(
+            "create", "configmap", "cm", "--from-literal=a=b", "--from-literal=empty=", "-o", "json", *ns
+        ).stdout
+    )
+    assert created["data"] == {"a": "b", "empty": ""}
+    stored = api.get(f"/api/v1/namespaces/{namespace}/configmaps/cm").json()
+    assert stored["data"] == {"a": "b", "empty": ""}
+    assert stored["metadata"]["uid"] == created["metadata"]["uid"]
+
+    kubectl("create", "secret", "generic", "s", "--from-literal=password=s3cr=t", *ns)
+    secret = api.get(f"/api/v1/namespaces/{namespace}/secrets/s").json()
+    assert base64.b64decode(secret["data"]["password"]) == b"s3cr=t"
+    assert secret["type"] == "Opaque"
+
+    # A pointer field set to zero survives protobuf: replicas 0 is not defaulted to 1.
+    kubectl("create", "deployment", "web", "--image=nginx", "--replicas=0", "--port=80", *ns)
+    deployment = api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").json()
+    assert deployment["spec"]["replicas"] == 0
+    assert deployment["spec"]["selector"] == {"matchLabels": {"app": "web"}}
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "nginx"
+    assert container["ports"][0]["containerPort"] == 80
+    assert deployment["spec"]["progressDeadlineSeconds"] == 600  # defaulted as for JSON bodies
+
+    kubectl("create", "service", "clusterip", "svc", "--tcp=80:8080", *ns)
+    port = api.get(f"/api/v1/namespaces/{namespace}/services/svc").json()["spec"]["ports"][0]
+    assert (port["port"], port["targetPort"], port["protocol"]) == (80, 8080, "TCP")
+
+    kubectl("create", "role", "reader", "--verb=get,list", "--resource=configmaps", *ns)
+    kubectl("create", "rolebinding", "rb", "--role=reader", f"--serviceaccount={namespace}:robot", *ns)
+    binding = api.get(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings/rb").json()
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "robot", "namespace": namespace}]
+
+    # describe reads through the typed (protobuf) client.
+    described = kubectl("describe", "deployment", "web", *ns).stdout
+    assert "Replicas:" in described and "0 desired" in described
+
+
+@needs_kubectl
+def test_kubectl_create_job_from_cronjob(kubectl: Kubectl, api: Client, namespace: str) -> None:  # noqa: F811
+    ns = ["-n", namespace]
+    kubectl(
+        "create", "cronjob", "nightly", "--image=busybox", "--schedule=*/5 * * * *", *ns, "--", "echo", "hi"
+    )
+    cronjob = api.get(f"/apis/batch/v1/namespaces/{namespace}/cronjobs/nightly").json()
+    kubectl("create", "job", "manual", "--from=cronjob/nightly", *ns)
+    job = api.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/manual").json()
+    owner = job["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["uid"]) == ("CronJob", "nightly", cronjob["metadata"]["uid"])
+    assert job["metadata"]["annotations"] == {"cronjob.kubernetes.io/instantiate": "manual"}
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["echo", "hi"]
+
+
+@needs_kubectl
+def test_kubectl_describe_reads_protobuf(kubectl: Kubectl, api: Client, namespace: str) -> None:  # noqa: F811
+    """describe decodes the server's protobuf answers, embedded structs (probe handler, key selector) included."""
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "probed"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "probed"}},
+            "template": {
+                "metadata": {"labels": {"app": "probed"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "nginx",
+                            "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}},
+                            "env": [
+                                {
+                                    "name": "MODE",
+                                    "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "mode"}},
+                                }
+                            ],
+                        }
+                    ],
+                    "volumes": [{"name": "config", "configMap": {"name": "settings"}}],
+                },
+            },
+        },
+    }
+    created = api.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment)
+    assert created.status_code == 201, created.text
+    described = kubectl("describe", "deployment", "probed", "-n", namespace).stdout
+    assert "http-get http://:8080/ready delay=0s timeout=1s period=10s #success=1 #failure=3" in described
+    assert "<set to the key 'mode' of config map 'cm'>" in described
+    assert "ConfigMap (a volume populated by a ConfigMap)" in described
+    assert "settings" in described
+
+
+# ----------------------------------------------------------------- the envelope over HTTP
+
+
+def _post_protobuf(api: Client, path: str, body: bytes) -> Any:
+    return api.request(
+        "POST", path, data=body, headers={"Content-Type": PROTOBUF, "Accept": f"{PROTOBUF}, application/json"}
+    )
+
+
+def test_protobuf_round_trip_over_http(
+    api: Client, namespace: str, message_tables: protodescriptors.MessageTables
+) -> None:
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pb"}, "data": {"k": "v"}}
+    response = _post_protobuf(
+        api, CM.format(ns=namespace), protocodec.encode_object(configmap, message_tables)
+    )
+    assert response.status_code == 201, response.text
+    assert response.headers["Content-Type"] == PROTOBUF
+    created = protocodec.decode_object(response.content, message_tables)
+    as_json = api.get(f"{CM.format(ns=namespace)}/pb").json()
+    assert created == as_json
+
+    listed = api.get(CM.format(ns=namespace), headers={"Accept": PROTOBUF})
+    assert listed.headers["Content-Type"] == PROTOBUF
+    decoded = protocodec.decode_object(listed.content, message_tables)
+    assert decoded["kind"] == "ConfigMapList"
+    assert [item["metadata"]["name"] for item in decoded["items"]] == ["pb"]
+    assert (
+        decoded["metadata"]["resourceVersion"]
+        == api.get(CM.format(ns=namespace)).json()["metadata"]["resourceVersion"]
+    )
+
+    # JSON listed first wins; errors are Status objects in JSON whatever was asked for.
+    assert (
+        api.get(CM.format(ns=namespace), headers={"Accept": f"application/json, {PROTOBUF}"})
+        .headers["Content-Type"]
+        .startswith("application/json")
+    )
+    missing = api.get(f"{CM.format(ns=namespace)}/absent", headers={"Accept": PROTOBUF})
+    assert missing.status_code == 404
+    assert missing.json()["reason"] == "NotFound"
+
+
+def test_protobuf_delete_options(
+    api: Client, namespace: str, message_tables: protodescriptors.MessageTables
+) -> None:
+    assert api.post(CM.format(ns=namespace), {"metadata": {"name": "held"}}).status_code == 201
+    options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": "not-the-uid"}}
+    response = api.request(
+        "DELETE",
+        f"{CM.format(ns=namespace)}/held",
+        data=protocodec.encode_object(options, message_tables),
+        headers={"Content-Type": PROTOBUF},
+    )
+    assert response.status_code == 409, response.text
+    assert "Precondition failed: UID in precondition: not-the-uid" in response.json()["message"]
+    assert api.get(f"{CM.format(ns=namespace)}/held").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (b"\x0a\x00", "k8s\\x00"),  # no magic
+        (protocodec.MAGIC + b"\x0a\x0f\x0a\x02v1\x12\x09ConfigMa", "envelope"),  # truncated envelope
+        (protocodec.MAGIC + protowire.bytes_field(1, protowire.string_field(1, "v1")), "Kind"),
+    ],
+)
+def test_malformed_protobuf_is_400(api: Client, namespace: str, body: bytes, words: str) -> None:
+    response = _post_protobuf(api, CM.format(ns=namespace), body)
+    assert response.status_code == 400, response.text
+    assert response.json()["reason"] == "BadRequest"
+    assert words in response.json()["message"]
+
+
+def test_protobuf_kind_errors(
+    api: Client, namespace: str, message_tables: protodescriptors.MessageTables
+) -> None:
+    envelope = protowire.bytes_field(1, protowire.string_field(1, "v1") + protowire.string_field(2, "Gadget"))
+    response = _post_protobuf(api, CM.format(ns=namespace), protocodec.MAGIC + envelope)
+    assert response.status_code == 400
+    assert 'no kind "Gadget" is registered for version "v1"' in response.json()["message"]
+
+    type_meta = protowire.string_field(1, "v1") + protowire.string_field(2, "ConfigMap")
+    broken = protocodec.MAGIC + protowire.bytes_field(1, type_meta) + protowire.bytes_field(2, b"\x0a\x05ab")
+    response = _post_protobuf(api, CM.format(ns=namespace), broken)
+    assert response.status_code == 400
+    assert "ConfigMap object could not be decoded" in response.json()["message"]
+
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "wrong-kind"}}
+    response = _post_protobuf(api, CM.format(ns=namespace), protocodec.encode_object(secret, message_tables))
+    assert response.status_code == 400
+    assert api.get(f"{CM.format(ns=namespace)}/wrong-kind").status_code == 404
+
+
+# ----------------------------------------------------------------- the functions
+
+
+@given(st.integers(min_value=-(1 << 63), max_value=(1 << 64) - 1))
+def test_varint_round_trip(value: int) -> None:
+    decoded, end = protowire.read_varint(protowire.varint(value), 0)
+    assert end == len(protowire.varint(value))
+    assert decoded == (value if value >= 0 else value + (1 << 64))
+    if value < 1 << 63:
+        assert protowire.signed64(decoded) == value
+
+
+@given(st.lists(st.tuples(st.integers(1, 1000), st.binary(max_size=40) | st.integers(0, (1 << 64) - 1))))
+def test_iter_fields_reads_back_what_was_written(fields: list[tuple[int, bytes | int]]) -> None:
+    data = b"".join(
+        protowire.bytes_field(n, v)
+        if isinstance(v, bytes)
+        else protowire.tag(n, protowire.VARINT) + protowire.varint(v)
+        for n, v in fields
+    )
+    assert [(n, v) for n, _, v in protowire.iter_fields(data)] == fields
+
+
+@given(st.binary(max_size=200))
+def test_garbage_raises_only_protobuf_errors(data: bytes) -> None:
+    tables = _tables_or_skip()
+    with contextlib.suppress(protocodec.ProtobufError):
+        protocodec.decode_object(protocodec.MAGIC + data, tables)
+
+
+@pytest.mark.parametrize(
+    ("nanoseconds", "text"),
+    [
+        (0, "0s"),
+        (1, "1ns"),
+        (1_500, "1.5µs"),
+        (150_000_000, "150ms"),
+        (1_500_000_000, "1.5s"),
+        (90_000_000_000, "1m30s"),
+        (3_600_000_000_000, "1h0m0s"),
+        (9_900_500_000_000, "2h45m0.5s"),
+        (-2_000_000_000, "-2s"),
+    ],
+)
+def test_go_duration_strings(nanoseconds: int, text: str) -> None:
+    assert protocodec.go_duration(nanoseconds) == text
+    assert protocodec.parse_go_duration(text) == nanoseconds
+
+
+@given(st.integers(min_value=-(10**15), max_value=10**15))
+def test_go_duration_round_trip(nanoseconds: int) -> None:
+    assert protocodec.parse_go_duration(protocodec.go_duration(nanoseconds)) == nanoseconds
+
+
+_label_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
+
+
+@settings(max_examples=60)
+@given(
+    data=st.dictionaries(_label_text, _label_text, max_size=5),
+    binary=st.dictionaries(st.from_regex(r"[a-z]{1,8}", fullmatch=True), st.binary(max_size=30), max_size=3),
+    immutable=st.none() | st.booleans(),
+)
+def test_configmap_codec_round_trip(
+    data: dict[str, str], binary: dict[str, bytes], immutable: bool | None
+) -> None:
+    tables = _tables_or_skip()
+    obj: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "x", "labels": {"a": "b"}},
+    }
+    if data:
+        obj["data"] = data
+    if binary:
+        obj["binaryData"] = {k: base64.b64encode(v).decode() for k, v in binary.items()}
+    if immutable is not None:
+        obj["immutable"] = immutable
+    assert protocodec.decode_object(protocodec.encode_object(obj, tables), tables) == obj
+
+
+def test_special_types_round_trip(message_tables: protodescriptors.MessageTables) -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web",
+            "creationTimestamp": "2026-11-22T10:00:00Z",
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "X",
+                    "name": "o",
+                    "uid": "u",
+                    "controller": True,
+                    "blockOwnerDeletion": False,
+                }
+            ],
+            "managedFields": [
+                {
+                    "manager": "kubectl",
+                    "operation": "Update",
+                    "apiVersion": "apps/v1",
+                    "time": "2026-11-22T10:00:00Z",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:spec": {"f:replicas": {}}},
+                }
+            ],
+        },
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "web"}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "nginx",
+                            "resources": {"limits": {"cpu": "500m", "memory": "1Gi"}},
+                            # Probe.handler and ConfigMapKeySelector.localObjectReference are
+                            # embedded structs in protobuf, inlined in JSON.
+                            "readinessProbe": {"httpGet": {"port": "http", "path": "/"}, "periodSeconds": 5},
+                            "env": [
+                                {
+                                    "name": "MODE",
+                                    "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "mode"}},
+                                }
+                            ],
+                        }
+                    ],
+                    "volumes": [{"name": "config", "configMap": {"name": "cm", "defaultMode": 420}}],
+                    "securityContext": {"runAsUser": 0},
+                    "automountServiceAccountToken": False,
+                },
+            },
+        },
+        "status": {},
+    }
+    assert (
+        protocodec.decode_object(protocodec.encode_object(deployment, message_tables), message_tables)
+        == deployment
+    )
+
+    event = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "e"},
+        "eventTime": "2026-11-22T10:00:00.123456Z",
+        "reason": "Started",
+    }
+    assert protocodec.decode_object(protocodec.encode_object(event, message_tables), message_tables) == event
+
+
+def test_binary_without_descriptors_is_an_error(tmp_path: pathlib.Path) -> None:
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"\x7fELF" + b"\x00" * 1000)
+    with pytest.raises(protodescriptors.DescriptorError):
+        protodescriptors.tables_from_binary(plain)
+
+
+def _tables_or_skip() -> protodescriptors.MessageTables:
+    if not KUBECTLS:
+        pytest.skip("no kubectl binary to read protobuf tables from")
+    return _cached_tables(KUBECTLS[-1])
+
+
+_TABLES: dict[pathlib.Path, protodescriptors.MessageTables] = {}
+
+
+def _cached_tables(path: pathlib.Path) -> protodescriptors.MessageTables:
+    if path not in _TABLES:
+        _TABLES[path] = protodescriptors.tables_from_binary(path)
+    return _TABLES[path]

@@ -98,6 +98,32 @@ def test_invalid_names_are_422_with_causes(api: Client, namespace: str) -> None:
     assert api.get(CM.format(ns=namespace) + "/ok").status_code == 404
 
 
+def test_service_and_statefulset_name_rules(api: Client, namespace: str) -> None:
+    services = f"/api/v1/namespaces/{namespace}/services"
+    spec = {"ports": [{"port": 80}]}
+    # Service names are RFC 1035 labels: a leading digit is refused (a ConfigMap may have one).
+    status = assert_status(
+        api.post(services, {"metadata": {"name": "1-web"}, "spec": spec}), 422, "Invalid", "metadata.name"
+    )
+    assert (
+        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+        in (status["details"]["causes"][0]["message"])
+    )
+    assert "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?'" in status["message"]
+    assert api.post(services, {"metadata": {"name": "web-1"}, "spec": spec}).status_code == 201
+    assert api.post(CM.format(ns=namespace), {"metadata": {"name": "1-web"}}).status_code == 201
+    # StatefulSet names are RFC 1123 labels: no dots.
+    sts = deployment("db.primary")
+    sts["kind"] = "StatefulSet"
+    sts["spec"]["serviceName"] = "db"
+    assert_status(
+        api.post(f"/apis/apps/v1/namespaces/{namespace}/statefulsets", sts),
+        422,
+        "Invalid",
+        "must not contain dots",
+    )
+
+
 def test_missing_required_field_is_422(api: Client, namespace: str) -> None:
     body = deployment("req")
     del body["spec"]["template"]["spec"]["containers"][0]["name"]

@@ -197,6 +197,22 @@ def test_json_patch_test_failure_is_422_and_nothing_changes(api: Client, namespa
     assert ok.json()["data"] == {"a": "3"}
 
 
+def test_json_patch_replace_of_a_missing_member_adds_it_as_upstream(api: Client, namespace: str) -> None:
+    # kube-apiserver applies JSON patches with evanphx/json-patch v4, which adds the member;
+    # clients (kubectl patch --type=json, kopf) rely on it. remove of a missing member still fails.
+    api.post(CM.format(ns=namespace), configmap("jr", a="1"))
+    path = CM.format(ns=namespace) + "/jr"
+    replaced = api.patch(
+        path, [{"op": "replace", "path": "/data/b", "value": "2"}], "application/json-patch+json"
+    )
+    assert replaced.status_code == 200, replaced.text
+    assert replaced.json()["data"] == {"a": "1", "b": "2"}
+    removed = api.patch(path, [{"op": "remove", "path": "/data/zzz"}], "application/json-patch+json")
+    assert removed.status_code == 422
+    deep = api.patch(path, [{"op": "replace", "path": "/spec/x", "value": 1}], "application/json-patch+json")
+    assert deep.status_code == 422  # the parent must exist
+
+
 def test_merge_patch_replaces_lists_and_strategic_merges_them(api: Client, namespace: str) -> None:
     path = DEPLOY.format(ns=namespace) + "/m"
     body = deployment("m")

@@ -222,6 +222,8 @@ def test_checks_agree_with_models(value: str) -> None:
     assert (naming.dns1123_subdomain_errors(value) == []) == _subdomain_ok(value)
     label_ok = len(value.encode()) <= 63 and _label_re.fullmatch(value) is not None
     assert (naming.dns1123_label_errors(value) == []) == label_ok
+    # RFC 1035: an RFC 1123 label that starts with a letter.
+    assert (naming.dns1035_label_errors(value) == []) == (label_ok and value[:1].isalpha())
     value_ok = value == "" or (len(value.encode()) <= 63 and _name_re.fullmatch(value) is not None)
     assert (naming.label_value_errors(value) == []) == value_ok
     parts = value.split("/")
@@ -242,6 +244,7 @@ def test_checks_never_raise(value: str) -> None:
     for check in (
         naming.dns1123_subdomain_errors,
         naming.dns1123_label_errors,
+        naming.dns1035_label_errors,
         naming.qualified_name_errors,
         naming.label_value_errors,
     ):

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from kubeloop.apiserver import errors, naming, schemas, validation
 from kubeloop.apiserver.errors import Cause
+from kubeloop.apiserver.resources import BUILTIN_RESOURCES
 
 
 def kind_schema(group: str, version: str, kind: str) -> Mapping[str, Any]:
@@ -970,8 +971,12 @@ def test_go_quote(text: str, quoted: str) -> None:
 
 def test_name_rules_for_kinds() -> None:
     assert validation.name_rule_for("", "Namespace") == "label"
+    assert validation.name_rule_for("", "Service") == "dns1035"
     assert validation.name_rule_for("apps", "StatefulSet") == "label"
     assert validation.name_rule_for("apps", "Deployment") == "subdomain"
+    # The served resources declare the same rules the validator knows.
+    for resource in BUILTIN_RESOURCES:
+        assert resource.name_rule == validation.name_rule_for(resource.group, resource.kind), resource.plural
 
 
 def test_decode_is_fast_enough() -> None:

@@ -47,6 +47,11 @@ _DNS1123_LABEL_MSG = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
     "and must start and end with an alphanumeric character"
 )
+_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+    "start with an alphabetic character, and end with an alphanumeric character"
+)
 _DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
 _DNS1123_SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
@@ -67,6 +72,7 @@ _LABEL_VALUE_MSG = (
 
 _DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL_FMT)
 _DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
+_DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL_FMT)
 _QUALIFIED_NAME_RE = re.compile(_QUALIFIED_NAME_FMT)
 _LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
 
@@ -111,6 +117,16 @@ def dns1123_label_errors(value: str) -> list[str]:
             errs.append("must not contain dots")
         else:
             errs.append(regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """``IsDNS1035Label`` (Service names): at most 63 characters of ``[a-z]([-a-z0-9]*[a-z0-9])?``."""
+    errs: list[str] = []
+    if byte_length(value) > DNS1123_LABEL_MAX_LENGTH:
+        errs.append(max_len_error(DNS1123_LABEL_MAX_LENGTH))
+    if not _matches(_DNS1035_LABEL_RE, value):
+        errs.append(regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
     return errs
 
 

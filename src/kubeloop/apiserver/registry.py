@@ -752,7 +752,8 @@ def apply_patch(document: Obj, patch_type: str, patch: bytes, schema: schemas.Sc
     except orjson.JSONDecodeError as exc:
         raise errors.BadRequest(f"error decoding patch: {exc}") from None
     if patch_type == JSON_PATCH:
-        return apply_json_patch(document, patch_doc)
+        # As the upstream server (evanphx/json-patch v4): replace of a missing member adds it.
+        return apply_json_patch(document, patch_doc, allow_replace_missing=True)
     if patch_type not in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
         raise unsupported_patch_type()
     if not isinstance(patch_doc, dict):

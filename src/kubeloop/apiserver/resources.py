@@ -48,7 +48,8 @@ class ResourceType:
     tracks_generation: bool = False
     #: DELETE answers with the deleted object (pods, custom resources) rather than a Success Status.
     returns_deleted_object: bool = False
-    #: Name syntax: "subdomain" (RFC 1123 subdomain) or "label" (RFC 1123 label: Namespace, Service).
+    #: Name syntax: "subdomain" (RFC 1123 subdomain), "label" (RFC 1123 label: Namespace,
+    #: StatefulSet) or "dns1035" (RFC 1035 label, starts with a letter: Service).
     name_rule: str = "subdomain"
 
     @property
@@ -167,7 +168,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         short_names=("svc",),
         categories=("all",),
         subresources=("status",),
-        name_rule="label",
+        name_rule="dns1035",
     ),
     ResourceType("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", True, short_names=("sa",)),
     ResourceType(
@@ -225,6 +226,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         categories=("all",),
         subresources=("status", "scale"),
         tracks_generation=True,
+        name_rule="label",
     ),
     ResourceType(
         "apps",

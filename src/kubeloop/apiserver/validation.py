@@ -915,10 +915,11 @@ def _parse_go_time(value: str, micro: bool) -> tuple[str | None, str]:
 _NAME_RULES: dict[str, Callable[[str], list[str]]] = {
     "subdomain": naming.dns1123_subdomain_errors,
     "label": naming.dns1123_label_errors,
+    "dns1035": naming.dns1035_label_errors,
 }
 
 #: Kinds whose names upstream checks with something other than an RFC 1123 subdomain.
-_KIND_NAME_RULES = {("", "Namespace"): "label", ("", "Service"): "label", ("apps", "StatefulSet"): "label"}
+_KIND_NAME_RULES = {("", "Namespace"): "label", ("", "Service"): "dns1035", ("apps", "StatefulSet"): "label"}
 
 
 def name_rule_for(group: str, kind: str) -> str:

@@ -105,13 +105,13 @@ class Client:
 
 
 def start_server(tmp_path: pathlib.Path | None = None, **overrides: Any) -> ServerThread:
-    options = ServerOptions(
-        memory=tmp_path is None,
-        data_dir=tmp_path,
-        port=0,
-        kubeconfig=(tmp_path / "kubeconfig") if tmp_path is not None else None,
-        **overrides,
-    )
+    settings: dict[str, Any] = {
+        "memory": tmp_path is None,
+        "data_dir": tmp_path,
+        "port": 0,
+        "kubeconfig": (tmp_path / "kubeconfig") if tmp_path is not None else None,
+    }
+    options = ServerOptions(**{**settings, **overrides})
     return ServerThread(options).start()
 
 

@@ -113,6 +113,17 @@ def test_resource_version_match_rules(api: Client, namespace: str) -> None:
     assert "Too large resource version" in too_new.json()["message"]
 
 
+def test_get_with_resource_version(api: Client, namespace: str) -> None:
+    created = api.post(CM.format(ns=namespace), configmap("g", a="1")).json()
+    path = CM.format(ns=namespace) + "/g"
+    # "0" and an old RV (not older than) serve the current object; one from the future is a 504.
+    for rv in ("0", "1", created["metadata"]["resourceVersion"]):
+        assert api.get(path, params={"resourceVersion": rv}).json()["metadata"]["uid"] == created["metadata"]["uid"]
+    too_new = api.get(path, params={"resourceVersion": "999999999"})
+    assert too_new.status_code == 504 and too_new.headers["Retry-After"] == "1"
+    assert api.get(path, params={"resourceVersion": "abc"}).status_code == 400
+
+
 def test_exact_list_at_an_older_revision(api: Client, namespace: str) -> None:
     api.post(CM.format(ns=namespace), configmap("x", a="1"))
     rv = api.get(CM.format(ns=namespace)).json()["metadata"]["resourceVersion"]

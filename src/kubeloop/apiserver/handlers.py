@@ -286,7 +286,9 @@ class APIHandlers:
 
     async def _get(self, request: web.Request, target: Target) -> web.StreamResponse:
         assert target.name is not None
-        obj = self.registry.get(target.resource, target.namespace, target.name)
+        obj = self.registry.get(
+            target.resource, target.namespace, target.name, request.query.get("resourceVersion", "")
+        )
         accept = _accept(request)
         if accept.table:
             return json_response(

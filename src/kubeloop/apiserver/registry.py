@@ -149,7 +149,12 @@ class Registry:
 
     # ------------------------------------------------------------ reads
 
-    def get(self, resource: ResourceType, namespace: str | None, name: str) -> Obj:
+    def get(self, resource: ResourceType, namespace: str | None, name: str, resource_version: str = "") -> Obj:
+        """The current object; a ``resource_version`` (not older than) ahead of the store is a 504."""
+        if resource_version:
+            revision = parse_resource_version(resource_version)
+            if revision > self.store.revision:
+                raise self._too_large(revision)
         stored = self.store.get(resource.key(namespace, name))
         if stored is None:
             raise errors.not_found(resource.group, resource.plural, name)
@@ -194,6 +199,11 @@ class Registry:
             return ListResult(items, revision, token, remaining)
         return ListResult(items, revision)
 
+    def _too_large(self, revision: int) -> errors.Timeout:
+        return errors.Timeout(
+            f"Too large resource version: {revision}, current: {self.store.revision}", retry_after_seconds=1
+        )
+
     def _list_start(self, options: ListOptions) -> tuple[int | None, str]:
         """(revision to read at — None for the latest —, first key) from RV/match/continue."""
         rv = options.resource_version
@@ -236,10 +246,7 @@ class Registry:
                 "resourceVersionMatch",
             )
         if revision > self.store.revision:
-            raise errors.Timeout(
-                f"Too large resource version: {revision}, current: {self.store.revision}",
-                retry_after_seconds=1,
-            )
+            raise self._too_large(revision)
         if revision == 0:
             return None, ""
         if match == "Exact" or (not match and options.limit):

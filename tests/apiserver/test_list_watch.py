@@ -118,7 +118,10 @@ def test_get_with_resource_version(api: Client, namespace: str) -> None:
     path = CM.format(ns=namespace) + "/g"
     # "0" and an old RV (not older than) serve the current object; one from the future is a 504.
     for rv in ("0", "1", created["metadata"]["resourceVersion"]):
-        assert api.get(path, params={"resourceVersion": rv}).json()["metadata"]["uid"] == created["metadata"]["uid"]
+        assert (
+            api.get(path, params={"resourceVersion": rv}).json()["metadata"]["uid"]
+            == created["metadata"]["uid"]
+        )
     too_new = api.get(path, params={"resourceVersion": "999999999"})
     assert too_new.status_code == 504 and too_new.headers["Retry-After"] == "1"
     assert api.get(path, params={"resourceVersion": "abc"}).status_code == 400

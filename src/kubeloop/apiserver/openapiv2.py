@@ -37,9 +37,13 @@ def _schema(node: Mapping[str, Any]) -> bytes:
     out = bytearray()
     if "oneOf" in node and "properties" not in node:
         kinds = {t for option in node["oneOf"] for t in schemas.node_types(option)}
-        out += protowire.string_field(2, "int-or-string" if kinds == {"string", "integer"} else "")  # format = 2
+        out += protowire.string_field(
+            2, "int-or-string" if kinds == {"string", "integer"} else ""
+        )  # format = 2
         out += protowire.string_field(4, str(node.get("description", "")))
-        out += protowire.bytes_field(22, protowire.string_field(1, "string"))  # type = 22 (TypeItem.value = 1)
+        out += protowire.bytes_field(
+            22, protowire.string_field(1, "string")
+        )  # type = 22 (TypeItem.value = 1)
         return bytes(out)
     ref = node.get("$ref")
     if isinstance(ref, str):
@@ -54,7 +58,9 @@ def _schema(node: Mapping[str, Any]) -> bytes:
         out += protowire.string_field(19, required)
     extra = node.get("additionalProperties")
     if isinstance(extra, Mapping):
-        out += protowire.bytes_field(21, protowire.bytes_field(1, _schema(extra)))  # AdditionalPropertiesItem.schema = 1
+        out += protowire.bytes_field(
+            21, protowire.bytes_field(1, _schema(extra))
+        )  # AdditionalPropertiesItem.schema = 1
     types = schemas.node_types(node)
     if types:
         out += protowire.bytes_field(22, b"".join(protowire.string_field(1, t) for t in types))
@@ -95,7 +101,12 @@ def openapi_v2_protobuf(catalog: ResourceCatalog) -> bytes:
     body = b"".join(
         protowire.bytes_field(1, _named(name, _schema(node))) for name, node in sorted(definitions.items())
     )
-    document = protowire.string_field(1, "2.0") + protowire.bytes_field(2, info) + protowire.bytes_field(8, b"") + protowire.bytes_field(9, body)
+    document = (
+        protowire.string_field(1, "2.0")
+        + protowire.bytes_field(2, info)
+        + protowire.bytes_field(8, b"")
+        + protowire.bytes_field(9, body)
+    )
     _cache.key = key
     _cache.document = document
     return document

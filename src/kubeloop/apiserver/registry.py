@@ -149,7 +149,9 @@ class Registry:
 
     # ------------------------------------------------------------ reads
 
-    def get(self, resource: ResourceType, namespace: str | None, name: str, resource_version: str = "") -> Obj:
+    def get(
+        self, resource: ResourceType, namespace: str | None, name: str, resource_version: str = ""
+    ) -> Obj:
         """The current object; a ``resource_version`` (not older than) ahead of the store is a 504."""
         if resource_version:
             revision = parse_resource_version(resource_version)

@@ -1,0 +1,576 @@
+"""The async REST client: every verb of the Kubernetes API on aiohttp and orjson, objects as dicts.
+
+``Client`` addresses a kind by ``GroupVersionKind`` or by an object dict (its apiVersion/kind);
+the ``RESTMapper`` finds the resource from discovery. Objects travel as plain dicts (the fast
+path; typed models convert at the edges). Requests carry the credentials of the configuration
+(refreshed once after a 401: an exec plugin re-runs, a token file is re-read), are rate limited
+only when the configuration asks, and are retried with jittered backoff on 429 and 5xx — always
+when the server sends ``Retry-After``, otherwise only for reads and other idempotent verbs.
+``Warning`` headers are logged. Errors are the ``errors`` module's classes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+import orjson
+
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.client import errors
+from kubeloop.client.config import ClientConfig, Credentials, ssl_context
+from kubeloop.client.ratelimit import TokenBucket
+from kubeloop.client.restmapper import ResourceMapping, RESTMapper
+from kubeloop.client.watch import Watch, WatchOptions
+
+log = logging.getLogger("kubeloop.client")
+
+Obj = dict[str, Any]
+KindRef = GroupVersionKind | Mapping[str, Any]
+
+JSON = "application/json"
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+
+
+class PatchType(StrEnum):
+    JSON = "application/json-patch+json"
+    MERGE = "application/merge-patch+json"
+    STRATEGIC = "application/strategic-merge-patch+json"
+    APPLY = "application/apply-patch+yaml"
+
+
+@dataclass(frozen=True)
+class Preconditions:
+    """Delete only if the object still has this uid / resourceVersion (409 otherwise)."""
+
+    uid: str | None = None
+    resource_version: str | None = None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 5
+    initial_backoff: float = 0.2
+    max_backoff: float = 10.0
+
+    def backoff(self, attempt: int) -> float:
+        """Jittered exponential backoff for the ``attempt``-th retry (0-based)."""
+        ceiling = min(self.max_backoff, self.initial_backoff * 2.0**attempt)
+        return float(ceiling * (0.5 + random.random() / 2))
+
+
+class Client:
+    """An async client for one API server. Use ``async with Client(config) as client``."""
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        retry: RetryPolicy | None = None,
+        request_timeout: float = 60.0,
+    ) -> None:
+        self.config = config
+        self.retry = retry or RetryPolicy()
+        self.request_timeout = request_timeout
+        self.mapper = RESTMapper(self._discovery, errors.NotFound)
+        self._limiter = TokenBucket(config.qps, config.burst) if config.qps else None
+        self._session: aiohttp.ClientSession | None = None
+        self._session_credentials: Credentials | None = None
+        self._credentials: Credentials = Credentials()
+        self._credentials_loaded = False
+        self._session_lock = asyncio.Lock()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # ------------------------------------------------------------------ addressing
+
+    async def mapping(self, kind: KindRef) -> ResourceMapping:
+        return await self.mapper.mapping(_gvk(kind))
+
+    def _namespace(
+        self, mapping: ResourceMapping, namespace: str | None, obj: Mapping[str, Any] | None = None
+    ) -> str | None:
+        if not mapping.namespaced:
+            return None
+        if namespace:
+            return namespace
+        meta = obj.get("metadata") if obj is not None else None
+        from_object = meta.get("namespace") if isinstance(meta, Mapping) else None
+        return str(from_object) if from_object else self.config.namespace
+
+    async def _object_path(
+        self,
+        kind: KindRef,
+        name: str,
+        namespace: str | None,
+        subresource: str | None,
+        obj: Mapping[str, Any] | None = None,
+    ) -> str:
+        if not name:
+            raise ValueError("a name is required")
+        mapping = await self.mapping(kind)
+        path = f"{mapping.collection_path(self._namespace(mapping, namespace, obj))}/{name}"
+        return f"{path}/{subresource}" if subresource else path
+
+    # ------------------------------------------------------------------ verbs
+
+    async def get(
+        self, kind: KindRef, name: str, *, namespace: str | None = None, subresource: str | None = None
+    ) -> Obj:
+        """One object (or a subresource such as ``scale``)."""
+        path = await self._object_path(kind, name, namespace, subresource)
+        return await self._json("GET", path)
+
+    async def list(
+        self,
+        kind: KindRef,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        page_size: int | None = 500,
+    ) -> Obj:
+        """All objects (``namespace=None``: across all namespaces), fetched page by page.
+
+        Pages share one snapshot: their ``continue`` tokens carry the first page's
+        resourceVersion, which the returned list's metadata reports.
+        """
+        items: list[Obj] = []
+        first: Obj | None = None
+        async for page in self.list_pages(
+            kind,
+            namespace=namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            resource_version=resource_version,
+            page_size=page_size,
+        ):
+            if first is None:
+                first = page
+            items.extend(page.get("items") or ())
+        assert first is not None
+        metadata = dict(first.get("metadata") or {})
+        metadata.pop("continue", None)
+        metadata.pop("remainingItemCount", None)
+        return {**first, "metadata": metadata, "items": items}
+
+    async def list_pages(
+        self,
+        kind: KindRef,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        page_size: int | None = 500,
+    ) -> AsyncIterator[Obj]:
+        """Each page of a list as the server returns it (for lists too large to hold at once)."""
+        mapping = await self.mapping(kind)
+        path = mapping.collection_path(namespace if mapping.namespaced else None)
+        params = _selector_params(label_selector, field_selector)
+        if page_size:
+            params["limit"] = str(page_size)
+        if resource_version is not None:
+            params["resourceVersion"] = resource_version
+        while True:
+            page = await self._json("GET", path, params=params)
+            yield page
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+            params = {k: v for k, v in params.items() if k not in ("resourceVersion", "resourceVersionMatch")}
+            params["continue"] = token
+
+    async def create(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        name: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str | None = None,
+    ) -> Obj:
+        """POST ``obj`` to its collection (or to a subresource of ``name``, e.g. ``eviction``)."""
+        mapping = await self.mapping(obj)
+        path = mapping.collection_path(self._namespace(mapping, namespace, obj))
+        if subresource:
+            path = f"{path}/{name or _name_of(obj)}/{subresource}"
+        params = _write_params(dry_run, field_manager, field_validation)
+        return await self._json("POST", path, params=params, body=orjson.dumps(obj), content_type=JSON)
+
+    async def update(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str | None = None,
+    ) -> Obj:
+        """PUT ``obj`` (optimistic concurrency: its resourceVersion must be current, else Conflict)."""
+        path = await self._object_path(obj, _name_of(obj), namespace, subresource, obj)
+        params = _write_params(dry_run, field_manager, field_validation)
+        return await self._json("PUT", path, params=params, body=orjson.dumps(obj), content_type=JSON)
+
+    async def patch(
+        self,
+        kind: KindRef,
+        name: str | None,
+        patch: Any,
+        *,
+        patch_type: PatchType = PatchType.MERGE,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str | None = None,
+        force: bool | None = None,
+    ) -> Obj:
+        """PATCH with any patch type; ``patch`` is a dict/list (encoded as JSON) or raw bytes."""
+        obj = kind if isinstance(kind, Mapping) else None
+        path = await self._object_path(kind, name or _name_of(obj), namespace, subresource, obj)
+        params = _write_params(dry_run, field_manager, field_validation)
+        if force is not None:
+            params["force"] = "true" if force else "false"
+        body = patch if isinstance(patch, bytes) else orjson.dumps(patch)
+        return await self._json("PATCH", path, params=params, body=body, content_type=str(patch_type))
+
+    async def apply(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        field_manager: str,
+        force: bool = False,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_validation: str | None = None,
+    ) -> Obj:
+        """Server-side apply of ``obj`` (the fields this manager wants to own, nothing else)."""
+        return await self.patch(
+            obj,
+            _name_of(obj),
+            obj,
+            patch_type=PatchType.APPLY,
+            namespace=namespace,
+            subresource=subresource,
+            dry_run=dry_run,
+            field_manager=field_manager,
+            field_validation=field_validation,
+            force=force,
+        )
+
+    async def delete(
+        self,
+        kind: KindRef,
+        name: str | None = None,
+        *,
+        namespace: str | None = None,
+        propagation_policy: str | None = None,
+        preconditions: Preconditions | None = None,
+        grace_period_seconds: int | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
+        """DELETE; returns the object (still there while finalizers run) or the Success Status."""
+        obj = kind if isinstance(kind, Mapping) else None
+        path = await self._object_path(kind, name or _name_of(obj), namespace, None, obj)
+        body = _delete_options(propagation_policy, preconditions, grace_period_seconds, dry_run)
+        return await self._json("DELETE", path, body=orjson.dumps(body), content_type=JSON)
+
+    async def delete_collection(
+        self,
+        kind: KindRef,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        propagation_policy: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
+        mapping = await self.mapping(kind)
+        path = mapping.collection_path(self._namespace(mapping, namespace))
+        params = _selector_params(label_selector, field_selector)
+        body = _delete_options(propagation_policy, None, None, dry_run)
+        return await self._json("DELETE", path, params=params, body=orjson.dumps(body), content_type=JSON)
+
+    def watch(
+        self,
+        kind: KindRef,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        send_initial_events: bool = False,
+        inactivity_timeout: float = 90.0,
+        yield_bookmarks: bool = False,
+    ) -> Watch:
+        """A self-reconnecting watch (``async for event in client.watch(...)``); 410 raises ResourceExpired."""
+        options = WatchOptions(
+            namespace=namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            resource_version=resource_version,
+            send_initial_events=send_initial_events,
+            inactivity_timeout=inactivity_timeout,
+            yield_bookmarks=yield_bookmarks,
+        )
+        return Watch(self, kind, options)
+
+    # ------------------------------------------------------------------ transport
+
+    async def _discovery(self, path: str) -> Obj:
+        return await self._json("GET", path)
+
+    async def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+    ) -> Obj:
+        status, payload = await self.request(
+            method, path, params=params, body=body, content_type=content_type
+        )
+        decoded = orjson.loads(payload) if payload else {}
+        if not isinstance(decoded, dict):
+            raise errors.ApiError(
+                {"message": f"the server answered {method} {path} with a non-object"}, status
+            )
+        return decoded
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+        accept: str = JSON,
+    ) -> tuple[int, bytes]:
+        """Send a request (with retries and auth refresh); the status and body of a 2xx answer."""
+        attempt = 0
+        refreshed = False
+        while True:
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            try:
+                async with await self._send(method, path, params, body, content_type, accept) as response:
+                    payload = await response.read()
+                    _log_warnings(response)
+                    status = response.status
+                    retry_after = response.headers.get("Retry-After")
+            except (TimeoutError, aiohttp.ClientConnectionError) as exc:
+                if method in _IDEMPOTENT and attempt < self.retry.max_retries:
+                    delay = self.retry.backoff(attempt)
+                    log.debug("%s %s failed (%s); retrying in %.2fs", method, path, exc, delay)
+                    attempt += 1
+                    await asyncio.sleep(delay)
+                    continue
+                raise
+            if status < 400:
+                return status, payload
+            if status == 401 and not refreshed and self.config.credentials is not None:
+                refreshed = True
+                await self._refresh_credentials()
+                continue
+            retryable = status == 429 or status >= 500
+            if retryable and attempt < self.retry.max_retries and (retry_after or method in _IDEMPOTENT):
+                asked = _retry_after_seconds(retry_after)
+                delay = self.retry.backoff(attempt) if asked is None else min(asked, self.retry.max_backoff)
+                log.debug("%s %s answered %d; retrying in %.2fs", method, path, status, delay)
+                attempt += 1
+                await asyncio.sleep(delay)
+                continue
+            raise errors.error_from_status(status, _decode_error(payload))
+
+    async def stream(
+        self, path: str, params: Mapping[str, str], *, timeout: aiohttp.ClientTimeout
+    ) -> aiohttp.ClientResponse:
+        """A GET whose body is read incrementally (watches); the caller closes the response.
+
+        Non-2xx answers are raised as ``ApiError`` (after one credential refresh on 401).
+        """
+        refreshed = False
+        while True:
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            response = await self._send("GET", path, params, None, None, JSON, timeout=timeout)
+            if response.status < 400:
+                _log_warnings(response)
+                return response
+            payload = await response.read()
+            response.release()
+            if response.status == 401 and not refreshed and self.config.credentials is not None:
+                refreshed = True
+                await self._refresh_credentials()
+                continue
+            raise errors.error_from_status(response.status, _decode_error(payload))
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        body: bytes | None,
+        content_type: str | None,
+        accept: str,
+        *,
+        timeout: aiohttp.ClientTimeout | None = None,
+    ) -> aiohttp.ClientResponse:
+        session = await self._ensure_session()
+        headers = {"Accept": accept, "User-Agent": self.config.user_agent}
+        if content_type:
+            headers["Content-Type"] = content_type
+        if self._credentials.token:
+            headers["Authorization"] = f"Bearer {self._credentials.token}"
+        return await session.request(
+            method,
+            self.config.server + path,
+            params=params,
+            data=body,
+            headers=headers,
+            proxy=self.config.proxy_url,
+            server_hostname=self.config.tls_server_name,
+            timeout=timeout or aiohttp.ClientTimeout(total=self.request_timeout),
+        )
+
+    async def _ensure_session(self) -> aiohttp.ClientSession:
+        async with self._session_lock:
+            if self.config.credentials is not None:
+                if not self._credentials_loaded:
+                    self._credentials = await self.config.credentials.get()
+                    self._credentials_loaded = True
+                elif self._credentials.expires_at is not None:
+                    self._credentials = await self.config.credentials.get()  # re-runs when expired
+            if self._session is not None and not _certificate_changed(
+                self._session_credentials, self._credentials
+            ):
+                return self._session
+            if self._session is not None:
+                await self._session.close()
+            context = ssl_context(self.config, self._credentials)
+            connector = aiohttp.TCPConnector(ssl=context if context is not None else False, limit=0)
+            self._session = aiohttp.ClientSession(connector=connector, auto_decompress=True)
+            self._session_credentials = self._credentials
+            return self._session
+
+    async def _refresh_credentials(self) -> None:
+        assert self.config.credentials is not None
+        async with self._session_lock:
+            self._credentials = await self.config.credentials.refresh()
+            self._credentials_loaded = True
+
+
+def _certificate_changed(before: Credentials | None, after: Credentials) -> bool:
+    if before is None:
+        return True
+    return (before.client_cert_pem, before.client_key_pem) != (after.client_cert_pem, after.client_key_pem)
+
+
+def _gvk(kind: KindRef) -> GroupVersionKind:
+    if isinstance(kind, GroupVersionKind):
+        return kind
+    return GroupVersionKind.of_object(kind)
+
+
+def _name_of(obj: Mapping[str, Any] | None) -> str:
+    """The object's metadata.name; a kind given as a GroupVersionKind needs an explicit name."""
+    meta = obj.get("metadata") if obj is not None else None
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(name, str) or not name:
+        raise ValueError("a name is required (the object has no metadata.name)")
+    return name
+
+
+def _selector_params(label_selector: str | None, field_selector: str | None) -> dict[str, str]:
+    params: dict[str, str] = {}
+    if label_selector:
+        params["labelSelector"] = label_selector
+    if field_selector:
+        params["fieldSelector"] = field_selector
+    return params
+
+
+def _write_params(dry_run: bool, field_manager: str | None, field_validation: str | None) -> dict[str, str]:
+    params: dict[str, str] = {}
+    if dry_run:
+        params["dryRun"] = "All"
+    if field_manager:
+        params["fieldManager"] = field_manager
+    if field_validation:
+        params["fieldValidation"] = field_validation
+    return params
+
+
+def _delete_options(
+    propagation_policy: str | None, preconditions: Preconditions | None, grace: int | None, dry_run: bool
+) -> Obj:
+    options: Obj = {"apiVersion": "v1", "kind": "DeleteOptions"}
+    if propagation_policy:
+        options["propagationPolicy"] = propagation_policy
+    if preconditions is not None:
+        wanted = {"uid": preconditions.uid, "resourceVersion": preconditions.resource_version}
+        options["preconditions"] = {k: v for k, v in wanted.items() if v is not None}
+    if grace is not None:
+        options["gracePeriodSeconds"] = grace
+    if dry_run:
+        options["dryRun"] = ["All"]
+    return options
+
+
+def _decode_error(payload: bytes) -> Any:
+    try:
+        return orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return payload.decode(errors="replace")
+
+
+def _retry_after_seconds(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def _log_warnings(response: aiohttp.ClientResponse) -> None:
+    for warning in response.headers.getall("Warning", ()):
+        log.warning("server warning: %s", _warning_text(warning))
+
+
+def _warning_text(header: str) -> str:
+    """The text of an RFC 7234 ``299 - "text"`` warning header."""
+    code, _, rest = header.partition(" ")
+    _, _, quoted = rest.partition(" ")
+    if code == "299" and quoted.startswith('"') and quoted.endswith('"'):
+        return quoted[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+    return header

@@ -1,0 +1,117 @@
+"""Kinds to resources, learnt from the server's discovery documents, lazily and per group-version.
+
+A kind's URL needs its plural resource name and scope, which only discovery tells. The mapper
+reads ``/api/v1`` or ``/apis/<group>/<version>`` the first time a kind of that group-version is
+used and reads it again when a kind is not in it (a CRD installed after the first read), as
+controller-runtime's lazy dynamic RESTMapper does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubeloop.api.gvk import GroupVersionKind, GroupVersionResource
+
+#: Fetches a discovery document by path (``/api/v1``); raises the client's NotFound when absent.
+Fetch = Callable[[str], Awaitable[Mapping[str, Any]]]
+
+
+class NoKindMatch(LookupError):
+    """The server serves no resource of this kind (its group-version, or the kind, is unknown)."""
+
+    def __init__(self, gvk: GroupVersionKind) -> None:
+        super().__init__(f'no matches for kind "{gvk.kind}" in version "{gvk.api_version}"')
+        self.gvk = gvk
+
+
+@dataclass(frozen=True)
+class ResourceMapping:
+    """Where a kind lives: its resource (plural), scope and verbs."""
+
+    gvk: GroupVersionKind
+    resource: str
+    namespaced: bool
+    verbs: frozenset[str]
+    subresources: frozenset[str]
+
+    @property
+    def gvr(self) -> GroupVersionResource:
+        return GroupVersionResource(self.gvk.group, self.gvk.version, self.resource)
+
+    def collection_path(self, namespace: str | None) -> str:
+        """``/apis/apps/v1/namespaces/ns/deployments`` (or cluster-wide without ``namespace``)."""
+        root = f"/apis/{self.gvk.group}/{self.gvk.version}" if self.gvk.group else f"/api/{self.gvk.version}"
+        if self.namespaced and namespace:
+            return f"{root}/namespaces/{namespace}/{self.resource}"
+        return f"{root}/{self.resource}"
+
+
+class RESTMapper:
+    def __init__(self, fetch: Fetch, not_found: type[Exception]) -> None:
+        self._fetch = fetch
+        self._not_found = not_found
+        self._by_group_version: dict[str, dict[str, ResourceMapping]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def mapping(self, gvk: GroupVersionKind) -> ResourceMapping:
+        """The resource serving ``gvk``; refreshes its group-version once when the kind is unknown."""
+        known = self._by_group_version.get(gvk.api_version)
+        if known is not None and gvk.kind in known:
+            return known[gvk.kind]
+        kinds = await self._load(gvk, stale=known)
+        found = kinds.get(gvk.kind)
+        if found is None:
+            raise NoKindMatch(gvk)
+        return found
+
+    def forget(self, api_version: str | None = None) -> None:
+        """Drop what was learnt (of one group-version, or all), e.g. after a CRD was deleted."""
+        if api_version is None:
+            self._by_group_version.clear()
+        else:
+            self._by_group_version.pop(api_version, None)
+
+    async def _load(
+        self, gvk: GroupVersionKind, *, stale: dict[str, ResourceMapping] | None
+    ) -> dict[str, ResourceMapping]:
+        api_version = gvk.api_version
+        lock = self._locks.setdefault(api_version, asyncio.Lock())
+        async with lock:
+            current = self._by_group_version.get(api_version)
+            if current is not None and current is not stale:
+                return current  # another task refreshed it while this one waited
+            path = f"/apis/{api_version}" if gvk.group else f"/api/{api_version}"
+            try:
+                document = await self._fetch(path)
+            except self._not_found:
+                raise NoKindMatch(gvk) from None
+            kinds = _mappings(gvk.group, gvk.version, document)
+            self._by_group_version[api_version] = kinds
+            return kinds
+
+
+def _mappings(group: str, version: str, document: Mapping[str, Any]) -> dict[str, ResourceMapping]:
+    resources = [r for r in document.get("resources") or () if isinstance(r, Mapping)]
+    subresources: dict[str, set[str]] = {}
+    for entry in resources:
+        name = str(entry.get("name", ""))
+        if "/" in name:
+            parent, _, sub = name.partition("/")
+            subresources.setdefault(parent, set()).add(sub)
+    kinds: dict[str, ResourceMapping] = {}
+    for entry in resources:
+        name = str(entry.get("name", ""))
+        kind = str(entry.get("kind", ""))
+        if "/" in name or not kind or kind in kinds:
+            continue
+        kinds[kind] = ResourceMapping(
+            gvk=GroupVersionKind(group, version, kind),
+            resource=name,
+            namespaced=bool(entry.get("namespaced")),
+            verbs=frozenset(str(v) for v in entry.get("verbs") or ()),
+            subresources=frozenset(subresources.get(name, ())),
+        )
+    return kinds

@@ -1,0 +1,184 @@
+"""Watch streams that do not die silently: an async iterator of events that reconnects by itself.
+
+The stream asks for bookmarks and tracks the newest resourceVersion it has seen (from events and
+bookmarks). When the server ends the stream (its ``timeoutSeconds``), the connection drops, or
+nothing at all arrives for ``inactivity_timeout`` (a stream stalled behind a load balancer — the
+failure kopf users hit), it reconnects from that resourceVersion, with jittered backoff after
+failures. A 410 — as the HTTP answer or as an ERROR event — is not retried: it is raised as
+``ResourceExpired``, the caller's signal to relist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import orjson
+
+from kubeloop.client import errors
+
+if TYPE_CHECKING:
+    from kubeloop.client.rest import Client, KindRef
+
+log = logging.getLogger("kubeloop.client.watch")
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: str  # ADDED, MODIFIED, DELETED or BOOKMARK
+    object: Obj
+
+    @property
+    def resource_version(self) -> str:
+        return str((self.object.get("metadata") or {}).get("resourceVersion") or "")
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    namespace: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    resource_version: str | None = None
+    send_initial_events: bool = False
+    #: Longest silence (no event, no bookmark) before the stream counts as dead and reconnects.
+    inactivity_timeout: float = 90.0
+    #: Server-side duration of one connection; each reconnect draws a new one in [t, 2t).
+    server_timeout_seconds: int = 300
+    yield_bookmarks: bool = False
+    max_backoff: float = 30.0
+
+
+class Watch:
+    """``async for event in client.watch(...)``; ``resource_version`` is the newest one seen."""
+
+    def __init__(self, client: Client, kind: KindRef, options: WatchOptions) -> None:
+        self._client = client
+        self._kind = kind
+        self.options = options
+        self.resource_version: str | None = options.resource_version
+        self._send_initial_events = options.send_initial_events
+        self._failures = 0
+        self._closed = False
+        self._response: aiohttp.ClientResponse | None = None
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return self._events()
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._response is not None:
+            self._response.close()
+            self._response = None
+
+    async def _events(self) -> AsyncIterator[WatchEvent]:
+        mapping = await self._client.mapping(self._kind)
+        path = mapping.collection_path(self.options.namespace if mapping.namespaced else None)
+        try:
+            while not self._closed:
+                try:
+                    async for event in self._one_connection(path):
+                        yield event
+                    self._failures = 0  # the server closed the stream normally: reconnect at once
+                except errors.ResourceExpired:
+                    self.resource_version = None  # nothing to resume from: the caller relists
+                    raise
+                except (
+                    errors.TooManyRequests,
+                    errors.InternalError,
+                    errors.ServiceUnavailable,
+                    errors.ServerTimeout,
+                ) as exc:
+                    await self._back_off(exc)
+                except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
+                    await self._back_off(exc)
+        finally:
+            await self.close()
+
+    async def _back_off(self, cause: BaseException) -> None:
+        if self._closed:
+            return
+        ceiling = min(self.options.max_backoff, 0.5 * (2**self._failures))
+        delay = ceiling * (0.5 + random.random() / 2)
+        self._failures += 1
+        log.info(
+            "watch %s interrupted (%s); reconnecting from %s in %.2fs",
+            self._kind,
+            cause,
+            self.resource_version,
+            delay,
+        )
+        await asyncio.sleep(delay)
+
+    def _params(self) -> dict[str, str]:
+        options = self.options
+        params = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(int(options.server_timeout_seconds * (1 + random.random()))),
+        }
+        if options.label_selector:
+            params["labelSelector"] = options.label_selector
+        if options.field_selector:
+            params["fieldSelector"] = options.field_selector
+        if self._send_initial_events:
+            params["sendInitialEvents"] = "true"
+            params["resourceVersionMatch"] = "NotOlderThan"
+            params["resourceVersion"] = self.resource_version or ""
+        elif self.resource_version is not None:
+            params["resourceVersion"] = self.resource_version
+        return params
+
+    async def _one_connection(self, path: str) -> AsyncIterator[WatchEvent]:
+        timeout = aiohttp.ClientTimeout(total=None, connect=30, sock_read=None)
+        response = await self._client.stream(path, self._params(), timeout=timeout)
+        self._response = response
+        buffer = bytearray()
+        try:
+            while not self._closed:
+                newline = buffer.find(b"\n")
+                if newline < 0:
+                    chunk = await asyncio.wait_for(
+                        response.content.readany(), self.options.inactivity_timeout
+                    )
+                    if not chunk:
+                        return  # the server ended the stream
+                    buffer += chunk
+                    continue
+                line = bytes(buffer[:newline])
+                del buffer[: newline + 1]
+                if not line.strip():
+                    continue
+                event = self._event(orjson.loads(line))
+                if event is not None:
+                    yield event
+        except TimeoutError:
+            raise TimeoutError(f"no event for {self.options.inactivity_timeout}s") from None
+        finally:
+            response.close()
+            if self._response is response:
+                self._response = None
+
+    def _event(self, raw: Any) -> WatchEvent | None:
+        if not isinstance(raw, dict) or not isinstance(raw.get("object"), dict):
+            raise aiohttp.ClientPayloadError(f"malformed watch event: {str(raw)[:200]}")
+        kind = str(raw.get("type"))
+        obj: Obj = raw["object"]
+        if kind == "ERROR":
+            raise errors.error_from_status(int(obj.get("code") or 500), obj)
+        event = WatchEvent(kind, obj)
+        if event.resource_version:
+            self.resource_version = event.resource_version
+        self._failures = 0
+        if kind == "BOOKMARK":
+            annotations = (obj.get("metadata") or {}).get("annotations") or {}
+            if annotations.get("k8s.io/initial-events-end") == "true":
+                self._send_initial_events = False
+            return event if self.options.yield_bookmarks else None
+        return event

@@ -1,0 +1,365 @@
+"""The async REST client against the embedded server over HTTPS: every verb and patch type,
+pagination, selectors, subresources, dry-run, field validation, each error class from a real
+answer, retries and credential refresh."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.client import errors
+from kubeloop.client.config import ClientConfig, Credentials, load_kubeconfig
+from kubeloop.client.rest import Client, PatchType, Preconditions, RetryPolicy
+from kubeloop.client.restmapper import NoKindMatch
+from tests.conftest import ServerThread
+
+CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
+DEPLOYMENT = GroupVersionKind("apps", "v1", "Deployment")
+NAMESPACE = GroupVersionKind("", "v1", "Namespace")
+
+
+@pytest.fixture
+async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
+    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+        yield c
+
+
+def configmap(name: str, namespace: str, **data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data,
+    }
+
+
+def deployment(name: str, namespace: str, replicas: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]},
+            },
+        },
+    }
+
+
+async def test_crud_and_every_patch_type(client: Client, namespace: str) -> None:
+    created = await client.create(configmap("a", namespace, k="1"))
+    assert created["metadata"]["uid"] and created["data"] == {"k": "1"}
+    fetched = await client.get(CONFIGMAP, "a", namespace=namespace)
+    assert fetched == created
+
+    fetched["data"]["k"] = "2"
+    updated = await client.update(fetched)
+    assert int(updated["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
+
+    merged = await client.patch(CONFIGMAP, "a", {"data": {"m": "3"}}, namespace=namespace)
+    assert merged["data"] == {"k": "2", "m": "3"}
+    jsonpatched = await client.patch(
+        CONFIGMAP, "a", [{"op": "remove", "path": "/data/m"}], patch_type=PatchType.JSON, namespace=namespace
+    )
+    assert jsonpatched["data"] == {"k": "2"}
+
+    await client.create(deployment("web", namespace))
+    strategic = await client.patch(
+        DEPLOYMENT,
+        "web",
+        {"spec": {"template": {"spec": {"containers": [{"name": "side", "image": "busybox"}]}}}},
+        patch_type=PatchType.STRATEGIC,
+        namespace=namespace,
+    )
+    names = [c["name"] for c in strategic["spec"]["template"]["spec"]["containers"]]
+    assert names == ["side", "main"]  # merged by name, not replaced
+
+    deleted = await client.delete(CONFIGMAP, "a", namespace=namespace)
+    assert deleted["status"] == "Success"
+    assert await errors.ignore_not_found(client.get(CONFIGMAP, "a", namespace=namespace)) is None
+
+
+async def test_namespace_defaults_and_cluster_scope(client: Client, namespace: str) -> None:
+    # An object's own namespace wins; without one the kubeconfig context's namespace ("default") is used.
+    created = await client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "g-"}}
+    )
+    assert created["metadata"]["namespace"] == "default"
+    await client.delete(created)
+    ns = await client.get(NAMESPACE, namespace)
+    assert ns["metadata"]["name"] == namespace and "namespace" not in ns["metadata"]
+
+
+async def test_pagination_of_2500_objects(client: Client, namespace: str) -> None:
+    async def make(i: int) -> None:
+        body = configmap(f"cm-{i:04d}", namespace, i=str(i))
+        body["metadata"]["labels"] = {"parity": "even" if i % 2 == 0 else "odd"}
+        await client.create(body)
+
+    for start in range(0, 2500, 250):
+        await asyncio.gather(*(make(i) for i in range(start, start + 250)))
+
+    pages = [page async for page in client.list_pages(CONFIGMAP, namespace=namespace, page_size=500)]
+    assert len(pages) == 5
+    assert all(len(p["items"]) == 500 for p in pages)
+    assert pages[0]["metadata"]["remainingItemCount"] == 2000
+
+    everything = await client.list(CONFIGMAP, namespace=namespace, page_size=300)
+    names = [item["metadata"]["name"] for item in everything["items"]]
+    assert names == [f"cm-{i:04d}" for i in range(2500)]
+    assert "continue" not in everything["metadata"]
+
+    even = await client.list(CONFIGMAP, namespace=namespace, label_selector="parity=even", page_size=100)
+    assert len(even["items"]) == 1250
+    one = await client.list(CONFIGMAP, namespace=namespace, field_selector="metadata.name=cm-0007")
+    assert [item["data"]["i"] for item in one["items"]] == ["7"]
+
+    removed = await client.delete_collection(CONFIGMAP, namespace=namespace, label_selector="parity=odd")
+    assert len(removed["items"]) == 1250
+    assert len((await client.list(CONFIGMAP, namespace=namespace))["items"]) == 1250
+
+
+async def test_all_namespaces_list(client: Client, namespace: str) -> None:
+    await client.create(configmap("everywhere", namespace))
+    listed = await client.list(CONFIGMAP, field_selector="metadata.name=everywhere")
+    assert {(i["metadata"]["namespace"], i["metadata"]["name"]) for i in listed["items"]} >= {
+        (namespace, "everywhere")
+    }
+
+
+async def test_subresources_dry_run_and_field_manager(client: Client, namespace: str) -> None:
+    await client.create(deployment("web", namespace, replicas=2))
+    scale = await client.get(DEPLOYMENT, "web", namespace=namespace, subresource="scale")
+    assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 2
+    scaled = await client.patch(
+        DEPLOYMENT, "web", {"spec": {"replicas": 4}}, namespace=namespace, subresource="scale"
+    )
+    assert scaled["spec"]["replicas"] == 4
+
+    current = await client.get(DEPLOYMENT, "web", namespace=namespace)
+    current["status"] = {"replicas": 4, "observedGeneration": current["metadata"]["generation"]}
+    with_status = await client.update(current, subresource="status")
+    assert with_status["status"]["replicas"] == 4
+
+    dry = await client.create(configmap("dry", namespace), dry_run=True)
+    assert dry["metadata"]["name"] == "dry"
+    with pytest.raises(errors.NotFound):
+        await client.get(CONFIGMAP, "dry", namespace=namespace)
+
+
+async def test_field_validation_and_warnings(
+    client: Client, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = configmap("v", namespace)
+    body["bogus"] = 1
+    with pytest.raises(errors.BadRequest) as raised:
+        await client.create(body, field_validation="Strict")
+    assert 'unknown field "bogus"' in raised.value.message
+    with caplog.at_level(logging.WARNING, logger="kubeloop.client"):
+        await client.create(body, field_validation="Warn")
+    assert any('unknown field "bogus"' in record.getMessage() for record in caplog.records)
+
+
+async def test_each_error_class_from_real_answers(
+    client: Client, namespace: str, shared_server: ServerThread
+) -> None:
+    with pytest.raises(errors.NotFound) as not_found:
+        await client.get(CONFIGMAP, "missing", namespace=namespace)
+    assert not_found.value.code == 404 and errors.is_not_found(not_found.value)
+
+    first = await client.create(configmap("dup", namespace))
+    with pytest.raises(errors.AlreadyExists):
+        await client.create(configmap("dup", namespace))
+    assert await errors.ignore_already_exists(client.create(configmap("dup", namespace))) is None
+
+    await client.patch(CONFIGMAP, "dup", {"data": {"x": "1"}}, namespace=namespace)
+    with pytest.raises(errors.Conflict):
+        await client.update(first)  # stale resourceVersion
+
+    with pytest.raises(errors.Conflict):
+        await client.delete(CONFIGMAP, "dup", namespace=namespace, preconditions=Preconditions(uid="other"))
+
+    with pytest.raises(errors.Invalid) as invalid:
+        await client.create(configmap("Bad_Name", namespace))
+    assert [cause.field for cause in invalid.value.causes] == ["metadata.name"]
+
+    with pytest.raises(errors.BadRequest):
+        await client.list(CONFIGMAP, namespace=namespace, label_selector="a in (")
+
+    with pytest.raises(errors.RequestEntityTooLarge):
+        await client.create(configmap("big", namespace, x="a" * (3 * 1024 * 1024)))
+
+    with pytest.raises(errors.UnsupportedMediaType):
+        await client.request(
+            "PATCH", f"/api/v1/namespaces/{namespace}/configmaps/dup", body=b"{}", content_type="text/csv"
+        )
+
+    with pytest.raises(errors.NotAcceptable):
+        await client.request("GET", f"/api/v1/namespaces/{namespace}/configmaps", accept="application/cbor")
+
+    with pytest.raises(errors.MethodNotAllowed):
+        await client.request(
+            "PUT", f"/api/v1/namespaces/{namespace}/configmaps", body=b"{}", content_type="application/json"
+        )
+
+    async with Client(
+        load_kubeconfig(shared_server.kubeconfig), retry=RetryPolicy(max_retries=0)
+    ) as no_retry:
+        with pytest.raises(errors.Timeout) as too_new:
+            await no_retry.request(
+                "GET",
+                f"/api/v1/namespaces/{namespace}/configmaps/dup",
+                params={"resourceVersion": "99999999"},
+            )
+    assert too_new.value.code == 504 and too_new.value.retry_after_seconds == 1
+
+    with pytest.raises(NoKindMatch):
+        await client.get(GroupVersionKind("example.com", "v1", "Widget"), "w", namespace=namespace)
+
+    # A namespace being deleted refuses new objects: Forbidden.
+    doomed = f"{namespace}-doomed"
+    await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": doomed}})
+    await client.create(
+        {
+            **configmap("keep", doomed),
+            "metadata": {"name": "keep", "namespace": doomed, "finalizers": ["x.io/hold"]},
+        }
+    )
+    await client.delete(NAMESPACE, doomed)
+    with pytest.raises(errors.Forbidden):
+        await client.create(configmap("late", doomed))
+    await client.patch(CONFIGMAP, "keep", {"metadata": {"finalizers": None}}, namespace=doomed)
+
+    bad = replace(load_kubeconfig(shared_server.kubeconfig), credentials=_StaticCredentials("wrong", "wrong"))
+    async with Client(bad) as unauthenticated:
+        with pytest.raises(errors.Unauthorized):
+            await unauthenticated.get(NAMESPACE, "default")
+
+
+async def test_resource_expired_from_an_old_continue_token(tmp_path: Any) -> None:
+    from tests.conftest import start_server
+
+    server = start_server(history_window=5)
+    try:
+        async with Client(load_kubeconfig(server.kubeconfig)) as client:
+            for i in range(3):
+                await client.create(configmap(f"c{i}", "default"))
+            first = await client.request(
+                "GET", "/api/v1/namespaces/default/configmaps", params={"limit": "1"}
+            )
+            import orjson
+
+            token = orjson.loads(first[1])["metadata"]["continue"]
+            for i in range(10):
+                await client.patch(CONFIGMAP, "c0", {"data": {"n": str(i)}}, namespace="default")
+            with pytest.raises(errors.ResourceExpired) as expired:
+                await client.request(
+                    "GET", "/api/v1/namespaces/default/configmaps", params={"limit": "1", "continue": token}
+                )
+            assert expired.value.code == 410
+    finally:
+        server.stop()
+
+
+class _StaticCredentials:
+    """A credential source whose first token is wrong and whose refresh gives the right one."""
+
+    def __init__(self, first: str, after_refresh: str) -> None:
+        self.tokens = [first, after_refresh]
+        self.refreshes = 0
+
+    async def get(self) -> Credentials:
+        return Credentials(token=self.tokens[min(self.refreshes, 1)])
+
+    async def refresh(self) -> Credentials:
+        self.refreshes += 1
+        return await self.get()
+
+
+async def test_a_401_refreshes_credentials_once(shared_server: ServerThread) -> None:
+    source = _StaticCredentials("stale-token", shared_server.token)
+    config = replace(load_kubeconfig(shared_server.kubeconfig), credentials=source)
+    async with Client(config) as client:
+        assert (await client.get(NAMESPACE, "default"))["metadata"]["name"] == "default"
+        assert (await client.get(NAMESPACE, "kube-system"))["metadata"]["name"] == "kube-system"
+    assert source.refreshes == 1
+
+
+async def _flaky_server(answers: list[tuple[int, dict[str, str]]]) -> tuple[web.AppRunner, str, list[str]]:
+    """A plain-HTTP server answering with the given (status, headers) in turn, then 200."""
+    seen: list[str] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        seen.append(request.method)
+        if answers:
+            status, headers = answers.pop(0)
+            body = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "status": "Failure",
+                "code": status,
+                "reason": "ServiceUnavailable"
+                if status == 503
+                else "TooManyRequests"
+                if status == 429
+                else "InternalError",
+                "message": "try later",
+            }
+            return web.json_response(body, status=status, headers=headers)
+        return web.json_response({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "x"}})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return runner, f"http://127.0.0.1:{port}", seen
+
+
+async def test_retries_honour_retry_after_and_spare_unsafe_writes() -> None:
+    runner, url, seen = await _flaky_server([(429, {"Retry-After": "0"}), (503, {"Retry-After": "0"})])
+    try:
+        async with Client(ClientConfig(server=url)) as client:
+            assert (await client.request("GET", "/api/v1/namespaces/default/configmaps/x"))[0] == 200
+            assert seen == ["GET", "GET", "GET"]
+            seen.clear()
+            # A POST answered 500 without Retry-After is not repeated (it may have been applied).
+            runner_answers = [(500, {})]
+            runner2, url2, seen2 = await _flaky_server(runner_answers)
+            try:
+                async with Client(ClientConfig(server=url2)) as writer:
+                    with pytest.raises(errors.InternalError):
+                        await writer.request(
+                            "POST",
+                            "/api/v1/namespaces/default/configmaps",
+                            body=b"{}",
+                            content_type="application/json",
+                        )
+                assert seen2 == ["POST"]
+            finally:
+                await runner2.cleanup()
+    finally:
+        await runner.cleanup()
+
+
+async def test_client_side_rate_limit(shared_server: ServerThread) -> None:
+    config = replace(load_kubeconfig(shared_server.kubeconfig), qps=20.0, burst=1)
+    async with Client(config) as client:
+        await client.get(NAMESPACE, "default")  # discovery and the first token
+        started = time.monotonic()
+        await asyncio.gather(*(client.get(NAMESPACE, "default") for _ in range(10)))
+        # 10 requests at 20/s with no burst cannot finish in less than ~0.5 s.
+        assert time.monotonic() - started >= 0.45

@@ -16,7 +16,7 @@ demo: $(STAMP)
 	$(BIN)/kubeloop demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/lint-imports
 
 typecheck: $(STAMP)

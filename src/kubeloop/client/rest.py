@@ -18,12 +18,13 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import aiohttp
 import orjson
 
 from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.api.model import KubeModel, KubeObject
 from kubeloop.client import errors
 from kubeloop.client.config import ClientConfig, Credentials, ssl_context
 from kubeloop.client.ratelimit import TokenBucket
@@ -33,7 +34,20 @@ from kubeloop.client.watch import Watch, WatchOptions
 log = logging.getLogger("kubeloop.client")
 
 Obj = dict[str, Any]
-KindRef = GroupVersionKind | Mapping[str, Any]
+#: A kind: a GroupVersionKind, an object dict (its apiVersion/kind), a model class or a model.
+KindRef = GroupVersionKind | Mapping[str, Any] | type[KubeObject] | KubeObject
+#: What a write takes: an object dict or a model.
+ObjectRef = Mapping[str, Any] | KubeObject
+M = TypeVar("M", bound=KubeObject)
+
+
+@dataclass(frozen=True)
+class ObjectList(Generic[M]):
+    """A list of typed objects and the resourceVersion of the snapshot they come from."""
+
+    items: list[M]
+    resource_version: str
+
 
 JSON = "application/json"
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
@@ -134,12 +148,55 @@ class Client:
 
     # ------------------------------------------------------------------ verbs
 
+    @overload
+    async def get(
+        self, kind: type[M], name: str, *, namespace: str | None = None, subresource: str | None = None
+    ) -> M: ...
+
+    @overload
+    async def get(
+        self,
+        kind: GroupVersionKind | Mapping[str, Any],
+        name: str,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> Obj: ...
+
     async def get(
         self, kind: KindRef, name: str, *, namespace: str | None = None, subresource: str | None = None
-    ) -> Obj:
-        """One object (or a subresource such as ``scale``)."""
+    ) -> Obj | KubeObject:
+        """One object (or a subresource: ``status``, or ``scale`` given a GVK or dict kind).
+
+        Given a model class the answer is an instance of it, else a dict.
+        """
+        _check_typed_subresource(kind, subresource)
         path = await self._object_path(kind, name, namespace, subresource)
-        return await self._json("GET", path)
+        return _typed(kind, await self._json("GET", path))
+
+    @overload
+    async def list(
+        self,
+        kind: type[M],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        page_size: int | None = 500,
+    ) -> ObjectList[M]: ...
+
+    @overload
+    async def list(
+        self,
+        kind: GroupVersionKind | Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        page_size: int | None = 500,
+    ) -> Obj: ...
 
     async def list(
         self,
@@ -150,12 +207,39 @@ class Client:
         field_selector: str | None = None,
         resource_version: str | None = None,
         page_size: int | None = 500,
-    ) -> Obj:
+    ) -> Obj | ObjectList[Any]:
         """All objects (``namespace=None``: across all namespaces), fetched page by page.
 
         Pages share one snapshot: their ``continue`` tokens carry the first page's
-        resourceVersion, which the returned list's metadata reports.
+        resourceVersion, which the returned list's metadata reports. Given a model class the
+        answer is an ``ObjectList`` of instances, else the List dict.
         """
+        listed = await self._list_dict(
+            kind,
+            namespace=namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            resource_version=resource_version,
+            page_size=page_size,
+        )
+        cls = _model_class(kind)
+        if cls is None:
+            return listed
+        return ObjectList(
+            [cls.model_validate(item) for item in listed["items"]],
+            str(listed["metadata"].get("resourceVersion", "")),
+        )
+
+    async def _list_dict(
+        self,
+        kind: KindRef,
+        *,
+        namespace: str | None,
+        label_selector: str | None,
+        field_selector: str | None,
+        resource_version: str | None,
+        page_size: int | None,
+    ) -> Obj:
         items: list[Obj] = []
         first: Obj | None = None
         async for page in self.list_pages(
@@ -202,6 +286,20 @@ class Client:
             params = {k: v for k, v in params.items() if k not in ("resourceVersion", "resourceVersionMatch")}
             params["continue"] = token
 
+    @overload
+    async def create(
+        self,
+        obj: M,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        name: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str | None = None,
+    ) -> M: ...
+
+    @overload
     async def create(
         self,
         obj: Mapping[str, Any],
@@ -212,15 +310,42 @@ class Client:
         dry_run: bool = False,
         field_manager: str | None = None,
         field_validation: str | None = None,
-    ) -> Obj:
-        """POST ``obj`` to its collection (or to a subresource of ``name``, e.g. ``eviction``)."""
-        mapping = await self.mapping(obj)
-        path = mapping.collection_path(self._namespace(mapping, namespace, obj))
-        if subresource:
-            path = f"{path}/{name or _name_of(obj)}/{subresource}"
-        params = _write_params(dry_run, field_manager, field_validation)
-        return await self._json("POST", path, params=params, body=orjson.dumps(obj), content_type=JSON)
+    ) -> Obj: ...
 
+    async def create(
+        self,
+        obj: ObjectRef,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        name: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str | None = None,
+    ) -> Obj | KubeObject:
+        """POST ``obj`` to its collection (or to a subresource of ``name``, e.g. ``eviction``)."""
+        body = _as_dict(obj)
+        mapping = await self.mapping(obj)
+        path = mapping.collection_path(self._namespace(mapping, namespace, body))
+        if subresource:
+            path = f"{path}/{name or _name_of(body)}/{subresource}"
+        params = _write_params(dry_run, field_manager, field_validation)
+        created = await self._json("POST", path, params=params, body=orjson.dumps(body), content_type=JSON)
+        return created if subresource else _typed(obj, created)
+
+    @overload
+    async def update(
+        self,
+        obj: M,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str | None = None,
+    ) -> M: ...
+
+    @overload
     async def update(
         self,
         obj: Mapping[str, Any],
@@ -230,11 +355,57 @@ class Client:
         dry_run: bool = False,
         field_manager: str | None = None,
         field_validation: str | None = None,
-    ) -> Obj:
+    ) -> Obj: ...
+
+    async def update(
+        self,
+        obj: ObjectRef,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str | None = None,
+    ) -> Obj | KubeObject:
         """PUT ``obj`` (optimistic concurrency: its resourceVersion must be current, else Conflict)."""
-        path = await self._object_path(obj, _name_of(obj), namespace, subresource, obj)
+        _check_typed_subresource(obj, subresource)
+        body = _as_dict(obj)
+        path = await self._object_path(obj, _name_of(body), namespace, subresource, body)
         params = _write_params(dry_run, field_manager, field_validation)
-        return await self._json("PUT", path, params=params, body=orjson.dumps(obj), content_type=JSON)
+        updated = await self._json("PUT", path, params=params, body=orjson.dumps(body), content_type=JSON)
+        return _typed(obj, updated)
+
+    @overload
+    async def patch(
+        self,
+        kind: type[M] | M,
+        name: str | None,
+        patch: Any,
+        *,
+        patch_type: PatchType = PatchType.MERGE,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str | None = None,
+        force: bool | None = None,
+    ) -> M: ...
+
+    @overload
+    async def patch(
+        self,
+        kind: GroupVersionKind | Mapping[str, Any],
+        name: str | None,
+        patch: Any,
+        *,
+        patch_type: PatchType = PatchType.MERGE,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str | None = None,
+        force: bool | None = None,
+    ) -> Obj: ...
 
     async def patch(
         self,
@@ -249,16 +420,34 @@ class Client:
         field_manager: str | None = None,
         field_validation: str | None = None,
         force: bool | None = None,
-    ) -> Obj:
-        """PATCH with any patch type; ``patch`` is a dict/list (encoded as JSON) or raw bytes."""
-        obj = kind if isinstance(kind, Mapping) else None
+    ) -> Obj | KubeObject:
+        """PATCH with any patch type; ``patch`` is a dict/list/model (encoded as JSON) or raw bytes."""
+        _check_typed_subresource(kind, subresource)
+        obj = _as_dict(kind) if isinstance(kind, Mapping | KubeObject) else None
         path = await self._object_path(kind, name or _name_of(obj), namespace, subresource, obj)
         params = _write_params(dry_run, field_manager, field_validation)
         if force is not None:
             params["force"] = "true" if force else "false"
+        if isinstance(patch, KubeModel):
+            patch = patch.to_dict()
         body = patch if isinstance(patch, bytes) else orjson.dumps(patch)
-        return await self._json("PATCH", path, params=params, body=body, content_type=str(patch_type))
+        patched = await self._json("PATCH", path, params=params, body=body, content_type=str(patch_type))
+        return _typed(kind, patched)
 
+    @overload
+    async def apply(
+        self,
+        obj: M,
+        *,
+        field_manager: str,
+        force: bool = False,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_validation: str | None = None,
+    ) -> M: ...
+
+    @overload
     async def apply(
         self,
         obj: Mapping[str, Any],
@@ -269,12 +458,25 @@ class Client:
         subresource: str | None = None,
         dry_run: bool = False,
         field_validation: str | None = None,
-    ) -> Obj:
+    ) -> Obj: ...
+
+    async def apply(
+        self,
+        obj: ObjectRef,
+        *,
+        field_manager: str,
+        force: bool = False,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_validation: str | None = None,
+    ) -> Obj | KubeObject:
         """Server-side apply of ``obj`` (the fields this manager wants to own, nothing else)."""
+        body = _as_dict(obj)
         return await self.patch(
             obj,
-            _name_of(obj),
-            obj,
+            _name_of(body),
+            body,
             patch_type=PatchType.APPLY,
             namespace=namespace,
             subresource=subresource,
@@ -295,8 +497,8 @@ class Client:
         grace_period_seconds: int | None = None,
         dry_run: bool = False,
     ) -> Obj:
-        """DELETE; returns the object (still there while finalizers run) or the Success Status."""
-        obj = kind if isinstance(kind, Mapping) else None
+        """DELETE; returns the object (still there while finalizers run) or the Success Status, as a dict."""
+        obj = _as_dict(kind) if isinstance(kind, Mapping | KubeObject) else None
         path = await self._object_path(kind, name or _name_of(obj), namespace, None, obj)
         body = _delete_options(propagation_policy, preconditions, grace_period_seconds, dry_run)
         return await self._json("DELETE", path, body=orjson.dumps(body), content_type=JSON)
@@ -498,7 +700,40 @@ def _certificate_changed(before: Credentials | None, after: Credentials) -> bool
 def _gvk(kind: KindRef) -> GroupVersionKind:
     if isinstance(kind, GroupVersionKind):
         return kind
+    if isinstance(kind, type):
+        return kind.__gvk__
+    if isinstance(kind, KubeObject):
+        return type(kind).__gvk__
     return GroupVersionKind.of_object(kind)
+
+
+def _model_class(kind: KindRef) -> type[KubeObject] | None:
+    if isinstance(kind, type) and issubclass(kind, KubeObject):
+        return kind
+    if isinstance(kind, KubeObject):
+        return type(kind)
+    return None
+
+
+def _typed(kind: KindRef, answer: Obj) -> Obj | KubeObject:
+    """The answer as the caller's model class when it gave one (a class or an instance)."""
+    cls = _model_class(kind)
+    return cls.model_validate(answer) if cls is not None else answer
+
+
+def _as_dict(obj: ObjectRef | KindRef) -> Obj:
+    if isinstance(obj, KubeModel):
+        return obj.to_dict()
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    raise TypeError(f"an object dict or model is needed, not {obj!r}")
+
+
+def _check_typed_subresource(kind: KindRef, subresource: str | None) -> None:
+    if subresource not in (None, "status") and _model_class(kind) is not None:
+        raise ValueError(
+            f"the {subresource} subresource is not a {_gvk(kind).kind}: address it with a GroupVersionKind"
+        )
 
 
 def _name_of(obj: Mapping[str, Any] | None) -> str:

@@ -1,0 +1,89 @@
+"""Typed models: the pydantic base classes of generated built-in kinds and of users' custom resources.
+
+Objects travel as plain dicts at the core (fast); models are the typed edge. A model reads and
+writes the JSON form (camelCase aliases, unset fields left out) and keeps fields it does not
+know (``extra="allow"``), so a newer server's fields survive a read-modify-write. Models are
+built on first use (``defer_build``): importing core/v1's 200-odd classes stays cheap. A top-level
+kind carries its ``GroupVersionKind`` in ``__gvk__`` and registers in the ``Scheme``; users'
+custom resources derive from ``customresource.CustomResource``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict
+
+from kubeloop.api.gvk import GroupVersionKind
+
+#: resource.Quantity in JSON: "500m", "1Gi", or a bare number.
+Quantity = str | int | float
+#: intstr.IntOrString: a port number or name, a count or a percentage.
+IntOrString = int | str
+
+
+class KubeModel(BaseModel):
+    """Any part of an API object."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="allow", serialize_by_alias=True, defer_build=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: aliases, RFC 3339 times, unset and null fields left out."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        return cls.model_validate(data)
+
+
+class KubeObject(KubeModel):
+    """A top-level kind (has apiVersion, kind and metadata); subclasses set ``__gvk__``."""
+
+    __gvk__: ClassVar[GroupVersionKind]
+    __plural__: ClassVar[str | None] = None
+    __namespaced__: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__gvk__" in cls.__dict__:
+            scheme.register(cls)
+
+
+#: Modules of the generated built-in models, by group/version; imported on first use.
+BUILTIN_MODULES: dict[tuple[str, str], str] = {
+    ("", "v1"): "kubeloop.api.models.core_v1",
+    ("apps", "v1"): "kubeloop.api.models.apps_v1",
+    ("batch", "v1"): "kubeloop.api.models.batch_v1",
+    ("coordination.k8s.io", "v1"): "kubeloop.api.models.coordination_v1",
+    ("meta.k8s.io", "v1"): "kubeloop.api.models.meta_v1",
+}
+
+
+class Scheme:
+    """GroupVersionKind ↔ model class. Built-in kinds are found by importing their module lazily."""
+
+    def __init__(self) -> None:
+        self._by_gvk: dict[GroupVersionKind, type[KubeObject]] = {}
+
+    def register(self, cls: type[KubeObject]) -> None:
+        existing = self._by_gvk.get(cls.__gvk__)
+        if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
+            raise ValueError(f"{cls.__gvk__} is already registered as {existing.__module__}.{existing.__qualname__}")
+        self._by_gvk[cls.__gvk__] = cls
+
+    def class_for(self, gvk: GroupVersionKind) -> type[KubeObject] | None:
+        found = self._by_gvk.get(gvk)
+        if found is None:
+            module = BUILTIN_MODULES.get((gvk.group, gvk.version))
+            if module is not None:
+                importlib.import_module(module)
+                found = self._by_gvk.get(gvk)
+        return found
+
+    def gvk_for(self, cls: type[KubeObject]) -> GroupVersionKind:
+        return cls.__gvk__
+
+
+scheme = Scheme()

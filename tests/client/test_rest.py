@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 
@@ -363,3 +364,51 @@ async def test_client_side_rate_limit(shared_server: ServerThread) -> None:
         await asyncio.gather(*(client.get(NAMESPACE, "default") for _ in range(10)))
         # 10 requests at 20/s with no burst cannot finish in less than ~0.5 s.
         assert time.monotonic() - started >= 0.45
+
+
+async def test_tls_server_name_is_what_the_certificate_is_checked_against(
+    shared_server: ServerThread,
+) -> None:
+    config = load_kubeconfig(shared_server.kubeconfig)
+    async with Client(replace(config, tls_server_name="localhost")) as client:
+        assert (await client.get(NAMESPACE, "default"))["metadata"]["name"] == "default"
+    async with Client(
+        replace(config, tls_server_name="elsewhere.example"), retry=RetryPolicy(max_retries=0)
+    ) as client:
+        with pytest.raises(aiohttp.ClientConnectorCertificateError):
+            await client.get(NAMESPACE, "default")
+
+
+async def test_requests_go_through_the_proxy_url(shared_server: ServerThread) -> None:
+    """An HTTP CONNECT proxy (written here) carries the TLS connection to the server."""
+    tunnels: list[str] = []
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.close()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await reader.readuntil(b"\r\n\r\n")
+        method, target, _ = request.split(b"\r\n", 1)[0].decode().split(" ", 2)
+        assert method == "CONNECT"
+        tunnels.append(target)
+        host, _, port = target.rpartition(":")
+        upstream_reader, upstream_writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await writer.drain()
+        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+
+    proxy = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = proxy.sockets[0].getsockname()[1]
+    try:
+        config = replace(load_kubeconfig(shared_server.kubeconfig), proxy_url=f"http://127.0.0.1:{port}")
+        async with Client(config) as client:
+            assert (await client.get(NAMESPACE, "default"))["metadata"]["name"] == "default"
+        server_port = shared_server.url.rsplit(":", 1)[1]
+        assert tunnels and all(t.endswith(f":{server_port}") for t in tunnels)
+    finally:
+        proxy.close()

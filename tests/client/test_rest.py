@@ -412,3 +412,21 @@ async def test_requests_go_through_the_proxy_url(shared_server: ServerThread) ->
         assert tunnels and all(t.endswith(f":{server_port}") for t in tunnels)
     finally:
         proxy.close()
+
+
+async def test_server_side_apply(client: Client, namespace: str) -> None:
+    body = configmap("applied", namespace, a="1")
+    created = await client.apply(body, field_manager="tool")
+    assert created["data"] == {"a": "1"}
+    assert [(m["manager"], m["operation"]) for m in created["metadata"]["managedFields"]] == [
+        ("tool", "Apply")
+    ]
+    await client.patch(
+        CONFIGMAP, "applied", {"data": {"a": "2"}}, namespace=namespace, field_manager="editor"
+    )
+    with pytest.raises(errors.Conflict) as conflict:
+        await client.apply(body, field_manager="tool")
+    assert conflict.value.causes[0].type == "FieldManagerConflict"
+    assert conflict.value.causes[0].field == ".data.a"
+    forced = await client.apply(body, field_manager="tool", force=True)
+    assert forced["data"] == {"a": "1"}

@@ -409,7 +409,7 @@ class APIHandlers:
             options,
             subresource=target.subresource,
         )
-        return await object_response(request, result.obj, 200, warnings=result.warnings)
+        return await object_response(request, result.obj, 201 if result.created else 200, warnings=result.warnings)
 
     async def _delete(self, request: web.Request, target: Target) -> web.StreamResponse:
         assert target.name is not None
@@ -552,9 +552,9 @@ def _accept(request: web.Request) -> _Accept:
 
 
 def _patch_type(request: web.Request) -> str:
-    """The patch media type of a PATCH request; 415 for anything else (server-side apply not yet served)."""
+    """The patch media type of a PATCH request; 415 for anything else."""
     content_type = request.content_type
-    if content_type not in _PATCH_TYPES or content_type == registry.APPLY_PATCH:
+    if content_type not in _PATCH_TYPES:
         raise registry.unsupported_patch_type()
     return content_type
 
@@ -614,9 +614,24 @@ def _write_options(request: web.Request, raw: bytes) -> WriteOptions:
     duplicates: tuple[str, ...] = ()
     if normalized != "Ignore" and request.content_type in ("", JSON):
         duplicates = tuple(validation.find_duplicate_fields(raw)) if b'"' in raw else ()
+    field_manager = query.get("fieldManager", "")
+    if len(field_manager) > 128:
+        raise errors.invalid(
+            "meta.k8s.io",
+            "PatchOptions"
+            if request.method == "PATCH"
+            else "CreateOptions"
+            if request.method == "POST"
+            else "UpdateOptions",
+            "",
+            [errors.Cause("FieldValueTooLong", "Too long: may not be more than 128 bytes", "fieldManager")],
+        )
+    force = query.get("force")
     return WriteOptions(
         dry_run=_dry_run(query.getall("dryRun", [])),
-        field_manager=query.get("fieldManager", ""),
+        field_manager=field_manager,
+        default_manager=request.headers.get("User-Agent", "").split("/", 1)[0][:128] or "unknown",
+        force=None if force is None else _truthy(force),
         field_validation=normalized,
         duplicate_fields=duplicates,
     )

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+import yaml
 
-from kubeloop.apiserver import defaults, errors, eventconversion, naming, schemas, validation
+from kubeloop.apiserver import defaults, errors, eventconversion, fieldmanager, naming, schemas, validation
 from kubeloop.apiserver.fieldselector import FieldSelector, object_fields
 from kubeloop.apiserver.jsonpatch import apply_json_patch
 from kubeloop.apiserver.labelselector import LabelSelector
@@ -50,7 +51,12 @@ class WriteOptions:
     """Query parameters shared by create, update and patch."""
 
     dry_run: bool = False
+    #: The ``fieldManager`` parameter (apply requires it).
     field_manager: str = ""
+    #: The manager recorded when no ``fieldManager`` was given: the User-Agent up to its first "/".
+    default_manager: str = "unknown"
+    #: The ``force`` parameter of apply patches (None: not given).
+    force: bool | None = None
     #: "Strict", "Warn" or "Ignore" (upstream's default for a request without the parameter: Warn... for
     #: kubectl it sends Strict; the server default is Warn).
     field_validation: str = "Warn"
@@ -348,7 +354,13 @@ class Registry:
                 )
 
     async def create(
-        self, resource: ResourceType, namespace: str | None, body: Any, options: WriteOptions
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        body: Any,
+        options: WriteOptions,
+        *,
+        managed: list[fieldmanager.ManagedEntry] | None = None,
     ) -> WriteResult:
         obj, warnings = self._decode(resource, body, options)
         obj = self.to_stored(resource, obj)
@@ -384,6 +396,9 @@ class Registry:
             metadata["generation"] = 1
         defaults.prepare_for_create(resource.group, resource.kind, obj, has_status=resource.has_status)
         defaults.apply_defaults(resource.group, resource.kind, obj)
+        if managed is None:
+            managed = _recorded_update(resource, None, obj, options, "")
+        _set_managed(metadata, managed)
         attempts = 0
         while True:
             if (generate_name and not metadata.get("name")) or attempts:
@@ -445,6 +460,9 @@ class Registry:
         *,
         subresource: str = "",
     ) -> WriteResult:
+        _check_patch_options(patch_type, options)
+        if patch_type == APPLY_PATCH:
+            return await self._apply(resource, namespace, name, patch, options, subresource)
         key = resource.key(namespace, name)
         current = self.store.get(key)
         if current is None:
@@ -472,6 +490,73 @@ class Registry:
             resource, key, current.obj, current.revision, obj, options, warnings, subresource
         )
 
+    async def _apply(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        patch: bytes,
+        options: WriteOptions,
+        subresource: str,
+    ) -> WriteResult:
+        """Server-side apply: merge the applied configuration, track ownership, create if absent."""
+        try:
+            document = yaml.safe_load(patch)
+        except yaml.YAMLError as exc:
+            raise errors.BadRequest(f"error decoding YAML: {exc}") from None
+        applied, warnings = self._decode(resource, document, options, subresource=subresource)
+        metadata: Obj = applied["metadata"]
+        if metadata.get("name") not in (None, "", name):
+            raise errors.BadRequest(
+                f"the name of the object ({metadata.get('name')}) does not match the name on the URL ({name})"
+            )
+        metadata["name"] = name
+        if resource.namespaced and metadata.get("namespace") not in (None, "", namespace):
+            raise errors.BadRequest(
+                f"the namespace of the object ({metadata.get('namespace')}) does not match the namespace on "
+                f"the URL ({namespace})"
+            )
+        if "managedFields" in metadata:
+            raise errors.BadRequest("metadata.managedFields must be nil in an apply configuration")
+        schema = schemas.kind_schema(resource.group, resource.version, resource.kind)
+        key = resource.key(namespace, name)
+        current = self.store.get(key)
+        live = self.to_served(resource, current.obj) if current is not None else None
+        if live is None and subresource:
+            raise errors.not_found(resource.group, resource.plural, name)
+        entries = fieldmanager.starting_entries(live, {})
+        result = fieldmanager.apply(
+            live,
+            applied,
+            entries,
+            schema,
+            manager=options.field_manager,
+            api_version=resource.api_version,
+            subresource=subresource,
+            has_status=resource.has_status,
+            force=bool(options.force),
+            group=resource.group,
+            kind=resource.plural,
+            name=name,
+        )
+        if current is None:
+            result.obj.setdefault("metadata", {})["namespace"] = namespace
+            created = await self.create(resource, namespace, result.obj, options, managed=result.entries)
+            return WriteResult(created.obj, warnings + created.warnings, created=True)
+        merged = self.to_stored(resource, result.obj)
+        merged["metadata"]["resourceVersion"] = str(current.revision)
+        return await self._finish_update(
+            resource,
+            key,
+            current.obj,
+            current.revision,
+            merged,
+            options,
+            warnings,
+            subresource,
+            managed=result.entries,
+        )
+
     async def _finish_update(
         self,
         resource: ResourceType,
@@ -482,8 +567,11 @@ class Registry:
         options: WriteOptions,
         warnings: list[str],
         subresource: str,
+        *,
+        managed: list[fieldmanager.ManagedEntry] | None = None,
     ) -> WriteResult:
         old_meta: Obj = old.get("metadata") or {}
+        sent_managed = (new.get("metadata") or {}).get("managedFields")
         if subresource == "status":
             status = new.get("status")
             new = copy.deepcopy(old)
@@ -525,6 +613,10 @@ class Registry:
             defaults.apply_defaults(resource.group, resource.kind, new)
         if resource.tracks_generation and subresource == "" and _spec_changed(resource, old, new):
             meta["generation"] = int(old_meta.get("generation", 0)) + 1
+        if managed is None:
+            meta["managedFields"] = sent_managed
+            managed = _recorded_update(resource, old, new, options, subresource)
+        _set_managed(meta, managed)
         if old_meta.get("deletionTimestamp"):
             old_finalizers = set(old_meta.get("finalizers") or ())
             added = [f for f in meta.get("finalizers") or () if f not in old_finalizers]
@@ -855,3 +947,43 @@ def _merge_final(final: Obj, new: Obj) -> Obj:
     out = copy.deepcopy(new)
     out["metadata"]["resourceVersion"] = (final.get("metadata") or {}).get("resourceVersion")
     return out
+
+
+def _recorded_update(
+    resource: ResourceType, old: Obj | None, new: Obj, options: WriteOptions, subresource: str
+) -> list[fieldmanager.ManagedEntry]:
+    """The managedFields after this write, as an Update operation of its manager."""
+    return fieldmanager.record_update(
+        fieldmanager.starting_entries(old, new),
+        old,
+        new,
+        schemas.kind_schema(resource.group, resource.version, resource.kind),
+        manager=options.field_manager or options.default_manager,
+        api_version=resource.api_version,
+        subresource=subresource,
+        has_status=resource.has_status,
+    )
+
+
+def _set_managed(metadata: Obj, entries: list[fieldmanager.ManagedEntry]) -> None:
+    if entries:
+        metadata["managedFields"] = [entry.to_dict() for entry in entries]
+    else:
+        metadata.pop("managedFields", None)
+
+
+def _check_patch_options(patch_type: str, options: WriteOptions) -> None:
+    """ValidatePatchOptions: apply needs a field manager; only apply takes ``force``."""
+    causes: list[errors.Cause] = []
+    if patch_type == APPLY_PATCH and not options.field_manager:
+        causes.append(
+            errors.Cause("FieldValueRequired", "Required value: is required for apply patch", "fieldManager")
+        )
+    if patch_type != APPLY_PATCH and options.force is not None:
+        causes.append(
+            errors.Cause(
+                "FieldValueForbidden", "Forbidden: may not be specified for non-apply patch", "force"
+            )
+        )
+    if causes:
+        raise errors.invalid("meta.k8s.io", "PatchOptions", "", causes)

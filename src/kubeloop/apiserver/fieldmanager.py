@@ -1,0 +1,548 @@
+"""Field ownership: ``metadata.managedFields``, and the merge behind server-side apply.
+
+Every write records which manager set which fields, as kube-apiserver does with
+structured-merge-diff. A field path is a tuple of FieldsV1 elements — ``f:name`` (a field or map
+key), ``k:{"name":"c"}`` (a list-map element by its keys), ``v:"x"`` (a set element), ``i:0`` —
+and a field set is a set of such paths, written out as FieldsV1 (nested objects; ``"."`` marks a
+path that is a member and also has members below it).
+
+Which paths an object has follows the schema (``field_set``): struct fields and map entries
+nest; lists are ``x-kubernetes-list-type`` map (elements by ``x-kubernetes-list-map-keys``, or by
+the patch merge key), set, or atomic (a leaf, the default); ``x-kubernetes-map-type: atomic``
+maps and structs are leaves. A scalar, an atomic value, an empty object, a list element and a map
+entry are members.
+
+- Update operations (create, update, every patch type, subresources): the fields the write added
+  or changed go to the writing manager (taken from everyone else), removed fields leave every set.
+- Apply: the applied configuration is merged into the live object; fields the manager applied
+  before and no longer applies are removed unless another manager owns them; fields it applies
+  with a value another manager owns and the live object holds differently are conflicts (409)
+  unless ``force`` takes them over. The manager's Apply entry is then exactly the applied set.
+
+Simplifications: metadata fields the server owns (name, uid, resourceVersion, ...) are never
+tracked, as upstream's stripping does; the ten-Update-managers cap ("ancient-changes") is not
+applied.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from kubeloop.apiserver import errors, schemas
+
+Path = tuple[str, ...]
+Obj = dict[str, Any]
+
+#: Paths upstream strips from every manager's set (stripmeta.go) — they belong to the server.
+_STRIPPED = frozenset(
+    {
+        ("f:apiVersion",),
+        ("f:kind",),
+        ("f:metadata",),
+        ("f:metadata", "f:name"),
+        ("f:metadata", "f:namespace"),
+        ("f:metadata", "f:creationTimestamp"),
+        ("f:metadata", "f:selfLink"),
+        ("f:metadata", "f:uid"),
+        ("f:metadata", "f:generation"),
+        ("f:metadata", "f:managedFields"),
+        ("f:metadata", "f:resourceVersion"),
+        ("f:metadata", "f:deletionTimestamp"),
+        ("f:metadata", "f:deletionGracePeriodSeconds"),
+    }
+)
+
+
+# ---------------------------------------------------------------------------- FieldsV1
+
+
+def encode_fields_v1(paths: Iterable[Path]) -> Obj:
+    """A field set as FieldsV1."""
+    root: Obj = {}
+    members: set[int] = set()
+    for path in paths:
+        node = root
+        for element in path:
+            node = node.setdefault(element, {})
+        members.add(id(node))
+
+    def mark(node: Obj) -> None:
+        for key, child in node.items():
+            if key == ".":
+                continue
+            mark(child)
+            if child and id(child) in members:
+                child["."] = {}
+
+    mark(root)
+    return root
+
+
+def decode_fields_v1(document: Any) -> set[Path]:
+    """A FieldsV1 object as a set of paths; ValueError when it is not one."""
+    paths: set[Path] = set()
+
+    def walk(node: Any, prefix: Path) -> None:
+        if not isinstance(node, dict):
+            raise ValueError(f"expected an object at {'.'.join(prefix) or 'the root'}")
+        if not node and prefix:
+            paths.add(prefix)
+        for key, child in node.items():
+            if key == ".":
+                if child != {}:
+                    raise ValueError('"." must map to {}')
+                paths.add(prefix)
+                continue
+            if not isinstance(key, str) or key[:2] not in ("f:", "k:", "v:", "i:"):
+                raise ValueError(f"{key!r} is not a FieldsV1 path element")
+            if key[:2] in ("k:", "v:"):
+                try:
+                    orjson.loads(key[2:])
+                except orjson.JSONDecodeError:
+                    raise ValueError(f"{key!r} does not hold JSON") from None
+            walk(child, (*prefix, key))
+
+    walk(document, ())
+    return paths
+
+
+def path_string(path: Path) -> str:
+    """structured-merge-diff's rendering: ``.spec.containers[name="c"].image``."""
+    out = []
+    for element in path:
+        kind, value = element[:2], element[2:]
+        if kind == "f:":
+            out.append(f".{value}")
+        elif kind == "k:":
+            keys = orjson.loads(value)
+            out.append("[" + ",".join(f"{k}={orjson.dumps(v).decode()}" for k, v in keys.items()) + "]")
+        elif kind == "v:":
+            out.append(f"[={value}]")
+        else:
+            out.append(f"[{value}]")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------- field sets
+
+
+@dataclass(frozen=True)
+class Member:
+    value: Any
+    leaf: bool  # a scalar or atomic value: compared by value; otherwise a container that is a member
+
+
+def _list_kind(node: Mapping[str, Any]) -> tuple[str, list[str]]:
+    kind = node.get("x-kubernetes-list-type")
+    if kind == "map":
+        return "map", list(node.get("x-kubernetes-list-map-keys") or ())
+    if kind in ("set", "atomic"):
+        return str(kind), []
+    strategies = str(node.get("x-kubernetes-patch-strategy", "")).split(",")
+    if "merge" in strategies:
+        key = node.get("x-kubernetes-patch-merge-key")
+        if key:
+            return "map", [str(key)]
+        return "set", []
+    return "atomic", []
+
+
+#: Defaults of list-map key fields the upstream schemas declare (``+default="TCP"`` on the ports'
+#: protocol) but kubernetes-validate's copies leave out; a schema's own ``default`` wins.
+_KEY_DEFAULTS = {"protocol": "TCP"}
+
+
+def _element_key(item: Any, keys: list[str], item_node: Mapping[str, Any] | None = None) -> str:
+    """``k:{...}`` of a list-map element; a missing key field takes its default, as upstream."""
+    present: Obj = {}
+    properties: Mapping[str, Any] = (item_node or {}).get("properties") or {}
+    for key in sorted(keys):
+        if isinstance(item, dict) and key in item:
+            present[key] = item[key]
+        elif isinstance(properties.get(key), Mapping) and "default" in properties[key]:
+            present[key] = properties[key]["default"]
+        elif key in _KEY_DEFAULTS and key in properties:
+            present[key] = _KEY_DEFAULTS[key]
+    return "k:" + orjson.dumps(present).decode()
+
+
+def _value_key(item: Any) -> str:
+    return "v:" + orjson.dumps(item, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def field_set(
+    obj: Any, schema: Mapping[str, Any] | None, maps: set[Path] | None = None
+) -> dict[Path, Member]:
+    """The member paths of ``obj`` (structured-merge-diff's ToFieldSet), with their values.
+
+    ``maps`` collects the paths of the maps (not structs) the object holds, which an Update that
+    creates them owns as members too.
+    """
+    out: dict[Path, Member] = {}
+    _walk(obj, schemas.resolve(schema) if schema else {}, (), out, maps if maps is not None else set())
+    for stripped in _STRIPPED:
+        out.pop(stripped, None)
+    return out
+
+
+def _walk(value: Any, node: Mapping[str, Any], path: Path, out: dict[Path, Member], maps: set[Path]) -> None:
+    if isinstance(value, dict):
+        if node.get("x-kubernetes-map-type") == "atomic":
+            if path:
+                out[path] = Member(value, True)
+            return
+        properties: Mapping[str, Any] = node.get("properties") or {}
+        if path and not properties:
+            maps.add(path)
+        extra = node.get("additionalProperties")
+        for key, child in value.items():
+            declared = key in properties
+            child_node = properties.get(key) if declared else extra if isinstance(extra, Mapping) else {}
+            child_path = (*path, f"f:{key}")
+            resolved = schemas.resolve(child_node) if child_node else {}
+            _walk(child, resolved, child_path, out, maps)
+            if child is None or (isinstance(child, dict) and not child):
+                out[child_path] = Member(child, True)
+            elif not declared and child_path not in out:
+                out[child_path] = Member(child, False)
+        return
+    if isinstance(value, list):
+        kind, keys = _list_kind(node)
+        items = node.get("items")
+        item_node = schemas.resolve(items) if isinstance(items, Mapping) else {}
+        if kind == "atomic":
+            if path:
+                out[path] = Member(value, True)
+            return
+        for item in value:
+            if kind == "set":
+                out[(*path, _value_key(item))] = Member(item, True)
+                continue
+            element = (*path, _element_key(item, keys, item_node))
+            _walk(item, item_node, element, out, maps)
+            out[element] = Member(item, False)
+        return
+    if path:
+        out[path] = Member(value, True)
+
+
+def changed_paths(old: dict[Path, Member], new: dict[Path, Member]) -> tuple[set[Path], set[Path]]:
+    """(added or modified, removed) between two field sets."""
+    changed = {p for p, m in new.items() if p not in old or (m.leaf and old[p].value != m.value)}
+    removed = set(old) - set(new)
+    return changed, removed
+
+
+# ---------------------------------------------------------------------------- managedFields entries
+
+
+@dataclass
+class ManagedEntry:
+    manager: str
+    operation: str  # "Apply" or "Update"
+    api_version: str
+    subresource: str = ""
+    time: str = ""
+    paths: set[Path] = field(default_factory=set)
+
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        return (self.manager, self.operation, self.api_version, self.subresource)
+
+    def to_dict(self) -> Obj:
+        out: Obj = {"manager": self.manager, "operation": self.operation, "apiVersion": self.api_version}
+        if self.time:
+            out["time"] = self.time
+        out["fieldsType"] = "FieldsV1"
+        out["fieldsV1"] = encode_fields_v1(sorted(self.paths))
+        if self.subresource:
+            out["subresource"] = self.subresource
+        return out
+
+
+def parse_managed_fields(raw: Any) -> list[ManagedEntry]:
+    """``metadata.managedFields`` as entries; BadRequest naming the field when malformed."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise _invalid_managed("must be a list")
+    entries: list[ManagedEntry] = []
+    for index, item in enumerate(raw):
+        where = f"metadata.managedFields[{index}]"
+        if not isinstance(item, dict):
+            raise _invalid_managed(f"{where} must be an object")
+        operation = item.get("operation")
+        if operation not in ("Apply", "Update"):
+            raise _invalid_managed(f'{where}.operation: Unsupported value: "{operation}"')
+        fields_type = item.get("fieldsType", "FieldsV1")
+        if fields_type != "FieldsV1":
+            raise _invalid_managed(f'{where}.fieldsType: Unsupported value: "{fields_type}"')
+        try:
+            paths = decode_fields_v1(item.get("fieldsV1") or {})
+        except ValueError as exc:
+            raise _invalid_managed(f"{where}.fieldsV1: {exc}") from None
+        entries.append(
+            ManagedEntry(
+                manager=str(item.get("manager") or ""),
+                operation=str(operation),
+                api_version=str(item.get("apiVersion") or ""),
+                subresource=str(item.get("subresource") or ""),
+                time=str(item.get("time") or ""),
+                paths=paths,
+            )
+        )
+    return entries
+
+
+def _invalid_managed(message: str) -> errors.BadRequest:
+    return errors.BadRequest(f"metadata.managedFields: Invalid value: {message}")
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _scoped(paths: dict[Path, Member], subresource: str, has_status: bool) -> dict[Path, Member]:
+    """The paths a write through ``subresource`` may own: status only through /status."""
+    if not has_status:
+        return paths
+    if subresource == "status":
+        return {p: m for p, m in paths.items() if p[:1] == ("f:status",)}
+    return {p: m for p, m in paths.items() if p[:1] != ("f:status",)}
+
+
+def starting_entries(old: Obj | None, new: Obj) -> list[ManagedEntry]:
+    """The managers before this write: the live object's, or the ones the client sent.
+
+    As upstream: an empty list leaves them as they are (clients unaware of the field), a list
+    holding one empty entry resets them, any other change replaces them.
+    """
+    live = parse_managed_fields(((old or {}).get("metadata") or {}).get("managedFields"))
+    sent = (new.get("metadata") or {}).get("managedFields")
+    if sent is None or sent == []:
+        return live
+    if sent == [{}]:
+        return []
+    return parse_managed_fields(sent)
+
+
+def record_update(
+    entries: list[ManagedEntry],
+    old: Obj | None,
+    new: Obj,
+    schema: Mapping[str, Any] | None,
+    *,
+    manager: str,
+    api_version: str,
+    subresource: str,
+    has_status: bool,
+) -> list[ManagedEntry]:
+    """The entries after an Update operation by ``manager`` that turned ``old`` into ``new``."""
+    old_maps: set[Path] = set()
+    new_maps: set[Path] = set()
+    before = _scoped(field_set(old, schema, old_maps), subresource, has_status) if old is not None else {}
+    after = _scoped(field_set(new, schema, new_maps), subresource, has_status)
+    changed, removed = changed_paths(before, after)
+    # A map this write creates is the writer's as a whole too ("." in FieldsV1), as upstream,
+    # where the old object is the Go zero value in which maps are nil; one that goes, goes.
+    in_scope = set(_scoped({p: Member(None, False) for p in new_maps | old_maps}, subresource, has_status))
+    changed |= {p for p in new_maps & in_scope if p not in old_maps and p not in before}
+    removed |= {p for p in old_maps & in_scope if p not in new_maps and p not in after}
+    identity = (manager, "Update", api_version, subresource)
+    result: list[ManagedEntry] = []
+    mine: ManagedEntry | None = None
+    for entry in entries:
+        entry = copy.copy(entry)
+        if entry.identity == identity:
+            mine = entry
+            entry.paths = entry.paths - removed
+        else:
+            entry.paths = entry.paths - removed - changed
+        result.append(entry)
+    if changed:
+        if mine is None:
+            mine = ManagedEntry(manager, "Update", api_version, subresource)
+            result.append(mine)
+        mine.paths = mine.paths | changed
+        mine.time = _now()
+    return [e for e in result if e.paths]
+
+
+@dataclass(frozen=True)
+class Conflict:
+    manager: ManagedEntry
+    path: Path
+
+
+def conflict_error(group: str, kind: str, name: str, conflicts: list[Conflict]) -> errors.Conflict:
+    """409 as upstream words it: ``Apply failed with 1 conflict: conflict with "m" using v1: .spec.x``."""
+
+    def who(entry: ManagedEntry) -> str:
+        return f'"{entry.manager}"' + (f" using {entry.api_version}" if entry.api_version else "")
+
+    causes = [
+        errors.Cause("FieldManagerConflict", f"conflict with {who(c.manager)}", path_string(c.path))
+        for c in conflicts
+    ]
+    if len(conflicts) == 1:
+        detail = f"conflict with {who(conflicts[0].manager)}: {path_string(conflicts[0].path)}"
+    else:
+        by_manager: dict[str, list[str]] = {}
+        for c in conflicts:
+            by_manager.setdefault(who(c.manager), []).append(path_string(c.path))
+        if len(by_manager) == 1:
+            ((manager, paths),) = by_manager.items()
+            detail = f"conflicts with {manager}" + "".join(f"\n- {p}" for p in paths)
+        else:
+            detail = "conflicts with" + "".join(
+                f"\n{manager}:" + "".join(f"\n- {p}" for p in paths) for manager, paths in by_manager.items()
+            )
+    plural = "" if len(conflicts) == 1 else "s"
+    return errors.Conflict(
+        f"Apply failed with {len(conflicts)} conflict{plural}: {detail}",
+        name=name,
+        group=group,
+        kind=kind,
+        causes=causes,
+    )
+
+
+@dataclass
+class ApplyResult:
+    obj: Obj
+    entries: list[ManagedEntry]
+
+
+def apply(
+    live: Obj | None,
+    applied: Obj,
+    entries: list[ManagedEntry],
+    schema: Mapping[str, Any] | None,
+    *,
+    manager: str,
+    api_version: str,
+    subresource: str,
+    has_status: bool,
+    force: bool,
+    group: str,
+    kind: str,
+    name: str,
+) -> ApplyResult:
+    """Merge ``applied`` into ``live`` for ``manager``; raises the 409 on conflicts unless ``force``."""
+    resolved = schemas.resolve(schema) if schema else {}
+    base = copy.deepcopy(live) if live is not None else {}
+    (base.get("metadata") or {}).pop("managedFields", None)
+    merged = _merge(base, applied, resolved)
+    applied_set = _scoped(field_set(applied, schema), subresource, has_status)
+    identity = (manager, "Apply", api_version, subresource)
+    previous = next((e for e in entries if e.identity == identity), None)
+    others = [copy.copy(e) for e in entries if e.identity != identity]
+
+    live_set = field_set(base, schema)
+    merged_set = field_set(merged, schema)
+    conflicts: list[Conflict] = []
+    for path, member in applied_set.items():
+        if not member.leaf or path not in live_set:
+            continue
+        if live_set[path].value == merged_set.get(path, member).value:
+            continue  # the same value: shared ownership
+        conflicts.extend(Conflict(other, path) for other in others if path in other.paths)
+    if conflicts and not force:
+        raise conflict_error(group, kind, name, conflicts)
+    taken = {c.path for c in conflicts}
+
+    owned_by_others = set().union(*(e.paths for e in others)) if others else set()
+    disowned = (previous.paths if previous else set()) - set(applied_set) - owned_by_others
+    for path in sorted(disowned, key=len):  # an element before its fields: they hold its key
+        _remove(merged, path, resolved)
+    final_set = field_set(merged, schema)
+
+    result: list[ManagedEntry] = []
+    for entry in others:
+        entry.paths = {p for p in entry.paths if p not in taken and p in final_set}
+        if entry.paths:
+            result.append(entry)
+    mine = ManagedEntry(manager, "Apply", api_version, subresource, _now(), set(applied_set))
+    if previous is not None and previous.paths == mine.paths:
+        mine.time = previous.time
+    insert_at = next((i for i, e in enumerate(entries) if e.identity == identity), len(result))
+    result.insert(min(insert_at, len(result)), mine)
+    return ApplyResult(merged, result)
+
+
+def _merge(live: Any, applied: Any, node: Mapping[str, Any]) -> Any:
+    if isinstance(live, dict) and isinstance(applied, dict) and node.get("x-kubernetes-map-type") != "atomic":
+        properties: Mapping[str, Any] = node.get("properties") or {}
+        extra = node.get("additionalProperties")
+        out = dict(live)
+        for key, value in applied.items():
+            child = properties.get(key) or (extra if isinstance(extra, Mapping) else {})
+            out[key] = (
+                _merge(live[key], value, schemas.resolve(child) if child else {})
+                if key in live
+                else copy.deepcopy(value)
+            )
+        return out
+    if isinstance(live, list) and isinstance(applied, list):
+        kind, keys = _list_kind(node)
+        items = node.get("items")
+        item_node = schemas.resolve(items) if isinstance(items, Mapping) else {}
+        if kind == "map":
+            merged = list(live)
+            index = {_element_key(item, keys, item_node): i for i, item in enumerate(merged)}
+            for item in applied:
+                key = _element_key(item, keys, item_node)
+                if key in index:
+                    merged[index[key]] = _merge(merged[index[key]], item, item_node)
+                else:
+                    index[key] = len(merged)
+                    merged.append(copy.deepcopy(item))
+            return merged
+        if kind == "set":
+            present = {_value_key(item) for item in live}
+            return [*live, *(copy.deepcopy(i) for i in applied if _value_key(i) not in present)]
+    return copy.deepcopy(applied)
+
+
+def _remove(obj: Any, path: Path, node: Mapping[str, Any]) -> None:
+    """Remove the member at ``path`` from ``obj`` (if it is still there)."""
+    parent: Any = obj
+    for depth, element in enumerate(path):
+        last = depth == len(path) - 1
+        kind, value = element[:2], element[2:]
+        if kind == "f:":
+            if not isinstance(parent, dict) or value not in parent:
+                return
+            if last:
+                del parent[value]
+                return
+            properties: Mapping[str, Any] = node.get("properties") or {}
+            extra = node.get("additionalProperties")
+            child = properties.get(value) or (extra if isinstance(extra, Mapping) else {})
+            node = schemas.resolve(child) if child else {}
+            parent = parent[value]
+            continue
+        if not isinstance(parent, list):
+            return
+        items = node.get("items")
+        item_node = schemas.resolve(items) if isinstance(items, Mapping) else {}
+        _, keys = _list_kind(node)
+        if kind == "k:":
+            matches = [i for i, item in enumerate(parent) if _element_key(item, keys, item_node) == element]
+        elif kind == "v:":
+            matches = [i for i, item in enumerate(parent) if _value_key(item) == element]
+        else:
+            matches = [int(value)] if value.isdigit() and int(value) < len(parent) else []
+        if not matches:
+            return
+        if last:
+            del parent[matches[0]]
+            return
+        parent = parent[matches[0]]
+        node = item_node

@@ -1,0 +1,289 @@
+"""Server-side apply and managedFields over HTTP, with the official client and kubectl, plus
+property tests of the FieldsV1 encoding."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubeloop.apiserver import fieldmanager
+from tests.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401  (fixture)
+from tests.conftest import Client, ServerThread
+
+APPLY = "application/apply-patch+yaml"
+DEPLOY = "/apis/apps/v1/namespaces/{ns}/deployments"
+CM = "/api/v1/namespaces/{ns}/configmaps"
+
+
+def deployment(name: str, replicas: int | None = 2, image: str = "nginx:1.27") -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "selector": {"matchLabels": {"app": name}},
+        "template": {
+            "metadata": {"labels": {"app": name}},
+            "spec": {"containers": [{"name": "web", "image": image, "ports": [{"containerPort": 80}]}]},
+        },
+    }
+    if replicas is not None:
+        spec["replicas"] = replicas
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": spec,
+    }
+
+
+def apply(api: Client, path: str, body: Any, manager: str, **params: str) -> Any:
+    return api.patch(path, json.dumps(body), APPLY, params={"fieldManager": manager, **params})
+
+
+def entries(obj: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(e["manager"], e["operation"]): e for e in obj["metadata"].get("managedFields", [])}
+
+
+def test_apply_creates_and_is_idempotent(api: Client, namespace: str) -> None:
+    path = DEPLOY.format(ns=namespace) + "/web"
+    created = apply(api, path, deployment("web"), "deployer")
+    assert created.status_code == 201, created.text
+    obj = created.json()
+    assert obj["spec"]["replicas"] == 2 and obj["spec"]["strategy"]["type"] == "RollingUpdate"  # defaulted
+    entry = entries(obj)[("deployer", "Apply")]
+    assert entry["apiVersion"] == "apps/v1" and entry["fieldsType"] == "FieldsV1"
+    fields = entry["fieldsV1"]
+    assert fields["f:spec"]["f:replicas"] == {}
+    container = fields["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"web"}']
+    assert container["."] == {} and container["f:image"] == {}
+    assert "f:strategy" not in fields["f:spec"]  # defaults are nobody's
+
+    again = apply(api, path, deployment("web"), "deployer")
+    assert again.status_code == 200
+    assert again.json()["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+
+
+def test_fields_no_longer_applied_are_removed(api: Client, namespace: str) -> None:
+    path = CM.format(ns=namespace) + "/settings"
+    first = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings", "labels": {"a": "1", "b": "2"}},
+        "data": {"x": "1", "y": "2"},
+    }
+    assert apply(api, path, first, "tool").status_code == 201
+    # Another writer adds data.z with a merge patch: it owns it (an Update entry).
+    api.patch(path, {"data": {"z": "3"}}, "application/merge-patch+json", params={"fieldManager": "editor"})
+    second = copy.deepcopy(first)
+    del second["data"]["y"]
+    del second["metadata"]["labels"]["b"]
+    obj = apply(api, path, second, "tool").json()
+    assert obj["data"] == {"x": "1", "z": "3"}  # y dropped; z belongs to the editor and stays
+    assert obj["metadata"]["labels"] == {"a": "1"}
+    assert entries(obj)[("editor", "Update")]["fieldsV1"] == {"f:data": {"f:z": {}}}
+
+
+def test_conflicts_shared_ownership_and_force(api: Client, namespace: str) -> None:
+    path = DEPLOY.format(ns=namespace) + "/web"
+    apply(api, path, deployment("web", replicas=2), "team-a")
+    # The same value applied by another manager is shared, not a conflict.
+    shared = apply(api, path, deployment("web", replicas=2), "team-b")
+    assert shared.status_code == 200
+    owners = entries(shared.json())
+    assert "f:replicas" in owners[("team-a", "Apply")]["fieldsV1"]["f:spec"]
+    assert "f:replicas" in owners[("team-b", "Apply")]["fieldsV1"]["f:spec"]
+
+    conflict = apply(api, path, deployment("web", replicas=5, image="nginx:1.28"), "team-c")
+    assert conflict.status_code == 409
+    status = conflict.json()
+    assert status["reason"] == "Conflict"
+    assert status["message"].startswith("Apply failed with 4 conflicts: conflicts with\n")
+    causes = {(c["reason"], c["message"], c["field"]) for c in status["details"]["causes"]}
+    assert ("FieldManagerConflict", 'conflict with "team-a" using apps/v1', ".spec.replicas") in causes
+    assert (
+        "FieldManagerConflict",
+        'conflict with "team-b" using apps/v1',
+        '.spec.template.spec.containers[name="web"].image',
+    ) in causes
+    one = apply(api, path, deployment("web", replicas=2, image="nginx:1.28"), "team-a")
+    assert one.status_code == 409
+    assert one.json()["message"] == (
+        'Apply failed with 1 conflict: conflict with "team-b" using apps/v1: '
+        '.spec.template.spec.containers[name="web"].image'
+    )
+
+    forced = apply(api, path, deployment("web", replicas=5, image="nginx:1.28"), "team-c", force="true")
+    assert forced.status_code == 200
+    obj = forced.json()
+    assert obj["spec"]["replicas"] == 5
+    owners = entries(obj)
+    assert "f:replicas" in owners[("team-c", "Apply")]["fieldsV1"]["f:spec"]
+    assert "f:replicas" not in owners[("team-a", "Apply")]["fieldsV1"]["f:spec"]
+
+
+def test_list_map_elements_merge_by_key(api: Client, namespace: str) -> None:
+    path = DEPLOY.format(ns=namespace) + "/web"
+    apply(api, path, deployment("web"), "main")
+    sidecar = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"template": {"spec": {"containers": [{"name": "proxy", "image": "envoy:1"}]}}},
+    }
+    obj = apply(api, path, sidecar, "mesh").json()
+    assert [c["name"] for c in obj["spec"]["template"]["spec"]["containers"]] == ["web", "proxy"]
+    # The mesh stops applying its container: it goes, the main one stays.
+    empty = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}
+    obj = apply(api, path, empty, "mesh").json()
+    assert [c["name"] for c in obj["spec"]["template"]["spec"]["containers"]] == ["web"]
+
+
+def test_update_operations_are_recorded(api: Client, namespace: str, shared_server: ServerThread) -> None:
+    collection = CM.format(ns=namespace)
+    created = api.post(
+        collection, {"metadata": {"name": "u"}, "data": {"a": "1"}}, params={"fieldManager": "creator"}
+    ).json()
+    assert entries(created)[("creator", "Update")]["fieldsV1"] == {"f:data": {".": {}, "f:a": {}}}
+    # Without fieldManager the manager is the User-Agent up to its first "/".
+    patched = api.request(
+        "PATCH",
+        collection + "/u",
+        data=json.dumps({"data": {"a": "2"}}),
+        headers={"Content-Type": "application/merge-patch+json", "User-Agent": "my-tool/1.2 (linux)"},
+    ).json()
+    owners = entries(patched)
+    assert owners[("my-tool", "Update")]["fieldsV1"] == {"f:data": {"f:a": {}}}
+    assert ("creator", "Update") in owners and "f:a" not in owners[("creator", "Update")]["fieldsV1"][
+        "f:data"
+    ]
+
+    deploy = DEPLOY.format(ns=namespace)
+    api.post(deploy, deployment("s"), params={"fieldManager": "creator"})
+    current = api.get(deploy + "/s").json()
+    current["status"] = {"replicas": 2, "observedGeneration": 1}
+    with_status = api.put(deploy + "/s/status", current, params={"fieldManager": "controller"}).json()
+    status_entry = entries(with_status)[("controller", "Update")]
+    assert status_entry["subresource"] == "status"
+    assert set(status_entry["fieldsV1"]) == {"f:status"}
+
+
+def test_managed_fields_reset_and_validation(api: Client, namespace: str) -> None:
+    path = CM.format(ns=namespace) + "/m"
+    api.post(
+        CM.format(ns=namespace), {"metadata": {"name": "m"}, "data": {"a": "1"}}, params={"fieldManager": "x"}
+    )
+    # An empty list leaves them alone (clients that do not know the field).
+    kept = api.patch(path, {"metadata": {"managedFields": []}}, "application/merge-patch+json").json()
+    assert kept["metadata"]["managedFields"]
+    # A list with one empty entry strips them.
+    stripped = api.patch(path, {"metadata": {"managedFields": [{}]}}, "application/merge-patch+json").json()
+    assert "managedFields" not in stripped["metadata"]
+    bad = api.patch(
+        path,
+        {"metadata": {"managedFields": [{"manager": "x", "operation": "Delete", "fieldsV1": {}}]}},
+        "application/merge-patch+json",
+    )
+    assert bad.status_code == 400 and "metadata.managedFields" in bad.json()["message"]
+
+
+def test_apply_bad_requests(api: Client, namespace: str) -> None:
+    path = CM.format(ns=namespace) + "/x"
+    body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    missing = api.patch(path, body, APPLY)
+    assert missing.status_code == 422
+    assert missing.json()["details"]["causes"][0]["field"] == "fieldManager"
+    forced = api.patch(path, {"data": {}}, "application/merge-patch+json", params={"force": "true"})
+    assert forced.status_code == 422 and forced.json()["details"]["causes"][0]["field"] == "force"
+    wrong_name = apply(api, path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "y"}}, "m")
+    assert wrong_name.status_code == 400
+    wrong_kind = apply(api, path, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}}, "m")
+    assert wrong_kind.status_code == 400
+    strict = apply(
+        api,
+        path,
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "bogus": 1},
+        "m",
+        fieldValidation="Strict",
+    )
+    assert strict.status_code == 400 and 'unknown field "bogus"' in strict.json()["message"]
+    yaml_body = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  k: v\n"
+    dry = api.patch(path, yaml_body, APPLY, params={"fieldManager": "m", "dryRun": "All"})
+    assert dry.status_code == 201 and dry.json()["data"] == {"k": "v"}
+    assert api.get(path).status_code == 404
+    assert api.patch(path, "a: [", APPLY, params={"fieldManager": "m"}).status_code == 400
+
+
+def test_official_client_apply(shared_server: ServerThread, namespace: str) -> None:
+    import kubernetes
+
+    api_client = kubernetes.config.new_client_from_config(str(shared_server.kubeconfig))
+    try:
+        core = kubernetes.client.CoreV1Api(api_client)
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "official"}, "data": {"k": "v"}}
+        result = core.patch_namespaced_config_map(
+            "official", namespace, body, field_manager="py", _content_type=APPLY
+        )
+        assert result.data == {"k": "v"}
+        assert [(m.manager, m.operation) for m in result.metadata.managed_fields] == [("py", "Apply")]
+    finally:
+        api_client.close()
+
+
+def test_kubectl_server_side_apply(kubectl: Kubectl, namespace: str, tmp_path: Any) -> None:  # noqa: F811
+    manifest = tmp_path / "d.json"
+    manifest.write_text(json.dumps(deployment("ssa")))
+    out = kubectl("apply", "--server-side", "-n", namespace, "-f", str(manifest)).stdout
+    assert "serverside-applied" in out
+    changed = deployment("ssa", image="nginx:1.28")
+    manifest.write_text(json.dumps(changed))
+    kubectl("apply", "--server-side", "-n", namespace, "-f", str(manifest))
+    kubectl("scale", "deployment", "ssa", "--replicas=4", "-n", namespace)
+    refused = kubectl("apply", "--server-side", "-n", namespace, "-f", str(manifest), check=False)
+    assert refused.returncode != 0 and "conflict" in refused.stderr and ".spec.replicas" in refused.stderr
+    kubectl("apply", "--server-side", "--force-conflicts", "-n", namespace, "-f", str(manifest))
+    got = json.loads(
+        kubectl("get", "deployment", "ssa", "-n", namespace, "-o", "json", "--show-managed-fields").stdout
+    )
+    assert got["spec"]["replicas"] == 2
+    assert got["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.28"
+    assert [m["operation"] for m in got["metadata"]["managedFields"]] == ["Apply"]
+
+
+_elements = st.sampled_from(["f:a", "f:b", "f:spec", 'k:{"name":"c"}', 'v:"x"', "i:0", "f:data"])
+_paths = st.lists(_elements, min_size=1, max_size=4).map(tuple)
+
+
+@given(st.sets(_paths, max_size=12))
+def test_fields_v1_round_trip(paths: set[tuple[str, ...]]) -> None:
+    encoded = fieldmanager.encode_fields_v1(paths)
+    assert fieldmanager.decode_fields_v1(json.loads(json.dumps(encoded))) == paths
+
+
+@given(
+    st.recursive(
+        st.none() | st.integers() | st.text(max_size=3),
+        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+        max_leaves=10,
+    )
+)
+def test_decoding_garbage_raises_value_error_only(document: Any) -> None:
+    with contextlib.suppress(ValueError):
+        fieldmanager.decode_fields_v1(document)
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        (("f:spec", "f:replicas"), ".spec.replicas"),
+        (
+            ("f:spec", "f:ports", 'k:{"containerPort":80,"protocol":"TCP"}', "f:name"),
+            '.spec.ports[containerPort=80,protocol="TCP"].name',
+        ),
+        (("f:metadata", "f:finalizers", 'v:"a/b"'), '.metadata.finalizers[="a/b"]'),
+    ],
+)
+def test_path_strings(path: tuple[str, ...], text: str) -> None:
+    assert fieldmanager.path_string(path) == text

@@ -30,7 +30,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -131,9 +131,22 @@ def path_string(path: Path) -> str:
 
 # ---------------------------------------------------------------------------- field sets
 
+_RESOLVED: dict[int, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
 
-@dataclass(frozen=True)
-class Member:
+
+def _resolve(node: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """``schemas.resolve`` memoised per schema node (nodes live as long as the loaded schemas)."""
+    if not node:
+        return {}
+    cached = _RESOLVED.get(id(node))
+    if cached is not None and cached[0] is node:
+        return cached[1]
+    resolved = schemas.resolve(node)
+    _RESOLVED[id(node)] = (node, resolved)
+    return resolved
+
+
+class Member(NamedTuple):
     value: Any
     leaf: bool  # a scalar or atomic value: compared by value; otherwise a container that is a member
 
@@ -185,7 +198,7 @@ def field_set(
     creates them owns as members too.
     """
     out: dict[Path, Member] = {}
-    _walk(obj, schemas.resolve(schema) if schema else {}, (), out, maps if maps is not None else set())
+    _walk(obj, _resolve(schema), (), out, maps if maps is not None else set())
     for stripped in _STRIPPED:
         out.pop(stripped, None)
     return out
@@ -205,7 +218,7 @@ def _walk(value: Any, node: Mapping[str, Any], path: Path, out: dict[Path, Membe
             declared = key in properties
             child_node = properties.get(key) if declared else extra if isinstance(extra, Mapping) else {}
             child_path = (*path, f"f:{key}")
-            resolved = schemas.resolve(child_node) if child_node else {}
+            resolved = _resolve(child_node)
             _walk(child, resolved, child_path, out, maps)
             if child is None or (isinstance(child, dict) and not child):
                 out[child_path] = Member(child, True)
@@ -215,7 +228,7 @@ def _walk(value: Any, node: Mapping[str, Any], path: Path, out: dict[Path, Membe
     if isinstance(value, list):
         kind, keys = _list_kind(node)
         items = node.get("items")
-        item_node = schemas.resolve(items) if isinstance(items, Mapping) else {}
+        item_node = _resolve(items) if isinstance(items, Mapping) else {}
         if kind == "atomic":
             if path:
                 out[path] = Member(value, True)
@@ -435,7 +448,7 @@ def apply(
     name: str,
 ) -> ApplyResult:
     """Merge ``applied`` into ``live`` for ``manager``; raises the 409 on conflicts unless ``force``."""
-    resolved = schemas.resolve(schema) if schema else {}
+    resolved = _resolve(schema)
     base = copy.deepcopy(live) if live is not None else {}
     (base.get("metadata") or {}).pop("managedFields", None)
     merged = _merge(base, applied, resolved)
@@ -483,16 +496,12 @@ def _merge(live: Any, applied: Any, node: Mapping[str, Any]) -> Any:
         out = dict(live)
         for key, value in applied.items():
             child = properties.get(key) or (extra if isinstance(extra, Mapping) else {})
-            out[key] = (
-                _merge(live[key], value, schemas.resolve(child) if child else {})
-                if key in live
-                else copy.deepcopy(value)
-            )
+            out[key] = _merge(live[key], value, _resolve(child)) if key in live else copy.deepcopy(value)
         return out
     if isinstance(live, list) and isinstance(applied, list):
         kind, keys = _list_kind(node)
         items = node.get("items")
-        item_node = schemas.resolve(items) if isinstance(items, Mapping) else {}
+        item_node = _resolve(items) if isinstance(items, Mapping) else {}
         if kind == "map":
             merged = list(live)
             index = {_element_key(item, keys, item_node): i for i, item in enumerate(merged)}
@@ -525,13 +534,13 @@ def _remove(obj: Any, path: Path, node: Mapping[str, Any]) -> None:
             properties: Mapping[str, Any] = node.get("properties") or {}
             extra = node.get("additionalProperties")
             child = properties.get(value) or (extra if isinstance(extra, Mapping) else {})
-            node = schemas.resolve(child) if child else {}
+            node = _resolve(child)
             parent = parent[value]
             continue
         if not isinstance(parent, list):
             return
         items = node.get("items")
-        item_node = schemas.resolve(items) if isinstance(items, Mapping) else {}
+        item_node = _resolve(items) if isinstance(items, Mapping) else {}
         _, keys = _list_kind(node)
         if kind == "k:":
             matches = [i for i, item in enumerate(parent) if _element_key(item, keys, item_node) == element]

@@ -119,7 +119,7 @@ class Client:
     # ------------------------------------------------------------------ addressing
 
     async def mapping(self, kind: KindRef) -> ResourceMapping:
-        return await self.mapper.mapping(_gvk(kind))
+        return await self.mapper.mapping(gvk_of(kind))
 
     def _namespace(
         self, mapping: ResourceMapping, namespace: str | None, obj: Mapping[str, Any] | None = None
@@ -697,7 +697,8 @@ def _certificate_changed(before: Credentials | None, after: Credentials) -> bool
     return (before.client_cert_pem, before.client_key_pem) != (after.client_cert_pem, after.client_key_pem)
 
 
-def _gvk(kind: KindRef) -> GroupVersionKind:
+def gvk_of(kind: KindRef) -> GroupVersionKind:
+    """The GroupVersionKind of any way of naming a kind (GVK, object dict, model class or model)."""
     if isinstance(kind, GroupVersionKind):
         return kind
     if isinstance(kind, type):
@@ -732,7 +733,7 @@ def _as_dict(obj: ObjectRef | KindRef) -> Obj:
 def _check_typed_subresource(kind: KindRef, subresource: str | None) -> None:
     if subresource not in (None, "status") and _model_class(kind) is not None:
         raise ValueError(
-            f"the {subresource} subresource is not a {_gvk(kind).kind}: address it with a GroupVersionKind"
+            f"the {subresource} subresource is not a {gvk_of(kind).kind}: address it with a GroupVersionKind"
         )
 
 

@@ -1,0 +1,94 @@
+"""The reflector: list, then watch from the list's resourceVersion, for ever.
+
+Each (re)list hands the complete state to the sink (``replace``), every watch event after it
+(``event``). The client's watch already reconnects by itself after a dropped or silent stream;
+the reflector relists when the resourceVersion it holds is gone (410), and retries a failed list
+with jittered exponential backoff. It runs until cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.client import errors
+from kubeloop.client.rest import Client, KindRef, gvk_of
+from kubeloop.client.watch import WatchEvent
+
+log = logging.getLogger("kubeloop.cache.reflector")
+
+Obj = dict[str, Any]
+
+
+class Sink(Protocol):
+    def replace(self, items: list[Obj], resource_version: str) -> None: ...
+
+    def event(self, event: WatchEvent) -> None: ...
+
+
+@dataclass(frozen=True)
+class ListWatchOptions:
+    namespace: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    page_size: int = 500
+    inactivity_timeout: float = 90.0
+    max_backoff: float = 30.0
+
+
+class Reflector:
+    def __init__(self, client: Client, kind: KindRef, sink: Sink, options: ListWatchOptions) -> None:
+        self.client = client
+        self.kind: GroupVersionKind = gvk_of(kind)
+        self.sink = sink
+        self.options = options
+        self.lists = 0  # how many times the state was listed (1 + relists)
+        self.last_resource_version = ""
+
+    async def run(self) -> None:
+        failures = 0
+        while True:
+            try:
+                await self._list_and_watch()
+            except errors.ResourceExpired:
+                log.info("%s: resourceVersion %s expired; relisting", self.kind, self.last_resource_version)
+                failures = 0
+            except (errors.ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+                delay = min(self.options.max_backoff, 0.5 * 2**failures) * (0.5 + random.random() / 2)
+                failures += 1
+                log.warning("%s: list/watch failed (%s); retrying in %.1fs", self.kind, exc, delay)
+                await asyncio.sleep(delay)
+
+    async def _list_and_watch(self) -> None:
+        options = self.options
+        listed = await self.client.list(
+            self.kind,
+            namespace=options.namespace,
+            label_selector=options.label_selector,
+            field_selector=options.field_selector,
+            page_size=options.page_size,
+        )
+        self.lists += 1
+        resource_version = str((listed.get("metadata") or {}).get("resourceVersion") or "")
+        self.last_resource_version = resource_version
+        self.sink.replace(list(listed.get("items") or ()), resource_version)
+        watch = self.client.watch(
+            self.kind,
+            namespace=options.namespace,
+            label_selector=options.label_selector,
+            field_selector=options.field_selector,
+            resource_version=resource_version,
+            inactivity_timeout=options.inactivity_timeout,
+        )
+        try:
+            async for event in watch:
+                self.sink.event(event)
+                self.last_resource_version = watch.resource_version or self.last_resource_version
+        finally:
+            await watch.close()

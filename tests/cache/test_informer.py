@@ -1,0 +1,199 @@
+"""The informer against the embedded server: initial sync, events, indexes, managedFields
+stripped, a server restart and a watcher closed with 410 — handlers always end on the final state."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import socket
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.cache.informer import EventHandler, Informer
+from kubeloop.cache.store import NAMESPACE_INDEX, Indexer, object_key
+from kubeloop.client.config import ClientConfig, load_kubeconfig
+from kubeloop.client.rest import Client
+from tests.conftest import Client as HttpClient
+from tests.conftest import ServerThread, start_server
+
+CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
+
+
+def configmap(name: str, namespace: str, **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+    }
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.handler = EventHandler(
+            on_add=lambda o: self.events.append(("add", object_key(o))),
+            on_update=lambda old, new: self.events.append(("update", object_key(new))),
+            on_delete=lambda o: self.events.append(("delete", object_key(o))),
+        )
+
+
+async def eventually(check: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
+    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+        yield c
+
+
+def by_tier(obj: dict[str, Any]) -> list[str]:
+    tier = ((obj.get("metadata") or {}).get("labels") or {}).get("tier")
+    return [tier] if tier else []
+
+
+async def test_sync_events_and_indexes(client: Client, namespace: str) -> None:
+    await client.create(configmap("before", namespace, tier="web"))
+    informer = Informer(client, CONFIGMAP, namespace=namespace, indexers={"tier": by_tier})
+    recorder = Recorder()
+    informer.add_handler(recorder.handler)
+    informer.start()
+    try:
+        assert await informer.wait_for_sync(10)
+        assert recorder.events == [("add", f"{namespace}/before")]
+        stored = informer.store.get(f"{namespace}/before")
+        assert stored is not None and "managedFields" not in stored["metadata"]  # stripped by default
+
+        await client.create(configmap("after", namespace, tier="db"))
+        await client.patch(CONFIGMAP, "before", {"metadata": {"labels": {"tier": "db"}}}, namespace=namespace)
+        await client.delete(CONFIGMAP, "after", namespace=namespace)
+        await eventually(lambda: len(recorder.events) == 4)
+        assert recorder.events[1:] == [
+            ("add", f"{namespace}/after"),
+            ("update", f"{namespace}/before"),
+            ("delete", f"{namespace}/after"),
+        ]
+        assert [object_key(o) for o in informer.store.by_index("tier", "db")] == [f"{namespace}/before"]
+        assert informer.store.by_index("tier", "web") == []
+        assert len(informer.store.by_index(NAMESPACE_INDEX, namespace)) == 1
+
+        late = Recorder()
+        informer.add_handler(late.handler)  # a handler added later hears about what is there
+        assert late.events == [("add", f"{namespace}/before")]
+    finally:
+        await informer.stop()
+
+
+async def test_resync_reports_every_object_again(client: Client, namespace: str) -> None:
+    await client.create(configmap("r", namespace))
+    informer = Informer(client, CONFIGMAP, namespace=namespace, resync_period=0.1)
+    recorder = Recorder()
+    informer.add_handler(recorder.handler)
+    informer.start()
+    try:
+        await eventually(lambda: recorder.events.count(("update", f"{namespace}/r")) >= 2)
+    finally:
+        await informer.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+async def test_survives_a_server_restart_and_misses_no_final_state(tmp_path: pathlib.Path) -> None:
+    port = _free_port()
+    server = start_server(tmp_path, port=port)
+    async with Client(load_kubeconfig(server.kubeconfig)) as client:
+        for name in ("keep", "change", "remove"):
+            await client.create(configmap(name, "default"))
+        informer = Informer(client, CONFIGMAP, namespace="default")
+        informer.start()
+        try:
+            assert await informer.wait_for_sync(10)
+            await asyncio.to_thread(server.stop)
+            # The server is back (same data directory); whether the informer resumes its watch or
+            # has to relist, it must end on the state below.
+            server = await asyncio.to_thread(start_server, tmp_path, port=port)
+            await client.patch(CONFIGMAP, "change", {"data": {"v": "2"}}, namespace="default")
+            await client.delete(CONFIGMAP, "remove", namespace="default")
+            await client.create(configmap("new", "default"))
+            await eventually(
+                lambda: (
+                    sorted(informer.store.list_keys()) == ["default/change", "default/keep", "default/new"]
+                    and (informer.store.get("default/change") or {}).get("data") == {"v": "2"}
+                ),
+                timeout=30,
+            )
+        finally:
+            await informer.stop()
+            server.stop()
+
+
+async def test_relists_after_410_and_converges() -> None:
+    # A watcher that falls 5 events behind is closed with 410; a slow handler makes it fall behind.
+    server = start_server(watcher_buffer=5)
+    try:
+        async with Client(load_kubeconfig(server.kubeconfig)) as client:
+            informer = Informer(client, CONFIGMAP, namespace="default")
+            informer.add_handler(
+                EventHandler(on_add=lambda o: time.sleep(0.02), on_update=lambda a, b: time.sleep(0.02))
+            )
+            informer.start()
+            assert await informer.wait_for_sync(10)
+            http = HttpClient(server)
+
+            def write_behind() -> set[str]:  # another thread: the server runs on while handlers are slow
+                for i in range(60):  # 200 KB each: more than the socket buffers hold
+                    http.post(
+                        "/api/v1/namespaces/default/configmaps",
+                        {**configmap(f"c{i}", "default"), "data": {"x": "y" * 200_000}},
+                    )
+                for i in range(0, 60, 2):
+                    http.delete(f"/api/v1/namespaces/default/configmaps/c{i}")
+                items = http.get("/api/v1/namespaces/default/configmaps").json()["items"]
+                return {object_key(o) for o in items}
+
+            final = await asyncio.to_thread(write_behind)
+            await eventually(lambda: set(informer.store.list_keys()) == final, timeout=30)
+            assert informer.reflector.lists >= 2  # it relisted
+            await informer.stop()
+    finally:
+        server.stop()
+
+
+async def test_wait_for_sync_times_out_without_a_server() -> None:
+    port = _free_port()
+    async with Client(ClientConfig(server=f"http://127.0.0.1:{port}")) as client:
+        informer = Informer(client, CONFIGMAP)
+        informer.start()
+        try:
+            assert await informer.wait_for_sync(0.5) is False
+            assert not informer.has_synced
+        finally:
+            await informer.stop()
+
+
+def test_indexer_add_indexers_later_and_reindex_on_update() -> None:
+    store = Indexer()
+    store.upsert(configmap("a", "ns", tier="web"))
+    store.add_indexers({"tier": by_tier})
+    assert [object_key(o) for o in store.by_index("tier", "web")] == ["ns/a"]
+    store.upsert(configmap("a", "ns", tier="db"))
+    assert store.by_index("tier", "web") == [] and len(store.by_index("tier", "db")) == 1
+    store.delete(configmap("a", "ns"))
+    assert store.by_index("tier", "db") == [] and len(store) == 0
+    with pytest.raises(ValueError):
+        store.add_indexers({"tier": by_tier})
+    with pytest.raises(KeyError):
+        store.by_index("nope", "x")

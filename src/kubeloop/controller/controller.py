@@ -1,0 +1,153 @@
+"""The controller: workers reconciling requests from a rate-limited queue.
+
+Each worker takes a request (a key is never with two workers at once: the queue guarantees it),
+calls the reconciler — async ones on the event loop, plain functions in a thread so they cannot
+block it — optionally under a timeout, and acts on the outcome as controller-runtime does:
+
+- an exception: requeued with the rate limiter's back-off (counted as an error);
+- ``TerminalError``: logged and counted, not requeued, the back-off forgotten;
+- ``Result(requeue_after=t)``: the back-off forgotten, requeued after ``t``;
+- ``Result(requeue=True)``: requeued with back-off;
+- anything else: success, the back-off forgotten.
+
+Every reconcile gets an ID, bound into ``reconcile_id`` (a context variable) for logging.
+``stop()`` stops taking new requests, lets in-flight reconciles finish (up to a timeout), then
+cancels and awaits the workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import inspect
+import logging
+import uuid
+from collections import Counter
+from typing import Any, Protocol
+
+from kubeloop.controller.reconcile import ReconcileFunc, Request, Result, TerminalError
+from kubeloop.workqueue.queue import ShutDown
+from kubeloop.workqueue.ratelimiter import RateLimiter
+from kubeloop.workqueue.ratelimiting import RateLimitingQueue
+
+log = logging.getLogger("kubeloop.controller")
+
+#: The ID of the reconcile running in this context ("" outside one).
+reconcile_id: contextvars.ContextVar[str] = contextvars.ContextVar("reconcile_id", default="")
+
+
+class Source(Protocol):
+    def start(self, queue: RateLimitingQueue[Request]) -> None: ...
+
+
+class Controller:
+    def __init__(
+        self,
+        name: str,
+        reconcile: ReconcileFunc,
+        *,
+        max_concurrent_reconciles: int = 1,
+        rate_limiter: RateLimiter | None = None,
+        reconcile_timeout: float | None = None,
+    ) -> None:
+        if max_concurrent_reconciles < 1:
+            raise ValueError("max_concurrent_reconciles must be at least 1")
+        self.name = name
+        self.reconcile = reconcile
+        self.max_concurrent_reconciles = max_concurrent_reconciles
+        self.reconcile_timeout = reconcile_timeout
+        self.queue: RateLimitingQueue[Request] = RateLimitingQueue(rate_limiter)
+        #: controller_runtime_reconcile_total by result: success, error, requeue, requeue_after.
+        self.results: Counter[str] = Counter()
+        self.terminal_errors = 0
+        self.active_workers = 0
+        self._sources: list[Source] = []
+        self._workers: list[asyncio.Task[None]] = []
+
+    def watch(self, source: Source) -> None:
+        self._sources.append(source)
+        if self._workers:
+            source.start(self.queue)
+
+    async def start(self) -> None:
+        if self._workers:
+            raise RuntimeError(f"controller {self.name} already started")
+        for source in self._sources:
+            source.start(self.queue)
+        self._workers = [
+            asyncio.create_task(self._work(), name=f"{self.name} worker {i}")
+            for i in range(self.max_concurrent_reconciles)
+        ]
+
+    async def stop(self, timeout: float = 30.0) -> None:
+        """No new requests; in-flight reconciles get ``timeout`` seconds to finish."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.queue.shut_down_with_drain(), timeout)
+        workers, self._workers = self._workers, []
+        for worker in workers:
+            worker.cancel()
+        for worker in workers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+
+    async def _work(self) -> None:
+        while True:
+            try:
+                request = await self.queue.get()
+            except ShutDown:
+                return
+            self.active_workers += 1
+            try:
+                await self._reconcile_one(request)
+            finally:
+                self.active_workers -= 1
+                self.queue.done(request)
+
+    async def _reconcile_one(self, request: Request) -> None:
+        token = reconcile_id.set(str(uuid.uuid4()))
+        try:
+            result = await self._call(request)
+        except TerminalError as exc:
+            self.terminal_errors += 1
+            self.results["error"] += 1
+            self.queue.forget(request)
+            log.error(
+                "%s: reconcile %s failed for good (%s) [reconcileID=%s]",
+                self.name,
+                request,
+                exc,
+                reconcile_id.get(),
+            )
+            return
+        except Exception:
+            self.results["error"] += 1
+            self.queue.add_rate_limited(request)
+            log.exception(
+                "%s: reconcile %s failed; retrying [reconcileID=%s]", self.name, request, reconcile_id.get()
+            )
+            return
+        finally:
+            reconcile_id.reset(token)
+        if result is not None and result.requeue_after:
+            self.results["requeue_after"] += 1
+            self.queue.forget(request)
+            self.queue.add_after(request, result.requeue_after)
+        elif result is not None and result.requeue:
+            self.results["requeue"] += 1
+            self.queue.add_rate_limited(request)
+        else:
+            self.results["success"] += 1
+            self.queue.forget(request)
+
+    async def _call(self, request: Request) -> Result | None:
+        if inspect.iscoroutinefunction(self.reconcile) or inspect.iscoroutinefunction(
+            getattr(self.reconcile, "__call__", None)  # noqa: B004  (callable objects)
+        ):
+            call: Any = self.reconcile(request)
+        else:
+            call = asyncio.to_thread(self.reconcile, request)
+        outcome = await (asyncio.wait_for(call, self.reconcile_timeout) if self.reconcile_timeout else call)
+        if outcome is not None and not isinstance(outcome, Result):
+            raise TypeError(f"reconcile returned {outcome!r}, not a Result or None")
+        return outcome

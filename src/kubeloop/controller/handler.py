@@ -1,0 +1,98 @@
+"""Event handlers: which requests an event enqueues (controller-runtime's ``pkg/handler``).
+
+- ``EnqueueRequestForObject``: the object itself (what ``For`` uses).
+- ``EnqueueRequestForOwner``: the owner named in its ownerReferences, of the given kind —
+  by default only the controller owner (``controller: true``), as ``Owns`` uses; on an update
+  both the old and the new owners.
+- ``EnqueueRequestsFromMapFunc``: whatever requests a function maps the object to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
+
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.controller.reconcile import Request
+
+Obj = dict[str, Any]
+
+
+class RequestQueue(Protocol):
+    def add(self, item: Request) -> None: ...
+
+
+class EventHandler(Protocol):
+    def create(self, obj: Obj, queue: RequestQueue) -> None: ...
+
+    def update(self, old: Obj, new: Obj, queue: RequestQueue) -> None: ...
+
+    def delete(self, obj: Obj, queue: RequestQueue) -> None: ...
+
+    def generic(self, obj: Obj, queue: RequestQueue) -> None: ...
+
+
+def request_for(obj: Mapping[str, Any]) -> Request:
+    meta = obj.get("metadata") or {}
+    return Request(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+class _MapHandler:
+    """Enqueue the requests ``_requests`` maps an object to, for every kind of event."""
+
+    def _requests(self, obj: Obj) -> Iterable[Request]:
+        raise NotImplementedError
+
+    def create(self, obj: Obj, queue: RequestQueue) -> None:
+        for request in self._requests(obj):
+            queue.add(request)
+
+    def update(self, old: Obj, new: Obj, queue: RequestQueue) -> None:
+        for request in {*self._requests(old), *self._requests(new)}:
+            queue.add(request)
+
+    def delete(self, obj: Obj, queue: RequestQueue) -> None:
+        for request in self._requests(obj):
+            queue.add(request)
+
+    def generic(self, obj: Obj, queue: RequestQueue) -> None:
+        for request in self._requests(obj):
+            queue.add(request)
+
+
+class EnqueueRequestForObject(_MapHandler):
+    def _requests(self, obj: Obj) -> Iterable[Request]:
+        return [request_for(obj)]
+
+    def update(self, old: Obj, new: Obj, queue: RequestQueue) -> None:
+        queue.add(request_for(new))
+
+
+class EnqueueRequestForOwner(_MapHandler):
+    def __init__(self, owner: GroupVersionKind, *, only_controller: bool = True) -> None:
+        self.owner = owner
+        self.only_controller = only_controller
+
+    def _requests(self, obj: Obj) -> Iterable[Request]:
+        meta = obj.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        out = []
+        for ref in meta.get("ownerReferences") or ():
+            if not isinstance(ref, Mapping):
+                continue
+            # Owners match by group and kind, any version (controller-runtime does the same).
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            if group != self.owner.group or ref.get("kind") != self.owner.kind:
+                continue
+            if self.only_controller and not ref.get("controller"):
+                continue
+            out.append(Request(namespace, str(ref.get("name", ""))))
+        return out
+
+
+class EnqueueRequestsFromMapFunc(_MapHandler):
+    def __init__(self, map_func: Callable[[Obj], Iterable[Request]]) -> None:
+        self.map_func = map_func
+
+    def _requests(self, obj: Obj) -> Iterable[Request]:
+        return list(self.map_func(obj))

@@ -1,0 +1,163 @@
+"""Predicates: which events reach the event handlers (controller-runtime's ``pkg/predicate``).
+
+A predicate answers for create, update (old, new), delete and generic events. The ones here
+cover controller-runtime's: generation, resourceVersion, labels and annotations changed, a label
+selector, and/or/not, and ``Funcs`` for anything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+Obj = dict[str, Any]
+
+
+class Predicate(Protocol):
+    def create(self, obj: Obj) -> bool: ...
+
+    def update(self, old: Obj, new: Obj) -> bool: ...
+
+    def delete(self, obj: Obj) -> bool: ...
+
+    def generic(self, obj: Obj) -> bool: ...
+
+
+def _meta(obj: Obj) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+class _PassAll:
+    def create(self, obj: Obj) -> bool:
+        return True
+
+    def update(self, old: Obj, new: Obj) -> bool:
+        return True
+
+    def delete(self, obj: Obj) -> bool:
+        return True
+
+    def generic(self, obj: Obj) -> bool:
+        return True
+
+
+@dataclass
+class Funcs(_PassAll):
+    """A predicate from functions; an event without a function passes."""
+
+    on_create: Callable[[Obj], bool] | None = None
+    on_update: Callable[[Obj, Obj], bool] | None = None
+    on_delete: Callable[[Obj], bool] | None = None
+    on_generic: Callable[[Obj], bool] | None = None
+
+    def create(self, obj: Obj) -> bool:
+        return self.on_create(obj) if self.on_create else True
+
+    def update(self, old: Obj, new: Obj) -> bool:
+        return self.on_update(old, new) if self.on_update else True
+
+    def delete(self, obj: Obj) -> bool:
+        return self.on_delete(obj) if self.on_delete else True
+
+    def generic(self, obj: Obj) -> bool:
+        return self.on_generic(obj) if self.on_generic else True
+
+
+class ResourceVersionChanged(_PassAll):
+    """Updates only when the resourceVersion changed (drops resyncs)."""
+
+    def update(self, old: Obj, new: Obj) -> bool:
+        return _meta(old).get("resourceVersion") != _meta(new).get("resourceVersion")
+
+
+class GenerationChanged(_PassAll):
+    """Updates only when metadata.generation changed (spec changes, not status or metadata)."""
+
+    def update(self, old: Obj, new: Obj) -> bool:
+        return _meta(old).get("generation") != _meta(new).get("generation")
+
+
+class LabelsChanged(_PassAll):
+    def update(self, old: Obj, new: Obj) -> bool:
+        return (_meta(old).get("labels") or {}) != (_meta(new).get("labels") or {})
+
+
+class AnnotationsChanged(_PassAll):
+    def update(self, old: Obj, new: Obj) -> bool:
+        return (_meta(old).get("annotations") or {}) != (_meta(new).get("annotations") or {})
+
+
+class LabelSelectorPredicate(_PassAll):
+    """Events of objects whose labels match ``match_labels`` (equality-based selector)."""
+
+    def __init__(self, match_labels: Mapping[str, str]) -> None:
+        self.match_labels = dict(match_labels)
+
+    def _matches(self, obj: Obj) -> bool:
+        labels = _meta(obj).get("labels") or {}
+        return all(labels.get(k) == v for k, v in self.match_labels.items())
+
+    def create(self, obj: Obj) -> bool:
+        return self._matches(obj)
+
+    def update(self, old: Obj, new: Obj) -> bool:
+        return self._matches(new)
+
+    def delete(self, obj: Obj) -> bool:
+        return self._matches(obj)
+
+    def generic(self, obj: Obj) -> bool:
+        return self._matches(obj)
+
+
+class And(_PassAll):
+    def __init__(self, *predicates: Predicate) -> None:
+        self.predicates = predicates
+
+    def create(self, obj: Obj) -> bool:
+        return all(p.create(obj) for p in self.predicates)
+
+    def update(self, old: Obj, new: Obj) -> bool:
+        return all(p.update(old, new) for p in self.predicates)
+
+    def delete(self, obj: Obj) -> bool:
+        return all(p.delete(obj) for p in self.predicates)
+
+    def generic(self, obj: Obj) -> bool:
+        return all(p.generic(obj) for p in self.predicates)
+
+
+class Or(_PassAll):
+    def __init__(self, *predicates: Predicate) -> None:
+        self.predicates = predicates
+
+    def create(self, obj: Obj) -> bool:
+        return any(p.create(obj) for p in self.predicates)
+
+    def update(self, old: Obj, new: Obj) -> bool:
+        return any(p.update(old, new) for p in self.predicates)
+
+    def delete(self, obj: Obj) -> bool:
+        return any(p.delete(obj) for p in self.predicates)
+
+    def generic(self, obj: Obj) -> bool:
+        return any(p.generic(obj) for p in self.predicates)
+
+
+class Not(_PassAll):
+    def __init__(self, predicate: Predicate) -> None:
+        self.predicate = predicate
+
+    def create(self, obj: Obj) -> bool:
+        return not self.predicate.create(obj)
+
+    def update(self, old: Obj, new: Obj) -> bool:
+        return not self.predicate.update(old, new)
+
+    def delete(self, obj: Obj) -> bool:
+        return not self.predicate.delete(obj)
+
+    def generic(self, obj: Obj) -> bool:
+        return not self.predicate.generic(obj)

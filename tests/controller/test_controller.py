@@ -1,0 +1,227 @@
+"""Controllers against the embedded server: requests from informer events, retries with back-off
+after exceptions, TerminalError not retried, requeue_after, sync reconcilers in threads, never two
+workers on one key, predicates and owner mapping."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.cache.informer import Informer
+from kubeloop.client.config import load_kubeconfig
+from kubeloop.client.rest import Client
+from kubeloop.controller import predicate
+from kubeloop.controller.controller import Controller, reconcile_id
+from kubeloop.controller.handler import (
+    EnqueueRequestForObject,
+    EnqueueRequestForOwner,
+    EnqueueRequestsFromMapFunc,
+    request_for,
+)
+from kubeloop.controller.reconcile import Request, Result, TerminalError
+from kubeloop.controller.source import Kind
+from kubeloop.workqueue.ratelimiter import ItemExponentialFailureRateLimiter
+from tests.conftest import ServerThread
+
+CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
+DEPLOYMENT = GroupVersionKind("apps", "v1", "Deployment")
+
+
+def configmap(name: str, namespace: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, **extra},
+    }
+
+
+async def eventually(check: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
+    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+        yield c
+
+
+async def test_level_triggered_reconcile_with_retries_and_terminal_errors(
+    client: Client, namespace: str
+) -> None:
+    calls: Counter[str] = Counter()
+    ids: list[str] = []
+
+    async def reconcile(request: Request) -> Result | None:
+        calls[request.name] += 1
+        ids.append(reconcile_id.get())
+        if request.name == "flaky" and calls["flaky"] < 3:
+            raise RuntimeError("not yet")
+        if request.name == "broken":
+            raise TerminalError("cannot be fixed by retrying")
+        if request.name == "periodic" and calls["periodic"] < 3:
+            return Result(requeue_after=0.05)
+        obj = await client.get(CONFIGMAP, request.name, namespace=request.namespace)
+        await client.patch(CONFIGMAP, request.name, {"data": {"seen": "yes"}}, namespace=request.namespace)
+        assert obj["metadata"]["name"] == request.name
+        return None
+
+    informer = Informer(client, CONFIGMAP, namespace=namespace)
+    controller = Controller(
+        "configmaps", reconcile, rate_limiter=ItemExponentialFailureRateLimiter(0.01, 1.0)
+    )
+    controller.watch(Kind(informer, EnqueueRequestForObject(), predicate.GenerationChanged()))
+    for name in ("ok", "flaky", "broken", "periodic"):
+        await client.create(configmap(name, namespace))
+    informer.start()
+    await controller.start()
+    try:
+        await eventually(
+            lambda: (
+                calls["ok"] >= 1 and calls["flaky"] >= 3 and calls["periodic"] >= 3 and calls["broken"] >= 1
+            )
+        )
+        await asyncio.sleep(0.3)
+        assert calls["broken"] == 1  # a terminal error is not retried
+        assert calls["flaky"] == 3  # two failures with back-off, then success, then nothing (the patch
+        # made by reconcile changes no generation: the predicate drops it)
+        assert controller.terminal_errors == 1
+        assert controller.results["error"] == 3 and controller.results["requeue_after"] == 2
+        assert controller.queue.num_requeues(Request(namespace, "flaky")) == 0  # forgotten after success
+        assert all(ids) and len(set(ids)) == len(ids)  # every reconcile has its own ID
+        ok = await client.get(CONFIGMAP, "ok", namespace=namespace)
+        assert ok["data"] == {"seen": "yes"}
+    finally:
+        await controller.stop()
+        await informer.stop()
+
+
+async def test_sync_reconcilers_run_in_threads_and_keys_never_overlap(client: Client, namespace: str) -> None:
+    loop_thread = threading.get_ident()
+    running: set[str] = set()
+    overlaps: list[str] = []
+    threads: set[int] = set()
+    done: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def reconcile(request: Request) -> None:
+        threads.add(threading.get_ident())
+        with lock:
+            if request.name in running:
+                overlaps.append(request.name)
+            running.add(request.name)
+        time.sleep(0.05)  # blocking is fine here: this is a worker thread
+        with lock:
+            running.discard(request.name)
+        done[request.name] += 1
+
+    informer = Informer(client, CONFIGMAP, namespace=namespace)
+    controller = Controller("sync", reconcile, max_concurrent_reconciles=4)
+    controller.watch(Kind(informer, EnqueueRequestForObject()))
+    informer.start()
+    await controller.start()
+    try:
+        for i in range(4):
+            await client.create(configmap(f"c{i}", namespace))
+        for _ in range(5):  # bursts of updates to the same keys while they are being reconciled
+            for i in range(4):
+                await client.patch(
+                    CONFIGMAP, f"c{i}", {"data": {"n": str(time.monotonic())}}, namespace=namespace
+                )
+        await eventually(
+            lambda: sum(done.values()) >= 8 and controller.active_workers == 0 and len(controller.queue) == 0
+        )
+        assert overlaps == []
+        assert loop_thread not in threads
+    finally:
+        await controller.stop()
+        await informer.stop()
+
+
+async def test_graceful_stop_lets_an_inflight_reconcile_finish(client: Client, namespace: str) -> None:
+    finished = asyncio.Event()
+    started = asyncio.Event()
+
+    async def reconcile(request: Request) -> None:
+        started.set()
+        await asyncio.sleep(0.3)
+        finished.set()
+
+    informer = Informer(client, CONFIGMAP, namespace=namespace)
+    controller = Controller("slow", reconcile)
+    controller.watch(Kind(informer, EnqueueRequestForObject()))
+    await client.create(configmap("s", namespace))
+    informer.start()
+    await controller.start()
+    await asyncio.wait_for(started.wait(), 10)
+    await controller.stop(timeout=5)
+    assert finished.is_set()
+    await informer.stop()
+
+
+async def test_owner_mapping_and_predicates(client: Client, namespace: str) -> None:
+    owner = await client.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "owner", "namespace": namespace},
+            "spec": {
+                "selector": {"matchLabels": {"a": "b"}},
+                "template": {
+                    "metadata": {"labels": {"a": "b"}},
+                    "spec": {"containers": [{"name": "c", "image": "i"}]},
+                },
+            },
+        }
+    )
+    refs = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": "owner",
+            "uid": owner["metadata"]["uid"],
+            "controller": True,
+        },
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "not-controller", "uid": "x"},
+        {"apiVersion": "v1", "kind": "Secret", "name": "other-kind", "uid": "y"},
+    ]
+    seen: list[Request] = []
+
+    class Sink:
+        def add(self, request: Request) -> None:
+            seen.append(request)
+
+    child = configmap("child", namespace, ownerReferences=refs, labels={"team": "a"})
+    EnqueueRequestForOwner(DEPLOYMENT).create(child, Sink())
+    assert seen == [Request(namespace, "owner")]
+    seen.clear()
+    EnqueueRequestForOwner(DEPLOYMENT, only_controller=False).create(child, Sink())
+    assert sorted(r.name for r in seen) == ["not-controller", "owner"]
+    seen.clear()
+    EnqueueRequestsFromMapFunc(lambda o: [Request("x", o["metadata"]["name"].upper())]).delete(child, Sink())
+    assert seen == [Request("x", "CHILD")]
+    assert request_for(child) == Request(namespace, "child")
+
+    relabelled = {**child, "metadata": {**child["metadata"], "labels": {"team": "b"}, "resourceVersion": "9"}}
+    assert predicate.LabelsChanged().update(child, relabelled)
+    assert not predicate.AnnotationsChanged().update(child, relabelled)
+    assert predicate.ResourceVersionChanged().update(child, relabelled)
+    assert not predicate.ResourceVersionChanged().update(child, child)  # a resync
+    selector = predicate.LabelSelectorPredicate({"team": "a"})
+    assert selector.create(child) and not selector.update(child, relabelled)
+    both = predicate.And(predicate.LabelsChanged(), predicate.Not(predicate.GenerationChanged()))
+    assert both.update(child, relabelled)
+    assert predicate.Or(predicate.GenerationChanged(), predicate.Funcs(on_update=lambda a, b: True)).update(
+        child, child
+    )
+    assert not predicate.Funcs(on_create=lambda o: False).create(child)

@@ -8,7 +8,8 @@ import asyncio
 import os
 import pathlib
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any
 
@@ -142,3 +143,12 @@ def namespace(api: Client) -> str:
     )
     assert response.status_code == 201, response.text
     return name
+
+
+async def eventually(check: Callable[[], bool], timeout: float = 10) -> None:
+    """Wait until ``check()`` holds, failing the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)

@@ -7,7 +7,7 @@ import asyncio
 import pathlib
 import socket
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ from kubeloop.cache.store import NAMESPACE_INDEX, Indexer, object_key
 from kubeloop.client.config import ClientConfig, load_kubeconfig
 from kubeloop.client.rest import Client
 from tests.conftest import Client as HttpClient
-from tests.conftest import ServerThread, start_server
+from tests.conftest import ServerThread, eventually, start_server
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
 
@@ -39,14 +39,6 @@ class Recorder:
             on_update=lambda old, new: self.events.append(("update", object_key(new))),
             on_delete=lambda o: self.events.append(("delete", object_key(o))),
         )
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture

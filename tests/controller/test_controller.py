@@ -8,7 +8,7 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -28,7 +28,7 @@ from kubeloop.controller.handler import (
 from kubeloop.controller.reconcile import Request, Result, TerminalError
 from kubeloop.controller.source import Kind
 from kubeloop.workqueue.ratelimiter import ItemExponentialFailureRateLimiter
-from tests.conftest import ServerThread
+from tests.conftest import ServerThread, eventually
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
 DEPLOYMENT = GroupVersionKind("apps", "v1", "Deployment")
@@ -40,14 +40,6 @@ def configmap(name: str, namespace: str, **extra: Any) -> dict[str, Any]:
         "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": namespace, **extra},
     }
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture

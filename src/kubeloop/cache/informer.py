@@ -13,7 +13,6 @@ controller-runtime does: it is most of an object's size and controllers never re
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from collections.abc import Callable, Mapping
@@ -24,6 +23,7 @@ from kubeloop.cache.reflector import ListWatchOptions, Reflector
 from kubeloop.cache.store import Indexer, IndexFunc, object_key
 from kubeloop.client.rest import Client, KindRef
 from kubeloop.client.watch import WatchEvent
+from kubeloop.lifecycle import cancel_and_wait
 
 log = logging.getLogger("kubeloop.cache.informer")
 
@@ -92,11 +92,7 @@ class Informer:
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)
 
     @property
     def has_synced(self) -> bool:

@@ -27,6 +27,7 @@ from collections import Counter
 from typing import Any, Protocol
 
 from kubeloop.controller.reconcile import ReconcileFunc, Request, Result, TerminalError
+from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.workqueue.queue import ShutDown
 from kubeloop.workqueue.ratelimiter import RateLimiter
 from kubeloop.workqueue.ratelimiting import RateLimitingQueue
@@ -85,11 +86,7 @@ class Controller:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.queue.shut_down_with_drain(), timeout)
         workers, self._workers = self._workers, []
-        for worker in workers:
-            worker.cancel()
-        for worker in workers:
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+        await cancel_and_wait(workers)
 
     async def _work(self) -> None:
         while True:

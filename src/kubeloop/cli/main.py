@@ -24,6 +24,20 @@ def _build_parser() -> argparse.ArgumentParser:
     server = commands.add_parser("apiserver", help="serve the embedded Kubernetes-compatible API server")
     _server_flags(server)
 
+    run = commands.add_parser(
+        "run", help="run an operator (module:attribute, a file, or a directory with operator.py)"
+    )
+    run.add_argument("target", help="module:attribute, a Python file, or a directory holding operator.py")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument(
+        "--kubeconfig", help="the cluster to run against (default: $KUBECONFIG, ~/.kube/config, in-cluster)"
+    )
+    where.add_argument("--embedded", action="store_true", help="start an embedded API server in this process")
+    run.add_argument("--context", help="the kubeconfig context to use")
+    run.add_argument(
+        "--data-dir", type=pathlib.Path, help="with --embedded: keep its state here (default: in memory)"
+    )
+
     demo = commands.add_parser("demo", help="run the embedded server with sample objects and show it serving")
     demo.add_argument("--once", action="store_true", help="run one round and exit 0")
     demo.add_argument("--data-dir", type=pathlib.Path, help="keep the demo's state here (default: in memory)")
@@ -61,6 +75,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.command == "apiserver":
         return asyncio.run(_serve(args))
+    if args.command == "run":
+        from kubeloop.cli.run import run
+
+        return asyncio.run(
+            run(
+                args.target,
+                kubeconfig=args.kubeconfig,
+                context=args.context,
+                embedded=args.embedded,
+                data_dir=args.data_dir,
+            )
+        )
     if args.command == "demo":
         from kubeloop.cli.demo import run_demo
 

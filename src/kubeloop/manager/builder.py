@@ -1,0 +1,98 @@
+"""The builder: a controller wired to its watches in one expression (controller-runtime's
+``builder``)::
+
+    Builder(manager).for_(REPLICASET).owns(POD).complete(reconcile)
+
+``for_`` enqueues the object itself, ``owns`` the controller owner of the owned object,
+``watches`` any handler; ``with_event_filter`` adds a predicate to every watch; the name defaults
+to the lower-cased kind of ``for_`` and must be unique in the manager.
+"""
+
+from __future__ import annotations
+
+from typing import Self
+
+from kubeloop.client.rest import KindRef, gvk_of
+from kubeloop.controller.controller import Controller
+from kubeloop.controller.handler import EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler
+from kubeloop.controller.predicate import Predicate
+from kubeloop.controller.reconcile import ReconcileFunc
+from kubeloop.controller.source import Kind
+from kubeloop.manager.manager import Manager
+from kubeloop.workqueue.ratelimiter import RateLimiter
+
+
+class Builder:
+    def __init__(self, manager: Manager) -> None:
+        self.manager = manager
+        self._for: tuple[KindRef, tuple[Predicate, ...]] | None = None
+        self._watches: list[tuple[KindRef, EventHandler | None, tuple[Predicate, ...]]] = []
+        self._filters: list[Predicate] = []
+        self._name: str | None = None
+        self._max_concurrent = 1
+        self._rate_limiter: RateLimiter | None = None
+        self._timeout: float | None = None
+
+    def for_(self, kind: KindRef, *predicates: Predicate) -> Self:
+        if self._for is not None:
+            raise ValueError("for_ may be called only once")
+        self._for = (kind, predicates)
+        return self
+
+    def owns(self, kind: KindRef, *predicates: Predicate) -> Self:
+        self._watches.append((kind, None, predicates))  # the owner handler needs for_'s kind: built later
+        return self
+
+    def watches(self, kind: KindRef, handler: EventHandler, *predicates: Predicate) -> Self:
+        self._watches.append((kind, handler, predicates))
+        return self
+
+    def with_event_filter(self, predicate: Predicate) -> Self:
+        self._filters.append(predicate)
+        return self
+
+    def named(self, name: str) -> Self:
+        self._name = name
+        return self
+
+    def with_options(
+        self,
+        *,
+        max_concurrent_reconciles: int | None = None,
+        rate_limiter: RateLimiter | None = None,
+        reconcile_timeout: float | None = None,
+    ) -> Self:
+        if max_concurrent_reconciles is not None:
+            self._max_concurrent = max_concurrent_reconciles
+        if rate_limiter is not None:
+            self._rate_limiter = rate_limiter
+        if reconcile_timeout is not None:
+            self._timeout = reconcile_timeout
+        return self
+
+    def complete(self, reconcile: ReconcileFunc) -> Controller:
+        if self._for is None:
+            raise ValueError("for_ must name the kind the controller reconciles")
+        for_kind, for_predicates = self._for
+        for_gvk = gvk_of(for_kind)
+        name = self._name or for_gvk.kind.lower()
+        controller = Controller(
+            name,
+            reconcile,
+            max_concurrent_reconciles=self._max_concurrent,
+            rate_limiter=self._rate_limiter,
+            reconcile_timeout=self._timeout,
+        )
+        self.manager.add_controller(controller)
+        controller.watch(
+            Kind(
+                self.manager.informer_for(for_kind),
+                EnqueueRequestForObject(),
+                *self._filters,
+                *for_predicates,
+            )
+        )
+        for kind, handler, predicates in self._watches:
+            chosen = handler if handler is not None else EnqueueRequestForOwner(for_gvk)
+            controller.watch(Kind(self.manager.informer_for(kind), chosen, *self._filters, *predicates))
+        return controller

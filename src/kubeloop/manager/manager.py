@@ -1,0 +1,128 @@
+"""The Manager: shared informers, controllers, start-up order and graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from typing import Any
+
+import orjson
+
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.cache.informer import Informer
+from kubeloop.cache.store import NAMESPACE_INDEX
+from kubeloop.client.rest import Client, KindRef, gvk_of
+from kubeloop.controller.controller import Controller
+
+log = logging.getLogger("kubeloop.manager")
+
+
+class Manager:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        namespace: str | None = None,
+        cache_sync_timeout: float = 120.0,
+        graceful_shutdown_timeout: float = 30.0,
+        sync_period: float | None = 10 * 60 * 60,
+    ) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.cache_sync_timeout = cache_sync_timeout
+        self.graceful_shutdown_timeout = graceful_shutdown_timeout
+        self.sync_period = sync_period
+        self.controllers: dict[str, Controller] = {}
+        self._informers: dict[GroupVersionKind, Informer] = {}
+        self._started = False
+        self._stopping = asyncio.Event()
+
+    # ------------------------------------------------------------------ parts
+
+    def informer_for(self, kind: KindRef) -> Informer:
+        """The shared informer of ``kind`` (created on first use; started with the manager)."""
+        gvk = gvk_of(kind)
+        informer = self._informers.get(gvk)
+        if informer is None:
+            informer = Informer(self.client, gvk, namespace=self.namespace, resync_period=self.sync_period)
+            self._informers[gvk] = informer
+            if self._started:
+                informer.start()
+        return informer
+
+    def add_controller(self, controller: Controller) -> None:
+        if controller.name in self.controllers:
+            raise ValueError(f'a controller named "{controller.name}" already exists; names must be unique')
+        self.controllers[controller.name] = controller
+
+    def get_cached(self, kind: KindRef, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """An object from the cache (a copy: the cache's own objects are shared), or None."""
+        informer = self.informer_for(kind)
+        key = f"{namespace}/{name}" if namespace else name
+        obj = informer.store.get(key)
+        return _copy(obj) if obj is not None else None
+
+    def list_cached(self, kind: KindRef, namespace: str | None = None) -> list[dict[str, Any]]:
+        store = self.informer_for(kind).store
+        objects = store.by_index(NAMESPACE_INDEX, namespace) if namespace is not None else store.objects()
+        return [_copy(obj) for obj in objects]
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Start the caches, wait until they are synced, then start the controllers."""
+        self._started = True
+        for informer in self._informers.values():
+            informer.start()
+        for gvk, informer in list(self._informers.items()):
+            if not await informer.wait_for_sync(self.cache_sync_timeout):
+                raise TimeoutError(f"the cache of {gvk} did not sync within {self.cache_sync_timeout}s")
+        for controller in self.controllers.values():
+            await controller.start()
+        log.info("manager started: %d controllers, %d informers", len(self.controllers), len(self._informers))
+
+    async def stop(self) -> None:
+        """Stop in reverse order: controllers (in-flight reconciles get the grace period), then caches."""
+        for controller in reversed(list(self.controllers.values())):
+            await controller.stop(timeout=self.graceful_shutdown_timeout)
+        for informer in reversed(list(self._informers.values())):
+            await informer.stop()
+        self._started = False
+
+    def request_stop(self) -> None:
+        self._stopping.set()
+
+    async def run(self) -> None:
+        """Start, serve until SIGTERM/SIGINT (a second one exits at once), then stop gracefully."""
+        loop = asyncio.get_running_loop()
+        signals = 0
+
+        def on_signal() -> None:
+            nonlocal signals
+            signals += 1
+            if signals > 1:
+                log.warning("second signal: exiting now")
+                os._exit(1)
+            log.info("stopping (signal); a second signal exits at once")
+            self._stopping.set()
+
+        installed = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, on_signal)
+                installed.append(sig)
+        try:
+            await self.start()
+            await self._stopping.wait()
+        finally:
+            await self.stop()
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+
+def _copy(obj: dict[str, Any]) -> dict[str, Any]:
+    copied: dict[str, Any] = orjson.loads(orjson.dumps(obj))
+    return copied

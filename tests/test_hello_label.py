@@ -1,0 +1,106 @@
+"""The seed example end to end: ``kubeloop run examples/hello_label`` against a server, driven by
+kubectl — with ``--kubeconfig`` (the shared test server) and with ``--embedded``."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ServerThread
+from tests.kubectl_finder import oldest_and_newest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+KUBECTLS = oldest_and_newest()
+pytestmark = pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
+
+REPLICASET = {
+    "apiVersion": "apps/v1",
+    "kind": "ReplicaSet",
+    "metadata": {"name": "frontend", "labels": {"tier": "web"}},
+    "spec": {
+        "replicas": 1,
+        "selector": {"matchLabels": {"tier": "web"}},
+        "template": {
+            "metadata": {"labels": {"tier": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+        },
+    },
+}
+
+
+def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> str:
+    result = subprocess.run(
+        [str(KUBECTLS[-1]), "--kubeconfig", kubeconfig, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"HOME": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def wait_for_label(kubeconfig: str, namespace: str, want: str | None, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = json.loads(kubectl(kubeconfig, "get", "rs", "frontend", "-n", namespace, "-o", "json"))
+        if got["metadata"].get("labels", {}).get("hello") == want:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"labels are {got['metadata'].get('labels')}")
+        time.sleep(0.1)
+
+
+def start_operator(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "kubeloop.cli.main", "run", str(ROOT / "examples" / "hello_label"), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def stop_operator(process: subprocess.Popen[str]) -> str:
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    return output
+
+
+def exercise(kubeconfig: str, namespace: str) -> None:
+    kubectl(kubeconfig, "apply", "-n", namespace, "-f", "-", stdin=json.dumps(REPLICASET))
+    wait_for_label(kubeconfig, namespace, "world")
+    # Level-triggered: take the label away and it comes back.
+    kubectl(kubeconfig, "label", "rs", "frontend", "-n", namespace, "hello-")
+    wait_for_label(kubeconfig, namespace, "world")
+
+
+def test_hello_label_with_kubeconfig(shared_server: ServerThread, namespace: str) -> None:
+    kubeconfig = str(shared_server.kubeconfig)
+    process = start_operator("--kubeconfig", kubeconfig)
+    try:
+        exercise(kubeconfig, namespace)
+    finally:
+        output = stop_operator(process)
+    assert "1 controller(s) starting" in output
+
+
+def test_hello_label_embedded() -> None:
+    process = start_operator("--embedded")
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert "ready at" in line, line
+        kubeconfig = line.rsplit("kubeconfig=", 1)[1].strip()
+        exercise(kubeconfig, "default")
+    finally:
+        stop_operator(process)

@@ -9,6 +9,7 @@ import pathlib
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -18,6 +19,7 @@ from tests.kubectl_finder import oldest_and_newest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 KUBECTLS = oldest_and_newest()
+KUBECTL_HOME = tempfile.mkdtemp(prefix="kubeloop-kubectl-home-")
 pytestmark = pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
 
 REPLICASET = {
@@ -42,7 +44,7 @@ def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> str:
         capture_output=True,
         text=True,
         timeout=60,
-        env={"HOME": str(ROOT), "PATH": "/usr/bin:/bin"},
+        env={"HOME": KUBECTL_HOME, "PATH": "/usr/bin:/bin"},  # kubectl keeps a discovery cache there
     )
     assert result.returncode == 0, result.stderr
     return result.stdout

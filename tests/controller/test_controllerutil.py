@@ -1,0 +1,145 @@
+"""controllerutil: create-or-update/patch results against the embedded server, owner and
+controller references, finalizers and status conditions."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from kubeloop.client.config import load_kubeconfig
+from kubeloop.client.rest import Client
+from kubeloop.controller import controllerutil as cu
+from tests.conftest import ServerThread
+
+
+@pytest.fixture
+async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
+    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+        yield c
+
+
+def deployment(namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": namespace}}
+
+
+def fill(replicas: int) -> cu.Mutate:
+    """Sets what this "controller" owns, leaving what the server defaulted alone (as mutate functions should)."""
+
+    def mutate(obj: dict[str, Any]) -> None:
+        spec = obj.setdefault("spec", {})
+        spec["replicas"] = replicas
+        spec.setdefault("selector", {"matchLabels": {"app": "d"}})
+        spec.setdefault(
+            "template",
+            {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+        )
+
+    return mutate
+
+
+async def test_create_or_update_results(client: Client, namespace: str) -> None:
+    result, obj = await cu.create_or_update(client, deployment(namespace), fill(1))
+    assert result == cu.OperationResult.CREATED and obj["metadata"]["uid"]
+    result, _ = await cu.create_or_update(client, deployment(namespace), fill(1))
+    assert result == cu.OperationResult.UNCHANGED
+    result, obj = await cu.create_or_update(client, deployment(namespace), fill(3))
+    assert result == cu.OperationResult.UPDATED and obj["spec"]["replicas"] == 3
+
+    def rename(obj: dict[str, Any]) -> None:
+        obj["metadata"]["name"] = "other"
+
+    with pytest.raises(ValueError, match="name or namespace"):
+        await cu.create_or_update(client, deployment(namespace), rename)
+
+
+async def test_create_or_patch_results(client: Client, namespace: str) -> None:
+    result, _ = await cu.create_or_patch(client, deployment(namespace), fill(1))
+    assert result == cu.OperationResult.CREATED
+
+    def status_only(obj: dict[str, Any]) -> None:
+        obj["status"] = {"replicas": 1, "observedGeneration": 1}
+
+    result, obj = await cu.create_or_patch(client, deployment(namespace), status_only)
+    assert result == cu.OperationResult.UPDATED_STATUS_ONLY and obj["status"]["replicas"] == 1
+
+    def both(obj: dict[str, Any]) -> None:
+        fill(2)(obj)
+        obj["status"] = {"replicas": 2, "observedGeneration": 2}
+
+    result, obj = await cu.create_or_patch(client, deployment(namespace), both)
+    assert result == cu.OperationResult.UPDATED_STATUS
+    assert obj["spec"]["replicas"] == 2 and obj["status"]["replicas"] == 2
+    result, _ = await cu.create_or_patch(client, deployment(namespace), both)
+    assert result == cu.OperationResult.UNCHANGED
+
+
+def owner(name: str, namespace: str | None = "ns", kind: str = "Deployment") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "uid": f"uid-{name}"}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta}
+
+
+def test_owner_and_controller_references() -> None:
+    child: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": "ns"},
+    }
+    cu.set_controller_reference(owner("a"), child)
+    cu.set_controller_reference(owner("a"), child)  # idempotent
+    assert child["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": "a",
+            "uid": "uid-a",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    with pytest.raises(cu.AlreadyOwnedError):
+        cu.set_controller_reference(owner("b"), child)
+    cu.set_owner_reference(owner("b"), child)
+    assert [r["name"] for r in child["metadata"]["ownerReferences"]] == ["a", "b"]
+    assert "controller" not in child["metadata"]["ownerReferences"][1]
+    with pytest.raises(ValueError, match="cross-namespace"):
+        cu.set_owner_reference(owner("x", "elsewhere"), child)
+    cu.set_owner_reference(
+        owner("cluster-wide", None, "ClusterRole"), child
+    )  # cluster-scoped owners are fine
+    cluster_child: dict[str, Any] = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}}
+    with pytest.raises(ValueError, match="cluster-scoped"):
+        cu.set_owner_reference(owner("a"), cluster_child)
+    with pytest.raises(ValueError, match="uid"):
+        cu.set_owner_reference({"apiVersion": "v1", "kind": "X", "metadata": {"name": "n"}}, child)
+
+
+def test_finalizers() -> None:
+    obj: dict[str, Any] = {"metadata": {}}
+    assert cu.add_finalizer(obj, "example.com/cleanup")
+    assert not cu.add_finalizer(obj, "example.com/cleanup")
+    assert cu.contains_finalizer(obj, "example.com/cleanup")
+    assert cu.remove_finalizer(obj, "example.com/cleanup")
+    assert not cu.remove_finalizer(obj, "example.com/cleanup")
+    assert obj["metadata"]["finalizers"] == []
+
+
+def test_status_conditions() -> None:
+    conditions: list[dict[str, Any]] = []
+    assert cu.set_status_condition(conditions, "Ready", "False", "Starting", observed_generation=1)
+    first_transition = conditions[0]["lastTransitionTime"]
+    assert not cu.set_status_condition(conditions, "Ready", "False", "Starting", observed_generation=1)
+    assert cu.set_status_condition(conditions, "Ready", "False", "Waiting", "for pods", observed_generation=2)
+    assert conditions[0]["lastTransitionTime"] == first_transition  # status unchanged: time unchanged
+    assert conditions[0]["observedGeneration"] == 2 and conditions[0]["message"] == "for pods"
+    conditions[0]["lastTransitionTime"] = "2000-01-01T00:00:00Z"
+    assert cu.set_status_condition(conditions, "Ready", "True", "Running", observed_generation=2)
+    assert conditions[0]["lastTransitionTime"] != "2000-01-01T00:00:00Z"
+    assert cu.is_status_condition_true(conditions, "Ready")
+    assert cu.find_status_condition(conditions, "Other") is None
+    assert cu.remove_status_condition(conditions, "Ready") and conditions == []
+    with pytest.raises(ValueError):
+        cu.set_status_condition(conditions, "Ready", "yes", "R")

@@ -16,8 +16,14 @@ from kubeloop.cache.informer import Informer
 from kubeloop.cache.store import NAMESPACE_INDEX
 from kubeloop.client.rest import Client, KindRef, gvk_of
 from kubeloop.controller.controller import Controller
+from kubeloop.lifecycle import cancel_and_wait
+from kubeloop.manager.leaderelection import LeaderElectionConfig, LeaderElector
 
 log = logging.getLogger("kubeloop.manager")
+
+
+class LeaderElectionLost(Exception):
+    """This manager was the leader and could not renew its lease: the process must end."""
 
 
 class Manager:
@@ -29,6 +35,7 @@ class Manager:
         cache_sync_timeout: float = 120.0,
         graceful_shutdown_timeout: float = 30.0,
         sync_period: float | None = 10 * 60 * 60,
+        leader_election: LeaderElectionConfig | None = None,
     ) -> None:
         self.client = client
         self.namespace = namespace
@@ -39,6 +46,9 @@ class Manager:
         self._informers: dict[GroupVersionKind, Informer] = {}
         self._started = False
         self._stopping = asyncio.Event()
+        self.elector = LeaderElector(client, leader_election) if leader_election is not None else None
+        self._election: list[asyncio.Task[None]] = []
+        self.lost_leadership = False
 
     # ------------------------------------------------------------------ parts
 
@@ -80,12 +90,30 @@ class Manager:
         for gvk, informer in list(self._informers.items()):
             if not await informer.wait_for_sync(self.cache_sync_timeout):
                 raise TimeoutError(f"the cache of {gvk} did not sync within {self.cache_sync_timeout}s")
+        if self.elector is None:
+            await self._start_controllers()
+        else:
+            # Caches run on every replica (ready to take over); controllers only on the leader.
+            self._election.append(
+                asyncio.create_task(
+                    self.elector.run(self._start_controllers, self._lost), name="leader election"
+                )
+            )
+
+    async def _start_controllers(self) -> None:
         for controller in self.controllers.values():
             await controller.start()
         log.info("manager started: %d controllers, %d informers", len(self.controllers), len(self._informers))
 
+    async def _lost(self) -> None:
+        self.lost_leadership = True
+        self._stopping.set()
+
     async def stop(self) -> None:
-        """Stop in reverse order: controllers (in-flight reconciles get the grace period), then caches."""
+        """Stop in reverse order: leader election, controllers (in-flight reconciles get the grace
+        period), then caches."""
+        election, self._election = self._election, []
+        await cancel_and_wait(election)
         for controller in reversed(list(self.controllers.values())):
             await controller.stop(timeout=self.graceful_shutdown_timeout)
         for informer in reversed(list(self._informers.values())):
@@ -121,6 +149,10 @@ class Manager:
             await self.stop()
             for sig in installed:
                 loop.remove_signal_handler(sig)
+        if self.lost_leadership:
+            raise LeaderElectionLost(
+                f"lost the lease {self.elector.config.lease_name if self.elector else ''}"
+            )
 
 
 def _copy(obj: dict[str, Any]) -> dict[str, Any]:

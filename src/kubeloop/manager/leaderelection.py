@@ -1,0 +1,149 @@
+"""Leader election on a coordination.k8s.io/v1 Lease (client-go ``leaderelection``).
+
+Candidates try to acquire the Lease every ``retry_period``; the holder renews it on the same
+period. A candidate takes a Lease over only when its holder has not renewed it for
+``lease_duration`` — measured on the candidate's own clock from when it last saw the record
+change, so clocks need not agree. A leader that cannot renew within ``renew_deadline`` has lost:
+``on_stopped_leading`` runs (the manager ends the process, as controller-runtime does). Every
+write is an update at the read resourceVersion, so two candidates never both win one round.
+Defaults are controller-runtime's: 15 s, 10 s, 2 s; identity ``hostname_uuid``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.client import errors
+from kubeloop.client.rest import Client
+
+log = logging.getLogger("kubeloop.leaderelection")
+
+LEASE = GroupVersionKind("coordination.k8s.io", "v1", "Lease")
+
+
+def default_identity() -> str:
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+@dataclass(frozen=True)
+class LeaderElectionConfig:
+    lease_name: str
+    namespace: str = "default"
+    identity: str = field(default_factory=default_identity)
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+def _micro_time() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    def __init__(self, client: Client, config: LeaderElectionConfig) -> None:
+        if config.renew_deadline >= config.lease_duration:
+            raise ValueError("renew_deadline must be shorter than lease_duration")
+        self.client = client
+        self.config = config
+        self.is_leader = False
+        self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
+        self._observed_at = 0.0
+
+    async def run(
+        self,
+        on_started_leading: Callable[[], Awaitable[None]],
+        on_stopped_leading: Callable[[], Awaitable[None]],
+    ) -> None:
+        """Acquire, call ``on_started_leading``, renew until that fails, call ``on_stopped_leading``."""
+        while True:
+            if await self._try_acquire_or_renew():
+                break
+            await asyncio.sleep(self.config.retry_period)
+        self.is_leader = True
+        log.info("%s: became the leader of lease %s", self.config.identity, self.config.lease_name)
+        await on_started_leading()
+        last_renewal = time.monotonic()
+        while True:
+            await asyncio.sleep(self.config.retry_period)
+            if await self._try_acquire_or_renew():
+                last_renewal = time.monotonic()
+            elif time.monotonic() - last_renewal >= self.config.renew_deadline:
+                self.is_leader = False
+                log.error("%s: lost lease %s", self.config.identity, self.config.lease_name)
+                await on_stopped_leading()
+                return
+
+    async def _try_acquire_or_renew(self) -> bool:
+        """One attempt, bounded by ``renew_deadline`` (the client's own retries included)."""
+        try:
+            return await asyncio.wait_for(self._attempt(), self.config.renew_deadline)
+        except TimeoutError:
+            log.debug("lease attempt timed out")
+            return False
+
+    async def _attempt(self) -> bool:
+        config = self.config
+        now = _micro_time()
+        try:
+            lease = await self.client.get(LEASE, config.lease_name, namespace=config.namespace)
+        except errors.NotFound:
+            try:
+                await self.client.create(
+                    {
+                        "apiVersion": "coordination.k8s.io/v1",
+                        "kind": "Lease",
+                        "metadata": {"name": config.lease_name, "namespace": config.namespace},
+                        "spec": self._spec(now, now, 0),
+                    }
+                )
+            except (errors.AlreadyExists, errors.ApiError, aiohttp.ClientError, OSError) as exc:
+                log.debug("creating lease failed: %s", exc)
+                return False
+            return True
+        except (errors.ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            log.debug("reading lease failed: %s", exc)
+            return False
+        spec: dict[str, Any] = lease.get("spec") or {}
+        holder = str(spec.get("holderIdentity") or "")
+        record = (holder, str(spec.get("renewTime") or ""))
+        if record != self._observed:
+            self._observed = record
+            self._observed_at = time.monotonic()
+        duration = float(spec.get("leaseDurationSeconds") or config.lease_duration)
+        held_by_other = holder not in ("", config.identity)
+        if held_by_other and time.monotonic() - self._observed_at < duration:
+            return False
+        transitions = int(spec.get("leaseTransitions") or 0)
+        acquire_time = spec.get("acquireTime") or now
+        if holder != config.identity:
+            transitions += 1 if holder else 0
+            acquire_time = now
+        lease["spec"] = self._spec(str(acquire_time), now, transitions)
+        try:
+            await self.client.update(lease)
+        except (errors.ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            log.debug("updating lease failed: %s", exc)
+            return False
+        self._observed = (config.identity, now)
+        self._observed_at = time.monotonic()
+        return True
+
+    def _spec(self, acquire_time: str, renew_time: str, transitions: int) -> dict[str, Any]:
+        return {
+            "holderIdentity": self.config.identity,
+            "leaseDurationSeconds": max(1, round(self.config.lease_duration)),
+            "acquireTime": acquire_time,
+            "renewTime": renew_time,
+            "leaseTransitions": transitions,
+        }

@@ -22,13 +22,16 @@ import contextlib
 import contextvars
 import inspect
 import logging
+import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, Protocol
 
+from kubeloop.client import errors
 from kubeloop.controller.reconcile import ReconcileFunc, Request, Result, TerminalError
 from kubeloop.lifecycle import cancel_and_wait
-from kubeloop.workqueue.queue import ShutDown
+from kubeloop.workqueue.queue import NO_METRICS, QueueMetrics, ShutDown
 from kubeloop.workqueue.ratelimiter import RateLimiter
 from kubeloop.workqueue.ratelimiting import RateLimitingQueue
 
@@ -51,6 +54,8 @@ class Controller:
         max_concurrent_reconciles: int = 1,
         rate_limiter: RateLimiter | None = None,
         reconcile_timeout: float | None = None,
+        queue_metrics: QueueMetrics = NO_METRICS,
+        on_reconciled: Callable[[float], None] | None = None,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
@@ -58,10 +63,14 @@ class Controller:
         self.reconcile = reconcile
         self.max_concurrent_reconciles = max_concurrent_reconciles
         self.reconcile_timeout = reconcile_timeout
-        self.queue: RateLimitingQueue[Request] = RateLimitingQueue(rate_limiter)
+        self.queue: RateLimitingQueue[Request] = RateLimitingQueue(rate_limiter, queue_metrics)
+        #: Called with each reconcile's duration in seconds (controller_runtime_reconcile_time_seconds).
+        self.on_reconciled = on_reconciled
         #: controller_runtime_reconcile_total by result: success, error, requeue, requeue_after.
         self.results: Counter[str] = Counter()
         self.terminal_errors = 0
+        #: Exceptions that are not API errors (a bug rather than a failed call): the "panics".
+        self.exceptions = 0
         self.active_workers = 0
         self._sources: list[Source] = []
         self._workers: list[asyncio.Task[None]] = []
@@ -103,6 +112,7 @@ class Controller:
 
     async def _reconcile_one(self, request: Request) -> None:
         token = reconcile_id.set(str(uuid.uuid4()))
+        started = time.perf_counter()
         try:
             result = await self._call(request)
         except TerminalError as exc:
@@ -117,8 +127,10 @@ class Controller:
                 reconcile_id.get(),
             )
             return
-        except Exception:
+        except Exception as exc:
             self.results["error"] += 1
+            if not isinstance(exc, errors.ApiError):
+                self.exceptions += 1
             self.queue.add_rate_limited(request)
             log.exception(
                 "%s: reconcile %s failed; retrying [reconcileID=%s]", self.name, request, reconcile_id.get()
@@ -126,6 +138,8 @@ class Controller:
             return
         finally:
             reconcile_id.reset(token)
+            if self.on_reconciled is not None:
+                self.on_reconciled(time.perf_counter() - started)
         if result is not None and result.requeue_after:
             self.results["requeue_after"] += 1
             self.queue.forget(request)

@@ -82,6 +82,8 @@ class Builder:
             max_concurrent_reconciles=self._max_concurrent,
             rate_limiter=self._rate_limiter,
             reconcile_timeout=self._timeout,
+            queue_metrics=self.manager.metrics.queue_metrics(name),
+            on_reconciled=self.manager.metrics.reconcile_observer(name),
         )
         self.manager.add_controller(controller)
         controller.watch(

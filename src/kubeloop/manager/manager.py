@@ -7,9 +7,12 @@ import contextlib
 import logging
 import os
 import signal
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.cache.informer import Informer
@@ -18,6 +21,7 @@ from kubeloop.client.rest import Client, KindRef, gvk_of
 from kubeloop.controller.controller import Controller
 from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.manager.leaderelection import LeaderElectionConfig, LeaderElector
+from kubeloop.manager.metrics import Metrics
 
 log = logging.getLogger("kubeloop.manager")
 
@@ -36,6 +40,8 @@ class Manager:
         graceful_shutdown_timeout: float = 30.0,
         sync_period: float | None = 10 * 60 * 60,
         leader_election: LeaderElectionConfig | None = None,
+        metrics_bind_address: str | None = None,
+        health_probe_bind_address: str | None = None,
     ) -> None:
         self.client = client
         self.namespace = namespace
@@ -49,6 +55,13 @@ class Manager:
         self.elector = LeaderElector(client, leader_election) if leader_election is not None else None
         self._election: list[asyncio.Task[None]] = []
         self.lost_leadership = False
+        self.metrics = Metrics(self)
+        self.metrics_bind_address = metrics_bind_address
+        self.health_probe_bind_address = health_probe_bind_address
+        self._servers: list[web.AppRunner] = []
+        #: Where the metrics and health servers listen once started ("host:port").
+        self.metrics_address = ""
+        self.health_address = ""
 
     # ------------------------------------------------------------------ parts
 
@@ -83,7 +96,13 @@ class Manager:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Start the caches, wait until they are synced, then start the controllers."""
+        """Start the HTTP servers, the caches, wait until they are synced, then the controllers."""
+        if self.metrics_bind_address:
+            self.metrics_address = await self._serve(self.metrics_bind_address, {"/metrics": self._metrics})
+        if self.health_probe_bind_address:
+            self.health_address = await self._serve(
+                self.health_probe_bind_address, {"/healthz": self._healthz, "/readyz": self._readyz}
+            )
         self._started = True
         for informer in self._informers.values():
             informer.start()
@@ -118,7 +137,40 @@ class Manager:
             await controller.stop(timeout=self.graceful_shutdown_timeout)
         for informer in reversed(list(self._informers.values())):
             await informer.stop()
+        servers, self._servers = self._servers, []
+        for runner in reversed(servers):
+            await runner.cleanup()
         self._started = False
+
+    # ------------------------------------------------------------------ HTTP: metrics and probes
+
+    async def _serve(
+        self, address: str, routes: dict[str, Callable[[web.Request], Awaitable[web.Response]]]
+    ) -> str:
+        host, _, port = address.rpartition(":")
+        app = web.Application()
+        for path, handler in routes.items():
+            app.router.add_get(path, handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host or "0.0.0.0", int(port))
+        await site.start()
+        self._servers.append(runner)
+        bound = runner.addresses[0]
+        return f"{bound[0]}:{bound[1]}"
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        body = generate_latest(self.metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        unsynced = [str(gvk) for gvk, informer in self._informers.items() if not informer.has_synced]
+        if not self._started or unsynced:
+            return web.Response(status=503, text="caches not synced: " + ", ".join(unsynced))
+        return web.Response(text="ok")
 
     def request_stop(self) -> None:
         self._stopping.set()

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Hashable
 from typing import TypeVar
 
-from kubeloop.workqueue.queue import WorkQueue
+from kubeloop.workqueue.queue import NO_METRICS, QueueMetrics, WorkQueue
 
 T = TypeVar("T", bound=Hashable)
 
@@ -19,8 +19,8 @@ T = TypeVar("T", bound=Hashable)
 class DelayingQueue(WorkQueue[T]):
     __slots__ = ("_timers",)
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, metrics: QueueMetrics = NO_METRICS) -> None:
+        super().__init__(metrics)
         self._timers: dict[T, asyncio.TimerHandle] = {}
 
     def add_after(self, item: T, delay: float) -> None:

@@ -10,9 +10,10 @@ never processed by two workers at once, and an add is never lost.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Hashable
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 T = TypeVar("T", bound=Hashable)
 
@@ -21,10 +22,52 @@ class ShutDown(Exception):
     """The queue was shut down and holds nothing more to hand out."""
 
 
-class WorkQueue(Generic[T]):
-    __slots__ = ("_dirty", "_drained", "_processing", "_queue", "_shutting_down", "_waiters")
+class QueueMetrics(Protocol):
+    """What a queue reports (client-go's ``workqueue`` metrics provider); see ``NO_METRICS``."""
 
-    def __init__(self) -> None:
+    def added(self, depth: int) -> None: ...
+
+    def handed_out(self, waited: float, depth: int) -> None: ...
+
+    def finished(self, worked: float) -> None: ...
+
+    def retried(self) -> None: ...
+
+
+class _NoMetrics:
+    def added(self, depth: int) -> None:
+        return None
+
+    def handed_out(self, waited: float, depth: int) -> None:
+        return None
+
+    def finished(self, worked: float) -> None:
+        return None
+
+    def retried(self) -> None:
+        return None
+
+
+NO_METRICS: QueueMetrics = _NoMetrics()
+
+
+class WorkQueue(Generic[T]):
+    __slots__ = (
+        "_added_at",
+        "_dirty",
+        "_drained",
+        "_processing",
+        "_queue",
+        "_shutting_down",
+        "_started_at",
+        "_waiters",
+        "metrics",
+    )
+
+    def __init__(self, metrics: QueueMetrics = NO_METRICS) -> None:
+        self.metrics = metrics
+        self._added_at: dict[T, float] = {}
+        self._started_at: dict[T, float] = {}
         self._queue: deque[T] = deque()
         self._dirty: set[T] = set()
         self._processing: set[T] = set()
@@ -45,6 +88,9 @@ class WorkQueue(Generic[T]):
         if item in dirty or self._shutting_down:
             return
         dirty.add(item)
+        if self.metrics is not NO_METRICS:
+            self._added_at.setdefault(item, time.perf_counter())
+            self.metrics.added(len(self._queue) + 1)
         if item in self._processing:
             return
         self._queue.append(item)
@@ -59,6 +105,10 @@ class WorkQueue(Generic[T]):
         item = self._queue.popleft()
         self._processing.add(item)
         self._dirty.discard(item)
+        if self.metrics is not NO_METRICS:
+            now = time.perf_counter()
+            self.metrics.handed_out(now - self._added_at.pop(item, now), len(self._queue))
+            self._started_at[item] = now
         return item
 
     async def get(self) -> T:
@@ -79,6 +129,10 @@ class WorkQueue(Generic[T]):
     def done(self, item: T) -> None:
         """The worker finished ``item``; it is queued again if it was added meanwhile."""
         self._processing.discard(item)
+        if self.metrics is not NO_METRICS:
+            started = self._started_at.pop(item, None)
+            if started is not None:
+                self.metrics.finished(time.perf_counter() - started)
         if item in self._dirty:
             self._queue.append(item)
             self._wake_one()
@@ -102,6 +156,10 @@ class WorkQueue(Generic[T]):
 
     def is_processing(self, item: T) -> bool:
         return item in self._processing
+
+    def processing_since(self) -> list[float]:
+        """When each key now being processed was handed out (``time.perf_counter``)."""
+        return list(self._started_at.values())
 
     def _wake_one(self) -> None:
         while self._waiters:

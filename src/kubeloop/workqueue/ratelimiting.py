@@ -6,6 +6,7 @@ from collections.abc import Hashable
 from typing import TypeVar
 
 from kubeloop.workqueue.delaying import DelayingQueue
+from kubeloop.workqueue.queue import NO_METRICS, QueueMetrics
 from kubeloop.workqueue.ratelimiter import RateLimiter, default_controller_rate_limiter
 
 T = TypeVar("T", bound=Hashable)
@@ -14,12 +15,13 @@ T = TypeVar("T", bound=Hashable)
 class RateLimitingQueue(DelayingQueue[T]):
     __slots__ = ("rate_limiter",)
 
-    def __init__(self, rate_limiter: RateLimiter | None = None) -> None:
-        super().__init__()
+    def __init__(self, rate_limiter: RateLimiter | None = None, metrics: QueueMetrics = NO_METRICS) -> None:
+        super().__init__(metrics)
         self.rate_limiter = rate_limiter or default_controller_rate_limiter()
 
     def add_rate_limited(self, item: T) -> None:
         """Add ``item`` once the rate limiter allows (after a failure: its back-off grows)."""
+        self.metrics.retried()
         self.add_after(item, self.rate_limiter.when(item))
 
     def forget(self, item: T) -> None:

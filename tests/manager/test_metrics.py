@@ -1,0 +1,113 @@
+"""The metrics endpoint (scraped over HTTP) shows controller-runtime's series; /healthz, /readyz."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.client.config import load_kubeconfig
+from kubeloop.client.rest import Client
+from kubeloop.controller.reconcile import Request
+from kubeloop.manager.builder import Builder
+from kubeloop.manager.leaderelection import LeaderElectionConfig
+from kubeloop.manager.manager import Manager
+from tests.conftest import ServerThread, eventually
+
+CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
+
+
+@pytest.fixture
+async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
+    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+        yield c
+
+
+def sample(text: str, metric: str, **labels: str) -> float:
+    wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in text.splitlines():
+        match = re.match(r"^([a-z_]+)\{(.*)\} (\S+)$", line)
+        if match and match[1] == metric and ",".join(sorted(match[2].split(","))) == wanted:
+            return float(match[3])
+    raise AssertionError(f"no sample {metric}{{{wanted}}}")
+
+
+async def test_metrics_and_probes(client: Client, namespace: str) -> None:
+    calls: Counter[str] = Counter()
+
+    async def reconcile(request: Request) -> None:
+        calls[request.name] += 1
+        if calls[request.name] == 1:
+            raise RuntimeError("first attempt fails")
+
+    await client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m", "namespace": namespace}}
+    )
+    manager = Manager(
+        client,
+        namespace=namespace,
+        metrics_bind_address="127.0.0.1:0",
+        health_probe_bind_address="127.0.0.1:0",
+        leader_election=LeaderElectionConfig(f"metrics-{namespace}", namespace=namespace, retry_period=0.2),
+    )
+    Builder(manager).for_(CONFIGMAP).with_options(max_concurrent_reconciles=2).complete(reconcile)
+    await manager.start()
+    try:
+        await eventually(lambda: calls["m"] >= 2)
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"http://{manager.health_address}/healthz") as response:
+                assert response.status == 200
+            async with http.get(f"http://{manager.health_address}/readyz") as response:
+                assert response.status == 200
+            async with http.get(f"http://{manager.metrics_address}/metrics") as response:
+                assert response.status == 200
+                text = await response.text()
+        c = {"controller": "configmap"}
+        q = {"name": "configmap", "controller": "configmap"}
+        assert sample(text, "controller_runtime_reconcile_total", result="success", **c) >= 1
+        assert sample(text, "controller_runtime_reconcile_total", result="error", **c) == 1
+        assert sample(text, "controller_runtime_reconcile_errors_total", **c) == 1
+        assert sample(text, "controller_runtime_reconcile_panics_total", **c) == 1  # a RuntimeError is a bug
+        assert sample(text, "controller_runtime_terminal_reconcile_errors_total", **c) == 0
+        assert sample(text, "controller_runtime_max_concurrent_reconciles", **c) == 2
+        assert sample(text, "controller_runtime_active_workers", **c) == 0
+        assert sample(text, "controller_runtime_reconcile_time_seconds_count", **c) >= 2
+        assert sample(text, "workqueue_adds_total", **q) >= 2
+        assert sample(text, "workqueue_retries_total", **q) == 1
+        assert sample(text, "workqueue_depth", **q) == 0
+        assert sample(text, "workqueue_queue_duration_seconds_count", **q) >= 2
+        assert sample(text, "workqueue_work_duration_seconds_count", **q) >= 2
+        assert sample(text, "workqueue_unfinished_work_seconds", **q) == 0
+        assert sample(text, "workqueue_longest_running_processor_seconds", **q) == 0
+        assert sample(text, "leader_election_master_status", name=f"metrics-{namespace}") == 1
+    finally:
+        await manager.stop()
+
+
+async def test_readyz_is_503_until_caches_sync() -> None:
+    import asyncio
+    import socket
+
+    from kubeloop.client.config import ClientConfig
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = sock.getsockname()[1]
+    async with Client(ClientConfig(server=f"http://127.0.0.1:{dead}")) as unreachable:
+        manager = Manager(unreachable, health_probe_bind_address="127.0.0.1:0", cache_sync_timeout=2)
+        manager.informer_for(CONFIGMAP)
+        starting = asyncio.ensure_future(manager.start())
+        await eventually(lambda: bool(manager.health_address))
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"http://{manager.health_address}/readyz") as response:
+                assert response.status == 503
+                assert "caches not synced" in await response.text()
+            async with http.get(f"http://{manager.health_address}/healthz") as response:
+                assert response.status == 200
+        with pytest.raises(TimeoutError):
+            await starting
+        await manager.stop()

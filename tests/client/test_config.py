@@ -1,20 +1,18 @@
-"""Client configuration: kubeconfig merging, contexts, every ConfigError, token files, exec
-plugins (a real script acting as the plugin), in-cluster config, and TLS against the real server."""
+"""Client configuration: kubeconfig merging, contexts, every ConfigError, the choice of credential
+source, load_config's order, in-cluster config, and TLS against the real server."""
 
 from __future__ import annotations
 
 import base64
-import json
+import contextlib
 import os
 import pathlib
 import ssl
-import sys
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
 import pytest
-import yaml
+from cryptography.hazmat.primitives import serialization
 
 from kubeloop.apiserver import certs
 from kubeloop.client.config import (
@@ -23,42 +21,16 @@ from kubeloop.client.config import (
     in_cluster_config,
     load_config,
     load_kubeconfig,
-    ssl_context,
 )
-from kubeloop.client.credentials import CredentialError, Credentials
+from kubeloop.client.config import ssl_context as make_ssl_context
+from kubeloop.client.credentials import Credentials, StaticCredentials, TokenFileCredentials
 from kubeloop.client.execplugin import ExecCredentials
-from kubeloop.client.rest import Client
+from tests.client.kubeconfigs import kubeconfig, single, token_of, write
 from tests.conftest import ServerThread
 
-
-def write(path: pathlib.Path, document: dict[str, Any]) -> pathlib.Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(document))
-    return path
-
-
-def kubeconfig(
-    clusters: dict[str, dict[str, Any]],
-    users: dict[str, dict[str, Any]],
-    contexts: dict[str, dict[str, Any]],
-    current: str | None = None,
-) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": n, "cluster": c} for n, c in clusters.items()],
-        "users": [{"name": n, "user": u} for n, u in users.items()],
-        "contexts": [{"name": n, "context": c} for n, c in contexts.items()],
-    }
-    if current:
-        doc["current-context"] = current
-    return doc
-
-
-async def token_of(config: ClientConfig) -> str | None:
-    assert config.credentials is not None
-    return (await config.credentials.get()).token
-
+V1 = "client.authentication.k8s.io/v1"
+V1BETA1 = "client.authentication.k8s.io/v1beta1"
+HTTPS = {"server": "https://x.example"}
 
 # ---------------------------------------------------------------------------- merging
 
@@ -66,314 +38,317 @@ async def token_of(config: ClientConfig) -> str | None:
 async def test_kubeconfig_list_merges_first_wins_and_resolves_relative_paths(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "a" / "ca.crt").parent.mkdir(parents=True)
+    (tmp_path / "a").mkdir()
     (tmp_path / "a" / "ca.crt").write_bytes(b"CA-OF-A")
+    (tmp_path / "a" / "pki").mkdir()
+    (tmp_path / "a" / "pki" / "carol.crt").write_bytes(b"CAROL-CERT")
+    (tmp_path / "a" / "pki" / "carol.key").write_bytes(b"CAROL-KEY")
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "token").write_text("token-from-b-file\n")
+    (tmp_path / "b" / "ca.crt").write_bytes(b"CA-OF-B")
     first = write(
         tmp_path / "a" / "config",
         kubeconfig(
             {"prod": {"server": "https://prod.example:6443", "certificate-authority": "ca.crt"}},
-            {"alice": {"token": "alice-from-a"}},
-            {"prod": {"cluster": "prod", "user": "alice", "namespace": "shop"}},
+            {
+                "alice": {"token": "alice-from-a"},
+                "carol": {"client-certificate": "pki/carol.crt", "client-key": "pki/carol.key"},
+            },
+            {
+                "prod": {"cluster": "prod", "user": "alice", "namespace": "shop"},
+                "carol": {"cluster": "dev", "user": "carol"},  # cluster "dev" comes from b/config
+            },
             current="prod",
         ),
     )
     second = write(
         tmp_path / "b" / "config",
         kubeconfig(
-            {"prod": {"server": "https://shadowed.example"}, "dev": {"server": "http://dev.example:8080/"}},
+            {
+                "prod": {"server": "https://shadowed.example"},
+                "dev": {"server": "https://dev.example:8443/", "certificate-authority": "ca.crt"},
+            },
             {"alice": {"token": "shadowed"}, "bob": {"tokenFile": "token"}},
-            {"dev": {"cluster": "dev", "user": "bob"}},
+            {"dev": {"cluster": "dev", "user": "bob"}, "prod": {"cluster": "prod", "user": "bob"}},
             current="dev",
         ),
     )
-    missing = tmp_path / "nowhere" / "config"
-    monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(missing), str(first), str(second)]))
+    # Relative entries in $KUBECONFIG, a missing file and a duplicate: the missing one is skipped.
+    monkeypatch.chdir(tmp_path)
+    listed = ["nowhere/config", "a/config", "b/config", str(first)]
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join(listed))
 
-    prod = load_kubeconfig()
+    prod = load_kubeconfig()  # current-context from the first file that sets one: a's "prod"
     assert prod.server == "https://prod.example:6443"  # the first file that names "prod" wins
     assert prod.ca_pem == b"CA-OF-A"  # relative to a/config
     assert prod.namespace == "shop"
-    assert await token_of(prod) == "alice-from-a"
+    assert await token_of(prod) == "alice-from-a"  # a's "alice" and a's "prod" context
 
     dev = load_config(context="dev")
-    assert dev.server == "http://dev.example:8080"
+    carol = load_kubeconfig(context="carol")  # entries of one context from different files
+    monkeypatch.chdir("/")  # paths were made absolute at load: a later chdir does not matter
+    assert dev.server == "https://dev.example:8443"  # trailing slash dropped
     assert dev.namespace == "default"
+    assert dev.ca_pem == b"CA-OF-B"  # relative to b/config, where cluster "dev" is
     assert await token_of(dev) == "token-from-b-file"  # relative to b/config
+    assert isinstance(dev.credentials, TokenFileCredentials)
+    assert dev.credentials.path == tmp_path / "b" / "token"
+
+    assert carol.ca_pem == b"CA-OF-B"
+    assert carol.credentials is not None
+    presented = await carol.credentials.get()
+    assert (presented.client_cert_pem, presented.client_key_pem) == (b"CAROL-CERT", b"CAROL-KEY")
+
+    # The explicit path beats $KUBECONFIG.
+    assert load_config(second).server == "https://dev.example:8443"
+    assert load_kubeconfig(second, context="prod").server == "https://shadowed.example"
+
+
+async def test_load_config_order_home_then_in_cluster(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(ConfigError, match=r"no configuration: no kubeconfig at .*\.kube/config"):
+        load_config()
+    # In a cluster (no kubeconfig anywhere): the service account, whose files are absent here.
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    with pytest.raises(ConfigError, match="serviceaccount/token"):
+        load_config()
+    # ~/.kube/config beats in-cluster.
+    write(tmp_path / ".kube" / "config", single({"server": "https://home.example"}, None))
+    assert load_config().server == "https://home.example"
+    # An empty $KUBECONFIG is unset.
+    monkeypatch.setenv("KUBECONFIG", "")
+    assert load_config().server == "https://home.example"
+
+
+async def test_context_selection_and_namespace(tmp_path: pathlib.Path) -> None:
+    path = write(
+        tmp_path / "config",
+        kubeconfig(
+            {"c": HTTPS},
+            {"u": {"token": "t"}},
+            {"ctx": {"cluster": "c", "user": "u", "namespace": "team-a"}, "other": {"cluster": "c"}},
+            "ctx",
+        ),
+    )
+    assert load_kubeconfig(path).namespace == "team-a"
+    anonymous = load_kubeconfig(path, context="other")
+    assert anonymous.namespace == "default" and anonymous.credentials is None
+    with pytest.raises(ConfigError, match=f'context "missing" is not in {path}'):
+        load_kubeconfig(path, context="missing")
+
+
+async def test_cluster_settings(tmp_path: pathlib.Path) -> None:
+    def load(cluster: dict[str, Any]) -> ClientConfig:
+        return load_kubeconfig(write(tmp_path / "config", single(cluster, {"token": "t"})))
+
+    config = load(
+        {
+            "server": "https://10.0.0.1:6443/k8s/clusters/c-1/?ignored=1",
+            "insecure-skip-tls-verify": True,
+            "tls-server-name": "api.internal",
+            "proxy-url": "http://proxy.example:3128",
+        }
+    )
+    assert config.server == "https://10.0.0.1:6443/k8s/clusters/c-1"  # the path prefix is kept
+    assert config.insecure_skip_tls_verify and config.ca_pem is None
+    assert config.tls_server_name == "api.internal"
+    assert config.proxy_url == "http://proxy.example:3128"
+    ca = base64.b64encode(b"CA").decode()
+    # A server without a scheme: https when TLS settings are present, else http (client-go).
+    assert load({"server": "api.example:6443", "certificate-authority-data": ca}).server == (
+        "https://api.example:6443"
+    )
+    assert load({"server": "localhost:8080"}).server == "http://localhost:8080"
+
+
+async def test_credentials_only_over_https(tmp_path: pathlib.Path) -> None:
+    """client-go presents no user credentials to a plain-http server (kubectl proxy, say)."""
+    path = write(tmp_path / "config", single({"server": "http://127.0.0.1:8001"}, {"token": "secret"}))
+    assert load_kubeconfig(path).credentials is None
+
+
+async def test_which_credential_source(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "token").write_text("from-file")
+    cert = base64.b64encode(b"CERT").decode()
+    key = base64.b64encode(b"KEY").decode()
+    plugin = {"command": "no-such-plugin", "apiVersion": V1BETA1}
+
+    def load(user: dict[str, Any]) -> ClientConfig:
+        return load_kubeconfig(write(tmp_path / "config", single(HTTPS, user)))
+
+    static = load({"token": "abc", "exec": plugin})  # a token beats an exec plugin (client-go)
+    assert isinstance(static.credentials, StaticCredentials)
+    assert await token_of(static) == "abc"
+
+    certificate = load({"client-certificate-data": cert, "client-key-data": key, "exec": plugin})
+    assert isinstance(certificate.credentials, StaticCredentials)
+    assert await certificate.credentials.get() == Credentials(client_cert_pem=b"CERT", client_key_pem=b"KEY")
+
+    # client-certificate-data wins over client-certificate, as in client-go.
+    both = load({"client-certificate-data": cert, "client-certificate": "absent.crt", "client-key-data": key})
+    assert both.credentials is not None
+    assert (await both.credentials.get()).client_cert_pem == b"CERT"
+
+    # tokenFile and a client certificate: both presented; tokenFile beats token.
+    file_and_cert = load(
+        {"tokenFile": "token", "token": "static", "client-certificate-data": cert, "client-key-data": key}
+    )
+    assert file_and_cert.credentials is not None
+    presented = await file_and_cert.credentials.get()
+    assert (presented.token, presented.client_cert_pem) == ("from-file", b"CERT")
+
+    # A token beside a tokenFile that cannot be read stands in for it (no error at load).
+    fallback = load({"tokenFile": "absent-token", "token": "static"})
+    assert await token_of(fallback) == "static"
+
+    assert isinstance(load({"exec": plugin}).credentials, ExecCredentials)
+    assert load({}).credentials is None
 
 
 def test_config_errors_name_the_problem(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "config"
+
     def error(doc: dict[str, Any], **kwargs: Any) -> str:
-        path = write(tmp_path / "config", doc)
+        write(path, doc)
         with pytest.raises(ConfigError) as raised:
             load_kubeconfig(path, **kwargs)
         return str(raised.value)
 
-    cluster = {"c": {"server": "https://x"}}
+    def user_error(user: dict[str, Any]) -> str:
+        return error(single(HTTPS, user))
+
+    def cluster_error(cluster: dict[str, Any]) -> str:
+        return error(single(cluster, {"token": "t"}))
+
+    def exec_error(**entry: Any) -> str:
+        return user_error({"exec": {"command": "plugin", **entry}})
+
+    cluster = {"c": HTTPS}
     context = {"ctx": {"cluster": "c", "user": "u"}}
     assert "no current-context" in error(kubeconfig(cluster, {"u": {}}, context))
-    assert 'context "other" is not in' in error(
-        kubeconfig(cluster, {"u": {}}, context, "ctx"), context="other"
+    assert f'context "other" is not in {path}' in error(
+        kubeconfig(cluster, {}, context, "ctx"), context="other"
     )
+    assert f'{path}: context "ctx" names no cluster' in error(kubeconfig(cluster, {}, {"ctx": {}}, "ctx"))
     assert 'refers to cluster "c"' in error(kubeconfig({}, {"u": {}}, context, "ctx"))
     assert 'refers to user "u"' in error(kubeconfig(cluster, {}, context, "ctx"))
-    assert "server is required" in error(kubeconfig({"c": {}}, {"u": {}}, context, "ctx"))
-    assert "basic authentication" in error(
-        kubeconfig(cluster, {"u": {"username": "a", "password": "b"}}, context, "ctx")
+
+    # Clusters.
+    assert f'{path}: cluster for context "ctx": server is required' in cluster_error({})
+    assert "is not an http(s) URL" in cluster_error({"server": "ftp://x.example"})
+    assert "certificate-authority-data is not valid base64" in cluster_error(
+        {"server": "https://x", "certificate-authority-data": "%%"}
     )
-    assert 'auth-provider "gcp"' in error(
-        kubeconfig(cluster, {"u": {"auth-provider": {"name": "gcp"}}}, context, "ctx")
+    message = cluster_error({"server": "https://x", "certificate-authority": "absent.crt"})
+    assert f"cannot read certificate-authority {tmp_path / 'absent.crt'}" in message
+    assert "insecure-skip-tls-verify cannot both be set" in cluster_error(
+        {"server": "https://x", "certificate-authority-data": "Q0E=", "insecure-skip-tls-verify": True}
     )
-    assert "must be set together" in error(
-        kubeconfig(cluster, {"u": {"client-certificate-data": "QUJD"}}, context, "ctx")
+    assert "socks5 proxies are not supported" in cluster_error(
+        {"server": "https://x", "proxy-url": "socks5://localhost:1080"}
     )
-    assert "not valid base64" in error(
-        kubeconfig(
-            {"c": {"server": "https://x", "certificate-authority-data": "%%"}}, {"u": {}}, context, "ctx"
-        )
+    assert "proxy-url 'localhost:3128' is not an http(s) URL" in cluster_error(
+        {"server": "https://x", "proxy-url": "localhost:3128"}
     )
-    assert "cannot read certificate-authority" in error(
-        kubeconfig(
-            {"c": {"server": "https://x", "certificate-authority": "absent.crt"}}, {"u": {}}, context, "ctx"
-        )
+
+    # Users.
+    assert f'{path}: user for context "ctx": basic authentication' in user_error(
+        {"username": "a", "password": "b"}
     )
-    assert "interactiveMode is required" in error(
-        kubeconfig(
-            cluster,
-            {"u": {"exec": {"command": "x", "apiVersion": "client.authentication.k8s.io/v1"}}},
-            context,
-            "ctx",
-        )
+    assert 'legacy auth-provider "gcp" is not supported' in user_error({"auth-provider": {"name": "gcp"}})
+    assert 'auth-provider "oidc"' in user_error({"auth-provider": {"name": "oidc"}, "exec": {"command": "x"}})
+    assert "impersonation" in user_error({"token": "t", "as": "admin"})
+    assert "client-certificate and client-key must be set together" in user_error(
+        {"client-certificate-data": "QUJD"}
     )
-    assert "is not supported" in error(
-        kubeconfig(
-            cluster,
-            {"u": {"exec": {"command": "x", "apiVersion": "client.authentication.k8s.io/v1alpha1"}}},
-            context,
-            "ctx",
-        )
+    assert "cannot read client-key" in user_error(
+        {"client-certificate-data": "QUJD", "client-key": "absent.key"}
     )
-    with pytest.raises(ConfigError, match="does not exist"):
+    message = user_error({"tokenFile": "absent-token"})
+    assert "tokenFile: cannot read the token file" in message and "absent-token" in message
+    (tmp_path / "empty-token").write_text("\n")
+    assert "tokenFile: the token file" in user_error({"tokenFile": "empty-token"})
+
+    # Exec plugins.
+    assert "exec.command is required" in user_error({"exec": {"apiVersion": V1}})
+    assert "exec.apiVersion is required" in exec_error()
+    assert "exec.apiVersion 'client.authentication.k8s.io/v1alpha1' is not supported" in exec_error(
+        apiVersion="client.authentication.k8s.io/v1alpha1"
+    )
+    assert "exec.interactiveMode is required for client.authentication.k8s.io/v1" in exec_error(apiVersion=V1)
+    assert "exec.interactiveMode 'Sometimes' must be one of" in exec_error(
+        apiVersion=V1BETA1, interactiveMode="Sometimes"
+    )
+    assert "every exec.env entry needs a name" in exec_error(apiVersion=V1BETA1, env=[{"value": "x"}])
+    assert "exec.args must be a list of strings" in exec_error(apiVersion=V1BETA1, args="--flag")
+
+    # Files.
+    path.write_text("clusters: [unclosed")
+    with pytest.raises(ConfigError, match=f"cannot read the kubeconfig {path}"):
+        load_kubeconfig(path)
+    path.write_text("- a list")
+    with pytest.raises(ConfigError, match="is not a mapping"):
+        load_kubeconfig(path)
+    path.write_text("clusters: [{cluster: {server: https://x}}]")
+    with pytest.raises(ConfigError, match="every entry of clusters needs a name"):
+        load_kubeconfig(path)
+    with pytest.raises(ConfigError, match=f"the kubeconfig {tmp_path / 'absent'} does not exist"):
         load_kubeconfig(tmp_path / "absent")
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent-1") + os.pathsep + str(tmp_path / "absent-2"))
     with pytest.raises(ConfigError, match="none of the files in"):
         load_kubeconfig()
-
-
-async def test_token_file_is_re_read(tmp_path: pathlib.Path) -> None:
-    (tmp_path / "token").write_text("one")
-    path = write(
-        tmp_path / "config",
-        kubeconfig(
-            {"c": {"server": "https://x"}},
-            {"u": {"tokenFile": "token"}},
-            {"ctx": {"cluster": "c", "user": "u"}},
-            "ctx",
-        ),
-    )
-    config = load_kubeconfig(path)
-    assert config.credentials is not None
-    assert (await config.credentials.get()).token == "one"
-    (tmp_path / "token").write_text("two")
-    assert (await config.credentials.get()).token == "one"  # cached (client-go re-reads once a minute)
-    assert (await config.credentials.refresh()).token == "two"  # after a 401: read at once
-
-
-# ---------------------------------------------------------------------------- exec plugins
-
-PLUGIN = """\
-#!{python}
-import json, os, sys, pathlib
-state = pathlib.Path(sys.argv[1])
-runs = int(state.read_text()) + 1 if state.exists() else 1
-state.write_text(str(runs))
-info = json.loads(os.environ["KUBERNETES_EXEC_INFO"])
-pathlib.Path(str(state) + ".info").write_text(json.dumps(info))
-mode = os.environ.get("PLUGIN_MODE", "token")
-if mode == "fail":
-    print("cannot reach the identity provider", file=sys.stderr)
-    sys.exit(3)
-status = {{}}
-if mode == "token":
-    status["token"] = os.environ["PLUGIN_TOKEN_PREFIX"] + str(runs)
-elif mode == "wrong-then-file":
-    status["token"] = "wrong" if runs == 1 else pathlib.Path(os.environ["PLUGIN_TOKEN_FILE"]).read_text()
-else:
-    status["clientCertificateData"] = pathlib.Path(os.environ["PLUGIN_CERT"]).read_text()
-    status["clientKeyData"] = pathlib.Path(os.environ["PLUGIN_KEY"]).read_text()
-if os.environ.get("PLUGIN_EXPIRES"):
-    status["expirationTimestamp"] = os.environ["PLUGIN_EXPIRES"]
-print(json.dumps({{"apiVersion": info["apiVersion"], "kind": "ExecCredential", "status": status}}))
-"""
-
-
-def plugin_kubeconfig(
-    tmp_path: pathlib.Path, api_version: str, env: dict[str, str], **exec_extra: Any
-) -> pathlib.Path:
-    script = tmp_path / "bin" / "plugin.py"
-    script.parent.mkdir(exist_ok=True)
-    script.write_text(PLUGIN.format(python=sys.executable))
-    script.chmod(0o755)
-    entry: dict[str, Any] = {
-        "apiVersion": api_version,
-        "command": "bin/plugin.py",  # relative to the kubeconfig's directory
-        "args": [str(tmp_path / "runs")],
-        "env": [{"name": k, "value": v} for k, v in env.items()],
-        **exec_extra,
-    }
-    cluster = {
-        "server": "https://cluster.example:6443",
-        "certificate-authority-data": base64.b64encode(b"CA").decode(),
-    }
-    return write(
-        tmp_path / "config",
-        kubeconfig({"c": cluster}, {"u": {"exec": entry}}, {"ctx": {"cluster": "c", "user": "u"}}, "ctx"),
-    )
-
-
-async def test_exec_plugin_v1_token_cached_until_expiry_and_rerun_on_refresh(tmp_path: pathlib.Path) -> None:
-    past = (datetime.now(UTC) - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    config = load_kubeconfig(
-        plugin_kubeconfig(
-            tmp_path,
-            "client.authentication.k8s.io/v1",
-            {"PLUGIN_TOKEN_PREFIX": "tok-"},
-            interactiveMode="Never",
-            provideClusterInfo=True,
-        )
-    )
-    source = config.credentials
-    assert isinstance(source, ExecCredentials)
-    assert (await source.get()).token == "tok-1"
-    assert (await source.get()).token == "tok-1"  # no expiry: cached
-    assert (await source.refresh()).token == "tok-2"  # a 401 re-runs it
-    info = json.loads((tmp_path / "runs.info").read_text())
-    assert info["apiVersion"] == "client.authentication.k8s.io/v1" and info["kind"] == "ExecCredential"
-    assert info["spec"]["interactive"] is False
-    assert info["spec"]["cluster"]["server"] == "https://cluster.example:6443"
-    assert info["spec"]["cluster"]["certificate-authority-data"] == base64.b64encode(b"CA").decode()
-
-    expired = load_kubeconfig(
-        plugin_kubeconfig(
-            tmp_path,
-            "client.authentication.k8s.io/v1beta1",
-            {"PLUGIN_TOKEN_PREFIX": "exp-", "PLUGIN_EXPIRES": past},
-        )
-    )
-    assert expired.credentials is not None
-    first = await expired.credentials.get()
-    second = await expired.credentials.get()
-    assert first.token != second.token  # already expired: every get runs it again
-    assert "cluster" not in json.loads((tmp_path / "runs.info").read_text())["spec"]
-
-
-async def test_exec_plugin_failures(tmp_path: pathlib.Path) -> None:
-    failing = load_kubeconfig(
-        plugin_kubeconfig(
-            tmp_path,
-            "client.authentication.k8s.io/v1",
-            {"PLUGIN_MODE": "fail"},
-            interactiveMode="IfAvailable",
-        )
-    )
-    assert failing.credentials is not None
-    with pytest.raises(CredentialError, match="exit code 3: cannot reach the identity provider"):
-        await failing.credentials.get()
-
-    always = load_kubeconfig(
-        plugin_kubeconfig(tmp_path, "client.authentication.k8s.io/v1", {}, interactiveMode="Always")
-    )
-    assert always.credentials is not None
-    with pytest.raises(CredentialError, match="standard input is not a terminal"):
-        await always.credentials.get()
-
-    missing = write(
-        tmp_path / "missing",
-        kubeconfig(
-            {"c": {"server": "https://x"}},
-            {
-                "u": {
-                    "exec": {
-                        "command": "no-such-plugin-xyz",
-                        "apiVersion": "client.authentication.k8s.io/v1beta1",
-                        "installHint": "install it from example.com",
-                    }
-                }
-            },
-            {"ctx": {"cluster": "c", "user": "u"}},
-            "ctx",
-        ),
-    )
-    source = load_kubeconfig(missing).credentials
-    assert source is not None
-    with pytest.raises(CredentialError, match=r"install it from example\.com"):
-        await source.get()
-
-
-async def test_exec_plugin_credentials_against_the_server(
-    tmp_path: pathlib.Path, shared_server: ServerThread
-) -> None:
-    """A token and a client certificate from a plugin authenticate to the embedded server."""
-    server_config = load_kubeconfig(shared_server.kubeconfig)
-    assert shared_server.server.credentials is not None
-    cert_pem, key_pem = certs.issue_client_certificate(
-        shared_server.server.credentials, "plugin-user", ["devs"]
-    )
-    (tmp_path / "cert.pem").write_bytes(cert_pem)
-    (tmp_path / "key.pem").write_bytes(key_pem)
-
-    def config_for(env: dict[str, str]) -> ClientConfig:
-        plugin = load_kubeconfig(
-            plugin_kubeconfig(tmp_path, "client.authentication.k8s.io/v1", env, interactiveMode="Never")
-        )
-        return ClientConfig(
-            server=server_config.server, ca_pem=server_config.ca_pem, credentials=plugin.credentials
-        )
-
-    async with Client(
-        config_for(
-            {
-                "PLUGIN_MODE": "cert",
-                "PLUGIN_CERT": str(tmp_path / "cert.pem"),
-                "PLUGIN_KEY": str(tmp_path / "key.pem"),
-            }
-        )
-    ) as client:
-        assert (await client.request("GET", "/api/v1/namespaces/default"))[0] == 200
-
-    # The plugin's first token is wrong: the 401 makes the client re-run it, and the second is right.
-    (tmp_path / "runs").unlink(missing_ok=True)
-    (tmp_path / "token").write_text(shared_server.token)
-    config = config_for({"PLUGIN_MODE": "wrong-then-file", "PLUGIN_TOKEN_FILE": str(tmp_path / "token")})
-    async with Client(config) as client:
-        assert (await client.request("GET", "/api/v1/namespaces/default"))[0] == 200
-    assert isinstance(config.credentials, ExecCredentials)
-    assert config.credentials.runs == 2
+    # A broken file in the list is an error even when another file is good (client-go).
+    write(tmp_path / "good", single(HTTPS, None))
+    path.write_text("clusters: [unclosed")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "good") + os.pathsep + str(path))
+    with pytest.raises(ConfigError, match=f"cannot read the kubeconfig {path}"):
+        load_kubeconfig()
 
 
 # ---------------------------------------------------------------------------- in-cluster
 
 
 async def test_in_cluster_config_from_a_service_account_directory(tmp_path: pathlib.Path) -> None:
-    (tmp_path / "token").write_text("sa-token-1")
+    (tmp_path / "token").write_text("sa-token-1\n")
     (tmp_path / "ca.crt").write_bytes(b"SA-CA")
     (tmp_path / "namespace").write_text("payments\n")
-    config = in_cluster_config(
-        root=tmp_path, environ={"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
-    )
+    env = {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
+    config = in_cluster_config(root=tmp_path, environ=env)
     assert config.server == "https://[fd00::1]:443"
     assert config.namespace == "payments" and config.ca_pem == b"SA-CA"
     assert await token_of(config) == "sa-token-1"
     (tmp_path / "token").write_text("sa-token-2")  # the kubelet rotated it
     assert config.credentials is not None
-    assert (await config.credentials.refresh()).token == "sa-token-2"
-    with pytest.raises(ConfigError, match="KUBERNETES_SERVICE_HOST"):
+    assert await token_of(config) == "sa-token-1"  # re-read once a minute ...
+    assert (await config.credentials.refresh()).token == "sa-token-2"  # ... and at once after a 401
+
+    ipv4 = in_cluster_config(
+        root=tmp_path, environ={"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "6443"}
+    )
+    assert ipv4.server == "https://10.96.0.1:6443"
+    assert (
+        in_cluster_config(root=tmp_path, environ={**env, "POD_NAMESPACE": "from-env"}).namespace == "from-env"
+    )
+    (tmp_path / "namespace").unlink()
+    assert in_cluster_config(root=tmp_path, environ=env).namespace == "default"
+
+    with pytest.raises(ConfigError, match="KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT"):
         in_cluster_config(root=tmp_path, environ={})
-    with pytest.raises(ConfigError, match="token"):
-        in_cluster_config(
-            root=tmp_path / "empty", environ={"KUBERNETES_SERVICE_HOST": "h", "KUBERNETES_SERVICE_PORT": "1"}
-        )
+    with pytest.raises(ConfigError, match="KUBERNETES_SERVICE_PORT"):
+        in_cluster_config(root=tmp_path, environ={"KUBERNETES_SERVICE_HOST": "h"})
+    (tmp_path / "ca.crt").unlink()
+    with pytest.raises(ConfigError, match="service-account CA"):
+        in_cluster_config(root=tmp_path, environ=env)
+    (tmp_path / "token").write_text("")
+    with pytest.raises(ConfigError, match=r"token file .* is empty"):
+        in_cluster_config(root=tmp_path, environ=env)
+    with pytest.raises(ConfigError, match="cannot read the token file"):
+        in_cluster_config(root=tmp_path / "empty", environ=env)
 
 
 # ---------------------------------------------------------------------------- TLS
@@ -386,39 +361,77 @@ async def test_ssl_context_against_the_real_server(
     cert_config = load_kubeconfig(shared_server.kubeconfig, context="kubeloop-cert")
     url = f"{token_config.server}/api/v1/namespaces/default"
 
-    async def status(config: ClientConfig, token: bool) -> int:
-        assert config.credentials is not None
-        credentials = await config.credentials.get()
-        headers = {"Authorization": f"Bearer {credentials.token}"} if token and credentials.token else {}
-        connector = aiohttp.TCPConnector(ssl=ssl_context(config, credentials))
-        async with (
-            aiohttp.ClientSession(connector=connector) as session,
-            session.get(url, headers=headers) as response,
-        ):
-            return response.status
+    assert await status_of(token_config, url) == 200
+    assert await status_of(cert_config, url) == 200  # the client certificate alone authenticates
+    no_credentials = ClientConfig(server=token_config.server, ca_pem=token_config.ca_pem)
+    assert await status_of(no_credentials, url) == 401
 
-    assert await status(token_config, token=True) == 200
-    assert await status(cert_config, token=False) == 200  # the client certificate alone authenticates
-    no_cert = ClientConfig(server=token_config.server, ca_pem=token_config.ca_pem)
-    assert await status_plain(no_cert, url) == 401
+    # A certificate the server's CA issued for a user of our own, presented from PEM bytes.
+    assert shared_server.server.credentials is not None
+    cert_pem, key_pem = certs.issue_client_certificate(shared_server.server.credentials, "carol", ["devs"])
+    carol = ClientConfig(
+        server=token_config.server,
+        ca_pem=token_config.ca_pem,
+        credentials=StaticCredentials(Credentials(client_cert_pem=cert_pem, client_key_pem=key_pem)),
+    )
+    assert await status_of(carol, url) == 200
 
-    other_ca = certs.load_or_create_credentials(tmp_path / "other-pki", ["localhost"]).ca_cert_pem
-    wrong_ca = ClientConfig(server=token_config.server, ca_pem=other_ca)
+    # A certificate from another CA: the server does not accept it.
+    other = certs.load_or_create_credentials(tmp_path / "other-pki", ["localhost"])
+    stranger_cert, stranger_key = certs.issue_client_certificate(other, "mallory", [])
+    stranger = ClientConfig(
+        server=token_config.server,
+        ca_pem=token_config.ca_pem,
+        credentials=StaticCredentials(
+            Credentials(client_cert_pem=stranger_cert, client_key_pem=stranger_key)
+        ),
+    )
+    with contextlib.suppress(aiohttp.ClientError):  # or the TLS layer rejects it outright
+        assert await status_of(stranger, url) == 401
+
+    wrong_ca = ClientConfig(server=token_config.server, ca_pem=other.ca_cert_pem)
     with pytest.raises(aiohttp.ClientConnectorCertificateError):
-        await status_plain(wrong_ca, url)
-
+        await status_of(wrong_ca, url)
+    system_cas = ClientConfig(server=token_config.server)  # the server's CA is no system CA
+    with pytest.raises(aiohttp.ClientConnectorCertificateError):
+        await status_of(system_cas, url)
     insecure = ClientConfig(server=token_config.server, insecure_skip_tls_verify=True)
-    assert await status_plain(insecure, url) == 401  # connected without verifying, then unauthenticated
+    assert await status_of(insecure, url) == 401  # connected without verifying, then unauthenticated
 
+
+def test_ssl_context_errors(shared_server: ServerThread) -> None:
+    config = load_kubeconfig(shared_server.kubeconfig)
+    assert make_ssl_context(ClientConfig(server="http://127.0.0.1:8001"), Credentials()) is None
+    context = make_ssl_context(config, Credentials())
+    assert isinstance(context, ssl.SSLContext)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.minimum_version >= ssl.TLSVersion.TLSv1_2
+    with pytest.raises(ConfigError, match="certificate-authority data is not valid PEM"):
+        make_ssl_context(ClientConfig(server=config.server, ca_pem=b"junk"), Credentials())
     with pytest.raises(ConfigError, match="not valid PEM"):
-        ssl_context(token_config, Credentials(client_cert_pem=b"junk", client_key_pem=b"junk"))
+        make_ssl_context(config, Credentials(client_cert_pem=b"junk", client_key_pem=b"junk"))
+
+    assert shared_server.server.credentials is not None
+    cert_pem, key_pem = certs.issue_client_certificate(shared_server.server.credentials, "dave", [])
+    key = serialization.load_pem_private_key(key_pem, password=None)
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"secret"),
+    )
+    # An encrypted key is refused rather than prompted for on the terminal.
+    with pytest.raises(ConfigError, match="the client key is encrypted"):
+        make_ssl_context(config, Credentials(client_cert_pem=cert_pem, client_key_pem=encrypted))
 
 
-async def status_plain(config: ClientConfig, url: str) -> int:
-    context = ssl_context(config, Credentials())
+async def status_of(config: ClientConfig, url: str) -> int:
+    """GET ``url`` with aiohttp, ``config``'s TLS context and its token (if any)."""
+    credentials = await config.credentials.get() if config.credentials is not None else Credentials()
+    headers = {"Authorization": f"Bearer {credentials.token}"} if credentials.token else {}
+    context = make_ssl_context(config, credentials)
     assert isinstance(context, ssl.SSLContext)
     async with (
         aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as session,
-        session.get(url) as response,
+        session.get(url, headers=headers) as response,
     ):
         return response.status

@@ -22,6 +22,7 @@ from kubeloop.controller.controller import Controller
 from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.manager.leaderelection import LeaderElectionConfig, LeaderElector
 from kubeloop.manager.metrics import Metrics
+from kubeloop.manager.recorder import EventRecorder
 
 log = logging.getLogger("kubeloop.manager")
 
@@ -56,6 +57,7 @@ class Manager:
         self._election: list[asyncio.Task[None]] = []
         self.lost_leadership = False
         self.metrics = Metrics(self)
+        self._recorders: dict[str, EventRecorder] = {}
         self.metrics_bind_address = metrics_bind_address
         self.health_probe_bind_address = health_probe_bind_address
         self._servers: list[web.AppRunner] = []
@@ -75,6 +77,13 @@ class Manager:
             if self._started:
                 informer.start()
         return informer
+
+    def event_recorder(self, component: str) -> EventRecorder:
+        """The event recorder of ``component`` (one per name; flushed when the manager stops)."""
+        recorder = self._recorders.get(component)
+        if recorder is None:
+            recorder = self._recorders[component] = EventRecorder(self.client, component)
+        return recorder
 
     def add_controller(self, controller: Controller) -> None:
         if controller.name in self.controllers:
@@ -135,6 +144,8 @@ class Manager:
         await cancel_and_wait(election)
         for controller in reversed(list(self.controllers.values())):
             await controller.stop(timeout=self.graceful_shutdown_timeout)
+        for recorder in self._recorders.values():
+            await recorder.stop()
         for informer in reversed(list(self._informers.values())):
             await informer.stop()
         servers, self._servers = self._servers, []

@@ -1,0 +1,123 @@
+"""The event recorder: core/v1 Events about objects, as ``kubectl describe`` shows them
+(client-go's ``record.EventRecorder`` as controller-runtime hands it out per controller).
+
+``event(obj, type, reason, message)`` returns at once; a task the recorder owns writes the Event.
+A repeat of the same event (same object, type, reason and message) is not a new object: the
+existing Event's ``count`` goes up and its ``lastTimestamp`` moves, as client-go's correlator
+does. ``stop()`` writes what is pending, then ends the task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.client import errors
+from kubeloop.client.rest import Client
+from kubeloop.lifecycle import cancel_and_wait
+
+log = logging.getLogger("kubeloop.recorder")
+
+EVENT = GroupVersionKind("", "v1", "Event")
+NORMAL = "Normal"
+WARNING = "Warning"
+
+_Key = tuple[str, str, str, str, str, str]
+
+
+class EventRecorder:
+    def __init__(self, client: Client, component: str, *, instance: str = "") -> None:
+        self.client = client
+        self.component = component
+        self.instance = instance
+        self._pending: asyncio.Queue[tuple[_Key, dict[str, Any]]] = asyncio.Queue()
+        self._written: dict[_Key, tuple[str, str, int]] = {}  # key → (namespace, event name, count)
+        self._worker: asyncio.Task[None] | None = None
+
+    def event(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
+        """Record an event about ``obj`` (``NORMAL`` or ``WARNING``); never blocks, never raises."""
+        if event_type not in (NORMAL, WARNING):
+            raise ValueError(f"event type must be {NORMAL} or {WARNING}, not {event_type!r}")
+        meta = obj.get("metadata") or {}
+        involved = {
+            "apiVersion": obj.get("apiVersion", ""),
+            "kind": obj.get("kind", ""),
+            "namespace": meta.get("namespace", ""),
+            "name": meta.get("name", ""),
+            "uid": meta.get("uid", ""),
+            "resourceVersion": meta.get("resourceVersion", ""),
+        }
+        key: _Key = (
+            str(involved["kind"]),
+            str(involved["namespace"]),
+            str(involved["name"]),
+            event_type,
+            reason,
+            message,
+        )
+        self._pending.put_nowait((key, {k: v for k, v in involved.items() if v}))
+        if self._worker is None:
+            self._worker = asyncio.create_task(self._write_events(), name=f"event recorder {self.component}")
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Write what is pending (up to ``timeout`` seconds), then end the writer task."""
+        if self._worker is None:
+            return
+        try:
+            await asyncio.wait_for(self._pending.join(), timeout)
+        except TimeoutError:
+            log.warning("%s: %d events not written", self.component, self._pending.qsize())
+        worker, self._worker = self._worker, None
+        await cancel_and_wait([worker])
+
+    async def _write_events(self) -> None:
+        while True:
+            key, involved = await self._pending.get()
+            try:
+                await self._write(key, involved)
+            except (errors.ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+                log.warning("%s: could not record event %s: %s", self.component, key[4], exc)
+            finally:
+                self._pending.task_done()
+
+    async def _write(self, key: _Key, involved: dict[str, Any]) -> None:
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        namespace = involved.get("namespace") or "default"
+        seen = self._written.get(key)
+        if seen is not None:
+            event_namespace, name, count = seen
+            try:
+                await self.client.patch(
+                    EVENT, name, {"count": count + 1, "lastTimestamp": now}, namespace=event_namespace
+                )
+                self._written[key] = (event_namespace, name, count + 1)
+                return
+            except errors.NotFound:
+                pass  # deleted (events expire): write a new one
+        # client-go names events <object name>.<hex nanoseconds>.
+        name = f"{involved.get('name', 'event')}.{time.time_ns():x}"
+        await self.client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": name, "namespace": namespace},
+                "involvedObject": involved,
+                "type": key[3],
+                "reason": key[4],
+                "message": key[5],
+                "source": {"component": self.component},
+                "reportingComponent": self.component,
+                "reportingInstance": self.instance,
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+                "count": 1,
+            }
+        )
+        self._written[key] = (namespace, name, 1)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
 import os
 import pathlib
 import signal
@@ -19,6 +18,12 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kubeloop", description="Kubernetes controller-runtime for Python.")
     parser.add_argument("--version", action="version", version=f"kubeloop {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="log lines as text or JSON (default text)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     server = commands.add_parser("apiserver", help="serve the embedded Kubernetes-compatible API server")
@@ -69,10 +74,9 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    from kubeloop.cli.logs import configure
+
+    configure(verbose=args.verbose, json_format=args.log_format == "json")
     if args.command == "apiserver":
         return asyncio.run(_serve(args))
     if args.command == "run":

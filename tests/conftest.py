@@ -1,75 +1,27 @@
-"""Shared fixtures: an embedded API server running in its own thread and event loop, so that
-tests can drive it with blocking clients (kubectl, the official client, requests) as well as
-async ones, over real HTTPS."""
+"""Shared fixtures over the ``kubeloop`` pytest plugin's embedded server (``kubeloop.testing``:
+its own thread and event loop, so that blocking clients — kubectl, the official client,
+requests — and async ones drive it over real HTTPS)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import pathlib
-import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import requests
 
 from kubeloop.apiserver import protodescriptors
-from kubeloop.apiserver.server import APIServer, ServerOptions
+from kubeloop.testing.server import ServerThread, start_server
 from tests.kubectl_finder import oldest_and_newest
+
+__all__ = ["Client", "ServerThread", "eventually", "start_server"]
 
 # Protobuf bodies are read with the tables of the newest kubectl the tests drive.
 if _kubectls := oldest_and_newest():
     os.environ.setdefault(protodescriptors.SOURCE_ENV, str(_kubectls[-1]))
-
-
-class ServerThread:
-    """Runs an APIServer on a private event loop in a daemon thread."""
-
-    def __init__(self, options: ServerOptions) -> None:
-        self.options = options
-        self.loop = asyncio.new_event_loop()
-        self.server = APIServer(options)
-        self._thread = threading.Thread(target=self.loop.run_forever, name="apiserver", daemon=True)
-
-    def start(self) -> ServerThread:
-        self._thread.start()
-        self.call(self.server.start())
-        return self
-
-    def call(self, coro: Any) -> Any:
-        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        return future.result(timeout=60)
-
-    def stop(self) -> None:
-        try:
-            self.call(self.server.stop())
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(timeout=10)
-
-    @property
-    def url(self) -> str:
-        return self.server.url
-
-    @property
-    def token(self) -> str:
-        assert self.server.credentials is not None
-        return self.server.credentials.admin_token
-
-    @property
-    def ca_file(self) -> str:
-        path = self.server.kubeconfig_path.parent / "ca.crt"
-        if not path.exists():
-            assert self.server.credentials is not None
-            path.write_bytes(self.server.credentials.ca_cert_pem)
-        return str(path)
-
-    @property
-    def kubeconfig(self) -> pathlib.Path:
-        return self.server.kubeconfig_path
 
 
 class Client:
@@ -105,23 +57,10 @@ class Client:
         return self.request("DELETE", path, json=body, **kwargs)
 
 
-def start_server(tmp_path: pathlib.Path | None = None, **overrides: Any) -> ServerThread:
-    settings: dict[str, Any] = {
-        "memory": tmp_path is None,
-        "data_dir": tmp_path,
-        "port": 0,
-        "kubeconfig": (tmp_path / "kubeconfig") if tmp_path is not None else None,
-    }
-    options = ServerOptions(**{**settings, **overrides})
-    return ServerThread(options).start()
-
-
 @pytest.fixture(scope="session")
-def shared_server() -> Iterator[ServerThread]:
-    """One in-memory server for the tests that only add objects of their own."""
-    server = start_server()
-    yield server
-    server.stop()
+def shared_server(kube_apiserver: ServerThread) -> ServerThread:
+    """One in-memory server for the tests that only add objects of their own (the plugin's)."""
+    return kube_apiserver
 
 
 @pytest.fixture

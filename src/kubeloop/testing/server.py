@@ -1,0 +1,73 @@
+"""An embedded API server on its own event loop in a daemon thread, so that blocking clients
+(kubectl, the official client, requests) and async ones on the test's loop can all use it."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from kubeloop.apiserver.server import APIServer, ServerOptions
+
+T = TypeVar("T")
+
+
+class ServerThread:
+    """Runs an APIServer on a private event loop in a daemon thread."""
+
+    def __init__(self, options: ServerOptions) -> None:
+        self.options = options
+        self.loop = asyncio.new_event_loop()
+        self.server = APIServer(options)
+        self._thread = threading.Thread(target=self.loop.run_forever, name="apiserver", daemon=True)
+
+    def start(self) -> ServerThread:
+        self._thread.start()
+        self.call(self.server.start())
+        return self
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return future.result(timeout=60)
+
+    def stop(self) -> None:
+        try:
+            self.call(self.server.stop())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=10)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def token(self) -> str:
+        assert self.server.credentials is not None
+        return self.server.credentials.admin_token
+
+    @property
+    def ca_file(self) -> str:
+        path = self.server.kubeconfig_path.parent / "ca.crt"
+        if not path.exists():
+            assert self.server.credentials is not None
+            path.write_bytes(self.server.credentials.ca_cert_pem)
+        return str(path)
+
+    @property
+    def kubeconfig(self) -> pathlib.Path:
+        return self.server.kubeconfig_path
+
+
+def start_server(data_dir: pathlib.Path | None = None, **overrides: Any) -> ServerThread:
+    """A started server: in memory, or durable in ``data_dir``; any ServerOptions overridden."""
+    settings: dict[str, Any] = {
+        "memory": data_dir is None,
+        "data_dir": data_dir,
+        "port": 0,
+        "kubeconfig": (data_dir / "kubeconfig") if data_dir is not None else None,
+    }
+    return ServerThread(ServerOptions(**{**settings, **overrides})).start()

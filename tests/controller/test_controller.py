@@ -217,3 +217,33 @@ async def test_owner_mapping_and_predicates(client: Client, namespace: str) -> N
         child, child
     )
     assert not predicate.Funcs(on_create=lambda o: False).create(child)
+
+
+async def test_priority_queue_puts_changes_before_the_initial_list(client: Client, namespace: str) -> None:
+    for i in range(5):
+        await client.create(configmap(f"c{i}", namespace))
+    order: list[str] = []
+    release = asyncio.Event()
+
+    async def reconcile(request: Request) -> None:
+        order.append(request.name)
+        if len(order) == 1:
+            await release.wait()  # hold the only worker while a real change arrives
+
+    informer = Informer(client, CONFIGMAP, namespace=namespace)
+    controller = Controller("prio", reconcile, use_priority_queue=True)
+    controller.watch(Kind(informer, EnqueueRequestForObject()))
+    informer.start()
+    await controller.start()
+    try:
+        await eventually(lambda: len(order) == 1)
+        await client.patch(CONFIGMAP, "c4", {"data": {"changed": "yes"}}, namespace=namespace)
+        await eventually(lambda: len(controller.queue) == 4 and informer.store.get(f"{namespace}/c4") is not None
+                         and (informer.store.get(f"{namespace}/c4") or {}).get("data") == {"changed": "yes"})  # fmt: skip
+        release.set()
+        await eventually(lambda: len(order) == 5)
+        assert order[1] == "c4"  # the change jumped the initial-list backlog
+        assert sorted(order) == [f"c{i}" for i in range(5)]
+    finally:
+        await controller.stop()
+        await informer.stop()

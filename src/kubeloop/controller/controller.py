@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from kubeloop.client import errors
 from kubeloop.controller.reconcile import ReconcileFunc, Request, Result, TerminalError
 from kubeloop.lifecycle import cancel_and_wait
+from kubeloop.workqueue.priority import PriorityQueue
 from kubeloop.workqueue.queue import NO_METRICS, QueueMetrics, ShutDown
 from kubeloop.workqueue.ratelimiter import RateLimiter
 from kubeloop.workqueue.ratelimiting import RateLimitingQueue
@@ -42,7 +43,7 @@ reconcile_id: contextvars.ContextVar[str] = contextvars.ContextVar("reconcile_id
 
 
 class Source(Protocol):
-    def start(self, queue: RateLimitingQueue[Request]) -> None: ...
+    def start(self, queue: RateLimitingQueue[Request] | PriorityQueue[Request]) -> None: ...
 
 
 class Controller:
@@ -56,6 +57,7 @@ class Controller:
         reconcile_timeout: float | None = None,
         queue_metrics: QueueMetrics = NO_METRICS,
         on_reconciled: Callable[[float], None] | None = None,
+        use_priority_queue: bool = False,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
@@ -63,7 +65,11 @@ class Controller:
         self.reconcile = reconcile
         self.max_concurrent_reconciles = max_concurrent_reconciles
         self.reconcile_timeout = reconcile_timeout
-        self.queue: RateLimitingQueue[Request] = RateLimitingQueue(rate_limiter, queue_metrics)
+        self.queue: RateLimitingQueue[Request] | PriorityQueue[Request] = (
+            PriorityQueue(rate_limiter, queue_metrics)
+            if use_priority_queue
+            else RateLimitingQueue(rate_limiter, queue_metrics)
+        )
         #: Called with each reconcile's duration in seconds (controller_runtime_reconcile_time_seconds).
         self.on_reconciled = on_reconciled
         #: controller_runtime_reconcile_total by result: success, error, requeue, requeue_after.

@@ -32,6 +32,7 @@ class Builder:
         self._max_concurrent = 1
         self._rate_limiter: RateLimiter | None = None
         self._timeout: float | None = None
+        self._priority = False
 
     def for_(self, kind: KindRef, *predicates: Predicate) -> Self:
         if self._for is not None:
@@ -61,7 +62,10 @@ class Builder:
         max_concurrent_reconciles: int | None = None,
         rate_limiter: RateLimiter | None = None,
         reconcile_timeout: float | None = None,
+        use_priority_queue: bool | None = None,
     ) -> Self:
+        if use_priority_queue is not None:
+            self._priority = use_priority_queue
         if max_concurrent_reconciles is not None:
             self._max_concurrent = max_concurrent_reconciles
         if rate_limiter is not None:
@@ -84,6 +88,7 @@ class Builder:
             reconcile_timeout=self._timeout,
             queue_metrics=self.manager.metrics.queue_metrics(name),
             on_reconciled=self.manager.metrics.reconcile_observer(name),
+            use_priority_queue=self._priority,
         )
         self.manager.add_controller(controller)
         controller.watch(

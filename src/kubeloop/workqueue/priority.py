@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import time
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from kubeloop.workqueue.queue import ShutDown
+from kubeloop.workqueue.queue import NO_METRICS, QueueMetrics, ShutDown
 from kubeloop.workqueue.ratelimiter import RateLimiter, default_controller_rate_limiter
 
 T = TypeVar("T", bound=Hashable)
@@ -34,8 +35,11 @@ class _Entry(Generic[T]):
 
 
 class PriorityQueue(Generic[T]):
-    def __init__(self, rate_limiter: RateLimiter | None = None) -> None:
+    def __init__(self, rate_limiter: RateLimiter | None = None, metrics: QueueMetrics = NO_METRICS) -> None:
         self.rate_limiter = rate_limiter or default_controller_rate_limiter()
+        self.metrics = metrics
+        self._started_at: dict[T, float] = {}
+        self._drained: asyncio.Event | None = None
         self._entries: dict[T, _Entry[T]] = {}  # waiting or ready, not being processed
         self._ready: list[tuple[int, int, int, T]] = []  # (-priority, sequence, version, key)
         self._timers: dict[T, asyncio.TimerHandle] = {}
@@ -63,6 +67,7 @@ class PriorityQueue(Generic[T]):
         if entry is None:
             entry = _Entry(key, priority, ready_at, next(self._sequence))
             self._entries[key] = entry
+            self.metrics.added(len(self._entries))
         else:
             if priority <= entry.priority and ready_at >= entry.ready_at:
                 return
@@ -71,7 +76,11 @@ class PriorityQueue(Generic[T]):
             entry.version += 1
         self._schedule(entry)
 
+    def add_after(self, key: T, delay: float) -> None:
+        self.add(key, after=delay)
+
     def add_rate_limited(self, key: T, *, priority: int = 0) -> None:
+        self.metrics.retried()
         self.add(key, priority=priority, after=self.rate_limiter.when(key))
 
     def forget(self, key: T) -> None:
@@ -88,6 +97,9 @@ class PriorityQueue(Generic[T]):
                 continue  # stale: re-prioritised or already handed out
             del self._entries[key]
             self._processing.add(key)
+            now = asyncio.get_running_loop().time()
+            self.metrics.handed_out(max(0.0, now - entry.ready_at), len(self._entries))
+            self._started_at[key] = time.perf_counter()
             return key
         if self._shutting_down:
             raise ShutDown
@@ -104,10 +116,24 @@ class PriorityQueue(Generic[T]):
 
     def done(self, key: T) -> None:
         self._processing.discard(key)
+        started = self._started_at.pop(key, None)
+        if started is not None:
+            self.metrics.finished(time.perf_counter() - started)
+        if not self._processing and self._drained is not None:
+            self._drained.set()
         pending = self._after_done.pop(key, None)
         if pending is not None and not self._shutting_down:
             priority, ready_at = pending
             self.add(key, priority=priority, after=ready_at - asyncio.get_running_loop().time())
+
+    def processing_since(self) -> list[float]:
+        return list(self._started_at.values())
+
+    async def shut_down_with_drain(self) -> None:
+        self.shut_down()
+        if self._processing:
+            self._drained = asyncio.Event()
+            await self._drained.wait()
 
     def shut_down(self) -> None:
         self._shutting_down = True

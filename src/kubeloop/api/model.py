@@ -70,7 +70,9 @@ class Scheme:
     def register(self, cls: type[KubeObject]) -> None:
         existing = self._by_gvk.get(cls.__gvk__)
         if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
-            raise ValueError(f"{cls.__gvk__} is already registered as {existing.__module__}.{existing.__qualname__}")
+            raise ValueError(
+                f"{cls.__gvk__} is already registered as {existing.__module__}.{existing.__qualname__}"
+            )
         self._by_gvk[cls.__gvk__] = cls
 
     def class_for(self, gvk: GroupVersionKind) -> type[KubeObject] | None:

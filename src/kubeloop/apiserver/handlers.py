@@ -409,7 +409,9 @@ class APIHandlers:
             options,
             subresource=target.subresource,
         )
-        return await object_response(request, result.obj, 201 if result.created else 200, warnings=result.warnings)
+        return await object_response(
+            request, result.obj, 201 if result.created else 200, warnings=result.warnings
+        )
 
     async def _delete(self, request: web.Request, target: Target) -> web.StreamResponse:
         assert target.name is not None

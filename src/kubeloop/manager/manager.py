@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.cache.informer import Informer
-from kubeloop.cache.store import NAMESPACE_INDEX
+from kubeloop.cache.store import NAMESPACE_INDEX, IndexFunc
 from kubeloop.client.rest import Client, KindRef, gvk_of
 from kubeloop.controller.controller import Controller
 from kubeloop.lifecycle import cancel_and_wait
@@ -78,6 +78,10 @@ class Manager:
                 informer.start()
         return informer
 
+    def add_index(self, kind: KindRef, name: str, index: IndexFunc) -> None:
+        """Index ``kind``'s cached objects by ``index(obj)`` (controller-runtime's IndexField)."""
+        self.informer_for(kind).store.add_indexers({name: index})
+
     def event_recorder(self, component: str) -> EventRecorder:
         """The event recorder of ``component`` (one per name; flushed when the manager stops)."""
         recorder = self._recorders.get(component)
@@ -101,6 +105,11 @@ class Manager:
         store = self.informer_for(kind).store
         objects = store.by_index(NAMESPACE_INDEX, namespace) if namespace is not None else store.objects()
         return [_copy(obj) for obj in objects]
+
+    @staticmethod
+    def copy(obj: dict[str, Any]) -> dict[str, Any]:
+        """A deep copy of a cached object (the cache's own objects are shared by all readers)."""
+        return _copy(obj)
 
     # ------------------------------------------------------------------ lifecycle
 

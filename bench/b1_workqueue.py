@@ -69,7 +69,9 @@ def main() -> None:
             "await_get": [asyncio.run(kubeloop_await(keys, duplicates)) for _ in range(args.runs)],
         }
         for name, times in samples.items():
-            results[f"{name}_dup{duplicates}_us_per_item"] = round(statistics.median(times) / args.keys * 1e6, 3)
+            results[f"{name}_dup{duplicates}_us_per_item"] = round(
+                statistics.median(times) / args.keys * 1e6, 3
+            )
     results["ratio_get_nowait_to_bare_dup10"] = round(
         results["get_nowait_dup10_us_per_item"] / results["bare_dup10_us_per_item"], 2
     )

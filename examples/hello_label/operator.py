@@ -8,6 +8,7 @@ also watches the Pods they own, and makes sure every ReplicaSet carries the labe
 from __future__ import annotations
 
 from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.client import errors
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
@@ -18,14 +19,18 @@ POD = GroupVersionKind("", "v1", "Pod")
 
 def setup(manager: Manager) -> None:
     async def reconcile(request: Request) -> Result | None:
-        replica_set = manager.get_cached(REPLICASET, request.name, request.namespace)
-        if replica_set is None:
+        try:
+            replica_set = await manager.cached_client.get(REPLICASET, request.name, request.namespace)
+        except errors.NotFound:
             return None  # deleted meanwhile: nothing to do
         labels = replica_set["metadata"].get("labels") or {}
         if labels.get("hello") == "world":
             return None
-        await manager.client.patch(
-            REPLICASET, request.name, {"metadata": {"labels": {"hello": "world"}}}, namespace=request.namespace
+        await manager.cached_client.patch(
+            REPLICASET,
+            request.name,
+            {"metadata": {"labels": {"hello": "world"}}},
+            namespace=request.namespace,
         )
         return None
 

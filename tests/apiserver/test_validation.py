@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver import errors, naming, schemas, validation
+from kubeloop.api import naming
+from kubeloop.apiserver import errors, schemas, validation
 from kubeloop.apiserver.errors import Cause
 from kubeloop.apiserver.resources import BUILTIN_RESOURCES
 

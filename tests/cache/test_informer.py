@@ -54,7 +54,7 @@ def by_tier(obj: dict[str, Any]) -> list[str]:
 
 async def test_sync_events_and_indexes(client: Client, namespace: str) -> None:
     await client.create(configmap("before", namespace, tier="web"))
-    informer = Informer(client, CONFIGMAP, namespace=namespace, indexers={"tier": by_tier})
+    informer = Informer(client, CONFIGMAP, namespaces=[namespace], indexers={"tier": by_tier})
     recorder = Recorder()
     informer.add_handler(recorder.handler)
     informer.start()
@@ -86,7 +86,7 @@ async def test_sync_events_and_indexes(client: Client, namespace: str) -> None:
 
 async def test_resync_reports_every_object_again(client: Client, namespace: str) -> None:
     await client.create(configmap("r", namespace))
-    informer = Informer(client, CONFIGMAP, namespace=namespace, resync_period=0.1)
+    informer = Informer(client, CONFIGMAP, namespaces=[namespace], resync_period=0.1)
     recorder = Recorder()
     informer.add_handler(recorder.handler)
     informer.start()
@@ -109,7 +109,7 @@ async def test_survives_a_server_restart_and_misses_no_final_state(tmp_path: pat
     async with Client(load_kubeconfig(server.kubeconfig)) as client:
         for name in ("keep", "change", "remove"):
             await client.create(configmap(name, "default"))
-        informer = Informer(client, CONFIGMAP, namespace="default")
+        informer = Informer(client, CONFIGMAP, namespaces=["default"])
         informer.start()
         try:
             assert await informer.wait_for_sync(10)
@@ -137,7 +137,7 @@ async def test_relists_after_410_and_converges() -> None:
     server = start_server(watcher_buffer=5)
     try:
         async with Client(load_kubeconfig(server.kubeconfig)) as client:
-            informer = Informer(client, CONFIGMAP, namespace="default")
+            informer = Informer(client, CONFIGMAP, namespaces=["default"])
             informer.add_handler(
                 EventHandler(on_add=lambda o: time.sleep(0.02), on_update=lambda a, b: time.sleep(0.02))
             )
@@ -158,7 +158,7 @@ async def test_relists_after_410_and_converges() -> None:
 
             final = await asyncio.to_thread(write_behind)
             await eventually(lambda: set(informer.store.list_keys()) == final, timeout=30)
-            assert informer.reflector.lists >= 2  # it relisted
+            assert informer.reflectors[0].lists >= 2  # it relisted
             await informer.stop()
     finally:
         server.stop()

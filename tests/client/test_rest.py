@@ -131,6 +131,27 @@ async def test_pagination_of_2500_objects(client: Client, namespace: str) -> Non
     assert len((await client.list(CONFIGMAP, namespace=namespace))["items"]) == 1250
 
 
+async def test_metadata_only_list_and_watch(client: Client, namespace: str) -> None:
+    for i in range(3):
+        await client.create(configmap(f"meta-{i}", namespace, payload="p" * 100))
+    listed = await client.list(CONFIGMAP, namespace=namespace, page_size=2, metadata_only=True)
+    assert listed["kind"] == "PartialObjectMetadataList" and listed["apiVersion"] == "meta.k8s.io/v1"
+    assert [item["metadata"]["name"] for item in listed["items"]] == ["meta-0", "meta-1", "meta-2"]
+    assert all(item["kind"] == "PartialObjectMetadata" and "data" not in item for item in listed["items"])
+    watch = client.watch(
+        CONFIGMAP,
+        namespace=namespace,
+        resource_version=listed["metadata"]["resourceVersion"],
+        metadata_only=True,
+    )
+    await client.patch(CONFIGMAP, "meta-1", {"data": {"payload": "changed"}}, namespace=namespace)
+    async for event in watch:
+        assert event.type == "MODIFIED" and event.object["kind"] == "PartialObjectMetadata"
+        assert event.object["metadata"]["name"] == "meta-1" and "data" not in event.object
+        break
+    await watch.close()
+
+
 async def test_all_namespaces_list(client: Client, namespace: str) -> None:
     await client.create(configmap("everywhere", namespace))
     listed = await client.list(CONFIGMAP, field_selector="metadata.name=everywhere")

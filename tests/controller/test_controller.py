@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from kubeloop.api.errors import InvalidSelector
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.cache.informer import Informer
 from kubeloop.client.config import load_kubeconfig
@@ -26,8 +27,9 @@ from kubeloop.controller.handler import (
     request_for,
 )
 from kubeloop.controller.reconcile import Request, Result, TerminalError
-from kubeloop.controller.source import Kind
+from kubeloop.controller.source import Channel, Kind
 from kubeloop.workqueue.ratelimiter import ItemExponentialFailureRateLimiter
+from kubeloop.workqueue.ratelimiting import RateLimitingQueue
 from tests.conftest import ServerThread, eventually
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
@@ -68,7 +70,7 @@ async def test_level_triggered_reconcile_with_retries_and_terminal_errors(
         assert obj["metadata"]["name"] == request.name
         return None
 
-    informer = Informer(client, CONFIGMAP, namespace=namespace)
+    informer = Informer(client, CONFIGMAP, namespaces=[namespace])
     controller = Controller(
         "configmaps", reconcile, rate_limiter=ItemExponentialFailureRateLimiter(0.01, 1.0)
     )
@@ -117,7 +119,7 @@ async def test_sync_reconcilers_run_in_threads_and_keys_never_overlap(client: Cl
             running.discard(request.name)
         done[request.name] += 1
 
-    informer = Informer(client, CONFIGMAP, namespace=namespace)
+    informer = Informer(client, CONFIGMAP, namespaces=[namespace])
     controller = Controller("sync", reconcile, max_concurrent_reconciles=4)
     controller.watch(Kind(informer, EnqueueRequestForObject()))
     informer.start()
@@ -149,7 +151,7 @@ async def test_graceful_stop_lets_an_inflight_reconcile_finish(client: Client, n
         await asyncio.sleep(0.3)
         finished.set()
 
-    informer = Informer(client, CONFIGMAP, namespace=namespace)
+    informer = Informer(client, CONFIGMAP, namespaces=[namespace])
     controller = Controller("slow", reconcile)
     controller.watch(Kind(informer, EnqueueRequestForObject()))
     await client.create(configmap("s", namespace))
@@ -209,8 +211,16 @@ async def test_owner_mapping_and_predicates(client: Client, namespace: str) -> N
     assert not predicate.AnnotationsChanged().update(child, relabelled)
     assert predicate.ResourceVersionChanged().update(child, relabelled)
     assert not predicate.ResourceVersionChanged().update(child, child)  # a resync
-    selector = predicate.LabelSelectorPredicate({"team": "a"})
+    selector = predicate.LabelSelectorPredicate({"matchLabels": {"team": "a"}})
     assert selector.create(child) and not selector.update(child, relabelled)
+    by_text = predicate.LabelSelectorPredicate("team in (a,c),!legacy")
+    assert by_text.create(child) and not by_text.update(child, relabelled)
+    expressions = predicate.LabelSelectorPredicate(
+        {"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["a"]}]}
+    )
+    assert not expressions.create(child) and expressions.update(child, relabelled)
+    with pytest.raises(InvalidSelector):
+        predicate.LabelSelectorPredicate("team in (a")
     both = predicate.And(predicate.LabelsChanged(), predicate.Not(predicate.GenerationChanged()))
     assert both.update(child, relabelled)
     assert predicate.Or(predicate.GenerationChanged(), predicate.Funcs(on_update=lambda a, b: True)).update(
@@ -230,7 +240,7 @@ async def test_priority_queue_puts_changes_before_the_initial_list(client: Clien
         if len(order) == 1:
             await release.wait()  # hold the only worker while a real change arrives
 
-    informer = Informer(client, CONFIGMAP, namespace=namespace)
+    informer = Informer(client, CONFIGMAP, namespaces=[namespace])
     controller = Controller("prio", reconcile, use_priority_queue=True)
     controller.watch(Kind(informer, EnqueueRequestForObject()))
     informer.start()
@@ -247,3 +257,23 @@ async def test_priority_queue_puts_changes_before_the_initial_list(client: Clien
     finally:
         await controller.stop()
         await informer.stop()
+
+
+async def test_channel_source_reads_an_async_iterable_and_stops() -> None:
+    release = asyncio.Event()
+
+    async def events() -> AsyncIterator[dict[str, Any]]:
+        for name in ("a", "b", "a"):
+            yield {"metadata": {"name": name, "namespace": "ns"}}
+        await release.wait()  # an open-ended stream: only stop() ends it
+        yield {"metadata": {"name": "never", "namespace": "ns"}}
+
+    queue: RateLimitingQueue[Request] = RateLimitingQueue()
+    channel = Channel(events(), EnqueueRequestForObject())
+    channel.start(queue)
+    await eventually(lambda: len(queue) == 2)  # "a" twice is one request
+    assert {await queue.get(), await queue.get()} == {Request("ns", "a"), Request("ns", "b")}
+    await channel.stop()
+    release.set()
+    await asyncio.sleep(0.05)
+    assert len(queue) == 0

@@ -13,7 +13,6 @@ from kubeloop.api.models import core_v1
 from kubeloop.client import errors
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import Client
-from kubeloop.manager.cachedclient import CachedClient
 from kubeloop.manager.manager import Manager
 from tests.conftest import ServerThread, eventually
 
@@ -41,9 +40,9 @@ async def test_cached_reads_and_direct_writes(client: Client, namespace: str) ->
                 "data": {"team": team},
             }
         )
-    manager = Manager(client, namespace=namespace)
+    manager = Manager(client, namespace=namespace, cache_sync_timeout=10)
     manager.add_index(CONFIGMAP, "data.team", by_owner_team)
-    reader = CachedClient(manager, sync_timeout=10)
+    reader = manager.cached_client
     try:
         got = await reader.get(CONFIGMAP, "a", namespace)  # first read: informer created and synced
         got["data"]["team"] = "changed"
@@ -74,7 +73,10 @@ async def test_cached_reads_and_direct_writes(client: Client, namespace: str) ->
         assert direct["data"]["team"] == "blue"
         # The cache catches up through its watch.
         await eventually(
-            lambda: (manager.get_cached(CONFIGMAP, "a", namespace) or {}).get("data") == {"team": "blue"}
+            lambda: (
+                (manager.informer_for(CONFIGMAP).store.get(f"{namespace}/a") or {}).get("data")
+                == {"team": "blue"}
+            )
         )
         assert sorted(
             o["metadata"]["name"]

@@ -20,6 +20,7 @@ from kubeloop.controller.handler import (
     EnqueueRequestsFromMapFunc,
 )
 from kubeloop.controller.reconcile import Request
+from kubeloop.controller.source import Channel
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 from tests.conftest import ServerThread, eventually
@@ -83,12 +84,10 @@ async def test_caches_sync_before_controllers_and_owned_events_reach_owners(
     async def reconcile(request: Request) -> None:
         synced_at_first_reconcile.append(manager.informer_for(CONFIGMAP).has_synced)
         seen.append(request)
-        cached = manager.get_cached(SECRET, request.name, request.namespace)
-        assert cached is not None
+        cached = await manager.cached_client.get(SECRET, request.name, request.namespace)
         cached["metadata"]["name"] = "changed"  # a copy: the cache is not affected
-        assert (manager.get_cached(SECRET, request.name, request.namespace) or {})["metadata"][
-            "name"
-        ] == request.name
+        again = await manager.cached_client.get(SECRET, request.name, request.namespace)
+        assert again["metadata"]["name"] == request.name
 
     Builder(manager).for_(SECRET).owns(CONFIGMAP).complete(reconcile)
     await manager.start()
@@ -111,7 +110,8 @@ async def test_caches_sync_before_controllers_and_owned_events_reach_owners(
             }
         )
         await eventually(lambda: Request(namespace, "owner") in seen)  # the owned object's event → the owner
-        assert [o["metadata"]["name"] for o in manager.list_cached(SECRET, namespace)] == ["owner"]
+        listed = await manager.cached_client.list(SECRET, namespace)
+        assert [o["metadata"]["name"] for o in listed] == ["owner"]
     finally:
         await manager.stop()
 
@@ -136,3 +136,62 @@ async def test_run_stops_on_request(client: Client, namespace: str) -> None:
     await eventually(lambda: manager.informer_for(CONFIGMAP).has_synced)
     manager.request_stop()
     await asyncio.wait_for(running, 10)
+
+
+async def test_channel_source_and_metadata_only_watches(client: Client, namespace: str) -> None:
+    """A Channel of events from outside the cluster and an owned kind watched through a
+    metadata-only informer both reach the reconciler; stopping the controller stops the source."""
+    owner = await client.create(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "owner", "namespace": namespace}}
+    )
+    manager = Manager(client, namespace=namespace)
+    external: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    channel = Channel(
+        external,
+        EnqueueRequestForObject(),
+        predicate.Funcs(on_generic=lambda o: o["metadata"]["name"] != "ignored"),
+    )
+    seen: list[Request] = []
+    owned_views: list[dict[str, Any]] = []
+
+    def remember_owned(obj: dict[str, Any]) -> list[Request]:
+        owned_views.append(obj)
+        return []
+
+    async def reconcile(request: Request) -> None:
+        seen.append(request)
+
+    Builder(manager).for_(SECRET).owns(CONFIGMAP, only_metadata=True).watches(
+        CONFIGMAP, EnqueueRequestsFromMapFunc(remember_owned), only_metadata=True
+    ).watches_raw_source(channel).complete(reconcile)
+    assert manager.informer_for(CONFIGMAP, metadata_only=True).metadata_only
+    await manager.start()
+    try:
+        await eventually(lambda: Request(namespace, "owner") in seen)
+        seen.clear()
+        external.put_nowait({"metadata": {"name": "from-outside", "namespace": namespace}})
+        external.put_nowait({"metadata": {"name": "ignored", "namespace": namespace}})
+        await eventually(lambda: Request(namespace, "from-outside") in seen)
+        ref = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "name": "owner",
+            "uid": owner["metadata"]["uid"],
+            "controller": True,
+        }
+        await client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "owned", "namespace": namespace, "ownerReferences": [ref]},
+                "data": {"big": "x" * 1000},
+            }
+        )
+        await eventually(lambda: Request(namespace, "owner") in seen and bool(owned_views))
+        assert set(owned_views[-1]) == {"apiVersion", "kind", "metadata"}  # metadata only
+        assert Request(namespace, "ignored") not in seen
+        # No full ConfigMap informer was created for the owned kind.
+        assert (CONFIGMAP, False) not in manager.cache.informers
+    finally:
+        await manager.stop()
+    assert channel._task is None  # the source's reader task was stopped with the controller

@@ -15,6 +15,9 @@ import orjson
 import yaml
 from aiohttp import web
 
+from kubeloop.api.errors import InvalidSelector
+from kubeloop.api.fields import FieldSelector
+from kubeloop.api.labels import LabelSelector
 from kubeloop.apiserver import (
     discovery,
     errors,
@@ -27,8 +30,6 @@ from kubeloop.apiserver import (
     tables,
     validation,
 )
-from kubeloop.apiserver.fieldselector import FieldSelector
-from kubeloop.apiserver.labelselector import LabelSelector
 from kubeloop.apiserver.registry import DeleteOptions, ListOptions, Registry, WriteOptions
 from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.watch import WatchOptions, WatchSettings, WatchStream
@@ -202,6 +203,8 @@ class APIHandlers:
             return await self._serve(request, target)
         except errors.APIError as error:
             return status_response(error)
+        except InvalidSelector as invalid:
+            return status_response(errors.BadRequest(invalid.message))
 
     def _parse_target(self, group: str, version: str, rest: list[str]) -> Target:
         def lookup(plural: str) -> ResourceType:
@@ -362,6 +365,13 @@ class APIHandlers:
                     return orjson.dumps({"type": kind, "object": obj}) + b"\n"
                 table = tables.to_table(resource, [obj], include_object=accept.include_object)
                 return orjson.dumps({"type": kind, "object": table}) + b"\n"
+
+        elif accept.partial_metadata:
+
+            def encode(kind: str, obj: Obj) -> bytes:
+                if kind != "ERROR":
+                    obj = tables.partial_object_metadata(obj)
+                return orjson.dumps({"type": kind, "object": obj}) + b"\n"
 
         stream = WatchStream(
             self.registry, target.resource, target.namespace, options, self.watch_settings, encode=encode
@@ -676,6 +686,8 @@ async def error_middleware(
         return await handler(request)
     except errors.APIError as error:
         return status_response(error)
+    except InvalidSelector as invalid:
+        return status_response(errors.BadRequest(invalid.message))
     except web.HTTPException as exc:
         if exc.status == 413:
             return status_response(errors.RequestEntityTooLarge("Request entity too large: limit is 3145728"))

@@ -22,10 +22,11 @@ from typing import Any
 import orjson
 import yaml
 
-from kubeloop.apiserver import defaults, errors, eventconversion, fieldmanager, naming, schemas, validation
-from kubeloop.apiserver.fieldselector import FieldSelector, object_fields
+from kubeloop.api import naming
+from kubeloop.api.fields import FieldSelector, object_fields
+from kubeloop.api.labels import LabelSelector
+from kubeloop.apiserver import defaults, errors, eventconversion, fieldmanager, schemas, validation
 from kubeloop.apiserver.jsonpatch import apply_json_patch
-from kubeloop.apiserver.labelselector import LabelSelector
 from kubeloop.apiserver.mergepatch import apply_merge_patch
 from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.store import ObjectStore, PreconditionFailed

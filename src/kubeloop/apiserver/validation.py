@@ -28,9 +28,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from kubeloop.apiserver import errors, naming, schemas
+from kubeloop.api import naming
+from kubeloop.api.naming import go_quote
+from kubeloop.apiserver import errors, schemas
 from kubeloop.apiserver.errors import Cause
-from kubeloop.apiserver.naming import go_quote
 
 __all__ = [
     "StrictDecodingError",

@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
+from kubeloop.api.fields import FieldSelector
+from kubeloop.api.labels import LabelSelector
 from kubeloop.apiserver import errors
-from kubeloop.apiserver.fieldselector import FieldSelector
-from kubeloop.apiserver.labelselector import LabelSelector
 from kubeloop.apiserver.registry import Registry, list_options_invalid, parse_resource_version
 from kubeloop.apiserver.resources import ResourceType
 from kubeloop.apiserver.store import Event, Watcher

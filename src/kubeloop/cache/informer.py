@@ -8,6 +8,13 @@ on the event loop and must not block (a controller's only enqueue keys). With ``
 every object is re-reported as an update to itself on that period (level-triggered retries).
 By default ``metadata.managedFields`` is dropped before storing (``transform``), as
 controller-runtime does: it is most of an object's size and controllers never read it.
+
+Scoping: ``namespaces`` (None: all) runs one reflector per namespace into the one store (a
+relist of one namespace replaces only that namespace's objects; cluster-scoped kinds ignore it),
+``label_selector``/``field_selector`` filter on the server. ``metadata_only`` lists and watches
+``PartialObjectMetadata`` (the store holds ``apiVersion``, ``kind`` — of the watched kind — and
+``metadata``), controller-runtime's metadata informers: a fraction of the memory for kinds whose
+spec a controller never reads.
 """
 
 from __future__ import annotations
@@ -15,13 +22,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
+import aiohttp
+import orjson
+
+from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.cache.reflector import ListWatchOptions, Reflector
 from kubeloop.cache.store import Indexer, IndexFunc, object_key
-from kubeloop.client.rest import Client, KindRef
+from kubeloop.client import errors
+from kubeloop.client.rest import Client, KindRef, gvk_of
 from kubeloop.client.watch import WatchEvent
 from kubeloop.lifecycle import cancel_and_wait
 
@@ -55,30 +67,36 @@ class Informer:
         client: Client,
         kind: KindRef,
         *,
-        namespace: str | None = None,
+        namespaces: Collection[str] | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        metadata_only: bool = False,
         indexers: Mapping[str, IndexFunc] | None = None,
         transform: Transform | None = strip_managed_fields,
         resync_period: float | None = None,
         inactivity_timeout: float = 90.0,
     ) -> None:
+        self.client = client
+        self.kind: GroupVersionKind = gvk_of(kind)
+        self.namespaces: tuple[str, ...] | None = tuple(sorted(set(namespaces))) if namespaces else None
+        self.metadata_only = metadata_only
         self.store = Indexer(indexers)
         self.transform = transform
         self.resync_period = resync_period
-        self.reflector = Reflector(
-            client,
-            kind,
-            self,
-            ListWatchOptions(
-                namespace=namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                inactivity_timeout=inactivity_timeout,
-            ),
+        self.options = ListWatchOptions(
+            label_selector=label_selector,
+            field_selector=field_selector,
+            inactivity_timeout=inactivity_timeout,
+            metadata_only=metadata_only,
         )
+        #: Known once started: whether the kind is namespaced (None until the mapping resolved).
+        self.namespaced: bool | None = None
+        self.reflectors: list[Reflector] = []
         self._handlers: list[EventHandler] = []
+        self._listed: set[str | None] = set()
+        self._seen: dict[str | None, set[str]] = {}
         self._synced = asyncio.Event()
+        self._has_synced = False
         self._tasks: list[asyncio.Task[None]] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -86,17 +104,44 @@ class Informer:
     def start(self) -> None:
         if self._tasks:
             return
-        self._tasks.append(asyncio.create_task(self.reflector.run(), name=f"reflector {self.reflector.kind}"))
+        self._tasks.append(asyncio.create_task(self._run(), name=f"informer {self.kind}"))
         if self.resync_period:
-            self._tasks.append(asyncio.create_task(self._resync_loop(), name=f"resync {self.reflector.kind}"))
+            self._tasks.append(asyncio.create_task(self._resync_loop(), name=f"resync {self.kind}"))
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
         await cancel_and_wait(tasks)
 
+    async def _run(self) -> None:
+        """Resolve the kind's scope (retrying), then run a reflector per namespace in scope."""
+        failures = 0
+        while self.namespaced is None:
+            try:
+                self.namespaced = (await self.client.mapping(self.kind)).namespaced
+            except (errors.ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+                delay = min(30.0, 0.5 * 2**failures) * (0.5 + random.random() / 2)
+                failures += 1
+                log.warning("%s: cannot resolve the kind (%s); retrying in %.1fs", self.kind, exc, delay)
+                await asyncio.sleep(delay)
+        scopes: tuple[str | None, ...] = self.namespaces if self.namespaced and self.namespaces else (None,)
+        self.reflectors = [
+            Reflector(self.client, self.kind, self, replace(self.options, namespace=scope))
+            for scope in scopes
+        ]
+        tasks = [
+            asyncio.create_task(
+                reflector.run(), name=f"reflector {self.kind} {reflector.options.namespace or ''}"
+            )
+            for reflector in self.reflectors
+        ]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            await cancel_and_wait(tasks)
+
     @property
     def has_synced(self) -> bool:
-        return self._synced.is_set()
+        return self._has_synced
 
     async def wait_for_sync(self, timeout: float | None = None) -> bool:
         """True once the first list is in the store; False if ``timeout`` passes first."""
@@ -115,37 +160,61 @@ class Informer:
 
     # ------------------------------------------------------------------ the reflector's sink
 
-    def replace(self, items: list[Obj], resource_version: str) -> None:
-        fresh = {object_key(obj): obj for obj in map(self._transform, items)}
-        for key in self.store.list_keys():
-            if key not in fresh:
-                gone = self.store.get(key)
-                if gone is not None:
-                    self.store.delete(gone)
-                    self._notify_delete(gone)
-        for obj in fresh.values():
-            old = self.store.upsert(obj)
+    def list_page(self, items: list[Obj], namespace: str | None) -> None:
+        """One page of a (re)list of ``namespace`` (None: everything this informer holds).
+
+        Pages are applied as they come, so a list never holds all objects decoded at once.
+        """
+        seen = self._seen.setdefault(namespace, set())
+        store = self.store
+        wants_old = any(handler.on_update is not None for handler in self._handlers)
+        for raw in items:
+            obj = self._transform(raw)
+            key = object_key(obj)
+            seen.add(key)
+            old = store.upsert(obj)
             if old is None:
                 self._notify_add(obj)
-            elif _rv(old) != _rv(obj):
-                self._notify_update(old, obj)
-        self._synced.set()
+            elif wants_old and old != store.get_encoded(key):  # unchanged objects are not news
+                self._notify_update(orjson.loads(old), obj)
+
+    def list_done(self, resource_version: str, namespace: str | None) -> None:
+        """The (re)list of ``namespace`` is complete: what it did not contain is gone."""
+        seen = self._seen.pop(namespace, set())
+        store = self.store
+        present = store.list_keys() if namespace is None else store.keys_in_namespace(namespace)
+        for key in present:
+            if key not in seen:
+                gone = store.delete_key(key)
+                if gone is not None:
+                    self._notify_delete(orjson.loads(gone))
+        self._listed.add(namespace)
+        if len(self._listed) >= len(self.reflectors):
+            self._has_synced = True
+            self._synced.set()
 
     def event(self, event: WatchEvent) -> None:
         obj = self._transform(event.object)
         if event.type == "DELETED":
-            old = self.store.delete(obj)
-            self._notify_delete(old if old is not None else obj)
+            self.store.delete(obj)
+            self._notify_delete(obj)
             return
         old = self.store.upsert(obj)
         if old is None:
             self._notify_add(obj)
-        else:
-            self._notify_update(old, obj)
+        elif any(handler.on_update is not None for handler in self._handlers):
+            self._notify_update(orjson.loads(old), obj)
 
     # ------------------------------------------------------------------ internals
 
     def _transform(self, obj: Obj) -> Obj:
+        if self.metadata_only:
+            # The server says PartialObjectMetadata (meta.k8s.io/v1); readers want the kind.
+            obj = {
+                "apiVersion": self.kind.api_version,
+                "kind": self.kind.kind,
+                "metadata": obj.get("metadata") or {},
+            }
         return self.transform(obj) if self.transform is not None else obj
 
     async def _resync_loop(self) -> None:
@@ -178,7 +247,3 @@ class Informer:
             func(*args)
         except Exception:
             log.exception("event handler %r failed", func)
-
-
-def _rv(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")

@@ -1,7 +1,7 @@
 """The reflector: list, then watch from the list's resourceVersion, for ever.
 
-Each (re)list hands the complete state to the sink (``replace``), every watch event after it
-(``event``). The client's watch already reconnects by itself after a dropped or silent stream;
+Each (re)list hands the complete state to the sink page by page (``list_page``, then
+``list_done``), every watch event after it (``event``). The client's watch already reconnects by itself after a dropped or silent stream;
 the reflector relists when the resourceVersion it holds is gone (410), and retries a failed list
 with jittered exponential backoff. It runs until cancelled.
 """
@@ -27,7 +27,9 @@ Obj = dict[str, Any]
 
 
 class Sink(Protocol):
-    def replace(self, items: list[Obj], resource_version: str) -> None: ...
+    def list_page(self, items: list[Obj], namespace: str | None) -> None: ...
+
+    def list_done(self, resource_version: str, namespace: str | None) -> None: ...
 
     def event(self, event: WatchEvent) -> None: ...
 
@@ -40,6 +42,7 @@ class ListWatchOptions:
     page_size: int = 500
     inactivity_timeout: float = 90.0
     max_backoff: float = 30.0
+    metadata_only: bool = False
 
 
 class Reflector:
@@ -67,17 +70,24 @@ class Reflector:
 
     async def _list_and_watch(self) -> None:
         options = self.options
-        listed = await self.client.list(
+        resource_version = ""
+        first = True
+        async for page in self.client.list_pages(
             self.kind,
             namespace=options.namespace,
             label_selector=options.label_selector,
             field_selector=options.field_selector,
             page_size=options.page_size,
-        )
+            metadata_only=options.metadata_only,
+        ):
+            if first:
+                # Every page belongs to the first one's snapshot.
+                resource_version = str((page.get("metadata") or {}).get("resourceVersion") or "")
+                first = False
+            self.sink.list_page(list(page.get("items") or ()), options.namespace)
         self.lists += 1
-        resource_version = str((listed.get("metadata") or {}).get("resourceVersion") or "")
         self.last_resource_version = resource_version
-        self.sink.replace(list(listed.get("items") or ()), resource_version)
+        self.sink.list_done(resource_version, options.namespace)
         watch = self.client.watch(
             self.kind,
             namespace=options.namespace,
@@ -85,6 +95,7 @@ class Reflector:
             field_selector=options.field_selector,
             resource_version=resource_version,
             inactivity_timeout=options.inactivity_timeout,
+            metadata_only=options.metadata_only,
         )
         try:
             async for event in watch:

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import TracebackType
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, Literal, TypeVar, overload
 
 import aiohttp
 import orjson
@@ -50,6 +50,8 @@ class ObjectList(Generic[M]):
 
 
 JSON = "application/json"
+#: Accept headers asking for metadata only (``PartialObjectMetadata``), JSON as the fallback.
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 
 
@@ -177,6 +179,19 @@ class Client:
     @overload
     async def list(
         self,
+        kind: KindRef,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        page_size: int | None = 500,
+        metadata_only: Literal[True],
+    ) -> Obj: ...
+
+    @overload
+    async def list(
+        self,
         kind: type[M],
         *,
         namespace: str | None = None,
@@ -184,6 +199,7 @@ class Client:
         field_selector: str | None = None,
         resource_version: str | None = None,
         page_size: int | None = 500,
+        metadata_only: Literal[False] = False,
     ) -> ObjectList[M]: ...
 
     @overload
@@ -196,6 +212,7 @@ class Client:
         field_selector: str | None = None,
         resource_version: str | None = None,
         page_size: int | None = 500,
+        metadata_only: bool = False,
     ) -> Obj: ...
 
     async def list(
@@ -207,12 +224,14 @@ class Client:
         field_selector: str | None = None,
         resource_version: str | None = None,
         page_size: int | None = 500,
+        metadata_only: bool = False,
     ) -> Obj | ObjectList[Any]:
         """All objects (``namespace=None``: across all namespaces), fetched page by page.
 
         Pages share one snapshot: their ``continue`` tokens carry the first page's
         resourceVersion, which the returned list's metadata reports. Given a model class the
-        answer is an ``ObjectList`` of instances, else the List dict.
+        answer is an ``ObjectList`` of instances, else the List dict. ``metadata_only`` asks
+        for a ``PartialObjectMetadataList`` (items with metadata only; always dicts).
         """
         listed = await self._list_dict(
             kind,
@@ -221,9 +240,10 @@ class Client:
             field_selector=field_selector,
             resource_version=resource_version,
             page_size=page_size,
+            metadata_only=metadata_only,
         )
         cls = _model_class(kind)
-        if cls is None:
+        if cls is None or metadata_only:
             return listed
         return ObjectList(
             [cls.model_validate(item) for item in listed["items"]],
@@ -239,6 +259,7 @@ class Client:
         field_selector: str | None,
         resource_version: str | None,
         page_size: int | None,
+        metadata_only: bool = False,
     ) -> Obj:
         items: list[Obj] = []
         first: Obj | None = None
@@ -249,6 +270,7 @@ class Client:
             field_selector=field_selector,
             resource_version=resource_version,
             page_size=page_size,
+            metadata_only=metadata_only,
         ):
             if first is None:
                 first = page
@@ -268,8 +290,10 @@ class Client:
         field_selector: str | None = None,
         resource_version: str | None = None,
         page_size: int | None = 500,
+        metadata_only: bool = False,
     ) -> AsyncIterator[Obj]:
         """Each page of a list as the server returns it (for lists too large to hold at once)."""
+        accept = METADATA_LIST if metadata_only else JSON
         mapping = await self.mapping(kind)
         path = mapping.collection_path(namespace if mapping.namespaced else None)
         params = _selector_params(label_selector, field_selector)
@@ -278,7 +302,7 @@ class Client:
         if resource_version is not None:
             params["resourceVersion"] = resource_version
         while True:
-            page = await self._json("GET", path, params=params)
+            page = await self._json("GET", path, params=params, accept=accept)
             yield page
             token = (page.get("metadata") or {}).get("continue")
             if not token:
@@ -530,9 +554,14 @@ class Client:
         send_initial_events: bool = False,
         inactivity_timeout: float = 90.0,
         yield_bookmarks: bool = False,
+        metadata_only: bool = False,
     ) -> Watch:
-        """A self-reconnecting watch (``async for event in client.watch(...)``); 410 raises ResourceExpired."""
+        """A self-reconnecting watch (``async for event in client.watch(...)``); 410 raises ResourceExpired.
+
+        ``metadata_only``: events carry ``PartialObjectMetadata`` objects.
+        """
         options = WatchOptions(
+            metadata_only=metadata_only,
             namespace=namespace,
             label_selector=label_selector,
             field_selector=field_selector,
@@ -556,9 +585,10 @@ class Client:
         params: Mapping[str, str] | None = None,
         body: bytes | None = None,
         content_type: str | None = None,
+        accept: str = JSON,
     ) -> Obj:
         status, payload = await self.request(
-            method, path, params=params, body=body, content_type=content_type
+            method, path, params=params, body=body, content_type=content_type, accept=accept
         )
         decoded = orjson.loads(payload) if payload else {}
         if not isinstance(decoded, dict):
@@ -614,7 +644,7 @@ class Client:
             raise errors.error_from_status(status, _decode_error(payload))
 
     async def stream(
-        self, path: str, params: Mapping[str, str], *, timeout: aiohttp.ClientTimeout
+        self, path: str, params: Mapping[str, str], *, timeout: aiohttp.ClientTimeout, accept: str = JSON
     ) -> aiohttp.ClientResponse:
         """A GET whose body is read incrementally (watches); the caller closes the response.
 
@@ -624,7 +654,7 @@ class Client:
         while True:
             if self._limiter is not None:
                 await self._limiter.acquire()
-            response = await self._send("GET", path, params, None, None, JSON, timeout=timeout)
+            response = await self._send("GET", path, params, None, None, accept, timeout=timeout)
             if response.status < 400:
                 _log_warnings(response)
                 return response

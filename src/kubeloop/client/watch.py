@@ -29,6 +29,9 @@ log = logging.getLogger("kubeloop.client.watch")
 
 Obj = dict[str, Any]
 
+_JSON = "application/json"
+_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+
 
 @dataclass(frozen=True)
 class WatchEvent:
@@ -53,6 +56,8 @@ class WatchOptions:
     server_timeout_seconds: int = 300
     yield_bookmarks: bool = False
     max_backoff: float = 30.0
+    #: Ask for ``PartialObjectMetadata`` objects (metadata only).
+    metadata_only: bool = False
 
 
 class Watch:
@@ -137,7 +142,8 @@ class Watch:
 
     async def _one_connection(self, path: str) -> AsyncIterator[WatchEvent]:
         timeout = aiohttp.ClientTimeout(total=None, connect=30, sock_read=None)
-        response = await self._client.stream(path, self._params(), timeout=timeout)
+        accept = _METADATA if self.options.metadata_only else _JSON
+        response = await self._client.stream(path, self._params(), timeout=timeout, accept=accept)
         self._response = response
         buffer = bytearray()
         try:

@@ -11,8 +11,8 @@ block it — optionally under a timeout, and acts on the outcome as controller-r
 - anything else: success, the back-off forgotten.
 
 Every reconcile gets an ID, bound into ``reconcile_id`` (a context variable) for logging.
-``stop()`` stops taking new requests, lets in-flight reconciles finish (up to a timeout), then
-cancels and awaits the workers.
+``stop()`` stops its sources, stops taking new requests, lets in-flight reconciles finish (up to
+a timeout), then cancels and awaits the workers.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ reconcile_id: contextvars.ContextVar[str] = contextvars.ContextVar("reconcile_id
 
 class Source(Protocol):
     def start(self, queue: RateLimitingQueue[Request] | PriorityQueue[Request]) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 class Controller:
@@ -98,6 +100,8 @@ class Controller:
 
     async def stop(self, timeout: float = 30.0) -> None:
         """No new requests; in-flight reconciles get ``timeout`` seconds to finish."""
+        for source in self._sources:
+            await source.stop()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.queue.shut_down_with_drain(), timeout)
         workers, self._workers = self._workers, []

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kubeloop.api.labels import LabelSelector
+
 Obj = dict[str, Any]
 
 
@@ -90,14 +92,21 @@ class AnnotationsChanged(_PassAll):
 
 
 class LabelSelectorPredicate(_PassAll):
-    """Events of objects whose labels match ``match_labels`` (equality-based selector)."""
+    """Events of objects whose labels match a selector: a selector string (the full grammar,
+    ``"tier in (web,db),!legacy"``), a ``LabelSelector``, or the JSON form of a
+    metav1.LabelSelector (``{"matchLabels": …, "matchExpressions": […]}``). Raises
+    InvalidSelector when the selector is not valid."""
 
-    def __init__(self, match_labels: Mapping[str, str]) -> None:
-        self.match_labels = dict(match_labels)
+    def __init__(self, selector: str | LabelSelector | Mapping[str, Any]) -> None:
+        if isinstance(selector, str):
+            self.selector = LabelSelector.parse(selector)
+        elif isinstance(selector, LabelSelector):
+            self.selector = selector
+        else:
+            self.selector = LabelSelector.from_label_selector_dict(selector)
 
     def _matches(self, obj: Obj) -> bool:
-        labels = _meta(obj).get("labels") or {}
-        return all(labels.get(k) == v for k, v in self.match_labels.items())
+        return self.selector.matches(_meta(obj).get("labels") or {})
 
     def create(self, obj: Obj) -> bool:
         return self._matches(obj)

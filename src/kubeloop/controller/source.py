@@ -1,13 +1,23 @@
 """Sources: where a controller's events come from (controller-runtime's ``pkg/source``).
 
+A source is started with the controller's queue and stopped (awaited) when the controller stops.
+
 ``Kind`` connects an informer to a controller's queue: each add/update/delete passes the
 predicates, then the event handler turns it into requests. With a priority queue, adds from the
 initial list and updates that change nothing (resyncs) go in with ``LOW_PRIORITY``, so that after
 a restart real changes are reconciled first.
+
+``Channel`` brings events from outside the cluster (a webhook, a timer, another system): every
+object read from an ``asyncio.Queue`` or an async iterable is a generic event — it passes the
+predicates' ``generic`` and the handler's ``generic`` (``EnqueueRequestForObject`` enqueues the
+object's own namespace/name). The source owns the task that reads it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
 from kubeloop.cache import informer as informer_module
@@ -15,7 +25,10 @@ from kubeloop.cache.informer import Informer
 from kubeloop.controller.handler import EventHandler, RequestQueue
 from kubeloop.controller.predicate import Predicate
 from kubeloop.controller.reconcile import Request
+from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.workqueue.priority import LOW_PRIORITY, PriorityQueue
+
+log = logging.getLogger("kubeloop.controller.source")
 
 Obj = dict[str, Any]
 
@@ -48,6 +61,44 @@ class Kind:
         informer.add_handler(
             informer_module.EventHandler(on_add=on_add, on_update=on_update, on_delete=on_delete)
         )
+
+    async def stop(self) -> None:
+        """Nothing to release: the informer belongs to the cache, which stops it."""
+
+
+class Channel:
+    def __init__(
+        self, events: asyncio.Queue[Obj] | AsyncIterable[Obj], handler: EventHandler, *predicates: Predicate
+    ) -> None:
+        self.events = events
+        self.handler = handler
+        self.predicates = predicates
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self, queue: RequestQueue) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._deliver(queue), name="channel source")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            await cancel_and_wait([task])
+
+    async def _deliver(self, queue: RequestQueue) -> None:
+        async for obj in self._objects():
+            try:
+                if all(p.generic(obj) for p in self.predicates):
+                    self.handler.generic(obj, queue)
+            except Exception:
+                log.exception("channel source: a generic event could not be handled")
+
+    async def _objects(self) -> AsyncIterator[Obj]:
+        if isinstance(self.events, asyncio.Queue):
+            while True:
+                yield await self.events.get()
+        else:
+            async for obj in self.events:
+                yield obj
 
 
 class _LowPriority:

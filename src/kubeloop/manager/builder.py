@@ -4,8 +4,11 @@
     Builder(manager).for_(REPLICASET).owns(POD).complete(reconcile)
 
 ``for_`` enqueues the object itself, ``owns`` the controller owner of the owned object,
-``watches`` any handler; ``with_event_filter`` adds a predicate to every watch; the name defaults
-to the lower-cased kind of ``for_`` and must be unique in the manager.
+``watches`` any handler, ``watches_raw_source`` any source (a ``Channel`` of events from outside
+the cluster); ``only_metadata=True`` on ``for_``/``owns``/``watches`` watches through a
+metadata-only informer (controller-runtime's ``builder.OnlyMetadata``: handlers and predicates see
+``apiVersion``, ``kind`` and ``metadata`` only). ``with_event_filter`` adds a predicate to every
+watch; the name defaults to the lower-cased kind of ``for_`` and must be unique in the manager.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from typing import Self
 
 from kubeloop.client.rest import KindRef, gvk_of
-from kubeloop.controller.controller import Controller
+from kubeloop.controller.controller import Controller, Source
 from kubeloop.controller.handler import EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler
 from kubeloop.controller.predicate import Predicate
 from kubeloop.controller.reconcile import ReconcileFunc
@@ -25,8 +28,9 @@ from kubeloop.workqueue.ratelimiter import RateLimiter
 class Builder:
     def __init__(self, manager: Manager) -> None:
         self.manager = manager
-        self._for: tuple[KindRef, tuple[Predicate, ...]] | None = None
-        self._watches: list[tuple[KindRef, EventHandler | None, tuple[Predicate, ...]]] = []
+        self._for: tuple[KindRef, tuple[Predicate, ...], bool] | None = None
+        self._watches: list[tuple[KindRef, EventHandler | None, tuple[Predicate, ...], bool]] = []
+        self._raw_sources: list[Source] = []
         self._filters: list[Predicate] = []
         self._name: str | None = None
         self._max_concurrent = 1
@@ -34,18 +38,26 @@ class Builder:
         self._timeout: float | None = None
         self._priority = False
 
-    def for_(self, kind: KindRef, *predicates: Predicate) -> Self:
+    def for_(self, kind: KindRef, *predicates: Predicate, only_metadata: bool = False) -> Self:
         if self._for is not None:
             raise ValueError("for_ may be called only once")
-        self._for = (kind, predicates)
+        self._for = (kind, predicates, only_metadata)
         return self
 
-    def owns(self, kind: KindRef, *predicates: Predicate) -> Self:
-        self._watches.append((kind, None, predicates))  # the owner handler needs for_'s kind: built later
+    def owns(self, kind: KindRef, *predicates: Predicate, only_metadata: bool = False) -> Self:
+        # The owner handler needs for_'s kind: it is built in complete().
+        self._watches.append((kind, None, predicates, only_metadata))
         return self
 
-    def watches(self, kind: KindRef, handler: EventHandler, *predicates: Predicate) -> Self:
-        self._watches.append((kind, handler, predicates))
+    def watches(
+        self, kind: KindRef, handler: EventHandler, *predicates: Predicate, only_metadata: bool = False
+    ) -> Self:
+        self._watches.append((kind, handler, predicates, only_metadata))
+        return self
+
+    def watches_raw_source(self, source: Source) -> Self:
+        """Watch a source as it is (``with_event_filter`` predicates do not apply to it)."""
+        self._raw_sources.append(source)
         return self
 
     def with_event_filter(self, predicate: Predicate) -> Self:
@@ -77,7 +89,7 @@ class Builder:
     def complete(self, reconcile: ReconcileFunc) -> Controller:
         if self._for is None:
             raise ValueError("for_ must name the kind the controller reconciles")
-        for_kind, for_predicates = self._for
+        for_kind, for_predicates, for_metadata_only = self._for
         for_gvk = gvk_of(for_kind)
         name = self._name or for_gvk.kind.lower()
         controller = Controller(
@@ -93,13 +105,16 @@ class Builder:
         self.manager.add_controller(controller)
         controller.watch(
             Kind(
-                self.manager.informer_for(for_kind),
+                self.manager.informer_for(for_kind, metadata_only=for_metadata_only),
                 EnqueueRequestForObject(),
                 *self._filters,
                 *for_predicates,
             )
         )
-        for kind, handler, predicates in self._watches:
+        for kind, handler, predicates, metadata_only in self._watches:
             chosen = handler if handler is not None else EnqueueRequestForOwner(for_gvk)
-            controller.watch(Kind(self.manager.informer_for(kind), chosen, *self._filters, *predicates))
+            informer = self.manager.informer_for(kind, metadata_only=metadata_only)
+            controller.watch(Kind(informer, chosen, *self._filters, *predicates))
+        for source in self._raw_sources:
+            controller.watch(source)
         return controller

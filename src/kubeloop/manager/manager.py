@@ -8,18 +8,19 @@ import logging
 import os
 import signal
 from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import replace
 
-import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.cache.cache import Cache
 from kubeloop.cache.informer import Informer
-from kubeloop.cache.store import NAMESPACE_INDEX, IndexFunc
-from kubeloop.client.rest import Client, KindRef, gvk_of
+from kubeloop.cache.options import CacheOptions
+from kubeloop.cache.store import IndexFunc
+from kubeloop.client.rest import Client, KindRef
 from kubeloop.controller.controller import Controller
 from kubeloop.lifecycle import cancel_and_wait
+from kubeloop.manager.cachedclient import CachedClient
 from kubeloop.manager.leaderelection import LeaderElectionConfig, LeaderElector
 from kubeloop.manager.metrics import Metrics
 from kubeloop.manager.recorder import EventRecorder
@@ -37,20 +38,24 @@ class Manager:
         client: Client,
         *,
         namespace: str | None = None,
+        cache: CacheOptions | None = None,
         cache_sync_timeout: float = 120.0,
         graceful_shutdown_timeout: float = 30.0,
-        sync_period: float | None = 10 * 60 * 60,
         leader_election: LeaderElectionConfig | None = None,
         metrics_bind_address: str | None = None,
         health_probe_bind_address: str | None = None,
     ) -> None:
+        """``namespace`` is a shorthand for ``cache=CacheOptions(default_namespaces=[namespace])``."""
         self.client = client
-        self.namespace = namespace
+        options = cache or CacheOptions()
+        if namespace is not None:
+            options = replace(options, default_namespaces=[namespace])
+        self.cache = Cache(client, options, sync_timeout=cache_sync_timeout)
+        #: What reconcilers read (from the cache) and write (to the server) through.
+        self.cached_client = CachedClient(self.cache, client)
         self.cache_sync_timeout = cache_sync_timeout
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
-        self.sync_period = sync_period
         self.controllers: dict[str, Controller] = {}
-        self._informers: dict[GroupVersionKind, Informer] = {}
         self._started = False
         self._stopping = asyncio.Event()
         self.elector = LeaderElector(client, leader_election) if leader_election is not None else None
@@ -67,20 +72,13 @@ class Manager:
 
     # ------------------------------------------------------------------ parts
 
-    def informer_for(self, kind: KindRef) -> Informer:
+    def informer_for(self, kind: KindRef, *, metadata_only: bool = False) -> Informer:
         """The shared informer of ``kind`` (created on first use; started with the manager)."""
-        gvk = gvk_of(kind)
-        informer = self._informers.get(gvk)
-        if informer is None:
-            informer = Informer(self.client, gvk, namespace=self.namespace, resync_period=self.sync_period)
-            self._informers[gvk] = informer
-            if self._started:
-                informer.start()
-        return informer
+        return self.cache.informer_for(kind, metadata_only=metadata_only)
 
-    def add_index(self, kind: KindRef, name: str, index: IndexFunc) -> None:
-        """Index ``kind``'s cached objects by ``index(obj)`` (controller-runtime's IndexField)."""
-        self.informer_for(kind).store.add_indexers({name: index})
+    def add_index(self, kind: KindRef, field: str, index: IndexFunc) -> None:
+        """Index ``kind``'s cached objects by ``index(obj)`` under ``field`` (IndexField)."""
+        self.cache.add_index(kind, field, index)
 
     def event_recorder(self, component: str) -> EventRecorder:
         """The event recorder of ``component`` (one per name; flushed when the manager stops)."""
@@ -94,23 +92,6 @@ class Manager:
             raise ValueError(f'a controller named "{controller.name}" already exists; names must be unique')
         self.controllers[controller.name] = controller
 
-    def get_cached(self, kind: KindRef, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        """An object from the cache (a copy: the cache's own objects are shared), or None."""
-        informer = self.informer_for(kind)
-        key = f"{namespace}/{name}" if namespace else name
-        obj = informer.store.get(key)
-        return _copy(obj) if obj is not None else None
-
-    def list_cached(self, kind: KindRef, namespace: str | None = None) -> list[dict[str, Any]]:
-        store = self.informer_for(kind).store
-        objects = store.by_index(NAMESPACE_INDEX, namespace) if namespace is not None else store.objects()
-        return [_copy(obj) for obj in objects]
-
-    @staticmethod
-    def copy(obj: dict[str, Any]) -> dict[str, Any]:
-        """A deep copy of a cached object (the cache's own objects are shared by all readers)."""
-        return _copy(obj)
-
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
@@ -122,11 +103,11 @@ class Manager:
                 self.health_probe_bind_address, {"/healthz": self._healthz, "/readyz": self._readyz}
             )
         self._started = True
-        for informer in self._informers.values():
-            informer.start()
-        for gvk, informer in list(self._informers.items()):
-            if not await informer.wait_for_sync(self.cache_sync_timeout):
-                raise TimeoutError(f"the cache of {gvk} did not sync within {self.cache_sync_timeout}s")
+        self.cache.start()
+        unsynced = await self.cache.wait_for_sync(self.cache_sync_timeout)
+        if unsynced:
+            kinds = ", ".join(map(str, unsynced))
+            raise TimeoutError(f"the cache of {kinds} did not sync within {self.cache_sync_timeout}s")
         if self.elector is None:
             await self._start_controllers()
         else:
@@ -140,7 +121,9 @@ class Manager:
     async def _start_controllers(self) -> None:
         for controller in self.controllers.values():
             await controller.start()
-        log.info("manager started: %d controllers, %d informers", len(self.controllers), len(self._informers))
+        log.info(
+            "manager started: %d controllers, %d informers", len(self.controllers), len(self.cache.informers)
+        )
 
     async def _lost(self) -> None:
         self.lost_leadership = True
@@ -155,8 +138,7 @@ class Manager:
             await controller.stop(timeout=self.graceful_shutdown_timeout)
         for recorder in self._recorders.values():
             await recorder.stop()
-        for informer in reversed(list(self._informers.values())):
-            await informer.stop()
+        await self.cache.stop()
         servers, self._servers = self._servers, []
         for runner in reversed(servers):
             await runner.cleanup()
@@ -187,7 +169,7 @@ class Manager:
         return web.Response(text="ok")
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        unsynced = [str(gvk) for gvk, informer in self._informers.items() if not informer.has_synced]
+        unsynced = self.cache.unsynced()
         if not self._started or unsynced:
             return web.Response(status=503, text="caches not synced: " + ", ".join(unsynced))
         return web.Response(text="ok")
@@ -225,8 +207,3 @@ class Manager:
             raise LeaderElectionLost(
                 f"lost the lease {self.elector.config.lease_name if self.elector else ''}"
             )
-
-
-def _copy(obj: dict[str, Any]) -> dict[str, Any]:
-    copied: dict[str, Any] = orjson.loads(orjson.dumps(obj))
-    return copied

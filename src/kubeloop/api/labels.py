@@ -8,8 +8,8 @@
 Requirements are ANDed; an empty selector matches everything. ``!=`` and ``notin`` match
 objects without the key, ``=``/``==``/``in`` need it. ``>``/``<`` (upstream's Gt/Lt) compare
 integers and fail on labels that are not integers. Keys and values are checked with
-:mod:`kubeloop.apiserver.naming`; a selector that does not parse raises
-:class:`~kubeloop.apiserver.errors.BadRequest` with upstream's message.
+:mod:`kubeloop.api.naming`; a selector that does not parse raises
+:class:`~kubeloop.api.errors.InvalidSelector` with upstream's message.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubeloop.apiserver import errors, naming
+from kubeloop.api import naming
+from kubeloop.api.errors import InvalidSelector
 
 __all__ = [
     "DOES_NOT_EXIST",
@@ -105,7 +106,7 @@ class Requirement:
     def create(cls, key: str, operator: str, values: Iterable[str] = (), *, path: str = "") -> Requirement:
         """``labels.NewRequirement``: validates the key, the operator's arity and every value.
 
-        Raises BadRequest with upstream's message (field paths relative to ``path``).
+        Raises InvalidSelector with upstream's message (field paths relative to ``path``).
         """
         given = list(values)
         problems: list[str] = []
@@ -158,7 +159,7 @@ class Requirement:
                     )
                 )
         if problems:
-            raise errors.BadRequest(_aggregate(problems))
+            raise InvalidSelector(_aggregate(problems))
         return cls(key, operator, tuple(sorted(set(given))))
 
     def matches(self, labels: Mapping[str, str]) -> bool:
@@ -422,7 +423,7 @@ class _ParseError(Exception):
 def _new_requirement(key: str, operator: str, values: list[str]) -> Requirement:
     try:
         return Requirement.create(key, operator, values)
-    except errors.BadRequest as exc:
+    except InvalidSelector as exc:
         raise _ParseError(exc.message) from None
 
 
@@ -470,11 +471,11 @@ class LabelSelector:
 
     @classmethod
     def parse(cls, text: str) -> LabelSelector:
-        """``labels.Parse``: BadRequest with upstream's message when ``text`` is not a selector."""
+        """``labels.Parse``: InvalidSelector with upstream's message when ``text`` is not a selector."""
         try:
             requirements = _Parser(text).parse()
         except _ParseError as exc:
-            raise errors.BadRequest(str(exc)) from None
+            raise InvalidSelector(str(exc)) from None
         return cls(requirements)
 
     @classmethod
@@ -487,35 +488,35 @@ class LabelSelector:
         """``metav1.LabelSelectorAsSelector`` over the JSON form of a metav1.LabelSelector.
 
         ``None`` matches nothing, ``{}`` everything; ``matchLabels`` become ``k=v`` and
-        ``matchExpressions`` use In/NotIn/Exists/DoesNotExist. Raises BadRequest when a key,
+        ``matchExpressions`` use In/NotIn/Exists/DoesNotExist. Raises InvalidSelector when a key,
         value or operator is invalid.
         """
         if selector is None:
             return cls.nothing()
         if not isinstance(selector, Mapping):
-            raise errors.BadRequest("a label selector must be an object")
+            raise InvalidSelector("a label selector must be an object")
         match_labels = selector.get("matchLabels") or {}
         match_expressions = selector.get("matchExpressions") or []
         if not isinstance(match_labels, Mapping):
-            raise errors.BadRequest("matchLabels: must be an object of strings")
+            raise InvalidSelector("matchLabels: must be an object of strings")
         if not isinstance(match_expressions, list):
-            raise errors.BadRequest("matchExpressions: must be a list")
+            raise InvalidSelector("matchExpressions: must be a list")
         requirements: list[Requirement] = []
         for key, value in match_labels.items():
             if not isinstance(key, str) or not isinstance(value, str):
-                raise errors.BadRequest("matchLabels: must be an object of strings")
+                raise InvalidSelector("matchLabels: must be an object of strings")
             requirements.append(Requirement.create(key, EQUALS, [value]))
         operators = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
         for expression in match_expressions:
             if not isinstance(expression, Mapping):
-                raise errors.BadRequest("matchExpressions: every item must be an object")
+                raise InvalidSelector("matchExpressions: every item must be an object")
             key = expression.get("key")
             raw_operator = expression.get("operator")
             values = expression.get("values") or []
             if not isinstance(key, str):
-                raise errors.BadRequest("matchExpressions: key must be a string")
+                raise InvalidSelector("matchExpressions: key must be a string")
             if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-                raise errors.BadRequest("matchExpressions: values must be a list of strings")
+                raise InvalidSelector("matchExpressions: values must be a list of strings")
             operator = operators.get(raw_operator) if isinstance(raw_operator, str) else None
             if operator is None:
                 shown = (
@@ -523,7 +524,7 @@ class LabelSelector:
                     if isinstance(raw_operator, str)
                     else naming.go_quote(str(raw_operator))
                 )
-                raise errors.BadRequest(f"{shown} is not a valid label selector operator")
+                raise InvalidSelector(f"{shown} is not a valid label selector operator")
             requirements.append(Requirement.create(key, operator, values))
         return cls(requirements)
 

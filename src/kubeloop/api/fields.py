@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from kubeloop.apiserver import errors
+from kubeloop.api.errors import InvalidSelector
 
 __all__ = ["EQUALS", "NOT_EQUALS", "FieldSelector", "escape_value", "object_fields", "unescape_value"]
 
@@ -28,7 +28,7 @@ def escape_value(value: str) -> str:
 
 
 def unescape_value(text: str) -> str:
-    """``fields.UnescapeValue``; BadRequest on an unknown escape or an unescaped ``,``/``=``."""
+    """``fields.UnescapeValue``; InvalidSelector on an unknown escape or an unescaped ``,``/``=``."""
     if "\\" not in text and "," not in text and "=" not in text:
         return text
     out: list[str] = []
@@ -36,18 +36,18 @@ def unescape_value(text: str) -> str:
     for ch in text:
         if in_slash:
             if ch not in "\\,=":
-                raise errors.BadRequest(f"invalid field selector: invalid escape sequence: \\{ch}")
+                raise InvalidSelector(f"invalid field selector: invalid escape sequence: \\{ch}")
             out.append(ch)
             in_slash = False
         elif ch == "\\":
             in_slash = True
         elif ch in ",=":
             # Go prints the offending rune with %v, that is as its code point number.
-            raise errors.BadRequest(f"invalid field selector: unescaped character in value: {ord(ch)}")
+            raise InvalidSelector(f"invalid field selector: unescaped character in value: {ord(ch)}")
         else:
             out.append(ch)
     if in_slash:
-        raise errors.BadRequest("invalid field selector: invalid escape sequence: \\")
+        raise InvalidSelector("invalid field selector: invalid escape sequence: \\")
     return "".join(out)
 
 
@@ -120,14 +120,14 @@ class FieldSelector:
 
     @classmethod
     def parse(cls, text: str) -> FieldSelector:
-        """``fields.ParseSelector``: BadRequest with upstream's message on bad input."""
+        """``fields.ParseSelector``: InvalidSelector with upstream's message on bad input."""
         requirements: list[tuple[str, str, str]] = []
         for term in sorted(_split_terms(text)):
             if not term:
                 continue
             split = _split_term(term)
             if split is None:
-                raise errors.BadRequest(f"invalid selector: '{text}'; can't understand '{term}'")
+                raise InvalidSelector(f"invalid selector: '{text}'; can't understand '{term}'")
             field, operator, raw = split
             requirements.append((field, operator, unescape_value(raw)))
         return cls(requirements)
@@ -165,11 +165,11 @@ class FieldSelector:
         return None
 
     def check_supported(self, supported: Collection[str]) -> None:
-        """BadRequest naming the first field that is not in ``supported``."""
+        """InvalidSelector naming the first field that is not in ``supported``."""
         for field, _, _ in self._requirements:
             if field not in supported:
                 allowed = ", ".join(_go_quote(name) for name in sorted(supported))
-                raise errors.BadRequest(f"{_go_quote(field)} is not a known field selector: only {allowed}")
+                raise InvalidSelector(f"{_go_quote(field)} is not a known field selector: only {allowed}")
 
     def __str__(self) -> str:
         """Canonical text (values escaped); it parses back to an equal selector."""

@@ -1,0 +1,56 @@
+"""The embedded API server as a separate process for benchmarks (so that its CPU and memory are
+not the measured process's)."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import yaml
+
+
+@dataclass(frozen=True)
+class ServerProcess:
+    url: str
+    kubeconfig: str
+    token: str
+    ca_file: str | None
+    pid: int
+
+
+@contextlib.contextmanager
+def server_process(
+    *, memory: bool = False, fsync: bool = True, tls: bool = True, history_window: int | None = None
+) -> Iterator[ServerProcess]:
+    """``kubeloop apiserver`` on a free port in a temporary data directory, stopped on exit."""
+    with tempfile.TemporaryDirectory() as tmp:
+        command = [sys.executable, "-m", "kubeloop.cli.main", "apiserver", "--data-dir", tmp, "--port", "0"]
+        if memory:
+            command.append("--memory")
+        if not fsync:
+            command.append("--no-fsync")
+        if not tls:
+            command.append("--insecure-http")
+        if history_window is not None:
+            command += ["--history-window", str(history_window)]
+        server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            assert server.stdout is not None
+            line = server.stdout.readline()
+            url = line.split(" at ", 1)[1].split()[0]
+            kubeconfig = f"{tmp}/kubeconfig"
+            with open(kubeconfig) as handle:
+                config = yaml.safe_load(handle)
+            token = config["users"][0]["user"]["token"]
+            yield ServerProcess(url, kubeconfig, token, f"{tmp}/pki/ca.crt" if tls else None, server.pid)
+        finally:
+            server.terminate()
+            try:
+                server.wait(30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()

@@ -1,0 +1,236 @@
+"""Event-to-reconcile latency at 1,000 events/s: kubeloop's controller beside kopf's handler.
+
+The server runs as its own process (in memory: the bench measures the controller, not fsync)
+and so does the writer, which patches 1,000 ConfigMaps at a steady 1,000 patches/s, each patch
+stamping the wall-clock time it was sent into an annotation. The operator under test runs here:
+
+- ``kubeloop``: a Manager with one controller for ConfigMaps (default options: one worker); the
+  reconciler reads the object from the cache and records now − stamp;
+- ``kopf``: an ``@kopf.on.event`` handler (kopf's lightest path: no state kept, no patches),
+  standalone, namespace-scoped, recording now − stamp.
+
+Each stamp counts once (the first time a reconcile/handler sees it); stamps a level-triggered
+controller skipped because a newer one superseded them count as seen at the newer one's time.
+Prints one JSON line: p50/p99/max in ms, stamps seen, the writer's achieved rate, and kopf's
+p50/p99 over kubeloop's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _server import server_process
+
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.client.config import load_kubeconfig
+from kubeloop.client.rest import Client
+
+CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
+STAMP = "bench.kubeloop.dev/sent"
+
+
+# ----------------------------------------------------------------------------- the writer
+
+
+async def write(kubeconfig: str, namespace: str, objects: int, rate: float, seconds: float) -> dict[str, Any]:
+    async with Client(load_kubeconfig(kubeconfig)) as client:
+        total = int(rate * seconds)
+        in_flight = asyncio.Semaphore(128)
+        late = 0
+
+        async def patch(index: int) -> None:
+            async with in_flight:
+                body = {"metadata": {"annotations": {STAMP: repr(time.time())}}}
+                await client.patch(CONFIGMAP, f"cm-{index % objects:05d}", body, namespace=namespace)
+
+        started = time.perf_counter()
+        tasks = []
+        for index in range(total):
+            due = started + index / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            elif delay < -0.05:
+                late += 1
+            tasks.append(asyncio.create_task(patch(index)))
+        await asyncio.gather(*tasks)
+        elapsed = time.perf_counter() - started
+    return {"patches": total, "achieved_per_s": round(total / elapsed, 1), "sent_late": late}
+
+
+# ----------------------------------------------------------------------------- the operators
+
+
+class Latencies:
+    def __init__(self) -> None:
+        self.seen: dict[str, float] = {}  # name -> newest stamp handled
+        self.values: list[float] = []
+
+    def observe(self, name: str, annotations: dict[str, str] | None) -> None:
+        stamp = (annotations or {}).get(STAMP)
+        if stamp is None:
+            return
+        sent = float(stamp)
+        if sent > self.seen.get(name, 0.0):
+            self.seen[name] = sent
+            self.values.append(time.time() - sent)
+
+
+async def run_kubeloop(
+    kubeconfig: str, namespace: str, writer: list[str]
+) -> tuple[Latencies, dict[str, Any]]:
+    from kubeloop.controller.reconcile import Request
+    from kubeloop.manager.builder import Builder
+    from kubeloop.manager.manager import Manager
+
+    latencies = Latencies()
+    async with Client(load_kubeconfig(kubeconfig)) as client:
+        manager = Manager(client, namespace=namespace)
+
+        async def reconcile(request: Request) -> None:
+            obj = await manager.cached_client.get(CONFIGMAP, request.name, request.namespace)
+            latencies.observe(request.name, obj["metadata"].get("annotations"))
+
+        Builder(manager).for_(CONFIGMAP).complete(reconcile)
+        await manager.start()
+        try:
+            result = await run_writer(writer)
+            await asyncio.sleep(2)
+        finally:
+            await manager.stop()
+    return latencies, result
+
+
+async def run_kopf(kubeconfig: str, namespace: str, writer: list[str]) -> tuple[Latencies, dict[str, Any]]:
+    import kopf
+
+    latencies = Latencies()
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.event("", "v1", "configmaps", registry=registry)
+    def on_event(event: dict[str, Any], name: str, **_: Any) -> None:
+        latencies.observe(name, (event.get("object") or {}).get("metadata", {}).get("annotations"))
+
+    @kopf.on.startup(registry=registry)
+    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.enabled = False
+        settings.watching.server_timeout = 300
+
+    os.environ["KUBECONFIG"] = kubeconfig
+    ready = asyncio.Event()
+    stop = asyncio.Event()
+    operator = asyncio.create_task(
+        kopf.operator(
+            registry=registry,
+            standalone=True,
+            namespaces=[namespace],
+            ready_flag=ready,
+            stop_flag=stop,
+        )
+    )
+    await asyncio.wait_for(ready.wait(), 60)
+    await asyncio.sleep(2)  # kopf's watch streams start after the ready flag
+    try:
+        result = await run_writer(writer)
+        await asyncio.sleep(2)
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(operator, 30)
+    return latencies, result
+
+
+async def run_writer(command: list[str]) -> dict[str, Any]:
+    process = await asyncio.create_subprocess_exec(*command, stdout=subprocess.PIPE)
+    out, _ = await process.communicate()
+    result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    return result
+
+
+def summary(latencies: Latencies, writer: dict[str, Any]) -> dict[str, Any]:
+    values = sorted(latencies.values)
+    if len(values) < 2:
+        return {"stamps_seen": len(values), "writer": writer}
+    quantiles = statistics.quantiles(values, n=100)
+    return {
+        "p50_ms": round(statistics.median(values) * 1e3, 2),
+        "p99_ms": round(quantiles[98] * 1e3, 2),
+        "max_ms": round(values[-1] * 1e3, 2),
+        "stamps_seen": len(values),
+        "writer": writer,
+    }
+
+
+async def prepare(kubeconfig: str, namespace: str, objects: int) -> None:
+    async with Client(load_kubeconfig(kubeconfig)) as client:
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        semaphore = asyncio.Semaphore(64)
+
+        async def create(index: int) -> None:
+            async with semaphore:
+                body = {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": f"cm-{index:05d}"},
+                    "data": {"k": "v"},
+                }
+                await client.create(body, namespace=namespace)
+
+        await asyncio.gather(*(create(i) for i in range(objects)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--objects", type=int, default=1000)
+    parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--no-kopf", action="store_true")
+    parser.add_argument("--writer", nargs=2, metavar=("KUBECONFIG", "NAMESPACE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.writer:
+        kubeconfig, namespace = args.writer
+        print(json.dumps(asyncio.run(write(kubeconfig, namespace, args.objects, args.rate, args.seconds))))
+        return
+    logging.basicConfig(level=logging.WARNING)
+    results: dict[str, Any] = {"bench": "reconcile_latency", "rate": args.rate, "seconds": args.seconds}
+    with server_process(memory=True) as server:
+        runs = [("kubeloop", run_kubeloop)] + ([] if args.no_kopf else [("kopf", run_kopf)])
+        for label, runner in runs:
+            namespace = f"latency-{label}"
+            asyncio.run(prepare(server.kubeconfig, namespace, args.objects))
+            writer = [sys.executable, __file__, "--writer", server.kubeconfig, namespace]
+            writer += [
+                "--objects",
+                str(args.objects),
+                "--rate",
+                str(args.rate),
+                "--seconds",
+                str(args.seconds),
+            ]
+            latencies, written = asyncio.run(runner(server.kubeconfig, namespace, writer))
+            results[label] = summary(latencies, written)
+    if "kopf" in results and "p50_ms" in results["kopf"] and "p50_ms" in results["kubeloop"]:
+        results["kopf_over_kubeloop_p50"] = round(
+            results["kopf"]["p50_ms"] / results["kubeloop"]["p50_ms"], 2
+        )
+        results["kopf_over_kubeloop_p99"] = round(
+            results["kopf"]["p99_ms"] / results["kubeloop"]["p99_ms"], 2
+        )
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""What a cache holds: controller-runtime's ``cache.Options`` and ``cache.ByObject``.
+
+Defaults apply to every kind; ``by_object`` overrides them for one kind. An informer sees only
+what its scope selects on the server (namespaces, label and field selectors), so a controller of
+a few labelled objects in one namespace does not cache the whole cluster. ``metadata.managedFields``
+is stripped before objects are stored unless ``strip_managed_fields`` is off (it is most of an
+object's size and controllers never read it); a ``transform`` then runs on every object (a
+``ByObject`` transform replaces the default one, as in controller-runtime).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.cache.informer import Transform, strip_managed_fields
+from kubeloop.client.rest import gvk_of
+
+#: controller-runtime's default SyncPeriod: every object is re-reported this often (jittered).
+DEFAULT_SYNC_PERIOD = 10 * 60 * 60.0
+
+
+@dataclass(frozen=True)
+class ByObject:
+    """The cache scope of one kind; a field left None takes the cache's default."""
+
+    namespaces: Collection[str] | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    transform: Transform | None = None
+    strip_managed_fields: bool | None = None
+
+
+@dataclass(frozen=True)
+class CacheOptions:
+    #: Namespaces every namespaced kind is cached in (None: all namespaces).
+    default_namespaces: Collection[str] | None = None
+    default_label_selector: str | None = None
+    default_field_selector: str | None = None
+    default_transform: Transform | None = None
+    strip_managed_fields: bool = True
+    #: Per-kind scopes, keyed by GroupVersionKind or model class.
+    by_object: Mapping[Any, ByObject] = field(default_factory=dict)
+    sync_period: float | None = DEFAULT_SYNC_PERIOD
+    #: Reading a kind no informer was created for fails instead of creating one.
+    reader_fails_on_missing_informer: bool = False
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The resolved scope of one kind: defaults merged with its ``ByObject``."""
+
+    namespaces: tuple[str, ...] | None
+    label_selector: str | None
+    field_selector: str | None
+    transform: Transform | None
+
+    @classmethod
+    def of(cls, options: CacheOptions, by_object: ByObject | None) -> Scope:
+        by_object = by_object or ByObject()
+        namespaces = by_object.namespaces if by_object.namespaces is not None else options.default_namespaces
+        transform = by_object.transform if by_object.transform is not None else options.default_transform
+        strip = (
+            by_object.strip_managed_fields
+            if by_object.strip_managed_fields is not None
+            else options.strip_managed_fields
+        )
+        return cls(
+            namespaces=tuple(sorted(set(namespaces))) if namespaces else None,
+            label_selector=by_object.label_selector or options.default_label_selector,
+            field_selector=by_object.field_selector or options.default_field_selector,
+            transform=_compose(strip_managed_fields, transform) if strip else transform,
+        )
+
+
+def _compose(first: Transform, then: Transform | None) -> Transform:
+    if then is None:
+        return first
+
+    def both(obj: dict[str, Any]) -> dict[str, Any]:
+        return then(first(obj))
+
+    return both
+
+
+def by_object_scopes(options: CacheOptions) -> dict[GroupVersionKind, ByObject]:
+    return {gvk_of(kind): scope for kind, scope in options.by_object.items()}

@@ -7,12 +7,14 @@ import json
 import os
 import pathlib
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 import pytest
+import requests
 
 from tests.conftest import ServerThread
 from tests.kubectl_finder import oldest_and_newest
@@ -86,11 +88,37 @@ def exercise(kubeconfig: str, namespace: str) -> None:
     wait_for_label(kubeconfig, namespace, "world")
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def test_hello_label_with_kubeconfig(shared_server: ServerThread, namespace: str) -> None:
+    """With a kubebuilder main.go's flags: one namespace, metrics, probes, leader election."""
     kubeconfig = str(shared_server.kubeconfig)
-    process = start_operator("--kubeconfig", kubeconfig)
+    metrics, probes = free_port(), free_port()
+    process = start_operator(
+        "--kubeconfig",
+        kubeconfig,
+        "--namespace",
+        namespace,
+        "--metrics-bind-address",
+        f"127.0.0.1:{metrics}",
+        "--health-probe-bind-address",
+        f"127.0.0.1:{probes}",
+        "--leader-elect",
+        "--leader-election-id",
+        "hello-label",
+    )
     try:
         exercise(kubeconfig, namespace)
+        lease = json.loads(kubectl(kubeconfig, "get", "lease", "hello-label", "-n", namespace, "-o", "json"))
+        assert lease["spec"]["holderIdentity"]
+        assert requests.get(f"http://127.0.0.1:{probes}/readyz", timeout=10).text == "ok"
+        scraped = requests.get(f"http://127.0.0.1:{metrics}/metrics", timeout=10).text
+        assert 'controller_runtime_reconcile_total{controller="replicaset",result="success"}' in scraped
+        assert "leader_election_master_status" in scraped
     finally:
         output = stop_operator(process)
     assert "1 controller(s) starting" in output

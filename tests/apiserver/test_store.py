@@ -53,6 +53,18 @@ async def test_prefix_listing_is_sorted_and_scoped() -> None:
     assert [k for k, _ in store.items("/registry/configmaps/a/", start="/registry/configmaps/a/y")] == [
         "/registry/configmaps/a/y"
     ]
+    # Counting by bisection agrees with walking the keys (remainingItemCount).
+    for prefix in (
+        "/registry/configmaps/",
+        "/registry/configmaps/a/",
+        "/registry/configmapsx/",
+        "/nothing/",
+        "",
+    ):
+        for start in ("", "/registry/configmaps/a/y", "/registry/configmaps/b/x", "/zzz"):
+            assert store.count_with_prefix(prefix, start) == sum(
+                1 for _ in store.keys_with_prefix(prefix, start)
+            )
 
 
 async def test_list_at_old_revision_and_expiry() -> None:

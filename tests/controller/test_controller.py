@@ -18,7 +18,7 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.cache.informer import Informer
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import Client
-from kubeloop.controller import predicate
+from kubeloop.controller import handler, predicate
 from kubeloop.controller.controller import Controller, reconcile_id
 from kubeloop.controller.handler import (
     EnqueueRequestForObject,
@@ -204,6 +204,13 @@ async def test_owner_mapping_and_predicates(client: Client, namespace: str) -> N
     seen.clear()
     EnqueueRequestsFromMapFunc(lambda o: [Request("x", o["metadata"]["name"].upper())]).delete(child, Sink())
     assert seen == [Request("x", "CHILD")]
+    seen.clear()
+    deletes_only = handler.Funcs(on_delete=lambda o, q: q.add(Request("deleted", o["metadata"]["name"])))
+    deletes_only.create(child, Sink())
+    deletes_only.update(child, child, Sink())
+    deletes_only.generic(child, Sink())
+    deletes_only.delete(child, Sink())
+    assert seen == [Request("deleted", "child")]
     assert request_for(child) == Request(namespace, "child")
 
     relabelled = {**child, "metadata": {**child["metadata"], "labels": {"team": "b"}, "resourceVersion": "9"}}

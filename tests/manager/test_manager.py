@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -22,7 +23,8 @@ from kubeloop.controller.handler import (
 from kubeloop.controller.reconcile import Request
 from kubeloop.controller.source import Channel
 from kubeloop.manager.builder import Builder
-from kubeloop.manager.manager import Manager
+from kubeloop.manager.leaderelection import LeaderElectionConfig
+from kubeloop.manager.manager import Manager, RunnableFailed
 from tests.conftest import ServerThread, eventually
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
@@ -195,3 +197,71 @@ async def test_channel_source_and_metadata_only_watches(client: Client, namespac
     finally:
         await manager.stop()
     assert channel._task is None  # the source's reader task was stopped with the controller
+
+
+async def test_runnables_start_in_order_and_stop_with_the_manager(client: Client, namespace: str) -> None:
+    """Runnables without leader election start on every replica once caches sync; the others
+    only on the leader; stop() asks them to return, cancels the stubborn after the grace period."""
+    # Someone else holds the lease: this replica never leads during the test.
+    lease_name = f"runnables-{namespace}"
+    await client.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": lease_name, "namespace": namespace},
+            "spec": {
+                "holderIdentity": "someone-else",
+                "leaseDurationSeconds": 3600,
+                "renewTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            },
+        }
+    )
+    manager = Manager(
+        client,
+        namespace=namespace,
+        graceful_shutdown_timeout=0.5,
+        leader_election=LeaderElectionConfig(lease_name, namespace=namespace, retry_period=0.1),
+    )
+    events: list[str] = []
+    cache_synced_at_start: list[bool] = []
+
+    async def everywhere(stop: asyncio.Event) -> None:
+        cache_synced_at_start.append(manager.cache.has_synced)
+        events.append("everywhere started")
+        await stop.wait()
+        events.append("everywhere stopped")
+
+    async def leader_only(stop: asyncio.Event) -> None:
+        events.append("leader_only started")
+        await stop.wait()
+
+    async def stubborn(stop: asyncio.Event) -> None:
+        try:
+            await asyncio.sleep(3600)  # ignores stop: cancelled after the grace period
+        finally:
+            events.append("stubborn cancelled")
+
+    manager.informer_for(CONFIGMAP)
+    manager.add(everywhere, need_leader_election=False)
+    manager.add(stubborn, need_leader_election=False)
+    manager.add(leader_only)
+    await manager.start()
+    try:
+        await eventually(lambda: "everywhere started" in events)
+        await asyncio.sleep(0.5)
+        assert "leader_only started" not in events  # not the leader
+        assert cache_synced_at_start == [True]
+    finally:
+        await manager.stop()
+    assert {"everywhere stopped", "stubborn cancelled"} <= set(events)
+
+
+async def test_a_failing_runnable_stops_the_manager(client: Client, namespace: str) -> None:
+    manager = Manager(client, namespace=namespace)
+
+    async def broken(stop: asyncio.Event) -> None:
+        raise RuntimeError("no luck")
+
+    manager.add(broken, name="broken")
+    with pytest.raises(RunnableFailed, match="broken failed: no luck"):
+        await asyncio.wait_for(manager.run(), 10)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import socket
 from collections import Counter
 from collections.abc import AsyncIterator
 
@@ -10,7 +12,7 @@ import aiohttp
 import pytest
 
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.client.config import load_kubeconfig
+from kubeloop.client.config import ClientConfig, load_kubeconfig
 from kubeloop.client.rest import Client
 from kubeloop.controller.reconcile import Request
 from kubeloop.manager.builder import Builder
@@ -88,26 +90,41 @@ async def test_metrics_and_probes(client: Client, namespace: str) -> None:
         await manager.stop()
 
 
-async def test_readyz_is_503_until_caches_sync() -> None:
-    import asyncio
-    import socket
-
-    from kubeloop.client.config import ClientConfig
-
+async def test_health_checks_readyz_fails_until_caches_sync() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         dead = sock.getsockname()[1]
     async with Client(ClientConfig(server=f"http://127.0.0.1:{dead}")) as unreachable:
         manager = Manager(unreachable, health_probe_bind_address="127.0.0.1:0", cache_sync_timeout=2)
         manager.informer_for(CONFIGMAP)
+        broken = {"now": False}
+
+        async def database() -> None:
+            if broken["now"]:
+                raise ConnectionError("db down")
+
+        manager.add_healthz_check("database", database)
+        with pytest.raises(ValueError, match="already exists"):
+            manager.add_healthz_check("database", database)
         starting = asyncio.ensure_future(manager.start())
         await eventually(lambda: bool(manager.health_address))
+        base = f"http://{manager.health_address}"
         async with aiohttp.ClientSession() as http:
-            async with http.get(f"http://{manager.health_address}/readyz") as response:
-                assert response.status == 503
-                assert "caches not synced" in await response.text()
-            async with http.get(f"http://{manager.health_address}/healthz") as response:
+            async with http.get(f"{base}/readyz") as response:
+                assert response.status == 500  # controller-runtime answers failed checks with 500
+                assert await response.text() == "[-]caches failed: reason withheld\nreadyz check failed\n"
+            async with http.get(f"{base}/healthz") as response:
+                assert response.status == 200 and await response.text() == "ok"
+            async with http.get(f"{base}/healthz?verbose") as response:
+                assert await response.text() == "[+]ping ok\n[+]database ok\nhealthz check passed\n"
+            broken["now"] = True
+            async with http.get(f"{base}/healthz") as response:
+                assert response.status == 500
+                assert "[-]database failed: reason withheld" in await response.text()
+            async with http.get(f"{base}/healthz/ping") as response:
                 assert response.status == 200
+            async with http.get(f"{base}/healthz/nope") as response:
+                assert response.status == 404
         with pytest.raises(TimeoutError):
             await starting
         await manager.stop()

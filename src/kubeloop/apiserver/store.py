@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import collections
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -157,10 +157,23 @@ class ObjectStore:
         for key in self.keys_with_prefix(prefix, start):
             yield key, self._objects[key].obj
 
-    def list_at(self, prefix: str, revision: int, *, start: str = "") -> list[tuple[str, Obj]]:
-        """The objects under a prefix as they were at ``revision`` (a consistent snapshot)."""
+    def count_with_prefix(self, prefix: str, start: str = "") -> int:
+        """How many keys under ``prefix`` sort at or after ``start`` (two bisections)."""
+        keys = self._sorted_keys
+        low = bisect.bisect_left(keys, max(prefix, start))
+        if not prefix:
+            return len(keys) - low
+        high = bisect.bisect_left(keys, prefix[:-1] + chr(ord(prefix[-1]) + 1))
+        return max(0, high - low)
+
+    def list_at(self, prefix: str, revision: int, *, start: str = "") -> Iterable[tuple[str, Obj]]:
+        """The objects under a prefix as they were at ``revision`` (a consistent snapshot).
+
+        At the current revision the answer is lazy (a page reads only what it returns): consume
+        it before the store changes, that is before the caller next awaits.
+        """
         if revision >= self._revision:
-            return list(self.items(prefix, start=start))
+            return self.items(prefix, start=start)
         if revision < self._compacted:
             raise errors.expired(revision, self._compacted + 1)
         state: dict[str, Obj | None] = {key: obj for key, obj in self.items(prefix, start=start)}

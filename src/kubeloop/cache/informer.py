@@ -1,9 +1,10 @@
 """The informer: one kind's objects kept in an indexed store, and handlers told what changed.
 
-``Informer.start()`` runs its reflector in a task the informer owns (``stop()`` cancels and
-awaits it). A list replaces the store — objects no longer listed are reported deleted with their
-last known state, changed ones updated — and watch events then apply one by one, so after any
-interruption (restart, 410) handlers converge on the final state. Handlers are called in order
+``Informer.start()`` runs its reflectors in a task the informer owns (``stop()`` cancels and
+awaits it). A list replaces the store, page by page — new objects are reported added, changed
+ones updated, unchanged ones not at all, and once the last page is in, objects no longer listed
+are reported deleted with their last known state — and watch events then apply one by one, so
+after any interruption (restart, 410) handlers converge on the final state. Handlers are called in order
 on the event loop and must not block (a controller's only enqueue keys). With ``resync_period``,
 every object is re-reported as an update to itself on that period (level-triggered retries).
 By default ``metadata.managedFields`` is dropped before storing (``transform``), as

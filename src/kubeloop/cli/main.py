@@ -42,6 +42,19 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--data-dir", type=pathlib.Path, help="with --embedded: keep its state here (default: in memory)"
     )
+    run.add_argument("--namespace", help="cache and watch only this namespace (default: all)")
+    run.add_argument(
+        "--metrics-bind-address", help='serve /metrics here, e.g. ":8080" ("0": off, the default)'
+    )
+    run.add_argument(
+        "--health-probe-bind-address",
+        help='serve /healthz and /readyz here, e.g. ":8081" ("0": off, the default)',
+    )
+    run.add_argument("--leader-elect", action="store_true", help="run controllers only while holding a Lease")
+    run.add_argument("--leader-election-id", help="the Lease's name")
+    run.add_argument(
+        "--leader-election-namespace", help="the Lease's namespace (default: --namespace or the kubeconfig's)"
+    )
 
     demo = commands.add_parser("demo", help="run the embedded server with sample objects and show it serving")
     demo.add_argument("--once", action="store_true", help="run one round and exit 0")
@@ -80,8 +93,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "apiserver":
         return asyncio.run(_serve(args))
     if args.command == "run":
-        from kubeloop.cli.run import run
+        from kubeloop.cli.run import ManagerFlags, run
 
+        flags = ManagerFlags(
+            namespace=args.namespace,
+            metrics_bind_address=args.metrics_bind_address,
+            health_probe_bind_address=args.health_probe_bind_address,
+            leader_elect=args.leader_elect,
+            leader_election_id=args.leader_election_id,
+            leader_election_namespace=args.leader_election_namespace,
+        )
         return asyncio.run(
             run(
                 args.target,
@@ -89,6 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 context=args.context,
                 embedded=args.embedded,
                 data_dir=args.data_dir,
+                flags=flags,
             )
         )
     if args.command == "demo":

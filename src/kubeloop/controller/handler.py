@@ -5,11 +5,14 @@
   by default only the controller owner (``controller: true``), as ``Owns`` uses; on an update
   both the old and the new owners.
 - ``EnqueueRequestsFromMapFunc``: whatever requests a function maps the object to.
+- ``Funcs``: a function per kind of event, called with the queue (an event without one is
+  ignored) — for handlers that decide per event type.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubeloop.api.gvk import GroupVersionKind
@@ -96,3 +99,29 @@ class EnqueueRequestsFromMapFunc(_MapHandler):
 
     def _requests(self, obj: Obj) -> Iterable[Request]:
         return list(self.map_func(obj))
+
+
+@dataclass
+class Funcs:
+    """controller-runtime's ``handler.Funcs``: the functions given are called, other events ignored."""
+
+    on_create: Callable[[Obj, RequestQueue], None] | None = None
+    on_update: Callable[[Obj, Obj, RequestQueue], None] | None = None
+    on_delete: Callable[[Obj, RequestQueue], None] | None = None
+    on_generic: Callable[[Obj, RequestQueue], None] | None = None
+
+    def create(self, obj: Obj, queue: RequestQueue) -> None:
+        if self.on_create is not None:
+            self.on_create(obj, queue)
+
+    def update(self, old: Obj, new: Obj, queue: RequestQueue) -> None:
+        if self.on_update is not None:
+            self.on_update(old, new, queue)
+
+    def delete(self, obj: Obj, queue: RequestQueue) -> None:
+        if self.on_delete is not None:
+            self.on_delete(obj, queue)
+
+    def generic(self, obj: Obj, queue: RequestQueue) -> None:
+        if self.on_generic is not None:
+            self.on_generic(obj, queue)

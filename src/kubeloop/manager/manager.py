@@ -1,4 +1,10 @@
-"""The Manager: shared informers, controllers, start-up order and graceful shutdown."""
+"""The Manager: the cache, controllers, runnables, start-up order and graceful shutdown.
+
+Start order (upstream's): the metrics and health servers, the caches (waited for until
+synced), runnables that need no leader election, then — at once, or once this replica holds the
+lease — the controllers and the runnables that need it. Stop goes in reverse, each part with the
+graceful-shutdown timeout.
+"""
 
 from __future__ import annotations
 
@@ -21,15 +27,21 @@ from kubeloop.client.rest import Client, KindRef
 from kubeloop.controller.controller import Controller
 from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.manager.cachedclient import CachedClient
+from kubeloop.manager.healthz import Check, Checks
 from kubeloop.manager.leaderelection import LeaderElectionConfig, LeaderElector
 from kubeloop.manager.metrics import Metrics
 from kubeloop.manager.recorder import EventRecorder
+from kubeloop.manager.runnable import Runnable, RunnableGroup
 
 log = logging.getLogger("kubeloop.manager")
 
 
 class LeaderElectionLost(Exception):
     """This manager was the leader and could not renew its lease: the process must end."""
+
+
+class RunnableFailed(Exception):
+    """A runnable added to the manager raised: the manager stopped."""
 
 
 class Manager:
@@ -69,6 +81,13 @@ class Manager:
         #: Where the metrics and health servers listen once started ("host:port").
         self.metrics_address = ""
         self.health_address = ""
+        self.healthz = Checks("healthz")
+        self.readyz = Checks("readyz")
+        self.healthz.add("ping", lambda: None)
+        self.readyz.add("caches", self._caches_synced)
+        self._runnables = RunnableGroup(self._runnable_failed)
+        self._leader_runnables = RunnableGroup(self._runnable_failed)
+        self._failure: tuple[str, BaseException] | None = None
 
     # ------------------------------------------------------------------ parts
 
@@ -87,6 +106,26 @@ class Manager:
             recorder = self._recorders[component] = EventRecorder(self.client, component)
         return recorder
 
+    def add(self, runnable: Runnable, *, name: str | None = None, need_leader_election: bool = True) -> None:
+        """Run ``runnable(stop)`` with the manager; it should return once ``stop`` is set.
+
+        With ``need_leader_election`` (the default, as for controllers) it runs only while this
+        replica leads; without, on every replica as soon as the caches have synced.
+        """
+        label = name or str(getattr(runnable, "__qualname__", None) or repr(runnable))
+        group = (
+            self._leader_runnables if need_leader_election and self.elector is not None else self._runnables
+        )
+        group.add(label, runnable)
+
+    def add_healthz_check(self, name: str, check: Check) -> None:
+        """A liveness check served on /healthz (returns when healthy, raises when not)."""
+        self.healthz.add(name, check)
+
+    def add_readyz_check(self, name: str, check: Check) -> None:
+        """A readiness check served on /readyz (``caches`` — all synced — is built in)."""
+        self.readyz.add(name, check)
+
     def add_controller(self, controller: Controller) -> None:
         if controller.name in self.controllers:
             raise ValueError(f'a controller named "{controller.name}" already exists; names must be unique')
@@ -100,7 +139,13 @@ class Manager:
             self.metrics_address = await self._serve(self.metrics_bind_address, {"/metrics": self._metrics})
         if self.health_probe_bind_address:
             self.health_address = await self._serve(
-                self.health_probe_bind_address, {"/healthz": self._healthz, "/readyz": self._readyz}
+                self.health_probe_bind_address,
+                {
+                    "/healthz": self.healthz.handle,
+                    "/healthz/{name}": self.healthz.handle,
+                    "/readyz": self.readyz.handle,
+                    "/readyz/{name}": self.readyz.handle,
+                },
             )
         self._started = True
         self.cache.start()
@@ -108,6 +153,7 @@ class Manager:
         if unsynced:
             kinds = ", ".join(map(str, unsynced))
             raise TimeoutError(f"the cache of {kinds} did not sync within {self.cache_sync_timeout}s")
+        self._runnables.start()
         if self.elector is None:
             await self._start_controllers()
         else:
@@ -121,6 +167,7 @@ class Manager:
     async def _start_controllers(self) -> None:
         for controller in self.controllers.values():
             await controller.start()
+        self._leader_runnables.start()
         log.info(
             "manager started: %d controllers, %d informers", len(self.controllers), len(self.cache.informers)
         )
@@ -129,13 +176,20 @@ class Manager:
         self.lost_leadership = True
         self._stopping.set()
 
+    def _runnable_failed(self, name: str, error: BaseException) -> None:
+        if self._failure is None:
+            self._failure = (name, error)
+        self._stopping.set()
+
     async def stop(self) -> None:
-        """Stop in reverse order: leader election, controllers (in-flight reconciles get the grace
-        period), then caches."""
+        """Stop in reverse order: leader election, the leader's runnables and controllers
+        (in-flight reconciles get the grace period), the other runnables, then caches."""
         election, self._election = self._election, []
         await cancel_and_wait(election)
+        await self._leader_runnables.stop(self.graceful_shutdown_timeout)
         for controller in reversed(list(self.controllers.values())):
             await controller.stop(timeout=self.graceful_shutdown_timeout)
+        await self._runnables.stop(self.graceful_shutdown_timeout)
         for recorder in self._recorders.values():
             await recorder.stop()
         await self.cache.stop()
@@ -165,14 +219,10 @@ class Manager:
         body = generate_latest(self.metrics.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
-    async def _healthz(self, request: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def _readyz(self, request: web.Request) -> web.Response:
+    def _caches_synced(self) -> None:
         unsynced = self.cache.unsynced()
         if not self._started or unsynced:
-            return web.Response(status=503, text="caches not synced: " + ", ".join(unsynced))
-        return web.Response(text="ok")
+            raise RuntimeError("caches not synced: " + ", ".join(unsynced))
 
     def request_stop(self) -> None:
         self._stopping.set()
@@ -207,3 +257,6 @@ class Manager:
             raise LeaderElectionLost(
                 f"lost the lease {self.elector.config.lease_name if self.elector else ''}"
             )
+        if self._failure is not None:
+            name, error = self._failure
+            raise RunnableFailed(f"runnable {name} failed: {error}") from error

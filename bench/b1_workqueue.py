@@ -1,7 +1,8 @@
 """B1 — work queue throughput: add + get + done for N keys, then the same with 10 duplicate adds
 per key (which the queue must absorb). Prints one JSON line: µs per item, for the non-blocking
-path (``get_nowait``, what a worker loop does while keys are waiting) and for ``await get()``,
-beside a bare deque + set dedup queue as the floor.
+path (``get_nowait``, what a worker loop does while keys are waiting; also with the manager's
+Prometheus queue metrics on) and for ``await get()``, beside a bare deque + set dedup queue as
+the floor.
 
 Target (DESIGN.md): ≤ 1.2 µs per item with 10× duplicates.
 """
@@ -15,6 +16,7 @@ import statistics
 import time
 from collections import deque
 
+from kubeloop.manager.metrics import QueuePrometheusMetrics
 from kubeloop.workqueue.queue import WorkQueue
 
 
@@ -32,8 +34,8 @@ def bare(keys: list[str], duplicates: int) -> float:
     return time.perf_counter() - started
 
 
-async def kubeloop_nowait(keys: list[str], duplicates: int) -> float:
-    queue: WorkQueue[str] = WorkQueue()
+async def kubeloop_nowait(keys: list[str], duplicates: int, metrics: bool = False) -> float:
+    queue: WorkQueue[str] = WorkQueue(QueuePrometheusMetrics("bench")) if metrics else WorkQueue()
     started = time.perf_counter()
     add, get, done = queue.add, queue.get_nowait, queue.done
     for key in keys:
@@ -66,6 +68,9 @@ def main() -> None:
         samples = {
             "bare": [bare(keys, duplicates) for _ in range(args.runs)],
             "get_nowait": [asyncio.run(kubeloop_nowait(keys, duplicates)) for _ in range(args.runs)],
+            "get_nowait_metrics": [
+                asyncio.run(kubeloop_nowait(keys, duplicates, metrics=True)) for _ in range(args.runs)
+            ],
             "await_get": [asyncio.run(kubeloop_await(keys, duplicates)) for _ in range(args.runs)],
         }
         for name, times in samples.items():

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from kubeloop.api.labels import LabelSelector, Requirement
+from kubeloop.cache.cache import _needles
 from kubeloop.cache.store import NAMESPACE_INDEX, Indexer, object_key
 
 NAMESPACES = st.sampled_from(["", "a", "b"])
@@ -102,3 +105,40 @@ def test_reads_are_fresh_copies_and_index_names_are_unique() -> None:
         store.add_indexers({"teams": by_teams})
     with pytest.raises(KeyError):
         store.keys_by_index("missing", "x")
+
+
+KEYS = st.sampled_from(["app", "tier", "app.kubernetes.io/name", "example.com/x-y_z", "n"])
+VALUES = st.sampled_from(["", "web", "db", "1", "10", "a.b-c_d"])
+OPERATORS = st.sampled_from(["in", "notin", "=", "==", "!=", "exists", "!", "gt", "lt"])
+
+
+@st.composite
+def requirements(draw: st.DrawFn) -> Requirement:
+    operator = draw(OPERATORS)
+    if operator in ("exists", "!"):
+        values: list[str] = []
+    elif operator in ("gt", "lt"):
+        values = [draw(st.sampled_from(["1", "10", "5"]))]
+    elif operator in ("=", "==", "!="):
+        values = [draw(VALUES)]
+    else:
+        values = draw(st.lists(VALUES, min_size=1, max_size=3, unique=True))
+    return Requirement.create(draw(KEYS), operator, values)
+
+
+@given(
+    labels=st.dictionaries(KEYS, VALUES, max_size=4),
+    other=st.dictionaries(KEYS, VALUES, max_size=3),
+    chosen=st.lists(requirements(), max_size=3),
+)
+@settings(max_examples=300, deadline=None)
+def test_the_readers_byte_prefilter_never_drops_a_match(
+    labels: dict[str, str], other: dict[str, str], chosen: list[Requirement]
+) -> None:
+    """The cache skips decoding objects whose bytes lack what a selector needs; it must never
+    skip one that matches (whatever else the object holds, e.g. the same pairs elsewhere)."""
+    selector = LabelSelector(chosen)
+    obj = {"metadata": {"name": "o", "labels": labels, "annotations": other}, "spec": {"nodeSelector": other}}
+    encoded = memoryview(orjson.dumps(obj)).tobytes()
+    if selector.matches(labels):
+        assert all(any(n in encoded for n in alternatives) for alternatives in _needles(selector))

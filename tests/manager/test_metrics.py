@@ -10,6 +10,9 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from prometheus_client.core import HistogramMetricFamily
 
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.config import ClientConfig, load_kubeconfig
@@ -18,6 +21,7 @@ from kubeloop.controller.reconcile import Request
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import Manager
+from kubeloop.manager.metrics import LocalHistogram
 from tests.conftest import ServerThread, eventually
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
@@ -83,6 +87,14 @@ async def test_metrics_and_probes(client: Client, namespace: str) -> None:
         assert sample(text, "workqueue_depth", **q) == 0
         assert sample(text, "workqueue_queue_duration_seconds_count", **q) >= 2
         assert sample(text, "workqueue_work_duration_seconds_count", **q) >= 2
+        # Histograms: cumulative buckets up to +Inf (= the count), a sum, client-go's bounds.
+        count = sample(text, "workqueue_queue_duration_seconds_count", **q)
+        assert sample(text, "workqueue_queue_duration_seconds_bucket", le="+Inf", **q) == count
+        assert sample(text, "workqueue_queue_duration_seconds_bucket", le="1e-08", **q) <= count
+        assert sample(text, "workqueue_queue_duration_seconds_sum", **q) > 0
+        reconciles = sample(text, "controller_runtime_reconcile_time_seconds_count", **c)
+        assert sample(text, "controller_runtime_reconcile_time_seconds_bucket", le="60.0", **c) == reconciles
+        assert sample(text, "controller_runtime_reconcile_time_seconds_bucket", le="0.005", **c) >= 1
         assert sample(text, "workqueue_unfinished_work_seconds", **q) == 0
         assert sample(text, "workqueue_longest_running_processor_seconds", **q) == 0
         assert sample(text, "leader_election_master_status", name=f"metrics-{namespace}") == 1
@@ -128,3 +140,17 @@ async def test_health_checks_readyz_fails_until_caches_sync() -> None:
         with pytest.raises(TimeoutError):
             await starting
         await manager.stop()
+
+
+@given(st.lists(st.sampled_from([0.0, 1e-9, 1e-8, 5e-6, 1e-3, 0.5, 1.0, 10.0, 11.0, 1e6]), max_size=30))
+def test_local_histogram_buckets_are_cumulative_and_inclusive(values: list[float]) -> None:
+    histogram = LocalHistogram((1e-8, 1e-3, 1.0, 10.0))
+    for value in values:
+        histogram.observe(value)
+    family = HistogramMetricFamily("h", "help", labels=["x"])
+    histogram.add_to(family, ["y"])
+    buckets = {s.labels["le"]: s.value for s in family.samples if s.name == "h_bucket"}
+    for bound, label in ((1e-8, "1e-08"), (1e-3, "0.001"), (1.0, "1.0"), (10.0, "10.0")):
+        assert buckets[label] == sum(1 for v in values if v <= bound)  # Prometheus's le is inclusive
+    assert buckets["+Inf"] == len(values)
+    assert [s.value for s in family.samples if s.name == "h_sum"] == [pytest.approx(sum(values))]

@@ -200,7 +200,9 @@ class Registry:
         if next_key:
             if match is None:
                 remaining = (
-                    self.store.count_with_prefix(prefix, next_key) if revision == self.store.revision else None
+                    self.store.count_with_prefix(prefix, next_key)
+                    if revision == self.store.revision
+                    else None
                 )
             token = _encode_continue(revision, next_key[len(prefix) :])
             return ListResult(items, revision, token, remaining)

@@ -25,7 +25,8 @@ import orjson
 from kubeloop.api.errors import InvalidSelector
 from kubeloop.api.fields import EQUALS, FieldSelector
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.api.labels import LabelSelector
+from kubeloop.api.labels import DOUBLE_EQUALS, EXISTS, GREATER_THAN, IN, LESS_THAN, LabelSelector
+from kubeloop.api.labels import EQUALS as LABEL_EQUALS
 from kubeloop.cache.informer import Informer
 from kubeloop.cache.options import CacheOptions, Scope, by_object_scopes
 from kubeloop.cache.store import IndexFunc, namespace_of_key
@@ -197,11 +198,14 @@ class Cache:
             keys = [key for key in keys if namespace_of_key(key) == namespace]
         if names is not None:
             keys = [key for key in keys if key.rpartition("/")[2] in names]
+        needles = _needles(labels) if labels is not None else []
         out: list[Obj] = []
         for key in keys:
             encoded = store.get_encoded(key)
             if encoded is None:
                 continue
+            if needles and not all(any(n in encoded for n in alternatives) for alternatives in needles):
+                continue  # cannot match: skip decoding it
             obj = orjson.loads(encoded)
             if labels is None or labels.matches((obj.get("metadata") or {}).get("labels") or {}):
                 out.append(obj)
@@ -240,6 +244,24 @@ def _label_selector(
     if parsed is not None and parsed.is_empty:
         return None
     return parsed
+
+
+def _needles(selector: LabelSelector) -> list[list[bytes]]:
+    """Byte strings a stored object must contain to match ``selector`` — one of each list.
+
+    An object whose labels hold ``key: value`` contains ``"key":"value"`` in its compact JSON
+    (label keys and values need no escaping), so requirements that need a label (``=``, ``==``,
+    ``in``, exists) rule out most objects without decoding them. Necessary, not sufficient: the
+    decoded labels are matched afterwards.
+    """
+    needles: list[list[bytes]] = []
+    for requirement in selector.requirements:
+        key = orjson.dumps(requirement.key)
+        if requirement.operator in (IN, LABEL_EQUALS, DOUBLE_EQUALS):
+            needles.append([key + b":" + orjson.dumps(value) for value in requirement.values])
+        elif requirement.operator in (EXISTS, GREATER_THAN, LESS_THAN):
+            needles.append([key + b":"])
+    return needles
 
 
 def _not_found(gvk: GroupVersionKind, name: str) -> errors.NotFound:

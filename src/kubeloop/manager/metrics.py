@@ -1,18 +1,22 @@
 """Prometheus metrics with controller-runtime's names, so existing dashboards work.
 
-Counters and gauges that the controllers and queues already keep (reconcile results, errors,
-active workers, queue depth, leadership) are read at scrape time by a collector; durations are
-observed into histograms as they happen (reconcile time, queue wait, work time).
+Everything is kept in plain Python numbers on the hot path and turned into Prometheus families
+only at scrape time, by collectors: counters and gauges the controllers and queues keep anyway
+(reconcile results, errors, active workers, queue depth, leadership), and ``LocalHistogram``s —
+a bucket index found by bisection and two additions per observation — for the reconcile time,
+queue wait and work time. ``prometheus_client``'s own Counter/Histogram take a lock per update:
+with them a queue's add+get+done cost 7 µs instead of 2 (bench B1).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
@@ -25,71 +29,121 @@ _RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35,
                       20, 25, 30, 40, 50, 60)  # fmt: skip
 
 
+class LocalHistogram:
+    """Observations counted per bucket (upper bounds inclusive, as Prometheus's ``le``)."""
+
+    __slots__ = ("bounds", "counts", "total")
+
+    def __init__(self, bounds: Sequence[float]) -> None:
+        self.bounds = tuple(bounds)
+        self.counts = [0] * (len(self.bounds) + 1)  # the last one is +Inf
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1
+        self.total += value
+
+    def __call__(self, value: float) -> None:
+        self.observe(value)
+
+    def add_to(self, family: HistogramMetricFamily, labels: list[str]) -> None:
+        cumulative = 0
+        buckets: list[tuple[str, float]] = []
+        for bound, count in zip((*self.bounds, float("inf")), self.counts, strict=True):
+            cumulative += count
+            buckets.append(("+Inf" if bound == float("inf") else repr(float(bound)), cumulative))
+        family.add_metric(labels, buckets, self.total)
+
+
 class QueuePrometheusMetrics:
     """A ``QueueMetrics`` reporting one controller's queue (labels name and controller)."""
 
-    def __init__(self, metrics: Metrics, name: str) -> None:
-        self._adds = metrics.adds.labels(name=name, controller=name)
-        self._retries = metrics.retries.labels(name=name, controller=name)
-        self._wait = metrics.queue_duration.labels(name=name, controller=name)
-        self._work = metrics.work_duration.labels(name=name, controller=name)
+    __slots__ = ("adds", "name", "queue_duration", "retries", "work_duration")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.adds = 0
+        self.retries = 0
+        self.queue_duration = LocalHistogram(_QUEUE_BUCKETS)
+        self.work_duration = LocalHistogram(_QUEUE_BUCKETS)
 
     def added(self, depth: int) -> None:
-        self._adds.inc()
+        self.adds += 1
+
+    # The two observations below inline LocalHistogram.observe: they run for every item.
 
     def handed_out(self, waited: float, depth: int) -> None:
-        self._wait.observe(waited)
+        histogram = self.queue_duration
+        histogram.counts[bisect_left(histogram.bounds, waited)] += 1
+        histogram.total += waited
 
     def finished(self, worked: float) -> None:
-        self._work.observe(worked)
+        histogram = self.work_duration
+        histogram.counts[bisect_left(histogram.bounds, worked)] += 1
+        histogram.total += worked
 
     def retried(self) -> None:
-        self._retries.inc()
+        self.retries += 1
 
 
 class Metrics:
     def __init__(self, manager: Manager) -> None:
         self.registry = CollectorRegistry()
-        labels = ["name", "controller"]
-        self.adds = Counter(
-            "workqueue_adds_total",
-            "Total number of adds handled by workqueue",
-            labels,
-            registry=self.registry,
-        )
-        self.retries = Counter(
-            "workqueue_retries_total",
-            "Total number of retries handled by workqueue",
-            labels,
-            registry=self.registry,
-        )
-        self.queue_duration = Histogram(
-            "workqueue_queue_duration_seconds", "How long in seconds an item stays in workqueue before being requested",
-            labels, buckets=_QUEUE_BUCKETS, registry=self.registry,
-        )  # fmt: skip
-        self.work_duration = Histogram(
-            "workqueue_work_duration_seconds", "How long in seconds processing an item from workqueue takes",
-            labels, buckets=_QUEUE_BUCKETS, registry=self.registry,
-        )  # fmt: skip
-        self.reconcile_time = Histogram(
-            "controller_runtime_reconcile_time_seconds", "Length of time per reconciliation per controller",
-            ["controller"], buckets=_RECONCILE_BUCKETS, registry=self.registry,
-        )  # fmt: skip
+        self.queues: dict[str, QueuePrometheusMetrics] = {}
+        self.reconcile_times: dict[str, LocalHistogram] = {}
         self.registry.register(_StateCollector(manager))
+        self.registry.register(_DurationCollector(self))
 
     def queue_metrics(self, controller: str) -> QueuePrometheusMetrics:
-        return QueuePrometheusMetrics(self, controller)
+        metrics = self.queues.get(controller)
+        if metrics is None:
+            metrics = self.queues[controller] = QueuePrometheusMetrics(controller)
+        return metrics
 
-    def reconcile_observer(self, controller: str) -> _Observer:
-        return _Observer(self.reconcile_time.labels(controller=controller))
+    def reconcile_observer(self, controller: str) -> LocalHistogram:
+        histogram = self.reconcile_times.get(controller)
+        if histogram is None:
+            histogram = self.reconcile_times[controller] = LocalHistogram(_RECONCILE_BUCKETS)
+        return histogram
 
 
-class _Observer:
-    def __init__(self, histogram: Histogram) -> None:
-        self._histogram = histogram
+class _DurationCollector(Collector):
+    """The queues' counters and every histogram, as Prometheus families at scrape time."""
 
-    def __call__(self, seconds: float) -> None:
-        self._histogram.observe(seconds)
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ["name", "controller"]
+        adds = CounterMetricFamily(
+            "workqueue_adds", "Total number of adds handled by workqueue", labels=labels
+        )
+        retries = CounterMetricFamily(
+            "workqueue_retries", "Total number of retries handled by workqueue", labels=labels
+        )
+        waits = HistogramMetricFamily(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            labels=labels,
+        )
+        works = HistogramMetricFamily(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes",
+            labels=labels,
+        )
+        for name, queue in self.metrics.queues.items():
+            adds.add_metric([name, name], queue.adds)
+            retries.add_metric([name, name], queue.retries)
+            queue.queue_duration.add_to(waits, [name, name])
+            queue.work_duration.add_to(works, [name, name])
+        reconcile = HistogramMetricFamily(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            labels=["controller"],
+        )
+        for name, histogram in self.metrics.reconcile_times.items():
+            histogram.add_to(reconcile, [name])
+        yield from (adds, retries, waits, works, reconcile)
 
 
 class _StateCollector(Collector):

@@ -29,7 +29,7 @@ from kubeloop.api.labels import DOUBLE_EQUALS, EXISTS, GREATER_THAN, IN, LESS_TH
 from kubeloop.api.labels import EQUALS as LABEL_EQUALS
 from kubeloop.cache.informer import Informer
 from kubeloop.cache.options import CacheOptions, Scope, by_object_scopes
-from kubeloop.cache.store import IndexFunc, namespace_of_key
+from kubeloop.cache.store import IndexFunc, gc_paused, namespace_of_key
 from kubeloop.client import errors
 from kubeloop.client.rest import Client, KindRef, gvk_of
 
@@ -200,15 +200,16 @@ class Cache:
             keys = [key for key in keys if key.rpartition("/")[2] in names]
         needles = _needles(labels) if labels is not None else []
         out: list[Obj] = []
-        for key in keys:
-            encoded = store.get_encoded(key)
-            if encoded is None:
-                continue
-            if needles and not all(any(n in encoded for n in alternatives) for alternatives in needles):
-                continue  # cannot match: skip decoding it
-            obj = orjson.loads(encoded)
-            if labels is None or labels.matches((obj.get("metadata") or {}).get("labels") or {}):
-                out.append(obj)
+        with gc_paused():
+            for key in keys:
+                encoded = store.get_encoded(key)
+                if encoded is None:
+                    continue
+                if needles and not all(any(n in encoded for n in alternatives) for alternatives in needles):
+                    continue  # cannot match: skip decoding it
+                obj = orjson.loads(encoded)
+                if labels is None or labels.matches((obj.get("metadata") or {}).get("labels") or {}):
+                    out.append(obj)
         return out
 
     # ------------------------------------------------------------------ internals

@@ -13,7 +13,9 @@ reads a field). Index values are computed when an object is stored.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import contextlib
+import gc
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -24,6 +26,22 @@ IndexFunc = Callable[[Obj], Iterable[str]]
 NAMESPACE_INDEX = "namespace"
 
 _decode = orjson.loads
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while decoding many objects at once (never across an await).
+
+    Decoding thousands of objects into one growing list sets off the GC over and over, each
+    pass walking everything decoded so far: that made a 10,000-object read 2-5x slower.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -154,10 +172,13 @@ class Indexer:
         return indexed[position] if indexed is not None else ()
 
     def objects(self) -> list[Obj]:
-        return [_decode(encoded) for encoded in self._items.values()]
+        with gc_paused():
+            return [_decode(encoded) for encoded in self._items.values()]
 
     def by_index(self, index: str, value: str) -> list[Obj]:
-        return [_decode(self._items[key]) for key in self.keys_by_index(index, value)]
+        keys = self.keys_by_index(index, value)
+        with gc_paused():
+            return [_decode(self._items[key]) for key in keys]
 
     # ------------------------------------------------------------------ internals
 

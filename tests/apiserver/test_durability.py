@@ -51,10 +51,19 @@ def test_ready_line_kubeconfig_mode_and_sigterm(tmp_path: pathlib.Path) -> None:
         assert url.startswith("https://127.0.0.1:")
         mode = (tmp_path / "kubeconfig").stat().st_mode & 0o777
         assert mode == 0o600
-        response = session_for(tmp_path).get(url + "/version", timeout=10)
-        assert response.status_code == 200
+        session = session_for(tmp_path)
+        assert session.get(url + "/version", timeout=10).status_code == 200
+        created = session.post(
+            url + "/api/v1/namespaces/default/configmaps",
+            json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kept"}, "data": {"k": "v"}},
+            timeout=10,
+        )
+        assert created.status_code == 201, created.text
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(15) == 0
+        assert proc.wait(15) == 0  # a clean stop, then the process leaves without tearing down
+    with apiserver(tmp_path) as (_, url):
+        kept = session_for(tmp_path).get(url + "/api/v1/namespaces/default/configmaps/kept", timeout=10)
+        assert kept.status_code == 200 and kept.json()["data"] == {"k": "v"}
 
 
 def test_acknowledged_writes_survive_sigkill(tmp_path: pathlib.Path) -> None:

@@ -1,2 +1,3 @@
 """The API types every other layer shares: group/version/kind and group/version/resource names,
-and (later) the Scheme and typed models. Imports nothing else of kubeloop."""
+the Scheme and typed models, custom resources, and label/field selectors with name validation.
+Imports nothing else of kubeloop."""

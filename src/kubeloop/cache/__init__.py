@@ -1,5 +1,8 @@
-"""The informer cache: a reflector keeps a local store of one kind in step with the server
-(paginated list, then a watch from the list's resourceVersion; relist on 410), the store indexes
-objects (namespace, custom indexes, field indexes) and the informer tells handlers about adds,
-updates and deletes — the level-triggered view controllers read instead of the API server.
+"""The informer cache (controller-runtime's ``pkg/cache``): a reflector keeps a local store of
+one kind in step with the server (paginated list, then a watch from the list's resourceVersion;
+relist on 410), the store keeps objects as compact JSON and indexes them (namespace, custom and
+field indexes), the informer tells handlers about adds, updates and deletes, and the ``Cache``
+holds one informer per kind — scoped by namespaces, selectors and transforms, full or
+metadata-only — and answers reads: the level-triggered view controllers read instead of the API
+server.
 """

@@ -1,5 +1,7 @@
 """The manager: what an operator process runs (controller-runtime's ``pkg/manager``). It owns the
-client, one shared informer per kind (``manager``), the controllers built on them (``builder``),
-and their lifecycle: caches start and sync before controllers, everything stops in reverse order,
-in-flight reconciles get a grace period, a second signal exits at once.
+client, the shared cache and the client reconcilers read through (``manager``, ``cachedclient``),
+the controllers built on them (``builder``), other runnables (``runnable``), leader election,
+metrics, health checks and the event recorder, and their lifecycle: caches start and sync
+before controllers, everything stops in reverse order, in-flight reconciles get a grace period,
+a second signal exits at once.
 """

@@ -250,3 +250,21 @@ async def test_reader_can_refuse_kinds_without_an_informer(client: Client, names
             await cache.list(CONFIGMAP, namespace)
     finally:
         await cache.stop()
+
+
+async def test_an_unknown_kind_keeps_retrying_and_reads_time_out(client: Client, namespace: str) -> None:
+    """As controller-runtime: an informer for a kind the server lacks (a CRD not yet installed)
+    retries instead of dying; reads give up at the sync timeout."""
+    missing = GroupVersionKind("example.com", "v1", "Missing")
+    cache = Cache(client, CacheOptions(default_namespaces=[namespace]), sync_timeout=1.5)
+    cache.start()
+    try:
+        with pytest.raises(TimeoutError, match="did not sync"):
+            await cache.get(missing, "x", namespace)
+        informer = cache.informer_for(missing)
+        assert informer.namespaced is None and not informer.has_synced
+        assert all(not task.done() for task in informer._tasks)  # still retrying, not crashed
+        # Known kinds are unaffected.
+        assert await cache.list(CONFIGMAP, namespace) == []
+    finally:
+        await cache.stop()

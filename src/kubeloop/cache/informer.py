@@ -35,6 +35,7 @@ from kubeloop.cache.reflector import ListWatchOptions, Reflector
 from kubeloop.cache.store import Indexer, IndexFunc, object_key
 from kubeloop.client import errors
 from kubeloop.client.rest import Client, KindRef, gvk_of
+from kubeloop.client.restmapper import NoKindMatch
 from kubeloop.client.watch import WatchEvent
 from kubeloop.lifecycle import cancel_and_wait
 
@@ -119,6 +120,17 @@ class Informer:
         while self.namespaced is None:
             try:
                 self.namespaced = (await self.client.mapping(self.kind)).namespaced
+            except NoKindMatch:
+                # As controller-runtime's Kind source: keep trying (a CRD may be installed later);
+                # whoever waits for the sync gives up at its timeout.
+                delay = min(10.0, 0.5 * 2**failures) * (0.5 + random.random() / 2)
+                failures += 1
+                log.warning(
+                    "%s: the server has no such kind (if it is a CRD, install it); retrying in %.1fs",
+                    self.kind,
+                    delay,
+                )
+                await asyncio.sleep(delay)
             except (errors.ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
                 delay = min(30.0, 0.5 * 2**failures) * (0.5 + random.random() / 2)
                 failures += 1

@@ -13,14 +13,14 @@ import asyncio
 import json
 import ssl
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 import aiohttp
 import orjson
-import yaml
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _server import server_process
 
 
 async def run(
@@ -108,27 +108,17 @@ def main() -> None:
     parser.add_argument("--no-fsync", action="store_true")
     parser.add_argument("--insecure-http", action="store_true", help="plain HTTP (isolates TLS cost)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        command = [sys.executable, "-m", "kubeloop.cli.main", "apiserver", "--data-dir", tmp, "--port", "0"]
-        if args.no_fsync:
-            command.append("--no-fsync")
-        if args.insecure_http:
-            command.append("--insecure-http")
-        server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        try:
-            assert server.stdout is not None
-            line = server.stdout.readline()
-            url = line.split(" at ", 1)[1].split()[0]
-            with open(f"{tmp}/kubeconfig") as handle:
-                config = yaml.safe_load(handle)
-            token = config["users"][0]["user"]["token"]
-            ca = None if args.insecure_http else f"{tmp}/pki/ca.crt"
-            result = asyncio.run(
-                run(url, token, ca, clients=args.clients, watchers=args.watchers, seconds=args.seconds)
+    with server_process(fsync=not args.no_fsync, tls=not args.insecure_http) as server:
+        result = asyncio.run(
+            run(
+                server.url,
+                server.token,
+                server.ca_file,
+                clients=args.clients,
+                watchers=args.watchers,
+                seconds=args.seconds,
             )
-        finally:
-            server.terminate()
-            server.wait(15)
+        )
     print(
         json.dumps(
             {

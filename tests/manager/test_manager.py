@@ -38,6 +38,20 @@ async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
         yield c
 
 
+async def create_owned_configmap(client: Client, namespace: str, owner: dict[str, Any], **data: str) -> None:
+    """A ConfigMap "owned" whose controller owner is the Secret ``owner``."""
+    ref = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "name": "owner",
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+    }
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owned", "namespace": namespace}}
+    body["metadata"]["ownerReferences"] = [ref]
+    await client.create({**body, "data": data})
+
+
 def test_builder_wiring_and_unique_names() -> None:
     manager = Manager(Client(ClientConfig(server="http://127.0.0.1:1")))
     controller = (
@@ -97,20 +111,7 @@ async def test_caches_sync_before_controllers_and_owned_events_reach_owners(
         await eventually(lambda: Request(namespace, "owner") in seen)
         assert synced_at_first_reconcile[0]  # every cache synced before any reconcile
         seen.clear()
-        ref: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "name": "owner",
-            "uid": owner["metadata"]["uid"],
-            "controller": True,
-        }
-        await client.create(
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "owned", "namespace": namespace, "ownerReferences": [ref]},
-            }
-        )
+        await create_owned_configmap(client, namespace, owner)
         await eventually(lambda: Request(namespace, "owner") in seen)  # the owned object's event → the owner
         listed = await manager.cached_client.list(SECRET, namespace)
         assert [o["metadata"]["name"] for o in listed] == ["owner"]
@@ -174,21 +175,7 @@ async def test_channel_source_and_metadata_only_watches(client: Client, namespac
         external.put_nowait({"metadata": {"name": "from-outside", "namespace": namespace}})
         external.put_nowait({"metadata": {"name": "ignored", "namespace": namespace}})
         await eventually(lambda: Request(namespace, "from-outside") in seen)
-        ref = {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "name": "owner",
-            "uid": owner["metadata"]["uid"],
-            "controller": True,
-        }
-        await client.create(
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "owned", "namespace": namespace, "ownerReferences": [ref]},
-                "data": {"big": "x" * 1000},
-            }
-        )
+        await create_owned_configmap(client, namespace, owner, big="x" * 1000)
         await eventually(lambda: Request(namespace, "owner") in seen and bool(owned_views))
         assert set(owned_views[-1]) == {"apiVersion", "kind", "metadata"}  # metadata only
         assert Request(namespace, "ignored") not in seen

@@ -95,6 +95,8 @@ class Informer:
         self.namespaced: bool | None = None
         self.reflectors: list[Reflector] = []
         self._handlers: list[EventHandler] = []
+        #: Whether any handler takes updates (only then is the replaced object decoded).
+        self._wants_updates = False
         self._listed: set[str | None] = set()
         self._seen: dict[str | None, set[str]] = {}
         self._synced = asyncio.Event()
@@ -167,6 +169,7 @@ class Informer:
     def add_handler(self, handler: EventHandler) -> None:
         """Register ``handler``; objects already in the store are reported to it as adds."""
         self._handlers.append(handler)
+        self._wants_updates = self._wants_updates or handler.on_update is not None
         if handler.on_add is not None:
             for obj in self.store.objects():
                 handler.on_add(obj)
@@ -180,7 +183,6 @@ class Informer:
         """
         seen = self._seen.setdefault(namespace, set())
         store = self.store
-        wants_old = any(handler.on_update is not None for handler in self._handlers)
         for raw in items:
             obj = self._transform(raw)
             key = object_key(obj)
@@ -188,7 +190,7 @@ class Informer:
             old = store.upsert(obj)
             if old is None:
                 self._notify_add(obj)
-            elif wants_old and old != store.get_encoded(key):  # unchanged objects are not news
+            elif self._wants_updates and old != store.get_encoded(key):  # unchanged objects are not news
                 self._notify_update(orjson.loads(old), obj)
 
     def list_done(self, resource_version: str, namespace: str | None) -> None:
@@ -215,7 +217,7 @@ class Informer:
         old = self.store.upsert(obj)
         if old is None:
             self._notify_add(obj)
-        elif any(handler.on_update is not None for handler in self._handlers):
+        elif self._wants_updates:
             self._notify_update(orjson.loads(old), obj)
 
     # ------------------------------------------------------------------ internals

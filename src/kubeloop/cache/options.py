@@ -52,7 +52,7 @@ class CacheOptions:
 class Scope:
     """The resolved scope of one kind: defaults merged with its ``ByObject``."""
 
-    namespaces: tuple[str, ...] | None
+    namespaces: Collection[str] | None
     label_selector: str | None
     field_selector: str | None
     transform: Transform | None
@@ -68,7 +68,7 @@ class Scope:
             else options.strip_managed_fields
         )
         return cls(
-            namespaces=tuple(sorted(set(namespaces))) if namespaces else None,
+            namespaces=namespaces or None,
             label_selector=by_object.label_selector or options.default_label_selector,
             field_selector=by_object.field_selector or options.default_field_selector,
             transform=_compose(strip_managed_fields, transform) if strip else transform,

@@ -1,7 +1,8 @@
 """The reflector: list, then watch from the list's resourceVersion, for ever.
 
 Each (re)list hands the complete state to the sink page by page (``list_page``, then
-``list_done``), every watch event after it (``event``). The client's watch already reconnects by itself after a dropped or silent stream;
+``list_done``), every watch event after it (``event``). The client's watch already reconnects by
+itself after a dropped or silent stream;
 the reflector relists when the resourceVersion it holds is gone (410), and retries a failed list
 with jittered exponential backoff. It runs until cancelled.
 """

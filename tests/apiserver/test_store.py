@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import sqlite3
 
 import pytest
 
 from kubeloop.apiserver import errors
-from kubeloop.apiserver.storage import MemoryLog, SQLiteLog
+from kubeloop.apiserver.storage import MemoryLog, SQLiteLog, StorageError
 from kubeloop.apiserver.store import ObjectStore, PreconditionFailed
 
 
@@ -152,3 +153,222 @@ async def test_compaction_removes_superseded_rows(tmp_path: pathlib.Path) -> Non
     with pytest.raises(errors.Gone):
         again.events_after("/r/", 3)
     await reopened.close()
+
+
+# ----------------------------------------------------------------- durable storage semantics
+
+
+def sqlite_store(path: pathlib.Path, **options: int) -> tuple[SQLiteLog, ObjectStore]:
+    log = SQLiteLog(path / "state.db")
+    store = ObjectStore(log, **options)
+    store.load()
+    return log, store
+
+
+async def test_recreate_after_delete_on_sqlite_across_compaction_and_restart(tmp_path: pathlib.Path) -> None:
+    log, store = sqlite_store(tmp_path, history_window=3)
+    key = "/registry/configmaps/default/x"
+    for round_ in range(6):
+        created = await store.write(key, obj("x", str(round_)), expected_revision=0)
+        updated = await store.write(key, obj("x", f"{round_}b"), expected_revision=created.revision)
+        await store.write(key, None, expected_revision=updated.revision)
+        if round_ % 2:
+            await store.compact()
+    await store.write(key, obj("x", "last"), expected_revision=0)
+    # Other keys are untouched by the re-creates: nothing latched.
+    await store.write("/registry/configmaps/default/y", obj("y"), expected_revision=0)
+    top = store.revision
+    await log.close()
+
+    log, again = sqlite_store(tmp_path)
+    assert again.revision == top
+    assert again.get(key).obj["data"] == {"v": "last"}  # type: ignore[union-attr]
+    await again.write(key, None, expected_revision=again.get(key).revision)  # type: ignore[union-attr]
+    recreated = await again.write(key, obj("x", "after restart"), expected_revision=0)
+    assert recreated.revision == top + 2
+    await log.close()
+
+
+class LockHolder:
+    """Another process's connection holding the database's write lock (a real SQLITE_BUSY)."""
+
+    def __init__(self, path: pathlib.Path) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None)
+
+    def __enter__(self) -> LockHolder:
+        self.conn.execute("BEGIN EXCLUSIVE")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.execute("ROLLBACK")
+        self.conn.close()
+
+
+async def test_a_write_is_invisible_until_durable(tmp_path: pathlib.Path) -> None:
+    log, store = sqlite_store(tmp_path)
+    await store.write("/r/a", obj("a"), expected_revision=0)
+    _backlog, watcher = store.watch("/r/", store.revision)
+    with LockHolder(tmp_path / "state.db"):
+        pending = asyncio.ensure_future(store.write("/r/b", obj("b"), expected_revision=0))
+        await asyncio.sleep(0.3)  # the writer thread now waits for the lock
+        assert not pending.done()
+        # Not durable yet: no read, list, revision or watch shows it.
+        assert store.get("/r/b") is None
+        assert [k for k, _ in store.list_at("/r/", store.revision)] == ["/r/a"]
+        assert store.revision == 1
+        assert not watcher.events
+        snapshot_rv, objects, live = store.snapshot_and_watch("/r/")
+        assert snapshot_rv == 1 and [k for k, _ in objects] == ["/r/a"]
+    event = await asyncio.wait_for(pending, 10)
+    assert event.revision == 2 and store.get("/r/b") is not None and store.revision == 2
+    await watcher.wait(1)
+    assert [e.key for e in watcher.drain()] == ["/r/b"]
+    assert [e.key for e in live.drain()] == ["/r/b"]
+    await log.close()
+
+
+async def test_a_failed_write_fails_alone_and_the_next_succeeds(tmp_path: pathlib.Path) -> None:
+    log, store = sqlite_store(tmp_path)
+    log.busy_timeout_seconds = 0.2
+    log.pragma("busy_timeout", 200)
+    await store.write("/r/a", obj("a"), expected_revision=0)
+    with LockHolder(tmp_path / "state.db"):
+        with pytest.raises(errors.ServiceUnavailable) as failed:
+            await store.write("/r/b", obj("b"), expected_revision=0)
+        assert "database is locked" in failed.value.message and failed.value.retry_after_seconds == 1
+        with pytest.raises(errors.ServiceUnavailable):
+            await store.write("/r/a", obj("a", "changed"), expected_revision=1)
+        # Nothing of them was applied: not readable, the revision not shown.
+        assert store.get("/r/b") is None and store.get("/r/a").obj["data"] == {"v": ""}  # type: ignore[union-attr]
+        assert store.revision == 1 and store.storage_error is not None
+        with pytest.raises(StorageError):
+            await store.probe()
+    # The storage is back: no restart needed.
+    written = await store.write("/r/b", obj("b"), expected_revision=0)
+    assert store.storage_error is None
+    # Revisions handed to the failed writes are never reused for another write.
+    assert written.revision == 4 and store.revision == 4
+    assert [e.revision for e in store.events_after("/r/", 0)] == [1, 4]
+    await log.close()
+    log, again = sqlite_store(tmp_path)
+    assert sorted(k for k, _ in again.items("/r/")) == ["/r/a", "/r/b"]
+    assert again.revision == 4
+    await log.close()
+
+
+async def test_a_full_disk_fails_writes_with_its_cause_and_recovers(tmp_path: pathlib.Path) -> None:
+    log, store = sqlite_store(tmp_path)
+    await store.write("/r/small", obj("small"), expected_revision=0)
+    pages = int(log.pragma("page_count"))  # type: ignore[call-overload]
+    log.pragma("max_page_count", pages + 2)  # SQLite reports SQLITE_FULL beyond this size
+    big = {"kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"v": "x" * 200_000}}
+    with pytest.raises(errors.InternalError) as full:
+        await store.write("/r/big", big, expected_revision=0)
+    assert full.value.code == 500 and "database or disk is full" in full.value.message
+    assert store.get("/r/big") is None and store.storage_error is not None
+    assert store.storage_error.reason == "full"
+    log.pragma("max_page_count", 1_000_000)
+    await store.probe()
+    assert store.storage_error is None
+    await store.write("/r/big", big, expected_revision=0)
+    await store.write("/r/small", obj("small", "2"), expected_revision=1)
+    await log.close()
+
+
+async def test_concurrent_writes_of_one_key_are_serialised_and_checked(tmp_path: pathlib.Path) -> None:
+    log, store = sqlite_store(tmp_path)
+    first = await store.write("/r/a", obj("a"), expected_revision=0)
+    # Two updates read the same revision: exactly one wins, the other sees the new revision.
+    results = await asyncio.gather(
+        store.write("/r/a", obj("a", "1"), expected_revision=first.revision),
+        store.write("/r/a", obj("a", "2"), expected_revision=first.revision),
+        return_exceptions=True,
+    )
+    wins = [r for r in results if not isinstance(r, BaseException)]
+    losses = [r for r in results if isinstance(r, PreconditionFailed)]
+    assert len(wins) == 1 and len(losses) == 1 and losses[0].actual == wins[0].revision  # type: ignore[union-attr]
+    # Creates racing on one key: one AlreadyExists-style failure.
+    results = await asyncio.gather(
+        *(store.write("/r/new", obj("new", str(i)), expected_revision=0) for i in range(3)),
+        return_exceptions=True,
+    )
+    assert sum(not isinstance(r, BaseException) for r in results) == 1
+    await log.close()
+
+
+async def test_history_is_bounded_by_bytes_and_compacts_the_log(tmp_path: pathlib.Path) -> None:
+    log, store = sqlite_store(tmp_path, history_bytes=2_000_000)
+    big = "y" * 200_000
+    first = await store.write("/r/a", obj("a", big), expected_revision=0)
+    revision = first.revision
+    for i in range(20):
+        revision = (await store.write("/r/a", obj("a", big + str(i)), expected_revision=revision)).revision
+    changes, size = store.history_size
+    assert size <= 2_000_000 and changes < 10
+    with pytest.raises(errors.Gone):
+        store.watch("/r/", first.revision)
+    # Enough was dropped that the log wants compacting now, not in five minutes.
+    assert store.compaction_due.is_set()
+    await store.compact()
+    assert len(log.rows()) <= changes + 1
+    await log.close()
+
+
+async def test_time_based_compaction_expires_old_resource_versions() -> None:
+    store = ObjectStore(MemoryLog())
+    store.load()
+    old = await store.write("/r/a", obj("a"), expected_revision=0)
+    await store.write("/r/b", obj("b"), expected_revision=0)
+    store.compact_history(old.revision)
+    assert store.compacted_revision == old.revision
+    assert [e.key for e in store.events_after("/r/", old.revision)] == ["/r/b"]
+    store.compact_history(store.revision)
+    with pytest.raises(errors.Gone):
+        store.watch("/r/", old.revision)
+    # A watch from the current revision is fine, and so are new writes.
+    _backlog, watcher = store.watch("/r/", store.revision)
+    await store.write("/r/c", obj("c"), expected_revision=0)
+    assert [e.key for e in watcher.drain()] == ["/r/c"]
+
+
+def disk_bytes(folder: pathlib.Path) -> bytes:
+    """Everything SQLite keeps on disk: the database, its WAL and shared-memory files."""
+    return b"".join(p.read_bytes() for p in folder.glob("state.db*"))
+
+
+async def test_compaction_removes_deleted_and_rotated_secret_values_from_disk(tmp_path: pathlib.Path) -> None:
+    log, store = sqlite_store(tmp_path, history_window=2)
+    secret = b"s3cr3t-rotated-away-" * 50
+    deleted = b"s3cr3t-deleted-" * 50
+
+    def blob(value: bytes) -> dict[str, object]:
+        return {"kind": "Secret", "metadata": {"name": "s"}, "data": {"v": value.hex()}}
+
+    first = await store.write("/r/rotated", blob(secret), expected_revision=0)
+    await store.write("/r/rotated", blob(b"new value" * 10), expected_revision=first.revision)
+    gone = await store.write("/r/deleted", blob(deleted), expected_revision=0)
+    await store.write("/r/deleted", None, expected_revision=gone.revision)
+    on_disk = disk_bytes(tmp_path)
+    assert secret.hex().encode() in on_disk  # still history, as it should be
+    for i in range(3):
+        await store.write(f"/r/other{i}", obj(str(i)), expected_revision=0)
+    await store.compact()
+    on_disk = disk_bytes(tmp_path)
+    assert secret.hex().encode() not in on_disk
+    assert deleted.hex().encode() not in on_disk
+    assert b"new value".hex().encode() in on_disk
+    await log.close()
+
+
+def test_storage_files_are_private(tmp_path: pathlib.Path) -> None:
+    async def main() -> None:
+        log, store = sqlite_store(tmp_path / "data")
+        await store.write("/r/a", obj("a"), expected_revision=0)
+        for path in (tmp_path / "data").glob("state.db*"):
+            assert path.stat().st_mode & 0o777 == 0o600, path
+        assert log.pragma("journal_mode") == "wal"
+        assert log.pragma("synchronous") == 2  # FULL: every commit fsyncs the WAL
+        assert log.pragma("secure_delete") == 1
+        await log.close()
+
+    asyncio.run(main())

@@ -142,6 +142,13 @@ class InternalError(APIError):
     reason = "InternalError"
 
 
+class ServiceUnavailable(APIError):
+    """503: the server cannot serve the request now (its storage is locked); retry later."""
+
+    code = 503
+    reason = "ServiceUnavailable"
+
+
 class Timeout(APIError):
     code = 504
     reason = "Timeout"

@@ -109,19 +109,22 @@ class APIHandlers:
         *,
         watch_settings: WatchSettings,
         server_address: str,
+        readiness: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.registry = reg
         self.catalog = catalog
         self.watch_settings = watch_settings
         self.server_address = server_address
+        #: Why the server cannot serve writes now (its storage fails), or None.
+        self.readiness = readiness
 
     def routes(self) -> list[web.RouteDef]:
         return [
             web.get("/version", self.version),
             web.get("/version/", self.version),
-            web.get("/healthz", self.healthz),
-            web.get("/livez", self.healthz),
-            web.get("/readyz", self.healthz),
+            web.get("/healthz", self.readyz),
+            web.get("/livez", self.livez),
+            web.get("/readyz", self.readyz),
             web.get("/api", self.core_versions),
             web.get("/apis", self.group_list),
             web.get("/openapi/v3", self.openapi_index),
@@ -136,8 +139,13 @@ class APIHandlers:
     async def version(self, request: web.Request) -> web.Response:
         return json_response(discovery.version_info(schemas.schema_release()))
 
-    async def healthz(self, request: web.Request) -> web.Response:
-        return web.Response(text="ok")
+    async def livez(self, request: web.Request) -> web.Response:
+        return _health_response(request, "livez", [("ping", None)])
+
+    async def readyz(self, request: web.Request) -> web.Response:
+        """Ready when the storage takes writes; otherwise 500 naming why (kube-apiserver's format)."""
+        name = request.path.strip("/")
+        return _health_response(request, name, [("ping", None), ("storage", self.readiness())])
 
     async def core_versions(self, request: web.Request) -> web.Response:
         return json_response(discovery.core_api_versions(self.server_address))
@@ -518,6 +526,17 @@ class APIHandlers:
             if grace
             else body.get("gracePeriodSeconds"),
         )
+
+
+def _health_response(request: web.Request, name: str, checks: list[tuple[str, str | None]]) -> web.Response:
+    failed = any(reason is not None for _, reason in checks)
+    if not failed and "verbose" not in request.query:
+        return web.Response(text="ok")
+    lines = [
+        f"[+]{check} ok" if reason is None else f"[-]{check} failed: {reason}" for check, reason in checks
+    ]
+    lines.append(f"{name} check failed" if failed else f"{name} check passed")
+    return web.Response(text="\n".join(lines) + "\n", status=500 if failed else 200)
 
 
 @dataclass(frozen=True)

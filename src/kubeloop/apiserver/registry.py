@@ -15,9 +15,9 @@ import binascii
 import copy
 import datetime
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import yaml
@@ -33,6 +33,7 @@ from kubeloop.apiserver.store import ObjectStore, PreconditionFailed
 from kubeloop.apiserver.strategicpatch import apply_strategic_merge_patch
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -40,6 +41,8 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
+#: Read-modify-write attempts before a write that keeps losing races answers 409.
+_MAX_ATTEMPTS = 64
 _NAMESPACES = ResourceType("", "v1", "namespaces", "namespace", "Namespace", False)
 
 
@@ -420,6 +423,21 @@ class Registry:
             raise errors.already_exists(resource.group, resource.plural, metadata["name"]) from None
         return WriteResult(self.to_served(resource, event.obj), warnings, created=True)
 
+    async def _guaranteed(self, key: str, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Run a read-modify-write until its read was current when it wrote (GuaranteedUpdate).
+
+        An attempt that read an object another write then replaced raises ``_StaleRead``; it is
+        tried again on the new object, where a precondition the client set (a resourceVersion in
+        the body or a delete precondition) fails with 409 as it should.
+        """
+        for _ in range(_MAX_ATTEMPTS):
+            await self.store.settled(key)
+            try:
+                return await attempt()
+            except _StaleRead:
+                continue
+        raise _StaleRead.conflict_for(key)
+
     async def update(
         self,
         resource: ResourceType,
@@ -429,6 +447,20 @@ class Registry:
         options: WriteOptions,
         *,
         subresource: str = "",
+    ) -> WriteResult:
+        return await self._guaranteed(
+            resource.key(namespace, name),
+            lambda: self._update_once(resource, namespace, name, body, options, subresource),
+        )
+
+    async def _update_once(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        options: WriteOptions,
+        subresource: str,
     ) -> WriteResult:
         obj, warnings = self._decode(resource, body, options, subresource=subresource)
         obj = self.to_stored(resource, obj)
@@ -462,6 +494,21 @@ class Registry:
         subresource: str = "",
     ) -> WriteResult:
         _check_patch_options(patch_type, options)
+        return await self._guaranteed(
+            resource.key(namespace, name),
+            lambda: self._patch_once(resource, namespace, name, patch_type, patch, options, subresource),
+        )
+
+    async def _patch_once(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        patch_type: str,
+        patch: bytes,
+        options: WriteOptions,
+        subresource: str,
+    ) -> WriteResult:
         if patch_type == APPLY_PATCH:
             return await self._apply(resource, namespace, name, patch, options, subresource)
         key = resource.key(namespace, name)
@@ -542,7 +589,10 @@ class Registry:
         )
         if current is None:
             result.obj.setdefault("metadata", {})["namespace"] = namespace
-            created = await self.create(resource, namespace, result.obj, options, managed=result.entries)
+            try:
+                created = await self.create(resource, namespace, result.obj, options, managed=result.entries)
+            except errors.AlreadyExists:
+                raise _StaleRead from None  # created meanwhile: apply to it
             return WriteResult(created.obj, warnings + created.warnings, created=True)
         merged = self.to_stored(resource, result.obj)
         merged["metadata"]["resourceVersion"] = str(current.revision)
@@ -653,7 +703,7 @@ class Registry:
                 return WriteResult(self.to_served(resource, _merge_final(event.obj, new)), warnings)
             event = await self.store.write(key, new, expected_revision=old_revision)
         except PreconditionFailed:
-            raise errors.conflict(resource.group, resource.plural, meta.get("name", "")) from None
+            raise _StaleRead from None
         return WriteResult(self.to_served(resource, event.obj), warnings)
 
     # ------------------------------------------------------------ scale subresource
@@ -665,8 +715,11 @@ class Registry:
     async def update_scale(
         self, resource: ResourceType, namespace: str | None, name: str, body: Any, options: WriteOptions
     ) -> Obj:
-        current = self.get(resource, namespace, name)
-        return await self._write_scale(resource, namespace, name, current, body, options)
+        async def attempt() -> Obj:
+            current = self.get(resource, namespace, name)
+            return await self._write_scale(resource, namespace, name, current, body, options)
+
+        return await self._guaranteed(resource.key(namespace, name), attempt)
 
     async def patch_scale(
         self,
@@ -677,10 +730,13 @@ class Registry:
         patch: bytes,
         options: WriteOptions,
     ) -> Obj:
-        current = self.get(resource, namespace, name)
-        scale = _scale_of(current)
-        patched = apply_patch(scale, patch_type, patch, schemas.kind_schema("autoscaling", "v1", "Scale"))
-        return await self._write_scale(resource, namespace, name, current, patched, options)
+        async def attempt() -> Obj:
+            current = self.get(resource, namespace, name)
+            scale = _scale_of(current)
+            patched = apply_patch(scale, patch_type, patch, schemas.kind_schema("autoscaling", "v1", "Scale"))
+            return await self._write_scale(resource, namespace, name, current, patched, options)
+
+        return await self._guaranteed(resource.key(namespace, name), attempt)
 
     async def _write_scale(
         self,
@@ -716,13 +772,20 @@ class Registry:
         updated = copy.deepcopy(current)
         updated["spec"]["replicas"] = replicas
         updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-        result = await self.update(resource, namespace, name, updated, options)
+        result = await self._update_once(resource, namespace, name, updated, options, "")
         return _scale_of(result.obj)
 
     async def delete(
         self, resource: ResourceType, namespace: str | None, name: str, options: DeleteOptions
     ) -> tuple[Obj, bool]:
         """Delete or mark for deletion; returns (object, whether it is gone now)."""
+        return await self._guaranteed(
+            resource.key(namespace, name), lambda: self._delete_once(resource, namespace, name, options)
+        )
+
+    async def _delete_once(
+        self, resource: ResourceType, namespace: str | None, name: str, options: DeleteOptions
+    ) -> tuple[Obj, bool]:
         key = resource.key(namespace, name)
         current = self.store.get(key)
         if current is None:
@@ -792,7 +855,7 @@ class Registry:
             try:
                 event = await self.store.write(key, None, expected_revision=current.revision)
             except PreconditionFailed:
-                raise errors.conflict(resource.group, resource.plural, name) from None
+                raise _StaleRead from None
             return self.to_served(resource, event.obj), True
         new = copy.deepcopy(obj)
         new_meta: Obj = new["metadata"]
@@ -814,7 +877,7 @@ class Registry:
         try:
             event = await self.store.write(key, new, expected_revision=current.revision)
         except PreconditionFailed:
-            raise errors.conflict(resource.group, resource.plural, name) from None
+            raise _StaleRead from None
         if resource.kind == "Namespace" and resource.group == "" and self.namespace_terminating is not None:
             self.namespace_terminating(name)
         return self.to_served(resource, event.obj), False
@@ -838,6 +901,17 @@ class Registry:
                 continue
             deleted.append(obj)
         return deleted
+
+
+class _StaleRead(Exception):
+    """A read-modify-write read an object that another write replaced before it could write."""
+
+    @staticmethod
+    def conflict_for(key: str) -> errors.Conflict:
+        return errors.Conflict(
+            f'Operation cannot be fulfilled on "{key}": the object is being modified too often; '
+            "please apply your changes to the latest version and try again"
+        )
 
 
 def unsupported_patch_type() -> errors.UnsupportedMediaType:

@@ -21,12 +21,13 @@ from aiohttp import web
 
 from kubeloop.apiserver import certs, kubeconfig
 from kubeloop.apiserver.auth import Authenticator, UserInfo, auth_middleware
+from kubeloop.apiserver.datadir import DataDirectory
 from kubeloop.apiserver.handlers import MAX_BODY_BYTES, APIHandlers, error_middleware
 from kubeloop.apiserver.namespacelifecycle import NamespaceLifecycle
 from kubeloop.apiserver.registry import Registry, WriteOptions
 from kubeloop.apiserver.resources import ResourceCatalog
-from kubeloop.apiserver.storage import Log, MemoryLog, SQLiteLog
-from kubeloop.apiserver.store import ObjectStore
+from kubeloop.apiserver.storage import Log, MemoryLog, SQLiteLog, StorageError
+from kubeloop.apiserver.store import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS, ObjectStore
 from kubeloop.apiserver.watch import WatchSettings
 
 log = logging.getLogger("kubeloop.apiserver")
@@ -55,15 +56,21 @@ class ServerOptions:
     kubeconfig: pathlib.Path | None = None
     #: Serve plain HTTP instead of HTTPS (bearer tokens still required). For benchmarks only.
     insecure_http: bool = False
-    #: Events kept for watches from an older resourceVersion; older ones answer 410.
-    history_window: int = 100_000
+    #: Changes kept for watches and lists from an older resourceVersion; older ones answer 410.
+    history_window: int = DEFAULT_HISTORY_EVENTS
+    #: Bytes of JSON those changes may hold (old and new state); beyond it the oldest are dropped.
+    history_bytes: int = DEFAULT_HISTORY_BYTES
     #: Events a watcher may fall behind before it is closed with 410.
     watcher_buffer: int = 10_000
     #: fsync every group commit (durable across power loss); False keeps durability across SIGKILL only.
     fsync: bool = True
     watch: WatchSettings = field(default_factory=WatchSettings)
-    #: How often superseded log rows are compacted away, in seconds.
+    #: How often history is compacted, in seconds (kube-apiserver: 5 minutes). Each round forgets
+    #: what was already history one round earlier, so a watch can resume from an RV between one and
+    #: two intervals old; older ones get 410.
     compaction_interval: float = 300.0
+    #: How often a server whose storage failed tries a probe write to see whether it recovered.
+    storage_probe_interval: float = 1.0
 
 
 class APIServer:
@@ -77,6 +84,7 @@ class APIServer:
         self._log: Log | None = None
         self._background: list[asyncio.Task[None]] = []
         self._namespaces: NamespaceLifecycle | None = None
+        self._data_dir: DataDirectory | None = None
         self.url = ""
         self.kubeconfig_path = pathlib.Path()
         self.credentials: certs.ServerCredentials | None = None
@@ -90,7 +98,12 @@ class APIServer:
         return self.options.data_dir or default_data_dir()
 
     async def __aenter__(self) -> APIServer:
-        await self.start()
+        if self.store is None:
+            try:
+                await self.start()
+            except BaseException:
+                await self.stop()
+                raise
         return self
 
     async def __aexit__(
@@ -102,14 +115,20 @@ class APIServer:
         options = self.options
         data_dir = self.data_dir
         if data_dir is not None:
-            data_dir.mkdir(parents=True, exist_ok=True)
-        self._log = (
-            MemoryLog()
-            if options.memory
-            else SQLiteLog((data_dir or pathlib.Path(".")) / "state.db", durable=options.fsync)
-        )
+            # Private (0700) and ours alone: a second server on the same directory would hand out
+            # the same resourceVersions.
+            self._data_dir = DataDirectory(data_dir)
+            self._data_dir.open()
+        if options.memory:
+            self._log = MemoryLog()
+        else:
+            assert data_dir is not None
+            self._log = await asyncio.to_thread(SQLiteLog, data_dir / "state.db", durable=options.fsync)
         store = ObjectStore(
-            self._log, history_window=options.history_window, watcher_buffer=options.watcher_buffer
+            self._log,
+            history_window=options.history_window,
+            history_bytes=options.history_bytes,
+            watcher_buffer=options.watcher_buffer,
         )
         await asyncio.to_thread(store.load)
         self.store = store
@@ -135,7 +154,11 @@ class APIServer:
         self.url = f"{scheme}://{host_in_url}:{port}"
 
         handlers = APIHandlers(
-            self.registry, self.catalog, watch_settings=options.watch, server_address=f"{host_in_url}:{port}"
+            self.registry,
+            self.catalog,
+            watch_settings=options.watch,
+            server_address=f"{host_in_url}:{port}",
+            readiness=self.readiness,
         )
         app = web.Application(
             middlewares=[error_middleware, auth_middleware(authenticator)],
@@ -165,8 +188,8 @@ class APIServer:
             token=self.credentials.admin_token,
             client_cert=admin_cert,
         )
-        if not options.memory:
-            self._background.append(asyncio.create_task(self._compact_forever(), name="kubeloop-compaction"))
+        self._background.append(asyncio.create_task(self._compact_forever(), name="kubeloop-compaction"))
+        self._background.append(asyncio.create_task(self._probe_storage(), name="kubeloop-storage-probe"))
 
     async def _bootstrap(self) -> None:
         assert self.registry is not None
@@ -182,13 +205,49 @@ class APIServer:
                 )
 
     async def _compact_forever(self) -> None:
-        assert self.store is not None
+        """kube-apiserver's compactor: every interval, forget history up to the revision the
+        previous round saw; in between, compact the log at once when dropped history passes its
+        byte bound."""
+        store = self.store
+        assert store is not None
+        loop = asyncio.get_running_loop()
+        interval = self.options.compaction_interval
+        seen = store.revision
+        next_round = loop.time() + interval
         while True:
-            await asyncio.sleep(self.options.compaction_interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(store.compaction_due.wait(), max(0.0, next_round - loop.time()))
+            if loop.time() >= next_round:
+                store.compact_history(seen)
+                seen = store.revision
+                next_round = loop.time() + interval
             try:
-                await self.store.compact()
+                await store.compact()
+            except StorageError as error:
+                log.warning("compaction failed: %s", error.message)
             except Exception:
                 log.exception("compaction failed")
+
+    async def _probe_storage(self) -> None:
+        """While the last write failed, try a small write now and then: /readyz turns ok again (and
+        stays failing) by what the storage does, not only when a client happens to write."""
+        store = self.store
+        assert store is not None
+        while True:
+            await asyncio.sleep(self.options.storage_probe_interval)
+            if store.storage_error is None:
+                continue
+            try:
+                await store.probe()
+            except StorageError:
+                continue
+            log.info("storage accepts writes again")
+
+    def readiness(self) -> str | None:
+        """Why the server is not ready (None: ready): its storage cannot write."""
+        if self.store is not None and self.store.storage_error is not None:
+            return f"storage: {self.store.storage_error.message}"
+        return None
 
     async def stop(self) -> None:
         if self.store is not None:
@@ -208,6 +267,9 @@ class APIServer:
         if self._log is not None:
             await self._log.close()
             self._log = None
+        if self._data_dir is not None:
+            self._data_dir.close()
+            self._data_dir = None
         if self._tempdir is not None:
             self._tempdir.cleanup()
             self._tempdir = None

@@ -1,10 +1,17 @@
-"""The in-memory object store: current objects, a window of recent events, and watch fan-out.
+"""The in-memory object store: committed objects, a window of recent changes, and watch fan-out.
 
 It is the server's watch cache. Reads (get, list, list at an older revision, watch start) are
-served from memory; every write goes through :meth:`ObjectStore.write`, which checks the
-compare-and-swap precondition, assigns the next global revision, updates memory, appends the row
-to the durable :class:`~kubeloop.apiserver.storage.Log` and — once the row is durable — fans the
-event out to watchers in revision order.
+served from memory and see **only durable writes**, as etcd never shows an uncommitted one: every
+write goes through :meth:`ObjectStore.write`, which waits for any write of the same key still in
+flight, checks the compare-and-swap precondition against the committed object, takes the next
+revision, hands the row to the durable :class:`~kubeloop.apiserver.storage.Log` and — once the row
+is on disk — applies it to memory, records it in the history and fans it out to watchers, strictly
+in revision order. A write the log could not make durable fails alone: nothing of it was applied,
+its revision is never shown to anyone, and the next write tries the storage again.
+
+The history of changes is bounded by count, by bytes and by compaction (kube-apiserver compacts
+every five minutes); a watch or list from a revision older than it gets 410 Expired. Changes in the
+history are kept as the JSON bytes the log wrote, decoded only when an old revision is asked for.
 
 Stored objects are plain dicts that nobody mutates after they are stored (copy-on-write):
 readers may serialise them without copying.
@@ -15,17 +22,24 @@ from __future__ import annotations
 import asyncio
 import bisect
 import collections
-from collections.abc import Callable, Iterable, Iterator
+import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import orjson
 
 from kubeloop.apiserver import errors
-from kubeloop.apiserver.storage import Log, LogRecord
+from kubeloop.apiserver.storage import Log, LogRecord, StorageError
+
+log = logging.getLogger("kubeloop.apiserver.storage")
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 Obj = dict[str, Any]
+
+#: Defaults: changes kept for watches and lists from an older resourceVersion.
+DEFAULT_HISTORY_EVENTS = 100_000
+DEFAULT_HISTORY_BYTES = 128 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -46,6 +60,25 @@ class Event:
     prev: Obj | None
     #: Serialised forms, cached per watcher variant, so fan-out to many watchers encodes once.
     encoded: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass(slots=True, frozen=True)
+class _Change:
+    """A committed change as the history keeps it: the JSON of the new and the previous state."""
+
+    revision: int
+    type: EventType
+    key: str
+    value: bytes
+    prev_value: bytes | None
+
+    @property
+    def size(self) -> int:
+        return len(self.value) + (len(self.prev_value) if self.prev_value is not None else 0)
+
+    def event(self) -> Event:
+        prev = orjson.loads(self.prev_value) if self.prev_value is not None else None
+        return Event(self.revision, self.type, self.key, orjson.loads(self.value), prev)
 
 
 class Watcher:
@@ -91,56 +124,90 @@ class Watcher:
         return out
 
 
-class ObjectStore:
-    """Current objects by key, the recent-event history, and the watchers."""
+@dataclass(slots=True, eq=False)
+class _InFlight:
+    """A write handed to the log and not yet settled."""
 
-    def __init__(self, log: Log, *, history_window: int = 100_000, watcher_buffer: int = 10_000) -> None:
+    event: Event
+    change: _Change
+    create_revision: int
+    #: Resolved with None (durable and applied) or the storage error; never raises.
+    outcome: asyncio.Future[StorageError | None]
+    appended: bool = False
+    error: StorageError | None = None
+
+
+class ObjectStore:
+    """Committed objects by key, the recent history, the watchers, and the writes in flight."""
+
+    def __init__(
+        self,
+        log: Log,
+        *,
+        history_window: int = DEFAULT_HISTORY_EVENTS,
+        history_bytes: int = DEFAULT_HISTORY_BYTES,
+        watcher_buffer: int = 10_000,
+    ) -> None:
         self._log = log
         self._objects: dict[str, StoredObject] = {}
         self._sorted_keys: list[str] = []
-        self._history: collections.deque[Event] = collections.deque()
+        self._history: collections.deque[_Change] = collections.deque()
+        self._history_size = 0
         self._history_window = history_window
+        self._history_bytes = history_bytes
         self._watcher_buffer = watcher_buffer
-        self._revision = 0
+        #: The newest revision handed out (also to writes still in flight or that failed).
+        self._allocated = 0
+        #: The newest durable revision: what reads are served at.
+        self._committed = 0
         self._compacted = 0
-        self._broadcast_revision = 0
+        self._log_compacted = 0
         self._watchers: set[Watcher] = set()
-        self._pending: collections.deque[_Pending] = collections.deque()
-        self._failed: BaseException | None = None
+        self._queue: collections.deque[_InFlight] = collections.deque()
+        self._inflight: dict[str, _InFlight] = {}
+        #: Bytes of history dropped from memory since the log was last compacted.
+        self._dropped_bytes = 0
+        #: Set when enough history was dropped that the log should be compacted now.
+        self.compaction_due = asyncio.Event()
+        #: The last storage error, until a write or a probe succeeds again.
+        self.storage_error: StorageError | None = None
 
     # ----------------------------------------------------------------- start-up
 
     def load(self) -> None:
         """Rebuild memory from the log (current objects and the history after compaction)."""
-        current, history, compacted = self._log.load()
-        for record in current:
-            assert record.value is not None
+        state = self._log.load()
+        for record in state.current:
             self._objects[record.key] = StoredObject(
                 orjson.loads(record.value), record.revision, record.create_revision
             )
         self._sorted_keys = sorted(self._objects)
-        for record in history:
-            obj = orjson.loads(record.value) if record.value is not None else {}
-            prev = orjson.loads(record.old_value) if record.old_value is not None else None
+        self._compacted = self._log_compacted = state.compacted
+        top = state.top
+        for record, prev_value in state.history:
             kind: EventType = "DELETED" if record.deleted else ("ADDED" if record.created else "MODIFIED")
-            self._history.append(Event(record.revision, kind, record.key, obj, prev))
-        top = max([compacted, *(r.revision for r in current), *(r.revision for r in history)], default=0)
-        self._revision = top
-        self._broadcast_revision = top
-        self._compacted = compacted
-        self._trim_history()
+            self._remember(_Change(record.revision, kind, record.key, record.value, prev_value))
+            top = max(top, record.revision)
+        self._allocated = self._committed = top
+        if self._compacted > self._log_compacted:
+            self.compaction_due.set()
 
     # ----------------------------------------------------------------- reads
 
     @property
     def revision(self) -> int:
-        """The newest revision (includes writes whose durable commit is still in flight)."""
-        return self._revision
+        """The newest durable revision: lists are read at it, and nothing newer has been shown."""
+        return self._committed
 
     @property
     def compacted_revision(self) -> int:
-        """Resource versions at or below this one are gone (410)."""
+        """Resource versions below this one are gone (410)."""
         return self._compacted
+
+    @property
+    def history_size(self) -> tuple[int, int]:
+        """(changes, bytes) the history holds."""
+        return len(self._history), self._history_size
 
     def get(self, key: str) -> StoredObject | None:
         return self._objects.get(key)
@@ -172,162 +239,195 @@ class ObjectStore:
         At the current revision the answer is lazy (a page reads only what it returns): consume
         it before the store changes, that is before the caller next awaits.
         """
-        if revision >= self._revision:
+        if revision >= self._committed:
             return self.items(prefix, start=start)
         if revision < self._compacted:
             raise errors.expired(revision, self._compacted + 1)
-        state: dict[str, Obj | None] = {key: obj for key, obj in self.items(prefix, start=start)}
-        for event in reversed(self._history):
-            if event.revision <= revision:
+        changed: dict[str, bytes | None] = {}
+        for change in reversed(self._history):
+            if change.revision <= revision:
                 break
-            if not event.key.startswith(prefix) or event.key < start:
+            if not change.key.startswith(prefix) or change.key < start:
                 continue
-            state[event.key] = event.prev if event.type != "ADDED" else None
-        return [(key, state[key]) for key in sorted(state) if state[key] is not None]  # type: ignore[misc]
+            changed[change.key] = change.prev_value if change.type != "ADDED" else None
+        state: dict[str, Obj] = {
+            key: obj for key, obj in self.items(prefix, start=start) if key not in changed
+        }
+        for key, value in changed.items():
+            if value is not None:
+                state[key] = orjson.loads(value)
+        return [(key, state[key]) for key in sorted(state)]
 
     def events_after(self, prefix: str, revision: int) -> list[Event]:
-        """Broadcast events under a prefix with revision in (revision, broadcast revision]."""
+        """Committed events under a prefix with revision in (revision, current revision]."""
         if revision < self._compacted:
             raise errors.expired(revision, self._compacted + 1)
-        out: list[Event] = []
-        for event in reversed(self._history):
-            if event.revision <= revision:
+        out: list[_Change] = []
+        for change in reversed(self._history):
+            if change.revision <= revision:
                 break
-            if event.revision <= self._broadcast_revision and event.key.startswith(prefix):
-                out.append(event)
+            if change.key.startswith(prefix):
+                out.append(change)
         out.reverse()
-        return out
+        return [change.event() for change in out]
 
     # ----------------------------------------------------------------- writes
 
-    async def write(
-        self,
-        key: str,
-        obj: Obj | None,
-        *,
-        expected_revision: int | None,
-        prepare: Callable[[Obj | None, int], Obj | None] | None = None,
-    ) -> Event:
-        """Create (expected 0), update (expected = current revision) or delete (obj None) one key.
+    async def settled(self, key: str) -> None:
+        """Wait until no write of ``key`` is in flight (so a read of it is not about to be stale)."""
+        while (inflight := self._inflight.get(key)) is not None:
+            await asyncio.shield(inflight.outcome)
 
-        ``expected_revision`` None skips the compare-and-swap check (the caller checked already).
-        ``prepare(current, new_revision)`` may finish the object (it sets metadata.resourceVersion
-        otherwise). Raises :class:`errors.Conflict`-free ``LookupError``/``ValueError`` on a failed
-        precondition; the registry turns those into Status errors with the right names.
+    async def write(self, key: str, obj: Obj | None, *, expected_revision: int) -> Event:
+        """Create (expected 0), update (expected = the committed revision) or delete (obj None) a key.
+
+        Returns once the write is durable and visible. Raises :class:`PreconditionFailed` when the
+        committed object's revision is not ``expected_revision`` (the registry turns that into a
+        Status error with the right names), and a Status error (500, or 503 when another process
+        holds the database) when the storage could not make the write durable.
         """
-        if self._failed is not None:
-            raise errors.InternalError(f"storage failed: {self._failed}")
+        await self.settled(key)
         current = self._objects.get(key)
-        if expected_revision is not None:
-            actual = current.revision if current else 0
-            if actual != expected_revision:
-                raise PreconditionFailed(actual)
-        if obj is None and current is None:
-            raise PreconditionFailed(0)
-        revision = self._revision + 1
-        if prepare is not None:
-            obj = prepare(current.obj if current else None, revision)
-        event, record = self._apply(key, obj, current, revision)
-        self._revision = revision
-        loop = asyncio.get_running_loop()
-        durable: asyncio.Future[None] = loop.create_future()
-        entry = _Pending(event, durable)
-        self._pending.append(entry)
-        task = asyncio.ensure_future(self._log.append((record,)))
-        task.add_done_callback(lambda t: self._on_durable(entry, t))
-        await durable
-        return event
+        actual = current.revision if current is not None else 0
+        if actual != expected_revision or (obj is None and current is None):
+            raise PreconditionFailed(actual)
+        self._allocated += 1
+        revision = self._allocated
+        entry = self._prepare(key, obj, current, revision)
+        self._inflight[key] = entry
+        self._queue.append(entry)
+        record = LogRecord(
+            revision,
+            key,
+            entry.event.type == "ADDED",
+            entry.event.type == "DELETED",
+            entry.create_revision,
+            # A create names the revision before it (kine's rule without a tombstone at hand): no
+            # earlier row of this key can carry it, so re-creating a deleted key never collides.
+            current.revision if current is not None else revision - 1,
+            entry.change.value,
+        )
+        self._log.submit((record,), lambda error: self._appended(entry, error))
+        error = await asyncio.shield(entry.outcome)
+        if error is not None:
+            raise storage_failure(error)
+        return entry.event
 
-    def _apply(
-        self, key: str, obj: Obj | None, current: StoredObject | None, revision: int
-    ) -> tuple[Event, LogRecord]:
+    def _prepare(self, key: str, obj: Obj | None, current: StoredObject | None, revision: int) -> _InFlight:
+        outcome: asyncio.Future[StorageError | None] = asyncio.get_running_loop().create_future()
         if obj is None:
             assert current is not None
             final = _with_revision(current.obj, revision)
-            del self._objects[key]
-            i = bisect.bisect_left(self._sorted_keys, key)
-            del self._sorted_keys[i]
             event = Event(revision, "DELETED", key, final, current.obj)
-            value = orjson.dumps(final)
-            record = LogRecord(
-                revision,
-                key,
-                False,
-                True,
-                current.create_revision,
-                current.revision,
-                value,
-                orjson.dumps(current.obj),
-            )
-        else:
-            obj = _with_revision(obj, revision)
-            value = orjson.dumps(obj)
-            if current is None:
-                self._objects[key] = StoredObject(obj, revision, revision)
-                bisect.insort(self._sorted_keys, key)
-                event = Event(revision, "ADDED", key, obj, None)
-                record = LogRecord(revision, key, True, False, revision, 0, value, None)
-            else:
-                self._objects[key] = StoredObject(obj, revision, current.create_revision)
-                event = Event(revision, "MODIFIED", key, obj, current.obj)
-                record = LogRecord(
-                    revision,
-                    key,
-                    False,
-                    False,
-                    current.create_revision,
-                    current.revision,
-                    value,
-                    orjson.dumps(current.obj),
-                )
-        self._history.append(event)
-        self._trim_history()
-        return event, record
+            change = _Change(revision, "DELETED", key, orjson.dumps(final), orjson.dumps(current.obj))
+            return _InFlight(event, change, current.create_revision, outcome)
+        obj = _with_revision(obj, revision)
+        value = orjson.dumps(obj)
+        if current is None:
+            event = Event(revision, "ADDED", key, obj, None)
+            return _InFlight(event, _Change(revision, "ADDED", key, value, None), revision, outcome)
+        event = Event(revision, "MODIFIED", key, obj, current.obj)
+        change = _Change(revision, "MODIFIED", key, value, orjson.dumps(current.obj))
+        return _InFlight(event, change, current.create_revision, outcome)
 
-    def _on_durable(self, entry: _Pending, task: asyncio.Future[None]) -> None:
-        error = task.exception() if not task.cancelled() else asyncio.CancelledError()
-        if error is not None:
-            self._failed = error
+    def _appended(self, entry: _InFlight, error: StorageError | None) -> None:
+        entry.appended = True
         entry.error = error
-        entry.settled = True
-        # Acknowledge and fan out strictly in revision order, whatever order appends finish in.
-        while self._pending and self._pending[0].settled:
-            head = self._pending.popleft()
+        # Apply and fan out strictly in revision order, whatever order appends finish in.
+        while self._queue and self._queue[0].appended:
+            head = self._queue.popleft()
+            key = head.event.key
+            if self._inflight.get(key) is head:
+                del self._inflight[key]
             if head.error is None:
-                self._broadcast(head.event)
-                if not head.durable.done():
-                    head.durable.set_result(None)
-            elif not head.durable.done():
-                head.durable.set_exception(errors.InternalError(f"storage write failed: {head.error}"))
+                self._commit(head)
+                self.storage_error = None
+            else:
+                if self.storage_error is None:
+                    log.error("storage write failed: %s", head.error)
+                self.storage_error = head.error
+            head.outcome.set_result(head.error)
 
-    def _broadcast(self, event: Event) -> None:
-        self._broadcast_revision = event.revision
+    def _commit(self, entry: _InFlight) -> None:
+        event = entry.event
+        key = event.key
+        if event.type == "DELETED":
+            del self._objects[key]
+            del self._sorted_keys[bisect.bisect_left(self._sorted_keys, key)]
+        else:
+            if event.type == "ADDED":
+                bisect.insort(self._sorted_keys, key)
+            self._objects[key] = StoredObject(event.obj, event.revision, entry.create_revision)
+        self._committed = event.revision
+        self._remember(entry.change)
         for watcher in self._watchers:
-            if event.key.startswith(watcher.prefix):
+            if key.startswith(watcher.prefix):
                 watcher.offer(event)
 
-    def _trim_history(self) -> None:
-        while len(self._history) > self._history_window:
-            dropped = self._history.popleft()
-            self._compacted = dropped.revision
+    # ----------------------------------------------------------------- history and compaction
+
+    def _remember(self, change: _Change) -> None:
+        self._history.append(change)
+        self._history_size += change.size
+        self._trim(0)
+
+    def _trim(self, through: int) -> None:
+        """Drop changes beyond the count and byte bounds, and those at or below ``through``."""
+        history = self._history
+        while history and (
+            len(history) > self._history_window
+            or self._history_size > self._history_bytes
+            or history[0].revision <= through
+        ):
+            dropped = history.popleft()
+            self._history_size -= dropped.size
+            self._dropped_bytes += dropped.size
+            self._compacted = max(self._compacted, dropped.revision)
+        if through > self._compacted:
+            self._compacted = min(through, self._committed)
+        if self._dropped_bytes > self._history_bytes:
+            self.compaction_due.set()
+
+    def compact_history(self, revision: int) -> None:
+        """Forget changes at or below ``revision``: watches and lists from older revisions get 410."""
+        self._trim(revision)
 
     async def compact(self) -> None:
-        """Drop superseded log rows at or below the compacted revision."""
-        await self._log.compact(self._compacted)
+        """Remove the log rows superseded at or below the compacted revision (and their values)."""
+        self.compaction_due.clear()
+        target = self._compacted
+        if target <= self._log_compacted:
+            return
+        dropped, self._dropped_bytes = self._dropped_bytes, 0
+        try:
+            await self._log.compact(target)
+        except BaseException:
+            self._dropped_bytes += dropped
+            raise
+        self._log_compacted = target
+
+    async def probe(self) -> None:
+        """Try a small write; clears :attr:`storage_error` when the storage accepts writes again."""
+        try:
+            await self._log.probe()
+        except StorageError as error:
+            self.storage_error = error
+            raise
+        self.storage_error = None
 
     # ----------------------------------------------------------------- watch
 
     def watch(self, prefix: str, after_revision: int) -> tuple[list[Event], Watcher]:
         """Backlog after ``after_revision`` plus a live watcher, with no gap and no duplicate."""
         backlog = self.events_after(prefix, after_revision)
-        start_after = max(after_revision, self._broadcast_revision)
+        start_after = max(after_revision, self._committed)
         watcher = Watcher(prefix, after_revision=start_after, limit=self._watcher_buffer)
         self._watchers.add(watcher)
         return backlog, watcher
 
     def snapshot_and_watch(self, prefix: str) -> tuple[int, list[tuple[str, Obj]], Watcher]:
         """Current objects (for synthetic ADDED events) and a watcher for everything after them."""
-        revision = self._revision
+        revision = self._committed
         objects = list(self.items(prefix))
         watcher = Watcher(prefix, after_revision=revision, limit=self._watcher_buffer)
         self._watchers.add(watcher)
@@ -335,7 +435,8 @@ class ObjectStore:
 
     @property
     def broadcast_revision(self) -> int:
-        return self._broadcast_revision
+        """The newest revision watchers have been sent (the committed revision)."""
+        return self._committed
 
     def stop_watch(self, watcher: Watcher) -> None:
         watcher.close()
@@ -346,20 +447,20 @@ class ObjectStore:
             self.stop_watch(watcher)
 
 
-@dataclass(slots=True)
-class _Pending:
-    event: Event
-    durable: asyncio.Future[None]
-    settled: bool = False
-    error: BaseException | None = None
-
-
 class PreconditionFailed(Exception):
     """The key's revision was not the expected one (``actual`` 0: it does not exist)."""
 
     def __init__(self, actual: int) -> None:
         super().__init__(actual)
         self.actual = actual
+
+
+def storage_failure(error: StorageError) -> errors.APIError:
+    """The Status error for a write the storage refused: 503 when it is busy, else 500."""
+    message = f"storage write failed: {error.message}"
+    if error.reason == "busy":
+        return errors.ServiceUnavailable(message, retry_after_seconds=1)
+    return errors.InternalError(message)
 
 
 def _with_revision(obj: Obj, revision: int) -> Obj:

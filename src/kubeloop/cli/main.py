@@ -81,7 +81,19 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
         "--history-window",
         type=int,
         default=100_000,
-        help="events kept for watches from old resourceVersions (older ones get 410)",
+        help="changes kept for watches from old resourceVersions (older ones get 410)",
+    )
+    parser.add_argument(
+        "--history-bytes",
+        type=int,
+        default=128 * 1024 * 1024,
+        help="bytes of JSON those changes may hold (default 128 MiB)",
+    )
+    parser.add_argument(
+        "--compaction-interval",
+        type=float,
+        default=300.0,
+        help="seconds between history compactions (default 300, as kube-apiserver)",
     )
 
 
@@ -127,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
+    from kubeloop.apiserver.datadir import DataDirectoryInUse
     from kubeloop.apiserver.server import APIServer, ServerOptions
 
     options = ServerOptions(
@@ -138,12 +151,21 @@ async def _serve(args: argparse.Namespace) -> int:
         fsync=not args.no_fsync,
         insecure_http=args.insecure_http,
         history_window=args.history_window,
+        history_bytes=args.history_bytes,
+        compaction_interval=args.compaction_interval,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    async with APIServer(options) as server:
+    server = APIServer(options)
+    try:
+        await server.start()
+    except (DataDirectoryInUse, OSError) as error:
+        await server.stop()
+        print(f"kubeloop apiserver: {error}", file=sys.stderr, flush=True)
+        return 1
+    async with server:
         print(f"kubeloop apiserver ready at {server.url} kubeconfig={server.kubeconfig_path}", flush=True)
         await stop.wait()
         # A second signal while shutting down exits at once.

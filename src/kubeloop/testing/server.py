@@ -34,6 +34,9 @@ class ServerThread:
         return future.result(timeout=60)
 
     def stop(self) -> None:
+        """Stop the server and its thread (a second call does nothing)."""
+        if not self._thread.is_alive():
+            return
         try:
             self.call(self.server.stop())
         finally:

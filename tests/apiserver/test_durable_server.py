@@ -1,0 +1,253 @@
+"""The durable server (SQLite in a data directory) as users run it: re-creating what they deleted,
+storage that fails and recovers, a full disk, a private and exclusive data directory, compaction
+by time — over real HTTP, with kubectl where a user would use it."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import os
+import pathlib
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import orjson
+import pytest
+
+from kubeloop.apiserver.storage import SQLiteLog
+from tests.conftest import Client, ServerThread, start_server
+from tests.kubectl_finder import oldest_and_newest
+
+KUBECTLS = oldest_and_newest()
+
+
+@pytest.fixture
+def durable(tmp_path: pathlib.Path) -> Iterator[ServerThread]:
+    server = start_server(tmp_path / "data")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def configmap(name: str, **data: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+def wait_until(check: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+@pytest.mark.kubectl
+@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
+def test_kubectl_recreates_what_it_deleted(durable: ServerThread, tmp_path: pathlib.Path) -> None:
+    kubectl = [str(KUBECTLS[-1]), "--kubeconfig", str(durable.kubeconfig)]
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+
+    def run(*args: str) -> str:
+        done = subprocess.run([*kubectl, *args], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done.stdout
+
+    for _ in range(3):
+        run("create", "configmap", "x", "--from-literal=k=v")
+        run("delete", "configmap", "x")
+    run("create", "configmap", "x", "--from-literal=k=v")
+    # A namespace deleted with content and created again — what every CI job does.
+    for _ in range(2):
+        run("create", "namespace", "ci")
+        run("-n", "ci", "create", "configmap", "a", "--from-literal=k=v")
+        run("delete", "namespace", "ci", "--wait=true", "--timeout=30s")
+    run("create", "namespace", "ci")
+    run("-n", "ci", "create", "configmap", "a", "--from-literal=k=v")
+    # Every other kind still writes, and all of it is there after a restart.
+    run("create", "secret", "generic", "s", "--from-literal=k=v")
+    durable.stop()
+    again = start_server(durable.options.data_dir)
+    try:
+        kubectl[2] = str(again.kubeconfig)
+        names = run("get", "configmaps", "-A", "-o", "name")
+        assert "configmap/x" in names and "configmap/a" in names
+        run("delete", "configmap", "x")
+        run("create", "configmap", "x", "--from-literal=k=again")
+    finally:
+        again.stop()
+
+
+def test_concurrent_patches_without_resource_version_all_apply(durable: ServerThread) -> None:
+    api = Client(durable)
+    assert api.post("/api/v1/namespaces/default/configmaps", configmap("hot")).status_code == 201
+
+    def label(i: int) -> int:
+        patch = {"metadata": {"labels": {f"l{i}": "v"}}}
+        return api.patch(
+            "/api/v1/namespaces/default/configmaps/hot", patch, "application/merge-patch+json"
+        ).status_code
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        codes = list(pool.map(label, range(48)))
+    assert codes == [200] * 48  # upstream retries a write without a precondition; no spurious 409
+    labels = api.get("/api/v1/namespaces/default/configmaps/hot").json()["metadata"]["labels"]
+    assert len(labels) == 48
+    # With a stale resourceVersion the client's precondition still fails with 409.
+    stale = api.patch(
+        "/api/v1/namespaces/default/configmaps/hot",
+        {"metadata": {"resourceVersion": "1", "labels": {"x": "y"}}},
+        "application/merge-patch+json",
+    )
+    assert stale.status_code == 409
+
+
+def test_locked_storage_fails_writes_alone_reports_not_ready_and_recovers(durable: ServerThread) -> None:
+    api = Client(durable)
+    assert api.get("/readyz").text == "ok"
+    holder = sqlite3.connect(durable.options.data_dir / "state.db", isolation_level=None)  # type: ignore[operator]
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the write lock
+    try:
+        failed = api.post("/api/v1/namespaces/default/configmaps", configmap("blocked"))
+        assert failed.status_code == 503, failed.text
+        status = failed.json()
+        assert status["reason"] == "ServiceUnavailable" and "database is locked" in status["message"]
+        assert failed.headers["Retry-After"] == "1"
+        # Nothing of the failed write is visible.
+        assert api.get("/api/v1/namespaces/default/configmaps/blocked").status_code == 404
+        ready = api.get("/readyz")
+        assert ready.status_code == 500 and "[-]storage failed" in ready.text, ready.text
+        assert api.get("/livez").status_code == 200
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    wait_until(lambda: api.get("/readyz").status_code == 200)
+    created = api.post("/api/v1/namespaces/default/configmaps", configmap("blocked"))
+    assert created.status_code == 201, created.text
+
+
+@contextlib.contextmanager
+def small_filesystem(path: pathlib.Path, size: str) -> Iterator[pathlib.Path]:
+    """A real tmpfs of ``size`` at ``path`` (needs the right to mount; skips the test otherwise)."""
+    path.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def test_full_disk_is_reported_with_its_cause_and_writes_recover(tmp_path: pathlib.Path) -> None:
+    with small_filesystem(tmp_path / "disk", "8m") as disk:
+        server = start_server(disk / "data")
+        try:
+            api = Client(server)
+            assert api.post("/api/v1/namespaces/default/configmaps", configmap("before")).status_code == 201
+            filler = disk / "filler"
+            with open(filler, "wb") as handle, contextlib.suppress(OSError):
+                while True:  # fill the file system to the last block
+                    handle.write(b"\0" * 65536)
+                    handle.flush()
+            big = configmap("big", v="x" * 300_000)
+            failed = api.post("/api/v1/namespaces/default/configmaps", big)
+            assert failed.status_code == 500, failed.text
+            assert "database or disk is full" in failed.json()["message"]
+            assert api.get("/api/v1/namespaces/default/configmaps/big").status_code == 404
+            assert api.get("/readyz").status_code == 500
+            # Reads keep working while the disk is full.
+            assert api.get("/api/v1/namespaces/default/configmaps/before").status_code == 200
+            filler.unlink()
+            wait_until(lambda: api.get("/readyz").status_code == 200)
+            assert api.post("/api/v1/namespaces/default/configmaps", big).status_code == 201
+            assert api.post("/api/v1/namespaces/default/configmaps", configmap("after")).status_code == 201
+        finally:
+            server.stop()
+        server = start_server(disk / "data")
+        try:
+            names = [
+                item["metadata"]["name"]
+                for item in Client(server).get("/api/v1/namespaces/default/configmaps").json()["items"]
+            ]
+            assert sorted(names) == ["after", "before", "big"]
+        finally:
+            server.stop()
+
+
+def test_data_directory_is_private_and_exclusive(tmp_path: pathlib.Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir(mode=0o755)
+    os.chmod(data, 0o755)
+    server = start_server(data)
+    try:
+        Client(server).post("/api/v1/namespaces/default/configmaps", configmap("x"))
+        assert data.stat().st_mode & 0o777 == 0o700
+        for path in data.rglob("*"):
+            if path.is_file() and path.suffix != ".crt":  # certificates are public
+                assert path.stat().st_mode & 0o777 == 0o600, path
+        second = subprocess.run(
+            [sys.executable, "-m", "kubeloop.cli.main", "apiserver", "--data-dir", str(data), "--port", "0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode == 1
+        assert "in use by another kubeloop apiserver" in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        server.stop()
+
+
+def test_default_data_directory_is_private(tmp_path: pathlib.Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubeloop.cli.main", "apiserver", "--port", "0"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert "ready" in proc.stdout.readline()
+        data = tmp_path / ".local" / "share" / "kubeloop"
+        assert data.stat().st_mode & 0o777 == 0o700
+        assert (data / "state.db").stat().st_mode & 0o777 == 0o600
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def test_watch_from_a_revision_older_than_the_compaction_window_is_expired(tmp_path: pathlib.Path) -> None:
+    server = start_server(tmp_path / "data", compaction_interval=0.3)
+    try:
+        api = Client(server)
+        first = api.post("/api/v1/namespaces/default/configmaps", configmap("old")).json()
+        old_rv = first["metadata"]["resourceVersion"]
+        api.post("/api/v1/namespaces/default/configmaps", configmap("newer"))
+        time.sleep(1.0)  # more than two compaction rounds
+        api.post("/api/v1/namespaces/default/configmaps", configmap("newest"))
+        response = api.get(
+            "/api/v1/namespaces/default/configmaps",
+            params={"watch": "1", "resourceVersion": old_rv, "timeoutSeconds": "1"},
+        )
+        events = [orjson.loads(line) for line in response.content.splitlines() if line]
+        assert events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 410, events
+        listed = api.get(
+            "/api/v1/namespaces/default/configmaps",
+            params={"resourceVersion": old_rv, "resourceVersionMatch": "Exact"},
+        )
+        assert listed.status_code == 410
+        # The log was compacted too: superseded rows below the window are gone.
+        log = server.server._log
+        assert isinstance(log, SQLiteLog)
+        assert all(revision > 0 for revision, _key, _deleted in log.rows())
+    finally:
+        server.stop()

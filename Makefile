@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/b1_workqueue.py
 	$(BIN)/python bench/b5_startup.py
 	$(BIN)/python bench/b4_apiserver_writes.py
+	$(BIN)/python bench/stall.py
 	$(BIN)/python bench/client_throughput.py
 	$(BIN)/python bench/reconcile_latency.py
 	$(BIN)/python bench/b3_cache.py

@@ -245,3 +245,106 @@ def test_unauthenticated_is_401(api: Client, namespace: str) -> None:
         headers={"Authorization": "Bearer nope"},
     )
     assert wrong.status_code == 401
+
+
+def nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def test_deep_nesting_is_a_400_on_every_write_path(api: Client, namespace: str) -> None:
+    path = CM.format(ns=namespace)
+    assert (
+        api.post(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n"}}).status_code
+        == 201
+    )
+    deep = nested(300)  # the test client cannot encode much deeper
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}, "extra": deep}
+    assert_status(api.post(path, body), 400, "BadRequest", "nests more than 128 levels")
+    yaml_body = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: y}\nextra: " + "[" * 2000 + "]" * 2000
+    assert_status(
+        api.request("POST", path, data=yaml_body, headers={"Content-Type": "application/yaml"}),
+        400,
+        "BadRequest",
+        "nests more than 128 levels",
+    )
+    assert_status(api.put(path + "/n", {**body, "metadata": {"name": "n"}}), 400, "BadRequest", "nests")
+    for content_type, patch in (
+        ("application/merge-patch+json", {"extra": deep}),
+        ("application/strategic-merge-patch+json", {"extra": deep}),
+        ("application/json-patch+json", [{"op": "add", "path": "/extra", "value": deep}]),
+    ):
+        assert_status(api.patch(path + "/n", patch, content_type), 400, "BadRequest", "nests")
+    apply = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n}\ndata: " + "{a: " * 1000 + "1" + "}" * 1000
+    assert_status(
+        api.patch(path + "/n?fieldManager=t", apply, "application/apply-patch+yaml"),
+        400,
+        "BadRequest",
+        "nests",
+    )
+    # A JSON patch that builds depth out of two shallow halves is caught on the result.
+    half = nested(100)
+    api.patch(
+        path + "/n",
+        [{"op": "add", "path": "/metadata/annotations", "value": {}}],
+        "application/json-patch+json",
+    )
+    built = [
+        {"op": "add", "path": "/spec", "value": half},
+        {"op": "add", "path": "/spec" + "/a" * 99, "value": half},
+    ]
+    assert_status(api.patch(path + "/n", built, "application/json-patch+json"), 400, "BadRequest", "nests")
+    # Nothing was half-written.
+    assert "extra" not in api.get(path + "/n").json()
+
+
+def test_an_alias_bomb_is_refused(api: Client, namespace: str) -> None:
+    lines = [
+        "apiVersion: v1",
+        "kind: ConfigMap",
+        "metadata: {name: bomb}",
+        "a0: &a0 [x, x, x, x, x, x, x, x, x, x]",
+    ]
+    for level in range(1, 9):
+        lines.append(f"a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * 10)}]")
+    response = api.request(
+        "POST", CM.format(ns=namespace), data="\n".join(lines), headers={"Content-Type": "application/yaml"}
+    )
+    assert_status(response, 400, "BadRequest", "expands to more than")
+
+
+def test_yaml_with_keys_and_values_json_cannot_hold(api: Client, namespace: str) -> None:
+    path = CM.format(ns=namespace)
+    created = api.request(
+        "POST",
+        path,
+        data="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: keys, labels: {1: x}}\ndata: {d: 2024-01-01}\n",
+        headers={"Content-Type": "application/yaml"},
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["metadata"]["labels"] == {"1": "x"}
+    assert created.json()["data"] == {"d": "2024-01-01"}
+    nan = api.request(
+        "POST",
+        DEPLOY.format(ns=namespace),
+        data="apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: nan}\nspec: {replicas: .nan}\n",
+        headers={"Content-Type": "application/yaml"},
+    )
+    assert_status(nan, 400, "BadRequest", "not a JSON number")
+
+
+def test_an_object_larger_than_storage_takes_is_413(api: Client, namespace: str) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "huge"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "args": ["x" * 1000] * 1700}]},
+    }
+    response = api.post(f"/api/v1/namespaces/{namespace}/pods", pod)
+    assert_status(response, 413, "RequestEntityTooLarge", "1572864")
+    assert api.get(f"/api/v1/namespaces/{namespace}/pods/huge").status_code == 404
+    # Just under the limit is stored.
+    pod["spec"]["containers"][0]["args"] = ["x" * 1000] * 1400  # type: ignore[index]
+    assert api.post(f"/api/v1/namespaces/{namespace}/pods", pod).status_code == 201

@@ -406,3 +406,34 @@ def test_scale_subresource(api: Client, namespace: str) -> None:
     assert api.put(path, stale).status_code == 409
     negative = api.patch(path, {"spec": {"replicas": -1}}, "application/merge-patch+json")
     assert negative.status_code == 422
+
+
+def test_secret_string_data_is_merged_into_data_and_not_stored(api: Client, namespace: str) -> None:
+    path = f"/api/v1/namespaces/{namespace}/secrets"
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s"},
+        "data": {"a": "b2xk", "keep": "a2VlcA=="},  # "old", "keep"
+        "stringData": {"a": "new", "plain": "hello world"},
+    }
+    created = api.post(path, body)
+    assert created.status_code == 201, created.text
+    for secret in (created.json(), api.get(f"{path}/s").json()):
+        assert "stringData" not in secret
+        assert secret["data"] == {"a": "bmV3", "keep": "a2VlcA==", "plain": "aGVsbG8gd29ybGQ="}
+        assert secret["type"] == "Opaque"
+    updated = api.patch(f"{path}/s", {"stringData": {"keep": "rotated"}}, "application/merge-patch+json")
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["data"]["keep"] == "cm90YXRlZA==" and "stringData" not in updated.json()
+    current = api.get(f"{path}/s").json()
+    current["stringData"] = {"plain": "put"}
+    put = api.put(f"{path}/s", current)
+    assert put.status_code == 200 and put.json()["data"]["plain"] == "cHV0"
+    listed = api.get(path).json()["items"]
+    assert all("stringData" not in item for item in listed)
+    # Keys of stringData are validated as data keys.
+    bad = api.post(
+        path, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bad"}, "stringData": {"a b": "x"}}
+    )
+    assert bad.status_code == 422 and "data[a b]" in bad.text

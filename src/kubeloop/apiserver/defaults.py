@@ -5,6 +5,7 @@ replicas, a Pod's phase and policies, a Namespace's phase and finalizer, a Servi
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 Obj = dict[str, Any]
@@ -113,6 +114,21 @@ def apply_defaults(group: str, kind: str, obj: Obj) -> None:
                     port["targetPort"] = port["port"]
     elif kind == "Secret" and group == "":
         obj.setdefault("type", "Opaque")
+        _merge_string_data(obj)
+
+
+def _merge_string_data(secret: Obj) -> None:
+    """A Secret's write-only ``stringData`` goes into ``data`` (base64), over keys of the same name,
+    and is not stored: upstream's v1 → internal conversion."""
+    string_data = secret.pop("stringData", None)
+    if not isinstance(string_data, dict) or not string_data:
+        return
+    data = secret.get("data")
+    merged: Obj = dict(data) if isinstance(data, dict) else {}
+    for key, value in string_data.items():
+        if isinstance(value, str):
+            merged[key] = base64.b64encode(value.encode()).decode("ascii")
+    secret["data"] = merged
 
 
 def prepare_for_create(group: str, kind: str, obj: Obj, *, has_status: bool) -> None:

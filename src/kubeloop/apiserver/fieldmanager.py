@@ -27,6 +27,7 @@ applied.
 from __future__ import annotations
 
 import copy
+import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -82,6 +83,16 @@ def encode_fields_v1(paths: Iterable[Path]) -> Obj:
 
     mark(root)
     return root
+
+
+def _sorted_in_steps(paths: Iterable[Path], step: int = 4096) -> list[Path]:
+    """``sorted(paths)``, in sorts of ``step`` paths merged by Python code: one C sort of 87,000
+    paths (a map of that many keys) holds the interpreter lock for 70 ms, stopping every thread."""
+    items = list(paths)
+    if len(items) <= step:
+        return sorted(items)
+    runs = [sorted(items[i : i + step]) for i in range(0, len(items), step)]
+    return list(heapq.merge(*runs))
 
 
 def decode_fields_v1(document: Any) -> set[Path]:
@@ -273,7 +284,7 @@ class ManagedEntry:
         if self.time:
             out["time"] = self.time
         out["fieldsType"] = "FieldsV1"
-        out["fieldsV1"] = encode_fields_v1(sorted(self.paths))
+        out["fieldsV1"] = encode_fields_v1(_sorted_in_steps(self.paths))
         if self.subresource:
             out["subresource"] = self.subresource
         return out

@@ -8,17 +8,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
+import aiohttp
 import orjson
-import yaml
 from aiohttp import web
 
 from kubeloop.api.errors import InvalidSelector
 from kubeloop.api.fields import FieldSelector
 from kubeloop.api.labels import LabelSelector
 from kubeloop.apiserver import (
+    decoding,
     discovery,
     errors,
     openapi,
@@ -33,11 +34,15 @@ from kubeloop.apiserver import (
 from kubeloop.apiserver.registry import DeleteOptions, ListOptions, Registry, WriteOptions
 from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.watch import WatchOptions, WatchSettings, WatchStream
+from kubeloop.apiserver.workerloop import WorkerLoop
 
 log = logging.getLogger("kubeloop.apiserver")
 
 Obj = dict[str, Any]
 MAX_BODY_BYTES = 3 * 1024 * 1024
+#: Write bodies at least this large are decoded and processed on the worker loop.
+OFFLOAD_BYTES = 64 * 1024
+T = TypeVar("T")
 JSON = "application/json"
 _PATCH_TYPES = (
     registry.JSON_PATCH,
@@ -110,6 +115,7 @@ class APIHandlers:
         watch_settings: WatchSettings,
         server_address: str,
         readiness: Callable[[], str | None] = lambda: None,
+        worker: WorkerLoop | None = None,
     ) -> None:
         self.registry = reg
         self.catalog = catalog
@@ -117,6 +123,8 @@ class APIHandlers:
         self.server_address = server_address
         #: Why the server cannot serve writes now (its storage fails), or None.
         self.readiness = readiness
+        #: Where large write requests do their CPU work (None: on the serving loop).
+        self.worker = worker
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -280,13 +288,14 @@ class APIHandlers:
                 request, self.registry.get_scale(target.resource, target.namespace, target.name)
             )
         if request.method == "PUT":
-            body, options = await self._write_input(request)
+            raw = await _read_body(request)
+            body, options = await _decode_write(request.content_type, raw, _write_options(request))
             scale = await self.registry.update_scale(
                 target.resource, target.namespace, target.name, body, options
             )
         else:
             raw = await _read_body(request)
-            options = _write_options(request, raw)
+            options = _write_options(request)
             content_type = _patch_type(request)
             scale = await self.registry.patch_scale(
                 target.resource, target.namespace, target.name, content_type, raw, options
@@ -400,33 +409,59 @@ class APIHandlers:
 
     # ---------------------------------------------------------------- writes
 
+    async def _offloaded(self, raw: bytes, work: Callable[[], Awaitable[T]]) -> T:
+        """Run a write's decoding and registry work on the worker loop when its body is large."""
+        if len(raw) >= OFFLOAD_BYTES and self.worker is not None:
+            return await self.worker.run(work)
+        return await work()
+
     async def _create(self, request: web.Request, target: Target) -> web.StreamResponse:
-        body, options = await self._write_input(request)
-        result = await self.registry.create(target.resource, target.namespace, body, options)
+        raw = await _read_body(request)
+        content_type = request.content_type
+        options = _write_options(request)
+
+        async def work() -> registry.WriteResult:
+            body, checked = await _decode_write(content_type, raw, options)
+            return await self.registry.create(target.resource, target.namespace, body, checked)
+
+        result = await self._offloaded(raw, work)
         return await object_response(request, result.obj, 201, warnings=result.warnings)
 
     async def _update(self, request: web.Request, target: Target) -> web.StreamResponse:
-        assert target.name is not None
-        body, options = await self._write_input(request)
-        result = await self.registry.update(
-            target.resource, target.namespace, target.name, body, options, subresource=target.subresource
-        )
+        name = target.name
+        assert name is not None
+        raw = await _read_body(request)
+        content_type = request.content_type
+        options = _write_options(request)
+
+        async def work() -> registry.WriteResult:
+            body, checked = await _decode_write(content_type, raw, options)
+            return await self.registry.update(
+                target.resource, target.namespace, name, body, checked, subresource=target.subresource
+            )
+
+        result = await self._offloaded(raw, work)
         return await object_response(request, result.obj, 200, warnings=result.warnings)
 
     async def _patch(self, request: web.Request, target: Target) -> web.StreamResponse:
-        assert target.name is not None
+        name = target.name
+        assert name is not None
         content_type = _patch_type(request)
         raw = await _read_body(request)
-        options = _write_options(request, raw)
-        result = await self.registry.patch(
-            target.resource,
-            target.namespace,
-            target.name,
-            content_type,
-            raw,
-            options,
-            subresource=target.subresource,
-        )
+        options = _write_options(request)
+
+        async def work() -> registry.WriteResult:
+            return await self.registry.patch(
+                target.resource,
+                target.namespace,
+                name,
+                content_type,
+                raw,
+                options,
+                subresource=target.subresource,
+            )
+
+        result = await self._offloaded(raw, work)
         return await object_response(
             request, result.obj, 201 if result.created else 200, warnings=result.warnings
         )
@@ -468,27 +503,6 @@ class APIHandlers:
             },
         )
 
-    async def _write_input(self, request: web.Request) -> tuple[Any, WriteOptions]:
-        raw = await _read_body(request)
-        content_type = request.content_type or JSON
-        if content_type in (JSON, "*/*", "application/octet-stream"):
-            body = _decode_json(raw)
-        elif content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
-            try:
-                body = yaml.safe_load(raw)
-            except yaml.YAMLError as exc:
-                raise errors.BadRequest(
-                    f"the body of the request could not be decoded as YAML: {exc}"
-                ) from None
-        elif content_type == protocodec.MEDIA_TYPE:
-            body = await _decode_protobuf(raw)
-        else:
-            raise errors.UnsupportedMediaType(
-                f"the body of the request was in an unknown format - accepted media types include: "
-                f"{JSON}, application/yaml, {protocodec.MEDIA_TYPE}"
-            )
-        return body, _write_options(request, raw)
-
     async def _delete_options(self, request: web.Request) -> DeleteOptions:
         query = request.query
         body: Obj = {}
@@ -498,12 +512,7 @@ class APIHandlers:
             if request.content_type == protocodec.MEDIA_TYPE and raw:
                 loaded = await _decode_protobuf(raw)
             elif raw.strip():
-                try:
-                    loaded = orjson.loads(raw)
-                except orjson.JSONDecodeError as exc:
-                    raise errors.BadRequest(
-                        f"the body of the request could not be decoded as DeleteOptions: {exc}"
-                    ) from None
+                loaded = decoding.decode_json(raw, "the body of the request (DeleteOptions)")
             if not isinstance(loaded, dict):
                 raise errors.BadRequest("the body of the request must be a DeleteOptions object")
             body = loaded
@@ -590,11 +599,27 @@ def _patch_type(request: web.Request) -> str:
     return content_type
 
 
-def _decode_json(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise errors.BadRequest(f"the body of the request could not be decoded as JSON: {exc}") from None
+async def _decode_write(content_type: str, raw: bytes, options: WriteOptions) -> tuple[Any, WriteOptions]:
+    """A create or update body as an object (JSON, YAML or protobuf), with the duplicate fields
+    a JSON body repeated (for fieldValidation Strict and Warn)."""
+    content_type = content_type or JSON
+    if content_type in (JSON, "*/*", "application/octet-stream"):
+        body = decoding.decode_json(raw)
+        if options.field_validation != "Ignore" and b'"' in raw:
+            duplicates = tuple(validation.find_duplicate_fields(raw))
+            if duplicates:
+                options = replace(options, duplicate_fields=duplicates)
+        return body, options
+    if content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
+        return decoding.decode_yaml(raw), options
+    if content_type == protocodec.MEDIA_TYPE:
+        body = await _decode_protobuf(raw)
+        decoding.check_depth(body, "the body of the request")
+        return body, options
+    raise errors.UnsupportedMediaType(
+        f"the body of the request was in an unknown format - accepted media types include: "
+        f"{JSON}, application/yaml, {protocodec.MEDIA_TYPE}"
+    )
 
 
 def _truthy(value: str | None) -> bool:
@@ -634,7 +659,7 @@ def _list_options(request: web.Request) -> ListOptions:
     )
 
 
-def _write_options(request: web.Request, raw: bytes) -> WriteOptions:
+def _write_options(request: web.Request) -> WriteOptions:
     query = request.query
     mode = query.get("fieldValidation", "Warn")
     normalized = {"strict": "Strict", "warn": "Warn", "ignore": "Ignore"}.get(mode.lower())
@@ -642,9 +667,6 @@ def _write_options(request: web.Request, raw: bytes) -> WriteOptions:
         raise errors.BadRequest(
             f'fieldValidation: Unsupported value: "{mode}": supported values: "Ignore", "Warn", "Strict"'
         )
-    duplicates: tuple[str, ...] = ()
-    if normalized != "Ignore" and request.content_type in ("", JSON):
-        duplicates = tuple(validation.find_duplicate_fields(raw)) if b'"' in raw else ()
     field_manager = query.get("fieldManager", "")
     if len(field_manager) > 128:
         raise errors.invalid(
@@ -664,7 +686,6 @@ def _write_options(request: web.Request, raw: bytes) -> WriteOptions:
         default_manager=request.headers.get("User-Agent", "").split("/", 1)[0][:128] or "unknown",
         force=None if force is None else _truthy(force),
         field_validation=normalized,
-        duplicate_fields=duplicates,
     )
 
 
@@ -707,6 +728,10 @@ async def error_middleware(
         return status_response(error)
     except InvalidSelector as invalid:
         return status_response(errors.BadRequest(invalid.message))
+    except (ConnectionError, aiohttp.ClientPayloadError) as exc:
+        # The client went away (mid-body, mid-response): its problem, not the server's.
+        log.debug("client of %s %s disconnected: %s", request.method, request.path, exc)
+        return status_response(errors.BadRequest(f"the client disconnected: {exc}"))
     except web.HTTPException as exc:
         if exc.status == 413:
             return status_response(errors.RequestEntityTooLarge("Request entity too large: limit is 3145728"))

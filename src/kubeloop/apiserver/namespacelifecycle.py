@@ -31,11 +31,17 @@ class NamespaceLifecycle:
         self._retry = retry_interval
         self._pending: asyncio.Queue[str] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def terminating(self, name: str) -> None:
-        self._pending.put_nowait(name)
+        """Queue a namespace for emptying (callable from any thread)."""
+        if self._loop is not None and self._loop is not _running_loop():
+            self._loop.call_soon_threadsafe(self._pending.put_nowait, name)
+        else:
+            self._pending.put_nowait(name)
 
     def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         namespaces = self._registry.catalog.lookup("", "v1", "namespaces") or NAMESPACES
         for _key, obj in self._registry.store.items(namespaces.key_prefix()):
             if (obj.get("metadata") or {}).get("deletionTimestamp"):
@@ -89,3 +95,10 @@ class NamespaceLifecycle:
         body["spec"] = spec
         await registry.update(namespaces, None, name, body, WriteOptions(), subresource="finalize")
         return True
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

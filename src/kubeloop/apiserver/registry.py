@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import orjson
-import yaml
 
 from kubeloop.api import naming
 from kubeloop.api.fields import FieldSelector, object_fields
 from kubeloop.api.labels import LabelSelector
-from kubeloop.apiserver import defaults, errors, eventconversion, fieldmanager, schemas, validation
+from kubeloop.apiserver import decoding, defaults, errors, eventconversion, fieldmanager, schemas, validation
 from kubeloop.apiserver.jsonpatch import apply_json_patch
 from kubeloop.apiserver.mergepatch import apply_merge_patch
 from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
@@ -274,6 +273,7 @@ class Registry:
             raise errors.BadRequest(
                 f"the body of the request was in an unknown format: expected a {resource.kind} object"
             )
+        decoding.check_depth(body, "the object")  # patches can nest what their bodies did not
         api_version = body.get("apiVersion")
         kind = body.get("kind")
         if kind is not None and kind != resource.kind:
@@ -548,10 +548,7 @@ class Registry:
         subresource: str,
     ) -> WriteResult:
         """Server-side apply: merge the applied configuration, track ownership, create if absent."""
-        try:
-            document = yaml.safe_load(patch)
-        except yaml.YAMLError as exc:
-            raise errors.BadRequest(f"error decoding YAML: {exc}") from None
+        document = decoding.decode_yaml(patch, "the apply patch")
         applied, warnings = self._decode(resource, document, options, subresource=subresource)
         metadata: Obj = applied["metadata"]
         if metadata.get("name") not in (None, "", name):
@@ -923,10 +920,7 @@ def unsupported_patch_type() -> errors.UnsupportedMediaType:
 
 def apply_patch(document: Obj, patch_type: str, patch: bytes, schema: schemas.Schema | None) -> Any:
     """Apply a JSON, merge or strategic merge patch (by media type) to a served object."""
-    try:
-        patch_doc = orjson.loads(patch)
-    except orjson.JSONDecodeError as exc:
-        raise errors.BadRequest(f"error decoding patch: {exc}") from None
+    patch_doc = decoding.decode_json(patch, "the patch")
     if patch_type == JSON_PATCH:
         # As the upstream server (evanphx/json-patch v4): replace of a missing member adds it.
         return apply_json_patch(document, patch_doc, allow_replace_missing=True)

@@ -21,6 +21,7 @@ from aiohttp import web
 
 from kubeloop.apiserver import certs, kubeconfig
 from kubeloop.apiserver.auth import Authenticator, UserInfo, auth_middleware
+from kubeloop.apiserver.connections import ConnectionTimeouts, ConnectionWatchdog, request_timeout_middleware
 from kubeloop.apiserver.datadir import DataDirectory
 from kubeloop.apiserver.handlers import MAX_BODY_BYTES, APIHandlers, error_middleware
 from kubeloop.apiserver.namespacelifecycle import NamespaceLifecycle
@@ -29,6 +30,7 @@ from kubeloop.apiserver.resources import ResourceCatalog
 from kubeloop.apiserver.storage import Log, MemoryLog, SQLiteLog, StorageError
 from kubeloop.apiserver.store import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS, ObjectStore
 from kubeloop.apiserver.watch import WatchSettings
+from kubeloop.apiserver.workerloop import WorkerLoop
 
 log = logging.getLogger("kubeloop.apiserver")
 
@@ -65,6 +67,8 @@ class ServerOptions:
     #: fsync every group commit (durable across power loss); False keeps durability across SIGKILL only.
     fsync: bool = True
     watch: WatchSettings = field(default_factory=WatchSettings)
+    #: Header, idle, request and write timeouts of client connections (kube-apiserver's defaults).
+    timeouts: ConnectionTimeouts = field(default_factory=ConnectionTimeouts)
     #: How often history is compacted, in seconds (kube-apiserver: 5 minutes). Each round forgets
     #: what was already history one round earlier, so a watch can resume from an RV between one and
     #: two intervals old; older ones get 410.
@@ -85,6 +89,9 @@ class APIServer:
         self._background: list[asyncio.Task[None]] = []
         self._namespaces: NamespaceLifecycle | None = None
         self._data_dir: DataDirectory | None = None
+        self._worker: WorkerLoop | None = None
+        self._watchdog: ConnectionWatchdog | None = None
+        self._listener: asyncio.Server | None = None
         self.url = ""
         self.kubeconfig_path = pathlib.Path()
         self.credentials: certs.ServerCredentials | None = None
@@ -153,25 +160,46 @@ class APIServer:
             host_in_url = "127.0.0.1"
         self.url = f"{scheme}://{host_in_url}:{port}"
 
+        self._worker = WorkerLoop()
+        self._worker.start()
         handlers = APIHandlers(
             self.registry,
             self.catalog,
             watch_settings=options.watch,
             server_address=f"{host_in_url}:{port}",
             readiness=self.readiness,
+            worker=self._worker,
         )
+        self._watchdog = ConnectionWatchdog(options.timeouts)
         app = web.Application(
-            middlewares=[error_middleware, auth_middleware(authenticator)],
+            middlewares=[
+                request_timeout_middleware(self._watchdog),
+                error_middleware,
+                auth_middleware(authenticator),
+            ],
             client_max_size=MAX_BODY_BYTES + 1024,
         )
         app.add_routes(handlers.routes())
         ssl_context: ssl.SSLContext | None = None
         if not options.insecure_http:
             ssl_context = certs.server_ssl_context(self.credentials)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        self._runner = web.AppRunner(
+            app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=1.0,
+            keepalive_timeout=options.timeouts.idle,
+        )
         await self._runner.setup()
-        site = web.SockSite(self._runner, sock, ssl_context=ssl_context)
-        await site.start()
+        assert self._runner.server is not None
+        self._listener = await asyncio.get_running_loop().create_server(
+            self._watchdog.protocol_factory(self._runner.server),
+            sock=sock,
+            ssl=ssl_context,
+            ssl_handshake_timeout=options.timeouts.header if ssl_context is not None else None,
+            backlog=512,
+        )
+        self._watchdog.start()
 
         if options.kubeconfig is not None:
             self.kubeconfig_path = options.kubeconfig
@@ -261,9 +289,20 @@ class APIServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._background.clear()
+        if self._listener is not None:
+            self._listener.close()
+        if self._watchdog is not None:
+            await self._watchdog.stop()
+            self._watchdog = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._listener is not None:
+            await self._listener.wait_closed()
+            self._listener = None
+        if self._worker is not None:
+            await self._worker.stop()
+            self._worker = None
         if self._log is not None:
             await self._log.close()
             self._log = None

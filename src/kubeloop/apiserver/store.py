@@ -37,6 +37,8 @@ log = logging.getLogger("kubeloop.apiserver.storage")
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 Obj = dict[str, Any]
 
+#: The largest object stored, as JSON (etcd's default request limit, --max-request-bytes).
+MAX_OBJECT_BYTES = 1536 * 1024
 #: Defaults: changes kept for watches and lists from an older resourceVersion.
 DEFAULT_HISTORY_EVENTS = 100_000
 DEFAULT_HISTORY_BYTES = 128 * 1024 * 1024
@@ -171,6 +173,12 @@ class ObjectStore:
         self.compaction_due = asyncio.Event()
         #: The last storage error, until a write or a probe succeeds again.
         self.storage_error: StorageError | None = None
+        #: The loop the store lives on; writes from another loop (the worker loop that handles
+        #: large requests) are forwarded to it.
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
 
     # ----------------------------------------------------------------- start-up
 
@@ -273,8 +281,18 @@ class ObjectStore:
 
     # ----------------------------------------------------------------- writes
 
+    def _home(self) -> asyncio.AbstractEventLoop | None:
+        """The store's own loop when the caller runs on another one, else None."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        return self._loop if loop is not self._loop else None
+
     async def settled(self, key: str) -> None:
         """Wait until no write of ``key`` is in flight (so a read of it is not about to be stale)."""
+        if (home := self._home()) is not None:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.settled(key), home))
+            return
         while (inflight := self._inflight.get(key)) is not None:
             await asyncio.shield(inflight.outcome)
 
@@ -286,14 +304,22 @@ class ObjectStore:
         Status error with the right names), and a Status error (500, or 503 when another process
         holds the database) when the storage could not make the write durable.
         """
+        if (home := self._home()) is not None:
+            forwarded = self.write(key, obj, expected_revision=expected_revision)
+            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(forwarded, home))
         await self.settled(key)
         current = self._objects.get(key)
         actual = current.revision if current is not None else 0
         if actual != expected_revision or (obj is None and current is None):
             raise PreconditionFailed(actual)
-        self._allocated += 1
-        revision = self._allocated
+        revision = self._allocated + 1
         entry = self._prepare(key, obj, current, revision)
+        if len(entry.change.value) > MAX_OBJECT_BYTES:
+            raise errors.RequestEntityTooLarge(
+                f"Request entity too large: the object is {len(entry.change.value)} bytes, more than the "
+                f"{MAX_OBJECT_BYTES} bytes storage takes"
+            )
+        self._allocated = revision
         self._inflight[key] = entry
         self._queue.append(entry)
         record = LogRecord(

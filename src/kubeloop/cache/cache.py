@@ -29,9 +29,10 @@ from kubeloop.api.labels import DOUBLE_EQUALS, EXISTS, GREATER_THAN, IN, LESS_TH
 from kubeloop.api.labels import EQUALS as LABEL_EQUALS
 from kubeloop.cache.informer import Informer
 from kubeloop.cache.options import CacheOptions, Scope, by_object_scopes
-from kubeloop.cache.store import IndexFunc, gc_paused, namespace_of_key
+from kubeloop.cache.store import IndexFunc, namespace_of_key
 from kubeloop.client import errors
 from kubeloop.client.rest import Client, KindRef, gvk_of
+from kubeloop.gcpause import gc_paused
 
 Obj = dict[str, Any]
 

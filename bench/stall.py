@@ -1,0 +1,158 @@
+"""Stalls: how long one legal (or hostile) request keeps the embedded server from serving others.
+
+A prober GETs a small ConfigMap every 5 ms on its own connection while one heavy request runs;
+the figure per scenario is the worst probe latency seen (and the heavy request's own time and
+status). The server runs as its own process (durable, TLS). Prints one JSON line; the target is
+that no request stalls others for more than ~100 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import sys
+import time
+from collections.abc import Callable
+
+import aiohttp
+import orjson
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _server import server_process
+
+CM_PATH = "/api/v1/namespaces/default/configmaps"
+
+
+def yaml_configmap(name: str, keys: int) -> bytes:
+    lines = ["apiVersion: v1", "kind: ConfigMap", "metadata:", f"  name: {name}", "data:"]
+    lines += [f"  key{i:06d}: value-{i:012d}" for i in range(keys)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def json_configmap(name: str, keys: int) -> bytes:
+    data = {f"key{i:06d}": f"value-{i:012d}" for i in range(keys)}
+    return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+
+
+def nested_json(name: str, depth: int) -> bytes:
+    inner = "1"
+    for _ in range(depth):
+        inner = '{"a":' + inner + "}"
+    return (
+        f'{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}",'
+        f'"annotations":{{"x":"y"}}}},"data":{{}},"extra":{inner}}}'
+    ).encode()
+
+
+def nested_yaml(name: str, depth: int) -> bytes:
+    return (
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\nextra: "
+        + "[" * depth
+        + "]" * depth
+        + "\n"
+    ).encode()
+
+
+def nested_apply(depth: int) -> bytes:
+    return (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata: "
+        + "{a: " * depth
+        + "1"
+        + "}" * depth
+        + "\n"
+    ).encode()
+
+
+SCENARIOS: dict[str, Callable[[], tuple[str, str, str, bytes]]] = {
+    # (method, path, content type, body)
+    "yaml_2.9MB_90k_keys": lambda: (
+        "POST",
+        CM_PATH,
+        "application/yaml",
+        yaml_configmap("big-yaml", 90_000),
+    ),
+    "json_2.9MB_87k_keys": lambda: (
+        "POST",
+        CM_PATH,
+        "application/json",
+        json_configmap("big-json", 87_000),
+    ),
+    "json_1MB_30k_keys": lambda: ("POST", CM_PATH, "application/json", json_configmap("ok-json", 30_000)),
+    "yaml_1MB_30k_keys": lambda: ("POST", CM_PATH, "application/yaml", yaml_configmap("ok-yaml", 30_000)),
+    "json_nested_1000": lambda: ("POST", CM_PATH, "application/json", nested_json("deep-json", 1000)),
+    "yaml_nested_2000": lambda: ("POST", CM_PATH, "application/yaml", nested_yaml("deep-yaml", 2000)),
+    "apply_nested_1000": lambda: (
+        "PATCH",
+        CM_PATH + "/applied?fieldManager=bench",
+        "application/apply-patch+yaml",
+        nested_apply(1000),
+    ),
+}
+
+
+async def measure(url: str, token: str, ca: str | None) -> dict[str, object]:
+    ssl_context: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca) if ca else False
+    headers = {"Authorization": f"Bearer {token}"}
+    results: dict[str, object] = {}
+    probe_connector = aiohttp.TCPConnector(limit=1, ssl=ssl_context)
+    heavy_connector = aiohttp.TCPConnector(limit=2, ssl=ssl_context)
+    async with (
+        aiohttp.ClientSession(base_url=url, headers=headers, connector=probe_connector) as probe,
+        aiohttp.ClientSession(base_url=url, headers=headers, connector=heavy_connector) as heavy,
+    ):
+        async with probe.post(
+            CM_PATH, data=json_configmap("probe", 1), headers={"Content-Type": "application/json"}
+        ):
+            pass
+        for name, build in SCENARIOS.items():
+            method, path, content_type, body = build()
+            worst = 0.0
+            done = asyncio.Event()
+
+            async def prober(done: asyncio.Event) -> None:
+                nonlocal worst
+                while not done.is_set():
+                    started = time.perf_counter()
+                    async with probe.get(CM_PATH + "/probe") as response:
+                        await response.read()
+                    worst = max(worst, time.perf_counter() - started)
+                    await asyncio.sleep(0.005)
+
+            task = asyncio.create_task(prober(done))
+            await asyncio.sleep(0.2)
+            started = time.perf_counter()
+            async with heavy.request(
+                method, path, data=body, headers={"Content-Type": content_type}
+            ) as response:
+                answer = await response.read()
+                status = response.status
+            took = time.perf_counter() - started
+            await asyncio.sleep(0.2)
+            done.set()
+            await task
+            reason = ""
+            if status >= 400:
+                try:
+                    reason = orjson.loads(answer).get("message", "")[:100]
+                except orjson.JSONDecodeError:
+                    reason = answer[:100].decode(errors="replace")
+            results[name] = {
+                "status": status,
+                "body_bytes": len(body),
+                "request_ms": round(took * 1000, 1),
+                "worst_other_request_ms": round(worst * 1000, 1),
+                "message": reason,
+            }
+    return results
+
+
+def main() -> None:
+    with server_process() as server:
+        scenarios = asyncio.run(measure(server.url, server.token, server.ca_file))
+    worst = max(float(s["worst_other_request_ms"]) for s in scenarios.values())  # type: ignore[index]
+    print(json.dumps({"bench": "stall", "worst_other_request_ms": worst, "scenarios": scenarios}))
+
+
+if __name__ == "__main__":
+    main()

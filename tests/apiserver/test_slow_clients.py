@@ -1,0 +1,146 @@
+"""Slow, silent and vanishing clients: header, idle, request and write timeouts close them, and
+the server keeps serving everyone else (upstream: 32 s to send headers, 90 s idle keep-alive,
+60 s per request; here shortened so the tests run fast)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from kubeloop.apiserver.connections import ConnectionTimeouts
+from tests.conftest import Client, ServerThread, start_server
+
+TIMEOUTS = ConnectionTimeouts(header=0.6, idle=1.0, request=1.0, write=1.0)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerThread]:
+    running = start_server(timeouts=TIMEOUTS)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def connect(server: ServerThread, *, tls: bool = True, rcvbuf: int | None = None) -> socket.socket:
+    host, port = server.url.removeprefix("https://").rsplit(":", 1)
+    raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if rcvbuf is not None:
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    raw.connect((host, int(port)))
+    if not tls:
+        return raw
+    context = ssl.create_default_context(cafile=server.ca_file)
+    return context.wrap_socket(raw, server_hostname=host)
+
+
+def closed_within(sock: socket.socket, seconds: float) -> float:
+    """Seconds until the server closed the connection (reading whatever it sent first)."""
+    started = time.monotonic()
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(65536):
+            pass
+    except (ConnectionResetError, ssl.SSLError, BrokenPipeError):
+        pass
+    except TimeoutError:
+        raise AssertionError(f"the server kept the connection open for {seconds}s") from None
+    return time.monotonic() - started
+
+
+def request_head(server: ServerThread, method: str, path: str, *extra: str) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: kubeloop", f"Authorization: Bearer {server.token}", *extra]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def create_head(server: ServerThread, length: int) -> bytes:
+    """The head of a ConfigMap create whose body will be ``length`` bytes."""
+    return request_head(
+        server,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        "Content-Type: application/json",
+        f"Content-Length: {length}",
+    )
+
+
+def test_slowloris_headers_are_cut_off(server: ServerThread) -> None:
+    sock = connect(server)
+    sock.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n")
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < 5:
+            sock.sendall(b"X-Slow: y\r\n")  # a header line now and then, never the blank line
+            time.sleep(0.1)
+    except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+        pass
+    assert time.monotonic() - started < 3
+    assert Client(server).get("/version").status_code == 200
+
+
+def test_silent_connections_are_closed(server: ServerThread) -> None:
+    assert closed_within(connect(server), 5) < 3  # TLS done, no request
+    assert closed_within(connect(server, tls=False), 5) < 3  # not even a TLS handshake
+
+
+def test_idle_keep_alive_connections_are_closed(server: ServerThread) -> None:
+    sock = connect(server)
+    sock.sendall(request_head(server, "GET", "/version"))
+    sock.settimeout(5)
+    assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+    assert 0.5 < closed_within(sock, 5) < 3
+
+
+def test_a_slow_body_gets_a_timeout(server: ServerThread) -> None:
+    sock = connect(server)
+    sock.sendall(create_head(server, 1000) + b'{"apiVersion": "v1",')
+    sock.settimeout(5)
+    answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 504"), answer[:200]
+    assert b'"reason":"Timeout"' in answer
+    assert Client(server).get("/api/v1/namespaces/default/configmaps").status_code == 200
+
+
+def test_a_watcher_that_reads_nothing_is_dropped(server: ServerThread) -> None:
+    api = Client(server)
+    namespace = "stalled-watch"
+    api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    store = server.server.store
+    assert store is not None
+    watchers_before = len(store._watchers)
+    sock = connect(server, rcvbuf=4096)
+    sock.sendall(request_head(server, "GET", f"/api/v1/namespaces/{namespace}/configmaps?watch=1"))
+    time.sleep(0.3)
+    assert len(store._watchers) == watchers_before + 1
+    value = "x" * 400_000
+    for i in range(40):  # 16 MB of events the client never reads
+        created = api.post(
+            f"/api/v1/namespaces/{namespace}/configmaps",
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"big{i}"}, "data": {"v": value}},
+        )
+        assert created.status_code == 201
+    deadline = time.monotonic() + 10
+    while len(store._watchers) > watchers_before:
+        assert time.monotonic() < deadline, "the stalled watcher was never dropped"
+        time.sleep(0.1)
+    assert api.get("/version").status_code == 200
+    sock.close()
+
+
+def test_a_client_that_vanishes_mid_body_is_not_a_server_error(
+    server: ServerThread, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="kubeloop")
+    sock = connect(server)
+    sock.sendall(create_head(server, 100_000) + b"{" + b" " * 20000)
+    time.sleep(0.2)
+    sock.close()
+    time.sleep(0.5)
+    assert Client(server).get("/version").status_code == 200
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("kubeloop")]
+    assert not errors, [r.getMessage() for r in errors]

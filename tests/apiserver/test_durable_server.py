@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 import orjson
 import pytest
+import yaml
 
 from kubeloop.apiserver.storage import SQLiteLog
 from tests.conftest import Client, ServerThread, start_server
@@ -251,3 +252,82 @@ def test_watch_from_a_revision_older_than_the_compaction_window_is_expired(tmp_p
         assert all(revision > 0 for revision, _key, _deleted in log.rows())
     finally:
         server.stop()
+
+
+USERS_KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+preferences: {colors: true}
+clusters:
+- name: kind-dev
+  cluster: {server: "https://127.0.0.1:39999", insecure-skip-tls-verify: true}
+- name: kubeloop
+  cluster: {server: "https://stale.example:1"}
+users:
+- name: kind-dev
+  user: {token: kind-token}
+contexts:
+- name: kind-dev
+  context: {cluster: kind-dev, user: kind-dev, namespace: dev}
+current-context: kind-dev
+"""
+
+
+def test_kubeconfig_flag_merges_into_the_users_file(tmp_path: pathlib.Path) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(USERS_KUBECONFIG)
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "kubeloop.cli.main", "apiserver",
+            "--data-dir", str(tmp_path / "data"), "--port", "0", "--kubeconfig", str(kubeconfig),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert "ready" in proc.stdout.readline()
+        merged = yaml.safe_load(kubeconfig.read_text())
+        assert merged["current-context"] == "kubeloop"
+        assert merged["preferences"] == {"colors": True}
+        clusters = {c["name"]: c["cluster"] for c in merged["clusters"]}
+        assert clusters["kind-dev"]["server"] == "https://127.0.0.1:39999"  # the user's own, kept
+        assert clusters["kubeloop"]["server"].startswith("https://127.0.0.1:")  # ours, replaced
+        assert {u["name"] for u in merged["users"]} == {"kind-dev", "kubeloop", "kubeloop-cert"}
+        assert {c["name"] for c in merged["contexts"]} == {"kind-dev", "kubeloop", "kubeloop-cert"}
+        assert kubeconfig.stat().st_mode & 0o777 == 0o600
+        if KUBECTLS:
+            env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+            kubectl = [str(KUBECTLS[-1]), "--kubeconfig", str(kubeconfig)]
+            contexts = subprocess.run(
+                [*kubectl, "config", "get-contexts", "-o", "name"], env=env, capture_output=True, text=True
+            )
+            assert set(contexts.stdout.split()) == {"kind-dev", "kubeloop", "kubeloop-cert"}
+            served = subprocess.run(
+                [*kubectl, "get", "namespaces", "-o", "name"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert "namespace/default" in served.stdout, served.stderr
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def test_a_file_that_is_not_a_kubeconfig_is_left_alone(tmp_path: pathlib.Path) -> None:
+    precious = tmp_path / "notes.yaml"
+    precious.write_text("- just\n- a list\n")
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "kubeloop.cli.main", "apiserver",
+            "--data-dir", str(tmp_path / "data"), "--port", "0", "--kubeconfig", str(precious),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1 and "not a kubeconfig" in done.stderr
+    assert precious.read_text() == "- just\n- a list\n"

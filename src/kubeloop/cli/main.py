@@ -140,6 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 async def _serve(args: argparse.Namespace) -> int:
     from kubeloop.apiserver.datadir import DataDirectoryInUse
+    from kubeloop.apiserver.kubeconfig import KubeconfigError
     from kubeloop.apiserver.server import APIServer, ServerOptions
 
     options = ServerOptions(
@@ -161,7 +162,7 @@ async def _serve(args: argparse.Namespace) -> int:
     server = APIServer(options)
     try:
         await server.start()
-    except (DataDirectoryInUse, OSError) as error:
+    except (DataDirectoryInUse, KubeconfigError, OSError) as error:
         await server.stop()
         print(f"kubeloop apiserver: {error}", file=sys.stderr, flush=True)
         return 1

@@ -451,3 +451,44 @@ async def test_server_side_apply(client: Client, namespace: str) -> None:
     assert conflict.value.causes[0].field == ".data.a"
     forced = await client.apply(body, field_manager="tool", force=True)
     assert forced["data"] == {"a": "1"}
+
+
+class SwitchFence:
+    """A write fence a test opens and shuts."""
+
+    def __init__(self) -> None:
+        self.open = True
+
+    def writes_allowed(self) -> bool:
+        return self.open
+
+    def describe(self) -> str:
+        return "the test shut the fence"
+
+    async def wait_until_allowed(self) -> bool:
+        return self.open
+
+
+async def test_a_shut_write_fence_keeps_writes_from_the_server(client: Client, namespace: str) -> None:
+    from kubeloop.client.fence import WriteFenced, current_write_fence
+
+    cm = CONFIGMAP
+    fence = SwitchFence()
+    token = current_write_fence.set(fence)
+    try:
+        await client.create(configmap("before", namespace, k="v"))
+        fence.open = False
+        with pytest.raises(WriteFenced, match="not sent: the test shut the fence"):
+            await client.create(configmap("after", namespace))
+        with pytest.raises(WriteFenced):
+            await client.patch(cm, "before", {"data": {"x": "y"}}, namespace=namespace)
+        with pytest.raises(WriteFenced):
+            await client.delete(cm, "before", namespace=namespace)
+        # Reads are never fenced.
+        assert (await client.get(cm, "before", namespace=namespace))["data"] == {"k": "v"}
+    finally:
+        current_write_fence.reset(token)
+    # Outside the fenced task nothing is refused, and nothing fenced reached the server.
+    listed = await client.list(cm, namespace=namespace)
+    names = [item["metadata"]["name"] for item in listed["items"]]
+    assert names == ["before"]

@@ -1,9 +1,12 @@
 """A manager competing for a Lease (run as a subprocess by test_leader_election.py): while it
-leads, its controller logs "<time> <identity>" for every reconcile of the ConfigMaps it watches."""
+leads, its controller logs "<time> <identity>" for every reconcile of the ConfigMaps it watches.
+With a fifth argument ``write``, each reconcile also patches the ConfigMap with its identity."""
 
 from __future__ import annotations
 
 import asyncio
+import faulthandler
+import signal
 import sys
 import time
 
@@ -15,8 +18,10 @@ from kubeloop.manager.builder import Builder
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import LeaderElectionLost, Manager
 
+CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
 
-async def main(kubeconfig: str, namespace: str, identity: str, log_path: str) -> int:
+
+async def main(kubeconfig: str, namespace: str, identity: str, log_path: str, mode: str = "") -> int:
     election = LeaderElectionConfig(
         "candidates",
         namespace=namespace,
@@ -28,12 +33,21 @@ async def main(kubeconfig: str, namespace: str, identity: str, log_path: str) ->
     async with Client(load_kubeconfig(kubeconfig)) as client:
         manager = Manager(client, namespace=namespace, leader_election=election)
 
-        def reconcile(request: Request) -> Result:  # a plain function: it runs in a worker thread
+        def log_action() -> None:
             with open(log_path, "a") as log:
                 log.write(f"{time.time():.3f} {identity}\n")
+
+        def reconcile(request: Request) -> Result:  # a plain function: it runs in a worker thread
+            log_action()
             return Result(requeue_after=0.1)
 
-        Builder(manager).for_(GroupVersionKind("", "v1", "ConfigMap")).complete(reconcile)
+        async def reconcile_and_write(request: Request) -> Result:
+            log_action()  # when the reconcile starts
+            patch = {"metadata": {"annotations": {"writer": identity, "at": f"{time.time():.3f}"}}}
+            await client.patch(CONFIGMAP, request.name, patch, namespace=request.namespace)
+            return Result(requeue_after=0.05)
+
+        Builder(manager).for_(CONFIGMAP).complete(reconcile_and_write if mode == "write" else reconcile)
         try:
             await manager.run()
         except LeaderElectionLost:
@@ -42,4 +56,5 @@ async def main(kubeconfig: str, namespace: str, identity: str, log_path: str) ->
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(*sys.argv[1:5])))
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    sys.exit(asyncio.run(main(*sys.argv[1:6])))

@@ -130,3 +130,89 @@ async def test_a_leader_that_cannot_renew_stops() -> None:
         else:
             raise AssertionError("run() should end with LeaderElectionLost")
         assert manager.lost_leadership
+
+
+def test_a_paused_leader_resumes_fenced_and_writes_nothing(
+    shared_server: ServerThread, api: Client, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """SIGSTOP the leader past its lease: another takes over; once resumed, the old leader starts
+    no reconcile and sends no write (its own monotonic clock tells it the lease may be gone),
+    then notices it lost and exits."""
+    import threading
+
+    import orjson
+
+    api.post(f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "work"}})
+    start_rv = api.get(f"/api/v1/namespaces/{namespace}/configmaps").json()["metadata"]["resourceVersion"]
+    writes: list[tuple[int, str]] = []  # (resourceVersion, writer) in order, from a watch
+    stop_watching = threading.Event()
+
+    def watch() -> None:
+        with api.session.get(
+            f"{api.server.url}/api/v1/namespaces/{namespace}/configmaps",
+            params={"watch": "1", "resourceVersion": start_rv, "timeoutSeconds": "60"},
+            stream=True,
+            timeout=70,
+        ) as response:
+            for line in response.iter_lines():
+                if stop_watching.is_set():
+                    return
+                if line:
+                    obj = orjson.loads(line)["object"]
+                    writer = (obj["metadata"].get("annotations") or {}).get("writer")
+                    if writer:
+                        writes.append((int(obj["metadata"]["resourceVersion"]), writer))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    log = tmp_path / "actions.log"
+    env = {**os.environ, "PYTHONPATH": str(CANDIDATE.parents[2])}
+    processes = {
+        f"candidate-{i}": subprocess.Popen(
+            [
+                sys.executable,
+                str(CANDIDATE),
+                str(shared_server.kubeconfig),
+                namespace,
+                f"candidate-{i}",
+                str(log),
+                "write",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    }
+    lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/candidates"
+    try:
+        wait_until(lambda: len(writes) >= 10, timeout=30)
+        leader = writes[-1][1]
+        (successor,) = set(processes) - {leader}
+        processes[leader].send_signal(signal.SIGSTOP)
+        wait_until(lambda: api.get(lease_path).json()["spec"]["holderIdentity"] == successor, timeout=30)
+        wait_until(lambda: any(writer == successor for _, writer in writes), timeout=10)
+        time.sleep(1.0)  # the successor keeps writing while the old leader is still stopped
+        resumed_at = time.time()
+        processes[leader].send_signal(signal.SIGCONT)
+        # The old leader notices it lost (its renewal fails) and exits, as controller-runtime does.
+        assert processes[leader].wait(20) == 3
+        time.sleep(0.5)
+        first_successor_write = min(rv for rv, writer in writes if writer == successor)
+        stale = [(rv, writer) for rv, writer in writes if writer == leader and rv > first_successor_write]
+        assert not stale, f"the old leader wrote after its successor took over: {stale[:5]}"
+        late_reconciles = [stamp for stamp, who in actors(log) if who == leader and stamp >= resumed_at]
+        assert not late_reconciles, f"{len(late_reconciles)} reconciles started after resuming"
+        assert any(writer == successor and rv > first_successor_write for rv, writer in writes)
+    finally:
+        stop_watching.set()
+        for process in processes.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGCONT)
+                process.send_signal(signal.SIGTERM)
+        for process in processes.values():
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()

@@ -27,6 +27,7 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.model import KubeModel, KubeObject
 from kubeloop.client import errors
 from kubeloop.client.config import ClientConfig, Credentials, ssl_context
+from kubeloop.client.fence import check_write
 from kubeloop.client.ratelimit import TokenBucket
 from kubeloop.client.restmapper import ResourceMapping, RESTMapper
 from kubeloop.client.watch import Watch, WatchOptions
@@ -683,6 +684,7 @@ class Client:
             headers["Content-Type"] = content_type
         if self._credentials.token:
             headers["Authorization"] = f"Bearer {self._credentials.token}"
+        check_write(method, path)  # as late as possible: nothing awaits between here and sending
         return await session.request(
             method,
             self.config.server + path,

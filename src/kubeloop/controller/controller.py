@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from kubeloop.client import errors
+from kubeloop.client.fence import WriteFence, current_write_fence
 from kubeloop.controller.reconcile import ReconcileFunc, Request, Result, TerminalError
 from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.workqueue.priority import PriorityQueue
@@ -80,6 +81,9 @@ class Controller:
         #: Exceptions that are not API errors (a bug rather than a failed call): the "panics".
         self.exceptions = 0
         self.active_workers = 0
+        #: With leader election: no reconcile starts, and no write is sent, while the lease may
+        #: have passed to another replica (set by the manager).
+        self.fence: WriteFence | None = None
         self._sources: list[Source] = []
         self._workers: list[asyncio.Task[None]] = []
 
@@ -108,11 +112,19 @@ class Controller:
         await cancel_and_wait(workers)
 
     async def _work(self) -> None:
+        fence = self.fence
+        current_write_fence.set(fence)  # this worker's task: its reconciles' writes are fenced
         while True:
             try:
                 request = await self.queue.get()
             except ShutDown:
                 return
+            if fence is not None and not fence.writes_allowed():
+                log.warning("%s: not reconciling %s: %s", self.name, request, fence.describe())
+                if not await fence.wait_until_allowed():
+                    # Leadership is lost and the manager is stopping: let the queue drain unread.
+                    self.queue.done(request)
+                    continue
             self.active_workers += 1
             try:
                 await self._reconcile_one(request)

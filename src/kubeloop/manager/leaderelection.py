@@ -57,6 +57,11 @@ class LeaderElector:
         self.client = client
         self.config = config
         self.is_leader = False
+        #: Monotonic time at which the last successful acquire or renew was *sent*: the lease is
+        #: ours, by our own clock, until ``renew_deadline`` after it (see :meth:`lease_held`).
+        self.renewed_at: float | None = None
+        #: Set once leadership is lost: the fence stays shut for good.
+        self.lost = False
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0
 
@@ -67,22 +72,36 @@ class LeaderElector:
     ) -> None:
         """Acquire, call ``on_started_leading``, renew until that fails, call ``on_stopped_leading``."""
         while True:
+            sent = time.monotonic()
             if await self._try_acquire_or_renew():
+                self.renewed_at = sent
                 break
             await asyncio.sleep(self.config.retry_period)
         self.is_leader = True
         log.info("%s: became the leader of lease %s", self.config.identity, self.config.lease_name)
         await on_started_leading()
-        last_renewal = time.monotonic()
         while True:
             await asyncio.sleep(self.config.retry_period)
+            sent = time.monotonic()
             if await self._try_acquire_or_renew():
-                last_renewal = time.monotonic()
-            elif time.monotonic() - last_renewal >= self.config.renew_deadline:
+                self.renewed_at = sent
+            elif not self.lease_held():
                 self.is_leader = False
+                self.lost = True
                 log.error("%s: lost lease %s", self.config.identity, self.config.lease_name)
                 await on_stopped_leading()
                 return
+
+    def lease_held(self) -> bool:
+        """Whether this replica leads by its own monotonic clock: it is the leader and its last
+        successful renewal was sent less than ``renew_deadline`` ago. A process paused past that
+        (SIGSTOP, a suspended VM) finds it false the moment it resumes, before it learns anything
+        from the server."""
+        return (
+            self.is_leader
+            and self.renewed_at is not None
+            and time.monotonic() - self.renewed_at < self.config.renew_deadline
+        )
 
     async def _try_acquire_or_renew(self) -> bool:
         """One attempt, bounded by ``renew_deadline`` (the client's own retries included)."""
@@ -147,3 +166,33 @@ class LeaderElector:
             "renewTime": renew_time,
             "leaseTransitions": transitions,
         }
+
+
+class LeaderFence:
+    """The write fence of a leader (see :mod:`kubeloop.client.fence`): open while
+    :meth:`LeaderElector.lease_held`, shut for good once leadership is lost."""
+
+    def __init__(self, elector: LeaderElector, *, poll_interval: float = 0.05) -> None:
+        self.elector = elector
+        self._poll = poll_interval
+
+    def writes_allowed(self) -> bool:
+        return self.elector.lease_held()
+
+    def describe(self) -> str:
+        elector = self.elector
+        if elector.lost or not elector.is_leader:
+            return f"{elector.config.identity} does not hold lease {elector.config.lease_name}"
+        since = time.monotonic() - (elector.renewed_at or 0.0)
+        return (
+            f"lease {elector.config.lease_name} was last renewed {since:.1f}s ago, past the "
+            f"{elector.config.renew_deadline:g}s renew deadline: another replica may lead now"
+        )
+
+    async def wait_until_allowed(self) -> bool:
+        """Wait until writes are allowed (True), or until leadership is lost (False)."""
+        while not self.writes_allowed():
+            if self.elector.lost:
+                return False
+            await asyncio.sleep(self._poll)
+        return True

@@ -28,7 +28,7 @@ from kubeloop.controller.controller import Controller
 from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.manager.cachedclient import CachedClient
 from kubeloop.manager.healthz import Check, Checks
-from kubeloop.manager.leaderelection import LeaderElectionConfig, LeaderElector
+from kubeloop.manager.leaderelection import LeaderElectionConfig, LeaderElector, LeaderFence
 from kubeloop.manager.metrics import Metrics
 from kubeloop.manager.recorder import EventRecorder
 from kubeloop.manager.runnable import Runnable, RunnableGroup
@@ -71,6 +71,8 @@ class Manager:
         self._started = False
         self._stopping = asyncio.Event()
         self.elector = LeaderElector(client, leader_election) if leader_election is not None else None
+        #: Shuts the leader's writes and reconciles the moment its lease may have passed on.
+        self.fence = LeaderFence(self.elector) if self.elector is not None else None
         self._election: list[asyncio.Task[None]] = []
         self.lost_leadership = False
         self.metrics = Metrics(self)
@@ -86,7 +88,7 @@ class Manager:
         self.healthz.add("ping", lambda: None)
         self.readyz.add("caches", self._caches_synced)
         self._runnables = RunnableGroup(self._runnable_failed)
-        self._leader_runnables = RunnableGroup(self._runnable_failed)
+        self._leader_runnables = RunnableGroup(self._runnable_failed, fence=self.fence)
         self._failure: tuple[str, BaseException] | None = None
 
     # ------------------------------------------------------------------ parts
@@ -103,7 +105,7 @@ class Manager:
         """The event recorder of ``component`` (one per name; flushed when the manager stops)."""
         recorder = self._recorders.get(component)
         if recorder is None:
-            recorder = self._recorders[component] = EventRecorder(self.client, component)
+            recorder = self._recorders[component] = EventRecorder(self.client, component, fence=self.fence)
         return recorder
 
     def add(self, runnable: Runnable, *, name: str | None = None, need_leader_election: bool = True) -> None:
@@ -129,6 +131,7 @@ class Manager:
     def add_controller(self, controller: Controller) -> None:
         if controller.name in self.controllers:
             raise ValueError(f'a controller named "{controller.name}" already exists; names must be unique')
+        controller.fence = self.fence
         self.controllers[controller.name] = controller
 
     # ------------------------------------------------------------------ lifecycle

@@ -20,6 +20,7 @@ import aiohttp
 
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client import errors
+from kubeloop.client.fence import WriteFence, current_write_fence
 from kubeloop.client.rest import Client
 from kubeloop.lifecycle import cancel_and_wait
 
@@ -33,8 +34,12 @@ _Key = tuple[str, str, str, str, str, str]
 
 
 class EventRecorder:
-    def __init__(self, client: Client, component: str, *, instance: str = "") -> None:
+    def __init__(
+        self, client: Client, component: str, *, instance: str = "", fence: WriteFence | None = None
+    ) -> None:
         self.client = client
+        #: A leader's recorder writes only while the lease is held.
+        self.fence = fence
         self.component = component
         self.instance = instance
         self._pending: asyncio.Queue[tuple[_Key, dict[str, Any]]] = asyncio.Queue()
@@ -78,6 +83,7 @@ class EventRecorder:
         await cancel_and_wait([worker])
 
     async def _write_events(self) -> None:
+        current_write_fence.set(self.fence)
         while True:
             key, involved = await self._pending.get()
             try:

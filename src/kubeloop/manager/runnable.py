@@ -13,6 +13,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from kubeloop.client.fence import WriteFence, current_write_fence
 from kubeloop.lifecycle import cancel_and_wait
 
 log = logging.getLogger("kubeloop.manager.runnable")
@@ -21,8 +22,12 @@ Runnable = Callable[[asyncio.Event], Awaitable[None]]
 
 
 class RunnableGroup:
-    def __init__(self, on_error: Callable[[str, BaseException], None]) -> None:
+    def __init__(
+        self, on_error: Callable[[str, BaseException], None], *, fence: WriteFence | None = None
+    ) -> None:
         self._on_error = on_error
+        #: Leader-only runnables start only while the lease is held, and their writes are fenced.
+        self._fence = fence
         self._runnables: list[tuple[str, Runnable]] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._stop = asyncio.Event()
@@ -59,6 +64,10 @@ class RunnableGroup:
         self._tasks.append(asyncio.create_task(self._guard(name, runnable), name=f"runnable {name}"))
 
     async def _guard(self, name: str, runnable: Runnable) -> None:
+        fence = self._fence
+        current_write_fence.set(fence)
+        if fence is not None and not await fence.wait_until_allowed():
+            return
         try:
             await runnable(self._stop)
         except asyncio.CancelledError:

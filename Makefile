@@ -24,6 +24,7 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/python -m tests.kubectl_finder --ensure
+	$(BIN)/python -m tests.syscall_trace --ensure
 	$(BIN)/pytest -q -p no:cacheprovider
 
 test: lint typecheck unit

@@ -20,14 +20,28 @@ class ServerProcess:
     token: str
     ca_file: str | None
     pid: int
+    data_dir: str
 
 
 @contextlib.contextmanager
 def server_process(
-    *, memory: bool = False, fsync: bool = True, tls: bool = True, history_window: int | None = None
+    *,
+    memory: bool = False,
+    fsync: bool = True,
+    tls: bool = True,
+    history_window: int | None = None,
+    data_dir: str | None = None,
+    keep_data: bool = False,
 ) -> Iterator[ServerProcess]:
-    """``kubeloop apiserver`` on a free port in a temporary data directory, stopped on exit."""
-    with tempfile.TemporaryDirectory() as tmp:
+    """``kubeloop apiserver`` on a free port, stopped on exit; in a temporary data directory
+    (removed afterwards unless ``keep_data``) or in ``data_dir``."""
+    with contextlib.ExitStack() as cleanup:
+        if data_dir is not None:
+            tmp = data_dir
+        elif keep_data:
+            tmp = tempfile.mkdtemp()
+        else:
+            tmp = cleanup.enter_context(tempfile.TemporaryDirectory())
         command = [sys.executable, "-m", "kubeloop.cli.main", "apiserver", "--data-dir", tmp, "--port", "0"]
         if memory:
             command.append("--memory")
@@ -46,7 +60,7 @@ def server_process(
             with open(kubeconfig) as handle:
                 config = yaml.safe_load(handle)
             token = config["users"][0]["user"]["token"]
-            yield ServerProcess(url, kubeconfig, token, f"{tmp}/pki/ca.crt" if tls else None, server.pid)
+            yield ServerProcess(url, kubeconfig, token, f"{tmp}/pki/ca.crt" if tls else None, server.pid, tmp)
         finally:
             server.terminate()
             try:

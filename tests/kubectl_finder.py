@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import sys
 
+from tests.debian_packages import ensure_package
+
 _VERSIONED = re.compile(r"^kubectl\.(\d+)\.(\d+)$")
 
 
@@ -66,15 +68,7 @@ def oldest_and_newest() -> list[pathlib.Path]:
 
 
 def ensure() -> int:
-    if find_kubectls():
-        return 0
-    print("no kubectl on this machine: installing Debian's kubernetes-client", file=sys.stderr)
-    apt = ["apt-get"] if os.geteuid() == 0 else ["sudo", "-n", "apt-get"]
-    subprocess.run([*apt, "update", "-qq"], check=False)
-    result = subprocess.run([*apt, "install", "-y", "-qq", "kubernetes-client"], check=False)
-    if result.returncode != 0 or not find_kubectls():
-        print("could not install kubectl; the kubectl tests will be skipped", file=sys.stderr)
-    return 0
+    return ensure_package("kubernetes-client", lambda: bool(find_kubectls()), "no kubectl on this machine")
 
 
 if __name__ == "__main__":

@@ -1,26 +1,36 @@
-"""The `kubeloop apiserver` command: ready line, kubeconfig, and no acknowledged write lost on SIGKILL."""
+"""The `kubeloop apiserver` command: ready line, kubeconfig; no acknowledged write lost and no
+write shown that later vanishes across SIGKILLs under load; every answer synced to disk first."""
 
 from __future__ import annotations
 
 import os
 import pathlib
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import orjson
+import pytest
 import requests
+import requests.adapters
 import yaml
+
+from tests import syscall_trace
 
 KUBELOOP = [sys.executable, "-m", "kubeloop.cli.main"]
 
 
 @contextmanager
-def apiserver(data_dir: pathlib.Path, *extra: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+def apiserver(
+    data_dir: pathlib.Path, *extra: str, wrapper: tuple[str, ...] = ()
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
     proc = subprocess.Popen(
-        [*KUBELOOP, "apiserver", "--data-dir", str(data_dir), "--port", "0", *extra],
+        [*wrapper, *KUBELOOP, "apiserver", "--data-dir", str(data_dir), "--port", "0", *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -43,6 +53,9 @@ def session_for(data_dir: pathlib.Path) -> requests.Session:
     session.trust_env = False  # REQUESTS_CA_BUNDLE would override session.verify
     session.headers["Authorization"] = "Bearer " + kubeconfig["users"][0]["user"]["token"]
     session.verify = str(data_dir / "pki" / "ca.crt")
+    adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=16)
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
     return session
 
 
@@ -105,3 +118,255 @@ def test_acknowledged_writes_survive_sigkill(tmp_path: pathlib.Path) -> None:
         assert not lost, f"{len(lost)} acknowledged writes lost: {lost[:5]}"
         revisions = [int(item["metadata"]["resourceVersion"]) for item in listed["items"]]
         assert len(set(revisions)) == len(revisions)
+
+
+# ----------------------------------------------------------------- SIGKILL cycles under load
+
+#: Kill cycles per run (the closing note's figures come from KUBELOOP_KILL_CYCLES=12).
+KILL_CYCLES = int(os.environ.get("KUBELOOP_KILL_CYCLES", "4"))
+#: Acknowledged writes before a cycle's kill (at least).
+KILL_ACKS = int(os.environ.get("KUBELOOP_KILL_ACKS", "150"))
+
+
+class Observations:
+    """What writers were told and readers were shown, across every cycle."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.acknowledged: dict[str, int] = {}  # name → resourceVersion of the 201
+        self.counter_acked = 0  # the highest value an update of "counter" was acknowledged with
+        self.seen: dict[str, int] = {}  # name → a resourceVersion some reader saw it at
+        self.counter_seen = 0
+        self.revisions: dict[int, str] = {}  # resourceVersion → the one object it names
+
+    def saw(self, obj: dict[str, object]) -> None:
+        meta = obj["metadata"]
+        assert isinstance(meta, dict)
+        name, revision = str(meta["name"]), int(meta["resourceVersion"])
+        with self.lock:
+            if name == "counter":
+                self.counter_seen = max(self.counter_seen, int((obj.get("data") or {}).get("n", "0")))  # type: ignore[union-attr]
+            else:
+                self.seen.setdefault(name, revision)
+            owner = self.revisions.setdefault(revision, name)
+        assert owner == name, f"resourceVersion {revision} named {owner} and then {name}"
+
+
+class Killer:
+    """SIGKILLs the server once, from whichever thread decides first."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.done = threading.Event()
+        self._lock = threading.Lock()
+
+    def __call__(self) -> None:
+        with self._lock:
+            if not self.done.is_set():
+                os.kill(self.pid, signal.SIGKILL)
+                self.done.set()
+
+
+def load_until_killed(
+    url: str,
+    session: requests.Session,
+    cycle: int,
+    seen: Observations,
+    kill: Killer,
+    *,
+    acks: int,
+    eager: bool,
+) -> int:
+    """Writers create and update while readers list, get and watch, until ``kill`` fires: once
+    ``acks`` writes were acknowledged or — ``eager`` — the moment a reader is shown an object its
+    creator has not heard back about (visible before acknowledged: the riskiest moment to crash).
+    Returns how many writes were acknowledged."""
+    path = url + "/api/v1/namespaces/default/configmaps"
+    acknowledged = [0]
+    next_index = [0] * 4
+
+    def creator(worker: int) -> None:
+        for i in range(1_000_000):
+            if kill.done.is_set():
+                return
+            next_index[worker] = i
+            name = f"c{cycle}-w{worker}-{i}"
+            try:
+                answer = session.post(path, json={"metadata": {"name": name}}, timeout=10)
+            except requests.RequestException:
+                return
+            if answer.status_code == 201:
+                with seen.lock:
+                    seen.acknowledged[name] = int(answer.json()["metadata"]["resourceVersion"])
+                    acknowledged[0] += 1
+
+    def updater() -> None:
+        while not kill.done.is_set():
+            try:
+                current = session.get(path + "/counter", timeout=10).json()
+                value = int(current["data"]["n"]) + 1
+                current["data"]["n"] = str(value)
+                answer = session.put(path + "/counter", json=current, timeout=10)
+            except (requests.RequestException, KeyError, ValueError):
+                return
+            if answer.status_code == 200:
+                with seen.lock:
+                    seen.counter_acked = max(seen.counter_acked, value)
+                    acknowledged[0] += 1
+
+    def lister() -> None:
+        while not kill.done.is_set():
+            try:
+                listed = session.get(path, timeout=10).json()
+            except (requests.RequestException, ValueError):
+                return
+            for item in listed.get("items", ()):
+                seen.saw(item)
+
+    def chaser(worker: int) -> None:
+        # GETs the object a writer is creating right now: the first read that can see it.
+        while not kill.done.is_set():
+            name = f"c{cycle}-w{worker}-{next_index[worker]}"
+            try:
+                answer = session.get(f"{path}/{name}", timeout=10)
+            except requests.RequestException:
+                return
+            if answer.status_code == 200:
+                seen.saw(answer.json())
+                with seen.lock:
+                    ahead = name not in seen.acknowledged
+                if eager and ahead and acknowledged[0] >= acks // 4:
+                    kill()
+
+    def watcher() -> None:
+        try:
+            with session.get(path, params={"watch": "1"}, stream=True, timeout=10) as response:
+                for line in response.iter_lines():
+                    if line:
+                        event = orjson.loads(line)
+                        if event["type"] in ("ADDED", "MODIFIED"):
+                            seen.saw(event["object"])
+        except (requests.RequestException, ValueError):
+            return
+
+    threads = [threading.Thread(target=creator, args=(w,)) for w in range(4)]
+    threads += [threading.Thread(target=chaser, args=(w,)) for w in range(4)]
+    threads += [threading.Thread(target=f) for f in (updater, lister, watcher)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 60
+    while acknowledged[0] < acks and time.monotonic() < deadline and not kill.done.wait(0.002):
+        pass
+    kill()
+    for thread in threads:
+        thread.join(20)
+    return acknowledged[0]
+
+
+def server_pid(proc: subprocess.Popen[str], wrapped: bool) -> int:
+    """The server's pid (under strace, strace's child)."""
+    if not wrapped:
+        return proc.pid
+    return int(pathlib.Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0])
+
+
+def test_kill_cycles_lose_no_acknowledged_write_and_show_none_that_vanish(tmp_path: pathlib.Path) -> None:
+    """SIGKILL under concurrent writers and readers, again and again. Every other cycle runs on a
+    slow disk (each fsync delayed 20 ms by strace's fault injection) and is killed the moment a
+    reader sees an object before its creator's 201 — where a server that shows writes before they
+    are durable loses them."""
+    seen = Observations()
+    total_acked = 0
+    strace = syscall_trace.strace()
+    for cycle in range(KILL_CYCLES):
+        slow_disk = strace is not None and cycle % 2 == 1
+        wrapper = (strace, *syscall_trace.SLOW_FSYNC) if slow_disk and strace else ()
+        with apiserver(tmp_path, wrapper=wrapper) as (proc, url):
+            session = session_for(tmp_path)
+            if cycle == 0:
+                created = session.post(
+                    url + "/api/v1/namespaces/default/configmaps",
+                    json={"metadata": {"name": "counter"}, "data": {"n": "0"}},
+                )
+                assert created.status_code == 201
+            kill = Killer(server_pid(proc, bool(wrapper)))
+            total_acked += load_until_killed(
+                url, session, cycle, seen, kill, acks=KILL_ACKS + 50 * (cycle % 3), eager=cycle % 2 == 1
+            )
+            proc.wait(10)
+        with apiserver(tmp_path) as (_proc, url):
+            listed = (
+                session_for(tmp_path).get(url + "/api/v1/namespaces/default/configmaps", timeout=30).json()
+            )
+            present = {item["metadata"]["name"]: item for item in listed["items"]}
+            for item in listed["items"]:
+                seen.saw(item)
+            lost = [name for name in seen.acknowledged if name not in present]
+            assert not lost, f"cycle {cycle}: {len(lost)} acknowledged creates lost: {lost[:5]}"
+            vanished = [name for name in seen.seen if name not in present]
+            assert not vanished, (
+                f"cycle {cycle}: readers saw {len(vanished)} objects that vanished: {vanished[:5]}"
+            )
+            counter = int(present["counter"]["data"]["n"])
+            assert counter >= seen.counter_acked, (counter, seen.counter_acked)
+            assert counter >= seen.counter_seen, (counter, seen.counter_seen)
+            for name, revision in seen.acknowledged.items():
+                assert int(present[name]["metadata"]["resourceVersion"]) == revision, name
+    print(f"kill cycles: {KILL_CYCLES}, acknowledged writes: {total_acked}, lost: 0, seen then vanished: 0")
+
+
+# ----------------------------------------------------------------- synced before acknowledged
+
+
+@pytest.mark.skipif(syscall_trace.strace() is None, reason="no strace on this machine")
+@pytest.mark.parametrize("fsync", [True, False], ids=["durable", "no-fsync"])
+def test_every_create_is_synced_to_disk_before_it_is_acknowledged(
+    tmp_path: pathlib.Path, fsync: bool
+) -> None:
+    """Traces the live server's system calls: each 201 Created must follow an fsync of the WAL
+    that follows the WAL write holding the object. With ``--no-fsync`` the same check must catch
+    answers sent before any sync — the test fails when durability is switched off."""
+    trace = tmp_path / "trace"
+    wrapper = (str(syscall_trace.strace()), *syscall_trace.STRACE_ARGS, "-o", str(trace))
+    extra = ("--insecure-http",) if fsync else ("--insecure-http", "--no-fsync")
+    names = [f"synced-{i}" for i in range(20)]
+    with apiserver(tmp_path / "data", *extra, wrapper=wrapper) as (proc, url):
+        kubeconfig = yaml.safe_load((tmp_path / "data" / "kubeconfig").read_text())
+        session = requests.Session()
+        session.trust_env = False
+        session.headers["Authorization"] = "Bearer " + kubeconfig["users"][0]["user"]["token"]
+        for name in names[:10]:  # one at a time
+            answer = session.post(
+                url + "/api/v1/namespaces/default/configmaps", json={"metadata": {"name": name}}
+            )
+            assert answer.status_code == 201
+        threads = [  # and ten at once, so group commits hold several
+            threading.Thread(
+                target=session_for_thread(session, url + "/api/v1/namespaces/default/configmaps", name)
+            )
+            for name in names[10:]
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        with sqlite3.connect(tmp_path / "data" / "state.db") as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        # Stop the server itself (strace's child); strace ends with it and flushes the trace.
+        children = pathlib.Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        for child in children:
+            os.kill(int(child), signal.SIGTERM)
+        proc.wait(30)
+    unsynced = syscall_trace.acknowledged_before_sync(trace.read_text(errors="replace"), names)
+    if fsync:
+        assert unsynced == [], f"answered before their write was on disk: {unsynced}"
+    else:
+        assert unsynced, "the check did not notice a server that never syncs"
+
+
+def session_for_thread(session: requests.Session, path: str, name: str) -> Callable[[], None]:
+    def create() -> None:
+        answer = session.post(path, json={"metadata": {"name": name}}, timeout=30)
+        assert answer.status_code == 201
+
+    return create

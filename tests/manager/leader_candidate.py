@@ -34,8 +34,11 @@ async def main(kubeconfig: str, namespace: str, identity: str, log_path: str, mo
         manager = Manager(client, namespace=namespace, leader_election=election)
 
         def log_action() -> None:
+            # "<time> <identity>", and " fenced" when the lease had already lapsed by this
+            # process's own clock as the reconcile started (which must never happen).
+            fenced = manager.fence is not None and not manager.fence.writes_allowed()
             with open(log_path, "a") as log:
-                log.write(f"{time.time():.3f} {identity}\n")
+                log.write(f"{time.time():.3f} {identity}{' fenced' if fenced else ''}\n")
 
         def reconcile(request: Request) -> Result:  # a plain function: it runs in a worker thread
             log_action()

@@ -122,8 +122,10 @@ def merge_kubeconfig(existing: dict[str, Any], ours: dict[str, Any]) -> dict[str
     merged.setdefault("apiVersion", "v1")
     merged.setdefault("kind", "Config")
     merged.setdefault("preferences", {})
+    # Our names: the context's own and its client-certificate variant, whether written now or not.
+    own = {ours["current-context"], f"{ours['current-context']}-cert"}
     for section in ("clusters", "users", "contexts"):
-        replaced = {entry["name"] for entry in ours[section]}
+        replaced = own | {entry["name"] for entry in ours[section]}
         kept = [
             entry
             for entry in existing.get(section) or []

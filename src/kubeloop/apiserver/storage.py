@@ -34,7 +34,7 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 _SCHEMA = (
@@ -120,8 +120,9 @@ class Log(Protocol):
 
     def load(self) -> LoadedState: ...
 
-    def submit(self, records: Sequence[LogRecord], on_done: DoneCallback) -> None:
-        """Persist ``records`` in one transaction; ``on_done`` runs on the caller's loop after."""
+    def submit(self, writes: Sequence[tuple[LogRecord, DoneCallback]]) -> None:
+        """Persist the records in one transaction; each callback runs on the caller's loop after.
+        A record that breaks the compare-and-swap guard fails alone."""
 
     async def probe(self) -> None:
         """A small write that proves the storage accepts writes; raises StorageError if not."""
@@ -138,8 +139,9 @@ class MemoryLog:
     def load(self) -> LoadedState:
         return LoadedState([], iter(()), 0, 0)
 
-    def submit(self, records: Sequence[LogRecord], on_done: DoneCallback) -> None:
-        asyncio.get_running_loop().call_soon(on_done, None)
+    def submit(self, writes: Sequence[tuple[LogRecord, DoneCallback]]) -> None:
+        results: list[tuple[DoneCallback, StorageError | None]] = [(on_done, None) for _r, on_done in writes]
+        asyncio.get_running_loop().call_soon(_deliver, results)
 
     async def probe(self) -> None:
         return None
@@ -155,11 +157,9 @@ class MemoryLog:
 class _Job:
     kind: Literal["append", "probe", "compact", "stop"]
     loop: asyncio.AbstractEventLoop | None = None
-    records: Sequence[LogRecord] = ()
-    on_done: DoneCallback | None = None
+    writes: Sequence[tuple[LogRecord, DoneCallback]] = ()
     revision: int = 0
     future: asyncio.Future[None] | None = None
-    results: list[tuple[DoneCallback, StorageError | None]] = field(default_factory=list)
 
 
 class SQLiteLog:
@@ -254,14 +254,17 @@ class SQLiteLog:
             self._thread = threading.Thread(target=self._run, name="kubeloop-storage-writer", daemon=True)
             self._thread.start()
 
-    def submit(self, records: Sequence[LogRecord], on_done: DoneCallback) -> None:
+    def submit(self, writes: Sequence[tuple[LogRecord, DoneCallback]]) -> None:
         loop = asyncio.get_running_loop()
         try:
             self._ensure_thread()
         except StorageError as error:
-            loop.call_soon(on_done, error)
+            failed: list[tuple[DoneCallback, StorageError | None]] = [
+                (on_done, error) for _r, on_done in writes
+            ]
+            loop.call_soon(_deliver, failed)
             return
-        self._jobs.put(_Job("append", loop, records, on_done))
+        self._jobs.put(_Job("append", loop, writes))
 
     async def _call(self, job: _Job) -> None:
         self._ensure_thread()
@@ -299,32 +302,36 @@ class SQLiteLog:
     def _append_batch(self, batch: list[_Job]) -> None:
         if not batch:
             return
+        writes = [write for job in batch for write in job.writes]
+        results: list[tuple[DoneCallback, StorageError | None]]
         with self._lock:
             try:
-                self._insert([r for job in batch for r in job.records])
+                self._insert([record for record, _done in writes])
             except sqlite3.IntegrityError:
                 # One write broke the compare-and-swap guard: commit the others one by one.
-                for job in batch:
+                results = []
+                for record, on_done in writes:
                     try:
-                        self._insert(job.records)
+                        self._insert((record,))
                     except sqlite3.Error as exc:
-                        job.results.append((_callback(job), StorageError.from_sqlite(exc)))
+                        results.append((on_done, StorageError.from_sqlite(exc)))
                     else:
-                        job.results.append((_callback(job), None))
+                        results.append((on_done, None))
             except sqlite3.Error as exc:
                 error = StorageError.from_sqlite(exc)
-                for job in batch:
-                    job.results.append((_callback(job), error))
+                results = [(on_done, error) for _record, on_done in writes]
             else:
-                for job in batch:
-                    job.results.append((_callback(job), None))
+                results = [(on_done, None) for _record, on_done in writes]
+        # Results are in the order of the writes, job after job; each goes back to its job's loop.
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[DoneCallback, StorageError | None]]] = {}
+        offset = 0
         for job in batch:
             assert job.loop is not None
-            by_loop.setdefault(job.loop, []).extend(job.results)
-        for loop, results in by_loop.items():
+            by_loop.setdefault(job.loop, []).extend(results[offset : offset + len(job.writes)])
+            offset += len(job.writes)
+        for loop, own in by_loop.items():
             with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting
-                loop.call_soon_threadsafe(_deliver, results)
+                loop.call_soon_threadsafe(_deliver, own)
 
     def _insert(self, records: Sequence[LogRecord]) -> None:
         conn = self._conn
@@ -444,11 +451,6 @@ def _rollback(conn: sqlite3.Connection) -> None:
 def _scalar(conn: sqlite3.Connection, sql: str) -> int:
     row = conn.execute(sql).fetchone()
     return int(row[0]) if row and row[0] is not None else 0
-
-
-def _callback(job: _Job) -> DoneCallback:
-    assert job.on_done is not None
-    return job.on_done
 
 
 def _deliver(results: list[tuple[DoneCallback, StorageError | None]]) -> None:

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import orjson
 
 from kubeloop.apiserver import errors
-from kubeloop.apiserver.storage import Log, LogRecord, StorageError
+from kubeloop.apiserver.storage import DoneCallback, Log, LogRecord, StorageError
 
 log = logging.getLogger("kubeloop.apiserver.storage")
 
@@ -167,6 +167,7 @@ class ObjectStore:
         self._watchers: set[Watcher] = set()
         self._queue: collections.deque[_InFlight] = collections.deque()
         self._inflight: dict[str, _InFlight] = {}
+        self._unsubmitted: list[tuple[LogRecord, DoneCallback]] = []
         #: Bytes of history dropped from memory since the log was last compacted.
         self._dropped_bytes = 0
         #: Set when enough history was dropped that the log should be compacted now.
@@ -333,11 +334,19 @@ class ObjectStore:
             current.revision if current is not None else revision - 1,
             entry.change.value,
         )
-        self._log.submit((record,), lambda error: self._appended(entry, error))
+        # Every write of this loop tick goes to the log as one job (one transaction): submitted
+        # one by one, the writer thread would wake at the first and commit smaller groups.
+        self._unsubmitted.append((record, lambda error: self._appended(entry, error)))
+        if len(self._unsubmitted) == 1:
+            asyncio.get_running_loop().call_soon(self._submit)
         error = await asyncio.shield(entry.outcome)
         if error is not None:
             raise storage_failure(error)
         return entry.event
+
+    def _submit(self) -> None:
+        writes, self._unsubmitted = self._unsubmitted, []
+        self._log.submit(writes)
 
     def _prepare(self, key: str, obj: Obj | None, current: StoredObject | None, revision: int) -> _InFlight:
         outcome: asyncio.Future[StorageError | None] = asyncio.get_running_loop().create_future()

@@ -1,0 +1,115 @@
+"""The embedded server under strace: which of its answers went out before their write was synced.
+
+``python -m tests.syscall_trace --ensure`` installs Debian's strace when it is missing (``make
+test`` runs it, as it does for kubectl). :func:`acknowledged_before_sync` reads a trace of
+``kubeloop apiserver --insecure-http`` taken with :data:`STRACE_ARGS` and returns the names of
+created objects whose ``201 Created`` answer was sent before an ``fdatasync``/``fsync`` of the
+SQLite WAL that followed the WAL write holding the object.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+
+from tests.debian_packages import ensure_package
+
+STRACE_ARGS = [
+    "-f",
+    "-s",
+    "65536",
+    "-e",
+    "trace=openat,pwrite64,write,fdatasync,fsync,sendto,sendmsg,writev",
+]
+
+#: A slow disk: every fsync and fdatasync of the traced process waits 20 ms first.
+SLOW_FSYNC = [
+    "-f",
+    "-qq",
+    "-o",
+    "/dev/null",
+    "-e",
+    "trace=fdatasync,fsync",
+    "-e",
+    "inject=fdatasync,fsync:delay_enter=20000",
+]
+
+_LINE = re.compile(r"^(\d+)\s+(.*)$")
+_OPENAT = re.compile(r'openat\(AT_FDCWD, "([^"]+)".*\)\s+=\s+(\d+)$')
+_CALL = re.compile(r"^(\w+)\((\d+)")
+_RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>.*=\s+(-?\d+)")
+
+
+def strace() -> str | None:
+    return shutil.which("strace")
+
+
+@dataclass
+class _State:
+    paths: dict[int, str] = field(default_factory=dict)
+    pending_sync: dict[int, int] = field(default_factory=dict)  # pid → fd of an unfinished sync
+    written: dict[str, int] = field(default_factory=dict)  # name → line of its first WAL write
+    synced: list[int] = field(default_factory=list)  # lines where a WAL sync completed
+    answered: dict[str, int] = field(default_factory=dict)  # name → line its 201 was sent on
+
+
+def acknowledged_before_sync(trace: str, names: list[str]) -> list[str]:
+    """Names whose 201 went out with no WAL sync between their WAL write and the answer."""
+    state = _State()
+    for number, raw in enumerate(trace.splitlines()):
+        match = _LINE.match(raw)
+        if match is None:
+            continue
+        pid, text = int(match.group(1)), match.group(2)
+        opened = _OPENAT.search(text)
+        if opened is not None:
+            state.paths[int(opened.group(2))] = opened.group(1)
+            continue
+        resumed = _RESUMED.match(text)
+        if resumed is not None:
+            if resumed.group(1) in ("fdatasync", "fsync") and resumed.group(2) == "0":
+                fd = state.pending_sync.pop(pid, -1)
+                if state.paths.get(fd, "").endswith("-wal"):
+                    state.synced.append(number)
+            continue
+        call = _CALL.match(text)
+        if call is None:
+            continue
+        name, fd = call.group(1), int(call.group(2))
+        if name in ("fdatasync", "fsync"):
+            if "<unfinished" in text:
+                state.pending_sync[pid] = fd
+            elif text.rstrip().endswith("= 0") and state.paths.get(fd, "").endswith("-wal"):
+                state.synced.append(number)
+        elif name == "pwrite64" and state.paths.get(fd, "").endswith("-wal"):
+            for wanted in names:
+                if wanted not in state.written and f'"{wanted}"' in _unescape(text):
+                    state.written[wanted] = number
+        elif name in ("sendto", "write", "writev", "sendmsg") and "HTTP/1.1 201 Created" in text:
+            for wanted in names:
+                if wanted not in state.answered and f'\\"name\\":\\"{wanted}\\"' in text:
+                    state.answered[wanted] = number
+    unsynced = []
+    for wanted in names:
+        written, answered = state.written.get(wanted), state.answered.get(wanted)
+        if written is None or answered is None:
+            raise AssertionError(f"{wanted}: no WAL write ({written}) or no answer ({answered}) in the trace")
+        if not any(written < synced < answered for synced in state.synced):
+            unsynced.append(wanted)
+    return unsynced
+
+
+def _unescape(text: str) -> str:
+    """strace prints data as C string escapes; JSON quotes appear as \\" in it."""
+    return text.replace('\\"', '"')
+
+
+def ensure() -> int:
+    return ensure_package("strace", lambda: strace() is not None, "no strace on this machine")
+
+
+if __name__ == "__main__":
+    if "--ensure" in sys.argv:
+        sys.exit(ensure())

@@ -88,6 +88,18 @@ SCENARIOS: dict[str, Callable[[], tuple[str, str, str, bytes]]] = {
         "application/apply-patch+yaml",
         nested_apply(1000),
     ),
+    "apply_1MB_30k_keys": lambda: (
+        "PATCH",
+        CM_PATH + "/big-apply?fieldManager=bench",
+        "application/apply-patch+yaml",
+        yaml_configmap("big-apply", 30_000),
+    ),
+    "merge_patch_1MB_30k_keys": lambda: (
+        "PATCH",
+        CM_PATH + "/ok-json",
+        "application/merge-patch+json",
+        orjson.dumps({"data": {f"key{i:06d}": f"patched-{i:011d}" for i in range(30_000)}}),
+    ),
 }
 
 

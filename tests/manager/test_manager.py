@@ -252,3 +252,55 @@ async def test_a_failing_runnable_stops_the_manager(client: Client, namespace: s
     manager.add(broken, name="broken")
     with pytest.raises(RunnableFailed, match="broken failed: no luck"):
         await asyncio.wait_for(manager.run(), 10)
+
+
+class Gate:
+    """A write fence the test opens, shuts and revokes."""
+
+    def __init__(self) -> None:
+        self.open = False
+        self.revoked = False
+
+    def writes_allowed(self) -> bool:
+        return self.open and not self.revoked
+
+    def describe(self) -> str:
+        return "the gate is shut"
+
+    async def wait_until_allowed(self) -> bool:
+        while not self.writes_allowed():
+            if self.revoked:
+                return False
+            await asyncio.sleep(0.01)
+        return True
+
+
+async def test_a_shut_fence_holds_back_reconciles_and_leader_runnables() -> None:
+    from kubeloop.controller.controller import Controller
+    from kubeloop.manager.runnable import RunnableGroup
+
+    gate = Gate()
+    reconciled: list[str] = []
+    controller = Controller("fenced", lambda request: reconciled.append(request.name))  # type: ignore[arg-type, func-returns-value]
+    controller.fence = gate
+    ran: list[str] = []
+
+    async def runnable(stop: asyncio.Event) -> None:
+        ran.append("started")
+        await stop.wait()
+
+    group = RunnableGroup(lambda name, error: None, fence=gate)
+    group.add("leader-only", runnable)
+    await controller.start()
+    group.start()
+    controller.queue.add(Request("ns", "a"))
+    await asyncio.sleep(0.2)
+    assert reconciled == [] and ran == []  # nothing starts while the lease may be elsewhere
+    gate.open = True
+    await eventually(lambda: reconciled == ["a"] and ran == ["started"], timeout=5)
+    gate.revoked = True  # leadership lost: queued requests are dropped unreconciled
+    controller.queue.add(Request("ns", "b"))
+    await asyncio.sleep(0.2)
+    assert reconciled == ["a"]
+    await group.stop(1)
+    await controller.stop(timeout=1)

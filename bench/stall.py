@@ -3,7 +3,9 @@
 A prober GETs a small ConfigMap every 5 ms on its own connection while one heavy request runs;
 the figure per scenario is the worst probe latency seen (and the heavy request's own time and
 status). The server runs as its own process (durable, TLS). Prints one JSON line; the target is
-that no request stalls others for more than ~100 ms.
+that no request stalls others for more than ~100 ms. Scenarios: large YAML and JSON bodies,
+nesting far beyond the limit, server-side apply and merge patch of a 1 MB object, and an
+unpaginated list of 20,000 objects.
 """
 
 from __future__ import annotations
@@ -64,6 +66,22 @@ def nested_apply(depth: int) -> bytes:
     ).encode()
 
 
+LIST_OBJECTS = 20_000
+LIST_SCENARIO = f"list_{LIST_OBJECTS}_configmaps"
+
+
+async def populate(session: aiohttp.ClientSession, count: int) -> None:
+    """``count`` small ConfigMaps in namespace default, created 500 at a time."""
+
+    async def create(i: int) -> None:
+        body = orjson.dumps({"metadata": {"name": f"many{i:05d}"}, "data": {"a": "b" * 200}})
+        async with session.post(CM_PATH, data=body, headers={"Content-Type": "application/json"}) as answer:
+            await answer.read()
+
+    for start in range(0, count, 500):
+        await asyncio.gather(*(create(i) for i in range(start, min(count, start + 500))))
+
+
 SCENARIOS: dict[str, Callable[[], tuple[str, str, str, bytes]]] = {
     # (method, path, content type, body)
     "yaml_2.9MB_90k_keys": lambda: (
@@ -94,6 +112,7 @@ SCENARIOS: dict[str, Callable[[], tuple[str, str, str, bytes]]] = {
         "application/apply-patch+yaml",
         yaml_configmap("big-apply", 30_000),
     ),
+    LIST_SCENARIO: lambda: ("GET", CM_PATH, "application/json", b""),
     "merge_patch_1MB_30k_keys": lambda: (
         "PATCH",
         CM_PATH + "/ok-json",
@@ -108,7 +127,7 @@ async def measure(url: str, token: str, ca: str | None) -> dict[str, object]:
     headers = {"Authorization": f"Bearer {token}"}
     results: dict[str, object] = {}
     probe_connector = aiohttp.TCPConnector(limit=1, ssl=ssl_context)
-    heavy_connector = aiohttp.TCPConnector(limit=2, ssl=ssl_context)
+    heavy_connector = aiohttp.TCPConnector(limit=50, ssl=ssl_context)
     async with (
         aiohttp.ClientSession(base_url=url, headers=headers, connector=probe_connector) as probe,
         aiohttp.ClientSession(base_url=url, headers=headers, connector=heavy_connector) as heavy,
@@ -118,6 +137,8 @@ async def measure(url: str, token: str, ca: str | None) -> dict[str, object]:
         ):
             pass
         for name, build in SCENARIOS.items():
+            if name == LIST_SCENARIO:
+                await populate(heavy, LIST_OBJECTS)
             method, path, content_type, body = build()
             worst = 0.0
             done = asyncio.Event()

@@ -8,7 +8,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubeloop.apiserver.watch import WatchSettings
 from tests.conftest import Client, ServerThread, start_server
@@ -321,3 +324,33 @@ def test_compacted_resource_version_is_410(private_server: ServerThread) -> None
     )
     assert listed.status_code == 410
     assert listed.json()["reason"] == "Expired"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=0, max_value=1300), st.text(max_size=5))
+def test_large_lists_encode_in_slices_to_the_same_bytes(count: int, continue_token: str) -> None:
+    from kubeloop.apiserver.handlers import encode_list_in_slices
+
+    body = {
+        "kind": "ConfigMapList",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": "7", "continue": continue_token},
+        "items": [{"metadata": {"name": f"c{i}"}, "data": {"k": "v" * (i % 7)}} for i in range(count)],
+    }
+    assert encode_list_in_slices(body) == orjson.dumps(body)
+
+
+def test_a_large_list_over_http_is_whole_and_valid(api: Client, namespace: str) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    import concurrent.futures
+
+    def create(i: int) -> int:
+        return api.post(path, {"metadata": {"name": f"c{i:04d}"}, "data": {"i": str(i)}}).status_code
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        assert set(pool.map(create, range(1100))) == {201}
+    listed = api.get(path)
+    assert listed.headers["Content-Type"].startswith("application/json")
+    items = listed.json()["items"]
+    assert [item["metadata"]["name"] for item in items] == [f"c{i:04d}" for i in range(1100)]
+    assert all(item["data"] == {"i": str(i)} for i, item in enumerate(items))

@@ -11,6 +11,7 @@ is DELETED (carrying its previous state at the event's revision); bookmarks only
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from collections.abc import AsyncIterator, Callable
@@ -28,6 +29,8 @@ from kubeloop.apiserver.store import Event, Watcher
 
 Obj = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+#: Objects of the initial state encoded per chunk of the stream.
+_SNAPSHOT_SLICE = 500
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,8 @@ class WatchStream:
         self._prefix = resource.key_prefix(namespace)
         self._encode_custom = encode
         self._initial: list[bytes] = []
+        self._snapshot: list[tuple[str, Obj]] = []
+        self._snapshot_end = b""
         self._watcher: Watcher | None = None
         self._start()
 
@@ -111,13 +116,11 @@ class WatchStream:
             options.send_initial_events is None and revision == 0
         )
         if synthetic:
-            snapshot_rv, objects, watcher = self._store.snapshot_and_watch(self._prefix)
-            for _key, stored in objects:
-                obj = self._registry.to_served(self._resource, stored)
-                if self._match is None or self._match(obj):
-                    self._initial.append(self._line("ADDED", obj))
+            # The current state is sent as ADDED events from ``lines()``, a slice at a time, so
+            # that a watch of 100,000 objects does not hold the event loop while it encodes them.
+            snapshot_rv, self._snapshot, watcher = self._store.snapshot_and_watch(self._prefix)
             if options.send_initial_events:
-                self._initial.append(self._bookmark(snapshot_rv, initial_end=True))
+                self._snapshot_end = self._bookmark(snapshot_rv, initial_end=True)
             self._watcher = watcher
             return
         if options.send_initial_events is False and revision == 0:
@@ -178,6 +181,18 @@ class WatchStream:
     async def lines(self) -> AsyncIterator[bytes]:
         """Encoded chunks until the timeout, a 410 for a lagging watcher, or the store closes."""
         try:
+            snapshot, self._snapshot = self._snapshot, []
+            for start in range(0, len(snapshot), _SNAPSHOT_SLICE):
+                lines = []
+                for _key, stored in snapshot[start : start + _SNAPSHOT_SLICE]:
+                    obj = self._registry.to_served(self._resource, stored)
+                    if self._match is None or self._match(obj):
+                        lines.append(self._line("ADDED", obj))
+                if lines:
+                    yield b"".join(lines)
+                await asyncio.sleep(0)  # let the loop serve others between slices
+            if self._snapshot_end:
+                yield self._snapshot_end
             if self._initial:
                 yield b"".join(self._initial)
                 self._initial = []

@@ -6,12 +6,15 @@ generational pass the GC runs meanwhile walks every one made so far — a 2.9 MB
 passes that held the interpreter lock for 200 ms and stopped every other thread that long (and a
 10,000-object cache read took 2-5x longer). Work of that shape runs inside :func:`gc_paused`.
 
-The pause is counted: overlapping pauses from several threads end when the last one does.
+The pause is counted: overlapping pauses from several threads end when the last one does. A
+holder that is about to wait (for the storage, say) gives its pause up meanwhile with
+:func:`gc_resumed`, so the GC is never off for longer than CPU-bound work takes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import gc
 import threading
 from collections.abc import Iterator
@@ -21,19 +24,51 @@ _depth = 0
 _was_enabled = False
 
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Disable the cyclic GC for the block (counted across threads; restores what was before)."""
+#: Whether the running task (or thread) holds a pause: only a holder may give it up for a while.
+_holding: contextvars.ContextVar[bool] = contextvars.ContextVar("kubeloop_gc_pause_held", default=False)
+
+
+def _acquire() -> None:
     global _depth, _was_enabled
     with _lock:
         if _depth == 0:
             _was_enabled = gc.isenabled()
             gc.disable()
         _depth += 1
+
+
+def _release() -> None:
+    global _depth
+    with _lock:
+        _depth -= 1
+        if _depth == 0 and _was_enabled:
+            gc.enable()
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Disable the cyclic GC for the block (counted across threads; restores what was before)."""
+    _acquire()
+    token = _holding.set(True)
     try:
         yield
     finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0 and _was_enabled:
-                gc.enable()
+        _holding.reset(token)
+        _release()
+
+
+@contextlib.contextmanager
+def gc_resumed() -> Iterator[None]:
+    """Inside :func:`gc_paused`, give up this task's pause for the block (while it waits for
+    another thread, say), so that a pause never spans a wait; the GC runs again unless another
+    holder keeps it paused. Outside a pause it does nothing."""
+    if not _holding.get():
+        yield
+        return
+    _release()
+    token = _holding.set(False)
+    try:
+        yield
+    finally:
+        _holding.reset(token)
+        _acquire()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import time
 from typing import Any
 
 import orjson
@@ -163,3 +164,12 @@ def test_json_numbers_and_errors() -> None:
         decode_json(b"{nope")
     value = decode_json(b'{"a": 123456789012345678901234567890}')
     assert isinstance(value["a"], float) and math.isfinite(value["a"])
+
+
+def test_a_large_anchored_string_repeated_is_refused_by_its_expanded_size() -> None:
+    # 1 MB named once and repeated 4,000 times would be 4 GB once expanded: few nodes, many bytes.
+    document = b"args: [&a " + b"x" * 1_000_000 + b", " + b", ".join([b"*a"] * 4000) + b"]"
+    started = time.monotonic()
+    with pytest.raises(errors.BadRequest, match="expands to more than"):
+        decode_yaml(document)
+    assert time.monotonic() - started < 5

@@ -325,3 +325,12 @@ def test_arbitrary_patches_raise_only_api_errors(document: Any, patch: list[dict
     except errors.APIError as exc:
         assert exc.code in (400, 422)
     assert document == before
+
+
+def test_copies_that_double_the_document_stop_at_the_accumulated_limit() -> None:
+    document = {"a": ["x" * 1000]}
+    doubling = [{"op": "copy", "from": "/a", "path": "/a/-"} for _ in range(30)]
+    with pytest.raises(errors.Invalid, match="accumulated size increase of copy"):
+        apply_json_patch(document, doubling)
+    # A few ordinary copies are fine.
+    assert apply_json_patch(document, doubling[:3])["a"][1:] != []

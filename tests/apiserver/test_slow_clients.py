@@ -28,7 +28,7 @@ def server() -> Iterator[ServerThread]:
 
 
 def connect(server: ServerThread, *, tls: bool = True, rcvbuf: int | None = None) -> socket.socket:
-    host, port = server.url.removeprefix("https://").rsplit(":", 1)
+    host, port = server.url.split("://", 1)[1].rsplit(":", 1)
     raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     if rcvbuf is not None:
         raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
@@ -144,3 +144,53 @@ def test_a_client_that_vanishes_mid_body_is_not_a_server_error(
     assert Client(server).get("/version").status_code == 200
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("kubeloop")]
     assert not errors, [r.getMessage() for r in errors]
+
+
+@pytest.fixture(scope="module")
+def plain_server() -> Iterator[ServerThread]:
+    """Plain HTTP: the send buffer's flow control reaches the server's protocol directly."""
+    running = start_server(timeouts=TIMEOUTS, insecure_http=True)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_a_large_answer_to_a_slow_but_reading_client_is_not_cut_off(plain_server: ServerThread) -> None:
+    import concurrent.futures
+
+    server = plain_server
+    api = Client(server)
+    namespace = "slow-reader"
+    api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    value = "y" * 2500
+
+    def create(i: int) -> None:
+        api.post(
+            f"/api/v1/namespaces/{namespace}/configmaps",
+            {"metadata": {"name": f"c{i}"}, "data": {"v": value}},
+        )
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(create, range(2400)))  # a ~7 MB list: more than loopback's socket buffers
+    sock = connect(server, tls=False, rcvbuf=16384)
+    sock.sendall(request_head(server, "GET", f"/api/v1/namespaces/{namespace}/configmaps"))
+    sock.settimeout(10)
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += sock.recv(16384)
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = int(
+        next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")).split(b":")[
+            1
+        ]
+    )
+    slow_until = time.monotonic() + 2.5 * TIMEOUTS.idle  # slow for longer than the idle and write timeouts
+    while len(body) < length:
+        chunk = sock.recv(16384 if time.monotonic() < slow_until else 1 << 20)
+        assert chunk, f"cut off after {len(body)} of {length} bytes"
+        body += chunk
+        if time.monotonic() < slow_until:
+            time.sleep(0.1)  # ~160 KB/s
+    assert len(body) == length
+    sock.close()

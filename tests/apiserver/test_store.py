@@ -372,3 +372,47 @@ def test_storage_files_are_private(tmp_path: pathlib.Path) -> None:
         await log.close()
 
     asyncio.run(main())
+
+
+async def test_compaction_gives_the_space_back_to_the_file_system(tmp_path: pathlib.Path) -> None:
+    log, store = sqlite_store(tmp_path, history_window=5)
+    value = "z" * 100_000
+    for i in range(50):
+        await store.write(f"/r/{i}", obj(str(i), value), expected_revision=0)
+    for i in range(50):
+        await store.write(f"/r/{i}", None, expected_revision=store.get(f"/r/{i}").revision)  # type: ignore[union-attr]
+    for i in range(10):
+        await store.write(f"/r/small{i}", obj("small"), expected_revision=0)
+    big = (tmp_path / "state.db").stat().st_size
+    store.compact_history(store.revision)
+    await store.compact()
+    assert log.pragma("freelist_count") == 0
+    assert (tmp_path / "state.db").stat().st_size < big / 4
+    assert (tmp_path / "state.db-wal").stat().st_size == 0
+    await log.close()
+
+
+def test_a_database_from_before_incremental_vacuum_is_converted(tmp_path: pathlib.Path) -> None:
+    old = sqlite3.connect(tmp_path / "state.db")
+    old.execute(
+        "CREATE TABLE kine (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, created INTEGER NOT NULL, "
+        "deleted INTEGER NOT NULL, create_revision INTEGER NOT NULL, prev_revision INTEGER NOT NULL, "
+        "lease INTEGER NOT NULL DEFAULT 0, value BLOB, old_value BLOB)"
+    )
+    old.execute(
+        "INSERT INTO kine VALUES (1, '/r/a', 1, 0, 1, 0, 0, ?, NULL)",
+        (b'{"metadata":{"name":"a","resourceVersion":"1"}}',),
+    )
+    old.commit()
+    assert old.execute("PRAGMA auto_vacuum").fetchone()[0] == 0
+    old.close()
+
+    async def main() -> None:
+        log, store = sqlite_store(tmp_path)
+        assert log.pragma("auto_vacuum") == 2
+        assert store.get("/r/a") is not None and store.revision == 1
+        await store.write("/r/a", None, expected_revision=1)
+        await store.write("/r/a", obj("a"), expected_revision=0)  # the old create row had prev 0
+        await log.close()
+
+    asyncio.run(main())

@@ -46,3 +46,31 @@ async def test_events_are_recorded_and_aggregated(client: Client, namespace: str
     assert by_reason["BackOff"]["source"] == {"component": "widget-controller"}
     described = kubectl("describe", "configmap", "subject", "-n", namespace).stdout
     assert "BackOff" in described and "retrying the thing" in described and "x3" in described
+
+
+async def test_an_event_is_written_under_the_fence_of_the_code_that_recorded_it(
+    client: Client, namespace: str
+) -> None:
+    from kubeloop.client.fence import current_write_fence
+    from tests.client.test_rest import SwitchFence
+
+    target = await client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fenced", "namespace": namespace}}
+    )
+    manager = Manager(client)
+    recorder = manager.event_recorder("fenced-controller")
+    shut = SwitchFence()
+    shut.open = False
+    token = current_write_fence.set(shut)  # as inside a reconcile of a leader whose lease lapsed
+    try:
+        recorder.event(target, NORMAL, "FromStaleLeader", "must not be written")
+    finally:
+        current_write_fence.reset(token)
+    recorder.event(target, NORMAL, "FromEveryReplica", "written")  # a runnable on every replica
+    await manager.stop()
+    events = await client.list(
+        {"apiVersion": "v1", "kind": "Event"},
+        namespace=namespace,
+        field_selector="involvedObject.name=fenced",
+    )
+    assert {e["reason"] for e in events["items"]} == {"FromEveryReplica"}

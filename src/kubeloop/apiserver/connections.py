@@ -9,8 +9,9 @@ timer, so every connection here is wrapped in a :class:`_GuardedProtocol` that a
 - a connection that has not sent a complete request head ``header`` seconds after it opened or
   after its last response (slowloris) is closed;
 - a keep-alive connection idle for ``idle`` seconds is closed;
-- a connection whose client has read nothing of a response for ``write`` seconds (the server's
-  send buffer full: a stalled or paused watcher, a slow reader of a large list) is aborted;
+- a connection whose client has taken nothing of a response for ``write`` seconds (the send
+  buffer full and not shrinking: a stalled or paused watcher) is aborted — a slow client that
+  keeps reading a large answer is not;
 - :func:`request_timeout_middleware` answers 504 to a request (its body included) that takes more
   than ``request`` seconds.
 """
@@ -19,7 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
+import sys
+import termios
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -44,7 +48,7 @@ class ConnectionTimeouts:
     idle: float = 90.0
     #: A request from its head to its answer (not watches).
     request: float = 60.0
-    #: A response the client reads nothing of.
+    #: A blocked response the client takes nothing of.
     write: float = 60.0
 
 
@@ -61,6 +65,9 @@ class _GuardedProtocol(asyncio.Protocol):
         self.active_requests = 0
         self.served = 0
         self.write_blocked_since: float | None = None
+        #: When the client last took some of a blocked response (the send buffer shrank).
+        self.progress_at = now
+        self._buffered = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -82,12 +89,22 @@ class _GuardedProtocol(asyncio.Protocol):
         self.inner.connection_lost(exc)
 
     def pause_writing(self) -> None:
-        self.write_blocked_since = time.monotonic()
+        self.write_blocked_since = self.progress_at = time.monotonic()
         self.inner.pause_writing()
 
     def resume_writing(self) -> None:
         self.write_blocked_since = None
         self.inner.resume_writing()
+
+    def stalled_for(self, now: float) -> float:
+        """How long a blocked response has gone without the client taking any of it."""
+        if self.write_blocked_since is None or self.transport is None:
+            return 0.0
+        buffered = self.transport.get_write_buffer_size() + _kernel_unsent(self.transport)
+        if buffered < self._buffered:
+            self.progress_at = now
+        self._buffered = buffered
+        return now - self.progress_at
 
     def request_started(self) -> None:
         self.active_requests += 1
@@ -101,7 +118,7 @@ class _GuardedProtocol(asyncio.Protocol):
 
     def overdue(self, timeouts: ConnectionTimeouts, now: float) -> str | None:
         """Why this connection should be closed now, if it should."""
-        if self.write_blocked_since is not None and now - self.write_blocked_since > timeouts.write:
+        if self.stalled_for(now) > timeouts.write:
             return f"the client read nothing for {timeouts.write:g}s"
         if self.active_requests:
             return None
@@ -111,6 +128,18 @@ class _GuardedProtocol(asyncio.Protocol):
         if waited > timeouts.idle:
             return f"idle for {timeouts.idle:g}s"
         return None
+
+
+def _kernel_unsent(transport: asyncio.BaseTransport) -> int:
+    """Bytes the kernel still holds for the peer (Linux ``SIOCOUTQ``; 0 where unknown). A client
+    reading slowly drains this first: the transport's own buffer may not move for seconds."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return 0
+    try:
+        return int.from_bytes(fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"), sys.byteorder)
+    except (OSError, ValueError):
+        return 0
 
 
 class ConnectionWatchdog:
@@ -167,30 +196,40 @@ def request_timeout_middleware(watchdog: ConnectionWatchdog) -> Middleware:
         request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
         guard = watchdog.guard_of(request)
-        if guard is not None:
-            guard.request_started()
+        if guard is None:
+            return await _bounded(request, handler, watchdog.timeouts.request)
+        guard.request_started()
         try:
-            if is_long_running(request):
-                return await handler(request)
-            seconds = watchdog.timeouts.request
-            deadline = asyncio.timeout(seconds)
-            try:
-                async with deadline:
-                    return await handler(request)
-            except TimeoutError:
-                if not deadline.expired():
-                    raise
-                error = errors.Timeout(
-                    f"Timeout: request did not complete within the allotted timeout of {seconds:g}s"
-                )
-                response = web.Response(
-                    body=orjson.dumps(error.to_status()), status=error.code, content_type="application/json"
-                )
-                with contextlib.suppress(Exception):
-                    response.force_close()
-                return response
+            response = await _bounded(request, handler, watchdog.timeouts.request)
+            # Write the answer here, so that the connection counts as busy until it is out: a
+            # large list to a slow (but reading) client must not look idle and be cut off.
+            if not response.prepared:
+                await response.prepare(request)
+                await response.write_eof()
+            return response
         finally:
-            if guard is not None:
-                guard.request_finished()
+            guard.request_finished()
 
     return middleware
+
+
+async def _bounded(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]], seconds: float
+) -> web.StreamResponse:
+    """The handler's answer, or 504 when a request that is not a watch takes over ``seconds``."""
+    if is_long_running(request):
+        return await handler(request)
+    deadline = asyncio.timeout(seconds)
+    try:
+        async with deadline:
+            return await handler(request)
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+    error = errors.Timeout(f"Timeout: request did not complete within the allotted timeout of {seconds:g}s")
+    response = web.Response(
+        body=orjson.dumps(error.to_status()), status=error.code, content_type="application/json"
+    )
+    with contextlib.suppress(Exception):
+        response.force_close()
+    return response

@@ -6,7 +6,7 @@
 - **YAML** is read with libyaml, but only after a pass over its events (iterative, no recursion)
   has checked the nesting depth and the size the document has once its aliases are expanded:
   libyaml's composer recurses in C (100,000 nested ``[`` crash the process) and an alias bomb
-  (``&a [*b, *b, ...]`` chains) expands to billions of nodes. Values become what JSON can hold,
+  (``&a [*b, *b, ...]`` chains, or one large anchored string repeated) expands to gigabytes. Values become what JSON can hold,
   as ``sigs.k8s.io/yaml`` turns YAML into JSON: keys are strings (``1:`` → ``"1"``), timestamps
   stay strings, ``!!binary`` becomes base64 text, ``!!set`` a map of nulls; NaN and infinities
   are refused.
@@ -27,9 +27,11 @@ from kubeloop.apiserver import errors
 
 #: Levels of nesting (objects and arrays) a request body or a stored object may have.
 MAX_DEPTH = 128
-#: Nodes a YAML document may have once its aliases are expanded (a 3 MiB body without aliases
-#: has at most ~1.5 million).
-MAX_YAML_NODES = 3_000_000
+#: The size a YAML document may have once its aliases are expanded, in bytes of scalar text plus
+#: 8 per node (a 3 MiB body without aliases weighs at most ~15 MiB). Counting bytes, not nodes,
+#: matters: one 1 MB string named by an anchor and repeated 4,000 times is 4 GB.
+MAX_YAML_EXPANDED = 32 * 1024 * 1024
+_NODE_WEIGHT = 8
 
 
 class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
@@ -76,7 +78,8 @@ _COLLECTION_TAGS = {_MAP: dict, _SET: dict, _OMAP: list, "tag:yaml.org,2002:pair
 
 
 class _Frame:
-    """An open mapping or sequence while the document is built from its events."""
+    """An open mapping or sequence while the document is built from its events (``nodes``: its
+    expanded weight, see :data:`MAX_YAML_EXPANDED`)."""
 
     __slots__ = ("anchor", "height", "key", "merges", "nodes", "tag", "value")
 
@@ -86,7 +89,7 @@ class _Frame:
         self.anchor = anchor
         self.key: Any = _NO_KEY
         self.merges: list[Any] = []
-        self.nodes = 1
+        self.nodes = _NODE_WEIGHT
         self.height = 0
 
 
@@ -112,8 +115,8 @@ class _YAMLBuilder:
     def __init__(self, what: str) -> None:
         self.what = what
         self.frames: list[_Frame] = []
-        self.anchors: dict[str, tuple[Any, int, int]] = {}  # anchor → (value, nodes, height)
-        self.total = 0
+        self.anchors: dict[str, tuple[Any, int, int]] = {}  # anchor → (value, weight, height)
+        self.total = 0  # the expanded weight so far
         self.documents = 0
         self.result: Any = None
 
@@ -160,9 +163,10 @@ class _YAMLBuilder:
                 parsed = base64.b64encode(parsed).decode("ascii")
         else:
             raise self.fail(f"no value can be made of the tag {tag}", event)
+        weight = _NODE_WEIGHT + len(value)
         if event.anchor is not None:
-            self.anchors[event.anchor] = (parsed, 1, 0)
-        self.deliver(parsed, 1, 0, event)
+            self.anchors[event.anchor] = (parsed, weight, 0)
+        self.deliver(parsed, weight, 0, event)
 
     def start(self, event: yaml.CollectionStartEvent, mapping: bool) -> None:
         tag = event.tag
@@ -174,7 +178,7 @@ class _YAMLBuilder:
         if frames and frames[-1].key is _NO_KEY and type(frames[-1].value) is dict:
             raise self.fail("a mapping key must be a scalar", event)
         frames.append(_Frame({} if mapping else [], tag, event.anchor))
-        self.count(1)
+        self.count(_NODE_WEIGHT)
         if len(frames) > MAX_DEPTH:
             raise too_deep(self.what)
 
@@ -204,18 +208,18 @@ class _YAMLBuilder:
             if any(frame.anchor == anchor for frame in self.frames):
                 raise self.fail("an alias refers to a node that contains it", event)
             raise self.fail(f"found undefined alias {anchor!r}", event)
-        value, nodes, height = self.anchors[anchor]
-        self.deliver(value, nodes, height, event)
+        value, weight, height = self.anchors[anchor]
+        self.deliver(value, weight, height, event)
 
-    def count(self, nodes: int) -> None:
-        self.total += nodes
-        if self.total > MAX_YAML_NODES:
+    def count(self, weight: int) -> None:
+        self.total += weight
+        if self.total > MAX_YAML_EXPANDED:
             raise errors.BadRequest(
-                f"{self.what}: the YAML document expands to more than {MAX_YAML_NODES} nodes (aliases)"
+                f"{self.what}: the YAML document expands to more than {MAX_YAML_EXPANDED} bytes (aliases)"
             )
 
-    def deliver(self, value: Any, nodes: int, height: int, event: yaml.Event | None) -> None:
-        self.count(nodes)
+    def deliver(self, value: Any, weight: int, height: int, event: yaml.Event | None) -> None:
+        self.count(weight)
         frames = self.frames
         if not frames:
             self.result = value
@@ -223,7 +227,7 @@ class _YAMLBuilder:
         if len(frames) + height > MAX_DEPTH:
             raise too_deep(self.what)
         frame = frames[-1]
-        frame.nodes += nodes
+        frame.nodes += weight
         if height > frame.height:
             frame.height = height
         container = frame.value

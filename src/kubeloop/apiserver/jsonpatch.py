@@ -22,6 +22,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from kubeloop.apiserver import errors
 from kubeloop.apiserver.mergepatch import copy_json, json_equal
 
@@ -29,6 +31,9 @@ __all__ = ["MAX_OPERATIONS", "apply_json_patch", "parse_pointer"]
 
 #: Upstream's limit (``maxJSONPatchOperations``).
 MAX_OPERATIONS = 10_000
+#: Bytes (as JSON) that ``copy`` operations may add in one patch (evanphx/json-patch's
+#: ``AccumulatedCopySizeLimit``): 20 copies of a document into itself would double it 20 times.
+MAX_ACCUMULATED_COPY_BYTES = 3 * 1024 * 1024
 
 _OPS = ("add", "remove", "replace", "move", "copy", "test")
 _NEEDS_VALUE = frozenset({"add", "replace", "test"})
@@ -66,9 +71,10 @@ def apply_json_patch(document: Any, operations: Any, *, allow_replace_missing: b
     ops = _validate(operations)
     try:
         root = [copy_json(document)]
+        copied = [0]
         for number, op in enumerate(ops):
             try:
-                _apply_one(root, op, allow_replace_missing)
+                _apply_one(root, op, allow_replace_missing, copied)
             except _OperationFailed as exc:
                 raise errors.Invalid(
                     f'json patch {op["op"]} operation {number} on path "{op["path"]}" failed: {exc}'
@@ -124,7 +130,9 @@ def _kind(value: Any) -> str:
     return "an object"
 
 
-def _apply_one(root: list[Any], op: Mapping[str, Any], allow_replace_missing: bool) -> None:
+def _apply_one(
+    root: list[Any], op: Mapping[str, Any], allow_replace_missing: bool, copied: list[int]
+) -> None:
     kind = op["op"]
     path = parse_pointer(op["path"])
     if kind == "add":
@@ -137,7 +145,14 @@ def _apply_one(root: list[Any], op: Mapping[str, Any], allow_replace_missing: bo
         if not json_equal(_get(root, path), op["value"]):
             raise _OperationFailed("the value does not match")
     elif kind == "copy":
-        _add(root, path, copy_json(_get(root, parse_pointer(op["from"]))))
+        value = _get(root, parse_pointer(op["from"]))
+        copied[0] += len(orjson.dumps(value))
+        if copied[0] > MAX_ACCUMULATED_COPY_BYTES:
+            raise _OperationFailed(
+                f"Unable to complete the copy, the accumulated size increase of copy is {copied[0]}, "
+                f"exceeding the limit {MAX_ACCUMULATED_COPY_BYTES}"
+            )
+        _add(root, path, copy_json(value))
     else:  # move
         source = parse_pointer(op["from"])
         if source == path:

@@ -201,6 +201,10 @@ class SQLiteLog:
         conn.execute("PRAGMA secure_delete=ON")
         for statement in _SCHEMA:
             conn.execute(statement)
+        if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+            # A database from before incremental auto-vacuum: convert it once.
+            conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+            conn.execute("VACUUM")
         return conn
 
     def pragma(self, name: str, value: int | None = None) -> object:
@@ -306,22 +310,10 @@ class SQLiteLog:
         results: list[tuple[DoneCallback, StorageError | None]]
         with self._lock:
             try:
-                self._insert([record for record, _done in writes])
-            except sqlite3.IntegrityError:
-                # One write broke the compare-and-swap guard: commit the others one by one.
-                results = []
-                for record, on_done in writes:
-                    try:
-                        self._insert((record,))
-                    except sqlite3.Error as exc:
-                        results.append((on_done, StorageError.from_sqlite(exc)))
-                    else:
-                        results.append((on_done, None))
-            except sqlite3.Error as exc:
-                error = StorageError.from_sqlite(exc)
+                results = self._commit(writes)
+            except BaseException as exc:  # the thread must live on: every waiting write hears of it
+                error = StorageError(f"{type(exc).__name__}: {exc}", reason="other")
                 results = [(on_done, error) for _record, on_done in writes]
-            else:
-                results = [(on_done, None) for _record, on_done in writes]
         # Results are in the order of the writes, job after job; each goes back to its job's loop.
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[DoneCallback, StorageError | None]]] = {}
         offset = 0
@@ -332,6 +324,28 @@ class SQLiteLog:
         for loop, own in by_loop.items():
             with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting
                 loop.call_soon_threadsafe(_deliver, own)
+
+    def _commit(
+        self, writes: list[tuple[LogRecord, DoneCallback]]
+    ) -> list[tuple[DoneCallback, StorageError | None]]:
+        """Insert the writes in one transaction; each write's outcome, in order."""
+        try:
+            self._insert([record for record, _done in writes])
+        except sqlite3.IntegrityError:
+            # One write broke the compare-and-swap guard: commit the others one by one.
+            results: list[tuple[DoneCallback, StorageError | None]] = []
+            for record, on_done in writes:
+                try:
+                    self._insert((record,))
+                except sqlite3.Error as exc:
+                    results.append((on_done, StorageError.from_sqlite(exc)))
+                else:
+                    results.append((on_done, None))
+            return results
+        except sqlite3.Error as exc:
+            error = StorageError.from_sqlite(exc)
+            return [(on_done, error) for _record, on_done in writes]
+        return [(on_done, None) for _record, on_done in writes]
 
     def _insert(self, records: Sequence[LogRecord]) -> None:
         conn = self._conn
@@ -411,7 +425,8 @@ class SQLiteLog:
             _rollback(conn)
             raise
         # Give freed pages back and empty the WAL: old values leave the disk, not only the table.
-        conn.execute("PRAGMA incremental_vacuum")
+        # (executescript steps the pragma to its end; one execute() frees a single page.)
+        conn.executescript("PRAGMA incremental_vacuum;")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     async def close(self) -> None:

@@ -31,6 +31,7 @@ import orjson
 
 from kubeloop.apiserver import errors
 from kubeloop.apiserver.storage import DoneCallback, Log, LogRecord, StorageError
+from kubeloop.gcpause import gc_resumed
 
 log = logging.getLogger("kubeloop.apiserver.storage")
 
@@ -292,7 +293,8 @@ class ObjectStore:
     async def settled(self, key: str) -> None:
         """Wait until no write of ``key`` is in flight (so a read of it is not about to be stale)."""
         if (home := self._home()) is not None:
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.settled(key), home))
+            with gc_resumed():  # waiting: the worker loop's GC pause must not span it
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.settled(key), home))
             return
         while (inflight := self._inflight.get(key)) is not None:
             await asyncio.shield(inflight.outcome)
@@ -307,7 +309,8 @@ class ObjectStore:
         """
         if (home := self._home()) is not None:
             forwarded = self.write(key, obj, expected_revision=expected_revision)
-            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(forwarded, home))
+            with gc_resumed():  # waiting for the storage: the worker loop's GC pause must not span it
+                return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(forwarded, home))
         await self.settled(key)
         current = self._objects.get(key)
         actual = current.revision if current is not None else 0
@@ -377,6 +380,8 @@ class ObjectStore:
             if head.error is None:
                 self._commit(head)
                 self.storage_error = None
+            elif head.error.reason == "constraint":
+                log.error("storage refused a write: %s", head.error)  # that write's fault, not the storage's
             else:
                 if self.storage_error is None:
                     log.error("storage write failed: %s", head.error)
@@ -438,6 +443,8 @@ class ObjectStore:
             await self._log.compact(target)
         except BaseException:
             self._dropped_bytes += dropped
+            if self._dropped_bytes > self._history_bytes:
+                self.compaction_due.set()
             raise
         self._log_compacted = target
 

@@ -4,7 +4,7 @@ A leader elected on a Lease acts only while its lease holds; a process paused pa
 stopped container, a long GC pause, a suspended VM) resumes believing it leads while another
 replica already does. controller-runtime leaves that gap open; kubeloop closes it in the client: the
 manager sets :data:`current_write_fence` in the tasks that act for the leader (controller workers,
-leader-only runnables, event recorders), and :class:`~kubeloop.client.rest.Client` checks it
+leader-only runnables; an event is written under the fence of the code that recorded it), and :class:`~kubeloop.client.rest.Client` checks it
 immediately before sending any request that is not a read. A fenced write raises
 :class:`WriteFenced` instead of reaching the server.
 """

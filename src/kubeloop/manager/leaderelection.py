@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import socket
 import time
 import uuid
@@ -62,6 +63,8 @@ class LeaderElector:
         self.renewed_at: float | None = None
         #: Set once leadership is lost: the fence stays shut for good.
         self.lost = False
+        #: Set once ``run`` has ended (lost, or cancelled when the manager stops).
+        self.stopped = False
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0
 
@@ -71,6 +74,18 @@ class LeaderElector:
         on_stopped_leading: Callable[[], Awaitable[None]],
     ) -> None:
         """Acquire, call ``on_started_leading``, renew until that fails, call ``on_stopped_leading``."""
+        try:
+            await self._run(on_started_leading, on_stopped_leading)
+        finally:
+            # Stopped (the manager shuts down) or lost: the lease is no longer renewed, so a fence
+            # waiting for a renewal must stop waiting (writes stay allowed until it lapses).
+            self.stopped = True
+
+    async def _run(
+        self,
+        on_started_leading: Callable[[], Awaitable[None]],
+        on_stopped_leading: Callable[[], Awaitable[None]],
+    ) -> None:
         while True:
             sent = time.monotonic()
             if await self._try_acquire_or_renew():
@@ -161,7 +176,8 @@ class LeaderElector:
     def _spec(self, acquire_time: str, renew_time: str, transitions: int) -> dict[str, Any]:
         return {
             "holderIdentity": self.config.identity,
-            "leaseDurationSeconds": max(1, round(self.config.lease_duration)),
+            # Rounded up: a follower must never take over before this leader's fence has shut.
+            "leaseDurationSeconds": max(1, math.ceil(self.config.lease_duration)),
             "acquireTime": acquire_time,
             "renewTime": renew_time,
             "leaseTransitions": transitions,
@@ -192,7 +208,7 @@ class LeaderFence:
     async def wait_until_allowed(self) -> bool:
         """Wait until writes are allowed (True), or until leadership is lost (False)."""
         while not self.writes_allowed():
-            if self.elector.lost:
+            if self.elector.lost or self.elector.stopped:
                 return False
             await asyncio.sleep(self._poll)
         return True

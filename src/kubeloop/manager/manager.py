@@ -105,7 +105,7 @@ class Manager:
         """The event recorder of ``component`` (one per name; flushed when the manager stops)."""
         recorder = self._recorders.get(component)
         if recorder is None:
-            recorder = self._recorders[component] = EventRecorder(self.client, component, fence=self.fence)
+            recorder = self._recorders[component] = EventRecorder(self.client, component)
         return recorder
 
     def add(self, runnable: Runnable, *, name: str | None = None, need_leader_election: bool = True) -> None:

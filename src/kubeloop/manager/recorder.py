@@ -34,15 +34,13 @@ _Key = tuple[str, str, str, str, str, str]
 
 
 class EventRecorder:
-    def __init__(
-        self, client: Client, component: str, *, instance: str = "", fence: WriteFence | None = None
-    ) -> None:
+    def __init__(self, client: Client, component: str, *, instance: str = "") -> None:
         self.client = client
-        #: A leader's recorder writes only while the lease is held.
-        self.fence = fence
         self.component = component
         self.instance = instance
-        self._pending: asyncio.Queue[tuple[_Key, dict[str, Any]]] = asyncio.Queue()
+        # Each event carries the write fence of the code that recorded it (a leader's reconcile: its
+        # lease; a runnable on every replica: none), and is written under that fence.
+        self._pending: asyncio.Queue[tuple[_Key, dict[str, Any], WriteFence | None]] = asyncio.Queue()
         self._written: dict[_Key, tuple[str, str, int]] = {}  # key → (namespace, event name, count)
         self._worker: asyncio.Task[None] | None = None
 
@@ -67,7 +65,7 @@ class EventRecorder:
             reason,
             message,
         )
-        self._pending.put_nowait((key, {k: v for k, v in involved.items() if v}))
+        self._pending.put_nowait((key, {k: v for k, v in involved.items() if v}, current_write_fence.get()))
         if self._worker is None:
             self._worker = asyncio.create_task(self._write_events(), name=f"event recorder {self.component}")
 
@@ -83,14 +81,15 @@ class EventRecorder:
         await cancel_and_wait([worker])
 
     async def _write_events(self) -> None:
-        current_write_fence.set(self.fence)
         while True:
-            key, involved = await self._pending.get()
+            key, involved, fence = await self._pending.get()
+            token = current_write_fence.set(fence)
             try:
                 await self._write(key, involved)
             except (errors.ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
                 log.warning("%s: could not record event %s: %s", self.component, key[4], exc)
             finally:
+                current_write_fence.reset(token)
                 self._pending.task_done()
 
     async def _write(self, key: _Key, involved: dict[str, Any]) -> None:

@@ -40,29 +40,41 @@ def wait_until(check: Callable[[], bool], timeout: float) -> None:
         time.sleep(0.05)
 
 
-def test_one_leader_and_takeover_after_sigkill(
-    shared_server: ServerThread, api: Client, namespace: str, tmp_path: pathlib.Path
-) -> None:
-    api.post(f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "work"}})
-    log = tmp_path / "actions.log"
+def start_candidates(
+    kubeconfig: pathlib.Path, namespace: str, log: pathlib.Path, count: int, *mode: str
+) -> dict[str, subprocess.Popen[str]]:
+    """``count`` manager processes competing for the Lease "candidates" (leader_candidate.py)."""
     env = {**os.environ, "PYTHONPATH": str(CANDIDATE.parents[2])}
-    processes = {
+    return {
         f"candidate-{i}": subprocess.Popen(
-            [
-                sys.executable,
-                str(CANDIDATE),
-                str(shared_server.kubeconfig),
-                namespace,
-                f"candidate-{i}",
-                str(log),
-            ],
+            [sys.executable, str(CANDIDATE), str(kubeconfig), namespace, f"candidate-{i}", str(log), *mode],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for i in range(3)
+        for i in range(count)
     }
+
+
+def stop_candidates(processes: dict[str, subprocess.Popen[str]]) -> None:
+    for process in processes.values():
+        if process.poll() is None:
+            process.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+            process.send_signal(signal.SIGTERM)
+    for process in processes.values():
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def test_one_leader_and_takeover_after_sigkill(
+    shared_server: ServerThread, api: Client, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    api.post(f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "work"}})
+    log = tmp_path / "actions.log"
+    processes = start_candidates(shared_server.kubeconfig, namespace, log, 3)
     try:
         wait_until(lambda: len(actors(log)) >= 5, timeout=30)
         time.sleep(1.5)  # let the others try (and fail) to take over meanwhile
@@ -94,14 +106,7 @@ def test_one_leader_and_takeover_after_sigkill(
         assert all(stamp <= killed_at for stamp, identity in timeline if identity == leader)
         assert all(stamp >= killed_at for stamp, identity in timeline if identity == successor)
     finally:
-        for process in processes.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in processes.values():
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_candidates(processes)
 
 
 async def test_a_leader_that_cannot_renew_stops() -> None:
@@ -171,25 +176,7 @@ def test_a_paused_leader_resumes_fenced_and_writes_nothing(
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     log = tmp_path / "actions.log"
-    env = {**os.environ, "PYTHONPATH": str(CANDIDATE.parents[2])}
-    processes = {
-        f"candidate-{i}": subprocess.Popen(
-            [
-                sys.executable,
-                str(CANDIDATE),
-                str(shared_server.kubeconfig),
-                namespace,
-                f"candidate-{i}",
-                str(log),
-                "write",
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(2)
-    }
+    processes = start_candidates(shared_server.kubeconfig, namespace, log, 2, "write")
     lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/candidates"
     try:
         wait_until(lambda: len(writes) >= 10, timeout=30)
@@ -218,12 +205,4 @@ def test_a_paused_leader_resumes_fenced_and_writes_nothing(
         assert any(writer == successor and rv > first_successor_write for rv, writer in writes)
     finally:
         stop_watching.set()
-        for process in processes.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGCONT)
-                process.send_signal(signal.SIGTERM)
-        for process in processes.values():
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_candidates(processes)

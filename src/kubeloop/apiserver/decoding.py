@@ -46,15 +46,22 @@ def too_deep(what: str) -> errors.BadRequest:
     return errors.BadRequest(f"{what}: the object nests more than {MAX_DEPTH} levels deep")
 
 
-def decode_json(raw: bytes, what: str = "the body of the request") -> Any:
-    """A JSON body as Python values; 400 when it is not JSON or nests too deep."""
+def decode_json(
+    raw: bytes, what: str = "the body of the request", *, depth_checked_later: bool = False
+) -> Any:
+    """A JSON body as Python values; 400 when it is not JSON or nests too deep.
+
+    ``depth_checked_later``: the body is an object the registry checks anyway before anything
+    walks it (create and update bodies), so it is not walked twice here.
+    """
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         if "depth limit" in str(exc) or "recursion" in str(exc):
             raise too_deep(what) from None
         raise errors.BadRequest(f"{what} could not be decoded as JSON: {exc}") from None
-    check_depth(value, what)
+    if not depth_checked_later:
+        check_depth(value, what)
     return value
 
 

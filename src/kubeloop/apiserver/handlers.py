@@ -624,10 +624,11 @@ def _patch_type(request: web.Request) -> str:
 
 async def _decode_write(content_type: str, raw: bytes, options: WriteOptions) -> tuple[Any, WriteOptions]:
     """A create or update body as an object (JSON, YAML or protobuf), with the duplicate fields
-    a JSON body repeated (for fieldValidation Strict and Warn)."""
+    a JSON body repeated (for fieldValidation Strict and Warn). Its nesting depth is checked by
+    the registry before anything walks it (YAML's builder checks as it goes)."""
     content_type = content_type or JSON
     if content_type in (JSON, "*/*", "application/octet-stream"):
-        body = decoding.decode_json(raw)
+        body = decoding.decode_json(raw, depth_checked_later=True)
         if options.field_validation != "Ignore" and b'"' in raw:
             duplicates = tuple(validation.find_duplicate_fields(raw))
             if duplicates:
@@ -636,9 +637,7 @@ async def _decode_write(content_type: str, raw: bytes, options: WriteOptions) ->
     if content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
         return decoding.decode_yaml(raw), options
     if content_type == protocodec.MEDIA_TYPE:
-        body = await _decode_protobuf(raw)
-        decoding.check_depth(body, "the body of the request")
-        return body, options
+        return await _decode_protobuf(raw), options
     raise errors.UnsupportedMediaType(
         f"the body of the request was in an unknown format - accepted media types include: "
         f"{JSON}, application/yaml, {protocodec.MEDIA_TYPE}"

@@ -423,20 +423,23 @@ class Registry:
             raise errors.already_exists(resource.group, resource.plural, metadata["name"]) from None
         return WriteResult(self.to_served(resource, event.obj), warnings, created=True)
 
-    async def _guaranteed(self, key: str, attempt: Callable[[], Awaitable[T]]) -> T:
+    async def _guaranteed(
+        self, resource: ResourceType, namespace: str | None, name: str, attempt: Callable[[], Awaitable[T]]
+    ) -> T:
         """Run a read-modify-write until its read was current when it wrote (GuaranteedUpdate).
 
         An attempt that read an object another write then replaced raises ``_StaleRead``; it is
         tried again on the new object, where a precondition the client set (a resourceVersion in
         the body or a delete precondition) fails with 409 as it should.
         """
+        key = resource.key(namespace, name)
         for _ in range(_MAX_ATTEMPTS):
             await self.store.settled(key)
             try:
                 return await attempt()
             except _StaleRead:
                 continue
-        raise _StaleRead.conflict_for(key)
+        raise errors.conflict(resource.group, resource.plural, name)  # it kept losing the race
 
     async def update(
         self,
@@ -449,7 +452,9 @@ class Registry:
         subresource: str = "",
     ) -> WriteResult:
         return await self._guaranteed(
-            resource.key(namespace, name),
+            resource,
+            namespace,
+            name,
             lambda: self._update_once(resource, namespace, name, body, options, subresource),
         )
 
@@ -495,7 +500,9 @@ class Registry:
     ) -> WriteResult:
         _check_patch_options(patch_type, options)
         return await self._guaranteed(
-            resource.key(namespace, name),
+            resource,
+            namespace,
+            name,
             lambda: self._patch_once(resource, namespace, name, patch_type, patch, options, subresource),
         )
 
@@ -716,7 +723,7 @@ class Registry:
             current = self.get(resource, namespace, name)
             return await self._write_scale(resource, namespace, name, current, body, options)
 
-        return await self._guaranteed(resource.key(namespace, name), attempt)
+        return await self._guaranteed(resource, namespace, name, attempt)
 
     async def patch_scale(
         self,
@@ -733,7 +740,7 @@ class Registry:
             patched = apply_patch(scale, patch_type, patch, schemas.kind_schema("autoscaling", "v1", "Scale"))
             return await self._write_scale(resource, namespace, name, current, patched, options)
 
-        return await self._guaranteed(resource.key(namespace, name), attempt)
+        return await self._guaranteed(resource, namespace, name, attempt)
 
     async def _write_scale(
         self,
@@ -777,7 +784,7 @@ class Registry:
     ) -> tuple[Obj, bool]:
         """Delete or mark for deletion; returns (object, whether it is gone now)."""
         return await self._guaranteed(
-            resource.key(namespace, name), lambda: self._delete_once(resource, namespace, name, options)
+            resource, namespace, name, lambda: self._delete_once(resource, namespace, name, options)
         )
 
     async def _delete_once(
@@ -902,13 +909,6 @@ class Registry:
 
 class _StaleRead(Exception):
     """A read-modify-write read an object that another write replaced before it could write."""
-
-    @staticmethod
-    def conflict_for(key: str) -> errors.Conflict:
-        return errors.Conflict(
-            f'Operation cannot be fulfilled on "{key}": the object is being modified too often; '
-            "please apply your changes to the latest version and try again"
-        )
 
 
 def unsupported_patch_type() -> errors.UnsupportedMediaType:

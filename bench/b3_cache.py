@@ -34,7 +34,7 @@ from _server import server_process
 
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.config import load_kubeconfig
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 
 POD = GroupVersionKind("", "v1", "Pod")
 NAMESPACES = 10
@@ -103,7 +103,7 @@ def pod(index: int) -> dict[str, Any]:
 
 
 async def fill(kubeconfig: str, count: int, writers: int) -> float:
-    async with Client(load_kubeconfig(kubeconfig)) as client:
+    async with APIClient(load_kubeconfig(kubeconfig)) as client:
         for n in range(NAMESPACES):
             await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"ns-{n}"}})
         next_index = 0
@@ -133,7 +133,7 @@ def settled_rss() -> int:
 async def measure_kubeloop(kubeconfig: str, count: int, gets: int) -> dict[str, Any]:
     from kubeloop.cache.cache import Cache
 
-    async with Client(load_kubeconfig(kubeconfig)) as client:
+    async with APIClient(load_kubeconfig(kubeconfig)) as client:
         await client.mapping(POD)  # discovery outside the measured growth
         cache = Cache(client, sync_timeout=600)
         informer = cache.informer_for(POD)
@@ -154,7 +154,7 @@ async def measure_kubeloop(kubeconfig: str, count: int, gets: int) -> dict[str, 
         cache_get: list[float] = []
         for namespace, name in pairs:
             t0 = time.perf_counter()
-            await cache.get(POD, name, namespace)
+            await cache.get(POD, name, namespace=namespace)
             cache_get.append(time.perf_counter() - t0)
         store_get: list[float] = []
         for key in sample:
@@ -162,7 +162,7 @@ async def measure_kubeloop(kubeconfig: str, count: int, gets: int) -> dict[str, 
             store.get(key)
             store_get.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        selected = await cache.list(POD, "ns-3", label_selector="tier=frontend,shard in (1,3,5)")
+        selected = await cache.list(POD, namespace="ns-3", label_selector="tier=frontend,shard in (1,3,5)")
         list_seconds = time.perf_counter() - t0
         await cache.stop()
         served_json = 0
@@ -187,7 +187,7 @@ async def measure_kubeloop(kubeconfig: str, count: int, gets: int) -> dict[str, 
 async def measure_dicts(kubeconfig: str, count: int) -> dict[str, Any]:
     from kubeloop.cache.informer import strip_managed_fields
 
-    async with Client(load_kubeconfig(kubeconfig)) as client:
+    async with APIClient(load_kubeconfig(kubeconfig)) as client:
         await client.mapping(POD)
         before = settled_rss()
         held: dict[str, dict[str, Any]] = {}

@@ -83,9 +83,9 @@ def start_server(data_dir: pathlib.Path) -> tuple[subprocess.Popen[str], pathlib
 
 async def populate(kubeconfig: pathlib.Path, count: int) -> None:
     from kubeloop.client.config import load_kubeconfig
-    from kubeloop.client.rest import Client
+    from kubeloop.client.rest import APIClient
 
-    async with Client(load_kubeconfig(kubeconfig)) as client:
+    async with APIClient(load_kubeconfig(kubeconfig)) as client:
         await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
         for start in range(0, count, 200):
             await asyncio.gather(*(client.create(pod(i)) for i in range(start, min(count, start + 200))))
@@ -97,10 +97,10 @@ async def populate(kubeconfig: pathlib.Path, count: int) -> None:
 async def kubeloop_figures(kubeconfig: pathlib.Path, objects: int, gets: int) -> dict[str, float]:
     from kubeloop.api.gvk import GroupVersionKind
     from kubeloop.client.config import load_kubeconfig
-    from kubeloop.client.rest import Client
+    from kubeloop.client.rest import APIClient
 
     pods = GroupVersionKind("", "v1", "Pod")
-    async with Client(load_kubeconfig(kubeconfig)) as client:
+    async with APIClient(load_kubeconfig(kubeconfig)) as client:
         await client.get(pods, "pod-000000", namespace=NAMESPACE)
 
         async def get_loop() -> None:
@@ -109,7 +109,7 @@ async def kubeloop_figures(kubeconfig: pathlib.Path, objects: int, gets: int) ->
 
         async def list_once() -> None:
             listed = await client.list(pods, namespace=NAMESPACE, page_size=None)
-            assert len(listed["items"]) == objects
+            assert len(listed.items) == objects
 
         async def watch_once() -> None:
             watch = client.watch(pods, namespace=NAMESPACE, resource_version="0")

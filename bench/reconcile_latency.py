@@ -36,7 +36,7 @@ from _server import server_process
 
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.config import load_kubeconfig
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
 STAMP = "bench.kubeloop.dev/sent"
@@ -46,7 +46,7 @@ STAMP = "bench.kubeloop.dev/sent"
 
 
 async def write(kubeconfig: str, namespace: str, objects: int, rate: float, seconds: float) -> dict[str, Any]:
-    async with Client(load_kubeconfig(kubeconfig)) as client:
+    async with APIClient(load_kubeconfig(kubeconfig)) as client:
         total = int(rate * seconds)
         in_flight = asyncio.Semaphore(128)
         late = 0
@@ -109,11 +109,11 @@ async def run_kubeloop(
     from kubeloop.manager.manager import Manager
 
     latencies = Latencies()
-    async with Client(load_kubeconfig(kubeconfig)) as client:
+    async with APIClient(load_kubeconfig(kubeconfig)) as client:
         manager = Manager(client, namespace=namespace)
 
         async def reconcile(request: Request) -> None:
-            obj = await manager.cached_client.get(CONFIGMAP, request.name, request.namespace)
+            obj = await manager.client.get(CONFIGMAP, request.name, namespace=request.namespace)
             latencies.observe(request.name, obj["metadata"].get("annotations"))
 
         Builder(manager).for_(CONFIGMAP).complete(reconcile)
@@ -210,7 +210,7 @@ def summary(latencies: Latencies, writer: dict[str, Any]) -> dict[str, Any]:
 
 
 async def prepare(kubeconfig: str, namespace: str, objects: int) -> None:
-    async with Client(load_kubeconfig(kubeconfig)) as client:
+    async with APIClient(load_kubeconfig(kubeconfig)) as client:
         await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         semaphore = asyncio.Semaphore(64)
 

@@ -20,13 +20,13 @@ POD = GroupVersionKind("", "v1", "Pod")
 def setup(manager: Manager) -> None:
     async def reconcile(request: Request) -> Result | None:
         try:
-            replica_set = await manager.cached_client.get(REPLICASET, request.name, request.namespace)
+            replica_set = await manager.client.get(REPLICASET, request.name, namespace=request.namespace)
         except errors.NotFound:
             return None  # deleted meanwhile: nothing to do
         labels = replica_set["metadata"].get("labels") or {}
         if labels.get("hello") == "world":
             return None
-        await manager.cached_client.patch(
+        await manager.client.patch(
             REPLICASET,
             request.name,
             {"metadata": {"labels": {"hello": "world"}}},

@@ -18,7 +18,8 @@ from kubeloop.api.model import KubeModel, scheme
 from kubeloop.api.models import apps_v1, batch_v1, core_v1, meta_v1
 from kubeloop.client import errors
 from kubeloop.client.config import load_kubeconfig
-from kubeloop.client.rest import Client, ObjectList, PatchType
+from kubeloop.client.interface import ObjectList
+from kubeloop.client.rest import APIClient, PatchType
 from tests.conftest import ServerThread
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -104,8 +105,8 @@ def test_scheme_and_custom_resources() -> None:
 
 
 @pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
+    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
         yield c
 
 
@@ -128,14 +129,14 @@ def deployment_dict(name: str, namespace: str) -> dict[str, Any]:
     }
 
 
-async def test_models_round_trip_what_the_server_sends(client: Client, namespace: str) -> None:
+async def test_models_round_trip_what_the_server_sends(client: APIClient, namespace: str) -> None:
     created = await client.create(deployment_dict("web", namespace))
     typed = await client.get(apps_v1.Deployment, "web", namespace=namespace)
     assert isinstance(typed, apps_v1.Deployment)
     assert typed.to_dict() == created  # every field the server filled in survives, in its JSON form
 
 
-async def test_client_takes_and_returns_models(client: Client, namespace: str) -> None:
+async def test_client_takes_and_returns_models(client: APIClient, namespace: str) -> None:
     cm = core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name="typed", namespace=namespace), data={"a": "1"})
     created = await client.create(cm)
     assert isinstance(created, core_v1.ConfigMap) and created.metadata.uid

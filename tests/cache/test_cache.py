@@ -15,7 +15,7 @@ from kubeloop.cache.cache import Cache, NotCached, OutOfScope
 from kubeloop.cache.options import ByObject, CacheOptions
 from kubeloop.client import errors
 from kubeloop.client.config import load_kubeconfig
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from tests.conftest import Client as HttpClient
 from tests.conftest import ServerThread, eventually
 
@@ -25,8 +25,8 @@ NAMESPACE = GroupVersionKind("", "v1", "Namespace")
 
 
 @pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
+    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
         yield c
 
 
@@ -51,7 +51,7 @@ def names(objects: list[dict[str, Any]]) -> list[str]:
     return [o["metadata"]["name"] for o in objects]
 
 
-async def test_namespaces_scope_the_cache(client: Client, api: HttpClient, namespace: str) -> None:
+async def test_namespaces_scope_the_cache(client: APIClient, api: HttpClient, namespace: str) -> None:
     second = extra_namespace(api, f"{namespace}-b")
     outside = extra_namespace(api, f"{namespace}-c")
     for ns in (namespace, second, outside):
@@ -61,14 +61,14 @@ async def test_namespaces_scope_the_cache(client: Client, api: HttpClient, names
     try:
         everything = await cache.list(CONFIGMAP)
         assert sorted(names(everything)) == [f"in-{namespace}", f"in-{second}"]
-        assert names(await cache.list(CONFIGMAP, second)) == [f"in-{second}"]
-        assert (await cache.get(CONFIGMAP, f"in-{namespace}", namespace))["metadata"][
+        assert names(await cache.list(CONFIGMAP, namespace=second)) == [f"in-{second}"]
+        assert (await cache.get(CONFIGMAP, f"in-{namespace}", namespace=namespace))["metadata"][
             "namespace"
         ] == namespace
         with pytest.raises(OutOfScope):
-            await cache.get(CONFIGMAP, f"in-{outside}", outside)
+            await cache.get(CONFIGMAP, f"in-{outside}", namespace=outside)
         with pytest.raises(OutOfScope):
-            await cache.list(CONFIGMAP, outside)
+            await cache.list(CONFIGMAP, namespace=outside)
         informer = cache.informer_for(CONFIGMAP)
         assert len(informer.reflectors) == 2  # one list+watch per namespace
 
@@ -91,7 +91,7 @@ def test_a_relist_of_one_namespace_keeps_the_others() -> None:
     from kubeloop.client.config import ClientConfig
 
     cache = Cache(
-        Client(ClientConfig(server="http://127.0.0.1:1")), CacheOptions(default_namespaces=["a", "b"])
+        APIClient(ClientConfig(server="http://127.0.0.1:1")), CacheOptions(default_namespaces=["a", "b"])
     )
     informer = cache.informer_for(CONFIGMAP)
     informer.reflectors = [object(), object()]  # type: ignore[list-item]  # as _run sets them
@@ -107,7 +107,7 @@ def test_a_relist_of_one_namespace_keeps_the_others() -> None:
     assert sorted(informer.store.list_keys()) == ["a/x", "b/z"]
 
 
-async def test_by_object_selectors_and_transforms(client: Client, namespace: str) -> None:
+async def test_by_object_selectors_and_transforms(client: APIClient, namespace: str) -> None:
     await client.create(configmap("web", namespace, {"tier": "web"}))
     await client.create(configmap("db", namespace, {"tier": "db"}))
     await client.create(
@@ -141,26 +141,26 @@ async def test_by_object_selectors_and_transforms(client: Client, namespace: str
     cache = Cache(client, options, sync_timeout=10)
     cache.start()
     try:
-        cached = await cache.list(CONFIGMAP, namespace)
+        cached = await cache.list(CONFIGMAP, namespace=namespace)
         assert names(cached) == ["web"]  # the server filtered: db is not cached at all
         assert cached[0]["metadata"]["annotations"] == {"transformed": "yes"}
         assert "managedFields" not in cached[0]["metadata"]  # stripped before the transform
         with pytest.raises(errors.NotFound):
-            await cache.get(CONFIGMAP, "db", namespace)
-        secrets = await cache.list(SECRET, namespace)
+            await cache.get(CONFIGMAP, "db", namespace=namespace)
+        secrets = await cache.list(SECRET, namespace=namespace)
         assert names(secrets) == ["s2"]
         assert secrets[0]["metadata"]["managedFields"]  # stored whole
         # The default transform strips managedFields where no ByObject says otherwise.
         plain = Cache(client, CacheOptions(default_namespaces=[namespace]), sync_timeout=10)
         try:
-            assert "managedFields" not in (await plain.get(SECRET, "s1", namespace))["metadata"]
+            assert "managedFields" not in (await plain.get(SECRET, "s1", namespace=namespace))["metadata"]
         finally:
             await plain.stop()
     finally:
         await cache.stop()
 
 
-async def test_reader_label_selectors_field_selectors_and_indexes(client: Client, namespace: str) -> None:
+async def test_reader_label_selectors_field_selectors_and_indexes(client: APIClient, namespace: str) -> None:
     objects = [
         ("a", {"tier": "web", "env": "prod"}, "red"),
         ("b", {"tier": "web", "env": "dev"}, "blue"),
@@ -175,7 +175,7 @@ async def test_reader_label_selectors_field_selectors_and_indexes(client: Client
     try:
 
         async def selected(**filters: Any) -> list[str]:
-            return names(await cache.list(CONFIGMAP, namespace, **filters))
+            return names(await cache.list(CONFIGMAP, namespace=namespace, **filters))
 
         assert await selected(label_selector="tier in (web,db)") == ["a", "b", "c"]
         assert await selected(label_selector="tier notin (web),!legacy") == ["c"]
@@ -208,17 +208,17 @@ async def test_reader_label_selectors_field_selectors_and_indexes(client: Client
         await cache.stop()
 
 
-async def test_metadata_only_informers(client: Client, namespace: str) -> None:
+async def test_metadata_only_informers(client: APIClient, namespace: str) -> None:
     await client.create(configmap("big", namespace, {"app": "x"}, payload="y" * 10_000))
     cache = Cache(client, CacheOptions(default_namespaces=[namespace]), sync_timeout=10)
     cache.start()
     try:
-        meta = await cache.get(CONFIGMAP, "big", namespace, metadata_only=True)
+        meta = await cache.get(CONFIGMAP, "big", namespace=namespace, metadata_only=True)
         assert meta["apiVersion"] == "v1" and meta["kind"] == "ConfigMap"
         assert set(meta) == {"apiVersion", "kind", "metadata"}  # no data
         assert meta["metadata"]["labels"] == {"app": "x"} and meta["metadata"]["uid"]
         assert "managedFields" not in meta["metadata"]
-        full = await cache.get(CONFIGMAP, "big", namespace)  # a separate, full informer
+        full = await cache.get(CONFIGMAP, "big", namespace=namespace)  # a separate, full informer
         assert full["data"]["payload"] == "y" * 10_000
         metadata_informer = cache.informer_for(CONFIGMAP, metadata_only=True)
         assert metadata_informer is not cache.informer_for(CONFIGMAP)
@@ -232,7 +232,7 @@ async def test_metadata_only_informers(client: Client, namespace: str) -> None:
             )
         )
         assert set(metadata_informer.store.get(key) or {}) == {"apiVersion", "kind", "metadata"}
-        listed = await cache.list(CONFIGMAP, namespace, label_selector="app=z", metadata_only=True)
+        listed = await cache.list(CONFIGMAP, namespace=namespace, label_selector="app=z", metadata_only=True)
         assert names(listed) == ["big"] and "data" not in listed[0]
         await client.delete(CONFIGMAP, "big", namespace=namespace)
         await eventually(lambda: key not in metadata_informer.store)
@@ -240,19 +240,19 @@ async def test_metadata_only_informers(client: Client, namespace: str) -> None:
         await cache.stop()
 
 
-async def test_reader_can_refuse_kinds_without_an_informer(client: Client, namespace: str) -> None:
+async def test_reader_can_refuse_kinds_without_an_informer(client: APIClient, namespace: str) -> None:
     cache = Cache(client, CacheOptions(default_namespaces=[namespace], reader_fails_on_missing_informer=True))
     cache.informer_for(SECRET)
     cache.start()
     try:
-        assert await cache.list(SECRET, namespace) == []
+        assert await cache.list(SECRET, namespace=namespace) == []
         with pytest.raises(NotCached):
-            await cache.list(CONFIGMAP, namespace)
+            await cache.list(CONFIGMAP, namespace=namespace)
     finally:
         await cache.stop()
 
 
-async def test_an_unknown_kind_keeps_retrying_and_reads_time_out(client: Client, namespace: str) -> None:
+async def test_an_unknown_kind_keeps_retrying_and_reads_time_out(client: APIClient, namespace: str) -> None:
     """As controller-runtime: an informer for a kind the server lacks (a CRD not yet installed)
     retries instead of dying; reads give up at the sync timeout."""
     missing = GroupVersionKind("example.com", "v1", "Missing")
@@ -260,11 +260,11 @@ async def test_an_unknown_kind_keeps_retrying_and_reads_time_out(client: Client,
     cache.start()
     try:
         with pytest.raises(TimeoutError, match="did not sync"):
-            await cache.get(missing, "x", namespace)
+            await cache.get(missing, "x", namespace=namespace)
         informer = cache.informer_for(missing)
         assert informer.namespaced is None and not informer.has_synced
         assert all(not task.done() for task in informer._tasks)  # still retrying, not crashed
         # Known kinds are unaffected.
-        assert await cache.list(CONFIGMAP, namespace) == []
+        assert await cache.list(CONFIGMAP, namespace=namespace) == []
     finally:
         await cache.stop()

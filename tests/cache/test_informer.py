@@ -16,7 +16,7 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.cache.informer import EventHandler, Informer
 from kubeloop.cache.store import NAMESPACE_INDEX, Indexer, object_key
 from kubeloop.client.config import ClientConfig, load_kubeconfig
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from tests.conftest import Client as HttpClient
 from tests.conftest import ServerThread, eventually, start_server
 
@@ -42,8 +42,8 @@ class Recorder:
 
 
 @pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
+    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
         yield c
 
 
@@ -52,7 +52,7 @@ def by_tier(obj: dict[str, Any]) -> list[str]:
     return [tier] if tier else []
 
 
-async def test_sync_events_and_indexes(client: Client, namespace: str) -> None:
+async def test_sync_events_and_indexes(client: APIClient, namespace: str) -> None:
     await client.create(configmap("before", namespace, tier="web"))
     informer = Informer(client, CONFIGMAP, namespaces=[namespace], indexers={"tier": by_tier})
     recorder = Recorder()
@@ -84,7 +84,7 @@ async def test_sync_events_and_indexes(client: Client, namespace: str) -> None:
         await informer.stop()
 
 
-async def test_resync_reports_every_object_again(client: Client, namespace: str) -> None:
+async def test_resync_reports_every_object_again(client: APIClient, namespace: str) -> None:
     await client.create(configmap("r", namespace))
     informer = Informer(client, CONFIGMAP, namespaces=[namespace], resync_period=0.1)
     recorder = Recorder()
@@ -106,7 +106,7 @@ def _free_port() -> int:
 async def test_survives_a_server_restart_and_misses_no_final_state(tmp_path: pathlib.Path) -> None:
     port = _free_port()
     server = start_server(tmp_path, port=port)
-    async with Client(load_kubeconfig(server.kubeconfig)) as client:
+    async with APIClient(load_kubeconfig(server.kubeconfig)) as client:
         for name in ("keep", "change", "remove"):
             await client.create(configmap(name, "default"))
         informer = Informer(client, CONFIGMAP, namespaces=["default"])
@@ -136,7 +136,7 @@ async def test_relists_after_410_and_converges() -> None:
     # A watcher that falls 5 events behind is closed with 410; a slow handler makes it fall behind.
     server = start_server(watcher_buffer=5)
     try:
-        async with Client(load_kubeconfig(server.kubeconfig)) as client:
+        async with APIClient(load_kubeconfig(server.kubeconfig)) as client:
             informer = Informer(client, CONFIGMAP, namespaces=["default"])
             informer.add_handler(
                 EventHandler(on_add=lambda o: time.sleep(0.02), on_update=lambda a, b: time.sleep(0.02))
@@ -166,7 +166,7 @@ async def test_relists_after_410_and_converges() -> None:
 
 async def test_wait_for_sync_times_out_without_a_server() -> None:
     port = _free_port()
-    async with Client(ClientConfig(server=f"http://127.0.0.1:{port}")) as client:
+    async with APIClient(ClientConfig(server=f"http://127.0.0.1:{port}")) as client:
         informer = Informer(client, CONFIGMAP)
         informer.start()
         try:

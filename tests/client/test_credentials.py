@@ -19,7 +19,7 @@ from kubeloop.client.credentials import (
     TokenFileCredentials,
 )
 from kubeloop.client.errors import Unauthorized
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from tests.client.kubeconfigs import single, write
 from tests.conftest import ServerThread
 
@@ -86,7 +86,7 @@ async def test_rotated_token_file_against_the_server(
     token = tmp_path / "token"
     token.write_text("not-the-token")
     config = replace(load_kubeconfig(shared_server.kubeconfig), credentials=TokenFileCredentials(token))
-    async with Client(config) as client:
+    async with APIClient(config) as client:
         with pytest.raises(Unauthorized):
             await client.request("GET", "/api/v1/namespaces/default")
         token.write_text(shared_server.token)  # rotated

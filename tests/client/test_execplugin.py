@@ -21,7 +21,7 @@ from kubeloop.apiserver import certs
 from kubeloop.client.config import ClientConfig, load_kubeconfig
 from kubeloop.client.credentials import CredentialError
 from kubeloop.client.execplugin import ExecCredentials
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from tests.client.kubeconfigs import single, write
 from tests.conftest import ServerThread, eventually
 
@@ -369,14 +369,14 @@ async def test_plugin_credentials_against_the_server(
         "PLUGIN_CERT": str(tmp_path / "cert.pem"),
         "PLUGIN_KEY": str(tmp_path / "key.pem"),
     }
-    async with Client(config_for(cert_env)) as client:
+    async with APIClient(config_for(cert_env)) as client:
         assert (await client.request("GET", "/api/v1/namespaces/default"))[0] == 200
 
     # The plugin's first token is wrong: the 401 makes the client re-run it, and the second is right.
     (tmp_path / "runs").unlink(missing_ok=True)
     (tmp_path / "token").write_text(shared_server.token)
     config = config_for({"PLUGIN_MODE": "wrong-then-file", "PLUGIN_TOKEN_FILE": str(tmp_path / "token")})
-    async with Client(config) as client:
+    async with APIClient(config) as client:
         assert (await client.request("GET", "/api/v1/namespaces/default"))[0] == 200
     assert isinstance(config.credentials, ExecCredentials)
     assert config.credentials.runs == 2

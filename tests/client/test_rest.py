@@ -18,7 +18,7 @@ from aiohttp import web
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client import errors
 from kubeloop.client.config import ClientConfig, Credentials, load_kubeconfig
-from kubeloop.client.rest import Client, PatchType, Preconditions, RetryPolicy
+from kubeloop.client.rest import APIClient, PatchType, Preconditions, RetryPolicy
 from kubeloop.client.restmapper import NoKindMatch
 from tests.conftest import ServerThread
 
@@ -28,8 +28,8 @@ NAMESPACE = GroupVersionKind("", "v1", "Namespace")
 
 
 @pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
+    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
         yield c
 
 
@@ -58,7 +58,7 @@ def deployment(name: str, namespace: str, replicas: int = 1) -> dict[str, Any]:
     }
 
 
-async def test_crud_and_every_patch_type(client: Client, namespace: str) -> None:
+async def test_crud_and_every_patch_type(client: APIClient, namespace: str) -> None:
     created = await client.create(configmap("a", namespace, k="1"))
     assert created["metadata"]["uid"] and created["data"] == {"k": "1"}
     fetched = await client.get(CONFIGMAP, "a", namespace=namespace)
@@ -91,7 +91,7 @@ async def test_crud_and_every_patch_type(client: Client, namespace: str) -> None
     assert await errors.ignore_not_found(client.get(CONFIGMAP, "a", namespace=namespace)) is None
 
 
-async def test_namespace_defaults_and_cluster_scope(client: Client, namespace: str) -> None:
+async def test_namespace_defaults_and_cluster_scope(client: APIClient, namespace: str) -> None:
     # An object's own namespace wins; without one the kubeconfig context's namespace ("default") is used.
     created = await client.create(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "g-"}}
@@ -102,7 +102,7 @@ async def test_namespace_defaults_and_cluster_scope(client: Client, namespace: s
     assert ns["metadata"]["name"] == namespace and "namespace" not in ns["metadata"]
 
 
-async def test_pagination_of_2500_objects(client: Client, namespace: str) -> None:
+async def test_pagination_of_2500_objects(client: APIClient, namespace: str) -> None:
     async def make(i: int) -> None:
         body = configmap(f"cm-{i:04d}", namespace, i=str(i))
         body["metadata"]["labels"] = {"parity": "even" if i % 2 == 0 else "odd"}
@@ -117,31 +117,31 @@ async def test_pagination_of_2500_objects(client: Client, namespace: str) -> Non
     assert pages[0]["metadata"]["remainingItemCount"] == 2000
 
     everything = await client.list(CONFIGMAP, namespace=namespace, page_size=300)
-    names = [item["metadata"]["name"] for item in everything["items"]]
+    names = [item["metadata"]["name"] for item in everything.items]
     assert names == [f"cm-{i:04d}" for i in range(2500)]
-    assert "continue" not in everything["metadata"]
+    assert int(everything.resource_version) > 0
 
     even = await client.list(CONFIGMAP, namespace=namespace, label_selector="parity=even", page_size=100)
-    assert len(even["items"]) == 1250
+    assert len(even.items) == 1250
     one = await client.list(CONFIGMAP, namespace=namespace, field_selector="metadata.name=cm-0007")
-    assert [item["data"]["i"] for item in one["items"]] == ["7"]
+    assert [item["data"]["i"] for item in one.items] == ["7"]
 
     removed = await client.delete_collection(CONFIGMAP, namespace=namespace, label_selector="parity=odd")
     assert len(removed["items"]) == 1250
-    assert len((await client.list(CONFIGMAP, namespace=namespace))["items"]) == 1250
+    assert len((await client.list(CONFIGMAP, namespace=namespace)).items) == 1250
 
 
-async def test_metadata_only_list_and_watch(client: Client, namespace: str) -> None:
+async def test_metadata_only_list_and_watch(client: APIClient, namespace: str) -> None:
     for i in range(3):
         await client.create(configmap(f"meta-{i}", namespace, payload="p" * 100))
     listed = await client.list(CONFIGMAP, namespace=namespace, page_size=2, metadata_only=True)
-    assert listed["kind"] == "PartialObjectMetadataList" and listed["apiVersion"] == "meta.k8s.io/v1"
-    assert [item["metadata"]["name"] for item in listed["items"]] == ["meta-0", "meta-1", "meta-2"]
-    assert all(item["kind"] == "PartialObjectMetadata" and "data" not in item for item in listed["items"])
+    assert listed.resource_version
+    assert [item["metadata"]["name"] for item in listed.items] == ["meta-0", "meta-1", "meta-2"]
+    assert all(item["kind"] == "PartialObjectMetadata" and "data" not in item for item in listed.items)
     watch = client.watch(
         CONFIGMAP,
         namespace=namespace,
-        resource_version=listed["metadata"]["resourceVersion"],
+        resource_version=listed.resource_version,
         metadata_only=True,
     )
     await client.patch(CONFIGMAP, "meta-1", {"data": {"payload": "changed"}}, namespace=namespace)
@@ -152,15 +152,15 @@ async def test_metadata_only_list_and_watch(client: Client, namespace: str) -> N
     await watch.close()
 
 
-async def test_all_namespaces_list(client: Client, namespace: str) -> None:
+async def test_all_namespaces_list(client: APIClient, namespace: str) -> None:
     await client.create(configmap("everywhere", namespace))
     listed = await client.list(CONFIGMAP, field_selector="metadata.name=everywhere")
-    assert {(i["metadata"]["namespace"], i["metadata"]["name"]) for i in listed["items"]} >= {
+    assert {(i["metadata"]["namespace"], i["metadata"]["name"]) for i in listed.items} >= {
         (namespace, "everywhere")
     }
 
 
-async def test_subresources_dry_run_and_field_manager(client: Client, namespace: str) -> None:
+async def test_subresources_dry_run_and_field_manager(client: APIClient, namespace: str) -> None:
     await client.create(deployment("web", namespace, replicas=2))
     scale = await client.get(DEPLOYMENT, "web", namespace=namespace, subresource="scale")
     assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 2
@@ -181,7 +181,7 @@ async def test_subresources_dry_run_and_field_manager(client: Client, namespace:
 
 
 async def test_field_validation_and_warnings(
-    client: Client, namespace: str, caplog: pytest.LogCaptureFixture
+    client: APIClient, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     body = configmap("v", namespace)
     body["bogus"] = 1
@@ -194,7 +194,7 @@ async def test_field_validation_and_warnings(
 
 
 async def test_each_error_class_from_real_answers(
-    client: Client, namespace: str, shared_server: ServerThread
+    client: APIClient, namespace: str, shared_server: ServerThread
 ) -> None:
     with pytest.raises(errors.NotFound) as not_found:
         await client.get(CONFIGMAP, "missing", namespace=namespace)
@@ -235,7 +235,7 @@ async def test_each_error_class_from_real_answers(
             "PUT", f"/api/v1/namespaces/{namespace}/configmaps", body=b"{}", content_type="application/json"
         )
 
-    async with Client(
+    async with APIClient(
         load_kubeconfig(shared_server.kubeconfig), retry=RetryPolicy(max_retries=0)
     ) as no_retry:
         with pytest.raises(errors.Timeout) as too_new:
@@ -264,7 +264,7 @@ async def test_each_error_class_from_real_answers(
     await client.patch(CONFIGMAP, "keep", {"metadata": {"finalizers": None}}, namespace=doomed)
 
     bad = replace(load_kubeconfig(shared_server.kubeconfig), credentials=_StaticCredentials("wrong", "wrong"))
-    async with Client(bad) as unauthenticated:
+    async with APIClient(bad) as unauthenticated:
         with pytest.raises(errors.Unauthorized):
             await unauthenticated.get(NAMESPACE, "default")
 
@@ -274,7 +274,7 @@ async def test_resource_expired_from_an_old_continue_token(tmp_path: Any) -> Non
 
     server = start_server(history_window=5)
     try:
-        async with Client(load_kubeconfig(server.kubeconfig)) as client:
+        async with APIClient(load_kubeconfig(server.kubeconfig)) as client:
             for i in range(3):
                 await client.create(configmap(f"c{i}", "default"))
             first = await client.request(
@@ -312,7 +312,7 @@ class _StaticCredentials:
 async def test_a_401_refreshes_credentials_once(shared_server: ServerThread) -> None:
     source = _StaticCredentials("stale-token", shared_server.token)
     config = replace(load_kubeconfig(shared_server.kubeconfig), credentials=source)
-    async with Client(config) as client:
+    async with APIClient(config) as client:
         assert (await client.get(NAMESPACE, "default"))["metadata"]["name"] == "default"
         assert (await client.get(NAMESPACE, "kube-system"))["metadata"]["name"] == "kube-system"
     assert source.refreshes == 1
@@ -354,7 +354,7 @@ async def _flaky_server(answers: list[tuple[int, dict[str, str]]]) -> tuple[web.
 async def test_retries_honour_retry_after_and_spare_unsafe_writes() -> None:
     runner, url, seen = await _flaky_server([(429, {"Retry-After": "0"}), (503, {"Retry-After": "0"})])
     try:
-        async with Client(ClientConfig(server=url)) as client:
+        async with APIClient(ClientConfig(server=url)) as client:
             assert (await client.request("GET", "/api/v1/namespaces/default/configmaps/x"))[0] == 200
             assert seen == ["GET", "GET", "GET"]
             seen.clear()
@@ -362,7 +362,7 @@ async def test_retries_honour_retry_after_and_spare_unsafe_writes() -> None:
             runner_answers = [(500, {})]
             runner2, url2, seen2 = await _flaky_server(runner_answers)
             try:
-                async with Client(ClientConfig(server=url2)) as writer:
+                async with APIClient(ClientConfig(server=url2)) as writer:
                     with pytest.raises(errors.InternalError):
                         await writer.request(
                             "POST",
@@ -379,7 +379,7 @@ async def test_retries_honour_retry_after_and_spare_unsafe_writes() -> None:
 
 async def test_client_side_rate_limit(shared_server: ServerThread) -> None:
     config = replace(load_kubeconfig(shared_server.kubeconfig), qps=20.0, burst=1)
-    async with Client(config) as client:
+    async with APIClient(config) as client:
         await client.get(NAMESPACE, "default")  # discovery and the first token
         started = time.monotonic()
         await asyncio.gather(*(client.get(NAMESPACE, "default") for _ in range(10)))
@@ -391,9 +391,9 @@ async def test_tls_server_name_is_what_the_certificate_is_checked_against(
     shared_server: ServerThread,
 ) -> None:
     config = load_kubeconfig(shared_server.kubeconfig)
-    async with Client(replace(config, tls_server_name="localhost")) as client:
+    async with APIClient(replace(config, tls_server_name="localhost")) as client:
         assert (await client.get(NAMESPACE, "default"))["metadata"]["name"] == "default"
-    async with Client(
+    async with APIClient(
         replace(config, tls_server_name="elsewhere.example"), retry=RetryPolicy(max_retries=0)
     ) as client:
         with pytest.raises(aiohttp.ClientConnectorCertificateError):
@@ -427,7 +427,7 @@ async def test_requests_go_through_the_proxy_url(shared_server: ServerThread) ->
     port = proxy.sockets[0].getsockname()[1]
     try:
         config = replace(load_kubeconfig(shared_server.kubeconfig), proxy_url=f"http://127.0.0.1:{port}")
-        async with Client(config) as client:
+        async with APIClient(config) as client:
             assert (await client.get(NAMESPACE, "default"))["metadata"]["name"] == "default"
         server_port = shared_server.url.rsplit(":", 1)[1]
         assert tunnels and all(t.endswith(f":{server_port}") for t in tunnels)
@@ -435,7 +435,7 @@ async def test_requests_go_through_the_proxy_url(shared_server: ServerThread) ->
         proxy.close()
 
 
-async def test_server_side_apply(client: Client, namespace: str) -> None:
+async def test_server_side_apply(client: APIClient, namespace: str) -> None:
     body = configmap("applied", namespace, a="1")
     created = await client.apply(body, field_manager="tool")
     assert created["data"] == {"a": "1"}
@@ -469,7 +469,7 @@ class SwitchFence:
         return self.open
 
 
-async def test_a_shut_write_fence_keeps_writes_from_the_server(client: Client, namespace: str) -> None:
+async def test_a_shut_write_fence_keeps_writes_from_the_server(client: APIClient, namespace: str) -> None:
     from kubeloop.client.fence import WriteFenced, current_write_fence
 
     cm = CONFIGMAP
@@ -490,5 +490,5 @@ async def test_a_shut_write_fence_keeps_writes_from_the_server(client: Client, n
         current_write_fence.reset(token)
     # Outside the fenced task nothing is refused, and nothing fenced reached the server.
     listed = await client.list(cm, namespace=namespace)
-    names = [item["metadata"]["name"] for item in listed["items"]]
+    names = [item["metadata"]["name"] for item in listed.items]
     assert names == ["before"]

@@ -21,7 +21,7 @@ def test_sync_client_verbs_and_watch(shared_server: ServerThread, api: HttpClien
     with SyncClient(load_kubeconfig(shared_server.kubeconfig)) as client:
         created = client.create(core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name="s", namespace=namespace)))
         assert isinstance(created, core_v1.ConfigMap)
-        start = client.list(CONFIGMAP, namespace=namespace)["metadata"]["resourceVersion"]
+        start = client.list(CONFIGMAP, namespace=namespace).resource_version
         assert client.patch(CONFIGMAP, "s", {"data": {"k": "v"}}, namespace=namespace)["data"] == {"k": "v"}
         assert client.get(core_v1.ConfigMap, "s", namespace=namespace).data == {"k": "v"}
 

@@ -16,7 +16,7 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.apiserver.watch import WatchSettings
 from kubeloop.client import errors
 from kubeloop.client.config import load_kubeconfig
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from kubeloop.client.watch import WatchEvent
 from tests.conftest import ServerThread, start_server
 
@@ -33,8 +33,8 @@ def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, A
 
 
 @pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
+    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
         yield c
 
 
@@ -50,8 +50,8 @@ async def _take(events: AsyncIterator[WatchEvent], count: int, timeout: float = 
     return await asyncio.wait_for(collect(), timeout)
 
 
-async def test_watch_events_in_order(client: Client, namespace: str) -> None:
-    start = (await client.list(CONFIGMAP, namespace=namespace))["metadata"]["resourceVersion"]
+async def test_watch_events_in_order(client: APIClient, namespace: str) -> None:
+    start = (await client.list(CONFIGMAP, namespace=namespace)).resource_version
     watch = client.watch(CONFIGMAP, namespace=namespace, resource_version=start)
     events = watch.__aiter__()
     await client.create(configmap("w", namespace, a="1"))
@@ -68,7 +68,7 @@ async def test_watch_events_in_order(client: Client, namespace: str) -> None:
     await watch.close()
 
 
-async def test_watch_with_selector_and_initial_events(client: Client, namespace: str) -> None:
+async def test_watch_with_selector_and_initial_events(client: APIClient, namespace: str) -> None:
     for name, tier in (("a", "web"), ("b", "db")):
         body = configmap(name, namespace)
         body["metadata"]["labels"] = {"tier": tier}
@@ -98,9 +98,9 @@ async def test_watch_survives_a_server_restart(tmp_path: pathlib.Path) -> None:
     port = _free_port()
     server = start_server(tmp_path, port=port)
     config = load_kubeconfig(server.kubeconfig)
-    async with Client(config) as client:
+    async with APIClient(config) as client:
         await client.create(configmap("before"))
-        start = (await client.list(CONFIGMAP, namespace="default"))["metadata"]["resourceVersion"]
+        start = (await client.list(CONFIGMAP, namespace="default")).resource_version
         watch = client.watch(CONFIGMAP, namespace="default", resource_version=start)
         events = watch.__aiter__()
         await client.create(configmap("one"))
@@ -127,7 +127,7 @@ async def test_silent_stream_is_detected_and_resumed(
     # No bookmarks from this server: a quiet stream looks exactly like a stalled one.
     server = start_server(watch=WatchSettings(bookmark_interval=3600))
     try:
-        async with Client(load_kubeconfig(server.kubeconfig)) as client:
+        async with APIClient(load_kubeconfig(server.kubeconfig)) as client:
             watch = client.watch(CONFIGMAP, namespace="default", resource_version="0", inactivity_timeout=0.3)
             events = watch.__aiter__()
             with caplog.at_level(logging.INFO, logger="kubeloop.client.watch"):
@@ -145,8 +145,8 @@ async def test_silent_stream_is_detected_and_resumed(
 async def test_bookmarks_advance_the_resource_version(tmp_path: pathlib.Path) -> None:
     server = start_server(watch=WatchSettings(bookmark_interval=0.2))
     try:
-        async with Client(load_kubeconfig(server.kubeconfig)) as client:
-            start = (await client.list(CONFIGMAP, namespace="default"))["metadata"]["resourceVersion"]
+        async with APIClient(load_kubeconfig(server.kubeconfig)) as client:
+            start = (await client.list(CONFIGMAP, namespace="default")).resource_version
             watch = client.watch(
                 CONFIGMAP, namespace="kube-system", resource_version=start, yield_bookmarks=True
             )
@@ -169,7 +169,7 @@ async def test_bookmarks_advance_the_resource_version(tmp_path: pathlib.Path) ->
 async def test_410_after_compaction_is_a_distinct_signal() -> None:
     server = start_server(history_window=5)
     try:
-        async with Client(load_kubeconfig(server.kubeconfig)) as client:
+        async with APIClient(load_kubeconfig(server.kubeconfig)) as client:
             old = (await client.create(configmap("c")))["metadata"]["resourceVersion"]
             for i in range(10):
                 await client.patch(CONFIGMAP, "c", {"data": {"n": str(i)}}, namespace="default")

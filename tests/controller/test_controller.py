@@ -17,7 +17,7 @@ from kubeloop.api.errors import InvalidSelector
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.cache.informer import Informer
 from kubeloop.client.config import load_kubeconfig
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from kubeloop.controller import handler, predicate
 from kubeloop.controller.controller import Controller, reconcile_id
 from kubeloop.controller.handler import (
@@ -45,13 +45,13 @@ def configmap(name: str, namespace: str, **extra: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
+    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
         yield c
 
 
 async def test_level_triggered_reconcile_with_retries_and_terminal_errors(
-    client: Client, namespace: str
+    client: APIClient, namespace: str
 ) -> None:
     calls: Counter[str] = Counter()
     ids: list[str] = []
@@ -100,7 +100,9 @@ async def test_level_triggered_reconcile_with_retries_and_terminal_errors(
         await informer.stop()
 
 
-async def test_sync_reconcilers_run_in_threads_and_keys_never_overlap(client: Client, namespace: str) -> None:
+async def test_sync_reconcilers_run_in_threads_and_keys_never_overlap(
+    client: APIClient, namespace: str
+) -> None:
     loop_thread = threading.get_ident()
     running: set[str] = set()
     overlaps: list[str] = []
@@ -142,7 +144,7 @@ async def test_sync_reconcilers_run_in_threads_and_keys_never_overlap(client: Cl
         await informer.stop()
 
 
-async def test_graceful_stop_lets_an_inflight_reconcile_finish(client: Client, namespace: str) -> None:
+async def test_graceful_stop_lets_an_inflight_reconcile_finish(client: APIClient, namespace: str) -> None:
     finished = asyncio.Event()
     started = asyncio.Event()
 
@@ -163,7 +165,7 @@ async def test_graceful_stop_lets_an_inflight_reconcile_finish(client: Client, n
     await informer.stop()
 
 
-async def test_owner_mapping_and_predicates(client: Client, namespace: str) -> None:
+async def test_owner_mapping_and_predicates(client: APIClient, namespace: str) -> None:
     owner = await client.create(
         {
             "apiVersion": "apps/v1",
@@ -236,7 +238,7 @@ async def test_owner_mapping_and_predicates(client: Client, namespace: str) -> N
     assert not predicate.Funcs(on_create=lambda o: False).create(child)
 
 
-async def test_priority_queue_puts_changes_before_the_initial_list(client: Client, namespace: str) -> None:
+async def test_priority_queue_puts_changes_before_the_initial_list(client: APIClient, namespace: str) -> None:
     for i in range(5):
         await client.create(configmap(f"c{i}", namespace))
     order: list[str] = []

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from kubeloop.client.config import load_kubeconfig
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from kubeloop.controller import controllerutil as cu
 from tests.conftest import ServerThread
 
 
 @pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
+    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
         yield c
 
 
@@ -39,7 +39,7 @@ def fill(replicas: int) -> cu.Mutate:
     return mutate
 
 
-async def test_create_or_update_results(client: Client, namespace: str) -> None:
+async def test_create_or_update_results(client: APIClient, namespace: str) -> None:
     result, obj = await cu.create_or_update(client, deployment(namespace), fill(1))
     assert result == cu.OperationResult.CREATED and obj["metadata"]["uid"]
     result, _ = await cu.create_or_update(client, deployment(namespace), fill(1))
@@ -54,7 +54,7 @@ async def test_create_or_update_results(client: Client, namespace: str) -> None:
         await cu.create_or_update(client, deployment(namespace), rename)
 
 
-async def test_create_or_patch_results(client: Client, namespace: str) -> None:
+async def test_create_or_patch_results(client: APIClient, namespace: str) -> None:
     result, _ = await cu.create_or_patch(client, deployment(namespace), fill(1))
     assert result == cu.OperationResult.CREATED
 

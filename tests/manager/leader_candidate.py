@@ -12,7 +12,7 @@ import time
 
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.config import load_kubeconfig
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.leaderelection import LeaderElectionConfig
@@ -30,7 +30,7 @@ async def main(kubeconfig: str, namespace: str, identity: str, log_path: str, mo
         renew_deadline=2,
         retry_period=0.5,
     )
-    async with Client(load_kubeconfig(kubeconfig)) as client:
+    async with APIClient(load_kubeconfig(kubeconfig)) as client:
         manager = Manager(client, namespace=namespace, leader_election=election)
 
         def log_action() -> None:

@@ -12,7 +12,7 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.models import core_v1
 from kubeloop.client import errors
 from kubeloop.client.config import load_kubeconfig
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from kubeloop.manager.manager import Manager
 from tests.conftest import ServerThread, eventually
 
@@ -20,8 +20,8 @@ CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
 
 
 @pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
+    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
         yield c
 
 
@@ -30,7 +30,7 @@ def by_owner_team(obj: dict[str, Any]) -> list[str]:
     return [team] if team else []
 
 
-async def test_cached_reads_and_direct_writes(client: Client, namespace: str) -> None:
+async def test_cached_reads_and_direct_writes(client: APIClient, namespace: str) -> None:
     for name, team, tier in (("a", "red", "web"), ("b", "blue", "web"), ("c", "red", "db")):
         await client.create(
             {
@@ -42,34 +42,35 @@ async def test_cached_reads_and_direct_writes(client: Client, namespace: str) ->
         )
     manager = Manager(client, namespace=namespace, cache_sync_timeout=10)
     manager.add_index(CONFIGMAP, "data.team", by_owner_team)
-    reader = manager.cached_client
+    reader = manager.client
     try:
-        got = await reader.get(CONFIGMAP, "a", namespace)  # first read: informer created and synced
+        got = await reader.get(CONFIGMAP, "a", namespace=namespace)  # first read: informer created and synced
         got["data"]["team"] = "changed"
-        assert (await reader.get(CONFIGMAP, "a", namespace))["data"]["team"] == "red"  # a copy
-        typed = await reader.get(core_v1.ConfigMap, "b", namespace)
+        assert (await reader.get(CONFIGMAP, "a", namespace=namespace))["data"]["team"] == "red"  # a copy
+        typed = await reader.get(core_v1.ConfigMap, "b", namespace=namespace)
         assert isinstance(typed, core_v1.ConfigMap) and typed.data == {"team": "blue"}
         with pytest.raises(errors.NotFound):
-            await reader.get(CONFIGMAP, "missing", namespace)
+            await reader.get(CONFIGMAP, "missing", namespace=namespace)
 
         assert sorted(
             o["metadata"]["name"]
-            for o in await reader.list(CONFIGMAP, namespace, match_labels={"tier": "web"})
+            for o in await reader.list(CONFIGMAP, namespace=namespace, match_labels={"tier": "web"})
         ) == ["a", "b"]
         assert sorted(
-            o["metadata"]["name"] for o in await reader.list(CONFIGMAP, namespace, index=("data.team", "red"))
+            o["metadata"]["name"]
+            for o in await reader.list(CONFIGMAP, namespace=namespace, index=("data.team", "red"))
         ) == ["a", "c"]
         assert [
             o["metadata"]["name"]
             for o in await reader.list(
-                CONFIGMAP, namespace, index=("data.team", "red"), match_labels={"tier": "db"}
+                CONFIGMAP, namespace=namespace, index=("data.team", "red"), match_labels={"tier": "db"}
             )
         ] == ["c"]
 
         await reader.patch(
             CONFIGMAP, "a", {"data": {"team": "blue"}}, namespace=namespace
         )  # written to the server
-        direct = await reader.uncached.get(CONFIGMAP, "a", namespace=namespace)
+        direct = await manager.api_reader.get(CONFIGMAP, "a", namespace=namespace)
         assert direct["data"]["team"] == "blue"
         # The cache catches up through its watch.
         await eventually(
@@ -80,7 +81,7 @@ async def test_cached_reads_and_direct_writes(client: Client, namespace: str) ->
         )
         assert sorted(
             o["metadata"]["name"]
-            for o in await reader.list(CONFIGMAP, namespace, index=("data.team", "blue"))
+            for o in await reader.list(CONFIGMAP, namespace=namespace, index=("data.team", "blue"))
         ) == ["a", "b"]
     finally:
         await manager.stop()

@@ -114,7 +114,7 @@ async def test_a_leader_that_cannot_renew_stops() -> None:
 
     from kubeloop.api.gvk import GroupVersionKind
     from kubeloop.client.config import load_kubeconfig
-    from kubeloop.client.rest import Client as AsyncClient
+    from kubeloop.client.rest import APIClient as AsyncClient
     from kubeloop.manager.builder import Builder
     from kubeloop.manager.leaderelection import LeaderElectionConfig
     from kubeloop.manager.manager import LeaderElectionLost, Manager

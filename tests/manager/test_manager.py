@@ -13,7 +13,7 @@ import pytest
 
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.config import ClientConfig, load_kubeconfig
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from kubeloop.controller import predicate
 from kubeloop.controller.handler import (
     EnqueueRequestForObject,
@@ -33,12 +33,14 @@ DEPLOYMENT = GroupVersionKind("apps", "v1", "Deployment")
 
 
 @pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
+    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
         yield c
 
 
-async def create_owned_configmap(client: Client, namespace: str, owner: dict[str, Any], **data: str) -> None:
+async def create_owned_configmap(
+    client: APIClient, namespace: str, owner: dict[str, Any], **data: str
+) -> None:
     """A ConfigMap "owned" whose controller owner is the Secret ``owner``."""
     ref = {
         "apiVersion": "v1",
@@ -53,7 +55,7 @@ async def create_owned_configmap(client: Client, namespace: str, owner: dict[str
 
 
 def test_builder_wiring_and_unique_names() -> None:
-    manager = Manager(Client(ClientConfig(server="http://127.0.0.1:1")))
+    manager = Manager(APIClient(ClientConfig(server="http://127.0.0.1:1")))
     controller = (
         Builder(manager)
         .for_(DEPLOYMENT, predicate.GenerationChanged())
@@ -83,7 +85,7 @@ def test_builder_wiring_and_unique_names() -> None:
 
 
 async def test_caches_sync_before_controllers_and_owned_events_reach_owners(
-    client: Client, namespace: str
+    client: APIClient, namespace: str
 ) -> None:
     owner = await client.create(
         {
@@ -100,9 +102,9 @@ async def test_caches_sync_before_controllers_and_owned_events_reach_owners(
     async def reconcile(request: Request) -> None:
         synced_at_first_reconcile.append(manager.informer_for(CONFIGMAP).has_synced)
         seen.append(request)
-        cached = await manager.cached_client.get(SECRET, request.name, request.namespace)
+        cached = await manager.client.get(SECRET, request.name, namespace=request.namespace)
         cached["metadata"]["name"] = "changed"  # a copy: the cache is not affected
-        again = await manager.cached_client.get(SECRET, request.name, request.namespace)
+        again = await manager.client.get(SECRET, request.name, namespace=request.namespace)
         assert again["metadata"]["name"] == request.name
 
     Builder(manager).for_(SECRET).owns(CONFIGMAP).complete(reconcile)
@@ -113,7 +115,7 @@ async def test_caches_sync_before_controllers_and_owned_events_reach_owners(
         seen.clear()
         await create_owned_configmap(client, namespace, owner)
         await eventually(lambda: Request(namespace, "owner") in seen)  # the owned object's event → the owner
-        listed = await manager.cached_client.list(SECRET, namespace)
+        listed = await manager.client.list(SECRET, namespace=namespace)
         assert [o["metadata"]["name"] for o in listed] == ["owner"]
     finally:
         await manager.stop()
@@ -123,7 +125,7 @@ async def test_start_fails_when_a_cache_cannot_sync() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    async with Client(ClientConfig(server=f"http://127.0.0.1:{port}")) as client:
+    async with APIClient(ClientConfig(server=f"http://127.0.0.1:{port}")) as client:
         manager = Manager(client, cache_sync_timeout=0.3)
         Builder(manager).for_(CONFIGMAP).complete(lambda request: None)
         with pytest.raises(TimeoutError, match="did not sync"):
@@ -132,7 +134,7 @@ async def test_start_fails_when_a_cache_cannot_sync() -> None:
         assert not manager.controllers["configmap"]._workers  # no controller was started
 
 
-async def test_run_stops_on_request(client: Client, namespace: str) -> None:
+async def test_run_stops_on_request(client: APIClient, namespace: str) -> None:
     manager = Manager(client, namespace=namespace)
     Builder(manager).for_(CONFIGMAP).complete(lambda request: None)
     running = asyncio.ensure_future(manager.run())
@@ -141,7 +143,7 @@ async def test_run_stops_on_request(client: Client, namespace: str) -> None:
     await asyncio.wait_for(running, 10)
 
 
-async def test_channel_source_and_metadata_only_watches(client: Client, namespace: str) -> None:
+async def test_channel_source_and_metadata_only_watches(client: APIClient, namespace: str) -> None:
     """A Channel of events from outside the cluster and an owned kind watched through a
     metadata-only informer both reach the reconciler; stopping the controller stops the source."""
     owner = await client.create(
@@ -186,7 +188,7 @@ async def test_channel_source_and_metadata_only_watches(client: Client, namespac
     assert channel._task is None  # the source's reader task was stopped with the controller
 
 
-async def test_runnables_start_in_order_and_stop_with_the_manager(client: Client, namespace: str) -> None:
+async def test_runnables_start_in_order_and_stop_with_the_manager(client: APIClient, namespace: str) -> None:
     """Runnables without leader election start on every replica once caches sync; the others
     only on the leader; stop() asks them to return, cancels the stubborn after the grace period."""
     # Someone else holds the lease: this replica never leads during the test.
@@ -243,7 +245,7 @@ async def test_runnables_start_in_order_and_stop_with_the_manager(client: Client
     assert {"everywhere stopped", "stubborn cancelled"} <= set(events)
 
 
-async def test_a_failing_runnable_stops_the_manager(client: Client, namespace: str) -> None:
+async def test_a_failing_runnable_stops_the_manager(client: APIClient, namespace: str) -> None:
     manager = Manager(client, namespace=namespace)
 
     async def broken(stop: asyncio.Event) -> None:

@@ -16,7 +16,7 @@ from prometheus_client.core import HistogramMetricFamily
 
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.config import ClientConfig, load_kubeconfig
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from kubeloop.controller.reconcile import Request
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.leaderelection import LeaderElectionConfig
@@ -28,8 +28,8 @@ CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
 
 
 @pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
+    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
         yield c
 
 
@@ -42,7 +42,7 @@ def sample(text: str, metric: str, **labels: str) -> float:
     raise AssertionError(f"no sample {metric}{{{wanted}}}")
 
 
-async def test_metrics_and_probes(client: Client, namespace: str) -> None:
+async def test_metrics_and_probes(client: APIClient, namespace: str) -> None:
     calls: Counter[str] = Counter()
 
     async def reconcile(request: Request) -> None:
@@ -106,7 +106,7 @@ async def test_health_checks_readyz_fails_until_caches_sync() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         dead = sock.getsockname()[1]
-    async with Client(ClientConfig(server=f"http://127.0.0.1:{dead}")) as unreachable:
+    async with APIClient(ClientConfig(server=f"http://127.0.0.1:{dead}")) as unreachable:
         manager = Manager(unreachable, health_probe_bind_address="127.0.0.1:0", cache_sync_timeout=2)
         manager.informer_for(CONFIGMAP)
         broken = {"now": False}

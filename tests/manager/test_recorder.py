@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from kubeloop.client.config import load_kubeconfig
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from kubeloop.manager.manager import Manager
 from kubeloop.manager.recorder import NORMAL, WARNING
 from tests.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401  (fixture)
@@ -15,12 +15,14 @@ from tests.conftest import ServerThread
 
 
 @pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kubeconfig(shared_server.kubeconfig)) as c:
+async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
+    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
         yield c
 
 
-async def test_events_are_recorded_and_aggregated(client: Client, namespace: str, kubectl: Kubectl) -> None:  # noqa: F811
+async def test_events_are_recorded_and_aggregated(
+    client: APIClient, namespace: str, kubectl: Kubectl  # noqa: F811
+) -> None:
     target = await client.create(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "subject", "namespace": namespace}}
     )
@@ -39,7 +41,7 @@ async def test_events_are_recorded_and_aggregated(client: Client, namespace: str
         namespace=namespace,
         field_selector="involvedObject.name=subject",
     )
-    by_reason = {e["reason"]: e for e in events["items"]}
+    by_reason = {e["reason"]: e for e in events.items}
     assert set(by_reason) == {"BackOff", "Synced"}  # three BackOffs are one Event
     assert by_reason["BackOff"]["count"] == 3 and by_reason["BackOff"]["type"] == "Warning"
     assert by_reason["BackOff"]["involvedObject"]["uid"] == target["metadata"]["uid"]
@@ -49,7 +51,7 @@ async def test_events_are_recorded_and_aggregated(client: Client, namespace: str
 
 
 async def test_an_event_is_written_under_the_fence_of_the_code_that_recorded_it(
-    client: Client, namespace: str
+    client: APIClient, namespace: str
 ) -> None:
     from kubeloop.client.fence import current_write_fence
     from tests.client.test_rest import SwitchFence
@@ -73,4 +75,4 @@ async def test_an_event_is_written_under_the_fence_of_the_code_that_recorded_it(
         namespace=namespace,
         field_selector="involvedObject.name=fenced",
     )
-    assert {e["reason"] for e in events["items"]} == {"FromEveryReplica"}
+    assert {e["reason"] for e in events.items} == {"FromEveryReplica"}

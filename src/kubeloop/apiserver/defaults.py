@@ -6,9 +6,8 @@ replicas, a Pod's phase and policies, a Namespace's phase and finalizer, a Servi
 from __future__ import annotations
 
 import base64
-from typing import Any
 
-Obj = dict[str, Any]
+from kubeloop.api.object import Obj
 
 
 def _pod_spec_defaults(spec: Obj) -> None:

@@ -30,15 +30,15 @@ import copy
 import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import orjson
 
+from kubeloop.api import timestamps
+from kubeloop.api.object import Obj
 from kubeloop.apiserver import errors, schemas
 
 Path = tuple[str, ...]
-Obj = dict[str, Any]
 
 #: Paths upstream strips from every manager's set (stripmeta.go) — they belong to the server.
 _STRIPPED = frozenset(
@@ -328,10 +328,6 @@ def _invalid_managed(message: str) -> errors.BadRequest:
     return errors.BadRequest(f"metadata.managedFields: Invalid value: {message}")
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _scoped(paths: dict[Path, Member], subresource: str, has_status: bool) -> dict[Path, Member]:
     """The paths a write through ``subresource`` may own: status only through /status."""
     if not has_status:
@@ -394,7 +390,7 @@ def record_update(
             mine = ManagedEntry(manager, "Update", api_version, subresource)
             result.append(mine)
         mine.paths = mine.paths | changed
-        mine.time = _now()
+        mine.time = timestamps.now()
     return [e for e in result if e.paths]
 
 
@@ -492,7 +488,7 @@ def apply(
         entry.paths = {p for p in entry.paths if p not in taken and p in final_set}
         if entry.paths:
             result.append(entry)
-    mine = ManagedEntry(manager, "Apply", api_version, subresource, _now(), set(applied_set))
+    mine = ManagedEntry(manager, "Apply", api_version, subresource, timestamps.now(), set(applied_set))
     if previous is not None and previous.paths == mine.paths:
         mine.time = previous.time
     insert_at = next((i for i, e in enumerate(entries) if e.identity == identity), len(result))

@@ -18,6 +18,7 @@ from aiohttp import web
 from kubeloop.api.errors import InvalidSelector
 from kubeloop.api.fields import FieldSelector
 from kubeloop.api.labels import LabelSelector
+from kubeloop.api.object import Obj
 from kubeloop.apiserver import (
     decoding,
     discovery,
@@ -38,7 +39,6 @@ from kubeloop.apiserver.workerloop import WorkerLoop
 
 log = logging.getLogger("kubeloop.apiserver")
 
-Obj = dict[str, Any]
 MAX_BODY_BYTES = 3 * 1024 * 1024
 #: Write bodies at least this large are decoded and processed on the worker loop.
 OFFLOAD_BYTES = 64 * 1024

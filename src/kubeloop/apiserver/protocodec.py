@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from kubeloop.api import timestamps
 from kubeloop.apiserver import protowire
 from kubeloop.apiserver.protodescriptors import (
     TYPE_BOOL,
@@ -229,9 +230,7 @@ def _time(data: bytes, *, micro: bool) -> str | None:
     if not present:
         return None  # the zero Time, which Go writes as an empty message and JSON as null
     moment = datetime.fromtimestamp(seconds, tz=UTC)
-    if micro:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos // 1000:06d}Z"
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timestamps.format_time(moment.replace(microsecond=nanos // 1000), micro=micro)
 
 
 def _int_or_string(data: bytes) -> int | str:
@@ -421,12 +420,9 @@ def _encode_message_value(value: Any, message: MessageInfo, tables: MessageTable
 def _encode_time(value: Any) -> bytes:
     if not isinstance(value, str):
         raise ProtobufError(f"a time must be an RFC 3339 string, not {value!r}")
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise ProtobufError(f"{value!r} is not an RFC 3339 time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+    moment = timestamps.parse_time(value)
+    if moment is None:
+        raise ProtobufError(f"{value!r} is not an RFC 3339 time")
     seconds = int(moment.timestamp() // 1)
     nanos = moment.microsecond * 1000
     return _varint_field(1, seconds) + (_varint_field(2, nanos) if nanos else b"")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
-import datetime
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -21,9 +20,10 @@ from typing import Any, TypeVar
 
 import orjson
 
-from kubeloop.api import naming
+from kubeloop.api import naming, timestamps
 from kubeloop.api.fields import FieldSelector, object_fields
 from kubeloop.api.labels import LabelSelector
+from kubeloop.api.object import Obj
 from kubeloop.apiserver import decoding, defaults, errors, eventconversion, fieldmanager, schemas, validation
 from kubeloop.apiserver.jsonpatch import apply_json_patch
 from kubeloop.apiserver.mergepatch import apply_merge_patch
@@ -31,7 +31,6 @@ from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.store import ObjectStore, PreconditionFailed
 from kubeloop.apiserver.strategicpatch import apply_strategic_merge_patch
 
-Obj = dict[str, Any]
 T = TypeVar("T")
 
 JSON_PATCH = "application/json-patch+json"
@@ -43,10 +42,6 @@ PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 #: Read-modify-write attempts before a write that keeps losing races answers 409.
 _MAX_ATTEMPTS = 64
 _NAMESPACES = ResourceType("", "v1", "namespaces", "namespace", "Namespace", False)
-
-
-def now_rfc3339() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -395,7 +390,7 @@ class Registry:
                 ],
             )
         metadata["uid"] = str(uuid.uuid4())
-        metadata["creationTimestamp"] = now_rfc3339()
+        metadata["creationTimestamp"] = timestamps.now()
         if resource.tracks_generation:
             metadata["generation"] = 1
         defaults.prepare_for_create(resource.group, resource.kind, obj, has_status=resource.has_status)
@@ -866,7 +861,7 @@ class Registry:
         new_meta.pop("resourceVersion", None)
         changed = False
         if not new_meta.get("deletionTimestamp"):
-            new_meta["deletionTimestamp"] = now_rfc3339()
+            new_meta["deletionTimestamp"] = timestamps.now()
             new_meta["deletionGracePeriodSeconds"] = 0
             if resource.tracks_generation:
                 new_meta["generation"] = int(new_meta.get("generation", 0)) + 1

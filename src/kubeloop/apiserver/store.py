@@ -25,10 +25,11 @@ import collections
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import orjson
 
+from kubeloop.api.object import Obj
 from kubeloop.apiserver import errors
 from kubeloop.apiserver.storage import DoneCallback, Log, LogRecord, StorageError
 from kubeloop.gcpause import gc_resumed
@@ -36,7 +37,6 @@ from kubeloop.gcpause import gc_resumed
 log = logging.getLogger("kubeloop.apiserver.storage")
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
-Obj = dict[str, Any]
 
 #: The largest object stored, as JSON (etcd's default request limit, --max-request-bytes).
 MAX_OBJECT_BYTES = 1536 * 1024

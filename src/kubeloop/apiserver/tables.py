@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubeloop.api import timestamps
+from kubeloop.api.timestamps import parse_time
 from kubeloop.apiserver import eventconversion, schemas
 from kubeloop.apiserver.resources import ResourceType
 
@@ -57,22 +59,6 @@ def human_duration(seconds: float) -> str:
         rest = (hours // 24) % 365
         return f"{hours // 24 // 365}y" if rest == 0 else f"{hours // 24 // 365}y{rest}d"
     return f"{hours // 24 // 365}y"
-
-
-def parse_time(value: Any) -> datetime.datetime | None:
-    """An RFC 3339 timestamp (Time or MicroTime) as an aware datetime, or None."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=datetime.UTC)
-    return parsed
 
 
 def _since(value: Any, now: datetime.datetime) -> str:
@@ -526,7 +512,7 @@ def _created_at(obj: Obj, now: datetime.datetime) -> Cell:
     when = parse_time(_get(obj, "metadata.creationTimestamp"))
     if when is None:
         return "0001-01-01T00:00:00Z"
-    return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timestamps.format_time(when)
 
 
 # --------------------------------------------------------------------------- column sets

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from kubeloop.api import naming
+from kubeloop.api import naming, timestamps
 from kubeloop.api.naming import go_quote
 from kubeloop.apiserver import errors, schemas
 from kubeloop.apiserver.errors import Cause
@@ -906,9 +906,7 @@ def _parse_go_time(value: str, micro: bool) -> tuple[str | None, str]:
         ).astimezone(_dt.UTC)
     except (ValueError, OverflowError):
         return None, value
-    if micro:
-        return None, moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return None, moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return None, timestamps.format_time(moment, micro=micro)
 
 
 # --------------------------------------------------------------------------- object metadata

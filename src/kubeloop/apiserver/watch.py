@@ -16,18 +16,17 @@ import random
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
 from kubeloop.api.fields import FieldSelector
 from kubeloop.api.labels import LabelSelector
+from kubeloop.api.object import Obj
 from kubeloop.apiserver import errors
 from kubeloop.apiserver.registry import Registry, list_options_invalid, parse_resource_version
 from kubeloop.apiserver.resources import ResourceType
 from kubeloop.apiserver.store import Event, Watcher
 
-Obj = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 #: Objects of the initial state encoded per chunk of the stream.
 _SNAPSHOT_SLICE = 500

@@ -6,9 +6,9 @@
 after ``start()`` start at once. Reads wait until the kind's informer has synced (creating it
 unless ``reader_fails_on_missing_informer``) and return fresh copies:
 
-- ``get(kind, name, namespace)``: NotFound when absent, ``OutOfScope`` for a namespace the
+- ``get(kind, name, namespace=...)``: NotFound when absent, ``OutOfScope`` for a namespace the
   cache does not watch;
-- ``list(kind, namespace, label_selector=…, match_labels=…, field_selector=…, index=…)``: the
+- ``list(kind, namespace=..., label_selector=…, match_labels=…, field_selector=…, index=…)``: the
   full label-selector grammar; field selectors must be exact matches (``field=value``) on
   ``metadata.name``, ``metadata.namespace`` or a field registered with ``add_index`` — as in
   controller-runtime, the cache cannot evaluate arbitrary fields.
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
 
 import orjson
 
@@ -27,14 +26,14 @@ from kubeloop.api.fields import EQUALS, FieldSelector
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import DOUBLE_EQUALS, EXISTS, GREATER_THAN, IN, LESS_THAN, LabelSelector
 from kubeloop.api.labels import EQUALS as LABEL_EQUALS
+from kubeloop.api.object import Obj
 from kubeloop.cache.informer import Informer
 from kubeloop.cache.options import CacheOptions, Scope, by_object_scopes
 from kubeloop.cache.store import IndexFunc, namespace_of_key
 from kubeloop.client import errors
-from kubeloop.client.rest import Client, KindRef, gvk_of
+from kubeloop.client.interface import KindRef
+from kubeloop.client.rest import APIClient, gvk_of
 from kubeloop.gcpause import gc_paused
-
-Obj = dict[str, Any]
 
 _NAME_FIELD = "metadata.name"
 _NAMESPACE_FIELD = "metadata.namespace"
@@ -50,7 +49,7 @@ class NotCached(LookupError):
 
 class Cache:
     def __init__(
-        self, client: Client, options: CacheOptions | None = None, *, sync_timeout: float = 120.0
+        self, client: APIClient, options: CacheOptions | None = None, *, sync_timeout: float = 120.0
     ) -> None:
         self.client = client
         self.options = options or CacheOptions()
@@ -127,7 +126,7 @@ class Cache:
     # ------------------------------------------------------------------ the reader
 
     async def get(
-        self, kind: KindRef, name: str, namespace: str | None = None, *, metadata_only: bool = False
+        self, kind: KindRef, name: str, *, namespace: str | None = None, metadata_only: bool = False
     ) -> Obj:
         """The cached object (a fresh copy). NotFound if absent; OutOfScope for an unwatched namespace."""
         informer = self._informers.get((kind, metadata_only)) if type(kind) is GroupVersionKind else None
@@ -147,8 +146,8 @@ class Cache:
     async def list(
         self,
         kind: KindRef,
-        namespace: str | None = None,
         *,
+        namespace: str | None = None,
         label_selector: str | LabelSelector | None = None,
         match_labels: Mapping[str, str] | None = None,
         field_selector: str | FieldSelector | None = None,

@@ -25,23 +25,23 @@ import logging
 import random
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 import aiohttp
 import orjson
 
 from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.api.object import Obj
 from kubeloop.cache.reflector import ListWatchOptions, Reflector
 from kubeloop.cache.store import Indexer, IndexFunc, object_key
 from kubeloop.client import errors
-from kubeloop.client.rest import Client, KindRef, gvk_of
+from kubeloop.client.interface import KindRef
+from kubeloop.client.rest import APIClient, gvk_of
 from kubeloop.client.restmapper import NoKindMatch
 from kubeloop.client.watch import WatchEvent
 from kubeloop.lifecycle import cancel_and_wait
 
 log = logging.getLogger("kubeloop.cache.informer")
 
-Obj = dict[str, Any]
 Transform = Callable[[Obj], Obj]
 
 
@@ -66,7 +66,7 @@ class EventHandler:
 class Informer:
     def __init__(
         self,
-        client: Client,
+        client: APIClient,
         kind: KindRef,
         *,
         namespaces: Collection[str] | None = None,

@@ -13,18 +13,18 @@ import asyncio
 import logging
 import random
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import aiohttp
 
 from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.api.object import Obj
 from kubeloop.client import errors
-from kubeloop.client.rest import Client, KindRef, gvk_of
+from kubeloop.client.interface import KindRef
+from kubeloop.client.rest import APIClient, gvk_of
 from kubeloop.client.watch import WatchEvent
 
 log = logging.getLogger("kubeloop.cache.reflector")
-
-Obj = dict[str, Any]
 
 
 class Sink(Protocol):
@@ -49,7 +49,7 @@ class ListWatchOptions:
 
 
 class Reflector:
-    def __init__(self, client: Client, kind: KindRef, sink: Sink, options: ListWatchOptions) -> None:
+    def __init__(self, client: APIClient, kind: KindRef, sink: Sink, options: ListWatchOptions) -> None:
         self.client = client
         self.kind: GroupVersionKind = gvk_of(kind)
         self.sink = sink

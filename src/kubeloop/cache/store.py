@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
+from kubeloop.api.object import Obj
 from kubeloop.gcpause import gc_paused
 
-Obj = dict[str, Any]
 IndexFunc = Callable[[Obj], Iterable[str]]
 
 NAMESPACE_INDEX = "namespace"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.client.config import load_config
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import Manager
 
@@ -36,7 +36,7 @@ class ManagerFlags:
     leader_election_id: str | None = None
     leader_election_namespace: str | None = None
 
-    def manager(self, client: Client, default_namespace: str) -> Manager:
+    def manager(self, client: APIClient, default_namespace: str) -> Manager:
         election = None
         if self.leader_elect:
             if not self.leader_election_id:
@@ -107,7 +107,7 @@ async def run(
 
 async def _run_manager(setup: Setup, kubeconfig: str | None, context: str | None, flags: ManagerFlags) -> int:
     config = load_config(kubeconfig, context=context)
-    async with Client(config) as client:
+    async with APIClient(config) as client:
         manager = flags.manager(client, config.namespace)
         setup(manager)
         print(f"kubeloop run: {len(manager.controllers)} controller(s) starting", flush=True)

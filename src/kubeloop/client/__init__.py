@@ -4,6 +4,6 @@ streams that reconnect by themselves (``watch``), kinds mapped to resources by d
 (``restmapper``) and the errors, one class per Status reason (``errors``).
 
 Objects are plain dicts on the fast path. Import the submodules directly
-(``from kubeloop.client.rest import Client``); this package root imports nothing, so that
+(``from kubeloop.client.rest import APIClient``; this package root imports nothing, so that
 ``import kubeloop.client`` stays cheap.
 """

@@ -1,6 +1,6 @@
 """The async REST client: every verb of the Kubernetes API on aiohttp and orjson, objects as dicts.
 
-``Client`` addresses a kind by ``GroupVersionKind`` or by an object dict (its apiVersion/kind);
+``APIClient`` addresses a kind by ``GroupVersionKind`` or by an object dict (its apiVersion/kind);
 the ``RESTMapper`` finds the resource from discovery. Objects travel as plain dicts (the fast
 path; typed models convert at the edges). Requests carry the credentials of the configuration
 (refreshed once after a 401: an exec plugin re-runs, a token file is re-read), are rate limited
@@ -18,36 +18,25 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import TracebackType
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any, Literal, overload
 
 import aiohttp
 import orjson
 
+from kubeloop.api.fields import FieldSelector
 from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.api.labels import LabelSelector
 from kubeloop.api.model import KubeModel, KubeObject
+from kubeloop.api.object import Obj
 from kubeloop.client import errors
 from kubeloop.client.config import ClientConfig, Credentials, ssl_context
 from kubeloop.client.fence import check_write
+from kubeloop.client.interface import KindRef, M, ObjectList, ObjectRef
 from kubeloop.client.ratelimit import TokenBucket
 from kubeloop.client.restmapper import ResourceMapping, RESTMapper
 from kubeloop.client.watch import Watch, WatchOptions
 
 log = logging.getLogger("kubeloop.client")
-
-Obj = dict[str, Any]
-#: A kind: a GroupVersionKind, an object dict (its apiVersion/kind), a model class or a model.
-KindRef = GroupVersionKind | Mapping[str, Any] | type[KubeObject] | KubeObject
-#: What a write takes: an object dict or a model.
-ObjectRef = Mapping[str, Any] | KubeObject
-M = TypeVar("M", bound=KubeObject)
-
-
-@dataclass(frozen=True)
-class ObjectList(Generic[M]):
-    """A list of typed objects and the resourceVersion of the snapshot they come from."""
-
-    items: list[M]
-    resource_version: str
 
 
 JSON = "application/json"
@@ -83,8 +72,8 @@ class RetryPolicy:
         return float(ceiling * (0.5 + random.random() / 2))
 
 
-class Client:
-    """An async client for one API server. Use ``async with Client(config) as client``."""
+class APIClient:
+    """An async client for one API server. Use ``async with APIClient(config) as client``."""
 
     def __init__(
         self,
@@ -106,7 +95,7 @@ class Client:
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def __aenter__(self) -> Client:
+    async def __aenter__(self) -> APIClient:
         return self
 
     async def __aexit__(
@@ -153,7 +142,7 @@ class Client:
 
     @overload
     async def get(
-        self, kind: type[M], name: str, *, namespace: str | None = None, subresource: str | None = None
+        self, kind: type[M] | M, name: str, *, namespace: str | None = None, subresource: str | None = None
     ) -> M: ...
 
     @overload
@@ -171,7 +160,7 @@ class Client:
     ) -> Obj | KubeObject:
         """One object (or a subresource: ``status``, or ``scale`` given a GVK or dict kind).
 
-        Given a model class the answer is an instance of it, else a dict.
+        Given a model class (or a model) the answer is an instance of its class, else a dict.
         """
         _check_typed_subresource(kind, subresource)
         path = await self._object_path(kind, name, namespace, subresource)
@@ -183,12 +172,13 @@ class Client:
         kind: KindRef,
         *,
         namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        match_labels: Mapping[str, str] | None = None,
+        field_selector: str | FieldSelector | None = None,
         resource_version: str | None = None,
         page_size: int | None = 500,
         metadata_only: Literal[True],
-    ) -> Obj: ...
+    ) -> ObjectList[Obj]: ...
 
     @overload
     async def list(
@@ -196,8 +186,9 @@ class Client:
         kind: type[M],
         *,
         namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        match_labels: Mapping[str, str] | None = None,
+        field_selector: str | FieldSelector | None = None,
         resource_version: str | None = None,
         page_size: int | None = 500,
         metadata_only: Literal[False] = False,
@@ -209,47 +200,48 @@ class Client:
         kind: GroupVersionKind | Mapping[str, Any],
         *,
         namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        match_labels: Mapping[str, str] | None = None,
+        field_selector: str | FieldSelector | None = None,
         resource_version: str | None = None,
         page_size: int | None = 500,
         metadata_only: bool = False,
-    ) -> Obj: ...
+    ) -> ObjectList[Obj]: ...
 
     async def list(
         self,
         kind: KindRef,
         *,
         namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        match_labels: Mapping[str, str] | None = None,
+        field_selector: str | FieldSelector | None = None,
         resource_version: str | None = None,
         page_size: int | None = 500,
         metadata_only: bool = False,
-    ) -> Obj | ObjectList[Any]:
-        """All objects (``namespace=None``: across all namespaces), fetched page by page.
+    ) -> ObjectList[Any]:
+        """All objects (``namespace=None``: across all namespaces) matching the selectors.
 
-        Pages share one snapshot: their ``continue`` tokens carry the first page's
-        resourceVersion, which the returned list's metadata reports. Given a model class the
-        answer is an ``ObjectList`` of instances, else the List dict. ``metadata_only`` asks
-        for a ``PartialObjectMetadataList`` (items with metadata only; always dicts).
+        ``match_labels`` is a label selector of exact matches (ANDed with ``label_selector``).
+        Pages (``page_size`` objects each) share one snapshot: their ``continue`` tokens carry the
+        first page's resourceVersion, which the answer's ``resource_version`` reports. Given a
+        model class the items are its instances, else dicts; ``metadata_only`` asks for a
+        ``PartialObjectMetadataList`` (items with metadata only; always dicts).
         """
         listed = await self._list_dict(
             kind,
             namespace=namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
+            label_selector=_label_selector(label_selector, match_labels),
+            field_selector=str(field_selector) if field_selector is not None else None,
             resource_version=resource_version,
             page_size=page_size,
             metadata_only=metadata_only,
         )
-        cls = _model_class(kind)
+        resource_version = str(listed["metadata"].get("resourceVersion", ""))
+        cls = model_class(kind)
         if cls is None or metadata_only:
-            return listed
-        return ObjectList(
-            [cls.model_validate(item) for item in listed["items"]],
-            str(listed["metadata"].get("resourceVersion", "")),
-        )
+            return ObjectList(listed["items"], resource_version)
+        return ObjectList([cls.model_validate(item) for item in listed["items"]], resource_version)
 
     async def _list_dict(
         self,
@@ -533,14 +525,17 @@ class Client:
         kind: KindRef,
         *,
         namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        field_selector: str | FieldSelector | None = None,
         propagation_policy: str | None = None,
         dry_run: bool = False,
     ) -> Obj:
+        """Delete every object of ``kind`` in ``namespace`` that the selectors match."""
         mapping = await self.mapping(kind)
         path = mapping.collection_path(self._namespace(mapping, namespace))
-        params = _selector_params(label_selector, field_selector)
+        params = _selector_params(
+            _label_selector(label_selector, None), str(field_selector) if field_selector is not None else None
+        )
         body = _delete_options(propagation_policy, None, None, dry_run)
         return await self._json("DELETE", path, params=params, body=orjson.dumps(body), content_type=JSON)
 
@@ -740,7 +735,7 @@ def gvk_of(kind: KindRef) -> GroupVersionKind:
     return GroupVersionKind.of_object(kind)
 
 
-def _model_class(kind: KindRef) -> type[KubeObject] | None:
+def model_class(kind: KindRef) -> type[KubeObject] | None:
     if isinstance(kind, type) and issubclass(kind, KubeObject):
         return kind
     if isinstance(kind, KubeObject):
@@ -750,7 +745,7 @@ def _model_class(kind: KindRef) -> type[KubeObject] | None:
 
 def _typed(kind: KindRef, answer: Obj) -> Obj | KubeObject:
     """The answer as the caller's model class when it gave one (a class or an instance)."""
-    cls = _model_class(kind)
+    cls = model_class(kind)
     return cls.model_validate(answer) if cls is not None else answer
 
 
@@ -763,7 +758,7 @@ def _as_dict(obj: ObjectRef | KindRef) -> Obj:
 
 
 def _check_typed_subresource(kind: KindRef, subresource: str | None) -> None:
-    if subresource not in (None, "status") and _model_class(kind) is not None:
+    if subresource not in (None, "status") and model_class(kind) is not None:
         raise ValueError(
             f"the {subresource} subresource is not a {gvk_of(kind).kind}: address it with a GroupVersionKind"
         )
@@ -776,6 +771,16 @@ def _name_of(obj: Mapping[str, Any] | None) -> str:
     if not isinstance(name, str) or not name:
         raise ValueError("a name is required (the object has no metadata.name)")
     return name
+
+
+def _label_selector(
+    selector: str | LabelSelector | None, match_labels: Mapping[str, str] | None
+) -> str | None:
+    """The label selector's text, with ``match_labels`` ANDed in."""
+    terms = [str(selector)] if selector is not None and str(selector) else []
+    if match_labels:
+        terms.append(str(LabelSelector.from_set(match_labels)))
+    return ",".join(terms) or None
 
 
 def _selector_params(label_selector: str | None, field_selector: str | None) -> dict[str, str]:

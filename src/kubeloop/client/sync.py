@@ -1,9 +1,14 @@
-"""A blocking facade over the async client, for scripts and notebooks.
+"""Blocking clients, for code that is not async: sync reconcilers, scripts and notebooks.
 
-``SyncClient`` runs one event loop in a daemon thread and forwards each call to the async
-``Client`` on it, so the same connection pool, retries and credentials serve both. Watches are
-iterated with ``for event in client.watch(...)``. Do not use it from inside a running event loop
-(await the async client there).
+``BlockingClient`` is a blocking view of an async client (the API client or the manager's
+cached client) bound to the event loop it runs on: each call is sent to that loop and waited for,
+so the view shares the client's connections, cache, credentials and retries. Use it from another
+thread — a sync reconciler runs in one (``manager.blocking_client``); from the loop's own thread
+it refuses (the call could never finish: await the async client there). The calling thread's
+context variables (the reconcile ID, a leader's write fence) travel with each call.
+
+``SyncClient`` is a ``BlockingClient`` over an ``APIClient`` of its own, whose event loop runs in
+a daemon thread; watches are iterated with ``for event in client.watch(...)``.
 """
 
 from __future__ import annotations
@@ -15,54 +20,51 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, TypeVar
 
+from kubeloop.api.object import Obj
 from kubeloop.client.config import ClientConfig
-from kubeloop.client.rest import Client, KindRef, ObjectRef, PatchType, Preconditions
+from kubeloop.client.interface import KindRef, ObjectList, ObjectRef
+from kubeloop.client.rest import APIClient, PatchType
 from kubeloop.client.watch import WatchEvent
 
 T = TypeVar("T")
 
 
-class SyncClient:
-    def __init__(self, config: ClientConfig, **client_options: Any) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="kubeloop-client", daemon=True)
-        self._thread.start()
-        self._client = Client(config, **client_options)
-        self._any: Any = self._client  # calls are forwarded with whatever kind the caller gave
-
-    def __enter__(self) -> SyncClient:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._loop.is_closed():
-            return
-        self._run(self._client.close())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-        self._loop.close()
+class BlockingClient:
+    def __init__(self, client: Any, loop: asyncio.AbstractEventLoop | None) -> None:
+        """``client``: an ``APIClient`` or ``CachedClient`` (any implementation of ``Client``);
+        ``loop``: the loop it runs on (None until it is known: the manager binds it when it starts)."""
+        self.client = client
+        self.loop = loop
 
     def _run(self, call: Coroutine[Any, Any, T]) -> T:
-        future: Future[T] = asyncio.run_coroutine_threadsafe(call, self._loop)
+        loop = self.loop
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if loop is None or running is loop:
+            call.close()
+            if loop is None:
+                raise RuntimeError("the blocking client is not bound to a running event loop yet")
+            raise RuntimeError(
+                "a blocking client cannot be used on its own event loop: await the async client"
+            )
+        future: Future[T] = asyncio.run_coroutine_threadsafe(call, loop)
         return future.result()
 
-    def get(
-        self, kind: KindRef, name: str, *, namespace: str | None = None, subresource: str | None = None
-    ) -> Any:
-        return self._run(self._any.get(kind, name, namespace=namespace, subresource=subresource))
+    def get(self, kind: KindRef, name: str, *, namespace: str | None = None, **options: Any) -> Any:
+        """The object (a model when ``kind`` is a model class or a model, else a dict)."""
+        return self._run(self.client.get(kind, name, namespace=namespace, **options))
 
-    def list(self, kind: KindRef, **options: Any) -> Any:
-        return self._run(self._any.list(kind, **options))
+    def list(self, kind: KindRef, *, namespace: str | None = None, **options: Any) -> ObjectList[Any]:
+        result: ObjectList[Any] = self._run(self.client.list(kind, namespace=namespace, **options))
+        return result
 
     def create(self, obj: ObjectRef, **options: Any) -> Any:
-        return self._run(self._any.create(obj, **options))
+        return self._run(self.client.create(obj, **options))
 
     def update(self, obj: ObjectRef, **options: Any) -> Any:
-        return self._run(self._any.update(obj, **options))
+        return self._run(self.client.update(obj, **options))
 
     def patch(
         self,
@@ -73,27 +75,48 @@ class SyncClient:
         patch_type: PatchType = PatchType.MERGE,
         **options: Any,
     ) -> Any:
-        return self._run(self._any.patch(kind, name, patch, patch_type=patch_type, **options))
+        return self._run(self.client.patch(kind, name, patch, patch_type=patch_type, **options))
 
     def apply(self, obj: ObjectRef, *, field_manager: str, **options: Any) -> Any:
-        return self._run(self._any.apply(obj, field_manager=field_manager, **options))
+        return self._run(self.client.apply(obj, field_manager=field_manager, **options))
 
-    def delete(
-        self,
-        kind: KindRef,
-        name: str | None = None,
-        *,
-        preconditions: Preconditions | None = None,
-        **options: Any,
-    ) -> dict[str, Any]:
-        return self._run(self._any.delete(kind, name, preconditions=preconditions, **options))
+    def delete(self, kind: KindRef, name: str | None = None, **options: Any) -> Obj:
+        result: Obj = self._run(self.client.delete(kind, name, **options))
+        return result
 
-    def delete_collection(self, kind: KindRef, **options: Any) -> dict[str, Any]:
-        return self._run(self._any.delete_collection(kind, **options))
+    def delete_collection(self, kind: KindRef, **options: Any) -> Obj:
+        result: Obj = self._run(self.client.delete_collection(kind, **options))
+        return result
+
+
+class SyncClient(BlockingClient):
+    def __init__(self, config: ClientConfig, **client_options: Any) -> None:
+        loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=loop.run_forever, name="kubeloop-client", daemon=True)
+        self._thread.start()
+        self._api = APIClient(config, **client_options)
+        super().__init__(self._api, loop)
+
+    def __enter__(self) -> SyncClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        self._run(self._api.close())
+        loop.call_soon_threadsafe(loop.stop)
+        self._thread.join(timeout=10)
+        loop.close()
 
     def watch(self, kind: KindRef, **options: Any) -> Iterator[WatchEvent]:
         """Events one by one; closing the iterator (or leaving the ``for``) ends the watch."""
-        watch = self._client.watch(kind, **options)
+        watch = self._api.watch(kind, **options)
         events = watch.__aiter__()
 
         async def next_event() -> WatchEvent:

@@ -20,14 +20,15 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import orjson
 
+from kubeloop.api.object import Obj
 from kubeloop.client import errors
 
 if TYPE_CHECKING:
-    from kubeloop.client.rest import Client, KindRef
+    from kubeloop.client.rest import APIClient
+from kubeloop.client.interface import KindRef
 
 log = logging.getLogger("kubeloop.client.watch")
 
-Obj = dict[str, Any]
 
 _JSON = "application/json"
 _METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
@@ -63,7 +64,7 @@ class WatchOptions:
 class Watch:
     """``async for event in client.watch(...)``; ``resource_version`` is the newest one seen."""
 
-    def __init__(self, client: Client, kind: KindRef, options: WatchOptions) -> None:
+    def __init__(self, client: APIClient, kind: KindRef, options: WatchOptions) -> None:
         self._client = client
         self._kind = kind
         self.options = options

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from kubeloop.api import timestamps
+from kubeloop.api.object import Obj
 from kubeloop.client import errors
-from kubeloop.client.rest import Client, PatchType
+from kubeloop.client.rest import APIClient, PatchType
 
-Obj = dict[str, Any]
 Mutate = Callable[[Obj], Awaitable[None] | None]
 
 
@@ -51,7 +51,7 @@ def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
-async def create_or_update(client: Client, obj: Obj, mutate: Mutate) -> tuple[OperationResult, Obj]:
+async def create_or_update(client: APIClient, obj: Obj, mutate: Mutate) -> tuple[OperationResult, Obj]:
     """Fetch ``obj``; create it after ``mutate`` if absent, else update it if ``mutate`` changed it."""
     key = _key(obj)
     try:
@@ -66,7 +66,7 @@ async def create_or_update(client: Client, obj: Obj, mutate: Mutate) -> tuple[Op
     return OperationResult.UPDATED, await client.update(current)
 
 
-async def create_or_patch(client: Client, obj: Obj, mutate: Mutate) -> tuple[OperationResult, Obj]:
+async def create_or_patch(client: APIClient, obj: Obj, mutate: Mutate) -> tuple[OperationResult, Obj]:
     """Like ``create_or_update`` but sends merge patches: one for the object, one for its status."""
     key = _key(obj)
     try:
@@ -210,10 +210,6 @@ def remove_finalizer(obj: MutableMapping[str, Any], finalizer: str) -> bool:
 # ---------------------------------------------------------------------------- conditions
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def find_status_condition(conditions: list[Obj], condition_type: str) -> Obj | None:
     return next((c for c in conditions if c.get("type") == condition_type), None)
 
@@ -243,12 +239,12 @@ def set_status_condition(
         wanted["observedGeneration"] = observed_generation
     existing = find_status_condition(conditions, condition_type)
     if existing is None:
-        conditions.append({**wanted, "lastTransitionTime": _now()})
+        conditions.append({**wanted, "lastTransitionTime": timestamps.now()})
         return True
     changed = False
     if existing.get("status") != status:
         existing["status"] = status
-        existing["lastTransitionTime"] = _now()
+        existing["lastTransitionTime"] = timestamps.now()
         changed = True
     for field in ("reason", "message", "observedGeneration"):
         if field in wanted and existing.get(field) != wanted[field]:

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.api.object import Obj
 from kubeloop.controller.reconcile import Request
-
-Obj = dict[str, Any]
 
 
 class RequestQueue(Protocol):

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubeloop.api.labels import LabelSelector
-
-Obj = dict[str, Any]
+from kubeloop.api.object import Obj
 
 
 class Predicate(Protocol):

@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterable, AsyncIterator
-from typing import Any
 
+from kubeloop.api.object import Obj
 from kubeloop.cache import informer as informer_module
 from kubeloop.cache.informer import Informer
 from kubeloop.controller.handler import EventHandler, RequestQueue
@@ -29,8 +29,6 @@ from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.workqueue.priority import LOW_PRIORITY, PriorityQueue
 
 log = logging.getLogger("kubeloop.controller.source")
-
-Obj = dict[str, Any]
 
 
 class Kind:

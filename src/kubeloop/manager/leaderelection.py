@@ -19,14 +19,14 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 
+from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client import errors
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 
 log = logging.getLogger("kubeloop.leaderelection")
 
@@ -47,12 +47,8 @@ class LeaderElectionConfig:
     retry_period: float = 2.0
 
 
-def _micro_time() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 class LeaderElector:
-    def __init__(self, client: Client, config: LeaderElectionConfig) -> None:
+    def __init__(self, client: APIClient, config: LeaderElectionConfig) -> None:
         if config.renew_deadline >= config.lease_duration:
             raise ValueError("renew_deadline must be shorter than lease_duration")
         self.client = client
@@ -128,7 +124,7 @@ class LeaderElector:
 
     async def _attempt(self) -> bool:
         config = self.config
-        now = _micro_time()
+        now = timestamps.now(micro=True)
         try:
             lease = await self.client.get(LEASE, config.lease_name, namespace=config.namespace)
         except errors.NotFound:

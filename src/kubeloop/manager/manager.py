@@ -23,7 +23,9 @@ from kubeloop.cache.cache import Cache
 from kubeloop.cache.informer import Informer
 from kubeloop.cache.options import CacheOptions
 from kubeloop.cache.store import IndexFunc
-from kubeloop.client.rest import Client, KindRef
+from kubeloop.client.interface import KindRef
+from kubeloop.client.rest import APIClient
+from kubeloop.client.sync import BlockingClient
 from kubeloop.controller.controller import Controller
 from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.manager.cachedclient import CachedClient
@@ -47,7 +49,7 @@ class RunnableFailed(Exception):
 class Manager:
     def __init__(
         self,
-        client: Client,
+        client: APIClient,
         *,
         namespace: str | None = None,
         cache: CacheOptions | None = None,
@@ -58,13 +60,18 @@ class Manager:
         health_probe_bind_address: str | None = None,
     ) -> None:
         """``namespace`` is a shorthand for ``cache=CacheOptions(default_namespaces=[namespace])``."""
-        self.client = client
         options = cache or CacheOptions()
         if namespace is not None:
             options = replace(options, default_namespaces=[namespace])
         self.cache = Cache(client, options, sync_timeout=cache_sync_timeout)
-        #: What reconcilers read (from the cache) and write (to the server) through.
-        self.cached_client = CachedClient(self.cache, client)
+        #: What reconcilers read (from the cache) and write (to the server) through
+        #: (controller-runtime's ``GetClient()``).
+        self.client: CachedClient = CachedClient(self.cache, client)
+        #: Reads (and writes) straight from the API server (``GetAPIReader()``).
+        self.api_reader: APIClient = client
+        #: ``client`` for sync reconcilers (they run in a thread): each call runs on the manager's
+        #: event loop, bound when the manager starts.
+        self.blocking_client = BlockingClient(self.client, None)
         self.cache_sync_timeout = cache_sync_timeout
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.controllers: dict[str, Controller] = {}
@@ -105,7 +112,7 @@ class Manager:
         """The event recorder of ``component`` (one per name; flushed when the manager stops)."""
         recorder = self._recorders.get(component)
         if recorder is None:
-            recorder = self._recorders[component] = EventRecorder(self.client, component)
+            recorder = self._recorders[component] = EventRecorder(self.api_reader, component)
         return recorder
 
     def add(self, runnable: Runnable, *, name: str | None = None, need_leader_election: bool = True) -> None:
@@ -151,6 +158,7 @@ class Manager:
                 },
             )
         self._started = True
+        self.blocking_client.loop = asyncio.get_running_loop()
         self.cache.start()
         unsynced = await self.cache.wait_for_sync(self.cache_sync_timeout)
         if unsynced:

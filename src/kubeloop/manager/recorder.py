@@ -13,15 +13,15 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 
+from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client import errors
 from kubeloop.client.fence import WriteFence, current_write_fence
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from kubeloop.lifecycle import cancel_and_wait
 
 log = logging.getLogger("kubeloop.recorder")
@@ -34,7 +34,7 @@ _Key = tuple[str, str, str, str, str, str]
 
 
 class EventRecorder:
-    def __init__(self, client: Client, component: str, *, instance: str = "") -> None:
+    def __init__(self, client: APIClient, component: str, *, instance: str = "") -> None:
         self.client = client
         self.component = component
         self.instance = instance
@@ -93,7 +93,7 @@ class EventRecorder:
                 self._pending.task_done()
 
     async def _write(self, key: _Key, involved: dict[str, Any]) -> None:
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = timestamps.now()
         namespace = involved.get("namespace") or "default"
         seen = self._written.get(key)
         if seen is not None:

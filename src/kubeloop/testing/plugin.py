@@ -1,7 +1,7 @@
 """The pytest plugin (entry point ``kubeloop``): fixtures over one embedded server per session.
 
 - ``kube_apiserver``: the session's server (``ServerThread``: url, token, kubeconfig).
-- ``kube_client``: an async ``Client`` for it (needs an asyncio test runner, e.g. pytest-asyncio).
+- ``kube_client``: an async ``APIClient`` for it (needs an asyncio test runner, e.g. pytest-asyncio).
 - ``kube_namespace``: a namespace of its own for each test.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from kubeloop.client.config import load_kubeconfig
-from kubeloop.client.rest import Client
+from kubeloop.client.rest import APIClient
 from kubeloop.testing.server import ServerThread, start_server
 
 _namespaces = itertools.count(1)
@@ -27,13 +27,13 @@ def kube_apiserver() -> Iterator[ServerThread]:
 
 
 @pytest.fixture
-async def kube_client(kube_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kubeconfig(kube_apiserver.kubeconfig)) as client:
+async def kube_client(kube_apiserver: ServerThread) -> AsyncIterator[APIClient]:
+    async with APIClient(load_kubeconfig(kube_apiserver.kubeconfig)) as client:
         yield client
 
 
 @pytest.fixture
-async def kube_namespace(kube_client: Client) -> str:
+async def kube_namespace(kube_client: APIClient) -> str:
     name = f"test-{next(_namespaces)}"
     await kube_client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     return name

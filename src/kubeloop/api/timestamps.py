@@ -1,0 +1,35 @@
+"""Kubernetes times in JSON: ``metav1.Time`` (RFC 3339, whole seconds, UTC: "2024-05-01T12:00:00Z")
+and ``metav1.MicroTime`` (microseconds: "2024-05-01T12:00:00.123456Z"). The one place that formats
+and parses them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+
+def format_time(moment: datetime, *, micro: bool = False) -> str:
+    """``moment`` as metav1.Time (or MicroTime with ``micro``), in UTC; a naive moment is taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
+
+
+def now(*, micro: bool = False) -> str:
+    """The current time as metav1.Time (or MicroTime with ``micro``)."""
+    return format_time(datetime.now(UTC), micro=micro)
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 time (Time or MicroTime) as an aware datetime; None if it is not one."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)

@@ -1,0 +1,187 @@
+"""The client protocol (controller-runtime's ``client.Client``): what every helper and every
+reconciler takes, whichever client is behind it.
+
+Two implementations: ``rest.APIClient`` talks to the API server for everything (the manager's
+``api_reader``), ``manager.CachedClient`` reads from the shared informer cache and writes to the
+server (the manager's ``client``). Both take the same arguments — the namespace is always the
+``namespace=`` keyword — and answer in the form they were asked in: a model class or a model
+gives models, a ``GroupVersionKind`` or a dict gives dicts. ``list`` answers an ``ObjectList``
+(iterable, ``len``, ``.items`` and the snapshot's ``.resource_version``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar, overload
+
+from kubeloop.api.fields import FieldSelector
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.api.labels import LabelSelector
+from kubeloop.api.model import KubeObject
+from kubeloop.api.object import Obj
+
+#: A kind: a GroupVersionKind, an object dict (its apiVersion/kind), a model class or a model.
+KindRef = GroupVersionKind | Mapping[str, Any] | type[KubeObject] | KubeObject
+#: What a write takes: an object dict or a model.
+ObjectRef = Mapping[str, Any] | KubeObject
+M = TypeVar("M", bound=KubeObject)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ObjectList(Generic[T]):
+    """The objects a list found (models or dicts) and the resourceVersion of their snapshot."""
+
+    items: list[T]
+    resource_version: str = ""
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int) -> T:
+        if not isinstance(index, int):
+            raise TypeError(
+                f"an ObjectList is indexed by position, not {index!r} (the items are .items, "
+                "the snapshot's resourceVersion .resource_version)"
+            )
+        return self.items[index]
+
+
+class Reader(Protocol):
+    """controller-runtime's ``client.Reader``: get one object, list many."""
+
+    @overload
+    async def get(self, kind: type[M], name: str, *, namespace: str | None = None) -> M: ...
+
+    @overload
+    async def get(self, kind: M, name: str, *, namespace: str | None = None) -> M: ...
+
+    @overload
+    async def get(
+        self, kind: GroupVersionKind | Mapping[str, Any], name: str, *, namespace: str | None = None
+    ) -> Obj: ...
+
+    async def get(self, kind: KindRef, name: str, *, namespace: str | None = None) -> Any: ...
+
+    @overload
+    async def list(
+        self,
+        kind: type[M],
+        *,
+        namespace: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        match_labels: Mapping[str, str] | None = None,
+        field_selector: str | FieldSelector | None = None,
+    ) -> ObjectList[M]: ...
+
+    @overload
+    async def list(
+        self,
+        kind: GroupVersionKind | Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        match_labels: Mapping[str, str] | None = None,
+        field_selector: str | FieldSelector | None = None,
+    ) -> ObjectList[Obj]: ...
+
+    async def list(
+        self,
+        kind: KindRef,
+        *,
+        namespace: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        match_labels: Mapping[str, str] | None = None,
+        field_selector: str | FieldSelector | None = None,
+    ) -> ObjectList[Any]: ...
+
+
+class Writer(Protocol):
+    """controller-runtime's ``client.Writer`` (and its status writer: ``subresource="status"``)."""
+
+    @overload
+    async def create(self, obj: M, *, namespace: str | None = None) -> M: ...
+
+    @overload
+    async def create(self, obj: Mapping[str, Any], *, namespace: str | None = None) -> Obj: ...
+
+    async def create(self, obj: ObjectRef, *, namespace: str | None = None) -> Any: ...
+
+    @overload
+    async def update(self, obj: M, *, namespace: str | None = None, subresource: str | None = None) -> M: ...
+
+    @overload
+    async def update(
+        self, obj: Mapping[str, Any], *, namespace: str | None = None, subresource: str | None = None
+    ) -> Obj: ...
+
+    async def update(
+        self, obj: ObjectRef, *, namespace: str | None = None, subresource: str | None = None
+    ) -> Any: ...
+
+    @overload
+    async def patch(
+        self,
+        kind: type[M] | M,
+        name: str | None,
+        patch: Any,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> M: ...
+
+    @overload
+    async def patch(
+        self,
+        kind: GroupVersionKind | Mapping[str, Any],
+        name: str | None,
+        patch: Any,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> Obj: ...
+
+    async def patch(
+        self,
+        kind: KindRef,
+        name: str | None,
+        patch: Any,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> Any: ...
+
+    @overload
+    async def apply(
+        self, obj: M, *, field_manager: str, force: bool = False, namespace: str | None = None
+    ) -> M: ...
+
+    @overload
+    async def apply(
+        self, obj: Mapping[str, Any], *, field_manager: str, force: bool = False, namespace: str | None = None
+    ) -> Obj: ...
+
+    async def apply(
+        self, obj: ObjectRef, *, field_manager: str, force: bool = False, namespace: str | None = None
+    ) -> Any: ...
+
+    async def delete(
+        self, kind: KindRef, name: str | None = None, *, namespace: str | None = None
+    ) -> Obj: ...
+
+    async def delete_collection(
+        self,
+        kind: KindRef,
+        *,
+        namespace: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        field_selector: str | FieldSelector | None = None,
+    ) -> Obj: ...
+
+
+class Client(Reader, Writer, Protocol):
+    """Reads and writes: what reconcilers and helpers take (``manager.client`` is one)."""

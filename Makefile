@@ -16,7 +16,7 @@ demo: $(STAMP)
 	$(BIN)/kubeloop demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff check src tests bench scripts examples
 	$(BIN)/lint-imports
 
 typecheck: $(STAMP)

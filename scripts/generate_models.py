@@ -150,7 +150,9 @@ class Generator:
                         imports.add("meta_v1")
                     continue
                 alias = f', alias="{json_name}"' if attr != json_name else ""
-                if json_name in required:
+                # The strict schemas require a kind's spec; the API does not (Go: omitempty), and a
+                # model built to be filled in by a mutate function starts without one.
+                if json_name in required and not (base == "KubeObject" and json_name == "spec"):
                     field = f" = Field({alias[2:]})" if alias else ""
                     lines.append(f"    {attr}: {annotation}{field}")
                 else:

@@ -1,21 +1,199 @@
 """kubeloop: Kubernetes' controller-runtime in Python, with an embedded API server.
 
-The flow (see docs/architecture.md)::
+One import gives an operator everything it needs (controller-runtime's ``ctrl``)::
 
-    kubectl apply ─► apiserver ─► storage ─► watch ─► informer cache ─► handlers
-        ─► work queue ─► Reconciler.reconcile(request) ─► client writes
+    import kubeloop
+    from kubeloop import kinds
 
-Packages, bottom to top: ``kubeloop.apiserver`` (the embedded Kubernetes-compatible server)
-and ``kubeloop.cli`` (the ``kubeloop`` command). The controller runtime (client, cache,
-workqueue, controller, manager) is built on top in later releases.
+    def setup(manager: kubeloop.Manager) -> None:
+        async def reconcile(request: kubeloop.Request) -> kubeloop.Result | None:
+            ...
 
-Run a server for a test or a demo::
+        kubeloop.Builder(manager).for_(kinds.ConfigMap).owns(kinds.Deployment).complete(reconcile)
 
-    from kubeloop.apiserver import APIServer, ServerOptions
-    async with APIServer(ServerOptions(memory=True, port=0)) as server:
-        print(server.url, server.kubeconfig_path)
+Names are loaded on first use, so ``import kubeloop`` costs next to nothing. What is here:
+
+- the manager and controllers: ``Manager``, ``Builder``, ``Request``, ``Result``,
+  ``TerminalError``, ``LeaderElectionConfig``, ``CacheOptions``, ``ByObject``, ``EventRecorder``
+  with ``NORMAL``/``WARNING``;
+- clients: ``Client`` (the protocol helpers take), ``APIClient``, ``CachedClient``,
+  ``BlockingClient``, ``SyncClient``, ``ObjectList``, ``PatchType``, ``load_config``,
+  ``ClientConfig``;
+- kinds and objects: ``kinds`` (a constant per built-in kind), ``models`` (typed models:
+  ``models.apps_v1.Deployment``), ``GroupVersionKind``, ``CustomResource``, ``KubeObject``,
+  ``Obj`` (an object as a dict), ``ObjectMeta``;
+- helpers (controller-runtime's ``controllerutil``): ``create_or_update``, ``create_or_patch``,
+  ``OperationResult``, ``set_controller_reference``, ``set_owner_reference``,
+  ``add_finalizer``, ``remove_finalizer``, ``contains_finalizer``, ``set_status_condition``,
+  ``find_status_condition``, ``is_status_condition_true``, ``remove_status_condition``,
+  ``AlreadyOwnedError``;
+- modules: ``errors`` (one exception class per Status reason: ``errors.NotFound``, ...),
+  ``predicate``, ``handler``, ``source`` and ``timestamps``.
+
+The packages under it are the layers (see docs/architecture.md), bottom to top: ``api``,
+``client``, ``cache``, ``controller``, ``manager``, ``apiserver`` (the embedded server),
+``testing`` and ``cli``.
 """
 
-__version__ = "0.1.0"
+from kubeloop.version import __version__
 
-__all__ = ["__version__"]
+#: ``typing`` is not imported at run time: ``import kubeloop`` stays this cheap.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: Public name → (module, attribute); an attribute of None means the module itself.
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    # manager and controllers
+    "Manager": ("kubeloop.manager.manager", "Manager"),
+    "Builder": ("kubeloop.manager.builder", "Builder"),
+    "Request": ("kubeloop.controller.reconcile", "Request"),
+    "Result": ("kubeloop.controller.reconcile", "Result"),
+    "TerminalError": ("kubeloop.controller.reconcile", "TerminalError"),
+    "LeaderElectionConfig": ("kubeloop.manager.leaderelection", "LeaderElectionConfig"),
+    "CacheOptions": ("kubeloop.cache.options", "CacheOptions"),
+    "ByObject": ("kubeloop.cache.options", "ByObject"),
+    "EventRecorder": ("kubeloop.manager.recorder", "EventRecorder"),
+    "NORMAL": ("kubeloop.manager.recorder", "NORMAL"),
+    "WARNING": ("kubeloop.manager.recorder", "WARNING"),
+    # clients
+    "Client": ("kubeloop.client.interface", "Client"),
+    "ObjectList": ("kubeloop.client.interface", "ObjectList"),
+    "APIClient": ("kubeloop.client.rest", "APIClient"),
+    "PatchType": ("kubeloop.client.rest", "PatchType"),
+    "CachedClient": ("kubeloop.manager.cachedclient", "CachedClient"),
+    "BlockingClient": ("kubeloop.client.sync", "BlockingClient"),
+    "SyncClient": ("kubeloop.client.sync", "SyncClient"),
+    "load_config": ("kubeloop.client.config", "load_config"),
+    "ClientConfig": ("kubeloop.client.config", "ClientConfig"),
+    # kinds and objects
+    "GroupVersionKind": ("kubeloop.api.gvk", "GroupVersionKind"),
+    "CustomResource": ("kubeloop.api.customresource", "CustomResource"),
+    "KubeObject": ("kubeloop.api.model", "KubeObject"),
+    "ObjectMeta": ("kubeloop.api.models.meta_v1", "ObjectMeta"),
+    "Obj": ("kubeloop.api.object", "Obj"),
+    # controllerutil
+    "create_or_update": ("kubeloop.controller.controllerutil", "create_or_update"),
+    "create_or_patch": ("kubeloop.controller.controllerutil", "create_or_patch"),
+    "OperationResult": ("kubeloop.controller.controllerutil", "OperationResult"),
+    "set_controller_reference": ("kubeloop.controller.controllerutil", "set_controller_reference"),
+    "set_owner_reference": ("kubeloop.controller.controllerutil", "set_owner_reference"),
+    "add_finalizer": ("kubeloop.controller.controllerutil", "add_finalizer"),
+    "remove_finalizer": ("kubeloop.controller.controllerutil", "remove_finalizer"),
+    "contains_finalizer": ("kubeloop.controller.controllerutil", "contains_finalizer"),
+    "set_status_condition": ("kubeloop.controller.controllerutil", "set_status_condition"),
+    "find_status_condition": ("kubeloop.controller.controllerutil", "find_status_condition"),
+    "is_status_condition_true": ("kubeloop.controller.controllerutil", "is_status_condition_true"),
+    "remove_status_condition": ("kubeloop.controller.controllerutil", "remove_status_condition"),
+    "AlreadyOwnedError": ("kubeloop.controller.controllerutil", "AlreadyOwnedError"),
+    # modules
+    "kinds": ("kubeloop.kinds", None),
+    "models": ("kubeloop.models", None),
+    "errors": ("kubeloop.client.errors", None),
+    "predicate": ("kubeloop.controller.predicate", None),
+    "handler": ("kubeloop.controller.handler", None),
+    "source": ("kubeloop.controller.source", None),
+    "timestamps": ("kubeloop.api.timestamps", None),
+}
+
+__all__ = [
+    "NORMAL",
+    "WARNING",
+    "APIClient",
+    "AlreadyOwnedError",
+    "BlockingClient",
+    "Builder",
+    "ByObject",
+    "CacheOptions",
+    "CachedClient",
+    "Client",
+    "ClientConfig",
+    "CustomResource",
+    "EventRecorder",
+    "GroupVersionKind",
+    "KubeObject",
+    "LeaderElectionConfig",
+    "Manager",
+    "Obj",
+    "ObjectList",
+    "ObjectMeta",
+    "OperationResult",
+    "PatchType",
+    "Request",
+    "Result",
+    "SyncClient",
+    "TerminalError",
+    "__version__",
+    "add_finalizer",
+    "contains_finalizer",
+    "create_or_patch",
+    "create_or_update",
+    "errors",
+    "find_status_condition",
+    "handler",
+    "is_status_condition_true",
+    "kinds",
+    "load_config",
+    "models",
+    "predicate",
+    "remove_finalizer",
+    "remove_status_condition",
+    "set_controller_reference",
+    "set_owner_reference",
+    "set_status_condition",
+    "source",
+    "timestamps",
+]
+
+
+def __getattr__(name: str) -> "Any":
+    try:
+        module_name, attribute = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'kubeloop' has no attribute {name!r}") from None
+    module = __import__(module_name, fromlist=["__name__"])  # the submodule itself
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load lazily
+    from kubeloop import kinds, models
+    from kubeloop.api import timestamps
+    from kubeloop.api.customresource import CustomResource
+    from kubeloop.api.gvk import GroupVersionKind
+    from kubeloop.api.model import KubeObject
+    from kubeloop.api.models.meta_v1 import ObjectMeta
+    from kubeloop.api.object import Obj
+    from kubeloop.cache.options import ByObject, CacheOptions
+    from kubeloop.client import errors
+    from kubeloop.client.config import ClientConfig, load_config
+    from kubeloop.client.interface import Client, ObjectList
+    from kubeloop.client.rest import APIClient, PatchType
+    from kubeloop.client.sync import BlockingClient, SyncClient
+    from kubeloop.controller import handler, predicate, source
+    from kubeloop.controller.controllerutil import (
+        AlreadyOwnedError,
+        OperationResult,
+        add_finalizer,
+        contains_finalizer,
+        create_or_patch,
+        create_or_update,
+        find_status_condition,
+        is_status_condition_true,
+        remove_finalizer,
+        remove_status_condition,
+        set_controller_reference,
+        set_owner_reference,
+        set_status_condition,
+    )
+    from kubeloop.controller.reconcile import Request, Result, TerminalError
+    from kubeloop.manager.builder import Builder
+    from kubeloop.manager.cachedclient import CachedClient
+    from kubeloop.manager.leaderelection import LeaderElectionConfig
+    from kubeloop.manager.manager import Manager
+    from kubeloop.manager.recorder import NORMAL, WARNING, EventRecorder

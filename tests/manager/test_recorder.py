@@ -21,7 +21,9 @@ async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
 
 
 async def test_events_are_recorded_and_aggregated(
-    client: APIClient, namespace: str, kubectl: Kubectl  # noqa: F811
+    client: APIClient,
+    namespace: str,
+    kubectl: Kubectl,  # noqa: F811
 ) -> None:
     target = await client.create(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "subject", "namespace": namespace}}

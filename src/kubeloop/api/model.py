@@ -37,6 +37,25 @@ class KubeModel(BaseModel):
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
         return cls.model_validate(data)
 
+    def assign(self, data: Mapping[str, Any]) -> None:
+        """Make this model hold ``data`` (its JSON form), in place: helpers that change an object
+        given as a model change the caller's instance, as they change a dict."""
+        fresh = type(self).model_validate(data)
+        object.__setattr__(self, "__dict__", fresh.__dict__)
+        object.__setattr__(self, "__pydantic_fields_set__", fresh.__pydantic_fields_set__)
+        object.__setattr__(self, "__pydantic_extra__", fresh.__pydantic_extra__)
+
+
+def as_dict(obj: Mapping[str, Any] | KubeModel) -> dict[str, Any]:
+    """An object's JSON form: a model's ``to_dict()``, a mapping as a dict (the same one if it is one)."""
+    if isinstance(obj, KubeModel):
+        return obj.to_dict()
+    if isinstance(obj, dict):
+        return obj
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    raise TypeError(f"an object dict or model is needed, not {type(obj).__name__}")
+
 
 class KubeObject(KubeModel):
     """A top-level kind (has apiVersion, kind and metadata); subclasses set ``__gvk__``."""

@@ -31,8 +31,8 @@ from kubeloop.cache.informer import Informer
 from kubeloop.cache.options import CacheOptions, Scope, by_object_scopes
 from kubeloop.cache.store import IndexFunc, namespace_of_key
 from kubeloop.client import errors
-from kubeloop.client.interface import KindRef
-from kubeloop.client.rest import APIClient, gvk_of
+from kubeloop.client.interface import KindRef, gvk_of
+from kubeloop.client.rest import APIClient
 from kubeloop.gcpause import gc_paused
 
 _NAME_FIELD = "metadata.name"

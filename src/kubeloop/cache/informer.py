@@ -34,8 +34,8 @@ from kubeloop.api.object import Obj
 from kubeloop.cache.reflector import ListWatchOptions, Reflector
 from kubeloop.cache.store import Indexer, IndexFunc, object_key
 from kubeloop.client import errors
-from kubeloop.client.interface import KindRef
-from kubeloop.client.rest import APIClient, gvk_of
+from kubeloop.client.interface import KindRef, gvk_of
+from kubeloop.client.rest import APIClient
 from kubeloop.client.restmapper import NoKindMatch
 from kubeloop.client.watch import WatchEvent
 from kubeloop.lifecycle import cancel_and_wait

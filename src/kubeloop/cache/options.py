@@ -16,7 +16,7 @@ from typing import Any
 
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.cache.informer import Transform, strip_managed_fields
-from kubeloop.client.rest import gvk_of
+from kubeloop.client.interface import gvk_of
 
 #: controller-runtime's default SyncPeriod: every object is re-reported this often (jittered).
 DEFAULT_SYNC_PERIOD = 10 * 60 * 60.0

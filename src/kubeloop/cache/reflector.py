@@ -20,8 +20,8 @@ import aiohttp
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.client import errors
-from kubeloop.client.interface import KindRef
-from kubeloop.client.rest import APIClient, gvk_of
+from kubeloop.client.interface import KindRef, gvk_of
+from kubeloop.client.rest import APIClient
 from kubeloop.client.watch import WatchEvent
 
 log = logging.getLogger("kubeloop.cache.reflector")

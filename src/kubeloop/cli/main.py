@@ -11,7 +11,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from kubeloop import __version__
+from kubeloop.version import __version__
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -30,9 +30,9 @@ def _build_parser() -> argparse.ArgumentParser:
     _server_flags(server)
 
     run = commands.add_parser(
-        "run", help="run an operator (module:attribute, a file, or a directory with operator.py)"
+        "run", help="run an operator (module:attribute, a file, or a directory with main.py)"
     )
-    run.add_argument("target", help="module:attribute, a Python file, or a directory holding operator.py")
+    run.add_argument("target", help="module:attribute, a Python file, or a directory holding main.py")
     where = run.add_mutually_exclusive_group()
     where.add_argument(
         "--kubeconfig", help="the cluster to run against (default: $KUBECONFIG, ~/.kube/config, in-cluster)"

@@ -1,6 +1,7 @@
 """``kubeloop run TARGET``: load an operator and run its manager until a signal.
 
-TARGET is ``module:attribute``, a Python file, or a directory holding ``operator.py``; it exposes
+TARGET is ``module:attribute``, a Python file, or a directory holding ``main.py`` (a name that
+shadows no module of the standard library, as ``operator.py`` would); it exposes
 a ``setup(manager)`` function (or the attribute named after the colon is one). The manager talks
 to the cluster of ``--kubeconfig``/``--context`` (default: ``$KUBECONFIG``, ``~/.kube/config``,
 in-cluster), or with ``--embedded`` to an embedded API server started in the same process.
@@ -25,6 +26,8 @@ from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import Manager
 
 Setup = Callable[[Manager], Any]
+#: The file `kubeloop run DIR` loads from DIR.
+ENTRY_FILE = "main.py"
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ def load_setup(target: str) -> Setup:
     """The ``setup(manager)`` callable TARGET names."""
     path = pathlib.Path(target)
     if path.is_dir():
-        path = path / "operator.py"
+        path = path / ENTRY_FILE
     if path.suffix == ".py" and path.exists():
         spec = importlib.util.spec_from_file_location(f"kubeloop_operator_{path.parent.name}", path)
         if spec is None or spec.loader is None:

@@ -29,7 +29,6 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from kubeloop import __version__
 from kubeloop.client.credentials import (
     CredentialError,
     Credentials,
@@ -39,6 +38,7 @@ from kubeloop.client.credentials import (
     read_token_file,
 )
 from kubeloop.client.execplugin import CLUSTER_EXTENSION, ClusterInfo, ExecConfig, ExecCredentials
+from kubeloop.version import __version__
 
 __all__ = [
     "ClientConfig",

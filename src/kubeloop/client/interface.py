@@ -51,6 +51,25 @@ class ObjectList(Generic[T]):
         return self.items[index]
 
 
+def gvk_of(kind: KindRef) -> GroupVersionKind:
+    """The GroupVersionKind of any way of naming a kind (GVK, object dict, model class or model)."""
+    if isinstance(kind, GroupVersionKind):
+        return kind
+    if isinstance(kind, type):
+        return kind.__gvk__
+    if isinstance(kind, KubeObject):
+        return type(kind).__gvk__
+    return GroupVersionKind.of_object(kind)
+
+
+def model_class(kind: KindRef) -> type[KubeObject] | None:
+    if isinstance(kind, type) and issubclass(kind, KubeObject):
+        return kind
+    if isinstance(kind, KubeObject):
+        return type(kind)
+    return None
+
+
 class Reader(Protocol):
     """controller-runtime's ``client.Reader``: get one object, list many."""
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -26,12 +27,12 @@ import orjson
 from kubeloop.api.fields import FieldSelector
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
-from kubeloop.api.model import KubeModel, KubeObject
+from kubeloop.api.model import KubeModel, KubeObject, as_dict
 from kubeloop.api.object import Obj
 from kubeloop.client import errors
 from kubeloop.client.config import ClientConfig, Credentials, ssl_context
 from kubeloop.client.fence import check_write
-from kubeloop.client.interface import KindRef, M, ObjectList, ObjectRef
+from kubeloop.client.interface import KindRef, M, ObjectList, ObjectRef, gvk_of, model_class
 from kubeloop.client.ratelimit import TokenBucket
 from kubeloop.client.restmapper import ResourceMapping, RESTMapper
 from kubeloop.client.watch import Watch, WatchOptions
@@ -92,6 +93,8 @@ class APIClient:
         self._credentials: Credentials = Credentials()
         self._credentials_loaded = False
         self._session_lock = asyncio.Lock()
+        #: Requests sent, by (method, status code or "<error>"): client-go's rest_client_requests_total.
+        self.requests: Counter[tuple[str, str]] = Counter()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -680,16 +683,22 @@ class APIClient:
         if self._credentials.token:
             headers["Authorization"] = f"Bearer {self._credentials.token}"
         check_write(method, path)  # as late as possible: nothing awaits between here and sending
-        return await session.request(
-            method,
-            self.config.server + path,
-            params=params,
-            data=body,
-            headers=headers,
-            proxy=self.config.proxy_url,
-            server_hostname=self.config.tls_server_name,
-            timeout=timeout or aiohttp.ClientTimeout(total=self.request_timeout),
-        )
+        try:
+            response = await session.request(
+                method,
+                self.config.server + path,
+                params=params,
+                data=body,
+                headers=headers,
+                proxy=self.config.proxy_url,
+                server_hostname=self.config.tls_server_name,
+                timeout=timeout or aiohttp.ClientTimeout(total=self.request_timeout),
+            )
+        except BaseException:
+            self.requests[(method, "<error>")] += 1
+            raise
+        self.requests[(method, str(response.status))] += 1
+        return response
 
     async def _ensure_session(self) -> aiohttp.ClientSession:
         async with self._session_lock:
@@ -724,25 +733,6 @@ def _certificate_changed(before: Credentials | None, after: Credentials) -> bool
     return (before.client_cert_pem, before.client_key_pem) != (after.client_cert_pem, after.client_key_pem)
 
 
-def gvk_of(kind: KindRef) -> GroupVersionKind:
-    """The GroupVersionKind of any way of naming a kind (GVK, object dict, model class or model)."""
-    if isinstance(kind, GroupVersionKind):
-        return kind
-    if isinstance(kind, type):
-        return kind.__gvk__
-    if isinstance(kind, KubeObject):
-        return type(kind).__gvk__
-    return GroupVersionKind.of_object(kind)
-
-
-def model_class(kind: KindRef) -> type[KubeObject] | None:
-    if isinstance(kind, type) and issubclass(kind, KubeObject):
-        return kind
-    if isinstance(kind, KubeObject):
-        return type(kind)
-    return None
-
-
 def _typed(kind: KindRef, answer: Obj) -> Obj | KubeObject:
     """The answer as the caller's model class when it gave one (a class or an instance)."""
     cls = model_class(kind)
@@ -750,10 +740,9 @@ def _typed(kind: KindRef, answer: Obj) -> Obj | KubeObject:
 
 
 def _as_dict(obj: ObjectRef | KindRef) -> Obj:
-    if isinstance(obj, KubeModel):
-        return obj.to_dict()
-    if isinstance(obj, Mapping):
-        return dict(obj)
+    """A copy of the object's JSON form (the caller's dict is never changed)."""
+    if isinstance(obj, KubeModel | Mapping):
+        return dict(as_dict(obj))
     raise TypeError(f"an object dict or model is needed, not {obj!r}")
 
 

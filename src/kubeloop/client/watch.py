@@ -151,9 +151,10 @@ class Watch:
             while not self._closed:
                 newline = buffer.find(b"\n")
                 if newline < 0:
-                    chunk = await asyncio.wait_for(
-                        response.content.readany(), self.options.inactivity_timeout
-                    )
+                    # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
+                    # that arrives as the read completes, and the watch then outlives its owner.
+                    async with asyncio.timeout(self.options.inactivity_timeout):
+                        chunk = await response.content.readany()
                     if not chunk:
                         return  # the server ended the stream
                     buffer += chunk

@@ -1,22 +1,30 @@
 """Helpers reconcilers use (controller-runtime's ``controllerutil`` and apimachinery's
 ``meta.SetStatusCondition``): create-or-update/patch with the operation's result, owner and
 controller references, finalizers, and status conditions that report whether anything changed.
-Objects are dicts; helpers that change an object change it in place.
+
+Every helper takes an object as a dict or as a model, and answers in the form it was given;
+helpers that change an object change the caller's dict or model in place. The create-or-*
+helpers take any ``Client`` — ``manager.client`` reads through the cache, so a reconcile that
+changes nothing sends nothing to the server.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from kubeloop.api import timestamps
+from kubeloop.api.model import KubeModel, KubeObject, as_dict
 from kubeloop.api.object import Obj
 from kubeloop.client import errors
-from kubeloop.client.rest import APIClient, PatchType
+from kubeloop.client.interface import Client
 
-Mutate = Callable[[Obj], Awaitable[None] | None]
+O = TypeVar("O", bound=Mapping[str, Any] | KubeObject)  # noqa: E741
+#: What create_or_update/create_or_patch call to set the wanted state (on a dict or a model, as given).
+Mutate = Callable[[Any], Awaitable[None] | None]
 
 
 class OperationResult(StrEnum):
@@ -37,63 +45,96 @@ def _meta(obj: MutableMapping[str, Any]) -> dict[str, Any]:
     return meta
 
 
-async def _mutate(mutate: Mutate, obj: Obj, key: tuple[str, str]) -> None:
-    outcome = mutate(obj)
-    if outcome is not None:
-        await outcome
-    meta = obj.get("metadata") or {}
-    if (meta.get("namespace") or "", meta.get("name") or "") != key:
-        raise ValueError("the mutate function must not change the object's name or namespace")
+@contextmanager
+def _editing(obj: MutableMapping[str, Any] | KubeModel) -> Iterator[dict[str, Any]]:
+    """The object's JSON form to change: a dict itself; a model's dict, assigned back on success."""
+    if isinstance(obj, KubeModel):
+        data = obj.to_dict()
+        yield data
+        obj.assign(data)
+    else:
+        assert isinstance(obj, dict)
+        yield obj
 
 
-def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
+def _key(obj: Mapping[str, Any] | KubeModel) -> tuple[str, str]:
+    meta = as_dict(obj).get("metadata") or {}
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
-async def create_or_update(client: APIClient, obj: Obj, mutate: Mutate) -> tuple[OperationResult, Obj]:
-    """Fetch ``obj``; create it after ``mutate`` if absent, else update it if ``mutate`` changed it."""
+def _resource_version(obj: Mapping[str, Any] | KubeModel) -> str:
+    return str((as_dict(obj).get("metadata") or {}).get("resourceVersion") or "")
+
+
+async def _mutate(mutate: Mutate, obj: Any, key: tuple[str, str]) -> None:
+    outcome = mutate(obj)
+    if outcome is not None:
+        await outcome
+    if _key(obj) != key:
+        raise ValueError("the mutate function must not change the object's name or namespace")
+
+
+def _snapshot(obj: Mapping[str, Any] | KubeModel) -> Obj:
+    return obj.to_dict() if isinstance(obj, KubeModel) else copy.deepcopy(dict(obj))
+
+
+async def create_or_update(client: Client, obj: O, mutate: Mutate) -> tuple[OperationResult, O]:
+    """Read ``obj`` (through ``client``: the cache for ``manager.client``); create it after
+    ``mutate`` if absent, else update it if ``mutate`` changed it.
+
+    UNCHANGED when ``mutate`` changed nothing, or when the server kept the resourceVersion (the
+    update changed nothing once defaulted). The answer is in the form ``obj`` was given in.
+    """
     key = _key(obj)
     try:
-        current = await client.get(obj, key[1], namespace=key[0] or None)
+        current: Any = await client.get(obj, key[1], namespace=key[0] or None)
     except errors.NotFound:
         await _mutate(mutate, obj, key)
-        return OperationResult.CREATED, await client.create(obj)
-    before = copy.deepcopy(current)
+        created: Any = await client.create(obj)
+        return OperationResult.CREATED, created
+    before = _snapshot(current)
     await _mutate(mutate, current, key)
-    if current == before:
+    if as_dict(current) == before:
         return OperationResult.UNCHANGED, current
-    return OperationResult.UPDATED, await client.update(current)
+    updated: Any = await client.update(current)
+    if _resource_version(updated) == _resource_version(before):
+        return OperationResult.UNCHANGED, updated
+    return OperationResult.UPDATED, updated
 
 
-async def create_or_patch(client: APIClient, obj: Obj, mutate: Mutate) -> tuple[OperationResult, Obj]:
+async def create_or_patch(client: Client, obj: O, mutate: Mutate) -> tuple[OperationResult, O]:
     """Like ``create_or_update`` but sends merge patches: one for the object, one for its status."""
     key = _key(obj)
     try:
-        current = await client.get(obj, key[1], namespace=key[0] or None)
+        current: Any = await client.get(obj, key[1], namespace=key[0] or None)
     except errors.NotFound:
         await _mutate(mutate, obj, key)
-        status = obj.pop("status", None)
-        created = await client.create(obj)
+        body = dict(as_dict(obj))
+        status = body.pop("status", None)
+        created: Any = await client.create(
+            type(obj).model_validate(body) if isinstance(obj, KubeModel) else body
+        )
         if status:
             created = await client.patch(created, None, {"status": status}, subresource="status")
         return OperationResult.CREATED, created
-    before = copy.deepcopy(current)
+    before = _snapshot(current)
     await _mutate(mutate, current, key)
+    after = as_dict(current)
     body_before = {k: v for k, v in before.items() if k != "status"}
-    body_after = {k: v for k, v in current.items() if k != "status"}
-    result = current
+    body_after = {k: v for k, v in after.items() if k != "status"}
+    result: Any = current
     changed_object = body_before != body_after
-    changed_status = before.get("status") != current.get("status")
+    changed_status = before.get("status") != after.get("status")
     if changed_object:
-        result = await client.patch(
-            current, None, _merge_patch(body_before, body_after), patch_type=PatchType.MERGE
-        )
+        result = await client.patch(current, None, _merge_patch(body_before, body_after))
+        changed_object = _resource_version(result) != _resource_version(before)
     if changed_status:
         status_patch = _merge_patch(
-            {"status": before.get("status") or {}}, {"status": current.get("status") or {}}
+            {"status": before.get("status") or {}}, {"status": after.get("status") or {}}
         )
+        rv_before_status = _resource_version(result)
         result = await client.patch(current, None, status_patch, subresource="status")
+        changed_status = _resource_version(result) != rv_before_status
     if changed_object and changed_status:
         return OperationResult.UPDATED_STATUS, result
     if changed_status:
@@ -117,6 +158,9 @@ def _merge_patch(before: Any, after: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------- owners
+
+#: An object as a helper takes it: a dict or a model.
+Object = MutableMapping[str, Any] | KubeModel
 
 
 def _reference(owner: Mapping[str, Any], *, controller: bool) -> Obj:
@@ -154,23 +198,29 @@ def _same_owner(ref: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
     )
 
 
-def set_controller_reference(owner: Mapping[str, Any], obj: MutableMapping[str, Any]) -> None:
+def set_controller_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) -> None:
     """Make ``owner`` the controller of ``obj``; AlreadyOwnedError if another controller owns it."""
-    _check_scope(owner, obj)
-    ref = _reference(owner, controller=True)
-    refs: list[Obj] = _meta(obj).setdefault("ownerReferences", [])
-    for existing in refs:
-        if existing.get("controller") and not _same_owner(existing, ref):
-            raise AlreadyOwnedError(
-                f'{_meta(obj).get("name")} is already owned by {existing.get("kind")} "{existing.get("name")}"'
-            )
-    _upsert_reference(refs, ref)
+    owner_data = as_dict(owner)
+    with _editing(obj) as data:
+        _check_scope(owner_data, data)
+        ref = _reference(owner_data, controller=True)
+        refs: list[Obj] = _meta(data).setdefault("ownerReferences", [])
+        for existing in refs:
+            if existing.get("controller") and not _same_owner(existing, ref):
+                raise AlreadyOwnedError(
+                    f'{_meta(data).get("name")} is already owned by {existing.get("kind")} "{existing.get("name")}"'
+                )
+        _upsert_reference(refs, ref)
 
 
-def set_owner_reference(owner: Mapping[str, Any], obj: MutableMapping[str, Any]) -> None:
+def set_owner_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) -> None:
     """Add ``owner`` as a (non-controller) owner of ``obj``, or refresh its reference."""
-    _check_scope(owner, obj)
-    _upsert_reference(_meta(obj).setdefault("ownerReferences", []), _reference(owner, controller=False))
+    owner_data = as_dict(owner)
+    with _editing(obj) as data:
+        _check_scope(owner_data, data)
+        _upsert_reference(
+            _meta(data).setdefault("ownerReferences", []), _reference(owner_data, controller=False)
+        )
 
 
 def _upsert_reference(refs: list[Obj], ref: Obj) -> None:
@@ -185,42 +235,71 @@ def _upsert_reference(refs: list[Obj], ref: Obj) -> None:
 # ---------------------------------------------------------------------------- finalizers
 
 
-def contains_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:
-    return finalizer in ((obj.get("metadata") or {}).get("finalizers") or ())
+def contains_finalizer(obj: Mapping[str, Any] | KubeModel, finalizer: str) -> bool:
+    return finalizer in ((as_dict(obj).get("metadata") or {}).get("finalizers") or ())
 
 
-def add_finalizer(obj: MutableMapping[str, Any], finalizer: str) -> bool:
+def add_finalizer(obj: Object, finalizer: str) -> bool:
     """Add ``finalizer``; True if it was not there."""
-    finalizers: list[str] = _meta(obj).setdefault("finalizers", [])
-    if finalizer in finalizers:
+    if contains_finalizer(obj, finalizer):
         return False
-    finalizers.append(finalizer)
+    with _editing(obj) as data:
+        _meta(data).setdefault("finalizers", []).append(finalizer)
     return True
 
 
-def remove_finalizer(obj: MutableMapping[str, Any], finalizer: str) -> bool:
+def remove_finalizer(obj: Object, finalizer: str) -> bool:
     """Remove ``finalizer``; True if it was there."""
-    finalizers: list[str] = _meta(obj).get("finalizers") or []
-    if finalizer not in finalizers:
+    if not contains_finalizer(obj, finalizer):
         return False
-    _meta(obj)["finalizers"] = [f for f in finalizers if f != finalizer]
+    with _editing(obj) as data:
+        _meta(data)["finalizers"] = [f for f in _meta(data).get("finalizers") or () if f != finalizer]
     return True
 
 
 # ---------------------------------------------------------------------------- conditions
 
+#: Where conditions live: a list of conditions (dicts or models), or an object (dict or model)
+#: whose ``status.conditions`` they are (created when missing; a model's status gets models).
+Conditions = list[Any] | Object
 
-def find_status_condition(conditions: list[Obj], condition_type: str) -> Obj | None:
+
+@contextmanager
+def _condition_dicts(target: Conditions) -> Iterator[list[Obj]]:
+    """The conditions as a list of dicts to change; written back in ``target``'s own form."""
+    if isinstance(target, list):
+        element = next((type(c) for c in target if isinstance(c, KubeModel)), None)
+        dicts = [as_dict(c) if isinstance(c, KubeModel) else c for c in target]
+        yield dicts
+        target[:] = [element.model_validate(c) for c in dicts] if element is not None else dicts
+        return
+    with _editing(target) as data:
+        status = data.get("status")
+        if not isinstance(status, dict):
+            status = data["status"] = {}
+        conditions = status.get("conditions")
+        if not isinstance(conditions, list):
+            conditions = status["conditions"] = []
+        yield conditions
+
+
+def _find(conditions: list[Obj], condition_type: str) -> Obj | None:
     return next((c for c in conditions if c.get("type") == condition_type), None)
 
 
-def is_status_condition_true(conditions: list[Obj], condition_type: str) -> bool:
-    found = find_status_condition(conditions, condition_type)
+def find_status_condition(target: Conditions, condition_type: str) -> Obj | None:
+    """The condition of ``condition_type`` (as a dict), or None."""
+    with _condition_dicts(copy.deepcopy(target)) as conditions:
+        return _find(conditions, condition_type)
+
+
+def is_status_condition_true(target: Conditions, condition_type: str) -> bool:
+    found = find_status_condition(target, condition_type)
     return found is not None and found.get("status") == "True"
 
 
 def set_status_condition(
-    conditions: list[Obj],
+    target: Conditions,
     condition_type: str,
     status: str,
     reason: str,
@@ -237,25 +316,28 @@ def set_status_condition(
     wanted: Obj = {"type": condition_type, "status": status, "reason": reason, "message": message}
     if observed_generation is not None:
         wanted["observedGeneration"] = observed_generation
-    existing = find_status_condition(conditions, condition_type)
-    if existing is None:
-        conditions.append({**wanted, "lastTransitionTime": timestamps.now()})
-        return True
-    changed = False
-    if existing.get("status") != status:
-        existing["status"] = status
-        existing["lastTransitionTime"] = timestamps.now()
-        changed = True
-    for field in ("reason", "message", "observedGeneration"):
-        if field in wanted and existing.get(field) != wanted[field]:
-            existing[field] = wanted[field]
-            changed = True
-    return changed
-
-
-def remove_status_condition(conditions: list[Obj], condition_type: str) -> bool:
-    for index, condition in enumerate(conditions):
-        if condition.get("type") == condition_type:
-            del conditions[index]
+    with _condition_dicts(target) as conditions:
+        existing = _find(conditions, condition_type)
+        if existing is None:
+            conditions.append({**wanted, "lastTransitionTime": timestamps.now()})
             return True
-    return False
+        changed = False
+        if existing.get("status") != status:
+            existing["status"] = status
+            existing["lastTransitionTime"] = timestamps.now()
+            changed = True
+        for field in ("reason", "message", "observedGeneration"):
+            if field in wanted and existing.get(field) != wanted[field]:
+                existing[field] = wanted[field]
+                changed = True
+        return changed
+
+
+def remove_status_condition(target: Conditions, condition_type: str) -> bool:
+    """Remove the condition of ``condition_type``; True if it was there."""
+    with _condition_dicts(target) as conditions:
+        for index, condition in enumerate(conditions):
+            if condition.get("type") == condition_type:
+                del conditions[index]
+                return True
+        return False

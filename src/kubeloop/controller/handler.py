@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
+from kubeloop.client.interface import KindRef, gvk_of
 from kubeloop.controller.reconcile import Request
 
 
@@ -71,8 +72,9 @@ class EnqueueRequestForObject(_MapHandler):
 
 
 class EnqueueRequestForOwner(_MapHandler):
-    def __init__(self, owner: GroupVersionKind, *, only_controller: bool = True) -> None:
-        self.owner = owner
+    def __init__(self, owner: KindRef, *, only_controller: bool = True) -> None:
+        """``owner``: the owners' kind (a GroupVersionKind, a ``kinds`` constant or a model class)."""
+        self.owner: GroupVersionKind = gvk_of(owner)
         self.only_controller = only_controller
 
     def _requests(self, obj: Obj) -> Iterable[Request]:

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import Self
 
-from kubeloop.client.interface import KindRef
-from kubeloop.client.rest import gvk_of
+from kubeloop.client.interface import KindRef, gvk_of
 from kubeloop.controller.controller import Controller, Source
 from kubeloop.controller.handler import EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler
 from kubeloop.controller.predicate import Predicate

@@ -22,8 +22,8 @@ from kubeloop.api.labels import LabelSelector
 from kubeloop.api.model import KubeObject
 from kubeloop.api.object import Obj
 from kubeloop.cache.cache import Cache
-from kubeloop.client.interface import Client, KindRef, M, ObjectList
-from kubeloop.client.rest import APIClient, model_class
+from kubeloop.client.interface import Client, KindRef, M, ObjectList, model_class
+from kubeloop.client.rest import APIClient
 
 
 class CachedClient:

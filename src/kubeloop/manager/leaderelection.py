@@ -117,7 +117,8 @@ class LeaderElector:
     async def _try_acquire_or_renew(self) -> bool:
         """One attempt, bounded by ``renew_deadline`` (the client's own retries included)."""
         try:
-            return await asyncio.wait_for(self._attempt(), self.config.renew_deadline)
+            async with asyncio.timeout(self.config.renew_deadline):  # never swallows a cancellation
+                return await self._attempt()
         except TimeoutError:
             log.debug("lease attempt timed out")
             return False

@@ -220,3 +220,12 @@ class _StateCollector(Collector):
         if elector is not None:
             leader.add_metric([elector.config.lease_name], 1.0 if elector.is_leader else 0.0)
         yield leader
+        requests = CounterMetricFamily(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            labels=["code", "method", "host"],
+        )
+        api = self.manager.api_reader
+        for (method, code), count in sorted(api.requests.items()):
+            requests.add_metric([code, method, api.config.server], count)
+        yield requests

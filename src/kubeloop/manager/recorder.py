@@ -19,6 +19,7 @@ import aiohttp
 
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.api.model import KubeModel, as_dict
 from kubeloop.client import errors
 from kubeloop.client.fence import WriteFence, current_write_fence
 from kubeloop.client.rest import APIClient
@@ -44,10 +45,14 @@ class EventRecorder:
         self._written: dict[_Key, tuple[str, str, int]] = {}  # key → (namespace, event name, count)
         self._worker: asyncio.Task[None] | None = None
 
-    def event(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
-        """Record an event about ``obj`` (``NORMAL`` or ``WARNING``); never blocks, never raises."""
+    def event(self, obj: Mapping[str, Any] | KubeModel, event_type: str, reason: str, message: str) -> None:
+        """Record an event about ``obj`` (a dict or a model; ``NORMAL`` or ``WARNING``); never blocks.
+
+        Raises only for an event type that is neither.
+        """
         if event_type not in (NORMAL, WARNING):
             raise ValueError(f"event type must be {NORMAL} or {WARNING}, not {event_type!r}")
+        obj = as_dict(obj)
         meta = obj.get("metadata") or {}
         involved = {
             "apiVersion": obj.get("apiVersion", ""),

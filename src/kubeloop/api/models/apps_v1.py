@@ -40,7 +40,7 @@ class DaemonSet(KubeObject):
     api_version: str = Field(default="apps/v1", alias="apiVersion")
     kind: str = "DaemonSet"
     metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
-    spec: DaemonSetSpec
+    spec: DaemonSetSpec | None = None
     status: DaemonSetStatus | None = None
 
 
@@ -102,7 +102,7 @@ class Deployment(KubeObject):
     api_version: str = Field(default="apps/v1", alias="apiVersion")
     kind: str = "Deployment"
     metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
-    spec: DeploymentSpec
+    spec: DeploymentSpec | None = None
     status: DeploymentStatus | None = None
 
 
@@ -167,7 +167,7 @@ class ReplicaSet(KubeObject):
     api_version: str = Field(default="apps/v1", alias="apiVersion")
     kind: str = "ReplicaSet"
     metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
-    spec: ReplicaSetSpec
+    spec: ReplicaSetSpec | None = None
     status: ReplicaSetStatus | None = None
 
 
@@ -239,7 +239,7 @@ class StatefulSet(KubeObject):
     api_version: str = Field(default="apps/v1", alias="apiVersion")
     kind: str = "StatefulSet"
     metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
-    spec: StatefulSetSpec
+    spec: StatefulSetSpec | None = None
     status: StatefulSetStatus | None = None
 
 

@@ -20,7 +20,7 @@ class CronJob(KubeObject):
     api_version: str = Field(default="batch/v1", alias="apiVersion")
     kind: str = "CronJob"
     metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
-    spec: CronJobSpec
+    spec: CronJobSpec | None = None
     status: CronJobStatus | None = None
 
 

@@ -21,6 +21,7 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict src
+	for example in examples/*/main.py; do $(BIN)/mypy --strict $$example || exit 1; done
 
 unit: $(STAMP)
 	$(BIN)/python -m tests.kubectl_finder --ensure

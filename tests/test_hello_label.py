@@ -63,9 +63,9 @@ def wait_for_label(kubeconfig: str, namespace: str, want: str | None, timeout: f
         time.sleep(0.1)
 
 
-def start_operator(*args: str) -> subprocess.Popen[str]:
+def start_operator(*args: str, example: str = "hello_label") -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "kubeloop.cli.main", "run", str(ROOT / "examples" / "hello_label"), *args],
+        [sys.executable, "-m", "kubeloop.cli.main", "run", str(ROOT / "examples" / example), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

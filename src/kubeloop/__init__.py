@@ -162,7 +162,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load lazily
-    from kubeloop import kinds, models
+    import kubeloop.kinds as kinds
+    import kubeloop.models as models
     from kubeloop.api import timestamps
     from kubeloop.api.customresource import CustomResource
     from kubeloop.api.gvk import GroupVersionKind

@@ -56,11 +56,17 @@ def strip_managed_fields(obj: Obj) -> Obj:
 
 @dataclass
 class EventHandler:
-    """What to call on an add, an update (old, new) and a delete (the last known state)."""
+    """What to call on an add, an update and a delete (the last known state).
+
+    An update goes to ``on_update(old, new)``, or — for a handler that never reads the replaced
+    object — to ``on_update_new(new, changed)`` (``changed`` is False for a resync), which spares
+    decoding the old object: most of an update's cost when no one reads it.
+    """
 
     on_add: Callable[[Obj], None] | None = None
     on_update: Callable[[Obj, Obj], None] | None = None
     on_delete: Callable[[Obj], None] | None = None
+    on_update_new: Callable[[Obj, bool], None] | None = None
 
 
 class Informer:
@@ -95,8 +101,10 @@ class Informer:
         self.namespaced: bool | None = None
         self.reflectors: list[Reflector] = []
         self._handlers: list[EventHandler] = []
-        #: Whether any handler takes updates (only then is the replaced object decoded).
+        #: Whether any handler takes updates, and whether any reads the replaced object (only then
+        #: is it decoded).
         self._wants_updates = False
+        self._wants_old = False
         self._listed: set[str | None] = set()
         self._seen: dict[str | None, set[str]] = {}
         self._synced = asyncio.Event()
@@ -169,7 +177,8 @@ class Informer:
     def add_handler(self, handler: EventHandler) -> None:
         """Register ``handler``; objects already in the store are reported to it as adds."""
         self._handlers.append(handler)
-        self._wants_updates = self._wants_updates or handler.on_update is not None
+        self._wants_old = self._wants_old or handler.on_update is not None
+        self._wants_updates = self._wants_old or self._wants_updates or handler.on_update_new is not None
         if handler.on_add is not None:
             for obj in self.store.objects():
                 handler.on_add(obj)
@@ -191,7 +200,7 @@ class Informer:
             if old is None:
                 self._notify_add(obj)
             elif self._wants_updates and old != store.get_encoded(key):  # unchanged objects are not news
-                self._notify_update(orjson.loads(old), obj)
+                self._notify_update(old, obj, True)
 
     def list_done(self, resource_version: str, namespace: str | None) -> None:
         """The (re)list of ``namespace`` is complete: what it did not contain is gone."""
@@ -218,7 +227,7 @@ class Informer:
         if old is None:
             self._notify_add(obj)
         elif self._wants_updates:
-            self._notify_update(orjson.loads(old), obj)
+            self._notify_update(old, obj, True)
 
     # ------------------------------------------------------------------ internals
 
@@ -239,17 +248,23 @@ class Informer:
             await asyncio.sleep(self.resync_period * (0.9 + random.random() * 0.2))
             if self.has_synced:
                 for obj in self.store.objects():
-                    self._notify_update(obj, obj)
+                    self._notify_update(obj, obj, False)
 
     def _notify_add(self, obj: Obj) -> None:
         for handler in self._handlers:
             if handler.on_add is not None:
                 self._call(handler.on_add, obj)
 
-    def _notify_update(self, old: Obj, new: Obj) -> None:
+    def _notify_update(self, old: Obj | bytes, new: Obj, changed: bool) -> None:
+        """``old``: the replaced object, or its encoding (decoded once, if a handler reads it)."""
+        if isinstance(old, bytes) and self._wants_old:
+            old = orjson.loads(old)
         for handler in self._handlers:
             if handler.on_update is not None:
+                assert not isinstance(old, bytes)
                 self._call(handler.on_update, old, new)
+            elif handler.on_update_new is not None:
+                self._call(handler.on_update_new, new, changed)
 
     def _notify_delete(self, obj: Obj) -> None:
         for handler in self._handlers:
@@ -257,7 +272,7 @@ class Informer:
                 self._call(handler.on_delete, obj)
 
     @staticmethod
-    def _call(func: Callable[..., None], *args: Obj) -> None:
+    def _call(func: Callable[..., None], *args: Obj | bool) -> None:
         try:
             func(*args)
         except Exception:

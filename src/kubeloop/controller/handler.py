@@ -35,6 +35,12 @@ class EventHandler(Protocol):
     def generic(self, obj: Obj, queue: RequestQueue) -> None: ...
 
 
+def reads_old_object(part: object) -> bool:
+    """Whether a handler or predicate reads an update's old object (assumed, unless it says not):
+    when none on a watch does, the informer never decodes it."""
+    return bool(getattr(part, "reads_old_object", True))
+
+
 def request_for(obj: Mapping[str, Any]) -> Request:
     meta = obj.get("metadata") or {}
     return Request(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
@@ -42,6 +48,9 @@ def request_for(obj: Mapping[str, Any]) -> Request:
 
 class _MapHandler:
     """Enqueue the requests ``_requests`` maps an object to, for every kind of event."""
+
+    #: An update enqueues what the old object maps to as well as the new.
+    reads_old_object = True
 
     def _requests(self, obj: Obj) -> Iterable[Request]:
         raise NotImplementedError
@@ -64,6 +73,8 @@ class _MapHandler:
 
 
 class EnqueueRequestForObject(_MapHandler):
+    reads_old_object = False
+
     def _requests(self, obj: Obj) -> Iterable[Request]:
         return [request_for(obj)]
 

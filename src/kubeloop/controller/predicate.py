@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
+from kubeloop.controller.handler import reads_old_object
 
 
 class Predicate(Protocol):
@@ -31,6 +32,9 @@ def _meta(obj: Obj) -> Mapping[str, Any]:
 
 
 class _PassAll:
+    #: Whether ``update`` reads the old object (see ``handler.reads_old_object``).
+    reads_old_object = False
+
     def create(self, obj: Obj) -> bool:
         return True
 
@@ -47,6 +51,8 @@ class _PassAll:
 @dataclass
 class Funcs(_PassAll):
     """A predicate from functions; an event without a function passes."""
+
+    reads_old_object = True
 
     on_create: Callable[[Obj], bool] | None = None
     on_update: Callable[[Obj, Obj], bool] | None = None
@@ -69,6 +75,8 @@ class Funcs(_PassAll):
 class ResourceVersionChanged(_PassAll):
     """Updates only when the resourceVersion changed (drops resyncs)."""
 
+    reads_old_object = True
+
     def update(self, old: Obj, new: Obj) -> bool:
         return _meta(old).get("resourceVersion") != _meta(new).get("resourceVersion")
 
@@ -76,16 +84,22 @@ class ResourceVersionChanged(_PassAll):
 class GenerationChanged(_PassAll):
     """Updates only when metadata.generation changed (spec changes, not status or metadata)."""
 
+    reads_old_object = True
+
     def update(self, old: Obj, new: Obj) -> bool:
         return _meta(old).get("generation") != _meta(new).get("generation")
 
 
 class LabelsChanged(_PassAll):
+    reads_old_object = True
+
     def update(self, old: Obj, new: Obj) -> bool:
         return (_meta(old).get("labels") or {}) != (_meta(new).get("labels") or {})
 
 
 class AnnotationsChanged(_PassAll):
+    reads_old_object = True
+
     def update(self, old: Obj, new: Obj) -> bool:
         return (_meta(old).get("annotations") or {}) != (_meta(new).get("annotations") or {})
 
@@ -123,6 +137,7 @@ class LabelSelectorPredicate(_PassAll):
 class And(_PassAll):
     def __init__(self, *predicates: Predicate) -> None:
         self.predicates = predicates
+        self.reads_old_object = any(reads_old_object(p) for p in predicates)
 
     def create(self, obj: Obj) -> bool:
         return all(p.create(obj) for p in self.predicates)
@@ -140,6 +155,7 @@ class And(_PassAll):
 class Or(_PassAll):
     def __init__(self, *predicates: Predicate) -> None:
         self.predicates = predicates
+        self.reads_old_object = any(reads_old_object(p) for p in predicates)
 
     def create(self, obj: Obj) -> bool:
         return any(p.create(obj) for p in self.predicates)
@@ -157,6 +173,7 @@ class Or(_PassAll):
 class Not(_PassAll):
     def __init__(self, predicate: Predicate) -> None:
         self.predicate = predicate
+        self.reads_old_object = reads_old_object(predicate)
 
     def create(self, obj: Obj) -> bool:
         return not self.predicate.create(obj)

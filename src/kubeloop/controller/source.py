@@ -22,7 +22,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 from kubeloop.api.object import Obj
 from kubeloop.cache import informer as informer_module
 from kubeloop.cache.informer import Informer
-from kubeloop.controller.handler import EventHandler, RequestQueue
+from kubeloop.controller.handler import EventHandler, RequestQueue, reads_old_object
 from kubeloop.controller.predicate import Predicate
 from kubeloop.controller.reconcile import Request
 from kubeloop.lifecycle import cancel_and_wait
@@ -52,13 +52,22 @@ class Kind:
             if all(p.update(old, new) for p in predicates):
                 handler.update(old, new, low if _rv(old) == _rv(new) else queue)
 
+        def on_update_new(new: Obj, changed: bool) -> None:
+            # Neither the handler nor a predicate reads the old object: it is never decoded.
+            if all(p.update(new, new) for p in predicates):
+                handler.update(new, new, queue if changed else low)
+
         def on_delete(obj: Obj) -> None:
             if all(p.delete(obj) for p in predicates):
                 handler.delete(obj, queue)
 
-        informer.add_handler(
-            informer_module.EventHandler(on_add=on_add, on_update=on_update, on_delete=on_delete)
-        )
+        if reads_old_object(handler) or any(reads_old_object(p) for p in predicates):
+            events = informer_module.EventHandler(on_add=on_add, on_update=on_update, on_delete=on_delete)
+        else:
+            events = informer_module.EventHandler(
+                on_add=on_add, on_update_new=on_update_new, on_delete=on_delete
+            )
+        informer.add_handler(events)
 
     async def stop(self) -> None:
         """Nothing to release: the informer belongs to the cache, which stops it."""

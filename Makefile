@@ -32,6 +32,7 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/b1_workqueue.py
+	$(BIN)/python bench/event_to_queue.py
 	$(BIN)/python bench/b5_startup.py
 	$(BIN)/python bench/b4_apiserver_writes.py
 	$(BIN)/python bench/stall.py

@@ -81,23 +81,33 @@ class Latencies:
         #: When the watch event carrying each stamp reached the informer (kubeloop only).
         self.arrived: dict[str, float] = {}
         self.from_arrival: list[float] = []
+        #: Stamps whose watch event arrived and that no reconcile has covered yet, per object.
+        self.waiting: dict[str, list[str]] = {}
 
     def arrival(self, obj: dict[str, Any]) -> None:
         stamp = (obj["metadata"].get("annotations") or {}).get(STAMP)
-        if stamp is not None:
-            self.arrived.setdefault(stamp, time.time())
+        if stamp is not None and stamp not in self.arrived:
+            self.arrived[stamp] = time.time()
+            self.waiting.setdefault(obj["metadata"]["name"], []).append(stamp)
 
     def observe(self, name: str, annotations: dict[str, str] | None) -> None:
         stamp = (annotations or {}).get(STAMP)
         if stamp is None:
             return
         sent = float(stamp)
-        if sent > self.seen.get(name, 0.0):
-            self.seen[name] = sent
-            now = time.time()
-            self.values.append(now - sent)
-            if stamp in self.arrived:
-                self.from_arrival.append(now - self.arrived[stamp])
+        if sent <= self.seen.get(name, 0.0):
+            return
+        self.seen[name] = sent
+        now = time.time()
+        # A level-triggered reconcile of the newest state also covers the stamps it superseded:
+        # each counts, at this reconcile's time.
+        waiting = self.waiting.get(name) or [stamp]
+        covered = [s for s in waiting if float(s) <= sent] or [stamp]
+        self.waiting[name] = [s for s in waiting if float(s) > sent]
+        for each in covered:
+            self.values.append(now - float(each))
+            if each in self.arrived:
+                self.from_arrival.append(now - self.arrived[each])
 
 
 async def run_kubeloop(
@@ -118,7 +128,7 @@ async def run_kubeloop(
 
         Builder(manager).for_(CONFIGMAP).complete(reconcile)
         manager.informer_for(CONFIGMAP).add_handler(
-            EventHandler(on_update=lambda old, new: latencies.arrival(new), on_add=latencies.arrival)
+            EventHandler(on_update_new=lambda new, changed: latencies.arrival(new), on_add=latencies.arrival)
         )
         await manager.start()
         try:

@@ -492,3 +492,34 @@ async def test_a_shut_write_fence_keeps_writes_from_the_server(client: APIClient
     listed = await client.list(cm, namespace=namespace)
     names = [item["metadata"]["name"] for item in listed.items]
     assert names == ["before"]
+
+
+class ShutsAfterFirstLook(SwitchFence):
+    """Open when the request is made, shut by the time its body goes out (a pause in between)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks = 0
+
+    def writes_allowed(self) -> bool:
+        self.looks += 1
+        return self.looks < 2
+
+
+async def test_the_fence_is_checked_again_as_the_body_goes_out(client: APIClient, namespace: str) -> None:
+    from kubeloop.client.fence import WriteFenced, current_write_fence
+
+    await client.create(configmap("late", namespace, k="v"))
+    for write in (
+        lambda: client.patch(CONFIGMAP, "late", {"data": {"k": "changed"}}, namespace=namespace),
+        lambda: client.create(configmap("late-2", namespace)),
+        lambda: client.delete(CONFIGMAP, "late", namespace=namespace),
+    ):
+        token = current_write_fence.set(ShutsAfterFirstLook())
+        try:
+            with pytest.raises(WriteFenced, match="not sent"):
+                await write()
+        finally:
+            current_write_fence.reset(token)
+    listed = await client.list(CONFIGMAP, namespace=namespace)
+    assert [(i["metadata"]["name"], i["data"]) for i in listed] == [("late", {"k": "v"})]

@@ -4,15 +4,20 @@ A leader elected on a Lease acts only while its lease holds; a process paused pa
 stopped container, a long GC pause, a suspended VM) resumes believing it leads while another
 replica already does. controller-runtime leaves that gap open; kubeloop closes it in the client: the
 manager sets :data:`current_write_fence` in the tasks that act for the leader (controller workers,
-leader-only runnables; an event is written under the fence of the code that recorded it), and :class:`~kubeloop.client.rest.Client` checks it
-immediately before sending any request that is not a read. A fenced write raises
-:class:`WriteFenced` instead of reaching the server.
+leader-only runnables; an event is written under the fence of the code that recorded it), and
+:class:`~kubeloop.client.rest.APIClient` checks it before sending any request that is not a read,
+and again as the request's body is handed to the socket (:class:`FencedBody`): aiohttp holds the
+headers back until then and writes the body without yielding, so a process paused anywhere
+before that moment (waiting for a connection, say) cannot send the write once it resumes. A
+fenced write raises :class:`WriteFenced` instead of reaching the server.
 """
 
 from __future__ import annotations
 
 import contextvars
-from typing import Protocol
+from typing import Any, Protocol
+
+from aiohttp.payload import BytesPayload
 
 from kubeloop.client.errors import ApiError
 
@@ -48,3 +53,17 @@ def check_write(method: str, path: str) -> None:
     fence = current_write_fence.get()
     if fence is not None and method not in ("GET", "HEAD", "OPTIONS") and not fence.writes_allowed():
         raise WriteFenced(method, path, fence.describe())
+
+
+class FencedBody(BytesPayload):
+    """A write's body that checks its fence at the last moment before it is written."""
+
+    def __init__(self, body: bytes, fence: WriteFence, method: str, path: str) -> None:
+        super().__init__(body, content_type="application/json")
+        self._fence = fence
+        self._request = (method, path)
+
+    async def write_with_length(self, writer: Any, content_length: int | None) -> None:
+        if not self._fence.writes_allowed():
+            raise WriteFenced(*self._request, self._fence.describe())
+        await super().write_with_length(writer, content_length)

@@ -31,7 +31,7 @@ from kubeloop.api.model import KubeModel, KubeObject, as_dict
 from kubeloop.api.object import Obj
 from kubeloop.client import errors
 from kubeloop.client.config import ClientConfig, Credentials, ssl_context
-from kubeloop.client.fence import check_write
+from kubeloop.client.fence import FencedBody, WriteFenced, check_write, current_write_fence
 from kubeloop.client.interface import KindRef, M, ObjectList, ObjectRef, gvk_of, model_class
 from kubeloop.client.ratelimit import TokenBucket
 from kubeloop.client.restmapper import ResourceMapping, RESTMapper
@@ -682,20 +682,26 @@ class APIClient:
             headers["Content-Type"] = content_type
         if self._credentials.token:
             headers["Authorization"] = f"Bearer {self._credentials.token}"
-        check_write(method, path)  # as late as possible: nothing awaits between here and sending
+        check_write(method, path)  # refuse early; checked again as the body goes out
+        fence = current_write_fence.get()
+        data: bytes | FencedBody | None = body
+        if fence is not None and body is not None and method not in ("GET", "HEAD", "OPTIONS"):
+            data = FencedBody(body, fence, method, path)
         try:
             response = await session.request(
                 method,
                 self.config.server + path,
                 params=params,
-                data=body,
+                data=data,
                 headers=headers,
                 proxy=self.config.proxy_url,
                 server_hostname=self.config.tls_server_name,
                 timeout=timeout or aiohttp.ClientTimeout(total=self.request_timeout),
             )
-        except BaseException:
+        except BaseException as exc:
             self.requests[(method, "<error>")] += 1
+            if isinstance(exc, aiohttp.ClientError) and isinstance(exc.__cause__, WriteFenced):
+                raise exc.__cause__ from None  # refused as the body went out: nothing was sent
             raise
         self.requests[(method, str(response.status))] += 1
         return response

@@ -48,18 +48,29 @@ class WriteFenced(ApiError):
         super().__init__({"reason": "WriteFenced", "message": f"{method} {path} not sent: {why}"}, code=0)
 
 
+_READS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 def check_write(method: str, path: str) -> None:
     """Raise :class:`WriteFenced` when this task's fence forbids writes now."""
     fence = current_write_fence.get()
-    if fence is not None and method not in ("GET", "HEAD", "OPTIONS") and not fence.writes_allowed():
+    if fence is not None and method not in _READS and not fence.writes_allowed():
         raise WriteFenced(method, path, fence.describe())
+
+
+def fenced_body(method: str, path: str, body: bytes | None, content_type: str | None) -> Any:
+    """What to send as the body: a write's body under this task's fence is a :class:`FencedBody`."""
+    fence = current_write_fence.get()
+    if fence is None or body is None or method in _READS:
+        return body
+    return FencedBody(body, fence, method, path, content_type or "application/json")
 
 
 class FencedBody(BytesPayload):
     """A write's body that checks its fence at the last moment before it is written."""
 
-    def __init__(self, body: bytes, fence: WriteFence, method: str, path: str) -> None:
-        super().__init__(body, content_type="application/json")
+    def __init__(self, body: bytes, fence: WriteFence, method: str, path: str, content_type: str) -> None:
+        super().__init__(body, content_type=content_type)
         self._fence = fence
         self._request = (method, path)
 

@@ -31,7 +31,7 @@ from kubeloop.api.model import KubeModel, KubeObject, as_dict
 from kubeloop.api.object import Obj
 from kubeloop.client import errors
 from kubeloop.client.config import ClientConfig, Credentials, ssl_context
-from kubeloop.client.fence import FencedBody, WriteFenced, check_write, current_write_fence
+from kubeloop.client.fence import WriteFenced, check_write, fenced_body
 from kubeloop.client.interface import KindRef, M, ObjectList, ObjectRef, gvk_of, model_class
 from kubeloop.client.ratelimit import TokenBucket
 from kubeloop.client.restmapper import ResourceMapping, RESTMapper
@@ -240,11 +240,11 @@ class APIClient:
             page_size=page_size,
             metadata_only=metadata_only,
         )
-        resource_version = str(listed["metadata"].get("resourceVersion", ""))
+        snapshot = str(listed["metadata"].get("resourceVersion", ""))
         cls = model_class(kind)
         if cls is None or metadata_only:
-            return ObjectList(listed["items"], resource_version)
-        return ObjectList([cls.model_validate(item) for item in listed["items"]], resource_version)
+            return ObjectList(listed["items"], snapshot)
+        return ObjectList([cls.model_validate(item) for item in listed["items"]], snapshot)
 
     async def _list_dict(
         self,
@@ -536,9 +536,7 @@ class APIClient:
         """Delete every object of ``kind`` in ``namespace`` that the selectors match."""
         mapping = await self.mapping(kind)
         path = mapping.collection_path(self._namespace(mapping, namespace))
-        params = _selector_params(
-            _label_selector(label_selector, None), str(field_selector) if field_selector is not None else None
-        )
+        params = _selector_params(_label_selector(label_selector, None), field_selector)
         body = _delete_options(propagation_policy, None, None, dry_run)
         return await self._json("DELETE", path, params=params, body=orjson.dumps(body), content_type=JSON)
 
@@ -683,10 +681,7 @@ class APIClient:
         if self._credentials.token:
             headers["Authorization"] = f"Bearer {self._credentials.token}"
         check_write(method, path)  # refuse early; checked again as the body goes out
-        fence = current_write_fence.get()
-        data: bytes | FencedBody | None = body
-        if fence is not None and body is not None and method not in ("GET", "HEAD", "OPTIONS"):
-            data = FencedBody(body, fence, method, path)
+        data = fenced_body(method, path, body, content_type)
         try:
             response = await session.request(
                 method,
@@ -778,12 +773,14 @@ def _label_selector(
     return ",".join(terms) or None
 
 
-def _selector_params(label_selector: str | None, field_selector: str | None) -> dict[str, str]:
+def _selector_params(
+    label_selector: str | None, field_selector: str | FieldSelector | None
+) -> dict[str, str]:
     params: dict[str, str] = {}
     if label_selector:
         params["labelSelector"] = label_selector
-    if field_selector:
-        params["fieldSelector"] = field_selector
+    if field_selector is not None and str(field_selector):
+        params["fieldSelector"] = str(field_selector)
     return params
 
 

@@ -57,13 +57,22 @@ def _editing(obj: MutableMapping[str, Any] | KubeModel) -> Iterator[dict[str, An
         yield obj
 
 
+def _metadata(obj: Mapping[str, Any] | KubeModel) -> Mapping[str, Any]:
+    """The object's metadata in its JSON form (a model's alone is dumped, not the whole object)."""
+    if isinstance(obj, KubeModel):
+        meta = getattr(obj, "metadata", None)
+        return meta.to_dict() if isinstance(meta, KubeModel) else {}
+    found = obj.get("metadata")
+    return found if isinstance(found, Mapping) else {}
+
+
 def _key(obj: Mapping[str, Any] | KubeModel) -> tuple[str, str]:
-    meta = as_dict(obj).get("metadata") or {}
+    meta = _metadata(obj)
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
 def _resource_version(obj: Mapping[str, Any] | KubeModel) -> str:
-    return str((as_dict(obj).get("metadata") or {}).get("resourceVersion") or "")
+    return str(_metadata(obj).get("resourceVersion") or "")
 
 
 async def _mutate(mutate: Mutate, obj: Any, key: tuple[str, str]) -> None:
@@ -236,7 +245,7 @@ def _upsert_reference(refs: list[Obj], ref: Obj) -> None:
 
 
 def contains_finalizer(obj: Mapping[str, Any] | KubeModel, finalizer: str) -> bool:
-    return finalizer in ((as_dict(obj).get("metadata") or {}).get("finalizers") or ())
+    return finalizer in (_metadata(obj).get("finalizers") or ())
 
 
 def add_finalizer(obj: Object, finalizer: str) -> bool:
@@ -287,10 +296,18 @@ def _find(conditions: list[Obj], condition_type: str) -> Obj | None:
     return next((c for c in conditions if c.get("type") == condition_type), None)
 
 
+def _read_conditions(target: Conditions) -> list[Obj]:
+    """The conditions as dicts, to read (nothing is created or written back)."""
+    if isinstance(target, list):
+        return [as_dict(c) for c in target]
+    status = as_dict(target).get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    return conditions if isinstance(conditions, list) else []
+
+
 def find_status_condition(target: Conditions, condition_type: str) -> Obj | None:
     """The condition of ``condition_type`` (as a dict), or None."""
-    with _condition_dicts(copy.deepcopy(target)) as conditions:
-        return _find(conditions, condition_type)
+    return _find(_read_conditions(target), condition_type)
 
 
 def is_status_condition_true(target: Conditions, condition_type: str) -> bool:
@@ -335,6 +352,8 @@ def set_status_condition(
 
 def remove_status_condition(target: Conditions, condition_type: str) -> bool:
     """Remove the condition of ``condition_type``; True if it was there."""
+    if find_status_condition(target, condition_type) is None:
+        return False  # nothing to write back (and no empty status.conditions created)
     with _condition_dicts(target) as conditions:
         for index, condition in enumerate(conditions):
             if condition.get("type") == condition_type:

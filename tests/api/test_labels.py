@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeloop.api.errors import InvalidSelector
-from kubeloop.api.labels import LabelSelector, Requirement
+from kubeloop.api.labels import LabelSelector, Requirement, combined_selector
 
 # --------------------------------------------------------------------------- parsing and printing
 
@@ -503,3 +503,30 @@ def test_label_selector_dict_agrees_with_model(
     terms = [(k, "=", [v]) for k, v in match_labels.items()] + [(k, ops[op], v) for k, op, v in expressions]
     assert selector.matches(labels) is model_matches(terms, labels)
     assert LabelSelector.parse(str(selector)) == selector
+
+
+@given(st.dictionaries(KEYS, VALUES, max_size=4), st.dictionaries(KEYS, VALUES, max_size=4))
+def test_combined_selector_is_match_labels_anded_with_the_selector(
+    wanted: dict[str, str], labels: dict[str, str]
+) -> None:
+    """What both clients' ``match_labels`` mean: exact matches, ANDed with any selector."""
+    combined = combined_selector(None, wanted)
+    assert (combined is None) == (not wanted)
+    matches = all(labels.get(k) == v for k, v in wanted.items())
+    assert (combined is None or combined.matches(labels)) == matches
+    # Its text is what the API client sends: the server parses it to the same selector.
+    if combined is not None:
+        assert LabelSelector.parse(str(combined)) == combined
+    anded = combined_selector("tier=web", wanted)
+    assert anded is not None
+    assert anded.matches(labels) == (matches and labels.get("tier") == "web")
+
+
+@pytest.mark.parametrize(
+    "bad", [{"bad key": "x"}, {"a": "bad value"}, {"a" * 64: "x"}, {"a": "v" * 64}, {"": "x"}]
+)
+def test_match_labels_are_validated(bad: dict[str, str]) -> None:
+    with pytest.raises(InvalidSelector):
+        combined_selector(None, bad)
+    with pytest.raises(InvalidSelector):
+        LabelSelector.validated_from_set(bad)

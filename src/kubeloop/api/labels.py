@@ -484,6 +484,12 @@ class LabelSelector:
         return cls(Requirement(key, EQUALS, (value,)) for key, value in labels.items())
 
     @classmethod
+    def validated_from_set(cls, labels: Mapping[str, str]) -> LabelSelector:
+        """``labels.ValidatedSelectorFromSet``: ``k=v`` for every entry; InvalidSelector for a key
+        or value that is not a valid label (what ``match_labels`` takes, on either client)."""
+        return cls(Requirement.create(key, EQUALS, (value,)) for key, value in labels.items())
+
+    @classmethod
     def from_label_selector_dict(cls, selector: Mapping[str, Any] | None) -> LabelSelector:
         """``metav1.LabelSelectorAsSelector`` over the JSON form of a metav1.LabelSelector.
 
@@ -575,3 +581,17 @@ class LabelSelector:
 
     def __hash__(self) -> int:
         return hash((self._nothing, self._requirements))
+
+
+def combined_selector(
+    selector: str | LabelSelector | None, match_labels: Mapping[str, str] | None
+) -> LabelSelector | None:
+    """A list's label filter: ``selector`` (text is parsed) ANDed with exact ``match_labels``
+    (validated); None when nothing is asked. InvalidSelector for either part that is not valid."""
+    parsed = LabelSelector.parse(selector) if isinstance(selector, str) else selector
+    if match_labels:
+        from_set = LabelSelector.validated_from_set(match_labels)
+        parsed = from_set if parsed is None else LabelSelector((*parsed.requirements, *from_set.requirements))
+    if parsed is not None and parsed.is_empty:
+        return None
+    return parsed

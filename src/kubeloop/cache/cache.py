@@ -24,7 +24,15 @@ import orjson
 from kubeloop.api.errors import InvalidSelector
 from kubeloop.api.fields import EQUALS, FieldSelector
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.api.labels import DOUBLE_EQUALS, EXISTS, GREATER_THAN, IN, LESS_THAN, LabelSelector
+from kubeloop.api.labels import (
+    DOUBLE_EQUALS,
+    EXISTS,
+    GREATER_THAN,
+    IN,
+    LESS_THAN,
+    LabelSelector,
+    combined_selector,
+)
 from kubeloop.api.labels import EQUALS as LABEL_EQUALS
 from kubeloop.api.object import Obj
 from kubeloop.cache.informer import Informer
@@ -160,7 +168,7 @@ class Cache:
         answer (a non-exact field match), KeyError for a field without an index, OutOfScope for
         an unwatched namespace.
         """
-        labels = _label_selector(label_selector, match_labels)
+        labels = combined_selector(label_selector, match_labels)
         fields = FieldSelector.parse(field_selector) if isinstance(field_selector, str) else field_selector
         informer = await self._synced_informer(kind, metadata_only)
         store = informer.store
@@ -233,18 +241,6 @@ class Cache:
                 f"{what} because of unknown namespace for the cache: {namespace!r} "
                 f"(the cache of {informer.kind} holds {', '.join(informer.namespaces)})"
             )
-
-
-def _label_selector(
-    selector: str | LabelSelector | None, match_labels: Mapping[str, str] | None
-) -> LabelSelector | None:
-    parsed = LabelSelector.parse(selector) if isinstance(selector, str) else selector
-    if match_labels:
-        from_set = LabelSelector.from_set(match_labels)
-        parsed = from_set if parsed is None else LabelSelector((*parsed.requirements, *from_set.requirements))
-    if parsed is not None and parsed.is_empty:
-        return None
-    return parsed
 
 
 def _needles(selector: LabelSelector) -> list[list[bytes]]:

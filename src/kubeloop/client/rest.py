@@ -766,10 +766,11 @@ def _name_of(obj: Mapping[str, Any] | None) -> str:
 def _label_selector(
     selector: str | LabelSelector | None, match_labels: Mapping[str, str] | None
 ) -> str | None:
-    """The label selector's text, with ``match_labels`` ANDed in."""
+    """The label selector's text (the server parses it), with ``match_labels`` ANDed in (validated
+    here, as the cache does: ``labels.ValidatedSelectorFromSet``)."""
     terms = [str(selector)] if selector is not None and str(selector) else []
     if match_labels:
-        terms.append(str(LabelSelector.from_set(match_labels)))
+        terms.append(str(LabelSelector.validated_from_set(match_labels)))
     return ",".join(terms) or None
 
 

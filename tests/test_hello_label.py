@@ -39,9 +39,10 @@ REPLICASET = {
 }
 
 
-def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> str:
+def kubectl(kubeconfig: str, *args: str, stdin: str | None = None, binary: pathlib.Path | None = None) -> str:
+    """Run kubectl (the newest on the machine unless ``binary`` names one)."""
     result = subprocess.run(
-        [str(KUBECTLS[-1]), "--kubeconfig", kubeconfig, *args],
+        [str(binary or KUBECTLS[-1]), "--kubeconfig", kubeconfig, *args],
         input=stdin,
         capture_output=True,
         text=True,

@@ -22,11 +22,16 @@ def setup(manager: kubeloop.Manager) -> None:
         except kubeloop.errors.NotFound:
             return None  # deleted: its Deployment goes with it (owner reference)
         data, labels = config.data or {}, {"app": request.name}
+        replicas = data.get("replicas", "1")
+        if not (replicas.isascii() and replicas.isdigit() and int(replicas) < 2**31):  # an int32
+            # Retrying cannot fix it: say so where `kubectl describe` shows it, and stop.
+            recorder.event(config, kubeloop.WARNING, "InvalidReplicas", f"replicas {replicas[:50]!r}")
+            raise kubeloop.TerminalError(f"replicas is not a count: {replicas[:50]!r}")
 
         def mutate(deployment: kubeloop.Obj) -> None:
             kubeloop.set_controller_reference(config, deployment)
             spec = deployment.setdefault("spec", {})
-            spec["replicas"] = int(data.get("replicas", "1"))
+            spec["replicas"] = int(replicas)
             spec["selector"] = {"matchLabels": labels}
             template = spec.setdefault("template", {})
             template.setdefault("metadata", {})["labels"] = labels

@@ -6,6 +6,7 @@ read and write through the manager's blocking client."""
 from __future__ import annotations
 
 import asyncio
+import pathlib
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -14,16 +15,29 @@ import pytest
 
 import kubeloop
 from kubeloop import kinds
+from kubeloop.api.errors import InvalidSelector
 from kubeloop.models import apps_v1, core_v1
+from kubeloop.testing.server import start_server
+from tests.conftest import Client as HttpClient
 from tests.conftest import ServerThread, eventually
 
 
-@pytest.fixture
-async def manager(shared_server: ServerThread, namespace: str) -> AsyncIterator[kubeloop.Manager]:
-    async with kubeloop.APIClient(kubeloop.load_config(str(shared_server.kubeconfig))) as api:
-        manager = kubeloop.Manager(api, namespace=namespace, cache_sync_timeout=10)
-        yield manager
-        await manager.stop()
+@pytest.fixture(params=["memory", "durable"])
+async def manager(
+    request: pytest.FixtureRequest, shared_server: ServerThread, namespace: str, tmp_path: pathlib.Path
+) -> AsyncIterator[kubeloop.Manager]:
+    """A manager on the shared in-memory server, and on a durable one (``--data-dir``) of its own."""
+    server = shared_server if request.param == "memory" else start_server(tmp_path / "data")
+    try:
+        if server is not shared_server:
+            HttpClient(server).post("/api/v1/namespaces", {"metadata": {"name": namespace}})
+        async with kubeloop.APIClient(kubeloop.load_config(str(server.kubeconfig))) as api:
+            manager = kubeloop.Manager(api, namespace=namespace, cache_sync_timeout=10)
+            yield manager
+            await manager.stop()
+    finally:
+        if server is not shared_server:
+            server.stop()
 
 
 def deployment_dict(name: str, namespace: str) -> dict[str, Any]:
@@ -75,6 +89,9 @@ async def test_namespace_keyword_and_answers_on_both_clients(
         assert [item.metadata.name for item in listed if item.metadata.name == "same"] == ["same"]
         with pytest.raises(kubeloop.errors.NotFound):
             await reader.get(kinds.ConfigMap, "absent", namespace=namespace)
+        # Bad input is refused alike by both (before it is sent or matched against anything).
+        with pytest.raises(InvalidSelector, match="bad key"):
+            await reader.list(kinds.ConfigMap, namespace=namespace, match_labels={"bad key": "x"})
 
 
 async def test_create_or_update_reads_through_the_cache(manager: kubeloop.Manager, namespace: str) -> None:

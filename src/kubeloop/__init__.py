@@ -89,7 +89,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     # modules
     "kinds": ("kubeloop.kinds", None),
     "models": ("kubeloop.models", None),
-    "errors": ("kubeloop.client.errors", None),
+    "errors": ("kubeloop.errors", None),
     "predicate": ("kubeloop.controller.predicate", None),
     "handler": ("kubeloop.controller.handler", None),
     "source": ("kubeloop.controller.source", None),
@@ -164,6 +164,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load lazily
     import kubeloop.kinds as kinds
     import kubeloop.models as models
+    from kubeloop import errors
     from kubeloop.api import timestamps
     from kubeloop.api.customresource import CustomResource
     from kubeloop.api.gvk import GroupVersionKind
@@ -171,7 +172,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     from kubeloop.api.models.meta_v1 import ObjectMeta
     from kubeloop.api.object import Obj
     from kubeloop.cache.options import ByObject, CacheOptions
-    from kubeloop.client import errors
     from kubeloop.client.config import ClientConfig, load_config
     from kubeloop.client.interface import Client, ObjectList
     from kubeloop.client.rest import APIClient, PatchType

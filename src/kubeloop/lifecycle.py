@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Iterable
+from typing import Any
 
 
-async def cancel_and_wait(tasks: Iterable[asyncio.Task[None]]) -> None:
-    """Cancel ``tasks`` and wait until each has ended (its CancelledError is absorbed)."""
+async def cancel_and_wait(tasks: Iterable[asyncio.Future[Any]]) -> None:
+    """Cancel ``tasks`` and wait until every one has ended.
+
+    A task's own cancellation is absorbed; an exception a task ended with is raised once all
+    have ended. If the caller is cancelled while waiting, that cancellation propagates (the
+    tasks have been told to stop either way).
+    """
     pending = list(tasks)
     for task in pending:
         task.cancel()
+    if not pending:
+        return
+    await asyncio.wait(pending)
     for task in pending:
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        if not task.cancelled() and (failure := task.exception()) is not None:
+            raise failure

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.api.errors import InvalidSelector
 from kubeloop.api.fields import FieldSelector, escape_value, object_fields, unescape_value
+from kubeloop.errors import InvalidSelector
 
 # (input, requirements, canonical text)
 GOOD: list[tuple[str, tuple[tuple[str, str, str], ...], str]] = [

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.api.errors import InvalidSelector
 from kubeloop.api.labels import LabelSelector, Requirement, combined_selector
+from kubeloop.errors import InvalidSelector
 
 # --------------------------------------------------------------------------- parsing and printing
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from kubeloop import errors
 from kubeloop.api.customresource import CustomResource
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.model import KubeModel, scheme
 from kubeloop.api.models import apps_v1, batch_v1, core_v1, meta_v1
-from kubeloop.client import errors
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.interface import ObjectList
 from kubeloop.client.rest import APIClient, PatchType

@@ -15,7 +15,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver import errors
+from kubeloop import errors
 from kubeloop.apiserver.decoding import MAX_DEPTH, check_depth, decode_json, decode_yaml
 
 #: Text YAML can carry through a dump and a load (control characters such as NEL are line breaks).
@@ -134,7 +134,7 @@ def test_extreme_nesting_neither_recurses_nor_crashes() -> None:
     # process so that a crash shows as a failure rather than taking pytest down.
     code = (
         "from kubeloop.apiserver.decoding import decode_yaml, decode_json\n"
-        "from kubeloop.apiserver import errors\n"
+        "from kubeloop import errors\n"
         "for decode in (decode_yaml, decode_json):\n"
         "    for body in (b'a: ' + b'[' * 1_000_000, b'[' * 1_000_000 + b']' * 1_000_000):\n"
         "        try:\n"

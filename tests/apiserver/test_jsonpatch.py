@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver import errors
+from kubeloop import errors
 from kubeloop.apiserver.jsonpatch import MAX_OPERATIONS, apply_json_patch, parse_pointer
 from kubeloop.apiserver.mergepatch import copy_json, json_equal
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver import errors
+from kubeloop import errors
 from kubeloop.apiserver.mergepatch import apply_merge_patch, copy_json, create_merge_patch, json_equal
 
 # RFC 7386 appendix A: (original, patch, result).

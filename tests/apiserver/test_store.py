@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from kubeloop.apiserver import errors
+from kubeloop import errors
 from kubeloop.apiserver.storage import MemoryLog, SQLiteLog, StorageError
 from kubeloop.apiserver.store import ObjectStore, PreconditionFailed
 
@@ -83,9 +83,9 @@ async def test_list_at_old_revision_and_expiry() -> None:
     )
     await store.write("/r/c", obj("c"), expected_revision=0)
     await store.write("/r/d", obj("d"), expected_revision=0)
-    with pytest.raises(errors.Gone):
+    with pytest.raises(errors.ResourceExpired):
         store.list_at("/r/", 2)
-    with pytest.raises(errors.Gone):
+    with pytest.raises(errors.ResourceExpired):
         store.watch("/r/", 1)
 
 
@@ -150,7 +150,7 @@ async def test_compaction_removes_superseded_rows(tmp_path: pathlib.Path) -> Non
     again.load()
     assert again.compacted_revision == 6
     assert again.get("/r/a").obj["data"] == {"v": "5"}  # type: ignore[union-attr]
-    with pytest.raises(errors.Gone):
+    with pytest.raises(errors.ResourceExpired):
         again.events_after("/r/", 3)
     await reopened.close()
 
@@ -305,7 +305,7 @@ async def test_history_is_bounded_by_bytes_and_compacts_the_log(tmp_path: pathli
         revision = (await store.write("/r/a", obj("a", big + str(i)), expected_revision=revision)).revision
     changes, size = store.history_size
     assert size <= 2_000_000 and changes < 10
-    with pytest.raises(errors.Gone):
+    with pytest.raises(errors.ResourceExpired):
         store.watch("/r/", first.revision)
     # Enough was dropped that the log wants compacting now, not in five minutes.
     assert store.compaction_due.is_set()
@@ -323,7 +323,7 @@ async def test_time_based_compaction_expires_old_resource_versions() -> None:
     assert store.compacted_revision == old.revision
     assert [e.key for e in store.events_after("/r/", old.revision)] == ["/r/b"]
     store.compact_history(store.revision)
-    with pytest.raises(errors.Gone):
+    with pytest.raises(errors.ResourceExpired):
         store.watch("/r/", old.revision)
     # A watch from the current revision is fine, and so are new writes.
     _backlog, watcher = store.watch("/r/", store.revision)

@@ -9,7 +9,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver import errors, schemas
+from kubeloop import errors
+from kubeloop.apiserver import schemas
 from kubeloop.apiserver.mergepatch import apply_merge_patch, copy_json
 from kubeloop.apiserver.strategicpatch import accepts_strategic_merge, apply_strategic_merge_patch
 

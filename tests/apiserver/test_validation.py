@@ -13,10 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kubeloop import errors
 from kubeloop.api import naming
-from kubeloop.apiserver import errors, schemas, validation
-from kubeloop.apiserver.errors import Cause
+from kubeloop.apiserver import schemas, validation
 from kubeloop.apiserver.resources import BUILTIN_RESOURCES
+from kubeloop.errors import StatusCause
 
 
 def kind_schema(group: str, version: str, kind: str) -> Mapping[str, Any]:
@@ -549,7 +550,7 @@ def test_decode_only_raises_api_errors(metadata: Any, spec: Any, mode: str, dupl
             + validation.kind_rules("apps", "Deployment", pruned)
             + validation.validate_object_meta(pruned, namespaced=True)
         ):
-            assert isinstance(cause, Cause)
+            assert isinstance(cause, StatusCause)
     assert obj == before
 
 
@@ -573,12 +574,12 @@ def test_find_duplicate_fields_reports_each_repeated_key_once(pairs: list[tuple[
 
 def meta_causes(
     metadata: dict[str, Any], *, namespaced: bool = True, name_rule: str = "subdomain"
-) -> list[Cause]:
+) -> list[StatusCause]:
     return validation.validate_object_meta({"metadata": metadata}, namespaced=namespaced, name_rule=name_rule)
 
 
-def invalid(field: str, value: str, message: str) -> Cause:
-    return Cause("FieldValueInvalid", f"Invalid value: {validation.go_quote(value)}: {message}", field)
+def invalid(field: str, value: str, message: str) -> StatusCause:
+    return StatusCause("FieldValueInvalid", f"Invalid value: {validation.go_quote(value)}: {message}", field)
 
 
 def test_valid_metadata_has_no_causes() -> None:
@@ -603,7 +604,7 @@ def test_name_with_capitals() -> None:
 
 def test_name_required_and_label_rule() -> None:
     assert meta_causes({"namespace": "default"}) == [
-        Cause("FieldValueRequired", "Required value: name or generateName is required", "metadata.name")
+        StatusCause("FieldValueRequired", "Required value: name or generateName is required", "metadata.name")
     ]
     assert meta_causes({"name": "a.b"}, namespaced=False) == []
     [cause] = meta_causes({"name": "a.b"}, namespaced=False, name_rule="label")
@@ -641,15 +642,19 @@ def test_metadata_key_and_value_rules(
 def test_annotations_total_size() -> None:
     causes = meta_causes({"name": "ok", "namespace": "d", "annotations": {"big": "x" * (256 * 1024)}})
     assert causes == [
-        Cause("FieldValueTooLong", "Too long: may not be more than 262144 bytes", "metadata.annotations")
+        StatusCause(
+            "FieldValueTooLong", "Too long: may not be more than 262144 bytes", "metadata.annotations"
+        )
     ]
 
 
 def test_namespace_rules() -> None:
     assert meta_causes({"name": "n", "namespace": "default"}, namespaced=False) == [
-        Cause("FieldValueForbidden", "Forbidden: not allowed on this type", "metadata.namespace")
+        StatusCause("FieldValueForbidden", "Forbidden: not allowed on this type", "metadata.namespace")
     ]
-    assert meta_causes({"name": "n"}) == [Cause("FieldValueRequired", "Required value", "metadata.namespace")]
+    assert meta_causes({"name": "n"}) == [
+        StatusCause("FieldValueRequired", "Required value", "metadata.namespace")
+    ]
     [cause] = meta_causes({"name": "n", "namespace": "Bad_NS"})
     assert cause.field == "metadata.namespace" and cause.type == "FieldValueInvalid"
 
@@ -658,9 +663,15 @@ def test_owner_references() -> None:
     causes = meta_causes({"name": "n", "namespace": "d", "ownerReferences": [{"apiVersion": "a/b/c"}]})
     assert causes == [
         invalid("metadata.ownerReferences[0].apiVersion", "a/b/c", "must be <group>/<version> or <version>"),
-        Cause("FieldValueRequired", "Required value: must not be empty", "metadata.ownerReferences[0].kind"),
-        Cause("FieldValueRequired", "Required value: must not be empty", "metadata.ownerReferences[0].name"),
-        Cause("FieldValueRequired", "Required value: must not be empty", "metadata.ownerReferences[0].uid"),
+        StatusCause(
+            "FieldValueRequired", "Required value: must not be empty", "metadata.ownerReferences[0].kind"
+        ),
+        StatusCause(
+            "FieldValueRequired", "Required value: must not be empty", "metadata.ownerReferences[0].name"
+        ),
+        StatusCause(
+            "FieldValueRequired", "Required value: must not be empty", "metadata.ownerReferences[0].uid"
+        ),
     ]
     owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "1", "controller": True}
     causes = meta_causes({"name": "n", "namespace": "d", "ownerReferences": [owner, {**owner, "name": "b"}]})
@@ -708,7 +719,7 @@ def test_finalizer_conflict_and_generation() -> None:
 def test_validate_required(schema: Any, obj: dict[str, Any], fields: list[str]) -> None:
     causes = validation.validate_required(obj, schema)
     assert sorted(c.field for c in causes) == sorted(fields)
-    assert all(c == Cause("FieldValueRequired", "Required value", c.field) for c in causes)
+    assert all(c == StatusCause("FieldValueRequired", "Required value", c.field) for c in causes)
 
 
 # ------------------------------------------------------------------ kind rules
@@ -847,11 +858,11 @@ def test_pod_template_of_a_deployment_without_spec() -> None:
 def test_validate_object_reports_containers_once() -> None:
     obj = {"metadata": {"name": "p", "namespace": "d"}, "spec": {}}
     assert validation.validate_object("", "v1", "Pod", obj, namespaced=True) == [
-        Cause("FieldValueRequired", "Required value", "spec.containers")
+        StatusCause("FieldValueRequired", "Required value", "spec.containers")
     ]
     del obj["spec"]
     assert validation.validate_object("", "v1", "Pod", obj, namespaced=True) == [
-        Cause("FieldValueRequired", "Required value", "spec.containers")
+        StatusCause("FieldValueRequired", "Required value", "spec.containers")
     ]
 
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from kubeloop.api.errors import InvalidSelector
+from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.cache.cache import Cache, NotCached, OutOfScope
 from kubeloop.cache.options import ByObject, CacheOptions
-from kubeloop.client import errors
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import APIClient
+from kubeloop.errors import InvalidSelector
 from tests.conftest import Client as HttpClient
 from tests.conftest import ServerThread, eventually
 

@@ -18,8 +18,8 @@ from kubeloop.client.credentials import (
     StaticCredentials,
     TokenFileCredentials,
 )
-from kubeloop.client.errors import Unauthorized
 from kubeloop.client.rest import APIClient
+from kubeloop.errors import Unauthorized
 from tests.client.kubeconfigs import single, write
 from tests.conftest import ServerThread
 

@@ -15,8 +15,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.client import errors
 from kubeloop.client.config import ClientConfig, Credentials, load_kubeconfig
 from kubeloop.client.rest import APIClient, PatchType, Preconditions, RetryPolicy
 from kubeloop.client.restmapper import NoKindMatch

@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
+from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.models import core_v1, meta_v1
-from kubeloop.client import errors
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.sync import SyncClient
 from tests.conftest import Client as HttpClient

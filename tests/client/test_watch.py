@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.apiserver.watch import WatchSettings
-from kubeloop.client import errors
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.client.watch import WatchEvent

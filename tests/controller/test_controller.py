@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from kubeloop.api.errors import InvalidSelector
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.cache.informer import Informer
 from kubeloop.client.config import load_kubeconfig
@@ -28,6 +27,7 @@ from kubeloop.controller.handler import (
 )
 from kubeloop.controller.reconcile import Request, Result, TerminalError
 from kubeloop.controller.source import Channel, Kind
+from kubeloop.errors import InvalidSelector
 from kubeloop.workqueue.ratelimiter import ItemExponentialFailureRateLimiter
 from kubeloop.workqueue.ratelimiting import RateLimitingQueue
 from tests.conftest import ServerThread, eventually

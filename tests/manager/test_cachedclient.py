@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.models import core_v1
-from kubeloop.client import errors
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.manager.manager import Manager

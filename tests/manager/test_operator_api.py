@@ -15,7 +15,7 @@ import pytest
 
 import kubeloop
 from kubeloop import kinds
-from kubeloop.api.errors import InvalidSelector
+from kubeloop.errors import InvalidSelector
 from kubeloop.models import apps_v1, core_v1
 from kubeloop.testing.server import start_server
 from tests.conftest import Client as HttpClient

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from kubeloop.api.errors import InvalidSelector
+from kubeloop.errors import InvalidSelector
 
 __all__ = ["EQUALS", "NOT_EQUALS", "FieldSelector", "escape_value", "object_fields", "unescape_value"]
 

@@ -9,7 +9,7 @@ Requirements are ANDed; an empty selector matches everything. ``!=`` and ``notin
 objects without the key, ``=``/``==``/``in`` need it. ``>``/``<`` (upstream's Gt/Lt) compare
 integers and fail on labels that are not integers. Keys and values are checked with
 :mod:`kubeloop.api.naming`; a selector that does not parse raises
-:class:`~kubeloop.api.errors.InvalidSelector` with upstream's message.
+:class:`~kubeloop.errors.InvalidSelector` with upstream's message.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.api import naming
-from kubeloop.api.errors import InvalidSelector
+from kubeloop.errors import InvalidSelector
 
 __all__ = [
     "DOES_NOT_EXIST",

@@ -20,7 +20,7 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from kubeloop.apiserver import errors
+from kubeloop import errors
 
 AUTHENTICATED_GROUP = "system:authenticated"
 

@@ -32,7 +32,7 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from kubeloop.apiserver import errors
+from kubeloop import errors
 from kubeloop.lifecycle import cancel_and_wait
 
 log = logging.getLogger("kubeloop.apiserver.connections")

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 import yaml
 
-from kubeloop.apiserver import errors
+from kubeloop import errors
 
 #: Levels of nesting (objects and arrays) a request body or a stored object may have.
 MAX_DEPTH = 128

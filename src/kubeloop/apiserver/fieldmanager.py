@@ -34,9 +34,10 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.object import Obj
-from kubeloop.apiserver import errors, schemas
+from kubeloop.apiserver import schemas
 
 Path = tuple[str, ...]
 
@@ -407,7 +408,7 @@ def conflict_error(group: str, kind: str, name: str, conflicts: list[Conflict]) 
         return f'"{entry.manager}"' + (f" using {entry.api_version}" if entry.api_version else "")
 
     causes = [
-        errors.Cause("FieldManagerConflict", f"conflict with {who(c.manager)}", path_string(c.path))
+        errors.StatusCause("FieldManagerConflict", f"conflict with {who(c.manager)}", path_string(c.path))
         for c in conflicts
     ]
     if len(conflicts) == 1:

@@ -15,14 +15,13 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from kubeloop.api.errors import InvalidSelector
+from kubeloop import errors
 from kubeloop.api.fields import FieldSelector
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import (
     decoding,
     discovery,
-    errors,
     openapi,
     openapiv2,
     protocodec,
@@ -36,6 +35,7 @@ from kubeloop.apiserver.registry import DeleteOptions, ListOptions, Registry, Wr
 from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.watch import WatchOptions, WatchSettings, WatchStream
 from kubeloop.apiserver.workerloop import WorkerLoop
+from kubeloop.errors import InvalidSelector
 
 log = logging.getLogger("kubeloop.apiserver")
 
@@ -699,7 +699,11 @@ def _write_options(request: web.Request) -> WriteOptions:
             if request.method == "POST"
             else "UpdateOptions",
             "",
-            [errors.Cause("FieldValueTooLong", "Too long: may not be more than 128 bytes", "fieldManager")],
+            [
+                errors.StatusCause(
+                    "FieldValueTooLong", "Too long: may not be more than 128 bytes", "fieldManager"
+                )
+            ],
         )
     force = query.get("force")
     return WriteOptions(

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, overload
 
-from kubeloop.apiserver import errors
+from kubeloop import errors
 
 __all__ = ["apply_merge_patch", "copy_json", "create_merge_patch", "json_equal"]
 

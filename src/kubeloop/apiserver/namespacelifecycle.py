@@ -9,12 +9,12 @@ work kube-controller-manager's namespace controller does upstream.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
-from kubeloop.apiserver import errors
+from kubeloop import errors
 from kubeloop.apiserver.registry import DeleteOptions, ListOptions, Registry, WriteOptions
 from kubeloop.apiserver.resources import ResourceType
+from kubeloop.lifecycle import cancel_and_wait
 
 log = logging.getLogger("kubeloop.apiserver.namespaces")
 
@@ -50,9 +50,7 @@ class NamespaceLifecycle:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait([self._task])
             self._task = None
 
     async def _run(self) -> None:

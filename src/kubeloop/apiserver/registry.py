@@ -20,11 +20,12 @@ from typing import Any, TypeVar
 
 import orjson
 
+from kubeloop import errors
 from kubeloop.api import naming, timestamps
 from kubeloop.api.fields import FieldSelector, object_fields
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
-from kubeloop.apiserver import decoding, defaults, errors, eventconversion, fieldmanager, schemas, validation
+from kubeloop.apiserver import decoding, defaults, eventconversion, fieldmanager, schemas, validation
 from kubeloop.apiserver.jsonpatch import apply_json_patch
 from kubeloop.apiserver.mergepatch import apply_merge_patch
 from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
@@ -231,7 +232,7 @@ class Registry:
                 )
             revision, start = _decode_continue(options.continue_token)
             if revision < self.store.compacted_revision:
-                raise errors.Gone(
+                raise errors.ResourceExpired(
                     "The provided continue parameter is too old to display a consistent list result. "
                     "You can start a new list without the continue parameter."
                 )
@@ -344,7 +345,7 @@ class Registry:
                     group=resource.group,
                     kind=resource.plural,
                     causes=[
-                        errors.Cause(
+                        errors.StatusCause(
                             "NamespaceTerminating",
                             f"namespace {metadata['namespace']} is being terminated",
                             "metadata.namespace",
@@ -382,7 +383,7 @@ class Registry:
                 resource.kind,
                 "",
                 [
-                    errors.Cause(
+                    errors.StatusCause(
                         "FieldValueRequired",
                         "Required value: name or generateName is required",
                         "metadata.name",
@@ -676,7 +677,7 @@ class Registry:
                     resource.kind,
                     meta.get("name", ""),
                     [
-                        errors.Cause(
+                        errors.StatusCause(
                             "FieldValueForbidden",
                             "Forbidden: no new finalizers can be added if the object is being deleted",
                             "metadata.finalizers",
@@ -758,7 +759,7 @@ class Registry:
                 "Scale",
                 name,
                 [
-                    errors.Cause(
+                    errors.StatusCause(
                         "FieldValueInvalid",
                         f"Invalid value: {replicas}: must be greater than or equal to 0",
                         "spec.replicas",
@@ -826,7 +827,7 @@ class Registry:
                 "DeleteOptions",
                 "",
                 [
-                    errors.Cause(
+                    errors.StatusCause(
                         "FieldValueNotSupported",
                         f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"',
                         "propagationPolicy",
@@ -930,7 +931,7 @@ def apply_patch(document: Obj, patch_type: str, patch: bytes, schema: schemas.Sc
 
 def list_options_invalid(reason: str, message: str, field_name: str) -> errors.Invalid:
     """422 for bad list/watch options, as upstream's ValidateListOptions answers."""
-    return errors.invalid("meta.k8s.io", "ListOptions", "", [errors.Cause(reason, message, field_name)])
+    return errors.invalid("meta.k8s.io", "ListOptions", "", [errors.StatusCause(reason, message, field_name)])
 
 
 def parse_resource_version(value: str) -> int:
@@ -1038,14 +1039,16 @@ def _set_managed(metadata: Obj, entries: list[fieldmanager.ManagedEntry]) -> Non
 
 def _check_patch_options(patch_type: str, options: WriteOptions) -> None:
     """ValidatePatchOptions: apply needs a field manager; only apply takes ``force``."""
-    causes: list[errors.Cause] = []
+    causes: list[errors.StatusCause] = []
     if patch_type == APPLY_PATCH and not options.field_manager:
         causes.append(
-            errors.Cause("FieldValueRequired", "Required value: is required for apply patch", "fieldManager")
+            errors.StatusCause(
+                "FieldValueRequired", "Required value: is required for apply patch", "fieldManager"
+            )
         )
     if patch_type != APPLY_PATCH and options.force is not None:
         causes.append(
-            errors.Cause(
+            errors.StatusCause(
                 "FieldValueForbidden", "Forbidden: may not be specified for non-apply patch", "force"
             )
         )

@@ -31,6 +31,7 @@ from kubeloop.apiserver.storage import Log, MemoryLog, SQLiteLog, StorageError
 from kubeloop.apiserver.store import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS, ObjectStore
 from kubeloop.apiserver.watch import WatchSettings
 from kubeloop.apiserver.workerloop import WorkerLoop
+from kubeloop.lifecycle import cancel_and_wait
 
 log = logging.getLogger("kubeloop.apiserver")
 
@@ -283,11 +284,7 @@ class APIServer:
         if self._namespaces is not None:
             await self._namespaces.stop()
             self._namespaces = None
-        for task in self._background:
-            task.cancel()
-        for task in self._background:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._background)
         self._background.clear()
         if self._listener is not None:
             self._listener.close()

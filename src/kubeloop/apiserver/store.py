@@ -29,8 +29,8 @@ from typing import Literal
 
 import orjson
 
+from kubeloop import errors
 from kubeloop.api.object import Obj
-from kubeloop.apiserver import errors
 from kubeloop.apiserver.storage import DoneCallback, Log, LogRecord, StorageError
 from kubeloop.gcpause import gc_resumed
 

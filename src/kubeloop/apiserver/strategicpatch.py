@@ -43,7 +43,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubeloop.apiserver import errors, schemas
+from kubeloop import errors
+from kubeloop.apiserver import schemas
 from kubeloop.apiserver.mergepatch import copy_json
 
 __all__ = ["accepts_strategic_merge", "apply_strategic_merge_patch"]

@@ -28,10 +28,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
+from kubeloop import errors
 from kubeloop.api import naming, timestamps
 from kubeloop.api.naming import go_quote
-from kubeloop.apiserver import errors, schemas
-from kubeloop.apiserver.errors import Cause
+from kubeloop.apiserver import schemas
+from kubeloop.errors import StatusCause
 
 __all__ = [
     "StrictDecodingError",
@@ -112,31 +113,33 @@ def _go_number(value: float) -> str:
 # --------------------------------------------------------------------------- cause builders
 
 
-def _required(path: str, detail: str = "") -> Cause:
-    return Cause(REQUIRED, f"Required value: {detail}" if detail else "Required value", path)
+def _required(path: str, detail: str = "") -> StatusCause:
+    return StatusCause(REQUIRED, f"Required value: {detail}" if detail else "Required value", path)
 
 
-def _invalid(path: str, value: Any, detail: str) -> Cause:
+def _invalid(path: str, value: Any, detail: str) -> StatusCause:
     body = f"Invalid value: {_render(value)}"
-    return Cause(INVALID, f"{body}: {detail}" if detail else body, path)
+    return StatusCause(INVALID, f"{body}: {detail}" if detail else body, path)
 
 
-def _forbidden(path: str, detail: str) -> Cause:
-    return Cause(FORBIDDEN, f"Forbidden: {detail}" if detail else "Forbidden", path)
+def _forbidden(path: str, detail: str) -> StatusCause:
+    return StatusCause(FORBIDDEN, f"Forbidden: {detail}" if detail else "Forbidden", path)
 
 
-def _too_long(path: str, max_bytes: int) -> Cause:
+def _too_long(path: str, max_bytes: int) -> StatusCause:
     unit = "byte" if max_bytes == 1 else "bytes"
-    return Cause(TOO_LONG, f"Too long: may not be more than {max_bytes} {unit}", path)
+    return StatusCause(TOO_LONG, f"Too long: may not be more than {max_bytes} {unit}", path)
 
 
-def _duplicate(path: str, value: Any) -> Cause:
-    return Cause(DUPLICATE, f"Duplicate value: {_render(value)}", path)
+def _duplicate(path: str, value: Any) -> StatusCause:
+    return StatusCause(DUPLICATE, f"Duplicate value: {_render(value)}", path)
 
 
-def _not_supported(path: str, value: Any, supported: Iterable[str]) -> Cause:
+def _not_supported(path: str, value: Any, supported: Iterable[str]) -> StatusCause:
     allowed = ", ".join(go_quote(s) for s in supported)
-    return Cause(NOT_SUPPORTED, f"Unsupported value: {_render(value)}: supported values: {allowed}", path)
+    return StatusCause(
+        NOT_SUPPORTED, f"Unsupported value: {_render(value)}: supported values: {allowed}", path
+    )
 
 
 # --------------------------------------------------------------------------- duplicate fields
@@ -955,7 +958,7 @@ def validate_object_meta(
     namespaced: bool,
     name_rule: str = "subdomain",
     kube_finalizers: bool = False,
-) -> list[Cause]:
+) -> list[StatusCause]:
     """``ValidateObjectMeta`` on create: name, namespace, labels, annotations, owners, finalizers.
 
     The namespace must already be filled from the URL (upstream's BeforeCreate does it first).
@@ -965,7 +968,7 @@ def validate_object_meta(
     if name_errors is None:
         raise ValueError(f"unknown name rule {name_rule!r}")
     meta = _as_dict(obj.get("metadata"))
-    causes: list[Cause] = []
+    causes: list[StatusCause] = []
 
     generate_name = _text(meta.get("generateName"))
     if generate_name:
@@ -1000,9 +1003,9 @@ def validate_object_meta(
     return causes
 
 
-def validate_labels(labels: Any, path: str) -> list[Cause]:
+def validate_labels(labels: Any, path: str) -> list[StatusCause]:
     """``ValidateLabels``: keys are qualified names, values label values; field without the key."""
-    causes: list[Cause] = []
+    causes: list[StatusCause] = []
     for key, value in _as_dict(labels).items():
         causes.extend(_invalid(path, key, msg) for msg in naming.qualified_name_errors(key))
         text = value if isinstance(value, str) else ""
@@ -1010,10 +1013,10 @@ def validate_labels(labels: Any, path: str) -> list[Cause]:
     return causes
 
 
-def validate_annotations(annotations: Any, path: str) -> list[Cause]:
+def validate_annotations(annotations: Any, path: str) -> list[StatusCause]:
     """``ValidateAnnotations``: keys are qualified names (case-insensitively), total ≤ 256 KiB."""
     mapping = {key: value if isinstance(value, str) else "" for key, value in _as_dict(annotations).items()}
-    causes: list[Cause] = []
+    causes: list[StatusCause] = []
     for key in mapping:
         causes.extend(_invalid(path, key, msg) for msg in naming.qualified_name_errors(key.lower()))
     if mapping and naming.annotations_size_errors(mapping):
@@ -1021,8 +1024,8 @@ def validate_annotations(annotations: Any, path: str) -> list[Cause]:
     return causes
 
 
-def _owner_references(refs: Any) -> list[Cause]:
-    causes: list[Cause] = []
+def _owner_references(refs: Any) -> list[StatusCause]:
+    causes: list[StatusCause] = []
     controllers: list[str] = []
     for index, ref in enumerate(_as_list(refs)):
         path = f"metadata.ownerReferences[{index}]"
@@ -1072,8 +1075,8 @@ def _parse_group_version(text: str) -> tuple[str, str, bool]:
 _STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
 
 
-def _finalizers(finalizers: Any, kube_finalizers: bool) -> list[Cause]:
-    causes: list[Cause] = []
+def _finalizers(finalizers: Any, kube_finalizers: bool) -> list[StatusCause]:
+    causes: list[StatusCause] = []
     names = [f for f in _as_list(finalizers) if isinstance(f, str)]
     for index, name in enumerate(names):
         causes.extend(
@@ -1099,7 +1102,7 @@ def _finalizers(finalizers: Any, kube_finalizers: bool) -> list[Cause]:
 # --------------------------------------------------------------------------- required fields
 
 
-def validate_required(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> list[Cause]:
+def validate_required(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> list[StatusCause]:
     """Fields the schema lists as ``required`` that are missing, ``null``, ``""`` or ``[]``.
 
     Required struct-valued fields are Go values, never "missing": their own required fields are
@@ -1108,7 +1111,7 @@ def validate_required(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> list
     """
     kind, version = _schema_kind(schema)
     plan = _root_plan(schema, kind, version)
-    causes: list[Cause] = []
+    causes: list[StatusCause] = []
     if plan.kind == _STRUCT and isinstance(obj, dict):
         with contextlib.suppress(RecursionError):
             _required_struct(obj, plan, "", causes, top=True)
@@ -1143,7 +1146,7 @@ def _needs_required(plan: _Plan) -> bool:
 
 
 def _required_struct(
-    value: dict[str, Any], plan: _Plan, path: str, causes: list[Cause], *, top: bool
+    value: dict[str, Any], plan: _Plan, path: str, causes: list[StatusCause], *, top: bool
 ) -> None:
     props = plan.props
     for name in plan.required:
@@ -1171,7 +1174,7 @@ def _required_struct(
         _required_value(item, sub, f"{path}.{name}" if path else name, causes)
 
 
-def _required_value(item: Any, plan: _Plan, path: str, causes: list[Cause]) -> None:
+def _required_value(item: Any, plan: _Plan, path: str, causes: list[StatusCause]) -> None:
     kind = plan.kind
     if kind == _STRUCT:
         if isinstance(item, dict):
@@ -1191,7 +1194,7 @@ def _required_value(item: Any, plan: _Plan, path: str, causes: list[Cause]) -> N
 # --------------------------------------------------------------------------- kind rules
 
 
-def kind_rules(group: str, kind: str, obj: Mapping[str, Any]) -> list[Cause]:
+def kind_rules(group: str, kind: str, obj: Mapping[str, Any]) -> list[StatusCause]:
     """Hand-written upstream rules for a few built-in kinds (none for other kinds).
 
     These complement :func:`validate_required`: where the schema already declares a field
@@ -1204,7 +1207,7 @@ def kind_rules(group: str, kind: str, obj: Mapping[str, Any]) -> list[Cause]:
     return rule(obj)
 
 
-def _nonnegative(spec: Mapping[str, Any], name: str, path: str) -> list[Cause]:
+def _nonnegative(spec: Mapping[str, Any], name: str, path: str) -> list[StatusCause]:
     value = spec.get(name)
     if _is_int(value) and value < 0:
         return [_invalid(f"{path}.{name}", value, _NEGATIVE)]
@@ -1214,7 +1217,7 @@ def _nonnegative(spec: Mapping[str, Any], name: str, path: str) -> list[Cause]:
 _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
-def validate_label_selector(selector: Mapping[str, Any], path: str) -> list[Cause]:
+def validate_label_selector(selector: Mapping[str, Any], path: str) -> list[StatusCause]:
     """``ValidateLabelSelector`` (strict: label values in selectors must be valid).
 
     A missing ``operator`` or ``key`` is left to :func:`validate_required` (the schema requires
@@ -1309,8 +1312,8 @@ class _Workload:
     invalid_selector_detail: str = "invalid label selector"
 
 
-def _workload_rules(workload: _Workload) -> Callable[[Mapping[str, Any]], list[Cause]]:
-    def rules(obj: Mapping[str, Any]) -> list[Cause]:
+def _workload_rules(workload: _Workload) -> Callable[[Mapping[str, Any]], list[StatusCause]]:
+    def rules(obj: Mapping[str, Any]) -> list[StatusCause]:
         spec = _as_dict(obj.get("spec"))
         causes = _nonnegative(spec, "replicas", "spec") + _nonnegative(spec, "minReadySeconds", "spec")
         raw_selector = spec.get("selector")
@@ -1349,7 +1352,7 @@ def _workload_rules(workload: _Workload) -> Callable[[Mapping[str, Any]], list[C
     return rules
 
 
-def _pod_template_rules(template: Mapping[str, Any], path: str) -> list[Cause]:
+def _pod_template_rules(template: Mapping[str, Any], path: str) -> list[StatusCause]:
     """``ValidatePodTemplateSpec``: template labels and annotations, then the pod spec."""
     meta = _as_dict(template.get("metadata"))
     # Upstream names these fields <template>.labels / <template>.annotations (no "metadata").
@@ -1359,11 +1362,11 @@ def _pod_template_rules(template: Mapping[str, Any], path: str) -> list[Cause]:
     return causes
 
 
-def _pod_spec_rules(spec: Any, path: str) -> list[Cause]:
+def _pod_spec_rules(spec: Any, path: str) -> list[StatusCause]:
     """Containers: at least one; names DNS labels, unique across init and app containers; image set."""
     if not isinstance(spec, dict):
         return [_required(f"{path}.containers")]
-    causes: list[Cause] = []
+    causes: list[StatusCause] = []
     seen: set[str] = set()
     for list_name in ("containers", "initContainers"):
         for index, container in enumerate(_as_list(spec.get(list_name))):
@@ -1380,19 +1383,19 @@ def _pod_spec_rules(spec: Any, path: str) -> list[Cause]:
     return causes
 
 
-def _pod_rules(obj: Mapping[str, Any]) -> list[Cause]:
+def _pod_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
     return _pod_spec_rules(obj.get("spec"), "spec")
 
 
-def _pod_template_kind_rules(obj: Mapping[str, Any]) -> list[Cause]:
+def _pod_template_kind_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
     return _pod_template_rules(_as_dict(obj.get("template")), "template")
 
 
-def _job_rules(obj: Mapping[str, Any]) -> list[Cause]:
+def _job_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
     return _pod_template_rules(_as_dict(_as_dict(obj.get("spec")).get("template")), "spec.template")
 
 
-def _cronjob_rules(obj: Mapping[str, Any]) -> list[Cause]:
+def _cronjob_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
     job_spec = _as_dict(_as_dict(_as_dict(obj.get("spec")).get("jobTemplate")).get("spec"))
     return _pod_template_rules(_as_dict(job_spec.get("template")), "spec.jobTemplate.spec.template")
 
@@ -1401,12 +1404,12 @@ _PORT_RANGE = "must be between 1 and 65535, inclusive"
 _PROTOCOLS = ("SCTP", "TCP", "UDP")
 
 
-def _service_rules(obj: Mapping[str, Any]) -> list[Cause]:
+def _service_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
     """``validateServicePort``: names (required when several), port numbers, protocols."""
     ports = _as_list(_as_dict(obj.get("spec")).get("ports"))
     require_name = len(ports) > 1
     names: set[str] = set()
-    causes: list[Cause] = []
+    causes: list[StatusCause] = []
     for index, port in enumerate(ports):
         port = _as_dict(port)
         at = f"spec.ports[{index}]"
@@ -1470,9 +1473,9 @@ def _binary_size(value: Any) -> int:
     return len(decoded) if isinstance(decoded, bytes) else 0
 
 
-def _configmap_rules(obj: Mapping[str, Any]) -> list[Cause]:
+def _configmap_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
     data, binary = _as_dict(obj.get("data")), _as_dict(obj.get("binaryData"))
-    causes: list[Cause] = []
+    causes: list[StatusCause] = []
     total = 0
     for key, value in data.items():
         causes.extend(_invalid(f"data[{key}]", key, msg) for msg in config_key_errors(key))
@@ -1487,11 +1490,11 @@ def _configmap_rules(obj: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
-def _secret_rules(obj: Mapping[str, Any]) -> list[Cause]:
+def _secret_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
     # stringData is merged over data before validation (the v1 → internal conversion).
     sizes = {key: _binary_size(value) for key, value in _as_dict(obj.get("data")).items()}
     sizes.update({key: _text_size(value) for key, value in _as_dict(obj.get("stringData")).items()})
-    causes: list[Cause] = []
+    causes: list[StatusCause] = []
     for key in sizes:
         causes.extend(_invalid(f"data[{key}]", key, msg) for msg in config_key_errors(key))
     if sum(sizes.values()) > MAX_SECRET_SIZE:
@@ -1499,9 +1502,9 @@ def _secret_rules(obj: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
-def _lease_rules(obj: Mapping[str, Any]) -> list[Cause]:
+def _lease_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
     spec = _as_dict(obj.get("spec"))
-    causes: list[Cause] = []
+    causes: list[StatusCause] = []
     duration = spec.get("leaseDurationSeconds")
     if _is_int(duration) and duration <= 0:
         causes.append(_invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
@@ -1511,7 +1514,7 @@ def _lease_rules(obj: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
-_KIND_RULES: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[Cause]]] = {
+_KIND_RULES: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[StatusCause]]] = {
     ("apps", "Deployment"): _workload_rules(_Workload("deployment")),
     # Upstream's ReplicaSet message really says "deployment".
     ("apps", "ReplicaSet"): _workload_rules(_Workload("deployment")),
@@ -1540,7 +1543,7 @@ def validate_object(
     *,
     namespaced: bool,
     name_rule: str | None = None,
-) -> list[Cause]:
+) -> list[StatusCause]:
     """Metadata, required fields and kind rules together, without repeated causes."""
     causes = validate_object_meta(
         obj, namespaced=namespaced, name_rule=name_rule or name_rule_for(group, kind)
@@ -1549,8 +1552,8 @@ def validate_object(
     schema = schemas.kind_schema(group, version, kind)
     if schema is not None:
         causes.extend(validate_required(obj, schema))
-    unique: list[Cause] = []
-    seen: set[Cause] = set()
+    unique: list[StatusCause] = []
+    seen: set[StatusCause] = set()
     for cause in causes:
         if cause not in seen:
             seen.add(cause)

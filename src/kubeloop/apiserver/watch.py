@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import orjson
 
+from kubeloop import errors
 from kubeloop.api.fields import FieldSelector
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
-from kubeloop.apiserver import errors
 from kubeloop.apiserver.registry import Registry, list_options_invalid, parse_resource_version
 from kubeloop.apiserver.resources import ResourceType
 from kubeloop.apiserver.store import Event, Watcher
@@ -126,7 +126,7 @@ class WatchStream:
             revision = self._store.broadcast_revision
         try:
             backlog, watcher = self._store.watch(self._prefix, revision)
-        except errors.Gone as gone:
+        except errors.ResourceExpired as gone:
             self._initial.append(self._line("ERROR", gone.to_status()))
             return
         self._watcher = watcher
@@ -215,7 +215,9 @@ class WatchStream:
                 if watcher.overflowed:
                     yield self._line(
                         "ERROR",
-                        errors.Gone("watch of this resource fell too far behind; please relist").to_status(),
+                        errors.ResourceExpired(
+                            "watch of this resource fell too far behind; please relist"
+                        ).to_status(),
                     )
                     return
                 out = []

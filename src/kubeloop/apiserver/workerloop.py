@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from kubeloop.gcpause import gc_paused
+from kubeloop.lifecycle import cancel_and_wait
 
 T = TypeVar("T")
 
@@ -60,10 +61,7 @@ class WorkerLoop:
             return
 
         async def cancel_all() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await cancel_and_wait(t for t in asyncio.all_tasks() if t is not asyncio.current_task())
 
         await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(cancel_all(), loop))
         loop.call_soon_threadsafe(loop.stop)

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 import orjson
 
-from kubeloop.api.errors import InvalidSelector
+from kubeloop import errors
 from kubeloop.api.fields import EQUALS, FieldSelector
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import (
@@ -38,9 +38,9 @@ from kubeloop.api.object import Obj
 from kubeloop.cache.informer import Informer
 from kubeloop.cache.options import CacheOptions, Scope, by_object_scopes
 from kubeloop.cache.store import IndexFunc, namespace_of_key
-from kubeloop.client import errors
 from kubeloop.client.interface import KindRef, gvk_of
 from kubeloop.client.rest import APIClient
+from kubeloop.errors import InvalidSelector
 from kubeloop.gcpause import gc_paused
 
 _NAME_FIELD = "metadata.name"
@@ -263,4 +263,4 @@ def _needles(selector: LabelSelector) -> list[list[bytes]]:
 
 def _not_found(gvk: GroupVersionKind, name: str) -> errors.NotFound:
     message = f'{gvk.kind.lower()} "{name}" not found'
-    return errors.NotFound({"message": message, "reason": "NotFound", "code": 404}, 404)
+    return errors.NotFound(message, name=name, group=gvk.group, kind=gvk.kind.lower())

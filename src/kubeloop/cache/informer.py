@@ -29,11 +29,11 @@ from dataclasses import dataclass, replace
 import aiohttp
 import orjson
 
+from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.cache.reflector import ListWatchOptions, Reflector
 from kubeloop.cache.store import Indexer, IndexFunc, object_key
-from kubeloop.client import errors
 from kubeloop.client.interface import KindRef, gvk_of
 from kubeloop.client.rest import APIClient
 from kubeloop.client.restmapper import NoKindMatch
@@ -141,7 +141,7 @@ class Informer:
                     delay,
                 )
                 await asyncio.sleep(delay)
-            except (errors.ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except (errors.APIError, aiohttp.ClientError, OSError, TimeoutError) as exc:
                 delay = min(30.0, 0.5 * 2**failures) * (0.5 + random.random() / 2)
                 failures += 1
                 log.warning("%s: cannot resolve the kind (%s); retrying in %.1fs", self.kind, exc, delay)

@@ -17,9 +17,9 @@ from typing import Protocol
 
 import aiohttp
 
+from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
-from kubeloop.client import errors
 from kubeloop.client.interface import KindRef, gvk_of
 from kubeloop.client.rest import APIClient
 from kubeloop.client.watch import WatchEvent
@@ -65,7 +65,7 @@ class Reflector:
             except errors.ResourceExpired:
                 log.info("%s: resourceVersion %s expired; relisting", self.kind, self.last_resource_version)
                 failures = 0
-            except (errors.ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except (errors.APIError, aiohttp.ClientError, OSError, TimeoutError) as exc:
                 delay = min(self.options.max_backoff, 0.5 * 2**failures) * (0.5 + random.random() / 2)
                 failures += 1
                 log.warning("%s: list/watch failed (%s); retrying in %.1fs", self.kind, exc, delay)

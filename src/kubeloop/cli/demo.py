@@ -8,7 +8,6 @@ REST API, and a watch reporting the changes made to them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import pathlib
 import ssl
 from typing import Any
@@ -17,6 +16,7 @@ import aiohttp
 import orjson
 
 from kubeloop.apiserver.server import APIServer, ServerOptions
+from kubeloop.lifecycle import cancel_and_wait
 
 SAMPLES: list[tuple[str, dict[str, Any]]] = [
     ("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}),
@@ -97,14 +97,14 @@ async def run_demo(*, once: bool, data_dir: pathlib.Path | None, port: int) -> i
             await asyncio.sleep(0.2)
             print("  the watch on namespace demo saw: " + ", ".join(seen))
             if once:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
+                await cancel_and_wait([watcher])
                 return 0
             print("serving until Ctrl-C; changes in namespace demo are printed as they happen", flush=True)
             printing.set()
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await watcher
+            finally:
+                await cancel_and_wait([watcher])
     return 0
 
 
@@ -144,5 +144,4 @@ async def _watch(
         ready.set()
         await asyncio.gather(*tasks)
     finally:
-        for task in tasks:
-            task.cancel()
+        await cancel_and_wait(tasks)

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from aiohttp.payload import BytesPayload
 
-from kubeloop.client.errors import ApiError
+from kubeloop.errors import APIError
 
 
 class WriteFence(Protocol):
@@ -39,13 +39,14 @@ current_write_fence: contextvars.ContextVar[WriteFence | None] = contextvars.Con
 )
 
 
-class WriteFenced(ApiError):
-    """A write refused on this side: the leader's lease may have passed to another replica."""
+class WriteFenced(APIError):
+    """A write refused on this side (never sent, so code 0): the lease may have passed on."""
 
-    reason_name = "WriteFenced"
+    default_code = 0
+    default_reason = "WriteFenced"
 
     def __init__(self, method: str, path: str, why: str) -> None:
-        super().__init__({"reason": "WriteFenced", "message": f"{method} {path} not sent: {why}"}, code=0)
+        super().__init__(f"{method} {path} not sent: {why}")
 
 
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})

@@ -24,12 +24,12 @@ from typing import Any, Literal, overload
 import aiohttp
 import orjson
 
+from kubeloop import errors
 from kubeloop.api.fields import FieldSelector
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.model import KubeModel, KubeObject, as_dict
 from kubeloop.api.object import Obj
-from kubeloop.client import errors
 from kubeloop.client.config import ClientConfig, Credentials, ssl_context
 from kubeloop.client.fence import WriteFenced, check_write, fenced_body
 from kubeloop.client.interface import KindRef, M, ObjectList, ObjectRef, gvk_of, model_class
@@ -589,9 +589,7 @@ class APIClient:
         )
         decoded = orjson.loads(payload) if payload else {}
         if not isinstance(decoded, dict):
-            raise errors.ApiError(
-                {"message": f"the server answered {method} {path} with a non-object"}, status
-            )
+            raise errors.APIError(f"the server answered {method} {path} with a non-object", code=status)
         return decoded
 
     async def request(
@@ -645,7 +643,7 @@ class APIClient:
     ) -> aiohttp.ClientResponse:
         """A GET whose body is read incrementally (watches); the caller closes the response.
 
-        Non-2xx answers are raised as ``ApiError`` (after one credential refresh on 401).
+        Non-2xx answers are raised as ``APIError`` (after one credential refresh on 401).
         """
         refreshed = False
         while True:

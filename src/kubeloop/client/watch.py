@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import orjson
 
+from kubeloop import errors
 from kubeloop.api.object import Obj
-from kubeloop.client import errors
 
 if TYPE_CHECKING:
     from kubeloop.client.rest import APIClient

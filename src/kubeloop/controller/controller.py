@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kubeloop.client import errors
+from kubeloop import errors
 from kubeloop.client.fence import WriteFence, current_write_fence
 from kubeloop.controller.reconcile import ReconcileFunc, Request, Result, TerminalError
 from kubeloop.lifecycle import cancel_and_wait
@@ -151,7 +151,7 @@ class Controller:
             return
         except Exception as exc:
             self.results["error"] += 1
-            if not isinstance(exc, errors.ApiError):
+            if not isinstance(exc, errors.APIError):
                 self.exceptions += 1
             self.queue.add_rate_limited(request)
             log.exception(

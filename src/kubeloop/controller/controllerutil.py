@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.model import KubeModel, KubeObject, as_dict
 from kubeloop.api.object import Obj
-from kubeloop.client import errors
 from kubeloop.client.interface import Client
 
 O = TypeVar("O", bound=Mapping[str, Any] | KubeObject)  # noqa: E741

@@ -23,9 +23,9 @@ from typing import Any
 
 import aiohttp
 
+from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.client import errors
 from kubeloop.client.rest import APIClient
 
 log = logging.getLogger("kubeloop.leaderelection")
@@ -138,11 +138,11 @@ class LeaderElector:
                         "spec": self._spec(now, now, 0),
                     }
                 )
-            except (errors.AlreadyExists, errors.ApiError, aiohttp.ClientError, OSError) as exc:
+            except (errors.AlreadyExists, errors.APIError, aiohttp.ClientError, OSError) as exc:
                 log.debug("creating lease failed: %s", exc)
                 return False
             return True
-        except (errors.ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except (errors.APIError, aiohttp.ClientError, OSError, TimeoutError) as exc:
             log.debug("reading lease failed: %s", exc)
             return False
         spec: dict[str, Any] = lease.get("spec") or {}
@@ -163,7 +163,7 @@ class LeaderElector:
         lease["spec"] = self._spec(str(acquire_time), now, transitions)
         try:
             await self.client.update(lease)
-        except (errors.ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except (errors.APIError, aiohttp.ClientError, OSError, TimeoutError) as exc:
             log.debug("updating lease failed: %s", exc)
             return False
         self._observed = (config.identity, now)

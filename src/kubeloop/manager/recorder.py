@@ -17,10 +17,10 @@ from typing import Any
 
 import aiohttp
 
+from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.model import KubeModel, as_dict
-from kubeloop.client import errors
 from kubeloop.client.fence import WriteFence, current_write_fence
 from kubeloop.client.rest import APIClient
 from kubeloop.lifecycle import cancel_and_wait
@@ -91,7 +91,7 @@ class EventRecorder:
             token = current_write_fence.set(fence)
             try:
                 await self._write(key, involved)
-            except (errors.ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except (errors.APIError, aiohttp.ClientError, OSError, TimeoutError) as exc:
                 log.warning("%s: could not record event %s: %s", self.component, key[4], exc)
             finally:
                 current_write_fence.reset(token)

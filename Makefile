@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck docs unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,12 +23,16 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict src
 	for example in examples/*/main.py; do $(BIN)/mypy --strict $$example || exit 1; done
 
+docs: $(STAMP)
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs build/docs
+
 unit: $(STAMP)
 	$(BIN)/python -m tests.kubectl_finder --ensure
 	$(BIN)/python -m tests.syscall_trace --ensure
+	$(BIN)/python -m tests.debian_packages curl
 	$(BIN)/pytest -q -p no:cacheprovider
 
-test: lint typecheck unit
+test: lint typecheck docs unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/b1_workqueue.py

@@ -4,16 +4,14 @@ requests — and async ones drive it over real HTTPS)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 import requests
 
 from kubeloop.apiserver import protodescriptors
+from kubeloop.testing import eventually
 from kubeloop.testing.server import ServerThread, start_server
 from tests.kubectl_finder import oldest_and_newest
 
@@ -82,12 +80,3 @@ def namespace(api: Client) -> str:
     )
     assert response.status_code == 201, response.text
     return name
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 10) -> None:
-    """Wait until ``check()`` holds, failing the test after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)

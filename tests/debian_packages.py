@@ -20,3 +20,12 @@ def ensure_package(package: str, present: Callable[[], bool], purpose: str) -> i
     if result.returncode != 0 or not present():
         print(f"could not install {package}; the tests that need it will be skipped", file=sys.stderr)
     return 0
+
+
+if __name__ == "__main__":
+    # python -m tests.debian_packages COMMAND...: install the Debian package of each missing command
+    # (the package is named as the command: curl, strace, ...).
+    import shutil
+
+    for command in sys.argv[1:]:
+        ensure_package(command, lambda command=command: shutil.which(command) is not None, f"no {command}")

@@ -143,6 +143,30 @@ async def test_run_stops_on_request(client: APIClient, namespace: str) -> None:
     await asyncio.wait_for(running, 10)
 
 
+async def test_run_stops_on_request_while_caches_are_still_syncing(client: APIClient) -> None:
+    """A kind the server does not serve never syncs; SIGTERM (here: request_stop) must still
+    stop the manager at once, not after the 120 s sync timeout."""
+    manager = Manager(client)
+    Builder(manager).for_(GroupVersionKind("example.com", "v1", "Missing")).complete(lambda request: None)
+    running = asyncio.ensure_future(manager.run())
+    await asyncio.sleep(0.3)
+    assert not running.done()
+    manager.request_stop()
+    await asyncio.wait_for(running, 10)
+
+
+async def test_the_manager_is_an_async_context_manager(client: APIClient, namespace: str) -> None:
+    manager = Manager(client, namespace=namespace)
+    seen: list[Request] = []
+    Builder(manager).for_(CONFIGMAP).complete(seen.append)
+    async with manager:
+        await client.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": namespace}}
+        )
+        await eventually(lambda: Request(namespace, "a") in seen)
+    assert not manager.controllers["configmap"]._workers  # stopped with the block
+
+
 async def test_channel_source_and_metadata_only_watches(client: APIClient, namespace: str) -> None:
     """A Channel of events from outside the cluster and an owned kind watched through a
     metadata-only informer both reach the reconciler; stopping the controller stops the source."""

@@ -20,6 +20,12 @@ from kubeloop.api.models.meta_v1 import ObjectMeta
 
 
 class CustomResource(KubeObject):
+    """The base class of a custom resource: declare ``__gvk__``, ``spec`` and ``status``.
+
+    ``apiVersion`` and ``kind`` default to the class's GroupVersionKind; the class registers
+    itself, so clients answer with it when asked for its kind.
+    """
+
     api_version: str = Field(default="", alias="apiVersion")
     kind: str = ""
     metadata: ObjectMeta = Field(default_factory=lambda: ObjectMeta())

@@ -35,6 +35,7 @@ class KubeModel(BaseModel):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """The model of ``data`` (an object's JSON form); unknown fields are kept."""
         return cls.model_validate(data)
 
     def assign(self, data: Mapping[str, Any]) -> None:

@@ -190,6 +190,17 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     ),
     ResourceType("", "v1", "endpoints", "endpoints", "Endpoints", True, short_names=("ep",)),
     ResourceType(
+        "",
+        "v1",
+        "resourcequotas",
+        "resourcequota",
+        "ResourceQuota",
+        True,
+        short_names=("quota",),
+        subresources=("status",),
+    ),
+    ResourceType("", "v1", "limitranges", "limitrange", "LimitRange", True, short_names=("limits",)),
+    ResourceType(
         "apps",
         "v1",
         "deployments",

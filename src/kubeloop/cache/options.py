@@ -35,14 +35,25 @@ class ByObject:
 
 @dataclass(frozen=True)
 class CacheOptions:
+    """What the manager's cache holds (controller-runtime's ``cache.Options``).
+
+    The defaults apply to every kind; ``by_object`` overrides them for one kind.
+    """
+
     #: Namespaces every namespaced kind is cached in (None: all namespaces).
     default_namespaces: Collection[str] | None = None
+    #: Only objects matching this label selector are cached (None: all).
     default_label_selector: str | None = None
+    #: Only objects matching this field selector are cached (None: all).
     default_field_selector: str | None = None
+    #: A function applied to each object before it is cached (to drop what is never read).
     default_transform: Transform | None = None
+    #: Drop ``metadata.managedFields`` before caching (on, as controller-runtime's default).
     strip_managed_fields: bool = True
     #: Per-kind scopes, keyed by GroupVersionKind or model class.
     by_object: Mapping[Any, ByObject] = field(default_factory=dict)
+    #: Seconds between resyncs, which hand every cached object to the handlers again
+    #: (10 hours, controller-runtime's default; None: never).
     sync_period: float | None = DEFAULT_SYNC_PERIOD
     #: Reading a kind no informer was created for fails instead of creating one.
     reader_fails_on_missing_informer: bool = False

@@ -63,6 +63,7 @@ def gvk_of(kind: KindRef) -> GroupVersionKind:
 
 
 def model_class(kind: KindRef) -> type[KubeObject] | None:
+    """The model class a kind names (a model class or a model), or None (dicts are wanted)."""
     if isinstance(kind, type) and issubclass(kind, KubeObject):
         return kind
     if isinstance(kind, KubeObject):
@@ -84,7 +85,13 @@ class Reader(Protocol):
         self, kind: GroupVersionKind | Mapping[str, Any], name: str, *, namespace: str | None = None
     ) -> Obj: ...
 
-    async def get(self, kind: KindRef, name: str, *, namespace: str | None = None) -> Any: ...
+    async def get(self, kind: KindRef, name: str, *, namespace: str | None = None) -> Any:
+        """The object ``name`` of ``kind``; ``NotFound`` when there is none.
+
+        A model class or model as ``kind`` gives a model, a GroupVersionKind or dict a dict.
+        ``namespace`` is needed for a namespaced kind (the API client falls back to the
+        kubeconfig context's namespace); a cluster-scoped kind takes none.
+        """
 
     @overload
     async def list(
@@ -116,7 +123,15 @@ class Reader(Protocol):
         label_selector: str | LabelSelector | None = None,
         match_labels: Mapping[str, str] | None = None,
         field_selector: str | FieldSelector | None = None,
-    ) -> ObjectList[Any]: ...
+    ) -> ObjectList[Any]:
+        """The objects of ``kind`` in ``namespace`` (None: every namespace) that match.
+
+        ``label_selector`` is selector text (``"app=web,tier in (a,b)"``) or a
+        ``LabelSelector``; ``match_labels`` a dict of labels that must all be equal;
+        ``field_selector`` selects on fields (``"metadata.name=web"``; the cache answers only
+        exact matches on names, namespaces and indexed fields). Answers an
+        :class:`ObjectList`.
+        """
 
 
 class Writer(Protocol):
@@ -128,7 +143,11 @@ class Writer(Protocol):
     @overload
     async def create(self, obj: Mapping[str, Any], *, namespace: str | None = None) -> Obj: ...
 
-    async def create(self, obj: ObjectRef, *, namespace: str | None = None) -> Any: ...
+    async def create(self, obj: ObjectRef, *, namespace: str | None = None) -> Any:
+        """Create ``obj``; answers the object as stored (uid, resourceVersion, defaults).
+
+        ``AlreadyExists`` when the name is taken, ``Invalid`` (with causes) when it is not valid.
+        """
 
     @overload
     async def update(self, obj: M, *, namespace: str | None = None, subresource: str | None = None) -> M: ...
@@ -140,7 +159,10 @@ class Writer(Protocol):
 
     async def update(
         self, obj: ObjectRef, *, namespace: str | None = None, subresource: str | None = None
-    ) -> Any: ...
+    ) -> Any:
+        """Replace ``obj`` as a whole (PUT). Its ``metadata.resourceVersion`` must be the
+        stored one, else ``Conflict``: read again and retry. ``subresource="status"`` writes
+        only the status (controller-runtime's ``Status().Update``)."""
 
     @overload
     async def patch(
@@ -172,7 +194,10 @@ class Writer(Protocol):
         *,
         namespace: str | None = None,
         subresource: str | None = None,
-    ) -> Any: ...
+    ) -> Any:
+        """Patch the object ``name`` of ``kind`` (or ``kind`` itself, an object, with
+        ``name=None``) with a JSON merge patch (a dict or model); the API client's
+        ``patch_type`` sends a JSON patch, a strategic merge patch or an apply patch instead."""
 
     @overload
     async def apply(
@@ -186,11 +211,13 @@ class Writer(Protocol):
 
     async def apply(
         self, obj: ObjectRef, *, field_manager: str, force: bool = False, namespace: str | None = None
-    ) -> Any: ...
+    ) -> Any:
+        """Server-side apply ``obj`` (the fields this ``field_manager`` owns); ``force`` takes
+        fields another manager owns instead of answering ``Conflict``."""
 
-    async def delete(
-        self, kind: KindRef, name: str | None = None, *, namespace: str | None = None
-    ) -> Obj: ...
+    async def delete(self, kind: KindRef, name: str | None = None, *, namespace: str | None = None) -> Obj:
+        """Delete the object ``name`` of ``kind`` (or ``kind`` itself, an object). Answers the
+        object when finalizers keep it (deletionTimestamp set), else a Success Status."""
 
     async def delete_collection(
         self,
@@ -199,7 +226,8 @@ class Writer(Protocol):
         namespace: str | None = None,
         label_selector: str | LabelSelector | None = None,
         field_selector: str | FieldSelector | None = None,
-    ) -> Obj: ...
+    ) -> Obj:
+        """Delete every object of ``kind`` in ``namespace`` that the selectors match."""
 
 
 class Client(Reader, Writer, Protocol):

@@ -47,6 +47,8 @@ _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 
 
 class PatchType(StrEnum):
+    """The patch formats the API server takes, by their media types."""
+
     JSON = "application/json-patch+json"
     MERGE = "application/merge-patch+json"
     STRATEGIC = "application/strategic-merge-patch+json"
@@ -63,6 +65,8 @@ class Preconditions:
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """How often and how soon failed requests are tried again (429, 5xx, broken connections)."""
+
     max_retries: int = 5
     initial_backoff: float = 0.2
     max_backoff: float = 10.0

@@ -30,6 +30,14 @@ T = TypeVar("T")
 
 
 class BlockingClient:
+    """A blocking view of an async client, for threads (a sync reconciler runs in one).
+
+    Each call runs on the client's event loop and waits for it; ``manager.blocking_client`` is
+    the manager's cached client seen this way. It has the calls of :class:`~kubeloop.Client`
+    (``get``, ``list``, ``create``, ``update``, ``patch``, ``apply``, ``delete``,
+    ``delete_collection``) with the same arguments, without ``await``.
+    """
+
     def __init__(self, client: Any, loop: asyncio.AbstractEventLoop | None) -> None:
         """``client``: an ``APIClient`` or ``CachedClient`` (any implementation of ``Client``);
         ``loop``: the loop it runs on (None until it is known: the manager binds it when it starts)."""
@@ -90,6 +98,16 @@ class BlockingClient:
 
 
 class SyncClient(BlockingClient):
+    """A blocking client of its own, for scripts and notebooks::
+
+        with kubeloop.SyncClient(kubeloop.load_config()) as client:
+            for pod in client.list(kinds.Pod, namespace="default"):
+                print(pod["metadata"]["name"])
+
+    It runs an :class:`~kubeloop.APIClient` (``client_options`` are its options) on an event loop
+    in a daemon thread; ``close()`` (or the end of the ``with`` block) stops both.
+    """
+
     def __init__(self, config: ClientConfig, **client_options: Any) -> None:
         loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=loop.run_forever, name="kubeloop-client", daemon=True)
@@ -106,6 +124,7 @@ class SyncClient(BlockingClient):
         self.close()
 
     def close(self) -> None:
+        """Close the connections and stop the client's thread (a second call does nothing)."""
         loop = self.loop
         if loop is None or loop.is_closed():
             return

@@ -28,6 +28,8 @@ Mutate = Callable[[Any], Awaitable[None] | None]
 
 
 class OperationResult(StrEnum):
+    """What ``create_or_update`` / ``create_or_patch`` did (controller-runtime's names)."""
+
     UNCHANGED = "unchanged"
     CREATED = "created"
     UPDATED = "updated"
@@ -245,6 +247,7 @@ def _upsert_reference(refs: list[Obj], ref: Obj) -> None:
 
 
 def contains_finalizer(obj: Mapping[str, Any] | KubeModel, finalizer: str) -> bool:
+    """Whether ``obj``'s ``metadata.finalizers`` holds ``finalizer``."""
     return finalizer in (_metadata(obj).get("finalizers") or ())
 
 
@@ -311,6 +314,7 @@ def find_status_condition(target: Conditions, condition_type: str) -> Obj | None
 
 
 def is_status_condition_true(target: Conditions, condition_type: str) -> bool:
+    """Whether the condition ``condition_type`` is there with status ``"True"``."""
     found = find_status_condition(target, condition_type)
     return found is not None and found.get("status") == "True"
 

@@ -83,14 +83,32 @@ class EnqueueRequestForObject(_MapHandler):
 
 
 class EnqueueRequestForOwner(_MapHandler):
-    def __init__(self, owner: KindRef, *, only_controller: bool = True) -> None:
-        """``owner``: the owners' kind (a GroupVersionKind, a ``kinds`` constant or a model class)."""
+    """Enqueues the owner named in an object's ownerReferences (controller-runtime's
+    ``handler.EnqueueRequestForOwner``): what ``Builder.owns`` uses.
+
+    ``owner`` is the owners' kind (a GroupVersionKind, a ``kinds`` constant or a model class);
+    with ``only_controller`` (the default) only the controller reference counts. A namespaced
+    owner shares its dependents' namespace; a cluster-scoped one (a Namespace owning a
+    ResourceQuota) is enqueued without one. ``owner_namespaced`` says which, or is a function
+    asked at each event (the builder passes the owner informer's resolved scope).
+    """
+
+    def __init__(
+        self,
+        owner: KindRef,
+        *,
+        only_controller: bool = True,
+        owner_namespaced: bool | Callable[[], bool | None] = True,
+    ) -> None:
         self.owner: GroupVersionKind = gvk_of(owner)
         self.only_controller = only_controller
+        self.owner_namespaced = owner_namespaced
 
     def _requests(self, obj: Obj) -> Iterable[Request]:
         meta = obj.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "")
+        scope = self.owner_namespaced
+        namespaced = scope if isinstance(scope, bool) else scope() is not False
+        namespace = str(meta.get("namespace") or "") if namespaced else ""
         out = []
         for ref in meta.get("ownerReferences") or ():
             if not isinstance(ref, Mapping):

@@ -26,6 +26,13 @@ from kubeloop.workqueue.ratelimiter import RateLimiter
 
 
 class Builder:
+    """A controller and its watches, in one expression (controller-runtime's ``builder``).
+
+    For example, a controller of ConfigMaps that owns Deployments::
+
+        kubeloop.Builder(manager).for_(kinds.ConfigMap).owns(kinds.Deployment).complete(reconcile)
+    """
+
     def __init__(self, manager: Manager) -> None:
         self.manager = manager
         self._for: tuple[KindRef, tuple[Predicate, ...], bool] | None = None
@@ -39,12 +46,19 @@ class Builder:
         self._priority = False
 
     def for_(self, kind: KindRef, *predicates: Predicate, only_metadata: bool = False) -> Self:
+        """The kind the controller reconciles: each of its events enqueues the object itself.
+
+        ``predicates`` filter the events of this watch; ``only_metadata`` watches through a
+        metadata-only informer (handlers and predicates see apiVersion, kind and metadata).
+        """
         if self._for is not None:
             raise ValueError("for_ may be called only once")
         self._for = (kind, predicates, only_metadata)
         return self
 
     def owns(self, kind: KindRef, *predicates: Predicate, only_metadata: bool = False) -> Self:
+        """A kind the controller creates: its events enqueue the ``for_`` object that is its
+        controller owner (``set_controller_reference``)."""
         # The owner handler needs for_'s kind: it is built in complete().
         self._watches.append((kind, None, predicates, only_metadata))
         return self
@@ -52,6 +66,8 @@ class Builder:
     def watches(
         self, kind: KindRef, handler: EventHandler, *predicates: Predicate, only_metadata: bool = False
     ) -> Self:
+        """Any other kind, mapped to requests by ``handler`` (e.g.
+        ``handler.EnqueueRequestsFromMapFunc``)."""
         self._watches.append((kind, handler, predicates, only_metadata))
         return self
 
@@ -61,10 +77,13 @@ class Builder:
         return self
 
     def with_event_filter(self, predicate: Predicate) -> Self:
+        """A predicate applied to every watch of the controller (not to raw sources)."""
         self._filters.append(predicate)
         return self
 
     def named(self, name: str) -> Self:
+        """The controller's name (default: the lower-cased kind of ``for_``), unique in the
+        manager; it labels the controller's metrics and logs."""
         self._name = name
         return self
 
@@ -76,6 +95,10 @@ class Builder:
         reconcile_timeout: float | None = None,
         use_priority_queue: bool | None = None,
     ) -> Self:
+        """How the controller works: ``max_concurrent_reconciles`` workers (default 1), the
+        back-off ``rate_limiter`` (default: per-item exponential 5 ms → 1000 s with an overall
+        10 qps bucket, as controller-runtime), a ``reconcile_timeout`` in seconds (default
+        none) and the priority queue (initial lists and resyncs after live changes)."""
         if use_priority_queue is not None:
             self._priority = use_priority_queue
         if max_concurrent_reconciles is not None:
@@ -87,6 +110,12 @@ class Builder:
         return self
 
     def complete(self, reconcile: ReconcileFunc) -> Controller:
+        """Build the controller with ``reconcile`` and add it to the manager.
+
+        ``reconcile(request)`` is an async function, or a plain one (run in a thread); it returns
+        None or a :class:`~kubeloop.Result`, and an exception requeues the request with back-off
+        (a :class:`~kubeloop.TerminalError` does not).
+        """
         if self._for is None:
             raise ValueError("for_ must name the kind the controller reconciles")
         for_kind, for_predicates, for_metadata_only = self._for
@@ -103,16 +132,12 @@ class Builder:
             use_priority_queue=self._priority,
         )
         self.manager.add_controller(controller)
-        controller.watch(
-            Kind(
-                self.manager.informer_for(for_kind, metadata_only=for_metadata_only),
-                EnqueueRequestForObject(),
-                *self._filters,
-                *for_predicates,
-            )
-        )
+        for_informer = self.manager.informer_for(for_kind, metadata_only=for_metadata_only)
+        controller.watch(Kind(for_informer, EnqueueRequestForObject(), *self._filters, *for_predicates))
         for kind, handler, predicates, metadata_only in self._watches:
-            chosen = handler if handler is not None else EnqueueRequestForOwner(for_gvk)
+            chosen = handler or EnqueueRequestForOwner(
+                for_gvk, owner_namespaced=lambda: for_informer.namespaced
+            )
             informer = self.manager.informer_for(kind, metadata_only=metadata_only)
             controller.watch(Kind(informer, chosen, *self._filters, *predicates))
         for source in self._raw_sources:

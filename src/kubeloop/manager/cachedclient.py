@@ -27,6 +27,13 @@ from kubeloop.client.rest import APIClient
 
 
 class CachedClient:
+    """The manager's client (``manager.client``): reads from the cache, writes to the server.
+
+    ``get`` and ``list`` answer from the shared informer cache (the first read of a kind starts
+    its informer and waits for it to sync) and so cost no request; writes go to the API
+    server through ``writer``. It implements :class:`~kubeloop.Client`, like the API client.
+    """
+
     def __init__(self, cache: Cache, writer: APIClient) -> None:
         self.cache = cache
         #: The API client the writes go to.

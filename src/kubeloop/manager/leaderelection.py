@@ -34,16 +34,29 @@ LEASE = GroupVersionKind("coordination.k8s.io", "v1", "Lease")
 
 
 def default_identity() -> str:
+    """This process's identity in a Lease: the host name and a random suffix."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
 @dataclass(frozen=True)
 class LeaderElectionConfig:
+    """Leader election on a coordination.k8s.io/v1 Lease (the manager's ``leader_election``).
+
+    Only the replica holding the Lease runs the controllers; the others keep their caches warm
+    and take over when the holder stops renewing. The durations are client-go's defaults.
+    """
+
+    #: The Lease's name (kubebuilder's ``--leader-election-id``).
     lease_name: str
+    #: The Lease's namespace.
     namespace: str = "default"
+    #: This replica's name in the Lease (default: the host name and a random suffix).
     identity: str = field(default_factory=default_identity)
+    #: Seconds a Lease not renewed stays with its holder before others may take it.
     lease_duration: float = 15.0
+    #: Seconds the holder keeps trying to renew before it gives up leading.
     renew_deadline: float = 10.0
+    #: Seconds between tries to acquire or renew.
     retry_period: float = 2.0
 
 

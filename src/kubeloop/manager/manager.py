@@ -15,6 +15,7 @@ import os
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from typing import Self
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -47,6 +48,16 @@ class RunnableFailed(Exception):
 
 
 class Manager:
+    """What the controllers of a process share (controller-runtime's ``manager.Manager``).
+
+    ``client`` is the API client of the cluster; ``namespace`` limits the cache to one namespace
+    (a shorthand for ``cache=CacheOptions(default_namespaces=[namespace])``). ``leader_election``
+    runs the controllers only while this replica holds a Lease. ``metrics_bind_address`` and
+    ``health_probe_bind_address`` ("host:port", ":0" for a free port) serve ``/metrics`` and
+    ``/healthz``, ``/readyz``. ``run()`` serves until a signal; in tests, ``async with manager:``
+    starts it and stops it at the end of the block.
+    """
+
     def __init__(
         self,
         client: APIClient,
@@ -59,10 +70,10 @@ class Manager:
         metrics_bind_address: str | None = None,
         health_probe_bind_address: str | None = None,
     ) -> None:
-        """``namespace`` is a shorthand for ``cache=CacheOptions(default_namespaces=[namespace])``."""
         options = cache or CacheOptions()
         if namespace is not None:
             options = replace(options, default_namespaces=[namespace])
+        #: The shared informer cache (controller-runtime's ``GetCache()``).
         self.cache = Cache(client, options, sync_timeout=cache_sync_timeout)
         #: What reconcilers read (from the cache) and write (to the server) through
         #: (controller-runtime's ``GetClient()``).
@@ -136,6 +147,7 @@ class Manager:
         self.readyz.add(name, check)
 
     def add_controller(self, controller: Controller) -> None:
+        """Run ``controller`` with the manager (``Builder.complete`` calls this)."""
         if controller.name in self.controllers:
             raise ValueError(f'a controller named "{controller.name}" already exists; names must be unique')
         controller.fence = self.fence
@@ -209,6 +221,18 @@ class Manager:
             await runner.cleanup()
         self._started = False
 
+    async def __aenter__(self) -> Self:
+        """Start the manager (as ``start()``); the end of the ``async with`` block stops it."""
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
     # ------------------------------------------------------------------ HTTP: metrics and probes
 
     async def _serve(
@@ -236,6 +260,7 @@ class Manager:
             raise RuntimeError("caches not synced: " + ", ".join(unsynced))
 
     def request_stop(self) -> None:
+        """Make ``run()`` stop gracefully, as a signal would."""
         self._stopping.set()
 
     async def run(self) -> None:
@@ -257,13 +282,21 @@ class Manager:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, on_signal)
                 installed.append(sig)
+        starting = asyncio.create_task(self.start(), name="manager start")
+        stopping = asyncio.create_task(self._stopping.wait(), name="manager stop requested")
         try:
-            await self.start()
-            await self._stopping.wait()
+            # A signal while the caches sync (a kind the server lacks never does) stops at once.
+            await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if starting.done():
+                starting.result()  # start's own failure
+                await stopping
         finally:
-            await self.stop()
-            for sig in installed:
-                loop.remove_signal_handler(sig)
+            try:
+                await cancel_and_wait([starting, stopping])
+            finally:
+                await self.stop()
+                for sig in installed:
+                    loop.remove_signal_handler(sig)
         if self.lost_leadership:
             raise LeaderElectionLost(
                 f"lost the lease {self.elector.config.lease_name if self.elector else ''}"

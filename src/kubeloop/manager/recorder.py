@@ -35,6 +35,13 @@ _Key = tuple[str, str, str, str, str, str]
 
 
 class EventRecorder:
+    """Writes core/v1 Events about objects, as ``kubectl describe`` shows them.
+
+    Get one with ``manager.event_recorder(component)``. Events are written by a task of the
+    recorder, so ``event()`` never blocks a reconcile; repeats of the same event raise its
+    ``count``. The manager flushes what is pending when it stops.
+    """
+
     def __init__(self, client: APIClient, component: str, *, instance: str = "") -> None:
         self.client = client
         self.component = component

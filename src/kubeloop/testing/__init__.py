@@ -1,5 +1,23 @@
-"""Testing kit: the embedded API server run for tests (``server``) and a pytest plugin
-(``plugin``, registered as ``kubeloop``) giving tests a server for the session, an async client
-and a fresh namespace per test — envtest without binaries. It grows into the public kit (fake
-client, eventually/consistently helpers) later.
+"""Testing kit: envtest without binaries.
+
+An operator is tested against the embedded API server over real HTTPS, with the same client it
+uses against a cluster:
+
+- the pytest plugin (``plugin``, registered as ``kubeloop`` when kubeloop is installed) gives a
+  test ``kube_apiserver`` (one server per session), ``kube_client`` (an async ``APIClient``
+  for it) and ``kube_namespace`` (a fresh namespace per test);
+- :func:`start_server` / :class:`ServerThread` run the server outside pytest fixtures (on its
+  own loop in a thread, so kubectl and blocking clients can use it too);
+- :func:`eventually` waits until what the operator does can be seen::
+
+      manager = kubeloop.Manager(kube_client, namespace=kube_namespace)
+      setup(manager)
+      async with manager:
+          await kube_client.create(config_map)
+          await eventually(lambda: kube_client.get(kinds.Deployment, "web", namespace=kube_namespace))
 """
+
+from kubeloop.testing.polling import eventually
+from kubeloop.testing.server import ServerThread, start_server
+
+__all__ = ["ServerThread", "eventually", "start_server"]

@@ -21,6 +21,7 @@ _namespaces = itertools.count(1)
 
 @pytest.fixture(scope="session")
 def kube_apiserver() -> Iterator[ServerThread]:
+    """The session's embedded API server (in memory, HTTPS, a kubeconfig of its own)."""
     server = start_server()
     yield server
     server.stop()
@@ -28,12 +29,14 @@ def kube_apiserver() -> Iterator[ServerThread]:
 
 @pytest.fixture
 async def kube_client(kube_apiserver: ServerThread) -> AsyncIterator[APIClient]:
+    """An async :class:`~kubeloop.APIClient` of the session's server, closed after the test."""
     async with APIClient(load_kubeconfig(kube_apiserver.kubeconfig)) as client:
         yield client
 
 
 @pytest.fixture
 async def kube_namespace(kube_client: APIClient) -> str:
+    """The name of a namespace created for this test alone."""
     name = f"test-{next(_namespaces)}"
     await kube_client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     return name

@@ -25,11 +25,13 @@ class ServerThread:
         self._thread = threading.Thread(target=self.loop.run_forever, name="apiserver", daemon=True)
 
     def start(self) -> ServerThread:
+        """Start the thread and the server; returns once it serves."""
         self._thread.start()
         self.call(self.server.start())
         return self
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the server's loop and wait (up to 60 s) for its result."""
         future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
         return future.result(timeout=60)
 
@@ -45,15 +47,18 @@ class ServerThread:
 
     @property
     def url(self) -> str:
+        """``https://127.0.0.1:PORT``."""
         return self.server.url
 
     @property
     def token(self) -> str:
+        """The admin's bearer token."""
         assert self.server.credentials is not None
         return self.server.credentials.admin_token
 
     @property
     def ca_file(self) -> str:
+        """A file holding the server's CA certificate (PEM)."""
         path = self.server.kubeconfig_path.parent / "ca.crt"
         if not path.exists():
             assert self.server.credentials is not None
@@ -62,6 +67,7 @@ class ServerThread:
 
     @property
     def kubeconfig(self) -> pathlib.Path:
+        """The kubeconfig for kubectl and clients (``KUBECONFIG=...``)."""
         return self.server.kubeconfig_path
 
 

@@ -1,0 +1,251 @@
+"""The documentation: every code block of the guides runs, and the docs name only files that
+exist (``make docs``, part of ``make test``, builds the site with warnings as errors).
+
+A guide is run as a reader would follow it, in a fresh directory (holding the files of the
+guides before it too: the later guides build on the first one's operator):
+
+- a block with a ``:caption:`` that is a path (``main.py``, ``deploy/rbac.yaml``) is a file the
+  reader writes;
+- a ``sh`` block captioned "in a second terminal" (or third) is a command left running: it is
+  started in the background and the next block waits for its first line of output;
+- any other ``sh`` block runs in bash with ``set -euo pipefail`` and must succeed; variables it
+  exports carry over to the next block, as in the reader's shell.
+
+At the end every background command gets SIGTERM and must exit 0 (a graceful stop).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+
+import pytest
+import yaml
+
+from tests.conftest import ServerThread
+from tests.kubectl_finder import find_kubectls
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+GUIDES = ["writing-an-operator", "testing-an-operator", "running-on-a-cluster"]
+BLOCK = re.compile(
+    r"^```(?:\{code-block\} *)?(?P<lang>[\w-]+)\n(?P<options>(?::\w+:[^\n]*\n)*)\n?(?P<code>.*?)^```$",
+    re.M | re.S,
+)
+BACKGROUND = re.compile(r"^in an? (second|third|fourth|other) terminal$")
+VENV_BIN = pathlib.Path(sys.executable).parent
+
+
+@dataclass(frozen=True)
+class Block:
+    lang: str
+    caption: str
+    code: str
+
+
+def blocks(guide: str) -> list[Block]:
+    found = []
+    for match in BLOCK.finditer((DOCS / "guides" / f"{guide}.md").read_text()):
+        caption = ""
+        for option in match["options"].splitlines():
+            name, _, value = option[1:].partition(":")
+            if name == "caption":
+                caption = value.strip()
+        found.append(Block(match["lang"], caption, match["code"]))
+    return found
+
+
+def is_file(block: Block) -> bool:
+    return bool(block.caption) and block.lang != "sh"
+
+
+def test_every_block_of_the_guides_is_a_file_or_a_command() -> None:
+    for guide in GUIDES:
+        found = blocks(guide)
+        assert found, guide
+        for block in found:
+            runnable = is_file(block) or (
+                block.lang == "sh" and (not block.caption or BACKGROUND.match(block.caption))
+            )
+            assert runnable, f"{guide}: a {block.lang} block captioned {block.caption!r} cannot be run"
+
+
+def reader_environment(tmp_path: pathlib.Path, kubeconfig: pathlib.Path) -> dict[str, str]:
+    """A reader's shell: kubeloop and python from the virtualenv, a kubectl, a home of its own and
+    ``$KUBECONFIG`` naming "their cluster" (the session's server)."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    newest = find_kubectls()[max(find_kubectls())]
+    (tools / "kubectl").symlink_to(newest)
+    home = tmp_path / "home"
+    home.mkdir()
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "KUBE"))}
+    return {
+        **keep,
+        "PATH": f"{VENV_BIN}:{tools}:{os.environ.get('PATH', '')}",
+        "HOME": str(home),
+        "KUBECONFIG": str(kubeconfig),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+class Reader:
+    """Follows a guide's commands in ``workdir``."""
+
+    def __init__(self, workdir: pathlib.Path, env: dict[str, str]) -> None:
+        self.workdir = workdir
+        self.env = env
+        self.state = workdir / ".reader-shell-state"
+        self.state.write_text("")
+        self.background: list[tuple[str, subprocess.Popen[bytes], pathlib.Path]] = []
+
+    def write(self, block: Block) -> None:
+        path = self.workdir / block.caption
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(block.code)
+
+    def run(self, code: str) -> None:
+        script = f"set -euo pipefail\nsource {self.state}\n{code}\nexport -p > {self.state}\n"
+        done = subprocess.run(
+            ["bash", "-c", script],
+            cwd=self.workdir,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 0, f"$ {code}\n{done.stdout}\n{done.stderr}"
+
+    def start(self, code: str) -> None:
+        log = self.workdir / f".background-{len(self.background)}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                ["bash", "-c", f"source {self.state}\nexec {code.strip()}"],
+                cwd=self.workdir,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.background.append((code, process, log))
+        deadline = time.monotonic() + 60
+        while b"\n" not in log.read_bytes():
+            assert process.poll() is None, f"$ {code}\nexited {process.returncode}:\n{log.read_text()}"
+            assert time.monotonic() < deadline, f"$ {code}\nprinted nothing in 60 s"
+            time.sleep(0.05)
+
+    def stop_all(self) -> None:
+        """SIGTERM every background command, newest first; each must exit 0."""
+        failures = []
+        for code, process, log in reversed(self.background):
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            if process.returncode != 0:
+                failures.append(f"$ {code}\nexited {process.returncode}:\n{log.read_text()[-3000:]}")
+        self.background.clear()
+        assert not failures, "\n".join(failures)
+
+
+@pytest.fixture
+def reader_env(tmp_path: pathlib.Path, shared_server: ServerThread) -> dict[str, str]:
+    if not find_kubectls():
+        pytest.skip("no kubectl binary on this machine")
+    if shutil.which("curl") is None:
+        pytest.skip("no curl on this machine")
+    return reader_environment(tmp_path, shared_server.kubeconfig)
+
+
+@pytest.mark.parametrize("guide", GUIDES)
+def test_guide_runs_as_written(guide: str, tmp_path: pathlib.Path, reader_env: dict[str, str]) -> None:
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    reader = Reader(workdir, reader_env)
+    for earlier in GUIDES[: GUIDES.index(guide)]:
+        for block in blocks(earlier):
+            if is_file(block):
+                reader.write(block)
+    try:
+        for block in blocks(guide):
+            if is_file(block):
+                reader.write(block)
+            elif block.caption:
+                reader.start(block.code)
+            else:
+                reader.run(block.code)
+    finally:
+        reader.stop_all()
+
+
+def test_the_deployments_command_runs_the_operator(
+    tmp_path: pathlib.Path, reader_env: dict[str, str]
+) -> None:
+    """The container command of the cluster guide's Deployment, run here with the guide's
+    operator as /app: it starts, leads, serves its probes and stops gracefully."""
+    app = tmp_path / "app"
+    app.mkdir()
+    for block in blocks("writing-an-operator"):
+        if is_file(block):
+            (app / block.caption).write_text(block.code)
+    manifests = {b.caption: b.code for b in blocks("running-on-a-cluster") if is_file(b)}
+    deployment = next(
+        doc for doc in yaml.safe_load_all(manifests["deploy/operator.yaml"]) if doc["kind"] == "Deployment"
+    )
+    for doc in yaml.safe_load_all(manifests["deploy/rbac.yaml"]):
+        if doc["kind"] == "Namespace":
+            namespace = doc["metadata"]["name"]
+            subprocess.run(["kubectl", "create", "namespace", namespace], env=reader_env, capture_output=True)
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    command = [str(app) if part == "/app" else part for part in container["command"]]
+    probe_port = container["readinessProbe"]["httpGet"]["port"]
+    reader = Reader(tmp_path, reader_env)
+    reader.start(" ".join(f"'{part}'" for part in command))
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{probe_port}/readyz", timeout=5) as answer:
+                    assert answer.read() == b"ok"
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, reader.background[0][2].read_text()
+                time.sleep(0.2)
+    finally:
+        reader.stop_all()
+
+
+# ------------------------------------------------------------------ the site and its references
+
+
+PATH_LIKE = re.compile(
+    r"`((?:src|tests|docs|bench|examples|scripts|\.ci)/[\w./-]+|[\w-]+\.(?:py|md|toml|yaml))`"
+)
+
+
+def test_the_docs_name_only_files_that_exist() -> None:
+    """Every repository path the README and docs mention exists (a bare ``name.py`` somewhere)."""
+    everything = {p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*") if ".venv" not in p.parts}
+    names = {pathlib.PurePosixPath(p).name for p in everything}
+    guide_files = {b.caption for g in GUIDES for b in blocks(g) if is_file(b)}
+    missing = []
+    for page in [ROOT / "README.md", *DOCS.rglob("*.md")]:
+        for mention in PATH_LIKE.findall(page.read_text()):
+            mention = mention.rstrip("/.")
+            if mention in guide_files or pathlib.PurePosixPath(mention).name in guide_files:
+                continue  # a file the guide has the reader write
+            known = mention in everything if "/" in mention else mention in names
+            if not known:
+                missing.append(f"{page.relative_to(ROOT)}: {mention}")
+    assert not missing, missing

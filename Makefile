@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/client_throughput.py
 	$(BIN)/python bench/reconcile_latency.py
 	$(BIN)/python bench/b3_cache.py
+	$(BIN)/python bench/openapi_documents.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

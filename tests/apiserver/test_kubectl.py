@@ -123,7 +123,9 @@ def test_apply_get_patch_describe_delete(kubectl: Kubectl, api: Client, namespac
     assert api.get(f"/api/v1/namespaces/{namespace}/configmaps/settings").status_code == 404
 
 
-def test_get_watch_sees_a_patch(kubectl: Kubectl, api: Client, namespace: str) -> None:
+def test_get_watch_shows_the_old_value_then_the_new_one(
+    kubectl: Kubectl, api: Client, namespace: str
+) -> None:
     kubectl(
         "apply",
         "-n",
@@ -133,28 +135,31 @@ def test_get_watch_sees_a_patch(kubectl: Kubectl, api: Client, namespace: str) -
         stdin=CONFIGMAP_YAML.replace("settings", "watched").replace("mode: fast", "a: '1'"),
     )
     proc = kubectl.start("get", "-n", namespace, "configmaps", "-w", "-o", "json")
-    try:
-        time.sleep(1.5)
-        kubectl(
-            "patch", "-n", namespace, "configmap", "watched", "--type", "merge", "-p", '{"data":{"a":"2"}}'
-        )
-        decoder = json.JSONDecoder()
-        buffer = ""
-        seen: list[dict[str, Any]] = []
-        deadline = time.monotonic() + 20
-        assert proc.stdout is not None
-        while time.monotonic() < deadline and not any(o.get("data") == {"a": "2"} for o in seen):
-            line = proc.stdout.readline()
-            if not line:
-                break
-            buffer += line
+    assert proc.stdout is not None
+    decoder = json.JSONDecoder()
+    buffer = ""
+
+    def next_object() -> dict[str, Any]:
+        nonlocal buffer
+        while True:
             try:
                 obj, end = decoder.raw_decode(buffer.strip())
             except ValueError:
+                line = proc.stdout.readline() if proc.stdout is not None else ""
+                assert line, f"kubectl get -w ended: {buffer!r}"
+                buffer += line
                 continue
-            seen.append(obj)
             buffer = buffer.strip()[end:]
-        assert any(o.get("data") == {"a": "2"} for o in seen), seen
+            return dict(obj)
+
+    try:
+        # The watch lists first: the object as it is now, before any change is made.
+        assert next_object()["data"] == {"a": "1"}
+        kubectl(
+            "patch", "-n", namespace, "configmap", "watched", "--type", "merge", "-p", '{"data":{"a":"2"}}'
+        )
+        changed = next_object()
+        assert changed["data"] == {"a": "2"} and changed["metadata"]["name"] == "watched"
     finally:
         proc.kill()
         proc.wait()

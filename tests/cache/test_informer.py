@@ -164,6 +164,68 @@ async def test_relists_after_410_and_converges() -> None:
         server.stop()
 
 
+async def test_a_410_relists_one_namespace_and_handlers_end_on_the_final_state() -> None:
+    """Over HTTP: an informer of two namespaces, whose watch of "busy" falls behind and is closed
+    with 410 (the server keeps 5 events per watcher) while "calm" has only a few changes. "busy"
+    relists; "calm" is never relisted and none of its objects is reported deleted; and what the
+    handlers were told — adds, updates, deletes — adds up to exactly what the server holds."""
+    server = start_server(watcher_buffer=5)
+    try:
+        http = HttpClient(server)
+        for name in ("busy", "calm"):
+            http.post(
+                "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            )
+        for i in range(3):
+            http.post("/api/v1/namespaces/calm/configmaps", configmap(f"c{i}", "calm"))
+        mirror: dict[str, str] = {}  # key → resourceVersion, as the handlers were told
+        deleted: list[str] = []
+
+        def seen(obj: dict[str, Any]) -> None:
+            if obj["metadata"]["namespace"] == "busy":
+                time.sleep(0.02)  # a slow handler: the busy watch falls behind
+            mirror[object_key(obj)] = obj["metadata"]["resourceVersion"]
+
+        def gone(obj: dict[str, Any]) -> None:
+            mirror.pop(object_key(obj), None)
+            deleted.append(object_key(obj))
+
+        async with APIClient(load_kubeconfig(server.kubeconfig)) as client:
+            informer = Informer(client, CONFIGMAP, namespaces=["busy", "calm"])
+            informer.add_handler(
+                EventHandler(on_add=seen, on_update=lambda old, new: seen(new), on_delete=gone)
+            )
+            informer.start()
+            try:
+                assert await informer.wait_for_sync(10)
+
+                def write() -> dict[str, str]:  # another thread: the server runs on while handlers are slow
+                    for i in range(60):  # 200 KB each: more than the socket buffers hold
+                        body = {**configmap(f"b{i}", "busy"), "data": {"x": "y" * 200_000}}
+                        http.post("/api/v1/namespaces/busy/configmaps", body)
+                    for i in range(0, 60, 2):
+                        http.delete(f"/api/v1/namespaces/busy/configmaps/b{i}")
+                    merge = "application/merge-patch+json"
+                    http.patch("/api/v1/namespaces/calm/configmaps/c1", {"data": {"v": "2"}}, merge)
+                    http.delete("/api/v1/namespaces/calm/configmaps/c2")
+                    final = {}
+                    for name in ("busy", "calm"):
+                        for obj in http.get(f"/api/v1/namespaces/{name}/configmaps").json()["items"]:
+                            final[object_key(obj)] = obj["metadata"]["resourceVersion"]
+                    return final
+
+                final = await asyncio.to_thread(write)
+                await eventually(lambda: mirror == final, timeout=30)
+                lists = {r.options.namespace: r.lists for r in informer.reflectors}
+                assert lists["busy"] >= 2, lists  # it relisted after the 410
+                assert lists["calm"] == 1, lists  # the other namespace kept its watch
+                assert [key for key in deleted if key.startswith("calm/")] == ["calm/c2"]
+            finally:
+                await informer.stop()
+    finally:
+        server.stop()
+
+
 async def test_wait_for_sync_times_out_without_a_server() -> None:
     port = _free_port()
     async with APIClient(ClientConfig(server=f"http://127.0.0.1:{port}")) as client:

@@ -155,6 +155,34 @@ async def test_run_stops_on_request_while_caches_are_still_syncing(client: APICl
     await asyncio.wait_for(running, 10)
 
 
+async def test_an_owned_objects_event_enqueues_a_cluster_scoped_owner_without_a_namespace(
+    client: APIClient, namespace: str
+) -> None:
+    owner = await client.get(GroupVersionKind("", "v1", "Namespace"), namespace)
+    manager = Manager(client)
+    seen: list[Request] = []
+    only_this = predicate.Funcs(
+        on_create=lambda o: o["metadata"]["name"] == namespace,
+        on_update=lambda old, new: new["metadata"]["name"] == namespace,
+        on_delete=lambda o: o["metadata"]["name"] == namespace,
+    )
+    Builder(manager).for_(GroupVersionKind("", "v1", "Namespace"), only_this).owns(CONFIGMAP).complete(
+        seen.append
+    )
+    async with manager:
+        await eventually(lambda: Request("", namespace) in seen)
+        seen.clear()
+        ref = {"apiVersion": "v1", "kind": "Namespace", "name": namespace, "uid": owner["metadata"]["uid"]}
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "owned", "namespace": namespace},
+        }
+        body["metadata"]["ownerReferences"] = [{**ref, "controller": True}]
+        await client.create(body)
+        await eventually(lambda: seen == [Request("", namespace)])
+
+
 async def test_the_manager_is_an_async_context_manager(client: APIClient, namespace: str) -> None:
     manager = Manager(client, namespace=namespace)
     seen: list[Request] = []

@@ -3,4 +3,7 @@
 Where it sits in the flow: ``kubectl apply`` → **apiserver** (validate, store, watch) →
 informers in the controller runtime. It is what an operator runs against on a laptop,
 in CI and in kubeloop's own tests, with no cluster.
+
+Internal: run it with ``kubeloop apiserver``, ``kubeloop run --embedded`` or, in tests,
+``kubeloop.testing``; its modules may change in any release.
 """

@@ -5,4 +5,7 @@ field indexes), the informer tells handlers about adds, updates and deletes, and
 holds one informer per kind — scoped by namespaces, selectors and transforms, full or
 metadata-only — and answers reads: the level-triggered view controllers read instead of the API
 server.
+
+Operators reach it through the manager (``manager.cache``, ``manager.informer_for``,
+``manager.client``) and ``kubeloop.CacheOptions``; the modules are internal.
 """

@@ -1,9 +1,10 @@
 """The client every other layer talks to the API server through (a real cluster or the embedded
-one): configuration and credentials (``config``), the async REST client (``rest.Client``), watch
-streams that reconnect by themselves (``watch``), kinds mapped to resources by discovery
-(``restmapper``) and the errors, one class per Status reason (``errors``).
+one): configuration and credentials (``config``), the protocol both clients implement
+(``interface``), the async REST client (``rest.APIClient``), blocking views of it (``sync``),
+watch streams that reconnect by themselves (``watch``) and kinds mapped to resources by
+discovery (``restmapper``). Non-2xx answers are raised as ``kubeloop.errors`` classes.
 
-Objects are plain dicts on the fast path. Import the submodules directly
-(``from kubeloop.client.rest import APIClient``; this package root imports nothing, so that
-``import kubeloop.client`` stays cheap.
+Operators use it through ``import kubeloop`` (``kubeloop.APIClient``, ``kubeloop.Client``,
+``kubeloop.load_config``, ...); the modules themselves are internal. This package root imports
+nothing, so that ``import kubeloop.client`` stays cheap.
 """

@@ -4,4 +4,7 @@ current state and makes the world match it — level-triggered. Sources (``sourc
 events into requests through event handlers (``handler``) after predicates (``predicate``) filter
 them; the controller (``controller``) runs workers over a rate-limited work queue and turns each
 ``Result`` or error into the next step (``reconcile``).
+
+Operators use it through ``import kubeloop`` (``Request``, ``Result``, ``TerminalError``, the
+``controllerutil`` helpers, ``kubeloop.predicate``, ``kubeloop.handler``, ``kubeloop.source``).
 """

@@ -4,4 +4,7 @@ the controllers built on them (``builder``), other runnables (``runnable``), lea
 metrics, health checks and the event recorder, and their lifecycle: caches start and sync
 before controllers, everything stops in reverse order, in-flight reconciles get a grace period,
 a second signal exits at once.
+
+Operators use it through ``import kubeloop`` (``Manager``, ``Builder``,
+``LeaderElectionConfig``, ``EventRecorder``); ``kubeloop run`` builds the manager from its flags.
 """

@@ -1,0 +1,43 @@
+"""OpenAPI v3 documents: how long the server takes to build one group-version's document cold.
+
+kubectl 1.29+ and ``kubectl explain`` ask for ``/openapi/v3/<group-version>``; the server builds a
+document from the upstream schemas on first request and caches it. Timed: ``apis/apps/v1`` and
+``api/v1`` from an empty document cache (the schemas themselves already loaded, as they are after
+the first write). Prints one JSON line of milliseconds (median of repeats); no peer exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+from kubeloop.apiserver import openapi, schemas
+from kubeloop.apiserver.resources import ResourceCatalog
+
+
+def build_ms(catalog: ResourceCatalog, group_version: str) -> float:
+    openapi.clear_caches()
+    started = time.perf_counter()
+    document = openapi.openapi_v3_document(catalog, group_version)
+    elapsed = time.perf_counter() - started
+    assert document is not None, group_version
+    return elapsed * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    schemas.definitions()
+    catalog = ResourceCatalog()
+    results: dict[str, object] = {"bench": "openapi_documents", "repeats": args.repeats}
+    for group_version in ("apis/apps/v1", "api/v1"):
+        times = [build_ms(catalog, group_version) for _ in range(args.repeats)]
+        results[f"{group_version}_ms"] = round(statistics.median(times), 1)
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

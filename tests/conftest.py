@@ -4,7 +4,10 @@ requests — and async ones drive it over real HTTPS)."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
+import ssl
 from typing import Any
 
 import pytest
@@ -80,3 +83,20 @@ def namespace(api: Client) -> str:
     )
     assert response.status_code == 201, response.text
     return name
+
+
+def https_get(
+    host: str, port: int, path: str, *, context: ssl.SSLContext, token: str | None = None
+) -> tuple[int, str, Any]:
+    """(status, content type, decoded body) of one GET over TLS with ``context``."""
+    connection = http.client.HTTPSConnection(host, port, context=context, timeout=10)
+    try:
+        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        connection.request("GET", path, headers=headers)
+        response = connection.getresponse()
+        body = response.read()
+        content_type = response.getheader("Content-Type", "")
+        decoded = json.loads(body) if content_type.startswith("application/json") else body.decode()
+        return response.status, content_type, decoded
+    finally:
+        connection.close()

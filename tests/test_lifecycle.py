@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from kubeloop.lifecycle import cancel_and_wait
+from kubeloop.lifecycle import cancel_and_wait, start_or_stop
 
 
 async def test_every_task_has_ended_including_one_that_cleans_up_first() -> None:
@@ -59,3 +59,25 @@ async def test_the_callers_cancellation_propagates() -> None:
     assert owner.cancelled() and not child.done()
     released.set()
     await child
+
+
+async def test_start_or_stop_stops_what_failed_to_start() -> None:
+    calls: list[str] = []
+
+    async def start() -> None:
+        calls.append("start")
+        raise OSError("port in use")
+
+    async def stop() -> None:
+        calls.append("stop")
+
+    with pytest.raises(OSError, match="port in use"):
+        await start_or_stop(start, stop)
+    assert calls == ["start", "stop"]
+    calls.clear()
+
+    async def fine() -> None:
+        calls.append("start")
+
+    await start_or_stop(fine, stop)
+    assert calls == ["start"]

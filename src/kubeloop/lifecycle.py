@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
+
+
+async def start_or_stop(start: Callable[[], Awaitable[None]], stop: Callable[[], Awaitable[None]]) -> None:
+    """``await start()``; if it fails (or is cancelled), ``await stop()`` before the error goes on,
+    so that what was half started is not left running (``async with`` for servers and managers)."""
+    try:
+        await start()
+    except BaseException:
+        await stop()
+        raise
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Future[Any]]) -> None:

@@ -24,6 +24,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kubeloop.apiserver import certs, kubeconfig
 from kubeloop.apiserver.auth import USER, Authenticator, UserInfo, auth_middleware
+from tests.conftest import https_get
 
 ADMIN = UserInfo("kubeloop-admin", ("system:masters", "system:authenticated"))
 VERSION = {
@@ -111,17 +112,7 @@ class TLSApp:
     ) -> tuple[int, str, Any]:
         """(status, content type, decoded body) of a GET over TLS."""
         context = context or certs.client_ssl_context(self.creds.ca_cert_pem)
-        connection = http.client.HTTPSConnection("127.0.0.1", self.port, context=context, timeout=10)
-        try:
-            headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
-            connection.request("GET", path, headers=headers)
-            response = connection.getresponse()
-            body = response.read()
-            content_type = response.getheader("Content-Type", "")
-            decoded = json.loads(body) if content_type.startswith("application/json") else body.decode()
-            return response.status, content_type, decoded
-        finally:
-            connection.close()
+        return https_get("127.0.0.1", self.port, path, context=context, token=token)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import http.client
-import json
 import re
 import ssl
 import warnings
@@ -19,7 +18,7 @@ import yaml
 
 from kubeloop.api import timestamps
 from kubeloop.apiserver import certs
-from tests.conftest import ServerThread
+from tests.conftest import ServerThread, https_get
 
 
 def ca_of(server: ServerThread) -> bytes:
@@ -37,17 +36,10 @@ def get(
     context: ssl.SSLContext | None = None,
 ) -> tuple[int, Any]:
     port = urlsplit(server.url).port
+    assert port is not None
     context = context or certs.client_ssl_context(ca_of(server))
-    connection = http.client.HTTPSConnection(host, port, context=context, timeout=10)
-    try:
-        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
-        connection.request("GET", path, headers=headers)
-        response = connection.getresponse()
-        body = response.read()
-        kind = response.getheader("Content-Type", "")
-        return response.status, json.loads(body) if kind.startswith("application/json") else body.decode()
-    finally:
-        connection.close()
+    status, _, body = https_get(host, port, path, context=context, token=token)
+    return status, body
 
 
 def test_version_over_verified_tls(shared_server: ServerThread) -> None:

@@ -31,7 +31,7 @@ from kubeloop.apiserver.storage import Log, MemoryLog, SQLiteLog, StorageError
 from kubeloop.apiserver.store import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS, ObjectStore
 from kubeloop.apiserver.watch import WatchSettings
 from kubeloop.apiserver.workerloop import WorkerLoop
-from kubeloop.lifecycle import cancel_and_wait
+from kubeloop.lifecycle import cancel_and_wait, start_or_stop
 
 log = logging.getLogger("kubeloop.apiserver")
 
@@ -107,11 +107,7 @@ class APIServer:
 
     async def __aenter__(self) -> APIServer:
         if self.store is None:
-            try:
-                await self.start()
-            except BaseException:
-                await self.stop()
-                raise
+            await start_or_stop(self.start, self.stop)
         return self
 
     async def __aexit__(

@@ -10,6 +10,7 @@ itself stays on the serving loop: its writes are forwarded there (see ``ObjectSt
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -61,7 +62,10 @@ class WorkerLoop:
             return
 
         async def cancel_all() -> None:
-            await cancel_and_wait(t for t in asyncio.all_tasks() if t is not asyncio.current_task())
+            # What is left is requests' work: their failures are their callers' (through their
+            # futures), not the shutdown's. Every task has ended when cancel_and_wait returns or raises.
+            with contextlib.suppress(Exception):
+                await cancel_and_wait(t for t in asyncio.all_tasks() if t is not asyncio.current_task())
 
         await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(cancel_all(), loop))
         loop.call_soon_threadsafe(loop.stop)

@@ -28,7 +28,7 @@ from kubeloop.client.interface import KindRef
 from kubeloop.client.rest import APIClient
 from kubeloop.client.sync import BlockingClient
 from kubeloop.controller.controller import Controller
-from kubeloop.lifecycle import cancel_and_wait
+from kubeloop.lifecycle import cancel_and_wait, start_or_stop
 from kubeloop.manager.cachedclient import CachedClient
 from kubeloop.manager.healthz import Check, Checks
 from kubeloop.manager.leaderelection import LeaderElectionConfig, LeaderElector, LeaderFence
@@ -223,11 +223,7 @@ class Manager:
 
     async def __aenter__(self) -> Self:
         """Start the manager (as ``start()``); the end of the ``async with`` block stops it."""
-        try:
-            await self.start()
-        except BaseException:
-            await self.stop()
-            raise
+        await start_or_stop(self.start, self.stop)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

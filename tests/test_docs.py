@@ -16,22 +16,25 @@ At the end every background command gets SIGTERM and must exit 0 (a graceful sto
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import yaml
 
 from tests.conftest import ServerThread
-from tests.kubectl_finder import find_kubectls
+from tests.kubectl_finder import find_kubectls, oldest_and_newest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -106,6 +109,7 @@ class Reader:
         self.state = workdir / ".reader-shell-state"
         self.state.write_text("")
         self.background: list[tuple[str, subprocess.Popen[bytes], pathlib.Path]] = []
+        self.started = 0
 
     def write(self, block: Block) -> None:
         path = self.workdir / block.caption
@@ -124,8 +128,10 @@ class Reader:
         )
         assert done.returncode == 0, f"$ {code}\n{done.stdout}\n{done.stderr}"
 
-    def start(self, code: str) -> None:
-        log = self.workdir / f".background-{len(self.background)}.log"
+    def start(self, code: str, *, ready: bytes = b"\n") -> None:
+        """Start ``code`` in the background; return once its output holds ``ready`` (a line)."""
+        self.started += 1
+        log = self.workdir / f".background-{self.started}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
                 ["bash", "-c", f"source {self.state}\nexec {code.strip()}"],
@@ -137,7 +143,7 @@ class Reader:
             )
         self.background.append((code, process, log))
         deadline = time.monotonic() + 60
-        while b"\n" not in log.read_bytes():
+        while ready not in log.read_bytes():
             assert process.poll() is None, f"$ {code}\nexited {process.returncode}:\n{log.read_text()}"
             assert time.monotonic() < deadline, f"$ {code}\nprinted nothing in 60 s"
             time.sleep(0.05)
@@ -249,3 +255,107 @@ def test_the_docs_name_only_files_that_exist() -> None:
             if not known:
                 missing.append(f"{page.relative_to(ROOT)}: {mention}")
     assert not missing, missing
+
+
+# ------------------------------------------------------------------ the guide's operator, attacked
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("kubectl", oldest_and_newest(), ids=lambda path: path.name)
+def test_the_guides_operator_on_a_durable_server_across_a_sigkill(
+    kubectl: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """The writing guide's operator against `kubeloop apiserver --data-dir`, driven by kubectl:
+    it converges, the server is SIGKILLed and restarted on its data, and the operator — which
+    never restarted — acts on later changes, restores what is deleted, and reports bad input
+    (a word, a 5,000-digit count) without losing what it made."""
+    app = tmp_path / "app"
+    app.mkdir()
+    for block in blocks("writing-an-operator"):
+        if is_file(block):
+            (app / block.caption).write_text(block.code)
+    kubeconfig, port = tmp_path / "kubeconfig", _free_port()
+    server_command = (
+        f"kubeloop apiserver --data-dir {tmp_path / 'data'} --port {port} --kubeconfig {kubeconfig}"
+    )
+    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}", "PYTHONUNBUFFERED": "1"}
+    env.pop("KUBECONFIG", None)
+
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            [str(kubectl), "--kubeconfig", str(kubeconfig), *args], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    def pods_allowed() -> str | None:
+        quota = ["get", "resourcequota", "team-quota", "-n", "team-x", "-o", "jsonpath={.spec.hard.pods}"]
+        done = subprocess.run(
+            [str(kubectl), "--kubeconfig", str(kubeconfig), *quota],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return done.stdout if done.returncode == 0 else None
+
+    def wait_for(check: Any, what: str) -> None:
+        deadline = time.monotonic() + 60
+        while not check():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.1)
+
+    reader = Reader(tmp_path, env)
+    reader.start(server_command, ready=b" ready at ")
+    server = reader.background[-1][1]
+    reader.start(f"kubeloop run {app} --kubeconfig {kubeconfig}")
+    try:
+        run("create", "namespace", "team-x")
+        run("label", "namespace", "team-x", "example.com/team=x-devs")
+        wait_for(lambda: pods_allowed() == "20", "the quota was not made")
+
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+        reader.background = [entry for entry in reader.background if entry[1] is not server]
+        reader.start(server_command, ready=b" ready at ")  # the same data directory and port
+
+        assert pods_allowed() == "20"  # acknowledged before the kill, there after it
+        run("annotate", "namespace", "team-x", "example.com/max-pods=7")
+        wait_for(lambda: pods_allowed() == "7", "the operator did not act after the server came back")
+        run("delete", "resourcequota", "team-quota", "-n", "team-x")
+        wait_for(lambda: pods_allowed() == "7", "the deleted quota did not come back")
+
+        run("annotate", "--overwrite", "namespace", "team-x", "example.com/max-pods=lots")
+        warned = ["get", "events", "-n", "default", "--field-selector", "reason=InvalidMaxPods", "-o", "name"]
+        wait_for(lambda: run(*warned).strip() != "", "no Warning event for a bad count")
+        assert pods_allowed() == "7"  # a terminal error changes nothing
+
+        # Bad input to the server itself: a Status naming the field, nothing half-written.
+        bad = subprocess.run(
+            [str(kubectl), "--kubeconfig", str(kubeconfig), "create", "namespace", "Team_Y"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert bad.returncode != 0 and "metadata.name" in bad.stderr and "Invalid value" in bad.stderr
+        notes = tmp_path / "notes.json"  # 300 KB: over the 256 KiB annotations limit
+        notes.write_text(json.dumps({"metadata": {"annotations": {"example.com/notes": "x" * 300_000}}}))
+        patch = ["patch", "namespace", "team-x", "--type", "merge", "--patch-file", str(notes)]
+        too_long = subprocess.run(
+            [str(kubectl), "--kubeconfig", str(kubeconfig), *patch],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert too_long.returncode != 0 and "metadata.annotations" in too_long.stderr
+        assert "example.com/notes" not in run("get", "namespace", "team-x", "-o", "json")
+
+        huge = "9" * 5000
+        run("annotate", "--overwrite", "namespace", "team-x", f"example.com/max-pods={huge}")
+        wait_for(lambda: pods_allowed() == huge, "a huge count was not applied")
+    finally:
+        reader.stop_all()

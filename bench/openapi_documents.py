@@ -13,14 +13,15 @@ import json
 import statistics
 import time
 
-from kubeloop.apiserver import openapi, schemas
-from kubeloop.apiserver.resources import ResourceCatalog
+from kubeloop.apiserver.catalog import schemas
+from kubeloop.apiserver.catalog.resources import ResourceCatalog
+from kubeloop.apiserver.openapi import v3
 
 
 def build_ms(catalog: ResourceCatalog, group_version: str) -> float:
-    openapi.clear_caches()
+    v3.clear_caches()
     started = time.perf_counter()
-    document = openapi.openapi_v3_document(catalog, group_version)
+    document = v3.openapi_v3_document(catalog, group_version)
     elapsed = time.perf_counter() - started
     assert document is not None, group_version
     return elapsed * 1000

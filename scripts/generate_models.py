@@ -1,6 +1,6 @@
 """Generate the typed models of the built-in kinds operators use from the upstream OpenAPI schemas.
 
-Reads the definitions kubernetes-validate ships (the release ``kubeloop.apiserver.schemas`` serves)
+Reads the definitions kubernetes-validate ships (the release ``kubeloop.apiserver.catalog.schemas`` serves)
 and writes one module per group-version under ``src/kubeloop/api/models/``: meta/v1, core/v1,
 apps/v1, batch/v1, coordination/v1. Run ``python scripts/generate_models.py`` after changing
 this script or the kubernetes-validate version; ``tests/api/test_models.py`` checks the output is
@@ -123,11 +123,13 @@ class Generator:
             kind_enum = (properties.get("kind") or {}).get("enum")
             base = "KubeObject" if top_level and kind_enum else "KubeModel"
             lines = [f"class {cls}({base}):"]
-            doc = str(definition.get("description") or cls).strip().replace("\\", "\\\\").replace('"""', "'''")
+            doc = (
+                str(definition.get("description") or cls).strip().replace("\\", "\\\\").replace('"""', "'''")
+            )
             lines.append(f'    """{doc.splitlines()[0] if doc else cls}"""')
             lines.append("")
             if base == "KubeObject":
-                lines.append(f'    __gvk__ = GroupVersionKind({group!r}, {version!r}, {cls!r})')
+                lines.append(f"    __gvk__ = GroupVersionKind({group!r}, {version!r}, {cls!r})")
             seen: set[str] = set()
             for json_name in sorted(properties):
                 node = properties[json_name]
@@ -195,14 +197,16 @@ class Generator:
         paths = [str(p) for p in written]
         ruff = [sys.executable, "-m", "ruff"]
         config = ["--config", str(ROOT / "pyproject.toml")]
-        subprocess.run([*ruff, "check", *config, "--fix", "--select", "I,F401", "--quiet", *paths], check=True)
+        subprocess.run(
+            [*ruff, "check", *config, "--fix", "--select", "I,F401", "--quiet", *paths], check=True
+        )
         subprocess.run([*ruff, "format", *config, "--quiet", *paths], check=True)
         return written
 
 
 def main() -> int:
     sys.path.insert(0, str(ROOT / "src"))
-    from kubeloop.apiserver import schemas
+    from kubeloop.apiserver.catalog import schemas
 
     for path in Generator(schemas.definitions()).write():
         print(path.relative_to(ROOT))

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import requests
 
-from kubeloop.apiserver import protodescriptors
+from kubeloop.apiserver.protobuf import descriptors
 from kubeloop.testing import eventually
 from kubeloop.testing.server import ServerThread, start_server
 from tests.kubectl_finder import oldest_and_newest
@@ -22,7 +22,7 @@ __all__ = ["Client", "ServerThread", "eventually", "start_server"]
 
 # Protobuf bodies are read with the tables of the newest kubectl the tests drive.
 if _kubectls := oldest_and_newest():
-    os.environ.setdefault(protodescriptors.SOURCE_ENV, str(_kubectls[-1]))
+    os.environ.setdefault(descriptors.SOURCE_ENV, str(_kubectls[-1]))
 
 
 class Client:

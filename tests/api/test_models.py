@@ -30,7 +30,7 @@ def test_generated_models_are_up_to_date(tmp_path: pathlib.Path) -> None:
     assert spec is not None and spec.loader is not None
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
-    from kubeloop.apiserver import schemas
+    from kubeloop.apiserver.catalog import schemas
 
     for path in generator.Generator(schemas.definitions()).write(tmp_path):
         committed = ROOT / "src" / "kubeloop" / "api" / "models" / path.name

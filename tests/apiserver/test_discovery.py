@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from kubeloop.apiserver import tables
-from kubeloop.apiserver.resources import BUILTIN_RESOURCES, ResourceCatalog
+from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceCatalog
+from kubeloop.apiserver.printing import tables
 from tests.conftest import Client
 
 

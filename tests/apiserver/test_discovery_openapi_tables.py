@@ -10,8 +10,10 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeloop.apiserver import discovery, openapi, schemas, tables
-from kubeloop.apiserver.resources import BUILTIN_RESOURCES, ResourceCatalog, ResourceType
+from kubeloop.apiserver.catalog import schemas
+from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceCatalog, ResourceType
+from kubeloop.apiserver.openapi import discovery, v3
+from kubeloop.apiserver.printing import tables
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0, tzinfo=datetime.UTC)
 
@@ -36,7 +38,7 @@ def walk(node: Any) -> Iterator[Any]:
 
 
 def document(catalog: ResourceCatalog, path: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    raw = openapi.openapi_v3_document(catalog, path, extra)
+    raw = v3.openapi_v3_document(catalog, path, extra)
     assert raw is not None, path
     parsed: dict[str, Any] = orjson.loads(raw)
     return parsed
@@ -144,7 +146,7 @@ def test_subresource_entries(catalog: ResourceCatalog) -> None:
 
 
 def test_index_lists_every_group_version(catalog: ResourceCatalog) -> None:
-    index = openapi.openapi_v3_index(catalog)
+    index = v3.openapi_v3_index(catalog)
     paths = index["paths"]
     expected = {f"apis/{r.group}/{r.version}" if r.group else f"api/{r.version}" for r in BUILTIN_RESOURCES}
     assert set(paths) == expected
@@ -152,35 +154,35 @@ def test_index_lists_every_group_version(catalog: ResourceCatalog) -> None:
     for path, entry in paths.items():
         url = entry["serverRelativeURL"]
         assert url.startswith(f"/openapi/v3/{path}?hash=")
-        raw = openapi.openapi_v3_document(catalog, path)
+        raw = v3.openapi_v3_document(catalog, path)
         assert raw is not None
-        assert url.endswith(openapi.document_hash(raw))
-    assert openapi.openapi_v3_index(ResourceCatalog()) == index  # stable content hash
+        assert url.endswith(v3.document_hash(raw))
+    assert v3.openapi_v3_index(ResourceCatalog()) == index  # stable content hash
 
 
 def test_document_paths_are_tolerant_and_unknown_ones_are_none(catalog: ResourceCatalog) -> None:
-    raw = openapi.openapi_v3_document(catalog, "apis/apps/v1")
+    raw = v3.openapi_v3_document(catalog, "apis/apps/v1")
     assert raw is not None
-    assert openapi.openapi_v3_document(catalog, "/apis/apps/v1") == raw
-    assert openapi.openapi_v3_document(catalog, "apis/apps/v1?hash=ABC") == raw
-    assert openapi.openapi_v3_document(catalog, "openapi/v3/apis/apps/v1") == raw
+    assert v3.openapi_v3_document(catalog, "/apis/apps/v1") == raw
+    assert v3.openapi_v3_document(catalog, "apis/apps/v1?hash=ABC") == raw
+    assert v3.openapi_v3_document(catalog, "openapi/v3/apis/apps/v1") == raw
     for missing in ("apis/apps/v2", "apis/nope/v1", "api/v2", "apis", "api", "version", ""):
-        assert openapi.openapi_v3_document(catalog, missing) is None
+        assert v3.openapi_v3_document(catalog, missing) is None
 
 
 def test_documents_are_cached(catalog: ResourceCatalog) -> None:
-    first = openapi.openapi_v3_document(catalog, "apis/apps/v1")
+    first = v3.openapi_v3_document(catalog, "apis/apps/v1")
     started = time.perf_counter()
-    second = openapi.openapi_v3_document(ResourceCatalog(), "apis/apps/v1")
+    second = v3.openapi_v3_document(ResourceCatalog(), "apis/apps/v1")
     assert time.perf_counter() - started < 0.05
     assert second is first
 
 
 def test_catalog_change_rebuilds_only_the_changed_document(catalog: ResourceCatalog) -> None:
-    before = openapi.openapi_v3_index(catalog)["paths"]
+    before = v3.openapi_v3_index(catalog)["paths"]
     changed = ResourceCatalog()
     changed.remove(changed.lookup("apps", "v1", "daemonsets"))  # type: ignore[arg-type]
-    after = openapi.openapi_v3_index(changed)["paths"]
+    after = v3.openapi_v3_index(changed)["paths"]
     assert after["apis/apps/v1"] != before["apis/apps/v1"]
     assert after["api/v1"] == before["api/v1"]
     apps = document(changed, "apis/apps/v1")
@@ -384,7 +386,7 @@ def test_components_serve_kubectl_explain(catalog: ResourceCatalog) -> None:
 
 
 def test_convert_schema() -> None:
-    converted = openapi.convert_schema(
+    converted = v3.convert_schema(
         {
             "type": ["object", "null"],
             "properties": {
@@ -454,7 +456,7 @@ def crd_catalog() -> ResourceCatalog:
 def test_custom_resource_with_extra_definitions() -> None:
     catalog = crd_catalog()
     extra = {"com.example.stable.v1.CronTab": CRD_SCHEMA}
-    index = openapi.openapi_v3_index(catalog, extra)
+    index = v3.openapi_v3_index(catalog, extra)
     assert "apis/stable.example.com/v1" in index["paths"]
     doc = document(catalog, "apis/stable.example.com/v1", extra)
     gvk = {"group": "stable.example.com", "kind": "CronTab", "version": "v1"}
@@ -474,7 +476,7 @@ def test_custom_resource_with_extra_definitions() -> None:
             assert node["$ref"].removeprefix("#/components/schemas/") in component_schemas
     # A changed CRD schema changes the index hash.
     changed = {"com.example.stable.v1.CronTab": {**CRD_SCHEMA, "description": "changed"}}
-    assert openapi.openapi_v3_index(catalog, changed) != index
+    assert v3.openapi_v3_index(catalog, changed) != index
 
 
 def test_custom_resource_without_schema_gets_a_generic_one() -> None:

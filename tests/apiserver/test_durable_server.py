@@ -18,7 +18,7 @@ import orjson
 import pytest
 import yaml
 
-from kubeloop.apiserver.storage import SQLiteLog
+from kubeloop.apiserver.storage.log import SQLiteLog
 from tests.conftest import Client, ServerThread, start_server
 from tests.kubectl_finder import oldest_and_newest
 

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver.eventconversion import core_to_events_v1, events_v1_to_core
+from kubeloop.apiserver.catalog.eventconversion import core_to_events_v1, events_v1_to_core
 
 CORE_EVENT: dict[str, Any] = {
     "apiVersion": "v1",

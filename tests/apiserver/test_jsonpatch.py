@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeloop import errors
-from kubeloop.apiserver.jsonpatch import MAX_OPERATIONS, apply_json_patch, parse_pointer
-from kubeloop.apiserver.mergepatch import copy_json, json_equal
+from kubeloop.apiserver.patch.jsonpatch import MAX_OPERATIONS, apply_json_patch, parse_pointer
+from kubeloop.apiserver.patch.mergepatch import copy_json, json_equal
 
 # RFC 6902 appendix A (A.13 is about duplicate JSON members, a parser matter): (document, patch, result).
 RFC6902_EXAMPLES: list[tuple[str, Any, list[dict[str, Any]], Any]] = [

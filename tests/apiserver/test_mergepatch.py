@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeloop import errors
-from kubeloop.apiserver.mergepatch import apply_merge_patch, copy_json, create_merge_patch, json_equal
+from kubeloop.apiserver.patch.mergepatch import apply_merge_patch, copy_json, create_merge_patch, json_equal
 
 # RFC 7386 appendix A: (original, patch, result).
 RFC7386_EXAMPLES: list[tuple[Any, Any, Any]] = [

@@ -13,19 +13,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver import protocodec, protodescriptors, protowire
+from kubeloop.apiserver.protobuf import codec, descriptors, wire
 from tests.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401  (fixture)
 from tests.conftest import Client
 from tests.kubectl_finder import oldest_and_newest
 
-PROTOBUF = protocodec.MEDIA_TYPE
+PROTOBUF = codec.MEDIA_TYPE
 KUBECTLS = oldest_and_newest()
 needs_kubectl = pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary to read protobuf tables from")
 CM = "/api/v1/namespaces/{ns}/configmaps"
 
 
 @pytest.fixture
-def message_tables() -> protodescriptors.MessageTables:
+def message_tables() -> descriptors.MessageTables:
     return _tables_or_skip()
 
 
@@ -139,21 +139,19 @@ def _post_protobuf(api: Client, path: str, body: bytes) -> Any:
 
 
 def test_protobuf_round_trip_over_http(
-    api: Client, namespace: str, message_tables: protodescriptors.MessageTables
+    api: Client, namespace: str, message_tables: descriptors.MessageTables
 ) -> None:
     configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pb"}, "data": {"k": "v"}}
-    response = _post_protobuf(
-        api, CM.format(ns=namespace), protocodec.encode_object(configmap, message_tables)
-    )
+    response = _post_protobuf(api, CM.format(ns=namespace), codec.encode_object(configmap, message_tables))
     assert response.status_code == 201, response.text
     assert response.headers["Content-Type"] == PROTOBUF
-    created = protocodec.decode_object(response.content, message_tables)
+    created = codec.decode_object(response.content, message_tables)
     as_json = api.get(f"{CM.format(ns=namespace)}/pb").json()
     assert created == as_json
 
     listed = api.get(CM.format(ns=namespace), headers={"Accept": PROTOBUF})
     assert listed.headers["Content-Type"] == PROTOBUF
-    decoded = protocodec.decode_object(listed.content, message_tables)
+    decoded = codec.decode_object(listed.content, message_tables)
     assert decoded["kind"] == "ConfigMapList"
     assert [item["metadata"]["name"] for item in decoded["items"]] == ["pb"]
     assert (
@@ -173,14 +171,14 @@ def test_protobuf_round_trip_over_http(
 
 
 def test_protobuf_delete_options(
-    api: Client, namespace: str, message_tables: protodescriptors.MessageTables
+    api: Client, namespace: str, message_tables: descriptors.MessageTables
 ) -> None:
     assert api.post(CM.format(ns=namespace), {"metadata": {"name": "held"}}).status_code == 201
     options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": "not-the-uid"}}
     response = api.request(
         "DELETE",
         f"{CM.format(ns=namespace)}/held",
-        data=protocodec.encode_object(options, message_tables),
+        data=codec.encode_object(options, message_tables),
         headers={"Content-Type": PROTOBUF},
     )
     assert response.status_code == 409, response.text
@@ -192,8 +190,8 @@ def test_protobuf_delete_options(
     ("body", "words"),
     [
         (b"\x0a\x00", "k8s\\x00"),  # no magic
-        (protocodec.MAGIC + b"\x0a\x0f\x0a\x02v1\x12\x09ConfigMa", "envelope"),  # truncated envelope
-        (protocodec.MAGIC + protowire.bytes_field(1, protowire.string_field(1, "v1")), "Kind"),
+        (codec.MAGIC + b"\x0a\x0f\x0a\x02v1\x12\x09ConfigMa", "envelope"),  # truncated envelope
+        (codec.MAGIC + wire.bytes_field(1, wire.string_field(1, "v1")), "Kind"),
     ],
 )
 def test_malformed_protobuf_is_400(api: Client, namespace: str, body: bytes, words: str) -> None:
@@ -203,22 +201,20 @@ def test_malformed_protobuf_is_400(api: Client, namespace: str, body: bytes, wor
     assert words in response.json()["message"]
 
 
-def test_protobuf_kind_errors(
-    api: Client, namespace: str, message_tables: protodescriptors.MessageTables
-) -> None:
-    envelope = protowire.bytes_field(1, protowire.string_field(1, "v1") + protowire.string_field(2, "Gadget"))
-    response = _post_protobuf(api, CM.format(ns=namespace), protocodec.MAGIC + envelope)
+def test_protobuf_kind_errors(api: Client, namespace: str, message_tables: descriptors.MessageTables) -> None:
+    envelope = wire.bytes_field(1, wire.string_field(1, "v1") + wire.string_field(2, "Gadget"))
+    response = _post_protobuf(api, CM.format(ns=namespace), codec.MAGIC + envelope)
     assert response.status_code == 400
     assert 'no kind "Gadget" is registered for version "v1"' in response.json()["message"]
 
-    type_meta = protowire.string_field(1, "v1") + protowire.string_field(2, "ConfigMap")
-    broken = protocodec.MAGIC + protowire.bytes_field(1, type_meta) + protowire.bytes_field(2, b"\x0a\x05ab")
+    type_meta = wire.string_field(1, "v1") + wire.string_field(2, "ConfigMap")
+    broken = codec.MAGIC + wire.bytes_field(1, type_meta) + wire.bytes_field(2, b"\x0a\x05ab")
     response = _post_protobuf(api, CM.format(ns=namespace), broken)
     assert response.status_code == 400
     assert "ConfigMap object could not be decoded" in response.json()["message"]
 
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "wrong-kind"}}
-    response = _post_protobuf(api, CM.format(ns=namespace), protocodec.encode_object(secret, message_tables))
+    response = _post_protobuf(api, CM.format(ns=namespace), codec.encode_object(secret, message_tables))
     assert response.status_code == 400
     assert api.get(f"{CM.format(ns=namespace)}/wrong-kind").status_code == 404
 
@@ -228,29 +224,27 @@ def test_protobuf_kind_errors(
 
 @given(st.integers(min_value=-(1 << 63), max_value=(1 << 64) - 1))
 def test_varint_round_trip(value: int) -> None:
-    decoded, end = protowire.read_varint(protowire.varint(value), 0)
-    assert end == len(protowire.varint(value))
+    decoded, end = wire.read_varint(wire.varint(value), 0)
+    assert end == len(wire.varint(value))
     assert decoded == (value if value >= 0 else value + (1 << 64))
     if value < 1 << 63:
-        assert protowire.signed64(decoded) == value
+        assert wire.signed64(decoded) == value
 
 
 @given(st.lists(st.tuples(st.integers(1, 1000), st.binary(max_size=40) | st.integers(0, (1 << 64) - 1))))
 def test_iter_fields_reads_back_what_was_written(fields: list[tuple[int, bytes | int]]) -> None:
     data = b"".join(
-        protowire.bytes_field(n, v)
-        if isinstance(v, bytes)
-        else protowire.tag(n, protowire.VARINT) + protowire.varint(v)
+        wire.bytes_field(n, v) if isinstance(v, bytes) else wire.tag(n, wire.VARINT) + wire.varint(v)
         for n, v in fields
     )
-    assert [(n, v) for n, _, v in protowire.iter_fields(data)] == fields
+    assert [(n, v) for n, _, v in wire.iter_fields(data)] == fields
 
 
 @given(st.binary(max_size=200))
 def test_garbage_raises_only_protobuf_errors(data: bytes) -> None:
     tables = _tables_or_skip()
-    with contextlib.suppress(protocodec.ProtobufError):
-        protocodec.decode_object(protocodec.MAGIC + data, tables)
+    with contextlib.suppress(codec.ProtobufError):
+        codec.decode_object(codec.MAGIC + data, tables)
 
 
 @pytest.mark.parametrize(
@@ -268,13 +262,13 @@ def test_garbage_raises_only_protobuf_errors(data: bytes) -> None:
     ],
 )
 def test_go_duration_strings(nanoseconds: int, text: str) -> None:
-    assert protocodec.go_duration(nanoseconds) == text
-    assert protocodec.parse_go_duration(text) == nanoseconds
+    assert codec.go_duration(nanoseconds) == text
+    assert codec.parse_go_duration(text) == nanoseconds
 
 
 @given(st.integers(min_value=-(10**15), max_value=10**15))
 def test_go_duration_round_trip(nanoseconds: int) -> None:
-    assert protocodec.parse_go_duration(protocodec.go_duration(nanoseconds)) == nanoseconds
+    assert codec.parse_go_duration(codec.go_duration(nanoseconds)) == nanoseconds
 
 
 _label_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
@@ -301,10 +295,10 @@ def test_configmap_codec_round_trip(
         obj["binaryData"] = {k: base64.b64encode(v).decode() for k, v in binary.items()}
     if immutable is not None:
         obj["immutable"] = immutable
-    assert protocodec.decode_object(protocodec.encode_object(obj, tables), tables) == obj
+    assert codec.decode_object(codec.encode_object(obj, tables), tables) == obj
 
 
-def test_special_types_round_trip(message_tables: protodescriptors.MessageTables) -> None:
+def test_special_types_round_trip(message_tables: descriptors.MessageTables) -> None:
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -363,10 +357,7 @@ def test_special_types_round_trip(message_tables: protodescriptors.MessageTables
         },
         "status": {},
     }
-    assert (
-        protocodec.decode_object(protocodec.encode_object(deployment, message_tables), message_tables)
-        == deployment
-    )
+    assert codec.decode_object(codec.encode_object(deployment, message_tables), message_tables) == deployment
 
     event = {
         "apiVersion": "events.k8s.io/v1",
@@ -375,26 +366,26 @@ def test_special_types_round_trip(message_tables: protodescriptors.MessageTables
         "eventTime": "2026-11-22T10:00:00.123456Z",
         "reason": "Started",
     }
-    assert protocodec.decode_object(protocodec.encode_object(event, message_tables), message_tables) == event
+    assert codec.decode_object(codec.encode_object(event, message_tables), message_tables) == event
 
 
 def test_binary_without_descriptors_is_an_error(tmp_path: pathlib.Path) -> None:
     plain = tmp_path / "plain"
     plain.write_bytes(b"\x7fELF" + b"\x00" * 1000)
-    with pytest.raises(protodescriptors.DescriptorError):
-        protodescriptors.tables_from_binary(plain)
+    with pytest.raises(descriptors.DescriptorError):
+        descriptors.tables_from_binary(plain)
 
 
-def _tables_or_skip() -> protodescriptors.MessageTables:
+def _tables_or_skip() -> descriptors.MessageTables:
     if not KUBECTLS:
         pytest.skip("no kubectl binary to read protobuf tables from")
     return _cached_tables(KUBECTLS[-1])
 
 
-_TABLES: dict[pathlib.Path, protodescriptors.MessageTables] = {}
+_TABLES: dict[pathlib.Path, descriptors.MessageTables] = {}
 
 
-def _cached_tables(path: pathlib.Path) -> protodescriptors.MessageTables:
+def _cached_tables(path: pathlib.Path) -> descriptors.MessageTables:
     if path not in _TABLES:
-        _TABLES[path] = protodescriptors.tables_from_binary(path)
+        _TABLES[path] = descriptors.tables_from_binary(path)
     return _TABLES[path]

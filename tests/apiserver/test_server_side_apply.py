@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubeloop.apiserver import fieldmanager
+from kubeloop.apiserver.patch import fieldmanager
 from tests.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401  (fixture)
 from tests.conftest import Client, ServerThread
 

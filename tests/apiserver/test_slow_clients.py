@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kubeloop.apiserver.connections import ConnectionTimeouts
+from kubeloop.apiserver.http.connections import ConnectionTimeouts
 from tests.conftest import Client, ServerThread, start_server
 
 TIMEOUTS = ConnectionTimeouts(header=0.6, idle=1.0, request=1.0, write=1.0)

@@ -9,8 +9,8 @@ import sqlite3
 import pytest
 
 from kubeloop import errors
-from kubeloop.apiserver.storage import MemoryLog, SQLiteLog, StorageError
-from kubeloop.apiserver.store import ObjectStore, PreconditionFailed
+from kubeloop.apiserver.storage.log import MemoryLog, SQLiteLog, StorageError
+from kubeloop.apiserver.storage.watchcache import ObjectStore, PreconditionFailed
 
 
 def obj(name: str, value: str = "") -> dict[str, object]:

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubeloop import errors
-from kubeloop.apiserver import schemas
-from kubeloop.apiserver.mergepatch import apply_merge_patch, copy_json
-from kubeloop.apiserver.strategicpatch import accepts_strategic_merge, apply_strategic_merge_patch
+from kubeloop.apiserver.catalog import schemas
+from kubeloop.apiserver.patch.mergepatch import apply_merge_patch, copy_json
+from kubeloop.apiserver.patch.strategicpatch import accepts_strategic_merge, apply_strategic_merge_patch
 
 # --- a schema shaped like upstream's test type (strategicpatch "mergeItem") --------------------
 

@@ -15,9 +15,27 @@ from hypothesis import strategies as st
 
 from kubeloop import errors
 from kubeloop.api import naming
-from kubeloop.apiserver import schemas, validation
-from kubeloop.apiserver.resources import BUILTIN_RESOURCES
+from kubeloop.apiserver.catalog import schemas
+from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceType
+from kubeloop.apiserver.registry import validation
+from kubeloop.apiserver.registry.strategies import BuiltinStrategy, builtin_strategy
 from kubeloop.errors import StatusCause
+
+
+def strategy(group: str, kind: str) -> BuiltinStrategy:
+    """The strategy the server serves a built-in kind with (a made-up kind gets the empty one)."""
+    for resource in BUILTIN_RESOURCES:
+        if resource.group == group and resource.kind == kind:
+            return builtin_strategy(resource)
+    return builtin_strategy(ResourceType(group, "v1", kind.lower() + "s", kind.lower(), kind, True))
+
+
+def kind_rules(group: str, kind: str, obj: Mapping[str, Any]) -> list[StatusCause]:
+    return strategy(group, kind).kind_rules(obj)
+
+
+def validate_object(group: str, kind: str, obj: dict[str, Any]) -> list[StatusCause]:
+    return strategy(group, kind).validate(obj)
 
 
 def kind_schema(group: str, version: str, kind: str) -> Mapping[str, Any]:
@@ -547,7 +565,7 @@ def test_decode_only_raises_api_errors(metadata: Any, spec: Any, mode: str, dupl
         assert all(isinstance(w, str) for w in warnings)
         for cause in (
             validation.validate_required(pruned, DEPLOYMENT)
-            + validation.kind_rules("apps", "Deployment", pruned)
+            + kind_rules("apps", "Deployment", pruned)
             + validation.validate_object_meta(pruned, namespaced=True)
         ):
             assert isinstance(cause, StatusCause)
@@ -726,7 +744,7 @@ def test_validate_required(schema: Any, obj: dict[str, Any], fields: list[str]) 
 
 
 def rules(group: str, kind: str, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
-    return [(c.type, c.field, c.message) for c in validation.kind_rules(group, kind, obj)]
+    return [(c.type, c.field, c.message) for c in kind_rules(group, kind, obj)]
 
 
 MISMATCH = "`selector` does not match template `labels`"
@@ -734,7 +752,7 @@ MISMATCH = "`selector` does not match template `labels`"
 
 def test_valid_deployment_passes_every_rule() -> None:
     obj = deployment()
-    assert validation.validate_object("apps", "v1", "Deployment", obj, namespaced=True) == []
+    assert validate_object("apps", "Deployment", obj) == []
 
 
 def test_selector_mismatch() -> None:
@@ -742,7 +760,7 @@ def test_selector_mismatch() -> None:
     assert rules("apps", "Deployment", obj) == [
         ("FieldValueInvalid", "spec.template.metadata.labels", 'Invalid value: {"app":"web"}: ' + MISMATCH)
     ]
-    error = errors.invalid("apps", "Deployment", "web", validation.kind_rules("apps", "Deployment", obj))
+    error = errors.invalid("apps", "Deployment", "web", kind_rules("apps", "Deployment", obj))
     assert error.code == 422
     assert error.message == (
         'Deployment.apps "web" is invalid: spec.template.metadata.labels: Invalid value: {"app":"web"}: '
@@ -790,7 +808,7 @@ def test_empty_and_invalid_selectors() -> None:
 
 def test_selector_requirement_without_operator_is_reported_once() -> None:
     obj = deployment(selector={"matchExpressions": [{"key": "app", "values": ["web"]}]})
-    causes = validation.validate_object("apps", "v1", "Deployment", obj, namespaced=True)
+    causes = validate_object("apps", "Deployment", obj)
     assert [(c.type, c.field) for c in causes] == [
         ("FieldValueInvalid", "spec.selector"),  # invalid label selector
         ("FieldValueRequired", "spec.selector.matchExpressions[0].operator"),
@@ -857,11 +875,11 @@ def test_pod_template_of_a_deployment_without_spec() -> None:
 
 def test_validate_object_reports_containers_once() -> None:
     obj = {"metadata": {"name": "p", "namespace": "d"}, "spec": {}}
-    assert validation.validate_object("", "v1", "Pod", obj, namespaced=True) == [
+    assert validate_object("", "Pod", obj) == [
         StatusCause("FieldValueRequired", "Required value", "spec.containers")
     ]
     del obj["spec"]
-    assert validation.validate_object("", "v1", "Pod", obj, namespaced=True) == [
+    assert validate_object("", "Pod", obj) == [
         StatusCause("FieldValueRequired", "Required value", "spec.containers")
     ]
 
@@ -893,7 +911,7 @@ def test_validate_object_reports_containers_once() -> None:
     ],
 )
 def test_service_ports(ports: list[dict[str, Any]], expected: list[tuple[str, str]]) -> None:
-    causes = validation.kind_rules("", "Service", {"spec": {"ports": ports}})
+    causes = kind_rules("", "Service", {"spec": {"ports": ports}})
     assert [(c.field, c.message) for c in causes] == expected
 
 
@@ -922,16 +940,16 @@ CONFIG_KEY = (
     ],
 )
 def test_configmap_keys_and_size(obj: dict[str, Any], expected: list[tuple[str, str]]) -> None:
-    causes = validation.kind_rules("", "ConfigMap", obj)
+    causes = kind_rules("", "ConfigMap", obj)
     assert [(c.field, c.message) for c in causes] == expected
 
 
 def test_secret_keys_and_size() -> None:
-    assert validation.kind_rules("", "Secret", {"data": {"ok": "eA=="}, "stringData": {"ok2": "x"}}) == []
-    [cause] = validation.kind_rules("", "Secret", {"stringData": {"no way": "x"}})
+    assert kind_rules("", "Secret", {"data": {"ok": "eA=="}, "stringData": {"ok2": "x"}}) == []
+    [cause] = kind_rules("", "Secret", {"stringData": {"no way": "x"}})
     assert (cause.field, cause.message) == ("data[no way]", f'Invalid value: "no way": {CONFIG_KEY}')
     big = "A" * (4 * 350 * 1024)  # decodes to 1,075,200 bytes
-    [cause] = validation.kind_rules("", "Secret", {"data": {"k": big}})
+    [cause] = kind_rules("", "Secret", {"data": {"k": big}})
     assert (cause.type, cause.field) == ("FieldValueTooLong", "data")
 
 
@@ -955,12 +973,12 @@ def test_secret_keys_and_size() -> None:
     ],
 )
 def test_lease_rules(spec: dict[str, Any], expected: list[tuple[str, str]]) -> None:
-    causes = validation.kind_rules("coordination.k8s.io", "Lease", {"spec": spec})
+    causes = kind_rules("coordination.k8s.io", "Lease", {"spec": spec})
     assert [(c.field, c.message) for c in causes] == expected
 
 
 def test_unlisted_kinds_have_no_rules() -> None:
-    assert validation.kind_rules("example.com", "Widget", {"spec": {"replicas": -1}}) == []
+    assert kind_rules("example.com", "Widget", {"spec": {"replicas": -1}}) == []
 
 
 # ------------------------------------------------------------------ formatting and speed
@@ -981,14 +999,21 @@ def test_go_quote(text: str, quoted: str) -> None:
     assert validation.go_quote(text) == quoted
 
 
-def test_name_rules_for_kinds() -> None:
-    assert validation.name_rule_for("", "Namespace") == "label"
-    assert validation.name_rule_for("", "Service") == "dns1035"
-    assert validation.name_rule_for("apps", "StatefulSet") == "label"
-    assert validation.name_rule_for("apps", "Deployment") == "subdomain"
-    # The served resources declare the same rules the validator knows.
-    for resource in BUILTIN_RESOURCES:
-        assert resource.name_rule == validation.name_rule_for(resource.group, resource.kind), resource.plural
+@pytest.mark.parametrize(
+    ("group", "kind", "name", "rejected"),
+    [
+        ("", "Namespace", "a.b", True),  # an RFC 1123 label: no dots
+        ("", "Service", "1abc", True),  # an RFC 1035 label: starts with a letter
+        ("apps", "StatefulSet", "a.b", True),
+        ("apps", "Deployment", "a.b", False),  # a subdomain
+        ("", "ConfigMap", "a.b", False),
+    ],
+)
+def test_each_kind_checks_names_by_its_declared_rule(
+    group: str, kind: str, name: str, rejected: bool
+) -> None:
+    causes = strategy(group, kind).validate({"metadata": {"name": name, "namespace": "ns"}})
+    assert any(c.field == "metadata.name" for c in causes) is rejected
 
 
 def test_decode_is_fast_enough() -> None:

@@ -12,8 +12,8 @@ import asyncio
 import logging
 
 from kubeloop import errors
-from kubeloop.apiserver.registry import DeleteOptions, ListOptions, Registry, WriteOptions
-from kubeloop.apiserver.resources import ResourceType
+from kubeloop.apiserver.catalog.resources import ResourceType
+from kubeloop.apiserver.registry.generic import DeleteOptions, ListOptions, Registry, WriteOptions
 from kubeloop.lifecycle import cancel_and_wait
 
 log = logging.getLogger("kubeloop.apiserver.namespaces")

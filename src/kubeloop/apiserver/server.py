@@ -20,17 +20,21 @@ from types import TracebackType
 from aiohttp import web
 
 from kubeloop.apiserver import certs, kubeconfig
-from kubeloop.apiserver.auth import Authenticator, UserInfo, auth_middleware
-from kubeloop.apiserver.connections import ConnectionTimeouts, ConnectionWatchdog, request_timeout_middleware
+from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.datadir import DataDirectory
-from kubeloop.apiserver.handlers import MAX_BODY_BYTES, APIHandlers, error_middleware
+from kubeloop.apiserver.http.auth import Authenticator, UserInfo, auth_middleware
+from kubeloop.apiserver.http.connections import (
+    ConnectionTimeouts,
+    ConnectionWatchdog,
+    request_timeout_middleware,
+)
+from kubeloop.apiserver.http.handlers import MAX_BODY_BYTES, APIHandlers, error_middleware
+from kubeloop.apiserver.http.watch import WatchSettings
+from kubeloop.apiserver.http.workerloop import WorkerLoop
 from kubeloop.apiserver.namespacelifecycle import NamespaceLifecycle
-from kubeloop.apiserver.registry import Registry, WriteOptions
-from kubeloop.apiserver.resources import ResourceCatalog
-from kubeloop.apiserver.storage import Log, MemoryLog, SQLiteLog, StorageError
-from kubeloop.apiserver.store import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS, ObjectStore
-from kubeloop.apiserver.watch import WatchSettings
-from kubeloop.apiserver.workerloop import WorkerLoop
+from kubeloop.apiserver.registry.generic import Registry, WriteOptions
+from kubeloop.apiserver.storage.log import Log, MemoryLog, SQLiteLog, StorageError
+from kubeloop.apiserver.storage.watchcache import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS, ObjectStore
 from kubeloop.lifecycle import cancel_and_wait, start_or_stop
 
 log = logging.getLogger("kubeloop.apiserver")

@@ -19,22 +19,16 @@ from kubeloop import errors
 from kubeloop.api.fields import FieldSelector
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
-from kubeloop.apiserver import (
-    decoding,
-    discovery,
-    openapi,
-    openapiv2,
-    protocodec,
-    protodescriptors,
-    registry,
-    schemas,
-    tables,
-    validation,
-)
-from kubeloop.apiserver.registry import DeleteOptions, ListOptions, Registry, WriteOptions
-from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
-from kubeloop.apiserver.watch import WatchOptions, WatchSettings, WatchStream
-from kubeloop.apiserver.workerloop import WorkerLoop
+from kubeloop.apiserver import decoding
+from kubeloop.apiserver.catalog import mediatypes, schemas
+from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.http.watch import WatchOptions, WatchSettings, WatchStream
+from kubeloop.apiserver.http.workerloop import WorkerLoop
+from kubeloop.apiserver.openapi import discovery, v2, v3
+from kubeloop.apiserver.printing import tables
+from kubeloop.apiserver.protobuf import codec, descriptors
+from kubeloop.apiserver.registry import generic, validation
+from kubeloop.apiserver.registry.generic import DeleteOptions, ListOptions, Registry, WriteOptions
 from kubeloop.errors import InvalidSelector
 
 log = logging.getLogger("kubeloop.apiserver")
@@ -47,12 +41,6 @@ LARGE_LIST_ITEMS = 1000
 _LIST_SLICE = 250
 T = TypeVar("T")
 JSON = "application/json"
-_PATCH_TYPES = (
-    registry.JSON_PATCH,
-    registry.MERGE_PATCH,
-    registry.STRATEGIC_MERGE_PATCH,
-    registry.APPLY_PATCH,
-)
 
 
 @dataclass(frozen=True)
@@ -85,13 +73,13 @@ async def object_response(
     """
     if _accept(request).protobuf:
         try:
-            message_tables = await asyncio.to_thread(protodescriptors.load_tables)
-            encoded = protocodec.encode_object(body, message_tables)
-        except (protodescriptors.DescriptorError, protocodec.ProtobufError) as exc:
+            message_tables = await asyncio.to_thread(descriptors.load_tables)
+            encoded = codec.encode_object(body, message_tables)
+        except (descriptors.DescriptorError, codec.ProtobufError) as exc:
             log.debug("answering %s in JSON: %s", request.path, exc)
         else:
             return _with_warnings(
-                web.Response(body=encoded, status=status, content_type=protocodec.MEDIA_TYPE), warnings
+                web.Response(body=encoded, status=status, content_type=codec.MEDIA_TYPE), warnings
             )
     return json_response(body, status, warnings=warnings)
 
@@ -180,10 +168,10 @@ class APIHandlers:
         return json_response(discovery.api_group_list(self.catalog))
 
     async def openapi_index(self, request: web.Request) -> web.Response:
-        return json_response(openapi.openapi_v3_index(self.catalog))
+        return json_response(v3.openapi_v3_index(self.catalog))
 
     async def openapi_document(self, request: web.Request) -> web.Response:
-        document = openapi.openapi_v3_document(self.catalog, request.match_info["path"])
+        document = v3.openapi_v3_document(self.catalog, request.match_info["path"])
         if document is None:
             return status_response(errors.NotFound("the server could not find the requested resource"))
         return web.Response(body=document, content_type=JSON)
@@ -194,11 +182,11 @@ class APIHandlers:
             "Accept", ""
         ):
             return status_response(
-                errors.NotAcceptable(f"only the following media types are accepted: {openapiv2.MEDIA_TYPE}")
+                errors.NotAcceptable(f"only the following media types are accepted: {v2.MEDIA_TYPE}")
             )
         # Upstream answers with octet-stream: Go clients cannot parse the "@" in the requested media type.
         return web.Response(
-            body=openapiv2.openapi_v2_protobuf(self.catalog), content_type="application/octet-stream"
+            body=v2.openapi_v2_protobuf(self.catalog), content_type="application/octet-stream"
         )
 
     # ---------------------------------------------------------------- resources
@@ -443,7 +431,7 @@ class APIHandlers:
         content_type = request.content_type
         options = _write_options(request)
 
-        async def work() -> registry.WriteResult:
+        async def work() -> generic.WriteResult:
             body, checked = await _decode_write(content_type, raw, options)
             return await self.registry.create(target.resource, target.namespace, body, checked)
 
@@ -457,7 +445,7 @@ class APIHandlers:
         content_type = request.content_type
         options = _write_options(request)
 
-        async def work() -> registry.WriteResult:
+        async def work() -> generic.WriteResult:
             body, checked = await _decode_write(content_type, raw, options)
             return await self.registry.update(
                 target.resource, target.namespace, name, body, checked, subresource=target.subresource
@@ -473,7 +461,7 @@ class APIHandlers:
         raw = await _read_body(request)
         options = _write_options(request)
 
-        async def work() -> registry.WriteResult:
+        async def work() -> generic.WriteResult:
             return await self.registry.patch(
                 target.resource,
                 target.namespace,
@@ -532,7 +520,7 @@ class APIHandlers:
         if request.can_read_body:
             raw = await _read_body(request)
             loaded: Any = {}
-            if request.content_type == protocodec.MEDIA_TYPE and raw:
+            if request.content_type == codec.MEDIA_TYPE and raw:
                 loaded = await _decode_protobuf(raw)
             elif raw.strip():
                 loaded = decoding.decode_json(raw, "the body of the request (DeleteOptions)")
@@ -594,7 +582,7 @@ def _accept(request: web.Request) -> _Accept:
         media = fields[0].lower()
         params = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
         as_kind = params.get("as")
-        if media == protocodec.MEDIA_TYPE and as_kind is None and not json_ok:
+        if media == codec.MEDIA_TYPE and as_kind is None and not json_ok:
             return _Accept(protobuf=True)
         if media not in (JSON, "application/*", "*/*"):
             continue
@@ -617,8 +605,8 @@ def _accept(request: web.Request) -> _Accept:
 def _patch_type(request: web.Request) -> str:
     """The patch media type of a PATCH request; 415 for anything else."""
     content_type = request.content_type
-    if content_type not in _PATCH_TYPES:
-        raise registry.unsupported_patch_type()
+    if content_type not in mediatypes.BUILTIN_PATCH_TYPES:
+        raise generic.unsupported_patch_type()
     return content_type
 
 
@@ -636,11 +624,11 @@ async def _decode_write(content_type: str, raw: bytes, options: WriteOptions) ->
         return body, options
     if content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
         return decoding.decode_yaml(raw), options
-    if content_type == protocodec.MEDIA_TYPE:
+    if content_type == codec.MEDIA_TYPE:
         return await _decode_protobuf(raw), options
     raise errors.UnsupportedMediaType(
         f"the body of the request was in an unknown format - accepted media types include: "
-        f"{JSON}, application/yaml, {protocodec.MEDIA_TYPE}"
+        f"{JSON}, application/yaml, {codec.MEDIA_TYPE}"
     )
 
 
@@ -718,14 +706,12 @@ def _write_options(request: web.Request) -> WriteOptions:
 async def _decode_protobuf(raw: bytes) -> Any:
     """A protobuf body as its JSON form; the message tables are read on first use, off the loop."""
     try:
-        tables = await asyncio.to_thread(protodescriptors.load_tables)
-    except protodescriptors.DescriptorError as exc:
-        raise errors.UnsupportedMediaType(
-            f"{protocodec.MEDIA_TYPE} bodies cannot be read here: {exc}"
-        ) from None
+        tables = await asyncio.to_thread(descriptors.load_tables)
+    except descriptors.DescriptorError as exc:
+        raise errors.UnsupportedMediaType(f"{codec.MEDIA_TYPE} bodies cannot be read here: {exc}") from None
     try:
-        return protocodec.decode_object(raw, tables)
-    except protocodec.ProtobufError as exc:
+        return codec.decode_object(raw, tables)
+    except codec.ProtobufError as exc:
         raise errors.BadRequest(f"the body of the request could not be decoded as protobuf: {exc}") from None
 
 

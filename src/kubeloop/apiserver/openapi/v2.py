@@ -15,8 +15,9 @@ from typing import Any
 
 import yaml
 
-from kubeloop.apiserver import protowire, schemas
-from kubeloop.apiserver.resources import ResourceCatalog
+from kubeloop.apiserver.catalog import schemas
+from kubeloop.apiserver.catalog.resources import ResourceCatalog
+from kubeloop.apiserver.protobuf import wire
 
 MEDIA_TYPE = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 _REF_PREFIXES = ("#/$defs/", "/api/_definitions.json#/$defs/")
@@ -24,12 +25,12 @@ _REF_PREFIXES = ("#/$defs/", "/api/_definitions.json#/$defs/")
 
 def _named(name: str, value: bytes) -> bytes:
     """NamedSchema / NamedAny / NamedPathItem: name = 1, value = 2."""
-    return protowire.string_field(1, name) + protowire.bytes_field(2, value)
+    return wire.string_field(1, name) + wire.bytes_field(2, value)
 
 
 def _vendor_extension(name: str, value: Any) -> bytes:
-    any_message = protowire.string_field(2, yaml.safe_dump(value, default_flow_style=False))  # Any.yaml = 2
-    return protowire.bytes_field(31, _named(name, any_message))  # Schema.vendor_extension = 31
+    any_message = wire.string_field(2, yaml.safe_dump(value, default_flow_style=False))  # Any.yaml = 2
+    return wire.bytes_field(31, _named(name, any_message))  # Schema.vendor_extension = 31
 
 
 def _schema(node: Mapping[str, Any]) -> bytes:
@@ -37,13 +38,9 @@ def _schema(node: Mapping[str, Any]) -> bytes:
     out = bytearray()
     if "oneOf" in node and "properties" not in node:
         kinds = {t for option in node["oneOf"] for t in schemas.node_types(option)}
-        out += protowire.string_field(
-            2, "int-or-string" if kinds == {"string", "integer"} else ""
-        )  # format = 2
-        out += protowire.string_field(4, str(node.get("description", "")))
-        out += protowire.bytes_field(
-            22, protowire.string_field(1, "string")
-        )  # type = 22 (TypeItem.value = 1)
+        out += wire.string_field(2, "int-or-string" if kinds == {"string", "integer"} else "")  # format = 2
+        out += wire.string_field(4, str(node.get("description", "")))
+        out += wire.bytes_field(22, wire.string_field(1, "string"))  # type = 22 (TypeItem.value = 1)
         return bytes(out)
     ref = node.get("$ref")
     if isinstance(ref, str):
@@ -51,26 +48,26 @@ def _schema(node: Mapping[str, Any]) -> bytes:
         for prefix in _REF_PREFIXES:
             if name.startswith(prefix):
                 name = name[len(prefix) :]
-        out += protowire.string_field(1, f"#/definitions/{name}")  # _ref = 1
-    out += protowire.string_field(2, str(node.get("format", "")))
-    out += protowire.string_field(4, str(node.get("description", "")))
+        out += wire.string_field(1, f"#/definitions/{name}")  # _ref = 1
+    out += wire.string_field(2, str(node.get("format", "")))
+    out += wire.string_field(4, str(node.get("description", "")))
     for required in node.get("required", ()):
-        out += protowire.string_field(19, required)
+        out += wire.string_field(19, required)
     extra = node.get("additionalProperties")
     if isinstance(extra, Mapping):
-        out += protowire.bytes_field(
-            21, protowire.bytes_field(1, _schema(extra))
+        out += wire.bytes_field(
+            21, wire.bytes_field(1, _schema(extra))
         )  # AdditionalPropertiesItem.schema = 1
     types = schemas.node_types(node)
     if types:
-        out += protowire.bytes_field(22, b"".join(protowire.string_field(1, t) for t in types))
+        out += wire.bytes_field(22, b"".join(wire.string_field(1, t) for t in types))
     items = node.get("items")
     if isinstance(items, Mapping):
-        out += protowire.bytes_field(23, protowire.bytes_field(1, _schema(items)))  # ItemsItem.schema = 1
+        out += wire.bytes_field(23, wire.bytes_field(1, _schema(items)))  # ItemsItem.schema = 1
     properties = node.get("properties")
     if isinstance(properties, Mapping):
-        entries = b"".join(protowire.bytes_field(1, _named(k, _schema(v))) for k, v in properties.items())
-        out += protowire.bytes_field(25, entries)  # Properties.additional_properties = 1
+        entries = b"".join(wire.bytes_field(1, _named(k, _schema(v))) for k, v in properties.items())
+        out += wire.bytes_field(25, entries)  # Properties.additional_properties = 1
     for key, value in node.items():
         if key.startswith("x-kubernetes-"):
             out += _vendor_extension(key, value)
@@ -97,15 +94,15 @@ def openapi_v2_protobuf(catalog: ResourceCatalog) -> bytes:
         if (name := schemas.definition_name(resource.group, resource.version, kind)) is not None
     ]
     definitions = schemas.reachable(roots)
-    info = protowire.string_field(1, "Kubernetes") + protowire.string_field(2, f"v{schemas.schema_release()}")
+    info = wire.string_field(1, "Kubernetes") + wire.string_field(2, f"v{schemas.schema_release()}")
     body = b"".join(
-        protowire.bytes_field(1, _named(name, _schema(node))) for name, node in sorted(definitions.items())
+        wire.bytes_field(1, _named(name, _schema(node))) for name, node in sorted(definitions.items())
     )
     document = (
-        protowire.string_field(1, "2.0")
-        + protowire.bytes_field(2, info)
-        + protowire.bytes_field(8, b"")
-        + protowire.bytes_field(9, body)
+        wire.string_field(1, "2.0")
+        + wire.bytes_field(2, info)
+        + wire.bytes_field(8, b"")
+        + wire.bytes_field(9, body)
     )
     _cache.key = key
     _cache.document = document

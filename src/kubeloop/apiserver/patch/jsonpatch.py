@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from kubeloop import errors
-from kubeloop.apiserver.mergepatch import copy_json, json_equal
+from kubeloop.apiserver.patch.mergepatch import copy_json, json_equal
 
 __all__ = ["MAX_OPERATIONS", "apply_json_patch", "parse_pointer"]
 

@@ -15,7 +15,7 @@ import platform
 import re
 from typing import Any
 
-from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 
 #: Verbs of the subresources the server serves (upstream: status/scale are get+patch+update,
 #: namespaces/finalize is update only).

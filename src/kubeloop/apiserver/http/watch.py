@@ -23,9 +23,9 @@ from kubeloop import errors
 from kubeloop.api.fields import FieldSelector
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.registry import Registry, list_options_invalid, parse_resource_version
-from kubeloop.apiserver.resources import ResourceType
-from kubeloop.apiserver.store import Event, Watcher
+from kubeloop.apiserver.catalog.resources import ResourceType
+from kubeloop.apiserver.registry.generic import Registry, list_options_invalid, parse_resource_version
+from kubeloop.apiserver.storage.watchcache import Event, Watcher
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 #: Objects of the initial state encoded per chunk of the stream.

@@ -25,8 +25,8 @@ from typing import Any
 import orjson
 
 from kubeloop.api import timestamps
-from kubeloop.apiserver import protowire
-from kubeloop.apiserver.protodescriptors import (
+from kubeloop.apiserver.protobuf import wire
+from kubeloop.apiserver.protobuf.descriptors import (
     TYPE_BOOL,
     TYPE_BYTES,
     TYPE_DOUBLE,
@@ -79,11 +79,11 @@ def decode_object(data: bytes, tables: MessageTables) -> dict[str, Any]:
     api_version = kind = content_encoding = content_type = ""
     raw = b""
     try:
-        for number, _, value in protowire.iter_fields(data[len(MAGIC) :]):
+        for number, _, value in wire.iter_fields(data[len(MAGIC) :]):
             if not isinstance(value, bytes):
                 continue
             if number == 1:  # typeMeta
-                for inner, _, text in protowire.iter_fields(value):
+                for inner, _, text in wire.iter_fields(value):
                     if inner == 1 and isinstance(text, bytes):
                         api_version = text.decode()
                     elif inner == 2 and isinstance(text, bytes):
@@ -94,7 +94,7 @@ def decode_object(data: bytes, tables: MessageTables) -> dict[str, Any]:
                 content_encoding = value.decode()
             elif number == 4:
                 content_type = value.decode()
-    except (protowire.WireError, UnicodeDecodeError) as exc:
+    except (wire.WireError, UnicodeDecodeError) as exc:
         raise ProtobufError(f"the body is not a valid runtime.Unknown envelope: {exc}") from None
     if content_encoding:
         raise ProtobufError(f"content encoding {content_encoding!r} is not supported")
@@ -107,7 +107,7 @@ def decode_object(data: bytes, tables: MessageTables) -> dict[str, Any]:
         raise ProtobufError(f'no kind "{kind}" is registered for version "{api_version}"')
     try:
         obj = decode_message(raw, message, tables)
-    except (protowire.WireError, UnicodeDecodeError, orjson.JSONDecodeError) as exc:
+    except (wire.WireError, UnicodeDecodeError, orjson.JSONDecodeError) as exc:
         raise ProtobufError(f"the {kind} object could not be decoded: {exc}") from None
     return {"apiVersion": api_version, "kind": kind, **obj}
 
@@ -115,13 +115,13 @@ def decode_object(data: bytes, tables: MessageTables) -> dict[str, Any]:
 def decode_message(data: bytes, message: MessageInfo, tables: MessageTables) -> dict[str, Any]:
     """One message as its JSON form (see the module docstring for the conventions)."""
     out: dict[str, Any] = {}
-    for number, wire_type, value in protowire.iter_fields(data):
+    for number, wire_type, value in wire.iter_fields(data):
         field = message.fields.get(number)
         if field is None:
             continue  # a field newer than the tables: skipped, as protobuf readers do
         if field.type == TYPE_MESSAGE:
             if not isinstance(value, bytes):
-                raise protowire.WireError(f"field {field.name} is a message but has wire type {wire_type}")
+                raise wire.WireError(f"field {field.name} is a message but has wire type {wire_type}")
             nested = _message_of(field, tables)
             if nested.map_entry:
                 key, entry = _map_entry(value, nested, tables)
@@ -149,7 +149,7 @@ def decode_message(data: bytes, message: MessageInfo, tables: MessageTables) -> 
 def _message_of(field: FieldInfo, tables: MessageTables) -> MessageInfo:
     nested = tables.message(field.type_name)
     if nested is None:
-        raise protowire.WireError(f"field {field.name} has unknown type {field.type_name}")
+        raise wire.WireError(f"field {field.name} has unknown type {field.type_name}")
     return nested
 
 
@@ -158,13 +158,13 @@ def _map_entry(data: bytes, entry: MessageInfo, tables: MessageTables) -> tuple[
     value: Any = None
     key_field = entry.fields.get(1)
     value_field = entry.fields.get(2)
-    for number, wire_type, raw in protowire.iter_fields(data):
+    for number, wire_type, raw in wire.iter_fields(data):
         if number == 1 and key_field is not None:
             key = _scalar(key_field, wire_type, raw)
         elif number == 2 and value_field is not None:
             if value_field.type == TYPE_MESSAGE:
                 if not isinstance(raw, bytes):
-                    raise protowire.WireError(f"map value has wire type {wire_type}")
+                    raise wire.WireError(f"map value has wire type {wire_type}")
                 value = _message_value(raw, _message_of(value_field, tables), tables)
             else:
                 value = _scalar(value_field, wire_type, raw)
@@ -189,16 +189,16 @@ def _message_value(data: bytes, message: MessageInfo, tables: MessageTables) -> 
     if name in (_TIME, _MICRO_TIME):
         return _time(data, micro=name == _MICRO_TIME)
     if name == _DURATION:
-        fields = {n: v for n, _, v in protowire.iter_fields(data)}
+        fields = {n: v for n, _, v in wire.iter_fields(data)}
         nanos = fields.get(1, 0)
-        return go_duration(protowire.signed64(nanos) if isinstance(nanos, int) else 0)
+        return go_duration(wire.signed64(nanos) if isinstance(nanos, int) else 0)
     if name == _QUANTITY:
-        text = next((v for n, _, v in protowire.iter_fields(data) if n == 1 and isinstance(v, bytes)), b"")
+        text = next((v for n, _, v in wire.iter_fields(data) if n == 1 and isinstance(v, bytes)), b"")
         return text.decode() or "0"
     if name == _INT_OR_STRING:
         return _int_or_string(data)
     if name in (_RAW_EXTENSION, _FIELDS_V1):
-        raw = next((v for n, _, v in protowire.iter_fields(data) if n == 1 and isinstance(v, bytes)), b"")
+        raw = next((v for n, _, v in wire.iter_fields(data) if n == 1 and isinstance(v, bytes)), b"")
         if not raw.strip():
             return None
         if raw.startswith(MAGIC):
@@ -220,13 +220,13 @@ def _is_named_list(message: MessageInfo) -> bool:
 def _time(data: bytes, *, micro: bool) -> str | None:
     seconds = nanos = 0
     present = False
-    for number, _, value in protowire.iter_fields(data):
+    for number, _, value in wire.iter_fields(data):
         if isinstance(value, int):
             present = True
             if number == 1:
-                seconds = protowire.signed64(value)
+                seconds = wire.signed64(value)
             elif number == 2:
-                nanos = protowire.signed32(value)
+                nanos = wire.signed32(value)
     if not present:
         return None  # the zero Time, which Go writes as an empty message and JSON as null
     moment = datetime.fromtimestamp(seconds, tz=UTC)
@@ -237,11 +237,11 @@ def _int_or_string(data: bytes) -> int | str:
     kind = 0
     int_value = 0
     str_value = ""
-    for number, _, value in protowire.iter_fields(data):
+    for number, _, value in wire.iter_fields(data):
         if number == 1 and isinstance(value, int):
             kind = value
         elif number == 2 and isinstance(value, int):
-            int_value = protowire.signed32(value)
+            int_value = wire.signed32(value)
         elif number == 3 and isinstance(value, bytes):
             str_value = value.decode()
     return str_value if kind == 1 else int_value
@@ -249,12 +249,12 @@ def _int_or_string(data: bytes) -> int | str:
 
 def _scalars(field: FieldInfo, wire_type: int, value: int | bytes) -> list[Any]:
     """The values of one occurrence of a repeated scalar field (packed or not)."""
-    if wire_type == protowire.LENGTH_DELIMITED and field.type in _VARINT_TYPES and isinstance(value, bytes):
+    if wire_type == wire.LENGTH_DELIMITED and field.type in _VARINT_TYPES and isinstance(value, bytes):
         values: list[Any] = []
         position = 0
         while position < len(value):
-            number, position = protowire.read_varint(value, position)
-            values.append(_scalar(field, protowire.VARINT, number))
+            number, position = wire.read_varint(value, position)
+            values.append(_scalar(field, wire.VARINT, number))
         return values
     return [_scalar(field, wire_type, value)]
 
@@ -263,29 +263,29 @@ def _scalar(field: FieldInfo, wire_type: int, value: int | bytes) -> Any:
     kind = field.type
     if kind in (TYPE_STRING, TYPE_BYTES):
         if not isinstance(value, bytes):
-            raise protowire.WireError(f"field {field.name} is a string but has wire type {wire_type}")
+            raise wire.WireError(f"field {field.name} is a string but has wire type {wire_type}")
         return value.decode() if kind == TYPE_STRING else base64.b64encode(value).decode()
     if not isinstance(value, int):
-        raise protowire.WireError(f"field {field.name} is a number but has wire type {wire_type}")
+        raise wire.WireError(f"field {field.name} is a number but has wire type {wire_type}")
     expected = (
-        protowire.VARINT
+        wire.VARINT
         if kind in _VARINT_TYPES
-        else protowire.FIXED64
+        else wire.FIXED64
         if kind in _FIXED64_TYPES
-        else protowire.FIXED32
+        else wire.FIXED32
         if kind in _FIXED32_TYPES
         else -1
     )
     if wire_type != expected:
-        raise protowire.WireError(f"field {field.name} has wire type {wire_type}")
+        raise wire.WireError(f"field {field.name} has wire type {wire_type}")
     if kind == TYPE_BOOL:
         return value != 0
     if kind in (TYPE_INT64, TYPE_SFIXED64):
-        return protowire.signed64(value)
+        return wire.signed64(value)
     if kind in (TYPE_INT32, TYPE_ENUM, TYPE_SFIXED32):
-        return protowire.signed32(value)
+        return wire.signed32(value)
     if kind in (TYPE_SINT32, TYPE_SINT64):
-        return protowire.zigzag_decode(value)
+        return wire.zigzag_decode(value)
     if kind in (TYPE_DOUBLE, TYPE_FLOAT):
         return (
             struct.unpack("<d", value.to_bytes(8, "little"))[0]
@@ -333,12 +333,12 @@ def encode_object(obj: dict[str, Any], tables: MessageTables) -> bytes:
     message = tables.for_kind(api_version, kind)
     if message is None:
         raise ProtobufError(f'no kind "{kind}" is registered for version "{api_version}"')
-    type_meta = protowire.string_field(1, api_version) + protowire.string_field(2, kind)
+    type_meta = wire.string_field(1, api_version) + wire.string_field(2, kind)
     envelope = (
-        protowire.bytes_field(1, type_meta)
-        + protowire.bytes_field(2, encode_message(obj, message, tables))
-        + protowire.bytes_field(3, b"")
-        + protowire.bytes_field(4, b"")
+        wire.bytes_field(1, type_meta)
+        + wire.bytes_field(2, encode_message(obj, message, tables))
+        + wire.bytes_field(3, b"")
+        + wire.bytes_field(4, b"")
     )
     return MAGIC + envelope
 
@@ -351,7 +351,7 @@ def encode_message(obj: dict[str, Any], message: MessageInfo, tables: MessageTab
     for number in sorted(message.fields):
         field = message.fields[number]
         if field.inline:
-            out += protowire.bytes_field(number, encode_message(obj, _message_of(field, tables), tables))
+            out += wire.bytes_field(number, encode_message(obj, _message_of(field, tables), tables))
             continue
         value = obj.get(field.name)
         if value is None:
@@ -362,9 +362,9 @@ def encode_message(obj: dict[str, Any], message: MessageInfo, tables: MessageTab
                 out += _encode_map(field, value, nested, tables)
             elif field.repeated:
                 for item in _as_list(field, value):
-                    out += protowire.bytes_field(number, _encode_message_value(item, nested, tables))
+                    out += wire.bytes_field(number, _encode_message_value(item, nested, tables))
             else:
-                out += protowire.bytes_field(number, _encode_message_value(value, nested, tables))
+                out += wire.bytes_field(number, _encode_message_value(value, nested, tables))
         elif field.repeated:
             for item in _as_list(field, value):
                 out += _encode_scalar(field, item)
@@ -389,12 +389,12 @@ def _encode_map(field: FieldInfo, value: Any, entry: MessageInfo, tables: Messag
         item = value[key]
         payload = _encode_scalar(key_field, key)
         if value_field.type == TYPE_MESSAGE:
-            payload += protowire.bytes_field(
+            payload += wire.bytes_field(
                 2, _encode_message_value(item, _message_of(value_field, tables), tables)
             )
         elif item is not None:
             payload += _encode_scalar(value_field, item)
-        out += protowire.bytes_field(field.number, payload)
+        out += wire.bytes_field(field.number, payload)
     return bytes(out)
 
 
@@ -405,13 +405,13 @@ def _encode_message_value(value: Any, message: MessageInfo, tables: MessageTable
     if name == _DURATION:
         return _varint_field(1, parse_go_duration(str(value)))
     if name == _QUANTITY:
-        return protowire.bytes_field(1, str(value).encode())
+        return wire.bytes_field(1, str(value).encode())
     if name == _INT_OR_STRING:
         if isinstance(value, str):
-            return _varint_field(1, 1) + _varint_field(2, 0) + protowire.bytes_field(3, value.encode())
-        return _varint_field(1, 0) + _varint_field(2, int(value)) + protowire.bytes_field(3, b"")
+            return _varint_field(1, 1) + _varint_field(2, 0) + wire.bytes_field(3, value.encode())
+        return _varint_field(1, 0) + _varint_field(2, int(value)) + wire.bytes_field(3, b"")
     if name in (_RAW_EXTENSION, _FIELDS_V1):
-        return protowire.bytes_field(1, orjson.dumps(value))
+        return wire.bytes_field(1, orjson.dumps(value))
     if _is_named_list(message):
         return encode_message({"items": value}, message, tables)
     return encode_message(value, message, tables)
@@ -429,7 +429,7 @@ def _encode_time(value: Any) -> bytes:
 
 
 def _varint_field(number: int, value: int) -> bytes:
-    return protowire.tag(number, protowire.VARINT) + protowire.varint(value)
+    return wire.tag(number, wire.VARINT) + wire.varint(value)
 
 
 def _encode_scalar(field: FieldInfo, value: Any) -> bytes:
@@ -438,11 +438,11 @@ def _encode_scalar(field: FieldInfo, value: Any) -> bytes:
     if kind == TYPE_STRING:
         if not isinstance(value, str):
             raise ProtobufError(f"{field.name} must be a string")
-        return protowire.bytes_field(number, value.encode())
+        return wire.bytes_field(number, value.encode())
     if kind == TYPE_BYTES:
         if not isinstance(value, str):
             raise ProtobufError(f"{field.name} must be a base64 string")
-        return protowire.bytes_field(number, base64.b64decode(value))
+        return wire.bytes_field(number, base64.b64decode(value))
     if kind == TYPE_BOOL:
         if not isinstance(value, bool):
             raise ProtobufError(f"{field.name} must be a boolean")
@@ -450,19 +450,17 @@ def _encode_scalar(field: FieldInfo, value: Any) -> bytes:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ProtobufError(f"{field.name} must be a number")
     if kind in (TYPE_SINT32, TYPE_SINT64):
-        return _varint_field(number, protowire.zigzag_encode(int(value)))
+        return _varint_field(number, wire.zigzag_encode(int(value)))
     if kind in _VARINT_TYPES:
         return _varint_field(number, int(value))
     if kind in (TYPE_DOUBLE, TYPE_FLOAT):
         packed = struct.pack("<d" if kind == TYPE_DOUBLE else "<f", float(value))
-        return protowire.tag(number, protowire.FIXED64 if kind == TYPE_DOUBLE else protowire.FIXED32) + packed
+        return wire.tag(number, wire.FIXED64 if kind == TYPE_DOUBLE else wire.FIXED32) + packed
     if kind in _FIXED64_TYPES:
-        return protowire.tag(number, protowire.FIXED64) + struct.pack(
+        return wire.tag(number, wire.FIXED64) + struct.pack(
             "<q" if kind == TYPE_SFIXED64 else "<Q", int(value)
         )
-    return protowire.tag(number, protowire.FIXED32) + struct.pack(
-        "<i" if kind == TYPE_SFIXED32 else "<I", int(value)
-    )
+    return wire.tag(number, wire.FIXED32) + struct.pack("<i" if kind == TYPE_SFIXED32 else "<I", int(value))
 
 
 _DURATION_UNITS = {

@@ -31,10 +31,10 @@ import orjson
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.storage import DoneCallback, Log, LogRecord, StorageError
+from kubeloop.apiserver.storage.log import DoneCallback, Log, LogRecord, StorageError
 from kubeloop.gcpause import gc_resumed
 
-log = logging.getLogger("kubeloop.apiserver.storage")
+log = logging.getLogger("kubeloop.apiserver.storage.log")
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 

@@ -37,7 +37,7 @@ import orjson
 from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.object import Obj
-from kubeloop.apiserver import schemas
+from kubeloop.apiserver.catalog import schemas
 
 Path = tuple[str, ...]
 

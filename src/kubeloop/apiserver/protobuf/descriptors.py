@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kubeloop.apiserver import protowire, schemas
+from kubeloop.apiserver.catalog import schemas
+from kubeloop.apiserver.protobuf import wire
 
 SOURCE_ENV = "KUBELOOP_PROTOBUF_DESCRIPTORS_FROM"
 
@@ -106,7 +107,7 @@ def parse_file_descriptor(data: bytes) -> tuple[str, list[MessageInfo]]:
     name = ""
     package = ""
     raw_messages: list[bytes] = []
-    for number, _, value in protowire.iter_fields(data):
+    for number, _, value in wire.iter_fields(data):
         if not isinstance(value, bytes):
             continue
         if number == 1:
@@ -126,7 +127,7 @@ def _parse_message(data: bytes, scope: str, out: list[MessageInfo]) -> None:
     raw_fields: list[bytes] = []
     nested: list[bytes] = []
     map_entry = False
-    for number, _, value in protowire.iter_fields(data):
+    for number, _, value in wire.iter_fields(data):
         if not isinstance(value, bytes):
             continue
         if number == 1:
@@ -136,7 +137,7 @@ def _parse_message(data: bytes, scope: str, out: list[MessageInfo]) -> None:
         elif number == 3:
             nested.append(value)
         elif number == 7:  # MessageOptions; map_entry = 7
-            map_entry = any(n == 7 and v == 1 for n, _, v in protowire.iter_fields(value))
+            map_entry = any(n == 7 and v == 1 for n, _, v in wire.iter_fields(value))
     full_name = f"{scope}.{name}" if scope else name
     message = MessageInfo(full_name=full_name, map_entry=map_entry)
     for raw in raw_fields:
@@ -154,7 +155,7 @@ def _parse_field(data: bytes) -> FieldInfo:
     label = 0
     type_ = 0
     type_name = ""
-    for field_number, _, value in protowire.iter_fields(data):
+    for field_number, _, value in wire.iter_fields(data):
         if field_number == 1 and isinstance(value, bytes):
             name = value.decode()
         elif field_number == 3 and isinstance(value, int):
@@ -181,7 +182,7 @@ def descriptors_in_binary(data: bytes) -> dict[str, bytes]:
             continue
         if not inflater.eof or not payload.startswith(b"\x0a"):
             continue
-        length, position = protowire.read_varint(payload, 1)
+        length, position = wire.read_varint(payload, 1)
         file_name = payload[position : position + length]
         if _KUBERNETES_PROTO.fullmatch(file_name):
             found[file_name.decode()] = payload

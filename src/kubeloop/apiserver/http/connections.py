@@ -35,7 +35,7 @@ from aiohttp.typedefs import Middleware
 from kubeloop import errors
 from kubeloop.lifecycle import cancel_and_wait
 
-log = logging.getLogger("kubeloop.apiserver.connections")
+log = logging.getLogger("kubeloop.apiserver.http.connections")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ OpenAPI 3.0 documents with
   the PATCH operation of a GVK (cli-runtime ``QueryParamVerifierV3``) and for the strategic merge
   media type in its request body;
 * ``components.schemas`` with every definition reachable from those paths, converted from the
-  JSON-schema form of :mod:`kubeloop.apiserver.schemas` (``#/$defs/X`` → ``#/components/schemas/X``,
+  JSON-schema form of :mod:`kubeloop.apiserver.catalog.schemas` (``#/$defs/X`` → ``#/components/schemas/X``,
   a ``$ref`` with siblings wrapped in ``allOf`` like upstream, ``type: [x, "null"]`` → ``type: x``,
   IntOrString/Quantity as upstream's ``oneOf``). ``kubectl explain`` finds a kind's schema by its
   ``x-kubernetes-group-version-kind``.
@@ -34,8 +34,9 @@ from typing import Any
 
 import orjson
 
-from kubeloop.apiserver import schemas
-from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.catalog import schemas
+from kubeloop.apiserver.catalog.mediatypes import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
+from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 
 Node = dict[str, Any]
 
@@ -51,10 +52,6 @@ LIST_META = _META + "ListMeta"
 SCALE = "io.k8s.api.autoscaling.v1.Scale"
 _SCALE_GVK = {"group": "autoscaling", "kind": "Scale", "version": "v1"}
 
-JSON_PATCH = "application/json-patch+json"
-MERGE_PATCH = "application/merge-patch+json"
-STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
 
 _RESPONSE_MEDIA = ("application/json", "application/yaml")
 _WATCH_MEDIA = "application/json;stream=watch"

@@ -16,8 +16,8 @@ from typing import Any
 
 from kubeloop.api import timestamps
 from kubeloop.api.timestamps import parse_time
-from kubeloop.apiserver import eventconversion, schemas
-from kubeloop.apiserver.resources import ResourceType
+from kubeloop.apiserver.catalog import eventconversion, schemas
+from kubeloop.apiserver.catalog.resources import ResourceType
 
 Obj = Mapping[str, Any]
 Cell = str | int | bool | None

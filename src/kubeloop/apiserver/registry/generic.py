@@ -25,21 +25,25 @@ from kubeloop.api import naming, timestamps
 from kubeloop.api.fields import FieldSelector, object_fields
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
-from kubeloop.apiserver import decoding, defaults, eventconversion, fieldmanager, schemas, validation
-from kubeloop.apiserver.jsonpatch import apply_json_patch
-from kubeloop.apiserver.mergepatch import apply_merge_patch
-from kubeloop.apiserver.resources import ResourceCatalog, ResourceType
-from kubeloop.apiserver.store import ObjectStore, PreconditionFailed
-from kubeloop.apiserver.strategicpatch import apply_strategic_merge_patch
+from kubeloop.apiserver import decoding
+from kubeloop.apiserver.catalog import schemas
+from kubeloop.apiserver.catalog.mediatypes import (
+    APPLY_PATCH,
+    BUILTIN_PATCH_TYPES,
+    JSON_PATCH,
+    MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
+)
+from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.patch import fieldmanager
+from kubeloop.apiserver.patch.jsonpatch import apply_json_patch
+from kubeloop.apiserver.patch.mergepatch import apply_merge_patch
+from kubeloop.apiserver.patch.strategicpatch import apply_strategic_merge_patch
+from kubeloop.apiserver.registry.strategies import Strategy, builtin_strategy
+from kubeloop.apiserver.storage.watchcache import ObjectStore, PreconditionFailed
 
 T = TypeVar("T")
 
-JSON_PATCH = "application/json-patch+json"
-MERGE_PATCH = "application/merge-patch+json"
-STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
-
-PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 #: Read-modify-write attempts before a write that keeps losing races answers 409.
 _MAX_ATTEMPTS = 64
 _NAMESPACES = ResourceType("", "v1", "namespaces", "namespace", "Namespace", False)
@@ -106,19 +110,32 @@ class Registry:
         self.catalog = catalog
         #: Called with a namespace's name when it starts terminating (the namespace controller's hook).
         self.namespace_terminating: Callable[[str], None] | None = None
+        self._strategies: dict[tuple[str, str, str], Strategy] = {}
 
-    # ------------------------------------------------------------ conversions
+    # ------------------------------------------------------------ strategies
+
+    def strategy(self, resource: ResourceType) -> Strategy:
+        """The strategy of a resource: one set with :meth:`set_strategy`, else the built-in one."""
+        key = (resource.group, resource.version, resource.plural)
+        strategy = self._strategies.get(key)
+        if strategy is None or strategy.resource is not resource:
+            strategy = self._strategies[key] = builtin_strategy(resource)
+        return strategy
+
+    def set_strategy(self, strategy: Strategy) -> None:
+        """Serve ``strategy.resource`` with ``strategy`` (custom resources; replaces any earlier)."""
+        resource = strategy.resource
+        self._strategies[(resource.group, resource.version, resource.plural)] = strategy
+
+    def drop_strategy(self, resource: ResourceType) -> None:
+        self._strategies.pop((resource.group, resource.version, resource.plural), None)
 
     def to_served(self, resource: ResourceType, stored: Obj) -> Obj:
         """The stored form as the resource's group/version serves it."""
-        if resource.storage_of is not None and resource.group == "events.k8s.io":
-            return eventconversion.core_to_events_v1(stored)
-        return stored
+        return self.strategy(resource).to_served(stored)
 
     def to_stored(self, resource: ResourceType, served: Obj) -> Obj:
-        if resource.storage_of is not None and resource.group == "events.k8s.io":
-            return eventconversion.events_v1_to_core(served)
-        return served
+        return self.strategy(resource).to_stored(served)
 
     def supported_fields(self, resource: ResourceType) -> list[str]:
         fields = ["metadata.name"]
@@ -284,19 +301,9 @@ class Registry:
                 f"the API version in the data ({api_version}) does not match the expected API version "
                 f"({resource.api_version})"
             )
-        schema = schemas.kind_schema(resource.group, resource.version, resource.kind)
-        warnings: list[str] = []
-        if schema is not None:
-            body, warnings = validation.decode_against_schema(
-                body,
-                schema,
-                kind=resource.kind,
-                version=resource.version,
-                mode=options.field_validation,
-                duplicates=list(options.duplicate_fields),
-            )
-        else:
-            body = copy.deepcopy(body)
+        body, warnings = self.strategy(resource).decode(
+            body, field_validation=options.field_validation, duplicates=options.duplicate_fields
+        )
         body["apiVersion"] = resource.api_version
         body["kind"] = resource.kind
         metadata = body.get("metadata")
@@ -304,14 +311,11 @@ class Registry:
             body["metadata"] = {}
         return body, warnings
 
-    def _validate(self, resource: ResourceType, obj: Obj) -> None:
-        causes = validation.validate_object_meta(
-            obj, namespaced=resource.namespaced, name_rule=resource.name_rule
-        )
-        schema = schemas.kind_schema(resource.group, resource.version, resource.kind)
-        if schema is not None:
-            causes.extend(validation.validate_required(obj, schema))
-        causes.extend(validation.kind_rules(resource.group, resource.kind, obj))
+    def _validate(self, resource: ResourceType, obj: Obj, old: Obj | None = None) -> None:
+        strategy = self.strategy(resource)
+        causes = strategy.validate(obj)
+        if old is not None:
+            causes.extend(strategy.validate_update(obj, old))
         if causes:
             name = (obj.get("metadata") or {}).get("name") or ""
             raise errors.invalid(resource.group, resource.kind, name, causes)
@@ -394,10 +398,11 @@ class Registry:
         metadata["creationTimestamp"] = timestamps.now()
         if resource.tracks_generation:
             metadata["generation"] = 1
-        defaults.prepare_for_create(resource.group, resource.kind, obj, has_status=resource.has_status)
-        defaults.apply_defaults(resource.group, resource.kind, obj)
+        strategy = self.strategy(resource)
+        strategy.prepare_for_create(obj)
+        strategy.default(obj)
         if managed is None:
-            managed = _recorded_update(resource, None, obj, options, "")
+            managed = _recorded_update(strategy, None, obj, options, "")
         _set_managed(metadata, managed)
         attempts = 0
         while True:
@@ -495,6 +500,9 @@ class Registry:
         subresource: str = "",
     ) -> WriteResult:
         _check_patch_options(patch_type, options)
+        accepted = self.strategy(resource).patch_types
+        if patch_type not in accepted:
+            raise unsupported_patch_type(accepted)
         return await self._guaranteed(
             resource,
             namespace,
@@ -519,8 +527,7 @@ class Registry:
         if current is None:
             raise errors.not_found(resource.group, resource.plural, name)
         served = self.to_served(resource, current.obj)
-        schema = schemas.kind_schema(resource.group, resource.version, resource.kind)
-        patched = apply_patch(served, patch_type, patch, schema)
+        patched = apply_patch(served, patch_type, patch, self.strategy(resource).schema)
         if not isinstance(patched, dict):
             raise errors.BadRequest("the patched object is not a JSON object")
         obj, warnings = self._decode(resource, patched, options, subresource=subresource)
@@ -566,7 +573,7 @@ class Registry:
             )
         if "managedFields" in metadata:
             raise errors.BadRequest("metadata.managedFields must be nil in an apply configuration")
-        schema = schemas.kind_schema(resource.group, resource.version, resource.kind)
+        schema = self.strategy(resource).schema
         key = resource.key(namespace, name)
         current = self.store.get(key)
         live = self.to_served(resource, current.obj) if current is not None else None
@@ -623,26 +630,8 @@ class Registry:
     ) -> WriteResult:
         old_meta: Obj = old.get("metadata") or {}
         sent_managed = (new.get("metadata") or {}).get("managedFields")
-        if subresource == "status":
-            status = new.get("status")
-            new = copy.deepcopy(old)
-            if status is None:
-                new.pop("status", None)
-            else:
-                new["status"] = status
-        elif subresource == "":
-            if resource.has_status and resource.kind != "Namespace":
-                if "status" in old:
-                    new["status"] = old["status"]
-                else:
-                    new.pop("status", None)
-            elif resource.kind == "Namespace":
-                new["status"] = old.get("status", {"phase": "Active"})
-                new["spec"] = old.get("spec", {})
-        elif subresource == "finalize":
-            finalizers = (new.get("spec") or {}).get("finalizers")
-            new = copy.deepcopy(old)
-            new.setdefault("spec", {})["finalizers"] = finalizers or []
+        strategy = self.strategy(resource)
+        new = strategy.prepare_for_update(new, old, subresource)
         meta: Obj = new["metadata"]
         # Fields no update may change.
         for immutable in (
@@ -661,12 +650,12 @@ class Registry:
             meta.pop("namespace", None)
         meta.pop("resourceVersion", None)
         if subresource == "":
-            defaults.apply_defaults(resource.group, resource.kind, new)
-        if resource.tracks_generation and subresource == "" and _spec_changed(resource, old, new):
+            strategy.default(new)
+        if resource.tracks_generation and subresource == "" and strategy.generation_changed(old, new):
             meta["generation"] = int(old_meta.get("generation", 0)) + 1
         if managed is None:
             meta["managedFields"] = sent_managed
-            managed = _recorded_update(resource, old, new, options, subresource)
+            managed = _recorded_update(strategy, old, new, options, subresource)
         _set_managed(meta, managed)
         if old_meta.get("deletionTimestamp"):
             old_finalizers = set(old_meta.get("finalizers") or ())
@@ -684,15 +673,17 @@ class Registry:
                         )
                     ],
                 )
-        self._validate(resource, self.to_served(resource, new))
+        self._validate(resource, self.to_served(resource, new), self.to_served(resource, old))
         if not meta.get("finalizers"):
             meta.pop("finalizers", None)
         if _same_object(old, new):
             # A no-op update does not write (and keeps the resourceVersion), like upstream.
             return WriteResult(self.to_served(resource, old), warnings)
-        deleting = bool(old_meta.get("deletionTimestamp")) and not meta.get("finalizers")
-        if resource.kind == "Namespace" and old_meta.get("deletionTimestamp"):
-            deleting = deleting and not (new.get("spec") or {}).get("finalizers")
+        deleting = (
+            bool(old_meta.get("deletionTimestamp"))
+            and not meta.get("finalizers")
+            and not strategy.holds_deletion(new)
+        )
         if options.dry_run:
             out = copy.deepcopy(new)
             out["metadata"]["resourceVersion"] = str(old_revision)
@@ -710,7 +701,7 @@ class Registry:
 
     def get_scale(self, resource: ResourceType, namespace: str | None, name: str) -> Obj:
         """The autoscaling/v1 Scale view of a Deployment, ReplicaSet or StatefulSet."""
-        return _scale_of(self.get(resource, namespace, name))
+        return self.strategy(resource).scale_of(self.get(resource, namespace, name))
 
     async def update_scale(
         self, resource: ResourceType, namespace: str | None, name: str, body: Any, options: WriteOptions
@@ -732,7 +723,7 @@ class Registry:
     ) -> Obj:
         async def attempt() -> Obj:
             current = self.get(resource, namespace, name)
-            scale = _scale_of(current)
+            scale = self.strategy(resource).scale_of(current)
             patched = apply_patch(scale, patch_type, patch, schemas.kind_schema("autoscaling", "v1", "Scale"))
             return await self._write_scale(resource, namespace, name, current, patched, options)
 
@@ -769,11 +760,11 @@ class Registry:
         rv = (body.get("metadata") or {}).get("resourceVersion")
         if rv and rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(resource.group, resource.plural, name)
-        updated = copy.deepcopy(current)
-        updated["spec"]["replicas"] = replicas
+        strategy = self.strategy(resource)
+        updated = strategy.with_replicas(current, replicas)
         updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         result = await self._update_once(resource, namespace, name, updated, options, "")
-        return _scale_of(result.obj)
+        return strategy.scale_of(result.obj)
 
     async def delete(
         self, resource: ResourceType, namespace: str | None, name: str, options: DeleteOptions
@@ -812,12 +803,8 @@ class Registry:
                 group=resource.group,
                 kind=resource.plural,
             )
-        if resource.kind == "Namespace" and resource.group == "" and name in PROTECTED_NAMESPACES:
-            raise errors.Forbidden(
-                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
-                name=name,
-                kind="namespaces",
-            )
+        strategy = self.strategy(resource)
+        strategy.check_delete(name)
         policy = options.propagation_policy
         if policy is None and options.orphan_dependents is not None:
             policy = "Orphan" if options.orphan_dependents else "Background"
@@ -847,8 +834,7 @@ class Registry:
                 if meta.get("deletionTimestamp")
                 else finalizers
             )
-        spec_finalizers = (obj.get("spec") or {}).get("finalizers") if resource.kind == "Namespace" else None
-        graceful = bool(finalizers) or bool(spec_finalizers)
+        graceful = bool(finalizers) or strategy.holds_deletion(obj)
         if not graceful:
             if options.dry_run:
                 return self.to_served(resource, obj), True
@@ -866,8 +852,7 @@ class Registry:
             new_meta["deletionGracePeriodSeconds"] = 0
             if resource.tracks_generation:
                 new_meta["generation"] = int(new_meta.get("generation", 0)) + 1
-            if resource.kind == "Namespace":
-                new.setdefault("status", {})["phase"] = "Terminating"
+            strategy.begin_deletion(new)
             changed = True
         if finalizers != list(meta.get("finalizers") or ()):
             new_meta["finalizers"] = finalizers
@@ -878,7 +863,7 @@ class Registry:
             event = await self.store.write(key, new, expected_revision=current.revision)
         except PreconditionFailed:
             raise _StaleRead from None
-        if resource.kind == "Namespace" and resource.group == "" and self.namespace_terminating is not None:
+        if strategy.starts_termination and self.namespace_terminating is not None:
             self.namespace_terminating(name)
         return self.to_served(resource, event.obj), False
 
@@ -907,10 +892,12 @@ class _StaleRead(Exception):
     """A read-modify-write read an object that another write replaced before it could write."""
 
 
-def unsupported_patch_type() -> errors.UnsupportedMediaType:
+def unsupported_patch_type(accepted: tuple[str, ...] = BUILTIN_PATCH_TYPES) -> errors.UnsupportedMediaType:
+    """415 for a PATCH whose media type the kind does not take, listing those it does (upstream
+    lists all but apply)."""
+    listed = ", ".join(t for t in accepted if t != APPLY_PATCH)
     return errors.UnsupportedMediaType(
-        f"the body of the request was in an unknown format - accepted media types include: "
-        f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}"
+        f"the body of the request was in an unknown format - accepted media types include: {listed}"
     )
 
 
@@ -967,39 +954,6 @@ def _decode_continue(token: str) -> tuple[int, str]:
     return revision, start
 
 
-def _scale_of(obj: Obj) -> Obj:
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    selector = spec.get("selector") or {}
-    scale_status: Obj = {"replicas": int(status.get("replicas") or 0)}
-    if selector:
-        scale_status["selector"] = str(LabelSelector.from_label_selector_dict(selector))
-    return {
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": {
-            key: meta[key]
-            for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-            if key in meta
-        },
-        "spec": {"replicas": int(spec.get("replicas") or 0)},
-        "status": scale_status,
-    }
-
-
-def _spec_changed(resource: ResourceType, old: Obj, new: Obj) -> bool:
-    ignored = {"metadata", "status", "apiVersion", "kind"}
-    keys = (set(old) | set(new)) - ignored
-    if any(old.get(k) != new.get(k) for k in keys):
-        return True
-    if resource.annotations_bump_generation:
-        return bool(
-            (old.get("metadata") or {}).get("annotations") != (new.get("metadata") or {}).get("annotations")
-        )
-    return False
-
-
 def _same_object(old: Obj, new: Obj) -> bool:
     old_cmp = dict(old)
     old_meta = dict(old_cmp.get("metadata") or {})
@@ -1015,18 +969,18 @@ def _merge_final(final: Obj, new: Obj) -> Obj:
 
 
 def _recorded_update(
-    resource: ResourceType, old: Obj | None, new: Obj, options: WriteOptions, subresource: str
+    strategy: Strategy, old: Obj | None, new: Obj, options: WriteOptions, subresource: str
 ) -> list[fieldmanager.ManagedEntry]:
     """The managedFields after this write, as an Update operation of its manager."""
     return fieldmanager.record_update(
         fieldmanager.starting_entries(old, new),
         old,
         new,
-        schemas.kind_schema(resource.group, resource.version, resource.kind),
+        strategy.schema,
         manager=options.field_manager or options.default_manager,
-        api_version=resource.api_version,
+        api_version=strategy.resource.api_version,
         subresource=subresource,
-        has_status=resource.has_status,
+        has_status=strategy.resource.has_status,
     )
 
 

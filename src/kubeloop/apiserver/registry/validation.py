@@ -8,7 +8,7 @@ Three stages, each modelled on upstream:
   types are a 400 naming the Go struct field, and the special types (``IntOrString``,
   ``Quantity``, ``Time``, ``MicroTime``, ``[]byte``) accept what their ``UnmarshalJSON`` accepts.
 * :func:`validate_object_meta` — ``apimachinery/pkg/api/validation/objectmeta.go``.
-* :func:`validate_required` and :func:`kind_rules` — fields the OpenAPI schema lists as required,
+* :func:`validate_required` and the ``*_rules`` of each kind — fields the OpenAPI schema lists as required,
   plus a few hand-written rules of ``pkg/apis/{apps,core,coordination}/validation`` that kubectl
   users run into. Both yield 422 causes in upstream's ``field: Reason: detail`` form.
 
@@ -31,17 +31,15 @@ from typing import Any, TypeGuard
 from kubeloop import errors
 from kubeloop.api import naming, timestamps
 from kubeloop.api.naming import go_quote
-from kubeloop.apiserver import schemas
+from kubeloop.apiserver.catalog import schemas
 from kubeloop.errors import StatusCause
 
 __all__ = [
     "StrictDecodingError",
     "decode_against_schema",
+    "deduplicated",
     "find_duplicate_fields",
     "go_quote",
-    "kind_rules",
-    "name_rule_for",
-    "validate_object",
     "validate_object_meta",
     "validate_required",
 ]
@@ -920,14 +918,6 @@ _NAME_RULES: dict[str, Callable[[str], list[str]]] = {
     "dns1035": naming.dns1035_label_errors,
 }
 
-#: Kinds whose names upstream checks with something other than an RFC 1123 subdomain.
-_KIND_NAME_RULES = {("", "Namespace"): "label", ("", "Service"): "dns1035", ("apps", "StatefulSet"): "label"}
-
-
-def name_rule_for(group: str, kind: str) -> str:
-    """The ``name_rule`` upstream applies to a built-in kind's names."""
-    return _KIND_NAME_RULES.get((group, kind), "subdomain")
-
 
 def _mask_trailing_dash(name: str) -> str:
     """apimachinery maskTrailingDash: a generateName prefix may end in '-'."""
@@ -1192,19 +1182,6 @@ def _required_value(item: Any, plan: _Plan, path: str, causes: list[StatusCause]
 
 
 # --------------------------------------------------------------------------- kind rules
-
-
-def kind_rules(group: str, kind: str, obj: Mapping[str, Any]) -> list[StatusCause]:
-    """Hand-written upstream rules for a few built-in kinds (none for other kinds).
-
-    These complement :func:`validate_required`: where the schema already declares a field
-    required inside an object that is present (``containers`` of a pod spec), that function
-    reports it; these rules report it when the enclosing object is absent altogether.
-    """
-    rule = _KIND_RULES.get((group, kind))
-    if rule is None or not isinstance(obj, Mapping):
-        return []
-    return rule(obj)
 
 
 def _nonnegative(spec: Mapping[str, Any], name: str, path: str) -> list[StatusCause]:
@@ -1514,44 +1491,25 @@ def _lease_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
     return causes
 
 
-_KIND_RULES: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[StatusCause]]] = {
-    ("apps", "Deployment"): _workload_rules(_Workload("deployment")),
-    # Upstream's ReplicaSet message really says "deployment".
-    ("apps", "ReplicaSet"): _workload_rules(_Workload("deployment")),
-    ("apps", "StatefulSet"): _workload_rules(_Workload("statefulset", invalid_selector_detail="")),
-    # DaemonSet: no "Required" for a missing selector upstream, only the template mismatch.
-    ("apps", "DaemonSet"): _workload_rules(_Workload("daemonset", selector_required=False)),
-    ("", "Pod"): _pod_rules,
-    ("", "PodTemplate"): _pod_template_kind_rules,
-    ("batch", "Job"): _job_rules,
-    ("batch", "CronJob"): _cronjob_rules,
-    ("", "Service"): _service_rules,
-    ("", "ConfigMap"): _configmap_rules,
-    ("", "Secret"): _secret_rules,
-    ("coordination.k8s.io", "Lease"): _lease_rules,
-}
+# The rules of each kind, by the names the strategies bind them with.
+deployment_rules = _workload_rules(_Workload("deployment"))
+#: Upstream's ReplicaSet message really says "deployment".
+replica_set_rules = _workload_rules(_Workload("deployment"))
+stateful_set_rules = _workload_rules(_Workload("statefulset", invalid_selector_detail=""))
+#: DaemonSet: no "Required" for a missing selector upstream, only the template mismatch.
+daemon_set_rules = _workload_rules(_Workload("daemonset", selector_required=False))
+pod_rules = _pod_rules
+pod_template_rules = _pod_template_kind_rules
+job_rules = _job_rules
+cron_job_rules = _cronjob_rules
+service_rules = _service_rules
+config_map_rules = _configmap_rules
+secret_rules = _secret_rules
+lease_rules = _lease_rules
 
 
-# --------------------------------------------------------------------------- everything at once
-
-
-def validate_object(
-    group: str,
-    version: str,
-    kind: str,
-    obj: Mapping[str, Any],
-    *,
-    namespaced: bool,
-    name_rule: str | None = None,
-) -> list[StatusCause]:
-    """Metadata, required fields and kind rules together, without repeated causes."""
-    causes = validate_object_meta(
-        obj, namespaced=namespaced, name_rule=name_rule or name_rule_for(group, kind)
-    )
-    causes.extend(kind_rules(group, kind, obj))
-    schema = schemas.kind_schema(group, version, kind)
-    if schema is not None:
-        causes.extend(validate_required(obj, schema))
+def deduplicated(causes: Iterable[StatusCause]) -> list[StatusCause]:
+    """The causes in order, each once (the schema's required fields and a kind's rules overlap)."""
     unique: list[StatusCause] = []
     seen: set[StatusCause] = set()
     for cause in causes:

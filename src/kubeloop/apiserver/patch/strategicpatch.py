@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeloop import errors
-from kubeloop.apiserver import schemas
-from kubeloop.apiserver.mergepatch import copy_json
+from kubeloop.apiserver.catalog import schemas
+from kubeloop.apiserver.patch.mergepatch import copy_json
 
 __all__ = ["accepts_strategic_merge", "apply_strategic_merge_patch"]
 

@@ -1,0 +1,219 @@
+"""Defaulting and create-time status of built-in kinds (upstream's SetDefaults_* and the status
+their ``PrepareForCreate`` seeds), kept to the fields clients read back: a Deployment's strategy and
+replicas, a Pod's phase and policies, a Namespace's phase and finalizer, a Service's type. One
+function per kind; ``strategies`` says which kind uses which.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from kubeloop.api.object import Obj
+
+
+def _pod_spec_defaults(spec: Obj) -> None:
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("securityContext", {})
+    for container in [*spec.get("containers", ()), *spec.get("initContainers", ())]:
+        if not isinstance(container, dict):
+            continue
+        container.setdefault("terminationMessagePath", "/dev/termination-log")
+        container.setdefault("terminationMessagePolicy", "File")
+        image = container.get("image")
+        if "imagePullPolicy" not in container and isinstance(image, str):
+            tagless = "@" not in image and ":" not in image.rsplit("/", 1)[-1]
+            container["imagePullPolicy"] = (
+                "Always" if tagless or image.endswith(":latest") else "IfNotPresent"
+            )
+        container.setdefault("resources", {})
+        for port in container.get("ports") or ():
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+        for probe_name in ("livenessProbe", "readinessProbe", "startupProbe"):
+            probe = container.get(probe_name)
+            if isinstance(probe, dict):
+                _probe_defaults(probe)
+
+
+def _probe_defaults(probe: Obj) -> None:
+    """SetDefaults_Probe and SetDefaults_HTTPGetAction."""
+    probe.setdefault("timeoutSeconds", 1)
+    probe.setdefault("periodSeconds", 10)
+    probe.setdefault("successThreshold", 1)
+    probe.setdefault("failureThreshold", 3)
+    http_get = probe.get("httpGet")
+    if isinstance(http_get, dict):
+        http_get.setdefault("path", "/")
+        http_get.setdefault("scheme", "HTTP")
+
+
+def _template_defaults(spec: Obj) -> None:
+    template = spec.get("template")
+    if isinstance(template, dict):
+        template.setdefault("metadata", {})
+        pod_spec = template.get("spec")
+        if isinstance(pod_spec, dict):
+            _pod_spec_defaults(pod_spec)
+
+
+def pod(obj: Obj) -> None:
+    """SetDefaults_Pod and SetDefaults_PodSpec."""
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        _pod_spec_defaults(spec)
+        spec.setdefault("enableServiceLinks", True)
+
+
+def _apps_spec(obj: Obj, *, replicas: bool) -> Obj | None:
+    """The spec of an apps/v1 workload, with what all of them default."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    if replicas:
+        spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+    return spec
+
+
+def deployment(obj: Obj) -> None:
+    spec = _apps_spec(obj, replicas=True)
+    if spec is None:
+        return
+    spec.setdefault("progressDeadlineSeconds", 600)
+    strategy = spec.setdefault("strategy", {})
+    if isinstance(strategy, dict):
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            rolling = strategy.setdefault("rollingUpdate", {})
+            if isinstance(rolling, dict):
+                rolling.setdefault("maxUnavailable", "25%")
+                rolling.setdefault("maxSurge", "25%")
+    _template_defaults(spec)
+
+
+def replica_set(obj: Obj) -> None:
+    spec = _apps_spec(obj, replicas=True)
+    if spec is None:
+        return
+    spec.pop("revisionHistoryLimit", None)
+    _template_defaults(spec)
+
+
+def stateful_set(obj: Obj) -> None:
+    spec = _apps_spec(obj, replicas=True)
+    if spec is None:
+        return
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+    _template_defaults(spec)
+
+
+def daemon_set(obj: Obj) -> None:
+    spec = _apps_spec(obj, replicas=False)
+    if spec is None:
+        return
+    spec.setdefault(
+        "updateStrategy",
+        {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
+    )
+    _template_defaults(spec)
+
+
+def job(obj: Obj) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    if "completions" not in spec and spec.get("parallelism") == 1:
+        spec["completions"] = 1
+    _template_defaults(spec)
+
+
+def cron_job(obj: Obj) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("concurrencyPolicy", "Allow")
+    spec.setdefault("suspend", False)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("failedJobsHistoryLimit", 1)
+
+
+def service(obj: Obj) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    for port in spec.get("ports") or ():
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+            if "targetPort" not in port and "port" in port:
+                port["targetPort"] = port["port"]
+
+
+def secret(obj: Obj) -> None:
+    obj.setdefault("type", "Opaque")
+    _merge_string_data(obj)
+
+
+def _merge_string_data(secret: Obj) -> None:
+    """A Secret's write-only ``stringData`` goes into ``data`` (base64), over keys of the same name,
+    and is not stored: upstream's v1 → internal conversion."""
+    string_data = secret.pop("stringData", None)
+    if not isinstance(string_data, dict) or not string_data:
+        return
+    data = secret.get("data")
+    merged: Obj = dict(data) if isinstance(data, dict) else {}
+    for key, value in string_data.items():
+        if isinstance(value, str):
+            merged[key] = base64.b64encode(value.encode()).decode("ascii")
+    secret["data"] = merged
+
+
+def namespace_status(obj: Obj) -> None:
+    """A new Namespace is Active and carries the ``kubernetes`` finalizer."""
+    spec = obj.setdefault("spec", {})
+    if isinstance(spec, dict):
+        spec["finalizers"] = ["kubernetes"]
+    obj["status"] = {"phase": "Active"}
+
+
+def pod_status(obj: Obj) -> None:
+    """A new Pod is Pending, with its QoS class."""
+    obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj)}
+
+
+def empty_status(obj: Obj) -> None:
+    """Workloads start with an empty status, which their controllers fill."""
+    obj["status"] = {}
+
+
+def service_status(obj: Obj) -> None:
+    obj["status"] = {"loadBalancer": {}}
+
+
+def _qos_class(pod: Obj) -> str:
+    containers = (pod.get("spec") or {}).get("containers") or []
+    requests_seen = False
+    guaranteed = True
+    for container in containers:
+        if not isinstance(container, dict):
+            continue
+        resources = container.get("resources") or {}
+        requests = resources.get("requests") or {}
+        limits = resources.get("limits") or {}
+        if requests or limits:
+            requests_seen = True
+        for resource in ("cpu", "memory"):
+            if resource not in limits or (resource in requests and requests[resource] != limits[resource]):
+                guaranteed = False
+    if not requests_seen:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"

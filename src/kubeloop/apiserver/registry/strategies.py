@@ -1,0 +1,315 @@
+"""Per-kind strategies: everything about a kind that the generic store does not decide.
+
+Upstream's ``RESTCreateStrategy``, ``RESTUpdateStrategy`` and ``RESTDeleteStrategy`` in one
+object per resource: how a body is decoded (Go's typed decoding for built-in kinds, a compiled
+schema for custom resources), the form served versus stored, what a create resets and seeds,
+what an update of the main resource or of a subresource may change, defaults, validation,
+when the generation moves, what deleting means (a Namespace terminates first) and the Scale
+view. :data:`BUILTIN_STRATEGIES` binds each built-in kind to its defaults, its status at create
+and its rules — the one place to read what is particular to a kind; a CustomResourceDefinition
+version gets a strategy built from its schema (``customresources``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubeloop import errors
+from kubeloop.api.labels import LabelSelector
+from kubeloop.api.object import Obj
+from kubeloop.apiserver.catalog import eventconversion, mediatypes, schemas
+from kubeloop.apiserver.catalog.resources import ResourceType
+from kubeloop.apiserver.registry import defaults, validation
+from kubeloop.errors import StatusCause
+
+Rules = Callable[[Mapping[str, Any]], list[StatusCause]]
+Mutation = Callable[[Obj], None]
+
+#: Namespaces that exist from the start and may not be deleted.
+PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
+_NOT_SPEC = frozenset({"metadata", "status", "apiVersion", "kind"})
+
+
+class Strategy:
+    """A kind with no rules of its own beyond ObjectMeta's; built-in and custom kinds refine it."""
+
+    #: The patch media types the kind accepts.
+    patch_types: tuple[str, ...] = mediatypes.BUILTIN_PATCH_TYPES
+    #: Whether marking an object deleted starts a termination others act on (Namespace).
+    starts_termination = False
+
+    def __init__(self, resource: ResourceType) -> None:
+        self.resource = resource
+
+    @property
+    def schema(self) -> schemas.Schema | None:
+        """The kind's OpenAPI schema (list types, merge keys, required fields), if it has one."""
+        return None
+
+    # ---------------------------------------------------------------- forms
+
+    def decode(
+        self, body: Obj, *, field_validation: str, duplicates: tuple[str, ...]
+    ) -> tuple[Obj, list[str]]:
+        """The request body as the kind's type: (a copy the caller owns, warnings)."""
+        return copy.deepcopy(body), []
+
+    def to_served(self, stored: Obj) -> Obj:
+        """The stored form as this resource's group/version serves it."""
+        return stored
+
+    def to_stored(self, served: Obj) -> Obj:
+        return served
+
+    # ---------------------------------------------------------------- writes
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        """Reset what a create may not set: status behind a status subresource."""
+        if self.resource.has_status:
+            obj.pop("status", None)
+
+    def prepare_for_update(self, new: Obj, old: Obj, subresource: str) -> Obj:
+        """What of ``new`` an update through ``subresource`` ("" for the main resource) keeps.
+
+        With a status subresource, the main resource cannot change status and ``/status`` can
+        change nothing else.
+        """
+        if subresource == "status":
+            status = new.get("status")
+            kept = copy.deepcopy(old)
+            if status is None:
+                kept.pop("status", None)
+            else:
+                kept["status"] = status
+            return kept
+        if subresource == "" and self.resource.has_status:
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        return new
+
+    def default(self, obj: Obj) -> None:
+        """Fill defaults in place (on create and on updates of the main resource)."""
+
+    def validate(self, obj: Obj) -> list[StatusCause]:
+        """Every rule the object breaks, one cause each."""
+        return validation.validate_object_meta(
+            obj, namespaced=self.resource.namespaced, name_rule=self.resource.name_rule
+        )
+
+    def validate_update(self, new: Obj, old: Obj) -> list[StatusCause]:
+        """Rules about the change itself (immutable fields, transition rules)."""
+        return []
+
+    def generation_changed(self, old: Obj, new: Obj) -> bool:
+        """Whether an update of the main resource bumps metadata.generation: the spec (all but
+        metadata and status) changed, or annotations for kinds declared to count them."""
+        keys = (set(old) | set(new)) - _NOT_SPEC
+        if any(old.get(k) != new.get(k) for k in keys):
+            return True
+        if self.resource.annotations_bump_generation:
+            return (old.get("metadata") or {}).get("annotations") != (new.get("metadata") or {}).get(
+                "annotations"
+            )
+        return False
+
+    # ---------------------------------------------------------------- deletes
+
+    def check_delete(self, name: str) -> None:
+        """Raise when the object may never be deleted."""
+
+    def begin_deletion(self, obj: Obj) -> None:
+        """Change a copy of the object as its deletionTimestamp is set."""
+
+    def holds_deletion(self, obj: Obj) -> bool:
+        """Whether something other than metadata.finalizers keeps a deleted object."""
+        return False
+
+    # ---------------------------------------------------------------- scale
+
+    def scale_of(self, obj: Obj) -> Obj:
+        """The autoscaling/v1 Scale view of the object."""
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        selector = spec.get("selector") or {}
+        scale_status: Obj = {"replicas": int(status.get("replicas") or 0)}
+        if selector:
+            scale_status["selector"] = str(LabelSelector.from_label_selector_dict(selector))
+        return scale_document(obj, int(spec.get("replicas") or 0), scale_status)
+
+    def with_replicas(self, obj: Obj, replicas: int) -> Obj:
+        """A copy of the object with the Scale's spec.replicas written back."""
+        updated = copy.deepcopy(obj)
+        updated.setdefault("spec", {})["replicas"] = replicas
+        return updated
+
+
+def scale_document(obj: Obj, replicas: int, status: Obj) -> Obj:
+    meta = obj.get("metadata") or {}
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            key: meta[key]
+            for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if key in meta
+        },
+        "spec": {"replicas": replicas},
+        "status": status,
+    }
+
+
+@dataclass(frozen=True)
+class KindRules:
+    """What is particular to one built-in kind."""
+
+    #: Fills the kind's defaults (SetDefaults_*).
+    defaults: Mutation | None = None
+    #: Seeds the status of a new object (after a status the client sent was dropped).
+    initial_status: Mutation | None = None
+    #: Hand-written upstream validation (pkg/apis/<group>/validation) beyond the schema's required fields.
+    rules: Rules | None = None
+
+
+class BuiltinStrategy(Strategy):
+    """A built-in kind: Go's typed decoding against upstream's schema, then the kind's rules."""
+
+    def __init__(self, resource: ResourceType, kind: KindRules) -> None:
+        super().__init__(resource)
+        self.kind = kind
+        self._schema = schemas.kind_schema(resource.group, resource.version, resource.kind)
+
+    @property
+    def schema(self) -> schemas.Schema | None:
+        return self._schema
+
+    def decode(
+        self, body: Obj, *, field_validation: str, duplicates: tuple[str, ...]
+    ) -> tuple[Obj, list[str]]:
+        if self._schema is None:
+            return super().decode(body, field_validation=field_validation, duplicates=duplicates)
+        return validation.decode_against_schema(
+            body,
+            self._schema,
+            kind=self.resource.kind,
+            version=self.resource.version,
+            mode=field_validation,
+            duplicates=list(duplicates),
+        )
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        super().prepare_for_create(obj)
+        if self.kind.initial_status is not None:
+            self.kind.initial_status(obj)
+
+    def default(self, obj: Obj) -> None:
+        if self.kind.defaults is not None:
+            self.kind.defaults(obj)
+
+    def kind_rules(self, obj: Mapping[str, Any]) -> list[StatusCause]:
+        """The kind's own rules alone."""
+        if self.kind.rules is None or not isinstance(obj, Mapping):
+            return []
+        return self.kind.rules(obj)
+
+    def validate(self, obj: Obj) -> list[StatusCause]:
+        causes = super().validate(obj)
+        causes.extend(self.kind_rules(obj))
+        if self._schema is not None:
+            causes.extend(validation.validate_required(obj, self._schema))
+        return validation.deduplicated(causes)
+
+
+class NamespaceStrategy(BuiltinStrategy):
+    """Namespaces: status and spec (its finalizers) change only through /status and /finalize;
+    deleting one makes it Terminating until the namespace controller has emptied it."""
+
+    starts_termination = True
+
+    def prepare_for_update(self, new: Obj, old: Obj, subresource: str) -> Obj:
+        if subresource == "finalize":
+            finalizers = (new.get("spec") or {}).get("finalizers")
+            kept = copy.deepcopy(old)
+            kept.setdefault("spec", {})["finalizers"] = finalizers or []
+            return kept
+        if subresource == "":
+            new["status"] = old.get("status", {"phase": "Active"})
+            new["spec"] = old.get("spec", {})
+            return new
+        return super().prepare_for_update(new, old, subresource)
+
+    def check_delete(self, name: str) -> None:
+        if name in PROTECTED_NAMESPACES:
+            raise errors.Forbidden(
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                name=name,
+                kind="namespaces",
+            )
+
+    def begin_deletion(self, obj: Obj) -> None:
+        obj.setdefault("status", {})["phase"] = "Terminating"
+
+    def holds_deletion(self, obj: Obj) -> bool:
+        return bool((obj.get("spec") or {}).get("finalizers"))
+
+
+class EventsV1Strategy(BuiltinStrategy):
+    """events.k8s.io/v1 Events: the core/v1 Events' storage, converted on the way in and out."""
+
+    def to_served(self, stored: Obj) -> Obj:
+        return eventconversion.core_to_events_v1(stored)
+
+    def to_stored(self, served: Obj) -> Obj:
+        return eventconversion.events_v1_to_core(served)
+
+
+#: Each built-in resource's rules, by (group, plural).
+BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRules]] = {
+    ("", "namespaces"): (NamespaceStrategy, KindRules(initial_status=defaults.namespace_status)),
+    ("", "pods"): (
+        BuiltinStrategy,
+        KindRules(defaults.pod, defaults.pod_status, validation.pod_rules),
+    ),
+    ("", "services"): (
+        BuiltinStrategy,
+        KindRules(defaults.service, defaults.service_status, validation.service_rules),
+    ),
+    ("", "configmaps"): (BuiltinStrategy, KindRules(rules=validation.config_map_rules)),
+    ("", "secrets"): (BuiltinStrategy, KindRules(defaults.secret, rules=validation.secret_rules)),
+    ("apps", "deployments"): (
+        BuiltinStrategy,
+        KindRules(defaults.deployment, defaults.empty_status, validation.deployment_rules),
+    ),
+    ("apps", "replicasets"): (
+        BuiltinStrategy,
+        KindRules(defaults.replica_set, defaults.empty_status, validation.replica_set_rules),
+    ),
+    ("apps", "statefulsets"): (
+        BuiltinStrategy,
+        KindRules(defaults.stateful_set, defaults.empty_status, validation.stateful_set_rules),
+    ),
+    ("apps", "daemonsets"): (
+        BuiltinStrategy,
+        KindRules(defaults.daemon_set, defaults.empty_status, validation.daemon_set_rules),
+    ),
+    ("batch", "jobs"): (
+        BuiltinStrategy,
+        KindRules(defaults.job, defaults.empty_status, validation.job_rules),
+    ),
+    ("batch", "cronjobs"): (
+        BuiltinStrategy,
+        KindRules(defaults.cron_job, defaults.empty_status, validation.cron_job_rules),
+    ),
+    ("coordination.k8s.io", "leases"): (BuiltinStrategy, KindRules(rules=validation.lease_rules)),
+    ("events.k8s.io", "events"): (EventsV1Strategy, KindRules()),
+}
+
+
+def builtin_strategy(resource: ResourceType) -> BuiltinStrategy:
+    """The strategy of a built-in resource (kinds without rules of their own get an empty set)."""
+    cls, kind = BUILTIN_STRATEGIES.get((resource.group, resource.plural), (BuiltinStrategy, KindRules()))
+    return cls(resource, kind)

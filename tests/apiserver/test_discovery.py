@@ -15,7 +15,9 @@ def test_version_and_group_discovery(api: Client) -> None:
     assert version["major"] == "1" and version["gitVersion"].startswith("v1.")
     assert api.get("/api").json()["versions"] == ["v1"]
     groups = {g["name"]: g for g in api.get("/apis").json()["groups"]}
-    assert set(groups) == {
+    # Other tests on the shared server add CRDs in groups of their own (*.example.com).
+    assert {name for name in groups if not name.endswith(".example.com")} == {
+        "apiextensions.k8s.io",
         "apps",
         "batch",
         "coordination.k8s.io",

@@ -21,6 +21,7 @@ from aiohttp import web
 
 from kubeloop.apiserver import certs, kubeconfig
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
+from kubeloop.apiserver.crdcontroller import CRDController
 from kubeloop.apiserver.datadir import DataDirectory
 from kubeloop.apiserver.http.auth import Authenticator, UserInfo, auth_middleware
 from kubeloop.apiserver.http.connections import (
@@ -93,6 +94,7 @@ class APIServer:
         self._log: Log | None = None
         self._background: list[asyncio.Task[None]] = []
         self._namespaces: NamespaceLifecycle | None = None
+        self._crds: CRDController | None = None
         self._data_dir: DataDirectory | None = None
         self._worker: WorkerLoop | None = None
         self._watchdog: ConnectionWatchdog | None = None
@@ -141,6 +143,8 @@ class APIServer:
         await asyncio.to_thread(store.load)
         self.store = store
         self.registry = Registry(store, self.catalog)
+        self._crds = CRDController(self.registry)
+        self._crds.start()
         await self._bootstrap()
         self._namespaces = NamespaceLifecycle(self.registry)
         self.registry.namespace_terminating = self._namespaces.terminating
@@ -170,6 +174,7 @@ class APIServer:
             server_address=f"{host_in_url}:{port}",
             readiness=self.readiness,
             worker=self._worker,
+            extra_definitions=self._crds.definitions,
         )
         self._watchdog = ConnectionWatchdog(options.timeouts)
         app = web.Application(
@@ -284,6 +289,9 @@ class APIServer:
         if self._namespaces is not None:
             await self._namespaces.stop()
             self._namespaces = None
+        if self._crds is not None:
+            await self._crds.stop()
+            self._crds = None
         await cancel_and_wait(self._background)
         self._background.clear()
         if self._listener is not None:

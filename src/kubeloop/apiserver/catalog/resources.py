@@ -25,6 +25,18 @@ _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
+class PrinterColumn:
+    """A column of ``kubectl get`` declared by a CustomResourceDefinition (additionalPrinterColumns)."""
+
+    name: str
+    type: str
+    json_path: str
+    description: str = ""
+    priority: int = 0
+    format: str = ""
+
+
+@dataclass(frozen=True)
 class ResourceType:
     """One REST resource (a group/version/plural) and everything the server needs to serve it."""
 
@@ -51,6 +63,10 @@ class ResourceType:
     #: Name syntax: "subdomain" (RFC 1123 subdomain), "label" (RFC 1123 label: Namespace,
     #: StatefulSet) or "dns1035" (RFC 1035 label, starts with a letter: Service).
     name_rule: str = "subdomain"
+    #: Table columns a CustomResourceDefinition declares (None: the kind's built-in printer).
+    printer_columns: tuple[PrinterColumn, ...] | None = None
+    #: The CustomResourceDefinition serving this resource ("" for built-in resources).
+    definition: str = ""
 
     @property
     def group_version(self) -> str:
@@ -287,6 +303,18 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         storage_of=("", "events"),
         field_selectors=_events_v1_fields(),
     ),
+    ResourceType(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "customresourcedefinition",
+        "CustomResourceDefinition",
+        False,
+        short_names=("crd", "crds"),
+        categories=("api-extensions",),
+        subresources=("status",),
+        tracks_generation=True,
+    ),
     ResourceType("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True),
     ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", True),
     ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", False),
@@ -302,21 +330,31 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
 
 
 class ResourceCatalog:
-    """Looks resource types up by group/version/plural, by kind and by storage prefix."""
+    """Looks resource types up by group/version/plural and by kind; kinds come and go at run time
+    (CustomResourceDefinitions), and ``generation`` counts the changes."""
 
     def __init__(self, resources: Iterable[ResourceType] = BUILTIN_RESOURCES) -> None:
         self._by_gvr: dict[tuple[str, str, str], ResourceType] = {}
         self._by_gvk: dict[tuple[str, str, str], ResourceType] = {}
+        #: Bumped by every add and remove: what caches of the served API key on.
+        self.generation = 0
         for resource in resources:
             self.add(resource)
 
     def add(self, resource: ResourceType) -> None:
+        """Serve ``resource``, replacing what was served at its group/version/plural."""
+        old = self._by_gvr.get((resource.group, resource.version, resource.plural))
+        if old is not None and old.kind != resource.kind:
+            self._by_gvk.pop((old.group, old.version, old.kind), None)
         self._by_gvr[(resource.group, resource.version, resource.plural)] = resource
         self._by_gvk[(resource.group, resource.version, resource.kind)] = resource
+        self.generation += 1
 
     def remove(self, resource: ResourceType) -> None:
         self._by_gvr.pop((resource.group, resource.version, resource.plural), None)
-        self._by_gvk.pop((resource.group, resource.version, resource.kind), None)
+        if self._by_gvk.get((resource.group, resource.version, resource.kind)) is resource:
+            del self._by_gvk[(resource.group, resource.version, resource.kind)]
+        self.generation += 1
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._by_gvr.get((group, version, plural))
@@ -330,11 +368,11 @@ class ResourceCatalog:
     def group_versions(self) -> dict[str, list[str]]:
         """Group name → its served versions (the core group is the empty string)."""
         result: dict[str, list[str]] = {}
-        for resource in self._by_gvr.values():
+        for resource in list(self._by_gvr.values()):
             versions = result.setdefault(resource.group, [])
             if resource.version not in versions:
                 versions.append(resource.version)
         return result
 
     def in_group_version(self, group: str, version: str) -> list[ResourceType]:
-        return [r for r in self._by_gvr.values() if r.group == group and r.version == version]
+        return [r for r in list(self._by_gvr.values()) if r.group == group and r.version == version]

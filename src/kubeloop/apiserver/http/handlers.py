@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -122,6 +122,7 @@ class APIHandlers:
         server_address: str,
         readiness: Callable[[], str | None] = lambda: None,
         worker: WorkerLoop | None = None,
+        extra_definitions: Callable[[], Mapping[str, Any]] = dict,
     ) -> None:
         self.registry = reg
         self.catalog = catalog
@@ -131,6 +132,8 @@ class APIHandlers:
         self.readiness = readiness
         #: Where large write requests do their CPU work (None: on the serving loop).
         self.worker = worker
+        #: The OpenAPI definitions of the custom resources served now.
+        self.extra_definitions = extra_definitions
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -168,10 +171,10 @@ class APIHandlers:
         return json_response(discovery.api_group_list(self.catalog))
 
     async def openapi_index(self, request: web.Request) -> web.Response:
-        return json_response(v3.openapi_v3_index(self.catalog))
+        return json_response(v3.openapi_v3_index(self.catalog, self.extra_definitions()))
 
     async def openapi_document(self, request: web.Request) -> web.Response:
-        document = v3.openapi_v3_document(self.catalog, request.match_info["path"])
+        document = v3.openapi_v3_document(self.catalog, request.match_info["path"], self.extra_definitions())
         if document is None:
             return status_response(errors.NotFound("the server could not find the requested resource"))
         return web.Response(body=document, content_type=JSON)

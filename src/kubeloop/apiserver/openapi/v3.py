@@ -911,3 +911,26 @@ def clear_caches() -> None:
         _documents.clear()
         _extras_cache.clear()
     _builtin_component.cache_clear()
+
+
+def crd_definitions(crd: Mapping[str, Any]) -> dict[str, Any]:
+    """The definitions of a CustomResourceDefinition's served versions, as upstream publishes them
+    (``com.example.stable.v1.CronTab``: the version's schema with apiVersion, kind and an
+    ObjectMeta ``metadata``), for ``extra_definitions``."""
+    spec = crd.get("spec") or {}
+    group = str(spec.get("group") or "")
+    kind = str((spec.get("names") or {}).get("kind") or "")
+    out: dict[str, Any] = {}
+    for version in spec.get("versions") or ():
+        if not isinstance(version, Mapping) or not version.get("served", True):
+            continue
+        name = str(version.get("name") or "")
+        schema = dict((version.get("schema") or {}).get("openAPIV3Schema") or {"type": "object"})
+        properties = dict(schema.get("properties") or {})
+        properties["apiVersion"] = {**_API_VERSION_PROP, **(properties.get("apiVersion") or {})}
+        properties["kind"] = {**_KIND_PROP, **(properties.get("kind") or {})}
+        properties["metadata"] = {"allOf": [_ref(OBJECT_META)], "description": "Standard object's metadata."}
+        schema["properties"] = properties
+        schema["x-kubernetes-group-version-kind"] = [{"group": group, "kind": kind, "version": name}]
+        out[_crd_definition_name(group, name, kind)] = schema
+    return out

@@ -14,13 +14,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from kubeloop.api import timestamps
 from kubeloop.api.timestamps import parse_time
 from kubeloop.apiserver.catalog import eventconversion, schemas
-from kubeloop.apiserver.catalog.resources import ResourceType
+from kubeloop.apiserver.catalog.resources import PrinterColumn, ResourceType
+from kubeloop.apiserver.printing import jsonpath
 
 Obj = Mapping[str, Any]
-Cell = str | int | bool | None
+Cell = str | int | float | bool | None
 CellFn = Callable[[Obj, datetime.datetime], Cell]
 
 META_API_VERSION = "meta.k8s.io/v1"
@@ -918,8 +921,52 @@ _DEFAULT_KEY = ("*", "*")
 _column_cache: dict[tuple[str, str], list[Column]] = {}
 
 
+def _custom_cell(column: PrinterColumn) -> CellFn:
+    """A cell of a CRD's column: the first value its JSONPath finds, by the column's type."""
+    try:
+        steps = jsonpath.compile_path(column.json_path)
+    except jsonpath.JSONPathError:
+        steps = None
+
+    def cell(obj: Obj, now: datetime.datetime) -> Cell:
+        if steps is None:
+            return None
+        values = jsonpath.find(obj, steps)
+        if not values:
+            return None
+        value = values[0]
+        if column.type == "date":
+            return _since(value, now) if isinstance(value, str) else None
+        if column.type == "integer":
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+        if column.type == "number":
+            return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        if column.type == "boolean":
+            return value if isinstance(value, bool) else None
+        if isinstance(value, dict | list):
+            return orjson.dumps(value).decode()
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+    return cell
+
+
+def _custom_columns(resource: ResourceType) -> list[Column]:
+    """NAME and the CRD's additionalPrinterColumns (NAME and AGE when it declares none)."""
+    declared = resource.printer_columns or ()
+    if not declared:
+        return [_name_column(), _age_column("date")]
+    return [
+        _name_column(),
+        *(Column(c.name, c.type, _custom_cell(c), c.description, c.priority, c.format) for c in declared),
+    ]
+
+
 def columns_for(resource: ResourceType) -> list[Column]:
     """The columns of a resource's Table (built once per kind of printer)."""
+    if resource.printer_columns is not None:
+        return _custom_columns(resource)
     key = (resource.group, resource.plural)
     if key not in _COLUMN_SETS:
         key = _DEFAULT_KEY

@@ -416,12 +416,14 @@ class Registry:
                     continue
                 raise errors.already_exists(resource.group, resource.plural, metadata["name"])
             break
+        strategy.finish(obj, None)
         if options.dry_run:
             return WriteResult(self.to_served(resource, obj), warnings, created=True)
         try:
             event = await self.store.write(key, obj, expected_revision=0)
         except PreconditionFailed:
             raise errors.already_exists(resource.group, resource.plural, metadata["name"]) from None
+        strategy.after_commit(event.obj, None)
         return WriteResult(self.to_served(resource, event.obj), warnings, created=True)
 
     async def _guaranteed(
@@ -674,6 +676,7 @@ class Registry:
                     ],
                 )
         self._validate(resource, self.to_served(resource, new), self.to_served(resource, old))
+        strategy.finish(new, old)
         if not meta.get("finalizers"):
             meta.pop("finalizers", None)
         if _same_object(old, new):
@@ -691,10 +694,12 @@ class Registry:
         try:
             if deleting:
                 event = await self.store.write(key, None, expected_revision=old_revision)
+                strategy.after_commit(None, old)
                 return WriteResult(self.to_served(resource, _merge_final(event.obj, new)), warnings)
             event = await self.store.write(key, new, expected_revision=old_revision)
         except PreconditionFailed:
             raise _StaleRead from None
+        strategy.after_commit(event.obj, old)
         return WriteResult(self.to_served(resource, event.obj), warnings)
 
     # ------------------------------------------------------------ scale subresource
@@ -842,6 +847,7 @@ class Registry:
                 event = await self.store.write(key, None, expected_revision=current.revision)
             except PreconditionFailed:
                 raise _StaleRead from None
+            strategy.after_commit(None, obj)
             return self.to_served(resource, event.obj), True
         new = copy.deepcopy(obj)
         new_meta: Obj = new["metadata"]
@@ -863,6 +869,7 @@ class Registry:
             event = await self.store.write(key, new, expected_revision=current.revision)
         except PreconditionFailed:
             raise _StaleRead from None
+        strategy.after_commit(event.obj, obj)
         if strategy.starts_termination and self.namespace_terminating is not None:
             self.namespace_terminating(name)
         return self.to_served(resource, event.obj), False

@@ -105,6 +105,13 @@ class Strategy:
         """Rules about the change itself (immutable fields, transition rules)."""
         return []
 
+    def finish(self, obj: Obj, old: Obj | None) -> None:
+        """Complete a valid object just before it is written (what a controller would otherwise
+        set moments later: a CRD's established status)."""
+
+    def after_commit(self, obj: Obj | None, old: Obj | None) -> None:
+        """Called once a write is durable, before it is answered (``obj`` None: deleted)."""
+
     def generation_changed(self, old: Obj, new: Obj) -> bool:
         """Whether an update of the main resource bumps metadata.generation: the spec (all but
         metadata and status) changed, or annotations for kinds declared to count them."""

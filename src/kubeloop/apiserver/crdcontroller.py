@@ -1,0 +1,155 @@
+"""Serving what CustomResourceDefinitions define, and cleaning up after deleted ones.
+
+Every durable CRD write reaches :meth:`CRDController.committed` before it is answered: the
+served versions of an established CRD go into the catalog with their strategies (and out again
+when a version stops being served), so discovery, OpenAPI and the resource paths show them at
+once. A CRD marked deleted stops taking new objects; a background task deletes its objects
+(waiting for their finalizers) and then removes the ``customresourcecleanup`` finalizer, after
+which the CRD goes and its kinds leave the catalog — what upstream's finalizing controller does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from kubeloop import errors
+from kubeloop.api.object import Obj
+from kubeloop.apiserver.catalog.resources import ResourceType
+from kubeloop.apiserver.openapi.v3 import crd_definitions
+from kubeloop.apiserver.registry.customresources import CLEANUP_FINALIZER, CRDStrategy, served_resources
+from kubeloop.apiserver.registry.generic import DeleteOptions, ListOptions, Registry, WriteOptions
+from kubeloop.lifecycle import cancel_and_wait
+
+log = logging.getLogger("kubeloop.apiserver.crds")
+
+
+class CRDController:
+    """Owns the CRD strategy's after-commit hook and one cleanup task (``start``/``stop``)."""
+
+    def __init__(self, registry: Registry, *, retry_interval: float = 0.5) -> None:
+        self._registry = registry
+        self._retry = retry_interval
+        crds = registry.catalog.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        if crds is None:
+            raise RuntimeError("the catalog does not serve CustomResourceDefinitions")
+        self._crds = crds
+        registry.set_strategy(CRDStrategy(crds, registry.catalog, self.committed))
+        #: CRD name → the resources it serves now.
+        self._served: dict[str, list[ResourceType]] = {}
+        self._definitions: dict[str, dict[str, Any]] = {}
+        self._pending: asyncio.Queue[str] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def definitions(self) -> Mapping[str, Any]:
+        """The OpenAPI definitions of every served custom resource kind, by definition name."""
+        merged: dict[str, Any] = {}
+        for defs in list(self._definitions.values()):
+            merged.update(defs)
+        return merged
+
+    def load(self) -> None:
+        """Serve the CRDs already stored (at start-up)."""
+        for _key, obj in self._registry.store.items(self._crds.key_prefix()):
+            self.committed(obj, None)
+
+    def committed(self, obj: Obj | None, old: Obj | None) -> None:
+        """A CRD write is durable: make the catalog match it."""
+        name = ((obj or old or {}).get("metadata") or {}).get("name", "")
+        if obj is None:
+            self._unserve(name)
+            return
+        established = any(
+            c.get("type") == "Established" and c.get("status") == "True"
+            for c in (obj.get("status") or {}).get("conditions") or ()
+            if isinstance(c, dict)
+        )
+        if not established:
+            self._unserve(name)
+            return
+        served = served_resources(obj)
+        terminating = bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+        kept = {(r.group, r.version, r.plural) for r, _ in served}
+        for resource in self._served.get(name, ()):
+            if (resource.group, resource.version, resource.plural) not in kept:
+                self._registry.drop_strategy(resource)
+                self._registry.catalog.remove(resource)
+        for resource, strategy in served:
+            strategy.terminating = terminating
+            self._registry.set_strategy(strategy)
+            self._registry.catalog.add(resource)
+        self._served[name] = [r for r, _ in served]
+        self._definitions[name] = crd_definitions(obj)
+        if terminating:
+            self._queue(name)
+
+    def _unserve(self, name: str) -> None:
+        for resource in self._served.pop(name, ()):
+            self._registry.drop_strategy(resource)
+            self._registry.catalog.remove(resource)
+        self._definitions.pop(name, None)
+
+    def _queue(self, name: str) -> None:
+        if self._loop is None:
+            return  # start() queues what is terminating
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._pending.put_nowait(name)
+        else:
+            self._loop.call_soon_threadsafe(self._pending.put_nowait, name)
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.load()
+        for _key, obj in self._registry.store.items(self._crds.key_prefix()):
+            if (obj.get("metadata") or {}).get("deletionTimestamp"):
+                self._queue(obj["metadata"]["name"])
+        self._task = asyncio.create_task(self._run(), name="kubeloop-crd-cleanup")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            await cancel_and_wait([self._task])
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            name = await self._pending.get()
+            try:
+                done = await self._clean_up(name)
+            except errors.APIError as error:
+                log.warning("customresourcedefinition %s: %s", name, error.message)
+                done = False
+            except Exception:
+                log.exception("customresourcedefinition %s: cleanup failed", name)
+                done = False
+            if not done:
+                asyncio.get_running_loop().call_later(self._retry, self._pending.put_nowait, name)
+
+    async def _clean_up(self, name: str) -> bool:
+        """Delete a terminating CRD's objects, then let it go; True when nothing is left to do."""
+        registry = self._registry
+        stored = registry.store.get(self._crds.key(None, name))
+        if stored is None or not (stored.obj.get("metadata") or {}).get("deletionTimestamp"):
+            return True
+        remaining = 0
+        for resource in self._served.get(name, ())[:1]:  # every version shares the storage
+            await registry.delete_collection(
+                resource, None, ListOptions(), DeleteOptions(propagation_policy="Background")
+            )
+            remaining += sum(1 for _ in registry.store.keys_with_prefix(resource.key_prefix(None)))
+        if remaining:
+            return False
+        body = dict(stored.obj)
+        metadata = dict(body["metadata"])
+        metadata["finalizers"] = [f for f in metadata.get("finalizers") or () if f != CLEANUP_FINALIZER]
+        body["metadata"] = metadata
+        with contextlib.suppress(errors.NotFound):
+            await registry.update(self._crds, None, name, body, WriteOptions())
+        return True

@@ -1,0 +1,659 @@
+"""Structural schemas of custom resources, compiled once and applied to every write.
+
+A CustomResourceDefinition version's ``openAPIV3Schema`` is checked for being *structural*
+(upstream's ``apiextensions-apiserver/pkg/apiserver/schema``: every node has a type unless it is
+int-or-string or preserves unknown fields, no ``$ref``, ``additionalProperties`` and
+``properties`` not together, only ``name``/``generateName`` under the root's ``metadata``) and
+compiled into a tree of :class:`Node`s — types, bounds and compiled patterns resolved once —
+which then prunes unknown fields, drops nulls where the schema does not allow them, fills
+defaults and validates, with upstream's messages and one cause per violated field path.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import datetime
+import math
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubeloop.api import naming
+from kubeloop.api.naming import go_quote
+from kubeloop.errors import StatusCause
+
+_TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean"})
+_MISSING: Any = object()
+#: Schema keys the compiler reads; anything else is an error only where upstream forbids it.
+_FORBIDDEN = ("$ref", "$schema", "id", "definitions", "dependencies", "patternProperties")
+
+
+class SchemaError(Exception):
+    """A schema is not structural or not valid; carries one cause per problem."""
+
+    def __init__(self, causes: list[StatusCause]) -> None:
+        super().__init__("; ".join(f"{c.field}: {c.message}" for c in causes))
+        self.causes = causes
+
+
+@dataclass
+class Node:
+    """One compiled schema node."""
+
+    type: str = ""
+    description: str = ""
+    nullable: bool = False
+    int_or_string: bool = False
+    preserve_unknown: bool = False
+    embedded_resource: bool = False
+    properties: dict[str, Node] = field(default_factory=dict)
+    additional: Node | None = None
+    #: additionalProperties: true (any value is kept).
+    additional_any: bool = False
+    items: Node | None = None
+    required: tuple[str, ...] = ()
+    enum: list[Any] | None = None
+    default: Any = _MISSING
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+    exclusive_maximum: bool = False
+    multiple_of: float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: re.Pattern[str] | None = None
+    pattern_text: str = ""
+    format: str = ""
+    min_items: int | None = None
+    max_items: int | None = None
+    unique_items: bool = False
+    min_properties: int | None = None
+    max_properties: int | None = None
+    list_type: str = ""
+    list_map_keys: tuple[str, ...] = ()
+    #: The source node (OpenAPI publishing and field management read it).
+    source: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not _MISSING
+
+
+# --------------------------------------------------------------------------- compiling
+
+
+def compile_schema(schema: Any, path: str) -> Node:
+    """Check that ``schema`` is a structural schema and compile it; :class:`SchemaError` lists
+    every problem with its field path (``path`` names the schema's own place in the CRD)."""
+    causes: list[StatusCause] = []
+    if not isinstance(schema, Mapping):
+        raise SchemaError([StatusCause("FieldValueRequired", "Required value: schemas are required", path)])
+    node = _compile(schema, path, causes, root=True, under_metadata=False)
+    if schema.get("type") != "object":
+        causes.append(
+            StatusCause(
+                "FieldValueInvalid",
+                f"Invalid value: {go_quote(str(schema.get('type', '')))}: must be object at the root",
+                f"{path}.type",
+            )
+        )
+    metadata = (
+        schema.get("properties", {}).get("metadata")
+        if isinstance(schema.get("properties"), Mapping)
+        else None
+    )
+    if isinstance(metadata, Mapping):
+        for key in metadata:
+            if key not in ("type", "properties", "description"):
+                causes.append(
+                    StatusCause(
+                        "FieldValueForbidden",
+                        "Forbidden: must not be specified at the root's metadata",
+                        f"{path}.properties[metadata].{key}",
+                    )
+                )
+        for name in metadata.get("properties") or {}:
+            if name not in ("name", "generateName"):
+                causes.append(
+                    StatusCause(
+                        "FieldValueForbidden",
+                        "Forbidden: only name and generateName may be specified under metadata",
+                        f"{path}.properties[metadata].properties[{name}]",
+                    )
+                )
+    if causes:
+        raise SchemaError(causes)
+    return node
+
+
+def _compile(
+    schema: Mapping[str, Any], path: str, causes: list[StatusCause], *, root: bool, under_metadata: bool
+) -> Node:
+    for key in _FORBIDDEN:
+        if key in schema:
+            causes.append(StatusCause("FieldValueForbidden", "Forbidden: must not be used", f"{path}.{key}"))
+    node = Node(source=schema)
+    type_ = schema.get("type", "")
+    node.int_or_string = bool(schema.get("x-kubernetes-int-or-string"))
+    node.preserve_unknown = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+    node.embedded_resource = bool(schema.get("x-kubernetes-embedded-resource"))
+    if type_:
+        if type_ not in _TYPES:
+            causes.append(
+                StatusCause(
+                    "FieldValueNotSupported",
+                    f'Unsupported value: {go_quote(str(type_))}: supported values: "array", "boolean", '
+                    '"integer", "number", "object", "string"',
+                    f"{path}.type",
+                )
+            )
+        node.type = str(type_)
+    elif not node.int_or_string and not node.preserve_unknown:
+        causes.append(
+            StatusCause(
+                "FieldValueRequired",
+                "Required value: must not be empty for specified object fields",
+                f"{path}.type",
+            )
+        )
+    if node.int_or_string and type_:
+        causes.append(
+            StatusCause(
+                "FieldValueInvalid",
+                "Invalid value: must be empty if x-kubernetes-int-or-string is true",
+                f"{path}.type",
+            )
+        )
+    if node.embedded_resource and type_ != "object":
+        causes.append(
+            StatusCause(
+                "FieldValueInvalid",
+                "Invalid value: must be object if x-kubernetes-embedded-resource is true",
+                f"{path}.type",
+            )
+        )
+    node.description = str(schema.get("description") or "")
+    node.nullable = bool(schema.get("nullable"))
+    node.format = str(schema.get("format") or "")
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        for name, sub in properties.items():
+            if not isinstance(sub, Mapping):
+                causes.append(
+                    StatusCause(
+                        "FieldValueInvalid", "Invalid value: must be an object", f"{path}.properties[{name}]"
+                    )
+                )
+                continue
+            node.properties[str(name)] = _compile(
+                sub,
+                f"{path}.properties[{name}]",
+                causes,
+                root=False,
+                under_metadata=root and name == "metadata",
+            )
+    additional = schema.get("additionalProperties")
+    if additional is not None:
+        if isinstance(properties, Mapping) and properties and additional is not False:
+            causes.append(
+                StatusCause(
+                    "FieldValueForbidden",
+                    "Forbidden: additionalProperties and properties are mutual exclusive",
+                    f"{path}.additionalProperties",
+                )
+            )
+        if isinstance(additional, Mapping):
+            node.additional = _compile(
+                additional, f"{path}.additionalProperties", causes, root=False, under_metadata=False
+            )
+        elif additional is True:
+            node.additional_any = True
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        node.items = _compile(items, f"{path}.items", causes, root=False, under_metadata=False)
+    elif items is not None:
+        causes.append(
+            StatusCause(
+                "FieldValueForbidden",
+                "Forbidden: items must be a schema object and not an array",
+                f"{path}.items",
+            )
+        )
+    elif node.type == "array":
+        causes.append(StatusCause("FieldValueRequired", "Required value: must be specified", f"{path}.items"))
+    required = schema.get("required")
+    if isinstance(required, list):
+        node.required = tuple(str(r) for r in required)
+    enum = schema.get("enum")
+    if isinstance(enum, list):
+        node.enum = list(enum)
+    if "default" in schema:
+        node.default = schema["default"]
+    for key, attr in (("minimum", "minimum"), ("maximum", "maximum"), ("multipleOf", "multiple_of")):
+        value = schema.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            setattr(node, attr, value)
+    node.exclusive_minimum = bool(schema.get("exclusiveMinimum"))
+    node.exclusive_maximum = bool(schema.get("exclusiveMaximum"))
+    for key, attr in (
+        ("minLength", "min_length"),
+        ("maxLength", "max_length"),
+        ("minItems", "min_items"),
+        ("maxItems", "max_items"),
+        ("minProperties", "min_properties"),
+        ("maxProperties", "max_properties"),
+    ):
+        value = schema.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            setattr(node, attr, value)
+    node.unique_items = bool(schema.get("uniqueItems"))
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        try:
+            node.pattern = re.compile(pattern)
+            node.pattern_text = pattern
+        except re.error as exc:
+            causes.append(
+                StatusCause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {go_quote(pattern)}: must be a valid regular expression: {exc}",
+                    f"{path}.pattern",
+                )
+            )
+    node.list_type = str(schema.get("x-kubernetes-list-type") or "")
+    if node.list_type and node.list_type not in ("atomic", "set", "map"):
+        causes.append(
+            StatusCause(
+                "FieldValueNotSupported",
+                f'Unsupported value: {go_quote(node.list_type)}: supported values: "atomic", "map", "set"',
+                f"{path}.x-kubernetes-list-type",
+            )
+        )
+    keys = schema.get("x-kubernetes-list-map-keys")
+    if isinstance(keys, list):
+        node.list_map_keys = tuple(str(k) for k in keys)
+    if node.list_type == "map" and not node.list_map_keys:
+        causes.append(
+            StatusCause(
+                "FieldValueRequired",
+                "Required value: must not be empty if x-kubernetes-list-type is map",
+                f"{path}.x-kubernetes-list-map-keys",
+            )
+        )
+    if node.list_type == "map" and node.items is not None:
+        for key in node.list_map_keys:
+            if key not in node.items.properties:
+                causes.append(
+                    StatusCause(
+                        "FieldValueInvalid",
+                        f"Invalid value: {go_quote(key)}: entries must all be names of item properties",
+                        f"{path}.x-kubernetes-list-map-keys",
+                    )
+                )
+    return node
+
+
+# --------------------------------------------------------------------------- pruning, nulls, defaults
+
+
+def prune(value: Any, node: Node, path: str = "", *, root: bool = True) -> list[str]:
+    """Drop, in place, fields the schema does not specify (kept under
+    ``x-kubernetes-preserve-unknown-fields``); at the root and in embedded resources
+    ``apiVersion``, ``kind`` and ``metadata`` are kept. Returns the dropped paths as strict
+    decoding names them (``spec.foo``)."""
+    dropped: list[str] = []
+    if isinstance(value, dict):
+        keep_meta = root or node.embedded_resource
+        for key in list(value):
+            child = f"{path}.{key}" if path else key
+            sub = node.properties.get(key) or node.additional
+            if sub is not None:
+                dropped.extend(prune(value[key], sub, child, root=False))
+            elif keep_meta and key in ("apiVersion", "kind", "metadata"):
+                continue
+            elif not (node.preserve_unknown or node.additional_any):
+                del value[key]
+                dropped.append(child)
+    elif isinstance(value, list) and node.items is not None:
+        for index, item in enumerate(value):
+            dropped.extend(prune(item, node.items, f"{path}[{index}]", root=False))
+    return dropped
+
+
+def default(value: Any, node: Node) -> None:
+    """Fill defaults in place: a missing property with a default gets a copy of it, and so does
+    a ``null`` one that is not nullable; other non-nullable ``null`` properties are dropped."""
+    if isinstance(value, dict):
+        for key, sub in node.properties.items():
+            current = value.get(key, _MISSING)
+            if current is None and not sub.nullable:
+                if sub.has_default:
+                    value[key] = copy.deepcopy(sub.default)
+                else:
+                    del value[key]
+            elif current is _MISSING and sub.has_default:
+                value[key] = copy.deepcopy(sub.default)
+        for key, item in value.items():
+            child = node.properties.get(key) or node.additional
+            if child is not None and item is not None:
+                default(item, child)
+    elif isinstance(value, list) and node.items is not None:
+        for item in value:
+            if item is not None:
+                default(item, node.items)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def validate(value: Any, node: Node, path: str = "") -> list[StatusCause]:
+    """Every violation of the schema by ``value``, one cause per field path, with upstream's messages."""
+    causes: list[StatusCause] = []
+    _validate(value, node, path, causes)
+    return causes
+
+
+def _json(value: Any) -> str:
+    if isinstance(value, str):
+        return go_quote(value)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return str(value)
+    return '"' + type(value).__name__ + '"' if not isinstance(value, dict | list) else _go_value(value)
+
+
+def _go_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{_go_value(v)}" for k, v in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(_go_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        return value
+    return _json(value)
+
+
+def _type_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _name(path: str) -> str:
+    return path or "<root>"
+
+
+def _invalid(path: str, value: Any, detail: str) -> StatusCause:
+    return StatusCause("FieldValueInvalid", f"Invalid value: {_json(value)}: {detail}", path)
+
+
+def _type_matches(value: Any, node: Node) -> bool:
+    actual = _type_of(value)
+    if node.int_or_string:
+        return actual in ("integer", "string")
+    if not node.type:
+        return True
+    if node.type == "number":
+        return actual in ("integer", "number")
+    return actual == node.type
+
+
+def _validate(value: Any, node: Node, path: str, causes: list[StatusCause]) -> None:
+    if value is None:
+        if not node.nullable and (node.type or node.int_or_string):
+            expected = node.type or "integer,string"
+            causes.append(
+                StatusCause(
+                    "FieldValueTypeInvalid",
+                    f'Invalid value: "null": {_name(path)} in body must be of type {expected}: "null"',
+                    path,
+                )
+            )
+        return
+    if not _type_matches(value, node):
+        expected = "integer,string" if node.int_or_string else node.type
+        causes.append(
+            StatusCause(
+                "FieldValueTypeInvalid",
+                f'Invalid value: "{_type_of(value)}": {_name(path)} in body must be of type {expected}: '
+                f'"{_type_of(value)}"',
+                path,
+            )
+        )
+        return
+    if node.enum is not None and value not in node.enum:
+        supported = ", ".join(_json(v) for v in node.enum)
+        causes.append(
+            StatusCause(
+                "FieldValueNotSupported",
+                f"Unsupported value: {_json(value)}: supported values: {supported}",
+                path,
+            )
+        )
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int | float):
+        _validate_number(value, node, path, causes)
+    elif isinstance(value, str):
+        _validate_string(value, node, path, causes)
+    elif isinstance(value, list):
+        _validate_array(value, node, path, causes)
+    elif isinstance(value, dict):
+        _validate_object(value, node, path, causes)
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+def _validate_number(value: float, node: Node, path: str, causes: list[StatusCause]) -> None:
+    name = _name(path)
+    if node.maximum is not None:
+        if node.exclusive_maximum and value >= node.maximum:
+            causes.append(
+                _invalid(path, value, f"{name} in body should be less than {_number(node.maximum)}")
+            )
+        elif value > node.maximum:
+            causes.append(
+                _invalid(
+                    path, value, f"{name} in body should be less than or equal to {_number(node.maximum)}"
+                )
+            )
+    if node.minimum is not None:
+        if node.exclusive_minimum and value <= node.minimum:
+            causes.append(
+                _invalid(path, value, f"{name} in body should be greater than {_number(node.minimum)}")
+            )
+        elif value < node.minimum:
+            causes.append(
+                _invalid(
+                    path, value, f"{name} in body should be greater than or equal to {_number(node.minimum)}"
+                )
+            )
+    if node.multiple_of:
+        quotient = value / node.multiple_of
+        if not math.isclose(quotient, round(quotient)):
+            causes.append(
+                _invalid(path, value, f"{name} in body should be a multiple of {_number(node.multiple_of)}")
+            )
+    if node.format in ("int32", "int64") and isinstance(value, int):
+        bits = 31 if node.format == "int32" else 63
+        if not -(2**bits) <= value < 2**bits:
+            causes.append(
+                _invalid(path, value, f"{name} in body must be of type {node.format}: {_json(value)}")
+            )
+
+
+def _validate_string(value: str, node: Node, path: str, causes: list[StatusCause]) -> None:
+    name = _name(path)
+    length = len(value)
+    if node.max_length is not None and length > node.max_length:
+        causes.append(
+            StatusCause("FieldValueTooLong", f"Too long: may not be more than {node.max_length} bytes", path)
+        )
+    if node.min_length is not None and length < node.min_length:
+        causes.append(
+            _invalid(path, value, f"{name} in body should be at least {node.min_length} chars long")
+        )
+    if node.pattern is not None and node.pattern.search(value) is None:
+        causes.append(_invalid(path, value, f"{name} in body should match '{node.pattern_text}'"))
+    if node.format and not node.int_or_string:
+        checker = _FORMATS.get(node.format)
+        if checker is not None and not checker(value):
+            causes.append(
+                _invalid(path, value, f"{name} in body must be of type {node.format}: {go_quote(value)}")
+            )
+
+
+def _validate_array(value: list[Any], node: Node, path: str, causes: list[StatusCause]) -> None:
+    name = _name(path)
+    if node.max_items is not None and len(value) > node.max_items:
+        causes.append(
+            StatusCause(
+                "FieldValueTooMany", f"Too many: {len(value)}: must have at most {node.max_items} items", path
+            )
+        )
+    if node.min_items is not None and len(value) < node.min_items:
+        causes.append(_invalid(path, value, f"{name} in body should have at least {node.min_items} items"))
+    if node.list_type == "set" or node.unique_items:
+        seen: list[Any] = []
+        for index, item in enumerate(value):
+            if item in seen:
+                causes.append(
+                    StatusCause("FieldValueDuplicate", f"Duplicate value: {_json(item)}", f"{path}[{index}]")
+                )
+            else:
+                seen.append(item)
+    elif node.list_type == "map":
+        keys_seen: set[tuple[str, ...]] = set()
+        for index, item in enumerate(value):
+            if not isinstance(item, dict):
+                continue
+            key = tuple(repr(item.get(k)) for k in node.list_map_keys)
+            if key in keys_seen:
+                shown = ", ".join(f"{go_quote(k)}:{_json(item.get(k))}" for k in node.list_map_keys)
+                causes.append(
+                    StatusCause("FieldValueDuplicate", f"Duplicate value: map[{shown}]", f"{path}[{index}]")
+                )
+            keys_seen.add(key)
+    if node.items is not None:
+        for index, item in enumerate(value):
+            _validate(item, node.items, f"{path}[{index}]", causes)
+
+
+def _validate_object(value: dict[str, Any], node: Node, path: str, causes: list[StatusCause]) -> None:
+    name = _name(path)
+    if node.max_properties is not None and len(value) > node.max_properties:
+        causes.append(
+            StatusCause(
+                "FieldValueTooMany",
+                f"Too many: {len(value)}: must have at most {node.max_properties} items",
+                path,
+            )
+        )
+    if node.min_properties is not None and len(value) < node.min_properties:
+        causes.append(
+            _invalid(path, value, f"{name} in body should have at least {node.min_properties} properties")
+        )
+    for required in node.required:
+        if required not in value:
+            causes.append(StatusCause("FieldValueRequired", "Required value", _join(path, required)))
+    for key, item in value.items():
+        sub = node.properties.get(key) or node.additional
+        if sub is not None:
+            _validate(item, sub, _join(path, key), causes)
+    if node.embedded_resource:
+        causes.extend(_embedded(value, path))
+
+
+def _join(path: str, key: str) -> str:
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{key}]"
+
+
+def _embedded(value: dict[str, Any], path: str) -> list[StatusCause]:
+    causes: list[StatusCause] = []
+    for key in ("apiVersion", "kind"):
+        if not value.get(key):
+            causes.append(
+                StatusCause("FieldValueRequired", "Required value: must not be empty", _join(path, key))
+            )
+    metadata = value.get("metadata")
+    if isinstance(metadata, dict):
+        name = metadata.get("name")
+        if isinstance(name, str) and name:
+            for problem in naming.dns1123_subdomain_errors(name):
+                causes.append(_invalid(_join(_join(path, "metadata"), "name"), name, problem))
+    return causes
+
+
+# --------------------------------------------------------------------------- formats
+
+
+def _date_time(text: str) -> bool:
+    try:
+        datetime.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return False
+    return "T" in text.upper() or " " in text
+
+
+def _date(text: str) -> bool:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+_DURATION = re.compile(r"^([-+]?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h|d|w))+|0)$")
+
+
+def _byte(text: str) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def _uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return len(text) == 36
+
+
+_FORMATS: dict[str, Callable[[str], bool]] = {
+    "date-time": _date_time,
+    "datetime": _date_time,
+    "date": _date,
+    "duration": lambda text: _DURATION.match(text) is not None,
+    "byte": _byte,
+    "uuid": _uuid,
+    "hostname": lambda text: not naming.dns1123_subdomain_errors(text),
+    "ipv4": lambda text: (
+        re.fullmatch(r"(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}", text) is not None
+    ),
+    "email": lambda text: re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", text) is not None,
+}

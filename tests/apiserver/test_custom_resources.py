@@ -1,0 +1,369 @@
+"""CustomResourceDefinitions and custom resources on the embedded server, driven by the real
+kubectl (oldest and newest on the machine) and over HTTP: established in the same write,
+pruning, defaults, validation with every offending path, status and scale subresources, printer
+columns, categories, explain, patch types, deletion of a CRD and its objects, and durability."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+from typing import Any
+
+import pytest
+
+from kubeloop.testing import eventually, start_server
+from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
+from tests.conftest import Client, ServerThread
+
+MERGE = "application/merge-patch+json"
+
+
+def crd_yaml(group: str) -> str:
+    return f"""\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.{group}
+spec:
+  group: {group}
+  scope: Namespaced
+  names:
+    plural: crontabs
+    singular: crontab
+    kind: CronTab
+    shortNames: [ct]
+    categories: [all]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {{}}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
+    additionalPrinterColumns:
+    - name: Spec
+      type: string
+      jsonPath: .spec.cronSpec
+    - name: Replicas
+      type: integer
+      jsonPath: .spec.replicas
+    schema:
+      openAPIV3Schema:
+        type: object
+        description: A CronTab runs an image on a schedule.
+        properties:
+          spec:
+            type: object
+            description: What to run and when.
+            required: [cronSpec]
+            properties:
+              cronSpec:
+                type: string
+                description: The schedule in cron format.
+                pattern: '^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){{4}}$'
+              image:
+                type: string
+                maxLength: 20
+              replicas:
+                type: integer
+                description: How many copies run.
+                minimum: 1
+                maximum: 10
+                default: 1
+              mode:
+                type: string
+                enum: [Fast, Slow]
+              tags:
+                type: array
+                x-kubernetes-list-type: set
+                items: {{type: string}}
+              extra:
+                type: object
+                x-kubernetes-preserve-unknown-fields: true
+          status:
+            type: object
+            properties:
+              replicas:
+                type: integer
+"""
+
+
+def crontab_yaml(group: str, name: str, **spec: Any) -> str:
+    fields = {"cronSpec": "* * * * */5", "image": "my-image", **spec}
+    lines = "".join(
+        f"  {key}: {value!r}\n" if isinstance(value, str) else f"  {key}: {value}\n"
+        for key, value in fields.items()
+    )
+    return f"apiVersion: {group}/v1\nkind: CronTab\nmetadata:\n  name: {name}\nspec:\n{lines}"
+
+
+@pytest.fixture(params=KUBECTLS, ids=[p.name for p in KUBECTLS])
+def kubectl(request: pytest.FixtureRequest, shared_server: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    return Kubectl(request.param, shared_server.kubeconfig, tmp_path)
+
+
+@pytest.mark.kubectl
+@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
+def test_kubectl_applies_a_crd_and_right_after_it_a_custom_resource(
+    kubectl: Kubectl, api: Client, namespace: str
+) -> None:
+    group = f"{namespace}.example.com"
+    kubectl("apply", "-f", "-", stdin=crd_yaml(group))
+    # No waiting for Established: the CRD was established in the same write.
+    kubectl("apply", "-n", namespace, "-f", "-", stdin=crontab_yaml(group, "nightly"))
+
+    table = kubectl("get", f"crontabs.{group}", "-n", namespace).stdout.splitlines()
+    assert table[0].split() == ["NAME", "SPEC", "REPLICAS"]
+    assert table[1].split() == ["nightly", "*", "*", "*", "*", "*/5", "1"]  # the default, on read
+    assert "crontab." + group + "/nightly" in kubectl("get", "all", "-n", namespace).stdout
+    assert "nightly" in kubectl("get", f"ct.{group}", "-n", namespace, "-o", "name").stdout
+
+    kubectl("scale", "-n", namespace, f"crontab.{group}/nightly", "--replicas=3")
+    obj = api.get(f"/apis/{group}/v1/namespaces/{namespace}/crontabs/nightly").json()
+    assert obj["spec"]["replicas"] == 3
+    assert obj["metadata"]["generation"] == 2
+
+    explained = kubectl("explain", "crontab.spec", f"--api-version={group}/v1").stdout
+    assert "What to run and when." in explained
+    assert "The schedule in cron format." in explained
+    assert (
+        "How many copies run."
+        in kubectl("explain", "crontab.spec.replicas", f"--api-version={group}/v1").stdout
+    )
+
+
+@pytest.mark.kubectl
+@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
+def test_kubectl_gets_every_offending_field_of_an_invalid_custom_resource(
+    kubectl: Kubectl, api: Client, namespace: str
+) -> None:
+    group = f"{namespace}.example.com"
+    kubectl("apply", "-f", "-", stdin=crd_yaml(group))
+    bad = crontab_yaml(group, "bad", cronSpec="nope", image="x" * 30, replicas=50, mode="Medium")
+    result = kubectl("apply", "-n", namespace, "-f", "-", stdin=bad, check=False)
+    assert result.returncode != 0
+    for expected in (
+        'spec.cronSpec: Invalid value: "nope": spec.cronSpec in body should match',
+        "spec.image: Too long: may not be more than 20 bytes",
+        "spec.replicas: Invalid value: 50: spec.replicas in body should be less than or equal to 10",
+        'spec.mode: Unsupported value: "Medium": supported values: "Fast", "Slow"',
+    ):
+        assert expected in result.stderr, result.stderr
+    assert api.get(f"/apis/{group}/v1/namespaces/{namespace}/crontabs/bad").status_code == 404
+
+
+def crd_body(group: str, **version: Any) -> dict[str, Any]:
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "size": {"type": "integer", "default": 2},
+                    "keep": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                    "nothing": {"type": "string", "nullable": True},
+                },
+            },
+            "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+        },
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                    "subresources": {"status": {}},
+                    **version,
+                }
+            ],
+        },
+    }
+
+
+def create_crd(api: Client, group: str, **version: Any) -> dict[str, Any]:
+    response = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd_body(group, **version))
+    assert response.status_code == 201, response.text
+    crd: dict[str, Any] = response.json()
+    return crd
+
+
+def test_a_created_crd_is_established_at_once_with_defaulted_names(api: Client, namespace: str) -> None:
+    crd = create_crd(api, f"{namespace}.example.com")
+    names = crd["spec"]["names"]
+    assert names["singular"] == "widget" and names["listKind"] == "WidgetList"
+    conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+    assert conditions == {"NamesAccepted": "True", "Established": "True"}
+    assert crd["status"]["acceptedNames"] == names
+    assert crd["status"]["storedVersions"] == ["v1"]
+    assert "customresourcecleanup.apiextensions.k8s.io" in crd["metadata"]["finalizers"]
+    resources = api.get(f"/apis/{namespace}.example.com/v1").json()["resources"]
+    assert {r["name"] for r in resources} == {"widgets", "widgets/status"}
+
+
+def test_custom_resources_are_pruned_defaulted_and_status_goes_through_status(
+    api: Client, namespace: str
+) -> None:
+    group = f"{namespace}.example.com"
+    create_crd(api, group)
+    path = f"/apis/{group}/v1/namespaces/{namespace}/widgets"
+    body = {
+        "apiVersion": f"{group}/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w"},
+        "spec": {"unknown": 1, "keep": {"any": {"thing": 1}}, "nothing": None},
+        "status": {"phase": "Ignored"},
+        "extra": True,
+    }
+    created = api.post(path, body)
+    assert created.status_code == 201, created.text
+    obj = created.json()
+    assert obj["spec"] == {"size": 2, "keep": {"any": {"thing": 1}}, "nothing": None}
+    assert "extra" not in obj and "status" not in obj
+    assert created.headers.get("Warning", "").count("unknown field") == 2
+
+    strict = api.post(path + "?fieldValidation=Strict", {**body, "metadata": {"name": "w2"}})
+    assert strict.status_code == 400
+    assert 'unknown field "spec.unknown"' in strict.json()["message"]
+
+    # The main resource cannot write status; /status writes only status.
+    api.patch(f"{path}/w", {"status": {"phase": "Main"}, "spec": {"size": 3}}, MERGE)
+    after = api.patch(f"{path}/w/status", {"status": {"phase": "Done"}, "spec": {"size": 9}}, MERGE).json()
+    assert after["status"] == {"phase": "Done"}
+    assert after["spec"]["size"] == 3
+    assert after["metadata"]["generation"] == 2  # the spec change only
+
+    smp = api.patch(f"{path}/w", {"spec": {"size": 4}}, "application/strategic-merge-patch+json")
+    assert smp.status_code == 415
+    assert "application/merge-patch+json" in smp.json()["message"]
+    assert "strategic" not in smp.json()["message"]
+
+    wrong = api.patch(f"{path}/w", {"spec": {"size": "big"}}, MERGE)
+    assert wrong.status_code == 422
+    assert wrong.json()["details"]["causes"] == [
+        {
+            "reason": "FieldValueTypeInvalid",
+            "message": 'Invalid value: "string": spec.size in body must be of type integer: "string"',
+            "field": "spec.size",
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"metadata": {"name": "wrong.example.com"}}, "metadata.name"),
+        ({"spec": {"scope": "Everywhere"}}, "spec.scope"),
+        ({"spec": {"group": "nodots"}}, "spec.group"),
+        ({"spec": {"names": {"plural": "widgets", "kind": "bad kind"}}}, "spec.names.kind"),
+        ({"version": {"storage": False}}, "spec.versions"),
+        (
+            {"version": {"schema": {"openAPIV3Schema": {"type": "object", "properties": {"a": {}}}}}},
+            "spec.versions[0].schema.openAPIV3Schema.properties[a].type",
+        ),
+        (
+            {"version": {"schema": {"openAPIV3Schema": {"type": "string"}}}},
+            "spec.versions[0].schema.openAPIV3Schema.type",
+        ),
+    ],
+)
+def test_an_invalid_crd_is_rejected_naming_the_field(
+    api: Client, namespace: str, change: dict[str, Any], field: str
+) -> None:
+    group = f"{namespace}.example.com"
+    body = crd_body(group)
+    if "metadata" in change:
+        body["metadata"].update(change["metadata"])
+    if "spec" in change:
+        body["spec"].update(change["spec"])
+        if "group" in change["spec"]:
+            body["metadata"]["name"] = f"widgets.{change['spec']['group']}"
+    if "version" in change:
+        body["spec"]["versions"][0].update(change["version"])
+    response = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body)
+    assert response.status_code == 422, response.text
+    assert field in [c["field"] for c in response.json()["details"]["causes"]]
+    assert (
+        api.get(
+            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{body['metadata']['name']}"
+        ).status_code
+        == 404
+    )
+
+
+def test_deleting_a_crd_deletes_its_objects_and_then_its_kind(api: Client, namespace: str) -> None:
+    group = f"{namespace}.example.com"
+    create_crd(api, group)
+    path = f"/apis/{group}/v1/namespaces/{namespace}/widgets"
+    for name in ("a", "b"):
+        assert (
+            api.post(
+                path, {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": name}}
+            ).status_code
+            == 201
+        )
+    assert (
+        api.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}").status_code
+        == 200
+    )
+
+    def gone() -> bool:
+        crd = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}")
+        return crd.status_code == 404 and api.get(f"/apis/{group}/v1").status_code == 404
+
+    asyncio.run(eventually(gone))
+    # Re-created, the kind starts empty.
+    create_crd(api, group)
+    assert api.get(path).json()["items"] == []
+
+
+def test_crds_and_their_objects_survive_a_restart_of_the_durable_server(tmp_path: pathlib.Path) -> None:
+    group = "durable.example.com"
+    server = start_server(tmp_path)
+    try:
+        api = Client(server)
+        create_crd(api, group)
+        assert (
+            api.post(
+                "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "d"}}
+            ).status_code
+            == 201
+        )
+        created = api.post(
+            f"/apis/{group}/v1/namespaces/d/widgets",
+            {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}},
+        )
+        assert created.status_code == 201, created.text
+        uid = created.json()["metadata"]["uid"]
+    finally:
+        server.stop()
+    server = start_server(tmp_path)
+    try:
+        api = Client(server)
+        obj = api.get(f"/apis/{group}/v1/namespaces/d/widgets/w").json()
+        assert obj["metadata"]["uid"] == uid
+        assert obj["spec"] == {"size": 2}
+        assert (
+            api.post(
+                f"/apis/{group}/v1/namespaces/d/widgets",
+                {
+                    "apiVersion": f"{group}/v1",
+                    "kind": "Widget",
+                    "metadata": {"name": "v"},
+                    "spec": {"size": 5},
+                },
+            ).status_code
+            == 201
+        )
+    finally:
+        server.stop()

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import signal
 from typing import Any
 
+import orjson
 import pytest
 
 from kubeloop.testing import eventually, start_server
+from tests.apiserver.test_durability import apiserver, session_for
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread
 
@@ -367,3 +370,104 @@ def test_crds_and_their_objects_survive_a_restart_of_the_durable_server(tmp_path
         )
     finally:
         server.stop()
+
+
+@pytest.mark.kubectl
+@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
+@pytest.mark.parametrize("binary", KUBECTLS, ids=[p.name for p in KUBECTLS])
+def test_custom_resources_on_a_durable_server_across_sigkills(
+    binary: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """`kubeloop apiserver --data-dir` driven by kubectl: the CRD and its objects outlive a SIGKILL,
+    bad and huge bodies are refused naming the field and write nothing, and a CRD deleted just
+    before a SIGKILL finishes its cleanup after the restart."""
+    data = tmp_path / "data"
+    kubectl = Kubectl(binary, data / "kubeconfig", tmp_path)
+    group = "attack.example.com"
+    base = f"/apis/{group}/v1/namespaces/default/crontabs"
+    with apiserver(data) as (proc, _url):
+        kubectl("apply", "-f", "-", stdin=crd_yaml(group))
+        kubectl("apply", "-n", "default", "-f", "-", stdin=crontab_yaml(group, "before"))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    with apiserver(data) as (proc, url):
+        session = session_for(data)
+        table = kubectl("get", f"crontabs.{group}", "-n", "default").stdout.splitlines()
+        assert table[1].split()[0] == "before" and table[1].split()[-1] == "1"
+        kubectl("apply", "-n", "default", "-f", "-", stdin=crontab_yaml(group, "after", replicas=4))
+        bad = kubectl(
+            "apply",
+            "-n",
+            "default",
+            "-f",
+            "-",
+            stdin=crontab_yaml(group, "bad", replicas="many"),
+            check=False,
+        )
+        assert bad.returncode != 0 and "spec.replicas" in bad.stderr, bad.stderr
+        huge = {
+            "apiVersion": f"{group}/v1",
+            "kind": "CronTab",
+            "metadata": {"name": "huge"},
+            "spec": {"cronSpec": "* * * * *", "extra": {"blob": "x" * (2 * 1024 * 1024)}},
+        }
+        (tmp_path / "huge.json").write_text(orjson.dumps(huge).decode())
+        too_big = kubectl("create", "-n", "default", "-f", str(tmp_path / "huge.json"), check=False)
+        assert too_big.returncode != 0 and "too large" in too_big.stderr.lower(), too_big.stderr
+        nested: dict[str, object] = {}
+        for _ in range(300):
+            nested = {"a": nested}
+        deep = session.post(
+            url + base,
+            json={**huge, "metadata": {"name": "deep"}, "spec": {"cronSpec": "* * * * *", "extra": nested}},
+            timeout=30,
+        )
+        assert deep.status_code == 400, deep.text
+        assert deep.json()["kind"] == "Status"
+        for name in ("bad", "huge", "deep"):
+            assert session.get(url + f"{base}/{name}", timeout=10).status_code == 404
+        deleted = session.delete(
+            url + f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.{group}", timeout=10
+        )
+        assert deleted.status_code == 200, deleted.text
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    with apiserver(data) as (_proc, url):
+        session = session_for(data)
+
+        def cleaned_up() -> bool:
+            crd = session.get(
+                url + f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.{group}", timeout=10
+            )
+            return (
+                crd.status_code == 404
+                and session.get(url + f"/apis/{group}/v1", timeout=10).status_code == 404
+            )
+
+        asyncio.run(eventually(cleaned_up))
+        kubectl("apply", "-f", "-", stdin=crd_yaml(group))
+        assert kubectl("get", f"crontabs.{group}", "-n", "default", "-o", "name").stdout == ""
+
+
+def test_an_edited_schema_defaults_older_objects_on_read_and_judges_later_writes(
+    api: Client, namespace: str
+) -> None:
+    group = f"{namespace}.example.com"
+    crd = create_crd(api, group)
+    path = f"/apis/{group}/v1/namespaces/{namespace}/widgets"
+    widget = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "old"}, "spec": {"size": 3}}
+    assert api.post(path, widget).status_code == 201
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    schema["properties"]["size"]["maximum"] = 5
+    schema["properties"]["color"] = {"type": "string", "default": "blue"}
+    updated = api.put(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}", crd)
+    assert updated.status_code == 200, updated.text
+    # The object written before the edit is served with the new default; it is not rewritten.
+    old = api.get(f"{path}/old").json()
+    assert old["spec"] == {"size": 3, "color": "blue"}
+    assert old["metadata"]["resourceVersion"] == api.get(f"{path}/old").json()["metadata"]["resourceVersion"]
+    too_big = api.post(path, {**widget, "metadata": {"name": "new"}, "spec": {"size": 7}})
+    assert too_big.status_code == 422
+    assert too_big.json()["details"]["causes"][0]["field"] == "spec.size"
+    fresh = api.post(path, {**widget, "metadata": {"name": "fresh"}, "spec": {}}).json()
+    assert fresh["spec"] == {"size": 2, "color": "blue"}

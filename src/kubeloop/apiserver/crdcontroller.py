@@ -10,7 +10,6 @@ which the CRD goes and its kinds leave the catalog — what upstream's finalizin
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
@@ -22,7 +21,7 @@ from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.openapi.v3 import crd_definitions
 from kubeloop.apiserver.registry.customresources import CLEANUP_FINALIZER, CRDStrategy, served_resources
 from kubeloop.apiserver.registry.generic import DeleteOptions, ListOptions, Registry, WriteOptions
-from kubeloop.lifecycle import cancel_and_wait
+from kubeloop.apiserver.retryloop import RetryLoop
 
 log = logging.getLogger("kubeloop.apiserver.crds")
 
@@ -32,7 +31,6 @@ class CRDController:
 
     def __init__(self, registry: Registry, *, retry_interval: float = 0.5) -> None:
         self._registry = registry
-        self._retry = retry_interval
         crds = registry.catalog.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         if crds is None:
             raise RuntimeError("the catalog does not serve CustomResourceDefinitions")
@@ -41,9 +39,8 @@ class CRDController:
         #: CRD name → the resources it serves now.
         self._served: dict[str, list[ResourceType]] = {}
         self._definitions: dict[str, dict[str, Any]] = {}
-        self._pending: asyncio.Queue[str] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._cleanup = RetryLoop(self._clean_up, what="crd-cleanup", log=log, retry_interval=retry_interval)
+        self._started = False
 
     def definitions(self) -> Mapping[str, Any]:
         """The OpenAPI definitions of every served custom resource kind, by definition name."""
@@ -94,43 +91,19 @@ class CRDController:
         self._definitions.pop(name, None)
 
     def _queue(self, name: str) -> None:
-        if self._loop is None:
-            return  # start() queues what is terminating
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
-            self._pending.put_nowait(name)
-        else:
-            self._loop.call_soon_threadsafe(self._pending.put_nowait, name)
+        if self._started:  # start() queues what is terminating
+            self._cleanup.queue(name)
 
     def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
         self.load()
         for _key, obj in self._registry.store.items(self._crds.key_prefix()):
             if (obj.get("metadata") or {}).get("deletionTimestamp"):
-                self._queue(obj["metadata"]["name"])
-        self._task = asyncio.create_task(self._run(), name="kubeloop-crd-cleanup")
+                self._cleanup.queue(obj["metadata"]["name"])
+        self._started = True
+        self._cleanup.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            await cancel_and_wait([self._task])
-            self._task = None
-
-    async def _run(self) -> None:
-        while True:
-            name = await self._pending.get()
-            try:
-                done = await self._clean_up(name)
-            except errors.APIError as error:
-                log.warning("customresourcedefinition %s: %s", name, error.message)
-                done = False
-            except Exception:
-                log.exception("customresourcedefinition %s: cleanup failed", name)
-                done = False
-            if not done:
-                asyncio.get_running_loop().call_later(self._retry, self._pending.put_nowait, name)
+        await self._cleanup.stop()
 
     async def _clean_up(self, name: str) -> bool:
         """Delete a terminating CRD's objects, then let it go; True when nothing is left to do."""

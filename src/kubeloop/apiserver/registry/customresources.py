@@ -70,6 +70,7 @@ class CustomResourceStrategy(Strategy):
         scale: Mapping[str, Any] | None,
         *,
         storage_version: str,
+        schema_revision: int = 0,
     ) -> None:
         super().__init__(resource)
         self.root = schema
@@ -77,6 +78,8 @@ class CustomResourceStrategy(Strategy):
         #: Set while the CRD is being deleted: no new objects.
         self.terminating = False
         self._defaults = _has_defaults(schema)
+        #: The CRD revision this schema came with: objects written after it already carry its defaults.
+        self._schema_revision = schema_revision
         self._storage_api_version = f"{resource.group}/{storage_version}"
         # What validation walks: the root without apiVersion, kind and metadata (ObjectMeta's rules
         # and the schema's metadata node check those).
@@ -111,13 +114,22 @@ class CustomResourceStrategy(Strategy):
         """The stored object in this version (conversion None: only apiVersion changes), with
         defaults applied on read too (a schema may have gained them since it was written)."""
         relabel = stored.get("apiVersion") != self.resource.api_version
-        if not relabel and not (self._defaults and _needs_defaults(stored, self.root)):
+        if not relabel and not (
+            self._defaults and self._older_than_schema(stored) and _needs_defaults(stored, self.root)
+        ):
             return stored
         served = copy.deepcopy(stored)
         served["apiVersion"] = self.resource.api_version
         if self._defaults:
             structural.default(served, self.root)
         return served
+
+    def _older_than_schema(self, stored: Obj) -> bool:
+        """Whether the object may predate the schema (then its defaults are looked for on read)."""
+        revision = (stored.get("metadata") or {}).get("resourceVersion")
+        return not (
+            isinstance(revision, str) and revision.isdigit() and int(revision) > self._schema_revision
+        )
 
     def to_stored(self, served: Obj) -> Obj:
         """Objects are stored in the storage version."""
@@ -518,6 +530,8 @@ def served_resources(crd: Obj) -> list[tuple[ResourceType, CustomResourceStrateg
     storage_version = next(
         (v["name"] for v in spec.get("versions") or () if isinstance(v, dict) and v.get("storage")), ""
     )
+    revision = str((crd.get("metadata") or {}).get("resourceVersion") or "0")
+    schema_revision = int(revision) if revision.isdigit() else 0
     out: list[tuple[ResourceType, CustomResourceStrategy]] = []
     for version in spec.get("versions") or ():
         if not version.get("served", True):
@@ -564,7 +578,11 @@ def served_resources(crd: Obj) -> list[tuple[ResourceType, CustomResourceStrateg
             (version.get("schema") or {}).get("openAPIV3Schema"), "openAPIV3Schema"
         )
         strategy = CustomResourceStrategy(
-            resource, schema, subresources.get("scale"), storage_version=storage_version
+            resource,
+            schema,
+            subresources.get("scale"),
+            storage_version=storage_version,
+            schema_revision=schema_revision,
         )
         out.append((resource, strategy))
     return out

@@ -368,7 +368,7 @@ def _json(value: Any) -> str:
         return str(int(value))
     if isinstance(value, int | float):
         return str(value)
-    return '"' + type(value).__name__ + '"' if not isinstance(value, dict | list) else _go_value(value)
+    return _go_value(value)  # objects and arrays, as Go's %v prints them
 
 
 def _go_value(value: Any) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import contextlib
 import json
 import logging
@@ -31,7 +30,7 @@ import time
 from typing import Any
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-import yaml
+from _kopf import register_login
 from _server import server_process
 
 from kubeloop.api.gvk import GroupVersionKind
@@ -149,20 +148,7 @@ async def run_kopf(kubeconfig: str, namespace: str, writer: list[str]) -> tuple[
     def on_event(event: dict[str, Any], name: str, **_: Any) -> None:
         latencies.observe(name, (event.get("object") or {}).get("metadata", {}).get("annotations"))
 
-    @kopf.on.login(registry=registry)
-    def login(**_: Any) -> kopf.ConnectionInfo:
-        with open(kubeconfig) as handle:
-            config = yaml.safe_load(handle)
-        cluster = config["clusters"][0]["cluster"]
-        return kopf.ConnectionInfo(
-            server=cluster["server"],
-            ca_data=base64.b64decode(cluster["certificate-authority-data"])
-            if "certificate-authority-data" in cluster
-            else None,
-            ca_path=cluster.get("certificate-authority"),
-            token=config["users"][0]["user"]["token"],
-            default_namespace=namespace,
-        )
+    register_login(kopf, registry, kubeconfig, namespace)
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:

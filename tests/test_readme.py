@@ -1,6 +1,7 @@
 """Every Python block of the README runs as a user would run it: a script with ``python`` against
 the shared server (``$KUBECONFIG``), an operator (a block defining ``setup``) with ``kubeloop run``
-and kubectl driving it. A block that fits neither fails the test."""
+and kubectl driving it, a custom resource model with its CRD printed and piped to kubectl apply.
+A block that fits none of these fails the test."""
 
 from __future__ import annotations
 
@@ -45,6 +46,21 @@ def test_readme_block(
     script.write_text(code)
     kubeconfig = str(shared_server.kubeconfig)
     env = {**os.environ, "KUBECONFIG": kubeconfig, "PYTHONUNBUFFERED": "1"}
+    if "kubeloop.CustomResource" in code:
+        # The model's CRD, printed as YAML, is what the user pipes to kubectl apply.
+        done = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path
+        )
+        assert done.returncode == 0, done.stderr
+        applied = kubectl(kubeconfig, "apply", "-f", "-", stdin=done.stdout)
+        assert "customresourcedefinition.apiextensions.k8s.io/backups.example.com" in applied
+        backup = "apiVersion: example.com/v1\nkind: Backup\nmetadata: {name: b}\nspec: {schedule: daily}\n"
+        kubectl(kubeconfig, "apply", "-n", namespace, "-f", "-", stdin=backup)
+        assert (
+            kubectl(kubeconfig, "get", "-n", namespace, "backups", "-o", "jsonpath={.items[0].spec.keep}")
+            == "7"
+        )
+        return
     if "def setup(" not in code:
         kubectl(kubeconfig, "create", "configmap", "readme", "-n", "default", "--from-literal=k=v")
         try:

@@ -20,8 +20,10 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
   ``BlockingClient``, ``SyncClient``, ``ObjectList``, ``PatchType``, ``load_config``,
   ``ClientConfig``;
 - kinds and objects: ``kinds`` (a constant per built-in kind), ``models`` (typed models:
-  ``models.apps_v1.Deployment``), ``GroupVersionKind``, ``CustomResource``, ``KubeObject``,
-  ``Obj`` (an object as a dict), ``ObjectMeta``;
+  ``models.apps_v1.Deployment``), ``GroupVersionKind``, ``CustomResource`` (a custom resource
+  model that generates its CRD), ``KubeModel`` (the base of the models of its parts),
+  ``KubeObject``, ``Obj`` (an object as a dict), ``ObjectMeta``, and ``crd`` (CRD markers, the
+  generator and ``install_crds``);
 - helpers (controller-runtime's ``controllerutil``): ``create_or_update``, ``create_or_patch``,
   ``OperationResult``, ``set_controller_reference``, ``set_owner_reference``,
   ``add_finalizer``, ``remove_finalizer``, ``contains_finalizer``, ``set_status_condition``,
@@ -70,6 +72,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "GroupVersionKind": ("kubeloop.api.gvk", "GroupVersionKind"),
     "CustomResource": ("kubeloop.api.customresource", "CustomResource"),
     "KubeObject": ("kubeloop.api.model", "KubeObject"),
+    "KubeModel": ("kubeloop.api.model", "KubeModel"),
     "ObjectMeta": ("kubeloop.api.models.meta_v1", "ObjectMeta"),
     "Obj": ("kubeloop.api.object", "Obj"),
     # controllerutil
@@ -88,6 +91,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "AlreadyOwnedError": ("kubeloop.controller.controllerutil", "AlreadyOwnedError"),
     # modules
     "kinds": ("kubeloop.kinds", None),
+    "crd": ("kubeloop.crd", None),
     "models": ("kubeloop.models", None),
     "errors": ("kubeloop.errors", None),
     "predicate": ("kubeloop.controller.predicate", None),
@@ -111,6 +115,7 @@ __all__ = [
     "CustomResource",
     "EventRecorder",
     "GroupVersionKind",
+    "KubeModel",
     "KubeObject",
     "LeaderElectionConfig",
     "Manager",
@@ -126,6 +131,7 @@ __all__ = [
     "__version__",
     "add_finalizer",
     "contains_finalizer",
+    "crd",
     "create_or_patch",
     "create_or_update",
     "errors",
@@ -162,13 +168,14 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load lazily
+    import kubeloop.crd as crd
     import kubeloop.kinds as kinds
     import kubeloop.models as models
     from kubeloop import errors
     from kubeloop.api import timestamps
     from kubeloop.api.customresource import CustomResource
     from kubeloop.api.gvk import GroupVersionKind
-    from kubeloop.api.model import KubeObject
+    from kubeloop.api.model import KubeModel, KubeObject
     from kubeloop.api.models.meta_v1 import ObjectMeta
     from kubeloop.api.object import Obj
     from kubeloop.cache.options import ByObject, CacheOptions

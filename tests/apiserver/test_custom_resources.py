@@ -471,3 +471,48 @@ def test_an_edited_schema_defaults_older_objects_on_read_and_judges_later_writes
     assert too_big.json()["details"]["causes"][0]["field"] == "spec.size"
     fresh = api.post(path, {**widget, "metadata": {"name": "fresh"}, "spec": {}}).json()
     assert fresh["spec"] == {"size": 2, "color": "blue"}
+
+
+def test_custom_resources_take_the_paths_of_built_in_kinds(api: Client, namespace: str) -> None:
+    """selectableFields as field selectors, pagination, watch from a resourceVersion,
+    managedFields, and protobuf: a protobuf body is refused with 415, a protobuf Accept gets JSON."""
+    group = f"{namespace}.example.com"
+    create_crd(api, group, selectableFields=[{"jsonPath": ".spec.size"}])
+    path = f"/apis/{group}/v1/namespaces/{namespace}/widgets"
+    for index in range(5):
+        body = {
+            "apiVersion": f"{group}/v1",
+            "kind": "Widget",
+            "metadata": {"name": f"w{index}"},
+            "spec": {"size": index % 2},
+        }
+        assert api.post(path + "?fieldManager=tester", body).status_code == 201
+    selected = api.get(path, params={"fieldSelector": "spec.size=1"}).json()
+    assert [w["metadata"]["name"] for w in selected["items"]] == ["w1", "w3"]
+    unknown = api.get(path, params={"fieldSelector": "spec.color=red"})
+    assert unknown.status_code == 400
+    assert '"spec.color" is not a known field selector' in unknown.json()["message"]
+    first = api.get(path, params={"limit": 2}).json()
+    assert [w["metadata"]["name"] for w in first["items"]] == ["w0", "w1"]
+    rest = api.get(path, params={"limit": 10, "continue": first["metadata"]["continue"]}).json()
+    assert [w["metadata"]["name"] for w in rest["items"]] == ["w2", "w3", "w4"]
+    assert "continue" not in rest["metadata"]
+    managed = api.get(f"{path}/w0").json()["metadata"]["managedFields"]
+    assert [(m["manager"], m["operation"]) for m in managed] == [("tester", "Update")]
+    assert "f:size" in managed[0]["fieldsV1"]["f:spec"]
+
+    since = first["metadata"]["resourceVersion"]
+    assert api.patch(f"{path}/w4", {"spec": {"size": 7}}, MERGE).status_code == 200
+    watch = api.get(path, params={"watch": "1", "resourceVersion": since, "timeoutSeconds": "1"}, stream=True)
+    events = [orjson.loads(line) for line in watch.iter_lines() if line]
+    assert [(e["type"], e["object"]["metadata"]["name"], e["object"]["spec"]["size"]) for e in events] == [
+        ("MODIFIED", "w4", 7)
+    ]
+
+    protobuf = "application/vnd.kubernetes.protobuf"
+    refused = api.request("POST", path, data=b"k8s\x00", headers={"Content-Type": protobuf})
+    assert refused.status_code == 415
+    assert refused.json()["kind"] == "Status"
+    answered = api.get(f"{path}/w0", headers={"Accept": f"{protobuf}, application/json"})
+    assert answered.status_code == 200
+    assert answered.headers["Content-Type"].startswith("application/json")

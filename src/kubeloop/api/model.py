@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 from kubeloop.api.gvk import GroupVersionKind
 
@@ -25,9 +26,16 @@ IntOrString = int | str
 
 
 class KubeModel(BaseModel):
-    """Any part of an API object."""
+    """Any part of an API object; fields are snake_case in Python and camelCase in JSON (an
+    explicit ``Field(alias=...)`` names one otherwise, e.g. ``base_url`` as ``baseURL``)."""
 
-    model_config = ConfigDict(populate_by_name=True, extra="allow", serialize_by_alias=True, defer_build=True)
+    model_config = ConfigDict(
+        populate_by_name=True,
+        extra="allow",
+        serialize_by_alias=True,
+        defer_build=True,
+        alias_generator=to_camel,  # JSON names are camelCase: a field run_as_user is runAsUser
+    )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: aliases, RFC 3339 times, unset and null fields left out."""

@@ -56,6 +56,24 @@ def _build_parser() -> argparse.ArgumentParser:
         "--leader-election-namespace", help="the Lease's namespace (default: --namespace or the kubeconfig's)"
     )
 
+    run.add_argument(
+        "--install-crds",
+        action="store_true",
+        help="first install the CRDs of the custom resource models the target defines or imports",
+    )
+    run.add_argument(
+        "--crds",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="also install the CRDs in this file or folder (repeatable)",
+    )
+
+    crd = commands.add_parser(
+        "crd", help="print the CRDs of the custom resource models a module defines or imports, as YAML"
+    )
+    crd.add_argument("target", help="a module, a Python file, or a directory holding main.py")
+
     demo = commands.add_parser("demo", help="run the embedded server with sample objects and show it serving")
     demo.add_argument("--once", action="store_true", help="run one round and exit 0")
     demo.add_argument("--data-dir", type=pathlib.Path, help="keep the demo's state here (default: in memory)")
@@ -120,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             leader_elect=args.leader_elect,
             leader_election_id=args.leader_election_id,
             leader_election_namespace=args.leader_election_namespace,
+            install_crds=args.install_crds,
+            crd_files=tuple(args.crds),
         )
         return asyncio.run(
             run(
@@ -131,6 +151,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flags=flags,
             )
         )
+    if args.command == "crd":
+        from kubeloop.api.crdgen import to_yaml
+        from kubeloop.api.structuralschema import SchemaConversionError
+        from kubeloop.cli.run import load_target, module_crds
+
+        try:
+            crds = module_crds(load_target(args.target)[0])
+        except SchemaConversionError as error:
+            print(f"kubeloop crd: {error}", file=sys.stderr, flush=True)
+            return 1
+        if not crds:
+            print(f"kubeloop crd: {args.target} holds no custom resource models", file=sys.stderr, flush=True)
+            return 1
+        sys.stdout.write(to_yaml(crds))
+        return 0
     if args.command == "demo":
         from kubeloop.cli.demo import run_demo
 

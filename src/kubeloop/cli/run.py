@@ -8,6 +8,10 @@ in-cluster), or with ``--embedded`` to an embedded API server started in the sam
 The manager flags are those of a kubebuilder project's ``main.go``: ``--namespace`` (the cache's
 scope), ``--metrics-bind-address``, ``--health-probe-bind-address`` ("0" or empty: off) and
 ``--leader-elect`` with ``--leader-election-id``/``--leader-election-namespace``.
+``--install-crds`` first applies the CRDs of the custom resource models the target's module
+defines or imports (and ``--crds FILE`` ones), waiting until they serve.
+
+``kubeloop crd TARGET`` prints those CRDs as YAML (``module_crds``).
 """
 
 from __future__ import annotations
@@ -16,11 +20,14 @@ import importlib
 import importlib.util
 import pathlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
+from kubeloop.api.crdgen import custom_resources_in, definitions
 from kubeloop.client.config import load_config
+from kubeloop.client.crdinstall import install_crds
 from kubeloop.client.rest import APIClient
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import Manager
@@ -38,6 +45,9 @@ class ManagerFlags:
     leader_elect: bool = False
     leader_election_id: str | None = None
     leader_election_namespace: str | None = None
+    #: Install the CRDs of the target's models (and these files) before the manager starts.
+    install_crds: bool = False
+    crd_files: Sequence[str] = ()
 
     def manager(self, client: APIClient, default_namespace: str) -> Manager:
         election = None
@@ -62,8 +72,9 @@ def _address(flag: str | None) -> str | None:
     return None if not flag or flag == "0" else flag
 
 
-def load_setup(target: str) -> Setup:
-    """The ``setup(manager)`` callable TARGET names."""
+def load_target(target: str) -> tuple[ModuleType, str]:
+    """The module TARGET names and the attribute after its colon (default ``setup``). A file is
+    loaded as ``python FILE`` runs it: its folder is on ``sys.path``, so it imports its siblings."""
     path = pathlib.Path(target)
     if path.is_dir():
         path = path / ENTRY_FILE
@@ -71,18 +82,32 @@ def load_setup(target: str) -> Setup:
         spec = importlib.util.spec_from_file_location(f"kubeloop_operator_{path.parent.name}", path)
         if spec is None or spec.loader is None:
             raise SystemExit(f"cannot load {path}")
+        folder = str(path.parent.resolve())
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
-        attribute = "setup"
-    else:
-        module_name, _, attribute = target.partition(":")
-        module = importlib.import_module(module_name)
-        attribute = attribute or "setup"
+        return module, "setup"
+    module_name, _, attribute = target.partition(":")
+    return importlib.import_module(module_name), attribute or "setup"
+
+
+def load_setup(target: str) -> Setup:
+    """The ``setup(manager)`` callable TARGET names."""
+    return _setup_of(target, *load_target(target))
+
+
+def _setup_of(target: str, module: ModuleType, attribute: str) -> Setup:
     setup = getattr(module, attribute, None)
     if not callable(setup):
         raise SystemExit(f"{target} has no callable {attribute}(manager)")
     return setup  # type: ignore[no-any-return]
+
+
+def module_crds(module: ModuleType) -> list[dict[str, Any]]:
+    """The CRDs of the custom resource models ``module`` defines or imports."""
+    return definitions(*custom_resources_in(vars(module).values()))
 
 
 async def run(
@@ -95,7 +120,9 @@ async def run(
     flags: ManagerFlags | None = None,
 ) -> int:
     flags = flags or ManagerFlags()
-    setup = load_setup(target)
+    module, attribute = load_target(target)
+    setup = _setup_of(target, module, attribute)
+    crds = module_crds(module) if flags.install_crds else []
     if embedded:
         from kubeloop.apiserver.server import APIServer, ServerOptions
 
@@ -104,13 +131,19 @@ async def run(
                 f"kubeloop embedded apiserver ready at {server.url} kubeconfig={server.kubeconfig_path}",
                 flush=True,
             )
-            return await _run_manager(setup, str(server.kubeconfig_path), None, flags)
-    return await _run_manager(setup, kubeconfig, context, flags)
+            return await _run_manager(setup, crds, str(server.kubeconfig_path), None, flags)
+    return await _run_manager(setup, crds, kubeconfig, context, flags)
 
 
-async def _run_manager(setup: Setup, kubeconfig: str | None, context: str | None, flags: ManagerFlags) -> int:
+async def _run_manager(
+    setup: Setup, crds: list[dict[str, Any]], kubeconfig: str | None, context: str | None, flags: ManagerFlags
+) -> int:
     config = load_config(kubeconfig, context=context)
     async with APIClient(config) as client:
+        if crds or flags.crd_files:
+            installed = await install_crds(client, *crds, *flags.crd_files)
+            names = ", ".join(crd["metadata"]["name"] for crd in installed)
+            print(f"kubeloop run: installed {len(installed)} CRD(s): {names}", flush=True)
         manager = flags.manager(client, config.namespace)
         setup(manager)
         print(f"kubeloop run: {len(manager.controllers)} controller(s) starting", flush=True)

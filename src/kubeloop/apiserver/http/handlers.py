@@ -434,8 +434,10 @@ class APIHandlers:
         content_type = request.content_type
         options = _write_options(request)
 
+        json_only = bool(target.resource.definition)
+
         async def work() -> generic.WriteResult:
-            body, checked = await _decode_write(content_type, raw, options)
+            body, checked = await _decode_write(content_type, raw, options, json_only=json_only)
             return await self.registry.create(target.resource, target.namespace, body, checked)
 
         result = await self._offloaded(raw, work)
@@ -448,8 +450,10 @@ class APIHandlers:
         content_type = request.content_type
         options = _write_options(request)
 
+        json_only = bool(target.resource.definition)
+
         async def work() -> generic.WriteResult:
-            body, checked = await _decode_write(content_type, raw, options)
+            body, checked = await _decode_write(content_type, raw, options, json_only=json_only)
             return await self.registry.update(
                 target.resource, target.namespace, name, body, checked, subresource=target.subresource
             )
@@ -613,11 +617,19 @@ def _patch_type(request: web.Request) -> str:
     return content_type
 
 
-async def _decode_write(content_type: str, raw: bytes, options: WriteOptions) -> tuple[Any, WriteOptions]:
-    """A create or update body as an object (JSON, YAML or protobuf), with the duplicate fields
-    a JSON body repeated (for fieldValidation Strict and Warn). Its nesting depth is checked by
-    the registry before anything walks it (YAML's builder checks as it goes)."""
+async def _decode_write(
+    content_type: str, raw: bytes, options: WriteOptions, *, json_only: bool = False
+) -> tuple[Any, WriteOptions]:
+    """A create or update body as an object (JSON, YAML or protobuf; custom resources, which
+    have no protobuf form, ``json_only``), with the duplicate fields a JSON body repeated (for
+    fieldValidation Strict and Warn). Its nesting depth is checked by the registry before
+    anything walks it (YAML's builder checks as it goes)."""
     content_type = content_type or JSON
+    if json_only and content_type == codec.MEDIA_TYPE:
+        raise errors.UnsupportedMediaType(
+            "the body of the request was in an unknown format - accepted media types include: "
+            f"{JSON}, application/yaml"
+        )
     if content_type in (JSON, "*/*", "application/octet-stream"):
         body = decoding.decode_json(raw, depth_checked_later=True)
         if options.field_validation != "Ignore" and b'"' in raw:

@@ -158,7 +158,16 @@ class CustomResourceStrategy(Strategy):
             checked = {k: metadata[k] for k in ("name", "generateName") if k in metadata}
             causes.extend(structural.validate(checked, meta_node, "metadata"))
         causes.extend(structural.validate(body, self._body_root, ""))
+        causes.extend(structural.check_rules(obj, self.root))
         return validation.deduplicated(causes)
+
+    def validate_update(self, new: Obj, old: Obj) -> list[StatusCause]:
+        """Transition rules (those reading oldSelf), each against its correlated old value."""
+        return structural.check_rules(new, self.root, old=old, transition_only=True)
+
+    def validate_create(self, obj: Obj) -> list[StatusCause]:
+        """Transition rules with optionalOldSelf also judge a first value (oldSelf has none)."""
+        return structural.check_rules(obj, self.root, old=None, transition_only=True)
 
     def generation_changed(self, old: Obj, new: Obj) -> bool:
         """With a status subresource, spec changes bump the generation; without one, any change

@@ -316,6 +316,8 @@ class Registry:
         causes = strategy.validate(obj)
         if old is not None:
             causes.extend(strategy.validate_update(obj, old))
+        else:
+            causes.extend(strategy.validate_create(obj))
         if causes:
             name = (obj.get("metadata") or {}).get("name") or ""
             raise errors.invalid(resource.group, resource.kind, name, causes)

@@ -105,6 +105,10 @@ class Strategy:
         """Rules about the change itself (immutable fields, transition rules)."""
         return []
 
+    def validate_create(self, obj: Obj) -> list[StatusCause]:
+        """Rules only a create is judged by (transition rules that also judge a first value)."""
+        return []
+
     def finish(self, obj: Obj, old: Obj | None) -> None:
         """Complete a valid object just before it is written (what a controller would otherwise
         set moments later: a CRD's established status)."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from kubeloop.api import naming
 from kubeloop.api.naming import go_quote
+from kubeloop.apiserver.registry import celrules
 from kubeloop.errors import StatusCause
 
 _TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean"})
@@ -75,6 +76,10 @@ class Node:
     max_properties: int | None = None
     list_type: str = ""
     list_map_keys: tuple[str, ...] = ()
+    map_type: str = ""
+    #: CEL rules (x-kubernetes-validations) of this node, and whether any node below has some.
+    rules: tuple[celrules.CompiledRule, ...] = ()
+    rules_below: bool = False
     #: The source node (OpenAPI publishing and field management read it).
     source: Mapping[str, Any] = field(default_factory=dict)
 
@@ -131,7 +136,13 @@ def compile_schema(schema: Any, path: str) -> Node:
 
 
 def _compile(
-    schema: Mapping[str, Any], path: str, causes: list[StatusCause], *, root: bool, under_metadata: bool
+    schema: Mapping[str, Any],
+    path: str,
+    causes: list[StatusCause],
+    *,
+    root: bool,
+    under_metadata: bool,
+    correlatable: bool = True,
 ) -> Node:
     for key in _FORBIDDEN:
         if key in schema:
@@ -195,6 +206,7 @@ def _compile(
                 causes,
                 root=False,
                 under_metadata=root and name == "metadata",
+                correlatable=correlatable,
             )
     additional = schema.get("additionalProperties")
     if additional is not None:
@@ -208,13 +220,26 @@ def _compile(
             )
         if isinstance(additional, Mapping):
             node.additional = _compile(
-                additional, f"{path}.additionalProperties", causes, root=False, under_metadata=False
+                additional,
+                f"{path}.additionalProperties",
+                causes,
+                root=False,
+                under_metadata=False,
+                correlatable=correlatable,
             )
         elif additional is True:
             node.additional_any = True
     items = schema.get("items")
     if isinstance(items, Mapping):
-        node.items = _compile(items, f"{path}.items", causes, root=False, under_metadata=False)
+        # Items of a map list are correlated with their old selves by key; others are not.
+        node.items = _compile(
+            items,
+            f"{path}.items",
+            causes,
+            root=False,
+            under_metadata=False,
+            correlatable=correlatable and schema.get("x-kubernetes-list-type") == "map",
+        )
     elif items is not None:
         causes.append(
             StatusCause(
@@ -254,7 +279,7 @@ def _compile(
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
         try:
-            node.pattern = re.compile(pattern)
+            node.pattern = re.compile(python_pattern(pattern))
             node.pattern_text = pattern
         except re.error as exc:
             causes.append(
@@ -284,6 +309,25 @@ def _compile(
                 f"{path}.x-kubernetes-list-map-keys",
             )
         )
+    node.map_type = str(schema.get("x-kubernetes-map-type") or "")
+    if node.map_type and node.map_type not in ("atomic", "granular"):
+        causes.append(
+            StatusCause(
+                "FieldValueNotSupported",
+                f'Unsupported value: {go_quote(node.map_type)}: supported values: "atomic", "granular"',
+                f"{path}.x-kubernetes-map-type",
+            )
+        )
+    properties_schema = schema.get("properties")
+    node.rules = celrules.compile_rules(
+        schema,
+        path,
+        causes,
+        properties=properties_schema if isinstance(properties_schema, Mapping) else {},
+        correlatable=correlatable,
+    )
+    children = [*node.properties.values(), node.additional, node.items]
+    node.rules_below = bool(node.rules) or any(child is not None and child.rules_below for child in children)
     if node.list_type == "map" and node.items is not None:
         for key in node.list_map_keys:
             if key not in node.items.properties:
@@ -295,6 +339,37 @@ def _compile(
                     )
                 )
     return node
+
+
+def python_pattern(pattern: str) -> str:
+    """An RE2 pattern (Go's regexp, which OpenAPI patterns use) in Python's syntax: ``$`` and
+    ``\\z`` match only at the very end (Python's ``$`` also matches before a final newline)."""
+    out: list[str] = []
+    in_class = False
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\" and index + 1 < len(pattern):
+            escaped = pattern[index + 1]
+            out.append("\\Z" if escaped == "z" and not in_class else char + escaped)
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            if pattern[index + 1 : index + 2] == "]" or pattern[index + 1 : index + 3] == "^]":
+                close = index + (2 if pattern[index + 1] == "]" else 3)
+                out.append(pattern[index:close])
+                index = close
+                continue
+        elif char == "$":
+            out.append("\\Z")
+            index += 1
+            continue
+        out.append(char)
+        index += 1
+    return "".join(out)
 
 
 # --------------------------------------------------------------------------- pruning, nulls, defaults
@@ -310,11 +385,11 @@ def prune(value: Any, node: Node, path: str = "", *, root: bool = True) -> list[
         keep_meta = root or node.embedded_resource
         for key in list(value):
             child = f"{path}.{key}" if path else key
+            if keep_meta and key in ("apiVersion", "kind", "metadata"):
+                continue  # ObjectMeta's own rules apply to them, not the schema's
             sub = node.properties.get(key) or node.additional
             if sub is not None:
                 dropped.extend(prune(value[key], sub, child, root=False))
-            elif keep_meta and key in ("apiVersion", "kind", "metadata"):
-                continue
             elif not (node.preserve_unknown or node.additional_any):
                 del value[key]
                 dropped.append(child)
@@ -355,6 +430,80 @@ def validate(value: Any, node: Node, path: str = "") -> list[StatusCause]:
     causes: list[StatusCause] = []
     _validate(value, node, path, causes)
     return causes
+
+
+def check_rules(
+    value: Any, node: Node, path: str = "", *, old: Any = _MISSING, transition_only: bool = False
+) -> list[StatusCause]:
+    """The causes the CEL rules of ``node`` and the nodes below give ``value``. Without ``old``
+    (a create, or the new object alone) the rules that do not read oldSelf run, and transition
+    rules with optionalOldSelf; with it (``transition_only``) the transition rules run against
+    the correlated old values."""
+    causes: list[StatusCause] = []
+    if node.rules_below:
+        try:
+            _check_rules(value, old, node, path, transition_only, celrules.Budget(), causes)
+        except celrules.RuleOverBudget as stop:
+            causes.extend(stop.args[0])
+    return causes
+
+
+def _check_rules(
+    value: Any,
+    old: Any,
+    node: Node,
+    path: str,
+    transition_only: bool,
+    budget: celrules.Budget,
+    causes: list[StatusCause],
+) -> None:
+    if value is None or not _type_matches(value, node):
+        return  # rules judge present values of the right type (type errors block them upstream)
+    has_old = old is not _MISSING and old is not None
+    if node.rules:
+        try:
+            causes.extend(
+                celrules.evaluate(
+                    node.rules,
+                    value,
+                    old if has_old else None,
+                    has_old=has_old,
+                    transition_only=transition_only,
+                    node_type=node.type,
+                    path=path,
+                    budget=budget,
+                )
+            )
+        except celrules.RuleOverBudget as stop:
+            causes.extend(stop.args[0])
+            raise celrules.RuleOverBudget([]) from None
+    if isinstance(value, dict):
+        old_map = old if has_old and isinstance(old, dict) else {}
+        for key, item in value.items():
+            sub = node.properties.get(key) or node.additional
+            if sub is not None and sub.rules_below:
+                _check_rules(
+                    item, old_map.get(key, _MISSING), sub, _join(path, key), transition_only, budget, causes
+                )
+    elif isinstance(value, list) and node.items is not None and node.items.rules_below:
+        old_items = _correlated_items(value, old if has_old else None, node)
+        for index, item in enumerate(value):
+            _check_rules(
+                item, old_items[index], node.items, f"{path}[{index}]", transition_only, budget, causes
+            )
+
+
+def _correlated_items(value: list[Any], old: Any, node: Node) -> list[Any]:
+    """Each new item's old self: the old item with the same keys in a map list, else none."""
+    if node.list_type != "map" or not isinstance(old, list):
+        return [_MISSING] * len(value)
+    keys = node.list_map_keys
+
+    def key_of(item: Any) -> Any:
+        return tuple(_json(item.get(k)) for k in keys) if isinstance(item, dict) else None
+
+    by_key = {key_of(item): item for item in old if isinstance(item, dict)}
+    return [by_key.get(key_of(item), _MISSING) for item in value]
 
 
 def _json(value: Any) -> str:

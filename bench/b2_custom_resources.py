@@ -1,0 +1,270 @@
+"""B2: 10,000 custom resources, each reconciled into an owned ConfigMap and a status with
+observedGeneration, on the embedded server: kubeloop beside kopf, in one run.
+
+The server runs as its own process (in memory: the bench measures the operators). The CRD is
+generated from the ``Widget`` model below and installed; the widgets are created before the
+operator starts, so the measure is how long an operator takes from its start until every widget
+has its ConfigMap and ``status.observedGeneration`` (checked afterwards by listing both), and
+its peak RSS (VmHWM: each operator runs in its own process).
+
+- ``kubeloop``: the way the docs teach it: ``Builder.for_(Widget, GenerationChanged()).owns(ConfigMap)``
+  (kubebuilder's idiom: a controller's own status writes do not wake it), typed models,
+  ``create_or_update`` with a controller reference, a status patch when observedGeneration
+  lags; ``max_concurrent_reconciles=8``.
+- ``kopf``: the way kopf's docs teach it: ``@kopf.on.create``/``@kopf.on.update`` handlers that
+  build the ConfigMap, ``kopf.adopt`` it and create it with the official client, and set
+  ``patch.status['observedGeneration']``; event posting off (as kubeloop here posts none).
+
+Prints one JSON line: per operator the convergence seconds, widgets/s and peak RSS in MiB, and
+kopf/kubeloop ratios (DESIGN's target: ≥ 5× kopf's throughput, ≤ 1/3 of its memory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import resource
+import subprocess
+import sys
+import time
+from typing import Any
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _kopf import register_login
+from _server import server_process
+
+import kubeloop
+from kubeloop.client.config import load_kubeconfig
+from kubeloop.crd import install_crds
+
+GROUP = "bench.kubeloop.dev"
+
+
+class WidgetSpec(kubeloop.KubeModel):
+    size: int = 1
+    color: str = "blue"
+
+
+class WidgetStatus(kubeloop.KubeModel):
+    observed_generation: int | None = None
+
+
+class Widget(kubeloop.CustomResource, group=GROUP, version="v1"):
+    spec: WidgetSpec = WidgetSpec()
+    status: WidgetStatus | None = None
+
+
+# ----------------------------------------------------------------------------- the operators
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return round(usage.ru_utime + usage.ru_stime, 2)
+
+
+def peak_rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def operate_kubeloop(kubeconfig: str, namespace: str, count: int) -> dict[str, Any]:
+    from kubeloop.models import core_v1
+
+    done: set[str] = set()
+    finished = asyncio.Event()
+    async with kubeloop.APIClient(load_kubeconfig(kubeconfig)) as client:
+        manager = kubeloop.Manager(client, namespace=namespace)
+
+        async def reconcile(request: kubeloop.Request) -> None:
+            try:
+                widget = await manager.client.get(Widget, request.name, namespace=request.namespace)
+            except kubeloop.errors.NotFound:
+                return
+
+            def mutate(config_map: core_v1.ConfigMap) -> None:
+                kubeloop.set_controller_reference(widget, config_map)
+                config_map.data = {"size": str(widget.spec.size), "color": widget.spec.color}
+
+            wanted = core_v1.ConfigMap(
+                metadata=kubeloop.ObjectMeta(name=request.name, namespace=request.namespace)
+            )
+            await kubeloop.create_or_update(manager.client, wanted, mutate)
+            generation = widget.metadata.generation
+            if widget.status is None or widget.status.observed_generation != generation:
+                patch = {"status": {"observedGeneration": generation}}
+                await manager.client.patch(widget, None, patch, subresource="status")
+            done.add(request.name)
+            if len(done) >= count:
+                finished.set()
+
+        (
+            kubeloop.Builder(manager)
+            .for_(Widget, kubeloop.predicate.GenerationChanged())  # its own status writes wake nothing
+            .owns(core_v1.ConfigMap)
+            .with_options(max_concurrent_reconciles=8)
+            .complete(reconcile)
+        )
+        started = time.perf_counter()
+        await manager.start()
+        try:
+            await finished.wait()
+            converged = time.perf_counter() - started
+        finally:
+            await manager.stop()
+    return {
+        "converged_s": round(converged, 2),
+        "peak_rss_mib": round(peak_rss_mib(), 1),
+        "cpu_s": cpu_seconds(),
+    }
+
+
+async def operate_kopf(kubeconfig: str, namespace: str, count: int) -> dict[str, Any]:
+    import kopf
+    import kubernetes
+
+    kubernetes.config.load_kube_config(kubeconfig)
+    core = kubernetes.client.CoreV1Api()
+    done: set[str] = set()
+    finished = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.create(GROUP, "v1", "widgets", registry=registry)
+    @kopf.on.update(GROUP, "v1", "widgets", registry=registry)
+    def reconcile(spec: Any, name: str, namespace: str, meta: Any, patch: Any, **_: Any) -> None:
+        config_map = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name},
+            "data": {"size": str(spec.get("size", 1)), "color": spec.get("color", "blue")},
+        }
+        kopf.adopt(config_map)
+        try:
+            core.create_namespaced_config_map(namespace, config_map)
+        except kubernetes.client.ApiException as error:
+            if error.status != 409:
+                raise
+            core.replace_namespaced_config_map(name, namespace, config_map)
+        patch.status["observedGeneration"] = meta.get("generation")
+        done.add(name)
+        if len(done) >= count:
+            loop.call_soon_threadsafe(finished.set)
+
+    register_login(kopf, registry, kubeconfig, namespace)
+
+    @kopf.on.startup(registry=registry)
+    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.enabled = False
+
+    stop = asyncio.Event()
+    started = time.perf_counter()
+    operator = asyncio.create_task(
+        kopf.operator(registry=registry, standalone=True, namespaces=[namespace], stop_flag=stop)
+    )
+    try:
+        await finished.wait()
+        converged = time.perf_counter() - started
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(operator, 60)
+    return {
+        "converged_s": round(converged, 2),
+        "peak_rss_mib": round(peak_rss_mib(), 1),
+        "cpu_s": cpu_seconds(),
+    }
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+async def prepare(kubeconfig: str, namespace: str, count: int) -> None:
+    async with kubeloop.APIClient(load_kubeconfig(kubeconfig)) as client:
+        await install_crds(client, Widget)
+        await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        semaphore = asyncio.Semaphore(64)
+
+        async def create(index: int) -> None:
+            async with semaphore:
+                widget = Widget(
+                    metadata=kubeloop.ObjectMeta(name=f"w-{index:05d}"), spec=WidgetSpec(size=index)
+                )
+                await client.create(widget, namespace=namespace)
+
+        await asyncio.gather(*(create(i) for i in range(count)))
+
+
+async def verify(kubeconfig: str, namespace: str, count: int) -> bool:
+    """Every widget has its owned ConfigMap and an observedGeneration equal to its generation."""
+    async with kubeloop.APIClient(load_kubeconfig(kubeconfig)) as client:
+        widgets = await client.list(kubeloop.GroupVersionKind(GROUP, "v1", "Widget"), namespace=namespace)
+        config_maps = await client.list(kubeloop.kinds.ConfigMap, namespace=namespace)
+    owned = {
+        cm["metadata"]["name"]
+        for cm in config_maps
+        if any(ref.get("kind") == "Widget" for ref in cm["metadata"].get("ownerReferences") or ())
+    }
+    observed = [
+        w
+        for w in widgets
+        if (w.get("status") or {}).get("observedGeneration") == w["metadata"]["generation"]
+        and w["metadata"]["name"] in owned
+    ]
+    return len(widgets) == count and len(observed) == count
+
+
+def run_operator(label: str, kubeconfig: str, namespace: str, count: int) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--operator", label, kubeconfig, namespace, "--count", str(count)]
+    out = subprocess.run(
+        command, capture_output=True, text=True, timeout=3600, env={**os.environ}, check=False
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"{label} operator failed:\n{out.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--count", type=int, default=10_000)
+    parser.add_argument("--no-kopf", action="store_true")
+    parser.add_argument(
+        "--operator", nargs=3, metavar=("LABEL", "KUBECONFIG", "NAMESPACE"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    if args.operator:
+        label, kubeconfig, namespace = args.operator
+        operate = operate_kubeloop if label == "kubeloop" else operate_kopf
+        print(json.dumps(asyncio.run(operate(kubeconfig, namespace, args.count))))
+        return
+    results: dict[str, Any] = {"bench": "b2_custom_resources", "count": args.count}
+    with server_process(memory=True) as server:
+        for label in ["kubeloop"] + ([] if args.no_kopf else ["kopf"]):
+            namespace = f"b2-{label}"
+            asyncio.run(prepare(server.kubeconfig, namespace, args.count))
+            run = run_operator(label, server.kubeconfig, namespace, args.count)
+            run["verified"] = asyncio.run(verify(server.kubeconfig, namespace, args.count))
+            run["widgets_per_s"] = round(args.count / run["converged_s"], 1)
+            results[label] = run
+    if "kopf" in results:
+        results["throughput_kubeloop_over_kopf"] = round(
+            results["kubeloop"]["widgets_per_s"] / results["kopf"]["widgets_per_s"], 2
+        )
+        results["memory_kubeloop_over_kopf"] = round(
+            results["kubeloop"]["peak_rss_mib"] / results["kopf"]["peak_rss_mib"], 2
+        )
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,593 @@
+"""CEL validation rules of custom resource schemas (``x-kubernetes-validations``).
+
+Rules are compiled when the CRD is written (a rule that does not parse makes the CRD invalid,
+as upstream) with the ``common-expression-language`` interpreter (Rust, a few µs per rule),
+and evaluated on every write of a custom resource against the node's value as ``self``:
+
+- a rule that reads ``oldSelf`` is a *transition rule*: it runs on updates only, where the
+  value has a correlated old one (object properties, map values, items of ``map`` lists);
+  with ``optionalOldSelf`` it also runs without one, ``oldSelf`` then being an empty optional;
+- a failed rule gives one cause at its field (or ``fieldPath``) with its ``message``, its
+  ``messageExpression``'s result, or ``failed rule: <rule>``, and its ``reason``;
+- evaluation errors (no such key, no such overload, division by zero) are causes as upstream
+  words them.
+
+Kubernetes adds libraries to CEL; besides the interpreter's strings, lists, sets and math
+extensions, these are here: ``isSorted``, list ``indexOf``/``lastIndexOf``, regex ``find`` /
+``findAll``, ``url`` with its getters and ``isURL``, ``quantity`` with its comparisons and
+arithmetic and ``isQuantity``. Upstream's cost limits are approximated: a rule's cost is the
+size of the values it reads, raised to the depth of its nested comprehensions; one call may
+cost 1,000,000 and one object 10,000,000, as upstream's per-call limit and runtime budget.
+Not done: static type checking of rules against the schema (a rule comparing a string to a
+number fails when evaluated, not when the CRD is written) and the ``.?`` optional syntax.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from kubeloop.api.naming import go_quote
+from kubeloop.apiserver.registry import validation
+from kubeloop.errors import StatusCause
+
+#: Upstream's per-call cost limit and per-object runtime budget (celconfig).
+PER_CALL_LIMIT = 1_000_000
+RUNTIME_BUDGET = 10_000_000
+REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
+_OLD_SELF = re.compile(r"\boldSelf\b")
+_COMPREHENSION = re.compile(r"\.\s*(all|exists|exists_one|map|filter)\s*\(")
+
+
+class RuleOverBudget(Exception):
+    """No further rules run for this object: the budget is spent."""
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    rule: str
+    program: Any
+    message: str
+    message_program: Any | None
+    reason: str
+    field_path: str
+    uses_old_self: bool
+    optional_old_self: bool
+    #: The nesting depth of comprehensions (all, exists, map, ...): the cost's exponent.
+    depth: int
+
+    def error_text(self) -> str:
+        """upstream's ruleErrorString: the message, else the rule."""
+        return self.message or self.rule.strip()
+
+    def default_detail(self) -> str:
+        return self.message or f"failed rule: {self.rule.strip()}"
+
+
+def compile_rules(
+    schema: Mapping[str, Any],
+    path: str,
+    causes: list[StatusCause],
+    *,
+    properties: Mapping[str, Any],
+    correlatable: bool,
+) -> tuple[CompiledRule, ...]:
+    """The node's rules, compiled; every problem a cause at ``<path>.x-kubernetes-validations[i]``."""
+    entries = schema.get("x-kubernetes-validations")
+    if entries is None:
+        return ()
+    base = f"{path}.x-kubernetes-validations"
+    if not isinstance(entries, list):
+        causes.append(StatusCause("FieldValueInvalid", "Invalid value: must be a list of rules", base))
+        return ()
+    cel = _cel()
+    compiled: list[CompiledRule] = []
+    for index, entry in enumerate(entries):
+        where = f"{base}[{index}]"
+        if not isinstance(entry, Mapping):
+            causes.append(StatusCause("FieldValueInvalid", "Invalid value: must be an object", where))
+            continue
+        rule = entry.get("rule")
+        if not isinstance(rule, str) or not rule.strip():
+            causes.append(
+                StatusCause("FieldValueRequired", "Required value: rule is not specified", f"{where}.rule")
+            )
+            continue
+        message = entry.get("message") or ""
+        message_expression = entry.get("messageExpression") or ""
+        reason = entry.get("reason") or "FieldValueInvalid"
+        field_path = entry.get("fieldPath") or ""
+        optional_old_self = bool(entry.get("optionalOldSelf"))
+        problems = len(causes)
+        try:
+            program = cel.compile(rule)
+        except ValueError as error:
+            causes.append(
+                StatusCause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {go_quote(rule)}: compilation failed: {_first_line(error)}",
+                    f"{where}.rule",
+                )
+            )
+            continue
+        message_program = None
+        if message_expression:
+            try:
+                message_program = cel.compile(message_expression)
+            except ValueError as error:
+                causes.append(
+                    StatusCause(
+                        "FieldValueInvalid",
+                        f"Invalid value: {go_quote(message_expression)}: messageExpression compilation failed: "
+                        f"{_first_line(error)}",
+                        f"{where}.messageExpression",
+                    )
+                )
+        if "\n" in message.strip():
+            causes.append(
+                StatusCause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {go_quote(message)}: message must not contain line breaks",
+                    f"{where}.message",
+                )
+            )
+        elif not message and not message_expression and "\n" in rule.strip():
+            causes.append(
+                StatusCause(
+                    "FieldValueRequired",
+                    "Required value: message must be specified if rule contains line breaks",
+                    f"{where}.message",
+                )
+            )
+        if reason not in REASONS:
+            supported = ", ".join(go_quote(r) for r in REASONS)
+            causes.append(
+                StatusCause(
+                    "FieldValueNotSupported",
+                    f"Unsupported value: {go_quote(str(reason))}: supported values: {supported}",
+                    f"{where}.reason",
+                )
+            )
+        if field_path and not _valid_field_path(field_path, properties):
+            causes.append(
+                StatusCause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {go_quote(field_path)}: fieldPath must be a valid path",
+                    f"{where}.fieldPath",
+                )
+            )
+        uses_old_self = bool(_OLD_SELF.search(rule))
+        if uses_old_self and not correlatable:
+            causes.append(
+                StatusCause(
+                    "FieldValueForbidden",
+                    "Forbidden: oldSelf cannot be used on the uncorrelatable portion of the schema within "
+                    f"{path}",
+                    f"{where}.rule",
+                )
+            )
+        if optional_old_self and not uses_old_self:
+            causes.append(
+                StatusCause(
+                    "FieldValueInvalid",
+                    "Invalid value: true: may not be set if rule does not use oldSelf",
+                    f"{where}.optionalOldSelf",
+                )
+            )
+        if len(causes) > problems:
+            continue
+        compiled.append(
+            CompiledRule(
+                rule=rule,
+                program=program,
+                message=message.strip(),
+                message_program=message_program,
+                reason=reason,
+                field_path=field_path,
+                uses_old_self=uses_old_self,
+                optional_old_self=optional_old_self,
+                depth=_comprehension_depth(rule),
+            )
+        )
+    return tuple(compiled)
+
+
+def _first_line(error: Exception) -> str:
+    """The parser's ``ERROR: <input>:1:9: Syntax error: ...`` line, as cel-go words it."""
+    text = str(error)
+    start = text.find("ERROR:")
+    return (text[start:] if start >= 0 else text).splitlines()[0] if text else type(error).__name__
+
+
+def _valid_field_path(field_path: str, properties: Mapping[str, Any]) -> bool:
+    """fieldPath: ``.a.b`` or ``['a']`` steps through properties (and map keys)."""
+    steps = re.findall(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\['((?:[^'\\]|\\.)*)'\]", field_path)
+    rebuilt = "".join(f".{a}" if a else f"['{b}']" for a, b in steps)
+    if not steps or rebuilt != field_path:
+        return False
+    schema: Mapping[str, Any] = {"properties": properties}
+    for name, quoted in steps:
+        key = name or quoted
+        props = schema.get("properties")
+        if isinstance(props, Mapping) and props:
+            found = props.get(key)
+            if not isinstance(found, Mapping):
+                return False
+            schema = found
+        elif isinstance(schema.get("additionalProperties"), Mapping):
+            schema = schema["additionalProperties"]
+        else:
+            return False
+    return True
+
+
+def _comprehension_depth(rule: str) -> int:
+    """How deeply comprehension macros nest in ``rule`` (0 without any), by bracket depth."""
+    starts = [m.end() - 1 for m in _COMPREHENSION.finditer(rule)]
+    if not starts:
+        return 0
+    depth_at: list[int] = []
+    level = 0
+    for char in rule:
+        level += char == "("
+        level -= char == ")"
+        depth_at.append(level)
+    deepest = 0
+    for start in starts:
+        inside = sum(1 for other in starts if other < start and _encloses(depth_at, other, start))
+        deepest = max(deepest, inside + 1)
+    return deepest
+
+
+def _encloses(depth_at: list[int], outer: int, inner: int) -> bool:
+    opened = depth_at[outer]
+    return all(depth_at[i] >= opened for i in range(outer, inner + 1))
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def size_of(value: Any) -> int:
+    """The number of JSON nodes (and string lengths / 100) in ``value``: what a rule reads."""
+    if isinstance(value, dict):
+        return 1 + sum(size_of(item) for item in value.values())
+    if isinstance(value, list):
+        return 1 + sum(size_of(item) for item in value)
+    if isinstance(value, str):
+        return 1 + len(value) // 100
+    return 1
+
+
+class Budget:
+    """What is left of one object's runtime budget."""
+
+    def __init__(self, remaining: int = RUNTIME_BUDGET) -> None:
+        self.remaining = remaining
+
+
+def evaluate(
+    rules: tuple[CompiledRule, ...],
+    value: Any,
+    old: Any,
+    *,
+    has_old: bool,
+    transition_only: bool,
+    node_type: str,
+    path: str,
+    budget: Budget,
+) -> list[StatusCause]:
+    """The causes ``value`` (at ``path``) gets from ``rules``. ``transition_only``: run only the
+    rules that read oldSelf (the others ran when the new object alone was validated)."""
+    causes: list[StatusCause] = []
+    size = 0
+    for compiled in rules:
+        if compiled.uses_old_self != transition_only:
+            continue
+        if compiled.uses_old_self and not has_old and not compiled.optional_old_self:
+            continue
+        activation: dict[str, Any] = {"self": value}
+        if compiled.uses_old_self:
+            optional = _cel().OptionalValue
+            if compiled.optional_old_self:
+                activation["oldSelf"] = optional.of(old) if has_old else optional.none()
+            else:
+                activation["oldSelf"] = old
+        if compiled.depth:
+            size = size or size_of(value) + (size_of(old) if compiled.uses_old_self else 0)
+            cost = size**compiled.depth
+        else:
+            cost = 1
+        if cost > PER_CALL_LIMIT:
+            causes.append(
+                _invalid(
+                    path,
+                    node_type,
+                    "'operation cancelled: actual cost limit exceeded': no further validation rules will be run "
+                    f"due to call cost exceeds limit for rule: {compiled.error_text()}",
+                )
+            )
+            raise RuleOverBudget(causes)
+        if cost > budget.remaining:
+            causes.append(
+                _invalid(
+                    path,
+                    node_type,
+                    "validation failed due to running out of cost budget, no further validation rules will be run",
+                )
+            )
+            raise RuleOverBudget(causes)
+        budget.remaining -= cost
+        context = _context()
+        for name, bound in activation.items():
+            context.add_variable(name, bound)
+        try:
+            result = compiled.program.execute(context)
+        except Exception as error:  # the interpreter's errors are plain Python ones
+            causes.append(_invalid(path, node_type, _evaluation_error(error, compiled)))
+            continue
+        if result is True:
+            continue
+        target = path + _normalized(compiled.field_path) if compiled.field_path else path
+        detail = _message(compiled, context) or compiled.default_detail()
+        causes.append(_for_reason(compiled.reason, target, node_type, detail))
+    return causes
+
+
+def _message(compiled: CompiledRule, context: Any) -> str | None:
+    if compiled.message_program is None:
+        return None
+    try:
+        text = compiled.message_program.execute(context)
+    except Exception:
+        return None  # upstream logs it and falls back to the message
+    if not isinstance(text, str):
+        return None
+    text = text.strip()
+    if not text or "\n" in text or len(text) > 5000:
+        return None
+    return text
+
+
+def _evaluation_error(error: Exception, compiled: CompiledRule) -> str:
+    if isinstance(error, KeyError):
+        return f"no such key: {error.args[0] if error.args else ''} evaluating rule: {compiled.error_text()}"
+    text = str(error)
+    if isinstance(error, TypeError) or text.lower().startswith("no such overload"):
+        return (
+            "'no such overload': call arguments did not match a supported operator, function or macro "
+            f"signature for rule: {compiled.error_text()}"
+        )
+    if isinstance(error, ZeroDivisionError):
+        text = "division by zero"
+    elif isinstance(error, OverflowError):
+        text = "integer overflow"
+    return (
+        f"{text.splitlines()[0] if text else type(error).__name__} evaluating rule: {compiled.error_text()}"
+    )
+
+
+def _normalized(field_path: str) -> str:
+    return re.sub(r"\['((?:[^'\\]|\\.)*)'\]", lambda m: f"[{m.group(1)}]", field_path)
+
+
+def _invalid(path: str, node_type: str, detail: str) -> StatusCause:
+    return StatusCause(
+        "FieldValueInvalid", f"Invalid value: {go_quote(node_type)}: {detail}", path or "<root>"
+    )
+
+
+def _for_reason(reason: str, path: str, node_type: str, detail: str) -> StatusCause:
+    """upstream's fieldErrorForReason."""
+    if reason == "FieldValueForbidden":
+        return StatusCause(reason, f"Forbidden: {detail}", path or "<root>")
+    if reason == "FieldValueRequired":
+        return StatusCause(reason, f"Required value: {detail}", path or "<root>")
+    if reason == "FieldValueDuplicate":
+        return StatusCause(reason, f"Duplicate value: {go_quote(node_type)}", path or "<root>")
+    return _invalid(path, node_type, detail)
+
+
+# --------------------------------------------------------------------------- the interpreter and Kubernetes' libraries
+
+
+@lru_cache(maxsize=1)
+def _cel() -> Any:
+    """The interpreter, imported on first use (servers without rules never load it)."""
+    import cel
+
+    return cel
+
+
+@lru_cache(maxsize=1)
+def _library() -> dict[str, Any]:
+    from cel.stdlib import EXTENSIONS
+
+    functions: dict[str, Any] = {}
+    for library in EXTENSIONS.values():
+        functions.update(library)
+    functions.update(KUBERNETES_LIBRARY)
+    return functions
+
+
+_contexts = threading.local()
+
+
+def _context() -> Any:
+    """This thread's evaluation context with the libraries bound (built once: binding ~80
+    functions costs more than evaluating a rule); rules rebind ``self`` and ``oldSelf``."""
+    context = getattr(_contexts, "context", None)
+    if context is None:
+        context = _cel().Context()
+        for name, function in _library().items():
+            context.add_function(name, function)
+        _contexts.context = context
+    return context
+
+
+def _is_sorted(items: list[Any]) -> bool:
+    return all(a <= b for a, b in itertools.pairwise(items))
+
+
+def _index_of(receiver: Any, item: Any, *rest: Any) -> int:
+    if isinstance(receiver, str):
+        start = rest[0] if rest else 0
+        return receiver.find(item, start)
+    for index, candidate in enumerate(receiver):
+        if candidate == item and type(candidate) is type(item):
+            return index
+    return -1
+
+
+def _last_index_of(receiver: Any, item: Any, *rest: Any) -> int:
+    if isinstance(receiver, str):
+        return receiver.rfind(item) if not rest else receiver.rfind(item, 0, rest[0] + len(item))
+    for index in range(len(receiver) - 1, -1, -1):
+        if receiver[index] == item and type(receiver[index]) is type(item):
+            return index
+    return -1
+
+
+def _find(text: str, pattern: str) -> str:
+    found = re.search(pattern, text)
+    return found.group(0) if found else ""
+
+
+def _find_all(text: str, pattern: str, *limit: int) -> list[str]:
+    matches = [m.group(0) for m in re.finditer(pattern, text)]
+    return matches[: limit[0]] if limit and limit[0] >= 0 else matches
+
+
+# URLs are maps with a marker key (the interpreter's functions return plain values only).
+_URL = "__kubeloop_url__"
+
+
+def _url(text: str) -> dict[str, Any]:
+    if not _is_url(text):
+        raise ValueError(f"URL parse error during conversion from string: parse {go_quote(text)}")
+    return {_URL: text}
+
+
+def _is_url(text: str) -> bool:
+    try:
+        parts = urllib.parse.urlsplit(text)
+    except ValueError:
+        return False
+    return bool(parts.scheme and (parts.netloc or parts.path)) or text.startswith("/")
+
+
+def _url_part(url: Mapping[str, Any], part: str) -> str:
+    parts = urllib.parse.urlsplit(str(url[_URL]))
+    if part == "host":
+        return parts.netloc.rpartition("@")[2]
+    if part == "hostname":
+        return parts.hostname or ""
+    if part == "port":
+        return str(parts.port) if parts.port is not None else ""
+    if part == "path":
+        return parts.path
+    return parts.scheme
+
+
+def _url_query(url: Mapping[str, Any]) -> dict[str, list[str]]:
+    return urllib.parse.parse_qs(urllib.parse.urlsplit(str(url[_URL])).query, keep_blank_values=True)
+
+
+# Quantities: maps holding the exact value as a fraction's text.
+_QUANTITY = "__kubeloop_quantity__"
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL: dict[str, Fraction] = {
+    "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
+    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
+    "P": Fraction(10**15), "E": Fraction(10**18),
+}  # fmt: skip
+
+
+def _parse_quantity(text: str) -> Fraction:
+    if validation._quantity_error(text) is not None:
+        raise ValueError(f"quantities must match the regular expression: {go_quote(text)}")
+    number = re.match(r"[+-]?[0-9]*\.?[0-9]*", text)
+    assert number is not None
+    digits, suffix = number.group(0), text[number.end() :]
+    value = Fraction(digits) if digits not in ("", "+", "-") else Fraction(0)
+    if suffix in _BINARY:
+        return value * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return value * _DECIMAL[suffix]
+    exponent = int(suffix[1:])
+    return value * (Fraction(10**exponent) if exponent >= 0 else Fraction(1, 10**-exponent))
+
+
+def _quantity(text: str) -> dict[str, Any]:
+    return {_QUANTITY: str(_parse_quantity(text))}
+
+
+def _is_quantity(text: str) -> bool:
+    try:
+        _parse_quantity(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _q(value: Any) -> Fraction:
+    if isinstance(value, Mapping) and _QUANTITY in value:
+        return Fraction(value[_QUANTITY])
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Fraction(value)
+    raise TypeError("no such overload")
+
+
+def _compare(a: Any, b: Any) -> int:
+    left, right = _q(a), _q(b)
+    return (left > right) - (left < right)
+
+
+def _as_integer(value: Any) -> int:
+    exact = _q(value)
+    if exact.denominator != 1 or not -(2**63) <= exact.numerator < 2**63:
+        raise ValueError("cannot convert value to integer")
+    return exact.numerator
+
+
+def _sign(value: Any) -> int:
+    exact = _q(value)
+    return (exact > 0) - (exact < 0)
+
+
+KUBERNETES_LIBRARY: dict[str, Any] = {
+    # lists
+    "isSorted": _is_sorted,
+    "indexOf": _index_of,
+    "lastIndexOf": _last_index_of,
+    # regex
+    "find": _find,
+    "findAll": _find_all,
+    # urls
+    "url": _url,
+    "isURL": _is_url,
+    "getScheme": lambda u: _url_part(u, "scheme"),
+    "getHost": lambda u: _url_part(u, "host"),
+    "getHostname": lambda u: _url_part(u, "hostname"),
+    "getPort": lambda u: _url_part(u, "port"),
+    "getEscapedPath": lambda u: _url_part(u, "path"),
+    "getQuery": _url_query,
+    # quantities
+    "quantity": _quantity,
+    "isQuantity": _is_quantity,
+    "isInteger": lambda q: _q(q).denominator == 1,
+    "asInteger": _as_integer,
+    "asApproximateFloat": lambda q: float(_q(q)),
+    "sign": _sign,
+    "compareTo": _compare,
+    "isGreaterThan": lambda a, b: _compare(a, b) > 0,
+    "isLessThan": lambda a, b: _compare(a, b) < 0,
+    "add": lambda a, b: {_QUANTITY: str(_q(a) + _q(b))},
+    "sub": lambda a, b: {_QUANTITY: str(_q(a) - _q(b))},
+}

@@ -1,0 +1,428 @@
+"""CEL validation rules (x-kubernetes-validations) of custom resources: compiled when the CRD is
+written (a bad rule makes the CRD invalid), evaluated on every write with upstream's messages,
+reasons and field paths; transition rules (oldSelf) on updates, optionalOldSelf on creates;
+messageExpression; Kubernetes' CEL libraries; the cost limit. Over HTTP and with kubectl."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import pytest
+
+from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
+from tests.conftest import Client, ServerThread
+
+MERGE = "application/merge-patch+json"
+
+SPEC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "x-kubernetes-validations": [
+        {
+            "rule": "self.minReplicas <= self.maxReplicas",
+            "message": "minReplicas cannot be larger than maxReplicas",
+        },
+        {
+            "rule": "self.maxReplicas >= oldSelf.maxReplicas",
+            "messageExpression": "'maxReplicas may not shrink below ' + string(oldSelf.maxReplicas)",
+        },
+        {
+            "rule": "!has(self.image) || self.image.contains(':')",
+            "fieldPath": ".image",
+            "reason": "FieldValueRequired",
+            "message": "a tag is needed",
+        },
+    ],
+    "properties": {
+        "minReplicas": {"type": "integer"},
+        "maxReplicas": {"type": "integer"},
+        "image": {"type": "string"},
+        "mode": {
+            "type": "string",
+            "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "mode is immutable"}],
+        },
+        "tags": {
+            "type": "array",
+            "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "self.isSorted()", "reason": "FieldValueForbidden"}],
+        },
+        "ports": {
+            "type": "array",
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+            "items": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "port": {
+                        "type": "integer",
+                        "x-kubernetes-validations": [
+                            {"rule": "self >= oldSelf", "message": "ports only go up"}
+                        ],
+                    },
+                },
+            },
+        },
+        "limits": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "string",
+                "x-kubernetes-validations": [
+                    {"rule": "isQuantity(self) && quantity(self).isLessThan(quantity('8Gi'))"}
+                ],
+            },
+        },
+        "level": {
+            "type": "integer",
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!oldSelf.hasValue() || self >= oldSelf.value()",
+                    "optionalOldSelf": True,
+                    "message": "level only rises",
+                },
+                {
+                    "rule": "oldSelf.hasValue() || self == 0",
+                    "optionalOldSelf": True,
+                    "message": "level starts at 0",
+                },
+            ],
+        },
+        "endpoint": {
+            "type": "string",
+            "x-kubernetes-validations": [
+                {"rule": "isURL(self) && url(self).getScheme() == 'https'", "message": "an https URL"}
+            ],
+        },
+        "items": {
+            "type": "array",
+            "items": {"type": "integer"},
+            "x-kubernetes-validations": [{"rule": "self.all(x, self.all(y, x == y || x != y))"}],
+        },
+        "settings": {
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": True,
+            "x-kubernetes-validations": [{"rule": "self.required > 0"}],
+        },
+    },
+}
+
+
+def crd(group: str, spec_schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"scalers.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "scalers", "kind": "Scaler"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {"spec": spec_schema or SPEC_SCHEMA},
+                            "x-kubernetes-validations": [
+                                {
+                                    "rule": "self.metadata.name.startsWith('s')",
+                                    "message": "names start with s",
+                                }
+                            ],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+@pytest.fixture
+def group(api: Client, namespace: str) -> str:
+    group = f"{namespace}.cel.example.com"
+    response = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd(group))
+    assert response.status_code == 201, response.text
+    return group
+
+
+def scaler(group: str, name: str = "s1", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{group}/v1",
+        "kind": "Scaler",
+        "metadata": {"name": name},
+        "spec": {"minReplicas": 1, "maxReplicas": 3, **spec},
+    }
+
+
+def causes(response: Any) -> dict[str, str]:
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert body["reason"] == "Invalid"
+    return {c["field"]: f"{c['reason']}: {c['message']}" for c in body["details"]["causes"]}
+
+
+def test_rules_reject_with_their_message_reason_and_field(api: Client, namespace: str, group: str) -> None:
+    path = f"/apis/{group}/v1/namespaces/{namespace}/scalers"
+    bad = scaler(
+        group, "x1", minReplicas=5, image="nginx", tags=["b", "a"], limits={"memory": "16Gi", "cpu": "1"}
+    )
+    bad["spec"]["endpoint"] = "http://example.com"
+    bad["spec"]["settings"] = {"required": 0}
+    got = causes(api.post(path, bad))
+    assert got == {
+        "<root>": 'FieldValueInvalid: Invalid value: "object": names start with s',
+        "spec": 'FieldValueInvalid: Invalid value: "object": minReplicas cannot be larger than maxReplicas',
+        "spec.image": "FieldValueRequired: Required value: a tag is needed",
+        "spec.tags": "FieldValueForbidden: Forbidden: failed rule: self.isSorted()",
+        "spec.limits.memory": (
+            'FieldValueInvalid: Invalid value: "string": failed rule: '
+            "isQuantity(self) && quantity(self).isLessThan(quantity('8Gi'))"
+        ),
+        "spec.endpoint": 'FieldValueInvalid: Invalid value: "string": an https URL',
+        "spec.settings": 'FieldValueInvalid: Invalid value: "object": failed rule: self.required > 0',
+    }
+    # Nothing was written.
+    assert api.get(f"{path}/x1").status_code == 404
+
+
+def test_a_valid_object_passes_and_evaluation_errors_are_causes(
+    api: Client, namespace: str, group: str
+) -> None:
+    path = f"/apis/{group}/v1/namespaces/{namespace}/scalers"
+    good = scaler(
+        group, image="nginx:1", tags=["a", "b"], limits={"memory": "512Mi"}, endpoint="https://x.io/a"
+    )
+    good["spec"]["settings"] = {"required": 2, "free": "form"}
+    response = api.post(path, good)
+    assert response.status_code == 201, response.text
+    missing = scaler(group, "s2")
+    missing["spec"]["settings"] = {"other": 1}
+    assert causes(api.post(path, missing)) == {
+        "spec.settings": 'FieldValueInvalid: Invalid value: "object": no such key: required evaluating rule: self.required > 0'
+    }
+
+
+def test_transition_rules_judge_updates_against_the_old_values(
+    api: Client, namespace: str, group: str
+) -> None:
+    path = f"/apis/{group}/v1/namespaces/{namespace}/scalers"
+    first = scaler(group, maxReplicas=5, mode="fast", ports=[{"name": "http", "port": 80}])
+    assert api.post(path, first).status_code == 201  # oldSelf rules do not run on create
+    got = causes(api.patch(f"{path}/s1", {"spec": {"maxReplicas": 4, "mode": "slow"}}, MERGE))
+    assert got == {
+        "spec": 'FieldValueInvalid: Invalid value: "object": maxReplicas may not shrink below 5',
+        "spec.mode": 'FieldValueInvalid: Invalid value: "string": mode is immutable',
+    }
+    # Items of a map list are correlated by key: a lower port on the same name is refused,
+    # a new name has no old self to be judged against.
+    lower = {"spec": {"ports": [{"name": "http", "port": 79}, {"name": "admin", "port": 1}]}}
+    assert causes(api.patch(f"{path}/s1", lower, MERGE)) == {
+        "spec.ports[0].port": 'FieldValueInvalid: Invalid value: "integer": ports only go up'
+    }
+    higher = {
+        "spec": {"maxReplicas": 6, "ports": [{"name": "http", "port": 81}, {"name": "admin", "port": 1}]}
+    }
+    response = api.patch(f"{path}/s1", higher, MERGE)
+    assert response.status_code == 200, response.text
+    assert response.json()["spec"]["maxReplicas"] == 6
+
+
+def test_optional_old_self_rules_judge_creates_too(api: Client, namespace: str, group: str) -> None:
+    path = f"/apis/{group}/v1/namespaces/{namespace}/scalers"
+    assert causes(api.post(path, scaler(group, level=3))) == {
+        "spec.level": 'FieldValueInvalid: Invalid value: "integer": level starts at 0'
+    }
+    assert api.post(path, scaler(group, level=0)).status_code == 201
+    assert api.patch(f"{path}/s1", {"spec": {"level": 2}}, MERGE).status_code == 200
+    assert causes(api.patch(f"{path}/s1", {"spec": {"level": 1}}, MERGE)) == {
+        "spec.level": 'FieldValueInvalid: Invalid value: "integer": level only rises'
+    }
+
+
+def test_a_rule_over_the_cost_limit_is_refused(api: Client, namespace: str, group: str) -> None:
+    path = f"/apis/{group}/v1/namespaces/{namespace}/scalers"
+    small = scaler(group, items=list(range(100)))
+    assert api.post(path, small).status_code == 201
+    big = scaler(group, "s2", items=list(range(2000)))  # 2000² comparisons: over the per-call limit
+    (message,) = causes(api.post(path, big)).values()
+    assert "call cost exceeds limit for rule: self.all(x, self.all(y, x == y || x != y))" in message
+
+
+@pytest.mark.parametrize(
+    ("rule_schema", "field", "message"),
+    [
+        (
+            {"type": "integer", "x-kubernetes-validations": [{"rule": "self >"}]},
+            "x-kubernetes-validations[0].rule",
+            'Invalid value: "self >": compilation failed: ERROR: <input>:1:7: Syntax error',
+        ),
+        (
+            {"type": "integer", "x-kubernetes-validations": [{"rule": "self > 0", "reason": "Bad"}]},
+            "x-kubernetes-validations[0].reason",
+            'Unsupported value: "Bad": supported values: "FieldValueDuplicate", "FieldValueForbidden"',
+        ),
+        (
+            {"type": "integer", "x-kubernetes-validations": [{"rule": " "}]},
+            "x-kubernetes-validations[0].rule",
+            "Required value: rule is not specified",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}},
+                "x-kubernetes-validations": [{"rule": "true", "fieldPath": ".b"}],
+            },
+            "x-kubernetes-validations[0].fieldPath",
+            'Invalid value: ".b": fieldPath must be a valid path',
+        ),
+        (
+            {
+                "type": "integer",
+                "x-kubernetes-validations": [{"rule": "self > 0", "messageExpression": "'a' +"}],
+            },
+            "x-kubernetes-validations[0].messageExpression",
+            "messageExpression compilation failed: ERROR:",
+        ),
+        (
+            {"type": "integer", "x-kubernetes-validations": [{"rule": "self > 0", "message": "two\nlines"}]},
+            "x-kubernetes-validations[0].message",
+            "message must not contain line breaks",
+        ),
+    ],
+)
+def test_a_bad_rule_makes_the_crd_invalid(
+    api: Client, namespace: str, rule_schema: dict[str, Any], field: str, message: str
+) -> None:
+    spec = {"type": "object", "properties": {"value": rule_schema}}
+    response = api.post(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd(f"{namespace}.bad.example.com", spec)
+    )
+    assert response.status_code == 422, response.text
+    (cause,) = response.json()["details"]["causes"]
+    assert (
+        cause["field"]
+        == f"spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[value].{field}"
+    )
+    assert message in cause["message"]
+
+
+def test_old_self_on_the_uncorrelatable_part_of_a_schema_is_forbidden(api: Client, namespace: str) -> None:
+    spec = {
+        "type": "object",
+        "properties": {
+            "list": {
+                "type": "array",
+                "items": {"type": "integer", "x-kubernetes-validations": [{"rule": "self >= oldSelf"}]},
+            }
+        },
+    }
+    response = api.post(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd(f"{namespace}.bad.example.com", spec)
+    )
+    (cause,) = response.json()["details"]["causes"]
+    assert cause["message"].startswith(
+        "Forbidden: oldSelf cannot be used on the uncorrelatable portion of the schema"
+    )
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "passes"),
+    [
+        ("self.isSorted()", [1, 2, 2], True),
+        ("self.isSorted()", ["b", "a"], False),
+        ("self.indexOf(3) == 1 && self.lastIndexOf(9) == -1", [1, 3, 3], True),
+        ("self.sum() == 6 && self.min() == 1 && self.max() == 3", [1, 2, 3], True),
+        ("sets.contains(self, [2]) && !sets.intersects(self, [9])", [1, 2], True),
+        ("self.map(x, x * 2).filter(x, x > 2).size() == 2", [1, 2, 3], True),
+        ("self.exists_one(x, x == 2)", [1, 2, 2], False),
+    ],
+)
+def test_kubernetes_list_library(api: Client, namespace: str, rule: str, value: Any, passes: bool) -> None:
+    assert (
+        _judged(
+            api,
+            namespace,
+            {"type": "array", "items": {"type": "integer" if isinstance(value[0], int) else "string"}},
+            rule,
+            value,
+        )
+        is passes
+    )
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "passes"),
+    [
+        ("self.find('[0-9]+') == '12' && self.findAll('[a-z]').size() == 2", "ab12", True),
+        ("self.lowerAscii() == 'ab12' && self.upperAscii() == 'AB12'", "aB12", True),
+        ("self.split('-').size() == 3 && self.replace('-', '') == 'abc'", "a-b-c", True),
+        ("self.matches('^[a-z]+$')", "abc1", False),
+        ("isQuantity(self) && quantity(self).compareTo(quantity('1Gi')) == 0", "1024Mi", True),
+        ("quantity(self).isGreaterThan(quantity('500m')) && quantity(self).isInteger()", "1", True),
+        ("quantity(self).add(quantity('1')).asInteger() == 3", "2", True),
+        ("isQuantity(self)", "1Zi", False),
+        (
+            "url(self).getHost() == 'x.io:8443' && url(self).getPort() == '8443' && url(self).getEscapedPath() == '/p'",
+            "https://x.io:8443/p",
+            True,
+        ),
+        ("duration(self) > duration('30m')", "1h", True),
+        ("timestamp(self) < timestamp('2030-01-01T00:00:00Z')", "2020-01-01T00:00:00Z", True),
+    ],
+)
+def test_kubernetes_string_libraries(
+    api: Client, namespace: str, rule: str, value: str, passes: bool
+) -> None:
+    assert _judged(api, namespace, {"type": "string"}, rule, value) is passes
+
+
+_judged_count = 0
+
+
+def _judged(api: Client, namespace: str, schema: dict[str, Any], rule: str, value: Any) -> bool:
+    """Whether a custom resource whose ``spec.value`` is ``value`` passes ``rule``."""
+    global _judged_count
+    _judged_count += 1
+    group = f"{namespace}-{_judged_count}.lib.example.com"
+    spec = {
+        "type": "object",
+        "properties": {"value": {**schema, "x-kubernetes-validations": [{"rule": rule}]}},
+    }
+    created = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd(group, spec))
+    assert created.status_code == 201, created.text
+    obj = {"apiVersion": f"{group}/v1", "kind": "Scaler", "metadata": {"name": "s"}, "spec": {"value": value}}
+    response = api.post(f"/apis/{group}/v1/namespaces/{namespace}/scalers", obj)
+    assert response.status_code in (201, 422), response.text
+    if response.status_code == 422:
+        assert "failed rule" in response.text, response.text
+    return response.status_code == 201
+
+
+@pytest.fixture(params=KUBECTLS, ids=[p.name for p in KUBECTLS])
+def kubectl(request: pytest.FixtureRequest, shared_server: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    return Kubectl(request.param, shared_server.kubeconfig, tmp_path)
+
+
+def test_kubectl_sees_rules_reject_and_accept_including_old_self(
+    kubectl: Kubectl, namespace: str, group: str
+) -> None:
+    def apply(spec: str, check: bool = True) -> Any:
+        manifest = f"apiVersion: {group}/v1\nkind: Scaler\nmetadata: {{name: s1}}\nspec: {spec}\n"
+        return kubectl("apply", "-n", namespace, "-f", "-", stdin=manifest, check=check)
+
+    refused = apply("{minReplicas: 5, maxReplicas: 3}", check=False)
+    assert refused.returncode == 1
+    assert 'The Scaler "s1" is invalid' in refused.stderr
+    assert 'spec: Invalid value: "object": minReplicas cannot be larger than maxReplicas' in refused.stderr
+    assert "created" in apply("{minReplicas: 1, maxReplicas: 3, mode: fast}").stdout
+    shrunk = apply("{minReplicas: 1, maxReplicas: 2, mode: slow}", check=False)
+    assert 'spec: Invalid value: "object": maxReplicas may not shrink below 3' in shrunk.stderr
+    assert 'spec.mode: Invalid value: "string": mode is immutable' in shrunk.stderr
+    assert "configured" in apply("{minReplicas: 2, maxReplicas: 4, mode: fast}").stdout
+    got = kubectl(
+        "get", "-n", namespace, f"scalers.{group}", "s1", "-o", "jsonpath={.spec.maxReplicas}"
+    ).stdout
+    assert got == "4"

@@ -1,0 +1,235 @@
+"""CRDs generated from pydantic models, on the embedded server: applied with kubectl (oldest and
+newest) and a custom resource right after; validation, defaults, CEL rules, printer columns,
+explain, status and scale subresources and categories from the model's declarations;
+``install_crds``, ``kubeloop crd`` and ``kubeloop run --install-crds``; and a hypothesis test
+that the server and pydantic agree on generated objects."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+from typing import Annotated, Any, Literal
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from pydantic import Field, ValidationError
+
+import kubeloop
+from kubeloop.crd import IntOrString, PrinterColumn, Rule, Scale, install_crds, to_yaml
+from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
+from tests.conftest import Client, ServerThread
+
+GROUP = "models.example.com"
+
+
+class Backend(kubeloop.KubeModel):
+    name: Annotated[str, Field(min_length=1, max_length=20, pattern=r"^[a-z]+$")]
+    weight: Annotated[int, Field(ge=0, le=100)] = 50
+
+
+class RouterSpec(kubeloop.KubeModel):
+    """How a router routes."""
+
+    replicas: Annotated[int, Field(ge=0, le=10, description="How many router pods run.")] = 1
+    mode: Literal["RoundRobin", "Random"] = "RoundRobin"
+    timeout_seconds: Annotated[int, Field(gt=0), Rule("self <= 300", message="at most five minutes")] = 30
+    port: IntOrString = 8080
+    backends: Annotated[list[Backend], Field(max_length=4)] = []
+    zone: Annotated[str, Rule("self == oldSelf", message="zone is immutable")] = "a"
+
+
+class RouterStatus(kubeloop.KubeModel):
+    replicas: int = 0
+    observed_generation: int | None = None
+
+
+class Router(
+    kubeloop.CustomResource,
+    group=GROUP,
+    version="v1",
+    short_names=("rt",),
+    categories=("all",),
+    scale=Scale(),
+    printer_columns=(
+        PrinterColumn("Mode", ".spec.mode"),
+        PrinterColumn("Replicas", ".spec.replicas", type="integer"),
+    ),
+):
+    """A Router spreads requests over its backends."""
+
+    spec: RouterSpec = Field(default_factory=RouterSpec)
+    status: RouterStatus | None = None
+
+
+@pytest.fixture(params=KUBECTLS, ids=[p.name for p in KUBECTLS])
+def kubectl(request: pytest.FixtureRequest, shared_server: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    return Kubectl(request.param, shared_server.kubeconfig, tmp_path)
+
+
+def router_yaml(name: str, spec: str) -> str:
+    return f"apiVersion: {GROUP}/v1\nkind: Router\nmetadata: {{name: {name}}}\nspec: {spec}\n"
+
+
+def test_kubectl_applies_a_generated_crd_and_right_after_it_a_resource(
+    kubectl: Kubectl, api: Client, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    crd_file = tmp_path / "crd.yaml"
+    crd_file.write_text(to_yaml([Router.crd()]))
+    kubectl("apply", "-f", str(crd_file))
+    ns = ["-n", namespace]
+    applied = kubectl("apply", *ns, "-f", "-", stdin=router_yaml("edge", "{backends: [{name: blue}]}"))
+    assert f"router.{GROUP}/edge created" in applied.stdout
+    # Defaults appear on read, in JSON names.
+    got = json.loads(kubectl("get", *ns, f"routers.{GROUP}", "edge", "-o", "json").stdout)
+    assert got["spec"] == {
+        "replicas": 1,
+        "mode": "RoundRobin",
+        "timeoutSeconds": 30,
+        "port": 8080,
+        "backends": [{"name": "blue", "weight": 50}],
+        "zone": "a",
+    }
+    # Every offending field path is named.
+    bad = router_yaml(
+        "bad", "{replicas: 11, mode: Sticky, timeoutSeconds: 301, backends: [{name: Blue, weight: -1}]}"
+    )
+    refused = kubectl("apply", *ns, "-f", "-", stdin=bad, check=False)
+    assert refused.returncode == 1
+    for expected in (
+        "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10",
+        'spec.mode: Unsupported value: "Sticky": supported values: "RoundRobin", "Random"',
+        "spec.backends[0].name: Invalid value: \"Blue\": spec.backends[0].name in body should match '^[a-z]+$'",
+        "spec.backends[0].weight: Invalid value: -1: spec.backends[0].weight in body should be greater than or equal to 0",
+        'spec.timeoutSeconds: Invalid value: "integer": at most five minutes',
+    ):
+        assert expected in refused.stderr, refused.stderr
+    # A transition rule: the zone may not change.
+    moved = kubectl("apply", *ns, "-f", "-", stdin=router_yaml("edge", "{zone: b}"), check=False)
+    assert 'spec.zone: Invalid value: "string": zone is immutable' in moved.stderr
+    # Printer columns, short name, category all.
+    table = kubectl("get", *ns, "rt").stdout.splitlines()
+    assert table[0].split() == ["NAME", "MODE", "REPLICAS"]
+    assert table[1].split() == ["edge", "RoundRobin", "1"]
+    assert f"router.{GROUP}/edge" in kubectl("get", *ns, "all", "-o", "name").stdout
+    # The docstrings and descriptions are what explain shows.
+    explained = kubectl("explain", "routers.spec.replicas", f"--api-version={GROUP}/v1").stdout
+    assert "How many router pods run." in explained
+    assert (
+        "A Router spreads requests over its backends."
+        in kubectl("explain", "routers", f"--api-version={GROUP}/v1").stdout
+    )
+    # Scale goes through the scale subresource; status only through /status.
+    kubectl("scale", *ns, f"routers.{GROUP}/edge", "--replicas=3")
+    path = f"/apis/{GROUP}/v1/namespaces/{namespace}/routers/edge"
+    assert api.get(path).json()["spec"]["replicas"] == 3
+    ignored = api.patch(path, {"status": {"replicas": 3}}, "application/merge-patch+json").json()
+    assert "status" not in ignored or ignored["status"].get("replicas", 0) == 0
+    written = api.patch(f"{path}/status", {"status": {"replicas": 3}}, "application/merge-patch+json").json()
+    assert written["status"]["replicas"] == 3
+
+
+async def test_install_crds_from_models_and_files_then_typed_reads(
+    kube_client: kubeloop.APIClient, kube_namespace: str, tmp_path: pathlib.Path
+) -> None:
+    class Gizmo(kubeloop.CustomResource, group="install.example.com", version="v1", scope="Cluster"):
+        spec: dict[str, str] = {}
+
+    manifest = tmp_path / "more.yaml"
+    other = {**Gizmo.crd(), "metadata": {"name": "doodads.install.example.com"}}
+    other["spec"] = {**other["spec"], "names": {"kind": "Doodad", "plural": "doodads"}}
+    manifest.write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+        + "---\n"
+        + yaml.safe_dump(other)
+    )
+    installed = await install_crds(kube_client, Router, Gizmo, manifest)
+    assert [crd["metadata"]["name"] for crd in installed] == [
+        f"routers.{GROUP}",
+        "gizmos.install.example.com",
+        "doodads.install.example.com",
+    ]
+    created = await kube_client.create(
+        Router(metadata=kubeloop.ObjectMeta(name="typed"), spec=RouterSpec(replicas=2)),
+        namespace=kube_namespace,
+    )
+    assert isinstance(created, Router)
+    assert created.spec.timeout_seconds == 30 and created.spec.replicas == 2
+    gizmo = await kube_client.create(Gizmo(metadata=kubeloop.ObjectMeta(name="g"), spec={"a": "b"}))
+    assert gizmo.metadata.namespace is None
+    await kube_client.delete(Gizmo, "g")
+
+
+def test_kubeloop_crd_prints_the_crds_a_module_holds(tmp_path: pathlib.Path) -> None:
+    operator = tmp_path / "op"
+    operator.mkdir()
+    (operator / "models.py").write_text(
+        "import kubeloop\n"
+        "class Thing(kubeloop.CustomResource, group='cli.example.com', version='v1', short_names=('th',)):\n"
+        "    spec: dict[str, int] = {}\n"
+    )
+    (operator / "main.py").write_text("from models import Thing\n\ndef setup(manager):\n    pass\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "kubeloop.cli.main", "crd", str(operator)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    (crd,) = list(yaml.safe_load_all(result.stdout))
+    assert crd["metadata"]["name"] == "things.cli.example.com"
+    assert crd["spec"]["names"]["shortNames"] == ["th"]
+    empty = subprocess.run(
+        [sys.executable, "-m", "kubeloop.cli.main", "crd", "json"], capture_output=True, text=True, timeout=60
+    )
+    assert empty.returncode == 1 and "holds no custom resource models" in empty.stderr
+
+
+# --------------------------------------------------------------------------- the server and pydantic agree
+
+
+def backend_values() -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {"name": st.one_of(st.from_regex(r"^[a-z]{1,20}$", fullmatch=True), st.text(max_size=25))},
+        optional={"weight": st.integers(min_value=-5, max_value=105)},
+    )
+
+
+spec_values = st.fixed_dictionaries(
+    {},
+    optional={
+        "replicas": st.one_of(st.integers(min_value=-2, max_value=12), st.sampled_from(["3", 2.5, None])),
+        "mode": st.sampled_from(["RoundRobin", "Random", "Sticky", 3]),
+        "timeoutSeconds": st.integers(min_value=-1, max_value=320),
+        "port": st.one_of(st.integers(min_value=1, max_value=65535), st.sampled_from(["http", True])),
+        "backends": st.lists(backend_values(), max_size=6),
+    },
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(spec=spec_values)
+@example(spec={"backends": [{"name": "abc\n"}]})  # RE2's $ is the end of the text, not before a newline
+@example(spec={"replicas": None, "port": "http"})
+def test_the_server_and_pydantic_agree_on_generated_objects(
+    api: Client, namespace: str, spec: dict[str, Any]
+) -> None:
+    api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Router.crd())
+    body = {"apiVersion": f"{GROUP}/v1", "kind": "Router", "metadata": {"name": "agree"}, "spec": spec}
+    response = api.post(f"/apis/{GROUP}/v1/namespaces/{namespace}/routers?dryRun=All", body)
+    assert response.status_code in (201, 422), response.text
+    # The server drops a null it has no nullable field for (a Go pointer left unset), so pydantic
+    # judges the object without it.
+    judged = {**body, "spec": {key: value for key, value in spec.items() if value is not None}}
+    try:
+        Router.model_validate(judged, strict=True)
+        pydantic_accepts = True
+    except ValidationError:
+        pydantic_accepts = False
+    assert (response.status_code == 201) is pydantic_accepts, (response.text, spec)
+    if pydantic_accepts:
+        served = response.json()
+        assert Router.model_validate(served).spec == Router.model_validate(judged).spec  # same defaults

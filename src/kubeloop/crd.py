@@ -36,9 +36,10 @@ from kubeloop.api.structuralschema import SchemaConversionError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from kubeloop.client.crdinstall import install_crds
+    from kubeloop.client.crdinstall import CRDNotServed, install_crds
 
 __all__ = [
+    "CRDNotServed",
     "CRDOptions",
     "EmbeddedResource",
     "IntOrString",
@@ -59,9 +60,10 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     # The installer needs the HTTP client; a module of models that only declares kinds does not.
-    if name == "install_crds":
-        from kubeloop.client.crdinstall import install_crds
+    if name in ("install_crds", "CRDNotServed"):
+        from kubeloop.client import crdinstall
 
-        globals()[name] = install_crds
-        return install_crds
+        value = getattr(crdinstall, name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'kubeloop.crd' has no attribute {name!r}")

@@ -55,6 +55,7 @@ class GadgetSpec(kubeloop.KubeModel):
     extra: Annotated[dict[str, Any], PreserveUnknownFields()] = {}
     template: core_v1.PodTemplateSpec | None = None
     ratio: Annotated[float, Field(multiple_of=0.5)] = 1.0
+    sent: str | None
 
 
 class GadgetStatus(kubeloop.KubeModel):
@@ -115,7 +116,7 @@ def test_the_class_keywords_name_the_kind_and_its_subresources() -> None:
     assert version["selectableFields"] == [{"jsonPath": ".spec.mode"}]
     assert Gadget.__gvk__ == kubeloop.GroupVersionKind("gen.example.com", "v1", "Gadget")
     assert (Gadget.__plural__, Gadget.__namespaced__) == ("gadgets", True)
-    assert Gadget(spec=GadgetSpec()).to_dict()["apiVersion"] == "gen.example.com/v1"
+    assert Gadget(spec=GadgetSpec(sent=None)).to_dict()["apiVersion"] == "gen.example.com/v1"
 
 
 def test_fields_become_a_structural_schema() -> None:
@@ -143,6 +144,8 @@ def test_fields_become_a_structural_schema() -> None:
     }
     assert fields["mode"] == {"default": "Fast", "enum": ["Fast", "Slow"], "type": "string"}
     assert fields["flavour"] == {"enum": ["plain", "spicy"], "type": "string"}  # optional, not nullable
+    assert fields["sent"] == {"nullable": True, "type": "string"}  # required, but may be null
+    assert "sent" in spec["required"]
     assert fields["runAsUser"] == {"type": "integer"}  # snake_case in Python, camelCase in JSON
     assert fields["baseURL"]["pattern"] == "^https?://"
     assert fields["target"] == {"default": 80, "x-kubernetes-int-or-string": True}
@@ -255,6 +258,11 @@ class Right(kubeloop.KubeModel):
 
 class Tree(kubeloop.KubeModel):
     children: list[Tree] = []
+    child: Tree | None = None
+
+
+class Holder(kubeloop.KubeModel):
+    tree: Tree | None = None
 
 
 @pytest.mark.parametrize(
@@ -264,6 +272,9 @@ class Tree(kubeloop.KubeModel):
         (tuple[int, str], "Bad.spec.value", "a tuple"),
         (Tree, "Bad.spec.value.children[*]", "Tree contains itself"),
         (int | bool, "Bad.spec.value", "a union of types"),
+        (float | str, "Bad.spec.value", "a union of types"),
+        (Literal[1, "x"], "Bad.spec.value", "an enum of values of several types"),
+        (Holder | None, "Bad.spec.value.tree.children[*]", "Tree contains itself"),
     ],
 )
 def test_what_has_no_structural_form_is_an_error_naming_the_field(

@@ -287,6 +287,14 @@ def test_a_rule_over_the_cost_limit_is_refused(api: Client, namespace: str, grou
             "messageExpression compilation failed: ERROR:",
         ),
         (
+            {
+                "type": "integer",
+                "x-kubernetes-validations": [{"rule": "self > 0", "messageExpression": "string(oldSelf)"}],
+            },
+            "x-kubernetes-validations[0].messageExpression",
+            "messageExpression may only reference oldSelf if the rule does",
+        ),
+        (
             {"type": "integer", "x-kubernetes-validations": [{"rule": "self > 0", "message": "two\nlines"}]},
             "x-kubernetes-validations[0].message",
             "message must not contain line breaks",
@@ -364,6 +372,10 @@ def test_kubernetes_list_library(api: Client, namespace: str, rule: str, value: 
         ("quantity(self).isGreaterThan(quantity('500m')) && quantity(self).isInteger()", "1", True),
         ("quantity(self).add(quantity('1')).asInteger() == 3", "2", True),
         ("isQuantity(self)", "1Zi", False),
+        ("!isQuantity(self)", "1e10000000", True),  # refused at once, not expanded
+        ("self.find('(a+)+$') == ''", "a" * 5000 + "!", True),  # RE2: linear time, no backtracking blow-up
+        ("self.find('[[:digit:]]+') == '42'", "x42", True),
+        ("self != 'oldSelf'", "oldSelf", False),  # a string, not a transition rule: judged on create
         (
             "url(self).getHost() == 'x.io:8443' && url(self).getPort() == '8443' && url(self).getEscapedPath() == '/p'",
             "https://x.io:8443/p",
@@ -426,3 +438,35 @@ def test_kubectl_sees_rules_reject_and_accept_including_old_self(
         "get", "-n", namespace, f"scalers.{group}", "s1", "-o", "jsonpath={.spec.maxReplicas}"
     ).stdout
     assert got == "4"
+
+
+def test_patterns_are_re2_and_a_root_rules_field_path_has_no_leading_dot(api: Client, namespace: str) -> None:
+    group = f"{namespace}.re2.example.com"
+    spec = {
+        "type": "object",
+        "properties": {
+            "word": {"type": "string", "pattern": "^[[:alpha:]]+$"},
+            "letters": {"type": "string", "pattern": "^\\pL+$"},
+            "lines": {"type": "string", "pattern": "(?m)^b$"},
+            "a": {"type": "integer"},
+        },
+    }
+    body = crd(group, spec)
+    body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] = [
+        {"rule": "self.spec.a > 0", "fieldPath": ".spec.a", "message": "a must be positive"}
+    ]
+    assert api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body).status_code == 201
+    path = f"/apis/{group}/v1/namespaces/{namespace}/scalers"
+
+    def obj(name: str, **spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": f"{group}/v1",
+            "kind": "Scaler",
+            "metadata": {"name": name},
+            "spec": {"a": 1, **spec},
+        }
+
+    assert api.post(path, obj("s1", word="abc", letters="été", lines="a\nb")).status_code == 201
+    got = causes(api.post(path, obj("s2", word="abc\n", letters="1", a=0)))
+    assert set(got) == {"spec.word", "spec.letters", "spec.a"}  # RE2's $ is the end of the text
+    assert got["spec.a"] == 'FieldValueInvalid: Invalid value: "object": a must be positive'

@@ -100,7 +100,11 @@ class _Converter:
                 if value in KNOWN_FORMATS:
                     result["format"] = value
             elif key == "enum":
-                result["enum"] = list(value)
+                result["enum"] = [item for item in value if item is not None]  # None: the field is optional
+                if len({_json_type(item, path) for item in result["enum"]}) > 1:
+                    raise SchemaConversionError(
+                        path, "an enum of values of several types has no structural form"
+                    )
             elif key == "const":
                 result["enum"] = [value]
                 result.setdefault("type", _json_type(value, path))
@@ -115,9 +119,13 @@ class _Converter:
                 if value:
                     result.setdefault("x-kubernetes-list-type", "set")
             elif key == "properties":
-                result["properties"] = {
-                    name: self.convert(sub, f"{path}.{name}", expanding) for name, sub in value.items()
-                }
+                required = set(schema.get("required", ()))
+                result["properties"] = {}
+                for name, sub in value.items():
+                    converted = self.convert(sub, f"{path}.{name}", expanding)
+                    if name in required and _may_be_null(sub):
+                        converted["nullable"] = True  # a required `T | None`: the key is sent, maybe null
+                    result["properties"][name] = converted
             elif key == "items":
                 result["items"] = self.convert(value, f"{path}[*]", expanding)
             elif key == "additionalProperties":
@@ -158,19 +166,21 @@ class _Converter:
         return {**resolved, **merged}, (*expanding, name)
 
     def _union(self, schema: dict[str, Any], path: str, expanding: tuple[str, ...]) -> dict[str, Any]:
-        branches = [self._resolved(branch, path, expanding)[0] for branch in schema["anyOf"]]
+        branches = [self._resolved(branch, path, expanding) for branch in schema["anyOf"]]
         outer = {key: value for key, value in schema.items() if key != "anyOf"}
-        present = [branch for branch in branches if branch.get("type") != "null"]
-        types = {branch.get("type") for branch in present}
+        present = [(branch, seen) for branch, seen in branches if branch.get("type") != "null"]
+        types = {branch.get("type") for branch, _ in present}
         if len(present) == 1:  # T | None: an optional T
-            return self.convert({**present[0], **outer}, path, expanding)
-        if "string" in types and "integer" in types and types <= {"string", "integer", "number"}:
+            branch, seen = present[0]
+            return self.convert({**branch, **outer}, path, seen)
+        # int | str, and Quantity's str | int | float (upstream's Quantity schema is int-or-string too)
+        if types in ({"string", "integer"}, {"string", "integer", "number"}):
             result = self.convert(outer, path, expanding)
             result.pop("x-kubernetes-preserve-unknown-fields", None)
             result["x-kubernetes-int-or-string"] = True
             return result
         raise SchemaConversionError(
-            path, "a union of types has no structural form (only T | None and int | str have one)"
+            path, "a union of types has no structural form (only T | None, int | str and Quantity have one)"
         )
 
     def _type(self, value: Any, path: str) -> str:
@@ -192,6 +202,10 @@ class _Converter:
             result["x-kubernetes-preserve-unknown-fields"] = True
         else:
             result["additionalProperties"] = self.convert(extra, f"{path}[*]", expanding)
+
+
+def _may_be_null(schema: Mapping[str, Any]) -> bool:
+    return any(branch.get("type") == "null" for branch in schema.get("anyOf", ()))
 
 
 def _typed(schema: Mapping[str, Any]) -> bool:

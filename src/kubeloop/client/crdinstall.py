@@ -70,10 +70,17 @@ def _crds_in(path: pathlib.Path) -> list[dict[str, Any]]:
     return found
 
 
+class CRDNotServed(Exception):
+    """The server refused a CRD's names (another CRD holds them): it will not be served."""
+
+
 async def _established(client: Client, name: str) -> Obj:
     while True:
         crd = await client.get(CRD_KIND, name)
-        conditions = crd.get("status", {}).get("conditions") or ()
-        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+        conditions = {c.get("type"): c for c in crd.get("status", {}).get("conditions") or ()}
+        if conditions.get("Established", {}).get("status") == "True":
             return crd
+        refused = conditions.get("NamesAccepted", {})
+        if refused.get("status") == "False":
+            raise CRDNotServed(f"{name}: {refused.get('reason')}: {refused.get('message')}")
         await asyncio.sleep(0.05)

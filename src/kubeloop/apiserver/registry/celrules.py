@@ -14,25 +14,31 @@ and evaluated on every write of a custom resource against the node's value as ``
 
 Kubernetes adds libraries to CEL; besides the interpreter's strings, lists, sets and math
 extensions, these are here: ``isSorted``, list ``indexOf``/``lastIndexOf``, regex ``find`` /
-``findAll``, ``url`` with its getters and ``isURL``, ``quantity`` with its comparisons and
-arithmetic and ``isQuantity``. Upstream's cost limits are approximated: a rule's cost is the
+``findAll`` (RE2, linear in time as upstream's), ``url`` with its getters and ``isURL``,
+``quantity`` with its comparisons and arithmetic and ``isQuantity``. A rule is evaluated with
+its own variables and only the library functions it calls, so nothing of one rule's or object's
+evaluation is seen by the next. Upstream's cost limits are approximated: a rule's cost is the
 size of the values it reads, raised to the depth of its nested comprehensions; one call may
 cost 1,000,000 and one object 10,000,000, as upstream's per-call limit and runtime budget.
 Not done: static type checking of rules against the schema (a rule comparing a string to a
-number fails when evaluated, not when the CRD is written) and the ``.?`` optional syntax.
+number fails when evaluated, not when the CRD is written), the ``.?`` optional syntax, and
+validation ratcheting (an update that leaves an invalid old value unchanged is judged anew).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
 import re
-import threading
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
+
+import re2
 
 from kubeloop.api.naming import go_quote
 from kubeloop.apiserver.registry import validation
@@ -42,8 +48,15 @@ from kubeloop.errors import StatusCause
 PER_CALL_LIMIT = 1_000_000
 RUNTIME_BUDGET = 10_000_000
 REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
-_OLD_SELF = re.compile(r"\boldSelf\b")
 _COMPREHENSION = re.compile(r"\.\s*(all|exists|exists_one|map|filter)\s*\(")
+
+
+#: How the interpreter reports an exception raised by a library function.
+_LIBRARY_FAILURE = re.compile(r"Python function call failed: \w+: (.*?)(?:\. Check function arguments|$)")
+
+
+class LibraryError(ValueError):
+    """A library function's error, worded as upstream's (``no such overload``, ...)."""
 
 
 class RuleOverBudget(Exception):
@@ -62,6 +75,8 @@ class CompiledRule:
     optional_old_self: bool
     #: The nesting depth of comprehensions (all, exists, map, ...): the cost's exponent.
     depth: int
+    #: The library functions the rule and its messageExpression call (bound per evaluation).
+    functions: tuple[str, ...] = ()
 
     def error_text(self) -> str:
         """upstream's ruleErrorString: the message, else the rule."""
@@ -163,7 +178,20 @@ def compile_rules(
                     f"{where}.fieldPath",
                 )
             )
-        uses_old_self = bool(_OLD_SELF.search(rule))
+        uses_old_self = "oldSelf" in program.references()["variables"]
+        if (
+            message_program is not None
+            and "oldSelf" in message_program.references()["variables"]
+            and not uses_old_self
+        ):
+            causes.append(
+                StatusCause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {go_quote(message_expression)}: messageExpression may only reference "
+                    "oldSelf if the rule does",
+                    f"{where}.messageExpression",
+                )
+            )
         if uses_old_self and not correlatable:
             causes.append(
                 StatusCause(
@@ -194,9 +222,19 @@ def compile_rules(
                 uses_old_self=uses_old_self,
                 optional_old_self=optional_old_self,
                 depth=_comprehension_depth(rule),
+                functions=_library_calls(program, message_program),
             )
         )
     return tuple(compiled)
+
+
+def _library_calls(*programs: Any) -> tuple[str, ...]:
+    library = _library()
+    called = {
+        name for program in programs if program is not None for name in program.references()["functions"]
+    }
+    # A namespaced function (sets.contains) is reported as the function "contains" of "sets".
+    return tuple(sorted(name for name in library if name.rpartition(".")[2] in called))
 
 
 def _first_line(error: Exception) -> str:
@@ -324,27 +362,59 @@ def evaluate(
             )
             raise RuleOverBudget(causes)
         budget.remaining -= cost
-        context = _context()
-        for name, bound in activation.items():
-            context.add_variable(name, bound)
+        context = _activation(compiled, activation)
         try:
-            result = compiled.program.execute(context)
+            result = _execute(compiled.program, context, compiled.functions)
         except Exception as error:  # the interpreter's errors are plain Python ones
             causes.append(_invalid(path, node_type, _evaluation_error(error, compiled)))
             continue
         if result is True:
             continue
-        target = path + _normalized(compiled.field_path) if compiled.field_path else path
+        if compiled.field_path:
+            target = path + _normalized(compiled.field_path) if path else _normalized(compiled.field_path)[1:]
+        else:
+            target = path
         detail = _message(compiled, context) or compiled.default_detail()
         causes.append(_for_reason(compiled.reason, target, node_type, detail))
     return causes
+
+
+def _activation(compiled: CompiledRule, variables: dict[str, Any]) -> Any:
+    """What one rule is evaluated with: its variables only (nothing left from an earlier rule
+    or object) and, when it calls any, the library functions it calls."""
+    if not compiled.functions:
+        return variables
+    context = _cel().Context()
+    library = _library()
+    for name in compiled.functions:
+        context.add_function(name, library[name])
+    for name, value in variables.items():
+        context.add_variable(name, value)
+    return context
+
+
+def _execute(program: Any, context: Any, functions: tuple[str, ...]) -> Any:
+    if not functions:
+        return program.execute(context)
+    # The interpreter writes a line to stderr for every exception a Python function raises;
+    # a client could fill the server's log with them at will.
+    with contextlib.redirect_stderr(_DISCARD):
+        return program.execute(context)
+
+
+class _Discard(io.TextIOBase):
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+_DISCARD = _Discard()
 
 
 def _message(compiled: CompiledRule, context: Any) -> str | None:
     if compiled.message_program is None:
         return None
     try:
-        text = compiled.message_program.execute(context)
+        text = _execute(compiled.message_program, context, compiled.functions)
     except Exception:
         return None  # upstream logs it and falls back to the message
     if not isinstance(text, str):
@@ -356,10 +426,17 @@ def _message(compiled: CompiledRule, context: Any) -> str | None:
 
 
 def _evaluation_error(error: Exception, compiled: CompiledRule) -> str:
+    library_failure = _LIBRARY_FAILURE.search(str(error))
+    if library_failure is not None and library_failure.group(1) != "no such overload":
+        return f"{library_failure.group(1)} evaluating rule: {compiled.error_text()}"
     if isinstance(error, KeyError):
         return f"no such key: {error.args[0] if error.args else ''} evaluating rule: {compiled.error_text()}"
     text = str(error)
-    if isinstance(error, TypeError) or text.lower().startswith("no such overload"):
+    if (
+        library_failure is not None
+        or isinstance(error, TypeError)
+        or text.lower().startswith("no such overload")
+    ):
         return (
             "'no such overload': call arguments did not match a supported operator, function or macro "
             f"signature for rule: {compiled.error_text()}"
@@ -416,28 +493,17 @@ def _library() -> dict[str, Any]:
     return functions
 
 
-_contexts = threading.local()
-
-
-def _context() -> Any:
-    """This thread's evaluation context with the libraries bound (built once: binding ~80
-    functions costs more than evaluating a rule); rules rebind ``self`` and ``oldSelf``."""
-    context = getattr(_contexts, "context", None)
-    if context is None:
-        context = _cel().Context()
-        for name, function in _library().items():
-            context.add_function(name, function)
-        _contexts.context = context
-    return context
-
-
 def _is_sorted(items: list[Any]) -> bool:
+    if not isinstance(items, list):
+        raise LibraryError("no such overload")
     return all(a <= b for a, b in itertools.pairwise(items))
 
 
 def _index_of(receiver: Any, item: Any, *rest: Any) -> int:
     if isinstance(receiver, str):
         start = rest[0] if rest else 0
+        if not 0 <= start <= len(receiver):
+            raise LibraryError(f"index out of range: {start}")
         return receiver.find(item, start)
     for index, candidate in enumerate(receiver):
         if candidate == item and type(candidate) is type(item):
@@ -454,13 +520,22 @@ def _last_index_of(receiver: Any, item: Any, *rest: Any) -> int:
     return -1
 
 
+@lru_cache(maxsize=256)
+def _regex(pattern: str) -> Any:
+    """RE2, as cel-go's regex library: linear time whatever the pattern (patterns come from data)."""
+    try:
+        return re2.compile(pattern)
+    except re2.error as error:
+        raise LibraryError(f"error parsing regexp: {error}") from None
+
+
 def _find(text: str, pattern: str) -> str:
-    found = re.search(pattern, text)
-    return found.group(0) if found else ""
+    found = _regex(pattern).search(text)
+    return str(found.group(0)) if found else ""
 
 
 def _find_all(text: str, pattern: str, *limit: int) -> list[str]:
-    matches = [m.group(0) for m in re.finditer(pattern, text)]
+    matches = [str(m.group(0)) for m in _regex(pattern).finditer(text)]
     return matches[: limit[0]] if limit and limit[0] >= 0 else matches
 
 
@@ -470,7 +545,7 @@ _URL = "__kubeloop_url__"
 
 def _url(text: str) -> dict[str, Any]:
     if not _is_url(text):
-        raise ValueError(f"URL parse error during conversion from string: parse {go_quote(text)}")
+        raise LibraryError(f"URL parse error during conversion from string: parse {go_quote(text)}")
     return {_URL: text}
 
 
@@ -482,8 +557,14 @@ def _is_url(text: str) -> bool:
     return bool(parts.scheme and (parts.netloc or parts.path)) or text.startswith("/")
 
 
-def _url_part(url: Mapping[str, Any], part: str) -> str:
-    parts = urllib.parse.urlsplit(str(url[_URL]))
+def _url_text(url: Any) -> str:
+    if not isinstance(url, Mapping) or not isinstance(url.get(_URL), str):
+        raise LibraryError("no such overload")
+    return str(url[_URL])
+
+
+def _url_part(url: Any, part: str) -> str:
+    parts = urllib.parse.urlsplit(_url_text(url))
     if part == "host":
         return parts.netloc.rpartition("@")[2]
     if part == "hostname":
@@ -495,8 +576,8 @@ def _url_part(url: Mapping[str, Any], part: str) -> str:
     return parts.scheme
 
 
-def _url_query(url: Mapping[str, Any]) -> dict[str, list[str]]:
-    return urllib.parse.parse_qs(urllib.parse.urlsplit(str(url[_URL])).query, keep_blank_values=True)
+def _url_query(url: Any) -> dict[str, list[str]]:
+    return urllib.parse.parse_qs(urllib.parse.urlsplit(_url_text(url)).query, keep_blank_values=True)
 
 
 # Quantities: maps holding the exact value as a fraction's text.
@@ -509,9 +590,15 @@ _DECIMAL: dict[str, Fraction] = {
 }  # fmt: skip
 
 
+#: resource.Quantity keeps values in int64 with a scale; beyond this exponent none is exact.
+_MAX_EXPONENT = 100
+
+
 def _parse_quantity(text: str) -> Fraction:
+    if len(text) > 64:
+        raise LibraryError(f"quantity {go_quote(text[:64])}... is too long")
     if validation._quantity_error(text) is not None:
-        raise ValueError(f"quantities must match the regular expression: {go_quote(text)}")
+        raise LibraryError(f"quantities must match the regular expression: {go_quote(text)}")
     number = re.match(r"[+-]?[0-9]*\.?[0-9]*", text)
     assert number is not None
     digits, suffix = number.group(0), text[number.end() :]
@@ -521,6 +608,8 @@ def _parse_quantity(text: str) -> Fraction:
     if suffix in _DECIMAL:
         return value * _DECIMAL[suffix]
     exponent = int(suffix[1:])
+    if abs(exponent) > _MAX_EXPONENT:
+        raise LibraryError(f"quantity {go_quote(text)} is out of range")
     return value * (Fraction(10**exponent) if exponent >= 0 else Fraction(1, 10**-exponent))
 
 
@@ -531,7 +620,7 @@ def _quantity(text: str) -> dict[str, Any]:
 def _is_quantity(text: str) -> bool:
     try:
         _parse_quantity(text)
-    except ValueError:
+    except (ValueError, ZeroDivisionError):
         return False
     return True
 
@@ -541,7 +630,7 @@ def _q(value: Any) -> Fraction:
         return Fraction(value[_QUANTITY])
     if isinstance(value, int) and not isinstance(value, bool):
         return Fraction(value)
-    raise TypeError("no such overload")
+    raise LibraryError("no such overload")
 
 
 def _compare(a: Any, b: Any) -> int:
@@ -552,7 +641,7 @@ def _compare(a: Any, b: Any) -> int:
 def _as_integer(value: Any) -> int:
     exact = _q(value)
     if exact.denominator != 1 or not -(2**63) <= exact.numerator < 2**63:
-        raise ValueError("cannot convert value to integer")
+        raise LibraryError("cannot convert value to integer")
     return exact.numerator
 
 

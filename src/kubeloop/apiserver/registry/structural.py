@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import re2
+
 from kubeloop.api import naming
 from kubeloop.api.naming import go_quote
 from kubeloop.apiserver.registry import celrules
@@ -66,7 +68,8 @@ class Node:
     multiple_of: float | None = None
     min_length: int | None = None
     max_length: int | None = None
-    pattern: re.Pattern[str] | None = None
+    #: The compiled RE2 pattern (``re2._Regexp``; the binding has no type hints).
+    pattern: Any = None
     pattern_text: str = ""
     format: str = ""
     min_items: int | None = None
@@ -279,9 +282,9 @@ def _compile(
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
         try:
-            node.pattern = re.compile(python_pattern(pattern))
+            node.pattern = re2.compile(pattern)  # Go's regexp is RE2: linear time, its syntax
             node.pattern_text = pattern
-        except re.error as exc:
+        except re2.error as exc:
             causes.append(
                 StatusCause(
                     "FieldValueInvalid",
@@ -339,37 +342,6 @@ def _compile(
                     )
                 )
     return node
-
-
-def python_pattern(pattern: str) -> str:
-    """An RE2 pattern (Go's regexp, which OpenAPI patterns use) in Python's syntax: ``$`` and
-    ``\\z`` match only at the very end (Python's ``$`` also matches before a final newline)."""
-    out: list[str] = []
-    in_class = False
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\" and index + 1 < len(pattern):
-            escaped = pattern[index + 1]
-            out.append("\\Z" if escaped == "z" and not in_class else char + escaped)
-            index += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            if pattern[index + 1 : index + 2] == "]" or pattern[index + 1 : index + 3] == "^]":
-                close = index + (2 if pattern[index + 1] == "]" else 3)
-                out.append(pattern[index:close])
-                index = close
-                continue
-        elif char == "$":
-            out.append("\\Z")
-            index += 1
-            continue
-        out.append(char)
-        index += 1
-    return "".join(out)
 
 
 # --------------------------------------------------------------------------- pruning, nulls, defaults

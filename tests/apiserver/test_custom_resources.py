@@ -516,3 +516,42 @@ def test_custom_resources_take_the_paths_of_built_in_kinds(api: Client, namespac
     answered = api.get(f"{path}/w0", headers={"Accept": f"{protobuf}, application/json"})
     assert answered.status_code == 200
     assert answered.headers["Content-Type"].startswith("application/json")
+
+
+def test_values_an_update_leaves_alone_are_not_judged_by_a_tightened_schema(
+    api: Client, namespace: str
+) -> None:
+    """Validation ratcheting (upstream's default since 1.30): an object written before its schema
+    was tightened can still be updated elsewhere; a changed value is judged by the new schema."""
+    group = f"{namespace}.example.com"
+    crd = create_crd(api, group)
+    path = f"/apis/{group}/v1/namespaces/{namespace}/widgets"
+    widget = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 9}}
+    assert api.post(path, widget).status_code == 201
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["size"]["maximum"] = 5
+    spec["properties"]["label"] = {
+        "type": "string",
+        "x-kubernetes-validations": [{"rule": "self.size() < 4"}],
+    }
+    spec["x-kubernetes-validations"] = [{"rule": "!has(self.label) || self.label != 'x'", "message": "not x"}]
+    assert (
+        api.put(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}", crd).status_code
+        == 200
+    )
+    # size stays 9: not judged again; the new field is judged.
+    assert api.patch(f"{path}/w", {"spec": {"label": "ok"}}, MERGE).status_code == 200
+    refused = api.patch(f"{path}/w", {"spec": {"label": "long!"}}, MERGE)
+    assert refused.status_code == 422
+    assert [c["field"] for c in refused.json()["details"]["causes"]] == ["spec.label"]
+    # Changing size itself is judged: 8 is still over the new maximum, 5 is fine.
+    too_big = api.patch(f"{path}/w", {"spec": {"size": 8}}, MERGE)
+    assert [c["field"] for c in too_big.json()["details"]["causes"]] == ["spec.size"]
+    # A rule on spec judges the whole spec, which this update changes.
+    assert (
+        api.patch(f"{path}/w", {"spec": {"label": "x"}}, MERGE).json()["details"]["causes"][0]["field"]
+        == "spec"
+    )
+    assert api.patch(f"{path}/w", {"spec": {"size": 5}}, MERGE).status_code == 200
+    # A new object gets no such grace.
+    assert api.post(path, {**widget, "metadata": {"name": "w2"}}).status_code == 422

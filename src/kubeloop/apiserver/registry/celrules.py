@@ -20,9 +20,10 @@ its own variables and only the library functions it calls, so nothing of one rul
 evaluation is seen by the next. Upstream's cost limits are approximated: a rule's cost is the
 size of the values it reads, raised to the depth of its nested comprehensions; one call may
 cost 1,000,000 and one object 10,000,000, as upstream's per-call limit and runtime budget.
-Not done: static type checking of rules against the schema (a rule comparing a string to a
-number fails when evaluated, not when the CRD is written), the ``.?`` optional syntax, and
-validation ratcheting (an update that leaves an invalid old value unchanged is judged anew).
+Rules that do not read oldSelf are ratcheted with the rest of validation (an error at a value
+an update leaves unchanged is dropped: ``CustomResourceStrategy.ratchet``). Not done: static
+type checking of rules against the schema (a rule comparing a string to a number fails when
+evaluated, not when the CRD is written) and the ``.?`` optional syntax.
 """
 
 from __future__ import annotations

@@ -161,6 +161,13 @@ class CustomResourceStrategy(Strategy):
         causes.extend(structural.check_rules(obj, self.root))
         return validation.deduplicated(causes)
 
+    def ratchet(self, causes: list[StatusCause], new: Obj, old: Obj) -> list[StatusCause]:
+        """Validation ratcheting (upstream's CRDValidationRatcheting, on since 1.30): an error at
+        a value the update leaves unchanged is not reported, so objects written before a schema
+        was tightened can still be updated elsewhere. Transition rules are never ratcheted (they
+        run in ``validate_update``). Values are matched by their field path."""
+        return [cause for cause in causes if not _unchanged(cause.field, new, old)]
+
     def validate_update(self, new: Obj, old: Obj) -> list[StatusCause]:
         """Transition rules (those reading oldSelf), each against its correlated old value."""
         return structural.check_rules(new, self.root, old=old, transition_only=True)
@@ -198,6 +205,30 @@ class CustomResourceStrategy(Strategy):
         updated = copy.deepcopy(obj)
         _set_path(updated, self.scale.get("specReplicasPath", ".spec.replicas"), replicas)
         return updated
+
+
+_PATH_STEP = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
+
+
+def _unchanged(field_path: str, new: Any, old: Any) -> bool:
+    """Whether the value at ``field_path`` (``spec.ports[0].port``, ``spec.labels[a.b]``) is the
+    same in both objects (absent in both counts as the same)."""
+    if not field_path or field_path == "<root>":
+        return False
+    for name, bracketed in _PATH_STEP.findall(field_path):
+        key: Any = name or bracketed
+        new, old = _step(new, key), _step(old, key)
+        if new is structural._MISSING and old is structural._MISSING:
+            return True
+    return bool(new == old and type(new) is type(old))
+
+
+def _step(value: Any, key: str) -> Any:
+    if isinstance(value, dict):
+        return value.get(key, structural._MISSING)
+    if isinstance(value, list) and key.isdigit() and int(key) < len(value):
+        return value[int(key)]
+    return structural._MISSING
 
 
 def _has_defaults(node: structural.Node) -> bool:

@@ -315,6 +315,7 @@ class Registry:
         strategy = self.strategy(resource)
         causes = strategy.validate(obj)
         if old is not None:
+            causes = strategy.ratchet(causes, obj, old)
             causes.extend(strategy.validate_update(obj, old))
         else:
             causes.extend(strategy.validate_create(obj))

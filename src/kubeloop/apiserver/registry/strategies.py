@@ -79,7 +79,10 @@ class Strategy:
         """
         if subresource == "status":
             status = new.get("status")
-            kept = copy.deepcopy(old)
+            # Stored objects are never changed in place (the store shares their parts between
+            # versions too), so the new version may share the old one's spec; only its metadata's
+            # top level is written to (resourceVersion, managedFields).
+            kept = {**old, "metadata": dict(old.get("metadata") or {})}
             if status is None:
                 kept.pop("status", None)
             else:
@@ -104,6 +107,11 @@ class Strategy:
     def validate_update(self, new: Obj, old: Obj) -> list[StatusCause]:
         """Rules about the change itself (immutable fields, transition rules)."""
         return []
+
+    def ratchet(self, causes: list[StatusCause], new: Obj, old: Obj) -> list[StatusCause]:
+        """Of what ``validate`` found in an update, what counts (custom resources let values the
+        update leaves as they were keep failing newer rules, as upstream's ratcheting)."""
+        return causes
 
     def validate_create(self, obj: Obj) -> list[StatusCause]:
         """Rules only a create is judged by (transition rules that also judge a first value)."""

@@ -327,6 +327,11 @@ def test_arbitrary_patches_raise_only_api_errors(document: Any, patch: list[dict
     assert document == before
 
 
+def test_a_copy_of_an_integer_beyond_64_bits_is_measured_not_a_crash() -> None:
+    patch = [{"op": "add", "path": "/a", "value": [-(2**63) - 1]}, {"op": "copy", "from": "/a", "path": "/b"}]
+    assert apply_json_patch({}, patch) == {"a": [-(2**63) - 1], "b": [-(2**63) - 1]}
+
+
 def test_copies_that_double_the_document_stop_at_the_accumulated_limit() -> None:
     document = {"a": ["x" * 1000]}
     doubling = [{"op": "copy", "from": "/a", "path": "/a/-"} for _ in range(30)]

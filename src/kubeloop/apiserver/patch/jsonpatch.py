@@ -18,6 +18,7 @@ missing member fails. ``test`` compares values as JSON (``1`` equals ``1.0``; ``
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -146,7 +147,7 @@ def _apply_one(
             raise _OperationFailed("the value does not match")
     elif kind == "copy":
         value = _get(root, parse_pointer(op["from"]))
-        copied[0] += len(orjson.dumps(value))
+        copied[0] += _encoded_size(value)
         if copied[0] > MAX_ACCUMULATED_COPY_BYTES:
             raise _OperationFailed(
                 f"Unable to complete the copy, the accumulated size increase of copy is {copied[0]}, "
@@ -250,3 +251,12 @@ def _replace(root: list[Any], path: list[str], value: Any, allow_missing: bool) 
         container[_index(container, token, path, allow_end=False)] = value
     else:
         raise _OperationFailed(f"the document has no member at {_show(path)} (its parent is a scalar)")
+
+
+def _encoded_size(value: Any) -> int:
+    """The bytes ``value`` takes as JSON (orjson, or the standard encoder for integers beyond
+    64 bits, which a patch built in Python rather than decoded from a request may hold)."""
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:
+        return len(json.dumps(value, separators=(",", ":")))

@@ -6,12 +6,16 @@ that the server and pydantic agree on generated objects."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import pathlib
+import signal
 import subprocess
 import sys
 from typing import Annotated, Any, Literal
 
+import orjson
 import pytest
 import yaml
 from hypothesis import HealthCheck, example, given, settings
@@ -20,6 +24,7 @@ from pydantic import Field, ValidationError
 
 import kubeloop
 from kubeloop.crd import IntOrString, PrinterColumn, Rule, Scale, install_crds, to_yaml
+from kubeloop.testing import eventually
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread
 
@@ -239,3 +244,201 @@ def test_the_server_and_pydantic_agree_on_generated_objects(
     if pydantic_accepts:
         served = response.json()
         assert Router.model_validate(served).spec == Router.model_validate(judged).spec  # same defaults
+
+
+# --------------------------------------------------------------------------- attack: the durable server
+
+
+class Quota(kubeloop.KubeModel):
+    limit: Annotated[
+        str, Rule("isQuantity(self) && quantity(self).isLessThan(quantity('64Gi'))", message="under 64Gi")
+    ]
+    owner: Annotated[str, Rule("self == oldSelf", message="owner is immutable")]
+    tags: Annotated[list[str], Rule("self.all(x, self.all(y, x == y || x != y))")] = []
+    code: Annotated[str, Rule("self.find('(a+)+$') == ''", message="no trailing a")] = ""
+
+
+class Budget(kubeloop.CustomResource, group="attack.models.example.com", version="v1"):
+    spec: Quota
+
+
+@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
+@pytest.mark.parametrize("binary", KUBECTLS, ids=[p.name for p in KUBECTLS])
+def test_generated_crd_and_its_rules_on_a_durable_server_across_sigkills(
+    binary: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """`kubeloop crd` output applied to `kubeloop apiserver --data-dir` with kubectl; after a
+    SIGKILL the restarted server enforces the CEL rules again (compiled from the stored CRD),
+    transition rules judge against the object written before the kill, a tightened schema is
+    ratcheted, and hostile values (a quadratic rule over 3,000 items, a backtracking pattern,
+    a 10-million-digit quantity) are refused or judged at once, writing nothing."""
+    from tests.apiserver.test_durability import apiserver, session_for
+
+    data = tmp_path / "data"
+    kubectl = Kubectl(binary, data / "kubeconfig", tmp_path)
+    module = tmp_path / "budgets.py"
+    module.write_text("from tests.test_crd_models import Budget\n")
+    printed = subprocess.run(
+        [sys.executable, "-m", "kubeloop.cli.main", "crd", str(module)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=pathlib.Path(__file__).parent.parent,
+        env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parent.parent)},
+    )
+    assert printed.returncode == 0, printed.stderr
+    crd_file = tmp_path / "crd.yaml"
+    crd_file.write_text(printed.stdout)
+    group = "attack.models.example.com"
+    base = f"/apis/{group}/v1/namespaces/default/budgets"
+
+    def budget(name: str, **spec: Any) -> str:
+        return yaml.safe_dump(
+            {"apiVersion": f"{group}/v1", "kind": "Budget", "metadata": {"name": name}, "spec": spec}
+        )
+
+    with apiserver(data) as (proc, _url):
+        kubectl("apply", "-f", str(crd_file))
+        kubectl("apply", "-n", "default", "-f", "-", stdin=budget("team", limit="8Gi", owner="ann"))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    with apiserver(data) as (proc, url):
+        session = session_for(data)
+        refused = kubectl(
+            "apply", "-n", "default", "-f", "-", stdin=budget("big", limit="128Gi", owner="bob"), check=False
+        )
+        assert (
+            refused.returncode == 1 and 'spec.limit: Invalid value: "string": under 64Gi' in refused.stderr
+        ), refused.stderr
+        moved = kubectl(
+            "apply", "-n", "default", "-f", "-", stdin=budget("team", limit="8Gi", owner="eve"), check=False
+        )
+        assert 'spec.owner: Invalid value: "string": owner is immutable' in moved.stderr, moved.stderr
+        assert (
+            "configured"
+            in kubectl(
+                "apply", "-n", "default", "-f", "-", stdin=budget("team", limit="16Gi", owner="ann")
+            ).stdout
+        )
+        # Hostile values: judged at once, refused with a Status, nothing written.
+        hostile = [
+            ({"limit": "1e10000000", "owner": "x"}, "spec.limit"),
+            ({"limit": "1Gi", "owner": "x", "tags": [str(i) for i in range(3000)]}, "spec.tags"),
+        ]
+        for index, (spec, field) in enumerate(hostile):
+            body = {
+                "apiVersion": f"{group}/v1",
+                "kind": "Budget",
+                "metadata": {"name": f"h{index}"},
+                "spec": spec,
+            }
+            answer = session.post(url + base, json=body, timeout=30)
+            assert answer.status_code == 422, answer.text
+            assert [c["field"] for c in answer.json()["details"]["causes"]] == [field]
+            assert session.get(url + f"{base}/h{index}", timeout=10).status_code == 404
+        # A pattern that backtracks exponentially in Python's re runs in linear time on RE2.
+        backtracking = {"limit": "1Gi", "owner": "x", "code": "a" * 30000 + "!"}
+        body = {
+            "apiVersion": f"{group}/v1",
+            "kind": "Budget",
+            "metadata": {"name": "re2"},
+            "spec": backtracking,
+        }
+        assert session.post(url + base, json=body, timeout=30).status_code == 201
+        # Tighten the schema; the old object's limit (16Gi) now breaks it but is ratcheted.
+        crd = session.get(
+            url + f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/budgets.{group}", timeout=10
+        ).json()
+        limit = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
+            "limit"
+        ]
+        limit["x-kubernetes-validations"][0]["rule"] = "quantity(self).isLessThan(quantity('10Gi'))"
+        limit["x-kubernetes-validations"][0]["message"] = "under 10Gi"
+        (tmp_path / "tight.json").write_text(orjson.dumps(crd).decode())
+        kubectl("replace", "-f", str(tmp_path / "tight.json"))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    with apiserver(data) as (_proc, _url):
+        labelled = kubectl("label", "-n", "default", f"budgets.{group}", "team", "tier=gold")
+        assert "labeled" in labelled.stdout
+        raised = kubectl(
+            "apply", "-n", "default", "-f", "-", stdin=budget("team", limit="32Gi", owner="ann"), check=False
+        )
+        assert 'spec.limit: Invalid value: "string": under 10Gi' in raised.stderr, raised.stderr
+        got = kubectl(
+            "get", "-n", "default", f"budgets.{group}", "team", "-o", "jsonpath={.spec.limit}"
+        ).stdout
+        assert got == "16Gi"
+
+
+@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
+def test_kubeloop_run_installs_the_crds_of_its_models_on_a_durable_server(tmp_path: pathlib.Path) -> None:
+    """`kubeloop run DIR --install-crds` against `kubeloop apiserver --data-dir`: the operator's
+    models (in a sibling module main.py imports) become CRDs before its controllers start, a
+    custom resource applied with kubectl is reconciled, and the CRD outlives a SIGKILL."""
+    from tests.apiserver.test_durability import apiserver
+
+    operator = tmp_path / "op"
+    operator.mkdir()
+    (operator / "models.py").write_text(
+        "import kubeloop\n\n\n"
+        "class NoteSpec(kubeloop.KubeModel):\n"
+        "    text: str\n\n\n"
+        "class Note(kubeloop.CustomResource, group='run.example.com', version='v1'):\n"
+        "    spec: NoteSpec\n"
+    )
+    (operator / "main.py").write_text(
+        "import kubeloop\n"
+        "from models import Note\n\n\n"
+        "def setup(manager: kubeloop.Manager) -> None:\n"
+        "    async def reconcile(request: kubeloop.Request) -> None:\n"
+        "        note = await manager.client.get(Note, request.name, namespace=request.namespace)\n"
+        "        wanted = {'apiVersion': 'v1', 'kind': 'ConfigMap',\n"
+        "                  'metadata': {'name': request.name, 'namespace': request.namespace}}\n\n"
+        "        def mutate(config_map: kubeloop.Obj) -> None:\n"
+        "            kubeloop.set_controller_reference(note, config_map)\n"
+        "            config_map['data'] = {'text': note.spec.text}\n\n"
+        "        await kubeloop.create_or_update(manager.client, wanted, mutate)\n\n"
+        "    kubeloop.Builder(manager).for_(Note).owns(kubeloop.kinds.ConfigMap).complete(reconcile)\n"
+    )
+    data = tmp_path / "data"
+    kubectl = Kubectl(KUBECTLS[-1], data / "kubeconfig", tmp_path)
+    with apiserver(data) as (proc, _url):
+        run = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kubeloop.cli.main",
+                "run",
+                str(operator),
+                "--install-crds",
+                "--kubeconfig",
+                str(data / "kubeconfig"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            assert run.stdout is not None
+            assert run.stdout.readline().strip() == "kubeloop run: installed 1 CRD(s): notes.run.example.com"
+            note = "apiVersion: run.example.com/v1\nkind: Note\nmetadata: {name: hello}\nspec: {text: hi}\n"
+            kubectl("apply", "-n", "default", "-f", "-", stdin=note)
+
+            def reconciled() -> bool:
+                got = kubectl(
+                    "get", "configmap", "hello", "-n", "default", "-o", "jsonpath={.data.text}", check=False
+                )
+                return got.stdout == "hi"
+
+            asyncio.run(eventually(reconciled, timeout=30))
+        finally:
+            run.terminate()
+            run.wait(30)
+        assert run.returncode == 0
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    with apiserver(data):
+        assert kubectl(
+            "get", "notes.run.example.com", "hello", "-n", "default", "-o", "name"
+        ).stdout.strip() == ("note.run.example.com/hello")

@@ -117,8 +117,6 @@ def _version(model: type[CustomResource], *, storage: bool) -> dict[str, Any]:
     properties["apiVersion"] = {"description": API_VERSION_DESCRIPTION, "type": "string"}
     properties["kind"] = {"description": KIND_DESCRIPTION, "type": "string"}
     properties["metadata"] = {"type": "object"}
-    order = ["apiVersion", "kind", "metadata", "spec", "status"]
-    schema["properties"] = dict(sorted(properties.items(), key=lambda item: _rank(item[0], order)))
     required = [
         field for field in schema.get("required", ()) if field not in ("apiVersion", "kind", "metadata")
     ]
@@ -153,13 +151,9 @@ def _version(model: type[CustomResource], *, storage: bool) -> dict[str, Any]:
     return version
 
 
-def _rank(name: str, order: list[str]) -> tuple[int, str]:
-    return (order.index(name) if name in order else len(order), name)
-
-
 def _sorted(schema: Any) -> Any:
-    """The schema with its keys in alphabetical order, as controller-gen writes it; the
-    properties of the root stay in apiVersion, kind, metadata, spec, status order."""
+    """The schema with its keys in alphabetical order, as controller-gen writes it (defaults,
+    which are values, keep theirs)."""
     if isinstance(schema, list):
         return [_sorted(item) for item in schema]
     if not isinstance(schema, dict):

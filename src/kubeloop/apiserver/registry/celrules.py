@@ -321,11 +321,12 @@ def evaluate(
     node_type: str,
     path: str,
     budget: Budget,
-) -> list[StatusCause]:
-    """The causes ``value`` (at ``path``) gets from ``rules``. ``transition_only``: run only the
-    rules that read oldSelf (the others ran when the new object alone was validated)."""
-    causes: list[StatusCause] = []
-    size = 0
+    causes: list[StatusCause],
+) -> None:
+    """Add to ``causes`` what ``value`` (at ``path``) gets from ``rules``. ``transition_only``: run
+    only the rules that read oldSelf (the others ran when the new object alone was validated).
+    Raises :class:`RuleOverBudget`, its cause added, when the cost limits stop evaluation."""
+    sizes: dict[bool, int] = {}  # the size read, without and with oldSelf
     for compiled in rules:
         if compiled.uses_old_self != transition_only:
             continue
@@ -339,8 +340,10 @@ def evaluate(
             else:
                 activation["oldSelf"] = old
         if compiled.depth:
-            size = size or size_of(value) + (size_of(old) if compiled.uses_old_self else 0)
-            cost = size**compiled.depth
+            reads_old = compiled.uses_old_self and has_old
+            if reads_old not in sizes:
+                sizes[reads_old] = size_of(value) + (size_of(old) if reads_old else 0)
+            cost = sizes[reads_old] ** compiled.depth
         else:
             cost = 1
         if cost > PER_CALL_LIMIT:
@@ -352,7 +355,7 @@ def evaluate(
                     f"due to call cost exceeds limit for rule: {compiled.error_text()}",
                 )
             )
-            raise RuleOverBudget(causes)
+            raise RuleOverBudget
         if cost > budget.remaining:
             causes.append(
                 _invalid(
@@ -361,7 +364,7 @@ def evaluate(
                     "validation failed due to running out of cost budget, no further validation rules will be run",
                 )
             )
-            raise RuleOverBudget(causes)
+            raise RuleOverBudget
         budget.remaining -= cost
         context = _activation(compiled, activation)
         try:
@@ -377,7 +380,6 @@ def evaluate(
             target = path
         detail = _message(compiled, context) or compiled.default_detail()
         causes.append(_for_reason(compiled.reason, target, node_type, detail))
-    return causes
 
 
 def _activation(compiled: CompiledRule, variables: dict[str, Any]) -> Any:

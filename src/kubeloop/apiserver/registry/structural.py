@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import copy
 import datetime
 import math
@@ -79,7 +80,6 @@ class Node:
     max_properties: int | None = None
     list_type: str = ""
     list_map_keys: tuple[str, ...] = ()
-    map_type: str = ""
     #: CEL rules (x-kubernetes-validations) of this node, and whether any node below has some.
     rules: tuple[celrules.CompiledRule, ...] = ()
     rules_below: bool = False
@@ -312,12 +312,12 @@ def _compile(
                 f"{path}.x-kubernetes-list-map-keys",
             )
         )
-    node.map_type = str(schema.get("x-kubernetes-map-type") or "")
-    if node.map_type and node.map_type not in ("atomic", "granular"):
+    map_type = schema.get("x-kubernetes-map-type")
+    if map_type is not None and map_type not in ("atomic", "granular"):
         causes.append(
             StatusCause(
                 "FieldValueNotSupported",
-                f'Unsupported value: {go_quote(node.map_type)}: supported values: "atomic", "granular"',
+                f'Unsupported value: {go_quote(str(map_type))}: supported values: "atomic", "granular"',
                 f"{path}.x-kubernetes-map-type",
             )
         )
@@ -412,11 +412,10 @@ def check_rules(
     rules with optionalOldSelf; with it (``transition_only``) the transition rules run against
     the correlated old values."""
     causes: list[StatusCause] = []
+    # Over budget, the cause is in and no further rules run for this object.
     if node.rules_below:
-        try:
+        with contextlib.suppress(celrules.RuleOverBudget):
             _check_rules(value, old, node, path, transition_only, celrules.Budget(), causes)
-        except celrules.RuleOverBudget as stop:
-            causes.extend(stop.args[0])
     return causes
 
 
@@ -433,22 +432,17 @@ def _check_rules(
         return  # rules judge present values of the right type (type errors block them upstream)
     has_old = old is not _MISSING and old is not None
     if node.rules:
-        try:
-            causes.extend(
-                celrules.evaluate(
-                    node.rules,
-                    value,
-                    old if has_old else None,
-                    has_old=has_old,
-                    transition_only=transition_only,
-                    node_type=node.type,
-                    path=path,
-                    budget=budget,
-                )
-            )
-        except celrules.RuleOverBudget as stop:
-            causes.extend(stop.args[0])
-            raise celrules.RuleOverBudget([]) from None
+        celrules.evaluate(
+            node.rules,
+            value,
+            old if has_old else None,
+            has_old=has_old,
+            transition_only=transition_only,
+            node_type=node.type,
+            path=path,
+            budget=budget,
+            causes=causes,
+        )
     if isinstance(value, dict):
         old_map = old if has_old and isinstance(old, dict) else {}
         for key, item in value.items():

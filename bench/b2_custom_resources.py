@@ -15,7 +15,8 @@ its peak RSS (VmHWM: each operator runs in its own process).
   build the ConfigMap, ``kopf.adopt`` it and create it with the official client, and set
   ``patch.status['observedGeneration']``; event posting off (as kubeloop here posts none).
 
-Prints one JSON line: per operator the convergence seconds, widgets/s and peak RSS in MiB, and
+Prints one JSON line: per operator the convergence seconds, widgets/s, peak RSS in MiB, its CPU
+seconds and the server's over its run (startup included), and
 kopf/kubeloop ratios (DESIGN's target: ≥ 5× kopf's throughput, ≤ 1/3 of its memory).
 """
 
@@ -220,6 +221,13 @@ async def verify(kubeconfig: str, namespace: str, count: int) -> bool:
     return len(widgets) == count and len(observed) == count
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User plus system CPU of another process so far (``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_operator(label: str, kubeconfig: str, namespace: str, count: int) -> dict[str, Any]:
     command = [sys.executable, __file__, "--operator", label, kubeconfig, namespace, "--count", str(count)]
     out = subprocess.run(
@@ -252,7 +260,9 @@ def main() -> None:
         for label in ["kubeloop"] + ([] if args.no_kopf else ["kopf"]):
             namespace = f"b2-{label}"
             asyncio.run(prepare(server.kubeconfig, namespace, args.count))
+            server_cpu = process_cpu_seconds(server.pid)
             run = run_operator(label, server.kubeconfig, namespace, args.count)
+            run["server_cpu_s"] = round(process_cpu_seconds(server.pid) - server_cpu, 2)
             run["verified"] = asyncio.run(verify(server.kubeconfig, namespace, args.count))
             run["widgets_per_s"] = round(args.count / run["converged_s"], 1)
             results[label] = run

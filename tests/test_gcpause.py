@@ -39,3 +39,19 @@ def test_a_holder_resumes_the_gc_while_it_waits() -> None:
     with gc_resumed():  # outside a pause: nothing to give up
         assert gc.isenabled()
     assert gc.isenabled()
+
+
+def test_a_serving_process_hides_what_it_loaded_and_collects_less_often() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import gc\n"
+        "from kubeloop.gcpause import SERVING_YOUNG_THRESHOLD, tune_for_serving\n"
+        "before = gc.get_threshold()\n"
+        "tune_for_serving()\n"
+        "after = gc.get_threshold()\n"
+        "assert after == (SERVING_YOUNG_THRESHOLD, before[1], before[2]), after\n"
+        "assert gc.get_freeze_count() > 1_000, gc.get_freeze_count()\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -72,3 +72,25 @@ def gc_resumed() -> Iterator[None]:
     finally:
         _holding.reset(token)
         _acquire()
+
+
+#: Allocations between passes over the youngest generation in a serving process (CPython's
+#: default is 700).
+SERVING_YOUNG_THRESHOLD = 20_000
+
+
+def tune_for_serving() -> None:
+    """For a process that is about to serve for long (``kubeloop apiserver``, ``kubeloop run``):
+    what it has loaded so far (modules, schemas, models) leaves the GC's sight for good
+    (``gc.freeze``), and the youngest generation is collected every
+    :data:`SERVING_YOUNG_THRESHOLD` allocations instead of every 700.
+
+    A write allocates a few thousand short-lived, acyclic JSON values that reference counting
+    frees anyway; with the default threshold the collector ran several times per request and
+    took ~17% of the server's CPU per write (``bench/registry_writes.py``: a custom resource's
+    status patch 182 → 150 µs). Older generations keep their default ratios.
+    """
+    gc.collect()
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(SERVING_YOUNG_THRESHOLD, older, oldest)

@@ -251,6 +251,35 @@ def test_a_rule_over_the_cost_limit_is_refused(api: Client, namespace: str, grou
     assert "call cost exceeds limit for rule: self.all(x, self.all(y, x == y || x != y))" in message
 
 
+def test_all_rules_of_a_write_share_one_runtime_budget(api: Client, namespace: str) -> None:
+    """Rules that do not read oldSelf and transition rules are judged in two passes; the runtime
+    budget (10,000,000) is the write's, not each pass's. Here the first kind costs ~6.9M, the
+    transition rules ~3.7M: each fits alone, together they do not."""
+    plain = [{"rule": f"self.exists(x, self.exists(y, x >= {i}))"} for i in range(30)]  # 481² each
+    transition = [{"rule": f"self.exists(x, oldSelf.exists(y, y >= {i}))"} for i in range(4)]  # 962²
+    spec = {
+        "type": "object",
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {"type": "integer"},
+                "x-kubernetes-validations": plain + transition,
+            }
+        },
+    }
+    group = f"{namespace}.budget.example.com"
+    response = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd(group, spec))
+    assert response.status_code == 201, response.text
+    path = f"/apis/{group}/v1/namespaces/{namespace}/scalers"
+    created = api.post(path, {**scaler(group), "spec": {"items": list(range(480))}})
+    assert created.status_code == 201, created.text  # no transition rules on a create
+    got = causes(api.patch(f"{path}/s1", {"spec": {"items": list(range(1, 481))}}, MERGE))
+    assert got == {
+        "spec.items": 'FieldValueInvalid: Invalid value: "array": validation failed due to running out '
+        "of cost budget, no further validation rules will be run"
+    }
+
+
 @pytest.mark.parametrize(
     ("rule_schema", "field", "message"),
     [
@@ -315,6 +344,30 @@ def test_a_bad_rule_makes_the_crd_invalid(
         == f"spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[value].{field}"
     )
     assert message in cause["message"]
+
+
+def test_root_rules_see_only_the_name_and_generate_name_of_metadata(api: Client, namespace: str) -> None:
+    group = f"{namespace}.rootmeta.example.com"
+    definition = crd(group, {"type": "object"})
+    root = definition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    root["x-kubernetes-validations"] = [{"rule": "true && self.metadata.labels.size() > 0"}]
+    refused = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", definition)
+    assert refused.status_code == 422, refused.text
+    (cause,) = refused.json()["details"]["causes"]
+    assert cause["field"] == "spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule"
+    assert cause["message"].endswith("compilation failed: ERROR: <input>:1:22: undefined field 'labels'")
+    root["x-kubernetes-validations"] = [
+        {"rule": "self.metadata.size() == 1 && self.metadata.name.startsWith('s')", "message": "only a name"}
+    ]
+    response = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", definition)
+    assert response.status_code == 201, response.text
+    path = f"/apis/{group}/v1/namespaces/{namespace}/scalers"
+    labelled = scaler(group)
+    labelled["metadata"].update(labels={"a": "b"}, annotations={"c": "d"}, finalizers=["x/y"])
+    assert api.post(path, labelled).status_code == 201  # labels, namespace, uid... are not seen
+    assert causes(api.post(path, scaler(group, "t1"))) == {
+        "<root>": 'FieldValueInvalid: Invalid value: "object": only a name'
+    }
 
 
 def test_old_self_on_the_uncorrelatable_part_of_a_schema_is_forbidden(api: Client, namespace: str) -> None:

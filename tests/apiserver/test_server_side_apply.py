@@ -287,3 +287,176 @@ def test_decoding_garbage_raises_value_error_only(document: Any) -> None:
 )
 def test_path_strings(path: tuple[str, ...], text: str) -> None:
     assert fieldmanager.path_string(path) == text
+
+
+# ---------------------------------------------------------------------------- updates by difference
+
+
+def _whole_set_changes(
+    old: dict[str, Any], new: dict[str, Any], schema: Any, subresource: str, has_status: bool
+) -> tuple[set[tuple[str, ...]], set[tuple[str, ...]]]:
+    """What an Update changes, from both objects' whole field sets (the definition)."""
+    old_maps: set[tuple[str, ...]] = set()
+    new_maps: set[tuple[str, ...]] = set()
+    before = fieldmanager._scoped(fieldmanager.field_set(old, schema, old_maps), subresource, has_status)
+    after = fieldmanager._scoped(fieldmanager.field_set(new, schema, new_maps), subresource, has_status)
+    changed, removed = fieldmanager.changed_paths(before, after)
+    in_scope = set(
+        fieldmanager._scoped(
+            {p: fieldmanager.Member(None, False) for p in new_maps | old_maps}, subresource, has_status
+        )
+    )
+    changed |= {p for p in new_maps & in_scope if p not in old_maps and p not in before}
+    removed |= {p for p in old_maps & in_scope if p not in new_maps and p not in after}
+    return changed, removed
+
+
+_KEYS = st.sampled_from(["a", "b", "name", "image", "labels", "app", "x"])
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "web", "nginx"]))
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=3)),
+    max_leaves=12,
+)
+
+
+def _deployment_like(draw: Any) -> dict[str, Any]:
+    """A Deployment with list maps (containers by name, ports by port and protocol), maps
+    (labels), atomic lists (args) and sets (finalizers), and arbitrary values in places."""
+    container = st.fixed_dictionaries(
+        {"name": st.sampled_from(["web", "side"])},
+        optional={
+            "image": st.sampled_from(["nginx", "redis", ""]),
+            "args": st.lists(st.sampled_from(["-v", "-q"]), max_size=2),
+            "ports": st.lists(
+                st.fixed_dictionaries(
+                    {"containerPort": st.sampled_from([80, 443])},
+                    optional={"protocol": st.sampled_from(["TCP", "UDP"])},
+                ),
+                max_size=2,
+            ),
+            "env": st.lists(
+                st.fixed_dictionaries({"name": st.sampled_from(["A", "B"])}, optional={"value": _SCALARS}),
+                max_size=2,
+            ),
+            "x": _VALUES,
+        },
+    )
+    labels = st.dictionaries(_KEYS, st.sampled_from(["web", "db"]), max_size=3)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": draw(
+            st.fixed_dictionaries(
+                {"name": st.just("web")},
+                optional={
+                    "labels": labels,
+                    "annotations": labels,
+                    "finalizers": st.lists(st.sampled_from(["a/b", "c/d"]), max_size=2),
+                    "resourceVersion": st.sampled_from(["1", "2"]),
+                    "generation": st.integers(1, 2),
+                },
+            )
+        ),
+        **draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "spec": st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "replicas": st.one_of(st.none(), st.integers(0, 2)),
+                            "selector": st.fixed_dictionaries({}, optional={"matchLabels": labels}),
+                            "template": st.fixed_dictionaries(
+                                {},
+                                optional={
+                                    "metadata": st.fixed_dictionaries({}, optional={"labels": labels}),
+                                    "spec": st.fixed_dictionaries(
+                                        {},
+                                        optional={
+                                            "containers": st.lists(container, max_size=2),
+                                            "nodeSelector": labels,
+                                        },
+                                    ),
+                                },
+                            ),
+                            "x": _VALUES,
+                        },
+                    ),
+                    "status": st.dictionaries(
+                        st.sampled_from(["replicas", "conditions", "x"]), _VALUES, max_size=2
+                    ),
+                },
+            )
+        ),
+    }
+
+
+@st.composite
+def _update_pairs(draw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    old = _deployment_like(draw)
+    new = _deployment_like(draw) if draw(st.booleans()) else copy.deepcopy(old)
+    if draw(st.booleans()):  # a small edit of the old object, as most updates are
+        new = copy.deepcopy(old)
+        new.setdefault("spec", {})["replicas"] = draw(st.integers(0, 3))
+    return old, new
+
+
+@given(_update_pairs(), st.sampled_from(["", "status"]), st.booleans())
+def test_updates_by_difference_match_whole_field_sets(
+    pair: tuple[dict[str, Any], dict[str, Any]], subresource: str, has_status: bool
+) -> None:
+    from kubeloop.apiserver.catalog import schemas
+
+    old, new = pair
+    schema = schemas.kind_schema("apps", "v1", "Deployment")
+    scope = fieldmanager._scope_test(subresource, has_status)
+    assert fieldmanager.update_changes(old, new, schema, scope) == _whole_set_changes(
+        old, new, schema, subresource, has_status
+    )
+    untyped: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert fieldmanager.update_changes(old, new, untyped, scope) == _whole_set_changes(
+        old, new, untyped, subresource, has_status
+    )
+
+
+def test_an_update_keeps_the_entries_it_does_not_touch_as_they_were_stored() -> None:
+    """A stored entry no write touches is the stored item itself again; one it touches is
+    encoded anew, and an entry no longer canonical is never reused."""
+    live = [
+        {
+            "manager": "other",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "time": "2026-01-01T00:00:00Z",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:data": {"f:a": {}}},
+        },
+        {
+            "manager": "mover",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "time": "2026-01-01T00:00:00Z",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:data": {"f:b": {}}},
+        },
+    ]
+    old = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "managedFields": live}}
+    old["data"] = {"a": "1", "b": "2"}
+    new = copy.deepcopy(old)
+    new["data"]["b"] = "3"
+    entries = fieldmanager.starting_entries(old, new)
+    assert fieldmanager.starting_entries(old, new)[0] is entries[0]  # parsed once per stored list
+    after = fieldmanager.record_update(
+        entries, old, new, None, manager="writer", api_version="v1", subresource="", has_status=False
+    )
+    out = [entry.to_dict() for entry in after]
+    assert out[0] is live[0]  # untouched: the stored item
+    assert [e["manager"] for e in out] == ["other", "writer"]  # "mover" lost its only field
+    assert out[1]["fieldsV1"] == {"f:data": {"f:b": {}}}
+    changed = copy.copy(entries[0])
+    changed.time = "2026-02-02T00:00:00Z"
+    assert changed.to_dict() is not live[0] and changed.to_dict()["time"] == "2026-02-02T00:00:00Z"
+    odd = {**old, "metadata": {**old["metadata"], "managedFields": [{**live[0], "extra": 1}]}}
+    (entry,) = fieldmanager.starting_entries(odd, {"metadata": {"name": "c"}})
+    assert "extra" not in entry.to_dict()

@@ -4,6 +4,7 @@ and parses them."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,9 +17,20 @@ def format_time(moment: datetime, *, micro: bool = False) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 
+#: The last second ``now`` formatted, and its text: every write stamps the time, and a busy
+#: server writes thousands of times a second.
+_last_second: tuple[int, str] = (-1, "")
+
+
 def now(*, micro: bool = False) -> str:
     """The current time as metav1.Time (or MicroTime with ``micro``)."""
-    return format_time(datetime.now(UTC), micro=micro)
+    if micro:
+        return format_time(datetime.now(UTC), micro=True)
+    global _last_second
+    second = int(time.time())
+    if _last_second[0] != second:
+        _last_second = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
+    return _last_second[1]
 
 
 def parse_time(value: Any) -> datetime | None:

@@ -177,6 +177,7 @@ async def _serve(args: argparse.Namespace) -> int:
     from kubeloop.apiserver.datadir import DataDirectoryInUse
     from kubeloop.apiserver.kubeconfig import KubeconfigError
     from kubeloop.apiserver.server import APIServer, ServerOptions
+    from kubeloop.gcpause import tune_for_serving
 
     options = ServerOptions(
         data_dir=args.data_dir,
@@ -201,6 +202,7 @@ async def _serve(args: argparse.Namespace) -> int:
         await server.stop()
         print(f"kubeloop apiserver: {error}", file=sys.stderr, flush=True)
         return 1
+    tune_for_serving()
     async with server:
         print(f"kubeloop apiserver ready at {server.url} kubeconfig={server.kubeconfig_path}", flush=True)
         await stop.wait()

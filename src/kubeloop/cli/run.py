@@ -29,6 +29,7 @@ from kubeloop.api.crdgen import custom_resources_in, definitions
 from kubeloop.client.config import load_config
 from kubeloop.client.crdinstall import install_crds
 from kubeloop.client.rest import APIClient
+from kubeloop.gcpause import tune_for_serving
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import Manager
 
@@ -147,5 +148,6 @@ async def _run_manager(
         manager = flags.manager(client, config.namespace)
         setup(manager)
         print(f"kubeloop run: {len(manager.controllers)} controller(s) starting", flush=True)
+        tune_for_serving()
         await manager.run()
     return 0

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import copy
 import heapq
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -227,15 +228,7 @@ def _walk(value: Any, node: Mapping[str, Any], path: Path, out: dict[Path, Membe
             maps.add(path)
         extra = node.get("additionalProperties")
         for key, child in value.items():
-            declared = key in properties
-            child_node = properties.get(key) if declared else extra if isinstance(extra, Mapping) else {}
-            child_path = (*path, f"f:{key}")
-            resolved = _resolve(child_node)
-            _walk(child, resolved, child_path, out, maps)
-            if child is None or (isinstance(child, dict) and not child):
-                out[child_path] = Member(child, True)
-            elif not declared and child_path not in out:
-                out[child_path] = Member(child, False)
+            _walk_field(key, child, properties, extra, path, out, maps)
         return
     if isinstance(value, list):
         kind, keys = _list_kind(node)
@@ -257,11 +250,111 @@ def _walk(value: Any, node: Mapping[str, Any], path: Path, out: dict[Path, Membe
         out[path] = Member(value, True)
 
 
+def _field_node(key: str, properties: Mapping[str, Any], extra: Any) -> tuple[Mapping[str, Any], bool]:
+    """The resolved schema of an object's field ``key``, and whether the schema declares it."""
+    declared = key in properties
+    child_node = properties.get(key) if declared else extra if isinstance(extra, Mapping) else {}
+    return _resolve(child_node), declared
+
+
+def _walk_field(
+    key: str,
+    child: Any,
+    properties: Mapping[str, Any],
+    extra: Any,
+    path: Path,
+    out: dict[Path, Member],
+    maps: set[Path],
+) -> None:
+    """The members of one field of an object: the field's value and what lies below it."""
+    child_path = (*path, f"f:{key}")
+    resolved, declared = _field_node(key, properties, extra)
+    _walk(child, resolved, child_path, out, maps)
+    if child is None or (isinstance(child, dict) and not child):
+        out[child_path] = Member(child, True)
+    elif not declared and child_path not in out:
+        out[child_path] = Member(child, False)
+
+
 def changed_paths(old: dict[Path, Member], new: dict[Path, Member]) -> tuple[set[Path], set[Path]]:
     """(added or modified, removed) between two field sets."""
     changed = {p for p, m in new.items() if p not in old or (m.leaf and old[p].value != m.value)}
     removed = set(old) - set(new)
     return changed, removed
+
+
+_ABSENT: Any = object()
+
+
+def update_changes(
+    old: Obj, new: Obj, schema: Mapping[str, Any] | None, in_scope: Callable[[str], bool]
+) -> tuple[set[Path], set[Path]]:
+    """(added or modified, removed) member paths between ``old`` and ``new``, as ``changed_paths``
+    of their whole field sets gives them (maps an update creates or removes included), walking
+    only the parts that differ: an update of one field costs that field, not the object.
+    ``in_scope`` says which top-level fields count."""
+    changed: set[Path] = set()
+    removed: set[Path] = set()
+    resolved = _resolve(schema)
+    properties: Mapping[str, Any] = resolved.get("properties") or {}
+    extra = resolved.get("additionalProperties")
+    for key in {**old, **new}:
+        if in_scope(key):
+            _diff_field(
+                key, old.get(key, _ABSENT), new.get(key, _ABSENT), properties, extra, (), changed, removed
+            )
+    return changed, removed
+
+
+def _diff_field(
+    key: str,
+    before: Any,
+    after: Any,
+    properties: Mapping[str, Any],
+    extra: Any,
+    path: Path,
+    changed: set[Path],
+    removed: set[Path],
+) -> None:
+    if before is after or (before is not _ABSENT and after is not _ABSENT and before == after):
+        return
+    if isinstance(before, dict) and isinstance(after, dict) and before and after:
+        resolved, _ = _field_node(key, properties, extra)
+        if resolved.get("x-kubernetes-map-type") != "atomic":
+            # Both non-empty objects: the field is a member on both sides (or on neither) and a
+            # map on both sides (or on neither); only what differs below it can change.
+            child_path = (*path, f"f:{key}")
+            child_properties: Mapping[str, Any] = resolved.get("properties") or {}
+            child_extra = resolved.get("additionalProperties")
+            for child_key in {**before, **after}:
+                _diff_field(
+                    child_key,
+                    before.get(child_key, _ABSENT),
+                    after.get(child_key, _ABSENT),
+                    child_properties,
+                    child_extra,
+                    child_path,
+                    changed,
+                    removed,
+                )
+            return
+    old_set: dict[Path, Member] = {}
+    new_set: dict[Path, Member] = {}
+    old_maps: set[Path] = set()
+    new_maps: set[Path] = set()
+    if before is not _ABSENT:
+        _walk_field(key, before, properties, extra, path, old_set, old_maps)
+    if after is not _ABSENT:
+        _walk_field(key, after, properties, extra, path, new_set, new_maps)
+    if not path or path[0] == "f:metadata":
+        for stripped in _STRIPPED:
+            old_set.pop(stripped, None)
+            new_set.pop(stripped, None)
+    added, gone = changed_paths(old_set, new_set)
+    changed |= added
+    removed |= gone
+    changed.update(p for p in new_maps if p not in old_maps and p not in old_set)
+    removed.update(p for p in old_maps if p not in new_maps and p not in new_set)
 
 
 # ---------------------------------------------------------------------------- managedFields entries
@@ -275,12 +368,20 @@ class ManagedEntry:
     subresource: str = ""
     time: str = ""
     paths: set[Path] = field(default_factory=set)
+    #: The managedFields item this entry was read from, and what it said: ``to_dict`` gives the
+    #: item itself back while the entry still says that (most writes leave most entries alone).
+    source: tuple[Obj, tuple[str, str, str, str, str], set[Path]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def identity(self) -> tuple[str, str, str, str]:
         return (self.manager, self.operation, self.api_version, self.subresource)
 
     def to_dict(self) -> Obj:
+        source = self.source
+        if source is not None and source[2] is self.paths and source[1] == (*self.identity, self.time):
+            return source[0]
         out: Obj = {"manager": self.manager, "operation": self.operation, "apiVersion": self.api_version}
         if self.time:
             out["time"] = self.time
@@ -289,6 +390,13 @@ class ManagedEntry:
         if self.subresource:
             out["subresource"] = self.subresource
         return out
+
+
+#: Live objects' managedFields lists as parsed, by identity: stored objects are never changed in
+#: place, so a list read again (the next write of the same object) needs no parsing.
+_PARSED: dict[int, tuple[list[Any], list[ManagedEntry]]] = {}
+_PARSED_LIMIT = 4096
+_PARSED_LOCK = threading.Lock()
 
 
 def parse_managed_fields(raw: Any) -> list[ManagedEntry]:
@@ -325,6 +433,54 @@ def parse_managed_fields(raw: Any) -> list[ManagedEntry]:
     return entries
 
 
+def _is_canonical(item: Obj, entry: ManagedEntry) -> bool:
+    """Whether ``entry.to_dict()`` would give ``item`` back (key order aside)."""
+    expected = 5 + bool(entry.time) + bool(entry.subresource)  # as to_dict writes it
+    return (
+        len(item) == expected
+        and item.get("manager") == entry.manager
+        and item.get("operation") == entry.operation
+        and item.get("apiVersion") == entry.api_version
+        and item.get("fieldsType") == "FieldsV1"
+        and item.get("time", "") == entry.time
+        and item.get("subresource", "") == entry.subresource
+        and bool(entry.paths)
+    )
+
+
+def live_entries(raw: Any) -> list[ManagedEntry]:
+    """``parse_managed_fields`` of a stored object's managedFields, parsed once per list; the
+    entries remember their items (the server wrote them), which the next write can keep."""
+    if not isinstance(raw, list):
+        return parse_managed_fields(raw)
+    cached = _PARSED.get(id(raw))
+    if cached is not None and cached[0] is raw:
+        return list(cached[1])
+    entries = parse_managed_fields(raw)
+    for item, entry in zip(raw, entries, strict=True):
+        if _is_canonical(item, entry):
+            entry.source = (item, (*entry.identity, entry.time), entry.paths)
+    _remember(raw, entries)
+    return list(entries)
+
+
+def encode_entries(entries: list[ManagedEntry]) -> list[Obj]:
+    """The managedFields list of ``entries``, to be stored: the next write of the object finds
+    its entries already parsed (``live_entries``)."""
+    raw = [entry.to_dict() for entry in entries]
+    for item, entry in zip(raw, entries, strict=True):
+        entry.source = (item, (*entry.identity, entry.time), entry.paths)
+    _remember(raw, list(entries))
+    return raw
+
+
+def _remember(raw: list[Any], entries: list[ManagedEntry]) -> None:
+    with _PARSED_LOCK:  # large writes run on the worker loop's thread too
+        while len(_PARSED) >= _PARSED_LIMIT:
+            del _PARSED[next(iter(_PARSED))]  # the oldest
+        _PARSED[id(raw)] = (raw, entries)
+
+
 def _invalid_managed(message: str) -> errors.BadRequest:
     return errors.BadRequest(f"metadata.managedFields: Invalid value: {message}")
 
@@ -338,16 +494,25 @@ def _scoped(paths: dict[Path, Member], subresource: str, has_status: bool) -> di
     return {p: m for p, m in paths.items() if p[:1] != ("f:status",)}
 
 
+def _scope_test(subresource: str, has_status: bool) -> Callable[[str], bool]:
+    """Which top-level fields a write through ``subresource`` may own (see ``_scoped``)."""
+    if not has_status:
+        return lambda key: True
+    if subresource == "status":
+        return lambda key: key == "status"
+    return lambda key: key != "status"
+
+
 def starting_entries(old: Obj | None, new: Obj) -> list[ManagedEntry]:
     """The managers before this write: the live object's, or the ones the client sent.
 
     As upstream: an empty list leaves them as they are (clients unaware of the field), a list
     holding one empty entry resets them, any other change replaces them.
     """
-    live = parse_managed_fields(((old or {}).get("metadata") or {}).get("managedFields"))
+    stored = ((old or {}).get("metadata") or {}).get("managedFields")
     sent = (new.get("metadata") or {}).get("managedFields")
-    if sent is None or sent == []:
-        return live
+    if sent is None or sent == [] or sent == stored:  # a patch carries the stored list along
+        return live_entries(stored)
     if sent == [{}]:
         return []
     return parse_managed_fields(sent)
@@ -365,25 +530,25 @@ def record_update(
     has_status: bool,
 ) -> list[ManagedEntry]:
     """The entries after an Update operation by ``manager`` that turned ``old`` into ``new``."""
-    old_maps: set[Path] = set()
-    new_maps: set[Path] = set()
-    before = _scoped(field_set(old, schema, old_maps), subresource, has_status) if old is not None else {}
-    after = _scoped(field_set(new, schema, new_maps), subresource, has_status)
-    changed, removed = changed_paths(before, after)
-    # A map this write creates is the writer's as a whole too ("." in FieldsV1), as upstream,
-    # where the old object is the Go zero value in which maps are nil; one that goes, goes.
-    in_scope = set(_scoped({p: Member(None, False) for p in new_maps | old_maps}, subresource, has_status))
-    changed |= {p for p in new_maps & in_scope if p not in old_maps and p not in before}
-    removed |= {p for p in old_maps & in_scope if p not in new_maps and p not in after}
+    if old is not None:
+        changed, removed = update_changes(old, new, schema, _scope_test(subresource, has_status))
+    else:
+        new_maps: set[Path] = set()
+        changed = set(_scoped(field_set(new, schema, new_maps), subresource, has_status))
+        # A map this write creates is the writer's as a whole too ("." in FieldsV1), as upstream,
+        # where the old object is the Go zero value in which maps are nil.
+        changed.update(_scoped({p: Member(None, False) for p in new_maps}, subresource, has_status))
+        removed = set()
     identity = (manager, "Update", api_version, subresource)
     result: list[ManagedEntry] = []
     mine: ManagedEntry | None = None
     for entry in entries:
-        entry = copy.copy(entry)
         if entry.identity == identity:
+            entry = copy.copy(entry)
             mine = entry
             entry.paths = entry.paths - removed
-        else:
+        elif not entry.paths.isdisjoint(removed) or not entry.paths.isdisjoint(changed):
+            entry = copy.copy(entry)
             entry.paths = entry.paths - removed - changed
         result.append(entry)
     if changed:

@@ -19,11 +19,14 @@ extensions, these are here: ``isSorted``, list ``indexOf``/``lastIndexOf``, rege
 its own variables and only the library functions it calls, so nothing of one rule's or object's
 evaluation is seen by the next. Upstream's cost limits are approximated: a rule's cost is the
 size of the values it reads, raised to the depth of its nested comprehensions; one call may
-cost 1,000,000 and one object 10,000,000, as upstream's per-call limit and runtime budget.
-Rules that do not read oldSelf are ratcheted with the rest of validation (an error at a value
-an update leaves unchanged is dropped: ``CustomResourceStrategy.ratchet``). Not done: static
-type checking of rules against the schema (a rule comparing a string to a number fails when
-evaluated, not when the CRD is written) and the ``.?`` optional syntax.
+cost 1,000,000 and all the rules of one write 10,000,000, as upstream's per-call limit and
+runtime budget. Root rules see the object's ``metadata.name`` and ``generateName`` only; a rule
+selecting another metadata field does not compile, as upstream's type check refuses it. Rules
+that do not read oldSelf are ratcheted with the rest of validation (an error at a value an
+update leaves unchanged is dropped: ``CustomResourceStrategy.ratchet``). Not done: static type
+checking of rules against the schema (a rule comparing a string to a number fails when
+evaluated, not when the CRD is written), and the ``.?`` optional syntax, which the interpreter
+does not parse (``optional.of``/``optional.none`` and ``optionalOldSelf`` work).
 """
 
 from __future__ import annotations
@@ -54,6 +57,26 @@ _COMPREHENSION = re.compile(r"\.\s*(all|exists|exists_one|map|filter)\s*\(")
 
 #: How the interpreter reports an exception raised by a library function.
 _LIBRARY_FAILURE = re.compile(r"Python function call failed: \w+: (.*?)(?:\. Check function arguments|$)")
+
+
+#: What a root rule may read of the object's metadata (upstream's CEL type of the root's
+#: ObjectMeta has these two fields only).
+ROOT_METADATA_FIELDS = ("name", "generateName")
+_METADATA_SELECT = re.compile(r"\b(?:self|oldSelf)\s*\.\s*metadata\s*(\.)\s*([A-Za-z_]\w*)\b(?!\s*\()")
+
+
+def _hidden_metadata_field(rule: str) -> str | None:
+    """``<input>:line:column: undefined field 'x'`` for the first metadata field other than
+    name and generateName that a root rule selects, as upstream's type check reports it."""
+    for match in _METADATA_SELECT.finditer(rule):
+        field_name = match.group(2)
+        if field_name in ROOT_METADATA_FIELDS:
+            continue
+        offset = match.start(1)
+        line = rule.count("\n", 0, offset) + 1
+        column = offset - (rule.rfind("\n", 0, offset) + 1) + 1
+        return f"<input>:{line}:{column}: undefined field '{field_name}'"
+    return None
 
 
 class LibraryError(ValueError):
@@ -94,8 +117,10 @@ def compile_rules(
     *,
     properties: Mapping[str, Any],
     correlatable: bool,
+    root: bool = False,
 ) -> tuple[CompiledRule, ...]:
-    """The node's rules, compiled; every problem a cause at ``<path>.x-kubernetes-validations[i]``."""
+    """The node's rules, compiled; every problem a cause at ``<path>.x-kubernetes-validations[i]``.
+    ``root``: the object's own rules, which see only the name and generateName of its metadata."""
     entries = schema.get("x-kubernetes-validations")
     if entries is None:
         return ()
@@ -129,6 +154,16 @@ def compile_rules(
                 StatusCause(
                     "FieldValueInvalid",
                     f"Invalid value: {go_quote(rule)}: compilation failed: {_first_line(error)}",
+                    f"{where}.rule",
+                )
+            )
+            continue
+        hidden = _hidden_metadata_field(rule) if root else None
+        if hidden is not None:
+            causes.append(
+                StatusCause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {go_quote(rule)}: compilation failed: ERROR: {hidden}",
                     f"{where}.rule",
                 )
             )

@@ -26,7 +26,8 @@ from kubeloop.api.naming import go_quote
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog import mediatypes
 from kubeloop.apiserver.catalog.resources import PrinterColumn, ResourceCatalog, ResourceType
-from kubeloop.apiserver.registry import structural, validation
+from kubeloop.apiserver.patch.mergepatch import copy_json
+from kubeloop.apiserver.registry import celrules, structural, validation
 from kubeloop.apiserver.registry.strategies import BuiltinStrategy, KindRules, Strategy, scale_document
 from kubeloop.errors import StatusCause
 
@@ -96,9 +97,9 @@ class CustomResourceStrategy(Strategy):
         return self.root.source
 
     def decode(
-        self, body: Obj, *, field_validation: str, duplicates: tuple[str, ...]
+        self, body: Obj, *, field_validation: str, duplicates: tuple[str, ...], owned: bool = False
     ) -> tuple[Obj, list[str]]:
-        obj = copy.deepcopy(body)
+        obj = body if owned else copy_json(body)  # pruning changes it
         unknown = [f'unknown field "{path}"' for path in structural.prune(obj, self.root)]
         unknown.extend(f'duplicate field "{path}"' for path in duplicates)
         if unknown and field_validation == "Strict":
@@ -149,7 +150,8 @@ class CustomResourceStrategy(Strategy):
     def default(self, obj: Obj) -> None:
         structural.default(obj, self.root)
 
-    def validate(self, obj: Obj) -> list[StatusCause]:
+    def validate(self, obj: Obj, budget: celrules.Budget | None = None) -> list[StatusCause]:
+        """The schema's judgement of ``obj`` and its rules that do not read oldSelf."""
         causes = super().validate(obj)
         body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
         metadata = obj.get("metadata") or {}
@@ -158,23 +160,34 @@ class CustomResourceStrategy(Strategy):
             checked = {k: metadata[k] for k in ("name", "generateName") if k in metadata}
             causes.extend(structural.validate(checked, meta_node, "metadata"))
         causes.extend(structural.validate(body, self._body_root, ""))
-        causes.extend(structural.check_rules(obj, self.root))
+        causes.extend(structural.check_rules(_as_rules_see_it(obj), self.root, budget=budget))
         return validation.deduplicated(causes)
+
+    def validate_write(self, obj: Obj, old: Obj | None) -> list[StatusCause]:
+        """``validate``, ratcheted on updates, then the transition rules (those reading oldSelf)
+        against the correlated old values, and on creates those with optionalOldSelf; all rules
+        of the write share one runtime budget, as upstream's."""
+        budget = celrules.Budget()
+        causes = self.validate(obj, budget)
+        if old is not None:
+            causes = self.ratchet(causes, obj, old)
+        causes.extend(
+            structural.check_rules(
+                _as_rules_see_it(obj),
+                self.root,
+                old=None if old is None else _as_rules_see_it(old),
+                transition_only=True,
+                budget=budget,
+            )
+        )
+        return causes
 
     def ratchet(self, causes: list[StatusCause], new: Obj, old: Obj) -> list[StatusCause]:
         """Validation ratcheting (upstream's CRDValidationRatcheting, on since 1.30): an error at
         a value the update leaves unchanged is not reported, so objects written before a schema
-        was tightened can still be updated elsewhere. Transition rules are never ratcheted (they
-        run in ``validate_update``). Values are matched by their field path."""
+        was tightened can still be updated elsewhere. Transition rules are never ratcheted.
+        Values are matched by their field path."""
         return [cause for cause in causes if not _unchanged(cause.field, new, old)]
-
-    def validate_update(self, new: Obj, old: Obj) -> list[StatusCause]:
-        """Transition rules (those reading oldSelf), each against its correlated old value."""
-        return structural.check_rules(new, self.root, old=old, transition_only=True)
-
-    def validate_create(self, obj: Obj) -> list[StatusCause]:
-        """Transition rules with optionalOldSelf also judge a first value (oldSelf has none)."""
-        return structural.check_rules(obj, self.root, old=None, transition_only=True)
 
     def generation_changed(self, old: Obj, new: Obj) -> bool:
         """With a status subresource, spec changes bump the generation; without one, any change
@@ -208,6 +221,14 @@ class CustomResourceStrategy(Strategy):
 
 
 _PATH_STEP = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
+
+
+def _as_rules_see_it(obj: Obj) -> Obj:
+    """The object as CEL rules see it: of its metadata, only the name and generateName."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return obj
+    return {**obj, "metadata": {k: metadata[k] for k in celrules.ROOT_METADATA_FIELDS if k in metadata}}
 
 
 def _unchanged(field_path: str, new: Any, old: Any) -> bool:

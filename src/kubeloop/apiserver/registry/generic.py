@@ -280,8 +280,16 @@ class Registry:
     # ------------------------------------------------------------ writes
 
     def _decode(
-        self, resource: ResourceType, body: Any, options: WriteOptions, *, subresource: str = ""
+        self,
+        resource: ResourceType,
+        body: Any,
+        options: WriteOptions,
+        *,
+        subresource: str = "",
+        owned: bool = False,
     ) -> tuple[Obj, list[str]]:
+        """The body as the kind's stored type, checked and pruned; ``owned``: the body is a value
+        made for this write (a patch's result), which may become the object, not a copy of it."""
         if not isinstance(body, dict):
             raise errors.BadRequest(
                 f"the body of the request was in an unknown format: expected a {resource.kind} object"
@@ -302,7 +310,7 @@ class Registry:
                 f"({resource.api_version})"
             )
         body, warnings = self.strategy(resource).decode(
-            body, field_validation=options.field_validation, duplicates=options.duplicate_fields
+            body, field_validation=options.field_validation, duplicates=options.duplicate_fields, owned=owned
         )
         body["apiVersion"] = resource.api_version
         body["kind"] = resource.kind
@@ -312,13 +320,7 @@ class Registry:
         return body, warnings
 
     def _validate(self, resource: ResourceType, obj: Obj, old: Obj | None = None) -> None:
-        strategy = self.strategy(resource)
-        causes = strategy.validate(obj)
-        if old is not None:
-            causes = strategy.ratchet(causes, obj, old)
-            causes.extend(strategy.validate_update(obj, old))
-        else:
-            causes.extend(strategy.validate_create(obj))
+        causes = self.strategy(resource).validate_write(obj, old)
         if causes:
             name = (obj.get("metadata") or {}).get("name") or ""
             raise errors.invalid(resource.group, resource.kind, name, causes)
@@ -535,7 +537,7 @@ class Registry:
         patched = apply_patch(served, patch_type, patch, self.strategy(resource).schema)
         if not isinstance(patched, dict):
             raise errors.BadRequest("the patched object is not a JSON object")
-        obj, warnings = self._decode(resource, patched, options, subresource=subresource)
+        obj, warnings = self._decode(resource, patched, options, subresource=subresource, owned=True)
         obj = self.to_stored(resource, obj)
         metadata = obj["metadata"]
         if metadata.get("name") != name:
@@ -996,7 +998,7 @@ def _recorded_update(
 
 def _set_managed(metadata: Obj, entries: list[fieldmanager.ManagedEntry]) -> None:
     if entries:
-        metadata["managedFields"] = [entry.to_dict() for entry in entries]
+        metadata["managedFields"] = fieldmanager.encode_entries(entries)
     else:
         metadata.pop("managedFields", None)
 

@@ -22,6 +22,7 @@ from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog import eventconversion, mediatypes, schemas
 from kubeloop.apiserver.catalog.resources import ResourceType
+from kubeloop.apiserver.patch.mergepatch import copy_json
 from kubeloop.apiserver.registry import defaults, validation
 from kubeloop.errors import StatusCause
 
@@ -52,10 +53,11 @@ class Strategy:
     # ---------------------------------------------------------------- forms
 
     def decode(
-        self, body: Obj, *, field_validation: str, duplicates: tuple[str, ...]
+        self, body: Obj, *, field_validation: str, duplicates: tuple[str, ...], owned: bool = False
     ) -> tuple[Obj, list[str]]:
-        """The request body as the kind's type: (a copy the caller owns, warnings)."""
-        return copy.deepcopy(body), []
+        """The request body as the kind's type: (an object the caller owns, warnings). ``owned``:
+        the body is the caller's to give away (a patch's result), so it is not copied."""
+        return (body if owned else copy_json(body)), []
 
     def to_served(self, stored: Obj) -> Obj:
         """The stored form as this resource's group/version serves it."""
@@ -104,18 +106,11 @@ class Strategy:
             obj, namespaced=self.resource.namespaced, name_rule=self.resource.name_rule
         )
 
-    def validate_update(self, new: Obj, old: Obj) -> list[StatusCause]:
-        """Rules about the change itself (immutable fields, transition rules)."""
-        return []
-
-    def ratchet(self, causes: list[StatusCause], new: Obj, old: Obj) -> list[StatusCause]:
-        """Of what ``validate`` found in an update, what counts (custom resources let values the
-        update leaves as they were keep failing newer rules, as upstream's ratcheting)."""
-        return causes
-
-    def validate_create(self, obj: Obj) -> list[StatusCause]:
-        """Rules only a create is judged by (transition rules that also judge a first value)."""
-        return []
+    def validate_write(self, obj: Obj, old: Obj | None) -> list[StatusCause]:
+        """Everything a write of ``obj`` (replacing ``old``, None on create) is refused for:
+        ``validate``, and for kinds that have them, rules about the change itself (a custom
+        resource's transition rules; its ratcheting of errors at unchanged values)."""
+        return self.validate(obj)
 
     def finish(self, obj: Obj, old: Obj | None) -> None:
         """Complete a valid object just before it is written (what a controller would otherwise
@@ -207,10 +202,10 @@ class BuiltinStrategy(Strategy):
         return self._schema
 
     def decode(
-        self, body: Obj, *, field_validation: str, duplicates: tuple[str, ...]
+        self, body: Obj, *, field_validation: str, duplicates: tuple[str, ...], owned: bool = False
     ) -> tuple[Obj, list[str]]:
         if self._schema is None:
-            return super().decode(body, field_validation=field_validation, duplicates=duplicates)
+            return super().decode(body, field_validation=field_validation, duplicates=duplicates, owned=owned)
         return validation.decode_against_schema(
             body,
             self._schema,

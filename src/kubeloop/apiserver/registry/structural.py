@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import copy
 import datetime
 import math
@@ -328,6 +327,7 @@ def _compile(
         causes,
         properties=properties_schema if isinstance(properties_schema, Mapping) else {},
         correlatable=correlatable,
+        root=root,
     )
     children = [*node.properties.values(), node.additional, node.items]
     node.rules_below = bool(node.rules) or any(child is not None and child.rules_below for child in children)
@@ -405,17 +405,25 @@ def validate(value: Any, node: Node, path: str = "") -> list[StatusCause]:
 
 
 def check_rules(
-    value: Any, node: Node, path: str = "", *, old: Any = _MISSING, transition_only: bool = False
+    value: Any,
+    node: Node,
+    path: str = "",
+    *,
+    old: Any = _MISSING,
+    transition_only: bool = False,
+    budget: celrules.Budget | None = None,
 ) -> list[StatusCause]:
-    """The causes the CEL rules of ``node`` and the nodes below give ``value``. Without ``old``
-    (a create, or the new object alone) the rules that do not read oldSelf run, and transition
-    rules with optionalOldSelf; with it (``transition_only``) the transition rules run against
-    the correlated old values."""
+    """The causes the CEL rules of ``node`` and the nodes below give ``value``. Without
+    ``transition_only``, the rules that do not read oldSelf run; with it, the transition rules,
+    against the correlated parts of ``old`` (None on a create: only those with optionalOldSelf).
+    ``budget``: the object's runtime budget, when its rules are judged in several calls."""
     causes: list[StatusCause] = []
-    # Over budget, the cause is in and no further rules run for this object.
-    if node.rules_below:
-        with contextlib.suppress(celrules.RuleOverBudget):
-            _check_rules(value, old, node, path, transition_only, celrules.Budget(), causes)
+    budget = budget or celrules.Budget()
+    if node.rules_below and budget.remaining > 0:
+        try:
+            _check_rules(value, old, node, path, transition_only, budget, causes)
+        except celrules.RuleOverBudget:
+            budget.remaining = 0  # its cause is in; no further rules run for this object
     return causes
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import signal
+import time
 from typing import Any
 
 import orjson
@@ -555,3 +556,58 @@ def test_values_an_update_leaves_alone_are_not_judged_by_a_tightened_schema(
     assert api.patch(f"{path}/w", {"spec": {"size": 5}}, MERGE).status_code == 200
     # A new object gets no such grace.
     assert api.post(path, {**widget, "metadata": {"name": "w2"}}).status_code == 422
+
+
+def test_openapi_v2_publishes_custom_resources_as_upstream_converts_them(api: Client, namespace: str) -> None:
+    group = f"{namespace}.v2.example.com"
+    body = crd_body(group)
+    spec = body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["description"] = "What the widget should be."
+    spec["required"] = ["size", "nothing"]
+    spec["properties"]["port"] = {
+        "x-kubernetes-int-or-string": True,
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+    }
+    spec["properties"]["keep"]["properties"] = {"inner": {"type": "string"}}
+    spec["properties"]["loose"] = {
+        "type": "array",
+        "items": {"type": "string"},
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+    spec["properties"]["mode"] = {"type": "string", "enum": ["a", "b"], "nullable": True}
+    assert api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body).status_code == 201
+    reversed_group = ".".join(reversed(group.split(".")))
+
+    definitions = api.get("/openapi/v2").json()["definitions"]
+    widget = definitions[f"{reversed_group}.v1.Widget"]
+    assert widget["x-kubernetes-group-version-kind"] == [{"group": group, "kind": "Widget", "version": "v1"}]
+    assert (
+        widget["properties"]["metadata"]["$ref"]
+        == "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    )
+    published = widget["properties"]["spec"]
+    assert published["description"] == "What the widget should be."
+    assert published["required"] == ["size"]  # a nullable field is not required in v2
+    fields = published["properties"]
+    assert fields["size"] == {"type": "integer", "default": 2}
+    assert fields["nothing"] == {}  # nullable: no type
+    assert fields["mode"] == {"enum": ["a", "b"]}
+    assert fields["port"] == {"type": "string", "format": "int-or-string", "x-kubernetes-int-or-string": True}
+    assert fields["keep"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert fields["loose"] == {"x-kubernetes-preserve-unknown-fields": True}  # no items, so no type
+    listed = definitions[f"{reversed_group}.v1.WidgetList"]
+    assert listed["properties"]["items"]["items"] == {"$ref": f"#/definitions/{reversed_group}.v1.Widget"}
+    assert listed["x-kubernetes-group-version-kind"][0]["kind"] == "WidgetList"
+
+    protobuf = api.get(
+        "/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"}
+    ).content
+    assert f"{reversed_group}.v1.Widget".encode() in protobuf and b"What the widget should be." in protobuf
+    assert (
+        api.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}").status_code
+        == 200
+    )
+    deadline = time.monotonic() + 10  # the CRD goes once its (here no) objects are cleaned up
+    while f"{reversed_group}.v1.Widget" in api.get("/openapi/v2").json()["definitions"]:
+        assert time.monotonic() < deadline, "the deleted CRD's definition is still published"
+        time.sleep(0.05)

@@ -73,14 +73,34 @@ def test_openapi_v3_has_patch_parameters_and_no_dangling_refs(api: Client) -> No
     assert not missing
 
 
-def test_openapi_v2_is_protobuf_only(api: Client) -> None:
+def test_openapi_v2_as_protobuf_and_as_json(api: Client) -> None:
     protobuf = api.get(
         "/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"}
     )
     assert protobuf.status_code == 200
     assert protobuf.content[:5] == b"\x0a\x032.0"  # field 1 (swagger) = "2.0"
     assert b"io.k8s.api.apps.v1.Deployment" in protobuf.content
-    assert api.get("/openapi/v2", headers={"Accept": "application/json"}).status_code == 406
+    for accept in ("application/json", "*/*", None):
+        response = api.get("/openapi/v2", headers={"Accept": accept} if accept else {})
+        assert response.status_code == 200 and response.headers["Content-Type"].startswith("application/json")
+        document = response.json()
+        assert document["swagger"] == "2.0" and document["paths"] == {}
+        definitions = document["definitions"]
+        deployment = definitions["io.k8s.api.apps.v1.Deployment"]
+        assert deployment["x-kubernetes-group-version-kind"] == [
+            {"group": "apps", "kind": "Deployment", "version": "v1"}
+        ]
+        assert deployment["properties"]["metadata"]["$ref"] == (
+            "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+        )
+        assert deployment["description"].startswith("Deployment enables declarative updates")
+        assert "enum" not in deployment["properties"]["kind"]
+        assert definitions["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["format"] == "int-or-string"
+        found: set[str] = set()
+        _refs(definitions, found)
+        assert not [r for r in found if r.removeprefix("#/definitions/") not in definitions]
+    refused = api.get("/openapi/v2", headers={"Accept": "application/xml"})
+    assert refused.status_code == 406 and refused.json()["reason"] == "NotAcceptable"
 
 
 def test_table_columns_for_pods_and_deployments() -> None:

@@ -180,16 +180,20 @@ class APIHandlers:
         return web.Response(body=document, content_type=JSON)
 
     async def openapi_v2(self, request: web.Request) -> web.Response:
-        # Served as protobuf only, the form kubectl 1.27/1.28 ask for; newer clients use /openapi/v3.
-        if "protobuf" not in request.headers.get("Accept", "") and "*/*" not in request.headers.get(
-            "Accept", ""
-        ):
+        """Protobuf when asked for (kubectl 1.27/1.28), else JSON."""
+        accept = request.headers.get("Accept", "")
+        if "protobuf" in accept:
+            # Upstream answers with octet-stream: Go clients cannot parse the "@" in the media type.
+            body = v2.openapi_v2_protobuf(self.catalog, self.extra_definitions())
+            return web.Response(body=body, content_type="application/octet-stream")
+        if accept and not any(media in accept for media in ("application/json", "*/*", "application/*")):
             return status_response(
-                errors.NotAcceptable(f"only the following media types are accepted: {v2.MEDIA_TYPE}")
+                errors.NotAcceptable(
+                    f"only the following media types are accepted: application/json, {v2.MEDIA_TYPE}"
+                )
             )
-        # Upstream answers with octet-stream: Go clients cannot parse the "@" in the requested media type.
         return web.Response(
-            body=v2.openapi_v2_protobuf(self.catalog), content_type="application/octet-stream"
+            body=v2.openapi_v2_json(self.catalog, self.extra_definitions()), content_type=JSON
         )
 
     # ---------------------------------------------------------------- resources

@@ -916,7 +916,7 @@ def clear_caches() -> None:
 def crd_definitions(crd: Mapping[str, Any]) -> dict[str, Any]:
     """The definitions of a CustomResourceDefinition's served versions, as upstream publishes them
     (``com.example.stable.v1.CronTab``: the version's schema with apiVersion, kind and an
-    ObjectMeta ``metadata``), for ``extra_definitions``."""
+    ObjectMeta ``metadata``; and its ``CronTabList``), for ``extra_definitions``."""
     spec = crd.get("spec") or {}
     group = str(spec.get("group") or "")
     kind = str((spec.get("names") or {}).get("kind") or "")
@@ -932,5 +932,9 @@ def crd_definitions(crd: Mapping[str, Any]) -> dict[str, Any]:
         properties["metadata"] = {"allOf": [_ref(OBJECT_META)], "description": "Standard object's metadata."}
         schema["properties"] = properties
         schema["x-kubernetes-group-version-kind"] = [{"group": group, "kind": kind, "version": name}]
-        out[_crd_definition_name(group, name, kind)] = schema
+        kind_name = _crd_definition_name(group, name, kind)
+        out[kind_name] = schema
+        out[_crd_definition_name(group, name, f"{kind}List")] = _generic_list_schema(
+            group, name, kind, kind_name
+        )
     return out

@@ -117,6 +117,41 @@ def test_owner_and_controller_references() -> None:
         cu.set_owner_reference({"apiVersion": "v1", "kind": "X", "metadata": {"name": "n"}}, child)
 
 
+def test_references_from_typed_owners_match_those_from_their_dicts() -> None:
+    """Owners given as models (a built-in kind, a custom resource) make the same references as
+    their JSON forms, and a namespaced model owner still refuses another namespace's object."""
+    import kubeloop
+    from kubeloop.models import apps_v1, core_v1
+
+    class Gadget(kubeloop.CustomResource, group="example.com", version="v1"):
+        spec: dict[str, Any] = {}
+
+    owners: list[Any] = [
+        apps_v1.Deployment(metadata=kubeloop.ObjectMeta(name="d", namespace="ns", uid="uid-d")),
+        Gadget(metadata=kubeloop.ObjectMeta(name="g", namespace="ns", uid="uid-g")),
+    ]
+    for model in owners:
+        typed = core_v1.ConfigMap(metadata=kubeloop.ObjectMeta(name="c", namespace="ns"))
+        plain: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "ns"},
+        }
+        cu.set_controller_reference(model, typed)
+        cu.set_controller_reference(model.to_dict(), plain)
+        assert typed.to_dict()["metadata"]["ownerReferences"] == plain["metadata"]["ownerReferences"]
+        (ref,) = plain["metadata"]["ownerReferences"]
+        assert (ref["apiVersion"], ref["kind"]) == (model.to_dict()["apiVersion"], model.to_dict()["kind"])
+        elsewhere = core_v1.ConfigMap(metadata=kubeloop.ObjectMeta(name="c", namespace="other"))
+        with pytest.raises(ValueError, match="cross-namespace"):
+            cu.set_owner_reference(model, elsewhere)
+    with pytest.raises(ValueError, match="uid"):
+        cu.set_owner_reference(
+            Gadget(metadata=kubeloop.ObjectMeta(name="new", namespace="ns")),
+            {"metadata": {"namespace": "ns"}},
+        )
+
+
 def test_finalizers() -> None:
     obj: dict[str, Any] = {"metadata": {}}
     assert cu.add_finalizer(obj, "example.com/cleanup")

@@ -68,13 +68,41 @@ def _metadata(obj: Mapping[str, Any] | KubeModel) -> Mapping[str, Any]:
     return found if isinstance(found, Mapping) else {}
 
 
+def _meta_value(obj: Mapping[str, Any] | KubeModel, attribute: str, key: str) -> Any:
+    """One metadata field of an object: a model's read off its metadata model (no dump)."""
+    if isinstance(obj, KubeModel):
+        meta = getattr(obj, "metadata", None)
+        return getattr(meta, attribute, None) if isinstance(meta, KubeModel) else None
+    found = obj.get("metadata")
+    return found.get(key) if isinstance(found, Mapping) else None
+
+
 def _key(obj: Mapping[str, Any] | KubeModel) -> tuple[str, str]:
-    meta = _metadata(obj)
-    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    return (
+        str(_meta_value(obj, "namespace", "namespace") or ""),
+        str(_meta_value(obj, "name", "name") or ""),
+    )
 
 
 def _resource_version(obj: Mapping[str, Any] | KubeModel) -> str:
-    return str(_metadata(obj).get("resourceVersion") or "")
+    return str(_meta_value(obj, "resource_version", "resourceVersion") or "")
+
+
+def _owner_view(owner: Mapping[str, Any] | KubeModel) -> Mapping[str, Any]:
+    """What an owner reference is made of (apiVersion, kind, name, uid, namespace), in JSON form;
+    a model's read off its attributes rather than dumped whole."""
+    if not isinstance(owner, KubeModel):
+        return as_dict(owner)
+    gvk = getattr(type(owner), "__gvk__", None)
+    return {
+        "apiVersion": getattr(owner, "api_version", None) or (gvk.api_version if gvk else None),
+        "kind": getattr(owner, "kind", None) or (gvk.kind if gvk else None),
+        "metadata": {
+            "name": _meta_value(owner, "name", "name"),
+            "uid": _meta_value(owner, "uid", "uid"),
+            "namespace": _meta_value(owner, "namespace", "namespace"),
+        },
+    }
 
 
 async def _mutate(mutate: Mutate, obj: Any, key: tuple[str, str]) -> None:
@@ -211,7 +239,7 @@ def _same_owner(ref: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
 
 def set_controller_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) -> None:
     """Make ``owner`` the controller of ``obj``; AlreadyOwnedError if another controller owns it."""
-    owner_data = as_dict(owner)
+    owner_data = _owner_view(owner)
     with _editing(obj) as data:
         _check_scope(owner_data, data)
         ref = _reference(owner_data, controller=True)
@@ -226,7 +254,7 @@ def set_controller_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) 
 
 def set_owner_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) -> None:
     """Add ``owner`` as a (non-controller) owner of ``obj``, or refresh its reference."""
-    owner_data = as_dict(owner)
+    owner_data = _owner_view(owner)
     with _editing(obj) as data:
         _check_scope(owner_data, data)
         _upsert_reference(

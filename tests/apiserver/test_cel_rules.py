@@ -370,6 +370,66 @@ def test_root_rules_see_only_the_name_and_generate_name_of_metadata(api: Client,
     }
 
 
+def test_rules_with_optional_syntax(api: Client, namespace: str) -> None:
+    """``a.?b`` and ``m[?k]`` (the interpreter cannot parse them; they are rewritten), with
+    optional chaining, on the root, on a field and in a transition rule with optionalOldSelf."""
+    spec = {
+        "type": "object",
+        "x-kubernetes-validations": [
+            {
+                "rule": "self.?minReplicas.orValue(1) <= self.?maxReplicas.orValue(10)",
+                "message": "min above max",
+            },
+            {
+                "rule": "oldSelf.?mode.orValue(self.?mode.orValue('')) == self.?mode.orValue('')",
+                "optionalOldSelf": True,
+                "message": "mode is immutable",
+            },
+            {"rule": "self.?labels[?'tier'].orValue('web') != 'db' && '.?'.size() == 2", "message": "no db"},
+        ],
+        "properties": {
+            "minReplicas": {"type": "integer"},
+            "maxReplicas": {"type": "integer"},
+            "mode": {"type": "string"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "ports": {
+                "type": "array",
+                "items": {"type": "integer"},
+                "x-kubernetes-validations": [{"rule": "self[?0].orValue(80) >= 80", "message": "low port"}],
+            },
+        },
+    }
+    group = f"{namespace}.optional.example.com"
+    definition = crd(group, spec)
+    definition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] = [
+        {"rule": "self.?spec.?nested.inner.orValue('') == ''", "message": "no nested.inner"}
+    ]
+    response = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", definition)
+    assert response.status_code == 201, response.text
+    path = f"/apis/{group}/v1/namespaces/{namespace}/scalers"
+
+    def named(name: str, **fields: Any) -> dict[str, Any]:
+        return {"apiVersion": f"{group}/v1", "kind": "Scaler", "metadata": {"name": name}, "spec": fields}
+
+    assert api.post(path, named("s0")).status_code == 201  # every optional empty: defaults apply
+    assert api.post(path, named("s1", minReplicas=3, mode="fast", ports=[80])).status_code == 201
+    assert causes(api.post(path, named("s2", minReplicas=11))) == {
+        "spec": 'FieldValueInvalid: Invalid value: "object": min above max'
+    }
+    got = api.post(path, named("s3", minReplicas=3, maxReplicas=2, labels={"tier": "db"}))
+    assert [c["message"] for c in got.json()["details"]["causes"]] == [
+        'Invalid value: "object": min above max',
+        'Invalid value: "object": no db',
+    ]
+    assert causes(api.post(path, named("s4", ports=[22]))) == {
+        "spec.ports": 'FieldValueInvalid: Invalid value: "array": low port'
+    }
+    assert causes(api.patch(f"{path}/s1", {"spec": {"mode": "slow"}}, MERGE)) == {
+        "spec": 'FieldValueInvalid: Invalid value: "object": mode is immutable'
+    }
+    assert api.patch(f"{path}/s1", {"spec": {"maxReplicas": 5}}, MERGE).status_code == 200
+
+
 def test_old_self_on_the_uncorrelatable_part_of_a_schema_is_forbidden(api: Client, namespace: str) -> None:
     spec = {
         "type": "object",

@@ -25,8 +25,8 @@ selecting another metadata field does not compile, as upstream's type check refu
 that do not read oldSelf are ratcheted with the rest of validation (an error at a value an
 update leaves unchanged is dropped: ``CustomResourceStrategy.ratchet``). Not done: static type
 checking of rules against the schema (a rule comparing a string to a number fails when
-evaluated, not when the CRD is written), and the ``.?`` optional syntax, which the interpreter
-does not parse (``optional.of``/``optional.none`` and ``optionalOldSelf`` work).
+evaluated, not when the CRD is written). The interpreter does not parse CEL's optional syntax
+(``a.?b``, ``m[?k]``); ``celsyntax`` rewrites it into library calls before compiling.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from typing import Any
 import re2
 
 from kubeloop.api.naming import go_quote
-from kubeloop.apiserver.registry import validation
+from kubeloop.apiserver.registry import celsyntax, validation
 from kubeloop.errors import StatusCause
 
 #: Upstream's per-call cost limit and per-object runtime budget (celconfig).
@@ -62,7 +62,7 @@ _LIBRARY_FAILURE = re.compile(r"Python function call failed: \w+: (.*?)(?:\. Che
 #: What a root rule may read of the object's metadata (upstream's CEL type of the root's
 #: ObjectMeta has these two fields only).
 ROOT_METADATA_FIELDS = ("name", "generateName")
-_METADATA_SELECT = re.compile(r"\b(?:self|oldSelf)\s*\.\s*metadata\s*(\.)\s*([A-Za-z_]\w*)\b(?!\s*\()")
+_METADATA_SELECT = re.compile(r"\b(?:self|oldSelf)\s*\.\??\s*metadata\s*(\.)\??\s*([A-Za-z_]\w*)\b(?!\s*\()")
 
 
 def _hidden_metadata_field(rule: str) -> str | None:
@@ -148,7 +148,7 @@ def compile_rules(
         optional_old_self = bool(entry.get("optionalOldSelf"))
         problems = len(causes)
         try:
-            program = cel.compile(rule)
+            program = _compile(cel, rule)
         except ValueError as error:
             causes.append(
                 StatusCause(
@@ -171,7 +171,7 @@ def compile_rules(
         message_program = None
         if message_expression:
             try:
-                message_program = cel.compile(message_expression)
+                message_program = _compile(cel, message_expression)
             except ValueError as error:
                 causes.append(
                     StatusCause(
@@ -262,6 +262,16 @@ def compile_rules(
             )
         )
     return tuple(compiled)
+
+
+def _compile(cel: Any, source: str) -> Any:
+    """``source`` compiled, its optional syntax (``a.?b``, ``m[?k]``) rewritten first
+    (``celsyntax``); ValueError with the interpreter's message when it does not compile."""
+    try:
+        rewritten = celsyntax.rewrite(source)
+    except celsyntax.CELSyntaxError:
+        rewritten = source  # the interpreter says what is wrong with it
+    return cel.compile(rewritten)
 
 
 def _library_calls(*programs: Any) -> tuple[str, ...]:
@@ -528,6 +538,7 @@ def _library() -> dict[str, Any]:
     for library in EXTENSIONS.values():
         functions.update(library)
     functions.update(KUBERNETES_LIBRARY)
+    functions.update(celsyntax.FUNCTIONS)
     return functions
 
 

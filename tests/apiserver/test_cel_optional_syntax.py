@@ -1,0 +1,100 @@
+"""CEL's optional syntax as the server runs it: ``a.?b`` and ``m[?k]`` rewritten into library
+calls (``registry/celsyntax.py``) and evaluated by the interpreter, against a reference of
+CEL's optional chaining; rules without the syntax are compiled as written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cel
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubeloop.apiserver.registry import celsyntax
+
+_KEYS = st.sampled_from(["a", "b", "c"])
+_VALUES = st.recursive(
+    st.one_of(st.integers(-5, 5), st.sampled_from(["x", "", "y"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=3)),
+    max_leaves=10,
+)
+_STEP = st.one_of(
+    st.tuples(st.just("select"), _KEYS, st.booleans()),
+    st.tuples(st.just("index"), st.one_of(st.integers(-1, 3), _KEYS), st.booleans()),
+)
+MISSING = "<missing>"
+
+
+class _Error(Exception):
+    pass
+
+
+def _reference(value: Any, steps: list[tuple[str, Any, bool]]) -> Any:
+    """CEL's optional chaining: once a step is optional, an absent field, key or item makes
+    the whole chain empty; selecting on something that is not a map is an error."""
+    current = value
+    for kind, key, _optional in steps:
+        if kind == "select" and not isinstance(current, dict):
+            raise _Error
+        if isinstance(current, dict):
+            if key not in current:
+                return MISSING
+            current = current[key]
+        elif isinstance(current, list) and isinstance(key, int):
+            if not 0 <= key < len(current):
+                return MISSING
+            current = current[key]
+        else:
+            raise _Error
+    return current
+
+
+def _source(steps: list[tuple[str, Any, bool]]) -> str:
+    out = "self"
+    for kind, key, optional in steps:
+        literal = f"'{key}'" if isinstance(key, str) else str(key)
+        if kind == "select":
+            out += f".?{key}" if optional else f".{key}"
+        else:
+            out += f"[?{literal}]" if optional else f"[{literal}]"
+    return out + f".orValue('{MISSING}')"
+
+
+def _run(source: str, value: Any) -> Any:
+    context = cel.Context()
+    for name, function in celsyntax.FUNCTIONS.items():
+        context.add_function(name, function)
+    context.add_variable("self", value)
+    return cel.compile(celsyntax.rewrite(source)).execute(context)
+
+
+@given(_VALUES, st.lists(_STEP, min_size=1, max_size=4))
+def test_optional_chains_evaluate_as_cel_defines_them(value: Any, steps: list[tuple[str, Any, bool]]) -> None:
+    kind, key, _ = steps[0]
+    steps = [(kind, key, True), *steps[1:]]  # the chain goes optional at its first step
+    try:
+        expected = _reference(value, steps)
+    except _Error:
+        with pytest.raises(Exception):  # noqa: B017  (the interpreter's own error type)
+            _run(_source(steps), value)
+        return
+    assert _run(_source(steps), value) == expected
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "self.a.b > 1 && self.items.all(x, x.y == 1)",
+        "'.?' + \"[?\" + '''x.?y''' == r'.?[?x.?y'",
+        "self.x in [1, 2] ? self.y[0] : {'a': 1}['a']",
+        "// a comment with .? in it\n self.size() > 0",
+    ],
+)
+def test_rules_without_optional_syntax_are_compiled_as_written(rule: str) -> None:
+    assert celsyntax.rewrite(rule) == rule
+
+
+def test_optional_entries_in_literals_still_fail_to_compile() -> None:
+    with pytest.raises(ValueError):
+        cel.compile(celsyntax.rewrite("[?optional.none(), 1].size() == 1"))

@@ -21,10 +21,12 @@ from b2_custom_resources import Widget, WidgetSpec
 import kubeloop
 from kubeloop.apiserver.registry.generic import WriteOptions
 from kubeloop.apiserver.server import APIServer, ServerOptions
+from kubeloop.gcpause import tune_for_serving
 
 
 async def measure(count: int, rounds: int) -> dict[str, float]:
     async with APIServer(ServerOptions(memory=True, port=0)) as server:
+        tune_for_serving()  # as `kubeloop apiserver` does once it has started
         registry = server.registry
         assert registry is not None
         options = WriteOptions(field_manager="bench")

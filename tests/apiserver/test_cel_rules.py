@@ -5,6 +5,7 @@ messageExpression; Kubernetes' CEL libraries; the cost limit. Over HTTP and with
 
 from __future__ import annotations
 
+import logging
 import pathlib
 from typing import Any
 
@@ -583,3 +584,33 @@ def test_patterns_are_re2_and_a_root_rules_field_path_has_no_leading_dot(api: Cl
     got = causes(api.post(path, obj("s2", word="abc\n", letters="1", a=0)))
     assert set(got) == {"spec.word", "spec.letters", "spec.a"}  # RE2's $ is the end of the text
     assert got["spec.a"] == 'FieldValueInvalid: Invalid value: "object": a must be positive'
+
+
+def test_failing_library_calls_are_causes_not_log_lines(
+    api: Client, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A value that makes a library function fail is the writer's problem, reported in the
+    cause; the server's log gets nothing a client could flood it with."""
+    spec = {
+        "type": "object",
+        "properties": {
+            "size": {"type": "string", "x-kubernetes-validations": [{"rule": "quantity(self).sign() >= 0"}]},
+            "extra": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": True,
+                "x-kubernetes-validations": [{"rule": "self.?a.?b.orValue(0) == 0"}],
+            },
+        },
+    }
+    group = f"{namespace}.logs.example.com"
+    response = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd(group, spec))
+    assert response.status_code == 201, response.text
+    path = f"/apis/{group}/v1/namespaces/{namespace}/scalers"
+    with caplog.at_level(logging.DEBUG):
+        for index in range(3):
+            obj = {**scaler(group, f"s{index}"), "spec": {"size": f"bad{index}", "extra": {"a": 7}}}
+            got = causes(api.post(path, obj))
+            assert set(got) == {"spec.size", "spec.extra"}
+            assert got["spec.size"].endswith(f'"bad{index}" evaluating rule: quantity(self).sign() >= 0')
+            assert got["spec.extra"].endswith("rule: self.?a.?b.orValue(0) == 0")
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("cel")] == []

@@ -31,9 +31,8 @@ evaluated, not when the CRD is written). The interpreter does not parse CEL's op
 
 from __future__ import annotations
 
-import contextlib
-import io
 import itertools
+import logging
 import re
 import urllib.parse
 from collections.abc import Mapping
@@ -413,7 +412,7 @@ def evaluate(
         budget.remaining -= cost
         context = _activation(compiled, activation)
         try:
-            result = _execute(compiled.program, context, compiled.functions)
+            result = compiled.program.execute(context)
         except Exception as error:  # the interpreter's errors are plain Python ones
             causes.append(_invalid(path, node_type, _evaluation_error(error, compiled)))
             continue
@@ -441,28 +440,11 @@ def _activation(compiled: CompiledRule, variables: dict[str, Any]) -> Any:
     return context
 
 
-def _execute(program: Any, context: Any, functions: tuple[str, ...]) -> Any:
-    if not functions:
-        return program.execute(context)
-    # The interpreter writes a line to stderr for every exception a Python function raises;
-    # a client could fill the server's log with them at will.
-    with contextlib.redirect_stderr(_DISCARD):
-        return program.execute(context)
-
-
-class _Discard(io.TextIOBase):
-    def write(self, text: str) -> int:
-        return len(text)
-
-
-_DISCARD = _Discard()
-
-
 def _message(compiled: CompiledRule, context: Any) -> str | None:
     if compiled.message_program is None:
         return None
     try:
-        text = _execute(compiled.message_program, context, compiled.functions)
+        text = compiled.message_program.execute(context)
     except Exception:
         return None  # upstream logs it and falls back to the message
     if not isinstance(text, str):
@@ -524,9 +506,14 @@ def _for_reason(reason: str, path: str, node_type: str, detail: str) -> StatusCa
 
 @lru_cache(maxsize=1)
 def _cel() -> Any:
-    """The interpreter, imported on first use (servers without rules never load it)."""
+    """The interpreter, imported on first use (servers without rules never load it).
+
+    It logs a warning for every exception a library function raises (a malformed quantity, an
+    absent optional field of the wrong type): the rule's cause reports it already, and a client
+    could fill the server's log with them at will, so its logger is kept to errors."""
     import cel
 
+    logging.getLogger("cel").setLevel(logging.ERROR)
     return cel
 
 

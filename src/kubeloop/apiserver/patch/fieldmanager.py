@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import heapq
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -394,7 +395,7 @@ class ManagedEntry:
 
 #: Live objects' managedFields lists as parsed, by identity: stored objects are never changed in
 #: place, so a list read again (the next write of the same object) needs no parsing.
-_PARSED: dict[int, tuple[list[Any], list[ManagedEntry]]] = {}
+_PARSED: OrderedDict[int, tuple[list[Any], list[ManagedEntry]]] = OrderedDict()
 _PARSED_LIMIT = 4096
 _PARSED_LOCK = threading.Lock()
 
@@ -477,7 +478,9 @@ def encode_entries(entries: list[ManagedEntry]) -> list[Obj]:
 def _remember(raw: list[Any], entries: list[ManagedEntry]) -> None:
     with _PARSED_LOCK:  # large writes run on the worker loop's thread too
         while len(_PARSED) >= _PARSED_LIMIT:
-            del _PARSED[next(iter(_PARSED))]  # the oldest
+            _PARSED.popitem(
+                last=False
+            )  # the oldest (a dict's first key is slow to find after many deletions)
         _PARSED[id(raw)] = (raw, entries)
 
 

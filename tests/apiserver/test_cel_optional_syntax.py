@@ -110,3 +110,40 @@ def test_rules_without_optional_syntax_are_compiled_as_written(rule: str) -> Non
 def test_optional_entries_in_literals_still_fail_to_compile() -> None:
     with pytest.raises(ValueError):
         cel.compile(celsyntax.rewrite("[?optional.none(), 1].size() == 1"))
+
+
+def test_raw_strings_hold_no_escapes() -> None:
+    """``r'\\'`` is a whole string in CEL: the rule after it is still read (and rewritten)."""
+    rule = r"self.a == r'\' || self.?b.hasValue() || self.c == 'z'"
+    assert (
+        celsyntax.rewrite(rule)
+        == r"self.a == r'\' || kubeloopOptSelect(self, " + "\"b\").hasValue() || self.c == 'z'"
+    )
+    assert _run(rule.replace("self.a", "'x'").replace("self.c", "'y'"), {"b": 1}) is True
+
+
+def test_a_rule_nested_too_deep_to_rewrite_is_refused_with_a_cause() -> None:
+    from kubeloop.apiserver.registry import celrules
+
+    rule = "(" * 400 + "self.?a.hasValue()" + ")" * 400
+    causes: list[Any] = []
+    compiled = celrules.compile_rules(
+        {"type": "object", "x-kubernetes-validations": [{"rule": rule}]},
+        "spec",
+        causes,
+        properties={},
+        correlatable=True,
+    )
+    assert compiled == ()
+    (cause,) = causes
+    assert cause.field == "spec.x-kubernetes-validations[0].rule" and "compilation failed" in cause.message
+
+
+def test_metadata_fields_named_in_strings_are_not_selections() -> None:
+    from kubeloop.apiserver.registry import celrules
+
+    assert celrules._hidden_metadata_field("self.metadata.name != 'self.metadata.labels'") is None
+    assert celrules._hidden_metadata_field("// self.metadata.labels\nself.metadata.name == 'a'") is None
+    assert celrules._hidden_metadata_field("'x' != '' && self.metadata.labels == {}") == (
+        "<input>:1:27: undefined field 'labels'"
+    )

@@ -67,7 +67,7 @@ _METADATA_SELECT = re.compile(r"\b(?:self|oldSelf)\s*\.\??\s*metadata\s*(\.)\??\
 def _hidden_metadata_field(rule: str) -> str | None:
     """``<input>:line:column: undefined field 'x'`` for the first metadata field other than
     name and generateName that a root rule selects, as upstream's type check reports it."""
-    for match in _METADATA_SELECT.finditer(rule):
+    for match in _METADATA_SELECT.finditer(celsyntax.without_strings(rule)):
         field_name = match.group(2)
         if field_name in ROOT_METADATA_FIELDS:
             continue
@@ -268,7 +268,7 @@ def _compile(cel: Any, source: str) -> Any:
     (``celsyntax``); ValueError with the interpreter's message when it does not compile."""
     try:
         rewritten = celsyntax.rewrite(source)
-    except celsyntax.CELSyntaxError:
+    except (celsyntax.CELSyntaxError, RecursionError):
         rewritten = source  # the interpreter says what is wrong with it
     return cel.compile(rewritten)
 

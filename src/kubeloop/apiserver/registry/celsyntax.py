@@ -30,7 +30,8 @@ INDEX = "kubeloopOptIndex"
 _TOKEN = re.compile(
     r"""
     (?P<space>\s+|//[^\n]*)
-  | (?P<string>(?:[rR][bB]?|[bB][rR]?)?(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"))
+  | (?P<raw>(?:[rR][bB]?|[bB][rR])(?:'''.*?'''|\"\"\".*?\"\"\"|'[^'\n]*'|"[^"\n]*"))
+  | (?P<string>[bB]?(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"))
   | (?P<number>(?:0[xX][0-9a-fA-F]+|\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)[uU]?)
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<optdot>\.\?)
@@ -52,10 +53,29 @@ def _tokens(source: str) -> list[tuple[str, str]]:
         if match is None:
             raise CELSyntaxError(f"unexpected {source[position]!r} at {position}")
         kind = match.lastgroup or ""
+        if kind == "raw":  # raw strings: no escapes inside, one token all the same
+            kind = "string"
         if kind != "space":
             out.append((kind, match.group()))
         position = match.end()
     return out
+
+
+def without_strings(source: str) -> str:
+    """``source`` with the text of its string literals and comments blanked (same length, so
+    positions still hold), for checks that look at the expression's own text."""
+    out: list[str] = []
+    position = 0
+    while position < len(source):
+        match = _TOKEN.match(source, position)
+        if match is None:
+            return source
+        text = match.group()
+        if match.lastgroup in ("raw", "string") or text.startswith("//"):
+            text = "".join(c if c == "\n" else " " for c in text)
+        out.append(text)
+        position = match.end()
+    return "".join(out)
 
 
 def uses_optional_syntax(source: str) -> bool:

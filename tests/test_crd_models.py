@@ -256,6 +256,9 @@ class Quota(kubeloop.KubeModel):
     owner: Annotated[str, Rule("self == oldSelf", message="owner is immutable")]
     tags: Annotated[list[str], Rule("self.all(x, self.all(y, x == y || x != y))")] = []
     code: Annotated[str, Rule("self.find('(a+)+$') == ''", message="no trailing a")] = ""
+    hints: Annotated[
+        dict[str, str], Rule("self[?'tier'].orValue('gold') != 'lead'", message="no lead tier")
+    ] = {}
 
 
 class Budget(kubeloop.CustomResource, group="attack.models.example.com", version="v1"):
@@ -320,6 +323,25 @@ def test_generated_crd_and_its_rules_on_a_durable_server_across_sigkills(
                 "apply", "-n", "default", "-f", "-", stdin=budget("team", limit="16Gi", owner="ann")
             ).stdout
         )
+        # CEL's optional syntax, compiled again from the stored CRD after the kill.
+        lead = kubectl(
+            "apply",
+            "-n",
+            "default",
+            "-f",
+            "-",
+            check=False,
+            stdin=budget("lead", limit="1Gi", owner="x", hints={"tier": "lead"}),
+        )
+        assert 'spec.hints: Invalid value: "object": no lead tier' in lead.stderr, lead.stderr
+        kubectl(
+            "apply", "-n", "default", "-f", "-", stdin=budget("tin", limit="1Gi", owner="x", hints={"a": "b"})
+        )
+        # The stored CRD is published in /openapi/v2 (JSON) after the restart.
+        definitions = session.get(url + "/openapi/v2", timeout=30).json()["definitions"]
+        quota = definitions["com.example.models.attack.v1.Budget"]["properties"]["spec"]["properties"]
+        assert quota["hints"]["additionalProperties"] == {"type": "string"}
+        assert "com.example.models.attack.v1.BudgetList" in definitions
         # Hostile values: judged at once, refused with a Status, nothing written.
         hostile = [
             ({"limit": "1e10000000", "owner": "x"}, "spec.limit"),

@@ -492,13 +492,13 @@ def _scoped(paths: dict[Path, Member], subresource: str, has_status: bool) -> di
     """The paths a write through ``subresource`` may own: status only through /status."""
     if not has_status:
         return paths
-    if subresource == "status":
-        return {p: m for p, m in paths.items() if p[:1] == ("f:status",)}
-    return {p: m for p, m in paths.items() if p[:1] != ("f:status",)}
+    in_scope = _scope_test(subresource, has_status)
+    return {p: m for p, m in paths.items() if p and in_scope(p[0][2:])}
 
 
 def _scope_test(subresource: str, has_status: bool) -> Callable[[str], bool]:
-    """Which top-level fields a write through ``subresource`` may own (see ``_scoped``)."""
+    """Which top-level fields a write through ``subresource`` may own: with a status
+    subresource, status only through /status and nothing else through it."""
     if not has_status:
         return lambda key: True
     if subresource == "status":

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
-import aiohttp
 import pytest
 from aiohttp import web
 
@@ -396,7 +396,7 @@ async def test_tls_server_name_is_what_the_certificate_is_checked_against(
     async with APIClient(
         replace(config, tls_server_name="elsewhere.example"), retry=RetryPolicy(max_retries=0)
     ) as client:
-        with pytest.raises(aiohttp.ClientConnectorCertificateError):
+        with pytest.raises(ssl.SSLCertVerificationError):  # aiohttp's error is one too
             await client.get(NAMESPACE, "default")
 
 
@@ -429,6 +429,17 @@ async def test_requests_go_through_the_proxy_url(shared_server: ServerThread) ->
         config = replace(load_kubeconfig(shared_server.kubeconfig), proxy_url=f"http://127.0.0.1:{port}")
         async with APIClient(config) as client:
             assert (await client.get(NAMESPACE, "default"))["metadata"]["name"] == "default"
+            # Through the proxy (on aiohttp) a write's fence is checked as its body goes out too.
+            from kubeloop.client.fence import WriteFenced, current_write_fence
+
+            token = current_write_fence.set(ShutsAfterFirstLook())
+            try:
+                with pytest.raises(WriteFenced, match="not sent"):
+                    await client.create(configmap("by-proxy", "default"))
+            finally:
+                current_write_fence.reset(token)
+            with pytest.raises(errors.NotFound):
+                await client.get(CONFIGMAP, "by-proxy", namespace="default")
         server_port = shared_server.url.rsplit(":", 1)[1]
         assert tunnels and all(t.endswith(f":{server_port}") for t in tunnels)
     finally:

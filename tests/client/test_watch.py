@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import pathlib
+import signal
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -180,3 +181,40 @@ async def test_410_after_compaction_is_a_distinct_signal() -> None:
             assert watch.resource_version is None  # the caller relists
     finally:
         server.stop()
+
+
+async def test_a_watch_and_requests_outlast_a_paused_server_process(
+    tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A server process stopped (SIGSTOP) accepts connections in the kernel and answers nothing:
+    # a watch started then must not wait forever for the answer's headers, and requests time out
+    # and are retried on fresh connections; once it resumes, everything carries on.
+    from tests.apiserver.test_durability import apiserver
+
+    with apiserver(tmp_path) as (proc, _):
+        config = load_kubeconfig(tmp_path / "kubeconfig")
+        async with APIClient(config, request_timeout=0.5) as client:
+            await client.create(configmap("before"))
+            start = (await client.list(CONFIGMAP, namespace="default")).resource_version
+            proc.send_signal(signal.SIGSTOP)
+            try:
+                watch = client.watch(
+                    CONFIGMAP, namespace="default", resource_version=start, inactivity_timeout=0.5
+                )
+                events = watch.__aiter__()
+                with caplog.at_level(logging.INFO, logger="kubeloop.client.watch"):
+                    waiter = asyncio.ensure_future(_take(events, 1, timeout=60))
+                    with pytest.raises(TimeoutError):
+                        await client.get(CONFIGMAP, "before", namespace="default")
+                    await asyncio.sleep(1.5)
+                    assert any("no answer to the watch request" in r.getMessage() for r in caplog.records)
+            finally:
+                proc.send_signal(signal.SIGCONT)
+            client.request_timeout = 10
+            await client.create(configmap("after"))
+            seen = await waiter
+            assert [(e.type, e.object["metadata"]["name"]) for e in seen] == [("ADDED", "after")]
+            assert (await client.get(CONFIGMAP, "before", namespace="default"))["metadata"][
+                "name"
+            ] == "before"
+            await watch.close()

@@ -6,9 +6,10 @@ replica already does. controller-runtime leaves that gap open; kubeloop closes i
 manager sets :data:`current_write_fence` in the tasks that act for the leader (controller workers,
 leader-only runnables; an event is written under the fence of the code that recorded it), and
 :class:`~kubeloop.client.rest.APIClient` checks it before sending any request that is not a read,
-and again as the request's body is handed to the socket (:class:`FencedBody`): aiohttp holds the
-headers back until then and writes the body without yielding, so a process paused anywhere
-before that moment (waiting for a connection, say) cannot send the write once it resumes. A
+and again as the request is handed to the socket: the connection pool (``http1``) checks it and
+writes the whole request without yielding; on aiohttp (with a proxy) :class:`FencedBody` does,
+aiohttp holding the headers back until the body goes out. A process paused anywhere before
+that moment (waiting for a connection, say) cannot send the write once it resumes. A
 fenced write raises :class:`WriteFenced` instead of reaching the server.
 """
 

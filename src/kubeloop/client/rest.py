@@ -1,4 +1,4 @@
-"""The async REST client: every verb of the Kubernetes API on aiohttp and orjson, objects as dicts.
+"""The async REST client: every verb of the Kubernetes API on asyncio and orjson, objects as dicts.
 
 ``APIClient`` addresses a kind by ``GroupVersionKind`` or by an object dict (its apiVersion/kind);
 the ``RESTMapper`` finds the resource from discovery. Objects travel as plain dicts (the fast
@@ -6,7 +6,9 @@ path; typed models convert at the edges). Requests carry the credentials of the 
 (refreshed once after a 401: an exec plugin re-runs, a token file is re-read), are rate limited
 only when the configuration asks, and are retried with jittered backoff on 429 and 5xx — always
 when the server sends ``Retry-After``, otherwise only for reads and other idempotent verbs.
-``Warning`` headers are logged. Errors are the ``errors`` module's classes.
+``Warning`` headers are logged. Errors are the ``errors`` module's classes; a connection that
+fails raises ``OSError`` (``ConnectionError``, ``ssl.SSLError``) or ``TimeoutError``. Requests go
+over ``http1``'s keep-alive pool, watches over aiohttp (so does everything when a proxy is set).
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
+import ssl
+import urllib.parse
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -32,6 +37,7 @@ from kubeloop.api.model import KubeModel, KubeObject, as_dict
 from kubeloop.api.object import Obj
 from kubeloop.client.config import ClientConfig, Credentials, ssl_context
 from kubeloop.client.fence import WriteFenced, check_write, fenced_body
+from kubeloop.client.http1 import ConnectionPool
 from kubeloop.client.interface import KindRef, M, ObjectList, ObjectRef, gvk_of, model_class
 from kubeloop.client.ratelimit import TokenBucket
 from kubeloop.client.restmapper import ResourceMapping, RESTMapper
@@ -44,6 +50,7 @@ JSON = "application/json"
 #: Accept headers asking for metadata only (``PartialObjectMetadata``), JSON as the fallback.
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9/:@!$&'()*+,;=%._~-]*")
 
 
 class PatchType(StrEnum):
@@ -93,6 +100,8 @@ class APIClient:
         self.mapper = RESTMapper(self._discovery, errors.NotFound)
         self._limiter = TokenBucket(config.qps, config.burst) if config.qps else None
         self._session: aiohttp.ClientSession | None = None
+        self._pool: ConnectionPool | None = None  # requests other than watches (none with a proxy)
+        self._base_path = urllib.parse.urlsplit(config.server).path.rstrip("/")
         self._session_credentials: Credentials | None = None
         self._credentials: Credentials = Credentials()
         self._credentials_loaded = False
@@ -111,6 +120,9 @@ class APIClient:
         await self.close()
 
     async def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -613,12 +625,10 @@ class APIClient:
             if self._limiter is not None:
                 await self._limiter.acquire()
             try:
-                async with await self._send(method, path, params, body, content_type, accept) as response:
-                    payload = await response.read()
-                    _log_warnings(response)
-                    status = response.status
-                    retry_after = response.headers.get("Retry-After")
-            except (TimeoutError, aiohttp.ClientConnectionError) as exc:
+                status, payload, warnings, retry_after = await self._exchange(
+                    method, path, params, body, content_type, accept
+                )
+            except (TimeoutError, aiohttp.ClientConnectionError, ConnectionError) as exc:
                 if method in _IDEMPOTENT and attempt < self.retry.max_retries:
                     delay = self.retry.backoff(attempt)
                     log.debug("%s %s failed (%s); retrying in %.2fs", method, path, exc, delay)
@@ -626,6 +636,8 @@ class APIClient:
                     await asyncio.sleep(delay)
                     continue
                 raise
+            for warning in warnings:
+                log.warning("server warning: %s", _warning_text(warning))
             if status < 400:
                 return status, payload
             if status == 401 and not refreshed and self.config.credentials is not None:
@@ -641,6 +653,54 @@ class APIClient:
                 await asyncio.sleep(delay)
                 continue
             raise errors.error_from_status(status, _decode_error(payload))
+
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        body: bytes | None,
+        content_type: str | None,
+        accept: str,
+    ) -> tuple[int, bytes, tuple[str, ...], str | None]:
+        """One request and its whole answer: status, body, Warning headers and Retry-After.
+
+        Sent on the lean keep-alive pool (``http1``), or on aiohttp when a proxy is configured.
+        """
+        await self._ensure_session()
+        pool = self._pool
+        if pool is None:
+            async with await self._send(method, path, params, body, content_type, accept) as response:
+                payload = await response.read()
+                return (
+                    response.status,
+                    payload,
+                    tuple(response.headers.getall("Warning", ())),
+                    response.headers.get("Retry-After"),
+                )
+        headers = [("User-Agent", self.config.user_agent), ("Accept", accept), ("Accept-Encoding", "gzip")]
+        if content_type:
+            headers.append(("Content-Type", content_type))
+        if self._credentials.token:
+            headers.append(("Authorization", f"Bearer {self._credentials.token}"))
+        target = self._base_path + _quote_path(path)
+        if params:
+            target += "?" + urllib.parse.urlencode(params, quote_via=urllib.parse.quote, safe="")
+        check_write(method, path)  # refuse early; checked again just before the request is written
+        try:
+            answer = await pool.request(
+                method, target, headers, body, timeout=self.request_timeout, fence_path=path
+            )
+        except BaseException:
+            self.requests[(method, "<error>")] += 1
+            raise
+        self.requests[(method, str(answer.status))] += 1
+        return (
+            answer.status,
+            answer.body,
+            tuple(answer.header_values("warning")),
+            answer.header("retry-after"),
+        )
 
     async def stream(
         self, path: str, params: Mapping[str, str], *, timeout: aiohttp.ClientTimeout, accept: str = JSON
@@ -717,10 +777,15 @@ class APIClient:
                 return self._session
             if self._session is not None:
                 await self._session.close()
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
             context = ssl_context(self.config, self._credentials)
             connector = aiohttp.TCPConnector(ssl=context if context is not None else False, limit=0)
             self._session = aiohttp.ClientSession(connector=connector, auto_decompress=True)
             self._session_credentials = self._credentials
+            if self.config.proxy_url is None:
+                self._pool = _pool_for(self.config, context)
             return self._session
 
     async def _refresh_credentials(self) -> None:
@@ -728,6 +793,24 @@ class APIClient:
         async with self._session_lock:
             self._credentials = await self.config.credentials.refresh()
             self._credentials_loaded = True
+
+
+def _pool_for(config: ClientConfig, context: ssl.SSLContext | None) -> ConnectionPool:
+    url = urllib.parse.urlsplit(config.server)
+    host = url.hostname or "localhost"
+    port = url.port or (443 if url.scheme == "https" else 80)
+    shown = f"[{host}]" if ":" in host else host
+    host_header = shown if url.port is None else f"{shown}:{port}"
+    return ConnectionPool(
+        host, port, context=context, server_hostname=config.tls_server_name, host_header=host_header
+    )
+
+
+def _quote_path(path: str) -> str:
+    """``path`` as a request target: what is not allowed in one percent-encoded (as yarl does)."""
+    if path.isascii() and _PLAIN_PATH.fullmatch(path):
+        return path
+    return urllib.parse.quote(path, safe="/:@!$&'()*+,;=%-._~")
 
 
 def _certificate_changed(before: Credentials | None, after: Credentials) -> bool:

@@ -144,7 +144,13 @@ class Watch:
     async def _one_connection(self, path: str) -> AsyncIterator[WatchEvent]:
         timeout = aiohttp.ClientTimeout(total=None, connect=30, sock_read=None)
         accept = _METADATA if self.options.metadata_only else _JSON
-        response = await self._client.stream(path, self._params(), timeout=timeout, accept=accept)
+        try:  # a server that accepted the request but never answers is as silent as an idle stream
+            async with asyncio.timeout(self.options.inactivity_timeout):
+                response = await self._client.stream(path, self._params(), timeout=timeout, accept=accept)
+        except TimeoutError:
+            raise TimeoutError(
+                f"no answer to the watch request in {self.options.inactivity_timeout}s"
+            ) from None
         self._response = response
         buffer = bytearray()
         try:

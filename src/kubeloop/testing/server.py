@@ -41,9 +41,24 @@ class ServerThread:
             return
         try:
             self.call(self.server.stop())
+            self.call(self._close_leftover_connections())
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=10)
+
+    async def _close_leftover_connections(self) -> None:
+        # A connection accepted as the server stopped, its TLS handshake unfinished, belongs to
+        # no protocol that the server's shutdown closes; in a process that exits the kernel would
+        # close it, but this thread's loop just stops, and its client would wait on it forever.
+        # Every transport still open on this private loop is such a connection.
+        transports = getattr(self.loop, "_transports", None)
+        if not transports:
+            return
+        for transport in list(transports.values()):
+            if isinstance(transport, asyncio.Transport) and not transport.is_closing():
+                transport.abort()
+        for _ in range(3):  # abort closes the socket a loop iteration later
+            await asyncio.sleep(0)
 
     @property
     def url(self) -> str:

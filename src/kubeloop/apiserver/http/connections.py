@@ -27,6 +27,7 @@ import termios
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import cast
 
 import orjson
 from aiohttp import web
@@ -70,9 +71,8 @@ class _GuardedProtocol(asyncio.Protocol):
         self._buffered = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        self.watchdog.connections[transport] = self
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's are not asyncio.Transport subclasses
+        self.watchdog.connections[self.transport] = self
         self.inner.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
@@ -163,7 +163,7 @@ class ConnectionWatchdog:
 
     def guard_of(self, request: web.Request) -> _GuardedProtocol | None:
         transport = request.transport
-        return self.connections.get(transport) if isinstance(transport, asyncio.Transport) else None
+        return self.connections.get(transport) if transport is not None else None
 
     async def _sweep(self) -> None:
         timeouts = self.timeouts

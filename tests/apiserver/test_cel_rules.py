@@ -5,6 +5,7 @@ messageExpression; Kubernetes' CEL libraries; the cost limit. Over HTTP and with
 
 from __future__ import annotations
 
+import json
 import logging
 import pathlib
 from typing import Any
@@ -329,6 +330,34 @@ def test_all_rules_of_a_write_share_one_runtime_budget(api: Client, namespace: s
             "x-kubernetes-validations[0].message",
             "message must not contain line breaks",
         ),
+        (  # the static type check, as upstream's: operands no overload takes ...
+            {"type": "integer", "x-kubernetes-validations": [{"rule": "self > 'a'"}]},
+            "x-kubernetes-validations[0].rule",
+            "Invalid value: \"self > 'a'\": compilation failed: ERROR: <input>:1:6: found no matching "
+            "overload for '_>_' applied to '(int, string)'",
+        ),
+        (  # ... a field the schema does not declare ...
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}},
+                "x-kubernetes-validations": [{"rule": "self.a < self.b"}],
+            },
+            "x-kubernetes-validations[0].rule",
+            "compilation failed: ERROR: <input>:1:14: undefined field 'b'",
+        ),
+        (  # ... a result that is not a bool, a message that is not a string
+            {"type": "integer", "x-kubernetes-validations": [{"rule": "self + 1"}]},
+            "x-kubernetes-validations[0].rule",
+            'Invalid value: "self + 1": cel expression must evaluate to a bool',
+        ),
+        (
+            {
+                "type": "integer",
+                "x-kubernetes-validations": [{"rule": "self > 0", "messageExpression": "self"}],
+            },
+            "x-kubernetes-validations[0].messageExpression",
+            'Invalid value: "self": messageExpression must evaluate to a string',
+        ),
     ],
 )
 def test_a_bad_rule_makes_the_crd_invalid(
@@ -554,6 +583,29 @@ def test_kubectl_sees_rules_reject_and_accept_including_old_self(
     assert got == "4"
 
 
+def test_kubectl_sees_an_ill_typed_rule_refused_when_the_crd_is_applied(
+    kubectl: Kubectl, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    group = f"{namespace}.typed.example.com"
+    spec = {
+        "type": "object",
+        "properties": {"replicas": {"type": "integer"}, "mode": {"type": "string"}},
+        "x-kubernetes-validations": [{"rule": "self.replicas > self.mode", "message": "never"}],
+    }
+    manifest = tmp_path / "crd.json"
+    manifest.write_text(json.dumps(crd(group, spec)))
+    refused = kubectl("apply", "-f", str(manifest), check=False)
+    assert refused.returncode == 1
+    assert "is invalid" in refused.stderr
+    assert "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule" in (
+        refused.stderr
+    )
+    assert "found no matching overload for '_>_' applied to '(int, string)'" in refused.stderr
+    spec["x-kubernetes-validations"] = [{"rule": "self.replicas > 0 && self.mode != ''", "message": "never"}]
+    manifest.write_text(json.dumps(crd(group, spec)))
+    assert "created" in kubectl("apply", "-f", str(manifest)).stdout
+
+
 def test_patterns_are_re2_and_a_root_rules_field_path_has_no_leading_dot(api: Client, namespace: str) -> None:
     group = f"{namespace}.re2.example.com"
     spec = {
@@ -614,3 +666,42 @@ def test_failing_library_calls_are_causes_not_log_lines(
             assert got["spec.size"].endswith(f'"bad{index}" evaluating rule: quantity(self).sign() >= 0')
             assert got["spec.extra"].endswith("rule: self.?a.?b.orValue(0) == 0")
     assert [r.getMessage() for r in caplog.records if r.name.startswith("cel")] == []
+
+
+def test_a_stored_crd_written_before_the_type_check_is_still_served(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A CRD stored by a server without the static check (simulated by turning it off for the
+    # write) keeps serving after a restart: only writes of the CRD are type-checked.
+    from kubeloop.apiserver.registry import celtypes
+    from tests.conftest import start_server
+
+    group = "stored.typed.example.com"
+    spec = {
+        "type": "object",
+        "properties": {"minReplicas": {"type": "integer"}, "maxReplicas": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "self.minReplicas == 'x' || self.minReplicas > 0"}],
+    }
+    server = start_server(tmp_path)
+    try:
+        with monkeypatch.context() as patched:
+            patched.setattr(celtypes, "check_rule", lambda *args, **kwargs: None)
+            created = Client(server).post(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd(group, spec)
+            )
+            assert created.status_code == 201, created.text
+    finally:
+        server.stop()
+    server = start_server(tmp_path)
+    try:
+        api = Client(server)
+        path = f"/apis/{group}/v1/namespaces/default/scalers"
+        ok = api.post(path, scaler(group, "s-ok"))
+        assert ok.status_code == 201, ok.text
+        assert "failed rule" in api.post(path, scaler(group, "s-zero", minReplicas=0)).text
+        stored = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/scalers.{group}").json()
+        refused = api.put(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/scalers.{group}", stored)
+        assert refused.status_code == 422  # a write of the CRD is checked
+        assert "applied to '(int, string)'" in refused.text
+    finally:
+        server.stop()

@@ -23,10 +23,11 @@ cost 1,000,000 and all the rules of one write 10,000,000, as upstream's per-call
 runtime budget. Root rules see the object's ``metadata.name`` and ``generateName`` only; a rule
 selecting another metadata field does not compile, as upstream's type check refuses it. Rules
 that do not read oldSelf are ratcheted with the rest of validation (an error at a value an
-update leaves unchanged is dropped: ``CustomResourceStrategy.ratchet``). Not done: static type
-checking of rules against the schema (a rule comparing a string to a number fails when
-evaluated, not when the CRD is written). The interpreter does not parse CEL's optional syntax
-(``a.?b``, ``m[?k]``); ``celsyntax`` rewrites it into library calls before compiling.
+update leaves unchanged is dropped: ``CustomResourceStrategy.ratchet``). When the CRD is
+written its rules are type-checked against the schema (``celtypes``): an undefined field,
+operands no overload takes, or a result that is not a bool refuse it, as upstream's checker
+does (a stored CRD is served as it was accepted). The interpreter does not parse CEL's optional
+syntax (``a.?b``, ``m[?k]``); ``celsyntax`` rewrites it into library calls before compiling.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from typing import Any
 import re2
 
 from kubeloop.api.naming import go_quote
-from kubeloop.apiserver.registry import celsyntax, validation
+from kubeloop.apiserver.registry import celsyntax, celtypes, validation
 from kubeloop.errors import StatusCause
 
 #: Upstream's per-call cost limit and per-object runtime budget (celconfig).
@@ -117,9 +118,11 @@ def compile_rules(
     properties: Mapping[str, Any],
     correlatable: bool,
     root: bool = False,
+    check_types: bool = True,
 ) -> tuple[CompiledRule, ...]:
     """The node's rules, compiled; every problem a cause at ``<path>.x-kubernetes-validations[i]``.
-    ``root``: the object's own rules, which see only the name and generateName of its metadata."""
+    ``root``: the object's own rules, which see only the name and generateName of its metadata;
+    ``check_types``: type-check the rules against ``schema`` (``celtypes``), as a CRD's write does."""
     entries = schema.get("x-kubernetes-validations")
     if entries is None:
         return ()
@@ -167,6 +170,20 @@ def compile_rules(
                 )
             )
             continue
+        verdict = (
+            celtypes.check_rule(rule, schema, root=root, optional_old_self=optional_old_self)
+            if check_types
+            else None
+        )
+        if verdict is not None:
+            kind, text = verdict
+            detail = f"compilation failed: ERROR: {text}" if kind == "compile" else text
+            causes.append(
+                StatusCause(
+                    "FieldValueInvalid", f"Invalid value: {go_quote(rule)}: {detail}", f"{where}.rule"
+                )
+            )
+            continue
         message_program = None
         if message_expression:
             try:
@@ -180,6 +197,22 @@ def compile_rules(
                         f"{where}.messageExpression",
                     )
                 )
+            message_verdict = (
+                celtypes.check_message_expression(message_expression, schema, root=root)
+                if check_types
+                else None
+            )
+            if message_program is not None and message_verdict is not None:
+                kind, text = message_verdict
+                detail = f"messageExpression compilation failed: ERROR: {text}" if kind == "compile" else text
+                causes.append(
+                    StatusCause(
+                        "FieldValueInvalid",
+                        f"Invalid value: {go_quote(message_expression)}: {detail}",
+                        f"{where}.messageExpression",
+                    )
+                )
+                message_program = None
         if "\n" in message.strip():
             causes.append(
                 StatusCause(

@@ -46,7 +46,13 @@ class CELSyntaxError(ValueError):
 
 
 def _tokens(source: str) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
+    return [(kind, text) for kind, text, _ in tokens_at(source)]
+
+
+def tokens_at(source: str) -> list[tuple[str, str, int]]:
+    """The rule's tokens (kind, text, offset): ``string``, ``number``, ``ident``, ``optdot``
+    (``.?``) and ``op``; spaces and comments dropped. Raises :class:`CELSyntaxError`."""
+    out: list[tuple[str, str, int]] = []
     position = 0
     while position < len(source):
         match = _TOKEN.match(source, position)
@@ -56,7 +62,7 @@ def _tokens(source: str) -> list[tuple[str, str]]:
         if kind == "raw":  # raw strings: no escapes inside, one token all the same
             kind = "string"
         if kind != "space":
-            out.append((kind, match.group()))
+            out.append((kind, match.group(), position))
         position = match.end()
     return out
 

@@ -636,7 +636,7 @@ def served_resources(crd: Obj) -> list[tuple[ResourceType, CustomResourceStrateg
             definition=definition,
         )
         schema = structural.compile_schema(
-            (version.get("schema") or {}).get("openAPIV3Schema"), "openAPIV3Schema"
+            (version.get("schema") or {}).get("openAPIV3Schema"), "openAPIV3Schema", check_rule_types=False
         )
         strategy = CustomResourceStrategy(
             resource,

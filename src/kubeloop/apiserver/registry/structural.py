@@ -93,13 +93,15 @@ class Node:
 # --------------------------------------------------------------------------- compiling
 
 
-def compile_schema(schema: Any, path: str) -> Node:
+def compile_schema(schema: Any, path: str, *, check_rule_types: bool = True) -> Node:
     """Check that ``schema`` is a structural schema and compile it; :class:`SchemaError` lists
-    every problem with its field path (``path`` names the schema's own place in the CRD)."""
+    every problem with its field path (``path`` names the schema's own place in the CRD).
+    ``check_rule_types=False`` skips the static type check of its CEL rules (a stored CRD,
+    written before that check, is served as it was accepted)."""
     causes: list[StatusCause] = []
     if not isinstance(schema, Mapping):
         raise SchemaError([StatusCause("FieldValueRequired", "Required value: schemas are required", path)])
-    node = _compile(schema, path, causes, root=True, under_metadata=False)
+    node = _compile(schema, path, causes, root=True, under_metadata=False, check_rule_types=check_rule_types)
     if schema.get("type") != "object":
         causes.append(
             StatusCause(
@@ -145,6 +147,7 @@ def _compile(
     root: bool,
     under_metadata: bool,
     correlatable: bool = True,
+    check_rule_types: bool = True,
 ) -> Node:
     for key in _FORBIDDEN:
         if key in schema:
@@ -209,6 +212,7 @@ def _compile(
                 root=False,
                 under_metadata=root and name == "metadata",
                 correlatable=correlatable,
+                check_rule_types=check_rule_types,
             )
     additional = schema.get("additionalProperties")
     if additional is not None:
@@ -228,6 +232,7 @@ def _compile(
                 root=False,
                 under_metadata=False,
                 correlatable=correlatable,
+                check_rule_types=check_rule_types,
             )
         elif additional is True:
             node.additional_any = True
@@ -241,6 +246,7 @@ def _compile(
             root=False,
             under_metadata=False,
             correlatable=correlatable and schema.get("x-kubernetes-list-type") == "map",
+            check_rule_types=check_rule_types,
         )
     elif items is not None:
         causes.append(
@@ -328,6 +334,7 @@ def _compile(
         properties=properties_schema if isinstance(properties_schema, Mapping) else {},
         correlatable=correlatable,
         root=root,
+        check_types=check_rule_types,
     )
     children = [*node.properties.values(), node.additional, node.items]
     node.rules_below = bool(node.rules) or any(child is not None and child.rules_below for child in children)

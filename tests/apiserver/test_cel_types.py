@@ -11,7 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeloop.apiserver.registry.celrules import _cel
-from kubeloop.apiserver.registry.celtypes import check_message_expression, check_rule, escaped_property_name
+from kubeloop.apiserver.registry.celtypes import (
+    _Parser,
+    check_message_expression,
+    check_rule,
+    escaped_property_name,
+)
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -58,6 +63,10 @@ def check(rule: str) -> tuple[str, str] | None:
         "self.?s.orValue('') == ''",
         "[1, 2].all(x, x > 0) && {'a': 1}.a == 1",
         "has(self.s) ? self.s != '' : true",
+        "--self.i > 0 && !!self.b && --self.s == 'a'",  # pairs cancel, as upstream parses them
+        "self.l.all(i, v, i < 10 && v != '')",  # two-variable comprehensions: index and item
+        "self.l.exists(i, v, i == 0 && v == 'x') && self.m.exists_one(k, v, k == 'a' && v > 0)",
+        "self.l.all(i, x, i < 1 || x > self.l[i - 1])",
     ],
 )
 def test_well_typed_rules_pass(rule: str) -> None:
@@ -69,7 +78,7 @@ def test_well_typed_rules_pass(rule: str) -> None:
     [
         ("self.i > 'a'", "<input>:1:8: found no matching overload for '_>_' applied to '(int, string)'"),
         ("self.nope == 1", "<input>:1:5: undefined field 'nope'"),
-        ("has(self.nope)", "<input>:1:9: undefined field 'nope'"),
+        ("has(self.nope)", "<input>:1:4: undefined field 'nope'"),  # at has's "("
         ("self.?nope.orValue(1) == 1", "<input>:1:5: undefined field 'nope'"),
         ("self.ports.all(p, p.host == 'x')", "<input>:1:20: undefined field 'host'"),
         ("self.dash-name == 'a'", "<input>:1:5: undefined field 'dash'"),
@@ -82,7 +91,8 @@ def test_well_typed_rules_pass(rule: str) -> None:
             "<input>:1:8: found no matching overload for '_+_' applied to '(int, double)'",
         ),
         ("self.s + 1 == 'a'", "<input>:1:8: found no matching overload for '_+_' applied to '(string, int)'"),
-        ("self.b && self.i", "<input>:1:8: found no matching overload for '_&&_' applied to '(bool, int)'"),
+        ("self.b && self.i", "<input>:1:15: expected type 'bool' but found 'int'"),  # at the side
+        ("!!!self.i", "<input>:1:1: found no matching overload for '!_' applied to '(int)'"),
         ("!self.i", "<input>:1:1: found no matching overload for '!_' applied to '(int)'"),
         ("-self.s == 'a'", "<input>:1:1: found no matching overload for '-_' applied to '(string)'"),
         ("self.i - 1u > 0", "<input>:1:8: found no matching overload for '_-_' applied to '(int, uint)'"),
@@ -94,7 +104,16 @@ def test_well_typed_rules_pass(rule: str) -> None:
     ],
 )
 def test_ill_typed_rules_are_refused_where_upstream_points(rule: str, error: str) -> None:
-    assert check(rule) == ("compile", error)
+    assert check(rule) == ("compile", f"ERROR: {error}")
+
+
+def test_every_error_is_reported_in_the_order_of_its_position() -> None:
+    assert check("self.i && self.nope == 1 && self.d + 1 > 0") == (
+        "compile",
+        "ERROR: <input>:1:5: expected type 'bool' but found 'int'\n"
+        "ERROR: <input>:1:15: undefined field 'nope'\n"
+        "ERROR: <input>:1:36: found no matching overload for '_+_' applied to '(double, int)'",
+    )
 
 
 def test_results_must_be_bool_and_messages_strings() -> None:
@@ -124,11 +143,11 @@ def test_root_rules_see_api_version_kind_and_two_metadata_fields() -> None:
     )
     assert check_rule("self.spec.y > 0", root, root=True, optional_old_self=False) == (
         "compile",
-        "<input>:1:10: undefined field 'y'",
+        "ERROR: <input>:1:10: undefined field 'y'",
     )
     assert check_rule("self.metadata.name == 'a'", root, root=False, optional_old_self=False) == (
         "compile",
-        "<input>:1:5: undefined field 'metadata'",
+        "ERROR: <input>:1:5: undefined field 'metadata'",
     )
 
 
@@ -178,6 +197,12 @@ def _typed_leafy(kind: str) -> st.SearchStrategy[str]:
     return st.sampled_from(_LEAVES[kind])
 
 
+def _offset_of(expression: str) -> int:
+    """Where upstream places ``expression``: a select at its last ".", a binary expression at
+    its outermost operator, a literal or a variable where it starts (the parser's node offset)."""
+    return int(_Parser(expression).parse()[1])
+
+
 def _evaluate(rule: str) -> Any:
     cel = _cel()
     context = cel.Context()
@@ -213,11 +238,17 @@ def test_generated_mismatches_are_refused_and_fail_when_evaluated(
     (left_kind, operator, right_kind), left, right = case
     rule = f"{left} {operator} {right}"
     if operator in "+-*":
-        rule = f"({rule}) == ({rule})"
+        rule = f"size([{rule}]) > 0"
     offset = rule.index(f"{left} {operator} {right}") + len(left) + 1
-    expected = f"found no matching overload for '_{operator}_' applied to '({left_kind}, {right_kind})'"
-    assert check(rule) == ("compile", f"<input>:1:{offset + 1}: {expected}")
-    if operator in ("&&", "||"):
+    if operator in ("&&", "||"):  # upstream blames the operand that is not a bool
+        if left_kind != "bool":
+            where, bad_kind = _offset_of(left), left_kind
+        else:
+            where, bad_kind = offset + len(operator) + 1 + _offset_of(right), right_kind
+        expected = f"expected type 'bool' but found '{bad_kind}'"
+        assert check(rule) == ("compile", f"ERROR: <input>:1:{where + 1}: {expected}")
         return  # at run time CEL's logic absorbs an error when the other side decides ('a' || true)
+    expected = f"found no matching overload for '_{operator}_' applied to '({left_kind}, {right_kind})'"
+    assert check(rule) == ("compile", f"ERROR: <input>:1:{offset + 1}: {expected}")
     with pytest.raises(TypeError):
         _evaluate(rule)

@@ -177,7 +177,7 @@ def compile_rules(
         )
         if verdict is not None:
             kind, text = verdict
-            detail = f"compilation failed: ERROR: {text}" if kind == "compile" else text
+            detail = f"compilation failed: {text}" if kind == "compile" else text
             causes.append(
                 StatusCause(
                     "FieldValueInvalid", f"Invalid value: {go_quote(rule)}: {detail}", f"{where}.rule"
@@ -198,13 +198,15 @@ def compile_rules(
                     )
                 )
             message_verdict = (
-                celtypes.check_message_expression(message_expression, schema, root=root)
+                celtypes.check_message_expression(
+                    message_expression, schema, root=root, optional_old_self=optional_old_self
+                )
                 if check_types
                 else None
             )
             if message_program is not None and message_verdict is not None:
                 kind, text = message_verdict
-                detail = f"messageExpression compilation failed: ERROR: {text}" if kind == "compile" else text
+                detail = f"messageExpression compilation failed: {text}" if kind == "compile" else text
                 causes.append(
                     StatusCause(
                         "FieldValueInvalid",

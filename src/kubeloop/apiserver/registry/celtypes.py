@@ -13,8 +13,14 @@ names:
   fields for), also in ``has()`` and ``.?x``;
 - ``found no matching overload for '_>_' applied to '(int, string)'``: an operator given
   operands of kinds no overload takes (arithmetic needs one type on both sides, comparisons one
-  kind — numbers compare across int, uint and double — and ``!``, ``&&``, ``||`` booleans);
+  kind — numbers compare across int, uint and double — and ``!`` a bool);
+- ``expected type 'bool' but found 'int'`` at a side of ``&&`` or ``||`` that is not a bool;
 - a rule that does not evaluate to a bool, a messageExpression that does not evaluate to a string.
+
+Every error is reported, in the order of their positions, as upstream's ``ERROR:`` lines. The
+parser follows upstream's where it matters for positions: pairs of ``!`` or ``-`` cancel, a run
+sits at its first operator, ``has()`` at its ``(``; comprehensions bind their variable to the
+item (or key) type, and two-variable ones (``l.all(i, v, ...)``) the index (or key) and item.
 
 What it cannot tell (functions' argument types, formats upstream types as timestamps, durations
 or bytes, int-or-string and embedded resources, anything past a function call it does not know)
@@ -213,13 +219,18 @@ class _Parser:
 
     def unary(self) -> Node:
         kind, text, where = self.peek()
-        if kind == "op" and text in ("!", "-"):
+        if kind != "op" or text not in ("!", "-"):
+            return self.member()
+        run = 0
+        while self.peek()[:2] == ("op", text):  # CEL's grammar: a run of one operator
             self.position += 1
-            operand = self.unary()
-            if text == "-" and operand[0] == "literal" and operand[2].kind in ("int", "double"):
-                return operand  # a negative literal
-            return ("unary", where, text, operand)
-        return self.member()
+            run += 1
+        operand = self.member()
+        if run % 2 == 0:
+            return operand  # pairs cancel, as upstream's parser drops them
+        if text == "-" and operand[0] == "literal" and operand[2].kind in ("int", "double"):
+            return operand  # a negative literal
+        return ("unary", where, text, operand)  # at the run's first operator
 
     def member(self) -> Node:
         node = self.primary()
@@ -274,8 +285,8 @@ class _Parser:
                 return ("literal", where, BOOL)
             if text == "null":
                 return ("literal", where, NULL)
-            if self.accept("(") is not None:
-                return ("call", where, None, text, self.arguments(")"))
+            if (opening := self.accept("(")) is not None:  # a global call sits at its "("
+                return ("call", opening[2], None, text, self.arguments(")"))
             if self.peek()[1] == "{":  # a message construction
                 self.take("{")
                 self.map_entries()
@@ -312,7 +323,9 @@ class _Parser:
 
 # ------------------------------------------------------------------------------- checking
 
-_COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+_COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter"})
+#: Upstream's two-variable comprehensions (Kubernetes 1.32+): ``l.all(i, v, ...)``.
+_TWO_VARIABLE = frozenset({"all", "exists", "exists_one", "existsOne"})
 _BOOL_METHODS = frozenset({"startsWith", "endsWith", "contains", "matches", "isSorted"})
 _CONVERSIONS = {"int": INT, "uint": UINT, "double": DOUBLE, "string": STRING, "bool": BOOL, "bytes": BYTES}
 
@@ -322,9 +335,19 @@ def _family(kind: str) -> str:
 
 
 class _Checker:
+    """Types a parsed rule; every error found is kept (``errors``), its node typed ``dyn``."""
+
     def __init__(self, variables: Mapping[str, CELType], root: bool) -> None:
         self.scopes: list[dict[str, CELType]] = [dict(variables)]
         self.root = root
+        self.errors: list[CELTypeError] = []
+
+    def check(self, node: Node) -> CELType:
+        try:
+            return self.judge(node)
+        except CELTypeError as error:
+            self.errors.append(error)
+            return DYN
 
     def variable(self, name: str) -> CELType:
         for scope in reversed(self.scopes):
@@ -336,7 +359,7 @@ class _Checker:
         shown = ", ".join(str(operand) for operand in operands)
         return CELTypeError(where, f"found no matching overload for '{function}' applied to '({shown})'")
 
-    def check(self, node: Node) -> CELType:
+    def judge(self, node: Node) -> CELType:
         kind, where = node[0], node[1]
         if kind == "literal":
             result: CELType = node[2]
@@ -376,6 +399,8 @@ class _Checker:
                 raise self.overload_error(where, "-_", operand)
             return operand if operand.kind in ("int", "double") else DYN
         if kind == "binary":
+            if node[2] in ("&&", "||"):
+                return self.logic(node[3], node[4])
             return self.binary(where, node[2], self.check(node[3]), self.check(node[4]))
         if kind == "cond":
             self.check(node[2])
@@ -396,13 +421,16 @@ class _Checker:
             return operand.args[1]
         return DYN
 
+    def logic(self, *sides: Node) -> CELType:
+        """``&&``, ``||``: each side must be a bool (upstream blames the side, not the operator)."""
+        for side in sides:
+            found = self.check(side)
+            if found.kind not in ("bool", "dyn"):
+                self.errors.append(CELTypeError(side[1], f"expected type 'bool' but found '{found}'"))
+        return BOOL
+
     def binary(self, where: int, operator: str, left: CELType, right: CELType) -> CELType:
         function = "@in" if operator == "in" else f"_{operator}_"
-        if operator in ("&&", "||"):
-            for side in (left, right):
-                if side.kind not in ("bool", "dyn"):
-                    raise self.overload_error(where, function, left, right)
-            return BOOL
         if operator == "in":
             return BOOL
         both = left.primitive and right.primitive
@@ -431,9 +459,15 @@ class _Checker:
         if target is not None and name in _COMPREHENSIONS and arguments and arguments[0][0] == "ident":
             over = self.check(target)
             element = over.args[0] if over.kind in ("list", "map") else DYN
-            self.scopes.append({arguments[0][2]: element})
+            bound = {arguments[0][2]: element}
+            two_variables = name in _TWO_VARIABLE and len(arguments) == 3 and arguments[1][0] == "ident"
+            if two_variables:  # (index or key, item or value)
+                first = INT if over.kind == "list" else (over.args[0] if over.kind == "map" else DYN)
+                second = over.args[-1] if over.kind in ("list", "map") else DYN
+                bound = {arguments[0][2]: first, arguments[1][2]: second}
+            self.scopes.append(bound)
             try:
-                results = [self.check(argument) for argument in arguments[1:]]
+                results = [self.check(argument) for argument in arguments[2 if two_variables else 1 :]]
             finally:
                 self.scopes.pop()
             if name == "map":
@@ -442,7 +476,8 @@ class _Checker:
                 return CELType("list", (element,))
             return BOOL
         if target is None and name == "has" and len(arguments) == 1 and arguments[0][0] == "select":
-            self.check(arguments[0])  # an undefined field is refused here too
+            tested = arguments[0]  # an undefined field is refused here too, at has's "("
+            self.select(where, self.check(tested[2]), tested[3], tested[2])
             return BOOL
         if target is not None:
             self.check(target)
@@ -463,43 +498,50 @@ def _located(source: str, error: CELTypeError) -> str:
     return f"<input>:{line}:{column}: {error.message}"
 
 
-def _expression_type(source: str, variables: Mapping[str, CELType], root: bool) -> CELType:
+def _expression_type(source: str, variables: Mapping[str, CELType], root: bool) -> tuple[CELType, str | None]:
+    """The expression's type and its errors (upstream's ``ERROR: <input>:l:c: ...`` lines, in
+    the order of their positions), None when it has none."""
     try:
         tree = _Parser(source).parse()
     except (CELSyntaxError, RecursionError):
-        return DYN  # not read here: the interpreter's compile judged its syntax
+        return DYN, None  # not read here: the interpreter's compile judged its syntax
+    checker = _Checker(variables, root)
     try:
-        return _Checker(variables, root).check(tree)
+        result = checker.check(tree)
     except RecursionError:
-        return DYN
+        return DYN, None
+    if not checker.errors:
+        return result, None
+    ordered = sorted(checker.errors, key=lambda error: error.where)
+    return result, "\n".join(f"ERROR: {_located(source, error)}" for error in ordered)
 
 
 def check_rule(
     rule: str, schema: Mapping[str, Any], *, root: bool, optional_old_self: bool
 ) -> tuple[str, str] | None:
     """What upstream's checker says of ``rule`` on ``schema``: None when it passes, else
-    ``("compile", "<input>:line:column: ...")`` or ``("result", "cel expression must evaluate
-    to a bool")``."""
-    own = schema_type(schema)
-    variables = {"self": own, "oldSelf": DYN if optional_old_self else own}
-    try:
-        result = _expression_type(rule, variables, root)
-    except CELTypeError as error:
-        return "compile", _located(rule, error)
+    ``("compile", "ERROR: <input>:line:column: ...")`` (one line per error) or
+    ``("result", "cel expression must evaluate to a bool")``."""
+    result, errors = _expression_type(rule, _variables(schema, optional_old_self), root)
+    if errors is not None:
+        return "compile", errors
     if result.kind not in ("bool", "dyn"):
         return "result", "cel expression must evaluate to a bool"
     return None
 
 
 def check_message_expression(
-    expression: str, schema: Mapping[str, Any], *, root: bool
+    expression: str, schema: Mapping[str, Any], *, root: bool, optional_old_self: bool = False
 ) -> tuple[str, str] | None:
     """As :func:`check_rule`, for a messageExpression, which must evaluate to a string."""
-    own = schema_type(schema)
-    try:
-        result = _expression_type(expression, {"self": own, "oldSelf": own}, root)
-    except CELTypeError as error:
-        return "compile", _located(expression, error)
+    result, errors = _expression_type(expression, _variables(schema, optional_old_self), root)
+    if errors is not None:
+        return "compile", errors
     if result.kind not in ("string", "dyn"):
         return "result", "messageExpression must evaluate to a string"
     return None
+
+
+def _variables(schema: Mapping[str, Any], optional_old_self: bool) -> dict[str, CELType]:
+    own = schema_type(schema)
+    return {"self": own, "oldSelf": DYN if optional_old_self else own}

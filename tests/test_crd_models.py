@@ -367,6 +367,26 @@ def test_generated_crd_and_its_rules_on_a_durable_server_across_sigkills(
             "spec": backtracking,
         }
         assert session.post(url + base, json=body, timeout=30).status_code == 201
+        # An edit whose rule does not type-check is refused with upstream's words, and nothing of
+        # it is written: the stored rule still judges, after the kill below too.
+        crd_path = url + f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/budgets.{group}"
+        edited = session.get(crd_path, timeout=10).json()
+        owner = edited["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+            "properties"
+        ]["owner"]
+        owner["x-kubernetes-validations"][0]["rule"] = "self > 1 && self.size() < 'x'"
+        (tmp_path / "ill.json").write_text(orjson.dumps(edited).decode())
+        ill = kubectl("replace", "-f", str(tmp_path / "ill.json"), check=False)
+        assert ill.returncode == 1, ill.stdout
+        assert "x-kubernetes-validations[0].rule" in ill.stderr
+        assert "<input>:1:6: found no matching overload for '_>_' applied to '(string, int)'" in ill.stderr
+        assert "<input>:1:25: found no matching overload for '_<_' applied to '(int, string)'" in ill.stderr
+        # A rule far too deep for either parser is refused too, with a Status, not a 500.
+        owner["x-kubernetes-validations"][0]["rule"] = "(" * 3000 + "self == oldSelf" + ")" * 3000
+        deep = session.put(crd_path, json=edited, timeout=30)
+        assert deep.status_code == 422, deep.text
+        stored = session.get(crd_path, timeout=10).json()
+        assert stored["metadata"]["resourceVersion"] == edited["metadata"]["resourceVersion"]
         # Tighten the schema; the old object's limit (16Gi) now breaks it but is ratcheted.
         crd = session.get(
             url + f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/budgets.{group}", timeout=10
@@ -387,6 +407,10 @@ def test_generated_crd_and_its_rules_on_a_durable_server_across_sigkills(
             "apply", "-n", "default", "-f", "-", stdin=budget("team", limit="32Gi", owner="ann"), check=False
         )
         assert 'spec.limit: Invalid value: "string": under 10Gi' in raised.stderr, raised.stderr
+        moved = kubectl(
+            "apply", "-n", "default", "-f", "-", stdin=budget("team", limit="8Gi", owner="zed"), check=False
+        )
+        assert 'spec.owner: Invalid value: "string": owner is immutable' in moved.stderr, moved.stderr
         got = kubectl(
             "get", "-n", "default", f"budgets.{group}", "team", "-o", "jsonpath={.spec.limit}"
         ).stdout

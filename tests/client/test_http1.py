@@ -44,7 +44,9 @@ async def _read_request(reader: asyncio.StreamReader, recorder: Recorder) -> byt
 
 
 @asynccontextmanager
-async def scripted(script: Script) -> AsyncIterator[tuple[ConnectionPool, Recorder]]:
+async def scripted(
+    script: Script, *, max_idle_seconds: float = 60.0
+) -> AsyncIterator[tuple[ConnectionPool, Recorder]]:
     recorder = Recorder()
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -63,7 +65,9 @@ async def scripted(script: Script) -> AsyncIterator[tuple[ConnectionPool, Record
 
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    pool = ConnectionPool("127.0.0.1", port, context=None, host_header=f"127.0.0.1:{port}")
+    pool = ConnectionPool(
+        "127.0.0.1", port, context=None, host_header=f"127.0.0.1:{port}", max_idle_seconds=max_idle_seconds
+    )
     try:
         yield pool, recorder
     finally:
@@ -183,6 +187,18 @@ async def test_connection_close_is_honoured_and_a_closed_idle_connection_is_repl
         await asyncio.sleep(0.05)  # the server has closed that idle connection meanwhile
         assert (await pool.request("POST", "/", [], b"{}", timeout=5)).body == b"n"
         assert recorder.connections == 3
+
+
+async def test_a_connection_idle_too_long_is_not_reused() -> None:
+    # The server would keep it (it closes idle ones after 90 s); the pool lets it go first, so a
+    # write never races the server closing it.
+    async with scripted(lambda request: ([answer(b"ok")], False), max_idle_seconds=0.05) as (pool, recorder):
+        assert (await pool.request("GET", "/", [], None, timeout=5)).body == b"ok"
+        assert (await pool.request("GET", "/", [], None, timeout=5)).body == b"ok"
+        assert recorder.connections == 1
+        await asyncio.sleep(0.1)
+        assert (await pool.request("POST", "/", [], b"{}", timeout=5)).body == b"ok"
+        assert recorder.connections == 2
 
 
 async def test_an_answer_cut_short_is_an_error_and_the_connection_is_dropped() -> None:

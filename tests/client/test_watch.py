@@ -218,3 +218,35 @@ async def test_a_watch_and_requests_outlast_a_paused_server_process(
                 "name"
             ] == "before"
             await watch.close()
+
+
+async def test_one_client_outlives_a_sigkilled_durable_server(tmp_path: pathlib.Path) -> None:
+    # An operator's client keeps running while `kubeloop apiserver --data-dir` is SIGKILLed and
+    # restarted on the same port: its pooled connections died with the process, so its next
+    # write goes out on a fresh one (a POST, which is never retried), and its watch resumes
+    # from the last resourceVersion with nothing replayed and nothing missed.
+    from tests.apiserver.test_durability import apiserver
+
+    port = _free_port()
+    with apiserver(tmp_path, "--port", str(port)) as (proc, _):
+        client = APIClient(load_kubeconfig(tmp_path / "kubeconfig"))
+        await client.create(configmap("before"))
+        start = (await client.list(CONFIGMAP, namespace="default")).resource_version
+        watch = client.watch(CONFIGMAP, namespace="default", resource_version=start)
+        events = watch.__aiter__()
+        await client.create(configmap("one"))
+        assert [e.object["metadata"]["name"] for e in await _take(events, 1)] == ["one"]
+        waiting = asyncio.ensure_future(_take(events, 1, timeout=60))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    try:
+        with apiserver(tmp_path, "--port", str(port)):
+            await asyncio.sleep(0.2)  # the kill's resets have reached the client's connections
+            await client.create(configmap("two"))  # same client, same credentials
+            seen = await waiting
+            assert [(e.type, e.object["metadata"]["name"]) for e in seen] == [("ADDED", "two")]
+            names = [item["metadata"]["name"] for item in await client.list(CONFIGMAP, namespace="default")]
+            assert names == ["before", "one", "two"]
+    finally:
+        await watch.close()
+        await client.close()

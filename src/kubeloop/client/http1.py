@@ -6,8 +6,8 @@ and response objects, the connector, the payload writers); this pool sends the s
 ~60 µs. It does what the API client needs and no more:
 
 - one request at a time per connection, idle connections kept for reuse (HTTP/1.1 keep-alive)
-  and dropped when the server closes them, answers with ``Connection: close`` or a body that
-  runs to the end of the connection;
+  for up to a minute and dropped when the server closes them, answers with ``Connection:
+  close`` or a body that runs to the end of the connection;
 - bodies framed by ``Content-Length`` or chunked, ``gzip``/``deflate`` content decoded (asked
   for with ``Accept-Encoding: gzip`` as Go's transport does), no body for HEAD, 204 and 304,
   informational (1xx) answers skipped;
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import time
 import zlib
 from dataclasses import dataclass
 from typing import cast
@@ -35,6 +36,10 @@ from kubeloop.client.fence import check_write
 MAX_HEAD_BYTES = 1 << 20
 #: Idle connections kept per pool; more are closed when released.
 MAX_IDLE = 64
+#: An idle connection older than this is closed instead of reused: kube-apiserver closes them
+#: after 90 s, and a request sent as the server closes its connection is lost (a POST is not
+#: retried), so the pool lets them go well before.
+MAX_IDLE_SECONDS = 60.0
 _NO_BODY_STATUS = frozenset({204, 304})
 
 
@@ -276,13 +281,15 @@ class ConnectionPool:
         context: ssl.SSLContext | None,
         server_hostname: str | None = None,
         host_header: str,
+        max_idle_seconds: float = MAX_IDLE_SECONDS,
     ) -> None:
         self._host = host
         self._port = port
         self._context = context
         self._server_hostname = server_hostname if context is not None else None
         self._host_header = host_header
-        self._idle: list[_Connection] = []
+        self._max_idle_seconds = max_idle_seconds
+        self._idle: list[tuple[float, _Connection]] = []  # (when released, connection)
         self._closed = False
 
     async def request(
@@ -322,8 +329,12 @@ class ConnectionPool:
         return response
 
     async def _acquire(self) -> _Connection:
+        now = time.monotonic()
         while self._idle:
-            connection = self._idle.pop()
+            released, connection = self._idle.pop()
+            if now - released > self._max_idle_seconds:
+                connection.close()
+                continue
             transport = connection.transport
             if (
                 not connection.closed
@@ -343,13 +354,13 @@ class ConnectionPool:
         if connection.closed or self._closed or len(self._idle) >= MAX_IDLE:
             connection.close()
             return
-        self._idle.append(connection)
+        self._idle.append((time.monotonic(), connection))
 
     def close(self) -> None:
         """Close the idle connections; those in use are closed when their exchange ends."""
         self._closed = True
         idle, self._idle = self._idle, []
-        for connection in idle:
+        for _, connection in idle:
             if connection.transport is not None:
                 connection.transport.close()
             connection.closed = True

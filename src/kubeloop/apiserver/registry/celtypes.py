@@ -522,26 +522,26 @@ def check_rule(
     """What upstream's checker says of ``rule`` on ``schema``: None when it passes, else
     ``("compile", "ERROR: <input>:line:column: ...")`` (one line per error) or
     ``("result", "cel expression must evaluate to a bool")``."""
-    result, errors = _expression_type(rule, _variables(schema, optional_old_self), root)
-    if errors is not None:
-        return "compile", errors
-    if result.kind not in ("bool", "dyn"):
-        return "result", "cel expression must evaluate to a bool"
-    return None
+    return _verdict(rule, schema, root, optional_old_self, "bool", "cel expression must evaluate to a bool")
 
 
 def check_message_expression(
     expression: str, schema: Mapping[str, Any], *, root: bool, optional_old_self: bool = False
 ) -> tuple[str, str] | None:
     """As :func:`check_rule`, for a messageExpression, which must evaluate to a string."""
-    result, errors = _expression_type(expression, _variables(schema, optional_old_self), root)
+    return _verdict(
+        expression, schema, root, optional_old_self, "string", "messageExpression must evaluate to a string"
+    )
+
+
+def _verdict(
+    source: str, schema: Mapping[str, Any], root: bool, optional_old_self: bool, wanted: str, wrong: str
+) -> tuple[str, str] | None:
+    own = schema_type(schema)
+    variables = {"self": own, "oldSelf": DYN if optional_old_self else own}
+    result, errors = _expression_type(source, variables, root)
     if errors is not None:
         return "compile", errors
-    if result.kind not in ("string", "dyn"):
-        return "result", "messageExpression must evaluate to a string"
+    if result.kind not in (wanted, "dyn"):
+        return "result", wrong
     return None
-
-
-def _variables(schema: Mapping[str, Any], optional_old_self: bool) -> dict[str, CELType]:
-    own = schema_type(schema)
-    return {"self": own, "oldSelf": DYN if optional_old_self else own}

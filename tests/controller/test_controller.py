@@ -129,13 +129,21 @@ async def test_sync_reconcilers_run_in_threads_and_keys_never_overlap(
     try:
         for i in range(4):
             await client.create(configmap(f"c{i}", namespace))
+        await eventually(lambda: bool(running))
         for _ in range(5):  # bursts of updates to the same keys while they are being reconciled
             for i in range(4):
                 await client.patch(
                     CONFIGMAP, f"c{i}", {"data": {"n": str(time.monotonic())}}, namespace=namespace
                 )
+        # Each key once for its create and at least once more for the updates that came while
+        # (or after) it was reconciled; an update during its reconcile waits for it (dirty set).
         await eventually(
-            lambda: sum(done.values()) >= 8 and controller.active_workers == 0 and len(controller.queue) == 0
+            lambda: (
+                len(done) == 4
+                and sum(done.values()) >= 5
+                and controller.active_workers == 0
+                and len(controller.queue) == 0
+            )
         )
         assert overlaps == []
         assert loop_thread not in threads

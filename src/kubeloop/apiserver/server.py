@@ -14,6 +14,7 @@ import pathlib
 import socket
 import ssl
 import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -27,9 +28,11 @@ from kubeloop.apiserver.http.auth import Authenticator, UserInfo, auth_middlewar
 from kubeloop.apiserver.http.connections import (
     ConnectionTimeouts,
     ConnectionWatchdog,
+    bounded,
     request_timeout_middleware,
 )
 from kubeloop.apiserver.http.handlers import MAX_BODY_BYTES, APIHandlers, error_middleware
+from kubeloop.apiserver.http.http1 import BufferedRequest
 from kubeloop.apiserver.http.watch import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
 from kubeloop.apiserver.namespacelifecycle import NamespaceLifecycle
@@ -81,6 +84,26 @@ class ServerOptions:
     compaction_interval: float = 300.0
     #: How often a server whose storage failed tries a probe write to see whether it recovered.
     storage_probe_interval: float = 1.0
+
+
+def small_requests(
+    handlers: APIHandlers, authenticator: Authenticator, timeout: float
+) -> Callable[[BufferedRequest], Awaitable[web.StreamResponse]]:
+    """What answers the small requests connections read themselves (http/http1.py): the same
+    chain aiohttp's middlewares make (a time bound, errors as Status, authentication) in front
+    of the same handlers."""
+    authenticate = auth_middleware(authenticator)
+
+    async def authenticated(request: BufferedRequest) -> web.StreamResponse:
+        return await authenticate(request, handlers.route_small)
+
+    async def answered(request: BufferedRequest) -> web.StreamResponse:
+        return await error_middleware(request, authenticated)
+
+    async def serve(request: BufferedRequest) -> web.StreamResponse:
+        return await bounded(request, answered, timeout)
+
+    return serve
 
 
 class APIServer:
@@ -199,7 +222,9 @@ class APIServer:
         await self._runner.setup()
         assert self._runner.server is not None
         self._listener = await asyncio.get_running_loop().create_server(
-            self._watchdog.protocol_factory(self._runner.server),
+            self._watchdog.protocol_factory(
+                self._runner.server, small_requests(handlers, authenticator, options.timeouts.request)
+            ),
             sock=sock,
             ssl=ssl_context,
             ssl_handshake_timeout=options.timeouts.header if ssl_context is not None else None,

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import orjson
 from aiohttp import web
-from aiohttp.typedefs import Handler, Middleware
 
 from kubeloop import errors
+from kubeloop.apiserver.http.http1 import HTTPRequest
 
 AUTHENTICATED_GROUP = "system:authenticated"
+R = TypeVar("R", bound=HTTPRequest)
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class Authenticator:
             digest = _digest(token)
             self._tokens[digest] = (digest, _with_authenticated_group(user))
 
-    def authenticate(self, request: web.Request) -> UserInfo | None:
+    def authenticate(self, request: HTTPRequest) -> UserInfo | None:
         user = self.authenticate_token(request.headers.get("Authorization", ""))
         if user is not None:
             return user
@@ -108,9 +109,10 @@ def user_from_peercert(peercert: Any) -> UserInfo | None:
     return _with_authenticated_group(UserInfo(common_name, tuple(groups)))
 
 
-def current_user(request: web.Request) -> UserInfo | None:
+def current_user(request: HTTPRequest) -> UserInfo | None:
     """The user auth_middleware authenticated for ``request`` (None on an anonymous public path)."""
-    return request.get(USER)
+    user = request.get(USER)
+    return user if isinstance(user, UserInfo) else None
 
 
 def unauthorized_response() -> web.Response:
@@ -121,10 +123,18 @@ def unauthorized_response() -> web.Response:
     )
 
 
+class AuthMiddleware(Protocol):
+    """:func:`auth_middleware`'s middleware, for aiohttp's requests and small ones alike."""
+
+    async def __call__(
+        self, request: R, handler: Callable[[R], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse: ...
+
+
 def auth_middleware(
     authenticator: Authenticator, *, public_paths: Collection[str] = ("/healthz", "/livez", "/readyz")
-) -> Middleware:
-    """An aiohttp middleware: sets ``request[USER]`` for authenticated requests and answers
+) -> AuthMiddleware:
+    """An aiohttp middleware (also called directly for small requests): sets ``request[USER]`` for authenticated requests and answers
     401 (Kubernetes Status) to unauthenticated ones outside ``public_paths``.
 
     A request to a public path (or below it: ``/livez/ping``) is served whether or not it
@@ -134,7 +144,9 @@ def auth_middleware(
     public_prefixes = tuple(path.rstrip("/") + "/" for path in public)
 
     @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def middleware(
+        request: R, handler: Callable[[R], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
         user = authenticator.authenticate(request)
         if user is None:
             path = request.path

@@ -2,9 +2,9 @@
 
 kube-apiserver's Go server reads request headers within 32 s (``ReadHeaderTimeout``), closes
 keep-alive connections idle for 90 s (``IdleTimeout``) and ends a request that is not done in 60 s
-(``--request-timeout``; watches are long-running and exempt). aiohttp alone has only a keep-alive
-timer, so every connection here is wrapped in a :class:`_GuardedProtocol` that a
-:class:`ConnectionWatchdog` sweeps once a second:
+(``--request-timeout``; watches are long-running and exempt). Every connection here is a
+:class:`ServerConnection` (which answers small requests itself and hands the rest to aiohttp,
+whose only timer is keep-alive) that a :class:`ConnectionWatchdog` sweeps once a second:
 
 - a connection that has not sent a complete request head ``header`` seconds after it opened or
   after its last response (slowloris) is closed;
@@ -12,8 +12,9 @@ timer, so every connection here is wrapped in a :class:`_GuardedProtocol` that a
 - a connection whose client has taken nothing of a response for ``write`` seconds (the send
   buffer full and not shrinking: a stalled or paused watcher) is aborted — a slow client that
   keeps reading a large answer is not;
-- :func:`request_timeout_middleware` answers 504 to a request (its body included) that takes more
-  than ``request`` seconds.
+- :func:`bounded` answers 504 to a request that takes more than ``request`` seconds (through
+  :func:`request_timeout_middleware` on aiohttp's side, its body included; a small request's
+  body arrives within the ``header`` bound, as part of its head).
 """
 
 from __future__ import annotations
@@ -27,16 +28,21 @@ import termios
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import TypeVar, cast
 
 import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from kubeloop import errors
+from kubeloop.apiserver.http import http1
+from kubeloop.apiserver.http.http1 import BufferedRequest, HTTPRequest
 from kubeloop.lifecycle import cancel_and_wait
 
 log = logging.getLogger("kubeloop.apiserver.http.connections")
+R = TypeVar("R", bound=HTTPRequest)
+#: How long a stopping server lets the small requests it is answering finish.
+SHUTDOWN_GRACE_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -53,11 +59,27 @@ class ConnectionTimeouts:
     write: float = 60.0
 
 
-class _GuardedProtocol(asyncio.Protocol):
-    """aiohttp's protocol for one connection, with what the watchdog needs to know about it."""
+#: While a request is answered, a client may send this much more before reading pauses.
+MAX_PENDING_BYTES = 256 * 1024
 
-    def __init__(self, inner: asyncio.Protocol, watchdog: ConnectionWatchdog) -> None:
-        self.inner = inner
+SmallRequestHandler = Callable[[BufferedRequest], Awaitable[web.StreamResponse]]
+
+
+class ServerConnection(asyncio.Protocol):
+    """One client connection: small API requests are read and answered here (see
+    :mod:`~kubeloop.apiserver.http.http1`) until one that is not comes, and then aiohttp's
+    protocol takes the connection for good; with what the watchdog needs to know about it."""
+
+    def __init__(
+        self,
+        make_aiohttp: Callable[[], asyncio.Protocol],
+        serve_small: SmallRequestHandler | None,
+        watchdog: ConnectionWatchdog,
+    ) -> None:
+        self._make_aiohttp = make_aiohttp
+        self._serve_small = serve_small
+        #: aiohttp's protocol, once the connection is handed to it.
+        self.inner: asyncio.Protocol | None = None
         self.watchdog = watchdog
         self.transport: asyncio.Transport | None = None
         now = time.monotonic()
@@ -69,32 +91,166 @@ class _GuardedProtocol(asyncio.Protocol):
         #: When the client last took some of a blocked response (the send buffer shrank).
         self.progress_at = now
         self._buffered = 0
+        self._unread = bytearray()
+        self._head: http1.RequestHead | None = None  # read, waiting for the rest of its body
+        self._answering: asyncio.Task[None] | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
+        self._reading_paused = False
+        self._lost = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's are not asyncio.Transport subclasses
         self.watchdog.connections[self.transport] = self
-        self.inner.connection_made(transport)
+        if self._serve_small is None:
+            self._hand_over()
 
     def data_received(self, data: bytes) -> None:
         if not self.active_requests:
             self.received_while_idle += len(data)
-        self.inner.data_received(data)
+        if self.inner is not None:
+            self.inner.data_received(data)
+            return
+        self._unread += data
+        if self._answering is None:
+            self._read_request()
+        elif len(self._unread) > MAX_PENDING_BYTES and not self._reading_paused:
+            assert self.transport is not None
+            self.transport.pause_reading()
+            self._reading_paused = True
 
     def eof_received(self) -> bool | None:
-        return self.inner.eof_received()
+        if self.inner is not None:
+            return self.inner.eof_received()
+        return None  # the transport closes; a request being answered finishes, unheard
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        if self._body_timer is not None:
+            self._body_timer.cancel()
         if self.transport is not None:
             self.watchdog.connections.pop(self.transport, None)
-        self.inner.connection_lost(exc)
+        if self.inner is not None:
+            self.inner.connection_lost(exc)
 
     def pause_writing(self) -> None:
         self.write_blocked_since = self.progress_at = time.monotonic()
-        self.inner.pause_writing()
+        if self.inner is not None:
+            self.inner.pause_writing()
 
     def resume_writing(self) -> None:
         self.write_blocked_since = None
-        self.inner.resume_writing()
+        if self.inner is not None:
+            self.inner.resume_writing()
+        elif self._answering is None:
+            self._read_request()
+
+    # ------------------------------------------------------------ small requests
+
+    def _read_request(self) -> None:
+        """Start answering the next complete request in the buffer, or hand the connection to
+        aiohttp. Requests are answered one at a time, in order; none while the client is not
+        taking the answers."""
+        transport = self.transport
+        assert transport is not None and self._serve_small is not None
+        if (
+            self._lost
+            or transport.is_closing()
+            or self.inner is not None
+            or self.write_blocked_since is not None
+        ):
+            return
+        if self._reading_paused:
+            transport.resume_reading()
+            self._reading_paused = False
+        try:
+            head = self._head or http1.read_head(self._unread)
+        except http1.NotForUs as reason:
+            log.debug(
+                "%s: aiohttp serves this connection from here (%s)",
+                transport.get_extra_info("peername"),
+                reason,
+            )
+            self._hand_over()
+            return
+        if head is None:
+            return
+        end = head.size + head.content_length
+        if self._head is None:
+            self.request_started()  # its body is part of the request: the request bound covers it
+        if len(self._unread) < end:
+            if self._head is None:
+                self._head = head
+                self._body_timer = asyncio.get_running_loop().call_later(
+                    self.watchdog.timeouts.request, self._body_overdue
+                )
+            return
+        self._head = None
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+        body = bytes(self._unread[head.size : end])
+        del self._unread[:end]
+        task = asyncio.get_running_loop().create_task(
+            self._answer(http1.BufferedRequest(head, body, transport))
+        )
+        self._answering = task
+        self.watchdog.answering.add(task)
+        task.add_done_callback(self.watchdog.answering.discard)
+
+    async def _answer(self, request: http1.BufferedRequest) -> None:
+        assert self.transport is not None and self._serve_small is not None
+        keep_alive = request.head.keep_alive
+        try:
+            try:
+                response = await self._serve_small(request)
+                if not isinstance(response, web.Response):
+                    raise TypeError(f"a small request was answered with a {type(response).__name__}")
+                keep_alive = keep_alive and response.keep_alive is not False
+                data = http1.encode_response(response, keep_alive=keep_alive)
+            except Exception as exc:
+                log.exception("internal error serving %s %s", request.method, request.path)
+                keep_alive = False
+                data = _status_answer(errors.InternalError(f"Internal error occurred: {exc}"))
+            if not self.transport.is_closing():
+                self.transport.write(data)
+        finally:
+            self._answering = None
+            self.request_finished()
+            if not keep_alive:
+                self.transport.close()
+        if keep_alive:
+            self._read_request()
+
+    def _body_overdue(self) -> None:
+        """A request whose body has not all come within the request bound: 504, and the connection closes."""
+        self._body_timer = None
+        if self.transport is None or self.transport.is_closing():
+            return
+        seconds = self.watchdog.timeouts.request
+        error = errors.Timeout(
+            f"Timeout: request did not complete within the allotted timeout of {seconds:g}s"
+        )
+        self.transport.write(_status_answer(error))
+        self.transport.close()
+
+    def _hand_over(self) -> None:
+        """aiohttp's protocol takes the connection, with what it has sent so far."""
+        assert self.transport is not None
+        inner = self._make_aiohttp()
+        self.inner = inner
+        self._head = None
+        inner.connection_made(self.transport)
+        if self.write_blocked_since is not None:
+            inner.pause_writing()
+        if self._reading_paused:
+            self.transport.resume_reading()
+            self._reading_paused = False
+        if self._unread:
+            data = bytes(self._unread)
+            self._unread.clear()
+            inner.data_received(data)
+
+    # ------------------------------------------------------------ the watchdog's view
 
     def stalled_for(self, now: float) -> float:
         """How long a blocked response has gone without the client taking any of it."""
@@ -120,14 +276,22 @@ class _GuardedProtocol(asyncio.Protocol):
         """Why this connection should be closed now, if it should."""
         if self.stalled_for(now) > timeouts.write:
             return f"the client read nothing for {timeouts.write:g}s"
-        if self.active_requests:
-            return None
+        if self.active_requests or self.write_blocked_since is not None:
+            return None  # a response the client is still taking is not idleness
         waited = now - self.idle_since
         if (self.received_while_idle or not self.served) and waited > timeouts.header:
             return f"no complete request head within {timeouts.header:g}s"
         if waited > timeouts.idle:
             return f"idle for {timeouts.idle:g}s"
         return None
+
+
+def _status_answer(error: errors.APIError) -> bytes:
+    """A Status answer that closes the connection, as bytes."""
+    response = web.Response(
+        body=orjson.dumps(error.to_status()), status=error.code, content_type="application/json"
+    )
+    return http1.encode_response(response, keep_alive=False)
 
 
 def _kernel_unsent(transport: asyncio.BaseTransport) -> int:
@@ -147,21 +311,34 @@ class ConnectionWatchdog:
 
     def __init__(self, timeouts: ConnectionTimeouts) -> None:
         self.timeouts = timeouts
-        self.connections: dict[asyncio.Transport, _GuardedProtocol] = {}
+        self.connections: dict[asyncio.Transport, ServerConnection] = {}
+        #: The small requests being answered (their connections own one each; stop ends them).
+        self.answering: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
 
-    def protocol_factory(self, make: Callable[[], asyncio.Protocol]) -> Callable[[], asyncio.Protocol]:
-        return lambda: _GuardedProtocol(make(), self)
+    def protocol_factory(
+        self, make_aiohttp: Callable[[], asyncio.Protocol], serve_small: SmallRequestHandler | None
+    ) -> Callable[[], asyncio.Protocol]:
+        """Connections that answer small requests with ``serve_small`` (None: all through aiohttp)."""
+        return lambda: ServerConnection(make_aiohttp, serve_small, self)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._sweep(), name="kubeloop-connection-watchdog")
 
     async def stop(self) -> None:
+        """Stop sweeping; give the small requests being answered a moment, then end them; close
+        the connections aiohttp does not own (its runner closes its own)."""
         if self._task is not None:
             await cancel_and_wait([self._task])
             self._task = None
+        if self.answering:
+            await asyncio.wait(list(self.answering), timeout=SHUTDOWN_GRACE_SECONDS)
+            await cancel_and_wait(list(self.answering))
+        for transport, connection in list(self.connections.items()):
+            if connection.inner is None:
+                transport.close()
 
-    def guard_of(self, request: web.Request) -> _GuardedProtocol | None:
+    def guard_of(self, request: HTTPRequest) -> ServerConnection | None:
         transport = request.transport
         return self.connections.get(transport) if transport is not None else None
 
@@ -183,7 +360,7 @@ class ConnectionWatchdog:
                     transport.close()
 
 
-def is_long_running(request: web.Request) -> bool:
+def is_long_running(request: HTTPRequest) -> bool:
     """Watches stream for as long as they are asked to (upstream's long-running requests)."""
     return request.query.get("watch", "").lower() in ("1", "true") or "/watch/" in request.path
 
@@ -197,10 +374,10 @@ def request_timeout_middleware(watchdog: ConnectionWatchdog) -> Middleware:
     ) -> web.StreamResponse:
         guard = watchdog.guard_of(request)
         if guard is None:
-            return await _bounded(request, handler, watchdog.timeouts.request)
+            return await bounded(request, handler, watchdog.timeouts.request)
         guard.request_started()
         try:
-            response = await _bounded(request, handler, watchdog.timeouts.request)
+            response = await bounded(request, handler, watchdog.timeouts.request)
             # Write the answer here, so that the connection counts as busy until it is out: a
             # large list to a slow (but reading) client must not look idle and be cut off.
             if not response.prepared:
@@ -213,8 +390,8 @@ def request_timeout_middleware(watchdog: ConnectionWatchdog) -> Middleware:
     return middleware
 
 
-async def _bounded(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]], seconds: float
+async def bounded(
+    request: R, handler: Callable[[R], Awaitable[web.StreamResponse]], seconds: float
 ) -> web.StreamResponse:
     """The handler's answer, or 504 when a request that is not a watch takes over ``seconds``."""
     if is_long_running(request):

@@ -22,6 +22,7 @@ from kubeloop.api.object import Obj
 from kubeloop.apiserver import decoding
 from kubeloop.apiserver.catalog import mediatypes, schemas
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.http.http1 import BufferedRequest, HTTPRequest
 from kubeloop.apiserver.http.watch import WatchOptions, WatchSettings, WatchStream
 from kubeloop.apiserver.http.workerloop import WorkerLoop
 from kubeloop.apiserver.openapi import discovery, v2, v3
@@ -40,6 +41,7 @@ OFFLOAD_BYTES = 64 * 1024
 LARGE_LIST_ITEMS = 1000
 _LIST_SLICE = 250
 T = TypeVar("T")
+R = TypeVar("R", bound=HTTPRequest)
 JSON = "application/json"
 
 
@@ -64,7 +66,7 @@ def _with_warnings(response: web.Response, warnings: list[str] | None) -> web.Re
 
 
 async def object_response(
-    request: web.Request, body: Obj, status: int = 200, *, warnings: list[str] | None = None
+    request: HTTPRequest, body: Obj, status: int = 200, *, warnings: list[str] | None = None
 ) -> web.Response:
     """An object or list as JSON, or as Kubernetes protobuf when the client asks for that first.
 
@@ -100,7 +102,8 @@ def encode_list_in_slices(body: Obj) -> bytes:
 
 
 def _quote_warning(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
+    # Go's header writer turns CR and LF into spaces: a field name in a warning cannot split the head.
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", " ").replace("\n", " ")
 
 
 def status_response(error: errors.APIError) -> web.Response:
@@ -153,33 +156,33 @@ class APIHandlers:
 
     # ---------------------------------------------------------------- discovery
 
-    async def version(self, request: web.Request) -> web.Response:
+    async def version(self, request: HTTPRequest) -> web.Response:
         return json_response(discovery.version_info(schemas.schema_release()))
 
-    async def livez(self, request: web.Request) -> web.Response:
+    async def livez(self, request: HTTPRequest) -> web.Response:
         return _health_response(request, "livez", [("ping", None)])
 
-    async def readyz(self, request: web.Request) -> web.Response:
+    async def readyz(self, request: HTTPRequest) -> web.Response:
         """Ready when the storage takes writes; otherwise 500 naming why (kube-apiserver's format)."""
         name = request.path.strip("/")
         return _health_response(request, name, [("ping", None), ("storage", self.readiness())])
 
-    async def core_versions(self, request: web.Request) -> web.Response:
+    async def core_versions(self, request: HTTPRequest) -> web.Response:
         return json_response(discovery.core_api_versions(self.server_address))
 
-    async def group_list(self, request: web.Request) -> web.Response:
+    async def group_list(self, request: HTTPRequest) -> web.Response:
         return json_response(discovery.api_group_list(self.catalog))
 
-    async def openapi_index(self, request: web.Request) -> web.Response:
+    async def openapi_index(self, request: HTTPRequest) -> web.Response:
         return json_response(v3.openapi_v3_index(self.catalog, self.extra_definitions()))
 
-    async def openapi_document(self, request: web.Request) -> web.Response:
+    async def openapi_document(self, request: HTTPRequest) -> web.Response:
         document = v3.openapi_v3_document(self.catalog, request.match_info["path"], self.extra_definitions())
         if document is None:
             return status_response(errors.NotFound("the server could not find the requested resource"))
         return web.Response(body=document, content_type=JSON)
 
-    async def openapi_v2(self, request: web.Request) -> web.Response:
+    async def openapi_v2(self, request: HTTPRequest) -> web.Response:
         """Protobuf when asked for (kubectl 1.27/1.28), else JSON."""
         accept = request.headers.get("Accept", "")
         if "protobuf" in accept:
@@ -198,13 +201,13 @@ class APIHandlers:
 
     # ---------------------------------------------------------------- resources
 
-    async def core_api(self, request: web.Request) -> web.StreamResponse:
+    async def core_api(self, request: HTTPRequest) -> web.StreamResponse:
         parts = [p for p in request.match_info["path"].split("/") if p]
         if not parts:
             return await self.core_versions(request)
         return await self._dispatch(request, "", parts[0], parts[1:])
 
-    async def group_api(self, request: web.Request) -> web.StreamResponse:
+    async def group_api(self, request: HTTPRequest) -> web.StreamResponse:
         parts = [p for p in request.match_info["path"].split("/") if p]
         if not parts:
             return await self.group_list(request)
@@ -215,8 +218,18 @@ class APIHandlers:
             return json_response(group)
         return await self._dispatch(request, parts[0], parts[1], parts[2:])
 
+    async def route_small(self, request: BufferedRequest) -> web.StreamResponse:
+        """The handler aiohttp's routes pick for a small request (``/api``, ``/apis`` and below:
+        the paths http1 reads)."""
+        path = request.path
+        core = not path.startswith("/apis")
+        if path in ("/api", "/apis") and request.method != "GET":
+            raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+        request.match_info["path"] = path[5:] if core else path[6:]
+        return await (self.core_api(request) if core else self.group_api(request))
+
     async def _dispatch(
-        self, request: web.Request, group: str, version: str, rest: list[str]
+        self, request: HTTPRequest, group: str, version: str, rest: list[str]
     ) -> web.StreamResponse:
         try:
             if not rest:
@@ -268,7 +281,7 @@ class APIHandlers:
             raise errors.NotFound("the server could not find the requested resource")
         return target
 
-    async def _serve(self, request: web.Request, target: Target) -> web.StreamResponse:
+    async def _serve(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         method = request.method
         query = request.query
         if target.name is None:
@@ -281,7 +294,7 @@ class APIHandlers:
             if method == "DELETE":
                 return await self._delete_collection(request, target)
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
-        handler: dict[str, Callable[[web.Request, Target], Awaitable[web.StreamResponse]]] = {
+        handler: dict[str, Callable[[HTTPRequest, Target], Awaitable[web.StreamResponse]]] = {
             "GET": self._get,
             "PUT": self._update,
             "PATCH": self._patch,
@@ -293,7 +306,7 @@ class APIHandlers:
             return await self._scale(request, target)
         return await handler[method](request, target)
 
-    async def _scale(self, request: web.Request, target: Target) -> web.StreamResponse:
+    async def _scale(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         """autoscaling/v1 Scale of a workload: spec.replicas, status.replicas and the selector."""
         assert target.name is not None
         if request.method == "GET":
@@ -317,7 +330,7 @@ class APIHandlers:
 
     # ---------------------------------------------------------------- reads
 
-    async def _get(self, request: web.Request, target: Target) -> web.StreamResponse:
+    async def _get(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         assert target.name is not None
         obj = self.registry.get(
             target.resource, target.namespace, target.name, request.query.get("resourceVersion", "")
@@ -337,7 +350,7 @@ class APIHandlers:
             )
         return await object_response(request, obj)
 
-    async def _list(self, request: web.Request, target: Target) -> web.StreamResponse:
+    async def _list(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         options = _list_options(request)
         result = self.registry.list_objects(target.resource, target.namespace, options)
         accept = _accept(request)
@@ -376,7 +389,7 @@ class APIHandlers:
             return web.Response(body=encoded, content_type=JSON)
         return await object_response(request, body)
 
-    async def _watch(self, request: web.Request, target: Target) -> web.StreamResponse:
+    async def _watch(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         list_options = _list_options(request)
         query = request.query
         send_initial = query.get("sendInitialEvents")
@@ -408,6 +421,8 @@ class APIHandlers:
                     obj = tables.partial_object_metadata(obj)
                 return orjson.dumps({"type": kind, "object": obj}) + b"\n"
 
+        # Watches are never read as small requests (http1.read_head leaves them to aiohttp).
+        assert isinstance(request, web.Request)
         stream = WatchStream(
             self.registry, target.resource, target.namespace, options, self.watch_settings, encode=encode
         )
@@ -433,7 +448,7 @@ class APIHandlers:
             return await self.worker.run(work)
         return await work()
 
-    async def _create(self, request: web.Request, target: Target) -> web.StreamResponse:
+    async def _create(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         raw = await _read_body(request)
         content_type = request.content_type
         options = _write_options(request)
@@ -447,7 +462,7 @@ class APIHandlers:
         result = await self._offloaded(raw, work)
         return await object_response(request, result.obj, 201, warnings=result.warnings)
 
-    async def _update(self, request: web.Request, target: Target) -> web.StreamResponse:
+    async def _update(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         name = target.name
         assert name is not None
         raw = await _read_body(request)
@@ -465,7 +480,7 @@ class APIHandlers:
         result = await self._offloaded(raw, work)
         return await object_response(request, result.obj, 200, warnings=result.warnings)
 
-    async def _patch(self, request: web.Request, target: Target) -> web.StreamResponse:
+    async def _patch(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         name = target.name
         assert name is not None
         content_type = _patch_type(request)
@@ -488,7 +503,7 @@ class APIHandlers:
             request, result.obj, 201 if result.created else 200, warnings=result.warnings
         )
 
-    async def _delete(self, request: web.Request, target: Target) -> web.StreamResponse:
+    async def _delete(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         assert target.name is not None
         options = await self._delete_options(request)
         obj, gone = await self.registry.delete(target.resource, target.namespace, target.name, options)
@@ -509,7 +524,7 @@ class APIHandlers:
             )
         return await object_response(request, obj)
 
-    async def _delete_collection(self, request: web.Request, target: Target) -> web.StreamResponse:
+    async def _delete_collection(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         options = await self._delete_options(request)
         list_options = _list_options(request)
         deleted = await self.registry.delete_collection(
@@ -525,7 +540,7 @@ class APIHandlers:
             },
         )
 
-    async def _delete_options(self, request: web.Request) -> DeleteOptions:
+    async def _delete_options(self, request: HTTPRequest) -> DeleteOptions:
         query = request.query
         body: Obj = {}
         if request.can_read_body:
@@ -559,7 +574,7 @@ class APIHandlers:
         )
 
 
-def _health_response(request: web.Request, name: str, checks: list[tuple[str, str | None]]) -> web.Response:
+def _health_response(request: HTTPRequest, name: str, checks: list[tuple[str, str | None]]) -> web.Response:
     failed = any(reason is not None for _, reason in checks)
     if not failed and "verbose" not in request.query:
         return web.Response(text="ok")
@@ -578,7 +593,7 @@ class _Accept:
     protobuf: bool = False  # the client lists Kubernetes protobuf before JSON
 
 
-def _accept(request: web.Request) -> _Accept:
+def _accept(request: HTTPRequest) -> _Accept:
     header = request.headers.get("Accept", "")
     include = request.query.get("includeObject", "Metadata")
     if include not in ("None", "Metadata", "Object"):
@@ -613,7 +628,7 @@ def _accept(request: web.Request) -> _Accept:
     return _Accept()
 
 
-def _patch_type(request: web.Request) -> str:
+def _patch_type(request: HTTPRequest) -> str:
     """The patch media type of a PATCH request; 415 for anything else."""
     content_type = request.content_type
     if content_type not in mediatypes.BUILTIN_PATCH_TYPES:
@@ -673,7 +688,7 @@ def _dry_run(values: Any) -> bool:
     return bool(values)
 
 
-def _list_options(request: web.Request) -> ListOptions:
+def _list_options(request: HTTPRequest) -> ListOptions:
     query = request.query
     label_text = query.get("labelSelector", "")
     field_text = query.get("fieldSelector", "")
@@ -688,7 +703,7 @@ def _list_options(request: web.Request) -> ListOptions:
     )
 
 
-def _write_options(request: web.Request) -> WriteOptions:
+def _write_options(request: HTTPRequest) -> WriteOptions:
     query = request.query
     mode = query.get("fieldValidation", "Warn")
     normalized = {"strict": "Strict", "warn": "Warn", "ignore": "Ignore"}.get(mode.lower())
@@ -734,7 +749,10 @@ async def _decode_protobuf(raw: bytes) -> Any:
         raise errors.BadRequest(f"the body of the request could not be decoded as protobuf: {exc}") from None
 
 
-async def _read_body(request: web.Request) -> bytes:
+async def _read_body(request: HTTPRequest) -> bytes:
+    if isinstance(request, BufferedRequest):
+        return request.body  # read whole by the connection, below SMALL_BODY_BYTES
+    assert isinstance(request, web.Request)
     length = request.content_length
     if length is not None and length > MAX_BODY_BYTES:
         raise errors.RequestEntityTooLarge("Request entity too large: limit is 3145728")
@@ -750,9 +768,10 @@ async def _read_body(request: web.Request) -> bytes:
 
 @web.middleware
 async def error_middleware(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    request: R, handler: Callable[[R], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
-    """Render APIErrors as Status objects; an unexpected exception is a 500 Status, logged."""
+    """Render APIErrors as Status objects; an unexpected exception is a 500 Status, logged (an
+    aiohttp middleware, also called directly for small requests)."""
     try:
         return await handler(request)
     except errors.APIError as error:

@@ -1,0 +1,231 @@
+"""The server's own HTTP/1.1 for small API requests: read whole, answered in one write.
+
+aiohttp's server spends ~100 µs of CPU on a small request over TLS, most of it in its own
+layers (the request and response machinery, the payload streams, a task per request and a
+keep-alive timer per answer); a controller's traffic is almost all such requests (a GET, a
+create, a status patch of a few hundred bytes). A connection reads them here: the head is
+parsed, the body (a ``Content-Length`` below :data:`SMALL_BODY_BYTES`) is buffered whole, the
+handlers get a :class:`BufferedRequest`, and the answer goes out as one write.
+
+Only what is plainly such a request is read here (:func:`read_head`): ``GET``/``POST``/``PUT``/
+``PATCH``/``DELETE`` in HTTP/1.1 under ``/api`` or ``/apis``, a path with no escapes or dot
+segments, no watch, no ``Transfer-Encoding``, ``Expect`` or ``Upgrade``, a head of well-formed
+fields. At anything else the connection is handed to aiohttp for good (watches, large or
+chunked bodies, kubectl's ``/openapi`` documents, malformed requests, which aiohttp refuses with
+its 400s). Handlers see either kind of request through :class:`HTTPRequest`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.utils import formatdate
+from typing import Any, Protocol, TypeVar
+from urllib.parse import parse_qsl
+
+from aiohttp import web
+from aiohttp.helpers import parse_content_type
+from multidict import CIMultiDict, MultiDict, MultiMapping
+
+T = TypeVar("T")
+
+#: Bodies at least this large go through aiohttp, which streams them (and the handlers move
+#: their decoding to the worker loop).
+SMALL_BODY_BYTES = 64 * 1024
+#: A head longer than this (no blank line yet) is left to aiohttp and its limits.
+MAX_HEAD_BYTES = 16 * 1024
+#: The control characters a head may hold only as its CRLFs (a tab is fine in a field value).
+_CONTROLS = bytes(c for c in range(0x20) if c != 0x09) + b"\x7f"
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+#: Header fields, each with its CRLF.
+_FIELDS = re.compile(rf"(?:{_TOKEN}:[^\r\n]*\r\n)*")
+#: A request line read here. Its path has no percent escapes and no dot or empty segments
+#: (nothing yarl would rewrite), its query only URL characters.
+_REQUEST_LINE = re.compile(
+    r"(GET|POST|PUT|PATCH|DELETE) "
+    r"(/apis?(?:/[A-Za-z0-9\-_~!$&'()*+,;=:@][A-Za-z0-9\-._~!$&'()*+,;=:@]*)*/?)"
+    r"(?:\?([A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*))? HTTP/1\.1"
+)
+
+
+class NotForUs(Exception):
+    """The request is not one this module reads: the connection goes to aiohttp."""
+
+
+class HTTPRequest(Protocol):
+    """What the API handlers read of a request: aiohttp's ``web.Request`` or a :class:`BufferedRequest`."""
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def query(self) -> MultiMapping[str]: ...
+
+    @property
+    def headers(self) -> MultiMapping[str]: ...
+
+    @property
+    def content_type(self) -> str: ...
+
+    @property
+    def match_info(self) -> Mapping[str, str]: ...
+
+    @property
+    def transport(self) -> asyncio.Transport | None: ...
+
+    @property
+    def can_read_body(self) -> bool: ...
+
+    def get(self, key: web.RequestKey[Any], /) -> Any: ...
+
+    def __setitem__(self, key: web.RequestKey[T], value: T) -> None: ...
+
+
+@dataclass(slots=True)
+class RequestHead:
+    """A parsed request head and the length of its body."""
+
+    method: str
+    path: str
+    query_string: str
+    headers: CIMultiDict[str]
+    content_length: int
+    keep_alive: bool
+    #: Bytes of the head, the blank line included: the body starts there.
+    size: int
+
+
+def read_head(buffer: bytes | bytearray) -> RequestHead | None:
+    """The head at the start of ``buffer``; None while it is incomplete. Raises :class:`NotForUs`
+    for a request this module does not read (see the module docs)."""
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        if len(buffer) > MAX_HEAD_BYTES:
+            raise NotForUs("a long head")
+        return None
+    if end > MAX_HEAD_BYTES:
+        raise NotForUs("a long head")
+    head = bytes(buffer[: end + 2])  # each line with its CRLF
+    if len(head) - len(head.translate(None, _CONTROLS)) != 2 * head.count(b"\r\n"):
+        raise NotForUs("a control character in the head")
+    text = head.decode("utf-8", "surrogateescape")
+    line_end = text.index("\r\n")
+    request_line = _REQUEST_LINE.fullmatch(text, 0, line_end)
+    if request_line is None:
+        raise NotForUs("not a request line of a method, path and query read here, in HTTP/1.1")
+    method, path, query_string = request_line.groups("")
+    fields = text[line_end + 2 :]
+    if not _FIELDS.fullmatch(fields):
+        raise NotForUs("a malformed header field")
+    headers: CIMultiDict[str] = CIMultiDict()
+    for line in fields.split("\r\n")[:-1]:
+        name, _, value = line.partition(":")
+        headers.add(name, value.strip(" \t"))
+    if "Transfer-Encoding" in headers or "Expect" in headers or "Upgrade" in headers:
+        raise NotForUs("a framing this module does not read")
+    lengths = headers.getall("Content-Length", ())
+    if len(lengths) > 1 or (lengths and not (lengths[0].isascii() and lengths[0].isdigit())):
+        raise NotForUs("an unclear Content-Length")
+    length = int(lengths[0]) if lengths else 0
+    if length >= SMALL_BODY_BYTES:
+        raise NotForUs("a large body")
+    keep_alive = True
+    for connection in headers.getall("Connection", ()):
+        tokens = {token.strip().lower() for token in connection.split(",")}
+        if "upgrade" in tokens:
+            raise NotForUs("an upgrade")
+        if "close" in tokens:
+            keep_alive = False
+    if "/watch/" in path:
+        raise NotForUs("a watch")
+    if "watch" in query_string:
+        for key, given in parse_qsl(query_string, keep_blank_values=True):
+            if key == "watch" and given.lower() in ("1", "true", "yes"):
+                raise NotForUs("a watch")
+    return RequestHead(method, path, query_string, headers, length, keep_alive, end + 4)
+
+
+class BufferedRequest:
+    """A small request read whole by the connection (see the module docs)."""
+
+    __slots__ = ("_content_type", "_values", "body", "head", "match_info", "query", "transport")
+
+    def __init__(self, head: RequestHead, body: bytes, transport: asyncio.Transport | None) -> None:
+        self.head = head
+        self.body = body
+        self.transport = transport
+        self.query: MultiDict[str] = MultiDict(parse_qsl(head.query_string, keep_blank_values=True))
+        #: Set by the router, as aiohttp's route match would.
+        self.match_info: dict[str, str] = {}
+        self._content_type: str | None = None
+        self._values: dict[Any, Any] = {}
+
+    @property
+    def method(self) -> str:
+        return self.head.method
+
+    @property
+    def path(self) -> str:
+        return self.head.path
+
+    @property
+    def headers(self) -> CIMultiDict[str]:
+        return self.head.headers
+
+    @property
+    def content_type(self) -> str:
+        """The media type of ``Content-Type`` (``application/octet-stream`` without one, as aiohttp says)."""
+        if self._content_type is None:
+            raw = self.head.headers.get("Content-Type")
+            self._content_type = "application/octet-stream" if raw is None else parse_content_type(raw)[0]
+        return self._content_type
+
+    @property
+    def can_read_body(self) -> bool:
+        return bool(self.body)
+
+    def get(self, key: web.RequestKey[Any], /) -> Any:
+        return self._values.get(key)
+
+    def __setitem__(self, key: web.RequestKey[T], value: T) -> None:
+        self._values[key] = value
+
+
+_date_second = 0
+_date_text = b""
+
+
+def _date() -> bytes:
+    """The ``Date`` header's value, formatted once a second."""
+    global _date_second, _date_text
+    now = int(time.time())
+    if now != _date_second:
+        _date_second, _date_text = now, formatdate(now, usegmt=True).encode("ascii")
+    return _date_text
+
+
+_SKIPPED_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "date"})
+
+
+def encode_response(response: web.Response, *, keep_alive: bool) -> bytes:
+    """``response`` (a handler's whole answer) as HTTP/1.1 bytes, head and body."""
+    body = response.body
+    if not isinstance(body, bytes | bytearray):
+        raise TypeError(f"a buffered answer needs a bytes body, not {type(body).__name__}")
+    lines = [f"HTTP/1.1 {response.status} {response.reason}".encode("latin-1")]
+    for name, value in response.headers.items():
+        if name.lower() not in _SKIPPED_HEADERS:
+            lines.append(f"{name}: {value}".encode())
+    lines.append(b"Content-Length: %d" % len(body))
+    lines.append(b"Date: " + _date())
+    if not keep_alive:
+        lines.append(b"Connection: close")
+    lines.append(b"")
+    lines.append(bytes(body))
+    return b"\r\n".join(lines)

@@ -1,0 +1,282 @@
+"""The server's own HTTP/1.1 for small requests (``apiserver/http/http1.py``): which requests it
+reads, how it frames answers, and a connection that goes on through aiohttp once a request it
+does not read comes (a watch, a large body, a malformed head)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubeloop.apiserver.http import http1
+from kubeloop.apiserver.http.connections import ConnectionTimeouts
+from tests.apiserver.test_slow_clients import closed_within, connect, request_head
+from tests.conftest import Client, ServerThread, start_server
+
+HEAD = (
+    b"PATCH /apis/example.com/v1/namespaces/ns/widgets/w1/status?fieldManager=me&dryRun=All HTTP/1.1\r\n"
+    b"Host: 127.0.0.1:6443\r\n"
+    b"Authorization: Bearer abc\r\n"
+    b"Content-Type: application/merge-patch+json\r\n"
+    b"X-Spaced:   padded value \t\r\n"
+    b"Content-Length: 2\r\n"
+    b"\r\n"
+)
+
+
+def test_a_small_request_head_is_read() -> None:
+    head = http1.read_head(HEAD + b"{}")
+    assert head is not None
+    assert (head.method, head.path, head.query_string) == (
+        "PATCH",
+        "/apis/example.com/v1/namespaces/ns/widgets/w1/status",
+        "fieldManager=me&dryRun=All",
+    )
+    assert head.headers["content-type"] == "application/merge-patch+json"
+    assert head.headers["X-Spaced"] == "padded value"
+    assert (head.content_length, head.keep_alive, head.size) == (2, True, len(HEAD))
+    request = http1.BufferedRequest(head, b"{}", None)
+    assert request.query.getall("dryRun") == ["All"]
+    assert request.content_type == "application/merge-patch+json"
+
+
+def test_an_incomplete_head_waits_for_more() -> None:
+    assert http1.read_head(HEAD[:-2]) is None
+    assert http1.read_head(b"") is None
+
+
+def test_connection_close_and_defaults() -> None:
+    head = http1.read_head(b"GET /api HTTP/1.1\r\nConnection: keep-alive, Close\r\n\r\n")
+    assert head is not None and not head.keep_alive and head.content_length == 0
+    request = http1.BufferedRequest(head, b"", None)
+    assert request.content_type == "application/octet-stream"  # aiohttp's word for "none given"
+    assert not request.can_read_body
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"GET /api/v1/namespaces/a/pods?watch=true HTTP/1.1\r\n\r\n",
+        b"GET /api/v1/namespaces/a/pods?labelSelector=x&watch=1 HTTP/1.1\r\n\r\n",
+        b"GET /api/v1/watch/namespaces/a/pods HTTP/1.1\r\n\r\n",
+        b"POST /api/v1/namespaces/a/pods HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"POST /api/v1/namespaces/a/pods HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
+        b"GET /api HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n",
+        b"GET /api HTTP/1.0\r\n\r\n",
+        b"HEAD /api HTTP/1.1\r\n\r\n",
+        b"OPTIONS /api HTTP/1.1\r\n\r\n",
+        b"GET /version HTTP/1.1\r\n\r\n",
+        b"GET /openapi/v3 HTTP/1.1\r\n\r\n",
+        b"GET /apisx HTTP/1.1\r\n\r\n",
+        b"GET /api/v1/namespaces/a%2Fb HTTP/1.1\r\n\r\n",
+        b"GET /api/v1/../v1/namespaces HTTP/1.1\r\n\r\n",
+        b"GET /api/v1/./namespaces HTTP/1.1\r\n\r\n",
+        b"GET /api//v1 HTTP/1.1\r\n\r\n",
+        b"GET http://host/api HTTP/1.1\r\n\r\n",
+        b"GET /api HTTP/1.1 \r\n\r\n",
+        b"POST /api/v1/namespaces HTTP/1.1\r\nContent-Length: 65536\r\n\r\n",
+        b"POST /api/v1/namespaces HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n",
+        b"POST /api/v1/namespaces HTTP/1.1\r\nContent-Length: +2\r\n\r\n",
+        b"POST /api/v1/namespaces HTTP/1.1\r\nContent-Length: \xd9\xa2\r\n\r\n",  # an Arabic-Indic 2
+        b"GET /api HTTP/1.1\r\nX-A: b\x00c\r\n\r\n",
+        b"GET /api HTTP/1.1\r\nX-A: b\nX-B: c\r\n\r\n",
+        b"GET /api HTTP/1.1\r\nX-A: b\rc\r\n\r\n",
+        b"GET /api HTTP/1.1\r\nX-A: b\r\n folded\r\n\r\n",
+        b"GET /api HTTP/1.1\r\nX-A : b\r\n\r\n",
+        b"GET /api HTTP/1.1\r\nno colon\r\n\r\n",
+        b"GET /api HTTP/1.1\r\nX-A: " + b"b" * (http1.MAX_HEAD_BYTES + 1) + b"\r\n\r\n",
+        b"GET /api HTTP/1.1\r\nX-A: " + b"b" * (http1.MAX_HEAD_BYTES + 1),
+    ],
+)
+def test_what_is_left_to_aiohttp(raw: bytes) -> None:
+    with pytest.raises(http1.NotForUs):
+        http1.read_head(raw)
+
+
+_token = st.text(
+    alphabet="!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", min_size=1
+)
+_value = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40).map(str.strip)
+_reserved = {"transfer-encoding", "expect", "upgrade", "content-length", "connection"}
+
+
+@given(
+    st.lists(st.tuples(_token, _value), max_size=12).filter(
+        lambda fields: not {n.lower() for n, _ in fields} & _reserved
+    )
+)
+def test_header_fields_are_read_as_sent(fields: list[tuple[str, str]]) -> None:
+    raw = "GET /api/v1 HTTP/1.1\r\n" + "".join(f"{name}:  {value} \r\n" for name, value in fields) + "\r\n"
+    head = http1.read_head(raw.encode())
+    assert head is not None
+    assert list(head.headers.items()) == fields
+
+
+@given(st.binary(max_size=300), st.sampled_from([b"GET /api HTTP/1.1\r\n", b""]))
+def test_any_bytes_are_read_refused_or_awaited(tail: bytes, start: bytes) -> None:
+    try:
+        head = http1.read_head(start + tail)
+    except http1.NotForUs:
+        return
+    if head is not None:
+        assert head.size <= len(start + tail) and head.method in ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+# ----------------------------------------------------------------------------- over TLS
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerThread]:
+    running = start_server(timeouts=ConnectionTimeouts(header=2.0, idle=3.0, request=2.0, write=2.0))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def read_answer(sock: socket.socket, buffer: bytearray) -> tuple[int, dict[str, list[str]], bytes]:
+    """One Content-Length answer from ``sock`` (what is read past it stays in ``buffer``)."""
+    sock.settimeout(10)
+    while b"\r\n\r\n" not in buffer:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection"
+        buffer += chunk
+    end = buffer.index(b"\r\n\r\n")
+    lines = bytes(buffer[:end]).decode().split("\r\n")
+    headers: dict[str, list[str]] = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers.setdefault(name.lower(), []).append(value.strip())
+    length = int(headers["content-length"][0])
+    while len(buffer) < end + 4 + length:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection mid-answer"
+        buffer += chunk
+    body = bytes(buffer[end + 4 : end + 4 + length])
+    del buffer[: end + 4 + length]
+    return int(lines[0].split(" ")[1]), headers, body
+
+
+def post(server: ServerThread, path: str, body: bytes, *extra: str) -> bytes:
+    return (
+        request_head(
+            server, "POST", path, "Content-Type: application/json", f"Content-Length: {len(body)}", *extra
+        )
+        + body
+    )
+
+
+def test_pipelined_requests_are_answered_in_order(server: ServerThread) -> None:
+    sock = connect(server)
+    base = "/api/v1/namespaces/default/configmaps"
+    created = json.dumps({"metadata": {"name": "piped"}, "data": {"a": "1"}}).encode()
+    sock.sendall(
+        request_head(server, "GET", f"{base}/piped")
+        + post(server, base, created)
+        + request_head(server, "GET", f"{base}/piped")
+        + request_head(server, "DELETE", f"{base}/piped")
+    )
+    buffer = bytearray()
+    answers = [read_answer(sock, buffer) for _ in range(4)]
+    assert [status for status, _, _ in answers] == [404, 201, 200, 200]
+    assert json.loads(answers[0][2])["reason"] == "NotFound"
+    assert json.loads(answers[2][2])["data"] == {"a": "1"}
+    assert answers[1][1]["content-type"] == ["application/json"]
+    assert "date" in answers[1][1]
+    sock.close()
+
+
+def test_a_connection_goes_on_through_aiohttp_for_a_watch(server: ServerThread) -> None:
+    api = Client(server)
+    sock = connect(server)
+    base = "/api/v1/namespaces/default/configmaps"
+    buffer = bytearray()
+    sock.sendall(request_head(server, "GET", f"{base}?limit=1"))
+    status, _, body = read_answer(sock, buffer)
+    assert status == 200
+    revision = json.loads(body)["metadata"]["resourceVersion"]
+    sock.sendall(request_head(server, "GET", f"{base}?watch=1&resourceVersion={revision}"))
+    assert api.post(base, {"metadata": {"name": "watched"}}).status_code == 201
+    while b'"name":"watched"' not in buffer:
+        chunk = sock.recv(65536)
+        assert chunk
+        buffer += chunk
+    assert buffer.startswith(b"HTTP/1.1 200")
+    assert b"Transfer-Encoding: chunked" in buffer
+    assert b'"type":"ADDED"' in buffer
+    sock.close()
+    assert api.delete(f"{base}/watched").status_code == 200
+
+
+def test_connection_close_is_honoured(server: ServerThread) -> None:
+    sock = connect(server)
+    sock.sendall(request_head(server, "GET", "/api/v1/namespaces/default", "Connection: close"))
+    status, headers, _ = read_answer(sock, bytearray())
+    assert status == 200 and headers["connection"] == ["close"]
+    assert closed_within(sock, 5) < 1
+
+
+def test_a_malformed_head_gets_aiohttps_400(server: ServerThread) -> None:
+    sock = connect(server)
+    sock.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n")
+    sock.settimeout(5)
+    answer = sock.recv(65536)
+    assert answer.startswith((b"HTTP/1.0 400 ", b"HTTP/1.1 400 ")), answer[:100]
+    sock.close()
+
+
+def test_no_token_gets_a_401_status(server: ServerThread) -> None:
+    sock = connect(server)
+    sock.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\n\r\n")
+    status, _, body = read_answer(sock, bytearray())
+    assert status == 401 and json.loads(body)["reason"] == "Unauthorized"
+    sock.close()
+
+
+@pytest.mark.parametrize("padding", [0, 80_000], ids=["small", "through-aiohttp"])
+def test_a_field_name_cannot_split_the_answers_head(server: ServerThread, padding: int) -> None:
+    """A warning names an unknown field, quoted as Go quotes it (and CR or LF left in a
+    header value would go out as spaces, as Go's header writer does)."""
+    sock = connect(server)
+    body = json.dumps(
+        {"metadata": {"name": f"inject-{padding}"}, "data": {"p": "x" * padding}, "a\r\nX-Injected: yes": 1}
+    ).encode()
+    sock.sendall(post(server, "/api/v1/namespaces/default/configmaps", body))
+    status, headers, _ = read_answer(sock, bytearray())
+    assert status == 201
+    assert "x-injected" not in headers
+    assert any(r"a\\r\\nX-Injected: yes" in warning for warning in headers["warning"]), headers
+    sock.close()
+
+
+def test_a_client_that_vanishes_mid_body_leaves_nothing_behind(
+    server: ServerThread, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="kubeloop")
+    watchdog = server.server._watchdog
+    assert watchdog is not None
+    before = len(watchdog.connections)
+    sock = connect(server)
+    sock.sendall(post(server, "/api/v1/namespaces/default/configmaps", b"{" + b" " * 999)[:-500])
+    time.sleep(0.2)
+    sock.close()
+    deadline = time.monotonic() + 5
+    while len(watchdog.connections) > before:
+        assert time.monotonic() < deadline, "the connection was never dropped"
+        time.sleep(0.05)
+    assert not watchdog.answering
+    assert Client(server).get("/api/v1/namespaces/default").status_code == 200
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("kubeloop")]
+    assert not errors, [r.getMessage() for r in errors]
+
+
+def test_warnings_never_carry_a_line_break() -> None:
+    from kubeloop.apiserver.http.handlers import _quote_warning
+
+    assert _quote_warning('a "b"\r\nc\\') == 'a \\"b\\"  c\\\\'

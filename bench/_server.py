@@ -4,6 +4,7 @@ not the measured process's)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -32,9 +33,11 @@ def server_process(
     history_window: int | None = None,
     data_dir: str | None = None,
     keep_data: bool = False,
+    cpus: set[int] | None = None,
 ) -> Iterator[ServerProcess]:
     """``kubeloop apiserver`` on a free port, stopped on exit; in a temporary data directory
-    (removed afterwards unless ``keep_data``) or in ``data_dir``."""
+    (removed afterwards unless ``keep_data``) or in ``data_dir``; on the CPUs ``cpus`` only
+    when given."""
     with contextlib.ExitStack() as cleanup:
         if data_dir is not None:
             tmp = data_dir
@@ -51,7 +54,13 @@ def server_process(
             command.append("--insecure-http")
         if history_window is not None:
             command += ["--history-window", str(history_window)]
-        server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        server = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
+        )
         try:
             assert server.stdout is not None
             line = server.stdout.readline()

@@ -15,6 +15,10 @@ its peak RSS (VmHWM: each operator runs in its own process).
   build the ConfigMap, ``kopf.adopt`` it and create it with the official client, and set
   ``patch.status['observedGeneration']``; event posting off (as kubeloop here posts none).
 
+``--pin`` runs the server on CPU 0 and each operator on CPU 1: on 2 cores the scheduler's
+placement alone moves kopf between ~27 and ~48 s (its handler threads and the GIL across cores),
+so pinned runs are the steadier comparison.
+
 Prints one JSON line: per operator the convergence seconds, widgets/s, peak RSS in MiB, its CPU
 seconds and the server's over its run (startup included), and
 kopf/kubeloop ratios (DESIGN's target: ≥ 5× kopf's throughput, ≤ 1/3 of its memory).
@@ -228,10 +232,18 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_operator(label: str, kubeconfig: str, namespace: str, count: int) -> dict[str, Any]:
+def run_operator(
+    label: str, kubeconfig: str, namespace: str, count: int, cpus: set[int] | None = None
+) -> dict[str, Any]:
     command = [sys.executable, __file__, "--operator", label, kubeconfig, namespace, "--count", str(count)]
     out = subprocess.run(
-        command, capture_output=True, text=True, timeout=3600, env={**os.environ}, check=False
+        command,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        env={**os.environ},
+        check=False,
+        preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
     )
     if out.returncode != 0:
         raise RuntimeError(f"{label} operator failed:\n{out.stderr[-3000:]}")
@@ -246,6 +258,12 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--no-kopf", action="store_true")
     parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the server on CPU 0, each operator on CPU 1 (the scheduler's placement moves kopf's "
+        "time by up to 1.7x on 2 cores)",
+    )
+    parser.add_argument(
         "--operator", nargs=3, metavar=("LABEL", "KUBECONFIG", "NAMESPACE"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
@@ -255,13 +273,13 @@ def main() -> None:
         operate = operate_kubeloop if label == "kubeloop" else operate_kopf
         print(json.dumps(asyncio.run(operate(kubeconfig, namespace, args.count))))
         return
-    results: dict[str, Any] = {"bench": "b2_custom_resources", "count": args.count}
-    with server_process(memory=True) as server:
+    results: dict[str, Any] = {"bench": "b2_custom_resources", "count": args.count, "pinned": args.pin}
+    with server_process(memory=True, cpus={0} if args.pin else None) as server:
         for label in ["kubeloop"] + ([] if args.no_kopf else ["kopf"]):
             namespace = f"b2-{label}"
             asyncio.run(prepare(server.kubeconfig, namespace, args.count))
             server_cpu = process_cpu_seconds(server.pid)
-            run = run_operator(label, server.kubeconfig, namespace, args.count)
+            run = run_operator(label, server.kubeconfig, namespace, args.count, {1} if args.pin else None)
             run["server_cpu_s"] = round(process_cpu_seconds(server.pid) - server_cpu, 2)
             run["verified"] = asyncio.run(verify(server.kubeconfig, namespace, args.count))
             run["widgets_per_s"] = round(args.count / run["converged_s"], 1)

@@ -280,3 +280,28 @@ def test_warnings_never_carry_a_line_break() -> None:
     from kubeloop.apiserver.http.handlers import _quote_warning
 
     assert _quote_warning('a "b"\r\nc\\') == 'a \\"b\\"  c\\\\'
+
+
+def test_a_client_that_sends_and_never_reads_is_held_to_a_bound(server: ServerThread) -> None:
+    """Pipelined requests whose answers the client does not take: once the answers back up, the
+    connection stops reading, so what it holds stays bounded."""
+    from kubeloop.apiserver.http.connections import MAX_PENDING_BYTES
+
+    watchdog = server.server._watchdog
+    assert watchdog is not None
+    before = set(watchdog.connections)
+    sock = connect(server, rcvbuf=4096)
+    one = request_head(server, "GET", "/api/v1/namespaces/default/configmaps?limit=500")
+    sock.settimeout(0.5)  # before the watchdog drops it (2 s without taking an answer)
+    sent = 0
+    try:
+        while sent < 64 * 1024 * 1024:
+            sock.sendall(one * 200)
+            sent += len(one) * 200
+    except TimeoutError:
+        pass
+    (connection,) = [c for t, c in watchdog.connections.items() if t not in before]
+    assert connection.inner is None
+    assert len(connection._unread) <= MAX_PENDING_BYTES + 2 * 65536
+    assert sent < 16 * 1024 * 1024  # the client was made to wait, not drained into memory
+    sock.close()

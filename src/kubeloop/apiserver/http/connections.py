@@ -13,8 +13,9 @@ whose only timer is keep-alive) that a :class:`ConnectionWatchdog` sweeps once a
   buffer full and not shrinking: a stalled or paused watcher) is aborted — a slow client that
   keeps reading a large answer is not;
 - :func:`bounded` answers 504 to a request that takes more than ``request`` seconds (through
-  :func:`request_timeout_middleware` on aiohttp's side, its body included; a small request's
-  body arrives within the ``header`` bound, as part of its head).
+  :func:`request_timeout_middleware` on aiohttp's side, its body included; a small request
+  whose body has not all come within ``request`` seconds of its head gets the 504 and the
+  connection closes).
 """
 
 from __future__ import annotations
@@ -113,10 +114,8 @@ class ServerConnection(asyncio.Protocol):
         self._unread += data
         if self._answering is None:
             self._read_request()
-        elif len(self._unread) > MAX_PENDING_BYTES and not self._reading_paused:
-            assert self.transport is not None
-            self.transport.pause_reading()
-            self._reading_paused = True
+        if self.inner is None:
+            self._limit_intake()
 
     def eof_received(self) -> bool | None:
         if self.inner is not None:
@@ -159,9 +158,6 @@ class ServerConnection(asyncio.Protocol):
             or self.write_blocked_since is not None
         ):
             return
-        if self._reading_paused:
-            transport.resume_reading()
-            self._reading_paused = False
         try:
             head = self._head or http1.read_head(self._unread)
         except http1.NotForUs as reason:
@@ -190,6 +186,7 @@ class ServerConnection(asyncio.Protocol):
             self._body_timer = None
         body = bytes(self._unread[head.size : end])
         del self._unread[:end]
+        self._limit_intake()
         task = asyncio.get_running_loop().create_task(
             self._answer(http1.BufferedRequest(head, body, transport))
         )
@@ -220,6 +217,19 @@ class ServerConnection(asyncio.Protocol):
                 self.transport.close()
         if keep_alive:
             self._read_request()
+
+    def _limit_intake(self) -> None:
+        """Requests sent ahead of their answers wait here up to a bound: past it the connection
+        stops reading until half of it has been answered (a head and a small body alone never
+        come near it, so a paused connection always holds a request to answer)."""
+        assert self.transport is not None
+        pending = len(self._unread)
+        if not self._reading_paused and pending > MAX_PENDING_BYTES:
+            self.transport.pause_reading()
+            self._reading_paused = True
+        elif self._reading_paused and pending <= MAX_PENDING_BYTES // 2:
+            self.transport.resume_reading()
+            self._reading_paused = False
 
     def _body_overdue(self) -> None:
         """A request whose body has not all come within the request bound: 504, and the connection closes."""

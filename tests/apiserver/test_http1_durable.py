@@ -1,0 +1,112 @@
+"""The server's small-request path on the durable server (``kubeloop apiserver --data-dir``, a
+real process): kubectl 1.27 and 1.33 through it, pipelined creates across a SIGKILL (every
+acknowledged one survives, nothing half-written), bad and huge input refused with a Status and
+nothing written."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import signal
+import socket
+import ssl
+
+import pytest
+import yaml
+
+from tests.apiserver.test_durability import apiserver, session_for
+from tests.apiserver.test_http1 import read_answer
+from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
+
+pytestmark = pytest.mark.kubectl
+
+
+def _socket(data_dir: pathlib.Path, url: str) -> socket.socket:
+    host, port = url.split("://", 1)[1].rsplit(":", 1)
+    context = ssl.create_default_context(cafile=str(data_dir / "pki" / "ca.crt"))
+    return context.wrap_socket(socket.create_connection((host, int(port))), server_hostname=host)
+
+
+def _token(data_dir: pathlib.Path) -> str:
+    return str(yaml.safe_load((data_dir / "kubeconfig").read_text())["users"][0]["user"]["token"])
+
+
+def _post(token: str, path: str, body: bytes) -> bytes:
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: kubeloop\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+def test_pipelined_creates_across_a_sigkill_and_bad_input(tmp_path: pathlib.Path) -> None:
+    base = "/api/v1/namespaces/default/configmaps"
+    acknowledged: list[str] = []
+    with apiserver(tmp_path) as (proc, url):
+        token = _token(tmp_path)
+        sock = _socket(tmp_path, url)
+        bodies = [
+            json.dumps({"metadata": {"name": f"p{i}"}, "data": {"i": str(i)}}).encode() for i in range(300)
+        ]
+        sock.sendall(b"".join(_post(token, base, body) for body in bodies))
+        buffer = bytearray()
+        for _ in range(40):
+            status, _, answer = read_answer(sock, buffer)
+            assert status == 201, answer
+            acknowledged.append(json.loads(answer)["metadata"]["name"])
+        proc.send_signal(signal.SIGKILL)  # the rest are being answered, or not yet read
+        proc.wait(10)
+        sock.close()
+    with apiserver(tmp_path) as (_, url):
+        session = session_for(tmp_path)
+        listed = session.get(url + base, timeout=10).json()["items"]
+        names = {item["metadata"]["name"] for item in listed}
+        assert set(acknowledged) <= names
+        for item in listed:  # each stored create whole: its data as sent
+            assert item["data"] == {"i": item["metadata"]["name"][1:]}
+
+        sock = _socket(tmp_path, url)
+        token = _token(tmp_path)
+        buffer = bytearray()
+        sock.sendall(_post(token, base, b'{"metadata": {"name": "broken"}, "data": '))
+        status, _, answer = read_answer(sock, buffer)
+        assert status == 400 and json.loads(answer)["kind"] == "Status"
+        nested = (
+            b'{"metadata": {"name": "deep"}, "data": {"x": "y"}, "extra": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+        )
+        sock.sendall(_post(token, base, nested))
+        status, _, answer = read_answer(sock, buffer)
+        assert status == 400 and "nest" in json.loads(answer)["message"], answer[:300]
+        huge = json.dumps({"metadata": {"name": "huge"}, "data": {"v": "x" * (4 * 1024 * 1024)}}).encode()
+        sock.sendall(_post(token, base, huge))  # through aiohttp from here: 413
+        status, _, answer = read_answer(sock, buffer)
+        assert status == 413 and json.loads(answer)["reason"] == "RequestEntityTooLarge"
+        sock.close()
+        for name in ("broken", "deep", "huge"):
+            assert session.get(f"{url}{base}/{name}", timeout=10).status_code == 404
+
+
+@pytest.mark.parametrize("binary", KUBECTLS, ids=[p.name for p in KUBECTLS])
+def test_kubectl_on_the_durable_server_across_a_sigkill(tmp_path: pathlib.Path, binary: pathlib.Path) -> None:
+    data = tmp_path / "data"
+    kubectl = Kubectl(binary, data / "kubeconfig", tmp_path)
+    manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\ndata:\n  mode: fast\n"
+    with apiserver(data) as (proc, _):
+        assert "configmap/kept created" in kubectl("apply", "-f", "-", stdin=manifest).stdout
+        kubectl("patch", "configmap", "kept", "--type=merge", "-p", '{"data":{"mode":"slow"}}')
+        big = "x" * 100_000  # a body over 64 KiB: aiohttp's path on the same kind of connection
+        kubectl("create", "configmap", "big", f"--from-literal=v={big}")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    with apiserver(data):
+        kept = json.loads(kubectl("get", "configmap", "kept", "-o", "json").stdout)
+        assert kept["data"] == {"mode": "slow"}
+        assert (
+            len(json.loads(kubectl("get", "configmap", "big", "-o", "json").stdout)["data"]["v"]) == 100_000
+        )
+        bad = kubectl("patch", "configmap", "kept", "--type=merge", "-p", '{"data":{"mode":1}}', check=False)
+        assert bad.returncode != 0 and "BadRequest" in bad.stderr and "ConfigMap.data" in bad.stderr, (
+            bad.stderr
+        )
+        assert 'configmap "kept" deleted' in kubectl("delete", "configmap", "kept").stdout
+        assert kubectl("get", "configmap", "kept", check=False).returncode != 0

@@ -5,7 +5,9 @@ the server keeps serving everyone else (upstream: 32 s to send headers, 90 s idl
 from __future__ import annotations
 
 import logging
+import pathlib
 import socket
+import sqlite3
 import ssl
 import time
 from collections.abc import Iterator
@@ -104,6 +106,40 @@ def test_a_slow_body_gets_a_timeout(server: ServerThread) -> None:
     assert answer.startswith(b"HTTP/1.1 504"), answer[:200]
     assert b'"reason":"Timeout"' in answer
     assert Client(server).get("/api/v1/namespaces/default/configmaps").status_code == 200
+
+
+def test_a_request_that_outlasts_the_bound_gets_a_timeout_and_the_server_goes_on(
+    tmp_path: pathlib.Path,
+) -> None:
+    """A small create whose write waits on a database another process holds: 504 at the request
+    bound (1 s here; the sweep cuts it within a quarter of that), the connection closes, and the
+    next requests are served once the lock is gone."""
+    durable = start_server(tmp_path / "data", timeouts=TIMEOUTS)
+    holder = sqlite3.connect(tmp_path / "data" / "state.db", isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        body = b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late"}}'
+        sock = connect(durable)
+        started = time.monotonic()
+        sock.sendall(create_head(durable, len(body)) + body)
+        sock.settimeout(5)
+        answer = sock.recv(65536)
+        took = time.monotonic() - started
+        assert answer.startswith(b"HTTP/1.1 504"), answer[:200]
+        assert b"Connection: close" in answer
+        assert b"request did not complete within the allotted timeout of 1s" in answer
+        assert 0.9 < took < 1.6, took
+        closed_within(sock, 2)
+        holder.execute("ROLLBACK")
+        api = Client(durable)
+        created = api.post(
+            "/api/v1/namespaces/default/configmaps",
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "on-time"}},
+        )
+        assert created.status_code == 201, created.text
+    finally:
+        holder.close()
+        durable.stop()
 
 
 def test_a_watcher_that_reads_nothing_is_dropped(server: ServerThread) -> None:

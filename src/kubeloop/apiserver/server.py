@@ -28,7 +28,6 @@ from kubeloop.apiserver.http.auth import Authenticator, UserInfo, auth_middlewar
 from kubeloop.apiserver.http.connections import (
     ConnectionTimeouts,
     ConnectionWatchdog,
-    bounded,
     request_timeout_middleware,
 )
 from kubeloop.apiserver.http.handlers import MAX_BODY_BYTES, APIHandlers, error_middleware
@@ -87,11 +86,11 @@ class ServerOptions:
 
 
 def small_requests(
-    handlers: APIHandlers, authenticator: Authenticator, timeout: float
+    handlers: APIHandlers, authenticator: Authenticator
 ) -> Callable[[BufferedRequest], Awaitable[web.StreamResponse]]:
     """What answers the small requests connections read themselves (http/http1.py): the same
-    chain aiohttp's middlewares make (a time bound, errors as Status, authentication) in front
-    of the same handlers."""
+    chain aiohttp's middlewares make (errors as Status, authentication; the connection watchdog
+    bounds the time) in front of the same handlers."""
     authenticate = auth_middleware(authenticator)
 
     async def authenticated(request: BufferedRequest) -> web.StreamResponse:
@@ -100,10 +99,7 @@ def small_requests(
     async def answered(request: BufferedRequest) -> web.StreamResponse:
         return await error_middleware(request, authenticated)
 
-    async def serve(request: BufferedRequest) -> web.StreamResponse:
-        return await bounded(request, answered, timeout)
-
-    return serve
+    return answered
 
 
 class APIServer:
@@ -222,9 +218,7 @@ class APIServer:
         await self._runner.setup()
         assert self._runner.server is not None
         self._listener = await asyncio.get_running_loop().create_server(
-            self._watchdog.protocol_factory(
-                self._runner.server, small_requests(handlers, authenticator, options.timeouts.request)
-            ),
+            self._watchdog.protocol_factory(self._runner.server, small_requests(handlers, authenticator)),
             sock=sock,
             ssl=ssl_context,
             ssl_handshake_timeout=options.timeouts.header if ssl_context is not None else None,

@@ -6,6 +6,7 @@ Tables, watch streams, Status errors).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -594,8 +595,12 @@ class _Accept:
 
 
 def _accept(request: HTTPRequest) -> _Accept:
-    header = request.headers.get("Accept", "")
-    include = request.query.get("includeObject", "Metadata")
+    return _parse_accept(request.headers.get("Accept", ""), request.query.get("includeObject", "Metadata"))
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_accept(header: str, include: str) -> _Accept:
+    """What an ``Accept`` header (and ``includeObject``) ask for; clients send the same few."""
     if include not in ("None", "Metadata", "Object"):
         raise errors.BadRequest(
             f'includeObject: Unsupported value: "{include}": supported values: "None", "Metadata", "Object"'
@@ -652,7 +657,7 @@ async def _decode_write(
     if content_type in (JSON, "*/*", "application/octet-stream"):
         body = decoding.decode_json(raw, depth_checked_later=True)
         if options.field_validation != "Ignore" and b'"' in raw:
-            duplicates = tuple(validation.find_duplicate_fields(raw))
+            duplicates = tuple(validation.find_duplicate_fields(raw, body))
             if duplicates:
                 options = replace(options, duplicate_fields=duplicates)
         return body, options

@@ -165,7 +165,22 @@ class Member(NamedTuple):
     leaf: bool  # a scalar or atomic value: compared by value; otherwise a container that is a member
 
 
+_LIST_KINDS: dict[int, tuple[Mapping[str, Any], tuple[str, list[str]]]] = {}
+
+
 def _list_kind(node: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """How a list of schema ``node`` merges: ("map", its keys), ("set", []) or ("atomic", []);
+    memoised per schema node as ``_resolve`` is (callers do not change the keys)."""
+    cached = _LIST_KINDS.get(id(node))
+    if cached is not None and cached[0] is node:
+        return cached[1]
+    found = _list_kind_of(node)
+    if node:
+        _LIST_KINDS[id(node)] = (node, found)
+    return found
+
+
+def _list_kind_of(node: Mapping[str, Any]) -> tuple[str, list[str]]:
     kind = node.get("x-kubernetes-list-type")
     if kind == "map":
         return "map", list(node.get("x-kubernetes-list-map-keys") or ())

@@ -32,7 +32,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
@@ -145,19 +145,29 @@ def path_string(path: Path) -> str:
 
 # ---------------------------------------------------------------------------- field sets
 
+R = TypeVar("R")
 _RESOLVED: dict[int, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+_LIST_KINDS: dict[int, tuple[Mapping[str, Any], tuple[str, list[str]]]] = {}
+
+
+def _per_node(
+    cache: dict[int, tuple[Mapping[str, Any], R]],
+    node: Mapping[str, Any],
+    compute: Callable[[Mapping[str, Any]], R],
+) -> R:
+    """``compute(node)`` memoised per schema node (nodes live as long as the loaded schemas;
+    the node kept beside the answer tells a reused id apart)."""
+    cached = cache.get(id(node))
+    if cached is not None and cached[0] is node:
+        return cached[1]
+    found = compute(node)
+    cache[id(node)] = (node, found)
+    return found
 
 
 def _resolve(node: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    """``schemas.resolve`` memoised per schema node (nodes live as long as the loaded schemas)."""
-    if not node:
-        return {}
-    cached = _RESOLVED.get(id(node))
-    if cached is not None and cached[0] is node:
-        return cached[1]
-    resolved = schemas.resolve(node)
-    _RESOLVED[id(node)] = (node, resolved)
-    return resolved
+    """``schemas.resolve`` of a schema node, memoised."""
+    return _per_node(_RESOLVED, node, schemas.resolve) if node else {}
 
 
 class Member(NamedTuple):
@@ -165,19 +175,10 @@ class Member(NamedTuple):
     leaf: bool  # a scalar or atomic value: compared by value; otherwise a container that is a member
 
 
-_LIST_KINDS: dict[int, tuple[Mapping[str, Any], tuple[str, list[str]]]] = {}
-
-
 def _list_kind(node: Mapping[str, Any]) -> tuple[str, list[str]]:
     """How a list of schema ``node`` merges: ("map", its keys), ("set", []) or ("atomic", []);
-    memoised per schema node as ``_resolve`` is (callers do not change the keys)."""
-    cached = _LIST_KINDS.get(id(node))
-    if cached is not None and cached[0] is node:
-        return cached[1]
-    found = _list_kind_of(node)
-    if node:
-        _LIST_KINDS[id(node)] = (node, found)
-    return found
+    memoised (callers do not change the keys)."""
+    return _per_node(_LIST_KINDS, node, _list_kind_of) if node else _list_kind_of(node)
 
 
 def _list_kind_of(node: Mapping[str, Any]) -> tuple[str, list[str]]:

@@ -25,7 +25,7 @@ import collections
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 import orjson
 
@@ -35,6 +35,7 @@ from kubeloop.apiserver.storage.log import DoneCallback, Log, LogRecord, Storage
 from kubeloop.gcpause import gc_resumed
 
 log = logging.getLogger("kubeloop.apiserver.storage.log")
+T = TypeVar("T")
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
@@ -114,9 +115,8 @@ class Watcher:
         self._wake()
 
     def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if self._waiter is not None:
+            _settle(self._waiter, None)
 
     async def wait(self, timeout: float | None) -> None:
         """Wait until an event is queued, the watcher is closed, or the timeout passes."""
@@ -124,7 +124,7 @@ class Watcher:
             return
         loop = asyncio.get_running_loop()
         waiter = self._waiter = loop.create_future()
-        timer = loop.call_later(timeout, _wake_up, waiter) if timeout is not None else None
+        timer = loop.call_later(timeout, _settle, waiter, None) if timeout is not None else None
         try:
             await waiter
         finally:
@@ -138,9 +138,10 @@ class Watcher:
         return out
 
 
-def _wake_up(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
+def _settle(future: asyncio.Future[T], result: T) -> None:
+    """Resolve ``future`` unless it is done already (its awaiter was cancelled, or woken before)."""
+    if not future.done():
+        future.set_result(result)
 
 
 @dataclass(slots=True, eq=False)
@@ -411,11 +412,9 @@ class ObjectStore:
                 if self.storage_error is None:
                     log.error("storage write failed: %s", head.error)
                 self.storage_error = head.error
-            if not head.outcome.done():
-                head.outcome.set_result(head.error)
+            _settle(head.outcome, head.error)
             for waiter in head.waiters or ():
-                if not waiter.done():
-                    waiter.set_result(None)
+                _settle(waiter, None)
 
     def _commit(self, entry: _InFlight) -> None:
         event = entry.event

@@ -5,13 +5,17 @@ nothing written."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import json
 import pathlib
 import signal
 import socket
 import ssl
+import time
 
 import pytest
+import requests
 import yaml
 
 from tests.apiserver.test_durability import apiserver, session_for
@@ -110,3 +114,89 @@ def test_kubectl_on_the_durable_server_across_a_sigkill(tmp_path: pathlib.Path, 
         )
         assert 'configmap "kept" deleted' in kubectl("delete", "configmap", "kept").stdout
         assert kubectl("get", "configmap", "kept", check=False).returncode != 0
+
+
+@pytest.mark.parametrize("binary", KUBECTLS, ids=[p.name for p in KUBECTLS])
+def test_watched_concurrent_patches_and_repeated_keys_on_the_durable_server_across_a_sigkill(
+    tmp_path: pathlib.Path, binary: pathlib.Path
+) -> None:
+    """What session 12 changed, as users hit it: writes racing on one object (they wait for it to
+    settle), a kubectl watch of them, a SIGKILL mid-race; JSON bodies with repeated keys (compact,
+    spaced, and beside strings holding ``":``) refused under Strict with every repeated path and
+    nothing written, and a body with no repeat but ``":`` in its strings created."""
+    data = tmp_path / "data"
+    kubectl = Kubectl(binary, data / "kubeconfig", tmp_path)
+    base = "/api/v1/namespaces/default/configmaps"
+    acknowledged: list[int] = []
+    with apiserver(data) as (proc, url):
+        session = session_for(data)
+        assert session.post(url + base, json={"metadata": {"name": "hot"}}, timeout=10).status_code == 201
+        watch = kubectl.start("get", "configmap", "hot", "--watch", "-o", "name")
+        try:
+            time.sleep(1.0)  # the watch is established
+
+            def label(i: int) -> None:
+                patched = session.patch(
+                    f"{url}{base}/hot",
+                    data=json.dumps({"metadata": {"labels": {f"l{i}": "x"}}}),
+                    headers={"Content-Type": "application/merge-patch+json"},
+                    timeout=10,
+                )
+                assert patched.status_code == 200, patched.text
+                acknowledged.append(i)
+
+            with concurrent.futures.ThreadPoolExecutor(16) as pool:
+                list(pool.map(label, range(48)))
+            time.sleep(1.0)
+        finally:
+            watch.terminate()
+            out, _ = watch.communicate(timeout=10)
+        # The object as listed, then one line per change: none lost, none repeated.
+        assert out.split() == ["configmap/hot"] * 49, out
+        # Another race, cut by a SIGKILL: what was acknowledged survives.
+        racing: list[int] = []
+
+        def relabel(i: int) -> None:
+            with contextlib.suppress(requests.RequestException):
+                patched = session.patch(
+                    f"{url}{base}/hot",
+                    data=json.dumps({"metadata": {"labels": {f"k{i}": "y"}}}),
+                    headers={"Content-Type": "application/merge-patch+json"},
+                    timeout=10,
+                )
+                if patched.status_code == 200:
+                    racing.append(i)
+                    if len(racing) == 20:
+                        proc.send_signal(signal.SIGKILL)
+
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            list(pool.map(relabel, range(200)))
+        proc.wait(10)
+    assert len(racing) >= 20
+    with apiserver(data) as (_, url):
+        labels = json.loads(kubectl("get", "configmap", "hot", "-o", "json").stdout)["metadata"]["labels"]
+        assert {f"l{i}" for i in acknowledged} | {f"k{i}" for i in racing} <= set(labels)
+        strict = f"{base}?fieldValidation=Strict"
+        repeated = {
+            "compact.json": b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup1"},'
+            b'"data":{"a":"1","b":"\\":\\":","a":"2"}}',
+            "spaced.json": b'{\n  "apiVersion" : "v1", "kind" : "ConfigMap",\n  "metadata" : {"name" : "dup2",'
+            b' "name" : "dup2"},\n  "data" : {"a" : "1", "a" : "2"}\n}',
+        }
+        for file_name, body in repeated.items():
+            (tmp_path / file_name).write_bytes(body)
+            refused = kubectl("create", "--raw", strict, "-f", str(tmp_path / file_name), check=False)
+            assert refused.returncode != 0, refused.stdout
+            assert "duplicate field" in refused.stderr, refused.stderr
+        assert (
+            'duplicate field \\"data.a\\"' in refused.stderr or 'duplicate field "data.a"' in refused.stderr
+        )
+        assert "metadata.name" in refused.stderr, refused.stderr
+        (tmp_path / "quoted.json").write_bytes(
+            b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"quoted"},"data":{"a":"\\":","b":"x\\":y"}}'
+        )
+        kubectl("create", "--raw", strict, "-f", str(tmp_path / "quoted.json"))
+        quoted = json.loads(kubectl("get", "configmap", "quoted", "-o", "json").stdout)
+        assert quoted["data"] == {"a": '":', "b": 'x":y'}
+        for name in ("dup1", "dup2"):
+            assert kubectl("get", "configmap", name, check=False).returncode != 0  # nothing written

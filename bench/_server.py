@@ -34,10 +34,13 @@ def server_process(
     data_dir: str | None = None,
     keep_data: bool = False,
     cpus: set[int] | None = None,
+    controllers: bool = False,
 ) -> Iterator[ServerProcess]:
     """``kubeloop apiserver`` on a free port, stopped on exit; in a temporary data directory
     (removed afterwards unless ``keep_data``) or in ``data_dir``; on the CPUs ``cpus`` only
-    when given."""
+    when given. The API server alone unless ``controllers``: benchmarks measure it (or the
+    operators on it) as kube-apiserver, whose garbage collector and namespace controller are
+    another process upstream."""
     with contextlib.ExitStack() as cleanup:
         if data_dir is not None:
             tmp = data_dir
@@ -52,6 +55,8 @@ def server_process(
             command.append("--no-fsync")
         if not tls:
             command.append("--insecure-http")
+        if not controllers:
+            command.append("--no-controllers")
         if history_window is not None:
             command += ["--history-window", str(history_window)]
         server = subprocess.Popen(

@@ -1,7 +1,8 @@
 """B2: 10,000 custom resources, each reconciled into an owned ConfigMap and a status with
 observedGeneration, on the embedded server: kubeloop beside kopf, in one run.
 
-The server runs as its own process (in memory: the bench measures the operators). The CRD is
+The server runs as its own process (in memory, and without its control loops unless
+``--controllers``: the bench measures the operators, as on a kube-apiserver). The CRD is
 generated from the ``Widget`` model below and installed; the widgets are created before the
 operator starts, so the measure is how long an operator takes from its start until every widget
 has its ConfigMap and ``status.observedGeneration`` (checked afterwards by listing both), and
@@ -264,6 +265,12 @@ def main() -> None:
         "time by up to 1.7x on 2 cores)",
     )
     parser.add_argument(
+        "--controllers",
+        action="store_true",
+        help="run the server with its control loops (garbage collector, namespace controller); "
+        "by default it serves the API alone, as kube-apiserver",
+    )
+    parser.add_argument(
         "--operator", nargs=3, metavar=("LABEL", "KUBECONFIG", "NAMESPACE"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
@@ -273,8 +280,13 @@ def main() -> None:
         operate = operate_kubeloop if label == "kubeloop" else operate_kopf
         print(json.dumps(asyncio.run(operate(kubeconfig, namespace, args.count))))
         return
-    results: dict[str, Any] = {"bench": "b2_custom_resources", "count": args.count, "pinned": args.pin}
-    with server_process(memory=True, cpus={0} if args.pin else None) as server:
+    results: dict[str, Any] = {
+        "bench": "b2_custom_resources",
+        "count": args.count,
+        "pinned": args.pin,
+        "server_controllers": args.controllers,
+    }
+    with server_process(memory=True, cpus={0} if args.pin else None, controllers=args.controllers) as server:
         for label in ["kubeloop"] + ([] if args.no_kopf else ["kopf"]):
             namespace = f"b2-{label}"
             asyncio.run(prepare(server.kubeconfig, namespace, args.count))

@@ -72,7 +72,7 @@ def start_server(data_dir: pathlib.Path) -> tuple[subprocess.Popen[str], pathlib
     kubeconfig = data_dir / "kubeconfig"
     proc = subprocess.Popen(
         [sys.executable, "-m", "kubeloop.cli.main", "apiserver", "--memory", "--data-dir", str(data_dir),
-         "--port", "0", "--kubeconfig", str(kubeconfig)],
+         "--port", "0", "--kubeconfig", str(kubeconfig), "--no-controllers"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

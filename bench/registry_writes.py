@@ -25,7 +25,7 @@ from kubeloop.gcpause import tune_for_serving
 
 
 async def measure(count: int, rounds: int) -> dict[str, float]:
-    async with APIServer(ServerOptions(memory=True, port=0)) as server:
+    async with APIServer(ServerOptions(memory=True, port=0, controllers=False)) as server:
         tune_for_serving()  # as `kubeloop apiserver` does once it has started
         registry = server.registry
         assert registry is not None

@@ -74,6 +74,17 @@ def start_operator(*args: str, example: str = "hello_label") -> subprocess.Popen
     )
 
 
+def ready_line(process: subprocess.Popen[str]) -> str:
+    """The line saying the embedded server is ready: the first on stdout (log lines, on stderr,
+    may come before it where the two are read as one)."""
+    assert process.stdout is not None
+    for _ in range(50):
+        line = process.stdout.readline()
+        if "ready at" in line or not line:
+            return line
+    raise AssertionError("no ready line in the first 50 lines")
+
+
 def stop_operator(process: subprocess.Popen[str]) -> str:
     process.send_signal(signal.SIGTERM)
     output, _ = process.communicate(timeout=30)
@@ -128,8 +139,7 @@ def test_hello_label_with_kubeconfig(shared_server: ServerThread, namespace: str
 def test_hello_label_embedded() -> None:
     process = start_operator("--embedded")
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
+        line = ready_line(process)
         assert "ready at" in line, line
         kubeconfig = line.rsplit("kubeconfig=", 1)[1].strip()
         exercise(kubeconfig, "default")

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ServerThread
-from tests.test_hello_label import KUBECTLS, ROOT, kubectl, start_operator, stop_operator
+from tests.test_hello_label import KUBECTLS, ROOT, kubectl, ready_line, start_operator, stop_operator
 
 pytestmark = pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
 
@@ -131,8 +131,7 @@ def start_embedded(data_dir: pathlib.Path) -> tuple[subprocess.Popen[str], str]:
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
-    assert process.stdout is not None
-    line = process.stdout.readline()
+    line = ready_line(process)
     assert "ready at" in line, line
     return process, line.rsplit("kubeconfig=", 1)[1].strip()
 

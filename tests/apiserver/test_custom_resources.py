@@ -6,6 +6,7 @@ columns, categories, explain, patch types, deletion of a CRD and its objects, an
 from __future__ import annotations
 
 import asyncio
+import json
 import pathlib
 import signal
 import time
@@ -472,6 +473,35 @@ def test_an_edited_schema_defaults_older_objects_on_read_and_judges_later_writes
     assert too_big.json()["details"]["causes"][0]["field"] == "spec.size"
     fresh = api.post(path, {**widget, "metadata": {"name": "fresh"}, "spec": {}}).json()
     assert fresh["spec"] == {"size": 2, "color": "blue"}
+
+
+def test_a_watch_opened_before_a_schema_edit_leaves_the_edited_schema_in_force(
+    api: Client, namespace: str
+) -> None:
+    """A watch (any client's, or the garbage collector's) that began before its CRD changed still
+    delivers events afterwards; serving them must not put a schema-less strategy in place of the
+    edited one, which let invalid objects in and dropped defaults."""
+    group = f"{namespace}.example.com"
+    crd = create_crd(api, group)
+    path = f"/apis/{group}/v1/namespaces/{namespace}/widgets"
+    widget = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w0"}, "spec": {"size": 1}}
+    with api.get(f"{path}?watch=true", stream=True, timeout=30) as watch:
+        lines = watch.iter_lines()
+        assert api.post(path, widget).status_code == 201
+        assert json.loads(next(lines))["type"] == "ADDED"
+        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        schema["properties"]["size"]["maximum"] = 5
+        schema["properties"]["color"] = {"type": "string", "default": "blue"}
+        updated = api.put(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}", crd)
+        assert updated.status_code == 200, updated.text
+        # The old watch goes on, or ends at the edit as upstream's may; either way, the schema holds.
+        assert api.post(path, {**widget, "metadata": {"name": "w1"}}).status_code == 201
+        for line in lines:
+            if line and json.loads(line)["object"]["metadata"]["name"] == "w1":
+                break
+    too_big = api.post(path, {**widget, "metadata": {"name": "w2"}, "spec": {"size": 7}})
+    assert too_big.status_code == 422, too_big.text
+    assert api.get(f"{path}/w1").json()["spec"] == {"size": 1, "color": "blue"}
 
 
 def test_custom_resources_take_the_paths_of_built_in_kinds(api: Client, namespace: str) -> None:

@@ -268,3 +268,25 @@ async def test_an_unknown_kind_keeps_retrying_and_reads_time_out(client: APIClie
         assert await cache.list(CONFIGMAP, namespace=namespace) == []
     finally:
         await cache.stop()
+
+
+async def test_remove_informer_stops_it_and_a_later_one_starts_afresh(
+    client: APIClient, namespace: str
+) -> None:
+    await client.create(configmap("first", namespace))
+    cache = Cache(client, CacheOptions(default_namespaces=[namespace]), sync_timeout=10)
+    cache.start()
+    try:
+        await cache.get(CONFIGMAP, "first", namespace=namespace)
+        old = cache.informer_for(CONFIGMAP)
+        await cache.remove_informer(CONFIGMAP)
+        assert (CONFIGMAP, False) not in cache.informers
+        # The removed informer hears nothing more; a new one (started at once) lists afresh.
+        await client.create(configmap("second", namespace))
+        fresh = cache.informer_for(CONFIGMAP)
+        assert fresh is not old
+        await eventually(lambda: f"{namespace}/second" in fresh.store)
+        assert f"{namespace}/second" not in old.store
+        await cache.remove_informer(SECRET)  # none: nothing to do
+    finally:
+        await cache.stop()

@@ -534,3 +534,48 @@ async def test_the_fence_is_checked_again_as_the_body_goes_out(client: APIClient
             current_write_fence.reset(token)
     listed = await client.list(CONFIGMAP, namespace=namespace)
     assert [(i["metadata"]["name"], i["data"]) for i in listed] == [("late", {"k": "v"})]
+
+
+async def test_preferred_resources_list_each_groups_preferred_version(client: APIClient) -> None:
+    group = "preferred.example.com"
+    version = {
+        "served": True,
+        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+    }
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"gears.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Cluster",
+            "names": {"plural": "gears", "kind": "Gear"},
+            "versions": [
+                {"name": "v1", "storage": True, **version},
+                {"name": "v2beta1", "storage": False, **version},
+            ],
+        },
+    }
+    await client.create(crd)
+    try:
+        found = {(m.gvk.group, m.gvk.version, m.gvk.kind): m for m in await client.preferred_resources()}
+        config_maps = found[("", "v1", "ConfigMap")]
+        assert config_maps.resource == "configmaps" and config_maps.namespaced
+        assert {
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        } <= config_maps.verbs
+        assert not found[("", "v1", "Namespace")].namespaced
+        assert ("apps", "v1", "Deployment") in found
+        # v1 is preferred over a beta (the kube-aware version order), and only it is listed.
+        assert (group, "v1", "Gear") in found and (group, "v2beta1", "Gear") not in found
+        assert not found[(group, "v1", "Gear")].namespaced
+        assert not any("/" in m.resource for m in found.values())  # no subresources
+    finally:
+        await client.delete(crd)

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import pathlib
+import secrets
 import socket
 import ssl
 import tempfile
@@ -22,6 +23,8 @@ from aiohttp import web
 
 from kubeloop.apiserver import certs, kubeconfig
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
+from kubeloop.apiserver.controllers.manager import USER as CONTROLLER_MANAGER_USER
+from kubeloop.apiserver.controllers.manager import ControllerManager
 from kubeloop.apiserver.crdcontroller import CRDController
 from kubeloop.apiserver.datadir import DataDirectory
 from kubeloop.apiserver.http.auth import Authenticator, UserInfo, auth_middleware
@@ -34,7 +37,6 @@ from kubeloop.apiserver.http.handlers import MAX_BODY_BYTES, APIHandlers, error_
 from kubeloop.apiserver.http.http1 import BufferedRequest
 from kubeloop.apiserver.http.watch import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
-from kubeloop.apiserver.namespacelifecycle import NamespaceLifecycle
 from kubeloop.apiserver.registry.generic import Registry, WriteOptions
 from kubeloop.apiserver.storage.log import Log, MemoryLog, SQLiteLog, StorageError
 from kubeloop.apiserver.storage.watchcache import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS, ObjectStore
@@ -83,6 +85,8 @@ class ServerOptions:
     compaction_interval: float = 300.0
     #: How often a server whose storage failed tries a probe write to see whether it recovered.
     storage_probe_interval: float = 1.0
+    #: Run the cluster's control loops (kube-controller-manager's part: the garbage collector).
+    controllers: bool = True
 
 
 def small_requests(
@@ -112,17 +116,22 @@ class APIServer:
         self._runner: web.AppRunner | None = None
         self._log: Log | None = None
         self._background: list[asyncio.Task[None]] = []
-        self._namespaces: NamespaceLifecycle | None = None
         self._crds: CRDController | None = None
         self._data_dir: DataDirectory | None = None
         self._worker: WorkerLoop | None = None
         self._watchdog: ConnectionWatchdog | None = None
         self._listener: asyncio.Server | None = None
+        self._controllers: ControllerManager | None = None
         self.url = ""
         self.kubeconfig_path = pathlib.Path()
         self.credentials: certs.ServerCredentials | None = None
         self.store: ObjectStore | None = None
         self.registry: Registry | None = None
+
+    @property
+    def controllers(self) -> ControllerManager | None:
+        """The running control loops (None when off, or not started)."""
+        return self._controllers
 
     @property
     def data_dir(self) -> pathlib.Path | None:
@@ -165,14 +174,17 @@ class APIServer:
         self._crds = CRDController(self.registry)
         self._crds.start()
         await self._bootstrap()
-        self._namespaces = NamespaceLifecycle(self.registry)
-        self.registry.namespace_terminating = self._namespaces.terminating
-        self._namespaces.start()
 
         hosts = [options.host] if options.host not in ("0.0.0.0", "::", "") else [socket.gethostname()]
         pki_dir = data_dir / "pki" if data_dir is not None else None
         self.credentials = await asyncio.to_thread(certs.load_or_create_credentials, pki_dir, hosts)
-        authenticator = Authenticator({self.credentials.admin_token: ADMIN_USER})
+        controllers_token = secrets.token_urlsafe(32)
+        authenticator = Authenticator(
+            {
+                self.credentials.admin_token: ADMIN_USER,
+                controllers_token: UserInfo(CONTROLLER_MANAGER_USER, ("system:authenticated",)),
+            }
+        )
 
         sock = socket.socket(socket.AF_INET6 if ":" in options.host else socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -243,6 +255,13 @@ class APIServer:
         )
         self._background.append(asyncio.create_task(self._compact_forever(), name="kubeloop-compaction"))
         self._background.append(asyncio.create_task(self._probe_storage(), name="kubeloop-storage-probe"))
+        if options.controllers:
+            self._controllers = ControllerManager(
+                self.url,
+                ca_pem=None if options.insecure_http else self.credentials.ca_cert_pem,
+                token=controllers_token,
+            )
+            await self._controllers.start()
 
     async def _bootstrap(self) -> None:
         assert self.registry is not None
@@ -303,11 +322,11 @@ class APIServer:
         return None
 
     async def stop(self) -> None:
+        if self._controllers is not None:
+            await self._controllers.stop()
+            self._controllers = None
         if self.store is not None:
             self.store.close_all_watchers()
-        if self._namespaces is not None:
-            await self._namespaces.stop()
-            self._namespaces = None
         if self._crds is not None:
             await self._crds.stop()
             self._crds = None

@@ -89,6 +89,13 @@ class Cache:
                 informer.start()
         return informer
 
+    async def remove_informer(self, kind: KindRef, *, metadata_only: bool = False) -> None:
+        """Stop ``kind``'s informer and forget it (controller-runtime's ``RemoveInformer``), e.g.
+        once its CRD is gone; a later ``informer_for`` starts a new one."""
+        informer = self._informers.pop((gvk_of(kind), metadata_only), None)
+        if informer is not None:
+            await informer.stop()
+
     def scope_of(self, kind: KindRef) -> Scope:
         gvk = gvk_of(kind)
         return Scope.of(self.options, self._by_object.get(gvk))

@@ -22,22 +22,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
-import aiohttp
 import orjson
 
-from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.cache.reflector import ListWatchOptions, Reflector
 from kubeloop.cache.store import Indexer, IndexFunc, object_key
 from kubeloop.client.interface import KindRef, gvk_of
-from kubeloop.client.rest import APIClient
+from kubeloop.client.rest import REQUEST_ERRORS, APIClient
 from kubeloop.client.restmapper import NoKindMatch
 from kubeloop.client.watch import WatchEvent
+from kubeloop.jitter import uniform
 from kubeloop.lifecycle import cancel_and_wait
 
 log = logging.getLogger("kubeloop.cache.informer")
@@ -133,7 +131,7 @@ class Informer:
             except NoKindMatch:
                 # As controller-runtime's Kind source: keep trying (a CRD may be installed later);
                 # whoever waits for the sync gives up at its timeout.
-                delay = min(10.0, 0.5 * 2**failures) * (0.5 + random.random() / 2)
+                delay = min(10.0, 0.5 * 2**failures) * uniform(0.5, 1.0)
                 failures += 1
                 log.warning(
                     "%s: the server has no such kind (if it is a CRD, install it); retrying in %.1fs",
@@ -141,8 +139,8 @@ class Informer:
                     delay,
                 )
                 await asyncio.sleep(delay)
-            except (errors.APIError, aiohttp.ClientError, OSError, TimeoutError) as exc:
-                delay = min(30.0, 0.5 * 2**failures) * (0.5 + random.random() / 2)
+            except REQUEST_ERRORS as exc:
+                delay = min(30.0, 0.5 * 2**failures) * uniform(0.5, 1.0)
                 failures += 1
                 log.warning("%s: cannot resolve the kind (%s); retrying in %.1fs", self.kind, exc, delay)
                 await asyncio.sleep(delay)
@@ -245,7 +243,7 @@ class Informer:
         assert self.resync_period is not None
         while True:
             # controller-runtime jitters the sync period by [0.9, 1.1).
-            await asyncio.sleep(self.resync_period * (0.9 + random.random() * 0.2))
+            await asyncio.sleep(self.resync_period * uniform(0.9, 1.1))
             if self.has_synced:
                 for obj in self.store.objects():
                     self._notify_update(obj, obj, False)

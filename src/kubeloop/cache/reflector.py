@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from dataclasses import dataclass
 from typing import Protocol
-
-import aiohttp
 
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.client.interface import KindRef, gvk_of
-from kubeloop.client.rest import APIClient
+from kubeloop.client.rest import REQUEST_ERRORS, APIClient
 from kubeloop.client.watch import WatchEvent
+from kubeloop.jitter import uniform
 
 log = logging.getLogger("kubeloop.cache.reflector")
 
@@ -65,8 +63,8 @@ class Reflector:
             except errors.ResourceExpired:
                 log.info("%s: resourceVersion %s expired; relisting", self.kind, self.last_resource_version)
                 failures = 0
-            except (errors.APIError, aiohttp.ClientError, OSError, TimeoutError) as exc:
-                delay = min(self.options.max_backoff, 0.5 * 2**failures) * (0.5 + random.random() / 2)
+            except REQUEST_ERRORS as exc:
+                delay = min(self.options.max_backoff, 0.5 * 2**failures) * uniform(0.5, 1.0)
                 failures += 1
                 log.warning("%s: list/watch failed (%s); retrying in %.1fs", self.kind, exc, delay)
                 await asyncio.sleep(delay)

@@ -96,6 +96,12 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--insecure-http", action="store_true", help="serve plain HTTP (benchmarks only)")
     parser.add_argument(
+        "--no-controllers",
+        action="store_true",
+        help="serve the API alone: no garbage collector or namespace controller "
+        "(kube-apiserver without kube-controller-manager)",
+    )
+    parser.add_argument(
         "--history-window",
         type=int,
         default=100_000,
@@ -190,6 +196,7 @@ async def _serve(args: argparse.Namespace) -> int:
         history_window=args.history_window,
         history_bytes=args.history_bytes,
         compaction_interval=args.compaction_interval,
+        controllers=not args.no_controllers,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

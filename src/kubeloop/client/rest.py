@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import re
 import ssl
 import urllib.parse
@@ -42,6 +41,7 @@ from kubeloop.client.interface import KindRef, M, ObjectList, ObjectRef, gvk_of,
 from kubeloop.client.ratelimit import TokenBucket
 from kubeloop.client.restmapper import ResourceMapping, RESTMapper
 from kubeloop.client.watch import Watch, WatchOptions
+from kubeloop.jitter import uniform
 
 log = logging.getLogger("kubeloop.client")
 
@@ -60,6 +60,11 @@ class PatchType(StrEnum):
     MERGE = "application/merge-patch+json"
     STRATEGIC = "application/strategic-merge-patch+json"
     APPLY = "application/apply-patch+yaml"
+
+
+#: What a request can fail with, short of a bug: the server's error answers, the connection, time.
+#: Code that retries catches these.
+REQUEST_ERRORS = (errors.APIError, aiohttp.ClientError, OSError, TimeoutError)
 
 
 @dataclass(frozen=True)
@@ -81,7 +86,7 @@ class RetryPolicy:
     def backoff(self, attempt: int) -> float:
         """Jittered exponential backoff for the ``attempt``-th retry (0-based)."""
         ceiling = min(self.max_backoff, self.initial_backoff * 2.0**attempt)
-        return float(ceiling * (0.5 + random.random() / 2))
+        return float(ceiling * uniform(0.5, 1.0))
 
 
 class APIClient:
@@ -131,6 +136,10 @@ class APIClient:
 
     async def mapping(self, kind: KindRef) -> ResourceMapping:
         return await self.mapper.mapping(gvk_of(kind))
+
+    async def preferred_resources(self) -> list[ResourceMapping]:
+        """Every resource the server serves, in each group's preferred version (read afresh)."""
+        return await self.mapper.preferred_resources()
 
     def _namespace(
         self, mapping: ResourceMapping, namespace: str | None, obj: Mapping[str, Any] | None = None

@@ -67,6 +67,33 @@ class RESTMapper:
             raise NoKindMatch(gvk)
         return found
 
+    async def preferred_resources(self) -> list[ResourceMapping]:
+        """Every resource of the server's preferred version of each group (client-go's
+        ``ServerPreferredResources``): ``/api``, ``/apis``, then each preferred group-version,
+        read afresh and remembered for later lookups."""
+        core = await self._fetch("/api")
+        groups = await self._fetch("/apis")
+        api_versions = [f"{version}" for version in core.get("versions") or ()][:1]
+        for group in groups.get("groups") or ():
+            preferred = (group.get("preferredVersion") or {}).get("groupVersion")
+            if not preferred:
+                versions = group.get("versions") or ()
+                preferred = (versions[0] or {}).get("groupVersion") if versions else None
+            if preferred:
+                api_versions.append(str(preferred))
+        found: list[ResourceMapping] = []
+        for api_version in api_versions:
+            path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+            try:
+                document = await self._fetch(path)
+            except self._not_found:
+                continue  # a group that went away between the two reads
+            group, _, version = api_version.rpartition("/")
+            kinds = _mappings(group, version, document)
+            self._by_group_version[api_version] = kinds
+            found.extend(kinds.values())
+        return found
+
     def forget(self, api_version: str | None = None) -> None:
         """Drop what was learnt (of one group-version, or all), e.g. after a CRD was deleted."""
         if api_version is None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,7 @@ import orjson
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
+from kubeloop.jitter import uniform
 
 if TYPE_CHECKING:
     from kubeloop.client.rest import APIClient
@@ -111,7 +111,7 @@ class Watch:
         if self._closed:
             return
         ceiling = min(self.options.max_backoff, 0.5 * (2**self._failures))
-        delay = ceiling * (0.5 + random.random() / 2)
+        delay = ceiling * uniform(0.5, 1.0)
         self._failures += 1
         log.info(
             "watch %s interrupted (%s); reconnecting from %s in %.2fs",
@@ -127,7 +127,7 @@ class Watch:
         params = {
             "watch": "true",
             "allowWatchBookmarks": "true",
-            "timeoutSeconds": str(int(options.server_timeout_seconds * (1 + random.random()))),
+            "timeoutSeconds": str(int(options.server_timeout_seconds * uniform(1.0, 2.0))),
         }
         if options.label_selector:
             params["labelSelector"] = options.label_selector

@@ -26,7 +26,7 @@ import aiohttp
 from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.client.rest import APIClient
+from kubeloop.client.rest import REQUEST_ERRORS, APIClient
 
 log = logging.getLogger("kubeloop.leaderelection")
 
@@ -155,7 +155,7 @@ class LeaderElector:
                 log.debug("creating lease failed: %s", exc)
                 return False
             return True
-        except (errors.APIError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except REQUEST_ERRORS as exc:
             log.debug("reading lease failed: %s", exc)
             return False
         spec: dict[str, Any] = lease.get("spec") or {}
@@ -176,7 +176,7 @@ class LeaderElector:
         lease["spec"] = self._spec(str(acquire_time), now, transitions)
         try:
             await self.client.update(lease)
-        except (errors.APIError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except REQUEST_ERRORS as exc:
             log.debug("updating lease failed: %s", exc)
             return False
         self._observed = (config.identity, now)

@@ -54,7 +54,8 @@ class Manager:
     (a shorthand for ``cache=CacheOptions(default_namespaces=[namespace])``). ``leader_election``
     runs the controllers only while this replica holds a Lease. ``metrics_bind_address`` and
     ``health_probe_bind_address`` ("host:port", ":0" for a free port) serve ``/metrics`` and
-    ``/healthz``, ``/readyz``. ``run()`` serves until a signal; in tests, ``async with manager:``
+    ``/healthz``, ``/readyz``. ``logger`` takes the manager's own messages (default:
+    ``kubeloop.manager``). ``run()`` serves until a signal; in tests, ``async with manager:``
     starts it and stops it at the end of the block.
     """
 
@@ -69,8 +70,11 @@ class Manager:
         leader_election: LeaderElectionConfig | None = None,
         metrics_bind_address: str | None = None,
         health_probe_bind_address: str | None = None,
+        logger: logging.Logger | None = None,
     ) -> None:
         options = cache or CacheOptions()
+        #: Where the manager's own messages go (controller-runtime's ``Options.Logger``).
+        self.log = logger or log
         if namespace is not None:
             options = replace(options, default_namespaces=[namespace])
         #: The shared informer cache (controller-runtime's ``GetCache()``).
@@ -191,7 +195,7 @@ class Manager:
         for controller in self.controllers.values():
             await controller.start()
         self._leader_runnables.start()
-        log.info(
+        self.log.info(
             "manager started: %d controllers, %d informers", len(self.controllers), len(self.cache.informers)
         )
 
@@ -268,9 +272,9 @@ class Manager:
             nonlocal signals
             signals += 1
             if signals > 1:
-                log.warning("second signal: exiting now")
+                self.log.warning("second signal: exiting now")
                 os._exit(1)
-            log.info("stopping (signal); a second signal exits at once")
+            self.log.info("stopping (signal); a second signal exits at once")
             self._stopping.set()
 
         installed = []

@@ -15,14 +15,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import aiohttp
-
 from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.model import KubeModel, as_dict
 from kubeloop.client.fence import WriteFence, current_write_fence
-from kubeloop.client.rest import APIClient
+from kubeloop.client.rest import REQUEST_ERRORS, APIClient
 from kubeloop.lifecycle import cancel_and_wait
 
 log = logging.getLogger("kubeloop.recorder")
@@ -98,7 +96,7 @@ class EventRecorder:
             token = current_write_fence.set(fence)
             try:
                 await self._write(key, involved)
-            except (errors.APIError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except REQUEST_ERRORS as exc:
                 log.warning("%s: could not record event %s: %s", self.component, key[4], exc)
             finally:
                 current_write_fence.reset(token)

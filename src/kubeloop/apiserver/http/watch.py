@@ -12,7 +12,6 @@ is DELETED (carrying its previous state at the event's revision); bookmarks only
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.registry.generic import Registry, list_options_invalid, parse_resource_version
 from kubeloop.apiserver.storage.watchcache import Event, Watcher
+from kubeloop.jitter import uniform
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 #: Objects of the initial state encoded per chunk of the stream.
@@ -201,7 +201,7 @@ class WatchStream:
             timeout = self._options.timeout_seconds
             if timeout is None:
                 base = self._settings.min_request_timeout
-                timeout = base * (1.0 + random.random())
+                timeout = base * uniform(1.0, 2.0)
             deadline = time.monotonic() + timeout
             next_bookmark = time.monotonic() + self._settings.bookmark_interval
             while True:

@@ -108,15 +108,22 @@ class Registry:
     def __init__(self, store: ObjectStore, catalog: ResourceCatalog) -> None:
         self.store = store
         self.catalog = catalog
-        #: Called with a namespace's name when it starts terminating (the namespace controller's hook).
-        self.namespace_terminating: Callable[[str], None] | None = None
-        self._strategies: dict[tuple[str, str, str], Strategy] = {}
+        self._strategies: dict[tuple[str, str, str], Strategy] = {}  # built-in ones, made on first use
+        self._set_strategies: dict[tuple[str, str, str], Strategy] = {}  # custom resources' (set_strategy)
 
     # ------------------------------------------------------------ strategies
 
     def strategy(self, resource: ResourceType) -> Strategy:
-        """The strategy of a resource: one set with :meth:`set_strategy`, else the built-in one."""
+        """The strategy of a resource: one set with :meth:`set_strategy`, else the built-in one.
+
+        A set strategy answers for its group/version/plural even when asked with an older
+        ``ResourceType`` of it: a watch or request that began before its CRD changed gets the
+        current schema, and never puts a built-in strategy in its place.
+        """
         key = (resource.group, resource.version, resource.plural)
+        strategy = self._set_strategies.get(key)
+        if strategy is not None:
+            return strategy
         strategy = self._strategies.get(key)
         if strategy is None or strategy.resource is not resource:
             strategy = self._strategies[key] = builtin_strategy(resource)
@@ -125,10 +132,12 @@ class Registry:
     def set_strategy(self, strategy: Strategy) -> None:
         """Serve ``strategy.resource`` with ``strategy`` (custom resources; replaces any earlier)."""
         resource = strategy.resource
-        self._strategies[(resource.group, resource.version, resource.plural)] = strategy
+        self._set_strategies[(resource.group, resource.version, resource.plural)] = strategy
 
     def drop_strategy(self, resource: ResourceType) -> None:
-        self._strategies.pop((resource.group, resource.version, resource.plural), None)
+        key = (resource.group, resource.version, resource.plural)
+        self._set_strategies.pop(key, None)
+        self._strategies.pop(key, None)
 
     def to_served(self, resource: ResourceType, stored: Obj) -> Obj:
         """The stored form as the resource's group/version serves it."""
@@ -780,6 +789,7 @@ class Registry:
         self, resource: ResourceType, namespace: str | None, name: str, options: DeleteOptions
     ) -> tuple[Obj, bool]:
         """Delete or mark for deletion; returns (object, whether it is gone now)."""
+        _propagation_policy(resource, options)  # invalid options are refused before any lookup
         return await self._guaranteed(
             resource, namespace, name, lambda: self._delete_once(resource, namespace, name, options)
         )
@@ -815,22 +825,7 @@ class Registry:
             )
         strategy = self.strategy(resource)
         strategy.check_delete(name)
-        policy = options.propagation_policy
-        if policy is None and options.orphan_dependents is not None:
-            policy = "Orphan" if options.orphan_dependents else "Background"
-        if policy is not None and policy not in ("Orphan", "Foreground", "Background"):
-            raise errors.invalid(
-                resource.group,
-                "DeleteOptions",
-                "",
-                [
-                    errors.StatusCause(
-                        "FieldValueNotSupported",
-                        f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"',
-                        "propagationPolicy",
-                    )
-                ],
-            )
+        policy = _propagation_policy(resource, options)
         finalizers = list(meta.get("finalizers") or ())
         if policy == "Orphan" and "orphan" not in finalizers:
             finalizers.append("orphan")
@@ -875,8 +870,6 @@ class Registry:
         except PreconditionFailed:
             raise _StaleRead from None
         strategy.after_commit(event.obj, obj)
-        if strategy.starts_termination and self.namespace_terminating is not None:
-            self.namespace_terminating(name)
         return self.to_served(resource, event.obj), False
 
     async def delete_collection(
@@ -1020,3 +1013,24 @@ def _check_patch_options(patch_type: str, options: WriteOptions) -> None:
         )
     if causes:
         raise errors.invalid("meta.k8s.io", "PatchOptions", "", causes)
+
+
+def _propagation_policy(resource: ResourceType, options: DeleteOptions) -> str | None:
+    """The delete's propagation policy (``orphanDependents`` is its older spelling); 422 if unknown."""
+    policy = options.propagation_policy
+    if policy is None and options.orphan_dependents is not None:
+        policy = "Orphan" if options.orphan_dependents else "Background"
+    if policy is not None and policy not in ("Orphan", "Foreground", "Background"):
+        raise errors.invalid(
+            resource.group,
+            "DeleteOptions",
+            "",
+            [
+                errors.StatusCause(
+                    "FieldValueNotSupported",
+                    f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"',
+                    "propagationPolicy",
+                )
+            ],
+        )
+    return policy

@@ -39,8 +39,6 @@ class Strategy:
 
     #: The patch media types the kind accepts.
     patch_types: tuple[str, ...] = mediatypes.BUILTIN_PATCH_TYPES
-    #: Whether marking an object deleted starts a termination others act on (Namespace).
-    starts_termination = False
 
     def __init__(self, resource: ResourceType) -> None:
         self.resource = resource
@@ -241,8 +239,6 @@ class BuiltinStrategy(Strategy):
 class NamespaceStrategy(BuiltinStrategy):
     """Namespaces: status and spec (its finalizers) change only through /status and /finalize;
     deleting one makes it Terminating until the namespace controller has emptied it."""
-
-    starts_termination = True
 
     def prepare_for_update(self, new: Obj, old: Obj, subresource: str) -> Obj:
         if subresource == "finalize":

@@ -1,0 +1,49 @@
+"""``ControllerManager``: the embedded server's kube-controller-manager.
+
+It is an ordinary kubeloop ``Manager`` whose client reaches the server over HTTPS with an
+identity of its own (``system:kube-controller-manager``), running the cluster's control loops.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kubeloop.apiserver.controllers.garbagecollector import GarbageCollector
+from kubeloop.apiserver.controllers.namespace import NamespaceController
+from kubeloop.client.config import ClientConfig
+from kubeloop.client.credentials import Credentials, StaticCredentials
+from kubeloop.client.rest import APIClient
+from kubeloop.manager.manager import Manager
+
+#: Who the controllers are to the server.
+USER = "system:kube-controller-manager"
+
+
+class ControllerManager:
+    """Starts the control loops against the server at ``url``; ``stop`` ends them."""
+
+    def __init__(self, url: str, *, ca_pem: bytes | None, token: str) -> None:
+        config = ClientConfig(
+            server=url,
+            ca_pem=ca_pem,
+            credentials=StaticCredentials(Credentials(token=token)),
+            user_agent="kube-controller-manager (kubeloop)",
+        )
+        self.client = APIClient(config)
+        self.manager = Manager(
+            self.client,
+            graceful_shutdown_timeout=5.0,
+            logger=logging.getLogger("kubeloop.apiserver.controllers"),
+        )
+        self.garbage_collector = GarbageCollector(self.manager)
+        self.manager.add(self.garbage_collector.run, name="garbage-collector", need_leader_election=False)
+        self.namespaces = NamespaceController(self.manager)
+
+    async def start(self) -> None:
+        await self.manager.start()
+
+    async def stop(self) -> None:
+        try:
+            await self.manager.stop()
+        finally:
+            await self.client.close()

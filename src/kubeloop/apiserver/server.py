@@ -25,6 +25,7 @@ from kubeloop.apiserver import certs, kubeconfig
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.controllers.manager import USER as CONTROLLER_MANAGER_USER
 from kubeloop.apiserver.controllers.manager import ControllerManager
+from kubeloop.apiserver.controllers.simulation import SimulationOptions
 from kubeloop.apiserver.crdcontroller import CRDController
 from kubeloop.apiserver.datadir import DataDirectory
 from kubeloop.apiserver.http.auth import Authenticator, UserInfo, auth_middleware
@@ -85,8 +86,12 @@ class ServerOptions:
     compaction_interval: float = 300.0
     #: How often a server whose storage failed tries a probe write to see whether it recovered.
     storage_probe_interval: float = 1.0
-    #: Run the cluster's control loops (kube-controller-manager's part: the garbage collector).
+    #: Run the cluster's control loops (kube-controller-manager's part: the garbage collector,
+    #: the namespace controller).
     controllers: bool = True
+    #: Simulate workloads (a node, pods that run, Jobs that finish); needs ``controllers``.
+    simulate: bool = False
+    simulation: SimulationOptions = field(default_factory=SimulationOptions)
 
 
 def small_requests(
@@ -260,6 +265,7 @@ class APIServer:
                 self.url,
                 ca_pem=None if options.insecure_http else self.credentials.ca_cert_pem,
                 token=controllers_token,
+                simulation=options.simulation if options.simulate else None,
             )
             await self._controllers.start()
 

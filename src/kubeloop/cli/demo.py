@@ -49,7 +49,7 @@ SAMPLES: list[tuple[str, dict[str, Any]]] = [
 
 
 async def run_demo(*, once: bool, data_dir: pathlib.Path | None, port: int) -> int:
-    options = ServerOptions(memory=data_dir is None, data_dir=data_dir, port=port)
+    options = ServerOptions(memory=data_dir is None, data_dir=data_dir, port=port, simulate=True)
     async with APIServer(options) as server:
         assert server.credentials is not None
         print(f"kubeloop demo: embedded API server ready at {server.url}")

@@ -40,6 +40,11 @@ def _build_parser() -> argparse.ArgumentParser:
     where.add_argument("--embedded", action="store_true", help="start an embedded API server in this process")
     run.add_argument("--context", help="the kubeconfig context to use")
     run.add_argument(
+        "--simulate",
+        action="store_true",
+        help="with --embedded: simulate workloads (a node, pods that run, Deployments and Jobs that progress)",
+    )
+    run.add_argument(
         "--data-dir", type=pathlib.Path, help="with --embedded: keep its state here (default: in memory)"
     )
     run.add_argument("--namespace", help="cache and watch only this namespace (default: all)")
@@ -95,6 +100,11 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
         help="commit without fsync (writes survive a crash of the process, not of the machine)",
     )
     parser.add_argument("--insecure-http", action="store_true", help="serve plain HTTP (benchmarks only)")
+    parser.add_argument(
+        "--simulate",
+        action="store_true",
+        help="simulate workloads: a node, pods that run, Jobs that finish (kwok-style)",
+    )
     parser.add_argument(
         "--no-controllers",
         action="store_true",
@@ -155,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 embedded=args.embedded,
                 data_dir=args.data_dir,
                 flags=flags,
+                simulate=args.simulate,
             )
         )
     if args.command == "crd":
@@ -197,6 +208,7 @@ async def _serve(args: argparse.Namespace) -> int:
         history_bytes=args.history_bytes,
         compaction_interval=args.compaction_interval,
         controllers=not args.no_controllers,
+        simulate=args.simulate,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -119,6 +119,7 @@ async def run(
     embedded: bool,
     data_dir: pathlib.Path | None,
     flags: ManagerFlags | None = None,
+    simulate: bool = False,
 ) -> int:
     flags = flags or ManagerFlags()
     module, attribute = load_target(target)
@@ -127,7 +128,8 @@ async def run(
     if embedded:
         from kubeloop.apiserver.server import APIServer, ServerOptions
 
-        async with APIServer(ServerOptions(memory=data_dir is None, data_dir=data_dir, port=0)) as server:
+        options = ServerOptions(memory=data_dir is None, data_dir=data_dir, port=0, simulate=simulate)
+        async with APIServer(options) as server:
             print(
                 f"kubeloop embedded apiserver ready at {server.url} kubeconfig={server.kubeconfig_path}",
                 flush=True,

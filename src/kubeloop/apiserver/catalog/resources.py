@@ -164,6 +164,17 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         name_rule="label",
         field_selectors=MappingProxyType({"status.phase": "status.phase"}),
     ),
+    ResourceType(
+        "",
+        "v1",
+        "nodes",
+        "node",
+        "Node",
+        False,
+        short_names=("no",),
+        subresources=("status",),
+        field_selectors=MappingProxyType({"spec.unschedulable": "spec.unschedulable"}),
+    ),
     ResourceType("", "v1", "configmaps", "configmap", "ConfigMap", True, short_names=("cm",)),
     ResourceType(
         "",

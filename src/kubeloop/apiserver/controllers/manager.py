@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import logging
 
+from kubeloop.apiserver.controllers.deployments import DeploymentController
 from kubeloop.apiserver.controllers.garbagecollector import GarbageCollector
+from kubeloop.apiserver.controllers.jobs import JobController
+from kubeloop.apiserver.controllers.kubelet import SimulatedKubelet
 from kubeloop.apiserver.controllers.namespace import NamespaceController
+from kubeloop.apiserver.controllers.replicasets import ReplicaSetController
+from kubeloop.apiserver.controllers.simulation import SimulationOptions
 from kubeloop.client.config import ClientConfig
 from kubeloop.client.credentials import Credentials, StaticCredentials
 from kubeloop.client.rest import APIClient
@@ -20,9 +25,13 @@ USER = "system:kube-controller-manager"
 
 
 class ControllerManager:
-    """Starts the control loops against the server at ``url``; ``stop`` ends them."""
+    """Starts the control loops against the server at ``url``; ``stop`` ends them. With
+    ``simulation``, workloads are simulated too: a node and its kubelet, and the Job, ReplicaSet
+    and Deployment controllers."""
 
-    def __init__(self, url: str, *, ca_pem: bytes | None, token: str) -> None:
+    def __init__(
+        self, url: str, *, ca_pem: bytes | None, token: str, simulation: SimulationOptions | None = None
+    ) -> None:
         config = ClientConfig(
             server=url,
             ca_pem=ca_pem,
@@ -38,6 +47,15 @@ class ControllerManager:
         self.garbage_collector = GarbageCollector(self.manager)
         self.manager.add(self.garbage_collector.run, name="garbage-collector", need_leader_election=False)
         self.namespaces = NamespaceController(self.manager)
+        self.kubelet: SimulatedKubelet | None = None
+        self.jobs: JobController | None = None
+        self.replica_sets: ReplicaSetController | None = None
+        self.deployments: DeploymentController | None = None
+        if simulation is not None:
+            self.kubelet = SimulatedKubelet(self.manager, simulation)
+            self.jobs = JobController(self.manager)
+            self.replica_sets = ReplicaSetController(self.manager)
+            self.deployments = DeploymentController(self.manager)
 
     async def start(self) -> None:
         await self.manager.start()

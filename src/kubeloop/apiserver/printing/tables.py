@@ -861,6 +861,77 @@ def _namespace_columns() -> list[Column]:
     ]
 
 
+def _node_status(obj: Obj, now: datetime.datetime) -> Cell:
+    ready = next(
+        (c for c in _list(obj, "status.conditions") if isinstance(c, dict) and c.get("type") == "Ready"), None
+    )
+    status = "Ready" if ready is not None and ready.get("status") == "True" else "NotReady"
+    if ready is None:
+        status = "Unknown"
+    if _get(obj, "spec.unschedulable") is True:
+        status += ",SchedulingDisabled"
+    return status
+
+
+def _node_roles(obj: Obj, now: datetime.datetime) -> Cell:
+    labels = _get(obj, "metadata.labels") or {}
+    roles = sorted(
+        key.removeprefix("node-role.kubernetes.io/")
+        for key in labels
+        if key.startswith("node-role.kubernetes.io/") and key != "node-role.kubernetes.io/"
+    )
+    if labels.get("kubernetes.io/role"):
+        roles = sorted({*roles, str(labels["kubernetes.io/role"])})
+    return ",".join(roles) or "<none>"
+
+
+def _node_address(kind: str) -> CellFn:
+    def cell(obj: Obj, now: datetime.datetime) -> Cell:
+        found = [
+            a.get("address")
+            for a in _list(obj, "status.addresses")
+            if isinstance(a, dict) and a.get("type") == kind
+        ]
+        return str(found[0]) if found else "<none>"
+
+    return cell
+
+
+def _node_columns() -> list[Column]:
+    info = _CORE + "NodeSystemInfo"
+    return [
+        _name_column(),
+        Column("Status", "string", _node_status, "The status of the node"),
+        Column("Roles", "string", _node_roles, "The roles of the node"),
+        _age_column(),
+        Column(
+            "Version",
+            "string",
+            lambda o, n: _str(o, "status.nodeInfo.kubeletVersion"),
+            _doc(info, "kubeletVersion"),
+        ),
+        Column("Internal-IP", "string", _node_address("InternalIP"), "List of internal IPs for the node.", 1),
+        Column("External-IP", "string", _node_address("ExternalIP"), "List of external IPs for the node.", 1),
+        Column(
+            "OS-Image", "string", lambda o, n: _str(o, "status.nodeInfo.osImage"), _doc(info, "osImage"), 1
+        ),
+        Column(
+            "Kernel-Version",
+            "string",
+            lambda o, n: _str(o, "status.nodeInfo.kernelVersion"),
+            _doc(info, "kernelVersion"),
+            1,
+        ),
+        Column(
+            "Container-Runtime",
+            "string",
+            lambda o, n: _str(o, "status.nodeInfo.containerRuntimeVersion"),
+            _doc(info, "containerRuntimeVersion"),
+            1,
+        ),
+    ]
+
+
 def _serviceaccount_columns() -> list[Column]:
     return [
         _name_column(),
@@ -907,6 +978,7 @@ _COLUMN_SETS: dict[tuple[str, str], Callable[[], list[Column]]] = {
     ("", "configmaps"): _configmap_columns,
     ("", "secrets"): _secret_columns,
     ("", "namespaces"): _namespace_columns,
+    ("", "nodes"): _node_columns,
     ("", "serviceaccounts"): _serviceaccount_columns,
     ("", "events"): _event_columns,
     ("events.k8s.io", "events"): _event_columns,

@@ -267,6 +267,16 @@ class NamespaceStrategy(BuiltinStrategy):
         return bool((obj.get("spec") or {}).get("finalizers"))
 
 
+class NodeStrategy(BuiltinStrategy):
+    """Nodes: a create may set status too (a kubelet registers its node with it), as upstream."""
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        status = obj.get("status")
+        super().prepare_for_create(obj)
+        if status is not None:
+            obj["status"] = status
+
+
 class EventsV1Strategy(BuiltinStrategy):
     """events.k8s.io/v1 Events: the core/v1 Events' storage, converted on the way in and out."""
 
@@ -280,6 +290,7 @@ class EventsV1Strategy(BuiltinStrategy):
 #: Each built-in resource's rules, by (group, plural).
 BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRules]] = {
     ("", "namespaces"): (NamespaceStrategy, KindRules(initial_status=defaults.namespace_status)),
+    ("", "nodes"): (NodeStrategy, KindRules()),
     ("", "pods"): (
         BuiltinStrategy,
         KindRules(defaults.pod, defaults.pod_status, validation.pod_rules),

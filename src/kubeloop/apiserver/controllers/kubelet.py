@@ -1,0 +1,323 @@
+"""A simulated node and its kubelet: pods are scheduled on it and go through a pod's life.
+
+``SimulatedKubelet`` registers one Node (Ready, with capacity and system info) and reconciles
+Pods: an unscheduled pod is bound to the node (``spec.nodeName``, condition PodScheduled), gets
+an IP and its start time, runs after ``pod_start_seconds`` (containers running and ready,
+condition Ready), and — unless its ``restartPolicy`` is ``Always`` — ends Succeeded or Failed as
+its annotations say (``simulation``). Pods of other nodes are left alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from kubeloop import errors
+from kubeloop.api import timestamps
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.api.object import Obj
+from kubeloop.apiserver.controllers.simulation import (
+    DURATION_ANNOTATION,
+    MESSAGE_ANNOTATION,
+    NODE_NAME,
+    OUTCOME_ANNOTATION,
+    SimulationOptions,
+)
+from kubeloop.controller.reconcile import Request, Result
+from kubeloop.manager.builder import Builder
+from kubeloop.manager.manager import Manager
+from kubeloop.version import __version__
+
+log = logging.getLogger("kubeloop.controllers.kubelet")
+
+NODE = GroupVersionKind("", "v1", "Node")
+POD = GroupVersionKind("", "v1", "Pod")
+NODE_IP = "10.89.0.2"
+KUBELET_VERSION = "v1.33.0"
+
+
+def node_object() -> Obj:
+    """The simulated Node as it registers itself."""
+    now = timestamps.now()
+
+    def condition(kind: str, status: str, reason: str, message: str) -> Obj:
+        return {
+            "type": kind,
+            "status": status,
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+            "reason": reason,
+            "message": message,
+        }
+
+    resources = {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": NODE_NAME,
+            "labels": {
+                "kubernetes.io/hostname": NODE_NAME,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "node-role.kubernetes.io/control-plane": "",
+                "type": "kubeloop",
+            },
+        },
+        "spec": {},
+        "status": {
+            "capacity": resources,
+            "allocatable": resources,
+            "conditions": [
+                condition(
+                    "MemoryPressure",
+                    "False",
+                    "KubeletHasSufficientMemory",
+                    "kubelet has sufficient memory available",
+                ),
+                condition(
+                    "DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"
+                ),
+                condition(
+                    "PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"
+                ),
+                condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+            ],
+            "addresses": [
+                {"type": "InternalIP", "address": NODE_IP},
+                {"type": "Hostname", "address": NODE_NAME},
+            ],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {
+                "machineID": "kubeloop",
+                "systemUUID": "kubeloop",
+                "bootID": "kubeloop",
+                "kernelVersion": "simulated",
+                "osImage": f"kubeloop {__version__} (simulated)",
+                "containerRuntimeVersion": "kubeloop://simulated",
+                "kubeletVersion": KUBELET_VERSION,
+                "kubeProxyVersion": KUBELET_VERSION,
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+            },
+            "phase": "Running",
+        },
+    }
+
+
+class SimulatedKubelet:
+    """Registers the node (a runnable of ``manager``) and reconciles Pods (a controller)."""
+
+    def __init__(self, manager: Manager, options: SimulationOptions) -> None:
+        self.manager = manager
+        self.client = manager.api_reader
+        self.options = options
+        self._addresses = itertools.count(2)
+        #: Pod uid → when (loop time) it was bound: timings finer than startTime's seconds.
+        self._bound: dict[str, float] = {}
+        manager.add(self.register_node, name="simulated node", need_leader_election=False)
+        Builder(manager).named("simulated-kubelet").for_(POD).with_options(
+            max_concurrent_reconciles=4
+        ).complete(self.reconcile)
+
+    async def register_node(self, stop: asyncio.Event) -> None:
+        node = node_object()
+        with contextlib.suppress(errors.AlreadyExists):
+            await self.client.create(node)
+        await stop.wait()
+
+    async def reconcile(self, request: Request) -> Result | None:
+        try:
+            pod = await self.manager.client.get(POD, request.name, namespace=request.namespace)
+        except errors.NotFound:
+            return None
+        meta = pod.get("metadata") or {}
+        uid = str(meta.get("uid"))
+        if meta.get("deletionTimestamp"):
+            self._bound.pop(uid, None)
+            return None
+        spec = pod.get("spec") or {}
+        node = spec.get("nodeName")
+        if not node:
+            await self._bind(pod)
+            return None
+        if node != NODE_NAME:
+            return None
+        status = pod.get("status") or {}
+        phase = status.get("phase")
+        if phase in ("Succeeded", "Failed"):
+            self._bound.pop(uid, None)
+            return None
+        loop = asyncio.get_running_loop()
+        bound = self._bound.get(uid)
+        if bound is None:
+            # Bound before this process started: count from the recorded start time.
+            started = timestamps.parse_time(status.get("startTime"))
+            elapsed = (datetime.now(UTC) - started).total_seconds() if started is not None else 0.0
+            bound = self._bound[uid] = loop.time() - elapsed
+        elapsed = loop.time() - bound
+        if not status.get("startTime"):
+            await self._write_status(pod, self._pending(pod))
+            return Result(requeue_after=self.options.pod_start_seconds)
+        if elapsed < self.options.pod_start_seconds:
+            return Result(requeue_after=self.options.pod_start_seconds - elapsed)
+        restart = spec.get("restartPolicy") or "Always"
+        if phase != "Running":
+            await self._write_status(pod, self._running(pod))
+        if restart == "Always":
+            return None
+        annotations = meta.get("annotations") or {}
+        run = _seconds(annotations.get(DURATION_ANNOTATION), self.options.pod_run_seconds)
+        left = self.options.pod_start_seconds + run - elapsed
+        if left > 0:
+            return Result(requeue_after=left)
+        failed = str(annotations.get(OUTCOME_ANNOTATION, "")).lower() == "failed"
+        await self._write_status(pod, self._ended(pod, failed, str(annotations.get(MESSAGE_ANNOTATION, ""))))
+        self._bound.pop(uid, None)
+        return None
+
+    async def _bind(self, pod: Obj) -> None:
+        meta = pod.get("metadata") or {}
+        patch = {
+            "metadata": {"resourceVersion": meta.get("resourceVersion")},
+            "spec": {"nodeName": NODE_NAME},
+        }
+        with contextlib.suppress(errors.NotFound):
+            await self.client.patch(POD, str(meta.get("name")), patch, namespace=meta.get("namespace"))
+            self._bound[str(meta.get("uid"))] = asyncio.get_running_loop().time()
+
+    async def _write_status(self, pod: Obj, status: Obj) -> None:
+        meta = pod.get("metadata") or {}
+        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": status}
+        with contextlib.suppress(errors.NotFound):
+            await self.client.patch(
+                POD, str(meta.get("name")), patch, namespace=meta.get("namespace"), subresource="status"
+            )
+
+    def _pending(self, pod: Obj) -> Obj:
+        now = timestamps.now()
+        address = next(self._addresses)
+        ip = f"10.244.{address // 250}.{address % 250 + 1}"
+        return {
+            "phase": "Pending",
+            "hostIP": NODE_IP,
+            "hostIPs": [{"ip": NODE_IP}],
+            "podIP": ip,
+            "podIPs": [{"ip": ip}],
+            "startTime": now,
+            "conditions": [
+                _condition("PodReadyToStartContainers", "False", now),
+                _condition("Initialized", "True", now),
+                _condition("Ready", "False", now, "ContainersNotReady", "containers with unready status"),
+                _condition(
+                    "ContainersReady", "False", now, "ContainersNotReady", "containers with unready status"
+                ),
+                _condition("PodScheduled", "True", now),
+            ],
+            "containerStatuses": [
+                {
+                    "name": c.get("name"),
+                    "image": c.get("image"),
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "started": False,
+                    "state": {"waiting": {"reason": "ContainerCreating"}},
+                }
+                for c in _containers(pod)
+            ],
+        }
+
+    def _running(self, pod: Obj) -> Obj:
+        now = timestamps.now()
+        status = dict(pod.get("status") or {})
+        status["phase"] = "Running"
+        status["conditions"] = [
+            _condition("PodReadyToStartContainers", "True", now),
+            _condition("Initialized", "True", now),
+            _condition("Ready", "True", now),
+            _condition("ContainersReady", "True", now),
+            _condition("PodScheduled", "True", now),
+        ]
+        status["containerStatuses"] = [
+            {
+                "name": c.get("name"),
+                "image": c.get("image"),
+                "imageID": f"simulated://{c.get('image')}",
+                "containerID": f"kubeloop://{c.get('name')}",
+                "ready": True,
+                "restartCount": 0,
+                "started": True,
+                "state": {"running": {"startedAt": now}},
+            }
+            for c in _containers(pod)
+        ]
+        return status
+
+    def _ended(self, pod: Obj, failed: bool, message: str) -> Obj:
+        now = timestamps.now()
+        status = dict(pod.get("status") or {})
+        status["phase"] = "Failed" if failed else "Succeeded"
+        reason = "PodFailed" if failed else "PodCompleted"
+        status["conditions"] = [
+            _condition("PodReadyToStartContainers", "False", now),
+            _condition("Initialized", "True", now, reason),
+            _condition("Ready", "False", now, reason),
+            _condition("ContainersReady", "False", now, reason),
+            _condition("PodScheduled", "True", now),
+        ]
+        started = next(
+            (
+                s.get("state", {}).get("running", {}).get("startedAt")
+                for s in status.get("containerStatuses") or ()
+            ),
+            now,
+        )
+        terminated: dict[str, Any] = {
+            "exitCode": 1 if failed else 0,
+            "reason": "Error" if failed else "Completed",
+            "startedAt": started,
+            "finishedAt": now,
+            "containerID": "",
+        }
+        if message:
+            terminated["message"] = message
+        status["containerStatuses"] = [
+            {
+                "name": c.get("name"),
+                "image": c.get("image"),
+                "imageID": f"simulated://{c.get('image')}",
+                "containerID": f"kubeloop://{c.get('name')}",
+                "ready": False,
+                "restartCount": 0,
+                "started": False,
+                "state": {"terminated": {**terminated, "containerID": f"kubeloop://{c.get('name')}"}},
+            }
+            for c in _containers(pod)
+        ]
+        return status
+
+
+def _containers(pod: Obj) -> list[Obj]:
+    return [c for c in (pod.get("spec") or {}).get("containers") or () if isinstance(c, dict)]
+
+
+def _condition(kind: str, status: str, now: str, reason: str = "", message: str = "") -> Obj:
+    condition: Obj = {"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": now}
+    if reason:
+        condition["reason"] = reason
+    if message:
+        condition["message"] = message
+    return condition
+
+
+def _seconds(value: Any, default: float) -> float:
+    try:
+        seconds = float(str(value).removesuffix("s")) if value is not None else default
+    except ValueError:
+        return default
+    return seconds if seconds >= 0 else default

@@ -1,0 +1,84 @@
+"""What the workload controllers share about the pods they make: a pod from a template, and
+the expectations that keep a reconcile from making the same pods twice.
+
+A controller that creates pods sees them in its cache a moment later; a reconcile in between
+would count too few and create more. ``Expectations`` remembers, per owner, the pods created and
+not yet seen (upstream's ``ControllerExpectations``, by name).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+
+from kubeloop.api.object import Obj
+
+
+def pod_from_template(owner: Obj, template: Obj, labels: Mapping[str, str]) -> Obj:
+    """A pod of ``owner`` (its controller reference) from ``template``, named ``<owner>-<random>``,
+    with ``labels`` added to the template's."""
+    meta = owner.get("metadata") or {}
+    template = copy.deepcopy(template)
+    pod_meta = dict(template.get("metadata") or {})
+    pod_meta.pop("name", None)
+    pod_meta.update(
+        {
+            "generateName": f"{meta.get('name')}-",
+            "namespace": meta.get("namespace"),
+            "labels": {**(pod_meta.get("labels") or {}), **labels},
+            "ownerReferences": [
+                {
+                    "apiVersion": owner.get("apiVersion"),
+                    "kind": owner.get("kind"),
+                    "name": meta.get("name"),
+                    "uid": meta.get("uid"),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        }
+    )
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template.get("spec") or {}}
+
+
+def controlled_by(obj: Obj, owner_uid: str) -> bool:
+    """Whether ``obj``'s controller reference names ``owner_uid``."""
+    return any(
+        ref.get("uid") == owner_uid and ref.get("controller")
+        for ref in (obj.get("metadata") or {}).get("ownerReferences") or ()
+        if isinstance(ref, dict)
+    )
+
+
+def active(pod: Obj) -> bool:
+    """Neither ended nor being deleted."""
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed") and not (
+        pod.get("metadata") or {}
+    ).get("deletionTimestamp")
+
+
+def ready(pod: Obj) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or ()
+        if isinstance(c, dict)
+    )
+
+
+class Expectations:
+    """Per owner uid: names of pods created and not yet seen in the cache."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, set[str]] = {}
+
+    def observe(self, owner_uid: str, seen: Iterable[Obj]) -> set[str]:
+        """Forget what ``seen`` (the owner's pods in the cache) shows; the names still awaited."""
+        pending = self._pending.setdefault(owner_uid, set())
+        pending -= {str((pod.get("metadata") or {}).get("name")) for pod in seen}
+        return pending
+
+    def created(self, owner_uid: str, pod: Obj) -> None:
+        self._pending.setdefault(owner_uid, set()).add(str((pod.get("metadata") or {}).get("name")))
+
+    def forget(self, owner_uid: str) -> None:
+        self._pending.pop(owner_uid, None)

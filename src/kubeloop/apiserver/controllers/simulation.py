@@ -1,0 +1,33 @@
+"""How simulated workloads behave (kwok-style): timings, and the pod annotations that steer them.
+
+With simulation on (``kubeloop apiserver --simulate``, ``ServerOptions(simulate=True)``) there is
+a Node, pods are scheduled on it and run, and Jobs finish: no containers run anywhere, but the
+objects go through the states a cluster's would, so an operator's view of them can be tested.
+
+A pod runs until it is deleted when its ``restartPolicy`` is ``Always``; otherwise it ends after
+``pod_run_seconds``, or what its ``kubeloop.dev/duration`` annotation says (seconds). It succeeds
+unless ``kubeloop.dev/outcome`` is ``Failed``; ``kubeloop.dev/termination-message`` becomes its
+container's termination message. Annotations on a Job's pod template reach its pods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: The annotations a pod (or a Job's pod template) can carry.
+DURATION_ANNOTATION = "kubeloop.dev/duration"
+OUTCOME_ANNOTATION = "kubeloop.dev/outcome"
+MESSAGE_ANNOTATION = "kubeloop.dev/termination-message"
+
+#: The simulated node's name.
+NODE_NAME = "kubeloop-node"
+
+
+@dataclass(frozen=True)
+class SimulationOptions:
+    """Timings of simulated workloads, in seconds (small ones make tests fast)."""
+
+    #: From scheduling until the containers run (and are ready).
+    pod_start_seconds: float = 1.0
+    #: How long a pod that is not restarted runs, unless its annotation says otherwise.
+    pod_run_seconds: float = 3.0

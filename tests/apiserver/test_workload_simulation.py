@@ -19,7 +19,7 @@ from tests.apiserver.test_durability import apiserver, session_for
 from tests.apiserver.test_kubectl import DEPLOYMENT_YAML, KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread, start_server
 
-FAST = SimulationOptions(pod_start_seconds=0.1, pod_run_seconds=0.3)
+FAST = SimulationOptions(pod_start_seconds=0.1, pod_run_seconds=0.3, node_check_seconds=0.2)
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +58,13 @@ def test_a_ready_node_and_pods_that_run_on_it(kubectl: Kubectl, namespace: str) 
     nodes = kubectl("get", "nodes").stdout.splitlines()
     assert nodes[0].split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
     assert nodes[1].split()[:3] == [NODE_NAME, "Ready", "control-plane"]
+    # A deleted node registers again, as a kubelet's does.
+    kubectl("delete", "node", NODE_NAME)
+    deadline = time.monotonic() + 20
+    while kubectl("get", "node", NODE_NAME, check=False).returncode != 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    kubectl("wait", "--for=condition=Ready", f"node/{NODE_NAME}", "--timeout=20s")
     kubectl("run", "web", "-n", namespace, "--image=nginx:1.27")
     kubectl("wait", "-n", namespace, "--for=condition=Ready", "pod/web", "--timeout=20s")
     pod = json.loads(kubectl("get", "pod", "web", "-n", namespace, "-o", "json").stdout)

@@ -128,7 +128,13 @@ class GarbageCollector:
         """Watch every deletable kind, then work both queues until ``stop`` is set."""
         tasks = [asyncio.create_task(self._keep_monitors(), name="garbage collector: discovery")]
         try:
-            await self._sync_monitors()
+            while True:
+                try:
+                    await self._sync_monitors()
+                    break
+                except TRANSIENT as exc:
+                    log.warning("garbage collector: discovery failed (%s); trying again", exc)
+                    await asyncio.sleep(1.0)
             unsynced = await self.manager.cache.wait_for_sync(self.sync_timeout)
             if unsynced:
                 log.warning("garbage collector: not yet synced: %s", ", ".join(map(str, unsynced)))

@@ -27,6 +27,7 @@ from kubeloop.apiserver.controllers.simulation import (
     OUTCOME_ANNOTATION,
     SimulationOptions,
 )
+from kubeloop.client.rest import REQUEST_ERRORS
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
@@ -125,10 +126,17 @@ class SimulatedKubelet:
         ).complete(self.reconcile)
 
     async def register_node(self, stop: asyncio.Event) -> None:
-        node = node_object()
-        with contextlib.suppress(errors.AlreadyExists):
-            await self.client.create(node)
-        await stop.wait()
+        """Register the node, and again whenever it is found gone (checked every
+        ``node_check_seconds``), as a kubelet does."""
+        while not stop.is_set():
+            try:
+                await self.client.create(node_object())
+            except errors.AlreadyExists:
+                pass
+            except REQUEST_ERRORS as exc:
+                log.warning("simulated node: cannot register (%s); trying again", exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.options.node_check_seconds)
 
     async def reconcile(self, request: Request) -> Result | None:
         try:

@@ -31,3 +31,5 @@ class SimulationOptions:
     pod_start_seconds: float = 1.0
     #: How long a pod that is not restarted runs, unless its annotation says otherwise.
     pod_run_seconds: float = 3.0
+    #: How often the kubelet checks that its node is registered (and registers it again).
+    node_check_seconds: float = 10.0

@@ -19,6 +19,8 @@ def test_version_and_group_discovery(api: Client) -> None:
     assert {name for name in groups if not name.endswith(".example.com")} == {
         "apiextensions.k8s.io",
         "apps",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
         "batch",
         "coordination.k8s.io",
         "events.k8s.io",
@@ -36,7 +38,8 @@ def test_every_builtin_resource_is_discoverable(api: Client) -> None:
         assert entry["kind"] == resource.kind
         assert entry["namespaced"] == resource.namespaced
         assert entry.get("shortNames", []) == list(resource.short_names)
-        assert "watch" in entry["verbs"]
+        assert entry["verbs"] == sorted(resource.verbs)
+        assert ("watch" in entry["verbs"]) is not resource.review  # reviews are only ever created
         for sub in resource.subresources:
             assert f"{resource.plural}/{sub}" in listed
     scale = {r["name"]: r for r in api.get("/apis/apps/v1").json()["resources"]}["deployments/scale"]

@@ -78,7 +78,9 @@ def test_group_list_and_groups(catalog: ResourceCatalog) -> None:
     assert names.index("apps") < names.index("batch")  # kube-apiserver's priority order
     for group in groups["groups"]:
         assert group["preferredVersion"] == {"groupVersion": f"{group['name']}/v1", "version": "v1"}
-        assert group["versions"] == [group["preferredVersion"]]
+        assert group["versions"][0] == group["preferredVersion"]  # the preferred version comes first
+    authentication = next(g for g in groups["groups"] if g["name"] == "authentication.k8s.io")
+    assert [v["version"] for v in authentication["versions"]] == ["v1", "v1beta1"]
     apps = discovery.api_group(catalog, "apps")
     assert apps is not None
     assert apps["kind"] == "APIGroup" and apps["name"] == "apps"

@@ -23,7 +23,8 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kubeloop.apiserver import certs, kubeconfig
-from kubeloop.apiserver.http.auth import USER, Authenticator, UserInfo, auth_middleware
+from kubeloop.apiserver.auth.user import UserInfo
+from kubeloop.apiserver.http.auth import USER, Authenticator, auth_middleware
 from tests.conftest import https_get
 
 ADMIN = UserInfo("kubeloop-admin", ("system:masters", "system:authenticated"))

@@ -374,7 +374,8 @@ async def test_ssl_context_against_the_real_server(
         ca_pem=token_config.ca_pem,
         credentials=StaticCredentials(Credentials(client_cert_pem=cert_pem, client_key_pem=key_pem)),
     )
-    assert await status_of(carol, url) == 200
+    # Authenticated as carol (unauthenticated would be 401), who has no role: RBAC refuses.
+    assert await status_of(carol, url) == 403
 
     # A certificate from another CA: the server does not accept it.
     other = certs.load_or_create_credentials(tmp_path / "other-pki", ["localhost"])

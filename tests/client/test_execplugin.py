@@ -353,7 +353,7 @@ async def test_plugin_credentials_against_the_server(
     server_config = load_kubeconfig(shared_server.kubeconfig)
     assert shared_server.server.credentials is not None
     cert_pem, key_pem = certs.issue_client_certificate(
-        shared_server.server.credentials, "plugin-user", ["devs"]
+        shared_server.server.credentials, "plugin-user", ["system:masters"]
     )
     (tmp_path / "cert.pem").write_bytes(cert_pem)
     (tmp_path / "key.pem").write_bytes(key_pem)

@@ -140,6 +140,13 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
     return errs
 
 
+def path_segment_errors(value: str) -> list[str]:
+    """IsValidPathSegmentName: the names of RBAC objects (``system:basic-user``) and the like."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{part}'" for part in ("/", "%") if part in value]
+
+
 def qualified_name_errors(value: str) -> list[str]:
     """``IsQualifiedName``: label and annotation keys, ``[prefix/]name``.
 

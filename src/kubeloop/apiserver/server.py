@@ -21,14 +21,18 @@ from types import TracebackType
 
 from aiohttp import web
 
+from kubeloop.api.object import Obj
 from kubeloop.apiserver import certs, kubeconfig
+from kubeloop.apiserver.auth import bootstrap
+from kubeloop.apiserver.auth.rbac import RBACAuthorizer
+from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.controllers.manager import USER as CONTROLLER_MANAGER_USER
 from kubeloop.apiserver.controllers.manager import ControllerManager
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
 from kubeloop.apiserver.crdcontroller import CRDController
 from kubeloop.apiserver.datadir import DataDirectory
-from kubeloop.apiserver.http.auth import Authenticator, UserInfo, auth_middleware
+from kubeloop.apiserver.http.auth import Authenticator, auth_middleware
 from kubeloop.apiserver.http.connections import (
     ConnectionTimeouts,
     ConnectionWatchdog,
@@ -211,6 +215,7 @@ class APIServer:
             readiness=self.readiness,
             worker=self._worker,
             extra_definitions=self._crds.definitions,
+            authorizer=RBACAuthorizer(self.registry.store, self.catalog),
         )
         self._watchdog = ConnectionWatchdog(options.timeouts)
         app = web.Application(
@@ -270,17 +275,22 @@ class APIServer:
             await self._controllers.start()
 
     async def _bootstrap(self) -> None:
+        """What a cluster starts with, created where absent: the default namespaces, and the
+        bootstrap cluster roles and bindings."""
         assert self.registry is not None
-        namespaces = self.catalog.lookup("", "v1", "namespaces")
-        assert namespaces is not None
-        for name in BOOTSTRAP_NAMESPACES:
-            if self.registry.store.get(namespaces.key(None, name)) is None:
-                await self.registry.create(
-                    namespaces,
-                    None,
-                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-                    WriteOptions(),
-                )
+        namespaces: list[Obj] = [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in BOOTSTRAP_NAMESPACES
+        ]
+        for plural, group, objects in (
+            ("namespaces", "", namespaces),
+            ("clusterroles", "rbac.authorization.k8s.io", bootstrap.cluster_roles()),
+            ("clusterrolebindings", "rbac.authorization.k8s.io", bootstrap.cluster_role_bindings()),
+        ):
+            resource = self.catalog.lookup(group, "v1", plural)
+            assert resource is not None
+            for obj in objects:
+                if self.registry.store.get(resource.key(None, str(obj["metadata"]["name"]))) is None:
+                    await self.registry.create(resource, None, obj, WriteOptions())
 
     async def _compact_forever(self) -> None:
         """kube-apiserver's compactor: every interval, forget history up to the revision the

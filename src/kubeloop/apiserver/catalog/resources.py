@@ -61,12 +61,16 @@ class ResourceType:
     #: DELETE answers with the deleted object (pods, custom resources) rather than a Success Status.
     returns_deleted_object: bool = False
     #: Name syntax: "subdomain" (RFC 1123 subdomain), "label" (RFC 1123 label: Namespace,
-    #: StatefulSet) or "dns1035" (RFC 1035 label, starts with a letter: Service).
+    #: StatefulSet), "dns1035" (RFC 1035 label, starts with a letter: Service) or "path" (a
+    #: path segment: RBAC objects).
     name_rule: str = "subdomain"
     #: Table columns a CustomResourceDefinition declares (None: the kind's built-in printer).
     printer_columns: tuple[PrinterColumn, ...] | None = None
     #: The CustomResourceDefinition serving this resource ("" for built-in resources).
     definition: str = ""
+    #: A review: a create is answered from the request (who asks, what they may do) and nothing
+    #: is stored (TokenReview, SubjectAccessReview, SelfSubjectReview...).
+    review: bool = False
 
     @property
     def group_version(self) -> str:
@@ -326,9 +330,75 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         subresources=("status",),
         tracks_generation=True,
     ),
-    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True),
-    ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", True),
-    ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", False),
+    ResourceType(
+        "authentication.k8s.io",
+        "v1",
+        "selfsubjectreviews",
+        "selfsubjectreview",
+        "SelfSubjectReview",
+        False,
+        verbs=("create",),
+        review=True,
+    ),
+    ResourceType(
+        "authentication.k8s.io",
+        "v1beta1",
+        "selfsubjectreviews",
+        "selfsubjectreview",
+        "SelfSubjectReview",
+        False,
+        verbs=("create",),
+        review=True,
+    ),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        "SelfSubjectAccessReview",
+        False,
+        verbs=("create",),
+        review=True,
+    ),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        "SubjectAccessReview",
+        False,
+        verbs=("create",),
+        review=True,
+    ),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "localsubjectaccessreviews",
+        "localsubjectaccessreview",
+        "LocalSubjectAccessReview",
+        True,
+        verbs=("create",),
+        review=True,
+    ),
+    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True, name_rule="path"),
+    ResourceType(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "rolebindings",
+        "rolebinding",
+        "RoleBinding",
+        True,
+        name_rule="path",
+    ),
+    ResourceType(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterroles",
+        "clusterrole",
+        "ClusterRole",
+        False,
+        name_rule="path",
+    ),
     ResourceType(
         "rbac.authorization.k8s.io",
         "v1",
@@ -336,6 +406,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         "clusterrolebinding",
         "ClusterRoleBinding",
         False,
+        name_rule="path",
     ),
 )
 

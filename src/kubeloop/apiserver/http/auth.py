@@ -13,25 +13,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import orjson
 from aiohttp import web
 
 from kubeloop import errors
+from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.http.http1 import HTTPRequest
 
 AUTHENTICATED_GROUP = "system:authenticated"
 R = TypeVar("R", bound=HTTPRequest)
-
-
-@dataclass(frozen=True)
-class UserInfo:
-    """Who made a request (user.Info upstream)."""
-
-    name: str
-    groups: tuple[str, ...] = ()
 
 
 #: Where auth_middleware keeps the authenticated user on the request.

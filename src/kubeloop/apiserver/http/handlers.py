@@ -21,8 +21,11 @@ from kubeloop.api.fields import FieldSelector
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import decoding
+from kubeloop.apiserver.auth import reviews
+from kubeloop.apiserver.auth.rbac import Attributes, RBACAuthorizer, verb_of
 from kubeloop.apiserver.catalog import mediatypes, schemas
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.http.auth import USER
 from kubeloop.apiserver.http.http1 import BufferedRequest, HTTPRequest
 from kubeloop.apiserver.http.watch import WatchOptions, WatchSettings, WatchStream
 from kubeloop.apiserver.http.workerloop import WorkerLoop
@@ -127,6 +130,7 @@ class APIHandlers:
         readiness: Callable[[], str | None] = lambda: None,
         worker: WorkerLoop | None = None,
         extra_definitions: Callable[[], Mapping[str, Any]] = dict,
+        authorizer: RBACAuthorizer | None = None,
     ) -> None:
         self.registry = reg
         self.catalog = catalog
@@ -138,6 +142,8 @@ class APIHandlers:
         self.worker = worker
         #: The OpenAPI definitions of the custom resources served now.
         self.extra_definitions = extra_definitions
+        #: Who may do what on resource paths (None: every authenticated user may do everything).
+        self.authorizer = authorizer
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -243,11 +249,33 @@ class APIHandlers:
                     raise errors.NotFound("the server could not find the requested resource")
                 return json_response(resources)
             target = self._parse_target(group, version, rest)
+            if self.authorizer is not None:
+                self._authorize(request, target)
             return await self._serve(request, target)
         except errors.APIError as error:
             return status_response(error)
         except InvalidSelector as invalid:
             return status_response(errors.BadRequest(invalid.message))
+
+    def _authorize(self, request: HTTPRequest, target: Target) -> None:
+        """403 unless the request's user may do what it asks (RBAC)."""
+        assert self.authorizer is not None
+        user = request.get(USER)
+        if user is None:
+            raise errors.Unauthorized("Unauthorized")
+        resource = target.resource
+        attributes = Attributes(
+            verb=verb_of(
+                request.method, named=target.name is not None, watch=_truthy(request.query.get("watch"))
+            ),
+            group=resource.group,
+            resource=resource.plural,
+            subresource=target.subresource,
+            namespace=target.namespace or "",
+            name=target.name or "",
+        )
+        if not self.authorizer.allowed(user, attributes):
+            raise self.authorizer.forbidden(user, attributes)
 
     def _parse_target(self, group: str, version: str, rest: list[str]) -> Target:
         def lookup(plural: str) -> ResourceType:
@@ -285,6 +313,12 @@ class APIHandlers:
     async def _serve(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         method = request.method
         query = request.query
+        if not target.subresource:
+            verb = verb_of(method, named=target.name is not None, watch=_truthy(query.get("watch")))
+            if verb not in target.resource.verbs:  # e.g. a list of reviews, which are never stored
+                raise errors.MethodNotAllowed(
+                    "the server does not allow this method on the requested resource"
+                )
         if target.name is None:
             if method == "GET":
                 if _truthy(query.get("watch")):
@@ -453,6 +487,8 @@ class APIHandlers:
         raw = await _read_body(request)
         content_type = request.content_type
         options = _write_options(request)
+        if target.resource.review:
+            return await self._review(request, target, raw, options)
 
         json_only = bool(target.resource.definition)
 
@@ -462,6 +498,18 @@ class APIHandlers:
 
         result = await self._offloaded(raw, work)
         return await object_response(request, result.obj, 201, warnings=result.warnings)
+
+    async def _review(
+        self, request: HTTPRequest, target: Target, raw: bytes, options: generic.WriteOptions
+    ) -> web.StreamResponse:
+        """A review: answered from the request, never stored."""
+        body, _checked = await _decode_write(request.content_type, raw, options)
+        user = request.get(USER)
+        if user is None:
+            raise errors.Unauthorized("Unauthorized")
+        authorizer = self.authorizer or RBACAuthorizer(self.registry.store, self.catalog)
+        answered = reviews.answer(target.resource, body, user, authorizer, target.namespace)
+        return await object_response(request, answered, 201)
 
     async def _update(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         name = target.name

@@ -942,6 +942,7 @@ _NAME_RULES: dict[str, Callable[[str], list[str]]] = {
     "subdomain": naming.dns1123_subdomain_errors,
     "label": naming.dns1123_label_errors,
     "dns1035": naming.dns1035_label_errors,
+    "path": naming.path_segment_errors,
 }
 
 

@@ -1,0 +1,197 @@
+"""The RBAC authorizer: a request is allowed when a rule of a role bound to its user allows it.
+
+A request's ``Attributes`` are matched against the rules of every ClusterRole bound by a
+ClusterRoleBinding to the user (by name, by one of its groups, or as a ServiceAccount
+``system:serviceaccount:<namespace>:<name>``), and — for a namespaced request — of every Role or
+ClusterRole bound by a RoleBinding in that namespace. A ClusterRole with an ``aggregationRule``
+has the rules of every ClusterRole its selectors match, as well as its own. Members of
+``system:masters`` are allowed everything without a look. The roles are read from the store as
+they are at the moment of the request: a binding written is in force for the next request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubeloop import errors
+from kubeloop.api.labels import LabelSelector
+from kubeloop.api.object import Obj
+from kubeloop.apiserver.auth.user import UserInfo
+from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.storage.watchcache import ObjectStore
+
+SUPERUSER_GROUP = "system:masters"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+@dataclass(frozen=True)
+class Attributes:
+    """What a request asks to do (authorizer.Attributes). ``resource`` is empty for a
+    non-resource request, whose ``path`` is then matched against ``nonResourceURLs``."""
+
+    verb: str
+    group: str = ""
+    resource: str = ""
+    subresource: str = ""
+    namespace: str = ""
+    name: str = ""
+    path: str = ""
+
+    @property
+    def is_resource_request(self) -> bool:
+        return bool(self.resource)
+
+
+def verb_of(method: str, *, named: bool, watch: bool) -> str:
+    """The RBAC verb of an HTTP request (GET of a collection is list, or watch)."""
+    if method in ("GET", "HEAD"):
+        if watch:
+            return "watch"
+        return "get" if named else "list"
+    if method == "POST":
+        return "create"
+    if method == "PUT":
+        return "update"
+    if method == "PATCH":
+        return "patch"
+    if method == "DELETE":
+        return "delete" if named else "deletecollection"
+    return method.lower()
+
+
+class RBACAuthorizer:
+    """Decides requests from the RBAC objects in ``store`` (resources found in ``catalog``)."""
+
+    def __init__(self, store: ObjectStore, catalog: ResourceCatalog) -> None:
+        self.store = store
+        self.catalog = catalog
+
+    def allowed(self, user: UserInfo, attributes: Attributes) -> bool:
+        if SUPERUSER_GROUP in user.groups:
+            return True
+        return any(_allows(rule, attributes) for rule in self.rules_for(user, attributes.namespace))
+
+    def rules_for(self, user: UserInfo, namespace: str) -> Iterator[Obj]:
+        """Every rule that applies to ``user`` in ``namespace`` ("" for cluster-scoped requests)."""
+        cluster_roles = self._resource("clusterroles")
+        for binding in self._objects("clusterrolebindings", None):
+            if _binds(binding, user):
+                yield from self._role_rules(binding, None, cluster_roles)
+        if namespace:
+            for binding in self._objects("rolebindings", namespace):
+                if _binds(binding, user):
+                    yield from self._role_rules(binding, namespace, cluster_roles)
+
+    def forbidden(self, user: UserInfo, attributes: Attributes) -> errors.Forbidden:
+        """The 403 upstream answers: who cannot do what, where."""
+        if not attributes.is_resource_request:
+            return errors.Forbidden(
+                f'forbidden: User "{user.name}" cannot {attributes.verb} path "{attributes.path}"'
+            )
+        resource = attributes.resource + (f"/{attributes.subresource}" if attributes.subresource else "")
+        label = errors.resource_label(attributes.group, attributes.resource)
+        subject = f'{label} "{attributes.name}"' if attributes.name else label
+        where = (
+            f'in the namespace "{attributes.namespace}"' if attributes.namespace else "at the cluster scope"
+        )
+        return errors.Forbidden(
+            f'{subject} is forbidden: User "{user.name}" cannot {attributes.verb} resource "{resource}" '
+            f'in API group "{attributes.group}" {where}',
+            name=attributes.name,
+            group=attributes.group,
+            kind=attributes.resource,
+        )
+
+    # ------------------------------------------------------------------ the store
+
+    def _resource(self, plural: str) -> ResourceType:
+        resource = self.catalog.lookup(RBAC_GROUP, "v1", plural)
+        if resource is None:
+            raise RuntimeError(f"the catalog does not serve {plural}.{RBAC_GROUP}")
+        return resource
+
+    def _objects(self, plural: str, namespace: str | None) -> Iterator[Obj]:
+        resource = self._resource(plural)
+        for _key, obj in self.store.items(resource.key_prefix(namespace)):
+            yield obj
+
+    def _role_rules(self, binding: Obj, namespace: str | None, cluster_roles: ResourceType) -> Iterator[Obj]:
+        ref = binding.get("roleRef") or {}
+        name = str(ref.get("name", ""))
+        if ref.get("kind") == "Role" and namespace:
+            stored = self.store.get(self._resource("roles").key(namespace, name))
+            if stored is not None:
+                yield from _rules(stored.obj)
+            return
+        if ref.get("kind") != "ClusterRole":
+            return
+        stored = self.store.get(cluster_roles.key(None, name))
+        if stored is None:
+            return
+        yield from _rules(stored.obj)
+        yield from self._aggregated(stored.obj)
+
+    def _aggregated(self, role: Obj) -> Iterator[Obj]:
+        selectors = (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or ()
+        if not selectors:
+            return
+        matchers = [LabelSelector.from_label_selector_dict(s) for s in selectors if isinstance(s, Mapping)]
+        own = (role.get("metadata") or {}).get("name")
+        for other in self._objects("clusterroles", None):
+            labels = (other.get("metadata") or {}).get("labels") or {}
+            if (other.get("metadata") or {}).get("name") != own and any(m.matches(labels) for m in matchers):
+                yield from _rules(other)
+
+
+def _rules(role: Obj) -> Iterable[Obj]:
+    return [rule for rule in role.get("rules") or () if isinstance(rule, dict)]
+
+
+def service_account_user(namespace: str, name: str) -> str:
+    return f"system:serviceaccount:{namespace}:{name}"
+
+
+def _binds(binding: Obj, user: UserInfo) -> bool:
+    for subject in binding.get("subjects") or ():
+        if not isinstance(subject, dict):
+            continue
+        kind, name = subject.get("kind"), subject.get("name")
+        if kind == "User" and name == user.name:
+            return True
+        if kind == "Group" and name in user.groups:
+            return True
+        if kind == "ServiceAccount" and user.name == service_account_user(
+            str(subject.get("namespace") or (binding.get("metadata") or {}).get("namespace") or ""), str(name)
+        ):
+            return True
+    return False
+
+
+def _has(values: Any, wanted: str) -> bool:
+    return isinstance(values, list) and ("*" in values or wanted in values)
+
+
+def _allows(rule: Obj, attributes: Attributes) -> bool:
+    if not _has(rule.get("verbs"), attributes.verb):
+        return False
+    if not attributes.is_resource_request:
+        return any(
+            url == attributes.path or (url.endswith("*") and attributes.path.startswith(url[:-1]))
+            for url in rule.get("nonResourceURLs") or ()
+            if isinstance(url, str)
+        )
+    if not _has(rule.get("apiGroups"), attributes.group):
+        return False
+    resources = rule.get("resources")
+    if not isinstance(resources, list):
+        return False
+    if attributes.subresource:
+        combined = f"{attributes.resource}/{attributes.subresource}"
+        if not ("*" in resources or combined in resources or f"*/{attributes.subresource}" in resources):
+            return False
+    elif not ("*" in resources or attributes.resource in resources):
+        return False
+    names = rule.get("resourceNames")
+    return not names or (bool(attributes.name) and attributes.name in names)

@@ -1,0 +1,188 @@
+"""RBAC as kube-apiserver enforces it: 403 with upstream's message, Roles and ClusterRoles bound to
+users and groups, the bootstrap roles (cluster-admin for system:masters, admin/edit/view by
+aggregation), and the review APIs behind `kubectl auth whoami` and `kubectl auth can-i` — with
+kubectl 1.27 and 1.33, as the admin and as a user with a client certificate of its own."""
+
+from __future__ import annotations
+
+import base64
+import json
+import pathlib
+from typing import Any
+
+import pytest
+import yaml
+
+from kubeloop.apiserver import certs
+from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
+from tests.conftest import Client, ServerThread
+
+
+def user_kubeconfig(server: ServerThread, path: pathlib.Path, user: str, groups: list[str]) -> pathlib.Path:
+    """A kubeconfig that authenticates as ``user`` (a client certificate, no token)."""
+    credentials = server.server.credentials
+    assert credentials is not None
+    cert, key = certs.issue_client_certificate(credentials, user, groups)
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "c",
+                "cluster": {"server": server.url, "certificate-authority-data": b64(credentials.ca_cert_pem)},
+            }
+        ],
+        "users": [
+            {"name": user, "user": {"client-certificate-data": b64(cert), "client-key-data": b64(key)}}
+        ],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": user}}],
+        "current-context": "c",
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.fixture(params=KUBECTLS, ids=[p.name for p in KUBECTLS])
+def binary(request: pytest.FixtureRequest) -> pathlib.Path:
+    return pathlib.Path(request.param)
+
+
+@pytest.fixture
+def admin(binary: pathlib.Path, shared_server: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    return Kubectl(binary, shared_server.kubeconfig, tmp_path)
+
+
+@pytest.fixture
+def alice(binary: pathlib.Path, shared_server: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    return Kubectl(
+        binary, user_kubeconfig(shared_server, tmp_path / "alice.yaml", "alice", ["devs"]), tmp_path
+    )
+
+
+def test_whoami_for_the_admin_and_for_a_user(admin: Kubectl, alice: Kubectl) -> None:
+    mine = admin("auth", "whoami", "-o", "json").stdout
+    info = json.loads(mine)["status"]["userInfo"]
+    assert info["username"] == "kubeloop-admin"
+    assert "system:masters" in info["groups"]
+    theirs = alice("auth", "whoami").stdout
+    assert "alice" in theirs and "devs" in theirs and "system:authenticated" in theirs
+
+
+def test_can_i_and_403_follow_the_bindings(admin: Kubectl, alice: Kubectl, namespace: str) -> None:
+    ns = ["-n", namespace]
+    assert admin("auth", "can-i", "create", "deployments", *ns).stdout.strip() == "yes"
+    denied = alice("auth", "can-i", "list", "pods", *ns, check=False)
+    assert (denied.returncode, denied.stdout.strip()) == (1, "no")
+    refused = alice("get", "pods", *ns, check=False)
+    assert refused.returncode == 1
+    assert (
+        f'pods is forbidden: User "alice" cannot list resource "pods" in API group "" in the namespace "{namespace}"'
+        in refused.stderr
+    )
+    nodes = alice("get", "nodes", check=False)
+    assert (
+        'nodes is forbidden: User "alice" cannot list resource "nodes" in API group "" at the cluster scope'
+        in nodes.stderr
+    )
+
+    # The group gets edit in this namespace: pods and deployments yes, RBAC and other namespaces no.
+    admin("create", "rolebinding", "devs-edit", "--clusterrole=edit", "--group=devs", *ns)
+    assert alice("auth", "can-i", "create", "deployments.apps", *ns).stdout.strip() == "yes"
+    assert alice("auth", "can-i", "get", "pods/log", *ns).stdout.strip() == "yes"
+    assert alice("auth", "can-i", "create", "rolebindings", *ns, check=False).stdout.strip() == "no"
+    assert alice("auth", "can-i", "list", "pods", "-n", "default", check=False).stdout.strip() == "no"
+    alice("create", "configmap", "mine", *ns)
+    assert "configmap/mine" in alice("get", "configmaps", *ns, "-o", "name").stdout
+    cannot = alice(
+        "create", "rolebinding", "escalate", "--clusterrole=admin", "--user=alice", *ns, check=False
+    )
+    assert (
+        f'rolebindings.rbac.authorization.k8s.io is forbidden: User "alice" cannot create resource "rolebindings" '
+        f'in API group "rbac.authorization.k8s.io" in the namespace "{namespace}"' in cannot.stderr
+    )
+    # A Role with resourceNames: one RoleBinding by name (edit reads none), and no other.
+    admin(
+        "create",
+        "role",
+        "one-binding",
+        "--verb=get",
+        "--resource=rolebindings",
+        "--resource-name=devs-edit",
+        *ns,
+    )
+    admin("create", "rolebinding", "alice-one", "--role=one-binding", "--user=alice", *ns)
+    assert alice("auth", "can-i", "get", "rolebindings/devs-edit", *ns).stdout.strip() == "yes"
+    assert alice("auth", "can-i", "get", "rolebindings/alice-one", *ns, check=False).stdout.strip() == "no"
+    assert "devs-edit" in alice("get", "rolebinding", "devs-edit", *ns).stdout
+
+
+def test_the_forbidden_status_and_the_review_apis(
+    shared_server: ServerThread, api: Client, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    # As the admin, ask about someone else.
+    review: dict[str, Any] = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": "bob",
+            "resourceAttributes": {"namespace": namespace, "verb": "get", "resource": "pods"},
+        },
+    }
+    answer = api.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["status"]["allowed"] is False
+    review["spec"]["groups"] = ["system:masters"]
+    assert (
+        api.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", review).json()["status"]["allowed"]
+        is True
+    )
+    # Nothing is stored: reviews cannot be listed.
+    assert api.get("/apis/authorization.k8s.io/v1/subjectaccessreviews").status_code == 405
+    # A non-resource path, through the bootstrap system:discovery role.
+    discovery = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": "bob",
+            "groups": ["system:authenticated"],
+            "nonResourceAttributes": {"path": "/apis", "verb": "get"},
+        },
+    }
+    assert (
+        api.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", discovery).json()["status"]["allowed"]
+        is True
+    )
+    missing = api.post(
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {"user": "bob"}},
+    )
+    assert missing.status_code == 422
+    assert missing.json()["details"]["causes"][0]["field"] == "spec.resourceAttributes"
+
+
+def test_aggregated_roles_take_in_labelled_cluster_roles(
+    admin: Kubectl, alice: Kubectl, namespace: str
+) -> None:
+    """A ClusterRole labelled aggregate-to-view (what a CRD's author ships) widens view."""
+    ns = ["-n", namespace]
+    admin("create", "rolebinding", "alice-view", "--clusterrole=view", "--user=alice", *ns)
+    assert alice("auth", "can-i", "list", "deployments.apps", *ns).stdout.strip() == "yes"
+    assert (
+        alice("auth", "can-i", "list", "leases.coordination.k8s.io", *ns, check=False).stdout.strip() == "no"
+    )
+    extra = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {
+            "name": f"leases-view-{namespace}-{pathlib.Path(admin.argv[0]).suffix.lstrip('.')}",
+            "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"},
+        },
+        "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["list"]}],
+    }
+    admin("apply", "-f", "-", stdin=json.dumps(extra))
+    assert alice("auth", "can-i", "list", "leases.coordination.k8s.io", *ns).stdout.strip() == "yes"
+    admin("delete", "clusterrole", extra["metadata"]["name"])

@@ -145,3 +145,49 @@ def test_hello_label_embedded() -> None:
         exercise(kubeconfig, "default")
     finally:
         stop_operator(process)
+
+
+HELLO_LABEL_ROLE = {
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "ClusterRole",
+    "metadata": {"name": "hello-label"},
+    "rules": [
+        {"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": ["get", "list", "watch", "patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+    ],
+}
+
+
+def test_hello_label_as_a_service_account_with_only_what_it_needs(
+    shared_server: ServerThread, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """The operator runs under a ServiceAccount whose ClusterRole (bound in its namespace) allows
+    exactly what it does: reading ReplicaSets and Pods, patching ReplicaSets."""
+    admin = str(shared_server.kubeconfig)
+    kubectl(admin, "apply", "-f", "-", stdin=json.dumps(HELLO_LABEL_ROLE))
+    kubectl(admin, "create", "serviceaccount", "hello-label", "-n", namespace)
+    kubectl(
+        admin, "create", "rolebinding", "hello-label", "-n", namespace,
+        "--clusterrole=hello-label", f"--serviceaccount={namespace}:hello-label",
+    )  # fmt: skip
+    token = kubectl(admin, "create", "token", "hello-label", "-n", namespace).strip()
+    config = json.loads(kubectl(admin, "config", "view", "--raw", "-o", "json"))
+    config["users"] = [{"name": "hello-label", "user": {"token": token}}]
+    for context in config["contexts"]:
+        context["context"]["user"] = "hello-label"
+    account = tmp_path / "hello-label.kubeconfig"
+    account.write_text(json.dumps(config))
+    assert kubectl(str(account), "auth", "whoami", "-o", "json").count(
+        f"system:serviceaccount:{namespace}:hello-label"
+    )
+    refused = subprocess.run(
+        [str(KUBECTLS[-1]), "--kubeconfig", str(account), "auth", "can-i", "delete", "replicasets", "-n", namespace],
+        capture_output=True, text=True, timeout=60, env={"HOME": KUBECTL_HOME, "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert refused.stdout.strip() == "no"
+    process = start_operator("--kubeconfig", str(account), "--namespace", namespace)
+    try:
+        exercise(admin, namespace)
+    finally:
+        output = stop_operator(process)
+    assert "forbidden" not in output.lower(), output

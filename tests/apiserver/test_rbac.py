@@ -186,3 +186,75 @@ def test_aggregated_roles_take_in_labelled_cluster_roles(
     admin("apply", "-f", "-", stdin=json.dumps(extra))
     assert alice("auth", "can-i", "list", "leases.coordination.k8s.io", *ns).stdout.strip() == "yes"
     admin("delete", "clusterrole", extra["metadata"]["name"])
+
+
+def test_a_service_account_token_authenticates_until_the_account_goes(
+    admin: Kubectl, api: Client, namespace: str
+) -> None:
+    ns = ["-n", namespace]
+    admin("create", "serviceaccount", "robot", *ns)
+    token = admin("create", "token", "robot", *ns).stdout.strip()
+    robot = [*ns, f"--token={token}"]
+    user = f"system:serviceaccount:{namespace}:robot"
+    whoami = json.loads(admin("auth", "whoami", "-o", "json", *robot).stdout)["status"]["userInfo"]
+    assert whoami["username"] == user
+    assert set(whoami["groups"]) == {
+        "system:serviceaccounts",
+        f"system:serviceaccounts:{namespace}",
+        "system:authenticated",
+    }
+    assert admin("auth", "can-i", "list", "pods", *robot, check=False).stdout.strip() == "no"
+    refused = admin("get", "pods", *robot, check=False)
+    assert f'pods is forbidden: User "{user}" cannot list resource "pods" in API group ""' in refused.stderr
+    # A RoleBinding to the account: view here, and still nothing elsewhere or beyond view.
+    admin(
+        "create",
+        "rolebinding",
+        "robot-view",
+        "--clusterrole=view",
+        f"--serviceaccount={namespace}:robot",
+        *ns,
+    )
+    assert admin("auth", "can-i", "list", "pods", *robot).stdout.strip() == "yes"
+    admin("get", "pods", *robot)
+    assert admin("auth", "can-i", "delete", "pods", *robot, check=False).stdout.strip() == "no"
+    assert (
+        admin(
+            "auth", "can-i", "list", "pods", "-n", "default", f"--token={token}", check=False
+        ).stdout.strip()
+        == "no"
+    )
+    # Bound to the account: once it is deleted, the token no longer authenticates.
+    admin("delete", "serviceaccount", "robot", *ns)
+    gone = admin("get", "pods", *robot, check=False)
+    assert gone.returncode == 1 and "Unauthorized" in gone.stderr
+    # A forged or tampered token authenticates nobody.
+    head, payload, signature = token.split(".")
+    assert admin("get", "pods", *ns, f"--token={head}.{payload}x.{signature}", check=False).returncode == 1
+
+
+def test_token_requests_are_checked(api: Client, namespace: str) -> None:
+    assert (
+        api.post(
+            f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": "short"}}
+        ).status_code
+        == 201
+    )
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/short/token"
+    request = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 60},
+    }
+    refused = api.post(path, request)
+    assert refused.status_code == 422
+    assert refused.json()["details"]["causes"][0]["field"] == "spec.expirationSeconds"
+    request["spec"] = {"expirationSeconds": 900, "audiences": ["vault"]}
+    issued = api.post(path, request)
+    assert issued.status_code == 201, issued.text
+    answer = issued.json()
+    assert answer["kind"] == "TokenRequest" and answer["spec"]["audiences"] == ["vault"]
+    assert answer["status"]["token"].count(".") == 2 and answer["status"]["expirationTimestamp"]
+    missing = api.post(f"/api/v1/namespaces/{namespace}/serviceaccounts/nobody/token", request)
+    assert missing.status_code == 404
+    assert api.get(path).status_code == 405

@@ -25,6 +25,7 @@ from kubeloop.api.object import Obj
 from kubeloop.apiserver import certs, kubeconfig
 from kubeloop.apiserver.auth import bootstrap
 from kubeloop.apiserver.auth.rbac import RBACAuthorizer
+from kubeloop.apiserver.auth.tokens import ServiceAccountTokens
 from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.controllers.manager import USER as CONTROLLER_MANAGER_USER
@@ -188,11 +189,20 @@ class APIServer:
         pki_dir = data_dir / "pki" if data_dir is not None else None
         self.credentials = await asyncio.to_thread(certs.load_or_create_credentials, pki_dir, hosts)
         controllers_token = secrets.token_urlsafe(32)
+        service_accounts = self.catalog.lookup("", "v1", "serviceaccounts")
+        assert service_accounts is not None
+
+        def account_uid(namespace: str, name: str) -> str | None:
+            stored = store.get(service_accounts.key(namespace, name))
+            return None if stored is None else str((stored.obj.get("metadata") or {}).get("uid"))
+
+        tokens = ServiceAccountTokens(self.credentials.ca_key_pem, account_uid)
         authenticator = Authenticator(
             {
                 self.credentials.admin_token: ADMIN_USER,
                 controllers_token: UserInfo(CONTROLLER_MANAGER_USER, ("system:authenticated",)),
-            }
+            },
+            verify=tokens.authenticate,
         )
 
         sock = socket.socket(socket.AF_INET6 if ":" in options.host else socket.AF_INET, socket.SOCK_STREAM)
@@ -216,6 +226,7 @@ class APIServer:
             worker=self._worker,
             extra_definitions=self._crds.definitions,
             authorizer=RBACAuthorizer(self.registry.store, self.catalog),
+            tokens=tokens,
         )
         self._watchdog = ConnectionWatchdog(options.timeouts)
         app = web.Application(

@@ -155,6 +155,13 @@ def _events_v1_fields() -> Mapping[str, str]:
     )
 
 
+def _review(group: str, version: str, kind: str, *, namespaced: bool = False) -> ResourceType:
+    """A review resource: created (answered) only, never stored."""
+    return ResourceType(
+        group, version, kind.lower() + "s", kind.lower(), kind, namespaced, verbs=("create",), review=True
+    )
+
+
 BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(
         "",
@@ -201,7 +208,16 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         subresources=("status",),
         name_rule="dns1035",
     ),
-    ResourceType("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", True, short_names=("sa",)),
+    ResourceType(
+        "",
+        "v1",
+        "serviceaccounts",
+        "serviceaccount",
+        "ServiceAccount",
+        True,
+        short_names=("sa",),
+        subresources=("token",),
+    ),
     ResourceType(
         "",
         "v1",
@@ -330,56 +346,11 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         subresources=("status",),
         tracks_generation=True,
     ),
-    ResourceType(
-        "authentication.k8s.io",
-        "v1",
-        "selfsubjectreviews",
-        "selfsubjectreview",
-        "SelfSubjectReview",
-        False,
-        verbs=("create",),
-        review=True,
-    ),
-    ResourceType(
-        "authentication.k8s.io",
-        "v1beta1",
-        "selfsubjectreviews",
-        "selfsubjectreview",
-        "SelfSubjectReview",
-        False,
-        verbs=("create",),
-        review=True,
-    ),
-    ResourceType(
-        "authorization.k8s.io",
-        "v1",
-        "selfsubjectaccessreviews",
-        "selfsubjectaccessreview",
-        "SelfSubjectAccessReview",
-        False,
-        verbs=("create",),
-        review=True,
-    ),
-    ResourceType(
-        "authorization.k8s.io",
-        "v1",
-        "subjectaccessreviews",
-        "subjectaccessreview",
-        "SubjectAccessReview",
-        False,
-        verbs=("create",),
-        review=True,
-    ),
-    ResourceType(
-        "authorization.k8s.io",
-        "v1",
-        "localsubjectaccessreviews",
-        "localsubjectaccessreview",
-        "LocalSubjectAccessReview",
-        True,
-        verbs=("create",),
-        review=True,
-    ),
+    _review("authentication.k8s.io", "v1", "SelfSubjectReview"),
+    _review("authentication.k8s.io", "v1beta1", "SelfSubjectReview"),
+    _review("authorization.k8s.io", "v1", "SelfSubjectAccessReview"),
+    _review("authorization.k8s.io", "v1", "SubjectAccessReview"),
+    _review("authorization.k8s.io", "v1", "LocalSubjectAccessReview", namespaced=True),
     ResourceType("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True, name_rule="path"),
     ResourceType(
         "rbac.authorization.k8s.io",

@@ -47,7 +47,11 @@ class Authenticator:
     neither the lookup nor the comparison reveals how much of a guess was right.
     """
 
-    def __init__(self, tokens: Mapping[str, UserInfo]) -> None:
+    def __init__(
+        self, tokens: Mapping[str, UserInfo], *, verify: Callable[[str], UserInfo | None] | None = None
+    ) -> None:
+        #: Judges a bearer token that is none of ``tokens`` (ServiceAccount tokens).
+        self._verify = verify
         self._tokens: dict[bytes, tuple[bytes, UserInfo]] = {}
         for token, user in tokens.items():
             if not token:
@@ -72,7 +76,7 @@ class Authenticator:
         digest = _digest(parts[1])
         found = self._tokens.get(digest)
         if found is None:
-            return None
+            return self._verify(parts[1]) if self._verify is not None else None
         expected, user = found
         return user if hmac.compare_digest(expected, digest) else None
 

@@ -23,6 +23,7 @@ from kubeloop.api.object import Obj
 from kubeloop.apiserver import decoding
 from kubeloop.apiserver.auth import reviews
 from kubeloop.apiserver.auth.rbac import Attributes, RBACAuthorizer, verb_of
+from kubeloop.apiserver.auth.tokens import ServiceAccountTokens, token_request
 from kubeloop.apiserver.catalog import mediatypes, schemas
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.http.auth import USER
@@ -131,6 +132,7 @@ class APIHandlers:
         worker: WorkerLoop | None = None,
         extra_definitions: Callable[[], Mapping[str, Any]] = dict,
         authorizer: RBACAuthorizer | None = None,
+        tokens: ServiceAccountTokens | None = None,
     ) -> None:
         self.registry = reg
         self.catalog = catalog
@@ -144,6 +146,8 @@ class APIHandlers:
         self.extra_definitions = extra_definitions
         #: Who may do what on resource paths (None: every authenticated user may do everything).
         self.authorizer = authorizer
+        #: Issues ServiceAccount tokens (serviceaccounts/token); None: the subresource answers 404.
+        self.tokens = tokens
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -335,6 +339,12 @@ class APIHandlers:
             "PATCH": self._patch,
             "DELETE": self._delete,
         }
+        if target.subresource == "token":
+            if method != "POST":
+                raise errors.MethodNotAllowed(
+                    "the server does not allow this method on the requested resource"
+                )
+            return await self._token_request(request, target)
         if method not in handler or (target.subresource and method == "DELETE"):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         if target.subresource == "scale":
@@ -509,6 +519,17 @@ class APIHandlers:
             raise errors.Unauthorized("Unauthorized")
         authorizer = self.authorizer or RBACAuthorizer(self.registry.store, self.catalog)
         answered = reviews.answer(target.resource, body, user, authorizer, target.namespace)
+        return await object_response(request, answered, 201)
+
+    async def _token_request(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
+        """TokenRequest: a token bound to the ServiceAccount (`kubectl create token`)."""
+        assert target.name is not None and target.namespace is not None
+        if self.tokens is None:
+            raise errors.NotFound("the server could not find the requested resource")
+        raw = await _read_body(request)
+        body, _options = await _decode_write(request.content_type, raw, _write_options(request))
+        account = self.registry.get(target.resource, target.namespace, target.name)
+        answered = token_request(self.tokens, body, account)
         return await object_response(request, answered, 201)
 
     async def _update(self, request: HTTPRequest, target: Target) -> web.StreamResponse:

@@ -23,6 +23,7 @@ _SUBRESOURCE_VERBS: dict[str, tuple[str, ...]] = {
     "status": ("get", "patch", "update"),
     "scale": ("get", "patch", "update"),
     "finalize": ("update",),
+    "token": ("create",),
 }
 
 #: Order of the built-in groups in /apis, as kube-apiserver's APIService priorities sort them.
@@ -177,6 +178,8 @@ def _subresource_entry(resource: ResourceType, subresource: str) -> dict[str, An
     }
     if subresource == "scale":
         entry = {**entry, "group": "autoscaling", "version": "v1", "kind": "Scale"}
+    if subresource == "token":
+        entry = {**entry, "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}
     return entry
 
 

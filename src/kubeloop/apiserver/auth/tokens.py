@@ -1,0 +1,151 @@
+"""ServiceAccount tokens: issued by TokenRequest (`kubectl create token`), verified on every request.
+
+A token is a JWT (ES256) signed with the cluster CA's key — upstream signs with a key of its own
+for service accounts — whose claims are upstream's: ``iss``, ``sub``
+(``system:serviceaccount:<namespace>:<name>``), ``aud``, ``iat``/``nbf``/``exp`` and
+``kubernetes.io`` (namespace and the account's name and uid). It is bound to the account: once
+the account is deleted, or replaced by another of the same name, the token no longer
+authenticates. Its user is in the groups ``system:serviceaccounts`` and
+``system:serviceaccounts:<namespace>``.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
+
+from kubeloop import errors
+from kubeloop.api import timestamps
+from kubeloop.api.object import Obj
+from kubeloop.apiserver.auth.rbac import service_account_user
+from kubeloop.apiserver.auth.user import UserInfo
+
+ISSUER = "https://kubernetes.default.svc.cluster.local"
+AUDIENCE = ISSUER
+#: kube-apiserver's default and its bounds for expirationSeconds.
+DEFAULT_EXPIRATION_SECONDS = 3600
+MIN_EXPIRATION_SECONDS = 600
+#: Looks up a ServiceAccount's uid by namespace and name (None: there is none).
+AccountUid = Callable[[str, str], str | None]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class ServiceAccountTokens:
+    """Issues and verifies ServiceAccount tokens with ``key_pem`` (an EC P-256 private key)."""
+
+    def __init__(self, key_pem: bytes, account_uid: AccountUid) -> None:
+        key = serialization.load_pem_private_key(key_pem, password=None)
+        if not isinstance(key, ec.EllipticCurvePrivateKey):
+            raise ValueError("service account tokens need an EC key")
+        self._key = key
+        self._public = key.public_key()
+        self._account_uid = account_uid
+
+    def issue(
+        self, namespace: str, name: str, uid: str, audiences: list[str], expiration_seconds: int
+    ) -> tuple[str, int]:
+        """A token for the account and when it expires (Unix seconds)."""
+        now = int(time.time())
+        expires = now + expiration_seconds
+        claims: dict[str, Any] = {
+            "aud": audiences or [AUDIENCE],
+            "exp": expires,
+            "iat": now,
+            "iss": ISSUER,
+            "nbf": now,
+            "sub": service_account_user(namespace, name),
+            "kubernetes.io": {"namespace": namespace, "serviceaccount": {"name": name, "uid": uid}},
+        }
+        header = _b64(orjson.dumps({"alg": "ES256", "typ": "JWT"}))
+        payload = _b64(orjson.dumps(claims))
+        r, s = decode_dss_signature(self._key.sign(f"{header}.{payload}".encode(), ec.ECDSA(hashes.SHA256())))
+        signature = _b64(r.to_bytes(32, "big") + s.to_bytes(32, "big"))
+        return f"{header}.{payload}.{signature}", expires
+
+    def authenticate(self, token: str) -> UserInfo | None:
+        """The account a valid, unexpired token of a still existing account stands for."""
+        parts = token.split(".")
+        if len(parts) != 3:
+            return None
+        try:
+            signature = _unb64(parts[2])
+            if len(signature) != 64:
+                return None
+            der = encode_dss_signature(
+                int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big")
+            )
+            self._public.verify(der, f"{parts[0]}.{parts[1]}".encode(), ec.ECDSA(hashes.SHA256()))
+            claims = orjson.loads(_unb64(parts[1]))
+        except (ValueError, InvalidSignature, orjson.JSONDecodeError):
+            return None
+        if not isinstance(claims, dict) or claims.get("iss") != ISSUER:
+            return None
+        now = time.time()
+        if not isinstance(claims.get("exp"), int) or claims["exp"] <= now or claims.get("nbf", 0) > now + 60:
+            return None
+        binding: Obj = claims.get("kubernetes.io") or {}
+        namespace = str(binding.get("namespace") or "")
+        account = binding.get("serviceaccount") or {}
+        name, uid = str(account.get("name") or ""), str(account.get("uid") or "")
+        if not namespace or not name or self._account_uid(namespace, name) != uid:
+            return None  # the account is gone, or is another one now
+        return UserInfo(
+            service_account_user(namespace, name),
+            ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"),
+        )
+
+
+def token_request(tokens: ServiceAccountTokens, body: Obj, account: Obj) -> Obj:
+    """The answered TokenRequest ``body`` for ``account`` (a stored ServiceAccount)."""
+    spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    seconds = spec.get("expirationSeconds")
+    if seconds is None:
+        seconds = DEFAULT_EXPIRATION_SECONDS
+    if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < MIN_EXPIRATION_SECONDS:
+        raise errors.invalid(
+            "authentication.k8s.io",
+            "TokenRequest",
+            "",
+            [
+                errors.StatusCause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {orjson.dumps(seconds).decode()}: may not specify a duration less than 10 minutes",
+                    "spec.expirationSeconds",
+                )
+            ],
+        )
+    audiences = [str(a) for a in spec.get("audiences") or () if a] or [AUDIENCE]
+    meta = account.get("metadata") or {}
+    namespace, name, uid = str(meta.get("namespace")), str(meta.get("name")), str(meta.get("uid"))
+    token, expires = tokens.issue(namespace, name, uid, audiences, seconds)
+    return {
+        "kind": "TokenRequest",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": None},
+        "spec": {
+            "audiences": audiences,
+            "expirationSeconds": seconds,
+            "boundObjectRef": spec.get("boundObjectRef"),
+        },
+        "status": {
+            "token": token,
+            "expirationTimestamp": timestamps.format_time(datetime.fromtimestamp(expires, UTC)),
+        },
+    }

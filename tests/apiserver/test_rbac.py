@@ -258,3 +258,55 @@ def test_token_requests_are_checked(api: Client, namespace: str) -> None:
     missing = api.post(f"/api/v1/namespaces/{namespace}/serviceaccounts/nobody/token", request)
     assert missing.status_code == 404
     assert api.get(path).status_code == 405
+
+
+def test_impersonation_needs_the_impersonate_verb(admin: Kubectl, alice: Kubectl, namespace: str) -> None:
+    ns = ["-n", namespace]
+    # The admin may be anyone: the request runs as them.
+    as_bob = json.loads(admin("auth", "whoami", "-o", "json", "--as=bob", "--as-group=qa").stdout)
+    assert as_bob["status"]["userInfo"] == {"username": "bob", "groups": ["qa", "system:authenticated"]}
+    refused = admin("get", "pods", *ns, "--as=bob", check=False)
+    assert (
+        f'pods is forbidden: User "bob" cannot list resource "pods" in API group "" in the namespace "{namespace}"'
+        in refused.stderr
+    )
+    robot = f"system:serviceaccount:{namespace}:robot"
+    as_robot = json.loads(admin("auth", "whoami", "-o", "json", f"--as={robot}").stdout)["status"]["userInfo"]
+    assert as_robot["groups"] == [
+        "system:serviceaccounts",
+        f"system:serviceaccounts:{namespace}",
+        "system:authenticated",
+    ]
+    # Anyone else needs impersonate on the user (and each group) claimed.
+    denied = alice("get", "pods", *ns, "--as=bob", check=False)
+    assert (
+        'users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope'
+        in denied.stderr
+    )
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": f"impersonate-bob-{namespace}-{pathlib.Path(admin.argv[0]).suffix.lstrip('.')}"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"], "resourceNames": ["bob"]}
+        ],
+    }
+    admin("apply", "-f", "-", stdin=json.dumps(role))
+    binding = role["metadata"]["name"]
+    admin("create", "clusterrolebinding", binding, f"--clusterrole={binding}", "--user=alice")
+    try:
+        as_bob = json.loads(alice("auth", "whoami", "-o", "json", "--as=bob").stdout)
+        assert as_bob["status"]["userInfo"]["username"] == "bob"
+        still = alice("get", "pods", *ns, "--as=bob", "--as-group=qa", check=False)
+        assert 'groups "qa" is forbidden: User "alice" cannot impersonate resource "groups"' in still.stderr
+        other = alice("get", "pods", *ns, "--as=carol", check=False)
+        assert 'users "carol" is forbidden: User "alice" cannot impersonate resource "users"' in other.stderr
+    finally:
+        admin("delete", "clusterrolebinding", binding)
+        admin("delete", "clusterrole", binding)
+
+
+def test_groups_without_a_user_are_refused(api: Client) -> None:
+    answer = api.get("/api/v1/namespaces/default/configmaps", headers={"Impersonate-Group": "qa"})
+    assert answer.status_code == 400
+    assert answer.json()["message"] == "requested ['qa'] without impersonating a user"

@@ -105,7 +105,7 @@ def small_requests(
     """What answers the small requests connections read themselves (http/http1.py): the same
     chain aiohttp's middlewares make (errors as Status, authentication; the connection watchdog
     bounds the time) in front of the same handlers."""
-    authenticate = auth_middleware(authenticator)
+    authenticate = auth_middleware(authenticator, authorizer=handlers.authorizer)
 
     async def authenticated(request: BufferedRequest) -> web.StreamResponse:
         return await authenticate(request, handlers.route_small)
@@ -233,7 +233,7 @@ class APIServer:
             middlewares=[
                 request_timeout_middleware(self._watchdog),
                 error_middleware,
-                auth_middleware(authenticator),
+                auth_middleware(authenticator, authorizer=handlers.authorizer),
             ],
             client_max_size=MAX_BODY_BYTES + 1024,
         )

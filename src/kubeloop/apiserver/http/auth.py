@@ -19,6 +19,8 @@ import orjson
 from aiohttp import web
 
 from kubeloop import errors
+from kubeloop.apiserver.auth.impersonation import GROUP_HEADER, USER_HEADER, impersonated
+from kubeloop.apiserver.auth.rbac import RBACAuthorizer
 from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.http.http1 import HTTPRequest
 
@@ -128,13 +130,17 @@ class AuthMiddleware(Protocol):
 
 
 def auth_middleware(
-    authenticator: Authenticator, *, public_paths: Collection[str] = ("/healthz", "/livez", "/readyz")
+    authenticator: Authenticator,
+    *,
+    public_paths: Collection[str] = ("/healthz", "/livez", "/readyz"),
+    authorizer: RBACAuthorizer | None = None,
 ) -> AuthMiddleware:
     """An aiohttp middleware (also called directly for small requests): sets ``request[USER]`` for authenticated requests and answers
     401 (Kubernetes Status) to unauthenticated ones outside ``public_paths``.
 
     A request to a public path (or below it: ``/livez/ping``) is served whether or not it
-    authenticates; ``request[USER]`` is set only when it does.
+    authenticates; ``request[USER]`` is set only when it does. With ``authorizer``, a request
+    that impersonates (``Impersonate-User``/``-Group``) runs as whom it asks, if allowed to.
     """
     public = frozenset(public_paths)
     public_prefixes = tuple(path.rstrip("/") + "/" for path in public)
@@ -149,6 +155,10 @@ def auth_middleware(
             if path in public or path.startswith(public_prefixes):
                 return await handler(request)
             return unauthorized_response()
+        if authorizer is not None and (USER_HEADER in request.headers or GROUP_HEADER in request.headers):
+            user = impersonated(
+                user, request.headers.get(USER_HEADER), request.headers.getall(GROUP_HEADER, []), authorizer
+            )
         request[USER] = user
         return await handler(request)
 

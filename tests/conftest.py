@@ -7,7 +7,9 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import pathlib
 import ssl
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,10 +17,20 @@ import requests
 
 from kubeloop.apiserver.protobuf import descriptors
 from kubeloop.testing import eventually
-from kubeloop.testing.server import ServerThread, start_server
+from kubeloop.testing.server import ServerThread
+from kubeloop.testing.server import start_server as start_cluster
 from tests.kubectl_finder import oldest_and_newest
 
 __all__ = ["Client", "ServerThread", "eventually", "start_server"]
+
+
+def start_server(data_dir: pathlib.Path | None = None, **overrides: Any) -> ServerThread:
+    """``kubeloop.testing.start_server`` for tests of the API server's own semantics: namespaces
+    start empty (no ``default`` ServiceAccount or ``kube-root-ca.crt``) unless a test asks for
+    them; the shared server and users' servers keep them, as a cluster does."""
+    overrides.setdefault("namespace_defaults", False)
+    return start_cluster(data_dir, **overrides)
+
 
 # Protobuf bodies are read with the tables of the newest kubectl the tests drive.
 if _kubectls := oldest_and_newest():
@@ -56,6 +68,15 @@ class Client:
 
     def delete(self, path: str, body: Any = None, **kwargs: Any) -> requests.Response:
         return self.request("DELETE", path, json=body, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def kube_apiserver() -> Iterator[ServerThread]:
+    """The plugin's session server, but with namespaces that start empty: the tests here assert
+    exact lists in their namespaces (test_namespace_defaults.py covers what a cluster adds)."""
+    server = start_server()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -17,14 +17,27 @@ def test_version_and_group_discovery(api: Client) -> None:
     groups = {g["name"]: g for g in api.get("/apis").json()["groups"]}
     # Other tests on the shared server add CRDs in groups of their own (*.example.com).
     assert {name for name in groups if not name.endswith(".example.com")} == {
+        "admissionregistration.k8s.io",
         "apiextensions.k8s.io",
+        "apiregistration.k8s.io",
         "apps",
         "authentication.k8s.io",
         "authorization.k8s.io",
+        "autoscaling",
         "batch",
+        "certificates.k8s.io",
         "coordination.k8s.io",
+        "discovery.k8s.io",
         "events.k8s.io",
+        "flowcontrol.apiserver.k8s.io",
+        "networking.k8s.io",
+        "node.k8s.io",
+        "policy",
         "rbac.authorization.k8s.io",
+        "resource.k8s.io",
+        "scheduling.k8s.io",
+        "storage.k8s.io",
+        "storagemigration.k8s.io",
     }
     assert groups["apps"]["preferredVersion"] == {"groupVersion": "apps/v1", "version": "v1"}
     assert api.get("/apis/apps").json()["kind"] == "APIGroup"
@@ -39,11 +52,23 @@ def test_every_builtin_resource_is_discoverable(api: Client) -> None:
         assert entry["namespaced"] == resource.namespaced
         assert entry.get("shortNames", []) == list(resource.short_names)
         assert entry["verbs"] == sorted(resource.verbs)
-        assert ("watch" in entry["verbs"]) is not resource.review  # reviews are only ever created
+        if resource.review:
+            assert entry["verbs"] == ["create"]  # reviews are only ever created
+        stored = "watch" in resource.verbs
+        assert ("storageVersionHash" in entry) is stored
         for sub in resource.subresources:
             assert f"{resource.plural}/{sub}" in listed
     scale = {r["name"]: r for r in api.get("/apis/apps/v1").json()["resources"]}["deployments/scale"]
     assert (scale["group"], scale["version"], scale["kind"]) == ("autoscaling", "v1", "Scale")
+    core = {r["name"]: r for r in api.get("/api/v1").json()["resources"]}
+    eviction = core["pods/eviction"]
+    assert (eviction["group"], eviction["version"], eviction["kind"], eviction["verbs"]) == (
+        "policy",
+        "v1",
+        "Eviction",
+        ["create"],
+    )
+    assert (core["pods/binding"]["kind"], core["pods/binding"]["verbs"]) == ("Binding", ["create"])
 
 
 def _refs(node: Any, found: set[str]) -> None:

@@ -310,3 +310,22 @@ def test_groups_without_a_user_are_refused(api: Client) -> None:
     answer = api.get("/api/v1/namespaces/default/configmaps", headers={"Impersonate-Group": "qa"})
     assert answer.status_code == 400
     assert answer.json()["message"] == "requested ['qa'] without impersonating a user"
+
+
+def test_can_i_list_shows_the_rules_bound_here(admin: Kubectl, alice: Kubectl, namespace: str) -> None:
+    ns = ["-n", namespace]
+    before = alice("auth", "can-i", "--list", *ns).stdout
+    assert "selfsubjectaccessreviews.authorization.k8s.io" in before  # system:basic-user, for everyone
+    assert "deployments.apps" not in before
+    admin("create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice", *ns)
+    rows = {
+        line.split()[0]: line
+        for line in alice("auth", "can-i", "--list", *ns).stdout.splitlines()[1:]
+        if line.strip()
+    }
+    assert "create" in rows["deployments.apps"] and "delete" in rows["deployments.apps"]
+    assert "list" in rows["pods"]
+    assert not any(name.startswith("rolebindings") for name in rows)
+    elsewhere = alice("auth", "can-i", "--list", "-n", "default").stdout
+    assert "deployments.apps" not in elsewhere
+    assert "*.*" in admin("auth", "can-i", "--list", *ns).stdout  # cluster-admin, through system:masters

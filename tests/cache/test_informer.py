@@ -134,7 +134,7 @@ async def test_survives_a_server_restart_and_misses_no_final_state(tmp_path: pat
 
 async def test_relists_after_410_and_converges() -> None:
     # A watcher that falls 5 events behind is closed with 410; a slow handler makes it fall behind.
-    server = start_server(watcher_buffer=5)
+    server = start_server(watcher_buffer=5, controllers=False)
     try:
         async with APIClient(load_kubeconfig(server.kubeconfig)) as client:
             informer = Informer(client, CONFIGMAP, namespaces=["default"])
@@ -169,7 +169,7 @@ async def test_a_410_relists_one_namespace_and_handlers_end_on_the_final_state()
     with 410 (the server keeps 5 events per watcher) while "calm" has only a few changes. "busy"
     relists; "calm" is never relisted and none of its objects is reported deleted; and what the
     handlers were told — adds, updates, deletes — adds up to exactly what the server holds."""
-    server = start_server(watcher_buffer=5)
+    server = start_server(watcher_buffer=5, controllers=False)
     try:
         http = HttpClient(server)
         for name in ("busy", "calm"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import pathlib
 import secrets
@@ -22,10 +23,10 @@ from types import TracebackType
 from aiohttp import web
 
 from kubeloop.api.object import Obj
-from kubeloop.apiserver import certs, kubeconfig
+from kubeloop.apiserver import certs, kubeconfig, kubernetesservice
 from kubeloop.apiserver.auth import bootstrap
 from kubeloop.apiserver.auth.rbac import RBACAuthorizer
-from kubeloop.apiserver.auth.tokens import ServiceAccountTokens
+from kubeloop.apiserver.auth.tokens import ServiceAccountTokens, review_token
 from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.controllers.manager import USER as CONTROLLER_MANAGER_USER
@@ -94,6 +95,9 @@ class ServerOptions:
     #: Run the cluster's control loops (kube-controller-manager's part: the garbage collector,
     #: the namespace controller).
     controllers: bool = True
+    #: Keep the ``default`` ServiceAccount and the ``kube-root-ca.crt`` ConfigMap in every
+    #: namespace, as a cluster does; needs ``controllers``.
+    namespace_defaults: bool = True
     #: Simulate workloads (a node, pods that run, Jobs that finish); needs ``controllers``.
     simulate: bool = False
     simulation: SimulationOptions = field(default_factory=SimulationOptions)
@@ -214,6 +218,7 @@ class APIServer:
         if options.host in ("0.0.0.0", "::"):
             host_in_url = "127.0.0.1"
         self.url = f"{scheme}://{host_in_url}:{port}"
+        await self._publish_kubernetes_service(kubernetesservice.advertised_address(options.host), port)
 
         self._worker = WorkerLoop()
         self._worker.start()
@@ -227,6 +232,10 @@ class APIServer:
             extra_definitions=self._crds.definitions,
             authorizer=RBACAuthorizer(self.registry.store, self.catalog),
             tokens=tokens,
+            token_reviewer=functools.partial(
+                review_token, tokens, lambda token: authenticator.authenticate_token(f"Bearer {token}")
+            ),
+            components=self.component_health,
         )
         self._watchdog = ConnectionWatchdog(options.timeouts)
         app = web.Application(
@@ -281,13 +290,14 @@ class APIServer:
                 self.url,
                 ca_pem=None if options.insecure_http else self.credentials.ca_cert_pem,
                 token=controllers_token,
+                root_ca_pem=self.credentials.ca_cert_pem if options.namespace_defaults else None,
                 simulation=options.simulation if options.simulate else None,
             )
             await self._controllers.start()
 
     async def _bootstrap(self) -> None:
-        """What a cluster starts with, created where absent: the default namespaces, and the
-        bootstrap cluster roles and bindings."""
+        """What a cluster starts with, created where absent: the default namespaces, the
+        bootstrap cluster roles and bindings, and the system priority classes."""
         assert self.registry is not None
         namespaces: list[Obj] = [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in BOOTSTRAP_NAMESPACES
@@ -296,12 +306,40 @@ class APIServer:
             ("namespaces", "", namespaces),
             ("clusterroles", "rbac.authorization.k8s.io", bootstrap.cluster_roles()),
             ("clusterrolebindings", "rbac.authorization.k8s.io", bootstrap.cluster_role_bindings()),
+            ("priorityclasses", "scheduling.k8s.io", bootstrap.priority_classes()),
         ):
             resource = self.catalog.lookup(group, "v1", plural)
             assert resource is not None
             for obj in objects:
                 if self.registry.store.get(resource.key(None, str(obj["metadata"]["name"]))) is None:
                     await self.registry.create(resource, None, obj, WriteOptions())
+
+    async def _publish_kubernetes_service(self, address: str, port: int) -> None:
+        """The ``kubernetes`` Service, and its Endpoints and EndpointSlice pointing at where the
+        server listens now (written again at every start: the port may differ)."""
+        assert self.registry is not None
+        for group, plural, obj in (
+            ("", "services", kubernetesservice.service(port)),
+            ("", "endpoints", kubernetesservice.endpoints(address, port)),
+            ("discovery.k8s.io", "endpointslices", kubernetesservice.endpoint_slice(address, port)),
+        ):
+            resource = self.catalog.lookup(group, "v1", plural)
+            assert resource is not None
+            current = self.registry.store.get(
+                resource.key(kubernetesservice.NAMESPACE, kubernetesservice.NAME)
+            )
+            if current is None:
+                await self.registry.create(resource, kubernetesservice.NAMESPACE, obj, WriteOptions())
+                continue
+            old = current.obj
+            kept = {key: value for key, value in old.items() if key not in obj or key == "metadata"}
+            updated = {**kept, **{k: v for k, v in obj.items() if k != "metadata"}}
+            if plural == "services":
+                updated["spec"] = {**(old.get("spec") or {}), "ports": obj["spec"]["ports"]}
+            if updated != old:
+                await self.registry.update(
+                    resource, kubernetesservice.NAMESPACE, kubernetesservice.NAME, updated, WriteOptions()
+                )
 
     async def _compact_forever(self) -> None:
         """kube-apiserver's compactor: every interval, forget history up to the revision the
@@ -341,6 +379,21 @@ class APIServer:
             except StorageError:
                 continue
             log.info("storage accepts writes again")
+
+    def component_health(self) -> list[tuple[str, str | None]]:
+        """The cluster's components and what ails each (None: healthy), as ComponentStatus
+        reports them: the control loops (controller-manager), the simulated scheduler and the
+        storage (etcd-0)."""
+        controllers = self._controllers
+        running = controllers is not None
+        return [
+            (
+                "scheduler",
+                None if running and self.options.simulate else "no scheduler runs (simulation is off)",
+            ),
+            ("controller-manager", None if running else "the control loops are off"),
+            ("etcd-0", self.readiness()),
+        ]
 
     def readiness(self) -> str | None:
         """Why the server is not ready (None: ready): its storage cannot write."""

@@ -256,3 +256,29 @@ def cluster_role_bindings() -> list[Obj]:
             [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": CONTROLLER_MANAGER}],
         ),
     ]
+
+
+def priority_classes() -> list[Obj]:
+    """The two PriorityClasses kube-apiserver creates for the cluster's own pods."""
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            "description": description,
+            "preemptionPolicy": "PreemptLowerPriority",
+        }
+        for name, value, description in (
+            (
+                "system-node-critical",
+                2000001000,
+                "Used for system critical pods that must not be moved from their current node.",
+            ),
+            (
+                "system-cluster-critical",
+                2000000000,
+                "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+            ),
+        )
+    ]

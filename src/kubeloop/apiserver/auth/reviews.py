@@ -1,11 +1,13 @@
-"""The review APIs: who am I (``SelfSubjectReview``, `kubectl auth whoami`) and may I, or may
+"""The review APIs: who am I (``SelfSubjectReview``, `kubectl auth whoami`), may I, or may
 they (``SelfSubjectAccessReview``, `kubectl auth can-i`; ``SubjectAccessReview``;
-``LocalSubjectAccessReview``). A review is answered from its request and never stored: the
+``LocalSubjectAccessReview``), and what may I do here (``SelfSubjectRulesReview``, `kubectl auth
+can-i --list`). A review is answered from its request and never stored: the
 answer is the request's object with its ``status`` filled in, as kube-apiserver returns it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kubeloop import errors
@@ -14,9 +16,18 @@ from kubeloop.apiserver.auth.rbac import Attributes, RBACAuthorizer
 from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.catalog.resources import ResourceType
 
+#: Judges a TokenReview's token for its audiences: (user, audiences it is valid for) or None.
+TokenReviewer = Callable[[str, list[str]], tuple[UserInfo, list[str]] | None]
+
 
 def answer(
-    resource: ResourceType, body: Obj, requester: UserInfo, authorizer: RBACAuthorizer, namespace: str | None
+    resource: ResourceType,
+    body: Obj,
+    requester: UserInfo,
+    authorizer: RBACAuthorizer,
+    namespace: str | None,
+    *,
+    token_reviewer: TokenReviewer | None = None,
 ) -> Obj:
     """The answered review ``body`` (of kind ``resource.kind``) that ``requester`` sent."""
     answered: Obj = {
@@ -28,6 +39,15 @@ def answer(
         answered["status"] = {"userInfo": {"username": requester.name, "groups": list(requester.groups)}}
         return answered
     spec = body.get("spec")
+    if resource.kind == "TokenReview":
+        answered["spec"] = spec or {}
+        answered["status"] = _token_status(resource, spec, token_reviewer)
+        return answered
+    if resource.kind == "SelfSubjectRulesReview":
+        namespace = str((spec or {}).get("namespace") or "") if isinstance(spec, dict) else ""
+        answered["spec"] = spec or {}
+        answered["status"] = _rules(authorizer, requester, namespace)
+        return answered
     if not isinstance(spec, dict):
         raise errors.invalid(
             resource.group,
@@ -60,6 +80,53 @@ def answer(
         status["reason"] = ""
     answered["status"] = status
     return answered
+
+
+def _token_status(resource: ResourceType, spec: Any, token_reviewer: TokenReviewer | None) -> Obj:
+    token = spec.get("token") if isinstance(spec, dict) else None
+    if not isinstance(token, str) or not token:
+        raise errors.invalid(
+            resource.group,
+            resource.kind,
+            "",
+            [errors.StatusCause("FieldValueRequired", "Required value", "spec.token")],
+        )
+    audiences = spec.get("audiences") or []
+    if not isinstance(audiences, list) or not all(isinstance(a, str) for a in audiences):
+        raise errors.invalid(
+            resource.group,
+            resource.kind,
+            "",
+            [errors.StatusCause("FieldValueInvalid", "must be a list of strings", "spec.audiences")],
+        )
+    verdict = token_reviewer(token, audiences) if token_reviewer is not None else None
+    if verdict is None:
+        return {"user": {}, "error": "invalid bearer token"}
+    user, valid_for = verdict
+    return {
+        "authenticated": True,
+        "user": {"username": user.name, "groups": list(user.groups)},
+        "audiences": valid_for,
+    }
+
+
+def _rules(authorizer: RBACAuthorizer, requester: UserInfo, namespace: str) -> Obj:
+    """What ``requester`` may do in ``namespace``: the rules of every role bound to them there
+    (`kubectl auth can-i --list`)."""
+    resource_rules: list[Obj] = []
+    non_resource_rules: list[Obj] = []
+    for rule in authorizer.rules_for(requester, namespace):
+        if rule.get("nonResourceURLs"):
+            non_resource_rules.append(
+                {"verbs": rule.get("verbs") or [], "nonResourceURLs": rule["nonResourceURLs"]}
+            )
+            continue
+        entry: dict[str, Any] = {"verbs": rule.get("verbs") or []}
+        for key in ("apiGroups", "resources", "resourceNames"):
+            if rule.get(key):
+                entry[key] = rule[key]
+        resource_rules.append(entry)
+    return {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": False}
 
 
 def _attributes(resource: ResourceType, spec: Obj, namespace: str | None) -> Attributes:

@@ -79,7 +79,16 @@ class ServiceAccountTokens:
         return f"{header}.{payload}.{signature}", expires
 
     def authenticate(self, token: str) -> UserInfo | None:
-        """The account a valid, unexpired token of a still existing account stands for."""
+        """The account a valid, unexpired token for the API server (its audience) of a still
+        existing account stands for."""
+        verified = self.verify(token)
+        if verified is None or AUDIENCE not in verified[1]:
+            return None
+        return verified[0]
+
+    def verify(self, token: str) -> tuple[UserInfo, list[str]] | None:
+        """The account a valid, unexpired token of a still existing account stands for, and the
+        audiences the token is for."""
         parts = token.split(".")
         if len(parts) != 3:
             return None
@@ -105,10 +114,34 @@ class ServiceAccountTokens:
         name, uid = str(account.get("name") or ""), str(account.get("uid") or "")
         if not namespace or not name or self._account_uid(namespace, name) != uid:
             return None  # the account is gone, or is another one now
-        return UserInfo(
+        audiences = claims.get("aud")
+        if isinstance(audiences, str):
+            audiences = [audiences]
+        user = UserInfo(
             service_account_user(namespace, name),
             ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"),
         )
+        return user, [str(a) for a in audiences or ()]
+
+
+def review_token(
+    tokens: ServiceAccountTokens, static: Callable[[str], UserInfo | None], token: str, audiences: list[str]
+) -> tuple[UserInfo, list[str]] | None:
+    """A TokenReview's verdict: the user ``token`` stands for and the ``audiences`` (the API
+    server's when none are asked for) it is valid for, or None. Tokens that carry no audience
+    (``static`` ones: the kubeconfig's) are valid for the API server's audience only, as upstream
+    treats audience-unaware authenticators."""
+    wanted = audiences or [AUDIENCE]
+    verified = tokens.verify(token)
+    if verified is not None:
+        user, valid_for = verified
+    else:
+        found = static(token)
+        if found is None:
+            return None
+        user, valid_for = found, [AUDIENCE]
+    both = [audience for audience in wanted if audience in valid_for]
+    return (user, both) if both else None
 
 
 def token_request(tokens: ServiceAccountTokens, body: Obj, account: Obj) -> Obj:

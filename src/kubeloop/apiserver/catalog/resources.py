@@ -71,6 +71,8 @@ class ResourceType:
     #: A review: a create is answered from the request (who asks, what they may do) and nothing
     #: is stored (TokenReview, SubjectAccessReview, SelfSubjectReview...).
     review: bool = False
+    #: Answered from the server's own state on every read, never stored (ComponentStatus).
+    synthesized: bool = False
 
     @property
     def group_version(self) -> str:
@@ -162,6 +164,38 @@ def _review(group: str, version: str, kind: str, *, namespaced: bool = False) ->
     )
 
 
+def _plain(
+    group: str,
+    plural: str,
+    kind: str,
+    namespaced: bool,
+    *,
+    short_names: tuple[str, ...] = (),
+    categories: tuple[str, ...] = (),
+    subresources: tuple[str, ...] = (),
+    singular: str = "",
+    returns_deleted_object: bool = False,
+) -> ResourceType:
+    """A version-1 resource with no rules of its own in the catalog (its schema, defaults and
+    validation come from upstream)."""
+    return ResourceType(
+        group,
+        "v1",
+        plural,
+        singular or kind.lower(),
+        kind,
+        namespaced,
+        short_names=short_names,
+        categories=categories,
+        subresources=subresources,
+        returns_deleted_object=returns_deleted_object,
+    )
+
+
+_ADMISSION = "admissionregistration.k8s.io"
+_EXTENSIONS = ("api-extensions",)
+
+
 BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(
         "",
@@ -171,6 +205,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         "Namespace",
         False,
         short_names=("ns",),
+        verbs=tuple(v for v in ALL_VERBS if v != "deletecollection"),
         subresources=("status", "finalize"),
         name_rule="label",
         field_selectors=MappingProxyType({"status.phase": "status.phase"}),
@@ -207,6 +242,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         categories=("all",),
         subresources=("status",),
         name_rule="dns1035",
+        returns_deleted_object=True,
     ),
     ResourceType(
         "",
@@ -217,6 +253,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         True,
         short_names=("sa",),
         subresources=("token",),
+        returns_deleted_object=True,
     ),
     ResourceType(
         "",
@@ -227,7 +264,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         True,
         short_names=("po",),
         categories=("all",),
-        subresources=("status",),
+        subresources=("status", "binding", "eviction"),
         field_selectors=_pod_fields(),
         tracks_generation=True,
         returns_deleted_object=True,
@@ -349,6 +386,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     _review("authentication.k8s.io", "v1", "SelfSubjectReview"),
     _review("authentication.k8s.io", "v1beta1", "SelfSubjectReview"),
     _review("authorization.k8s.io", "v1", "SelfSubjectAccessReview"),
+    _review("authorization.k8s.io", "v1", "SelfSubjectRulesReview"),
     _review("authorization.k8s.io", "v1", "SubjectAccessReview"),
     _review("authorization.k8s.io", "v1", "LocalSubjectAccessReview", namespaced=True),
     ResourceType("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True, name_rule="path"),
@@ -378,6 +416,172 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         "ClusterRoleBinding",
         False,
         name_rule="path",
+    ),
+    ResourceType("", "v1", "bindings", "binding", "Binding", True, verbs=("create",)),
+    ResourceType(
+        "",
+        "v1",
+        "componentstatuses",
+        "componentstatus",
+        "ComponentStatus",
+        False,
+        short_names=("cs",),
+        verbs=("get", "list"),
+        synthesized=True,
+    ),
+    _plain(
+        "",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        True,
+        short_names=("pvc",),
+        subresources=("status",),
+        returns_deleted_object=True,
+    ),
+    _plain(
+        "",
+        "persistentvolumes",
+        "PersistentVolume",
+        False,
+        short_names=("pv",),
+        subresources=("status",),
+        returns_deleted_object=True,
+    ),
+    _plain("", "podtemplates", "PodTemplate", True, returns_deleted_object=True),
+    ResourceType(
+        "",
+        "v1",
+        "replicationcontrollers",
+        "replicationcontroller",
+        "ReplicationController",
+        True,
+        short_names=("rc",),
+        categories=("all",),
+        subresources=("status", "scale"),
+        tracks_generation=True,
+    ),
+    _plain(_ADMISSION, "mutatingadmissionpolicies", "MutatingAdmissionPolicy", False, categories=_EXTENSIONS),
+    _plain(
+        _ADMISSION,
+        "mutatingadmissionpolicybindings",
+        "MutatingAdmissionPolicyBinding",
+        False,
+        categories=_EXTENSIONS,
+    ),
+    _plain(
+        _ADMISSION,
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        False,
+        categories=_EXTENSIONS,
+    ),
+    _plain(
+        _ADMISSION,
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+        False,
+        categories=_EXTENSIONS,
+        subresources=("status",),
+    ),
+    _plain(
+        _ADMISSION,
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+        False,
+        categories=_EXTENSIONS,
+    ),
+    _plain(
+        _ADMISSION,
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        False,
+        categories=_EXTENSIONS,
+    ),
+    _plain(
+        "apiregistration.k8s.io",
+        "apiservices",
+        "APIService",
+        False,
+        categories=_EXTENSIONS,
+        subresources=("status",),
+    ),
+    _plain("apps", "controllerrevisions", "ControllerRevision", True),
+    _review("authentication.k8s.io", "v1", "TokenReview"),
+    ResourceType(
+        "autoscaling",
+        "v2",
+        "horizontalpodautoscalers",
+        "horizontalpodautoscaler",
+        "HorizontalPodAutoscaler",
+        True,
+        short_names=("hpa",),
+        categories=("all",),
+        subresources=("status",),
+    ),
+    _plain(
+        "certificates.k8s.io",
+        "certificatesigningrequests",
+        "CertificateSigningRequest",
+        False,
+        short_names=("csr",),
+        subresources=("status", "approval"),
+    ),
+    _plain("certificates.k8s.io", "clustertrustbundles", "ClusterTrustBundle", False),
+    _plain(
+        "certificates.k8s.io",
+        "podcertificaterequests",
+        "PodCertificateRequest",
+        True,
+        subresources=("status",),
+    ),
+    _plain("discovery.k8s.io", "endpointslices", "EndpointSlice", True),
+    _plain("flowcontrol.apiserver.k8s.io", "flowschemas", "FlowSchema", False, subresources=("status",)),
+    _plain(
+        "flowcontrol.apiserver.k8s.io",
+        "prioritylevelconfigurations",
+        "PriorityLevelConfiguration",
+        False,
+        subresources=("status",),
+    ),
+    _plain("networking.k8s.io", "ingressclasses", "IngressClass", False),
+    _plain("networking.k8s.io", "ingresses", "Ingress", True, short_names=("ing",), subresources=("status",)),
+    _plain("networking.k8s.io", "ipaddresses", "IPAddress", False, short_names=("ip",)),
+    _plain("networking.k8s.io", "networkpolicies", "NetworkPolicy", True, short_names=("netpol",)),
+    _plain("networking.k8s.io", "servicecidrs", "ServiceCIDR", False, subresources=("status",)),
+    _plain("node.k8s.io", "runtimeclasses", "RuntimeClass", False),
+    _plain(
+        "policy",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        True,
+        short_names=("pdb",),
+        subresources=("status",),
+    ),
+    _plain("resource.k8s.io", "deviceclasses", "DeviceClass", False),
+    _plain("resource.k8s.io", "devicetaintrules", "DeviceTaintRule", False, subresources=("status",)),
+    _plain(
+        "resource.k8s.io",
+        "resourceclaims",
+        "ResourceClaim",
+        True,
+        subresources=("status",),
+        returns_deleted_object=True,
+    ),
+    _plain("resource.k8s.io", "resourceclaimtemplates", "ResourceClaimTemplate", True),
+    _plain("resource.k8s.io", "resourceslices", "ResourceSlice", False),
+    _plain("scheduling.k8s.io", "priorityclasses", "PriorityClass", False, short_names=("pc",)),
+    _plain("storage.k8s.io", "csidrivers", "CSIDriver", False),
+    _plain("storage.k8s.io", "csinodes", "CSINode", False),
+    _plain("storage.k8s.io", "csistoragecapacities", "CSIStorageCapacity", True),
+    _plain("storage.k8s.io", "storageclasses", "StorageClass", False, short_names=("sc",)),
+    _plain("storage.k8s.io", "volumeattachments", "VolumeAttachment", False, subresources=("status",)),
+    _plain("storage.k8s.io", "volumeattributesclasses", "VolumeAttributesClass", False, short_names=("vac",)),
+    _plain(
+        "storagemigration.k8s.io",
+        "storageversionmigrations",
+        "StorageVersionMigration",
+        False,
+        subresources=("status",),
     ),
 )
 

@@ -1,7 +1,7 @@
 """A simulated node and its kubelet: pods are scheduled on it and go through a pod's life.
 
 ``SimulatedKubelet`` registers one Node (Ready, with capacity and system info) and reconciles
-Pods: an unscheduled pod is bound to the node (``spec.nodeName``, condition PodScheduled), gets
+Pods: an unscheduled pod is bound to the node (a Binding, as a scheduler writes it), gets
 an IP and its start time, runs after ``pod_start_seconds`` (containers running and ready,
 condition Ready), and — unless its ``restartPolicy`` is ``Always`` — ends Succeeded or Failed as
 its annotations say (``simulation``). Pods of other nodes are left alone.
@@ -189,13 +189,17 @@ class SimulatedKubelet:
         return None
 
     async def _bind(self, pod: Obj) -> None:
+        """Bind the pod to the node as a scheduler does: a Binding (``bindings``)."""
         meta = pod.get("metadata") or {}
-        patch = {
-            "metadata": {"resourceVersion": meta.get("resourceVersion")},
-            "spec": {"nodeName": NODE_NAME},
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": NODE_NAME},
         }
-        with contextlib.suppress(errors.NotFound):
-            await self.client.patch(POD, str(meta.get("name")), patch, namespace=meta.get("namespace"))
+        # NotFound: the pod is gone; Conflict: bound meanwhile (its next event shows where).
+        with contextlib.suppress(errors.NotFound, errors.Conflict):
+            await self.client.create(binding)
             self._bound[str(meta.get("uid"))] = asyncio.get_running_loop().time()
 
     async def _write_status(self, pod: Obj, status: Obj) -> None:

@@ -13,6 +13,7 @@ from kubeloop.apiserver.controllers.garbagecollector import GarbageCollector
 from kubeloop.apiserver.controllers.jobs import JobController
 from kubeloop.apiserver.controllers.kubelet import SimulatedKubelet
 from kubeloop.apiserver.controllers.namespace import NamespaceController
+from kubeloop.apiserver.controllers.namespacedefaults import NamespaceDefaults
 from kubeloop.apiserver.controllers.replicasets import ReplicaSetController
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
 from kubeloop.client.config import ClientConfig
@@ -25,12 +26,21 @@ USER = "system:kube-controller-manager"
 
 
 class ControllerManager:
-    """Starts the control loops against the server at ``url``; ``stop`` ends them. With
+    """Starts the control loops against the server at ``url`` (``ca_pem`` verifies it, None
+    over plain HTTP; ``root_ca_pem`` is the CA every namespace's ``kube-root-ca.crt`` publishes, None:
+    namespaces get no defaults);
+    ``stop`` ends them. With
     ``simulation``, workloads are simulated too: a node and its kubelet, and the Job, ReplicaSet
     and Deployment controllers."""
 
     def __init__(
-        self, url: str, *, ca_pem: bytes | None, token: str, simulation: SimulationOptions | None = None
+        self,
+        url: str,
+        *,
+        ca_pem: bytes | None,
+        token: str,
+        root_ca_pem: bytes | None,
+        simulation: SimulationOptions | None = None,
     ) -> None:
         config = ClientConfig(
             server=url,
@@ -47,6 +57,9 @@ class ControllerManager:
         self.garbage_collector = GarbageCollector(self.manager)
         self.manager.add(self.garbage_collector.run, name="garbage-collector", need_leader_election=False)
         self.namespaces = NamespaceController(self.manager)
+        self.namespace_defaults: NamespaceDefaults | None = None
+        if root_ca_pem is not None:
+            self.namespace_defaults = NamespaceDefaults(self.manager, root_ca_pem=root_ca_pem)
         self.kubelet: SimulatedKubelet | None = None
         self.jobs: JobController | None = None
         self.replica_sets: ReplicaSetController | None = None

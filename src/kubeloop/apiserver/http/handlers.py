@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import aiohttp
 import orjson
 from aiohttp import web
+from multidict import MultiMapping
 
 from kubeloop import errors
 from kubeloop.api.fields import FieldSelector
@@ -33,7 +34,7 @@ from kubeloop.apiserver.http.workerloop import WorkerLoop
 from kubeloop.apiserver.openapi import discovery, v2, v3
 from kubeloop.apiserver.printing import tables
 from kubeloop.apiserver.protobuf import codec, descriptors
-from kubeloop.apiserver.registry import generic, validation
+from kubeloop.apiserver.registry import generic, pods, validation
 from kubeloop.apiserver.registry.generic import DeleteOptions, ListOptions, Registry, WriteOptions
 from kubeloop.errors import InvalidSelector
 
@@ -133,6 +134,8 @@ class APIHandlers:
         extra_definitions: Callable[[], Mapping[str, Any]] = dict,
         authorizer: RBACAuthorizer | None = None,
         tokens: ServiceAccountTokens | None = None,
+        token_reviewer: reviews.TokenReviewer | None = None,
+        components: Callable[[], list[tuple[str, str | None]]] = list,
     ) -> None:
         self.registry = reg
         self.catalog = catalog
@@ -148,6 +151,10 @@ class APIHandlers:
         self.authorizer = authorizer
         #: Issues ServiceAccount tokens (serviceaccounts/token); None: the subresource answers 404.
         self.tokens = tokens
+        #: Judges the tokens of TokenReviews (None: every token is unauthenticated).
+        self.token_reviewer = token_reviewer
+        #: The cluster's components and what ails each (None: healthy), for ComponentStatus.
+        self.components = components
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -341,12 +348,16 @@ class APIHandlers:
             "PATCH": self._patch,
             "DELETE": self._delete,
         }
-        if target.subresource == "token":
+        if target.subresource in ("token", "binding", "eviction"):
             if method != "POST":
                 raise errors.MethodNotAllowed(
                     "the server does not allow this method on the requested resource"
                 )
-            return await self._token_request(request, target)
+            if target.subresource == "token":
+                return await self._token_request(request, target)
+            if target.subresource == "binding":
+                return await self._binding(request, target)
+            return await self._eviction(request, target)
         if method not in handler or (target.subresource and method == "DELETE"):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         if target.subresource == "scale":
@@ -379,9 +390,15 @@ class APIHandlers:
 
     async def _get(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         assert target.name is not None
-        obj = self.registry.get(
-            target.resource, target.namespace, target.name, request.query.get("resourceVersion", "")
-        )
+        if target.resource.synthesized:
+            found = [o for o in self._synthesized(target) if o["metadata"]["name"] == target.name]
+            if not found:
+                raise errors.not_found(target.resource.group, target.resource.plural, target.name)
+            obj = found[0]
+        else:
+            obj = self.registry.get(
+                target.resource, target.namespace, target.name, request.query.get("resourceVersion", "")
+            )
         accept = _accept(request)
         if accept.table:
             return json_response(
@@ -399,7 +416,12 @@ class APIHandlers:
 
     async def _list(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         options = _list_options(request)
-        result = self.registry.list_objects(target.resource, target.namespace, options)
+        if target.resource.synthesized:
+            matches = self.registry.matcher(target.resource, options.label_selector, options.field_selector)
+            items = [o for o in self._synthesized(target) if matches is None or matches(o)]
+            result = generic.ListResult(items, self.registry.store.revision, "", None)
+        else:
+            result = self.registry.list_objects(target.resource, target.namespace, options)
         accept = _accept(request)
         rv = str(result.resource_version)
         if accept.table:
@@ -501,6 +523,8 @@ class APIHandlers:
         options = _write_options(request)
         if target.resource.review:
             return await self._review(request, target, raw, options)
+        if target.resource.plural == "bindings" and not target.resource.group:
+            return await self._binding(request, target)
 
         json_only = bool(target.resource.definition)
 
@@ -520,7 +544,44 @@ class APIHandlers:
         if user is None:
             raise errors.Unauthorized("Unauthorized")
         authorizer = self.authorizer or RBACAuthorizer(self.registry.store, self.catalog)
-        answered = reviews.answer(target.resource, body, user, authorizer, target.namespace)
+        answered = reviews.answer(
+            target.resource, body, user, authorizer, target.namespace, token_reviewer=self.token_reviewer
+        )
+        return await object_response(request, answered, 201)
+
+    def _synthesized(self, target: Target) -> list[Obj]:
+        """The objects of a resource answered from the server's state (ComponentStatus)."""
+        return [component_status(name, problem) for name, problem in self.components()]
+
+    async def _binding(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
+        """``pods/<name>/binding`` and ``bindings``: the pod is assigned to a node."""
+        assert target.namespace is not None
+        raw = await _read_body(request)
+        body, _options = await _decode_write(request.content_type, raw, _write_options(request))
+        resource = self.catalog.lookup("", "v1", "pods")
+        assert resource is not None
+        answered = await pods.bind(self.registry, resource, target.namespace, body, target.name)
+        return await object_response(request, answered, 201)
+
+    async def _eviction(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
+        """``pods/<name>/eviction``: the pod is deleted unless its disruption budget forbids it."""
+        assert target.namespace is not None and target.name is not None
+        raw = await _read_body(request)
+        body, _options = await _decode_write(request.content_type, raw, _write_options(request))
+        delete_body = body.get("deleteOptions") or {}
+        if not isinstance(delete_body, dict):
+            raise errors.BadRequest("deleteOptions: must be an object")
+        budgets = self.catalog.lookup("policy", "v1", "poddisruptionbudgets")
+        assert budgets is not None
+        answered = await pods.evict(
+            self.registry,
+            target.resource,
+            budgets,
+            target.namespace,
+            target.name,
+            body,
+            _delete_options_from(delete_body, request.query),
+        )
         return await object_response(request, answered, 201)
 
     async def _token_request(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
@@ -625,25 +686,45 @@ class APIHandlers:
             if not isinstance(loaded, dict):
                 raise errors.BadRequest("the body of the request must be a DeleteOptions object")
             body = loaded
-        preconditions = body.get("preconditions") or {}
-        if not isinstance(preconditions, dict):
-            raise errors.BadRequest("preconditions: must be an object")
-        dry_run = _dry_run(query.getall("dryRun", [])) or _dry_run(body.get("dryRun") or [])
-        policy = query.get("propagationPolicy") or body.get("propagationPolicy")
-        orphan = body.get("orphanDependents")
-        if "orphanDependents" in query:
-            orphan = _truthy(query.get("orphanDependents"))
-        grace = query.get("gracePeriodSeconds")
-        return DeleteOptions(
-            dry_run=dry_run,
-            propagation_policy=policy,
-            orphan_dependents=orphan,
-            precondition_uid=preconditions.get("uid"),
-            precondition_resource_version=preconditions.get("resourceVersion"),
-            grace_period_seconds=_parse_int(grace, "gracePeriodSeconds")
-            if grace
-            else body.get("gracePeriodSeconds"),
-        )
+        return _delete_options_from(body, query)
+
+
+def _delete_options_from(body: Obj, query: MultiMapping[str]) -> DeleteOptions:
+    """DeleteOptions from a request's body and query (an eviction's ``deleteOptions`` too)."""
+    preconditions = body.get("preconditions") or {}
+    if not isinstance(preconditions, dict):
+        raise errors.BadRequest("preconditions: must be an object")
+    dry_run = _dry_run(query.getall("dryRun", [])) or _dry_run(body.get("dryRun") or [])
+    policy = query.get("propagationPolicy") or body.get("propagationPolicy")
+    orphan = body.get("orphanDependents")
+    if "orphanDependents" in query:
+        orphan = _truthy(query.get("orphanDependents"))
+    grace = query.get("gracePeriodSeconds")
+    return DeleteOptions(
+        dry_run=dry_run,
+        propagation_policy=policy,
+        orphan_dependents=orphan,
+        precondition_uid=preconditions.get("uid"),
+        precondition_resource_version=preconditions.get("resourceVersion"),
+        grace_period_seconds=_parse_int(grace, "gracePeriodSeconds")
+        if grace
+        else body.get("gracePeriodSeconds"),
+    )
+
+
+def component_status(name: str, problem: str | None) -> Obj:
+    """A ComponentStatus as kube-apiserver reports it (``kubectl get componentstatuses``)."""
+    condition: Obj = {"type": "Healthy", "status": "True" if problem is None else "False"}
+    if problem is None:
+        condition["message"] = "ok"
+    else:
+        condition["error"] = problem
+    return {
+        "kind": "ComponentStatus",
+        "apiVersion": "v1",
+        "metadata": {"name": name},
+        "conditions": [condition],
+    }
 
 
 def _health_response(request: HTTPRequest, name: str, checks: list[tuple[str, str | None]]) -> web.Response:

@@ -24,6 +24,16 @@ _SUBRESOURCE_VERBS: dict[str, tuple[str, ...]] = {
     "scale": ("get", "patch", "update"),
     "finalize": ("update",),
     "token": ("create",),
+    "binding": ("create",),
+    "eviction": ("create",),
+    "approval": ("get", "patch", "update"),
+}
+#: Subresources that take and return a kind of their own (group, version, kind).
+_SUBRESOURCE_KINDS: dict[str, tuple[str, str, str]] = {
+    "scale": ("autoscaling", "v1", "Scale"),
+    "token": ("authentication.k8s.io", "v1", "TokenRequest"),
+    "eviction": ("policy", "v1", "Eviction"),
+    "binding": ("", "", "Binding"),
 }
 
 #: Order of the built-in groups in /apis, as kube-apiserver's APIService priorities sort them.
@@ -49,6 +59,7 @@ _GROUP_PRIORITY: dict[str, int] = {
     "discovery.k8s.io": 16200,
     "flowcontrol.apiserver.k8s.io": 16100,
     "resource.k8s.io": 15900,
+    "storagemigration.k8s.io": 1800,
     "internal.apiserver.k8s.io": 30,
 }
 
@@ -163,6 +174,8 @@ def _resource_entry(resource: ResourceType) -> dict[str, Any]:
         entry["categories"] = list(resource.categories)
     # Resources sharing storage (events.k8s.io events stored as core events) report the hash of the
     # storage version, like upstream.
+    if "watch" not in resource.verbs:
+        return entry  # not stored (reviews, bindings, component statuses): no storage version
     storage_version = resource.version if storage_group == resource.group else "v1"
     entry["storageVersionHash"] = storage_version_hash(storage_group, storage_version, storage_kind)
     return entry
@@ -176,10 +189,12 @@ def _subresource_entry(resource: ResourceType, subresource: str) -> dict[str, An
         "kind": resource.kind,
         "verbs": list(_SUBRESOURCE_VERBS.get(subresource, ("get",))),
     }
-    if subresource == "scale":
-        entry = {**entry, "group": "autoscaling", "version": "v1", "kind": "Scale"}
-    if subresource == "token":
-        entry = {**entry, "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}
+    own = _SUBRESOURCE_KINDS.get(subresource)
+    if own is not None:
+        group, version, kind = own
+        entry["kind"] = kind
+        if group:
+            entry = {**entry, "group": group, "version": version}
     return entry
 
 

@@ -966,6 +966,243 @@ def _lease_columns() -> list[Column]:
     ]
 
 
+def _component_status(obj: Obj, now: datetime.datetime) -> Cell:
+    healthy = [c for c in _list(obj, "conditions") if isinstance(c, dict) and c.get("type") == "Healthy"]
+    if not healthy:
+        return "Unknown"
+    return "Healthy" if healthy[0].get("status") == "True" else "Unhealthy"
+
+
+def _component_condition(field: str) -> CellFn:
+    def cell(obj: Obj, now: datetime.datetime) -> Cell:
+        healthy = [c for c in _list(obj, "conditions") if isinstance(c, dict) and c.get("type") == "Healthy"]
+        return str(healthy[0].get(field) or "") if healthy else ""
+
+    return cell
+
+
+def _componentstatus_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column("Status", "string", _component_status, "Status of the component conditions"),
+        Column("Message", "string", _component_condition("message"), "Message of the component conditions"),
+        Column("Error", "string", _component_condition("error"), "Error of the component conditions"),
+    ]
+
+
+def _access_modes(obj: Obj, path: str) -> str:
+    short = {
+        "ReadWriteOnce": "RWO",
+        "ReadOnlyMany": "ROX",
+        "ReadWriteMany": "RWX",
+        "ReadWriteOncePod": "RWOP",
+    }
+    return ",".join(short.get(str(m), str(m)) for m in _list(obj, path))
+
+
+def _pvc_columns() -> list[Column]:
+    claim = _CORE + "PersistentVolumeClaimSpec"
+    return [
+        _name_column(),
+        Column(
+            "Status",
+            "string",
+            lambda o, n: _str(o, "status.phase"),
+            _doc(_CORE + "PersistentVolumeClaimStatus", "phase"),
+        ),
+        Column("Volume", "string", lambda o, n: _str(o, "spec.volumeName"), _doc(claim, "volumeName")),
+        Column(
+            "Capacity",
+            "string",
+            lambda o, n: str(_map(o, "status.capacity").get("storage", "")),
+            _doc(_CORE + "PersistentVolumeClaimStatus", "capacity"),
+        ),
+        Column(
+            "Access Modes",
+            "string",
+            lambda o, n: _access_modes(o, "status.accessModes"),
+            _doc(claim, "accessModes"),
+        ),
+        Column(
+            "StorageClass",
+            "string",
+            lambda o, n: _str(o, "spec.storageClassName"),
+            _doc(claim, "storageClassName"),
+        ),
+        Column(
+            "VolumeAttributesClass",
+            "string",
+            lambda o, n: _str(o, "spec.volumeAttributesClassName", "<unset>"),
+            _doc(claim, "volumeAttributesClassName"),
+        ),
+        _age_column(),
+        Column("VolumeMode", "string", lambda o, n: _str(o, "spec.volumeMode"), _doc(claim, "volumeMode"), 1),
+    ]
+
+
+def _pv_claim(obj: Obj, now: datetime.datetime) -> Cell:
+    ref = _map(obj, "spec.claimRef")
+    return f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else ""
+
+
+def _pv_columns() -> list[Column]:
+    spec = _CORE + "PersistentVolumeSpec"
+    return [
+        _name_column(),
+        Column(
+            "Capacity",
+            "string",
+            lambda o, n: str(_map(o, "spec.capacity").get("storage", "")),
+            _doc(spec, "capacity"),
+        ),
+        Column(
+            "Access Modes",
+            "string",
+            lambda o, n: _access_modes(o, "spec.accessModes"),
+            _doc(spec, "accessModes"),
+        ),
+        Column(
+            "Reclaim Policy",
+            "string",
+            lambda o, n: _str(o, "spec.persistentVolumeReclaimPolicy"),
+            _doc(spec, "persistentVolumeReclaimPolicy"),
+        ),
+        Column(
+            "Status",
+            "string",
+            lambda o, n: _str(o, "status.phase"),
+            _doc(_CORE + "PersistentVolumeStatus", "phase"),
+        ),
+        Column("Claim", "string", _pv_claim, _doc(spec, "claimRef")),
+        Column(
+            "StorageClass",
+            "string",
+            lambda o, n: _str(o, "spec.storageClassName"),
+            _doc(spec, "storageClassName"),
+        ),
+        Column(
+            "VolumeAttributesClass",
+            "string",
+            lambda o, n: _str(o, "spec.volumeAttributesClassName", "<unset>"),
+            _doc(spec, "volumeAttributesClassName"),
+        ),
+        Column(
+            "Reason",
+            "string",
+            lambda o, n: _str(o, "status.reason"),
+            _doc(_CORE + "PersistentVolumeStatus", "reason"),
+        ),
+        _age_column(),
+        Column("VolumeMode", "string", lambda o, n: _str(o, "spec.volumeMode"), _doc(spec, "volumeMode"), 1),
+    ]
+
+
+def _replicationcontroller_columns() -> list[Column]:
+    status = _CORE + "ReplicationControllerStatus"
+    return [
+        _name_column(),
+        Column(
+            "Desired",
+            "integer",
+            lambda o, n: _int(o, "spec.replicas"),
+            _doc(_CORE + "ReplicationControllerSpec", "replicas"),
+        ),
+        Column("Current", "integer", lambda o, n: _int(o, "status.replicas"), _doc(status, "replicas")),
+        Column(
+            "Ready", "integer", lambda o, n: _int(o, "status.readyReplicas"), _doc(status, "readyReplicas")
+        ),
+        _age_column(),
+        *_template_columns("spec.template.spec.containers", None),
+        Column(
+            "Selector",
+            "string",
+            lambda o, n: format_labels(_map(o, "spec.selector")),
+            _doc(_CORE + "ReplicationControllerSpec", "selector"),
+            1,
+        ),
+    ]
+
+
+def _pdb_columns() -> list[Column]:
+    spec = "io.k8s.api.policy.v1.PodDisruptionBudgetSpec"
+    return [
+        _name_column(),
+        Column(
+            "Min Available",
+            "string",
+            lambda o, n: str(_get(o, "spec.minAvailable", "N/A")),
+            _doc(spec, "minAvailable"),
+        ),
+        Column(
+            "Max Unavailable",
+            "string",
+            lambda o, n: str(_get(o, "spec.maxUnavailable", "N/A")),
+            _doc(spec, "maxUnavailable"),
+        ),
+        Column(
+            "Allowed Disruptions",
+            "integer",
+            lambda o, n: _int(o, "status.disruptionsAllowed"),
+            _doc("io.k8s.api.policy.v1.PodDisruptionBudgetStatus", "disruptionsAllowed"),
+        ),
+        _age_column(),
+    ]
+
+
+def _storage_class_name(obj: Obj, now: datetime.datetime) -> Cell:
+    default = _map(obj, "metadata.annotations").get("storageclass.kubernetes.io/is-default-class") == "true"
+    return _str(obj, "metadata.name") + (" (default)" if default else "")
+
+
+def _storageclass_columns() -> list[Column]:
+    kind = "io.k8s.api.storage.v1.StorageClass"
+    return [
+        Column(
+            "Name",
+            "string",
+            _storage_class_name,
+            _doc(_OBJECT_META, "name"),
+            format="name",
+        ),
+        Column("Provisioner", "string", lambda o, n: _str(o, "provisioner"), _doc(kind, "provisioner")),
+        Column("ReclaimPolicy", "string", lambda o, n: _str(o, "reclaimPolicy"), _doc(kind, "reclaimPolicy")),
+        Column(
+            "VolumeBindingMode",
+            "string",
+            lambda o, n: _str(o, "volumeBindingMode"),
+            _doc(kind, "volumeBindingMode"),
+        ),
+        Column(
+            "AllowVolumeExpansion",
+            "string",
+            lambda o, n: str(bool(_get(o, "allowVolumeExpansion", False))).lower(),
+            _doc(kind, "allowVolumeExpansion"),
+        ),
+        _age_column(),
+    ]
+
+
+def _priorityclass_columns() -> list[Column]:
+    kind = "io.k8s.api.scheduling.v1.PriorityClass"
+    return [
+        _name_column(),
+        Column("Value", "integer", lambda o, n: _int(o, "value"), _doc(kind, "value")),
+        Column(
+            "Global-Default",
+            "boolean",
+            lambda o, n: bool(_get(o, "globalDefault", False)),
+            _doc(kind, "globalDefault"),
+        ),
+        _age_column(),
+        Column(
+            "PreemptionPolicy",
+            "string",
+            lambda o, n: _str(o, "preemptionPolicy"),
+            _doc(kind, "preemptionPolicy"),
+        ),
+    ]
+
+
 _COLUMN_SETS: dict[tuple[str, str], Callable[[], list[Column]]] = {
     ("", "pods"): _pod_columns,
     ("apps", "deployments"): _deployment_columns,
@@ -984,6 +1221,13 @@ _COLUMN_SETS: dict[tuple[str, str], Callable[[], list[Column]]] = {
     ("events.k8s.io", "events"): _event_columns,
     ("", "endpoints"): _endpoints_columns,
     ("coordination.k8s.io", "leases"): _lease_columns,
+    ("", "componentstatuses"): _componentstatus_columns,
+    ("", "persistentvolumeclaims"): _pvc_columns,
+    ("", "persistentvolumes"): _pv_columns,
+    ("", "replicationcontrollers"): _replicationcontroller_columns,
+    ("policy", "poddisruptionbudgets"): _pdb_columns,
+    ("storage.k8s.io", "storageclasses"): _storageclass_columns,
+    ("scheduling.k8s.io", "priorityclasses"): _priorityclass_columns,
     ("rbac.authorization.k8s.io", "roles"): _generic_columns,
     ("rbac.authorization.k8s.io", "clusterroles"): _generic_columns,
     ("rbac.authorization.k8s.io", "rolebindings"): lambda: _binding_columns("RoleBinding"),

@@ -217,3 +217,155 @@ def _qos_class(pod: Obj) -> str:
     if not requests_seen:
         return "BestEffort"
     return "Guaranteed" if guaranteed else "Burstable"
+
+
+# ---------------------------------------------------------------- the rest of the catalog
+
+
+def _spec(obj: Obj) -> Obj | None:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, dict) else None
+
+
+def persistent_volume_claim(obj: Obj) -> None:
+    spec = _spec(obj)
+    if spec is not None:
+        spec.setdefault("volumeMode", "Filesystem")
+
+
+def persistent_volume(obj: Obj) -> None:
+    spec = _spec(obj)
+    if spec is not None:
+        spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+        spec.setdefault("volumeMode", "Filesystem")
+
+
+def pending_status(obj: Obj) -> None:
+    """PersistentVolumes and their claims start Pending."""
+    obj["status"] = {"phase": "Pending"}
+
+
+def replication_controller(obj: Obj) -> None:
+    """SetDefaults_ReplicationController: selector and labels from the template's labels."""
+    spec = _spec(obj)
+    if spec is None:
+        return
+    template = spec.get("template")
+    labels = (template.get("metadata") or {}).get("labels") if isinstance(template, dict) else None
+    if isinstance(labels, dict) and labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("labels"):
+            meta["labels"] = dict(labels)
+    spec.setdefault("replicas", 1)
+    spec.setdefault("minReadySeconds", 0)
+    _template_defaults(spec)
+
+
+def pod_template(obj: Obj) -> None:
+    _template_defaults(obj)
+
+
+def horizontal_pod_autoscaler(obj: Obj) -> None:
+    """autoscaling/v2: one replica at least, and 80% CPU when no metric is given."""
+    spec = _spec(obj)
+    if spec is None:
+        return
+    spec.setdefault("minReplicas", 1)
+    if not spec.get("metrics"):
+        spec["metrics"] = [
+            {
+                "type": "Resource",
+                "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+            }
+        ]
+
+
+def network_policy(obj: Obj) -> None:
+    spec = _spec(obj)
+    if spec is None:
+        return
+    for direction in ("ingress", "egress"):
+        for rule in spec.get(direction) or ():
+            for port in (rule.get("ports") or ()) if isinstance(rule, dict) else ():
+                if isinstance(port, dict):
+                    port.setdefault("protocol", "TCP")
+    if not spec.get("policyTypes"):
+        spec["policyTypes"] = ["Ingress", "Egress"] if spec.get("egress") else ["Ingress"]
+
+
+def endpoint_slice(obj: Obj) -> None:
+    for port in obj.get("ports") or ():
+        if isinstance(port, dict):
+            port.setdefault("name", "")
+            port.setdefault("protocol", "TCP")
+
+
+def storage_class(obj: Obj) -> None:
+    obj.setdefault("reclaimPolicy", "Delete")
+    obj.setdefault("volumeBindingMode", "Immediate")
+
+
+def csi_driver(obj: Obj) -> None:
+    spec = _spec(obj)
+    if spec is None:
+        return
+    spec.setdefault("attachRequired", True)
+    spec.setdefault("podInfoOnMount", False)
+    spec.setdefault("storageCapacity", False)
+    spec.setdefault("fsGroupPolicy", "ReadWriteOnceWithFSType")
+    spec.setdefault("volumeLifecycleModes", ["Persistent"])
+    spec.setdefault("requiresRepublish", False)
+    spec.setdefault("seLinuxMount", False)
+
+
+def priority_class(obj: Obj) -> None:
+    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+
+def flow_schema(obj: Obj) -> None:
+    spec = _spec(obj)
+    if spec is not None and not spec.get("matchingPrecedence"):
+        spec["matchingPrecedence"] = 1000
+
+
+def priority_level_configuration(obj: Obj) -> None:
+    limited = (_spec(obj) or {}).get("limited")
+    if isinstance(limited, dict):
+        limited.setdefault("nominalConcurrencyShares", 30)
+        limited.setdefault("lendablePercent", 0)
+
+
+def admission_policy(obj: Obj) -> None:
+    """Validating and mutating admission policies: Fail on errors, Equivalent matching,
+    selectors that select everything."""
+    spec = _spec(obj)
+    if spec is None:
+        return
+    spec.setdefault("failurePolicy", "Fail")
+    constraints = spec.get("matchConstraints")
+    if isinstance(constraints, dict):
+        constraints.setdefault("matchPolicy", "Equivalent")
+        constraints.setdefault("namespaceSelector", {})
+        constraints.setdefault("objectSelector", {})
+
+
+def resource_claim_spec(spec: Obj | None) -> None:
+    devices = (spec or {}).get("devices")
+    for request in (devices.get("requests") or ()) if isinstance(devices, dict) else ():
+        exactly = request.get("exactly") if isinstance(request, dict) else None
+        if isinstance(exactly, dict):
+            exactly.setdefault("allocationMode", "ExactCount")
+            if exactly["allocationMode"] == "ExactCount":
+                exactly.setdefault("count", 1)
+
+
+def resource_claim(obj: Obj) -> None:
+    resource_claim_spec(_spec(obj))
+
+
+def resource_claim_template(obj: Obj) -> None:
+    spec = _spec(obj)
+    inner = spec.get("spec") if spec is not None else None
+    resource_claim_spec(inner if isinstance(inner, dict) else None)

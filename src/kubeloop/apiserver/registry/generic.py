@@ -39,6 +39,7 @@ from kubeloop.apiserver.patch import fieldmanager
 from kubeloop.apiserver.patch.jsonpatch import apply_json_patch
 from kubeloop.apiserver.patch.mergepatch import apply_merge_patch
 from kubeloop.apiserver.patch.strategicpatch import apply_strategic_merge_patch
+from kubeloop.apiserver.registry.serviceips import ServiceAllocator
 from kubeloop.apiserver.registry.strategies import Strategy, builtin_strategy
 from kubeloop.apiserver.storage.watchcache import ObjectStore, PreconditionFailed
 
@@ -110,6 +111,8 @@ class Registry:
         self.catalog = catalog
         self._strategies: dict[tuple[str, str, str], Strategy] = {}  # built-in ones, made on first use
         self._set_strategies: dict[tuple[str, str, str], Strategy] = {}  # custom resources' (set_strategy)
+        #: Cluster IPs and node ports of Services.
+        self.services = ServiceAllocator(store)
 
     # ------------------------------------------------------------ strategies
 
@@ -126,7 +129,7 @@ class Registry:
             return strategy
         strategy = self._strategies.get(key)
         if strategy is None or strategy.resource is not resource:
-            strategy = self._strategies[key] = builtin_strategy(resource)
+            strategy = self._strategies[key] = builtin_strategy(resource, self.services)
         return strategy
 
     def set_strategy(self, strategy: Strategy) -> None:

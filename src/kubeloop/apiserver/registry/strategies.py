@@ -24,6 +24,7 @@ from kubeloop.apiserver.catalog import eventconversion, mediatypes, schemas
 from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.patch.mergepatch import copy_json
 from kubeloop.apiserver.registry import defaults, validation
+from kubeloop.apiserver.registry.serviceips import ServiceAllocator
 from kubeloop.errors import StatusCause
 
 Rules = Callable[[Mapping[str, Any]], list[StatusCause]]
@@ -277,6 +278,28 @@ class NodeStrategy(BuiltinStrategy):
             obj["status"] = status
 
 
+class ServiceStrategy(BuiltinStrategy):
+    """Services: a cluster IP and node ports allocated on create, kept by updates."""
+
+    allocator: ServiceAllocator | None = None
+
+    def finish(self, obj: Obj, old: Obj | None) -> None:
+        if self.allocator is not None:
+            self.allocator.allocate(obj, old)
+
+
+class ReplicationControllerStrategy(BuiltinStrategy):
+    """ReplicationControllers: their selector is a plain label map, not a LabelSelector."""
+
+    def scale_of(self, obj: Obj) -> Obj:
+        spec = obj.get("spec") or {}
+        selector = spec.get("selector") or {}
+        scale_status: Obj = {"replicas": int((obj.get("status") or {}).get("replicas") or 0)}
+        if selector:
+            scale_status["selector"] = str(LabelSelector.from_set(selector))
+        return scale_document(obj, int(spec.get("replicas") or 0), scale_status)
+
+
 class EventsV1Strategy(BuiltinStrategy):
     """events.k8s.io/v1 Events: the core/v1 Events' storage, converted on the way in and out."""
 
@@ -296,7 +319,7 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
         KindRules(defaults.pod, defaults.pod_status, validation.pod_rules),
     ),
     ("", "services"): (
-        BuiltinStrategy,
+        ServiceStrategy,
         KindRules(defaults.service, defaults.service_status, validation.service_rules),
     ),
     ("", "configmaps"): (BuiltinStrategy, KindRules(rules=validation.config_map_rules)),
@@ -327,10 +350,54 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
     ),
     ("coordination.k8s.io", "leases"): (BuiltinStrategy, KindRules(rules=validation.lease_rules)),
     ("events.k8s.io", "events"): (EventsV1Strategy, KindRules()),
+    ("", "persistentvolumeclaims"): (
+        BuiltinStrategy,
+        KindRules(defaults.persistent_volume_claim, defaults.pending_status),
+    ),
+    ("", "persistentvolumes"): (
+        BuiltinStrategy,
+        KindRules(defaults.persistent_volume, defaults.pending_status),
+    ),
+    ("", "replicationcontrollers"): (
+        ReplicationControllerStrategy,
+        KindRules(defaults.replication_controller, defaults.empty_status),
+    ),
+    ("", "podtemplates"): (BuiltinStrategy, KindRules(defaults.pod_template)),
+    ("autoscaling", "horizontalpodautoscalers"): (
+        BuiltinStrategy,
+        KindRules(defaults.horizontal_pod_autoscaler, defaults.empty_status),
+    ),
+    ("networking.k8s.io", "networkpolicies"): (BuiltinStrategy, KindRules(defaults.network_policy)),
+    ("discovery.k8s.io", "endpointslices"): (BuiltinStrategy, KindRules(defaults.endpoint_slice)),
+    ("storage.k8s.io", "storageclasses"): (BuiltinStrategy, KindRules(defaults.storage_class)),
+    ("storage.k8s.io", "csidrivers"): (BuiltinStrategy, KindRules(defaults.csi_driver)),
+    ("scheduling.k8s.io", "priorityclasses"): (BuiltinStrategy, KindRules(defaults.priority_class)),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"): (BuiltinStrategy, KindRules(defaults.flow_schema)),
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): (
+        BuiltinStrategy,
+        KindRules(defaults.priority_level_configuration),
+    ),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): (
+        BuiltinStrategy,
+        KindRules(defaults.admission_policy),
+    ),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): (
+        BuiltinStrategy,
+        KindRules(defaults.admission_policy),
+    ),
+    ("resource.k8s.io", "resourceclaims"): (BuiltinStrategy, KindRules(defaults.resource_claim)),
+    ("resource.k8s.io", "resourceclaimtemplates"): (
+        BuiltinStrategy,
+        KindRules(defaults.resource_claim_template),
+    ),
 }
 
 
-def builtin_strategy(resource: ResourceType) -> BuiltinStrategy:
-    """The strategy of a built-in resource (kinds without rules of their own get an empty set)."""
+def builtin_strategy(resource: ResourceType, services: ServiceAllocator | None = None) -> BuiltinStrategy:
+    """The strategy of a built-in resource (kinds without rules of their own get an empty set);
+    Services take their cluster IPs and node ports from ``services``."""
     cls, kind = BUILTIN_STRATEGIES.get((resource.group, resource.plural), (BuiltinStrategy, KindRules()))
-    return cls(resource, kind)
+    strategy = cls(resource, kind)
+    if isinstance(strategy, ServiceStrategy):
+        strategy.allocator = services
+    return strategy

@@ -5,8 +5,11 @@ and Services' cluster IPs and node ports as kube-apiserver allocates them."""
 from __future__ import annotations
 
 import ipaddress
+import pathlib
+import signal
+import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -119,3 +122,135 @@ def test_services_get_cluster_ips_and_node_ports(client: Client) -> None:
     )
     assert port_taken.status_code == 422 and "already allocated" in port_taken.json()["message"]
     assert client.get(f"{base}/c").status_code == 404  # nothing half-written
+
+
+def test_cluster_objects_on_the_durable_server_across_a_sigkill(tmp_path: pathlib.Path) -> None:
+    # `kubeloop apiserver --data-dir`, killed and started again on another port: the kubernetes
+    # Service's endpoints follow the port, Services keep their IPs and new ones get others, and
+    # the namespace defaults are still (or again) in place with the same CA.
+    from tests.apiserver.test_durability import apiserver, session_for
+
+    services = "/api/v1/namespaces/default/services"
+    with apiserver(tmp_path) as (proc, url):
+        session = session_for(tmp_path)
+        first = session.post(url + services, json=_service("a"), timeout=10).json()["spec"]["clusterIP"]
+        assert session.post(url + "/api/v1/namespaces", json={"metadata": {"name": "team"}}, timeout=10).ok
+
+        def defaults_present() -> None:
+            listed = session.get(url + "/api/v1/namespaces/team/configmaps", timeout=10).json()["items"]
+            assert [item["metadata"]["name"] for item in listed] == ["kube-root-ca.crt"]
+
+        _poll(defaults_present)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    with apiserver(tmp_path) as (_proc, url):
+        session = session_for(tmp_path)
+        port = urllib.parse.urlsplit(url).port
+        endpoints = session.get(url + "/api/v1/namespaces/default/endpoints/kubernetes", timeout=10).json()
+        assert endpoints["subsets"][0]["ports"][0]["port"] == port
+        kept = session.get(url + services + "/a", timeout=10).json()["spec"]["clusterIP"]
+        assert kept == first
+        second = session.post(url + services, json=_service("b"), timeout=10).json()["spec"]["clusterIP"]
+        assert second not in (first, "10.96.0.1")
+        ca = session.get(url + "/api/v1/namespaces/team/configmaps/kube-root-ca.crt", timeout=10).json()
+        assert ca["data"]["ca.crt"] == (tmp_path / "pki" / "ca.crt").read_text()
+        assert session.get(url + "/api/v1/namespaces/team/serviceaccounts/default", timeout=10).ok
+
+
+def _poll(check: Callable[[], None], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            check()
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def test_bad_bindings_evictions_and_reviews_get_statuses(client: Client) -> None:
+    assert client.post("/api/v1/namespaces", {"metadata": {"name": "bad"}}).status_code == 201
+    base = "/api/v1/namespaces/bad"
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    assert client.post(f"{base}/pods", pod).status_code == 201
+    cases = [
+        (f"{base}/pods/p/binding", {"metadata": {"name": "p"}}, 422, "target.name"),
+        (
+            f"{base}/pods/p/binding",
+            {"metadata": {"name": "p"}, "target": {"kind": "Pod", "name": "n"}},
+            422,
+            "target.kind",
+        ),
+        (f"{base}/bindings", {"target": {"name": "n"}}, 422, "metadata.name"),
+        (f"{base}/pods/p/binding", [1, 2], 400, "expected a Binding object"),
+        ("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", [1], 400, "SelfSubjectAccessReview"),
+        ("/apis/authentication.k8s.io/v1/tokenreviews", "token", 400, "TokenReview"),
+        (
+            f"{base}/pods/p/eviction",
+            {"metadata": {"name": "p"}, "deleteOptions": "now"},
+            400,
+            "deleteOptions",
+        ),
+        (f"{base}/pods/p/eviction", {"metadata": {"name": "q"}}, 400, "does not match"),
+        (
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            {"spec": {"token": "x", "audiences": "api"}},
+            422,
+            "spec.audiences",
+        ),
+    ]
+    for path, body, code, named in cases:
+        answer = client.post(path, body)
+        assert answer.status_code == code, (path, body, answer.text)
+        assert answer.json()["kind"] == "Status" and named in answer.json()["message"]
+    deep_body = (
+        '{"metadata": {"name": "p"}, "target": {"name": "n"}, "x": ' + '{"a": ' * 5000 + "1" + "}" * 5001
+    )
+    deep = client.request(
+        "POST", f"{base}/pods/p/binding", data=deep_body, headers={"Content-Type": "application/json"}
+    )
+    assert deep.status_code == 400 and "nest" in deep.json()["message"], deep.text[:300]
+    huge = client.post(
+        f"{base}/pods/p/binding",
+        {"metadata": {"name": "p", "annotations": {"a": "x" * (4 << 20)}}, "target": {"name": "n"}},
+    )
+    assert huge.status_code in (413, 422), huge.text[:300]
+    assert "nodeName" not in client.get(f"{base}/pods/p").json()["spec"]  # nothing half-written
+    assert client.put(f"{base}/pods/p/binding", {}).status_code == 405
+
+
+def test_a_dry_run_eviction_spends_nothing(client: Client) -> None:
+    assert client.post("/api/v1/namespaces", {"metadata": {"name": "dry"}}).status_code == 201
+    base = "/api/v1/namespaces/dry"
+    pod = {
+        "metadata": {"name": "p", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    made = client.post(f"{base}/pods", pod).json()
+    client.put(f"{base}/pods/p/status", {**made, "status": {"phase": "Running"}})
+    pdbs = "/apis/policy/v1/namespaces/dry/poddisruptionbudgets"
+    budget = client.post(
+        pdbs,
+        {
+            "metadata": {"name": "web"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+        },
+    ).json()
+    status = {
+        "observedGeneration": 1,
+        "disruptionsAllowed": 1,
+        "currentHealthy": 1,
+        "desiredHealthy": 0,
+        "expectedPods": 1,
+    }
+    assert client.put(f"{pdbs}/web/status", {**budget, "status": status}).status_code == 200
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "p"},
+        "deleteOptions": {"dryRun": ["All"]},
+    }
+    assert client.post(f"{base}/pods/p/eviction", eviction).status_code == 201
+    assert client.get(f"{base}/pods/p").status_code == 200
+    assert client.get(f"{pdbs}/web").json()["status"]["disruptionsAllowed"] == 1

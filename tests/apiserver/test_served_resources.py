@@ -10,6 +10,7 @@ import base64
 import json
 import pathlib
 import re
+import time
 
 import pytest
 import yaml
@@ -600,3 +601,28 @@ def test_token_review_judges_tokens(api: Client, namespace: str, shared_server: 
 @pytest.fixture(params=KUBECTLS, ids=[p.name for p in KUBECTLS])
 def kubectl(request: pytest.FixtureRequest, shared_server: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
     return Kubectl(request.param, shared_server.kubeconfig, tmp_path)
+
+
+@pytest.mark.kubectl
+@pytest.mark.parametrize("binary", KUBECTLS, ids=[p.name for p in KUBECTLS])
+def test_kubectl_on_the_durable_server(binary: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    # `kubeloop apiserver --data-dir`, as users run it: the same list, and what a cluster makes
+    # by itself is there for kubectl to read.
+    from tests.apiserver.test_durability import apiserver
+
+    with apiserver(tmp_path / "data"):
+        kubectl = Kubectl(binary, tmp_path / "data" / "kubeconfig", tmp_path)
+        assert _api_resources(kubectl) == expected_rows()
+        assert "Healthy" in kubectl("get", "componentstatuses").stdout
+        assert "10.96.0.1" in kubectl("get", "service", "kubernetes", "-n", "default").stdout
+        assert "system-node-critical" in kubectl("get", "priorityclasses").stdout
+        deadline = time.monotonic() + 10  # the control loops make the default account soon after start
+        while kubectl("get", "serviceaccount", "default", "-n", "default", check=False).returncode != 0:
+            assert time.monotonic() < deadline, "no default ServiceAccount"
+            time.sleep(0.1)
+        token = kubectl("create", "token", "default", "-n", "default").stdout.strip()
+        review = yaml.safe_dump(
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+        )
+        answered = json.loads(kubectl("create", "-f", "-", "-o", "json", stdin=review).stdout)
+        assert answered["status"]["user"]["username"] == "system:serviceaccount:default:default"

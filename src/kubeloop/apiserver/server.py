@@ -22,6 +22,7 @@ from types import TracebackType
 
 from aiohttp import web
 
+from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import certs, kubeconfig, kubernetesservice
 from kubeloop.apiserver.auth import bootstrap
@@ -316,8 +317,10 @@ class APIServer:
 
     async def _publish_kubernetes_service(self, address: str, port: int) -> None:
         """The ``kubernetes`` Service, and its Endpoints and EndpointSlice pointing at where the
-        server listens now (written again at every start: the port may differ)."""
+        server listens now: written again at every start (the port may differ). A failed write
+        is logged and leaves the old ones; the server starts anyway (its storage may be full)."""
         assert self.registry is not None
+        namespace, name = kubernetesservice.NAMESPACE, kubernetesservice.NAME
         for group, plural, obj in (
             ("", "services", kubernetesservice.service(port)),
             ("", "endpoints", kubernetesservice.endpoints(address, port)),
@@ -325,21 +328,19 @@ class APIServer:
         ):
             resource = self.catalog.lookup(group, "v1", plural)
             assert resource is not None
-            current = self.registry.store.get(
-                resource.key(kubernetesservice.NAMESPACE, kubernetesservice.NAME)
-            )
-            if current is None:
-                await self.registry.create(resource, kubernetesservice.NAMESPACE, obj, WriteOptions())
-                continue
-            old = current.obj
-            kept = {key: value for key, value in old.items() if key not in obj or key == "metadata"}
-            updated = {**kept, **{k: v for k, v in obj.items() if k != "metadata"}}
-            if plural == "services":
-                updated["spec"] = {**(old.get("spec") or {}), "ports": obj["spec"]["ports"]}
-            if updated != old:
-                await self.registry.update(
-                    resource, kubernetesservice.NAMESPACE, kubernetesservice.NAME, updated, WriteOptions()
-                )
+            current = self.registry.store.get(resource.key(namespace, name))
+            try:
+                if current is None:
+                    await self.registry.create(resource, namespace, obj, WriteOptions())
+                    continue
+                # The published fields over what is stored (a Service keeps its allocated IPs).
+                updated = {**current.obj, **{k: v for k, v in obj.items() if k != "metadata"}}
+                if plural == "services":
+                    updated["spec"] = {**(current.obj.get("spec") or {}), "ports": obj["spec"]["ports"]}
+                if updated != current.obj:
+                    await self.registry.update(resource, namespace, name, updated, WriteOptions())
+            except (errors.APIError, StorageError) as failed:
+                log.warning("could not publish %s %s/%s: %s", plural, namespace, name, failed)
 
     async def _compact_forever(self) -> None:
         """kube-apiserver's compactor: every interval, forget history up to the revision the

@@ -539,7 +539,7 @@ class APIHandlers:
         self, request: HTTPRequest, target: Target, raw: bytes, options: generic.WriteOptions
     ) -> web.StreamResponse:
         """A review: answered from the request, never stored."""
-        body, _checked = await _decode_write(request.content_type, raw, options)
+        body, _checked = await _decode_request_object(request, raw, options, target.resource.kind)
         user = request.get(USER)
         if user is None:
             raise errors.Unauthorized("Unauthorized")
@@ -557,17 +557,17 @@ class APIHandlers:
         """``pods/<name>/binding`` and ``bindings``: the pod is assigned to a node."""
         assert target.namespace is not None
         raw = await _read_body(request)
-        body, _options = await _decode_write(request.content_type, raw, _write_options(request))
+        body, options = await _decode_request_object(request, raw, _write_options(request), "Binding")
         resource = self.catalog.lookup("", "v1", "pods")
         assert resource is not None
-        answered = await pods.bind(self.registry, resource, target.namespace, body, target.name)
+        answered = await pods.bind(self.registry, resource, target.namespace, body, target.name, options)
         return await object_response(request, answered, 201)
 
     async def _eviction(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         """``pods/<name>/eviction``: the pod is deleted unless its disruption budget forbids it."""
         assert target.namespace is not None and target.name is not None
         raw = await _read_body(request)
-        body, _options = await _decode_write(request.content_type, raw, _write_options(request))
+        body, _options = await _decode_request_object(request, raw, _write_options(request), "Eviction")
         delete_body = body.get("deleteOptions") or {}
         if not isinstance(delete_body, dict):
             raise errors.BadRequest("deleteOptions: must be an object")
@@ -590,7 +590,7 @@ class APIHandlers:
         if self.tokens is None:
             raise errors.NotFound("the server could not find the requested resource")
         raw = await _read_body(request)
-        body, _options = await _decode_write(request.content_type, raw, _write_options(request))
+        body, _options = await _decode_request_object(request, raw, _write_options(request), "TokenRequest")
         account = self.registry.get(target.resource, target.namespace, target.name)
         answered = token_request(self.tokens, body, account)
         return await object_response(request, answered, 201)
@@ -821,6 +821,19 @@ async def _decode_write(
         f"the body of the request was in an unknown format - accepted media types include: "
         f"{JSON}, application/yaml, {codec.MEDIA_TYPE}"
     )
+
+
+async def _decode_request_object(
+    request: HTTPRequest, raw: bytes, options: WriteOptions, kind: str
+) -> tuple[Obj, WriteOptions]:
+    """The body of a request the server answers without storing it (a review, a binding, an
+    eviction, a token request): an object of ``kind``, its depth checked (the registry checks
+    the bodies it stores), else 400."""
+    body, options = await _decode_write(request.content_type, raw, options)
+    if not isinstance(body, dict):
+        raise errors.BadRequest(f"the body of the request was in an unknown format: expected a {kind} object")
+    decoding.check_depth(body, "the object")
+    return body, options
 
 
 def _truthy(value: str | None) -> bool:

@@ -6,6 +6,7 @@ PodDisruptionBudget may refuse), as kube-apiserver's pod storage does them.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from kubeloop import errors
@@ -39,7 +40,12 @@ def _named(body: Obj, url_name: str | None, kind: str) -> str:
 
 
 async def bind(
-    registry: Registry, pods: ResourceType, namespace: str, body: Obj, url_name: str | None
+    registry: Registry,
+    pods: ResourceType,
+    namespace: str,
+    body: Obj,
+    url_name: str | None,
+    options: WriteOptions,
 ) -> Obj:
     """Assign the pod a Binding names to its target node: ``spec.nodeName``, the Binding's
     annotations and a PodScheduled condition; 409 if it is bound already or being deleted."""
@@ -91,7 +97,7 @@ async def bind(
         conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": now()})
         status["conditions"] = conditions
         try:
-            await registry.update(pods, namespace, name, updated, WriteOptions(), subresource="binding")
+            await registry.update(pods, namespace, name, updated, options, subresource="binding")
         except errors.Conflict:
             continue  # the pod changed since it was read: look again
         return success()
@@ -145,7 +151,7 @@ async def evict(
             )
         if covering:
             budget = covering[0]
-            if not await _spend_disruption(registry, budgets, budget, name):
+            if not await _spend_disruption(registry, budgets, budget, name, dry_run=delete_options.dry_run):
                 continue
         try:
             await registry.delete(pods, namespace, name, _with_uid(delete_options, pod))
@@ -156,22 +162,17 @@ async def evict(
 
 
 def _with_uid(options: DeleteOptions, pod: Obj) -> DeleteOptions:
+    """The options with the pod read as a precondition: a pod replaced meanwhile is not deleted."""
     if options.precondition_uid:
         return options
-    uid = str(pod["metadata"].get("uid") or "")
-    return DeleteOptions(
-        dry_run=options.dry_run,
-        propagation_policy=options.propagation_policy,
-        orphan_dependents=options.orphan_dependents,
-        precondition_uid=uid or None,
-        precondition_resource_version=options.precondition_resource_version,
-        grace_period_seconds=options.grace_period_seconds,
-    )
+    return dataclasses.replace(options, precondition_uid=str(pod["metadata"].get("uid") or "") or None)
 
 
-async def _spend_disruption(registry: Registry, budgets: ResourceType, budget: Obj, pod_name: str) -> bool:
-    """Take one allowed disruption of ``budget`` for ``pod_name``; 429 if there is none; False if
-    the budget changed meanwhile (the caller reads everything again)."""
+async def _spend_disruption(
+    registry: Registry, budgets: ResourceType, budget: Obj, pod_name: str, *, dry_run: bool
+) -> bool:
+    """Take one allowed disruption of ``budget`` for ``pod_name`` (only check, on a dry run); 429
+    if there is none; False if the budget changed meanwhile (the caller reads everything again)."""
     meta = budget.get("metadata") or {}
     status: dict[str, Any] = budget.get("status") or {}
     name = str(meta.get("name") or "")
@@ -190,7 +191,12 @@ async def _spend_disruption(registry: Registry, budgets: ResourceType, budget: O
     spent["disruptedPods"] = {**(spent.get("disruptedPods") or {}), pod_name: now()}
     try:
         await registry.update(
-            budgets, str(meta.get("namespace")), name, updated, WriteOptions(), subresource="status"
+            budgets,
+            str(meta.get("namespace")),
+            name,
+            updated,
+            WriteOptions(dry_run=dry_run),
+            subresource="status",
         )
     except errors.Conflict:
         return False

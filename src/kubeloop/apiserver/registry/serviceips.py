@@ -41,6 +41,7 @@ class ServiceAllocator:
             yield obj
 
     def _used(self, skip_uid: str) -> tuple[set[str], set[int]]:
+        """The cluster IPs and node ports of every stored Service but ``skip_uid``."""
         ips: set[str] = set()
         ports: set[int] = set()
         for service in self._services():
@@ -50,6 +51,18 @@ class ServiceAllocator:
             ips.update(str(ip) for ip in spec.get("clusterIPs") or () if ip != "None")
             ports.update(int(p["nodePort"]) for p in spec.get("ports") or () if p.get("nodePort"))
         return ips, ports
+
+    @staticmethod
+    def _unchanged(spec: Obj, old_spec: Obj) -> bool:
+        """Whether an update asks for nothing new: the same type, IP and ports (a status write,
+        a label change); then no Service needs to be looked at."""
+        if not old_spec or spec.get("type") != old_spec.get("type"):
+            return False
+        if spec.get("clusterIP", old_spec.get("clusterIP")) != old_spec.get("clusterIP"):
+            return False
+        if spec.get("clusterIPs", old_spec.get("clusterIPs")) != old_spec.get("clusterIPs"):
+            return False
+        return spec.get("ports") == old_spec.get("ports")
 
     def allocate(self, service: Obj, old: Obj | None) -> None:
         """Fill a Service's cluster IP, IP family fields and node ports (keeping ``old``'s where
@@ -61,7 +74,11 @@ class ServiceAllocator:
         uid = str((service.get("metadata") or {}).get("uid") or "")
         old_spec = (old or {}).get("spec") or {}
         kind = spec.get("type") or "ClusterIP"
-        used_ips, used_ports = self._used(uid)
+        if self._unchanged(spec, old_spec):
+            used_ips: set[str] = set()  # what it keeps is its own
+            used_ports: set[int] = set()
+        else:
+            used_ips, used_ports = self._used(uid)
         causes: list[StatusCause] = []
         if kind == "ExternalName":
             for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):

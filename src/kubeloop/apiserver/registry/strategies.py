@@ -151,8 +151,12 @@ class Strategy:
         selector = spec.get("selector") or {}
         scale_status: Obj = {"replicas": int(status.get("replicas") or 0)}
         if selector:
-            scale_status["selector"] = str(LabelSelector.from_label_selector_dict(selector))
+            scale_status["selector"] = str(self.selector_of(selector))
         return scale_document(obj, int(spec.get("replicas") or 0), scale_status)
+
+    def selector_of(self, selector: Any) -> LabelSelector:
+        """``spec.selector`` as a selector (a LabelSelector's form; ReplicationControllers differ)."""
+        return LabelSelector.from_label_selector_dict(selector)
 
     def with_replicas(self, obj: Obj, replicas: int) -> Obj:
         """A copy of the object with the Scale's spec.replicas written back."""
@@ -291,13 +295,8 @@ class ServiceStrategy(BuiltinStrategy):
 class ReplicationControllerStrategy(BuiltinStrategy):
     """ReplicationControllers: their selector is a plain label map, not a LabelSelector."""
 
-    def scale_of(self, obj: Obj) -> Obj:
-        spec = obj.get("spec") or {}
-        selector = spec.get("selector") or {}
-        scale_status: Obj = {"replicas": int((obj.get("status") or {}).get("replicas") or 0)}
-        if selector:
-            scale_status["selector"] = str(LabelSelector.from_set(selector))
-        return scale_document(obj, int(spec.get("replicas") or 0), scale_status)
+    def selector_of(self, selector: Any) -> LabelSelector:
+        return LabelSelector.from_set(selector)
 
 
 class EventsV1Strategy(BuiltinStrategy):

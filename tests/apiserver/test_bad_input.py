@@ -46,11 +46,38 @@ def test_malformed_json_is_400(api: Client, namespace: str) -> None:
         data=b'{"apiVersion": "v1", "kind": ',
         headers={"Content-Type": "application/json"},
     )
-    assert_status(response, 400, "BadRequest")
+    # Worded as kube-apiserver words it, with the body's first 30 bytes.
+    assert_status(
+        response,
+        400,
+        "BadRequest",
+        "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; "
+        "json parse error: ",
+        '({"apiVersion": "v1", "kind": )',
+    )
 
 
 def test_body_that_is_not_an_object_is_400(api: Client, namespace: str) -> None:
-    assert_status(api.post(CM.format(ns=namespace), [1, 2]), 400, "BadRequest")
+    status = assert_status(
+        api.request(
+            "POST", CM.format(ns=namespace), data=b"[1,2]", headers={"Content-Type": "application/json"}
+        ),
+        400,
+        "BadRequest",
+        "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; "
+        'json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string "json:',
+    )
+    assert status["message"].endswith("(5b312c325d)")  # not an object: the body in hex, as upstream
+    long_string = "x" * 40
+    assert_status(
+        api.put(DEPLOY.format(ns=namespace) + "/d", long_string),
+        400,
+        "BadRequest",
+        "(must be of type Deployment)",
+        "cannot unmarshal string into Go value",
+        " ...)",
+    )
+    assert api.get(CM.format(ns=namespace)).json()["items"] == []
 
 
 def test_wrong_type_names_the_field(api: Client, namespace: str) -> None:

@@ -437,3 +437,43 @@ def test_secret_string_data_is_merged_into_data_and_not_stored(api: Client, name
         path, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bad"}, "stringData": {"a b": "x"}}
     )
     assert bad.status_code == 422 and "data[a b]" in bad.text
+
+
+def test_volumes_are_defaulted_as_upstream_does(api: Client, namespace: str) -> None:
+    """SetDefaults_Volume: a volume with no source becomes ``emptyDir: {}``; secret, configMap,
+    projected and downwardAPI volumes get ``defaultMode: 420`` — in pods and pod templates."""
+    volumes = [
+        {"name": "scratch"},
+        {"name": "creds", "secret": {"secretName": "s"}},
+        {"name": "settings", "configMap": {"name": "c", "defaultMode": 256}},
+        {"name": "all", "projected": {"sources": []}},
+        {"name": "info", "downwardAPI": {"items": []}},
+        {"name": "cache", "emptyDir": {"medium": "Memory"}},
+    ]
+    expected = [
+        {"name": "scratch", "emptyDir": {}},
+        {"name": "creds", "secret": {"secretName": "s", "defaultMode": 420}},
+        {"name": "settings", "configMap": {"name": "c", "defaultMode": 256}},
+        {"name": "all", "projected": {"sources": [], "defaultMode": 420}},
+        {"name": "info", "downwardAPI": {"items": [], "defaultMode": 420}},
+        {"name": "cache", "emptyDir": {"medium": "Memory"}},
+    ]
+    pod = {
+        "metadata": {"name": "vols"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}], "volumes": volumes},
+    }
+    created = api.post(f"/api/v1/namespaces/{namespace}/pods", pod)
+    assert created.status_code == 201, created.text
+    assert created.json()["spec"]["volumes"] == expected
+    assert api.get(f"/api/v1/namespaces/{namespace}/pods/vols").json()["spec"]["volumes"] == expected
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "vols"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "vols"}},
+            "template": {"metadata": {"labels": {"app": "vols"}}, "spec": pod["spec"]},
+        },
+    }
+    made = api.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment).json()
+    assert made["spec"]["template"]["spec"]["volumes"] == expected

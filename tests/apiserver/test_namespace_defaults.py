@@ -183,7 +183,7 @@ def test_bad_bindings_evictions_and_reviews_get_statuses(client: Client) -> None
             "target.kind",
         ),
         (f"{base}/bindings", {"target": {"name": "n"}}, 422, "metadata.name"),
-        (f"{base}/pods/p/binding", [1, 2], 400, "expected a Binding object"),
+        (f"{base}/pods/p/binding", [1, 2], 400, "unrecognized (must be of type Binding)"),
         ("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", [1], 400, "SelfSubjectAccessReview"),
         ("/apis/authentication.k8s.io/v1/tokenreviews", "token", 400, "TokenReview"),
         (

@@ -460,3 +460,70 @@ def test_an_update_keeps_the_entries_it_does_not_touch_as_they_were_stored() -> 
     odd = {**old, "metadata": {**old["metadata"], "managedFields": [{**live[0], "extra": 1}]}}
     (entry,) = fieldmanager.starting_entries(odd, {"metadata": {"name": "c"}})
     assert "extra" not in entry.to_dict()
+
+
+def test_kubectl_upgrades_from_client_side_to_server_side_apply(
+    kubectl: Kubectl,  # noqa: F811
+    api: Client,
+    namespace: str,
+    tmp_path: Any,
+) -> None:
+    """The first `kubectl apply --server-side` of an object applied client-side takes over the
+    fields the last-applied configuration recorded, without conflicts, and keeps that annotation
+    current; a field someone else changed since is still a conflict."""
+    manifest = tmp_path / "d.json"
+    manifest.write_text(json.dumps(deployment("upgrade")))
+    kubectl("apply", "-n", namespace, "-f", str(manifest))
+    first = api.get(DEPLOY.format(ns=namespace) + "/upgrade").json()
+    assert [m["manager"] for m in first["metadata"]["managedFields"]] == ["kubectl-client-side-apply"]
+
+    manifest.write_text(json.dumps(deployment("upgrade", replicas=3, image="nginx:1.28")))
+    kubectl("apply", "--server-side", "-n", namespace, "-f", str(manifest))  # no --force-conflicts
+    got = api.get(DEPLOY.format(ns=namespace) + "/upgrade").json()
+    assert got["spec"]["replicas"] == 3
+    assert got["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.28"
+    managers = {(m["manager"], m["operation"]): m["fieldsV1"] for m in got["metadata"]["managedFields"]}
+    assert "f:replicas" in managers[("kubectl", "Apply")]["f:spec"]
+    client_side = managers.get(("kubectl-client-side-apply", "Update"), {})
+    assert "f:replicas" not in client_side.get("f:spec", {})
+    recorded = json.loads(got["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"])
+    assert recorded["spec"]["replicas"] == 3
+    assert "kubectl.kubernetes.io/last-applied-configuration" not in (
+        recorded["metadata"].get("annotations") or {}
+    )
+
+    # Someone else changes a field: that one is a conflict again.
+    api.patch(
+        DEPLOY.format(ns=namespace) + "/upgrade?fieldManager=autoscaler",
+        {"spec": {"replicas": 5}},
+        content_type="application/merge-patch+json",
+    )
+    manifest.write_text(json.dumps(deployment("upgrade", replicas=4, image="nginx:1.28")))
+    refused = kubectl("apply", "--server-side", "-n", namespace, "-f", str(manifest), check=False)
+    assert refused.returncode != 0 and 'conflict with "autoscaler"' in refused.stderr, refused.stderr
+    assert ".spec.replicas" in refused.stderr
+
+    # Another field manager does not upgrade (upstream's opt-out).
+    manifest.write_text(json.dumps(deployment("optout")))
+    kubectl("apply", "-n", namespace, "-f", str(manifest))
+    manifest.write_text(json.dumps(deployment("optout", replicas=7)))
+    other = kubectl(
+        "apply",
+        "--server-side",
+        "--field-manager=deployer",
+        "-n",
+        namespace,
+        "-f",
+        str(manifest),
+        check=False,
+    )
+    assert other.returncode != 0 and "kubectl-client-side-apply" in other.stderr
+    # And client-side apply still works after the upgrade.
+    manifest.write_text(json.dumps(deployment("upgrade", replicas=5, image="nginx:1.29")))
+    kubectl("apply", "-n", namespace, "-f", str(manifest))
+    assert (
+        api.get(DEPLOY.format(ns=namespace) + "/upgrade").json()["spec"]["template"]["spec"]["containers"][0][
+            "image"
+        ]
+        == "nginx:1.29"
+    )

@@ -47,22 +47,57 @@ def too_deep(what: str) -> errors.BadRequest:
 
 
 def decode_json(
-    raw: bytes, what: str = "the body of the request", *, depth_checked_later: bool = False
+    raw: bytes,
+    what: str = "the body of the request",
+    *,
+    depth_checked_later: bool = False,
+    kind: str | None = None,
 ) -> Any:
     """A JSON body as Python values; 400 when it is not JSON or nests too deep.
 
     ``depth_checked_later``: the body is an object the registry checks anyway before anything
-    walks it (create and update bodies), so it is not walked twice here.
+    walks it (create and update bodies), so it is not walked twice here. ``kind``: the body
+    should be an object of that kind, and a body that is not JSON is worded as upstream words it.
     """
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         if "depth limit" in str(exc) or "recursion" in str(exc):
             raise too_deep(what) from None
+        if kind is not None:
+            raise unrecognized(kind, f"couldn't get version/kind; json parse error: {exc}", raw) from None
         raise errors.BadRequest(f"{what} could not be decoded as JSON: {exc}") from None
     if not depth_checked_later:
         check_depth(value, what)
     return value
+
+
+#: Go's name of the struct the API server first reads a body's apiVersion and kind into.
+_TYPE_META_STRUCT = (
+    'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }'
+)
+_GO_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "bool"}
+
+
+def unrecognized(kind: str, detail: str, raw: bytes) -> errors.BadRequest:
+    """kube-apiserver's 400 for a body it cannot read as any object: the expected kind, why, and a
+    summary of the body (its first 30 bytes; hex unless it starts as an object)."""
+    if not raw:
+        summary = "<empty>"
+    elif raw[:1] == b"{":
+        summary = raw[:30].decode("utf-8", "replace") + (" ..." if len(raw) > 30 else "")
+    else:
+        summary = raw[:30].hex() + (" ..." if len(raw) > 30 else "")
+    return errors.BadRequest(
+        f"the object provided is unrecognized (must be of type {kind}): {detail} ({summary})"
+    )
+
+
+def not_an_object(kind: str, value: Any, raw: bytes) -> errors.BadRequest:
+    """The 400 for a JSON body that is not an object (an array, a string, ...)."""
+    go_type = "null" if value is None else _GO_JSON_TYPES.get(type(value), "value")
+    detail = f"couldn't get version/kind; json parse error: json: cannot unmarshal {go_type} into Go value of type {_TYPE_META_STRUCT}"
+    return unrecognized(kind, detail, raw)
 
 
 def decode_yaml(raw: bytes | str, what: str = "the body of the request") -> Any:

@@ -1,7 +1,8 @@
 """A simulated node and its kubelet: pods are scheduled on it and go through a pod's life.
 
 ``SimulatedKubelet`` registers one Node (Ready, with capacity and system info) and reconciles
-Pods: an unscheduled pod is bound to the node (a Binding, as a scheduler writes it), gets
+Pods: an unscheduled pod that fits the node (:mod:`.scheduling`) is bound to it (a Binding, as a
+scheduler writes it; one that does not is marked Unschedulable), gets
 an IP and its start time, runs after ``pod_start_seconds`` (containers running and ready,
 condition Ready), and — unless its ``restartPolicy`` is ``Always`` — ends Succeeded or Failed as
 its annotations say (``simulation``). Pods of other nodes are left alone.
@@ -20,6 +21,7 @@ from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
+from kubeloop.apiserver.controllers.scheduling import fits
 from kubeloop.apiserver.controllers.simulation import (
     DURATION_ANNOTATION,
     MESSAGE_ANNOTATION,
@@ -151,8 +153,7 @@ class SimulatedKubelet:
         spec = pod.get("spec") or {}
         node = spec.get("nodeName")
         if not node:
-            await self._bind(pod)
-            return None
+            return await self._schedule(pod)
         if node != NODE_NAME:
             return None
         status = pod.get("status") or {}
@@ -187,6 +188,28 @@ class SimulatedKubelet:
         await self._write_status(pod, self._ended(pod, failed, str(annotations.get(MESSAGE_ANNOTATION, ""))))
         self._bound.pop(uid, None)
         return None
+
+    async def _schedule(self, pod: Obj) -> Result | None:
+        """Bind the pod to the node if it fits there (selector, affinity, taints); otherwise
+        mark it unschedulable, as the scheduler does, and look again later."""
+        try:
+            node = await self.manager.client.get(NODE, NODE_NAME)
+        except errors.NotFound:
+            node = node_object()
+        if fits(pod.get("spec") or {}, node):
+            await self._bind(pod)
+            return None
+        message = (
+            "0/1 nodes are available: 1 node(s) didn't match the pod's node affinity/selector or taints."
+        )
+        conditions = [c for c in (pod.get("status") or {}).get("conditions") or () if isinstance(c, dict)]
+        scheduled = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+        if scheduled is None or scheduled.get("reason") != "Unschedulable":
+            now = timestamps.now()
+            condition = _condition("PodScheduled", "False", now, "Unschedulable", message)
+            kept = [c for c in conditions if c.get("type") != "PodScheduled"]
+            await self._write_status(pod, {"conditions": [*kept, condition]})
+        return Result(requeue_after=self.options.node_check_seconds)
 
     async def _bind(self, pod: Obj) -> None:
         """Bind the pod to the node as a scheduler does: a Binding (``bindings``)."""

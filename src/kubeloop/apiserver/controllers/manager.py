@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import logging
 
+from kubeloop.apiserver.controllers.cronjobs import CronJobController
+from kubeloop.apiserver.controllers.daemonsets import DaemonSetController
 from kubeloop.apiserver.controllers.deployments import DeploymentController
+from kubeloop.apiserver.controllers.endpoints import EndpointsController
 from kubeloop.apiserver.controllers.garbagecollector import GarbageCollector
 from kubeloop.apiserver.controllers.jobs import JobController
 from kubeloop.apiserver.controllers.kubelet import SimulatedKubelet
@@ -16,6 +19,7 @@ from kubeloop.apiserver.controllers.namespace import NamespaceController
 from kubeloop.apiserver.controllers.namespacedefaults import NamespaceDefaults
 from kubeloop.apiserver.controllers.replicasets import ReplicaSetController
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
+from kubeloop.apiserver.controllers.statefulsets import StatefulSetController
 from kubeloop.client.config import ClientConfig
 from kubeloop.client.credentials import Credentials, StaticCredentials
 from kubeloop.client.rest import APIClient
@@ -30,8 +34,8 @@ class ControllerManager:
     over plain HTTP; ``root_ca_pem`` is the CA every namespace's ``kube-root-ca.crt`` publishes, None:
     namespaces get no defaults);
     ``stop`` ends them. With
-    ``simulation``, workloads are simulated too: a node and its kubelet, and the Job, ReplicaSet
-    and Deployment controllers."""
+    ``simulation``, workloads are simulated too: a node and its kubelet, the Job, CronJob,
+    ReplicaSet, Deployment, StatefulSet and DaemonSet controllers, and Services' endpoints."""
 
     def __init__(
         self,
@@ -64,11 +68,19 @@ class ControllerManager:
         self.jobs: JobController | None = None
         self.replica_sets: ReplicaSetController | None = None
         self.deployments: DeploymentController | None = None
+        self.stateful_sets: StatefulSetController | None = None
+        self.daemon_sets: DaemonSetController | None = None
+        self.endpoints: EndpointsController | None = None
+        self.cron_jobs: CronJobController | None = None
         if simulation is not None:
             self.kubelet = SimulatedKubelet(self.manager, simulation)
             self.jobs = JobController(self.manager)
             self.replica_sets = ReplicaSetController(self.manager)
             self.deployments = DeploymentController(self.manager)
+            self.stateful_sets = StatefulSetController(self.manager)
+            self.daemon_sets = DaemonSetController(self.manager)
+            self.endpoints = EndpointsController(self.manager)
+            self.cron_jobs = CronJobController(self.manager)
 
     async def start(self) -> None:
         await self.manager.start()

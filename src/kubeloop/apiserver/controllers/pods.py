@@ -1,5 +1,6 @@
-"""What the workload controllers share about the pods they make: a pod from a template, and
-the expectations that keep a reconcile from making the same pods twice.
+"""What the workload controllers share about the pods they make: a pod from a template, the
+expectations that keep a reconcile from making the same pods twice, deleting a pod (only the one
+seen, by uid) and writing a workload's status when it changed.
 
 A controller that creates pods sees them in its cache a moment later; a reconcile in between
 would count too few and create more. ``Expectations`` remembers, per owner, the pods created and
@@ -8,10 +9,17 @@ not yet seen (upstream's ``ControllerExpectations``, by name).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Iterable, Mapping
+from typing import Any
 
+from kubeloop import errors
+from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
+from kubeloop.client.rest import APIClient, Preconditions
+
+POD = GroupVersionKind("", "v1", "Pod")
 
 
 def pod_from_template(owner: Obj, template: Obj, labels: Mapping[str, str]) -> Obj:
@@ -82,3 +90,33 @@ class Expectations:
 
     def forget(self, owner_uid: str) -> None:
         self._pending.pop(owner_uid, None)
+
+
+async def delete_pod(client: APIClient, pod: Obj) -> None:
+    """Delete ``pod`` unless it is already going, or is gone or replaced (a uid precondition)."""
+    meta = pod.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return
+    with contextlib.suppress(errors.NotFound, errors.Conflict):
+        await client.delete(
+            POD,
+            str(meta.get("name")),
+            namespace=meta.get("namespace"),
+            preconditions=Preconditions(uid=str(meta.get("uid"))),
+        )
+
+
+async def write_status(client: APIClient, kind: GroupVersionKind, obj: Obj, status: dict[str, Any]) -> None:
+    """Merge ``status`` into ``obj``'s (None removes a field) through ``/status``, if it changes it."""
+    current = obj.get("status") or {}
+    if all(current.get(key) == value for key, value in status.items()):
+        return
+    meta = obj.get("metadata") or {}
+    with contextlib.suppress(errors.NotFound):
+        await client.patch(
+            kind,
+            str(meta.get("name")),
+            {"status": status},
+            namespace=meta.get("namespace"),
+            subresource="status",
+        )

@@ -16,7 +16,14 @@ import logging
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
-from kubeloop.apiserver.controllers.pods import Expectations, active, controlled_by, pod_from_template, ready
+from kubeloop.apiserver.controllers.pods import (
+    Expectations,
+    active,
+    controlled_by,
+    pod_from_template,
+    ready,
+    write_status,
+)
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
@@ -89,16 +96,7 @@ class ReplicaSetController:
             "availableReplicas": ready_count or None,
             "observedGeneration": meta.get("generation", 1),
         }
-        current = replica_set.get("status") or {}
-        if any(current.get(key) != value for key, value in status.items()):
-            with contextlib.suppress(errors.NotFound):
-                await self.client.patch(
-                    REPLICASET,
-                    request.name,
-                    {"status": status},
-                    namespace=request.namespace,
-                    subresource="status",
-                )
+        await write_status(self.client, REPLICASET, replica_set, status)
         return None
 
 

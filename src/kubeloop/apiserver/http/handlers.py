@@ -373,7 +373,7 @@ class APIHandlers:
             )
         if request.method == "PUT":
             raw = await _read_body(request)
-            body, options = await _decode_write(request.content_type, raw, _write_options(request))
+            body, options = await _decode_write(request.content_type, raw, _write_options(request), "Scale")
             scale = await self.registry.update_scale(
                 target.resource, target.namespace, target.name, body, options
             )
@@ -529,7 +529,9 @@ class APIHandlers:
         json_only = bool(target.resource.definition)
 
         async def work() -> generic.WriteResult:
-            body, checked = await _decode_write(content_type, raw, options, json_only=json_only)
+            body, checked = await _decode_write(
+                content_type, raw, options, target.resource.kind, json_only=json_only
+            )
             return await self.registry.create(target.resource, target.namespace, body, checked)
 
         result = await self._offloaded(raw, work)
@@ -605,7 +607,9 @@ class APIHandlers:
         json_only = bool(target.resource.definition)
 
         async def work() -> generic.WriteResult:
-            body, checked = await _decode_write(content_type, raw, options, json_only=json_only)
+            body, checked = await _decode_write(
+                content_type, raw, options, target.resource.kind, json_only=json_only
+            )
             return await self.registry.update(
                 target.resource, target.namespace, name, body, checked, subresource=target.subresource
             )
@@ -794,11 +798,12 @@ def _patch_type(request: HTTPRequest) -> str:
 
 
 async def _decode_write(
-    content_type: str, raw: bytes, options: WriteOptions, *, json_only: bool = False
+    content_type: str, raw: bytes, options: WriteOptions, kind: str, *, json_only: bool = False
 ) -> tuple[Any, WriteOptions]:
-    """A create or update body as an object (JSON, YAML or protobuf; custom resources, which
-    have no protobuf form, ``json_only``), with the duplicate fields a JSON body repeated (for
-    fieldValidation Strict and Warn). Its nesting depth is checked by the registry before
+    """A create or update body as an object of ``kind`` (JSON, YAML or protobuf; custom
+    resources, which have no protobuf form, ``json_only``), with the duplicate fields a JSON body
+    repeated (for fieldValidation Strict and Warn). A JSON body that is not JSON, or not an
+    object, is refused as upstream words it. Its nesting depth is checked by the registry before
     anything walks it (YAML's builder checks as it goes)."""
     content_type = content_type or JSON
     if json_only and content_type == codec.MEDIA_TYPE:
@@ -807,7 +812,9 @@ async def _decode_write(
             f"{JSON}, application/yaml"
         )
     if content_type in (JSON, "*/*", "application/octet-stream"):
-        body = decoding.decode_json(raw, depth_checked_later=True)
+        body = decoding.decode_json(raw, depth_checked_later=True, kind=kind)
+        if not isinstance(body, dict):
+            raise decoding.not_an_object(kind, body, raw)
         if options.field_validation != "Ignore" and b'"' in raw:
             duplicates = tuple(validation.find_duplicate_fields(raw, body))
             if duplicates:
@@ -829,7 +836,7 @@ async def _decode_request_object(
     """The body of a request the server answers without storing it (a review, a binding, an
     eviction, a token request): an object of ``kind``, its depth checked (the registry checks
     the bodies it stores), else 400."""
-    body, options = await _decode_write(request.content_type, raw, options)
+    body, options = await _decode_write(request.content_type, raw, options, kind)
     if not isinstance(body, dict):
         raise errors.BadRequest(f"the body of the request was in an unknown format: expected a {kind} object")
     decoding.check_depth(body, "the object")

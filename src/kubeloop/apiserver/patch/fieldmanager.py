@@ -624,6 +624,13 @@ class ApplyResult:
     entries: list[ManagedEntry]
 
 
+#: The annotation client-side ``kubectl apply`` records its configuration in.
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+#: The one manager whose server-side applies upgrade from client-side apply (upstream's rule:
+#: another field manager opts out).
+UPGRADING_MANAGER = "kubectl"
+
+
 def apply(
     live: Obj | None,
     applied: Obj,
@@ -658,6 +665,17 @@ def apply(
         if live_set[path].value == merged_set.get(path, member).value:
             continue  # the same value: shared ownership
         conflicts.extend(Conflict(other, path) for other in others if path in other.paths)
+    upgrading = manager == UPGRADING_MANAGER and not subresource and LAST_APPLIED in _annotations(base)
+    if conflicts and not force and upgrading:
+        # kubectl's first server-side apply of an object it applied client-side: the fields the
+        # last-applied configuration set, still at those values, were its own and change hands
+        # (upstream applies again with force); any other conflict stays one.
+        allowed = _last_applied_fields(base, schema)
+        remaining = [c for c in conflicts if c.path not in allowed]
+        if remaining:
+            conflicts = remaining
+        else:
+            force = True
     if conflicts and not force:
         raise conflict_error(group, kind, name, conflicts)
     taken = {c.path for c in conflicts}
@@ -678,7 +696,44 @@ def apply(
         mine.time = previous.time
     insert_at = next((i for i, e in enumerate(entries) if e.identity == identity), len(result))
     result.insert(min(insert_at, len(result)), mine)
+    if upgrading:
+        # The annotation follows what kubectl applied, so a later client-side apply still works.
+        merged.setdefault("metadata", {}).setdefault("annotations", {})[LAST_APPLIED] = _last_applied_of(
+            applied
+        )
     return ApplyResult(merged, result)
+
+
+def _annotations(obj: Obj) -> Mapping[str, Any]:
+    annotations = (obj.get("metadata") or {}).get("annotations")
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def _last_applied_fields(live: Obj, schema: Mapping[str, Any] | None) -> set[Path]:
+    """The leaf fields of the last-applied configuration whose live values are still those."""
+    try:
+        last_applied = orjson.loads(str(_annotations(live)[LAST_APPLIED]))
+    except orjson.JSONDecodeError:
+        return set()
+    if not isinstance(last_applied, dict):
+        return set()
+    recorded = field_set(last_applied, schema)
+    current = field_set(live, schema)
+    return {
+        path
+        for path, member in recorded.items()
+        if member.leaf and path in current and current[path].value == member.value
+    }
+
+
+def _last_applied_of(applied: Obj) -> str:
+    """The annotation's value for ``applied``: it as JSON (sorted keys, as Go encodes a map),
+    without the annotation itself."""
+    copied = copy.deepcopy(applied)
+    annotations = (copied.get("metadata") or {}).get("annotations")
+    if isinstance(annotations, dict):
+        annotations.pop(LAST_APPLIED, None)
+    return orjson.dumps(copied, option=orjson.OPT_SORT_KEYS).decode() + "\n"
 
 
 def _merge(live: Any, applied: Any, node: Mapping[str, Any]) -> Any:

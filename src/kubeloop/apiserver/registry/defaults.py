@@ -17,6 +17,9 @@ def _pod_spec_defaults(spec: Obj) -> None:
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("securityContext", {})
+    for volume in spec.get("volumes") or ():
+        if isinstance(volume, dict):
+            _volume_defaults(volume)
     for container in [*spec.get("containers", ()), *spec.get("initContainers", ())]:
         if not isinstance(container, dict):
             continue
@@ -36,6 +39,21 @@ def _pod_spec_defaults(spec: Obj) -> None:
             probe = container.get(probe_name)
             if isinstance(probe, dict):
                 _probe_defaults(probe)
+
+
+#: Volume sources whose files get mode 0644 unless they say otherwise (SetDefaults_*VolumeSource).
+_MODE_DEFAULTED_SOURCES = ("secret", "configMap", "projected", "downwardAPI")
+
+
+def _volume_defaults(volume: Obj) -> None:
+    """SetDefaults_Volume: a volume with no source is an ``emptyDir``; secret, configMap,
+    projected and downwardAPI volumes get ``defaultMode`` 0644 (420)."""
+    if set(volume) <= {"name"}:
+        volume["emptyDir"] = {}
+        return
+    for source in _MODE_DEFAULTED_SOURCES:
+        if isinstance(volume.get(source), dict):
+            volume[source].setdefault("defaultMode", 0o644)
 
 
 def _probe_defaults(probe: Obj) -> None:

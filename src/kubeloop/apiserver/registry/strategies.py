@@ -165,6 +165,22 @@ class Strategy:
         return updated
 
 
+_ZERO_OF_TYPE: dict[str, Any] = {"integer": 0, "number": 0, "boolean": False}
+
+
+def _required_zeros(schema: schemas.Schema | None, field: str) -> dict[str, Any]:
+    """The zero value of each required scalar field of ``schema``'s ``field`` object."""
+    node = schemas.property_schema(schema, field) if schema is not None else None
+    if node is None:
+        return {}
+    zeros: dict[str, Any] = {}
+    for name in node.get("required") or ():
+        types = schemas.node_types(schemas.property_schema(node, name) or {})
+        if len(types) == 1 and types[0] in _ZERO_OF_TYPE:
+            zeros[name] = _ZERO_OF_TYPE[types[0]]
+    return zeros
+
+
 def scale_document(obj: Obj, replicas: int, status: Obj) -> Obj:
     meta = obj.get("metadata") or {}
     return {
@@ -199,10 +215,24 @@ class BuiltinStrategy(Strategy):
         super().__init__(resource)
         self.kind = kind
         self._schema = schemas.kind_schema(resource.group, resource.version, resource.kind)
+        self._status_zeros = _required_zeros(self._schema, "status")
 
     @property
     def schema(self) -> schemas.Schema | None:
         return self._schema
+
+    def finish(self, obj: Obj, old: Obj | None) -> None:
+        """Go's encoding: a status's required numbers and booleans (fields without ``omitempty``,
+        e.g. a DaemonSet's counters) are written even when zero."""
+        if not self._status_zeros:
+            return
+        status = obj.get("status")
+        if status is not None and not isinstance(status, dict):
+            return
+        missing = {key: zero for key, zero in self._status_zeros.items() if key not in (status or {})}
+        if missing:
+            # A new dict: the status may be shared with the stored version it came from.
+            obj["status"] = {**(status or {}), **missing}
 
     def decode(
         self, body: Obj, *, field_validation: str, duplicates: tuple[str, ...], owned: bool = False
@@ -288,6 +318,7 @@ class ServiceStrategy(BuiltinStrategy):
     allocator: ServiceAllocator | None = None
 
     def finish(self, obj: Obj, old: Obj | None) -> None:
+        super().finish(obj, old)
         if self.allocator is not None:
             self.allocator.allocate(obj, old)
 

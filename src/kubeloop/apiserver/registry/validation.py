@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from kubeloop import errors
-from kubeloop.api import naming, timestamps
+from kubeloop.api import cronschedule, naming, timestamps
 from kubeloop.api.naming import go_quote
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.errors import StatusCause
@@ -1400,8 +1400,63 @@ def _job_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
 
 
 def _cronjob_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
-    job_spec = _as_dict(_as_dict(_as_dict(obj.get("spec")).get("jobTemplate")).get("spec"))
-    return _pod_template_rules(_as_dict(job_spec.get("template")), "spec.jobTemplate.spec.template")
+    """``validateCronJobSpec``: the schedule and time zone, the policies, and the job's template."""
+    spec = _as_dict(obj.get("spec"))
+    causes: list[StatusCause] = []
+    schedule = spec.get("schedule")
+    if isinstance(schedule, str):
+        if not schedule:
+            causes.append(_required("spec.schedule"))
+        else:
+            try:
+                cronschedule.parse(schedule)
+            except cronschedule.ScheduleError as exc:
+                causes.append(_invalid("spec.schedule", schedule, str(exc)))
+            if "TZ" in schedule:
+                detail = (
+                    "cannot use both timeZone field and TZ or CRON_TZ in schedule"
+                    if spec.get("timeZone") is not None
+                    else "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"
+                )
+                causes.append(_invalid("spec.schedule", schedule, detail))
+    zone = spec.get("timeZone")
+    if isinstance(zone, str):
+        if not zone:
+            causes.append(_invalid("spec.timeZone", zone, "timeZone must be nil or non-empty string"))
+        elif zone.lower() == "local":
+            causes.append(
+                _invalid(
+                    "spec.timeZone",
+                    zone,
+                    "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
+                )
+            )
+        elif not _known_zone(zone):
+            causes.append(_invalid("spec.timeZone", zone, f"unknown time zone {zone}"))
+    policy = spec.get("concurrencyPolicy")
+    if isinstance(policy, str) and policy not in _CONCURRENCY_POLICIES:
+        causes.append(_not_supported("spec.concurrencyPolicy", policy, _CONCURRENCY_POLICIES))
+    for key in ("startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"):
+        value = spec.get(key)
+        if _is_int(value) and value < 0:
+            causes.append(_invalid(f"spec.{key}", value, "must be greater than or equal to 0"))
+    job_spec = _as_dict(_as_dict(spec.get("jobTemplate")).get("spec"))
+    causes.extend(_pod_template_rules(_as_dict(job_spec.get("template")), "spec.jobTemplate.spec.template"))
+    return causes
+
+
+_CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
+
+
+def _known_zone(name: str) -> bool:
+    """Whether ``name`` is an IANA time zone Go's ``time.LoadLocation`` would load."""
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
 
 
 _PORT_RANGE = "must be between 1 and 65535, inclusive"

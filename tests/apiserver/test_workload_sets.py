@@ -1,0 +1,465 @@
+"""Simulated StatefulSets, DaemonSets and Service endpoints (``--simulate``): the pods, revisions
+and status kube-controller-manager's controllers make, read through kubectl 1.27 and 1.33
+(``rollout status``, ``rollout history``, ``rollout undo``, ``describe service``) and the API."""
+
+# ruff: noqa: F811  (the simulated server's fixtures are imported, then requested by name)
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubeloop.apiserver.controllers.simulation import NODE_NAME
+from tests.apiserver.test_kubectl import Kubectl
+from tests.apiserver.test_workload_simulation import api, kubectl, simulated  # noqa: F401  (fixtures)
+from tests.conftest import Client
+
+STATEFULSET = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  replicas: 3
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers:
+      - {name: db, image: "postgres:16"}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}
+"""
+
+DAEMONSET = """\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers:
+      - {name: agent, image: "fluentd:1"}
+"""
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+    return result
+
+
+def pods(api: Client, namespace: str, selector: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = api.get(
+        f"/api/v1/namespaces/{namespace}/pods", params={"labelSelector": selector}
+    ).json()["items"]
+    return items
+
+
+def is_ready(pod: dict[str, Any]) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions", ()))
+
+
+# ---------------------------------------------------------------------------------- StatefulSets
+
+
+def test_a_stateful_set_rolls_out_updates_and_undoes_in_order(
+    kubectl: Kubectl, api: Client, namespace: str
+) -> None:
+    ns = ["-n", namespace]
+    kubectl("apply", *ns, "-f", "-", stdin=STATEFULSET)
+    rolled = kubectl("rollout", "status", *ns, "statefulset/db", "--timeout=30s")
+    assert "partitioned roll out complete: 3 new pods have been updated" in rolled.stdout
+    first = api.get(f"/apis/apps/v1/namespaces/{namespace}/statefulsets/db").json()
+    status = first["status"]
+    assert status["observedGeneration"] == first["metadata"]["generation"]
+    assert (
+        status["replicas"],
+        status["readyReplicas"],
+        status["currentReplicas"],
+        status["updatedReplicas"],
+    ) == (
+        3,
+        3,
+        3,
+        3,
+    )
+    assert status["currentRevision"] == status["updateRevision"]
+    revision = status["updateRevision"]
+    by_name = {p["metadata"]["name"]: p for p in pods(api, namespace, "app=db")}
+    assert sorted(by_name) == ["db-0", "db-1", "db-2"]
+    for index, (name, pod) in enumerate(sorted(by_name.items())):
+        labels = pod["metadata"]["labels"]
+        assert labels["statefulset.kubernetes.io/pod-name"] == name
+        assert labels["apps.kubernetes.io/pod-index"] == str(index)
+        assert labels["controller-revision-hash"] == revision
+        assert pod["spec"]["hostname"] == name and pod["spec"]["subdomain"] == "db"
+        [volume] = [v for v in pod["spec"]["volumes"] if v["name"] == "data"]
+        assert volume["persistentVolumeClaim"]["claimName"] == f"data-{name}"
+        assert pod["metadata"]["ownerReferences"][0]["uid"] == first["metadata"]["uid"]
+    claims = api.get(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims").json()["items"]
+    assert sorted(c["metadata"]["name"] for c in claims) == ["data-db-0", "data-db-1", "data-db-2"]
+    table = kubectl("get", *ns, "statefulset", "db").stdout.splitlines()[1].split()
+    assert table[:2] == ["db", "3/3"]
+
+    kubectl("set", "image", *ns, "statefulset/db", "db=postgres:17")
+    kubectl("rollout", "status", *ns, "statefulset/db", "--timeout=30s")
+    updated = api.get(f"/apis/apps/v1/namespaces/{namespace}/statefulsets/db").json()["status"]
+    assert updated["updateRevision"] != revision
+    assert updated["currentRevision"] == updated["updateRevision"]
+    running = pods(api, namespace, "app=db")
+    assert {p["spec"]["containers"][0]["image"] for p in running} == {"postgres:17"}
+    assert {p["metadata"]["labels"]["controller-revision-hash"] for p in running} == {
+        updated["updateRevision"]
+    }
+    history = kubectl("rollout", "history", *ns, "statefulset/db").stdout
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
+
+    kubectl("rollout", "undo", *ns, "statefulset/db")
+    kubectl("rollout", "status", *ns, "statefulset/db", "--timeout=30s")
+
+    def back_on_16() -> bool:
+        current = pods(api, namespace, "app=db")
+        return len(current) == 3 and {p["spec"]["containers"][0]["image"] for p in current} == {"postgres:16"}
+
+    wait_for(back_on_16)
+    # Going back renumbers the first revision as the newest, as upstream.
+    revisions = api.get(f"/apis/apps/v1/namespaces/{namespace}/controllerrevisions").json()["items"]
+    numbers = {r["metadata"]["name"]: r["revision"] for r in revisions}
+    assert numbers[revision] == 3 and sorted(numbers.values()) == [2, 3]
+
+    kubectl("scale", *ns, "statefulset/db", "--replicas=1")
+    wait_for(lambda: [p["metadata"]["name"] for p in pods(api, namespace, "app=db")] == ["db-0"])
+    # Claims outlive their pods (the default retention policy).
+    assert len(api.get(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims").json()["items"]) == 3
+
+
+def record_pods(
+    api: Client, namespace: str, selector: str, until: Callable[[], Any]
+) -> list[list[dict[str, Any]]]:
+    """Every list of the pods ``selector`` matches, taken every 10 ms until ``until()``."""
+    snapshots: list[list[dict[str, Any]]] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            snapshots.append(pods(api, namespace, selector))
+            time.sleep(0.01)
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    try:
+        wait_for(until)
+    finally:
+        stop.set()
+        poller.join()
+    return snapshots
+
+
+def test_ordered_ready_makes_each_pod_after_the_one_before_is_ready(api: Client, namespace: str) -> None:
+    """OrderedReady: at no moment does pod i exist while pod i-1 is not running and ready.
+    Parallel: all pods are made at once, before any is ready."""
+    import yaml
+
+    body = yaml.safe_load(STATEFULSET)
+    body["spec"]["replicas"] = 4
+    assert api.post(f"/apis/apps/v1/namespaces/{namespace}/statefulsets", body).status_code == 201
+    snapshots = record_pods(
+        api, namespace, "app=db", lambda: sum(is_ready(p) for p in pods(api, namespace, "app=db")) == 4
+    )
+    for snapshot in snapshots:
+        present = {int(p["metadata"]["name"].rsplit("-", 1)[1]): p for p in snapshot}
+        for index in present:
+            if index:
+                assert index - 1 in present and is_ready(present[index - 1]), sorted(present)
+
+    body = yaml.safe_load(STATEFULSET.replace("name: db}", "name: par}").replace("app: db", "app: par"))
+    body["spec"].update(replicas=3, podManagementPolicy="Parallel")
+    assert api.post(f"/apis/apps/v1/namespaces/{namespace}/statefulsets", body).status_code == 201
+    snapshots = record_pods(
+        api, namespace, "app=par", lambda: sum(is_ready(p) for p in pods(api, namespace, "app=par")) == 3
+    )
+    with_a_ready_pod = [s for s in snapshots if any(is_ready(p) for p in s)]
+    assert with_a_ready_pod and all(len(s) == 3 for s in with_a_ready_pod)
+
+
+# ----------------------------------------------------------------------------------- DaemonSets
+
+
+def test_a_daemon_set_runs_one_pod_per_node_and_rolls_out(
+    kubectl: Kubectl, api: Client, namespace: str
+) -> None:
+    ns = ["-n", namespace]
+    kubectl("apply", *ns, "-f", "-", stdin=DAEMONSET)
+    rolled = kubectl("rollout", "status", *ns, "daemonset/agent", "--timeout=30s")
+    assert 'daemon set "agent" successfully rolled out' in rolled.stdout
+    daemon_set = api.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/agent").json()
+    status = daemon_set["status"]
+    assert {
+        k: status.get(k) for k in ("desiredNumberScheduled", "currentNumberScheduled", "numberReady")
+    } == {
+        "desiredNumberScheduled": 1,
+        "currentNumberScheduled": 1,
+        "numberReady": 1,
+    }
+    assert status["numberMisscheduled"] == 0 and status["updatedNumberScheduled"] == 1
+    assert status["numberAvailable"] == 1 and "numberUnavailable" not in status
+    [pod] = pods(api, namespace, "app=agent")
+    assert pod["spec"]["nodeName"] == NODE_NAME
+    terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms == {
+        "nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [NODE_NAME]}]}
+        ]
+    }
+    assert {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"} in pod[
+        "spec"
+    ]["tolerations"]
+    assert pod["metadata"]["labels"]["pod-template-generation"] == "1"
+    table = kubectl("get", *ns, "daemonset", "agent").stdout.splitlines()[1].split()
+    assert table[:6] == ["agent", "1", "1", "1", "1", "1"]
+
+    kubectl("set", "image", *ns, "daemonset/agent", "agent=fluentd:2")
+    kubectl("rollout", "status", *ns, "daemonset/agent", "--timeout=30s")
+
+    def replaced() -> bool:
+        current = pods(api, namespace, "app=agent")
+        return len(current) == 1 and current[0]["spec"]["containers"][0]["image"] == "fluentd:2"
+
+    wait_for(replaced)
+    history = kubectl("rollout", "history", *ns, "daemonset/agent").stdout
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
+
+
+def test_daemon_set_status_counters_are_written_even_when_zero(api: Client, namespace: str) -> None:
+    """Go writes a DaemonSet's four required counters even at zero: on create, before any
+    controller ran, and for a DaemonSet that fits no node."""
+    import yaml
+
+    body = yaml.safe_load(DAEMONSET)
+    body["spec"]["template"]["spec"]["nodeSelector"] = {"disk": "ssd"}
+    created = api.post(f"/apis/apps/v1/namespaces/{namespace}/daemonsets", body)
+    assert created.status_code == 201
+    zeros = {
+        "currentNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberReady": 0,
+    }
+    assert created.json()["status"] == zeros
+    observed = wait_for(
+        lambda: (
+            (ds := api.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/agent").json())["status"].get(
+                "observedGeneration"
+            )
+            and ds
+        )
+    )
+    assert {k: observed["status"][k] for k in zeros} == zeros
+    assert pods(api, namespace, "app=agent") == []
+    # A status written without them gets them back.
+    api.patch(
+        f"/apis/apps/v1/namespaces/{namespace}/daemonsets/agent/status",
+        [{"op": "replace", "path": "/status", "value": {}}],
+        content_type="application/json-patch+json",
+    )
+    assert {
+        k: v
+        for k, v in api.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/agent").json()["status"].items()
+        if k in zeros
+    } == zeros
+    # A ReplicaSet's replicas likewise.
+    replica_set = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "none"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "none"}},
+            "template": {
+                "metadata": {"labels": {"app": "none"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+    }
+    assert api.post(f"/apis/apps/v1/namespaces/{namespace}/replicasets", replica_set).json()["status"] == {
+        "replicas": 0
+    }
+
+
+def test_a_daemon_set_follows_nodes_as_they_come_and_go(api: Client, namespace: str) -> None:
+    """A labelled node that appears gets a pod pinned to it (the simulated scheduler cannot place it
+    on its own node, so it is Unschedulable); the pod goes when the node does."""
+    import yaml
+
+    body = yaml.safe_load(DAEMONSET)
+    assert api.post(f"/apis/apps/v1/namespaces/{namespace}/daemonsets", body).status_code == 201
+    wait_for(lambda: sum(is_ready(p) for p in pods(api, namespace, "app=agent")) == 1)
+    node = f"extra-{namespace}"
+    api.post("/api/v1/nodes", {"metadata": {"name": node}})
+    try:
+        other = wait_for(
+            lambda: [
+                p
+                for p in pods(api, namespace, "app=agent")
+                if p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+                    "nodeSelectorTerms"
+                ][0]["matchFields"][0]["values"]
+                == [node]
+            ]
+        )
+        [pending] = other
+        unscheduled = wait_for(
+            lambda: [
+                c
+                for c in api.get(f"/api/v1/namespaces/{namespace}/pods/{pending['metadata']['name']}")
+                .json()["status"]
+                .get("conditions", ())
+                if c["type"] == "PodScheduled" and c["status"] == "False"
+            ]
+        )
+        assert unscheduled[0]["reason"] == "Unschedulable"
+        status = wait_for(
+            lambda: (
+                (s := api.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/agent").json()["status"])[
+                    "desiredNumberScheduled"
+                ]
+                == 2
+                and s
+            )
+        )
+        assert status["numberReady"] == 1
+    finally:
+        api.delete(f"/api/v1/nodes/{node}")
+    wait_for(lambda: len(pods(api, namespace, "app=agent")) == 1)
+    wait_for(
+        lambda: (
+            api.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/agent").json()["status"][
+                "desiredNumberScheduled"
+            ]
+            == 1
+        )
+    )
+
+
+# ------------------------------------------------------------------------------------- Services
+
+
+def test_a_service_gets_endpoints_and_an_endpoint_slice_of_its_ready_pods(
+    kubectl: Kubectl, api: Client, namespace: str
+) -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "nginx",
+                            "image": "nginx",
+                            "ports": [{"name": "http", "containerPort": 8080}],
+                        }
+                    ]
+                },
+            },
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web", "labels": {"tier": "front"}},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]},
+    }
+    assert api.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment).status_code == 201
+    assert api.post(f"/api/v1/namespaces/{namespace}/services", service).status_code == 201
+    kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=30s")
+    ready_pods = [p for p in pods(api, namespace, "app=web") if is_ready(p)]
+    ips = sorted(p["status"]["podIP"] for p in ready_pods)
+
+    def endpoints() -> dict[str, Any] | None:
+        found = api.get(f"/api/v1/namespaces/{namespace}/endpoints/web")
+        if found.status_code != 200:
+            return None
+        subsets = found.json().get("subsets") or []
+        addresses = sorted(a["ip"] for s in subsets for a in s.get("addresses", ()))
+        return found.json() if addresses == ips else None
+
+    found = wait_for(endpoints)
+    [subset] = found["subsets"]
+    assert subset["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
+    assert {a["targetRef"]["name"] for a in subset["addresses"]} == {
+        p["metadata"]["name"] for p in ready_pods
+    }
+    assert all(a["nodeName"] == NODE_NAME for a in subset["addresses"])
+    assert found["metadata"]["labels"] == {"tier": "front"}
+    [endpoint_slice] = api.get(
+        f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices",
+        params={"labelSelector": "kubernetes.io/service-name=web"},
+    ).json()["items"]
+    assert endpoint_slice["metadata"]["name"].startswith("web-")
+    assert (
+        endpoint_slice["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"]
+        == "endpointslice-controller.k8s.io"
+    )
+    assert endpoint_slice["addressType"] == "IPv4"
+    assert endpoint_slice["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
+    assert sorted(e["addresses"][0] for e in endpoint_slice["endpoints"]) == ips
+    assert all(
+        e["conditions"] == {"ready": True, "serving": True, "terminating": False}
+        for e in endpoint_slice["endpoints"]
+    )
+    [owner] = endpoint_slice["metadata"]["ownerReferences"]
+    assert owner["kind"] == "Service" and owner["controller"]
+    described = kubectl("describe", "service", "web", "-n", namespace).stdout
+    endpoints_line = next(line for line in described.splitlines() if line.startswith("Endpoints:"))
+    assert all(ip in endpoints_line for ip in ips), endpoints_line
+
+    kubectl("scale", "-n", namespace, "deployment/web", "--replicas=0")
+    wait_for(lambda: not api.get(f"/api/v1/namespaces/{namespace}/endpoints/web").json().get("subsets"))
+    empty = wait_for(
+        lambda: [
+            s
+            for s in api.get(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices").json()[
+                "items"
+            ]
+            if not s.get("endpoints")
+        ]
+    )
+    assert len(empty) == 1
+    kubectl("delete", "-n", namespace, "service", "web")
+    wait_for(lambda: api.get(f"/api/v1/namespaces/{namespace}/endpoints/web").status_code == 404)
+    wait_for(
+        lambda: (
+            not api.get(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices").json()["items"]
+        )
+    )
+
+
+def test_services_without_a_selector_keep_the_endpoints_they_are_given(api: Client, namespace: str) -> None:
+    service = {"metadata": {"name": "external"}, "spec": {"ports": [{"port": 5432}]}}
+    assert api.post(f"/api/v1/namespaces/{namespace}/services", service).status_code == 201
+    given = {
+        "metadata": {"name": "external"},
+        "subsets": [{"addresses": [{"ip": "192.0.2.10"}], "ports": [{"port": 5432}]}],
+    }
+    assert api.post(f"/api/v1/namespaces/{namespace}/endpoints", given).status_code == 201
+    time.sleep(0.5)
+    kept = api.get(f"/api/v1/namespaces/{namespace}/endpoints/external").json()
+    assert kept["subsets"][0]["addresses"] == [{"ip": "192.0.2.10"}]
+    assert api.get(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices").json()["items"] == []
+    assert json.dumps(kept)  # the object is whole

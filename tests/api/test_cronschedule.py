@@ -136,6 +136,9 @@ def test_a_schedule_that_never_fires_has_no_next_run() -> None:
         ("@fortnightly", "unrecognized descriptor: @fortnightly"),
         ("@every", "unrecognized descriptor: @every"),
         ("@every 5 minutes", "failed to parse duration @every 5 minutes"),
+        # Longer than Go's longest duration (292 years): refused, not an overflow.
+        ("@every 99999999999999999h", "failed to parse duration @every 99999999999999999h"),
+        ("@every 2562048h", "failed to parse duration @every 2562048h"),
     ],
 )
 def test_bad_schedules_say_what_is_wrong(schedule: str, message: str) -> None:

@@ -195,6 +195,27 @@ def test_a_cronjob_makes_a_job_that_completes(kubectl: Kubectl, api: Client, nam
             "spec.timeZone",
             'Invalid value: "Mars/Olympus": unknown time zone Mars/Olympus',
         ),
+        # A directory of the zone database, a path, a name too long for a file: not zones, not 500s.
+        (
+            {"schedule": "0 * * * *", "timeZone": "Europe"},
+            "spec.timeZone",
+            'Invalid value: "Europe": unknown',
+        ),
+        (
+            {"schedule": "0 * * * *", "timeZone": "../../etc/passwd"},
+            "spec.timeZone",
+            'Invalid value: "../../etc/passwd": unknown time zone ../../etc/passwd',
+        ),
+        (
+            {"schedule": "0 * * * *", "timeZone": "Zone/" + "x" * 5000},
+            "spec.timeZone",
+            'Invalid value: "Zone/xxx',
+        ),
+        (
+            {"schedule": "@every 99999999999999999h"},
+            "spec.schedule",
+            'Invalid value: "@every 99999999999999999h": failed to parse duration',
+        ),
         (
             {"schedule": "0 * * * *", "concurrencyPolicy": "Sometimes"},
             "spec.concurrencyPolicy",

@@ -7,6 +7,7 @@ and status kube-controller-manager's controllers make, read through kubectl 1.27
 from __future__ import annotations
 
 import json
+import pathlib
 import threading
 import time
 from collections.abc import Callable
@@ -463,3 +464,63 @@ def test_services_without_a_selector_keep_the_endpoints_they_are_given(api: Clie
     assert kept["subsets"][0]["addresses"] == [{"ip": "192.0.2.10"}]
     assert api.get(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices").json()["items"] == []
     assert json.dumps(kept)  # the object is whole
+
+
+def test_the_durable_server_resumes_sets_and_endpoints_across_a_sigkill(tmp_path: pathlib.Path) -> None:
+    """`kubeloop apiserver --simulate --data-dir`, killed with SIGKILL while a StatefulSet is half
+    made: after the restart (another port) the controllers go on from what is stored — the set
+    completes with each pod made once and one revision, the DaemonSet keeps its one pod, the
+    Service's endpoints name the set's pods. kubectl 1.27 before the kill, 1.33 after."""
+    import signal
+
+    from tests.apiserver.test_durability import apiserver, session_for
+    from tests.apiserver.test_kubectl import KUBECTLS
+
+    data = tmp_path / "data"
+    service = "apiVersion: v1\nkind: Service\nmetadata: {name: db}\nspec:\n  selector: {app: db}\n  ports: [{port: 5432}]\n"
+    with apiserver(data, "--simulate") as (proc, url):
+        old, new = (
+            Kubectl(KUBECTLS[0], data / "kubeconfig", tmp_path),
+            Kubectl(KUBECTLS[-1], data / "kubeconfig", tmp_path),
+        )
+        for manifest in (STATEFULSET, DAEMONSET, service):
+            old("apply", "-f", "-", stdin=manifest)
+        session = session_for(data)
+
+        def made() -> list[str]:
+            items = session.get(
+                url + "/api/v1/namespaces/default/pods", params={"labelSelector": "app=db"}
+            ).json()
+            return sorted(p["metadata"]["name"] for p in items["items"])
+
+        wait_for(lambda: len(made()) >= 2)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    with apiserver(data, "--simulate") as (proc, url):
+        session = session_for(data)
+        new("rollout", "status", "statefulset/db", "--timeout=60s")
+        new("rollout", "status", "daemonset/agent", "--timeout=60s")
+        pods = session.get(url + "/api/v1/namespaces/default/pods").json()["items"]
+        names = sorted(p["metadata"]["name"] for p in pods if p["metadata"]["labels"].get("app") == "db")
+        assert names == ["db-0", "db-1", "db-2"]
+        assert len([p for p in pods if p["metadata"]["labels"].get("app") == "agent"]) == 1
+        revisions = session.get(url + "/apis/apps/v1/namespaces/default/controllerrevisions").json()["items"]
+        assert sorted(r["metadata"]["ownerReferences"][0]["kind"] for r in revisions) == [
+            "DaemonSet",
+            "StatefulSet",
+        ]
+        ips = sorted(p["status"]["podIP"] for p in pods if p["metadata"]["labels"].get("app") == "db")
+
+        def endpoint_ips() -> list[str]:
+            found = session.get(url + "/api/v1/namespaces/default/endpoints/db").json()
+            return sorted(a["ip"] for s in found.get("subsets") or () for a in s.get("addresses", ()))
+
+        wait_for(lambda: endpoint_ips() == ips, timeout=30)
+        daemon = session.get(url + "/apis/apps/v1/namespaces/default/daemonsets/agent").json()["status"]
+        assert (daemon["desiredNumberScheduled"], daemon["numberReady"], daemon["numberMisscheduled"]) == (
+            1,
+            1,
+            0,
+        )
+        described = new("describe", "statefulset", "db").stdout
+        assert "Pods Status:" in described and "3 Running" in described

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 _MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 _DAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
@@ -27,6 +28,8 @@ _DESCRIPTORS = {
 }
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+#: Go's longest duration (2^63 - 1 nanoseconds, about 292 years); longer ones do not parse.
+_MAX_DURATION_SECONDS = (2**63 - 1) / 1e9
 #: How far ahead a schedule is searched before it is taken to never fire (Feb 30th).
 _HORIZON_YEARS = 5
 
@@ -97,6 +100,16 @@ class CronSchedule:
         if self.any_day or self.any_weekday:
             return by_date and by_weekday
         return by_date or by_weekday
+
+
+def time_zone(name: str) -> ZoneInfo:
+    """The IANA time zone ``name`` (a CronJob's ``timeZone``), as Go's ``time.LoadLocation``
+    finds it; :class:`ScheduleError` ("unknown time zone X") for anything else — a directory
+    (``Europe``), a path, a name too long for the file system."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ScheduleError(f"unknown time zone {name}") from None
 
 
 def parse(schedule: str) -> CronSchedule:
@@ -172,6 +185,6 @@ def _duration(text: str) -> timedelta:
             break
         seconds += float(match[1]) * _UNIT_SECONDS[match[2]]
         position = match.end()
-    if not text or position != len(text):
+    if not text or position != len(text) or seconds > _MAX_DURATION_SECONDS:
         raise ScheduleError(f"failed to parse duration @every {text}")
     return timedelta(seconds=max(1, int(seconds)))

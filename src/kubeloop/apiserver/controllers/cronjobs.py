@@ -19,11 +19,10 @@ import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from kubeloop import errors
 from kubeloop.api import timestamps
-from kubeloop.api.cronschedule import ScheduleError, parse
+from kubeloop.api.cronschedule import ScheduleError, parse, time_zone
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.pods import controlled_by
@@ -115,8 +114,8 @@ def plan(cronjob: Obj, jobs: list[Obj], now: datetime) -> Plan:
 
     try:
         schedule = parse(str(spec.get("schedule") or ""))
-        zone = ZoneInfo(spec["timeZone"]) if spec.get("timeZone") else UTC
-    except (ScheduleError, ZoneInfoNotFoundError, ValueError) as exc:
+        zone = time_zone(str(spec["timeZone"])) if spec.get("timeZone") else UTC
+    except ScheduleError as exc:
         log.warning("cronjob %s/%s: unusable schedule: %s", meta.get("namespace"), meta.get("name"), exc)
         out.status = _status(status, running)
         return out

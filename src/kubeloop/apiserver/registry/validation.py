@@ -1431,8 +1431,11 @@ def _cronjob_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
                     "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
                 )
             )
-        elif not _known_zone(zone):
-            causes.append(_invalid("spec.timeZone", zone, f"unknown time zone {zone}"))
+        else:
+            try:
+                cronschedule.time_zone(zone)
+            except cronschedule.ScheduleError as exc:
+                causes.append(_invalid("spec.timeZone", zone, str(exc)))
     policy = spec.get("concurrencyPolicy")
     if isinstance(policy, str) and policy not in _CONCURRENCY_POLICIES:
         causes.append(_not_supported("spec.concurrencyPolicy", policy, _CONCURRENCY_POLICIES))
@@ -1446,17 +1449,6 @@ def _cronjob_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
 
 
 _CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
-
-
-def _known_zone(name: str) -> bool:
-    """Whether ``name`` is an IANA time zone Go's ``time.LoadLocation`` would load."""
-    import zoneinfo
-
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return False
-    return True
 
 
 _PORT_RANGE = "must be between 1 and 65535, inclusive"

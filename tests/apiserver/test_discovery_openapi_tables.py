@@ -1088,8 +1088,16 @@ def test_rbac_rows() -> None:
     assert table["rows"][0]["cells"] == ["reader", "2024-04-30T08:00:00Z"]
 
 
-def test_other_kinds_get_name_and_age() -> None:
-    crd = ResourceType("stable.example.com", "v1", "crontabs", "crontab", "CronTab", True)
+def test_custom_resources_without_printer_columns_get_name_and_age() -> None:
+    crd = ResourceType(
+        "stable.example.com",
+        "v1",
+        "crontabs",
+        "crontab",
+        "CronTab",
+        True,
+        definition="crontabs.stable.example.com",
+    )
     table = tables.to_table(crd, [{"metadata": {"name": "c", "creationTimestamp": ago(3600 * 5)}}], now=NOW)
     assert [(c["name"], c["type"]) for c in table["columnDefinitions"]] == [
         ("Name", "string"),

@@ -403,6 +403,42 @@ def manifests(ns: str, ca_pem: str) -> list[dict[str, object]]:
     ]
 
 
+#: The columns kube-apiserver's printers give each kind (``-o wide`` adds none of these), as
+#: kubectl shows them: a header word per column (PodTemplate's "POD LABELS" and LimitRange's
+#: "CREATED AT" are two).
+UPSTREAM_HEADERS = {
+    "HorizontalPodAutoscaler": "NAME REFERENCE TARGETS MINPODS MAXPODS REPLICAS AGE",
+    "Ingress": "NAME CLASS HOSTS ADDRESS PORTS AGE",
+    "IngressClass": "NAME CONTROLLER PARAMETERS AGE",
+    "NetworkPolicy": "NAME POD-SELECTOR AGE",
+    "EndpointSlice": "NAME ADDRESSTYPE PORTS ENDPOINTS AGE",
+    "CertificateSigningRequest": "NAME AGE SIGNERNAME REQUESTOR REQUESTEDDURATION CONDITION",
+    "ClusterTrustBundle": "NAME SIGNERNAME",
+    "ControllerRevision": "NAME CONTROLLER REVISION AGE",
+    "PodTemplate": "NAME CONTAINERS IMAGES POD LABELS",
+    "MutatingWebhookConfiguration": "NAME WEBHOOKS AGE",
+    "ValidatingWebhookConfiguration": "NAME WEBHOOKS AGE",
+    "ValidatingAdmissionPolicy": "NAME VALIDATIONS PARAMKIND AGE",
+    "MutatingAdmissionPolicy": "NAME MUTATIONS PARAMKIND AGE",
+    "ValidatingAdmissionPolicyBinding": "NAME POLICYNAME PARAMREF AGE",
+    "MutatingAdmissionPolicyBinding": "NAME POLICYNAME PARAMREF AGE",
+    "APIService": "NAME SERVICE AVAILABLE AGE",
+    "FlowSchema": "NAME PRIORITYLEVEL MATCHINGPRECEDENCE DISTINGUISHERMETHOD AGE MISSINGPL",
+    "PriorityLevelConfiguration": "NAME TYPE NOMINALCONCURRENCYSHARES QUEUES HANDSIZE QUEUELENGTHLIMIT AGE",
+    "RuntimeClass": "NAME HANDLER AGE",
+    "CSIDriver": "NAME ATTACHREQUIRED PODINFOONMOUNT STORAGECAPACITY TOKENREQUESTS REQUIRESREPUBLISH MODES AGE",
+    "CSINode": "NAME DRIVERS AGE",
+    "CSIStorageCapacity": "NAME STORAGECLASSNAME CAPACITY",
+    "VolumeAttachment": "NAME ATTACHER PV NODE ATTACHED AGE",
+    "VolumeAttributesClass": "NAME DRIVERNAME AGE",
+    "StorageVersionMigration": "NAME RESOURCE STATUS",
+    "ServiceCIDR": "NAME CIDRS AGE",
+    "DeviceClass": "NAME AGE",
+    "ResourceClaim": "NAME STATE AGE",
+    "ResourceClaimTemplate": "NAME AGE",
+}
+
+
 def _plural(kind: str, api_version: str) -> str:
     for row in expected_rows():
         if row[4] == kind and row[2] == api_version:
@@ -429,6 +465,20 @@ def test_kubectl_creates_gets_and_describes_every_new_kind(
     table = kubectl("get", "-n", namespace, *targets).stdout
     for obj in objects:
         assert str(obj["metadata"]["name"]) in table  # type: ignore[index]
+    # Each kind's table has upstream's columns (kubectl prints a header per kind).
+    headers = {}
+    for block in table.strip().split("\n\n"):
+        header, *rows = block.splitlines()
+        for row in rows:
+            headers[row.split()[0]] = header.split()  # kind.group/name
+    for obj in objects:
+        kind, group = str(obj["kind"]), str(obj["apiVersion"]).rpartition("/")[0]
+        printed = f"{kind.lower()}{'.' + group if group else ''}/{obj['metadata']['name']}"  # type: ignore[index]
+        expected = UPSTREAM_HEADERS.get(kind)
+        if expected is not None:
+            # StorageVersionMigration's name column has no "name" format: kubectl shows it bare.
+            name = printed if kind != "StorageVersionMigration" else printed.rpartition("/")[2]
+            assert headers[name] == expected.split(), kind
     # kubectl before 1.34 describes VolumeAttributesClasses through storage.k8s.io/v1beta1, which
     # a 1.37 kube-apiserver does not serve by default either.
     describable = [t for t in targets if not t.startswith("volumeattributesclasses.")]

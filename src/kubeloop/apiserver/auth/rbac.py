@@ -71,18 +71,17 @@ class RBACAuthorizer:
     def allowed(self, user: UserInfo, attributes: Attributes) -> bool:
         if SUPERUSER_GROUP in user.groups:
             return True
-        return any(_allows(rule, attributes) for rule in self.rules_for(user, attributes.namespace))
+        return any(rule_allows(rule, attributes) for rule in self.rules_for(user, attributes.namespace))
 
     def rules_for(self, user: UserInfo, namespace: str) -> Iterator[Obj]:
         """Every rule that applies to ``user`` in ``namespace`` ("" for cluster-scoped requests)."""
-        cluster_roles = self._resource("clusterroles")
         for binding in self._objects("clusterrolebindings", None):
             if _binds(binding, user):
-                yield from self._role_rules(binding, None, cluster_roles)
+                yield from self._role_rules(binding, None)
         if namespace:
             for binding in self._objects("rolebindings", namespace):
                 if _binds(binding, user):
-                    yield from self._role_rules(binding, namespace, cluster_roles)
+                    yield from self._role_rules(binding, namespace)
 
     def forbidden(self, user: UserInfo, attributes: Attributes) -> errors.Forbidden:
         """The 403 upstream answers: who cannot do what, where."""
@@ -117,21 +116,23 @@ class RBACAuthorizer:
         for _key, obj in self.store.items(resource.key_prefix(namespace)):
             yield obj
 
-    def _role_rules(self, binding: Obj, namespace: str | None, cluster_roles: ResourceType) -> Iterator[Obj]:
-        ref = binding.get("roleRef") or {}
-        name = str(ref.get("name", ""))
-        if ref.get("kind") == "Role" and namespace:
-            stored = self.store.get(self._resource("roles").key(namespace, name))
-            if stored is not None:
-                yield from _rules(stored.obj)
-            return
-        if ref.get("kind") != "ClusterRole":
-            return
-        stored = self.store.get(cluster_roles.key(None, name))
+    def role_rules(self, kind: str, name: str, namespace: str) -> list[Obj] | None:
+        """The rules a roleRef to ``kind``/``name`` grants in ``namespace`` (an aggregated
+        ClusterRole's included); None when there is no such role."""
+        if kind == "Role":
+            stored = self.store.get(self._resource("roles").key(namespace, name)) if namespace else None
+            return None if stored is None else list(_rules(stored.obj))
+        if kind != "ClusterRole":
+            return None
+        stored = self.store.get(self._resource("clusterroles").key(None, name))
         if stored is None:
-            return
-        yield from _rules(stored.obj)
-        yield from self._aggregated(stored.obj)
+            return None
+        return [*_rules(stored.obj), *self._aggregated(stored.obj)]
+
+    def _role_rules(self, binding: Obj, namespace: str | None) -> list[Obj]:
+        ref = binding.get("roleRef") or {}
+        rules = self.role_rules(str(ref.get("kind", "")), str(ref.get("name", "")), namespace or "")
+        return rules or []
 
     def _aggregated(self, role: Obj) -> Iterator[Obj]:
         selectors = (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or ()
@@ -173,7 +174,7 @@ def _has(values: Any, wanted: str) -> bool:
     return isinstance(values, list) and ("*" in values or wanted in values)
 
 
-def _allows(rule: Obj, attributes: Attributes) -> bool:
+def rule_allows(rule: Obj, attributes: Attributes) -> bool:
     if not _has(rule.get("verbs"), attributes.verb):
         return False
     if not attributes.is_resource_request:

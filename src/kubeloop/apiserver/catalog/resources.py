@@ -56,6 +56,9 @@ class ResourceType:
     annotations_bump_generation: bool = False
     #: Resource whose storage this one shares ((group, plural)); objects are converted on the way.
     storage_of: tuple[str, str] | None = None
+    #: The version objects are stored in when it is not this one (autoscaling/v1
+    #: HorizontalPodAutoscalers are stored as v2); "" for this resource's own version.
+    stored_version: str = ""
     #: Whether the kind has metadata.generation (workloads do; ConfigMap, Secret, ... do not).
     tracks_generation: bool = False
     #: DELETE answers with the deleted object (pods, custom resources) rather than a Success Status.
@@ -104,6 +107,22 @@ class ResourceType:
 
     def key(self, namespace: str | None, name: str) -> str:
         return f"{self.key_prefix(namespace if self.namespaced else None)}{name}"
+
+
+def _autoscaler(version: str, stored_version: str = "") -> ResourceType:
+    """HorizontalPodAutoscalers, served as v2 (stored) and as v1 (a view of v2)."""
+    return ResourceType(
+        "autoscaling",
+        version,
+        "horizontalpodautoscalers",
+        "horizontalpodautoscaler",
+        "HorizontalPodAutoscaler",
+        True,
+        short_names=("hpa",),
+        categories=("all",),
+        subresources=("status",),
+        stored_version=stored_version,
+    )
 
 
 def _pod_fields() -> Mapping[str, str]:
@@ -507,17 +526,8 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     ),
     _plain("apps", "controllerrevisions", "ControllerRevision", True),
     _review("authentication.k8s.io", "v1", "TokenReview"),
-    ResourceType(
-        "autoscaling",
-        "v2",
-        "horizontalpodautoscalers",
-        "horizontalpodautoscaler",
-        "HorizontalPodAutoscaler",
-        True,
-        short_names=("hpa",),
-        categories=("all",),
-        subresources=("status",),
-    ),
+    _autoscaler("v2"),
+    _autoscaler("v1", stored_version="v2"),
     _plain(
         "certificates.k8s.io",
         "certificatesigningrequests",

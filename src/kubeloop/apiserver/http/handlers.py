@@ -23,7 +23,8 @@ from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import decoding
 from kubeloop.apiserver.auth import reviews
-from kubeloop.apiserver.auth.rbac import SUPERUSER_GROUP, Attributes, RBACAuthorizer, verb_of
+from kubeloop.apiserver.auth.escalation import EscalationGuard
+from kubeloop.apiserver.auth.rbac import RBAC_GROUP, SUPERUSER_GROUP, Attributes, RBACAuthorizer, verb_of
 from kubeloop.apiserver.auth.tokens import ServiceAccountTokens, token_request
 from kubeloop.apiserver.catalog import mediatypes, schemas
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
@@ -517,10 +518,22 @@ class APIHandlers:
             return await self.worker.run(work)
         return await work()
 
+    def _write_options(self, request: HTTPRequest, target: Target) -> WriteOptions:
+        """The request's write options, with RBAC's escalation check as the admission of writes
+        of roles and bindings by anyone outside ``system:masters``."""
+        options = _write_options(request)
+        if self.authorizer is None or target.resource.group != RBAC_GROUP:
+            return options
+        user = request.get(USER)
+        if user is None or SUPERUSER_GROUP in user.groups:
+            return options
+        guard = EscalationGuard(self.authorizer, user, target.resource.plural, target.namespace or "")
+        return replace(options, admit=guard.check)
+
     async def _create(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         raw = await _read_body(request)
         content_type = request.content_type
-        options = _write_options(request)
+        options = self._write_options(request, target)
         if target.resource.review:
             return await self._review(request, target, raw, options)
         if target.resource.plural == "bindings" and not target.resource.group:
@@ -602,7 +615,7 @@ class APIHandlers:
         assert name is not None
         raw = await _read_body(request)
         content_type = request.content_type
-        options = _write_options(request)
+        options = self._write_options(request, target)
 
         json_only = bool(target.resource.definition)
 
@@ -622,7 +635,7 @@ class APIHandlers:
         assert name is not None
         content_type = _patch_type(request)
         raw = await _read_body(request)
-        options = _write_options(request)
+        options = self._write_options(request, target)
 
         async def work() -> generic.WriteResult:
             return await self.registry.patch(

@@ -176,7 +176,9 @@ def _resource_entry(resource: ResourceType) -> dict[str, Any]:
     # storage version, like upstream.
     if "watch" not in resource.verbs:
         return entry  # not stored (reviews, bindings, component statuses): no storage version
-    storage_version = resource.version if storage_group == resource.group else "v1"
+    storage_version = resource.stored_version or (
+        resource.version if storage_group == resource.group else "v1"
+    )
     entry["storageVersionHash"] = storage_version_hash(storage_group, storage_version, storage_kind)
     return entry
 

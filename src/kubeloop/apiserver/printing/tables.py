@@ -2,9 +2,10 @@
 
 Columns and cells follow kube-apiserver's printers (kubernetes ``pkg/printers/internalversion``),
 which the server always runs in wide mode: the ``priority: 1`` columns are in every row and
-kubectl shows them only with ``-o wide``. Roles and ClusterRoles use the generic convertor
-(Name, Created At); kinds without a printer (custom resources) get Name and Age like a CRD without
-``additionalPrinterColumns``. Ages are rendered like apimachinery's ``duration.HumanDuration``.
+kubectl shows them only with ``-o wide``. Built-in kinds upstream has no printer for (Roles,
+LimitRanges, CRDs) use the generic convertor (Name, Created At); custom resources without
+``additionalPrinterColumns`` get Name and Age. Objects are printed in the form upstream's
+printers read (core Events, autoscaling/v2 HorizontalPodAutoscalers). Ages are rendered like apimachinery's ``duration.HumanDuration``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import orjson
 
 from kubeloop.api import timestamps
 from kubeloop.api.timestamps import parse_time
-from kubeloop.apiserver.catalog import eventconversion, schemas
+from kubeloop.apiserver.catalog import eventconversion, hpaconversion, schemas
 from kubeloop.apiserver.catalog.resources import PrinterColumn, ResourceType
 from kubeloop.apiserver.printing import jsonpath
 
@@ -1203,6 +1204,800 @@ def _priorityclass_columns() -> list[Column]:
     ]
 
 
+# --------------------------------------------------------------------------- the other API groups
+
+_AUTOSCALING = "io.k8s.api.autoscaling.v2."
+_MORE = "{} + {} more..."
+
+
+def _quantity_text(value: Any) -> str:
+    """A quantity as a cell (as stored; Go prints a nil one as ``<nil>``)."""
+    return "<nil>" if value is None else str(value)
+
+
+def _hpa_metric(spec: Mapping[str, Any], status: Mapping[str, Any]) -> str:
+    """One entry of ``formatHPAMetrics``."""
+    kind = spec.get("type")
+    if kind in ("External", "Object"):
+        key = kind.lower()
+        target = _map(spec, f"{key}.target")
+        current = _map(status, key)
+        if target.get("averageValue") is not None:
+            now = _get(current, "current.averageValue")
+            return f"{'<unknown>' if now is None else now}/{target['averageValue']} (avg)"
+        now = _quantity_text(_get(current, "current.value")) if current else "<unknown>"
+        return f"{now}/{_quantity_text(target.get('value'))}"
+    if kind == "Pods":
+        current = _map(status, "pods")
+        now = _quantity_text(_get(current, "current.averageValue")) if current else "<unknown>"
+        return f"{now}/{_quantity_text(_get(spec, 'pods.target.averageValue'))}"
+    if kind in ("Resource", "ContainerResource"):
+        key = "resource" if kind == "Resource" else "containerResource"
+        source = _map(spec, key)
+        target = _map(source, "target")
+        current = _map(status, key)
+        name = source.get("name", "")
+        if target.get("averageValue") is not None:
+            now = _quantity_text(_get(current, "current.averageValue")) if current else "<unknown>"
+            return f"{name}: {now}/{target['averageValue']}"
+        utilization = _get(current, "current.averageUtilization")
+        now = "<unknown>" if utilization is None else f"{utilization}%"
+        wanted = target.get("averageUtilization")
+        return f"{name}: {now}/{'<auto>' if wanted is None else f'{wanted}%'}"
+    return "<unknown type>"
+
+
+def _hpa_targets(obj: Obj, now: datetime.datetime) -> Cell:
+    """``formatHPAMetrics``: each metric's current/target (statuses matched by position), two at most."""
+    specs = [m for m in _list(obj, "spec.metrics") if isinstance(m, Mapping)]
+    if not specs:
+        return "<none>"
+    statuses = _list(obj, "status.currentMetrics")
+    entries = [
+        _hpa_metric(spec, statuses[i] if i < len(statuses) and isinstance(statuses[i], Mapping) else {})
+        for i, spec in enumerate(specs)
+    ]
+    text = ", ".join(entries[:2])
+    return _MORE.format(text, len(entries) - 2) if len(entries) > 2 else text
+
+
+def _hpa_columns() -> list[Column]:
+    spec, status = (
+        _AUTOSCALING + "HorizontalPodAutoscalerSpec",
+        _AUTOSCALING + "HorizontalPodAutoscalerStatus",
+    )
+    return [
+        _name_column(),
+        Column(
+            "Reference",
+            "string",
+            lambda o, n: f"{_str(o, 'spec.scaleTargetRef.kind')}/{_str(o, 'spec.scaleTargetRef.name')}",
+            _doc(spec, "scaleTargetRef"),
+        ),
+        Column("Targets", "string", _hpa_targets, _doc(spec, "metrics")),
+        Column(
+            "MinPods",
+            "string",
+            lambda o, n: _str(o, "spec.minReplicas", "<unset>"),
+            _doc(spec, "minReplicas"),
+        ),
+        Column("MaxPods", "string", lambda o, n: _int(o, "spec.maxReplicas"), _doc(spec, "maxReplicas")),
+        Column(
+            "Replicas",
+            "string",
+            lambda o, n: _int(o, "status.currentReplicas"),
+            _doc(status, "currentReplicas"),
+        ),
+        _age_column(),
+    ]
+
+
+def _ingress_hosts(obj: Obj, now: datetime.datetime) -> Cell:
+    """``formatHosts``: the first three hosts, ``*`` when no rule names one."""
+    rules = _list(obj, "spec.rules")
+    hosts = [str(r.get("host")) for r in rules[:3] if isinstance(r, Mapping) and r.get("host")]
+    if not hosts:
+        return "*"
+    text = ",".join(hosts)
+    return _MORE.format(text, len(rules) - 3) if len(rules) > 3 else text
+
+
+def _ingress_address(obj: Obj, now: datetime.datetime) -> Cell:
+    addresses = {
+        str(entry.get("ip") or entry.get("hostname"))
+        for entry in _list(obj, "status.loadBalancer.ingress")
+        if isinstance(entry, Mapping) and (entry.get("ip") or entry.get("hostname"))
+    }
+    return ",".join(sorted(addresses))
+
+
+def _ingress_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column(
+            "Class",
+            "string",
+            lambda o, n: _str(o, "spec.ingressClassName", "<none>"),
+            "The name of the IngressClass resource that should be used for additional configuration",
+        ),
+        Column(
+            "Hosts",
+            "string",
+            _ingress_hosts,
+            "Hosts that incoming requests are matched against before the ingress rule",
+        ),
+        Column(
+            "Address",
+            "string",
+            _ingress_address,
+            "Address is a list containing ingress points for the load-balancer",
+        ),
+        Column(
+            "Ports",
+            "string",
+            lambda o, n: "80, 443" if _list(o, "spec.tls") else "80",
+            "Ports of TLS configurations that open",
+        ),
+        _age_column(),
+    ]
+
+
+def _ingress_class_name(obj: Obj, now: datetime.datetime) -> Cell:
+    default = _map(obj, "metadata.annotations").get("ingressclass.kubernetes.io/is-default-class") == "true"
+    return _str(obj, "metadata.name") + (" (default)" if default else "")
+
+
+def _ingress_class_parameters(obj: Obj, now: datetime.datetime) -> Cell:
+    parameters = _map(obj, "spec.parameters")
+    if not parameters:
+        return "<none>"
+    group = parameters.get("apiGroup")
+    return f"{parameters.get('kind', '')}{'' if group is None else '.' + str(group)}/{parameters.get('name', '')}"
+
+
+def _ingressclass_columns() -> list[Column]:
+    return [
+        Column("Name", "string", _ingress_class_name, _doc(_OBJECT_META, "name"), format="name"),
+        Column(
+            "Controller",
+            "string",
+            lambda o, n: _str(o, "spec.controller"),
+            "Controller that is responsible for handling this class",
+        ),
+        Column(
+            "Parameters",
+            "string",
+            _ingress_class_parameters,
+            "A reference to a resource with additional parameters",
+        ),
+        _age_column(),
+    ]
+
+
+def _networkpolicy_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column(
+            "Pod-Selector",
+            "string",
+            lambda o, n: _selector_or_none(_get(o, "spec.podSelector")),
+            _doc("io.k8s.api.networking.v1.NetworkPolicySpec", "podSelector"),
+        ),
+        _age_column(),
+    ]
+
+
+def _with_more(items: Sequence[str], total: int, limit: int = 3) -> str:
+    """``listWithMoreString``: the first ``limit`` items, ``<unset>`` when there are none."""
+    text = ",".join(items[:limit])
+    if total > limit:
+        return _MORE.format(text, total - limit)
+    return text or "<unset>"
+
+
+def _slice_ports(obj: Obj, now: datetime.datetime) -> Cell:
+    ports = [p for p in _list(obj, "ports") if isinstance(p, Mapping)]
+    shown = [str(p["port"]) if p.get("port") is not None else str(p.get("name") or "*") for p in ports]
+    return _with_more(shown, len(ports))
+
+
+def _slice_endpoints(obj: Obj, now: datetime.datetime) -> Cell:
+    addresses = [
+        str(address)
+        for endpoint in _list(obj, "endpoints")
+        if isinstance(endpoint, Mapping)
+        for address in endpoint.get("addresses") or ()
+    ]
+    return _with_more(addresses, len(addresses))
+
+
+def _endpointslice_columns() -> list[Column]:
+    kind = "io.k8s.api.discovery.v1.EndpointSlice"
+    return [
+        _name_column(),
+        Column("AddressType", "string", lambda o, n: _str(o, "addressType"), _doc(kind, "addressType")),
+        Column("Ports", "string", _slice_ports, _doc(kind, "ports")),
+        Column("Endpoints", "string", _slice_endpoints, _doc(kind, "endpoints")),
+        _age_column(),
+    ]
+
+
+def _csr_condition(obj: Obj, now: datetime.datetime) -> Cell:
+    """``extractCSRStatus``: Approved, Denied or Pending, then Failed and Issued."""
+    types = {c.get("type") for c in _list(obj, "status.conditions") if isinstance(c, Mapping)}
+    text = "Denied" if "Denied" in types else "Approved" if "Approved" in types else "Pending"
+    if "Failed" in types:
+        text += ",Failed"
+    if _get(obj, "status.certificate"):
+        text += ",Issued"
+    return text
+
+
+def _csr_duration(obj: Obj, now: datetime.datetime) -> Cell:
+    seconds = _get(obj, "spec.expirationSeconds")
+    return "<none>" if seconds is None else human_duration(_int(obj, "spec.expirationSeconds"))
+
+
+def _csr_columns() -> list[Column]:
+    spec = "io.k8s.api.certificates.v1.CertificateSigningRequestSpec"
+    return [
+        _name_column(),
+        _age_column(),
+        Column(
+            "SignerName",
+            "string",
+            lambda o, n: _str(o, "spec.signerName") or "<none>",
+            _doc(spec, "signerName"),
+        ),
+        Column("Requestor", "string", lambda o, n: _str(o, "spec.username"), _doc(spec, "request")),
+        Column("RequestedDuration", "string", _csr_duration, _doc(spec, "expirationSeconds")),
+        Column(
+            "Condition",
+            "string",
+            _csr_condition,
+            _doc("io.k8s.api.certificates.v1.CertificateSigningRequestStatus", "conditions"),
+        ),
+    ]
+
+
+def _clustertrustbundle_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column(
+            "SignerName",
+            "string",
+            lambda o, n: _str(o, "spec.signerName") or "<none>",
+            _doc("io.k8s.api.certificates.v1.ClusterTrustBundleSpec", "signerName"),
+        ),
+    ]
+
+
+def _pod_certificate_state(obj: Obj, now: datetime.datetime) -> Cell:
+    state = "Pending"
+    for condition in _list(obj, "status.conditions"):
+        if isinstance(condition, Mapping) and condition.get("type") in ("Issued", "Denied", "Failed"):
+            state = str(condition["type"])
+    return state
+
+
+def _spec_text(field: str) -> CellFn:
+    return lambda o, n: _str(o, f"spec.{field}")
+
+
+def _podcertificaterequest_columns() -> list[Column]:
+    spec = "io.k8s.api.certificates.v1.PodCertificateRequestSpec"
+    return [
+        _name_column(),
+        *(
+            Column(title, "string", _spec_text(field), _doc(spec, field))
+            for title, field in (
+                ("PodName", "podName"),
+                ("ServiceAccountName", "serviceAccountName"),
+                ("NodeName", "nodeName"),
+                ("SignerName", "signerName"),
+            )
+        ),
+        Column(
+            "State", "string", _pod_certificate_state, "Is the request Pending, Issued, Denied, or Failed?"
+        ),
+        Column(
+            "UnverifiedUserAnnotations",
+            "string",
+            lambda o, n: format_labels(_map(o, "spec.unverifiedUserAnnotations")),
+            _doc(spec, "unverifiedUserAnnotations"),
+        ),
+    ]
+
+
+def _controller_of(obj: Obj, now: datetime.datetime) -> Cell:
+    for ref in _list(obj, "metadata.ownerReferences"):
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            kind = str(ref.get("kind", ""))
+            return f"{(kind + '.' + group if group else kind).lower()}/{ref.get('name', '')}"
+    return "<none>"
+
+
+def _controllerrevision_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column("Controller", "string", _controller_of, "Controller of the object"),
+        Column(
+            "Revision",
+            "string",
+            lambda o, n: _int(o, "revision"),
+            _doc(_APPS + "ControllerRevision", "revision"),
+        ),
+        _age_column(),
+    ]
+
+
+def _podtemplate_columns() -> list[Column]:
+    path = "template.spec.containers"
+    return [
+        _name_column(),
+        Column("Containers", "string", lambda o, n: _containers(o, path)[0], _TEMPLATE_NAMES),
+        Column("Images", "string", lambda o, n: _containers(o, path)[1], _TEMPLATE_IMAGES),
+        Column(
+            "Pod Labels",
+            "string",
+            lambda o, n: format_labels(_map(o, "template.metadata.labels")),
+            "The labels for the pod template.",
+        ),
+    ]
+
+
+def _quota(limits: bool) -> CellFn:
+    def cell(obj: Obj, now: datetime.datetime) -> Cell:
+        hard, used = _map(obj, "status.hard"), _map(obj, "status.used")
+        parts = [
+            f"{name}: {used.get(name, '0')}/{hard[name]}"
+            for name in sorted(hard)
+            if (len(name.split(".")) > 1 and name.split(".")[0] == "limits") == limits
+        ]
+        return ", ".join(parts)
+
+    return cell
+
+
+def _resourcequota_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column(
+            "Request",
+            "string",
+            _quota(limits=False),
+            "Request represents a minimum amount of cpu/memory that a container may consume.",
+        ),
+        Column(
+            "Limit",
+            "string",
+            _quota(limits=True),
+            "Limits control the maximum amount of cpu/memory that a container may use independent of contention "
+            "on the node.",
+        ),
+        _age_column(),
+    ]
+
+
+def _count_column(title: str, path: str, description: str) -> Column:
+    return Column(title, "integer", lambda o, n: len(_list(o, path)), description)
+
+
+def _webhook_columns() -> list[Column]:
+    return [
+        _name_column(),
+        _count_column(
+            "Webhooks",
+            "webhooks",
+            "Webhooks indicates the number of webhooks registered in this configuration",
+        ),
+        _age_column(),
+    ]
+
+
+def _param_kind(obj: Obj, now: datetime.datetime) -> Cell:
+    kind = _map(obj, "spec.paramKind")
+    return f"{kind.get('apiVersion', '')}/{kind.get('kind', '')}" if kind else "<unset>"
+
+
+def _admission_policy_columns(title: str, path: str, description: str) -> Callable[[], list[Column]]:
+    def columns() -> list[Column]:
+        return [
+            _name_column(),
+            _count_column(title, path, description),
+            Column(
+                "ParamKind",
+                "string",
+                _param_kind,
+                "ParamKind specifies the kind of resources used to parameterize this policy",
+            ),
+            _age_column(),
+        ]
+
+    return columns
+
+
+def _go_label_selector(selector: Mapping[str, Any]) -> str:
+    """The generated ``LabelSelector.String()`` of Go."""
+    labels = _map(selector, "matchLabels")
+    label_text = "".join(f"{key}: {labels[key]}," for key in sorted(labels))
+    expressions = "".join(
+        f"LabelSelectorRequirement{{Key:{e.get('key', '')},Operator:{e.get('operator', '')},"
+        f"Values:[{' '.join(str(v) for v in e.get('values') or ())}],}},"
+        for e in _list(selector, "matchExpressions")
+        if isinstance(e, Mapping)
+    )
+    return (
+        f"&LabelSelector{{MatchLabels:map[string]string{{{label_text}}},"
+        f"MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
+    )
+
+
+def _param_ref(obj: Obj, now: datetime.datetime) -> Cell:
+    ref = _map(obj, "spec.paramRef")
+    if not ref:
+        return "<unset>"
+    if ref.get("name"):
+        return f"{ref.get('namespace') or '*'}/{ref['name']}"
+    if isinstance(ref.get("selector"), Mapping):
+        return _go_label_selector(ref["selector"])
+    return "<unset>"
+
+
+def _policy_binding_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column(
+            "PolicyName",
+            "string",
+            lambda o, n: _str(o, "spec.policyName"),
+            "PolicyName indicates the policy definition which the policy binding binded to",
+        ),
+        Column(
+            "ParamRef",
+            "string",
+            _param_ref,
+            "ParamRef indicates the param resource which sets the configuration param",
+        ),
+        _age_column(),
+    ]
+
+
+def _apiservice_available(obj: Obj, now: datetime.datetime) -> Cell:
+    for condition in _list(obj, "status.conditions"):
+        if isinstance(condition, Mapping) and condition.get("type") == "Available":
+            status = str(condition.get("status", ""))
+            if status == "True":
+                return "True"
+            return f"{status} ({condition['reason']})" if condition.get("reason") else status
+    return "Unknown"
+
+
+def _apiservice_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column(
+            "Service",
+            "string",
+            lambda o, n: (
+                f"{_str(o, 'spec.service.namespace')}/{_str(o, 'spec.service.name')}"
+                if _map(o, "spec.service")
+                else "Local"
+            ),
+            "The reference to the service that hosts this API endpoint.",
+        ),
+        Column("Available", "string", _apiservice_available, "Whether this service is available."),
+        _age_column(),
+    ]
+
+
+_FLOWCONTROL = "io.k8s.api.flowcontrol.v1."
+
+
+def _dangling(obj: Obj, now: datetime.datetime) -> Cell:
+    for condition in _list(obj, "status.conditions"):
+        if isinstance(condition, Mapping) and condition.get("type") == "Dangling":
+            return str(condition.get("status", ""))
+    return "?"
+
+
+def _flowschema_columns() -> list[Column]:
+    spec = _FLOWCONTROL + "FlowSchemaSpec"
+    return [
+        _name_column(),
+        Column(
+            "PriorityLevel",
+            "string",
+            lambda o, n: _str(o, "spec.priorityLevelConfiguration.name"),
+            _doc(_FLOWCONTROL + "PriorityLevelConfigurationReference", "name"),
+        ),
+        Column(
+            "MatchingPrecedence",
+            "string",
+            lambda o, n: _int(o, "spec.matchingPrecedence"),
+            _doc(spec, "matchingPrecedence"),
+        ),
+        Column(
+            "DistinguisherMethod",
+            "string",
+            lambda o, n: _str(o, "spec.distinguisherMethod.type") or "<none>",
+            _doc(spec, "distinguisherMethod"),
+        ),
+        _age_column(),
+        Column(
+            "MissingPL", "string", _dangling, "references a broken or non-existent PriorityLevelConfiguration"
+        ),
+    ]
+
+
+def _limited(path: str) -> CellFn:
+    def cell(obj: Obj, now: datetime.datetime) -> Cell:
+        value = _get(obj, path)
+        return "<none>" if value is None else _int(obj, path)
+
+    return cell
+
+
+def _prioritylevel_columns() -> list[Column]:
+    queuing = _FLOWCONTROL + "QueuingConfiguration"
+    base = "spec.limited.limitResponse.queuing."
+    return [
+        _name_column(),
+        Column(
+            "Type",
+            "string",
+            lambda o, n: _str(o, "spec.type"),
+            _doc(_FLOWCONTROL + "PriorityLevelConfigurationSpec", "type"),
+        ),
+        Column(
+            "NominalConcurrencyShares",
+            "string",
+            _limited("spec.limited.nominalConcurrencyShares"),
+            _doc(_FLOWCONTROL + "LimitedPriorityLevelConfiguration", "nominalConcurrencyShares"),
+        ),
+        Column("Queues", "string", _limited(base + "queues"), _doc(queuing, "queues")),
+        Column("HandSize", "string", _limited(base + "handSize"), _doc(queuing, "handSize")),
+        Column(
+            "QueueLengthLimit",
+            "string",
+            _limited(base + "queueLengthLimit"),
+            _doc(queuing, "queueLengthLimit"),
+        ),
+        _age_column(),
+    ]
+
+
+def _runtimeclass_columns() -> list[Column]:
+    # Upstream's description is ObjectMeta's (missing) "handler" doc: empty.
+    return [_name_column(), Column("Handler", "string", lambda o, n: _str(o, "handler"), ""), _age_column()]
+
+
+_STORAGE = "io.k8s.api.storage.v1."
+
+
+def _csidriver_columns() -> list[Column]:
+    spec = _STORAGE + "CSIDriverSpec"
+
+    def flag(field: str, default: bool) -> CellFn:
+        return lambda o, n: bool(_get(o, f"spec.{field}", default))
+
+    def audiences(obj: Obj, now: datetime.datetime) -> Cell:
+        requests = _get(obj, "spec.tokenRequests")
+        if not isinstance(requests, list):
+            return "<unset>"
+        return ",".join(str(r.get("audience", "")) for r in requests if isinstance(r, Mapping))
+
+    return [
+        _name_column(),
+        Column("AttachRequired", "boolean", flag("attachRequired", True), _doc(spec, "attachRequired")),
+        Column("PodInfoOnMount", "boolean", flag("podInfoOnMount", False), _doc(spec, "podInfoOnMount")),
+        Column("StorageCapacity", "boolean", flag("storageCapacity", False), _doc(spec, "storageCapacity")),
+        Column("TokenRequests", "string", audiences, _doc(spec, "tokenRequests")),
+        Column(
+            "RequiresRepublish", "boolean", flag("requiresRepublish", False), _doc(spec, "requiresRepublish")
+        ),
+        Column(
+            "Modes",
+            "string",
+            lambda o, n: ",".join(str(m) for m in _list(o, "spec.volumeLifecycleModes")) or "<none>",
+            _doc(spec, "volumeLifecycleModes"),
+        ),
+        _age_column(),
+    ]
+
+
+def _csinode_columns() -> list[Column]:
+    return [
+        _name_column(),
+        _count_column(
+            "Drivers", "spec.drivers", "Drivers indicates the number of CSI drivers registered on the node"
+        ),
+        _age_column(),
+    ]
+
+
+def _csistoragecapacity_columns() -> list[Column]:
+    kind = _STORAGE + "CSIStorageCapacity"
+    return [
+        _name_column(),
+        Column(
+            "StorageClassName",
+            "string",
+            lambda o, n: _str(o, "storageClassName"),
+            _doc(kind, "storageClassName"),
+        ),
+        Column("Capacity", "string", lambda o, n: _str(o, "capacity", "<unset>"), _doc(kind, "capacity")),
+    ]
+
+
+def _volumeattachment_columns() -> list[Column]:
+    spec = _STORAGE + "VolumeAttachmentSpec"
+    return [
+        _name_column(),
+        Column(
+            "Attacher", "string", lambda o, n: _str(o, "spec.attacher"), _doc(spec, "attacher"), format="name"
+        ),
+        Column(
+            "PV",
+            "string",
+            lambda o, n: _str(o, "spec.source.persistentVolumeName"),
+            _doc(_STORAGE + "VolumeAttachmentSource", "persistentVolumeName"),
+        ),
+        Column("Node", "string", lambda o, n: _str(o, "spec.nodeName"), _doc(spec, "nodeName")),
+        Column(
+            "Attached",
+            "boolean",
+            lambda o, n: bool(_get(o, "status.attached", False)),
+            _doc(_STORAGE + "VolumeAttachmentStatus", "attached"),
+        ),
+        _age_column(),
+    ]
+
+
+def _volumeattributesclass_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column(
+            "DriverName",
+            "string",
+            lambda o, n: _str(o, "driverName"),
+            _doc(_STORAGE + "VolumeAttributesClass", "driverName"),
+        ),
+        _age_column(),
+    ]
+
+
+def _migration_status(obj: Obj, now: datetime.datetime) -> Cell:
+    status = "Unknown"
+    for condition in _list(obj, "status.conditions"):
+        if (
+            isinstance(condition, Mapping)
+            and condition.get("status") == "True"
+            and condition.get("type") in ("Running", "Failed", "Succeeded")
+        ):
+            status = str(condition["type"])
+    return status
+
+
+def _storageversionmigration_columns() -> list[Column]:
+    def group_resource(obj: Obj, now: datetime.datetime) -> Cell:
+        resource, group = _str(obj, "spec.resource.resource"), _str(obj, "spec.resource.group")
+        return f"{resource}.{group}" if group else resource
+
+    return [
+        Column("Name", "string", _name, _doc(_OBJECT_META, "name")),
+        Column("Resource", "string", group_resource, "GroupResource to migrate"),
+        Column("Status", "string", _migration_status, "Status of the migration"),
+    ]
+
+
+def _ipaddress_parent(obj: Obj, now: datetime.datetime) -> Cell:
+    ref = _map(obj, "spec.parentRef")
+    if not ref:
+        return "<none>"
+    resource, group = str(ref.get("resource", "")), str(ref.get("group", ""))
+    text = (f"{resource}.{group}" if group else resource).lower()
+    if ref.get("namespace"):
+        text += f"/{ref['namespace']}"
+    return f"{text}/{ref.get('name', '')}"
+
+
+def _ipaddress_columns() -> list[Column]:
+    # Upstream declares two columns and fills three cells (the age); kubectl shows the two.
+    return [
+        _name_column(),
+        Column(
+            "ParentRef",
+            "string",
+            _ipaddress_parent,
+            _doc("io.k8s.api.networking.v1.IPAddressSpec", "parentRef"),
+        ),
+    ]
+
+
+def _servicecidr_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column(
+            "CIDRs",
+            "string",
+            lambda o, n: ",".join(str(c) for c in _list(o, "spec.cidrs")),
+            _doc("io.k8s.api.networking.v1.ServiceCIDRSpec", "cidrs"),
+        ),
+        _age_column(),
+    ]
+
+
+_RESOURCE = "io.k8s.api.resource.v1."
+
+
+def _name_and_age() -> list[Column]:
+    return [_name_column(), _age_column()]
+
+
+def _devicetaintrule_columns() -> list[Column]:
+    taint = _RESOURCE + "DeviceTaint"
+
+    def added(obj: Obj, now: datetime.datetime) -> Cell:
+        value = _get(obj, "spec.taint.timeAdded")
+        return "" if value is None else _since(value, now)
+
+    return [
+        _name_column(),
+        Column("Key", "string", lambda o, n: _str(o, "spec.taint.key"), _doc(taint, "key")),
+        Column("Value", "string", lambda o, n: _str(o, "spec.taint.value"), _doc(taint, "value")),
+        Column("Effect", "string", lambda o, n: _str(o, "spec.taint.effect"), _doc(taint, "effect")),
+        Column("TimeAdded", "string", added, _doc(taint, "timeAdded")),
+        _age_column(),
+    ]
+
+
+def _claim_state(obj: Obj, now: datetime.datetime) -> Cell:
+    states = []
+    deleted = _get(obj, "metadata.deletionTimestamp") is not None
+    if deleted:
+        states.append("deleted")
+    if _get(obj, "status.allocation") is None:
+        if not deleted:
+            states.append("pending")
+    else:
+        states.append("allocated")
+        if _list(obj, "status.reservedFor"):
+            states.append("reserved")
+    return ",".join(states)
+
+
+def _resourceclaim_columns() -> list[Column]:
+    return [
+        _name_column(),
+        Column(
+            "State",
+            "string",
+            _claim_state,
+            "A summary of the current state (allocated, pending, reserved, etc.).",
+        ),
+        _age_column(),
+    ]
+
+
+def _resourceslice_columns() -> list[Column]:
+    spec = _RESOURCE + "ResourceSliceSpec"
+    return [
+        _name_column(),
+        Column("Node", "string", lambda o, n: _str(o, "spec.nodeName"), _doc(spec, "nodeName")),
+        Column("Driver", "string", lambda o, n: _str(o, "spec.driver"), _doc(spec, "driver")),
+        Column(
+            "Pool", "string", lambda o, n: _str(o, "spec.pool.name"), _doc(_RESOURCE + "ResourcePool", "name")
+        ),
+        _age_column(),
+    ]
+
+
+#: Custom resources without printer columns: Name and Age.
+_DEFAULT_KEY = ("*", "*")
+#: Built-in kinds without a printer: apiserver's default table convertor.
+_BUILTIN_DEFAULT_KEY = ("*", "builtin")
 _COLUMN_SETS: dict[tuple[str, str], Callable[[], list[Column]]] = {
     ("", "pods"): _pod_columns,
     ("apps", "deployments"): _deployment_columns,
@@ -1232,8 +2027,52 @@ _COLUMN_SETS: dict[tuple[str, str], Callable[[], list[Column]]] = {
     ("rbac.authorization.k8s.io", "clusterroles"): _generic_columns,
     ("rbac.authorization.k8s.io", "rolebindings"): lambda: _binding_columns("RoleBinding"),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): lambda: _binding_columns("ClusterRoleBinding"),
+    ("autoscaling", "horizontalpodautoscalers"): _hpa_columns,
+    ("networking.k8s.io", "ingresses"): _ingress_columns,
+    ("networking.k8s.io", "ingressclasses"): _ingressclass_columns,
+    ("networking.k8s.io", "networkpolicies"): _networkpolicy_columns,
+    ("networking.k8s.io", "ipaddresses"): _ipaddress_columns,
+    ("networking.k8s.io", "servicecidrs"): _servicecidr_columns,
+    ("discovery.k8s.io", "endpointslices"): _endpointslice_columns,
+    ("certificates.k8s.io", "certificatesigningrequests"): _csr_columns,
+    ("certificates.k8s.io", "clustertrustbundles"): _clustertrustbundle_columns,
+    ("certificates.k8s.io", "podcertificaterequests"): _podcertificaterequest_columns,
+    ("apps", "controllerrevisions"): _controllerrevision_columns,
+    ("", "podtemplates"): _podtemplate_columns,
+    ("", "resourcequotas"): _resourcequota_columns,
+    ("", "limitranges"): _generic_columns,
+    ("apiextensions.k8s.io", "customresourcedefinitions"): _generic_columns,
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): _webhook_columns,
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): _webhook_columns,
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): _admission_policy_columns(
+        "Validations",
+        "spec.validations",
+        "Validations indicates the number of validation rules defined in this configuration",
+    ),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): _admission_policy_columns(
+        "Mutations",
+        "spec.mutations",
+        "Mutation indicates the number of mutations rules defined in this configuration",
+    ),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): _policy_binding_columns,
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"): _policy_binding_columns,
+    ("apiregistration.k8s.io", "apiservices"): _apiservice_columns,
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"): _flowschema_columns,
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): _prioritylevel_columns,
+    ("node.k8s.io", "runtimeclasses"): _runtimeclass_columns,
+    ("storage.k8s.io", "csidrivers"): _csidriver_columns,
+    ("storage.k8s.io", "csinodes"): _csinode_columns,
+    ("storage.k8s.io", "csistoragecapacities"): _csistoragecapacity_columns,
+    ("storage.k8s.io", "volumeattachments"): _volumeattachment_columns,
+    ("storage.k8s.io", "volumeattributesclasses"): _volumeattributesclass_columns,
+    ("storagemigration.k8s.io", "storageversionmigrations"): _storageversionmigration_columns,
+    ("resource.k8s.io", "deviceclasses"): _name_and_age,
+    ("resource.k8s.io", "resourceclaimtemplates"): _name_and_age,
+    ("resource.k8s.io", "devicetaintrules"): _devicetaintrule_columns,
+    ("resource.k8s.io", "resourceclaims"): _resourceclaim_columns,
+    ("resource.k8s.io", "resourceslices"): _resourceslice_columns,
+    _BUILTIN_DEFAULT_KEY: _generic_columns,
 }
-_DEFAULT_KEY = ("*", "*")
 _column_cache: dict[tuple[str, str], list[Column]] = {}
 
 
@@ -1285,7 +2124,7 @@ def columns_for(resource: ResourceType) -> list[Column]:
         return _custom_columns(resource)
     key = (resource.group, resource.plural)
     if key not in _COLUMN_SETS:
-        key = _DEFAULT_KEY
+        key = _DEFAULT_KEY if resource.definition else _BUILTIN_DEFAULT_KEY
     columns = _column_cache.get(key)
     if columns is None:
         columns = _column_cache[key] = _COLUMN_SETS.get(key, _default_columns)()
@@ -1318,10 +2157,23 @@ def _list_meta(
     return metadata
 
 
+def _printed_form(resource: ResourceType, obj: Obj) -> Obj:
+    """The form a kind's printer reads, as upstream prints the internal version: core Events,
+    autoscaling/v2 HorizontalPodAutoscalers."""
+    if resource.plural == "events":
+        return _core_event(obj)
+    if (
+        resource.plural == "horizontalpodautoscalers"
+        and obj.get("apiVersion") == hpaconversion.V1_API_VERSION
+    ):
+        return hpaconversion.v1_to_v2(obj)
+    return obj
+
+
 def _row(
     resource: ResourceType, columns: Sequence[Column], obj: Obj, include_object: str, now: datetime.datetime
 ) -> dict[str, Any]:
-    view = _core_event(obj) if resource.plural == "events" else obj
+    view = _printed_form(resource, obj)
     row: dict[str, Any] = {"cells": [column.cell(view, now) for column in columns]}
     _last_summary.clear()
     if resource.group == "" and resource.plural == "pods":

@@ -7,6 +7,7 @@ function per kind; ``strategies`` says which kind uses which.
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 
 from kubeloop.api.object import Obj
 
@@ -285,8 +286,17 @@ def pod_template(obj: Obj) -> None:
     _template_defaults(obj)
 
 
+#: autoscaling/v2 ``GenerateHPAScaleUpRules`` / ``GenerateHPAScaleDownRules``: each direction's
+#: stabilization window and policies when a behavior leaves them out.
+_SCALING_DEFAULTS: Mapping[str, tuple[int, tuple[tuple[str, int, int], ...]]] = {
+    "scaleUp": (0, (("Pods", 4, 15), ("Percent", 100, 15))),
+    "scaleDown": (300, (("Percent", 100, 15),)),
+}
+
+
 def horizontal_pod_autoscaler(obj: Obj) -> None:
-    """autoscaling/v2: one replica at least, and 80% CPU when no metric is given."""
+    """autoscaling/v2: one replica at least, 80% CPU when no metric is given, and a behavior's
+    missing scaling rules filled in as the HPA controller would apply them."""
     spec = _spec(obj)
     if spec is None:
         return
@@ -298,6 +308,19 @@ def horizontal_pod_autoscaler(obj: Obj) -> None:
                 "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
             }
         ]
+    behavior = spec.get("behavior")
+    if not isinstance(behavior, dict):
+        return
+    for direction, (window, policies) in _SCALING_DEFAULTS.items():
+        rules = behavior.get(direction)
+        if not isinstance(rules, dict):
+            rules = behavior[direction] = {}
+        if rules.get("stabilizationWindowSeconds") is None:
+            rules["stabilizationWindowSeconds"] = window
+        if rules.get("selectPolicy") is None:
+            rules["selectPolicy"] = "Max"
+        if rules.get("policies") is None:
+            rules["policies"] = [{"type": t, "value": v, "periodSeconds": p} for t, v, p in policies]
 
 
 def network_policy(obj: Obj) -> None:

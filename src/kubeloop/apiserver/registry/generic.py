@@ -66,6 +66,10 @@ class WriteOptions:
     field_validation: str = "Warn"
     #: Dotted paths of fields the request body repeated (found only under Strict).
     duplicate_fields: tuple[str, ...] = ()
+    #: Admission of the write (upstream's ``ValidateObjectFunc``): called with the object about to
+    #: be written and the one it replaces (None on create), both as served, once they are valid;
+    #: raises an APIError to refuse the write (RBAC's escalation check).
+    admit: Callable[[Obj, Obj | None], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -419,13 +423,16 @@ class Registry:
         strategy.prepare_for_create(obj)
         strategy.default(obj)
         if managed is None:
-            managed = _recorded_update(strategy, None, obj, options, "")
+            managed = _recorded_update(strategy, None, self.to_served(resource, obj), options, "")
         _set_managed(metadata, managed)
         attempts = 0
         while True:
             if (generate_name and not metadata.get("name")) or attempts:
                 metadata["name"] = (generate_name or "") + naming.generate_name_suffix()
-            self._validate(resource, self.to_served(resource, obj))
+            served = self.to_served(resource, obj)
+            self._validate(resource, served)
+            if options.admit is not None:
+                options.admit(served, None)
             key = resource.key(metadata.get("namespace"), metadata["name"])
             if self.store.get(key) is not None:
                 if generate_name and attempts < 8 and not body.get("metadata", {}).get("name"):
@@ -674,7 +681,10 @@ class Registry:
             meta["generation"] = int(old_meta.get("generation", 0)) + 1
         if managed is None:
             meta["managedFields"] = sent_managed
-            managed = _recorded_update(strategy, old, new, options, subresource)
+            # Field sets are of the version the manager wrote (autoscaling/v1 fields for a v1 client).
+            managed = _recorded_update(
+                strategy, self.to_served(resource, old), self.to_served(resource, new), options, subresource
+            )
         _set_managed(meta, managed)
         if old_meta.get("deletionTimestamp"):
             old_finalizers = set(old_meta.get("finalizers") or ())
@@ -692,7 +702,10 @@ class Registry:
                         )
                     ],
                 )
-        self._validate(resource, self.to_served(resource, new), self.to_served(resource, old))
+        served_new, served_old = self.to_served(resource, new), self.to_served(resource, old)
+        self._validate(resource, served_new, served_old)
+        if options.admit is not None:
+            options.admit(served_new, served_old)
         strategy.finish(new, old)
         if not meta.get("finalizers"):
             meta.pop("finalizers", None)

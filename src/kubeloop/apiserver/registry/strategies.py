@@ -20,7 +20,7 @@ from typing import Any
 from kubeloop import errors
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.catalog import eventconversion, mediatypes, schemas
+from kubeloop.apiserver.catalog import eventconversion, hpaconversion, mediatypes, schemas
 from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.patch.mergepatch import copy_json
 from kubeloop.apiserver.registry import defaults, validation
@@ -340,6 +340,26 @@ class EventsV1Strategy(BuiltinStrategy):
         return eventconversion.events_v1_to_core(served)
 
 
+class HorizontalPodAutoscalerV1Strategy(BuiltinStrategy):
+    """autoscaling/v1 HorizontalPodAutoscalers: the v2 objects' storage, converted on the way in
+    and out; the rules (upstream's, which see the internal form) run on the v2 form."""
+
+    def __init__(self, resource: ResourceType, kind: KindRules) -> None:
+        super().__init__(resource, kind)
+        # finish() completes the stored form: v2's required status fields.
+        stored = schemas.kind_schema(resource.group, resource.stored_version, resource.kind)
+        self._status_zeros = _required_zeros(stored, "status")
+
+    def to_served(self, stored: Obj) -> Obj:
+        return hpaconversion.v2_to_v1(stored)
+
+    def to_stored(self, served: Obj) -> Obj:
+        return hpaconversion.v1_to_v2(served)
+
+    def kind_rules(self, obj: Mapping[str, Any]) -> list[StatusCause]:
+        return super().kind_rules(hpaconversion.v1_to_v2(obj))
+
+
 #: Each built-in resource's rules, by (group, plural).
 BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRules]] = {
     ("", "namespaces"): (NamespaceStrategy, KindRules(initial_status=defaults.namespace_status)),
@@ -395,7 +415,11 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
     ("", "podtemplates"): (BuiltinStrategy, KindRules(defaults.pod_template)),
     ("autoscaling", "horizontalpodautoscalers"): (
         BuiltinStrategy,
-        KindRules(defaults.horizontal_pod_autoscaler, defaults.empty_status),
+        KindRules(
+            defaults.horizontal_pod_autoscaler,
+            defaults.empty_status,
+            validation.horizontal_pod_autoscaler_rules,
+        ),
     ),
     ("networking.k8s.io", "networkpolicies"): (BuiltinStrategy, KindRules(defaults.network_policy)),
     ("discovery.k8s.io", "endpointslices"): (BuiltinStrategy, KindRules(defaults.endpoint_slice)),
@@ -423,10 +447,18 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
 }
 
 
+#: Resources served as a view of another version's storage: their strategy, by (group, version,
+#: plural). The kind's rules stay those of its (group, plural).
+VERSION_VIEWS: Mapping[tuple[str, str, str], type[BuiltinStrategy]] = {
+    ("autoscaling", "v1", "horizontalpodautoscalers"): HorizontalPodAutoscalerV1Strategy,
+}
+
+
 def builtin_strategy(resource: ResourceType, services: ServiceAllocator | None = None) -> BuiltinStrategy:
     """The strategy of a built-in resource (kinds without rules of their own get an empty set);
     Services take their cluster IPs and node ports from ``services``."""
     cls, kind = BUILTIN_STRATEGIES.get((resource.group, resource.plural), (BuiltinStrategy, KindRules()))
+    cls = VERSION_VIEWS.get((resource.group, resource.version, resource.plural), cls)
     strategy = cls(resource, kind)
     if isinstance(strategy, ServiceStrategy):
         strategy.allocator = services

@@ -1565,6 +1565,222 @@ def _lease_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
     return causes
 
 
+_MAX_PERIOD_SECONDS = 1800
+_MAX_STABILIZATION_WINDOW_SECONDS = 3600
+_METRIC_SOURCES = ("ContainerResource", "External", "Object", "Pods", "Resource")
+_METRIC_SOURCE_FIELDS = (
+    ("Object", "object"),
+    ("External", "external"),
+    ("Pods", "pods"),
+    ("Resource", "resource"),
+    ("ContainerResource", "containerResource"),
+)
+_SELECT_POLICIES = ("Disabled", "Max", "Min")
+_SCALING_POLICY_TYPES = ("Percent", "Pods")
+_QUANTITY_MANTISSA = re.compile(r"\s*([+-]?)(\d*)(?:\.(\d*))?")
+
+
+def _quantity_sign(value: Any) -> int:
+    """``Quantity.Sign()`` of a quantity string already known to parse (0 for anything else)."""
+    match = _QUANTITY_MANTISSA.match(str(value))
+    if match is None or not any(c not in "0" for c in (match.group(2) or "") + (match.group(3) or "")):
+        return 0
+    return -1 if match.group(1) == "-" else 1
+
+
+def _cross_version_reference(ref: Mapping[str, Any], path: str) -> list[StatusCause]:
+    """``ValidateCrossVersionObjectReference``: kind and name, both path segments."""
+    causes: list[StatusCause] = []
+    for key in ("kind", "name"):
+        value = _text(ref.get(key))
+        if not value:
+            causes.append(_required(f"{path}.{key}"))
+        else:
+            causes.extend(_invalid(f"{path}.{key}", value, m) for m in naming.path_segment_errors(value))
+    return causes
+
+
+def _metric_target(target: Mapping[str, Any], path: str) -> list[StatusCause]:
+    causes: list[StatusCause] = []
+    kind = target.get("type")
+    if not kind:
+        causes.append(_required(f"{path}.type", "must specify a metric target type"))
+    if kind not in ("Utilization", "Value", "AverageValue"):
+        causes.append(
+            _invalid(f"{path}.type", kind or "", "must be either Utilization, Value, or AverageValue")
+        )
+    for key in ("value", "averageValue"):
+        if target.get(key) is not None and _quantity_sign(target[key]) != 1:
+            causes.append(_invalid(f"{path}.{key}", target[key], "must be positive"))
+    utilization = target.get("averageUtilization")
+    if _is_int(utilization) and utilization < 1:
+        causes.append(_invalid(f"{path}.averageUtilization", utilization, "must be greater than 0"))
+    return causes
+
+
+def _metric_identifier(identifier: Mapping[str, Any], path: str) -> list[StatusCause]:
+    name = _text(identifier.get("name"))
+    if not name:
+        return [_required(f"{path}.name", "must specify a metric name")]
+    return [_invalid(f"{path}.name", name, m) for m in naming.path_segment_errors(name)]
+
+
+def _metric_source(key: str, source: Mapping[str, Any], path: str) -> list[StatusCause]:
+    """One metric source's own rules (``validateObjectSource``, ``validatePodsSource``...)."""
+    target = _as_dict(source.get("target"))
+    causes: list[StatusCause] = []
+    if key == "object":
+        causes += _cross_version_reference(_as_dict(source.get("describedObject")), f"{path}.describedObject")
+    if key in ("object", "external", "pods"):
+        causes += _metric_identifier(_as_dict(source.get("metric")), f"{path}.metric")
+    if key in ("resource", "containerResource"):
+        if not _text(source.get("name")):
+            causes.append(_required(f"{path}.name", "must specify a resource name"))
+        if key == "containerResource":
+            container = _text(source.get("container"))
+            if not container:
+                causes.append(_required(f"{path}.container", "must specify a container"))
+            else:
+                causes += [
+                    _invalid(f"{path}.container", container, m)
+                    for m in naming.dns1123_label_errors(container)
+                ]
+    causes += _metric_target(target, f"{path}.target")
+    value, average = target.get("value"), target.get("averageValue")
+    utilization = target.get("averageUtilization")
+    if key == "object" and value is None and average is None:
+        causes.append(
+            _required(f"{path}.target.averageValue", "must set either a target value or averageValue")
+        )
+    elif key == "external":
+        if value is None and average is None:
+            causes.append(
+                _required(
+                    f"{path}.target.averageValue",
+                    "must set either a target value for metric or a per-pod target",
+                )
+            )
+        if value is not None and average is not None:
+            causes.append(
+                _forbidden(
+                    f"{path}.target.value", "may not set both a target value for metric and a per-pod target"
+                )
+            )
+    elif key == "pods" and average is None:
+        causes.append(_required(f"{path}.target.averageValue", "must specify a positive target averageValue"))
+    elif key in ("resource", "containerResource"):
+        if utilization is None and average is None:
+            causes.append(
+                _required(
+                    f"{path}.target.averageUtilization",
+                    "must set either a target raw value or a target utilization",
+                )
+            )
+        if utilization is not None and average is not None:
+            causes.append(
+                _forbidden(
+                    f"{path}.target.averageValue",
+                    "may not set both a target raw value and a target utilization",
+                )
+            )
+    return causes
+
+
+def _metric_spec(metric: Mapping[str, Any], path: str) -> list[StatusCause]:
+    """``validateMetricSpec``: a known type, its source filled in, and no other source."""
+    causes: list[StatusCause] = []
+    kind = _text(metric.get("type"))
+    if not kind:
+        causes.append(_required(f"{path}.type", "must specify a metric source type"))
+    if kind not in _METRIC_SOURCES:
+        causes.append(_not_supported(f"{path}.type", kind, _METRIC_SOURCES))
+    present = [key for _, key in _METRIC_SOURCE_FIELDS if metric.get(key) is not None]
+    if present:
+        causes += _metric_source(present[0], _as_dict(metric.get(present[0])), f"{path}.{present[0]}")
+    expected = dict(_METRIC_SOURCE_FIELDS).get(kind, "")
+    if expected and expected not in present:
+        causes.append(
+            _required(f"{path}.{expected}", "must populate information for the given metric source")
+        )
+    if len(present) > 1:
+        causes += [
+            _forbidden(f"{path}.{key}", "must populate the given metric source only")
+            for key in present
+            if key != expected
+        ]
+    return causes
+
+
+def _scaling_rules(rules: Mapping[str, Any], path: str) -> list[StatusCause]:
+    causes: list[StatusCause] = []
+    window = rules.get("stabilizationWindowSeconds")
+    if _is_int(window) and window < 0:
+        causes.append(
+            _invalid(f"{path}.stabilizationWindowSeconds", window, "must be greater than or equal to zero")
+        )
+    if _is_int(window) and window > _MAX_STABILIZATION_WINDOW_SECONDS:
+        causes.append(
+            _invalid(
+                f"{path}.stabilizationWindowSeconds",
+                window,
+                f"must be less than or equal to {_MAX_STABILIZATION_WINDOW_SECONDS}",
+            )
+        )
+    select = rules.get("selectPolicy")
+    if select is not None and select not in _SELECT_POLICIES:
+        causes.append(_not_supported(f"{path}.selectPolicy", select, _SELECT_POLICIES))
+    policies = _as_list(rules.get("policies"))
+    if not policies:
+        causes.append(_required(f"{path}.policies", "must specify at least one Policy"))
+    for i, policy in enumerate(policies):
+        item = _as_dict(policy)
+        at = f"{path}.policies[{i}]"
+        if item.get("type") not in _SCALING_POLICY_TYPES:
+            causes.append(_not_supported(f"{at}.type", item.get("type") or "", _SCALING_POLICY_TYPES))
+        value = item.get("value", 0)
+        if _is_int(value) and value <= 0:
+            causes.append(_invalid(f"{at}.value", value, "must be greater than zero"))
+        period = item.get("periodSeconds", 0)
+        if _is_int(period) and period <= 0:
+            causes.append(_invalid(f"{at}.periodSeconds", period, "must be greater than zero"))
+        if _is_int(period) and period > _MAX_PERIOD_SECONDS:
+            causes.append(
+                _invalid(
+                    f"{at}.periodSeconds", period, f"must be less than or equal to {_MAX_PERIOD_SECONDS}"
+                )
+            )
+    return causes
+
+
+def _hpa_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
+    """``validateHorizontalPodAutoscalerSpec`` on the autoscaling/v2 form (what upstream
+    validates whichever version a client writes; HPAScaleToZero is off)."""
+    spec = _as_dict(obj.get("spec"))
+    causes: list[StatusCause] = []
+    low = spec.get("minReplicas")
+    high = spec.get("maxReplicas", 0)
+    if _is_int(low) and low < 1:
+        causes.append(_invalid("spec.minReplicas", low, "must be greater than or equal to 1"))
+    if _is_int(high) and high < 1:
+        causes.append(_invalid("spec.maxReplicas", high, "must be greater than 0"))
+    if _is_int(low) and _is_int(high) and high < low:
+        causes.append(_invalid("spec.maxReplicas", high, "must be greater than or equal to `minReplicas`"))
+    causes += _cross_version_reference(_as_dict(spec.get("scaleTargetRef")), "spec.scaleTargetRef")
+    for i, metric in enumerate(_as_list(spec.get("metrics"))):
+        causes += _metric_spec(_as_dict(metric), f"spec.metrics[{i}]")
+    behavior = spec.get("behavior")
+    if isinstance(behavior, Mapping):
+        for direction in ("scaleUp", "scaleDown"):
+            if isinstance(behavior.get(direction), Mapping):
+                causes += _scaling_rules(behavior[direction], f"spec.behavior.{direction}")
+    status = obj.get("status")
+    if isinstance(status, Mapping):
+        for key in ("currentReplicas", "desiredReplicas"):
+            if _is_int(status.get(key)) and status[key] < 0:
+                causes.append(_invalid(f"status.{key}", status[key], _NEGATIVE))
+    return causes
+
+
 # The rules of each kind, by the names the strategies bind them with.
 deployment_rules = _workload_rules(_Workload("deployment"))
 #: Upstream's ReplicaSet message really says "deployment".
@@ -1580,6 +1796,7 @@ service_rules = _service_rules
 config_map_rules = _configmap_rules
 secret_rules = _secret_rules
 lease_rules = _lease_rules
+horizontal_pod_autoscaler_rules = _hpa_rules
 
 
 def deduplicated(causes: Iterable[StatusCause]) -> list[StatusCause]:

@@ -228,23 +228,21 @@ def test_a_dry_run_eviction_spends_nothing(client: Client) -> None:
         "spec": {"containers": [{"name": "c", "image": "busybox"}]},
     }
     made = client.post(f"{base}/pods", pod).json()
-    client.put(f"{base}/pods/p/status", {**made, "status": {"phase": "Running"}})
+    ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    client.put(f"{base}/pods/p/status", {**made, "status": ready})
     pdbs = "/apis/policy/v1/namespaces/dry/poddisruptionbudgets"
-    budget = client.post(
+    client.post(
         pdbs,
         {
             "metadata": {"name": "web"},
-            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+            "spec": {"minAvailable": 0, "selector": {"matchLabels": {"app": "web"}}},
         },
-    ).json()
-    status = {
-        "observedGeneration": 1,
-        "disruptionsAllowed": 1,
-        "currentHealthy": 1,
-        "desiredHealthy": 0,
-        "expectedPods": 1,
-    }
-    assert client.put(f"{pdbs}/web/status", {**budget, "status": status}).status_code == 200
+    )
+    # The disruption controller allows one disruption: one healthy pod, none required.
+    deadline = time.monotonic() + 20
+    while client.get(f"{pdbs}/web").json().get("status", {}).get("disruptionsAllowed") != 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     eviction = {
         "apiVersion": "policy/v1",
         "kind": "Eviction",
@@ -253,4 +251,5 @@ def test_a_dry_run_eviction_spends_nothing(client: Client) -> None:
     }
     assert client.post(f"{base}/pods/p/eviction", eviction).status_code == 201
     assert client.get(f"{base}/pods/p").status_code == 200
-    assert client.get(f"{pdbs}/web").json()["status"]["disruptionsAllowed"] == 1
+    status = client.get(f"{pdbs}/web").json()["status"]
+    assert status["disruptionsAllowed"] == 1 and "disruptedPods" not in status

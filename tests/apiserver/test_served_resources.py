@@ -11,6 +11,7 @@ import json
 import pathlib
 import re
 import time
+from typing import Any
 
 import pytest
 import yaml
@@ -584,10 +585,16 @@ def test_binding_assigns_a_pod_once(api: Client, namespace: str) -> None:
     )
 
 
+def _ready_pod(api: Client, base: str, name: str) -> None:
+    pod = api.post(f"{base}/pods", _pod(name)).json()
+    ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    assert api.put(f"{base}/pods/{name}/status", {**pod, "status": ready}).status_code == 200
+
+
 def test_eviction_respects_the_disruption_budget(api: Client, namespace: str) -> None:
+    # The disruption controller keeps the budget's status; evictions spend what it allows.
     base = f"/api/v1/namespaces/{namespace}"
-    pod = api.post(f"{base}/pods", _pod("p")).json()
-    api.put(f"{base}/pods/p/status", {**pod, "status": {"phase": "Running"}})
+    _ready_pod(api, base, "p")
     budget = {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
@@ -595,24 +602,41 @@ def test_eviction_respects_the_disruption_budget(api: Client, namespace: str) ->
         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
     }
     pdbs = f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
-    made = api.post(pdbs, budget).json()
+    assert api.post(pdbs, budget).status_code == 201
+
+    def status_is(**wanted: int) -> dict[str, Any]:
+        deadline = time.monotonic() + 20
+        while True:
+            status: dict[str, Any] = api.get(f"{pdbs}/web").json().get("status", {})
+            if all(status.get(k) == v for k, v in wanted.items()):
+                return status
+            assert time.monotonic() < deadline, status
+            time.sleep(0.05)
+
+    status = status_is(observedGeneration=1, expectedPods=1, currentHealthy=1, desiredHealthy=1)
+    assert status["disruptionsAllowed"] == 0
+    [condition] = status["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "DisruptionAllowed",
+        "False",
+        "InsufficientPods",
+    )
     eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p"}}
     refused = api.post(f"{base}/pods/p/eviction", eviction)
     assert refused.status_code == 429, refused.text
     assert refused.json()["message"] == "Cannot evict pod as it would violate the pod's disruption budget."
-    status = {
-        "observedGeneration": 1,
-        "disruptionsAllowed": 1,
-        "currentHealthy": 1,
-        "desiredHealthy": 1,
-        "expectedPods": 1,
-    }
-    assert api.put(f"{pdbs}/web/status", {**made, "status": status}).status_code == 200
+    assert "needs 1 healthy pods and has 1 currently" in refused.json()["details"]["causes"][0]["message"]
+
+    _ready_pod(api, base, "q")
+    status_is(expectedPods=2, currentHealthy=2, disruptionsAllowed=1)
     evicted = api.post(f"{base}/pods/p/eviction", eviction)
     assert evicted.status_code == 201, evicted.text
     assert api.get(f"{base}/pods/p").status_code == 404
-    spent = api.get(f"{pdbs}/web").json()["status"]
-    assert spent["disruptionsAllowed"] == 0 and "p" in spent["disruptedPods"]
+    # The controller recounts: one pod left, none to spare, and the gone pod's record dropped.
+    status = status_is(expectedPods=1, currentHealthy=1, disruptionsAllowed=0)
+    assert "disruptedPods" not in status
+    again = api.post(f"{base}/pods/q/eviction", {**eviction, "metadata": {"name": "q"}})
+    assert again.status_code == 429
 
 
 def test_token_review_judges_tokens(api: Client, namespace: str, shared_server: ServerThread) -> None:

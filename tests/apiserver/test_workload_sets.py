@@ -466,6 +466,111 @@ def test_services_without_a_selector_keep_the_endpoints_they_are_given(api: Clie
     assert json.dumps(kept)  # the object is whole
 
 
+# ---------------------------------------------------------------------------- ReplicationControllers
+
+REPLICATION_CONTROLLER = """\
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: legacy}
+spec:
+  replicas: 2
+  template:
+    metadata: {labels: {app: legacy}}
+    spec:
+      containers:
+      - {name: web, image: "nginx:1.27"}
+"""
+
+
+def test_a_replication_controller_keeps_its_pods_running(
+    kubectl: Kubectl, api: Client, namespace: str
+) -> None:
+    ns = ["-n", namespace]
+    kubectl("apply", *ns, "-f", "-", stdin=REPLICATION_CONTROLLER)
+    base = f"/api/v1/namespaces/{namespace}/replicationcontrollers/legacy"
+
+    def settled(replicas: int) -> bool:
+        status = api.get(base).json().get("status", {})
+        running = [
+            p
+            for p in pods(api, namespace, "app=legacy")
+            if is_ready(p) and not p["metadata"].get("deletionTimestamp")
+        ]
+        return (
+            status.get("readyReplicas") == replicas == len(running)
+            and status.get("availableReplicas") == replicas
+        )
+
+    wait_for(lambda: settled(2))
+    owners = {
+        ref["name"] for p in pods(api, namespace, "app=legacy") for ref in p["metadata"]["ownerReferences"]
+    }
+    assert owners == {"legacy"}
+    assert api.get(base).json()["status"]["observedGeneration"] == 1
+    kubectl("scale", *ns, "rc/legacy", "--replicas=3")
+    wait_for(lambda: settled(3))
+    table = kubectl("get", *ns, "rc", "legacy").stdout.splitlines()[1].split()
+    assert table[:4] == ["legacy", "3", "3", "3"]
+    # A pod deleted by hand is replaced.
+    victim = pods(api, namespace, "app=legacy")[0]["metadata"]["name"]
+    kubectl("delete", *ns, "pod", victim, "--wait=false")
+    wait_for(
+        lambda: (
+            victim not in {p["metadata"]["name"] for p in pods(api, namespace, "app=legacy")} and settled(3)
+        )
+    )
+    kubectl("scale", *ns, "rc/legacy", "--replicas=0")
+    wait_for(lambda: not pods(api, namespace, "app=legacy"))
+
+
+# ---------------------------------------------------------------------------- disruption budgets
+
+
+def test_a_budget_counts_the_scale_of_its_pods_controllers(
+    kubectl: Kubectl, api: Client, namespace: str
+) -> None:
+    ns = ["-n", namespace]
+    kubectl("create", "deployment", "web", "--image=nginx:1.27", "--replicas=3", *ns)
+    kubectl("create", "poddisruptionbudget", "web", "--selector=app=web", "--max-unavailable=34%", *ns)
+    base = f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/web"
+
+    def status_is(**wanted: Any) -> dict[str, Any]:
+        def check() -> dict[str, Any] | None:
+            status: dict[str, Any] = api.get(base).json().get("status", {})
+            return status if all(status.get(k) == v for k, v in wanted.items()) else None
+
+        return wait_for(check)  # type: ignore[no-any-return]
+
+    # 34% of the Deployment's 3 replicas, rounded up: 2 may be unavailable, 1 must stay healthy.
+    status = status_is(expectedPods=3, desiredHealthy=1, currentHealthy=3, disruptionsAllowed=2)
+    assert status["conditions"][0]["reason"] == "SufficientPods"
+    table = kubectl("get", *ns, "pdb", "web").stdout.splitlines()[1].split()
+    assert table[:4] == ["web", "N/A", "34%", "2"]
+    kubectl("scale", *ns, "deployment/web", "--replicas=5")
+    status_is(expectedPods=5, desiredHealthy=3, currentHealthy=5, disruptionsAllowed=2)
+    # A Job's pods have no scale to count: the budget cannot be computed, and allows nothing.
+    kubectl("create", "job", "once", "--image=busybox", *ns, "--", "sleep", "60")
+    kubectl(
+        "create",
+        "poddisruptionbudget",
+        "once",
+        "--selector=batch.kubernetes.io/job-name=once",
+        "--min-available=50%",
+        *ns,
+    )
+
+    def failed() -> bool:
+        status = (
+            api.get(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/once")
+            .json()
+            .get("status", {})
+        )
+        conditions = status.get("conditions") or [{}]
+        return conditions[0].get("reason") == "SyncFailed" and status.get("disruptionsAllowed") == 0
+
+    wait_for(failed)
+
+
 def test_the_durable_server_resumes_sets_and_endpoints_across_a_sigkill(tmp_path: pathlib.Path) -> None:
     """`kubeloop apiserver --simulate --data-dir`, killed with SIGKILL while a StatefulSet is half
     made: after the restart (another port) the controllers go on from what is stored — the set

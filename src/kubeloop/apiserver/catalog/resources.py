@@ -559,13 +559,16 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     _plain("networking.k8s.io", "networkpolicies", "NetworkPolicy", True, short_names=("netpol",)),
     _plain("networking.k8s.io", "servicecidrs", "ServiceCIDR", False, subresources=("status",)),
     _plain("node.k8s.io", "runtimeclasses", "RuntimeClass", False),
-    _plain(
+    ResourceType(
         "policy",
+        "v1",
         "poddisruptionbudgets",
+        "poddisruptionbudget",
         "PodDisruptionBudget",
         True,
         short_names=("pdb",),
         subresources=("status",),
+        tracks_generation=True,
     ),
     _plain("resource.k8s.io", "deviceclasses", "DeviceClass", False),
     _plain("resource.k8s.io", "devicetaintrules", "DeviceTaintRule", False, subresources=("status",)),

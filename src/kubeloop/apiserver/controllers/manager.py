@@ -11,13 +11,14 @@ import logging
 from kubeloop.apiserver.controllers.cronjobs import CronJobController
 from kubeloop.apiserver.controllers.daemonsets import DaemonSetController
 from kubeloop.apiserver.controllers.deployments import DeploymentController
+from kubeloop.apiserver.controllers.disruption import DisruptionController
 from kubeloop.apiserver.controllers.endpoints import EndpointsController
 from kubeloop.apiserver.controllers.garbagecollector import GarbageCollector
 from kubeloop.apiserver.controllers.jobs import JobController
 from kubeloop.apiserver.controllers.kubelet import SimulatedKubelet
 from kubeloop.apiserver.controllers.namespace import NamespaceController
 from kubeloop.apiserver.controllers.namespacedefaults import NamespaceDefaults
-from kubeloop.apiserver.controllers.replicasets import ReplicaSetController
+from kubeloop.apiserver.controllers.replicasets import ReplicaSetController, ReplicationControllerController
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
 from kubeloop.apiserver.controllers.statefulsets import StatefulSetController
 from kubeloop.client.config import ClientConfig
@@ -33,9 +34,10 @@ class ControllerManager:
     """Starts the control loops against the server at ``url`` (``ca_pem`` verifies it, None
     over plain HTTP; ``root_ca_pem`` is the CA every namespace's ``kube-root-ca.crt`` publishes, None:
     namespaces get no defaults);
-    ``stop`` ends them. With
-    ``simulation``, workloads are simulated too: a node and its kubelet, the Job, CronJob,
-    ReplicaSet, Deployment, StatefulSet and DaemonSet controllers, and Services' endpoints."""
+    ``stop`` ends them. The garbage collector, the namespace and disruption controllers always
+    run; with ``simulation``, workloads are simulated too: a node and its kubelet, the Job, CronJob,
+    ReplicaSet, ReplicationController, Deployment, StatefulSet and DaemonSet controllers, and
+    Services' endpoints."""
 
     def __init__(
         self,
@@ -61,12 +63,14 @@ class ControllerManager:
         self.garbage_collector = GarbageCollector(self.manager)
         self.manager.add(self.garbage_collector.run, name="garbage-collector", need_leader_election=False)
         self.namespaces = NamespaceController(self.manager)
+        self.disruption = DisruptionController(self.manager)
         self.namespace_defaults: NamespaceDefaults | None = None
         if root_ca_pem is not None:
             self.namespace_defaults = NamespaceDefaults(self.manager, root_ca_pem=root_ca_pem)
         self.kubelet: SimulatedKubelet | None = None
         self.jobs: JobController | None = None
         self.replica_sets: ReplicaSetController | None = None
+        self.replication_controllers: ReplicationControllerController | None = None
         self.deployments: DeploymentController | None = None
         self.stateful_sets: StatefulSetController | None = None
         self.daemon_sets: DaemonSetController | None = None
@@ -76,6 +80,7 @@ class ControllerManager:
             self.kubelet = SimulatedKubelet(self.manager, simulation)
             self.jobs = JobController(self.manager)
             self.replica_sets = ReplicaSetController(self.manager)
+            self.replication_controllers = ReplicationControllerController(self.manager)
             self.deployments = DeploymentController(self.manager)
             self.stateful_sets = StatefulSetController(self.manager)
             self.daemon_sets = DaemonSetController(self.manager)

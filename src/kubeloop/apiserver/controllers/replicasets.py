@@ -1,6 +1,7 @@
 """The ReplicaSet controller: as many running pods as ``spec.replicas``, and a status that says so.
 
-A reconciler of ReplicaSets that owns Pods. Pods it controls (its controller reference, and
+A reconciler of ReplicaSets that owns Pods; ReplicationControllers get the same reconciler,
+with their plain label map for a selector (upstream runs one controller for both). Pods it controls (its controller reference, and
 labels its selector matches) are counted while neither ended nor being deleted; missing ones
 are created from the template, extra ones deleted (not-ready and newest first, as upstream
 prefers). The status has ``replicas``, ``fullyLabeledReplicas``, ``readyReplicas``,
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
@@ -31,23 +34,30 @@ from kubeloop.manager.manager import Manager
 log = logging.getLogger("kubeloop.controllers.replicasets")
 
 REPLICASET = GroupVersionKind("apps", "v1", "ReplicaSet")
+REPLICATIONCONTROLLER = GroupVersionKind("", "v1", "ReplicationController")
 POD = GroupVersionKind("", "v1", "Pod")
 
 
 class ReplicaSetController:
     """Registers its reconciler with ``manager`` (a controller named ``replicaset``)."""
 
+    kind = REPLICASET
+    name = "replicaset"
+
     def __init__(self, manager: Manager) -> None:
         self.manager = manager
         self.client = manager.api_reader
         self._expected = Expectations()
-        Builder(manager).named("replicaset").for_(REPLICASET).owns(POD).with_options(
+        Builder(manager).named(self.name).for_(self.kind).owns(POD).with_options(
             max_concurrent_reconciles=4
         ).complete(self.reconcile)
 
+    def selector_of(self, spec: Mapping[str, Any]) -> LabelSelector:
+        return LabelSelector.from_label_selector_dict(spec.get("selector"))
+
     async def reconcile(self, request: Request) -> Result | None:
         try:
-            replica_set = await self.manager.client.get(REPLICASET, request.name, namespace=request.namespace)
+            replica_set = await self.manager.client.get(self.kind, request.name, namespace=request.namespace)
         except errors.NotFound:
             return None
         meta = replica_set.get("metadata") or {}
@@ -56,7 +66,7 @@ class ReplicaSetController:
             self._expected.forget(uid)
             return None
         spec = replica_set.get("spec") or {}
-        selector = LabelSelector.from_label_selector_dict(spec.get("selector"))
+        selector = self.selector_of(spec)
         listed = await self.manager.client.list(POD, namespace=request.namespace)
         pods = [
             pod
@@ -96,8 +106,20 @@ class ReplicaSetController:
             "availableReplicas": ready_count or None,
             "observedGeneration": meta.get("generation", 1),
         }
-        await write_status(self.client, REPLICASET, replica_set, status)
+        await write_status(self.client, self.kind, replica_set, status)
         return None
+
+
+class ReplicationControllerController(ReplicaSetController):
+    """ReplicationControllers (a controller named ``replicationcontroller``): a selector is a
+    plain label map."""
+
+    kind = REPLICATIONCONTROLLER
+    name = "replicationcontroller"
+
+    def selector_of(self, spec: Mapping[str, Any]) -> LabelSelector:
+        selector = spec.get("selector")
+        return LabelSelector.from_set(selector if isinstance(selector, Mapping) else {})
 
 
 def _negated(text: str) -> str:

@@ -1055,3 +1055,32 @@ def test_decode_is_fast_enough() -> None:
         decode(obj, "Warn")
     per_call = (time.perf_counter() - start) / runs
     assert per_call < 0.002, f"{per_call * 1e6:.0f} µs per Deployment"
+
+
+@pytest.mark.parametrize(
+    ("group", "kind", "obj", "required"),
+    [
+        # A kubelet registers its CSINode before any driver; a LimitRange may list no limits.
+        ("storage.k8s.io", "CSINode", {"metadata": {"name": "n"}, "spec": {"drivers": []}}, []),
+        ("storage.k8s.io", "CSINode", {"metadata": {"name": "n"}, "spec": {}}, []),
+        ("", "LimitRange", {"metadata": {"name": "l", "namespace": "a"}, "spec": {"limits": []}}, []),
+        # Lists upstream asks an item of stay required.
+        (
+            "",
+            "Pod",
+            {"metadata": {"name": "p", "namespace": "a"}, "spec": {"containers": []}},
+            ["spec.containers"],
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "Role",
+            {"metadata": {"name": "r", "namespace": "a"}, "rules": [{"apiGroups": [""], "verbs": []}]},
+            ["rules[0].verbs"],
+        ),
+    ],
+)
+def test_empty_required_lists_are_missing_unless_upstream_accepts_them(
+    group: str, kind: str, obj: dict[str, Any], required: list[str]
+) -> None:
+    causes = strategy(group, kind).validate(obj)
+    assert [c.field for c in causes if c.type == validation.REQUIRED] == required

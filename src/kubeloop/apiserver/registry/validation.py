@@ -1162,6 +1162,12 @@ def _needs_required(plan: _Plan) -> bool:
     return found
 
 
+#: Fields the schema lists as required (Go's field has no ``omitempty``) that no upstream rule
+#: asks a value of: a kubelet registers its CSINode with no drivers, a LimitRange may list no
+#: limits.
+_NOT_REQUIRED_UPSTREAM = frozenset({("v1.CSINodeSpec", "drivers"), ("v1.LimitRangeSpec", "limits")})
+
+
 def _required_struct(
     value: dict[str, Any], plan: _Plan, path: str, causes: list[StatusCause], *, top: bool
 ) -> None:
@@ -1173,7 +1179,7 @@ def _required_struct(
         if sub.kind == _STRUCT:
             if item is None:
                 _required_struct({}, sub, child, causes, top=False)
-        elif sub.kind == _BOOL:
+        elif sub.kind == _BOOL or (plan.go_type, name) in _NOT_REQUIRED_UPSTREAM:
             continue
         elif item is None or item == "" or item == []:
             causes.append(_required(child))

@@ -603,3 +603,69 @@ def test_kubectl_autoscales_and_reads_both_versions(kubectl: Kubectl, namespace:
     described = kubectl("describe", "hpa", "web", *ns).stdout
     assert "Reference:" in described and "Deployment/web" in described
     assert "Min replicas:" in described and "Max replicas:" in described
+
+
+V1_BODY: dict[str, Any] = {
+    "apiVersion": "autoscaling/v1",
+    "kind": "HorizontalPodAutoscaler",
+    "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 3},
+}
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value"),
+    [
+        (hpaconversion.METRICS_ANNOTATION, "[" * 100_000 + "]" * 100_000),
+        (hpaconversion.BEHAVIOR_ANNOTATION, '{"ScaleUp":' * 50_000 + "{}" + "}" * 50_000),
+        (hpaconversion.METRICS_ANNOTATION, "x" * 200_000),
+    ],
+    ids=["deep-array", "deep-object", "huge-garbage"],
+)
+def test_annotations_too_deep_or_not_json_are_ignored_not_a_500(
+    api: Client, namespace: str, annotation: str, value: str
+) -> None:
+    body = {**V1_BODY, "metadata": {"name": "odd", "annotations": {annotation: value}}}
+    created = api.post(V1.format(ns=namespace), body)
+    assert created.status_code == 201, created.text[:300]
+    stored = api.get(f"{V2.format(ns=namespace)}/odd").json()
+    assert [m["resource"]["name"] for m in stored["spec"]["metrics"]] == ["cpu"]
+    assert "behavior" not in stored["spec"] and "annotations" not in stored["metadata"]
+
+
+@pytest.mark.parametrize(
+    ("subresource", "annotation", "value", "field"),
+    [
+        (
+            "",
+            hpaconversion.BEHAVIOR_ANNOTATION,
+            '{"ScaleUp":{"StabilizationWindowSeconds":"soon"}}',
+            "HPAScalingRules.spec.behavior.scaleUp.stabilizationWindowSeconds",
+        ),
+        (
+            "",
+            hpaconversion.METRICS_ANNOTATION,
+            '[{"type":"Resource","resource":{"name":7,"targetAverageUtilization":50}}]',
+            "ResourceMetricSource.spec.metrics.resource.name",
+        ),
+        ("/status", hpaconversion.CONDITIONS_ANNOTATION, '[{"type":5}]', "HorizontalPodAutoscalerCondition"),
+        (
+            "/status",
+            hpaconversion.CURRENT_METRICS_ANNOTATION,
+            '[{"type":"Pods","pods":{"metricName":"q","currentAverageValue":"lots"}}]',
+            "quantities must match",
+        ),
+    ],
+    ids=["behavior-type", "metric-type", "condition-type", "quantity"],
+)
+def test_annotations_of_the_wrong_types_are_400s_and_write_nothing(
+    api: Client, namespace: str, subresource: str, annotation: str, value: str, field: str
+) -> None:
+    # Upstream unmarshals the annotations into typed structs; so does the server.
+    made = api.post(V1.format(ns=namespace), {**V1_BODY, "metadata": {"name": "typed"}}).json()
+    before = api.get(f"{V2.format(ns=namespace)}/typed").json()
+    body = json.loads(json.dumps(made))
+    body["metadata"]["annotations"] = {annotation: value}
+    answer = api.put(f"{V1.format(ns=namespace)}/typed{subresource}", body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["reason"] == "BadRequest" and field in answer.json()["message"]
+    assert api.get(f"{V2.format(ns=namespace)}/typed").json() == before

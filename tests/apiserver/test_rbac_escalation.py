@@ -7,6 +7,7 @@ it — with upstream's message, for kubectl 1.27 and 1.33 as a user with a certi
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from hypothesis import given, settings
@@ -215,3 +216,44 @@ def test_aggregating_and_cluster_roles_need_cluster_wide_permissions(
         in binding.stderr
     )
     assert "is attempting to grant RBAC permissions not currently held:\n{APIGroups:[" in binding.stderr
+
+
+def _huge_rule(size: int) -> dict[str, Any]:
+    return {
+        "verbs": [f"verb{i}" for i in range(size)],
+        "apiGroups": [f"group{i}.example.com" for i in range(size)],
+        "resources": [f"things{i}" for i in range(size)],
+        "resourceNames": [f"name{i}" for i in range(size)],
+    }
+
+
+def test_a_grant_of_a_hundred_million_pieces_is_checked_whole() -> None:
+    # Broken down, this rule is 100^4 pieces: past the budget it is checked as one rule.
+    granted = [_huge_rule(100)]
+    assert not uncovered([{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}], granted)
+    [missing] = uncovered([{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}], granted)
+    assert len(missing.verbs) == len(missing.resource_names) == 100
+
+
+def test_a_huge_role_from_a_user_is_refused_quickly(api: Client, namespace: str) -> None:
+    rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}"
+    writer = {"verbs": ["create"], "apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"]}
+    assert api.post(f"{rbac}/roles", {"metadata": {"name": "writer"}, "rules": [writer]}).status_code == 201
+    binding = {
+        "metadata": {"name": "mallory-writes"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "writer"},
+        "subjects": [{"kind": "User", "name": "mallory"}],
+    }
+    assert api.post(f"{rbac}/rolebindings", binding).status_code == 201
+    started = time.monotonic()
+    answer = api.post(
+        f"{rbac}/roles",
+        {"metadata": {"name": "everything"}, "rules": [_huge_rule(100)] * 50},
+        headers={"Impersonate-User": "mallory"},
+    )
+    assert time.monotonic() - started < 10
+    assert answer.status_code == 403, answer.text[:300]
+    assert (
+        'user "mallory" (groups=["system:authenticated"]) is attempting to grant' in answer.json()["message"]
+    )
+    assert api.get(f"{rbac}/roles/everything").status_code == 404

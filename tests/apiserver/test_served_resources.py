@@ -700,3 +700,42 @@ def test_kubectl_on_the_durable_server(binary: pathlib.Path, tmp_path: pathlib.P
         )
         answered = json.loads(kubectl("create", "-f", "-", "-o", "json", stdin=review).stdout)
         assert answered["status"]["user"]["username"] == "system:serviceaccount:default:default"
+
+
+def test_budgets_the_controller_cannot_compute_allow_nothing(api: Client, namespace: str) -> None:
+    # Upstream's failSafe: a bad number or selector makes the condition SyncFailed, and no
+    # eviction is allowed; the controller keeps going for the other budgets.
+    pdbs = f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
+    bad = {
+        "number": {"maxUnavailable": "lots", "selector": {"matchLabels": {"app": "web"}}},
+        "selector": {
+            "minAvailable": 1,
+            "selector": {"matchExpressions": [{"key": "app", "operator": "Near"}]},
+        },
+    }
+    for name, spec in bad.items():
+        made = api.post(
+            pdbs,
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": name},
+                "spec": spec,
+            },
+        )
+        assert made.status_code == 201, made.text
+    _ready_pod(api, f"/api/v1/namespaces/{namespace}", "p")
+    deadline = time.monotonic() + 20
+    for name in bad:
+        while True:
+            status = api.get(f"{pdbs}/{name}").json().get("status", {})
+            conditions = status.get("conditions") or [{}]
+            if conditions[0].get("reason") == "SyncFailed":
+                break
+            assert time.monotonic() < deadline, status
+            time.sleep(0.05)
+        assert status["disruptionsAllowed"] == 0 and conditions[0]["status"] == "False"
+    assert (
+        "invalid value for IntOrString"
+        in api.get(f"{pdbs}/number").json()["status"]["conditions"][0]["message"]
+    )

@@ -629,3 +629,90 @@ def test_the_durable_server_resumes_sets_and_endpoints_across_a_sigkill(tmp_path
         )
         described = new("describe", "statefulset", "db").stdout
         assert "Pods Status:" in described and "3 Running" in described
+
+
+def test_the_durable_server_keeps_autoscalers_budgets_and_rbac_checks_across_a_sigkill(
+    tmp_path: pathlib.Path,
+) -> None:
+    """`kubeloop apiserver --simulate --data-dir`, killed with SIGKILL just after an eviction
+    spent a budget's disruption: after the restart the v1 view of an autoscaler still carries
+    what only v2 says, the disruption controller recounts the budget from what is stored, and the
+    escalation check refuses as before. kubectl 1.27 before the kill, 1.33 after."""
+    import signal
+
+    from tests.apiserver.test_durability import apiserver, session_for
+    from tests.apiserver.test_kubectl import KUBECTLS
+
+    data = tmp_path / "data"
+    budgets = "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web"
+    old = Kubectl(KUBECTLS[0], data / "kubeconfig", tmp_path)
+    new = Kubectl(KUBECTLS[-1], data / "kubeconfig", tmp_path)
+
+    def budget(session: Any, url: str, **wanted: Any) -> dict[str, Any]:
+        def check() -> dict[str, Any] | None:
+            status: dict[str, Any] = session.get(url + budgets).json().get("status", {})
+            return status if all(status.get(k) == v for k, v in wanted.items()) else None
+
+        return wait_for(check, timeout=30)  # type: ignore[no-any-return]
+
+    with apiserver(data, "--simulate") as (proc, url):
+        session = session_for(data)
+        old("create", "deployment", "web", "--image=nginx:1.27", "--replicas=3")
+        old("autoscale", "deployment", "web", "--min=3", "--max=6", "--cpu-percent=70")
+        behavior = {"spec": {"behavior": {"scaleDown": {"stabilizationWindowSeconds": 45}}}}
+        old(
+            "patch",
+            "horizontalpodautoscalers.v2.autoscaling",
+            "web",
+            "--type=merge",
+            "-p",
+            json.dumps(behavior),
+        )
+        old("create", "poddisruptionbudget", "web", "--selector=app=web", "--min-available=2")
+        old("rollout", "status", "deployment/web", "--timeout=60s")
+        budget(session, url, expectedPods=3, currentHealthy=3, disruptionsAllowed=1)
+        listed = session.get(url + "/api/v1/namespaces/default/pods", params={"labelSelector": "app=web"})
+        victim = listed.json()["items"][0]["metadata"]["name"]
+        eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": victim}}
+        evicted = session.post(f"{url}/api/v1/namespaces/default/pods/{victim}/eviction", json=eviction)
+        assert evicted.status_code == 201, evicted.text
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    with apiserver(data, "--simulate") as (proc, url):
+        session = session_for(data)
+        new("rollout", "status", "deployment/web", "--timeout=60s")
+        # The evicted pod is gone and replaced: its record is dropped, one disruption is allowed again.
+        status = budget(session, url, expectedPods=3, currentHealthy=3, disruptionsAllowed=1)
+        assert "disruptedPods" not in status and status["conditions"][0]["reason"] == "SufficientPods"
+        v1 = json.loads(new("get", "horizontalpodautoscalers.v1.autoscaling", "web", "-o", "json").stdout)
+        assert v1["spec"]["targetCPUUtilizationPercentage"] == 70
+        assert (
+            '"StabilizationWindowSeconds":45'
+            in v1["metadata"]["annotations"]["autoscaling.alpha.kubernetes.io/behavior"]
+        )
+        new(
+            "patch",
+            "horizontalpodautoscalers.v1.autoscaling",
+            "web",
+            "--type=merge",
+            "-p",
+            '{"spec": {"maxReplicas": 9}}',
+        )
+        v2 = json.loads(new("get", "horizontalpodautoscalers.v2.autoscaling", "web", "-o", "json").stdout)
+        assert (
+            v2["spec"]["maxReplicas"] == 9
+            and v2["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 45
+        )
+        assert new("get", "hpa", "web").stdout.splitlines()[1].split()[1:3] == ["Deployment/web", "cpu:"]
+        # Escalation: alice may write Roles, but not one granting what she does not hold.
+        new("create", "role", "role-writer", "--verb=create,get", "--resource=roles")
+        new("create", "rolebinding", "alice-writes", "--role=role-writer", "--user=alice")
+        refused = new(
+            "--as=alice", "create", "role", "deleters", "--verb=delete", "--resource=pods", check=False
+        )
+        assert (
+            'roles.rbac.authorization.k8s.io "deleters" is forbidden: user "alice" (groups=["system:authenticated"]) '
+            "is attempting to grant RBAC permissions not currently held:\n"
+            '{APIGroups:[""], Resources:["pods"], Verbs:["delete"]}' in refused.stderr
+        )
+        new("--as=alice", "create", "role", "role-readers", "--verb=get", "--resource=roles")

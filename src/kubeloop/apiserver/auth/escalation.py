@@ -75,7 +75,35 @@ def _breakdown(rule: _Rule) -> list[_Rule]:
     return pieces
 
 
-def _resources_cover(held: Sequence[str], wanted: Sequence[str]) -> bool:
+#: At most this many broken-down pieces are checked one by one per write. A grant past it (a
+#: rule naming a hundred verbs, groups, resources and names is 10^8 pieces) is checked rule by
+#: rule instead: one held rule must cover it whole. That can refuse a pathological grant that
+#: several held rules cover only together, never allow one that is not covered.
+MAX_PIECES = 10_000
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A held rule as sets, for the many membership tests of a check."""
+
+    verbs: frozenset[str]
+    api_groups: frozenset[str]
+    resources: frozenset[str]
+    resource_names: frozenset[str]
+    non_resource_urls: tuple[str, ...]
+
+    @classmethod
+    def of(cls, rule: _Rule) -> _Held:
+        return cls(
+            frozenset(rule.verbs),
+            frozenset(rule.api_groups),
+            frozenset(rule.resources),
+            frozenset(rule.resource_names),
+            rule.non_resource_urls,
+        )
+
+
+def _resources_cover(held: frozenset[str], wanted: Sequence[str]) -> bool:
     if "*" in held:
         return True
     for resource in wanted:
@@ -91,29 +119,45 @@ def _url_covers(held: str, wanted: str) -> bool:
     return held == wanted or (held.endswith("*") and wanted.startswith(held.rstrip("*")))
 
 
-def _covers(held: _Rule, piece: _Rule) -> bool:
-    """``ruleCovers``: the held rule allows everything the broken-down piece grants."""
-    if not ("*" in held.verbs or set(piece.verbs) <= set(held.verbs)):
+def _covers(held: _Held, rule: _Rule) -> bool:
+    """``ruleCovers``: the held rule allows everything ``rule`` (a broken-down piece, or a whole
+    rule) grants."""
+    if not ("*" in held.verbs or held.verbs.issuperset(rule.verbs)):
         return False
-    if not ("*" in held.api_groups or set(piece.api_groups) <= set(held.api_groups)):
+    if not ("*" in held.api_groups or held.api_groups.issuperset(rule.api_groups)):
         return False
-    if not _resources_cover(held.resources, piece.resources):
+    if not _resources_cover(held.resources, rule.resources):
         return False
-    if not all(any(_url_covers(h, url) for h in held.non_resource_urls) for url in piece.non_resource_urls):
+    if not all(any(_url_covers(h, url) for h in held.non_resource_urls) for url in rule.non_resource_urls):
         return False
-    if piece.resource_names:
-        return not held.resource_names or set(piece.resource_names) <= set(held.resource_names)
+    if rule.resource_names:
+        return not held.resource_names or held.resource_names.issuperset(rule.resource_names)
     return not held.resource_names
 
 
+def _piece_count(rule: _Rule) -> int:
+    names = max(1, len(rule.resource_names))
+    resource_pieces = len(rule.api_groups) * len(rule.resources) * len(rule.verbs) * names
+    return resource_pieces + len(rule.non_resource_urls) * len(rule.verbs)
+
+
 def uncovered(held: Iterable[Mapping[str, Any]], granted: Iterable[Mapping[str, Any]]) -> list[_Rule]:
-    """The pieces of ``granted`` no rule of ``held`` allows (empty: ``held`` covers it all)."""
-    owner = [_rule(rule) for rule in held]
+    """The pieces of ``granted`` no rule of ``held`` allows (empty: ``held`` covers it all);
+    past :data:`MAX_PIECES`, whole rules no single held rule covers."""
+    owner = [_Held.of(_rule(rule)) for rule in held]
     missing: list[_Rule] = []
+    budget = MAX_PIECES
     for rule in granted:
-        for piece in _breakdown(_rule(rule)):
-            if not any(_covers(mine, piece) for mine in owner):
-                missing.append(piece)
+        whole = _rule(rule)
+        pieces = _piece_count(whole)
+        if pieces > budget:
+            if not any(_covers(mine, whole) for mine in owner):
+                missing.append(whole)
+            continue
+        budget -= pieces
+        missing.extend(
+            piece for piece in _breakdown(whole) if not any(_covers(mine, piece) for mine in owner)
+        )
     return missing
 
 

@@ -25,6 +25,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+
 from kubeloop.api.object import Obj
 
 __all__ = [
@@ -303,8 +305,8 @@ def _decoded(obj: Mapping[str, Any], key: str, accept: Callable[[Any], bool]) ->
     if not isinstance(raw, str):
         return None
     try:
-        value = json.loads(raw)
-    except ValueError:
+        value = orjson.loads(raw)  # nesting past orjson's limit is a decode error, not a crash
+    except orjson.JSONDecodeError:
         return None
     return value if accept(value) else None
 

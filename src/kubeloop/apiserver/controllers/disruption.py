@@ -11,11 +11,12 @@ controllers (ReplicaSets — or the Deployment owning one —, StatefulSets, Rep
 percentages rounded up. The status says ``expectedPods``, ``desiredHealthy``,
 ``currentHealthy``, ``disruptionsAllowed`` (healthy beyond desired, never negative) and the
 DisruptionAllowed condition (SufficientPods / InsufficientPods; SyncFailed when a pod's
-controller cannot be scaled), so evictions (``pods/<name>/eviction``) can spend them.
+controller cannot be scaled, or its selector or numbers are invalid), so evictions (``pods/<name>/eviction``) can spend them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import math
 from collections.abc import Mapping
@@ -29,6 +30,7 @@ from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.pods import ready, write_status
 from kubeloop.controller.handler import EnqueueRequestsFromMapFunc
 from kubeloop.controller.reconcile import Request, Result
+from kubeloop.errors import InvalidSelector
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 
@@ -45,19 +47,23 @@ SCALED = {
 DELETION_TIMEOUT = datetime.timedelta(minutes=2)
 
 
-class NoScale(Exception):
-    """A budget's pod whose controller's scale cannot be found."""
+class SyncFailure(Exception):
+    """What keeps a budget from being computed (its status says SyncFailed, nothing allowed)."""
 
 
-def _no_scale(pod: Obj) -> NoScale:
-    return NoScale(f'found no controllers for pod "{(pod.get("metadata") or {}).get("name")}"')
+def _no_scale(pod: Obj) -> SyncFailure:
+    return SyncFailure(f'found no controllers for pod "{(pod.get("metadata") or {}).get("name")}"')
 
 
 def _scaled(value: Any, total: int) -> int:
     """``intstr.GetScaledValueFromIntOrPercent`` rounding up: "50%" of ``total``, or the integer."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
     if isinstance(value, str) and value.endswith("%") and value[:-1].isdigit():
         return math.ceil(int(value[:-1]) * total / 100)
-    return int(value)
+    raise SyncFailure(
+        f"invalid value for IntOrString: invalid value {value!r}: must be an integer or a percentage"
+    )
 
 
 def _controller_ref(obj: Obj) -> Mapping[str, Any] | None:
@@ -77,12 +83,14 @@ def _condition(allowed: int, reason: str, message: str, old: Obj, generation: in
         ),
         None,
     )
-    changed = previous is None or previous.get("status") != status
+    kept = previous is not None and previous.get("status") == status
     return {
         "type": "DisruptionAllowed",
         "status": status,
         "observedGeneration": generation,
-        "lastTransitionTime": timestamps.now() if changed else previous.get("lastTransitionTime"),  # type: ignore[union-attr]
+        "lastTransitionTime": previous.get("lastTransitionTime")
+        if previous is not None and kept
+        else timestamps.now(),
         "reason": reason,
         "message": message,
     }
@@ -112,8 +120,9 @@ class DisruptionController:
         for request in self._budgets_in_namespace(pod):
             budget = store.get(f"{request.namespace}/{request.name}") or {}
             selector = (budget.get("spec") or {}).get("selector")
-            if selector and LabelSelector.from_label_selector_dict(selector).matches(labels):
-                out.append(request)
+            with contextlib.suppress(InvalidSelector):  # its own reconcile reports it
+                if selector and LabelSelector.from_label_selector_dict(selector).matches(labels):
+                    out.append(request)
         return out
 
     async def reconcile(self, request: Request) -> Result | None:
@@ -128,15 +137,10 @@ class DisruptionController:
         spec = budget.get("spec") or {}
         old = budget.get("status") or {}
         generation = int(meta.get("generation") or 1)
-        selector = spec.get("selector")
-        pods: list[Obj] = []
-        if selector and (selector.get("matchLabels") or selector.get("matchExpressions")):
-            matcher = LabelSelector.from_label_selector_dict(selector)
-            pods = [
-                pod
-                for pod in (await client.list(POD, namespace=request.namespace)).items
-                if matcher.matches((pod.get("metadata") or {}).get("labels") or {})
-            ]
+        try:
+            pods = await self._pods(spec.get("selector"), request.namespace)
+        except InvalidSelector as invalid:
+            return await self._fail(budget, invalid.message)
         now = datetime.datetime.now(datetime.UTC)
         disrupted, recheck = self._disrupted(pods, old.get("disruptedPods") or {}, now)
         healthy = sum(
@@ -148,15 +152,8 @@ class DisruptionController:
         )
         try:
             expected, desired = await self._expected(spec, pods, request.namespace)
-        except NoScale as failure:
-            status = {
-                **old,
-                "disruptionsAllowed": 0,
-                "observedGeneration": generation,
-                "conditions": [_condition(0, "SyncFailed", str(failure), old, generation)],
-            }
-            await write_status(self.manager.api_reader, BUDGET, budget, status)
-            return Result(requeue_after=5.0)
+        except SyncFailure as failure:
+            return await self._fail(budget, str(failure))
         allowed = healthy - desired if expected > 0 and healthy > desired else 0
         reason = "SufficientPods" if allowed > 0 else "InsufficientPods"
         # A merge patch: records dropped are nulled, the others kept.
@@ -174,6 +171,31 @@ class DisruptionController:
         }
         await write_status(self.manager.api_reader, BUDGET, budget, status)
         return Result(requeue_after=recheck) if recheck is not None else None
+
+    async def _pods(self, selector: Any, namespace: str) -> list[Obj]:
+        """The budget's pods: those its selector matches (an empty one matches none)."""
+        if not isinstance(selector, Mapping) or not (
+            selector.get("matchLabels") or selector.get("matchExpressions")
+        ):
+            return []
+        matcher = LabelSelector.from_label_selector_dict(selector)
+        return [
+            pod
+            for pod in (await self.manager.client.list(POD, namespace=namespace)).items
+            if matcher.matches((pod.get("metadata") or {}).get("labels") or {})
+        ]
+
+    async def _fail(self, budget: Obj, message: str) -> Result:
+        """upstream's ``failSafe``: nothing allowed, the DisruptionAllowed condition says why."""
+        old = budget.get("status") or {}
+        generation = int((budget.get("metadata") or {}).get("generation") or 1)
+        status = {
+            "disruptionsAllowed": 0,
+            "observedGeneration": generation,
+            "conditions": [_condition(0, "SyncFailed", message, old, generation)],
+        }
+        await write_status(self.manager.api_reader, BUDGET, budget, status)
+        return Result(requeue_after=5.0)
 
     @staticmethod
     def _disrupted(

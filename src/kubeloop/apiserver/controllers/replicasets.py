@@ -1,8 +1,9 @@
 """The ReplicaSet controller: as many running pods as ``spec.replicas``, and a status that says so.
 
 A reconciler of ReplicaSets that owns Pods; ReplicationControllers get the same reconciler,
-with their plain label map for a selector (upstream runs one controller for both). Pods it controls (its controller reference, and
-labels its selector matches) are counted while neither ended nor being deleted; missing ones
+with their plain label map for a selector (upstream runs one controller for both). Pods it
+controls (its controller reference, and labels its selector matches) are counted while neither
+ended nor being deleted; missing ones
 are created from the template, extra ones deleted (not-ready and newest first, as upstream
 prefers). The status has ``replicas``, ``fullyLabeledReplicas``, ``readyReplicas``,
 ``availableReplicas`` (ready, with ``minReadySeconds`` taken as met) and

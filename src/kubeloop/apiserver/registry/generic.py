@@ -679,11 +679,12 @@ class Registry:
             strategy.default(new)
         if resource.tracks_generation and subresource == "" and strategy.generation_changed(old, new):
             meta["generation"] = int(old_meta.get("generation", 0)) + 1
+        served_old = self.to_served(resource, old)
         if managed is None:
             meta["managedFields"] = sent_managed
             # Field sets are of the version the manager wrote (autoscaling/v1 fields for a v1 client).
             managed = _recorded_update(
-                strategy, self.to_served(resource, old), self.to_served(resource, new), options, subresource
+                strategy, served_old, self.to_served(resource, new), options, subresource
             )
         _set_managed(meta, managed)
         if old_meta.get("deletionTimestamp"):
@@ -702,7 +703,7 @@ class Registry:
                         )
                     ],
                 )
-        served_new, served_old = self.to_served(resource, new), self.to_served(resource, old)
+        served_new = self.to_served(resource, new)  # again: managedFields and more were set since
         self._validate(resource, served_new, served_old)
         if options.admit is not None:
             options.admit(served_new, served_old)

@@ -346,15 +346,28 @@ class HorizontalPodAutoscalerV1Strategy(BuiltinStrategy):
 
     def __init__(self, resource: ResourceType, kind: KindRules) -> None:
         super().__init__(resource, kind)
+        self._stored_schema = schemas.kind_schema(resource.group, resource.stored_version, resource.kind)
         # finish() completes the stored form: v2's required status fields.
-        stored = schemas.kind_schema(resource.group, resource.stored_version, resource.kind)
-        self._status_zeros = _required_zeros(stored, "status")
+        self._status_zeros = _required_zeros(self._stored_schema, "status")
 
     def to_served(self, stored: Obj) -> Obj:
         return hpaconversion.v2_to_v1(stored)
 
     def to_stored(self, served: Obj) -> Obj:
-        return hpaconversion.v1_to_v2(served)
+        """The v2 object, decoded as Go decodes v2: what the round-trip annotations carried is
+        typed like any body (a string for a number is a 400 naming the field), as upstream's
+        conversion unmarshals them into typed structs."""
+        converted = hpaconversion.v1_to_v2(served)
+        if self._stored_schema is None:
+            return converted
+        decoded, _warnings = validation.decode_against_schema(
+            converted,
+            self._stored_schema,
+            kind=self.resource.kind,
+            version=self.resource.stored_version,
+            mode="Ignore",
+        )
+        return decoded
 
     def kind_rules(self, obj: Mapping[str, Any]) -> list[StatusCause]:
         return super().kind_rules(hpaconversion.v1_to_v2(obj))

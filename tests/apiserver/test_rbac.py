@@ -329,3 +329,49 @@ def test_can_i_list_shows_the_rules_bound_here(admin: Kubectl, alice: Kubectl, n
     elsewhere = alice("auth", "can-i", "--list", "-n", "default").stdout
     assert "deployments.apps" not in elsewhere
     assert "*.*" in admin("auth", "can-i", "--list", *ns).stdout  # cluster-admin, through system:masters
+
+
+def test_roles_and_bindings_are_validated_as_upstream(admin: Kubectl, api: Client, namespace: str) -> None:
+    ns = ["-n", namespace]
+    bad_role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "bad", "namespace": namespace},
+        "rules": [
+            {"resources": ["pods"], "verbs": ["get"]},
+            {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
+        ],
+    }
+    refused = admin("apply", "-f", "-", stdin=json.dumps(bad_role), check=False)
+    assert refused.returncode != 0
+    assert (
+        'The Role "bad" is invalid: \n'
+        "* rules[0].apiGroups: Required value: resource rules must supply at least one api group\n"
+        '* rules[1].nonResourceURLs: Invalid value: ["/metrics"]: namespaced rules cannot apply to '
+        "non-resource URLs" in refused.stderr
+    )
+    assert api.get(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles/bad").status_code == 404
+
+    # A binding written without the RBAC group gets it; its roleRef never changes.
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "viewers", "namespace": namespace},
+        "roleRef": {"kind": "ClusterRole", "name": "view"},
+        "subjects": [{"kind": "Group", "name": "auditors"}],
+    }
+    admin("apply", "-f", "-", stdin=json.dumps(binding))
+    stored = json.loads(admin("get", "rolebinding", "viewers", "-o", "json", *ns).stdout)
+    assert stored["roleRef"]["apiGroup"] == "rbac.authorization.k8s.io"
+    assert stored["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "auditors"}
+    ]
+    binding["roleRef"]["name"] = "edit"
+    changed = admin("apply", "-f", "-", stdin=json.dumps(binding), check=False)
+    assert changed.returncode != 0
+    assert (
+        'roleRef: Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"ClusterRole","Name":"edit"}: '
+        "cannot change roleRef" in changed.stderr
+    )
+    stored = json.loads(admin("get", "rolebinding", "viewers", "-o", "json", *ns).stdout)
+    assert stored["roleRef"]["name"] == "view"

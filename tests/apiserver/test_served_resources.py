@@ -7,6 +7,7 @@ upstream's do."""
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import pathlib
 import re
@@ -702,40 +703,103 @@ def test_kubectl_on_the_durable_server(binary: pathlib.Path, tmp_path: pathlib.P
         assert answered["status"]["user"]["username"] == "system:serviceaccount:default:default"
 
 
-def test_budgets_the_controller_cannot_compute_allow_nothing(api: Client, namespace: str) -> None:
-    # Upstream's failSafe: a bad number or selector makes the condition SyncFailed, and no
-    # eviction is allowed; the controller keeps going for the other budgets.
+def test_bad_budgets_are_refused_and_uncomputable_ones_allow_nothing(api: Client, namespace: str) -> None:
+    # Bad numbers and selectors are refused with upstream's causes, nothing written.
     pdbs = f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
+
+    def budget(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+
     bad = {
-        "number": {"maxUnavailable": "lots", "selector": {"matchLabels": {"app": "web"}}},
-        "selector": {
-            "minAvailable": 1,
-            "selector": {"matchExpressions": [{"key": "app", "operator": "Near"}]},
-        },
+        "number": ({"maxUnavailable": "lots"}, "spec.maxUnavailable"),
+        "selector": (
+            {"minAvailable": 1, "selector": {"matchExpressions": [{"key": "app", "operator": "Near"}]}},
+            "spec.selector.matchExpressions[0].operator",
+        ),
+        "both": ({"minAvailable": 1, "maxUnavailable": 1}, "spec"),
     }
-    for name, spec in bad.items():
-        made = api.post(
-            pdbs,
-            {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": name},
-                "spec": spec,
-            },
-        )
-        assert made.status_code == 201, made.text
+    for name, (spec, field) in bad.items():
+        refused = api.post(pdbs, budget(name, spec))
+        assert refused.status_code == 422, refused.text
+        assert [c["field"] for c in refused.json()["details"]["causes"]] == [field]
+        assert api.get(f"{pdbs}/{name}").status_code == 404
+    # Upstream's failSafe: a budget the controller cannot compute (maxUnavailable over a pod no
+    # controller owns) says SyncFailed and allows nothing.
+    made = api.post(
+        pdbs, budget("orphans", {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}})
+    )
+    assert made.status_code == 201, made.text
     _ready_pod(api, f"/api/v1/namespaces/{namespace}", "p")
     deadline = time.monotonic() + 20
-    for name in bad:
-        while True:
-            status = api.get(f"{pdbs}/{name}").json().get("status", {})
-            conditions = status.get("conditions") or [{}]
-            if conditions[0].get("reason") == "SyncFailed":
-                break
-            assert time.monotonic() < deadline, status
-            time.sleep(0.05)
-        assert status["disruptionsAllowed"] == 0 and conditions[0]["status"] == "False"
-    assert (
-        "invalid value for IntOrString"
-        in api.get(f"{pdbs}/number").json()["status"]["conditions"][0]["message"]
+    while True:
+        status = api.get(f"{pdbs}/orphans").json().get("status", {})
+        conditions = status.get("conditions") or [{}]
+        if conditions[0].get("reason") == "SyncFailed":
+            break
+        assert time.monotonic() < deadline, status
+        time.sleep(0.05)
+    assert status["disruptionsAllowed"] == 0 and conditions[0]["status"] == "False"
+    assert conditions[0]["message"] == 'found no controller ref for pod "p"'
+
+
+def test_fields_upstream_fixes_stay_fixed_through_every_kind_of_write(api: Client, namespace: str) -> None:
+    # PUT, merge patch and server-side apply all meet Validate<Kind>Update; nothing is written.
+    deployments = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    labels = {"app": "web"}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+    made = api.post(deployments, deployment).json()
+    moved = copy.deepcopy(made)
+    moved["spec"]["selector"] = {"matchLabels": {"app": "api"}}
+    moved["spec"]["template"]["metadata"]["labels"] = {"app": "api"}
+    refused = api.put(f"{deployments}/web", moved)
+    assert refused.status_code == 422
+    assert refused.json()["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: {"matchLabels":{"app":"api"}}: field is immutable',
+            "field": "spec.selector",
+        }
+    ]
+    applied = api.patch(
+        f"{deployments}/web?fieldManager=me&force=true",
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": moved["spec"]},
+        "application/apply-patch+yaml",
     )
+    assert applied.status_code == 422 and "spec.selector" in applied.json()["message"]
+    assert api.get(f"{deployments}/web").json()["spec"]["selector"] == {"matchLabels": labels}
+
+    configmaps = f"/api/v1/namespaces/{namespace}/configmaps"
+    frozen = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "f"},
+        "data": {"k": "v"},
+        "immutable": True,
+    }
+    assert api.post(configmaps, frozen).status_code == 201
+    patched = api.patch(f"{configmaps}/f", {"data": {"k": "w"}}, "application/merge-patch+json")
+    assert patched.status_code == 422
+    assert patched.json()["message"] == (
+        'ConfigMap "f" is invalid: data: Forbidden: field is immutable when `immutable` is set'
+    )
+    labelled = api.patch(
+        f"{configmaps}/f", {"metadata": {"labels": {"a": "b"}}}, "application/merge-patch+json"
+    )
+    assert labelled.status_code == 200, labelled.text
+    assert api.get(f"{configmaps}/f").json()["data"] == {"k": "v"}

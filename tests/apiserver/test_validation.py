@@ -1007,6 +1007,339 @@ def test_lease_rules(spec: dict[str, Any], expected: list[tuple[str, str]]) -> N
     assert [(c.field, c.message) for c in causes] == expected
 
 
+RBAC = "rbac.authorization.k8s.io"
+_VERBS_REQUIRED = "Required value: verbs must contain at least one value"
+
+
+@pytest.mark.parametrize(
+    ("kind", "rules", "expected"),
+    [
+        ("Role", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}], []),
+        ("ClusterRole", [{"nonResourceURLs": ["/healthz", "/api/*"], "verbs": ["get"]}], []),
+        (
+            "Role",
+            [{"resources": ["pods"]}],
+            [
+                ("rules[0].verbs", _VERBS_REQUIRED),
+                ("rules[0].apiGroups", "Required value: resource rules must supply at least one api group"),
+            ],
+        ),
+        (
+            "Role",
+            [{"apiGroups": ["apps"], "verbs": ["*"]}],
+            [("rules[0].resources", "Required value: resource rules must supply at least one resource")],
+        ),
+        (
+            "Role",
+            [{"nonResourceURLs": ["/x"], "verbs": ["get"]}],
+            [
+                (
+                    "rules[0].nonResourceURLs",
+                    'Invalid value: ["/x"]: namespaced rules cannot apply to non-resource URLs',
+                )
+            ],
+        ),
+        (
+            "ClusterRole",
+            [{"nonResourceURLs": ["/x"], "resources": ["pods"], "verbs": ["get"]}],
+            [
+                (
+                    "rules[0].nonResourceURLs",
+                    'Invalid value: ["/x"]: rules cannot apply to both regular resources and non-resource URLs',
+                )
+            ],
+        ),
+    ],
+)
+def test_policy_rules(kind: str, rules: list[dict[str, Any]], expected: list[tuple[str, str]]) -> None:
+    meta = {"name": "r", "namespace": "a"} if kind == "Role" else {"name": "r"}
+    causes = validate_object(RBAC, kind, {"metadata": meta, "rules": rules})
+    assert [(c.field, c.message) for c in causes] == expected
+
+
+def test_aggregation_rule_needs_a_valid_selector() -> None:
+    role = {"metadata": {"name": "agg"}, "aggregationRule": {"clusterRoleSelectors": []}}
+    assert [(c.field, c.message) for c in validate_object(RBAC, "ClusterRole", role)] == [
+        (
+            "aggregationRule.clusterRoleSelectors",
+            "Required value: at least one clusterRoleSelector required if aggregationRule is non-nil",
+        )
+    ]
+    role["aggregationRule"] = {"clusterRoleSelectors": [{"matchLabels": {"bad key!": "x"}}]}
+    assert [c.field for c in validate_object(RBAC, "ClusterRole", role)] == [
+        "aggregationRule.clusterRoleSelectors[0].matchLabels"
+    ]
+
+
+def _binding(kind: str, ref: dict[str, Any], subjects: list[dict[str, Any]]) -> dict[str, Any]:
+    meta = {"name": "b", "namespace": "a"} if kind == "RoleBinding" else {"name": "b"}
+    binding = {"metadata": meta, "roleRef": ref, "subjects": subjects}
+    strategy(RBAC, kind).default(binding)
+    return binding
+
+
+def test_bindings_default_the_rbac_group_for_the_role_users_and_groups() -> None:
+    binding = _binding(
+        "RoleBinding",
+        {"kind": "Role", "name": "r"},
+        [
+            {"kind": "User", "name": "u"},
+            {"kind": "Group", "name": "g"},
+            {"kind": "ServiceAccount", "name": "s"},
+        ],
+    )
+    assert binding["roleRef"]["apiGroup"] == RBAC
+    assert [s.get("apiGroup") for s in binding["subjects"]] == [RBAC, RBAC, None]
+    assert validate_object(RBAC, "RoleBinding", binding) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "ref", "subjects", "expected"),
+    [
+        (
+            "ClusterRoleBinding",
+            {"kind": "Role", "name": "r"},
+            [{"kind": "ServiceAccount", "name": "s"}],
+            [
+                ("roleRef.kind", 'Unsupported value: "Role": supported values: "ClusterRole"'),
+                ("subjects[0].namespace", "Required value"),
+            ],
+        ),
+        (
+            "RoleBinding",
+            {"apiGroup": "example.com", "kind": "Thing", "name": "a/b"},
+            [],
+            [
+                (
+                    "roleRef.apiGroup",
+                    'Unsupported value: "example.com": supported values: "rbac.authorization.k8s.io"',
+                ),
+                ("roleRef.kind", 'Unsupported value: "Thing": supported values: "Role", "ClusterRole"'),
+                ("roleRef.name", "Invalid value: \"a/b\": may not contain '/'"),
+            ],
+        ),
+        (
+            "RoleBinding",
+            {"kind": "ClusterRole", "name": "view"},
+            [
+                {"kind": "Robot", "name": "r2"},
+                {"kind": "ServiceAccount", "name": "Bad_Name", "apiGroup": "x"},
+                {"kind": "User", "name": "", "apiGroup": "x"},
+            ],
+            [
+                (
+                    "subjects[0].kind",
+                    'Unsupported value: "Robot": supported values: "ServiceAccount", "User", "Group"',
+                ),
+                (
+                    "subjects[1].name",
+                    'Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case '
+                    "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character "
+                    "(e.g. 'example.com', regex used for validation is "
+                    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                ),
+                ("subjects[1].apiGroup", 'Unsupported value: "x": supported values: ""'),
+                ("subjects[2].name", "Required value"),
+                (
+                    "subjects[2].apiGroup",
+                    'Unsupported value: "x": supported values: "rbac.authorization.k8s.io"',
+                ),
+            ],
+        ),
+    ],
+)
+def test_binding_rules(
+    kind: str, ref: dict[str, Any], subjects: list[dict[str, Any]], expected: list[tuple[str, str]]
+) -> None:
+    causes = validate_object(RBAC, kind, _binding(kind, ref, subjects))
+    assert [(c.field, c.message) for c in causes] == expected
+
+
+def test_a_bindings_role_ref_cannot_change() -> None:
+    old = _binding("RoleBinding", {"kind": "Role", "name": "r"}, [])
+    new = copy.deepcopy(old)
+    assert strategy(RBAC, "RoleBinding").validate_write(new, old) == []
+    new["roleRef"]["name"] = "other"
+    assert [(c.field, c.message) for c in strategy(RBAC, "RoleBinding").validate_write(new, old)] == [
+        (
+            "roleRef",
+            'Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"Role","Name":"other"}: '
+            "cannot change roleRef",
+        )
+    ]
+
+
+_PERCENT_ERROR = (
+    "a valid percent string must be a numeric string followed by an ending '%' "
+    "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
+)
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"minAvailable": 1, "selector": {"matchLabels": {"a": "b"}}}, []),
+        ({"maxUnavailable": "100%", "unhealthyPodEvictionPolicy": "AlwaysAllow"}, []),
+        ({"minAvailable": "0%"}, []),
+        (
+            {"minAvailable": "50%", "maxUnavailable": 1, "selector": {"matchLabels": {"b": "2", "a": "1"}}},
+            [
+                (
+                    "spec",
+                    'Invalid value: {"MinAvailable":"50%","Selector":{"matchLabels":{"a":"1","b":"2"}},'
+                    '"MaxUnavailable":1,"UnhealthyPodEvictionPolicy":null}: '
+                    "minAvailable and maxUnavailable cannot be both set",
+                )
+            ],
+        ),
+        (
+            {"minAvailable": "101%"},
+            [("spec.minAvailable", 'Invalid value: "101%": must not be greater than 100%')],
+        ),
+        ({"maxUnavailable": "half"}, [("spec.maxUnavailable", f'Invalid value: "half": {_PERCENT_ERROR}')]),
+        (
+            {"maxUnavailable": -2},
+            [("spec.maxUnavailable", "Invalid value: -2: must be greater than or equal to 0")],
+        ),
+        (
+            {"selector": {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}},
+            [
+                (
+                    "spec.selector.matchExpressions[0].values",
+                    "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                )
+            ],
+        ),
+        (
+            {"unhealthyPodEvictionPolicy": "Never"},
+            [
+                (
+                    "spec.unhealthyPodEvictionPolicy",
+                    'Unsupported value: "Never": supported values: "AlwaysAllow", "IfHealthyBudget"',
+                )
+            ],
+        ),
+    ],
+)
+def test_pod_disruption_budget_rules(spec: dict[str, Any], expected: list[tuple[str, str]]) -> None:
+    causes = kind_rules("policy", "PodDisruptionBudget", {"spec": spec})
+    assert [(c.field, c.message) for c in causes] == expected
+
+
+def update_causes(group: str, kind: str, old: dict[str, Any], change: Any) -> list[tuple[str, str]]:
+    """The causes of replacing ``old`` by a copy that ``change`` edits (both defaulted)."""
+    kind_strategy = strategy(group, kind)
+    kind_strategy.default(old)
+    new = copy.deepcopy(old)
+    change(new)
+    kind_strategy.default(new)
+    return [(c.field, c.message) for c in kind_strategy.validate_write(new, old)]
+
+
+def test_apps_selectors_are_set_once() -> None:
+    def relabel(obj: dict[str, Any]) -> None:
+        obj["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+        obj["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
+
+    expected = [("spec.selector", 'Invalid value: {"matchLabels":{"app":"other"}}: field is immutable')]
+    for kind in ("Deployment", "ReplicaSet", "DaemonSet"):
+        assert update_causes("apps", kind, deployment(), relabel) == expected, kind
+    # Everything else in the spec may change.
+    assert update_causes("apps", "Deployment", deployment(), lambda d: d["spec"].update(replicas=5)) == []
+
+
+def test_stateful_sets_change_only_upstreams_list_of_fields() -> None:
+    stateful_set = deployment()
+    stateful_set["spec"]["serviceName"] = "web"
+    assert update_causes("apps", "StatefulSet", stateful_set, lambda s: s["spec"].update(replicas=4)) == []
+    forbidden = update_causes(
+        "apps", "StatefulSet", stateful_set, lambda s: s["spec"].update(serviceName="db")
+    )
+    assert forbidden == [
+        (
+            "spec",
+            "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', "
+            "'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' "
+            "are forbidden",
+        )
+    ]
+
+
+def job(**spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "j", "namespace": "a"},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"run": "j"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+            },
+            **spec,
+        },
+    }
+
+
+def test_a_jobs_template_and_policies_are_fixed() -> None:
+    def new_image(obj: dict[str, Any]) -> None:
+        obj["spec"]["template"]["spec"]["containers"][0]["image"] = "alpine"
+
+    causes = update_causes("batch", "Job", job(), new_image)
+    assert [field for field, _ in causes] == ["spec.template"]
+    assert causes[0][1].endswith(": field is immutable") and '"image":"alpine"' in causes[0][1]
+    assert update_causes("batch", "Job", job(), lambda j: j["spec"].update(completions=3)) == [
+        ("spec.completions", "Invalid value: 3: field is immutable")
+    ]
+    assert update_causes("batch", "Job", job(), lambda j: j["spec"].update(completionMode="Indexed")) == [
+        ("spec.completionMode", 'Invalid value: "Indexed": field is immutable')
+    ]
+    # Parallelism, suspension and the backoff limit may change.
+    assert update_causes("batch", "Job", job(), lambda j: j["spec"].update(parallelism=3, suspend=True)) == []
+
+
+def test_a_suspended_job_that_never_started_may_move_its_pods() -> None:
+    def reschedule(obj: dict[str, Any]) -> None:
+        pod = obj["spec"]["template"]["spec"]
+        pod["nodeSelector"] = {"zone": "b"}
+        pod["tolerations"] = [{"key": "spot", "operator": "Exists"}]
+        obj["spec"]["template"]["metadata"]["annotations"] = {"queue": "high"}
+
+    assert update_causes("batch", "Job", job(suspend=True), reschedule) == []
+    started = job(suspend=True)
+    started["status"] = {"startTime": "2026-01-01T00:00:00Z"}
+    assert [field for field, _ in update_causes("batch", "Job", started, reschedule)] == ["spec.template"]
+    assert [field for field, _ in update_causes("batch", "Job", job(), reschedule)] == ["spec.template"]
+
+
+def test_an_indexed_jobs_completions_change_with_its_parallelism() -> None:
+    indexed = job(completionMode="Indexed", completions=2, parallelism=2)
+    assert (
+        update_causes("batch", "Job", indexed, lambda j: j["spec"].update(completions=4, parallelism=4)) == []
+    )
+    assert update_causes("batch", "Job", indexed, lambda j: j["spec"].update(completions=4)) == [
+        ("spec.completions", "Invalid value: 4: can only be modified in tandem with spec.parallelism")
+    ]
+
+
+_WHEN_IMMUTABLE = "Forbidden: field is immutable when `immutable` is set"
+
+
+def test_immutable_config_maps_and_secrets_keep_their_data() -> None:
+    config = {"metadata": {"name": "c", "namespace": "a"}, "data": {"k": "v"}, "immutable": True}
+    assert update_causes("", "ConfigMap", config, lambda c: c["metadata"].update(labels={"x": "y"})) == []
+    assert update_causes("", "ConfigMap", config, lambda c: c.update(data={"k": "w"}, immutable=False)) == [
+        ("immutable", _WHEN_IMMUTABLE),
+        ("data", _WHEN_IMMUTABLE),
+    ]
+    mutable = {"metadata": {"name": "c", "namespace": "a"}, "data": {"k": "v"}}
+    assert update_causes("", "ConfigMap", mutable, lambda c: c.update(data={}, immutable=True)) == []
+    secret = {"metadata": {"name": "s", "namespace": "a"}, "data": {"k": "dg=="}, "immutable": True}
+    assert update_causes("", "Secret", secret, lambda s: s.update(stringData={"k": "w"})) == [
+        ("data", _WHEN_IMMUTABLE)
+    ]
+    assert update_causes("", "Secret", secret, lambda s: s.update(type="kubernetes.io/tls")) == [
+        ("type", 'Invalid value: "kubernetes.io/tls": field is immutable')
+    ]
+
+
 def test_unlisted_kinds_have_no_rules() -> None:
     assert kind_rules("example.com", "Widget", {"spec": {"replicas": -1}}) == []
 
@@ -1074,7 +1407,10 @@ def test_decode_is_fast_enough() -> None:
         (
             "rbac.authorization.k8s.io",
             "Role",
-            {"metadata": {"name": "r", "namespace": "a"}, "rules": [{"apiGroups": [""], "verbs": []}]},
+            {
+                "metadata": {"name": "r", "namespace": "a"},
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": []}],
+            },
             ["rules[0].verbs"],
         ),
     ],

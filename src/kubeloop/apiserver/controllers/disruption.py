@@ -238,7 +238,10 @@ class DisruptionController:
         total = 0
         for pod in pods:
             ref = _controller_ref(pod)
-            if ref is None or str(ref.get("uid")) in counted:
+            if ref is None:
+                name = (pod.get("metadata") or {}).get("name")
+                raise SyncFailure(f'found no controller ref for pod "{name}"')
+            if str(ref.get("uid")) in counted:
                 continue
             counted.add(str(ref.get("uid")))
             kind = SCALED.get(str(ref.get("kind")))

@@ -336,6 +336,24 @@ def network_policy(obj: Obj) -> None:
         spec["policyTypes"] = ["Ingress", "Egress"] if spec.get("egress") else ["Ingress"]
 
 
+_RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+def role_binding(obj: Obj) -> None:
+    """SetDefaults_RoleBinding / _ClusterRoleBinding / _Subject: the roleRef's group, and each
+    User or Group subject's, is rbac.authorization.k8s.io when left out."""
+    ref = obj.get("roleRef")
+    if isinstance(ref, dict) and not ref.get("apiGroup"):
+        ref["apiGroup"] = _RBAC_GROUP
+    for subject in obj.get("subjects") or ():
+        if (
+            isinstance(subject, dict)
+            and not subject.get("apiGroup")
+            and subject.get("kind") in ("User", "Group")
+        ):
+            subject["apiGroup"] = _RBAC_GROUP
+
+
 def endpoint_slice(obj: Obj) -> None:
     for port in obj.get("ports") or ():
         if isinstance(port, dict):

@@ -28,6 +28,7 @@ from kubeloop.apiserver.registry.serviceips import ServiceAllocator
 from kubeloop.errors import StatusCause
 
 Rules = Callable[[Mapping[str, Any]], list[StatusCause]]
+UpdateRules = Callable[[Mapping[str, Any], Mapping[str, Any]], list[StatusCause]]
 Mutation = Callable[[Obj], None]
 
 #: Namespaces that exist from the start and may not be deleted.
@@ -206,6 +207,8 @@ class KindRules:
     initial_status: Mutation | None = None
     #: Hand-written upstream validation (pkg/apis/<group>/validation) beyond the schema's required fields.
     rules: Rules | None = None
+    #: Upstream's rules about a change (``Validate<Kind>Update``): fields that may not change.
+    update_rules: UpdateRules | None = None
 
 
 class BuiltinStrategy(Strategy):
@@ -262,6 +265,12 @@ class BuiltinStrategy(Strategy):
         if self.kind.rules is None or not isinstance(obj, Mapping):
             return []
         return self.kind.rules(obj)
+
+    def validate_write(self, obj: Obj, old: Obj | None) -> list[StatusCause]:
+        causes = self.validate(obj)
+        if old is not None and self.kind.update_rules is not None:
+            causes.extend(self.kind.update_rules(obj, old))
+        return causes
 
     def validate(self, obj: Obj) -> list[StatusCause]:
         causes = super().validate(obj)
@@ -385,27 +394,55 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
         ServiceStrategy,
         KindRules(defaults.service, defaults.service_status, validation.service_rules),
     ),
-    ("", "configmaps"): (BuiltinStrategy, KindRules(rules=validation.config_map_rules)),
-    ("", "secrets"): (BuiltinStrategy, KindRules(defaults.secret, rules=validation.secret_rules)),
+    ("", "configmaps"): (
+        BuiltinStrategy,
+        KindRules(rules=validation.config_map_rules, update_rules=validation.config_map_update_rules),
+    ),
+    ("", "secrets"): (
+        BuiltinStrategy,
+        KindRules(
+            defaults.secret, rules=validation.secret_rules, update_rules=validation.secret_update_rules
+        ),
+    ),
     ("apps", "deployments"): (
         BuiltinStrategy,
-        KindRules(defaults.deployment, defaults.empty_status, validation.deployment_rules),
+        KindRules(
+            defaults.deployment,
+            defaults.empty_status,
+            validation.deployment_rules,
+            validation.selector_update_rules,
+        ),
     ),
     ("apps", "replicasets"): (
         BuiltinStrategy,
-        KindRules(defaults.replica_set, defaults.empty_status, validation.replica_set_rules),
+        KindRules(
+            defaults.replica_set,
+            defaults.empty_status,
+            validation.replica_set_rules,
+            validation.selector_update_rules,
+        ),
     ),
     ("apps", "statefulsets"): (
         BuiltinStrategy,
-        KindRules(defaults.stateful_set, defaults.empty_status, validation.stateful_set_rules),
+        KindRules(
+            defaults.stateful_set,
+            defaults.empty_status,
+            validation.stateful_set_rules,
+            validation.stateful_set_update_rules,
+        ),
     ),
     ("apps", "daemonsets"): (
         BuiltinStrategy,
-        KindRules(defaults.daemon_set, defaults.empty_status, validation.daemon_set_rules),
+        KindRules(
+            defaults.daemon_set,
+            defaults.empty_status,
+            validation.daemon_set_rules,
+            validation.selector_update_rules,
+        ),
     ),
     ("batch", "jobs"): (
         BuiltinStrategy,
-        KindRules(defaults.job, defaults.empty_status, validation.job_rules),
+        KindRules(defaults.job, defaults.empty_status, validation.job_rules, validation.job_update_rules),
     ),
     ("batch", "cronjobs"): (
         BuiltinStrategy,
@@ -432,6 +469,34 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
             defaults.horizontal_pod_autoscaler,
             defaults.empty_status,
             validation.horizontal_pod_autoscaler_rules,
+        ),
+    ),
+    ("apps", "controllerrevisions"): (
+        BuiltinStrategy,
+        KindRules(update_rules=validation.controller_revision_update_rules),
+    ),
+    ("policy", "poddisruptionbudgets"): (
+        BuiltinStrategy,
+        KindRules(rules=validation.pod_disruption_budget_rules),
+    ),
+    ("rbac.authorization.k8s.io", "roles"): (BuiltinStrategy, KindRules(rules=validation.role_rules)),
+    ("rbac.authorization.k8s.io", "clusterroles"): (
+        BuiltinStrategy,
+        KindRules(rules=validation.cluster_role_rules),
+    ),
+    ("rbac.authorization.k8s.io", "rolebindings"): (
+        BuiltinStrategy,
+        KindRules(
+            defaults.role_binding, None, validation.role_binding_rules, validation.binding_update_rules
+        ),
+    ),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): (
+        BuiltinStrategy,
+        KindRules(
+            defaults.role_binding,
+            None,
+            validation.cluster_role_binding_rules,
+            validation.binding_update_rules,
         ),
     ),
     ("networking.k8s.io", "networkpolicies"): (BuiltinStrategy, KindRules(defaults.network_policy)),

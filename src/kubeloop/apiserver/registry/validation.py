@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import calendar
 import contextlib
+import copy
 import datetime as _dt
 import json
 import re
@@ -74,11 +75,20 @@ class StrictDecodingError(errors.BadRequest):
 # --------------------------------------------------------------------------- Go formatting
 
 
+class _GoStruct(dict[str, Any]):
+    """A Go struct's value in an error message: its fields in declaration order (a map's keys are
+    sorted). Internal types have no JSON tags, so their fields print with Go's names."""
+
+
 def _go_json(value: Any) -> str:
     """``json.Marshal`` as Go prints it in ``Invalid value: ...`` (maps sorted, HTML escaped)."""
     try:
         text = json.dumps(
-            value, sort_keys=isinstance(value, dict), separators=(",", ":"), ensure_ascii=False, default=str
+            value,
+            sort_keys=isinstance(value, dict) and not isinstance(value, _GoStruct),
+            separators=(",", ":"),
+            ensure_ascii=False,
+            default=str,
         )
     except (TypeError, ValueError):
         text = str(value)
@@ -256,6 +266,8 @@ class _Plan:
     bits: int = 64
     #: For validate_required: the fields worth descending into (computed on first use).
     walk: dict[str, _Plan] | None = None
+    #: The schema definition a struct comes from (``io.k8s.api.rbac.v1.Subject``).
+    definition: str = ""
 
 
 _DEF_PLANS: dict[str, _Plan] = {}
@@ -281,7 +293,7 @@ def _def_plan(name: str) -> _Plan:
         plan = _Plan(_ANY, _FREE_FORM_DEFS[name])
     else:
         node = schemas.definitions()[name]
-        plan = _Plan(_STRUCT, go_type, short)
+        plan = _Plan(_STRUCT, go_type, short, definition=name)
         _DEF_PLANS[name] = plan  # registered before filling: schemas are recursive
         _fill(plan, node, named=True)
         return plan
@@ -1163,9 +1175,19 @@ def _needs_required(plan: _Plan) -> bool:
 
 
 #: Fields the schema lists as required (Go's field has no ``omitempty``) that no upstream rule
-#: asks a value of: a kubelet registers its CSINode with no drivers, a LimitRange may list no
-#: limits.
-_NOT_REQUIRED_UPSTREAM = frozenset({("v1.CSINodeSpec", "drivers"), ("v1.LimitRangeSpec", "limits")})
+#: asks a value of (a kubelet registers its CSINode with no drivers, a LimitRange may list no
+#: limits), or whose absence the kind's own rules report in upstream's words (a rule with no
+#: verbs; a roleRef or subject with no kind is an unsupported value, not a missing one).
+_NOT_REQUIRED_UPSTREAM = frozenset(
+    {
+        ("io.k8s.api.storage.v1.CSINodeSpec", "drivers"),
+        ("io.k8s.api.core.v1.LimitRangeSpec", "limits"),
+        ("io.k8s.api.rbac.v1.PolicyRule", "verbs"),
+        ("io.k8s.api.rbac.v1.RoleRef", "apiGroup"),
+        ("io.k8s.api.rbac.v1.RoleRef", "kind"),
+        ("io.k8s.api.rbac.v1.Subject", "kind"),
+    }
+)
 
 
 def _required_struct(
@@ -1179,7 +1201,7 @@ def _required_struct(
         if sub.kind == _STRUCT:
             if item is None:
                 _required_struct({}, sub, child, causes, top=False)
-        elif sub.kind == _BOOL or (plan.go_type, name) in _NOT_REQUIRED_UPSTREAM:
+        elif sub.kind == _BOOL or (plan.definition, name) in _NOT_REQUIRED_UPSTREAM:
             continue
         elif item is None or item == "" or item == []:
             causes.append(_required(child))
@@ -1571,6 +1593,344 @@ def _lease_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
     return causes
 
 
+_RBAC_GROUP = "rbac.authorization.k8s.io"
+_SUBJECT_KINDS = ("ServiceAccount", "User", "Group")
+
+
+def _policy_rule(rule: Any, namespaced: bool, path: str) -> list[StatusCause]:
+    """``ValidatePolicyRule``: verbs, and either non-resource URLs (cluster roles only) or
+    groups and resources."""
+    rule = _as_dict(rule)
+    causes: list[StatusCause] = []
+    if not _as_list(rule.get("verbs")):
+        causes.append(_required(f"{path}.verbs", "verbs must contain at least one value"))
+    urls = _as_list(rule.get("nonResourceURLs"))
+    if urls:
+        if namespaced:
+            causes.append(
+                _invalid(
+                    f"{path}.nonResourceURLs", urls, "namespaced rules cannot apply to non-resource URLs"
+                )
+            )
+        if any(_as_list(rule.get(key)) for key in ("apiGroups", "resources", "resourceNames")):
+            causes.append(
+                _invalid(
+                    f"{path}.nonResourceURLs",
+                    urls,
+                    "rules cannot apply to both regular resources and non-resource URLs",
+                )
+            )
+        return causes
+    if not _as_list(rule.get("apiGroups")):
+        causes.append(_required(f"{path}.apiGroups", "resource rules must supply at least one api group"))
+    if not _as_list(rule.get("resources")):
+        causes.append(_required(f"{path}.resources", "resource rules must supply at least one resource"))
+    return causes
+
+
+def _role_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
+    return [
+        cause
+        for index, rule in enumerate(_as_list(obj.get("rules")))
+        for cause in _policy_rule(rule, True, f"rules[{index}]")
+    ]
+
+
+def _cluster_role_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
+    causes = [
+        cause
+        for index, rule in enumerate(_as_list(obj.get("rules")))
+        for cause in _policy_rule(rule, False, f"rules[{index}]")
+    ]
+    aggregation = obj.get("aggregationRule")
+    if isinstance(aggregation, dict):
+        selectors = _as_list(aggregation.get("clusterRoleSelectors"))
+        if not selectors:
+            causes.append(
+                _required(
+                    "aggregationRule.clusterRoleSelectors",
+                    "at least one clusterRoleSelector required if aggregationRule is non-nil",
+                )
+            )
+        for index, selector in enumerate(selectors):
+            causes.extend(
+                validate_label_selector(_as_dict(selector), f"aggregationRule.clusterRoleSelectors[{index}]")
+            )
+    return causes
+
+
+def _subject(subject: Any, namespaced: bool, path: str) -> list[StatusCause]:
+    """``ValidateRoleBindingSubject``."""
+    subject = _as_dict(subject)
+    causes: list[StatusCause] = []
+    name, group, kind = _text(subject.get("name")), _text(subject.get("apiGroup")), subject.get("kind")
+    if not name:
+        causes.append(_required(f"{path}.name"))
+    if kind == "ServiceAccount":
+        causes.extend(
+            _invalid(f"{path}.name", name, msg) for msg in naming.dns1123_subdomain_errors(name) if name
+        )
+        if group:
+            causes.append(_not_supported(f"{path}.apiGroup", group, [""]))
+        if not namespaced and not _text(subject.get("namespace")):
+            causes.append(_required(f"{path}.namespace"))
+    elif kind in ("User", "Group"):
+        if group != _RBAC_GROUP:
+            causes.append(_not_supported(f"{path}.apiGroup", group, [_RBAC_GROUP]))
+    else:
+        causes.append(_not_supported(f"{path}.kind", _text(kind), _SUBJECT_KINDS))
+    return causes
+
+
+def _binding_rules(namespaced: bool) -> Callable[[Mapping[str, Any]], list[StatusCause]]:
+    """``ValidateRoleBinding`` / ``ValidateClusterRoleBinding``: the roleRef and the subjects."""
+    ref_kinds = ("Role", "ClusterRole") if namespaced else ("ClusterRole",)
+
+    def rules(obj: Mapping[str, Any]) -> list[StatusCause]:
+        ref = _as_dict(obj.get("roleRef"))
+        causes: list[StatusCause] = []
+        if _text(ref.get("apiGroup")) != _RBAC_GROUP:
+            causes.append(_not_supported("roleRef.apiGroup", _text(ref.get("apiGroup")), [_RBAC_GROUP]))
+        if ref.get("kind") not in ref_kinds:
+            causes.append(_not_supported("roleRef.kind", _text(ref.get("kind")), ref_kinds))
+        name = _text(ref.get("name"))
+        if not name:
+            causes.append(_required("roleRef.name"))
+        causes.extend(_invalid("roleRef.name", name, msg) for msg in naming.path_segment_errors(name) if name)
+        for index, subject in enumerate(_as_list(obj.get("subjects"))):
+            causes.extend(_subject(subject, namespaced, f"subjects[{index}]"))
+        return causes
+
+    return rules
+
+
+def _binding_update_rules(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[StatusCause]:
+    """A binding's roleRef never changes (delete and re-create the binding instead)."""
+    new_ref, old_ref = _as_dict(new.get("roleRef")), _as_dict(old.get("roleRef"))
+    fields = (("APIGroup", "apiGroup"), ("Kind", "kind"), ("Name", "name"))
+    if all(_text(new_ref.get(key)) == _text(old_ref.get(key)) for _, key in fields):
+        return []
+    shown = _GoStruct((go_name, _text(new_ref.get(key))) for go_name, key in fields)
+    return [_invalid("roleRef", shown, "cannot change roleRef")]
+
+
+_PERCENT = re.compile(r"[0-9]+%")
+_PERCENT_ERROR = naming.regex_error(
+    "a valid percent string must be a numeric string followed by an ending '%'", "[0-9]+%", "1%", "93%"
+)
+_UNHEALTHY_POD_EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
+
+
+def _positive_int_or_percent(value: Any, path: str) -> list[StatusCause]:
+    """``ValidatePositiveIntOrPercent`` and ``IsNotMoreThan100Percent``."""
+    if isinstance(value, str):
+        if not _PERCENT.fullmatch(value):
+            return [_invalid(path, value, _PERCENT_ERROR)]
+        if int(value[:-1]) > 100:
+            return [_invalid(path, value, "must not be greater than 100%")]
+        return []
+    if _is_int(value) and value < 0:
+        return [_invalid(path, value, _NEGATIVE)]
+    return []
+
+
+def _go_label_selector(selector: Any) -> Any:
+    """A ``*metav1.LabelSelector`` as json.Marshal prints it."""
+    if not isinstance(selector, dict):
+        return None
+    shown = _GoStruct()
+    if selector.get("matchLabels"):
+        shown["matchLabels"] = dict(sorted(_as_dict(selector["matchLabels"]).items()))
+    if selector.get("matchExpressions"):
+        shown["matchExpressions"] = [
+            _GoStruct(
+                [("key", _as_dict(expr).get("key")), ("operator", _as_dict(expr).get("operator"))]
+                + ([("values", _as_dict(expr)["values"])] if _as_dict(expr).get("values") else [])
+            )
+            for expr in _as_list(selector["matchExpressions"])
+        ]
+    return shown
+
+
+def _pdb_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
+    """``ValidatePodDisruptionBudget`` (and the status counters of its status update rules)."""
+    spec = _as_dict(obj.get("spec"))
+    causes: list[StatusCause] = []
+    minimum, maximum = spec.get("minAvailable"), spec.get("maxUnavailable")
+    if minimum is not None and maximum is not None:
+        shown = _GoStruct(
+            MinAvailable=minimum,
+            Selector=_go_label_selector(spec.get("selector")),
+            MaxUnavailable=maximum,
+            UnhealthyPodEvictionPolicy=spec.get("unhealthyPodEvictionPolicy"),
+        )
+        causes.append(_invalid("spec", shown, "minAvailable and maxUnavailable cannot be both set"))
+    if minimum is not None:
+        causes.extend(_positive_int_or_percent(minimum, "spec.minAvailable"))
+    if maximum is not None:
+        causes.extend(_positive_int_or_percent(maximum, "spec.maxUnavailable"))
+    if isinstance(spec.get("selector"), dict):
+        causes.extend(validate_label_selector(spec["selector"], "spec.selector"))
+    policy = spec.get("unhealthyPodEvictionPolicy")
+    if policy is not None and policy not in _UNHEALTHY_POD_EVICTION_POLICIES:
+        causes.append(
+            _not_supported("spec.unhealthyPodEvictionPolicy", _text(policy), _UNHEALTHY_POD_EVICTION_POLICIES)
+        )
+    status = _as_dict(obj.get("status"))
+    for key in ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"):
+        causes.extend(_nonnegative(status, key, "status"))
+    return causes
+
+
+# --------------------------------------------------------------------------- update rules
+#
+# Upstream's Validate<Kind>Update (and the apps strategies' ValidateUpdate): what may not change.
+# A changed value is shown as json.Marshal prints the new one; internal Go structs with no JSON
+# tags (a Job's pod template) are shown in their v1 form instead of with Go's field names.
+
+_IMMUTABLE = "field is immutable"
+
+
+def _immutable(path: str, new: Any, old: Any, shown: Any = None) -> list[StatusCause]:
+    """``ValidateImmutableField``."""
+    if new == old:
+        return []
+    return [_invalid(path, new if shown is None else shown, _IMMUTABLE)]
+
+
+def _selector_update_rules(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[StatusCause]:
+    """apps/v1 Deployments, ReplicaSets and DaemonSets: ``spec.selector`` is set once."""
+    selector = _as_dict(new.get("spec")).get("selector")
+    return _immutable(
+        "spec.selector", selector, _as_dict(old.get("spec")).get("selector"), _go_label_selector(selector)
+    )
+
+
+_STATEFUL_SET_MUTABLE = (
+    "replicas",
+    "ordinals",
+    "template",
+    "updateStrategy",
+    "persistentVolumeClaimRetentionPolicy",
+    "minReadySeconds",
+)
+
+
+def _stateful_set_update_rules(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[StatusCause]:
+    """``ValidateStatefulSetUpdate``: only the listed spec fields change."""
+    new_spec, old_spec = _as_dict(new.get("spec")), _as_dict(old.get("spec"))
+    rest = {k: v for k, v in new_spec.items() if k not in _STATEFUL_SET_MUTABLE}
+    if rest == {k: v for k, v in old_spec.items() if k not in _STATEFUL_SET_MUTABLE}:
+        return []
+    allowed = ", ".join(f"'{name}'" for name in _STATEFUL_SET_MUTABLE[:-1])
+    return [
+        _forbidden(
+            "spec",
+            f"updates to statefulset spec for fields other than {allowed} and "
+            f"'{_STATEFUL_SET_MUTABLE[-1]}' are forbidden",
+        )
+    ]
+
+
+#: What a suspended Job that never started may still change in its pod template
+#: (``AllowMutableSchedulingDirectives``).
+_SCHEDULING_DIRECTIVES = ("nodeSelector", "tolerations", "schedulingGates")
+
+
+def _job_template_for_comparison(template: Any, new_template: Any, mutable: bool) -> Any:
+    """The old template with the scheduling directives of the new one when they may change."""
+    if not mutable or not isinstance(template, dict) or not isinstance(new_template, dict):
+        return template
+    merged = copy.deepcopy(template)
+    new_meta = _as_dict(new_template.get("metadata"))
+    meta = merged.setdefault("metadata", {})
+    for key in ("labels", "annotations"):
+        if key in new_meta:
+            meta[key] = new_meta[key]
+        else:
+            meta.pop(key, None)
+    new_pod, pod = _as_dict(new_template.get("spec")), merged.setdefault("spec", {})
+    for key in _SCHEDULING_DIRECTIVES:
+        if key in new_pod:
+            pod[key] = new_pod[key]
+        else:
+            pod.pop(key, None)
+    new_affinity = new_pod.get("affinity")
+    if isinstance(new_affinity, dict):
+        affinity = dict(_as_dict(pod.get("affinity")))
+        if "nodeAffinity" in new_affinity:
+            affinity["nodeAffinity"] = new_affinity["nodeAffinity"]
+        else:
+            affinity.pop("nodeAffinity", None)
+        pod["affinity"] = affinity
+    elif isinstance(pod.get("affinity"), dict):
+        rest = {k: v for k, v in pod["affinity"].items() if k != "nodeAffinity"}
+        if rest:
+            pod["affinity"] = rest
+        else:
+            pod.pop("affinity")
+    if not meta:
+        merged.pop("metadata")
+    return merged
+
+
+def _job_update_rules(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[StatusCause]:
+    """``ValidateJobSpecUpdate``: completions (non-indexed), selector, pod template (bar the
+    scheduling directives of a suspended Job that never started) and the policies are fixed."""
+    spec, old_spec = _as_dict(new.get("spec")), _as_dict(old.get("spec"))
+    causes: list[StatusCause] = []
+    if spec.get("completionMode") == "Indexed":
+        completions = spec.get("completions")
+        changed = completions != old_spec.get("completions") and completions is not None
+        if changed and completions != spec.get("parallelism"):
+            detail = "can only be modified in tandem with spec.parallelism"
+            causes.append(_invalid("spec.completions", completions, detail))
+    else:
+        causes += _immutable("spec.completions", spec.get("completions"), old_spec.get("completions"))
+    selector = spec.get("selector")
+    causes += _immutable("spec.selector", selector, old_spec.get("selector"), _go_label_selector(selector))
+    mutable = old_spec.get("suspend") is True and not _as_dict(old.get("status")).get("startTime")
+    template = spec.get("template")
+    old_template = _job_template_for_comparison(old_spec.get("template"), template, mutable)
+    causes += _immutable("spec.template", template, old_template)
+    for key in ("completionMode", "podFailurePolicy", "backoffLimitPerIndex", "managedBy", "successPolicy"):
+        causes += _immutable(f"spec.{key}", spec.get(key), old_spec.get(key))
+    return causes
+
+
+_WHEN_IMMUTABLE = "field is immutable when `immutable` is set"
+
+
+def _immutable_data_rules(
+    *fields: str,
+) -> Callable[[Mapping[str, Any], Mapping[str, Any]], list[StatusCause]]:
+    """ConfigMaps and Secrets marked ``immutable``: the mark and the data stay."""
+
+    def rules(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[StatusCause]:
+        if old.get("immutable") is not True:
+            return []
+        causes: list[StatusCause] = []
+        if new.get("immutable") is not True:
+            causes.append(_forbidden("immutable", _WHEN_IMMUTABLE))
+        causes += [_forbidden(key, _WHEN_IMMUTABLE) for key in fields if new.get(key) != old.get(key)]
+        return causes
+
+    return rules
+
+
+_configmap_update_rules = _immutable_data_rules("data", "binaryData")
+_secret_data_rules = _immutable_data_rules("data")
+
+
+def _secret_update_rules(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[StatusCause]:
+    """``ValidateSecretUpdate``: the type never changes; an immutable secret's data neither."""
+    return _immutable("type", new.get("type"), old.get("type")) + _secret_data_rules(new, old)
+
+
+def _controller_revision_update_rules(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[StatusCause]:
+    return _immutable("data", new.get("data"), old.get("data"))
+
+
 _MAX_PERIOD_SECONDS = 1800
 _MAX_STABILIZATION_WINDOW_SECONDS = 3600
 _METRIC_SOURCES = ("ContainerResource", "External", "Object", "Pods", "Resource")
@@ -1803,6 +2163,18 @@ config_map_rules = _configmap_rules
 secret_rules = _secret_rules
 lease_rules = _lease_rules
 horizontal_pod_autoscaler_rules = _hpa_rules
+role_rules = _role_rules
+cluster_role_rules = _cluster_role_rules
+role_binding_rules = _binding_rules(namespaced=True)
+cluster_role_binding_rules = _binding_rules(namespaced=False)
+binding_update_rules = _binding_update_rules
+pod_disruption_budget_rules = _pdb_rules
+selector_update_rules = _selector_update_rules
+stateful_set_update_rules = _stateful_set_update_rules
+job_update_rules = _job_update_rules
+config_map_update_rules = _configmap_update_rules
+secret_update_rules = _secret_update_rules
+controller_revision_update_rules = _controller_revision_update_rules
 
 
 def deduplicated(causes: Iterable[StatusCause]) -> list[StatusCause]:

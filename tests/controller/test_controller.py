@@ -294,3 +294,36 @@ async def test_channel_source_reads_an_async_iterable_and_stops() -> None:
     release.set()
     await asyncio.sleep(0.05)
     assert len(queue) == 0
+
+
+async def test_async_map_functions_enqueue_when_they_return_and_stop_with_their_source() -> None:
+    seen: list[Request] = []
+
+    class Sink:
+        def add(self, item: Request) -> None:
+            seen.append(item)
+
+    release = asyncio.Event()
+    started: list[str] = []
+
+    async def owners_of(obj: dict[str, Any]) -> list[Request]:
+        started.append(obj["metadata"]["name"])
+        await release.wait()  # a cached read would await here
+        return [Request("ns", obj["metadata"]["name"] + "-owner")]
+
+    mapped = EnqueueRequestsFromMapFunc(owners_of)
+    old, new = configmap("old", "ns"), configmap("new", "ns")
+    mapped.update(old, new, Sink())
+    await eventually(lambda: started == ["old"])
+    assert seen == []  # nothing until the function returns
+    release.set()
+    await eventually(lambda: sorted(r.name for r in seen) == ["new-owner", "old-owner"])
+
+    # A function still running when its source stops is cancelled and awaited.
+    release.clear()
+    mapped.create(configmap("late", "ns"), Sink())
+    await eventually(lambda: "late" in started)
+    channel = Channel(asyncio.Queue(), mapped)
+    await channel.stop()
+    assert not mapped._tasks
+    assert Request("ns", "late-owner") not in seen

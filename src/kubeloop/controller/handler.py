@@ -4,14 +4,20 @@
 - ``EnqueueRequestForOwner``: the owner named in its ownerReferences, of the given kind —
   by default only the controller owner (``controller: true``), as ``Owns`` uses; on an update
   both the old and the new owners.
-- ``EnqueueRequestsFromMapFunc``: whatever requests a function maps the object to.
+- ``EnqueueRequestsFromMapFunc``: whatever requests a function maps the object to; an ``async``
+  function may read the cache (``await manager.client.list(Agent, field_selector=...)`` through
+  an index), as controller-runtime's MapFuncs do — each event's requests are then added when it
+  returns, by a task the handler owns until its source stops.
 - ``Funcs``: a function per kind of event, called with the queue (an event without one is
   ignored) — for handlers that decide per event type.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,6 +25,9 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.client.interface import KindRef, gvk_of
 from kubeloop.controller.reconcile import Request
+from kubeloop.lifecycle import cancel_and_wait
+
+log = logging.getLogger("kubeloop.controller.handler")
 
 
 class RequestQueue(Protocol):
@@ -123,12 +132,68 @@ class EnqueueRequestForOwner(_MapHandler):
         return out
 
 
+MapFunc = Callable[[Obj], Iterable[Request]] | Callable[[Obj], Awaitable[Iterable[Request]]]
+
+
 class EnqueueRequestsFromMapFunc(_MapHandler):
-    def __init__(self, map_func: Callable[[Obj], Iterable[Request]]) -> None:
+    """The requests ``map_func`` maps each event's object to (an update: the old object's too).
+
+    ``map_func`` may be a plain function or an ``async`` one; an async one runs in a task per
+    event (so it may await cached reads), which :meth:`stop` — called when the watch's source
+    stops — cancels and awaits.
+    """
+
+    def __init__(self, map_func: MapFunc) -> None:
         self.map_func = map_func
+        self._is_async = inspect.iscoroutinefunction(map_func)
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def _requests(self, obj: Obj) -> Iterable[Request]:
-        return list(self.map_func(obj))
+        return list(self.map_func(obj))  # type: ignore[arg-type]
+
+    def _map_later(self, objects: tuple[Obj, ...], queue: RequestQueue) -> None:
+        task = asyncio.get_running_loop().create_task(self._map(objects, queue), name="map func")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _map(self, objects: tuple[Obj, ...], queue: RequestQueue) -> None:
+        requests: set[Request] = set()
+        try:
+            for obj in objects:
+                requests.update(await self.map_func(obj))  # type: ignore[misc]
+        except Exception:
+            log.exception("a map function failed; its event enqueues nothing")
+            return
+        for request in requests:
+            queue.add(request)
+
+    def create(self, obj: Obj, queue: RequestQueue) -> None:
+        if self._is_async:
+            self._map_later((obj,), queue)
+        else:
+            super().create(obj, queue)
+
+    def update(self, old: Obj, new: Obj, queue: RequestQueue) -> None:
+        if self._is_async:
+            self._map_later((old, new), queue)
+        else:
+            super().update(old, new, queue)
+
+    def delete(self, obj: Obj, queue: RequestQueue) -> None:
+        if self._is_async:
+            self._map_later((obj,), queue)
+        else:
+            super().delete(obj, queue)
+
+    def generic(self, obj: Obj, queue: RequestQueue) -> None:
+        if self._is_async:
+            self._map_later((obj,), queue)
+        else:
+            super().generic(obj, queue)
+
+    async def stop(self) -> None:
+        """Cancel and await the map functions still running."""
+        await cancel_and_wait(list(self._tasks))
 
 
 @dataclass

@@ -70,7 +70,9 @@ class Kind:
         informer.add_handler(events)
 
     async def stop(self) -> None:
-        """Nothing to release: the informer belongs to the cache, which stops it."""
+        """The informer belongs to the cache, which stops it; the handler's own tasks (an async
+        map function's) end here."""
+        await _stop_handler(self.handler)
 
 
 class Channel:
@@ -90,6 +92,7 @@ class Channel:
         task, self._task = self._task, None
         if task is not None:
             await cancel_and_wait([task])
+        await _stop_handler(self.handler)
 
     async def _deliver(self, queue: RequestQueue) -> None:
         async for obj in self._objects():
@@ -114,6 +117,12 @@ class _LowPriority:
 
     def add(self, item: Request) -> None:
         self.queue.add(item, priority=LOW_PRIORITY)
+
+
+async def _stop_handler(handler: EventHandler) -> None:
+    stop = getattr(handler, "stop", None)
+    if stop is not None:
+        await stop()
 
 
 def _rv(obj: Obj) -> object:

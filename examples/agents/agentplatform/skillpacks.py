@@ -1,0 +1,39 @@
+"""SkillPack → one owned ConfigMap, ``skillpack-<name>``, a key per skill."""
+
+from __future__ import annotations
+
+import kubeloop
+from kubeloop import kinds
+
+from .api import SkillPack
+from .common import labels, named, write_status
+
+
+def config_map_name(pack: str) -> str:
+    return f"skillpack-{pack}"
+
+
+def setup(manager: kubeloop.Manager) -> None:
+    client = manager.client
+
+    async def reconcile(request: kubeloop.Request) -> None:
+        try:
+            pack = await client.get(SkillPack, request.name, namespace=request.namespace)
+        except kubeloop.errors.NotFound:
+            return  # its ConfigMap goes with it
+        name = config_map_name(request.name)
+
+        def mutate(config: kubeloop.Obj) -> None:
+            kubeloop.set_controller_reference(pack, config)
+            config["metadata"]["labels"] = labels("skillpack", request.name)
+            config["data"] = {skill.name: skill.text for skill in pack.spec.skills}
+
+        await kubeloop.create_or_update(client, named(kinds.ConfigMap, name, request.namespace), mutate)
+        status = {
+            "observedGeneration": pack.metadata.generation,
+            "configMapName": name,
+            "skills": len(pack.spec.skills),
+        }
+        await write_status(client, pack, status)
+
+    kubeloop.Builder(manager).named("skillpack").for_(SkillPack).owns(kinds.ConfigMap).complete(reconcile)

@@ -1,0 +1,308 @@
+"""The agent platform operator (examples/agents) end to end on the embedded server with workload
+simulation: an Agent becomes Ready with every object it owns; a runtime edit rolls the pods of
+exactly its agents; a deleted runtime is reported and its agents' workloads left running until
+it comes back; a skill pack or MCP server wakes exactly the agents that use it; a deleted agent
+takes its objects, runs and schedules; a second reconcile of a converged agent writes nothing."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+import kubeloop
+from kubeloop import kinds
+from kubeloop.apiserver.controllers.simulation import SimulationOptions
+from kubeloop.client.config import load_kubeconfig
+from kubeloop.testing import eventually
+from tests.conftest import ServerThread, start_server
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "examples" / "agents"))
+
+import agentplatform
+from agentplatform.api import Agent, AgentRun, AgentSchedule, ServingRuntime
+from agentplatform.common import CONFIG_HASH
+
+FAST = SimulationOptions(pod_start_seconds=0.05, pod_run_seconds=0.2, node_check_seconds=0.2)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[ServerThread]:
+    server = start_server(simulate=True, simulation=FAST)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def client(cluster: ServerThread) -> AsyncIterator[kubeloop.APIClient]:
+    async with kubeloop.APIClient(load_kubeconfig(cluster.kubeconfig)) as api:
+        await kubeloop.crd.install_crds(api, *agentplatform.CUSTOM_RESOURCES)
+        yield api
+
+
+_namespaces = iter(range(1, 1_000))
+
+
+@pytest.fixture
+async def namespace(client: kubeloop.APIClient) -> str:
+    """A fresh namespace per test on this module's simulating server."""
+    name = f"agents{next(_namespaces)}"
+    await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    return name
+
+
+@pytest.fixture
+async def platform(client: kubeloop.APIClient) -> AsyncIterator[agentplatform.Platform]:
+    manager = kubeloop.Manager(client)
+    platform = agentplatform.setup(manager)
+    async with manager:
+        yield platform
+
+
+def runtime(name: str, image: str = "ghcr.io/example/agent:1", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "agents.kubeloop.dev/v1alpha1",
+        "kind": "ServingRuntime",
+        "metadata": {"name": name},
+        "spec": {"image": image, "env": [{"name": "LOG_LEVEL", "value": "info"}], **spec},
+    }
+
+
+def agent(name: str, namespace: str, runtime_name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "agents.kubeloop.dev/v1alpha1",
+        "kind": "Agent",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "runtimeRef": runtime_name,
+            "model": {
+                "provider": "openai",
+                "name": "gpt-4o",
+                "authSecretRef": {"name": "llm", "key": "token"},
+            },
+            "systemPrompt": "You answer questions about Kubernetes.",
+            "env": [{"name": "LOG_LEVEL", "value": "debug"}],
+            **spec,
+        },
+    }
+
+
+def condition(obj: Agent, kind: str) -> tuple[str, str]:
+    for found in (obj.status.conditions if obj.status else None) or ():
+        if found.type == kind:
+            return found.status, found.reason
+    return "", ""
+
+
+async def ready(client: kubeloop.APIClient, name: str, namespace: str) -> Agent:
+    async def check() -> Agent:
+        found = await client.get(Agent, name, namespace=namespace)
+        assert condition(found, "Ready") == ("True", "DeploymentReady"), found.status
+        return found
+
+    return await eventually(check, timeout=20)
+
+
+async def pod_hash(client: kubeloop.APIClient, name: str, namespace: str) -> str:
+    deployment = await client.get(kinds.Deployment, name, namespace=namespace)
+    return str(deployment["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH])
+
+
+async def test_an_agent_becomes_ready_with_everything_it_owns(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    await client.create(runtime(f"{namespace}-rt", port=9000))
+    await client.create(agent("helper", namespace, f"{namespace}-rt"))
+    found = await ready(client, "helper", namespace)
+    assert found.status is not None
+    assert found.status.runtime_name == f"{namespace}-rt"
+    assert found.status.url == f"http://helper.{namespace}.svc.cluster.local:9000"
+    assert found.status.ready_replicas == 1 and found.status.observed_generation == 1
+    assert condition(found, "RuntimeResolved") == ("True", "Resolved")
+    assert "agents.kubeloop.dev/runs" in (found.metadata.finalizers or [])
+
+    deployment = await client.get(kinds.Deployment, "helper", namespace=namespace)
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "ghcr.io/example/agent:1"
+    assert container["ports"] == [{"name": "http", "containerPort": 9000, "protocol": "TCP"}]
+    env = {var["name"]: var for var in container["env"]}
+    assert [var["name"] for var in container["env"]] == sorted(env)  # sorted: a stable template
+    assert env["LOG_LEVEL"]["value"] == "debug"  # the agent's value wins over the runtime's
+    assert env["MODEL_API_KEY"]["valueFrom"] == {"secretKeyRef": {"name": "llm", "key": "token"}}
+    assert deployment["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH] == found.status.config_hash
+    config = await client.get(kinds.ConfigMap, "helper-config", namespace=namespace)
+    assert config["data"]["system-prompt"] == "You answer questions about Kubernetes."
+    service = await client.get(kinds.Service, "helper", namespace=namespace)
+    assert service["spec"]["ports"][0]["port"] == 9000
+    for owned in (deployment, config, service):
+        (ref,) = owned["metadata"]["ownerReferences"]
+        assert (ref["kind"], ref["name"], ref["controller"]) == ("Agent", "helper", True)
+
+
+async def test_a_second_reconcile_of_a_converged_agent_writes_nothing(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "llm", "namespace": namespace}}
+    )
+    await client.create(agent("steady", namespace, f"{namespace}-rt", replicas=2))
+    await ready(client, "steady", namespace)
+    operator = platform.agents.client
+    assert isinstance(operator, kubeloop.CachedClient)
+    writes = sum(n for (method, _), n in operator.writer.requests.items() if method != "GET")
+    for _ in range(3):
+        await platform.agents.reconcile(kubeloop.Request(namespace, "steady"))
+    after = sum(n for (method, _), n in operator.writer.requests.items() if method != "GET")
+    assert after == writes
+
+
+async def test_a_runtime_edit_rolls_exactly_its_agents(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    first, second = f"{namespace}-a", f"{namespace}-b"
+    await client.create(runtime(first))
+    await client.create(runtime(second))
+    await client.create(agent("uses-a", namespace, first))
+    await client.create(agent("also-a", namespace, first))
+    await client.create(agent("uses-b", namespace, second))
+    for name in ("uses-a", "also-a", "uses-b"):
+        await ready(client, name, namespace)
+    before = {name: await pod_hash(client, name, namespace) for name in ("uses-a", "also-a", "uses-b")}
+    await client.patch(ServingRuntime, first, {"spec": {"image": "ghcr.io/example/agent:2"}})
+
+    async def rolled() -> None:
+        for name in ("uses-a", "also-a"):
+            assert await pod_hash(client, name, namespace) != before[name]
+            deployment = await client.get(kinds.Deployment, name, namespace=namespace)
+            assert (
+                deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "ghcr.io/example/agent:2"
+            )
+
+    await eventually(rolled, timeout=20)
+    for name in ("uses-a", "also-a"):
+        await ready(client, name, namespace)
+    assert await pod_hash(client, "uses-b", namespace) == before["uses-b"]
+
+
+async def test_an_unresolved_runtime_is_reported_and_running_pods_are_left_alone(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    name = f"{namespace}-rt"
+    await client.create(runtime(name))
+    await client.create(agent("patient", namespace, name))
+    await ready(client, "patient", namespace)
+    running = await pod_hash(client, "patient", namespace)
+
+    await client.delete(ServingRuntime, name)
+
+    async def unresolved(reason: str) -> None:
+        found = await client.get(Agent, "patient", namespace=namespace)
+        assert condition(found, "RuntimeResolved") == ("False", reason)
+
+    await eventually(lambda: unresolved("RuntimeNotFound"), timeout=20)
+    assert await pod_hash(client, "patient", namespace) == running
+    assert condition(await client.get(Agent, "patient", namespace=namespace), "Ready")[0] == "True"
+
+    await client.create(runtime(name, disabled=True))
+    await eventually(lambda: unresolved("RuntimeDisabled"), timeout=20)
+    await client.patch(ServingRuntime, name, {"spec": {"disabled": False}})
+
+    async def resolved() -> None:
+        found = await client.get(Agent, "patient", namespace=namespace)
+        assert condition(found, "RuntimeResolved") == ("True", "Resolved")
+
+    await eventually(resolved, timeout=20)
+    assert await pod_hash(client, "patient", namespace) == running  # the same runtime spec again
+
+
+async def test_skill_packs_and_mcp_servers_wake_the_agents_that_use_them(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(
+        agent("skilled", namespace, f"{namespace}-rt", skillPackRefs=["k8s"], mcpServerRefs=["tools"])
+    )
+    await client.create(agent("plain", namespace, f"{namespace}-rt"))
+    await ready(client, "skilled", namespace)
+    await ready(client, "plain", namespace)
+    plain = await pod_hash(client, "plain", namespace)
+    before = await pod_hash(client, "skilled", namespace)
+
+    pack = {
+        "apiVersion": "agents.kubeloop.dev/v1alpha1",
+        "kind": "SkillPack",
+        "metadata": {"name": "k8s", "namespace": namespace},
+        "spec": {"skills": [{"name": "debug-pods", "text": "Read the events first."}]},
+    }
+    await client.create(pack)
+    server = {
+        "apiVersion": "agents.kubeloop.dev/v1alpha1",
+        "kind": "MCPServer",
+        "metadata": {"name": "tools", "namespace": namespace},
+        "spec": {"image": "ghcr.io/example/mcp:1", "port": 3000},
+    }
+    await client.create(server)
+
+    async def mounted() -> None:
+        deployment = await client.get(kinds.Deployment, "skilled", namespace=namespace)
+        pod = deployment["spec"]["template"]["spec"]
+        assert {"name": "skills-k8s", "configMap": {"name": "skillpack-k8s", "defaultMode": 420}} in pod[
+            "volumes"
+        ]
+        env = {var["name"]: var.get("value") for var in pod["containers"][0]["env"]}
+        assert env["MCP_SERVERS"] == f"http://tools.{namespace}.svc.cluster.local:3000"
+
+    await eventually(mounted, timeout=20)
+    skills = await client.get(kinds.ConfigMap, "skillpack-k8s", namespace=namespace)
+    assert skills["data"] == {"debug-pods": "Read the events first."}
+    mcp = await eventually(lambda: client.get(kinds.Deployment, "tools", namespace=namespace))
+    assert mcp["spec"]["template"]["spec"]["containers"][0]["image"] == "ghcr.io/example/mcp:1"
+    assert await pod_hash(client, "skilled", namespace) != before
+    assert await pod_hash(client, "plain", namespace) == plain
+
+
+async def test_a_deleted_agent_takes_its_objects_runs_and_schedules(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(agent("leaving", namespace, f"{namespace}-rt"))
+    await client.create(agent("staying", namespace, f"{namespace}-rt"))
+    await ready(client, "leaving", namespace)
+    group = "agents.kubeloop.dev/v1alpha1"
+    for target in ("leaving", "staying"):
+        await client.create(
+            {
+                "apiVersion": group,
+                "kind": "AgentRun",
+                "metadata": {"name": f"{target}-run", "namespace": namespace},
+                "spec": {"agentRef": target, "task": "summarise the cluster"},
+            }
+        )
+        await client.create(
+            {
+                "apiVersion": group,
+                "kind": "AgentSchedule",
+                "metadata": {"name": f"{target}-nightly", "namespace": namespace},
+                "spec": {"agentRef": target, "schedule": "0 3 * * *", "task": "report"},
+            }
+        )
+    await client.delete(Agent, "leaving", namespace=namespace)
+
+    async def gone() -> None:
+        assert [a.metadata.name for a in await client.list(Agent, namespace=namespace)] == ["staying"]
+        assert [r.metadata.name for r in await client.list(AgentRun, namespace=namespace)] == ["staying-run"]
+        schedules = await client.list(AgentSchedule, namespace=namespace)
+        assert [s.metadata.name for s in schedules] == ["staying-nightly"]
+        for kind, name in (
+            (kinds.Deployment, "leaving"),
+            (kinds.Service, "leaving"),
+            (kinds.ConfigMap, "leaving-config"),
+        ):
+            with pytest.raises(kubeloop.errors.NotFound):
+                await client.get(kind, name, namespace=namespace)
+
+    await eventually(gone, timeout=20)

@@ -1210,6 +1210,12 @@ _PERCENT_ERROR = (
                 )
             ],
         ),
+        # Thousands of digits are still a percent, and above 100 (not an overflow).
+        (
+            {"minAvailable": "9" * 5000 + "%"},
+            [("spec.minAvailable", f'Invalid value: "{"9" * 5000}%": must not be greater than 100%')],
+        ),
+        ({"minAvailable": "0000000100%"}, []),
         (
             {"unhealthyPodEvictionPolicy": "Never"},
             [
@@ -1223,6 +1229,50 @@ _PERCENT_ERROR = (
 )
 def test_pod_disruption_budget_rules(spec: dict[str, Any], expected: list[tuple[str, str]]) -> None:
     causes = kind_rules("policy", "PodDisruptionBudget", {"spec": spec})
+    assert [(c.field, c.message) for c in causes] == expected
+
+
+_ROLLING = "spec.strategy.rollingUpdate"
+
+
+@pytest.mark.parametrize(
+    ("strategy", "expected"),
+    [
+        ({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "300%", "maxUnavailable": "100%"}}, []),
+        ({"type": "Recreate"}, []),
+        (
+            {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}},
+            [(f"{_ROLLING}.maxUnavailable", 'Invalid value: "0%": may not be 0 when `maxSurge` is 0')],
+        ),
+        (
+            {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "a lot", "maxUnavailable": "101%"}},
+            [
+                (f"{_ROLLING}.maxSurge", f'Invalid value: "a lot": {_PERCENT_ERROR}'),
+                (f"{_ROLLING}.maxUnavailable", 'Invalid value: "101%": must not be greater than 100%'),
+            ],
+        ),
+        (
+            {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": -1, "maxUnavailable": 1}},
+            [(f"{_ROLLING}.maxSurge", "Invalid value: -1: must be greater than or equal to 0")],
+        ),
+        (
+            {"type": "Recreate", "rollingUpdate": {"maxSurge": 1}},
+            [(_ROLLING, "Forbidden: may not be specified when strategy `type` is 'Recreate'")],
+        ),
+        (
+            {"type": "Gradual"},
+            [
+                (
+                    "spec.strategy",
+                    'Unsupported value: {"Type":"Gradual","RollingUpdate":null}: '
+                    'supported values: "Recreate", "RollingUpdate"',
+                )
+            ],
+        ),
+    ],
+)
+def test_deployment_strategies(strategy: dict[str, Any], expected: list[tuple[str, str]]) -> None:
+    causes = kind_rules("apps", "Deployment", deployment(strategy=strategy))
     assert [(c.field, c.message) for c in causes] == expected
 
 

@@ -716,3 +716,54 @@ def test_the_durable_server_keeps_autoscalers_budgets_and_rbac_checks_across_a_s
             '{APIGroups:[""], Resources:["pods"], Verbs:["delete"]}' in refused.stderr
         )
         new("--as=alice", "create", "role", "role-readers", "--verb=get", "--resource=roles")
+
+
+def test_the_durable_server_keeps_fixed_fields_fixed_across_a_sigkill(tmp_path: pathlib.Path) -> None:
+    """`kubeloop apiserver --data-dir`, killed with SIGKILL right after the last write: what
+    upstream's update rules protect (an immutable ConfigMap's data, a binding's roleRef, a Job's
+    template, a Deployment's selector) stays protected, as kubectl 1.33 finds after kubectl 1.27
+    wrote it; and nothing a refused write carried was stored."""
+    import signal
+
+    from tests.apiserver.test_durability import apiserver
+    from tests.apiserver.test_kubectl import KUBECTLS
+
+    data = tmp_path / "data"
+    old = Kubectl(KUBECTLS[0], data / "kubeconfig", tmp_path)
+    new = Kubectl(KUBECTLS[-1], data / "kubeconfig", tmp_path)
+    with apiserver(data, "--simulate") as (proc, _):
+        old("create", "configmap", "frozen", "--from-literal=k=v")
+        old("patch", "configmap", "frozen", "--type=merge", "-p", '{"immutable": true}')
+        old("create", "rolebinding", "viewers", "--clusterrole=view", "--group=auditors")
+        old("create", "job", "once", "--image=busybox:1.36")
+        old("create", "deployment", "web", "--image=nginx:1.27")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    with apiserver(data, "--simulate"):
+        refused = new(
+            "patch", "configmap", "frozen", "--type=merge", "-p", '{"data": {"k": "w"}}', check=False
+        )
+        assert "data: Forbidden: field is immutable when `immutable` is set" in refused.stderr
+        assert json.loads(new("get", "configmap", "frozen", "-o", "json").stdout)["data"] == {"k": "v"}
+
+        binding = json.loads(new("get", "rolebinding", "viewers", "-o", "json").stdout)
+        assert binding["subjects"] == [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "auditors"}
+        ]
+        binding["roleRef"]["name"] = "edit"
+        changed = new("replace", "-f", "-", stdin=json.dumps(binding), check=False)
+        assert "cannot change roleRef" in changed.stderr
+
+        image = new("set", "image", "job/once", "once=busybox:1.37", check=False)
+        assert "spec.template: Invalid value:" in image.stderr and "field is immutable" in image.stderr
+        job = json.loads(new("get", "job", "once", "-o", "json").stdout)
+        assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "busybox:1.36"
+
+        patch = '{"spec": {"selector": {"matchLabels": {"app": "api"}}, "template": {"metadata": {"labels": {"app": "api"}}}}}'
+        moved = new("patch", "deployment", "web", "--type=merge", "-p", patch, check=False)
+        assert (
+            'spec.selector: Invalid value: {"matchLabels":{"app":"api"}}: field is immutable' in moved.stderr
+        )
+        # What may change still does.
+        new("set", "image", "deployment/web", "nginx=nginx:1.28")
+        new("rollout", "status", "deployment/web", "--timeout=60s")

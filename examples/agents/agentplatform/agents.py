@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import kubeloop
@@ -83,7 +84,7 @@ class AgentReconciler:
         )
         return [kubeloop.Request(a.metadata.namespace or "", a.metadata.name or "") for a in agents]
 
-    def _agents_using(self, index: str) -> Any:
+    def _agents_using(self, index: str) -> Callable[[kubeloop.Obj], Awaitable[list[kubeloop.Request]]]:
         async def agents(obj: kubeloop.Obj) -> list[kubeloop.Request]:
             meta = obj["metadata"]
             found = await self.client.list(

@@ -1628,20 +1628,20 @@ def _policy_rule(rule: Any, namespaced: bool, path: str) -> list[StatusCause]:
     return causes
 
 
-def _role_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
+def _policy_rules(obj: Mapping[str, Any], namespaced: bool) -> list[StatusCause]:
     return [
         cause
         for index, rule in enumerate(_as_list(obj.get("rules")))
-        for cause in _policy_rule(rule, True, f"rules[{index}]")
+        for cause in _policy_rule(rule, namespaced, f"rules[{index}]")
     ]
+
+
+def _role_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
+    return _policy_rules(obj, namespaced=True)
 
 
 def _cluster_role_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
-    causes = [
-        cause
-        for index, rule in enumerate(_as_list(obj.get("rules")))
-        for cause in _policy_rule(rule, False, f"rules[{index}]")
-    ]
+    causes = _policy_rules(obj, namespaced=False)
     aggregation = obj.get("aggregationRule")
     if isinstance(aggregation, dict):
         selectors = _as_list(aggregation.get("clusterRoleSelectors"))
@@ -1721,17 +1721,62 @@ _PERCENT_ERROR = naming.regex_error(
 _UNHEALTHY_POD_EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
 
 
-def _positive_int_or_percent(value: Any, path: str) -> list[StatusCause]:
-    """``ValidatePositiveIntOrPercent`` and ``IsNotMoreThan100Percent``."""
+def _percent_over_100(value: str) -> bool:
+    """A valid percent string above 100% (told by its digits: there may be thousands)."""
+    digits = value[:-1].lstrip("0")
+    return len(digits) > 3 or int(digits or "0") > 100
+
+
+def _positive_int_or_percent(value: Any, path: str, *, at_most_100: bool = True) -> list[StatusCause]:
+    """``ValidatePositiveIntOrPercent`` (and ``IsNotMoreThan100Percent`` unless told not)."""
     if isinstance(value, str):
         if not _PERCENT.fullmatch(value):
             return [_invalid(path, value, _PERCENT_ERROR)]
-        if int(value[:-1]) > 100:
+        if at_most_100 and _percent_over_100(value):
             return [_invalid(path, value, "must not be greater than 100%")]
         return []
     if _is_int(value) and value < 0:
         return [_invalid(path, value, _NEGATIVE)]
     return []
+
+
+def _is_zero_int_or_percent(value: Any) -> bool:
+    """``getIntOrPercentValue(v) == 0``: a percent's number, an integer, else the string's Atoi
+    (which is 0 for a string that is not a number)."""
+    if _is_int(value):
+        return value == 0
+    text = _text(value)
+    number = text[:-1] if _PERCENT.fullmatch(text) else text.removeprefix("+").removeprefix("-")
+    return not (number.isascii() and number.isdigit()) or not number.strip("0")
+
+
+def _deployment_strategy(obj: Mapping[str, Any]) -> list[StatusCause]:
+    """``ValidateDeploymentStrategy`` and ``ValidateRollingUpdateDeployment``."""
+    strategy = _as_dict(_as_dict(obj.get("spec")).get("strategy"))
+    kind, rolling = strategy.get("type"), strategy.get("rollingUpdate")
+    path = "spec.strategy.rollingUpdate"
+    if kind == "Recreate":
+        if rolling is not None:
+            return [_forbidden(path, "may not be specified when strategy `type` is 'Recreate'")]
+        return []
+    if kind != "RollingUpdate":
+        rolling_shown = None
+        if isinstance(rolling, dict):
+            rolling_shown = _GoStruct(
+                MaxUnavailable=rolling.get("maxUnavailable"), MaxSurge=rolling.get("maxSurge")
+            )
+        shown = _GoStruct(Type=_text(kind), RollingUpdate=rolling_shown)
+        return [_not_supported("spec.strategy", shown, ("Recreate", "RollingUpdate"))]
+    if not isinstance(rolling, dict):
+        return [_required(path, "this should be defaulted and never be nil")]
+    unavailable, surge = rolling.get("maxUnavailable"), rolling.get("maxSurge")
+    causes = _positive_int_or_percent(unavailable, f"{path}.maxUnavailable", at_most_100=False)
+    causes += _positive_int_or_percent(surge, f"{path}.maxSurge", at_most_100=False)
+    if _is_zero_int_or_percent(unavailable) and _is_zero_int_or_percent(surge):
+        causes.append(_invalid(f"{path}.maxUnavailable", unavailable, "may not be 0 when `maxSurge` is 0"))
+    if isinstance(unavailable, str) and _PERCENT.fullmatch(unavailable) and _percent_over_100(unavailable):
+        causes.append(_invalid(f"{path}.maxUnavailable", unavailable, "must not be greater than 100%"))
+    return causes
 
 
 def _go_label_selector(selector: Any) -> Any:
@@ -2148,7 +2193,13 @@ def _hpa_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
 
 
 # The rules of each kind, by the names the strategies bind them with.
-deployment_rules = _workload_rules(_Workload("deployment"))
+_deployment_workload_rules = _workload_rules(_Workload("deployment"))
+
+
+def deployment_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
+    return _deployment_workload_rules(obj) + _deployment_strategy(obj)
+
+
 #: Upstream's ReplicaSet message really says "deployment".
 replica_set_rules = _workload_rules(_Workload("deployment"))
 stateful_set_rules = _workload_rules(_Workload("statefulset", invalid_selector_detail=""))

@@ -1,24 +1,70 @@
-"""The `kubeloop` command: demo --once converges and exits 0; --help lists the commands."""
+"""The `kubeloop` command as a user runs it: `demo --once` brings the agent platform up on the
+embedded server and exits 0 well within 30 s, or exits 1 naming what did not converge; --help
+lists the commands."""
 
 from __future__ import annotations
 
+import os
+import pathlib
+import shutil
 import subprocess
 import sys
+import time
+
+AGENTS = pathlib.Path(__file__).parent.parent / "examples" / "agents"
+WIDE = {**os.environ, "COLUMNS": "220"}
 
 
-def test_demo_once_shows_the_server_serving() -> None:
+def test_demo_once_converges_within_30_seconds() -> None:
+    started = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "kubeloop.cli.main", "demo", "--once"],
         capture_output=True,
         text=True,
         timeout=120,
+        env=WIDE,
     )
-    assert result.returncode == 0, result.stderr
+    took = time.monotonic() - started
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert took < 30, took
     out = result.stdout
-    assert "embedded API server ready at https://127.0.0.1:" in out
-    assert "created Deployment" in out and "created ConfigMap" in out
-    assert "replicas=3 generation=2" in out
-    assert "ADDED Deployment/hello" in out and "MODIFIED Deployment/hello" in out
+    assert "embedded API server at https://127.0.0.1:" in out and "kubeconfig: " in out
+    assert "installed 7 CRDs" in out and "kubeloop demo: converged in" in out
+    for agent in ("triage", "writer", "reviewer", "sre-oncall", "sre-postmortem"):
+        assert f"│ {agent} " in out
+    assert "first-question" in out and "Succeeded" in out and "OOMKilled" in out  # the run's answer
+    assert "heartbeat" in out and "sre-standup" in out
+    assert "│ agentrun " in out  # the controllers' table
+    assert result.stderr == ""  # nothing logged beside the view
+
+
+def test_demo_once_names_what_did_not_converge(tmp_path: pathlib.Path) -> None:
+    operator = tmp_path / "agents"
+    shutil.copytree(AGENTS, operator, ignore=shutil.ignore_patterns("__pycache__"))
+    (operator / "samples" / "06-broken.yaml").write_text(
+        "apiVersion: agents.kubeloop.dev/v1alpha1\nkind: Agent\nmetadata: {name: orphan}\n"
+        "spec: {runtimeRef: missing, model: {provider: openai, name: gpt-4o}}\n"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kubeloop.cli.main",
+            "demo",
+            "--once",
+            "--timeout",
+            "4",
+            "--operator",
+            str(operator),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=WIDE,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "did not converge" in result.stdout
+    assert "Agent orphan: ServingRuntime missing does not exist" in result.stdout
 
 
 def test_help_lists_commands() -> None:

@@ -30,7 +30,7 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
   ``find_status_condition``, ``is_status_condition_true``, ``remove_status_condition``,
   ``AlreadyOwnedError``;
 - modules: ``errors`` (one exception class per Status reason: ``errors.NotFound``, ...),
-  ``predicate``, ``handler``, ``source`` and ``timestamps``.
+  ``predicate``, ``handler``, ``source``, ``timestamps`` and ``cron`` (CronJob schedules).
 
 The packages under it are the layers (see docs/architecture.md), bottom to top: ``api``,
 ``client``, ``cache``, ``controller``, ``manager``, ``apiserver`` (the embedded server),
@@ -98,6 +98,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "handler": ("kubeloop.controller.handler", None),
     "source": ("kubeloop.controller.source", None),
     "timestamps": ("kubeloop.api.timestamps", None),
+    "cron": ("kubeloop.api.cronschedule", None),
 }
 
 __all__ = [
@@ -134,6 +135,7 @@ __all__ = [
     "crd",
     "create_or_patch",
     "create_or_update",
+    "cron",
     "errors",
     "find_status_condition",
     "handler",

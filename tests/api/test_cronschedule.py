@@ -154,3 +154,40 @@ def test_any_text_parses_or_raises_a_schedule_error(text: str) -> None:
     except ScheduleError:
         return
     parsed.next_after(datetime(2025, 1, 1, tzinfo=UTC))
+
+
+@given(schedules, moments, st.integers(0, 60 * 24 * 40))
+@settings(max_examples=150, deadline=None)
+def test_the_most_recent_run_is_the_last_one_a_walk_finds(
+    parts: tuple[tuple[str, set[int]], ...], earliest: datetime, minutes: int
+) -> None:
+    """``most_recent`` (which estimates and jumps) finds the firing a minute-by-minute walk from
+    ``earliest`` to ``now`` finds last."""
+    schedule = parse(" ".join(text for text, _ in parts))
+    now = earliest + timedelta(minutes=minutes, seconds=17)
+    walked, count = None, 0
+    moment = earliest
+    while (following := schedule.next_after(moment)) is not None and following <= now:
+        walked, moment, count = following, following, count + 1
+        if count > 2_000:
+            break
+    if count > 2_000:
+        assert schedule.most_recent(earliest, now)[0] is not None
+        return
+    found, missed = schedule.most_recent(earliest, now)
+    assert found == walked
+    assert (missed == 0) == (walked is None) and (missed == 1) == (count == 1)
+
+
+def test_a_long_outage_is_not_walked_minute_by_minute() -> None:
+    """A schedule every minute, last run two years ago: the latest firing and roughly how many
+    were missed, at once (upstream warns past 100 missed runs)."""
+    schedule = parse("* * * * *")
+    earliest = datetime(2024, 1, 1, tzinfo=UTC)
+    now = datetime(2026, 1, 1, 12, 30, 40, tzinfo=UTC)
+    found, missed = schedule.most_recent(earliest, now)
+    assert found == datetime(2026, 1, 1, 12, 30, tzinfo=UTC)
+    assert missed == int((now - earliest).total_seconds() // 60)
+    weekly = parse("0 0 * * 1,2")  # irregular gaps: one day, then six
+    found, _ = weekly.most_recent(datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 3, 1, tzinfo=UTC))
+    assert found == datetime(2026, 2, 24, tzinfo=UTC)  # a Tuesday

@@ -263,6 +263,22 @@ def test_custom_resources_are_pruned_defaulted_and_status_goes_through_status(
         }
     ]
 
+    # An update must name the version it replaces (unlike most built-in kinds): nothing written.
+    current = api.get(f"{path}/w").json()
+    unconditional = {**current, "metadata": {"name": "w"}, "spec": {"size": 5}}
+    refused = api.put(f"{path}/w", unconditional)
+    assert refused.status_code == 422
+    assert refused.json()["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Invalid value: 0x0: must be specified for an update",
+            "field": "metadata.resourceVersion",
+        }
+    ]
+    assert api.get(f"{path}/w").json()["spec"]["size"] == 3
+    conditional = api.put(f"{path}/w", {**current, "spec": {"size": 5}})
+    assert conditional.status_code == 200 and conditional.json()["spec"]["size"] == 5
+
 
 @pytest.mark.parametrize(
     ("change", "field"),

@@ -18,13 +18,23 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import kubeloop
 from kubeloop import kinds
 
-from .api import GROUP, Agent, AgentRun, AgentSchedule, MCPServer, ServingRuntime, SkillPack
+from .api import (
+    GROUP,
+    Agent,
+    AgentRun,
+    AgentSchedule,
+    AgentSpec,
+    MCPServer,
+    ServingRuntime,
+    ServingRuntimeSpec,
+    SkillPack,
+)
 from .common import (
     CONFIG_HASH,
     config_hash,
@@ -39,14 +49,11 @@ from .common import (
     set_service,
     write_status,
 )
+from .indexes import AGENT_INDEX, MCP_INDEX, RUNTIME_INDEX, SKILLS_INDEX
 from .mcpservers import url_of
 from .skillpacks import config_map_name
 
 FINALIZER = f"{GROUP}/runs"
-RUNTIME_INDEX = "spec.runtimeRef"
-SKILLS_INDEX = "spec.skillPackRefs"
-MCP_INDEX = "spec.mcpServerRefs"
-AGENT_INDEX = "spec.agentRef"
 CONFIG_DIR = "/etc/agent"
 
 
@@ -64,11 +71,6 @@ class AgentReconciler:
 
     def setup(self) -> None:
         manager = self.manager
-        manager.add_index(Agent, RUNTIME_INDEX, lambda a: [str(a["spec"].get("runtimeRef", ""))])
-        manager.add_index(Agent, SKILLS_INDEX, lambda a: a["spec"].get("skillPackRefs") or [])
-        manager.add_index(Agent, MCP_INDEX, lambda a: a["spec"].get("mcpServerRefs") or [])
-        for kind in (AgentRun, AgentSchedule):
-            manager.add_index(kind, AGENT_INDEX, lambda o: [str(o["spec"].get("agentRef", ""))])
         builder = kubeloop.Builder(manager).named("agent").for_(Agent)
         builder.owns(kinds.ConfigMap).owns(kinds.Deployment).owns(kinds.Service)
         builder.watches(ServingRuntime, kubeloop.handler.EnqueueRequestsFromMapFunc(self._agents_of_runtime))
@@ -108,7 +110,7 @@ class AgentReconciler:
             kubeloop.add_finalizer(agent, FINALIZER)
             agent = await self.client.update(agent)
 
-        runtime, reason, message = await self._runtime(agent)
+        runtime, reason, message = await resolve_runtime(self.client, agent.spec.runtime_ref)
         conditions = [c.to_dict() for c in (agent.status.conditions if agent.status else None) or ()]
         generation = agent.metadata.generation
         resolved = runtime is not None
@@ -149,16 +151,6 @@ class AgentReconciler:
                 return existing.status != status
         return True
 
-    async def _runtime(self, agent: Agent) -> tuple[ServingRuntime | None, str, str]:
-        name = agent.spec.runtime_ref
-        try:
-            runtime = await self.client.get(ServingRuntime, name)
-        except kubeloop.errors.NotFound:
-            return None, "RuntimeNotFound", f"ServingRuntime {name} does not exist"
-        if runtime.spec.disabled:
-            return None, "RuntimeDisabled", f"ServingRuntime {name} is disabled"
-        return runtime, "Resolved", f"ServingRuntime {name}"
-
     async def _current_deployment(self, request: kubeloop.Request) -> kubeloop.Obj | None:
         try:
             return await self.client.get(kinds.Deployment, request.name, namespace=request.namespace)
@@ -168,25 +160,8 @@ class AgentReconciler:
     async def _converge(self, agent: Agent, runtime: ServingRuntime) -> tuple[str, kubeloop.Obj]:
         """Write the ConfigMap, Deployment and Service; the config hash and the Deployment."""
         name, namespace = agent.metadata.name or "", agent.metadata.namespace or ""
-        packs: dict[str, dict[str, str]] = {}
-        for pack_name in sorted(agent.spec.skill_pack_refs):
-            try:
-                pack = await self.client.get(SkillPack, pack_name, namespace=namespace)
-            except kubeloop.errors.NotFound:
-                continue  # mounted once it exists (its watch wakes this agent)
-            packs[pack_name] = {skill.name: skill.text for skill in pack.spec.skills}
-        mcp_urls = []
-        for server_name in sorted(agent.spec.mcp_server_refs):
-            try:
-                mcp_urls.append(url_of(await self.client.get(MCPServer, server_name, namespace=namespace)))
-            except kubeloop.errors.NotFound:
-                continue
-        model = agent.spec.model.to_dict()
-        model.pop("authSecretRef", None)
-        config_data = {
-            "system-prompt": agent.spec.system_prompt,
-            "model.json": json.dumps(model, sort_keys=True),
-        }
+        packs, mcp_urls = await resolve_tools(self.client, namespace, agent.spec)
+        config_data = agent_config(agent.spec)
         digest = config_hash(runtime.spec.to_dict(), agent.spec.to_dict(), packs, mcp_urls)
         selector = labels("agent", name)
 
@@ -195,38 +170,14 @@ class AgentReconciler:
             obj["metadata"]["labels"] = selector
             obj["data"] = config_data
 
-        platform_env: list[dict[str, Any]] = [
-            {"name": "AGENT_NAME", "value": name},
-            {"name": "MODEL_PROVIDER", "value": agent.spec.model.provider},
-            {"name": "MODEL_NAME", "value": agent.spec.model.name},
-            {"name": "SYSTEM_PROMPT_FILE", "value": f"{CONFIG_DIR}/system-prompt"},
-        ]
-        if agent.spec.model.base_url:
-            platform_env.append({"name": "MODEL_BASE_URL", "value": agent.spec.model.base_url})
-        secret = agent.spec.model.auth_secret_ref
-        if secret is not None:
-            key_ref = {"name": secret.name, "key": secret.key}
-            platform_env.append({"name": "MODEL_API_KEY", "valueFrom": {"secretKeyRef": key_ref}})
-        if mcp_urls:
-            platform_env.append({"name": "MCP_SERVERS", "value": ",".join(mcp_urls)})
-        runtime_env = [var.to_dict() for var in runtime.spec.env or ()]
-        agent_env = [var.to_dict() for var in agent.spec.env or ()]
-        mounts = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
-        volumes = [config_map_volume("config", config_map_of(name))]
-        for pack_name in packs:
-            volume = f"skills-{pack_name}"[:63].rstrip("-.")
-            mounts.append({"name": volume, "mountPath": f"{CONFIG_DIR}/skills/{pack_name}", "readOnly": True})
-            volumes.append(config_map_volume(volume, config_map_name(pack_name)))
-        container = {
-            "name": "agent",
-            "image": runtime.spec.image,
-            "command": runtime.spec.command,
-            "args": runtime.spec.args,
-            "ports": http_port(runtime.spec.port),
-            "env": env_list(runtime_env, platform_env, agent_env),
-            "resources": runtime.spec.resources.to_dict() if runtime.spec.resources else None,
-            "volumeMounts": mounts,
-        }
+        container, volumes = agent_pod(
+            name,
+            agent.spec,
+            runtime.spec,
+            config_map=config_map_of(name),
+            skill_packs=packs,
+            mcp_urls=mcp_urls,
+        )
 
         def deployment(obj: kubeloop.Obj) -> None:
             kubeloop.set_controller_reference(agent, obj)
@@ -269,6 +220,96 @@ class AgentReconciler:
                     await self.client.delete(obj)
         kubeloop.remove_finalizer(agent, FINALIZER)
         await self.client.update(agent)
+
+
+async def resolve_runtime(client: kubeloop.Client, name: str) -> tuple[ServingRuntime | None, str, str]:
+    """The ServingRuntime ``name`` if it exists and is enabled; the reason and message either way."""
+    try:
+        runtime = await client.get(ServingRuntime, name)
+    except kubeloop.errors.NotFound:
+        return None, "RuntimeNotFound", f"ServingRuntime {name} does not exist"
+    if runtime.spec.disabled:
+        return None, "RuntimeDisabled", f"ServingRuntime {name} is disabled"
+    return runtime, "Resolved", f"ServingRuntime {name}"
+
+
+async def resolve_tools(
+    client: kubeloop.Client, namespace: str, spec: AgentSpec
+) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """The skill packs an agent lists that exist (name → skills) and its MCP servers' URLs.
+    Missing ones are left out: their watches wake the agent when they appear."""
+    packs: dict[str, dict[str, str]] = {}
+    for pack_name in sorted(spec.skill_pack_refs):
+        try:
+            pack = await client.get(SkillPack, pack_name, namespace=namespace)
+        except kubeloop.errors.NotFound:
+            continue
+        packs[pack_name] = {skill.name: skill.text for skill in pack.spec.skills}
+    urls = []
+    for server_name in sorted(spec.mcp_server_refs):
+        try:
+            urls.append(url_of(await client.get(MCPServer, server_name, namespace=namespace)))
+        except kubeloop.errors.NotFound:
+            continue
+    return packs, urls
+
+
+def agent_config(spec: AgentSpec) -> dict[str, str]:
+    """What an agent's pods read from /etc/agent: the system prompt and the model (no secret)."""
+    model = spec.model.to_dict()
+    model.pop("authSecretRef", None)
+    return {"system-prompt": spec.system_prompt, "model.json": json.dumps(model, sort_keys=True)}
+
+
+def agent_pod(
+    name: str,
+    spec: AgentSpec,
+    runtime: ServingRuntimeSpec,
+    *,
+    config_map: str,
+    skill_packs: Iterable[str],
+    mcp_urls: list[str],
+    env: Iterable[dict[str, Any]] = (),
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The container and volumes of a pod serving agent ``name`` (an Agent's Deployment or an
+    AgentRun's Job): ``config_map`` mounted at /etc/agent, each skill pack under skills/.
+
+    The environment is the runtime's, then the platform's (model, prompt file, MCP servers,
+    ``env``), then the agent's: a later one wins by name; sorted, so the template is stable."""
+    platform_env: list[dict[str, Any]] = [
+        {"name": "AGENT_NAME", "value": name},
+        {"name": "MODEL_PROVIDER", "value": spec.model.provider},
+        {"name": "MODEL_NAME", "value": spec.model.name},
+        {"name": "SYSTEM_PROMPT_FILE", "value": f"{CONFIG_DIR}/system-prompt"},
+        *env,
+    ]
+    if spec.model.base_url:
+        platform_env.append({"name": "MODEL_BASE_URL", "value": spec.model.base_url})
+    secret = spec.model.auth_secret_ref
+    if secret is not None:
+        key_ref = {"name": secret.name, "key": secret.key}
+        platform_env.append({"name": "MODEL_API_KEY", "valueFrom": {"secretKeyRef": key_ref}})
+    if mcp_urls:
+        platform_env.append({"name": "MCP_SERVERS", "value": ",".join(mcp_urls)})
+    runtime_env = [var.to_dict() for var in runtime.env or ()]
+    agent_env = [var.to_dict() for var in spec.env or ()]
+    mounts = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
+    volumes = [config_map_volume("config", config_map)]
+    for pack_name in skill_packs:
+        volume = f"skills-{pack_name}"[:63].rstrip("-.")
+        mounts.append({"name": volume, "mountPath": f"{CONFIG_DIR}/skills/{pack_name}", "readOnly": True})
+        volumes.append(config_map_volume(volume, config_map_name(pack_name)))
+    container = {
+        "name": "agent",
+        "image": runtime.image,
+        "command": runtime.command,
+        "args": runtime.args,
+        "ports": http_port(runtime.port),
+        "env": env_list(runtime_env, platform_env, agent_env),
+        "resources": runtime.resources.to_dict() if runtime.resources else None,
+        "volumeMounts": mounts,
+    }
+    return container, volumes
 
 
 def setup(manager: kubeloop.Manager) -> AgentReconciler:

@@ -181,9 +181,11 @@ class AgentRunStatus(kubeloop.KubeModel):
     job_name: str | None = None
     start_time: str | None = None
     completion_time: str | None = None
-    result: str | None = None
+    #: Why the run is in its phase (Waiting, PodRunning, Completed, JobFailed, TimedOut...).
+    reason: str | None = None
     message: str | None = None
-    conditions: Annotated[list[meta_v1.Condition] | None, ListType("map", keys=("type",))] = None
+    #: What the agent answered: its pod's termination message.
+    result: str | None = None
 
 
 class AgentRun(
@@ -196,6 +198,7 @@ class AgentRun(
     printer_columns=(
         PrinterColumn("Agent", ".spec.agentRef"),
         PrinterColumn("Phase", ".status.phase"),
+        PrinterColumn("Reason", ".status.reason"),
         AGE,
     ),
 ):
@@ -218,8 +221,10 @@ class AgentScheduleSpec(kubeloop.KubeModel):
 
 
 class AgentScheduleStatus(kubeloop.KubeModel):
+    #: The runs that have not finished.
     active: list[str] | None = None
     last_schedule_time: str | None = None
+    last_successful_time: str | None = None
     next_schedule_time: str | None = None
 
 
@@ -233,6 +238,7 @@ class AgentSchedule(
     printer_columns=(
         PrinterColumn("Agent", ".spec.agentRef"),
         PrinterColumn("Schedule", ".spec.schedule"),
+        PrinterColumn("Suspend", ".spec.suspend", type="boolean"),
         PrinterColumn("Last", ".status.lastScheduleTime", type="date"),
         AGE,
     ),

@@ -116,9 +116,13 @@ def deployment_ready(deployment: kubeloop.Obj | None) -> tuple[bool, int, str]:
 
 
 async def write_status(client: kubeloop.Client, obj: kubeloop.KubeObject, status: dict[str, Any]) -> bool:
-    """Merge-patch ``status`` through /status if it differs from the object's; whether it did."""
+    """Merge-patch ``status`` through /status if it differs from the object's; whether it did
+    (not when the object is gone meanwhile: there is nothing left to report on)."""
     current = obj.to_dict().get("status") or {}
     if all(current.get(key) == value for key, value in status.items()):
         return False
-    await client.patch(obj, None, {"status": status}, subresource="status")
+    try:
+        await client.patch(obj, None, {"status": status}, subresource="status")
+    except kubeloop.errors.NotFound:
+        return False
     return True

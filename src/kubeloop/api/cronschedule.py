@@ -94,6 +94,31 @@ class CronSchedule:
             return local.replace(tzinfo=tz)
         return None
 
+    def most_recent(self, earliest: datetime, now: datetime) -> tuple[datetime | None, int]:
+        """The latest time in (``earliest``, ``now``] the schedule fires at (None: it does not),
+        and about how many times it fires in that span (upstream's ``mostRecentScheduleTime``:
+        the count is estimated from the first interval, so a long outage costs no walk through
+        every missed minute). Times are in ``earliest``'s zone."""
+        first = self.next_after(earliest)
+        if first is None or first > now:
+            return None, 0
+        second = self.next_after(first)
+        if second is None or second > now:
+            return first, 1
+        gap = second - first
+        missed = max(2, int((now - first) / gap) + 1)
+        back = gap
+        while True:
+            # The latest firing is after now - back once back spans the widest gap: widen it
+            # until a firing is found (irregular schedules, "0 0 * * 1,2", have wider gaps).
+            moment = max(now.astimezone(first.tzinfo) - back, earliest)
+            latest = None
+            while (following := self.next_after(moment)) is not None and following <= now:
+                latest = moment = following
+            if latest is not None:
+                return latest, missed
+            back *= 2
+
     def _day_matches(self, day: datetime) -> bool:
         by_date = day.day in self.days
         by_weekday = (day.isoweekday() % 7) in self.weekdays

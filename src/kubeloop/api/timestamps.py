@@ -34,7 +34,10 @@ def now(*, micro: bool = False) -> str:
 
 
 def parse_time(value: Any) -> datetime | None:
-    """An RFC 3339 time (Time or MicroTime) as an aware datetime; None if it is not one."""
+    """An RFC 3339 time (Time or MicroTime) as an aware datetime; None if it is not one. A
+    datetime (a typed model's ``creation_timestamp``) is answered as it is (UTC if naive)."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
     if not isinstance(value, str) or not value:
         return None
     text = value.strip()

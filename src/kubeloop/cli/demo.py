@@ -1,147 +1,328 @@
-"""``kubeloop demo``: the embedded server with sample objects, shown serving.
+"""``kubeloop demo``: the agent platform operator on the embedded server, shown live.
 
-Until the controller runtime and the agent platform operator land, the demo shows exactly what
-exists: an HTTPS Kubernetes API with a kubeconfig any client can use, objects created over the
-REST API, and a watch reporting the changes made to them.
+It starts the embedded API server with workload simulation (pods run, Jobs finish), installs the
+operator's CRDs, runs its manager, applies the samples (``examples/agents/samples``: two
+runtimes, a skill pack, an MCP server, three agents, a persona pack, a schedule firing every
+minute and one run) into the namespace ``demo``, and shows a live view: the objects with their
+conditions and phases, each controller's reconciles and queue depth, and the latest events. The
+kubeconfig's path is printed, so kubectl can be used beside it.
+
+``--once`` waits until everything has converged (every agent and MCP server ready for its
+current generation, the packs observed, the sample runs finished, the schedules planned),
+prints the view once and exits 0; or exits 1 naming what did not converge in ``--timeout``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import pathlib
-import ssl
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-import aiohttp
-import orjson
+import yaml
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
 
-from kubeloop.apiserver.server import APIServer, ServerOptions
-from kubeloop.lifecycle import cancel_and_wait
+from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.api.object import Obj
+from kubeloop.api.timestamps import parse_time
+from kubeloop.cli.run import load_target, module_crds
+from kubeloop.client.config import load_config
+from kubeloop.client.crdinstall import install_crds
+from kubeloop.client.rest import APIClient
+from kubeloop.manager.manager import Manager
 
-SAMPLES: list[tuple[str, dict[str, Any]]] = [
-    ("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}),
-    (
-        "/api/v1/namespaces/demo/configmaps",
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "greeting", "labels": {"app": "hello"}},
-            "data": {"message": "hello from kubeloop"},
-        },
-    ),
-    (
-        "/apis/apps/v1/namespaces/demo/deployments",
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "hello", "labels": {"app": "hello"}},
-            "spec": {
-                "replicas": 2,
-                "selector": {"matchLabels": {"app": "hello"}},
-                "template": {
-                    "metadata": {"labels": {"app": "hello"}},
-                    "spec": {"containers": [{"name": "hello", "image": "nginx:1.27"}]},
-                },
-            },
-        },
-    ),
-]
+NAMESPACE = "demo"
+FIELD_MANAGER = "kubeloop-demo"
+GROUP, VERSION = "agents.kubeloop.dev", "v1alpha1"
+RUNTIME = GroupVersionKind(GROUP, VERSION, "ServingRuntime")
+SKILL_PACK = GroupVersionKind(GROUP, VERSION, "SkillPack")
+MCP_SERVER = GroupVersionKind(GROUP, VERSION, "MCPServer")
+AGENT = GroupVersionKind(GROUP, VERSION, "Agent")
+RUN = GroupVersionKind(GROUP, VERSION, "AgentRun")
+SCHEDULE = GroupVersionKind(GROUP, VERSION, "AgentSchedule")
+PERSONA_PACK = GroupVersionKind(GROUP, VERSION, "PersonaPack")
+EVENT = GroupVersionKind("", "v1", "Event")
+NAMESPACE_KIND = GroupVersionKind("", "v1", "Namespace")
 
 
-async def run_demo(*, once: bool, data_dir: pathlib.Path | None, port: int) -> int:
+def default_operator() -> pathlib.Path:
+    """``examples/agents`` of the source tree kubeloop runs from (or of the current directory)."""
+    for root in (pathlib.Path(__file__).resolve().parents[3], pathlib.Path.cwd()):
+        candidate = root / "examples" / "agents"
+        if (candidate / "main.py").exists():
+            return candidate
+    raise SystemExit("kubeloop demo: examples/agents not found; run it from a kubeloop checkout (make demo)")
+
+
+def load_samples(folder: pathlib.Path) -> list[Obj]:
+    """The objects of the YAML files in ``folder``, in file-name order."""
+    objects: list[Obj] = []
+    for path in sorted(folder.glob("*.yaml")):
+        objects.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
+    return objects
+
+
+@dataclass
+class State:
+    """What the view shows: the platform's objects in the demo namespace and the events."""
+
+    runtimes: list[Obj] = field(default_factory=list)
+    skill_packs: list[Obj] = field(default_factory=list)
+    mcp_servers: list[Obj] = field(default_factory=list)
+    agents: list[Obj] = field(default_factory=list)
+    runs: list[Obj] = field(default_factory=list)
+    schedules: list[Obj] = field(default_factory=list)
+    persona_packs: list[Obj] = field(default_factory=list)
+    events: list[Obj] = field(default_factory=list)
+
+    @classmethod
+    async def read(cls, client: APIClient) -> State:
+        async def items(kind: GroupVersionKind, namespace: str | None = NAMESPACE) -> list[Obj]:
+            found = await client.list(kind, namespace=namespace)
+            return sorted(found.items, key=lambda obj: str(obj["metadata"]["name"]))
+
+        return cls(
+            runtimes=await items(RUNTIME, None),
+            skill_packs=await items(SKILL_PACK),
+            mcp_servers=await items(MCP_SERVER),
+            agents=await items(AGENT),
+            runs=await items(RUN),
+            schedules=await items(SCHEDULE),
+            persona_packs=await items(PERSONA_PACK),
+            events=await items(EVENT),
+        )
+
+    def not_converged(self, sample_runs: Iterable[str]) -> list[str]:
+        """What has not converged yet (nothing: all has)."""
+        waiting: list[str] = []
+        for agent in self.agents:
+            ready, resolved = _condition(agent, "Ready"), _condition(agent, "RuntimeResolved")
+            if not _observed(agent) or ready.get("status") != "True":
+                why = resolved if resolved.get("status") == "False" else ready
+                waiting.append(f"Agent {_name(agent)}: {why.get('message') or 'not reconciled yet'}")
+        for server in self.mcp_servers:
+            status = server.get("status") or {}
+            if not _observed(server) or status.get("readyReplicas") != server["spec"].get("replicas", 1):
+                waiting.append(f"MCPServer {_name(server)}: {status.get('readyReplicas') or 0} ready")
+        for pack in (*self.skill_packs, *self.persona_packs):
+            if not _observed(pack):
+                waiting.append(f"{pack['kind']} {_name(pack)}: not reconciled yet")
+        names = {_name(agent) for agent in self.agents}
+        for pack in self.persona_packs:
+            missing = [name for name in (pack.get("status") or {}).get("agents") or () if name not in names]
+            if missing:
+                waiting.append(f"PersonaPack {_name(pack)}: agents {', '.join(missing)} not made yet")
+        runs = {_name(run): run for run in self.runs}
+        for name in sample_runs:
+            phase = ((runs.get(name) or {}).get("status") or {}).get("phase")
+            if phase not in ("Succeeded", "Failed"):
+                waiting.append(f"AgentRun {name}: {phase or 'not started'}")
+        for schedule in self.schedules:
+            status = schedule.get("status") or {}
+            if not schedule["spec"].get("suspend") and not status.get("nextScheduleTime"):
+                waiting.append(f"AgentSchedule {_name(schedule)}: not planned yet")
+        return waiting
+
+
+def _name(obj: Obj) -> str:
+    return str(obj["metadata"]["name"])
+
+
+def _observed(obj: Obj) -> bool:
+    observed = (obj.get("status") or {}).get("observedGeneration")
+    return observed is not None and observed == obj["metadata"].get("generation")
+
+
+def _condition(obj: Obj, kind: str) -> dict[str, Any]:
+    for condition in (obj.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == kind:
+            return dict(condition)
+    return {}
+
+
+def _age(stamp: Any, now: datetime) -> str:
+    moment = parse_time(stamp)
+    if moment is None:
+        return "-"
+    seconds = max(0, int((now - moment).total_seconds()))
+    return f"{seconds}s" if seconds < 120 else f"{seconds // 60}m"
+
+
+def _status_text(value: str, good: tuple[str, ...], bad: tuple[str, ...]) -> Text:
+    style = "green" if value in good else "red" if value in bad else "yellow"
+    return Text(value, style=style)
+
+
+def render(state: State, manager: Manager, *, header: str) -> Group:
+    """The live view of ``state`` and ``manager``'s controllers."""
+    now = datetime.now(UTC)
+    agents = Table(title="Agents", title_justify="left", expand=True)
+    for column in ("name", "runtime", "model", "ready", "replicas", "runtime resolved", "config"):
+        agents.add_column(column)
+    for agent in state.agents:
+        ready, resolved = _condition(agent, "Ready"), _condition(agent, "RuntimeResolved")
+        status = agent.get("status") or {}
+        agents.add_row(
+            _name(agent),
+            agent["spec"]["runtimeRef"],
+            f"{agent['spec']['model']['provider']}/{agent['spec']['model']['name']}",
+            _status_text(str(ready.get("reason") or "-"), ("DeploymentReady",), ()),
+            f"{status.get('readyReplicas', 0)}/{agent['spec'].get('replicas', 1)}",
+            _status_text(
+                str(resolved.get("reason") or "-"), ("Resolved",), ("RuntimeNotFound", "RuntimeDisabled")
+            ),
+            str(status.get("configHash") or "-")[:8],
+        )
+
+    runs = Table(title="Runs", title_justify="left", expand=True)
+    for column in ("name", "agent", "phase", "reason", "age", "result"):
+        runs.add_column(column, overflow="fold" if column == "result" else "ellipsis")
+    for run in state.runs:
+        status = run.get("status") or {}
+        runs.add_row(
+            _name(run),
+            run["spec"]["agentRef"],
+            _status_text(str(status.get("phase") or "-"), ("Succeeded",), ("Failed",)),
+            str(status.get("reason") or "-"),
+            _age(run["metadata"].get("creationTimestamp"), now),
+            str(status.get("result") or status.get("message") or ""),
+        )
+
+    platform = Table(title="Schedules, tools and packs", title_justify="left", expand=True)
+    for column in ("kind", "name", "state"):
+        platform.add_column(column)
+    for schedule in state.schedules:
+        status = schedule.get("status") or {}
+        active = ", ".join(status.get("active") or ()) or "none"
+        platform.add_row(
+            "AgentSchedule",
+            _name(schedule),
+            f"{schedule['spec']['schedule']!r} active: {active}; last {status.get('lastScheduleTime', '-')};"
+            f" next {status.get('nextScheduleTime', '-')}",
+        )
+    for server in state.mcp_servers:
+        status = server.get("status") or {}
+        platform.add_row(
+            "MCPServer", _name(server), f"{status.get('readyReplicas', 0)} ready at {status.get('url', '-')}"
+        )
+    for pack in state.skill_packs:
+        platform.add_row("SkillPack", _name(pack), f"{(pack.get('status') or {}).get('skills', 0)} skills")
+    for pack in state.persona_packs:
+        status = pack.get("status") or {}
+        made = [*(status.get("agents") or ()), *(status.get("schedules") or ())]
+        platform.add_row("PersonaPack", _name(pack), "made " + (", ".join(made) or "nothing yet"))
+    for runtime in state.runtimes:
+        disabled = " (disabled)" if runtime["spec"].get("disabled") else ""
+        platform.add_row("ServingRuntime", _name(runtime), f"{runtime['spec']['image']}{disabled}")
+
+    controllers = Table(title="Controllers", title_justify="left", expand=True)
+    for column in ("controller", "reconciles", "errors", "queue", "busy workers"):
+        controllers.add_column(column)
+    for name, controller in sorted(manager.controllers.items()):
+        controllers.add_row(
+            name,
+            str(sum(controller.results.values())),
+            str(controller.results.get("error", 0)),
+            str(len(controller.queue)),
+            str(controller.active_workers),
+        )
+
+    events = Table(title="Latest events", title_justify="left", expand=True)
+    for column in ("age", "type", "reason", "object", "message"):
+        events.add_column(column, overflow="fold" if column == "message" else "ellipsis")
+    latest = sorted(
+        state.events, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""), reverse=True
+    )
+    for event in latest[:8]:
+        involved = event.get("involvedObject") or {}
+        events.add_row(
+            _age(event.get("lastTimestamp") or event.get("eventTime"), now),
+            _status_text(str(event.get("type") or ""), ("Normal",), ("Warning",)),
+            str(event.get("reason") or ""),
+            f"{involved.get('kind')}/{involved.get('name')}",
+            str(event.get("message") or ""),
+        )
+    return Group(Text(header, style="bold"), agents, runs, platform, controllers, events)
+
+
+async def run_demo(
+    *,
+    once: bool,
+    data_dir: pathlib.Path | None,
+    port: int,
+    timeout: float = 30.0,
+    operator: pathlib.Path | None = None,
+    console: Console | None = None,
+) -> int:
+    from kubeloop.apiserver.server import APIServer, ServerOptions
+
+    console = console or Console()
+    operator = operator or default_operator()
+    module, attribute = load_target(str(operator))
+    setup = getattr(module, attribute)
+    samples = load_samples(operator / "samples")
+    sample_runs = [_name(obj) for obj in samples if obj.get("kind") == "AgentRun"]
+    started = time.monotonic()
     options = ServerOptions(memory=data_dir is None, data_dir=data_dir, port=port, simulate=True)
     async with APIServer(options) as server:
-        assert server.credentials is not None
-        print(f"kubeloop demo: embedded API server ready at {server.url}")
-        print(
-            f"  kubeconfig: {server.kubeconfig_path}   (try: kubectl --kubeconfig {server.kubeconfig_path} get all -A)"
-        )
-        ssl_context = ssl.create_default_context(cadata=server.credentials.ca_cert_pem.decode())
-        headers = {"Authorization": f"Bearer {server.credentials.admin_token}"}
-        async with aiohttp.ClientSession(base_url=server.url, headers=headers) as session:
-            watch_ready = asyncio.Event()
-            printing = asyncio.Event()
-            seen: list[str] = []
-            watcher = asyncio.create_task(_watch(session, ssl_context, seen, watch_ready, printing))
-            await watch_ready.wait()
-            for path, body in SAMPLES:
-                async with session.post(
-                    path,
-                    data=orjson.dumps(body),
-                    ssl=ssl_context,
-                    headers={"Content-Type": "application/json"},
-                ) as response:
-                    created = await response.json()
-                    if response.status not in (200, 201):
-                        if response.status == 409:
-                            continue
-                        print(f"  create {path} failed: {created.get('message')}")
-                        return 1
-                    meta = created["metadata"]
-                    print(
-                        f"  created {created['kind']:<11} {meta.get('namespace', '-'):<8} {meta['name']:<10} "
-                        f"uid={meta['uid'][:8]} resourceVersion={meta['resourceVersion']}"
-                    )
-            patch = {"spec": {"replicas": 3}}
-            async with session.patch(
-                "/apis/apps/v1/namespaces/demo/deployments/hello",
-                data=orjson.dumps(patch),
-                ssl=ssl_context,
-                headers={"Content-Type": "application/strategic-merge-patch+json"},
-            ) as response:
-                patched = await response.json()
-                print(
-                    f"  patched Deployment demo/hello: replicas={patched['spec']['replicas']} "
-                    f"generation={patched['metadata']['generation']}"
-                )
-            await asyncio.sleep(0.2)
-            print("  the watch on namespace demo saw: " + ", ".join(seen))
-            if once:
-                await cancel_and_wait([watcher])
-                return 0
-            print("serving until Ctrl-C; changes in namespace demo are printed as they happen", flush=True)
-            printing.set()
-            try:
-                await watcher
-            finally:
-                await cancel_and_wait([watcher])
-    return 0
+        kubeconfig = server.kubeconfig_path
+        console.print(f"[bold]kubeloop demo[/]: embedded API server at {server.url}")
+        console.print(f"  kubeconfig: {kubeconfig}")
+        console.print(f"  try: kubectl --kubeconfig {kubeconfig} get agents,agentruns,all -n {NAMESPACE}")
+        async with APIClient(load_config(str(kubeconfig))) as client:
+            installed = await install_crds(client, *module_crds(module))
+            console.print(f"  installed {len(installed)} CRDs from {operator}")
+            manager = Manager(client)
+            setup(manager)
+            async with manager:
+                await _apply(client, samples)
+                console.print(f"  applied {len(samples)} sample objects into namespace {NAMESPACE}")
+                if once:
+                    return await _converge(client, manager, sample_runs, started, timeout, console)
+                header = f"kubeloop demo — {server.url} — kubeconfig {kubeconfig} — Ctrl-C to stop"
+                with Live(console=console, refresh_per_second=4, screen=False) as live:
+                    while True:
+                        live.update(render(await State.read(client), manager, header=header))
+                        await asyncio.sleep(0.5)
+    return 0  # not reached: the live view runs until cancelled
 
 
-async def _watch(
-    session: aiohttp.ClientSession,
-    ssl_context: ssl.SSLContext,
-    seen: list[str],
-    ready: asyncio.Event,
-    printing: asyncio.Event,
-) -> None:
-    paths = ["/api/v1/namespaces/demo/configmaps", "/apis/apps/v1/namespaces/demo/deployments"]
+async def _apply(client: APIClient, samples: list[Obj]) -> None:
+    await client.apply(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        field_manager=FIELD_MANAGER,
+    )
+    for obj in samples:
+        namespace = None if obj.get("kind") == "ServingRuntime" else NAMESPACE
+        await client.apply(obj, field_manager=FIELD_MANAGER, force=True, namespace=namespace)
 
-    async def one(path: str, started: asyncio.Event) -> None:
-        async with session.get(
-            path,
-            params={"watch": "1", "resourceVersion": "1"},
-            ssl=ssl_context,
-            timeout=aiohttp.ClientTimeout(total=None),
-        ) as response:
-            started.set()
-            async for line in response.content:
-                event = orjson.loads(line)
-                obj = event["object"]
-                text = f"{event['type']} {obj.get('kind')}/{obj['metadata'].get('name')}"
-                seen.append(text)
-                if printing.is_set():
-                    print(
-                        f"  watch: {text} resourceVersion={obj['metadata'].get('resourceVersion')}",
-                        flush=True,
-                    )
 
-    events = [asyncio.Event() for _ in paths]
-    tasks = [asyncio.create_task(one(p, e)) for p, e in zip(paths, events, strict=True)]
-    try:
-        for e in events:
-            await e.wait()
-        ready.set()
-        await asyncio.gather(*tasks)
-    finally:
-        await cancel_and_wait(tasks)
+async def _converge(
+    client: APIClient,
+    manager: Manager,
+    sample_runs: list[str],
+    started: float,
+    timeout: float,
+    console: Console,
+) -> int:
+    deadline = started + timeout
+    while True:
+        state = await State.read(client)
+        waiting = state.not_converged(sample_runs)
+        took = time.monotonic() - started
+        if not waiting:
+            console.print(render(state, manager, header=f"kubeloop demo: converged in {took:.1f}s"))
+            return 0
+        if time.monotonic() >= deadline:
+            console.print(render(state, manager, header=f"kubeloop demo: not converged after {took:.1f}s"))
+            console.print("[red]kubeloop demo: did not converge:[/]")
+            for reason in waiting:
+                console.print(f"  - {reason}")
+            return 1
+        await asyncio.sleep(0.25)

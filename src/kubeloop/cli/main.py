@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import pathlib
 import signal
@@ -79,10 +80,24 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     crd.add_argument("target", help="a module, a Python file, or a directory holding main.py")
 
-    demo = commands.add_parser("demo", help="run the embedded server with sample objects and show it serving")
-    demo.add_argument("--once", action="store_true", help="run one round and exit 0")
+    demo = commands.add_parser(
+        "demo", help="the agent platform operator on the embedded server, with samples and a live view"
+    )
+    demo.add_argument(
+        "--once",
+        action="store_true",
+        help="wait until everything converged, print it and exit (1: it did not)",
+    )
+    demo.add_argument(
+        "--timeout", type=float, default=30.0, help="how long --once waits (seconds, default 30)"
+    )
     demo.add_argument("--data-dir", type=pathlib.Path, help="keep the demo's state here (default: in memory)")
     demo.add_argument("--port", type=int, default=0, help="port to serve on (default: a free one)")
+    demo.add_argument(
+        "--operator",
+        type=pathlib.Path,
+        help="the operator's folder, with samples/ (default: examples/agents)",
+    )
     return parser
 
 
@@ -186,7 +201,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from kubeloop.cli.demo import run_demo
 
-        return asyncio.run(run_demo(once=args.once, data_dir=args.data_dir, port=args.port))
+        if not args.verbose:  # the view says what happens; only warnings are logged beside it
+            logging.getLogger().setLevel(logging.WARNING)
+
+        try:
+            return asyncio.run(
+                run_demo(
+                    once=args.once,
+                    data_dir=args.data_dir,
+                    port=args.port,
+                    timeout=args.timeout,
+                    operator=args.operator,
+                )
+            )
+        except KeyboardInterrupt:
+            return 0
     return 2
 
 

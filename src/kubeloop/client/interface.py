@@ -215,9 +215,18 @@ class Writer(Protocol):
         """Server-side apply ``obj`` (the fields this ``field_manager`` owns); ``force`` takes
         fields another manager owns instead of answering ``Conflict``."""
 
-    async def delete(self, kind: KindRef, name: str | None = None, *, namespace: str | None = None) -> Obj:
+    async def delete(
+        self,
+        kind: KindRef,
+        name: str | None = None,
+        *,
+        namespace: str | None = None,
+        propagation_policy: str | None = None,
+    ) -> Obj:
         """Delete the object ``name`` of ``kind`` (or ``kind`` itself, an object). Answers the
-        object when finalizers keep it (deletionTimestamp set), else a Success Status."""
+        object when finalizers keep it (deletionTimestamp set), else a Success Status.
+        ``propagation_policy`` (``Background``, ``Foreground``, ``Orphan``) says what happens
+        to its dependents; the kind's default without it (Jobs orphan their pods)."""
 
     async def delete_collection(
         self,
@@ -226,6 +235,7 @@ class Writer(Protocol):
         namespace: str | None = None,
         label_selector: str | LabelSelector | None = None,
         field_selector: str | FieldSelector | None = None,
+        propagation_policy: str | None = None,
     ) -> Obj:
         """Delete every object of ``kind`` in ``namespace`` that the selectors match."""
 

@@ -120,18 +120,17 @@ def plan(cronjob: Obj, jobs: list[Obj], now: datetime) -> Plan:
         out.status = _status(status, running)
         return out
     since = timestamps.parse_time(status.get("lastScheduleTime") or meta.get("creationTimestamp")) or now
+    deadline = spec.get("startingDeadlineSeconds")
+    if deadline is not None:  # nothing older than the deadline can run: no need to look further back
+        since = max(since, now - timedelta(seconds=int(deadline)))
     local_now = now.astimezone(zone)
-    due: datetime | None = None
-    moment = since.astimezone(zone)
-    while (following := schedule.next_after(moment)) is not None and following <= local_now:
-        due, moment = following, following
+    due, _ = schedule.most_recent(since.astimezone(zone), local_now)
     upcoming = schedule.next_after(local_now)
     if upcoming is not None:
         out.requeue_after = max(0.0, (upcoming - local_now).total_seconds()) + 0.05
     if spec.get("suspend") or due is None:
         out.status = _status(status, running)
         return out
-    deadline = spec.get("startingDeadlineSeconds")
     if deadline is not None and due < local_now - timedelta(seconds=int(deadline)):
         log.info("cronjob %s/%s missed its start at %s", meta.get("namespace"), meta.get("name"), due)
         out.status = _status(status, running)

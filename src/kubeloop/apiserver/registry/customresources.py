@@ -63,6 +63,8 @@ class CustomResourceStrategy(Strategy):
     schema; status and scale subresources as the CRD declares them."""
 
     patch_types = mediatypes.CUSTOM_PATCH_TYPES
+    #: A custom resource's update names the version it replaces (upstream's default for them).
+    allow_unconditional_update = False
 
     def __init__(
         self,

@@ -510,6 +510,13 @@ class Registry:
         rv = obj["metadata"].get("resourceVersion")
         if rv and parse_resource_version(rv) != current.revision:
             raise errors.conflict(resource.group, resource.plural, name)
+        if not rv and not self.strategy(resource).allow_unconditional_update:
+            cause = errors.StatusCause(
+                "FieldValueInvalid",
+                "Invalid value: 0x0: must be specified for an update",
+                "metadata.resourceVersion",
+            )
+            raise errors.invalid(resource.group, resource.kind, name, [cause])
         return await self._finish_update(
             resource, key, current.obj, current.revision, obj, options, warnings, subresource
         )

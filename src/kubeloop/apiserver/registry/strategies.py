@@ -41,6 +41,9 @@ class Strategy:
 
     #: The patch media types the kind accepts.
     patch_types: tuple[str, ...] = mediatypes.BUILTIN_PATCH_TYPES
+    #: Whether an update (PUT) may leave out metadata.resourceVersion (then it is not a
+    #: precondition); upstream's ``AllowUnconditionalUpdate``.
+    allow_unconditional_update = True
 
     def __init__(self, resource: ResourceType) -> None:
         self.resource = resource

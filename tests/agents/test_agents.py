@@ -7,108 +7,16 @@ takes its objects, runs and schedules; a second reconcile of a converged agent w
 from __future__ import annotations
 
 import pathlib
-import sys
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
-
-import pytest
-
-import kubeloop
-from kubeloop import kinds
-from kubeloop.apiserver.controllers.simulation import SimulationOptions
-from kubeloop.client.config import load_kubeconfig
-from kubeloop.testing import eventually
-from tests.conftest import ServerThread, start_server
-
-sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "examples" / "agents"))
 
 import agentplatform
 from agentplatform.api import Agent, AgentRun, AgentSchedule, ServingRuntime
 from agentplatform.common import CONFIG_HASH
 
-FAST = SimulationOptions(pod_start_seconds=0.05, pod_run_seconds=0.2, node_check_seconds=0.2)
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[ServerThread]:
-    server = start_server(simulate=True, simulation=FAST)
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-async def client(cluster: ServerThread) -> AsyncIterator[kubeloop.APIClient]:
-    async with kubeloop.APIClient(load_kubeconfig(cluster.kubeconfig)) as api:
-        await kubeloop.crd.install_crds(api, *agentplatform.CUSTOM_RESOURCES)
-        yield api
-
-
-_namespaces = iter(range(1, 1_000))
-
-
-@pytest.fixture
-async def namespace(client: kubeloop.APIClient) -> str:
-    """A fresh namespace per test on this module's simulating server."""
-    name = f"agents{next(_namespaces)}"
-    await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    return name
-
-
-@pytest.fixture
-async def platform(client: kubeloop.APIClient) -> AsyncIterator[agentplatform.Platform]:
-    manager = kubeloop.Manager(client)
-    platform = agentplatform.setup(manager)
-    async with manager:
-        yield platform
-
-
-def runtime(name: str, image: str = "ghcr.io/example/agent:1", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "agents.kubeloop.dev/v1alpha1",
-        "kind": "ServingRuntime",
-        "metadata": {"name": name},
-        "spec": {"image": image, "env": [{"name": "LOG_LEVEL", "value": "info"}], **spec},
-    }
-
-
-def agent(name: str, namespace: str, runtime_name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "agents.kubeloop.dev/v1alpha1",
-        "kind": "Agent",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "runtimeRef": runtime_name,
-            "model": {
-                "provider": "openai",
-                "name": "gpt-4o",
-                "authSecretRef": {"name": "llm", "key": "token"},
-            },
-            "systemPrompt": "You answer questions about Kubernetes.",
-            "env": [{"name": "LOG_LEVEL", "value": "debug"}],
-            **spec,
-        },
-    }
-
-
-def condition(obj: Agent, kind: str) -> tuple[str, str]:
-    for found in (obj.status.conditions if obj.status else None) or ():
-        if found.type == kind:
-            return found.status, found.reason
-    return "", ""
-
-
-async def ready(client: kubeloop.APIClient, name: str, namespace: str) -> Agent:
-    async def check() -> Agent:
-        found = await client.get(Agent, name, namespace=namespace)
-        assert condition(found, "Ready") == ("True", "DeploymentReady"), found.status
-        return found
-
-    return await eventually(check, timeout=20)
-
-
-async def pod_hash(client: kubeloop.APIClient, name: str, namespace: str) -> str:
-    deployment = await client.get(kinds.Deployment, name, namespace=namespace)
-    return str(deployment["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH])
+import kubeloop
+from kubeloop import kinds
+from kubeloop.client.config import load_kubeconfig
+from kubeloop.testing import eventually
+from tests.agents.conftest import agent, assert_writes_nothing, condition, exists, pod_hash, ready, runtime
 
 
 async def test_an_agent_becomes_ready_with_everything_it_owns(
@@ -151,13 +59,9 @@ async def test_a_second_reconcile_of_a_converged_agent_writes_nothing(
     )
     await client.create(agent("steady", namespace, f"{namespace}-rt", replicas=2))
     await ready(client, "steady", namespace)
-    operator = platform.agents.client
-    assert isinstance(operator, kubeloop.CachedClient)
-    writes = sum(n for (method, _), n in operator.writer.requests.items() if method != "GET")
-    for _ in range(3):
-        await platform.agents.reconcile(kubeloop.Request(namespace, "steady"))
-    after = sum(n for (method, _), n in operator.writer.requests.items() if method != "GET")
-    assert after == writes
+    await assert_writes_nothing(
+        platform.agents.reconcile, platform.agents.client, kubeloop.Request(namespace, "steady")
+    )
 
 
 async def test_a_runtime_edit_rolls_exactly_its_agents(
@@ -302,8 +206,7 @@ async def test_a_deleted_agent_takes_its_objects_runs_and_schedules(
             (kinds.Service, "leaving"),
             (kinds.ConfigMap, "leaving-config"),
         ):
-            with pytest.raises(kubeloop.errors.NotFound):
-                await client.get(kind, name, namespace=namespace)
+            assert not await exists(client, kind, name, namespace), (kind, name)
 
     await eventually(gone, timeout=20)
 

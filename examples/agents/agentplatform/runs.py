@@ -1,0 +1,286 @@
+"""AgentRun → one task for an agent, run to completion as a Job.
+
+When a run starts it snapshots its agent and runtime into ``<run>-input``, a ConfigMap holding
+the task, the system prompt, the model and both specs: editing the agent or the runtime later
+does not change a run that has started. The run gets a ServiceAccount, a Role that may read
+only its input, its agent and the agent's skill packs, a RoleBinding, and a Job built from the
+snapshot (backoffLimit 0, restartPolicy Never, activeDeadlineSeconds = timeoutSeconds); all of
+them are owned by the run, so deleting it deletes them.
+
+The phase follows the Job, through the watch on owned Jobs (nothing polls): Pending until its
+pod is ready, Running, then Succeeded or Failed as the Job's Complete or Failed condition
+says. The pod's termination message becomes ``status.result``. A run that has not finished
+``timeoutSeconds`` after it started is failed (reason TimedOut) by a requeue at that moment,
+and its Job is deleted with its pods. A run whose agent does not exist yet, or whose runtime
+is missing or disabled, waits in Pending with the reason in ``status.message``; the agent's
+watch wakes it.
+
+Annotations of the run under ``kubeloop.dev/`` are given to its pod. The embedded server's
+workload simulation reads them (``kubeloop.dev/outcome: Failed``, ``kubeloop.dev/duration``,
+``kubeloop.dev/termination-message``), so a demo or a test can choose how a run ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import kubeloop
+from kubeloop import kinds
+
+from .agents import CONFIG_DIR, agent_config, agent_pod, resolve_runtime, resolve_tools
+from .api import GROUP, Agent, AgentRun, AgentSpec, ServingRuntimeSpec
+from .common import labels, named, write_status
+from .indexes import AGENT_INDEX
+from .skillpacks import config_map_name
+
+FINISHED = ("Succeeded", "Failed")
+#: The run's annotations its pod is given (the simulation's steering annotations).
+POD_ANNOTATION_PREFIX = "kubeloop.dev/"
+#: The label of a Job's pods that names the Job.
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+
+
+def input_config_map(run: str) -> str:
+    return f"{run}-input"
+
+
+class AgentRunReconciler:
+    """Reconciles AgentRuns."""
+
+    def __init__(self, manager: kubeloop.Manager) -> None:
+        self.manager = manager
+        self.client = manager.client
+        #: Reads past the cache: a snapshot just created, a finished Job's pods.
+        self.reader = manager.api_reader
+        self.recorder = manager.event_recorder("agentrun")
+
+    def setup(self) -> None:
+        builder = kubeloop.Builder(self.manager).named("agentrun").for_(AgentRun)
+        builder.owns(kinds.Job)
+        builder.watches(Agent, kubeloop.handler.EnqueueRequestsFromMapFunc(self._waiting_runs))
+        builder.complete(self.reconcile)
+
+    async def _waiting_runs(self, agent: kubeloop.Obj) -> list[kubeloop.Request]:
+        """The runs of ``agent`` that have not started (they wait for it or for its runtime)."""
+        meta = agent["metadata"]
+        runs = await self.client.list(
+            AgentRun, namespace=meta["namespace"], field_selector=f"{AGENT_INDEX}={meta['name']}"
+        )
+        return [
+            kubeloop.Request(run.metadata.namespace or "", run.metadata.name or "")
+            for run in runs
+            if run.status is None or run.status.start_time is None
+        ]
+
+    async def reconcile(self, request: kubeloop.Request) -> kubeloop.Result | None:
+        try:
+            run = await self.client.get(AgentRun, request.name, namespace=request.namespace)
+        except kubeloop.errors.NotFound:
+            return None  # what it owned goes with it
+        current = run.status.to_dict() if run.status else {}
+        if run.metadata.deletion_timestamp is not None or current.get("phase") in FINISHED:
+            return None
+        snapshot, waiting = await self._snapshot(run)
+        if snapshot is None:
+            await write_status(
+                self.client, run, {"phase": "Pending", "reason": "Waiting", "message": waiting}
+            )
+            return None  # the agent's watch wakes it
+        now = datetime.now(UTC)
+        started = kubeloop.timestamps.parse_time(current.get("startTime")) or now
+        status: dict[str, Any] = {
+            "startTime": kubeloop.timestamps.format_time(started),
+            "jobName": request.name,
+        }
+        job = await self._job(run, snapshot)
+        status.update(await self._phase(job))
+        deadline = started + timedelta(seconds=run.spec.timeout_seconds)
+        if status["phase"] not in FINISHED and now >= deadline:
+            with contextlib.suppress(kubeloop.errors.NotFound):
+                await self.client.delete(
+                    kinds.Job, request.name, namespace=request.namespace, propagation_policy="Background"
+                )
+            status.update(phase="Failed", reason="TimedOut")
+            status["message"] = f"the run did not finish within {run.spec.timeout_seconds}s"
+        if status["phase"] in FINISHED:
+            status["completionTime"] = current.get("completionTime") or kubeloop.timestamps.now()
+        if status["phase"] != current.get("phase"):
+            self._record(run, status)
+        await write_status(self.client, run, status)
+        if status["phase"] in FINISHED:
+            return None
+        return kubeloop.Result(requeue_after=max(0.0, (deadline - now).total_seconds()))
+
+    def _record(self, run: AgentRun, status: dict[str, Any]) -> None:
+        phase = status["phase"]
+        if phase == "Running":
+            self.recorder.event(run, kubeloop.NORMAL, "Started", f"Job {status['jobName']} is running")
+        elif phase == "Succeeded":
+            self.recorder.event(run, kubeloop.NORMAL, "Succeeded", "the agent finished the task")
+        elif phase == "Failed":
+            self.recorder.event(run, kubeloop.WARNING, status["reason"], status.get("message", ""))
+
+    async def _snapshot(self, run: AgentRun) -> tuple[dict[str, str] | None, str]:
+        """The run's input ConfigMap's data, made from the agent and runtime when the run starts;
+        None and why when it cannot start yet."""
+        name, namespace = input_config_map(run.metadata.name or ""), run.metadata.namespace or ""
+        with contextlib.suppress(kubeloop.errors.NotFound):
+            return dict(
+                (await self.client.get(kinds.ConfigMap, name, namespace=namespace)).get("data") or {}
+            ), ""
+        try:
+            agent = await self.client.get(Agent, run.spec.agent_ref, namespace=namespace)
+        except kubeloop.errors.NotFound:
+            return None, f"Agent {run.spec.agent_ref} does not exist"
+        runtime, _, why = await resolve_runtime(self.client, agent.spec.runtime_ref)
+        if runtime is None:
+            return None, why
+        packs, mcp_urls = await resolve_tools(self.client, namespace, agent.spec)
+        data = {
+            **agent_config(agent.spec),
+            "task": run.spec.task,
+            "agent.json": json.dumps(agent.spec.to_dict(), sort_keys=True),
+            "runtime.json": json.dumps(runtime.spec.to_dict(), sort_keys=True),
+            "skill-packs": ",".join(packs),
+            "mcp-servers": ",".join(mcp_urls),
+        }
+        config = named(kinds.ConfigMap, name, namespace)
+        config["metadata"]["labels"] = labels("agentrun", run.metadata.name or "")
+        config["data"] = data
+        kubeloop.set_controller_reference(run, config)
+        try:
+            await self.client.create(config)
+        except kubeloop.errors.AlreadyExists:  # made by an earlier pass the cache has not shown yet
+            return dict(
+                (await self.reader.get(kinds.ConfigMap, name, namespace=namespace)).get("data") or {}
+            ), ""
+        return data, ""
+
+    async def _job(self, run: AgentRun, snapshot: dict[str, str]) -> kubeloop.Obj | None:
+        """The run's Job, created (after what it needs) if it does not exist; None until the
+        cache shows one just created."""
+        name, namespace = run.metadata.name or "", run.metadata.namespace or ""
+        with contextlib.suppress(kubeloop.errors.NotFound):
+            return await self.client.get(kinds.Job, name, namespace=namespace)
+        for obj in (*self._access(run, snapshot), self._job_of(run, snapshot)):
+            kubeloop.set_controller_reference(run, obj)
+            with contextlib.suppress(kubeloop.errors.AlreadyExists):
+                await self.client.create(obj)
+        return None
+
+    def _access(self, run: AgentRun, snapshot: dict[str, str]) -> list[kubeloop.Obj]:
+        """A ServiceAccount of the run's name, a Role that may read the run's input, its agent and
+        its skill packs, and the RoleBinding between them."""
+        name, namespace = run.metadata.name or "", run.metadata.namespace or ""
+        config_maps = [input_config_map(name)] + [
+            config_map_name(pack) for pack in snapshot.get("skill-packs", "").split(",") if pack
+        ]
+        account = named(kinds.ServiceAccount, name, namespace)
+        role = named(kinds.Role, name, namespace)
+        role["rules"] = [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"], "resourceNames": config_maps},
+            {
+                "apiGroups": [GROUP],
+                "resources": ["agents"],
+                "verbs": ["get"],
+                "resourceNames": [run.spec.agent_ref],
+            },
+            {"apiGroups": [GROUP], "resources": ["agentruns"], "verbs": ["get"], "resourceNames": [name]},
+        ]
+        binding = named(kinds.RoleBinding, name, namespace)
+        binding["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}
+        binding["subjects"] = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
+        for obj in (account, role, binding):
+            obj["metadata"]["labels"] = labels("agentrun", name)
+        return [account, role, binding]
+
+    def _job_of(self, run: AgentRun, snapshot: dict[str, str]) -> kubeloop.Obj:
+        name, namespace = run.metadata.name or "", run.metadata.namespace or ""
+        agent = AgentSpec.model_validate(json.loads(snapshot["agent.json"]))
+        runtime = ServingRuntimeSpec.model_validate(json.loads(snapshot["runtime.json"]))
+        container, volumes = agent_pod(
+            run.spec.agent_ref,
+            agent,
+            runtime,
+            config_map=input_config_map(name),
+            skill_packs=[pack for pack in snapshot.get("skill-packs", "").split(",") if pack],
+            mcp_urls=[url for url in snapshot.get("mcp-servers", "").split(",") if url],
+            env=[{"name": "AGENT_RUN", "value": name}, {"name": "TASK_FILE", "value": f"{CONFIG_DIR}/task"}],
+        )
+        container.pop("ports")
+        container = {key: value for key, value in container.items() if value is not None}
+        container["terminationMessagePolicy"] = "FallbackToLogsOnError"
+        pod_labels = labels("agentrun", name)
+        annotations = {
+            key: value
+            for key, value in (run.metadata.annotations or {}).items()
+            if key.startswith(POD_ANNOTATION_PREFIX)
+        }
+        job = named(kinds.Job, name, namespace)
+        job["metadata"]["labels"] = pod_labels
+        job["spec"] = {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": run.spec.timeout_seconds,
+            "template": {
+                "metadata": {"labels": pod_labels, "annotations": annotations},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "serviceAccountName": name,
+                    "containers": [container],
+                    "volumes": volumes,
+                },
+            },
+        }
+        return job
+
+    async def _phase(self, job: kubeloop.Obj | None) -> dict[str, Any]:
+        """Phase, reason, message and result, as the Job says."""
+        if job is None:
+            return {"phase": "Pending", "reason": "JobCreated", "message": "waiting for the Job's pod"}
+        status = job.get("status") or {}
+        for condition in status.get("conditions") or ():
+            if condition.get("status") != "True":
+                continue
+            if condition.get("type") == "Complete":
+                return {
+                    "phase": "Succeeded",
+                    "reason": "Completed",
+                    "message": "",
+                    "result": await self._result(job),
+                }
+            if condition.get("type") == "Failed":
+                reason = "TimedOut" if condition.get("reason") == "DeadlineExceeded" else "JobFailed"
+                failed: dict[str, Any] = {"phase": "Failed", "reason": reason}
+                failed["message"] = str(condition.get("message") or "")
+                result = await self._result(job)
+                if result:
+                    failed["result"] = result
+                return failed
+        if int(status.get("ready") or 0) > 0:
+            return {"phase": "Running", "reason": "PodRunning", "message": ""}
+        return {"phase": "Pending", "reason": "PodStarting", "message": "waiting for the Job's pod"}
+
+    async def _result(self, job: kubeloop.Obj) -> str:
+        """The termination message of the Job's latest finished pod."""
+        meta = job["metadata"]
+        pods = await self.reader.list(
+            kinds.Pod, namespace=meta["namespace"], label_selector=f"{JOB_NAME_LABEL}={meta['name']}"
+        )
+        messages = []
+        for pod in pods.items:
+            for container in (pod.get("status") or {}).get("containerStatuses") or ():
+                terminated = (container.get("state") or {}).get("terminated") or {}
+                if terminated:
+                    messages.append(
+                        (str(terminated.get("finishedAt") or ""), str(terminated.get("message") or ""))
+                    )
+        return max(messages)[1] if messages else ""
+
+
+def setup(manager: kubeloop.Manager) -> AgentRunReconciler:
+    reconciler = AgentRunReconciler(manager)
+    reconciler.setup()
+    return reconciler

@@ -1,0 +1,156 @@
+"""The agent platform operator's tests share one simulating server (fast pod timings), a fresh
+namespace per test, the CRDs installed, and the platform running in a manager."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+
+import kubeloop
+from kubeloop import kinds
+from kubeloop.apiserver.controllers.simulation import SimulationOptions
+from kubeloop.client.config import load_kubeconfig
+from kubeloop.testing import eventually
+from tests.conftest import ServerThread, start_server
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "examples" / "agents"))
+
+import agentplatform
+from agentplatform.api import Agent, AgentRun
+from agentplatform.common import CONFIG_HASH
+
+FAST = SimulationOptions(pod_start_seconds=0.05, pod_run_seconds=0.2, node_check_seconds=0.2)
+
+
+@pytest.fixture(scope="package")
+def cluster() -> Iterator[ServerThread]:
+    server = start_server(simulate=True, simulation=FAST)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def client(cluster: ServerThread) -> AsyncIterator[kubeloop.APIClient]:
+    async with kubeloop.APIClient(load_kubeconfig(cluster.kubeconfig)) as api:
+        await kubeloop.crd.install_crds(api, *agentplatform.CUSTOM_RESOURCES)
+        yield api
+
+
+_namespaces = iter(range(1, 1_000))
+
+
+@pytest.fixture
+async def namespace(client: kubeloop.APIClient) -> str:
+    """A fresh namespace per test on this module's simulating server."""
+    name = f"agents{next(_namespaces)}"
+    await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    return name
+
+
+@pytest.fixture
+async def platform(client: kubeloop.APIClient) -> AsyncIterator[agentplatform.Platform]:
+    manager = kubeloop.Manager(client)
+    platform = agentplatform.setup(manager)
+    async with manager:
+        yield platform
+
+
+def runtime(name: str, image: str = "ghcr.io/example/agent:1", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "agents.kubeloop.dev/v1alpha1",
+        "kind": "ServingRuntime",
+        "metadata": {"name": name},
+        "spec": {"image": image, "env": [{"name": "LOG_LEVEL", "value": "info"}], **spec},
+    }
+
+
+def agent(name: str, namespace: str, runtime_name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "agents.kubeloop.dev/v1alpha1",
+        "kind": "Agent",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "runtimeRef": runtime_name,
+            "model": {
+                "provider": "openai",
+                "name": "gpt-4o",
+                "authSecretRef": {"name": "llm", "key": "token"},
+            },
+            "systemPrompt": "You answer questions about Kubernetes.",
+            "env": [{"name": "LOG_LEVEL", "value": "debug"}],
+            **spec,
+        },
+    }
+
+
+def condition(obj: Agent, kind: str) -> tuple[str, str]:
+    for found in (obj.status.conditions if obj.status else None) or ():
+        if found.type == kind:
+            return found.status, found.reason
+    return "", ""
+
+
+async def ready(client: kubeloop.APIClient, name: str, namespace: str) -> Agent:
+    async def check() -> Agent:
+        found = await client.get(Agent, name, namespace=namespace)
+        assert condition(found, "Ready") == ("True", "DeploymentReady"), found.status
+        return found
+
+    return await eventually(check, timeout=20)
+
+
+async def exists(
+    client: kubeloop.APIClient, kind: kubeloop.GroupVersionKind, name: str, namespace: str
+) -> bool:
+    try:
+        await client.get(kind, name, namespace=namespace)
+    except kubeloop.errors.NotFound:
+        return False
+    return True
+
+
+async def pod_hash(client: kubeloop.APIClient, name: str, namespace: str) -> str:
+    deployment = await client.get(kinds.Deployment, name, namespace=namespace)
+    return str(deployment["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH])
+
+
+def agent_run(name: str, namespace: str, agent_name: str, **spec: Any) -> dict[str, Any]:
+    annotations = spec.pop("annotations", {})
+    return {
+        "apiVersion": "agents.kubeloop.dev/v1alpha1",
+        "kind": "AgentRun",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        "spec": {"agentRef": agent_name, "task": "summarise the cluster", **spec},
+    }
+
+
+async def finished(client: kubeloop.APIClient, name: str, namespace: str, timeout: float = 20) -> AgentRun:
+    async def check() -> AgentRun:
+        found = await client.get(AgentRun, name, namespace=namespace)
+        assert found.status is not None and found.status.phase in ("Succeeded", "Failed"), found.status
+        return found
+
+    return await eventually(check, timeout=timeout)
+
+
+def writes(client: kubeloop.Client) -> int:
+    """How many writes ``client`` (an API client, or a cached one's writer) has sent."""
+    api = client.writer if isinstance(client, kubeloop.CachedClient) else client
+    assert isinstance(api, kubeloop.APIClient)
+    return sum(n for (method, _), n in api.requests.items() if method != "GET")
+
+
+async def assert_writes_nothing(
+    reconcile: Callable[[kubeloop.Request], Awaitable[object]],
+    client: kubeloop.Client,
+    request: kubeloop.Request,
+) -> None:
+    """Three more reconciles of a converged ``request`` send no write through ``client``."""
+    before = writes(client)
+    for _ in range(3):
+        await reconcile(request)
+    assert writes(client) == before

@@ -1,0 +1,127 @@
+"""AgentRuns end to end on the simulating server: a run snapshots its agent, gets its own
+ServiceAccount, Role and RoleBinding and a Job, and succeeds with its pod's termination message,
+fails, or times out (its pod stopped); a run waits for an agent that does not exist yet; a
+finished run's reconcile writes nothing."""
+
+from __future__ import annotations
+
+import agentplatform
+from agentplatform.api import Agent, AgentRun
+
+import kubeloop
+from kubeloop import kinds
+from kubeloop.testing import eventually
+from tests.agents.conftest import agent, agent_run, assert_writes_nothing, finished, runtime
+
+
+async def test_a_run_snapshots_its_agent_and_succeeds_with_the_pods_answer(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    rt = f"{namespace}-rt"
+    await client.create(runtime(rt))
+    await client.create(agent("helper", namespace, rt, skillPackRefs=["k8s"]))
+    await client.create(
+        {
+            "apiVersion": "agents.kubeloop.dev/v1alpha1",
+            "kind": "SkillPack",
+            "metadata": {"name": "k8s", "namespace": namespace},
+            "spec": {"skills": [{"name": "debug", "text": "Read the events first."}]},
+        }
+    )
+    await eventually(lambda: client.get(kinds.ConfigMap, "skillpack-k8s", namespace=namespace))
+    answer = {"kubeloop.dev/termination-message": "3 nodes, all Ready", "kubeloop.dev/duration": "0.5"}
+    await client.create(agent_run("ask", namespace, "helper", annotations=answer))
+
+    async def running() -> None:
+        found = await client.get(AgentRun, "ask", namespace=namespace)
+        assert found.status is not None and found.status.phase in ("Running", "Succeeded")
+
+    await eventually(running, timeout=20)
+    # The agent changes after the run started: the run keeps what it started with.
+    await client.patch(Agent, "helper", {"spec": {"systemPrompt": "changed"}}, namespace=namespace)
+    run = await finished(client, "ask", namespace)
+    assert run.status is not None
+    assert (run.status.phase, run.status.reason, run.status.result) == (
+        "Succeeded",
+        "Completed",
+        "3 nodes, all Ready",
+    )
+    assert run.status.start_time and run.status.completion_time and run.status.job_name == "ask"
+
+    snapshot = await client.get(kinds.ConfigMap, "ask-input", namespace=namespace)
+    assert snapshot["data"]["task"] == "summarise the cluster"
+    assert snapshot["data"]["system-prompt"] == "You answer questions about Kubernetes."
+    assert snapshot["data"]["skill-packs"] == "k8s"
+    job = await client.get(kinds.Job, "ask", namespace=namespace)
+    assert job["spec"]["backoffLimit"] == 0 and job["spec"]["activeDeadlineSeconds"] == 600
+    pod = job["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never" and pod["serviceAccountName"] == "ask"
+    env = {var["name"]: var.get("value") for var in pod["containers"][0]["env"]}
+    assert env["TASK_FILE"] == "/etc/agent/task" and env["AGENT_RUN"] == "ask"
+    role = await client.get(kinds.Role, "ask", namespace=namespace)
+    assert role["rules"][0]["resourceNames"] == ["ask-input", "skillpack-k8s"]
+    binding = await client.get(kinds.RoleBinding, "ask", namespace=namespace)
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "ask", "namespace": namespace}]
+    await client.get(kinds.ServiceAccount, "ask", namespace=namespace)
+    for owned in (snapshot, job, role, binding):
+        assert owned["metadata"]["ownerReferences"][0]["kind"] == "AgentRun"
+
+    # Finished: another pass writes nothing.
+    await assert_writes_nothing(
+        platform.runs.reconcile, platform.runs.client, kubeloop.Request(namespace, "ask")
+    )
+
+
+async def test_a_run_fails_with_its_pods_message(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(agent("helper", namespace, f"{namespace}-rt"))
+    outcome = {"kubeloop.dev/outcome": "Failed", "kubeloop.dev/termination-message": "model quota exceeded"}
+    await client.create(agent_run("doomed", namespace, "helper", annotations=outcome))
+    run = await finished(client, "doomed", namespace)
+    assert run.status is not None
+    assert (run.status.phase, run.status.reason, run.status.result) == (
+        "Failed",
+        "JobFailed",
+        "model quota exceeded",
+    )
+    events = await client.list(kinds.Event, namespace=namespace)
+    assert any(e["reason"] == "JobFailed" and e["involvedObject"]["name"] == "doomed" for e in events.items)
+
+
+async def test_a_run_past_its_timeout_fails_and_its_pod_is_stopped(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(agent("helper", namespace, f"{namespace}-rt"))
+    slow = {"kubeloop.dev/duration": "60"}
+    await client.create(agent_run("slow", namespace, "helper", timeoutSeconds=1, annotations=slow))
+    run = await finished(client, "slow", namespace)
+    assert run.status is not None
+    assert (run.status.phase, run.status.reason) == ("Failed", "TimedOut")
+
+    async def stopped() -> None:
+        pods = await client.list(
+            kinds.Pod, namespace=namespace, label_selector="batch.kubernetes.io/job-name=slow"
+        )
+        assert [p for p in pods.items if p["status"].get("phase") == "Running"] == []
+
+    await eventually(stopped, timeout=20)
+
+
+async def test_a_run_waits_for_its_agent(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    await client.create(agent_run("early", namespace, "later"))
+
+    async def waiting() -> None:
+        found = await client.get(AgentRun, "early", namespace=namespace)
+        assert found.status is not None
+        assert (found.status.phase, found.status.message) == ("Pending", "Agent later does not exist")
+
+    await eventually(waiting, timeout=20)
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(agent("later", namespace, f"{namespace}-rt"))
+    run = await finished(client, "early", namespace)
+    assert run.status is not None and run.status.phase == "Succeeded"

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck docs unit bench clean
+.PHONY: demo test lint typecheck docs unit bench clean manifests
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -47,3 +47,8 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info
+
+# The agent platform's generated deployment files (CRDs and ClusterRole); a test keeps them current.
+manifests: $(STAMP)
+	$(BIN)/kubeloop crd examples/agents > examples/agents/config/crd/agents.kubeloop.dev.yaml
+	$(BIN)/kubeloop rbac examples/agents > examples/agents/config/rbac/role.yaml

@@ -1,8 +1,12 @@
 """The agent platform operator (group agents.kubeloop.dev): ServingRuntimes, SkillPacks,
-MCPServers and Agents, reconciled into ConfigMaps, Deployments and Services.
+MCPServers, Agents, AgentRuns, AgentSchedules and PersonaPacks, reconciled into ConfigMaps,
+Deployments, Services, Jobs and RBAC; a webhook turns posts into AgentRuns.
 
+    kubeloop demo                      # on the embedded server, with samples/ and a live view
     kubeloop run examples/agents --embedded --simulate --install-crds
-    kubeloop crd examples/agents     # the CRDs, as YAML
+    kubeloop crd examples/agents       # the CRDs, as YAML
+    kubeloop rbac examples/agents      # the ClusterRole it needs
+    kubectl apply -k examples/agents/config/default   # on a cluster (image: Dockerfile)
 """
 
 from agentplatform import setup

@@ -82,6 +82,16 @@ def test_builder_wiring_and_unique_names() -> None:
     Builder(manager).for_(DEPLOYMENT).named("deployment-2").complete(lambda request: None)
     with pytest.raises(ValueError, match="for_"):
         Builder(manager).complete(lambda request: None)
+    # controller-runtime's rule: without for_, a named controller of sources (no owns).
+    with pytest.raises(ValueError, match="watches nothing"):
+        Builder(manager).named("idle").complete(lambda request: None)
+    with pytest.raises(ValueError, match="owns needs for_"):
+        Builder(manager).named("orphan").owns(CONFIGMAP).complete(lambda request: None)
+    events: asyncio.Queue[dict[str, object]] = asyncio.Queue()
+    channel = (
+        Builder(manager).named("external").watches_raw_source(Channel(events, EnqueueRequestForObject()))
+    )
+    assert channel.complete(lambda request: None).name == "external"
 
 
 async def test_caches_sync_before_controllers_and_owned_events_reach_owners(

@@ -79,6 +79,8 @@ class AgentReconciler:
         )
         builder.watches(MCPServer, kubeloop.handler.EnqueueRequestsFromMapFunc(self._agents_using(MCP_INDEX)))
         builder.complete(self.reconcile)
+        for kind in (AgentRun, AgentSchedule):  # the finalizer deletes the agent's runs and schedules
+            manager.permissions.allow(kind, "list", "delete")
 
     async def _agents_of_runtime(self, runtime: kubeloop.Obj) -> list[kubeloop.Request]:
         agents = await self.client.list(

@@ -62,6 +62,11 @@ class AgentRunReconciler:
         builder.owns(kinds.Job)
         builder.watches(Agent, kubeloop.handler.EnqueueRequestsFromMapFunc(self._waiting_runs))
         builder.complete(self.reconcile)
+        # Beyond what the builder records: each run's access, and its pods' answers.
+        permissions = self.manager.permissions
+        for kind in (kinds.ServiceAccount, kinds.Role, kinds.RoleBinding):
+            permissions.allow(kind, "create")
+        permissions.allow(kinds.Pod, "list")
 
     async def _waiting_runs(self, agent: kubeloop.Obj) -> list[kubeloop.Request]:
         """The runs of ``agent`` that have not started (they wait for it or for its runtime)."""

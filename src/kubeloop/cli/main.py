@@ -80,6 +80,13 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     crd.add_argument("target", help="a module, a Python file, or a directory holding main.py")
 
+    rbac = commands.add_parser(
+        "rbac",
+        help="print the ClusterRole an operator needs (what its controllers watch, own and write), as YAML",
+    )
+    rbac.add_argument("target", help="a module, a Python file, or a directory holding main.py")
+    rbac.add_argument("--name", default="manager-role", help="the ClusterRole's name (default manager-role)")
+
     demo = commands.add_parser(
         "demo", help="the agent platform operator on the embedded server, with samples and a live view"
     )
@@ -183,6 +190,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 simulate=args.simulate,
             )
         )
+    if args.command == "rbac":
+        from kubeloop.api.crdgen import to_yaml
+        from kubeloop.cli.run import required_cluster_role
+
+        logging.getLogger().setLevel(logging.WARNING)  # the embedded server it asks is no news
+        sys.stdout.write(to_yaml([asyncio.run(required_cluster_role(args.target, args.name))]))
+        return 0
     if args.command == "crd":
         from kubeloop.api.crdgen import to_yaml
         from kubeloop.api.structuralschema import SchemaConversionError

@@ -11,7 +11,10 @@ scope), ``--metrics-bind-address``, ``--health-probe-bind-address`` ("0" or empt
 ``--install-crds`` first applies the CRDs of the custom resource models the target's module
 defines or imports (and ``--crds FILE`` ones), waiting until they serve.
 
-``kubeloop crd TARGET`` prints those CRDs as YAML (``module_crds``).
+``kubeloop crd TARGET`` prints those CRDs as YAML (``module_crds``). ``kubeloop rbac TARGET``
+prints the ClusterRole the operator needs (``required_cluster_role``): its setup runs against an
+embedded server holding its CRDs, and what the manager recorded (``manager.permissions``) is
+resolved to resources by discovery, with Leases for leader election.
 """
 
 from __future__ import annotations
@@ -26,12 +29,14 @@ from types import ModuleType
 from typing import Any
 
 from kubeloop.api.crdgen import custom_resources_in, definitions
+from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.config import load_config
 from kubeloop.client.crdinstall import install_crds
 from kubeloop.client.rest import APIClient
 from kubeloop.gcpause import tune_for_serving
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import Manager
+from kubeloop.manager.permissions import LEASE, Resource
 
 Setup = Callable[[Manager], Any]
 #: The file `kubeloop run DIR` loads from DIR.
@@ -153,3 +158,25 @@ async def _run_manager(
         tune_for_serving()
         await manager.run()
     return 0
+
+
+async def required_cluster_role(target: str, name: str) -> dict[str, Any]:
+    """The ClusterRole TARGET's operator needs (``kubeloop rbac``)."""
+    from kubeloop.apiserver.server import APIServer, ServerOptions
+
+    module, attribute = load_target(target)
+    setup = _setup_of(target, module, attribute)
+    async with (
+        APIServer(ServerOptions(memory=True, port=0, controllers=False)) as server,
+        APIClient(load_config(str(server.kubeconfig_path))) as client,
+    ):
+        await install_crds(client, *module_crds(module))
+        manager = Manager(client)
+        setup(manager)
+        manager.permissions.allow(LEASE, "get", "create", "update")  # deployed with --leader-elect
+
+        async def resolve(gvk: GroupVersionKind) -> Resource:
+            mapping = await client.mapping(gvk)
+            return Resource(gvk.group, mapping.resource, mapping.subresources)
+
+        return await manager.permissions.cluster_role(name, resolve)

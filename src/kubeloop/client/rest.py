@@ -339,6 +339,7 @@ class APIClient:
         namespace: str | None = None,
         subresource: str | None = None,
         name: str | None = None,
+        of: KindRef | None = None,
         dry_run: bool = False,
         field_manager: str | None = None,
         field_validation: str | None = None,
@@ -352,6 +353,7 @@ class APIClient:
         namespace: str | None = None,
         subresource: str | None = None,
         name: str | None = None,
+        of: KindRef | None = None,
         dry_run: bool = False,
         field_manager: str | None = None,
         field_validation: str | None = None,
@@ -364,13 +366,15 @@ class APIClient:
         namespace: str | None = None,
         subresource: str | None = None,
         name: str | None = None,
+        of: KindRef | None = None,
         dry_run: bool = False,
         field_manager: str | None = None,
         field_validation: str | None = None,
     ) -> Obj | KubeObject:
-        """POST ``obj`` to its collection (or to a subresource of ``name``, e.g. ``eviction``)."""
+        """POST ``obj`` to its collection, or to the ``subresource`` of the object ``name`` (of
+        the kind ``of``, default ``obj``'s: a ServiceAccount's ``token`` takes a TokenRequest)."""
         body = _as_dict(obj)
-        mapping = await self.mapping(obj)
+        mapping = await self.mapping(of if of is not None and subresource else obj)
         path = mapping.collection_path(self._namespace(mapping, namespace, body))
         if subresource:
             path = f"{path}/{name or _name_of(body)}/{subresource}"

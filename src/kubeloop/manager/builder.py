@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Self
 
+from kubeloop.cache.informer import Informer
 from kubeloop.client.interface import KindRef, gvk_of
 from kubeloop.controller.controller import Controller, Source
 from kubeloop.controller.handler import EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler
@@ -22,6 +23,7 @@ from kubeloop.controller.predicate import Predicate
 from kubeloop.controller.reconcile import ReconcileFunc
 from kubeloop.controller.source import Kind
 from kubeloop.manager.manager import Manager
+from kubeloop.manager.permissions import READ, WRITE
 from kubeloop.workqueue.ratelimiter import RateLimiter
 
 
@@ -117,10 +119,22 @@ class Builder:
         (a :class:`~kubeloop.TerminalError` does not).
         """
         if self._for is None:
-            raise ValueError("for_ must name the kind the controller reconciles")
-        for_kind, for_predicates, for_metadata_only = self._for
-        for_gvk = gvk_of(for_kind)
-        name = self._name or for_gvk.kind.lower()
+            # controller-runtime's rule: without For, a name and something to watch.
+            if self._name is None:
+                raise ValueError(
+                    "for_ must name the kind the controller reconciles (or named() a controller of sources)"
+                )
+            if any(handler is None for _, handler, _, _ in self._watches):
+                raise ValueError("owns needs for_: it maps an owned object to its owner of the for_ kind")
+            if not self._watches and not self._raw_sources:
+                raise ValueError(
+                    f"controller {self._name} watches nothing: give it for_, watches or a raw source"
+                )
+        if self._name is not None:
+            name = self._name
+        else:
+            assert self._for is not None
+            name = gvk_of(self._for[0]).kind.lower()
         controller = Controller(
             name,
             reconcile,
@@ -132,14 +146,26 @@ class Builder:
             use_priority_queue=self._priority,
         )
         self.manager.add_controller(controller)
-        for_informer = self.manager.informer_for(for_kind, metadata_only=for_metadata_only)
-        controller.watch(Kind(for_informer, EnqueueRequestForObject(), *self._filters, *for_predicates))
+        for_informer = None
+        if self._for is not None:
+            for_kind, for_predicates, for_metadata_only = self._for
+            self.manager.permissions.reconciles(for_kind)
+            for_informer = self.manager.informer_for(for_kind, metadata_only=for_metadata_only)
+            controller.watch(Kind(for_informer, EnqueueRequestForObject(), *self._filters, *for_predicates))
         for kind, handler, predicates, metadata_only in self._watches:
-            chosen = handler or EnqueueRequestForOwner(
-                for_gvk, owner_namespaced=lambda: for_informer.namespaced
-            )
+            self.manager.permissions.allow(kind, *READ)
+            if handler is None:  # owns: checked above that there is a for_ kind
+                self.manager.permissions.allow(kind, *WRITE)
+                assert self._for is not None and for_informer is not None
+                handler = _owner_handler(self._for[0], for_informer)
+            chosen = handler
             informer = self.manager.informer_for(kind, metadata_only=metadata_only)
             controller.watch(Kind(informer, chosen, *self._filters, *predicates))
         for source in self._raw_sources:
             controller.watch(source)
         return controller
+
+
+def _owner_handler(owner: KindRef, informer: Informer) -> EventHandler:
+    """Owned objects map to their controller of the ``owner`` kind (its scope: the informer's)."""
+    return EnqueueRequestForOwner(gvk_of(owner), owner_namespaced=lambda: informer.namespaced)

@@ -33,6 +33,7 @@ from kubeloop.manager.cachedclient import CachedClient
 from kubeloop.manager.healthz import Check, Checks
 from kubeloop.manager.leaderelection import LeaderElectionConfig, LeaderElector, LeaderFence
 from kubeloop.manager.metrics import Metrics
+from kubeloop.manager.permissions import EVENTS, LEASE, READ, Permissions
 from kubeloop.manager.recorder import EventRecorder
 from kubeloop.manager.runnable import Runnable, RunnableGroup
 
@@ -90,6 +91,10 @@ class Manager:
         self.cache_sync_timeout = cache_sync_timeout
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.controllers: dict[str, Controller] = {}
+        #: What the operator needs RBAC to allow (``kubeloop rbac`` prints it as a ClusterRole).
+        self.permissions = Permissions()
+        if leader_election is not None:
+            self.permissions.allow(LEASE, "get", "create", "update")
         self._started = False
         self._stopping = asyncio.Event()
         self.elector = LeaderElector(client, leader_election) if leader_election is not None else None
@@ -121,12 +126,14 @@ class Manager:
 
     def add_index(self, kind: KindRef, field: str, index: IndexFunc) -> None:
         """Index ``kind``'s cached objects by ``index(obj)`` under ``field`` (IndexField)."""
+        self.permissions.allow(kind, *READ)
         self.cache.add_index(kind, field, index)
 
     def event_recorder(self, component: str) -> EventRecorder:
         """The event recorder of ``component`` (one per name; flushed when the manager stops)."""
         recorder = self._recorders.get(component)
         if recorder is None:
+            self.permissions.allow(EVENTS[0], "create", "patch")
             recorder = self._recorders[component] = EventRecorder(self.api_reader, component)
         return recorder
 

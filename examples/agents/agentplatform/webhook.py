@@ -1,0 +1,214 @@
+"""A trigger from outside the cluster: a chat bot or a CI job posts ``{agent, task}`` and gets an
+AgentRun, the way controller-runtime's docs wire external events (a channel source feeding a
+reconciler).
+
+The endpoint is a manager runnable serving ``POST /runs`` over HTTP:
+
+    curl -X POST http://operator:8082/runs \\
+      -H "Authorization: Bearer $TOKEN" -H "X-Delivery-ID: 7f3a9c" \\
+      -d '{"agent": "triage", "task": "Why is checkout slow?", "namespace": "demo"}'
+
+It answers 401 without the bearer token, 400 naming what is wrong with the body (or a missing
+``X-Delivery-ID``), 202 with the run's name when it accepts a delivery, and 200 with
+``"duplicate": true`` when the run of that delivery exists already. An accepted delivery goes
+into a Channel source as a generic event; the ``webhook`` controller's reconciler creates the
+AgentRun ``webhook-<digest of the delivery id>``. Retried deliveries (same id) name the same
+run, so a delivery starts exactly one run however often it is posted, across restarts too.
+
+The token and the address come from ``WebhookOptions`` (or the environment:
+``AGENTS_WEBHOOK_TOKEN``, ``AGENTS_WEBHOOK_BIND_ADDRESS``); without a token there is no endpoint.
+It runs on the leader only, like the controller it feeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+import kubeloop
+
+from .api import GROUP, VERSION, AgentRun
+
+DELIVERY_HEADER = "X-Delivery-ID"
+DELIVERY_ANNOTATION = f"{GROUP}/delivery-id"
+TRIGGER_LABEL = f"{GROUP}/trigger"
+#: Bodies are small JSON documents; anything bigger is refused (413).
+MAX_BODY_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class WebhookOptions:
+    token: str
+    #: host:port; port 0 takes a free one (``RunWebhook.port`` says which).
+    bind_address: str = "0.0.0.0:8082"
+    #: Where runs go when a post names no namespace.
+    namespace: str = "default"
+
+    @classmethod
+    def from_env(cls) -> WebhookOptions | None:
+        token = os.environ.get("AGENTS_WEBHOOK_TOKEN")
+        if not token:
+            return None
+        return cls(token, os.environ.get("AGENTS_WEBHOOK_BIND_ADDRESS") or cls.bind_address)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    agent: str
+    task: str
+    delivery_id: str
+    timeout_seconds: int | None
+
+
+class BadDelivery(ValueError):
+    """A post the endpoint refuses (400), saying which field is wrong."""
+
+
+def run_name(delivery_id: str) -> str:
+    """The run of a delivery: the same id always names the same run."""
+    return "webhook-" + hashlib.sha256(delivery_id.encode()).hexdigest()[:16]
+
+
+def parse_delivery(body: bytes, delivery_id: str) -> tuple[str | None, Delivery]:
+    """The namespace a post names (if any) and its delivery; BadDelivery names what is wrong."""
+    if not delivery_id.strip():
+        raise BadDelivery(f"the {DELIVERY_HEADER} header is required")
+    try:
+        document: Any = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadDelivery(f"the body is not JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise BadDelivery("the body must be a JSON object")
+    for field in ("agent", "task"):
+        if not isinstance(document.get(field), str) or not document[field].strip():
+            raise BadDelivery(f"{field}: Required value: a non-empty string")
+    namespace = document.get("namespace")
+    if namespace is not None and (not isinstance(namespace, str) or not namespace):
+        raise BadDelivery("namespace: Invalid value: must be a non-empty string")
+    timeout = document.get("timeoutSeconds")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1):
+        raise BadDelivery("timeoutSeconds: Invalid value: must be a whole number of seconds, at least 1")
+    return namespace, Delivery(document["agent"], document["task"], delivery_id, timeout)
+
+
+class RunWebhook:
+    """The endpoint (a manager runnable) and the reconciler of its deliveries."""
+
+    def __init__(self, manager: kubeloop.Manager, options: WebhookOptions) -> None:
+        self.manager = manager
+        self.client = manager.client
+        self.options = options
+        #: The generic events of accepted deliveries, read by the controller's Channel source.
+        self.events: asyncio.Queue[kubeloop.Obj] = asyncio.Queue()
+        #: Accepted deliveries whose run is not created yet, by (namespace, run name).
+        self.pending: dict[tuple[str, str], Delivery] = {}
+        #: The port the endpoint listens on, once it does.
+        self.port: int | None = None
+        self.serving = asyncio.Event()
+
+    def setup(self) -> None:
+        source = kubeloop.source.Channel(self.events, kubeloop.handler.EnqueueRequestForObject())
+        kubeloop.Builder(self.manager).named("webhook").watches_raw_source(source).complete(self.reconcile)
+        self.manager.add(self.serve, name="agent run webhook")
+        self.manager.permissions.allow(AgentRun, "get", "create")
+
+    async def serve(self, stop: asyncio.Event) -> None:
+        app = web.Application(client_max_size=MAX_BODY_BYTES)
+        app.router.add_post("/runs", self._post)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        host, _, port = self.options.bind_address.rpartition(":")
+        site = web.TCPSite(runner, host or None, int(port))
+        try:
+            await site.start()
+            self.port = int(runner.addresses[0][1])
+            self.serving.set()
+            await stop.wait()
+        finally:
+            self.serving.clear()
+            await runner.cleanup()
+
+    def _authorized(self, request: web.Request) -> bool:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(token.encode(), self.options.token.encode())
+
+    async def _post(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return _answer(401, {"error": "a valid bearer token is required"}, {"WWW-Authenticate": "Bearer"})
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _answer(413, {"error": f"the body is larger than {MAX_BODY_BYTES} bytes"})
+        try:
+            namespace, delivery = parse_delivery(body, request.headers.get(DELIVERY_HEADER, ""))
+        except BadDelivery as exc:
+            return _answer(400, {"error": str(exc)})
+        namespace = namespace or self.options.namespace
+        name = run_name(delivery.delivery_id)
+        answer = {"run": name, "namespace": namespace}
+        try:
+            await self.client.get(AgentRun, name, namespace=namespace)
+        except kubeloop.errors.NotFound:
+            pass
+        else:
+            return _answer(200, {**answer, "duplicate": True})
+        self.pending.setdefault((namespace, name), delivery)
+        self.events.put_nowait(
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "AgentRun",
+                "metadata": {"name": name, "namespace": namespace},
+            }
+        )
+        return _answer(202, answer)
+
+    async def reconcile(self, request: kubeloop.Request) -> None:
+        """Create the run of an accepted delivery (once: a retried one finds it made)."""
+        key = (request.namespace, request.name)
+        delivery = self.pending.get(key)
+        if delivery is None:
+            return
+        spec: dict[str, Any] = {"agentRef": delivery.agent, "task": delivery.task}
+        if delivery.timeout_seconds is not None:
+            spec["timeoutSeconds"] = delivery.timeout_seconds
+        run = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "AgentRun",
+            "metadata": {
+                "name": request.name,
+                "namespace": request.namespace,
+                "labels": {TRIGGER_LABEL: "webhook"},
+                "annotations": {DELIVERY_ANNOTATION: delivery.delivery_id},
+            },
+            "spec": spec,
+        }
+        try:
+            await self.client.create(run)
+        except kubeloop.errors.AlreadyExists:
+            pass  # the same delivery, posted again before the cache showed its run
+        except (kubeloop.errors.NotFound, kubeloop.errors.Invalid, kubeloop.errors.Forbidden) as exc:
+            del self.pending[key]  # no namespace of that name, or no run can be made there
+            raise kubeloop.TerminalError(f"delivery {delivery.delivery_id}: {exc}") from exc
+        del self.pending[key]
+
+
+def _answer(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(
+        status=status, body=orjson.dumps(body), content_type="application/json", headers=headers
+    )
+
+
+def setup(manager: kubeloop.Manager, options: WebhookOptions | None) -> RunWebhook | None:
+    options = options or WebhookOptions.from_env()
+    if options is None:
+        return None
+    webhook = RunWebhook(manager, options)
+    webhook.setup()
+    return webhook

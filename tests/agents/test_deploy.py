@@ -1,0 +1,74 @@
+"""The operator's deployment files: the checked-in CRDs and ClusterRole are what `kubeloop crd`
+and `kubeloop rbac` generate now (`make manifests` writes them), and `kubectl apply -k
+config/default` lays the operator out on a server — CRDs established, the role bound to the
+operator's ServiceAccount, its Deployment rolled out."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
+from tests.conftest import ServerThread
+
+AGENTS = pathlib.Path(__file__).parents[2] / "examples" / "agents"
+
+
+@pytest.mark.parametrize(
+    ("command", "path"), [("crd", "crd/agents.kubeloop.dev.yaml"), ("rbac", "rbac/role.yaml")]
+)
+def test_the_checked_in_manifests_are_what_the_operator_generates(command: str, path: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "kubeloop.cli.main", command, str(AGENTS)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (AGENTS / "config" / path).read_text() == result.stdout, "run make manifests"
+
+
+@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
+def test_kubectl_apply_k_lays_the_operator_out(cluster: ServerThread, tmp_path: pathlib.Path) -> None:
+    kubectl = Kubectl(KUBECTLS[-1], pathlib.Path(cluster.kubeconfig), tmp_path)
+    kubectl("apply", "-k", str(AGENTS / "config" / "default"))
+    kubectl("wait", "--for=condition=Established", "crd/agents.agents.kubeloop.dev", "--timeout=20s")
+    binding = json.loads(
+        kubectl("get", "clusterrolebinding", "agents-manager-rolebinding", "-o", "json").stdout
+    )
+    assert binding["roleRef"]["name"] == "agents-manager-role"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "agents-controller-manager", "namespace": "agents-system"}
+    ]
+    kubectl(
+        "-n", "agents-system", "rollout", "status", "deployment/agents-controller-manager", "--timeout=30s"
+    )
+    deployment = json.loads(
+        kubectl("-n", "agents-system", "get", "deployment", "agents-controller-manager", "-o", "json").stdout
+    )
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "agents-controller-manager"
+    assert pod["containers"][0]["image"] == "ghcr.io/kubeloop/agents-operator:0.1"
+    assert "--leader-elect" in pod["containers"][0]["args"]
+    can = kubectl(
+        "auth",
+        "can-i",
+        "create",
+        "jobs",
+        "--as=system:serviceaccount:agents-system:agents-controller-manager",
+        check=False,
+    )
+    assert can.stdout.strip() == "yes"
+    cannot = kubectl(
+        "auth",
+        "can-i",
+        "get",
+        "secrets",
+        "--as=system:serviceaccount:agents-system:agents-controller-manager",
+        check=False,
+    )
+    assert cannot.stdout.strip() == "no"

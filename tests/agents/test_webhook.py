@@ -1,0 +1,121 @@
+"""The run webhook over real HTTP: a post with the token starts exactly one run (a retried
+delivery, posted again or twice at once, starts no second), the run succeeds; posts without the
+token, with a bad body or without a delivery id are refused naming what is wrong, and start
+nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import agentplatform
+import aiohttp
+import orjson
+import pytest
+from agentplatform.api import AgentRun
+from agentplatform.webhook import TRIGGER_LABEL, WebhookOptions, run_name
+
+import kubeloop
+from kubeloop.testing import eventually
+from tests.agents.conftest import agent, finished, runtime
+
+TOKEN = "s3cret-token"
+
+
+@pytest.fixture
+async def webhook(client: kubeloop.APIClient, namespace: str) -> AsyncIterator[str]:
+    """The platform with its webhook on a free port; the endpoint's URL."""
+    manager = kubeloop.Manager(client)
+    options = WebhookOptions(TOKEN, bind_address="127.0.0.1:0", namespace=namespace)
+    platform = agentplatform.setup(manager, webhook_options=options)
+    assert platform.webhook is not None
+    async with manager:
+        await asyncio.wait_for(platform.webhook.serving.wait(), 10)
+        yield f"http://127.0.0.1:{platform.webhook.port}/runs"
+
+
+async def post(
+    url: str, body: Any, *, token: str | None = TOKEN, delivery: str | None = "d-1"
+) -> tuple[int, dict[str, Any]]:
+    headers = {}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    if delivery is not None:
+        headers["X-Delivery-ID"] = delivery
+    data = body if isinstance(body, bytes) else orjson.dumps(body)
+    async with aiohttp.ClientSession() as session, session.post(url, data=data, headers=headers) as response:
+        return response.status, await response.json()
+
+
+async def webhook_runs(client: kubeloop.APIClient, namespace: str) -> list[str]:
+    runs = await client.list(AgentRun, namespace=namespace, label_selector=f"{TRIGGER_LABEL}=webhook")
+    return sorted(run.metadata.name or "" for run in runs)
+
+
+async def test_a_delivery_starts_exactly_one_run(
+    client: kubeloop.APIClient, namespace: str, webhook: str
+) -> None:
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(agent("triage", namespace, f"{namespace}-rt"))
+    body = {"agent": "triage", "task": "Why is checkout slow?", "timeoutSeconds": 60}
+    # The chat bot's first attempt, and a retry sent before the first was answered.
+    (first, answer), (second, _) = await asyncio.gather(post(webhook, body), post(webhook, body))
+    assert {first, second} <= {200, 202} and 202 in (first, second)
+    assert answer == {"run": run_name("d-1"), "namespace": namespace} | (
+        {"duplicate": True} if first == 200 else {}
+    )
+    run = await finished(client, run_name("d-1"), namespace)
+    assert run.status is not None and run.status.phase == "Succeeded"
+    assert (run.spec.agent_ref, run.spec.task, run.spec.timeout_seconds) == ("triage", body["task"], 60)
+    assert (run.metadata.annotations or {})["agents.kubeloop.dev/delivery-id"] == "d-1"
+
+    # A retry after the run exists is answered as a duplicate; another delivery is a new run.
+    status, answer = await post(webhook, body)
+    assert (status, answer["duplicate"]) == (200, True)
+    status, answer = await post(webhook, {**body, "namespace": namespace}, delivery="d-2")
+    assert status == 202 and answer["run"] == run_name("d-2")
+    await eventually(
+        lambda: _expect(client, namespace, sorted([run_name("d-1"), run_name("d-2")])), timeout=20
+    )
+
+
+async def _expect(client: kubeloop.APIClient, namespace: str, names: list[str]) -> None:
+    assert await webhook_runs(client, namespace) == names
+
+
+@pytest.mark.parametrize(
+    ("body", "token", "delivery", "status", "error"),
+    [
+        ({"agent": "a", "task": "t"}, None, "d", 401, "a valid bearer token is required"),
+        ({"agent": "a", "task": "t"}, "wrong", "d", 401, "a valid bearer token is required"),
+        ({"agent": "a", "task": "t"}, TOKEN, None, 400, "the X-Delivery-ID header is required"),
+        (b"{not json", TOKEN, "d", 400, "the body is not JSON"),
+        ([1, 2], TOKEN, "d", 400, "the body must be a JSON object"),
+        ({"task": "t"}, TOKEN, "d", 400, "agent: Required value"),
+        ({"agent": "a", "task": ""}, TOKEN, "d", 400, "task: Required value"),
+        ({"agent": "a", "task": "t", "timeoutSeconds": 0}, TOKEN, "d", 400, "timeoutSeconds: Invalid value"),
+        (
+            {"agent": "a", "task": "t", "timeoutSeconds": True},
+            TOKEN,
+            "d",
+            400,
+            "timeoutSeconds: Invalid value",
+        ),
+        ({"agent": "a", "task": "t" * 100_000}, TOKEN, "d", 413, "larger than 65536 bytes"),
+    ],
+)
+async def test_refused_posts_say_why_and_start_nothing(
+    client: kubeloop.APIClient,
+    namespace: str,
+    webhook: str,
+    body: Any,
+    token: str | None,
+    delivery: str | None,
+    status: int,
+    error: str,
+) -> None:
+    got, answer = await post(webhook, body, token=token, delivery=delivery)
+    assert got == status and error in answer["error"]
+    await asyncio.sleep(0.2)
+    assert await webhook_runs(client, namespace) == []

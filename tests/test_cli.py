@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -73,3 +74,31 @@ def test_help_lists_commands() -> None:
     )
     assert result.returncode == 0
     assert "apiserver" in result.stdout and "demo" in result.stdout
+
+
+def test_the_demo_serves_until_ctrl_c_and_then_exits_cleanly() -> None:
+    """Without --once (and without a terminal) the view is printed every 10 s; SIGINT stops the
+    operator and the server and exits 0."""
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "kubeloop.cli.main", "demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=WIDE,
+        restore_signals=True,
+    )
+    try:
+        assert demo.stdout is not None
+        seen = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = demo.stdout.readline()
+            seen.append(line)
+            if line.startswith("Controllers"):
+                break
+        assert any(line.startswith("Agents") for line in seen), "".join(seen)
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(30) == 0
+    finally:
+        demo.kill()
+        demo.wait()

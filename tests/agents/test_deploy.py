@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+import kubeloop
+from tests.agents.conftest import agent, runtime
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import ServerThread
 
@@ -72,3 +74,18 @@ def test_kubectl_apply_k_lays_the_operator_out(cluster: ServerThread, tmp_path: 
         check=False,
     )
     assert cannot.stdout.strip() == "no"
+
+
+@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
+async def test_kubectl_get_agents_lists_agents_and_the_category_lists_the_platform(
+    cluster: ServerThread, client: kubeloop.APIClient, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """kubectl expands a category before it maps a resource: the category must not be "agents"."""
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(agent("listed", namespace, f"{namespace}-rt"))
+    for binary in KUBECTLS:
+        kubectl = Kubectl(binary, pathlib.Path(cluster.kubeconfig), tmp_path)
+        agents = kubectl("get", "agents", "-n", namespace, "-o", "name").stdout.split()
+        assert agents == ["agent.agents.kubeloop.dev/listed"], binary.name
+        platform = kubectl("get", "agentplatform", "-n", namespace, "-o", "name").stdout.split()
+        assert "agent.agents.kubeloop.dev/listed" in platform

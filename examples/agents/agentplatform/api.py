@@ -22,7 +22,10 @@ from kubeloop.models import core_v1, meta_v1
 
 GROUP = "agents.kubeloop.dev"
 VERSION = "v1alpha1"
-CATEGORIES = ("agents", "all")
+#: ``kubectl get agentplatform`` lists them all. Not "agents": kubectl expands a category before
+#: it looks for a resource, so ``kubectl get agents`` would list every kind of the category.
+PLATFORM = "agentplatform"
+CATEGORIES = (PLATFORM, "all")
 AGE = PrinterColumn("Age", ".metadata.creationTimestamp", type="date")
 
 Name = Annotated[str, Field(min_length=1, max_length=253)]
@@ -45,7 +48,7 @@ class ServingRuntime(
     version=VERSION,
     scope="Cluster",
     short_names=("sr",),
-    categories=("agents",),
+    categories=(PLATFORM,),
     printer_columns=(
         PrinterColumn("Image", ".spec.image"),
         PrinterColumn("Port", ".spec.port", type="integer"),

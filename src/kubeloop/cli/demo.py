@@ -286,6 +286,10 @@ async def run_demo(
                 if once:
                     return await _converge(client, manager, sample_runs, started, timeout, console)
                 header = f"kubeloop demo — {server.url} — kubeconfig {kubeconfig} — Ctrl-C to stop"
+                if not console.is_terminal:  # piped or logged: a snapshot every 10 s, not redraws
+                    while True:
+                        console.print(render(await State.read(client), manager, header=header))
+                        await asyncio.sleep(10)
                 with Live(console=console, refresh_per_second=4, screen=False) as live:
                     while True:
                         live.update(render(await State.read(client), manager, header=header))

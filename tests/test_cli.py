@@ -1,16 +1,19 @@
 """The `kubeloop` command as a user runs it: `demo --once` brings the agent platform up on the
-embedded server and exits 0 well within 30 s, or exits 1 naming what did not converge; --help
-lists the commands."""
+embedded server (its run webhook included) and exits 0 well within 30 s, or exits 1 naming what
+did not converge; the live demo's printed curl command starts a run; --help lists the commands."""
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 AGENTS = pathlib.Path(__file__).parent.parent / "examples" / "agents"
 WIDE = {**os.environ, "COLUMNS": "220"}
@@ -34,6 +37,9 @@ def test_demo_once_converges_within_30_seconds() -> None:
     for agent in ("triage", "writer", "reviewer", "sre-oncall", "sre-postmortem"):
         assert f"│ {agent} " in out
     assert "first-question" in out and "Succeeded" in out and "OOMKilled" in out  # the run's answer
+    webhook_run = re.search(r"posted delivery demo-1 to the run webhook \S+: AgentRun (webhook-\w+)", out)
+    assert webhook_run is not None, out
+    assert re.search(rf"│ {webhook_run[1]} +│ writer +│ webhook +│ Succeeded ", out), out
     assert "heartbeat" in out and "sre-standup" in out
     assert "│ agentrun " in out  # the controllers' table
     assert result.stderr == ""  # nothing logged beside the view
@@ -77,8 +83,9 @@ def test_help_lists_commands() -> None:
 
 
 def test_the_demo_serves_until_ctrl_c_and_then_exits_cleanly() -> None:
-    """Without --once (and without a terminal) the view is printed every 10 s; SIGINT stops the
-    operator and the server and exits 0."""
+    """Without --once (and without a terminal) the view is printed every 10 s; the curl command it
+    prints starts a run (posted again: the same run); SIGINT stops the operator and the server and
+    exits 0."""
     demo = subprocess.Popen(
         [sys.executable, "-m", "kubeloop.cli.main", "demo"],
         stdout=subprocess.PIPE,
@@ -97,8 +104,32 @@ def test_the_demo_serves_until_ctrl_c_and_then_exits_cleanly() -> None:
             if line.startswith("Controllers"):
                 break
         assert any(line.startswith("Agents") for line in seen), "".join(seen)
+        curl = re.search(r"curl -X POST (\S+) -H 'Authorization: Bearer (\S+)'", "".join(seen))
+        assert curl is not None, "".join(seen)
+        body = {"agent": "triage", "task": "Is the ingress healthy?"}
+        status, first = _post(curl[1], curl[2], body)
+        assert status == 202 and first["namespace"] == "demo"
+        # Posted again (a retry): the same run, reported a duplicate once it is made.
+        for _ in range(100):
+            status, again = _post(curl[1], curl[2], body)
+            if status == 200:
+                break
+            assert (status, again) == (202, first)
+            time.sleep(0.1)
+        assert (status, again) == (200, {**first, "duplicate": True})
         demo.send_signal(signal.SIGINT)
         assert demo.wait(30) == 0
     finally:
         demo.kill()
         demo.wait()
+
+
+def _post(url: str, token: str, body: dict[str, str]) -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "X-Delivery-ID": "my-1"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return answer.status, json.loads(answer.read())

@@ -9,7 +9,7 @@ Deployments, Services, Jobs and RBAC; a webhook turns posts into AgentRuns.
     kubectl apply -k examples/agents/config/default   # on a cluster (image: Dockerfile)
 """
 
-from agentplatform import setup
+from agentplatform import WebhookOptions, setup
 from agentplatform.api import (
     Agent,
     AgentRun,
@@ -28,5 +28,6 @@ __all__ = [
     "PersonaPack",
     "ServingRuntime",
     "SkillPack",
+    "WebhookOptions",
     "setup",
 ]

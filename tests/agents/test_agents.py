@@ -2,14 +2,15 @@
 simulation: an Agent becomes Ready with every object it owns; a runtime edit rolls the pods of
 exactly its agents; a deleted runtime is reported and its agents' workloads left running until
 it comes back; a skill pack or MCP server wakes exactly the agents that use it; a deleted agent
-takes its objects, runs and schedules; a second reconcile of a converged agent writes nothing."""
+takes its objects, runs and schedules; a second reconcile of a converged agent, skill pack or
+MCP server writes nothing."""
 
 from __future__ import annotations
 
 import pathlib
 
 import agentplatform
-from agentplatform.api import Agent, AgentRun, AgentSchedule, ServingRuntime
+from agentplatform.api import Agent, AgentRun, AgentSchedule, MCPServer, ServingRuntime
 from agentplatform.common import CONFIG_HASH
 
 import kubeloop
@@ -167,6 +168,17 @@ async def test_skill_packs_and_mcp_servers_wake_the_agents_that_use_them(
     assert mcp["spec"]["template"]["spec"]["containers"][0]["image"] == "ghcr.io/example/mcp:1"
     assert await pod_hash(client, "skilled", namespace) != before
     assert await pod_hash(client, "plain", namespace) == plain
+
+    # Converged, the pack and the server are left alone by another pass.
+    async def served() -> None:
+        found = await client.get(MCPServer, "tools", namespace=namespace)
+        assert found.status is not None and found.status.ready_replicas == 1
+
+    await eventually(served, timeout=20)
+    for reconciler, name in ((platform.skill_packs, "k8s"), (platform.mcp_servers, "tools")):
+        await assert_writes_nothing(
+            reconciler.reconcile, reconciler.client, kubeloop.Request(namespace, name)
+        )
 
 
 async def test_a_deleted_agent_takes_its_objects_runs_and_schedules(

@@ -1,7 +1,9 @@
 """`kubeloop rbac examples/agents` prints a ClusterRole that is enough: the operator runs as a
-ServiceAccount bound to only that role (the server enforces RBAC as a cluster does), and its
-agents become Ready, its runs succeed (creating their own Roles), its schedules plan and a
-deleted agent's runs go — with no request refused."""
+ServiceAccount bound to only that role (the server enforces RBAC as a cluster does), as two
+replicas with leader election on as deployed; the leader's agents become Ready, its runs succeed
+(creating their own Roles), its schedules plan and a deleted agent's runs go — with no request
+refused — while the standby reconciles nothing; when the leader stops, the standby takes the
+Lease and carries on."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import logging
 import pathlib
 import subprocess
 import sys
+from collections.abc import Awaitable
 from typing import Any
 
 import agentplatform
@@ -99,10 +102,29 @@ async def test_the_operator_runs_as_a_service_account_bound_to_only_that_role(
             }
         )
         await eventually(lambda: operator_client.list(Agent, namespace=namespace), timeout=10)
-        manager = kubeloop.Manager(operator_client)
-        agentplatform.setup(manager)
+
+        def replica(identity: str) -> kubeloop.Manager:
+            election = kubeloop.LeaderElectionConfig(
+                "agents.kubeloop.dev",
+                namespace=namespace,
+                identity=identity,
+                lease_duration=2.0,
+                renew_deadline=1.5,
+                retry_period=0.2,
+            )
+            manager = kubeloop.Manager(operator_client, leader_election=election)
+            agentplatform.setup(manager)
+            return manager
+
+        async def holder() -> str:
+            lease = await client.get(kinds.Lease, "agents.kubeloop.dev", namespace=namespace)
+            return str(lease["spec"]["holderIdentity"])
+
         caplog.set_level(logging.WARNING)
-        async with manager:
+        leader, standby = replica("replica-a"), replica("replica-b")
+        async with leader:
+            await eventually(lambda: _expect(holder(), "replica-a"), timeout=10)
+            await standby.start()
             await client.create(runtime(f"{namespace}-rt"))
             await client.create(agent("restricted", namespace, f"{namespace}-rt"))
             await ready(client, "restricted", namespace)
@@ -131,7 +153,19 @@ async def test_the_operator_runs_as_a_service_account_bound_to_only_that_role(
                 assert not await exists(client, Agent, "restricted", namespace)
 
             await eventually(gone, timeout=20)
+            assert sum(sum(c.results.values()) for c in standby.controllers.values()) == 0
+        try:  # the leader has stopped: the standby takes over once the Lease lapses
+            await eventually(lambda: _expect(holder(), "replica-b"), timeout=10)
+            await client.create(agent("successor", namespace, f"{namespace}-rt"))
+            await ready(client, "successor", namespace)
+        finally:
+            await standby.stop()
         refused = [r.getMessage() for r in caplog.records if "forbidden" in r.getMessage().lower()]
         assert refused == []
-        for controller in manager.controllers.values():
-            assert controller.results.get("error", 0) == 0, controller.name
+        for manager in (leader, standby):
+            for controller in manager.controllers.values():
+                assert controller.results.get("error", 0) == 0, controller.name
+
+
+async def _expect(value: Awaitable[str], expected: str) -> None:
+    assert await value == expected

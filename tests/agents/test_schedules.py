@@ -5,21 +5,25 @@ time; Replace deletes the running run); a late start past startingDeadlineSecond
 with an event; history beyond the limits is deleted; time zones and suspend are honoured.
 
 The reconciler is driven step by step with a plain API client (no manager), and the runs'
-phases are written by the test, so each step's outcome is exact."""
+phases are written by the test, so each step's outcome is exact. One test runs the platform in a
+manager on a running clock: the schedule wakes itself at the minute and its run succeeds."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import agentplatform
 import pytest
 from agentplatform.api import AgentRun, AgentSchedule
 from agentplatform.schedules import SCHEDULE_LABEL, AgentScheduleReconciler, run_name
 
 import kubeloop
 from kubeloop import kinds
-from tests.agents.conftest import writes
+from kubeloop.testing import eventually
+from tests.agents.conftest import agent, runtime, writes
 
 
 class FakeClock:
@@ -200,3 +204,39 @@ async def test_time_zones_and_suspend(client: kubeloop.APIClient, namespace: str
     await client.patch(AgentSchedule, "paused", {"spec": {"suspend": False}}, namespace=namespace)
     await steps.at(first + timedelta(minutes=3, seconds=1))
     assert await steps.runs() == [steps.run(first + timedelta(minutes=3))]
+
+
+async def test_the_manager_fires_a_schedule_on_a_running_clock(
+    client: kubeloop.APIClient, namespace: str
+) -> None:
+    """End to end in a manager, with a clock that runs (the system's, set ahead to two seconds
+    before a minute): no pass is driven by the test, the reconciler's requeue_after wakes it at the
+    minute, the run starts, runs and succeeds, and the schedule's status follows."""
+    now = datetime.now(UTC)
+    if now.second >= 55:  # keep the schedule's creation and the shifted clock in one minute
+        await asyncio.sleep(61 - now.second)
+        now = datetime.now(UTC)
+    ahead = now.replace(second=58, microsecond=0) - now
+    firing = now.replace(second=0, microsecond=0) + timedelta(minutes=1)
+
+    manager = kubeloop.Manager(client)
+    agentplatform.setup(manager, clock=lambda: datetime.now(UTC) + ahead)
+    async with manager:
+        await client.create(runtime(f"{namespace}-rt"))
+        await client.create(agent("reporter", namespace, f"{namespace}-rt"))
+        await client.create(schedule("minutely", namespace))
+
+        async def succeeded() -> dict[str, Any]:
+            found = await client.get(AgentSchedule, "minutely", namespace=namespace)
+            status = found.status.to_dict() if found.status else {}
+            assert status.get("lastSuccessfulTime") == utc(firing), status
+            return status
+
+        status = await eventually(succeeded, timeout=20)
+        assert status["lastScheduleTime"] == utc(firing) and not status.get("active")
+        assert status["nextScheduleTime"] == utc(firing + timedelta(minutes=1))
+        runs = await client.list(AgentRun, namespace=namespace)
+        assert [run.metadata.name for run in runs] == [run_name("minutely", firing)]
+        run = await client.get(AgentRun, run_name("minutely", firing), namespace=namespace)
+        assert run.status is not None and run.status.phase == "Succeeded"
+        assert manager.controllers["agentschedule"].results.get("error", 0) == 0

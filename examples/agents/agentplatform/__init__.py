@@ -19,6 +19,8 @@ from .webhook import WebhookOptions
 class Platform:
     """The controllers ``setup`` registered (tests reach the reconcilers through it)."""
 
+    skill_packs: skillpacks.SkillPackReconciler
+    mcp_servers: mcpservers.MCPServerReconciler
     agents: agents.AgentReconciler
     runs: runs.AgentRunReconciler
     schedules: schedules.AgentScheduleReconciler
@@ -37,9 +39,9 @@ def setup(
     schedules' (tests pass a fake one); the webhook serves with ``webhook_options`` (default:
     from the environment, none without a token)."""
     indexes.register(manager)
-    skillpacks.setup(manager)
-    mcpservers.setup(manager)
     return Platform(
+        skill_packs=skillpacks.setup(manager),
+        mcp_servers=mcpservers.setup(manager),
         agents=agents.setup(manager),
         runs=runs.setup(manager),
         schedules=schedules.setup(manager, clock),

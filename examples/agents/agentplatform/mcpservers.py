@@ -24,12 +24,20 @@ def url_of(server: MCPServer) -> str:
     return service_url(server.metadata.name or "", server.metadata.namespace or "", server.spec.port)
 
 
-def setup(manager: kubeloop.Manager) -> None:
-    client = manager.client
+class MCPServerReconciler:
+    """Reconciles MCPServers."""
 
-    async def reconcile(request: kubeloop.Request) -> None:
+    def __init__(self, manager: kubeloop.Manager) -> None:
+        self.manager = manager
+        self.client = manager.client
+
+    def setup(self) -> None:
+        builder = kubeloop.Builder(self.manager).named("mcpserver").for_(MCPServer)
+        builder.owns(kinds.Deployment).owns(kinds.Service).complete(self.reconcile)
+
+    async def reconcile(self, request: kubeloop.Request) -> None:
         try:
-            server = await client.get(MCPServer, request.name, namespace=request.namespace)
+            server = await self.client.get(MCPServer, request.name, namespace=request.namespace)
         except kubeloop.errors.NotFound:
             return  # its Deployment and Service go with it
         selector = labels("mcp-server", request.name)
@@ -59,16 +67,19 @@ def setup(manager: kubeloop.Manager) -> None:
 
         namespace = request.namespace
         _, made = await kubeloop.create_or_update(
-            client, named(kinds.Deployment, request.name, namespace), deployment
+            self.client, named(kinds.Deployment, request.name, namespace), deployment
         )
-        await kubeloop.create_or_update(client, named(kinds.Service, request.name, namespace), service)
+        await kubeloop.create_or_update(self.client, named(kinds.Service, request.name, namespace), service)
         _, ready, _ = deployment_ready(made)
         status = {
             "observedGeneration": server.metadata.generation,
             "url": url_of(server),
             "readyReplicas": ready,
         }
-        await write_status(client, server, status)
+        await write_status(self.client, server, status)
 
-    builder = kubeloop.Builder(manager).named("mcpserver").for_(MCPServer)
-    builder.owns(kinds.Deployment).owns(kinds.Service).complete(reconcile)
+
+def setup(manager: kubeloop.Manager) -> MCPServerReconciler:
+    reconciler = MCPServerReconciler(manager)
+    reconciler.setup()
+    return reconciler

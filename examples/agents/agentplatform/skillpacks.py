@@ -13,12 +13,20 @@ def config_map_name(pack: str) -> str:
     return f"skillpack-{pack}"
 
 
-def setup(manager: kubeloop.Manager) -> None:
-    client = manager.client
+class SkillPackReconciler:
+    """Reconciles SkillPacks."""
 
-    async def reconcile(request: kubeloop.Request) -> None:
+    def __init__(self, manager: kubeloop.Manager) -> None:
+        self.manager = manager
+        self.client = manager.client
+
+    def setup(self) -> None:
+        builder = kubeloop.Builder(self.manager).named("skillpack").for_(SkillPack)
+        builder.owns(kinds.ConfigMap).complete(self.reconcile)
+
+    async def reconcile(self, request: kubeloop.Request) -> None:
         try:
-            pack = await client.get(SkillPack, request.name, namespace=request.namespace)
+            pack = await self.client.get(SkillPack, request.name, namespace=request.namespace)
         except kubeloop.errors.NotFound:
             return  # its ConfigMap goes with it
         name = config_map_name(request.name)
@@ -28,12 +36,16 @@ def setup(manager: kubeloop.Manager) -> None:
             config["metadata"]["labels"] = labels("skillpack", request.name)
             config["data"] = {skill.name: skill.text for skill in pack.spec.skills}
 
-        await kubeloop.create_or_update(client, named(kinds.ConfigMap, name, request.namespace), mutate)
+        await kubeloop.create_or_update(self.client, named(kinds.ConfigMap, name, request.namespace), mutate)
         status = {
             "observedGeneration": pack.metadata.generation,
             "configMapName": name,
             "skills": len(pack.spec.skills),
         }
-        await write_status(client, pack, status)
+        await write_status(self.client, pack, status)
 
-    kubeloop.Builder(manager).named("skillpack").for_(SkillPack).owns(kinds.ConfigMap).complete(reconcile)
+
+def setup(manager: kubeloop.Manager) -> SkillPackReconciler:
+    reconciler = SkillPackReconciler(manager)
+    reconciler.setup()
+    return reconciler

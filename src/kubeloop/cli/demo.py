@@ -3,12 +3,14 @@
 It starts the embedded API server with workload simulation (pods run, Jobs finish), installs the
 operator's CRDs, runs its manager, applies the samples (``examples/agents/samples``: two
 runtimes, a skill pack, an MCP server, three agents, a persona pack, a schedule firing every
-minute and one run) into the namespace ``demo``, and shows a live view: the objects with their
-conditions and phases, each controller's reconciles and queue depth, and the latest events. The
-kubeconfig's path is printed, so kubectl can be used beside it.
+minute and one run) into the namespace ``demo``, posts one delivery to the operator's run webhook
+(as a chat bot would), and shows a live view: the objects with their conditions and phases, each
+controller's reconciles and queue depth, and the latest events. The kubeconfig's path and a curl
+command for the webhook are printed, so kubectl and curl can be used beside it.
 
 ``--once`` waits until everything has converged (every agent and MCP server ready for its
-current generation, the packs observed, the sample runs finished, the schedules planned),
+current generation, the packs observed, the sample and webhook runs finished, the schedules
+planned),
 prints the view once and exits 0; or exits 1 naming what did not converge in ``--timeout``.
 """
 
@@ -16,12 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import secrets
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
+import orjson
 import yaml
 from rich.console import Console, Group
 from rich.live import Live
@@ -48,6 +53,9 @@ RUN = GroupVersionKind(GROUP, VERSION, "AgentRun")
 SCHEDULE = GroupVersionKind(GROUP, VERSION, "AgentSchedule")
 PERSONA_PACK = GroupVersionKind(GROUP, VERSION, "PersonaPack")
 EVENT = GroupVersionKind("", "v1", "Event")
+#: The delivery the demo posts to the run webhook, as a chat bot would.
+DELIVERY_ID = "demo-1"
+DELIVERY = {"agent": "writer", "task": "Draft the release notes for 0.1.", "namespace": NAMESPACE}
 NAMESPACE_KIND = GroupVersionKind("", "v1", "Namespace")
 
 
@@ -154,6 +162,13 @@ def _age(stamp: Any, now: datetime) -> str:
     return f"{seconds}s" if seconds < 120 else f"{seconds // 60}m"
 
 
+def _trigger(run: Obj) -> str:
+    labels = run["metadata"].get("labels") or {}
+    if f"{GROUP}/schedule" in labels:
+        return f"schedule {labels[f'{GROUP}/schedule']}"
+    return str(labels.get(f"{GROUP}/trigger") or "kubectl")
+
+
 def _status_text(value: str, good: tuple[str, ...], bad: tuple[str, ...]) -> Text:
     style = "green" if value in good else "red" if value in bad else "yellow"
     return Text(value, style=style)
@@ -181,13 +196,14 @@ def render(state: State, manager: Manager, *, header: str) -> Group:
         )
 
     runs = Table(title="Runs", title_justify="left", expand=True)
-    for column in ("name", "agent", "phase", "reason", "age", "result"):
+    for column in ("name", "agent", "from", "phase", "reason", "age", "result"):
         runs.add_column(column, overflow="fold" if column == "result" else "ellipsis")
     for run in state.runs:
         status = run.get("status") or {}
         runs.add_row(
             _name(run),
             run["spec"]["agentRef"],
+            _trigger(run),
             _status_text(str(status.get("phase") or "-"), ("Succeeded",), ("Failed",)),
             str(status.get("reason") or "-"),
             _age(run["metadata"].get("creationTimestamp"), now),
@@ -258,6 +274,7 @@ async def run_demo(
     port: int,
     timeout: float = 30.0,
     operator: pathlib.Path | None = None,
+    webhook_port: int = 0,
     console: Console | None = None,
 ) -> int:
     from kubeloop.apiserver.server import APIServer, ServerOptions
@@ -279,13 +296,34 @@ async def run_demo(
             installed = await install_crds(client, *module_crds(module))
             console.print(f"  installed {len(installed)} CRDs from {operator}")
             manager = Manager(client)
-            setup(manager)
+            token = secrets.token_urlsafe(12)
+            options_type = getattr(module, "WebhookOptions", None)
+            if options_type is None:  # an operator without the run webhook
+                platform = setup(manager)
+            else:
+                options = options_type(token, bind_address=f"127.0.0.1:{webhook_port}", namespace=NAMESPACE)
+                platform = setup(manager, webhook_options=options)
+            webhook = getattr(platform, "webhook", None)
             async with manager:
                 await _apply(client, samples)
                 console.print(f"  applied {len(samples)} sample objects into namespace {NAMESPACE}")
+                header = f"kubeloop demo — {server.url} — kubeconfig {kubeconfig}"
+                if webhook is not None:
+                    await asyncio.wait_for(webhook.serving.wait(), timeout)
+                    url = f"http://127.0.0.1:{webhook.port}/runs"
+                    run = await _post_delivery(url, token)
+                    sample_runs.append(run)
+                    console.print(f"  posted delivery {DELIVERY_ID} to the run webhook {url}: AgentRun {run}")
+                    example = orjson.dumps({"agent": "triage", "task": "Is the ingress healthy?"}).decode()
+                    console.print(
+                        f"  try: curl -X POST {url} -H 'Authorization: Bearer {token}'"
+                        f" -H 'X-Delivery-ID: my-1' -d '{example}'",
+                        soft_wrap=True,
+                    )
+                    header += f" — webhook {url}"
                 if once:
                     return await _converge(client, manager, sample_runs, started, timeout, console)
-                header = f"kubeloop demo — {server.url} — kubeconfig {kubeconfig} — Ctrl-C to stop"
+                header += " — Ctrl-C to stop"
                 if not console.is_terminal:  # piped or logged: a snapshot every 10 s, not redraws
                     while True:
                         console.print(render(await State.read(client), manager, header=header))
@@ -295,6 +333,19 @@ async def run_demo(
                         live.update(render(await State.read(client), manager, header=header))
                         await asyncio.sleep(0.5)
     return 0  # not reached: the live view runs until cancelled
+
+
+async def _post_delivery(url: str, token: str) -> str:
+    """Post the demo's delivery to the run webhook; the name of the run it starts."""
+    headers = {"Authorization": f"Bearer {token}", "X-Delivery-ID": DELIVERY_ID}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(url, json=DELIVERY, headers=headers) as answer,
+    ):
+        body = await answer.json()
+        if answer.status not in (200, 202):
+            raise RuntimeError(f"the run webhook refused the demo's delivery: {answer.status} {body}")
+        return str(body["run"])
 
 
 async def _apply(client: APIClient, samples: list[Obj]) -> None:

@@ -101,6 +101,9 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--data-dir", type=pathlib.Path, help="keep the demo's state here (default: in memory)")
     demo.add_argument("--port", type=int, default=0, help="port to serve on (default: a free one)")
     demo.add_argument(
+        "--webhook-port", type=int, default=0, help="port of the operator's run webhook (default: a free one)"
+    )
+    demo.add_argument(
         "--operator",
         type=pathlib.Path,
         help="the operator's folder, with samples/ (default: examples/agents)",
@@ -226,6 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     port=args.port,
                     timeout=args.timeout,
                     operator=args.operator,
+                    webhook_port=args.webhook_port,
                 )
             )
         except KeyboardInterrupt:

@@ -1,19 +1,24 @@
 """The `kubeloop` command as a user runs it: `demo --once` brings the agent platform up on the
 embedded server (its run webhook included) and exits 0 well within 30 s, or exits 1 naming what
-did not converge; the live demo's printed curl command starts a run; --help lists the commands."""
+did not converge; the live demo's printed curl command starts a run; in a terminal the view is
+redrawn in place; an output nobody reads holds up the view alone; --help lists the commands."""
 
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+import pty
 import re
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
+
+from tests.apiserver.test_kubectl import KUBECTLS
 
 AGENTS = pathlib.Path(__file__).parent.parent / "examples" / "agents"
 WIDE = {**os.environ, "COLUMNS": "220"}
@@ -133,3 +138,87 @@ def _post(url: str, token: str, body: dict[str, str]) -> tuple[int, dict[str, ob
     )
     with urllib.request.urlopen(request, timeout=10) as answer:
         return answer.status, json.loads(answer.read())
+
+
+def test_the_demo_in_a_terminal_redraws_its_view_until_ctrl_c() -> None:
+    """In a terminal (a pty here, as `make demo` runs it) the view is one live display redrawn in
+    place, converging to ready agents and a finished run; SIGINT exits 0."""
+    controller, terminal = pty.openpty()
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "kubeloop.cli.main", "demo"],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        env={**WIDE, "TERM": "xterm-256color", "LINES": "80"},
+        restore_signals=True,
+    )
+    os.close(terminal)
+    screen = bytearray()
+
+    def read_for(seconds: float, until: tuple[bytes, ...] = ()) -> str:
+        """What the terminal shows meanwhile (read all the time, as a terminal does)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and demo.poll() is None:
+            if select.select([controller], [], [], 0.2)[0]:
+                try:
+                    screen.extend(os.read(controller, 65536))
+                except OSError:  # the demo closed the terminal
+                    break
+            if until and all(part in screen for part in until):
+                break
+        return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.decode(errors="replace"))
+
+    try:
+        text = read_for(60, until=(b"Succeeded", b"DeploymentReady"))
+        assert "Succeeded" in text and "DeploymentReady" in text, text[-3000:]
+        assert b"\x1b[" in screen  # styled and redrawn in place (cursor movement)
+        assert text.count("kubeloop demo — https://") > 1  # more than one frame of the view
+        demo.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 30
+        while demo.poll() is None and time.monotonic() < deadline:
+            read_for(0.5)
+        assert demo.returncode == 0
+    finally:
+        demo.kill()
+        demo.wait()
+        os.close(controller)
+
+
+def test_a_stalled_output_holds_up_the_view_alone() -> None:
+    """`kubeloop demo | less` with less paused: the pipe fills with the first view and stays full,
+    yet the server answers and the operator works — a webhook post still becomes a finished run."""
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "kubeloop.cli.main", "demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=WIDE,
+        pipesize=4096,  # smaller than one view
+    )
+    try:
+        assert demo.stdout is not None
+        head = ""
+        while "try: curl" not in head:
+            head += demo.stdout.readline()
+        kubeconfig = re.search(r"kubeconfig: (\S+)", head)
+        curl = re.search(r"curl -X POST (\S+) -H 'Authorization: Bearer (\S+)'", head)
+        assert kubeconfig is not None and curl is not None, head
+        time.sleep(2)  # the view is written (and blocked) meanwhile; nothing reads it from here on
+        status, answer = _post(curl[1], curl[2], {"agent": "triage", "task": "Still there?"})
+        assert status == 202
+        kubectl = [str(KUBECTLS[-1]), "--kubeconfig", kubeconfig[1], "-n", "demo"]
+        phase = ""
+        deadline = time.monotonic() + 30
+        while phase != "Succeeded" and time.monotonic() < deadline:
+            got = subprocess.run(
+                [*kubectl, "get", "agentrun", str(answer["run"]), "-o", "jsonpath={.status.phase}"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            phase = got.stdout
+            time.sleep(0.2)
+        assert phase == "Succeeded"
+    finally:
+        demo.kill()
+        demo.wait()

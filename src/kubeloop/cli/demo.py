@@ -324,13 +324,17 @@ async def run_demo(
                 if once:
                     return await _converge(client, manager, sample_runs, started, timeout, console)
                 header += " — Ctrl-C to stop"
+                # The view is written from a thread: a terminal or pipe that stops reading holds
+                # up the view alone, not the server and the operator sharing this loop.
                 if not console.is_terminal:  # piped or logged: a snapshot every 10 s, not redraws
                     while True:
-                        console.print(render(await State.read(client), manager, header=header))
+                        view = render(await State.read(client), manager, header=header)
+                        await asyncio.to_thread(console.print, view)
                         await asyncio.sleep(10)
                 with Live(console=console, refresh_per_second=4, screen=False) as live:
                     while True:
-                        live.update(render(await State.read(client), manager, header=header))
+                        view = render(await State.read(client), manager, header=header)
+                        await asyncio.to_thread(live.update, view)
                         await asyncio.sleep(0.5)
     return 0  # not reached: the live view runs until cancelled
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import pathlib
 
 import agentplatform
+import pytest
+from agentplatform.agents import skills_volume
 from agentplatform.api import Agent, AgentRun, AgentSchedule, MCPServer, ServingRuntime
 from agentplatform.common import CONFIG_HASH
 
@@ -155,9 +157,8 @@ async def test_skill_packs_and_mcp_servers_wake_the_agents_that_use_them(
     async def mounted() -> None:
         deployment = await client.get(kinds.Deployment, "skilled", namespace=namespace)
         pod = deployment["spec"]["template"]["spec"]
-        assert {"name": "skills-k8s", "configMap": {"name": "skillpack-k8s", "defaultMode": 420}} in pod[
-            "volumes"
-        ]
+        volume = {"name": skills_volume("k8s"), "configMap": {"name": "skillpack-k8s", "defaultMode": 420}}
+        assert volume in pod["volumes"]
         env = {var["name"]: var.get("value") for var in pod["containers"][0]["env"]}
         assert env["MCP_SERVERS"] == f"http://tools.{namespace}.svc.cluster.local:3000"
 
@@ -264,3 +265,26 @@ async def test_the_operator_rides_out_a_sigkilled_durable_server(tmp_path: pathl
 
                 await eventually(ready_on_the_new_hash, timeout=30)
         await client.close()
+
+
+async def test_names_the_platform_cannot_use_are_refused_at_the_api(
+    client: kubeloop.APIClient, namespace: str
+) -> None:
+    """An Agent names a Service (a DNS-1035 label), a run a Job whose pods carry it as a label, a
+    schedule its runs: names that would fail later, in the operator, are refused when applied."""
+    for name in ("a" * 64, "1st", "with.dot"):
+        with pytest.raises(kubeloop.errors.Invalid, match="an Agent's name must be at most 63 characters"):
+            await client.create(agent(name, namespace, "rt"))
+    await client.create(agent("a" * 63, namespace, "rt"))
+    schedule = {
+        "apiVersion": "agents.kubeloop.dev/v1alpha1",
+        "kind": "AgentSchedule",
+        "metadata": {"name": "s" * 53, "namespace": namespace},
+        "spec": {"agentRef": "a", "schedule": "0 * * * *", "task": "t"},
+    }
+    with pytest.raises(
+        kubeloop.errors.Invalid, match="an AgentSchedule's name must be at most 52 characters"
+    ):
+        await client.create(schedule)
+    schedule["metadata"]["name"] = "s" * 52
+    await client.create(schedule)

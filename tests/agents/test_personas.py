@@ -1,6 +1,7 @@
 """PersonaPacks: a pack makes its agents and schedules (a schedule's agent pointed at the
 pack's agent), the agents become Ready, an entry removed from the pack is pruned, and a second
-reconcile of a converged pack writes nothing."""
+reconcile of a converged pack writes nothing; an entry the server refuses is reported in status
+and an Event, and the others are made."""
 
 from __future__ import annotations
 
@@ -81,3 +82,27 @@ async def test_a_pack_makes_its_agents_and_schedules_and_prunes_removed_entries(
         assert await names(client, AgentSchedule, namespace) == ["sre-hourly"]
 
     await eventually(pruned, timeout=20)
+
+
+async def test_an_entry_the_server_refuses_is_reported_and_the_rest_made(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    rt = f"{namespace}-rt"
+    await client.create(runtime(rt))
+    long_name = "l" * 60  # sre-<60 letters>: 64 characters, one more than an Agent's name may have
+    await client.create(pack(namespace, rt, ["triage", long_name], {}))
+
+    async def reported() -> PersonaPack:
+        found = await client.get(PersonaPack, "sre", namespace=namespace)
+        assert found.status is not None and found.status.refused, found.status
+        return found
+
+    found = await eventually(reported, timeout=20)
+    assert found.status is not None and found.status.agents == ["sre-triage"]
+    (message,) = found.status.refused or ()
+    assert f'Agent.agents.kubeloop.dev "sre-{long_name}" is invalid' in message
+    assert "an Agent's name must be at most 63 characters" in message
+    await ready(client, "sre-triage", namespace)
+    events = (await client.list(kubeloop.kinds.Event, namespace=namespace)).items
+    assert [e["message"] for e in events if e["reason"] == "Invalid"] == [message]
+    assert platform.personas.manager.controllers["personapack"].results.get("error", 0) == 0

@@ -1,7 +1,8 @@
 """AgentRuns end to end on the simulating server: a run snapshots its agent, gets its own
 ServiceAccount, Role and RoleBinding and a Job, and succeeds with its pod's termination message,
 fails, or times out (its pod stopped); a run waits for an agent that does not exist yet; a
-finished run's reconcile writes nothing."""
+finished run's reconcile writes nothing; what the server refuses fails a run and marks an agent
+Invalid, without a retry loop."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from agentplatform.api import Agent, AgentRun
 import kubeloop
 from kubeloop import kinds
 from kubeloop.testing import eventually
-from tests.agents.conftest import agent, agent_run, assert_writes_nothing, finished, runtime
+from tests.agents.conftest import (
+    agent,
+    agent_run,
+    assert_writes_nothing,
+    condition,
+    exists,
+    finished,
+    runtime,
+)
 
 
 async def test_a_run_snapshots_its_agent_and_succeeds_with_the_pods_answer(
@@ -125,3 +134,42 @@ async def test_a_run_waits_for_its_agent(
     await client.create(agent("later", namespace, f"{namespace}-rt"))
     run = await finished(client, "early", namespace)
     assert run.status is not None and run.status.phase == "Succeeded"
+
+
+async def test_what_the_server_refuses_fails_the_run_and_marks_the_agent(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    """An agent whose system prompt is over a ConfigMap's 1 MiB cannot get its config: Ready is
+    False with reason Invalid and the server's message, once, with no retry loop; a run whose
+    snapshot (prompt, agent spec and task) is over it fails at once the same way."""
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(agent("verbose", namespace, f"{namespace}-rt", systemPrompt="x" * 1_100_000))
+
+    async def refused() -> Agent:
+        found = await client.get(Agent, "verbose", namespace=namespace)
+        assert condition(found, "Ready") == ("False", "Invalid"), found.status
+        return found
+
+    found = await eventually(refused, timeout=20)
+    ready = next(c for c in found.status.conditions or () if c.type == "Ready")  # type: ignore[union-attr]
+    assert 'ConfigMap "verbose-config" is invalid' in ready.message
+    assert "may not be more than 1048576 bytes" in ready.message
+    assert not await exists(client, kinds.Deployment, "verbose", namespace)
+    errors_before = platform.agents.manager.controllers["agent"].results.get("error", 0)
+    await assert_writes_nothing(
+        platform.agents.reconcile, platform.agents.client, kubeloop.Request(namespace, "verbose")
+    )
+    assert platform.agents.manager.controllers["agent"].results.get("error", 0) == errors_before
+    warnings = [
+        e
+        for e in (await client.list(kinds.Event, namespace=namespace)).items
+        if e["reason"] == "Invalid" and e["involvedObject"]["name"] == "verbose"
+    ]
+    assert len(warnings) == 1 and warnings[0]["count"] == 1
+
+    await client.create(agent("chatty", namespace, f"{namespace}-rt", systemPrompt="y" * 400_000))
+    await client.create(agent_run("long-task", namespace, "chatty", task="z" * 300_000))
+    run = await finished(client, "long-task", namespace)
+    assert run.status is not None and (run.status.phase, run.status.reason) == ("Failed", "Invalid")
+    assert 'ConfigMap "long-task-input" is invalid' in (run.status.message or "")
+    assert not await exists(client, kinds.Job, "long-task", namespace)

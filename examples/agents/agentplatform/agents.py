@@ -5,7 +5,9 @@ Service, all owned; status with the runtime, the config hash, the URL and two co
   runtime is reported and nothing is changed: running workloads stay as they are, and the agent
   is not retried (the runtime's watch wakes it when the runtime comes back).
 - Ready: DeploymentReady once every replica of the current template is available, else
-  DeploymentNotReady.
+  DeploymentNotReady; or Invalid when the API server refuses what the agent and its runtime make
+  (an environment variable name a pod may not have, say): its message is the server's, a Warning
+  Event says it once, and the agent is not retried until it or what it uses changes.
 
 The Deployment's pod template carries a hash of everything it was built from (the runtime's and
 the agent's specs, the skill packs' contents, the MCP servers' URLs): editing any of them rolls
@@ -17,6 +19,7 @@ AgentRuns and AgentSchedules before the agent goes.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -132,7 +135,27 @@ class AgentReconciler:
         else:
             status["runtimeName"] = runtime.metadata.name
             status["url"] = service_url(request.name, request.namespace, runtime.spec.port)
-            status["configHash"], deployment = await self._converge(agent, runtime)
+            packs, mcp_urls = await resolve_tools(self.client, request.namespace, agent.spec)
+            digest = config_hash(runtime.spec.to_dict(), agent.spec.to_dict(), packs, mcp_urls)
+            status["configHash"] = digest
+            last = _condition_of(agent, "Ready")
+            if (
+                last is not None
+                and last[1] == "Invalid"
+                and agent.status
+                and agent.status.config_hash == digest
+            ):
+                return  # refused, and nothing it was made from has changed since
+            try:
+                deployment = await self._converge(agent, runtime, packs, mcp_urls, digest)
+            except kubeloop.errors.Invalid as refused:  # the user's to fix: reported, not retried
+                self.recorder.event(agent, kubeloop.WARNING, "Invalid", str(refused))
+                kubeloop.set_status_condition(
+                    conditions, "Ready", "False", "Invalid", str(refused), observed_generation=generation
+                )
+                status["conditions"] = conditions
+                await write_status(self.client, agent, status)
+                return
         ready, ready_replicas, why = deployment_ready(deployment)
         kubeloop.set_status_condition(
             conditions,
@@ -159,12 +182,18 @@ class AgentReconciler:
         except kubeloop.errors.NotFound:
             return None
 
-    async def _converge(self, agent: Agent, runtime: ServingRuntime) -> tuple[str, kubeloop.Obj]:
-        """Write the ConfigMap, Deployment and Service; the config hash and the Deployment."""
+    async def _converge(
+        self,
+        agent: Agent,
+        runtime: ServingRuntime,
+        packs: dict[str, dict[str, str]],
+        mcp_urls: list[str],
+        digest: str,
+    ) -> kubeloop.Obj:
+        """Write the ConfigMap, Deployment and Service (built from ``digest``'s parts); the
+        Deployment."""
         name, namespace = agent.metadata.name or "", agent.metadata.namespace or ""
-        packs, mcp_urls = await resolve_tools(self.client, namespace, agent.spec)
         config_data = agent_config(agent.spec)
-        digest = config_hash(runtime.spec.to_dict(), agent.spec.to_dict(), packs, mcp_urls)
         selector = labels("agent", name)
 
         def config_map(obj: kubeloop.Obj) -> None:
@@ -207,7 +236,7 @@ class AgentReconciler:
             client, named(kinds.Deployment, name, namespace), deployment
         )
         await kubeloop.create_or_update(client, named(kinds.Service, name, namespace), service)
-        return digest, made
+        return made
 
     async def _finalize(self, agent: Agent) -> None:
         """Delete the agent's runs and schedules, then let it go."""
@@ -222,6 +251,14 @@ class AgentReconciler:
                     await self.client.delete(obj)
         kubeloop.remove_finalizer(agent, FINALIZER)
         await self.client.update(agent)
+
+
+def _condition_of(agent: Agent, kind: str) -> tuple[str, str, str] | None:
+    """The status, reason and message of ``agent``'s condition ``kind``, if it has one."""
+    for condition in (agent.status.conditions if agent.status else None) or ():
+        if condition.type == kind:
+            return condition.status, condition.reason, condition.message
+    return None
 
 
 async def resolve_runtime(client: kubeloop.Client, name: str) -> tuple[ServingRuntime | None, str, str]:
@@ -263,6 +300,13 @@ def agent_config(spec: AgentSpec) -> dict[str, str]:
     return {"system-prompt": spec.system_prompt, "model.json": json.dumps(model, sort_keys=True)}
 
 
+def skills_volume(pack: str) -> str:
+    """The pod volume of skill pack ``pack``: a DNS label (a pack's name may hold dots and be
+    longer than 63 characters), distinct for distinct packs."""
+    readable = "".join(c if c.isalnum() else "-" for c in pack[:40]).strip("-")
+    return f"skills-{readable}-{hashlib.sha256(pack.encode()).hexdigest()[:8]}"
+
+
 def agent_pod(
     name: str,
     spec: AgentSpec,
@@ -298,7 +342,7 @@ def agent_pod(
     mounts = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
     volumes = [config_map_volume("config", config_map)]
     for pack_name in skill_packs:
-        volume = f"skills-{pack_name}"[:63].rstrip("-.")
+        volume = skills_volume(pack_name)
         mounts.append({"name": volume, "mountPath": f"{CONFIG_DIR}/skills/{pack_name}", "readOnly": True})
         volumes.append(config_map_volume(volume, config_map_name(pack_name)))
     container = {

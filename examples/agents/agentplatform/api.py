@@ -31,6 +31,17 @@ AGE = PrinterColumn("Age", ".metadata.creationTimestamp", type="date")
 Name = Annotated[str, Field(min_length=1, max_length=253)]
 
 
+def name_rule(kind: str, limit: int, names: str) -> Rule:
+    """A rule on the object's name, for kinds whose name becomes a name with tighter rules than
+    an object's (a Service's: a DNS-1035 label; a label value: at most 63 characters). Refused at
+    the API, the user hears it at once, not as an operator's failed write later."""
+    return Rule(
+        f"self.metadata.name.size() <= {limit} && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+        message=f"a{'n' if kind[0] in 'AEIOU' else ''} {kind}'s name must be at most {limit} characters of"
+        f" a-z, 0-9 and '-', starting with a letter and ending with a letter or digit: it names {names}",
+    )
+
+
 class ServingRuntimeSpec(kubeloop.KubeModel):
     image: Name
     command: list[str] | None = None
@@ -109,6 +120,7 @@ class MCPServer(
     version=VERSION,
     short_names=("mcp",),
     categories=CATEGORIES,
+    rules=(name_rule("MCPServer", 63, "the server's Service"),),
     printer_columns=(
         PrinterColumn("URL", ".status.url"),
         PrinterColumn("Ready", ".status.readyReplicas", type="integer"),
@@ -159,6 +171,7 @@ class Agent(
     version=VERSION,
     short_names=("ag",),
     categories=CATEGORIES,
+    rules=(name_rule("Agent", 63, "the agent's Service"),),
     printer_columns=(
         PrinterColumn("Runtime", ".spec.runtimeRef"),
         PrinterColumn("Model", ".spec.model.name"),
@@ -197,6 +210,7 @@ class AgentRun(
     version=VERSION,
     short_names=("run",),
     categories=CATEGORIES,
+    rules=(name_rule("AgentRun", 63, "the run's Job, whose pods carry it as a label"),),
     selectable_fields=(".spec.agentRef",),
     printer_columns=(
         PrinterColumn("Agent", ".spec.agentRef"),
@@ -237,6 +251,7 @@ class AgentSchedule(
     version=VERSION,
     short_names=("asch",),
     categories=CATEGORIES,
+    rules=(name_rule("AgentSchedule", 52, "its runs, with 9 characters added (as a CronJob's, 52)"),),
     selectable_fields=(".spec.agentRef",),
     printer_columns=(
         PrinterColumn("Agent", ".spec.agentRef"),
@@ -271,6 +286,8 @@ class PersonaPackStatus(kubeloop.KubeModel):
     observed_generation: int | None = None
     agents: list[str] | None = None
     schedules: list[str] | None = None
+    #: The API server's message for each entry it refused to make.
+    refused: list[str] | None = None
 
 
 class PersonaPack(

@@ -5,7 +5,8 @@ An entry ``name`` of pack ``pack`` becomes the object ``<pack>-<name>``, labelle
 pack's name and controlled by it; its spec is the entry's. A schedule's ``agentRef`` that names
 an agent of the same pack is pointed at that agent's object. Objects the pack made whose entry
 is gone are deleted (found by the label, and only if the pack controls them). Status: the
-observed generation and the names of the agents and schedules the pack made.
+observed generation, the names of the agents and schedules the pack made, and the API server's
+message for each entry it refused (a name too long for its kind, say; a Warning Event too).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class PersonaPackReconciler:
     def __init__(self, manager: kubeloop.Manager) -> None:
         self.manager = manager
         self.client = manager.client
+        self.recorder = manager.event_recorder("personapack")
 
     def setup(self) -> None:
         builder = kubeloop.Builder(self.manager).named("personapack").for_(PersonaPack)
@@ -53,14 +55,22 @@ class PersonaPackReconciler:
             if any(agent["name"] == schedule_spec["agentRef"] for agent in spec.get("agents") or ()):
                 schedule_spec["agentRef"] = member_name(request.name, schedule_spec["agentRef"])
             schedules[member_name(request.name, entry["name"])] = schedule_spec
+        refused: dict[str, str] = {}
         for kind, wanted in ((Agent, agents), (AgentSchedule, schedules)):
             for name, member_spec in wanted.items():
-                await self._member(pack, kind.__name__, name, member_spec)
+                try:
+                    await self._member(pack, kind.__name__, name, member_spec)
+                except kubeloop.errors.Invalid as error:  # the pack's to fix: reported, not retried
+                    refused[name] = str(error)
             await self._prune(pack, kind, set(wanted))
+        before = set((pack.status.refused if pack.status else None) or ())
+        for message in sorted(set(refused.values()) - before):
+            self.recorder.event(pack, kubeloop.WARNING, "Invalid", message)
         status = {
             "observedGeneration": pack.metadata.generation,
-            "agents": sorted(agents),
-            "schedules": sorted(schedules),
+            "agents": sorted(set(agents) - set(refused)),
+            "schedules": sorted(set(schedules) - set(refused)),
+            "refused": sorted(refused.values()) or None,
         }
         await write_status(self.client, pack, status)
 

@@ -13,7 +13,9 @@ says. The pod's termination message becomes ``status.result``. A run that has no
 ``timeoutSeconds`` after it started is failed (reason TimedOut) by a requeue at that moment,
 and its Job is deleted with its pods. A run whose agent does not exist yet, or whose runtime
 is missing or disabled, waits in Pending with the reason in ``status.message``; the agent's
-watch wakes it.
+watch wakes it. A run whose input or Job the API server refuses (a snapshot over a ConfigMap's
+1 MiB, an environment variable name a pod may not have) fails at once with reason Invalid and
+the server's message.
 
 Annotations of the run under ``kubeloop.dev/`` are given to its pod. The embedded server's
 workload simulation reads them (``kubeloop.dev/outcome: Failed``, ``kubeloop.dev/duration``,
@@ -88,7 +90,15 @@ class AgentRunReconciler:
         current = run.status.to_dict() if run.status else {}
         if run.metadata.deletion_timestamp is not None or current.get("phase") in FINISHED:
             return None
-        snapshot, waiting = await self._snapshot(run)
+        try:
+            snapshot, waiting = await self._snapshot(run)
+            job = await self._job(run, snapshot) if snapshot is not None else None
+        except kubeloop.errors.Invalid as refused:  # what the run makes cannot be made: it fails
+            failed = {"phase": "Failed", "reason": "Invalid", "message": str(refused)}
+            failed["completionTime"] = kubeloop.timestamps.now()
+            self._record(run, failed)
+            await write_status(self.client, run, failed)
+            return None
         if snapshot is None:
             await write_status(
                 self.client, run, {"phase": "Pending", "reason": "Waiting", "message": waiting}
@@ -100,7 +110,6 @@ class AgentRunReconciler:
             "startTime": kubeloop.timestamps.format_time(started),
             "jobName": request.name,
         }
-        job = await self._job(run, snapshot)
         status.update(await self._phase(job))
         deadline = started + timedelta(seconds=run.spec.timeout_seconds)
         if status["phase"] not in FINISHED and now >= deadline:

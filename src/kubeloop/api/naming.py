@@ -147,6 +147,22 @@ def path_segment_errors(value: str) -> list[str]:
     return [f"may not contain '{part}'" for part in ("/", "%") if part in value]
 
 
+def port_name_errors(value: str) -> list[str]:
+    """``IsValidPortName`` (an IANA_SVC_NAME): a container's or a Service's named port."""
+    found = []
+    if len(value) > 15:
+        found.append("must be no more than 15 characters")
+    if not re.fullmatch(r"[-a-z0-9]+", value):
+        found.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search(r"[a-z]", value):
+        found.append("must contain at least one letter (a-z)")
+    if "--" in value:
+        found.append("must not contain consecutive hyphens")
+    if value.startswith("-") or value.endswith("-"):
+        found.append("must not begin or end with a hyphen")
+    return found
+
+
 def qualified_name_errors(value: str) -> list[str]:
     """``IsQualifiedName``: label and annotation keys, ``[prefix/]name``.
 

@@ -52,6 +52,7 @@ FORBIDDEN = "FieldValueForbidden"
 TOO_LONG = "FieldValueTooLong"
 DUPLICATE = "FieldValueDuplicate"
 NOT_SUPPORTED = "FieldValueNotSupported"
+NOT_FOUND = "FieldValueNotFound"
 
 #: core MaxSecretSize (ConfigMap and Secret data).
 MAX_SECRET_SIZE = 1024 * 1024
@@ -1395,10 +1396,13 @@ def _pod_template_rules(template: Mapping[str, Any], path: str) -> list[StatusCa
 
 
 def _pod_spec_rules(spec: Any, path: str) -> list[StatusCause]:
-    """Containers: at least one; names DNS labels, unique across init and app containers; image set."""
+    """``ValidatePodSpec``'s common rules, in its order: volumes; each container's name, image,
+    ports, environment, volume mounts and resources (``validateContainerCommon``), unique names
+    across init and app containers; then restartPolicy, dnsPolicy, serviceAccountName and
+    activeDeadlineSeconds. (Probes, security contexts, affinity and the rest are not checked.)"""
     if not isinstance(spec, dict):
         return [_required(f"{path}.containers")]
-    causes: list[StatusCause] = []
+    causes, volumes = _volume_rules(_as_list(spec.get("volumes")), f"{path}.volumes")
     seen: set[str] = set()
     for list_name in ("containers", "initContainers"):
         for index, container in enumerate(_as_list(spec.get(list_name))):
@@ -1407,11 +1411,276 @@ def _pod_spec_rules(spec: Any, path: str) -> list[StatusCause]:
             name = _text(container.get("name"))
             if name:
                 causes.extend(_invalid(f"{at}.name", name, msg) for msg in naming.dns1123_label_errors(name))
+            if not _text(container.get("image")):
+                causes.append(_required(f"{at}.image"))
+            policy = container.get("terminationMessagePolicy")
+            if isinstance(policy, str) and policy and policy not in ("File", "FallbackToLogsOnError"):
+                causes.append(
+                    _not_supported(
+                        f"{at}.terminationMessagePolicy", policy, ["File", "FallbackToLogsOnError"]
+                    )
+                )
+            causes.extend(_container_port_rules(_as_list(container.get("ports")), f"{at}.ports"))
+            causes.extend(_env_rules(_as_list(container.get("env")), f"{at}.env"))
+            causes.extend(_env_from_rules(_as_list(container.get("envFrom")), f"{at}.envFrom"))
+            causes.extend(_volume_mount_rules(_as_list(container.get("volumeMounts")), volumes, at))
+            pull = container.get("imagePullPolicy")
+            if isinstance(pull, str) and pull and pull not in _PULL_POLICIES:
+                causes.append(_not_supported(f"{at}.imagePullPolicy", pull, _PULL_POLICIES))
+            causes.extend(_resource_rules(_as_dict(container.get("resources")), f"{at}.resources"))
+            if name:
                 if name in seen:
                     causes.append(_duplicate(f"{at}.name", name))
                 seen.add(name)
-            if not _text(container.get("image")):
-                causes.append(_required(f"{at}.image"))
+    restart = spec.get("restartPolicy")
+    if isinstance(restart, str) and restart and restart not in ("Always", "OnFailure", "Never"):
+        causes.append(_not_supported(f"{path}.restartPolicy", restart, ["Always", "OnFailure", "Never"]))
+    dns = spec.get("dnsPolicy")
+    if isinstance(dns, str) and dns and dns not in _DNS_POLICIES:
+        causes.append(_not_supported(f"{path}.dnsPolicy", dns, _DNS_POLICIES))
+    account = _text(spec.get("serviceAccountName"))
+    if account:
+        causes.extend(
+            _invalid(f"{path}.serviceAccountName", account, msg)
+            for msg in naming.dns1123_subdomain_errors(account)
+        )
+    deadline = spec.get("activeDeadlineSeconds")
+    if _is_int(deadline) and not 1 <= deadline <= 2**31 - 1:
+        causes.append(
+            _invalid(f"{path}.activeDeadlineSeconds", deadline, "must be between 1 and 2147483647, inclusive")
+        )
+    return causes
+
+
+_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+_DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+_PROTOCOLS = ("SCTP", "TCP", "UDP")
+#: The volume sources, in the order ``validateVolumeSource`` looks at them.
+_VOLUME_SOURCES = (
+    "emptyDir", "hostPath", "gitRepo", "gcePersistentDisk", "awsElasticBlockStore", "secret", "nfs",
+    "iscsi", "glusterfs", "flocker", "persistentVolumeClaim", "rbd", "cinder", "cephfs", "quobyte",
+    "downwardAPI", "fc", "flexVolume", "configMap", "azureFile", "vsphereVolume",
+    "photonPersistentDisk", "portworxVolume", "azureDisk", "storageos", "projected", "scaleIO", "csi",
+    "ephemeral", "image",
+)  # fmt: skip
+_ENV_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
+_PORT_RANGE = "must be between 1 and 65535, inclusive"
+
+
+def _volume_rules(volumes: list[Any], path: str) -> tuple[list[StatusCause], set[str]]:
+    """``ValidateVolumes``: the causes, and the names of the volumes without any (the ones
+    mounts may refer to)."""
+    causes: list[StatusCause] = []
+    names: set[str] = set()
+    for index, volume in enumerate(volumes):
+        volume = _as_dict(volume)
+        at = f"{path}[{index}]"
+        found: list[StatusCause] = []
+        sources = [source for source in _VOLUME_SOURCES if volume.get(source) is not None]
+        if sources:
+            found.extend(_volume_source_rules(sources[0], _as_dict(volume[sources[0]]), f"{at}.{sources[0]}"))
+            spelled = {"downwardAPI": "downwarAPI"}  # upstream's path for it, misspelled
+            found.extend(
+                _forbidden(f"{at}.{spelled.get(extra, extra)}", "may not specify more than 1 volume type")
+                for extra in sources[1:]
+            )
+        else:
+            found.append(_required(at, "must specify a volume type"))
+        name = _text(volume.get("name"))
+        if not name:
+            found.append(_required(f"{at}.name"))
+        else:
+            found.extend(_invalid(f"{at}.name", name, msg) for msg in naming.dns1123_label_errors(name))
+        if name and name in names:
+            found.append(_duplicate(f"{at}.name", name))
+        if not found:
+            names.add(name)
+        causes.extend(found)
+    return causes, names
+
+
+def _volume_source_rules(source: str, spec: dict[str, Any], path: str) -> list[StatusCause]:
+    """A configMap's or secret's name, default mode and items."""
+    if source not in ("configMap", "secret"):
+        return []
+    causes: list[StatusCause] = []
+    name_field = "name" if source == "configMap" else "secretName"
+    if not _text(spec.get(name_field)):
+        causes.append(_required(f"{path}.{name_field}"))
+    mode = spec.get("defaultMode")
+    if _is_int(mode) and not 0 <= mode <= 0o777:
+        causes.append(
+            _invalid(
+                f"{path}.defaultMode", mode, "must be a number between 0 and 0777 (octal), both inclusive"
+            )
+        )
+    for index, item in enumerate(_as_list(spec.get("items"))):
+        item = _as_dict(item)
+        at = f"{path}.items[{index}]"
+        if not _text(item.get("key")):
+            causes.append(_required(f"{at}.key"))
+        item_path = _text(item.get("path"))
+        if not item_path:
+            causes.append(_required(f"{at}.path"))
+        else:
+            causes.extend(
+                _invalid(f"{at}.path", item_path, msg) for msg in _local_path_errors(item_path, True)
+            )
+        mode = item.get("mode")
+        if _is_int(mode) and not 0 <= mode <= 0o777:
+            causes.append(
+                _invalid(f"{at}.mode", mode, "must be a number between 0 and 0777 (octal), both inclusive")
+            )
+    return causes
+
+
+def _local_path_errors(value: str, dot_prefix: bool) -> list[str]:
+    """``validateLocalDescendingPath``: relative, no '..' element (and, for items, no '..' start)."""
+    found = []
+    if value.startswith("/"):
+        found.append("must be a relative path")
+    if ".." in value.split("/"):
+        found.append("must not contain '..'")
+    elif dot_prefix and value.startswith(".."):
+        found.append("must not start with '..'")
+    return found
+
+
+def _container_port_rules(ports: list[Any], path: str) -> list[StatusCause]:
+    """``validateContainerPorts``: names (IANA service names, unique), port ranges, protocols."""
+    causes: list[StatusCause] = []
+    names: set[str] = set()
+    for index, port in enumerate(ports):
+        port = _as_dict(port)
+        at = f"{path}[{index}]"
+        name = _text(port.get("name"))
+        if name:
+            problems = naming.port_name_errors(name)
+            causes.extend(_invalid(f"{at}.name", name, msg) for msg in problems)
+            if not problems and name in names:
+                causes.append(_duplicate(f"{at}.name", name))
+            names.add(name)
+        container_port = port.get("containerPort")
+        if container_port == 0:
+            causes.append(_required(f"{at}.containerPort"))
+        elif _is_int(container_port) and not 1 <= container_port <= 65535:
+            causes.append(_invalid(f"{at}.containerPort", container_port, _PORT_RANGE))
+        host_port = port.get("hostPort")
+        if _is_int(host_port) and host_port != 0 and not 1 <= host_port <= 65535:
+            causes.append(_invalid(f"{at}.hostPort", host_port, _PORT_RANGE))
+        protocol = port.get("protocol")
+        if isinstance(protocol, str) and protocol and protocol not in _PROTOCOLS:
+            causes.append(_not_supported(f"{at}.protocol", protocol, _PROTOCOLS))
+    return causes
+
+
+def _env_rules(env: list[Any], path: str) -> list[StatusCause]:
+    """``ValidateEnv`` with relaxed names (RelaxedEnvironmentVariableValidation, on in 1.33):
+    printable ASCII but '='; a valueFrom names exactly one source and no value beside it."""
+    causes: list[StatusCause] = []
+    for index, var in enumerate(env):
+        var = _as_dict(var)
+        at = f"{path}[{index}]"
+        name = _text(var.get("name"))
+        if name and any(not " " <= char <= "~" or char == "=" for char in name):
+            causes.append(
+                _invalid(
+                    f"{at}.name",
+                    name,
+                    "a valid environment variable name must consist only of printable ASCII characters"
+                    " other than '='",
+                )
+            )
+        source = var.get("valueFrom")
+        if source is None:
+            continue
+        source = _as_dict(source)
+        set_sources = [key for key in _ENV_SOURCES if source.get(key) is not None]
+        for key in ("configMapKeyRef", "secretKeyRef"):
+            if key in set_sources:
+                causes.extend(_key_selector_rules(_as_dict(source[key]), f"{at}.valueFrom.{key}"))
+        if not set_sources:
+            detail = (
+                "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"
+            )
+            causes.append(_invalid(f"{at}.valueFrom", "", detail))
+        elif _text(var.get("value")):
+            causes.append(_invalid(f"{at}.valueFrom", "", "may not be specified when `value` is not empty"))
+        elif len(set_sources) > 1:
+            causes.append(
+                _invalid(f"{at}.valueFrom", "", "may not have more than one field specified at a time")
+            )
+    return causes
+
+
+def _key_selector_rules(selector: dict[str, Any], path: str) -> list[StatusCause]:
+    name = _text(selector.get("name"))
+    causes = [_invalid(f"{path}.name", name, msg) for msg in naming.dns1123_subdomain_errors(name)]
+    key = _text(selector.get("key"))
+    if not key:
+        causes.append(_required(f"{path}.key"))
+    else:
+        causes.extend(_invalid(f"{path}.key", key, msg) for msg in config_key_errors(key))
+    return causes
+
+
+def _env_from_rules(sources: list[Any], path: str) -> list[StatusCause]:
+    """``ValidateEnvFrom``: exactly one of configMapRef and secretRef per entry (reported at the
+    list's path, as upstream), each with a name."""
+    causes: list[StatusCause] = []
+    for index, source in enumerate(sources):
+        source = _as_dict(source)
+        refs = [key for key in ("configMapRef", "secretRef") if source.get(key) is not None]
+        for key in refs:
+            if not _text(_as_dict(source[key]).get("name")):
+                causes.append(_required(f"{path}[{index}].{key}.name"))
+        if not refs:
+            causes.append(_invalid(path, "", "must specify one of: `configMapRef` or `secretRef`"))
+        elif len(refs) > 1:
+            causes.append(_invalid(path, "", "may not have more than one field specified at a time"))
+    return causes
+
+
+def _volume_mount_rules(mounts: list[Any], volumes: set[str], container: str) -> list[StatusCause]:
+    """``ValidateVolumeMounts``: each names a volume of the pod, at a path of its own; a subPath
+    is relative and does not climb (reported at the list's path, without an index, as upstream)."""
+    causes: list[StatusCause] = []
+    paths: set[str] = set()
+    path = f"{container}.volumeMounts"
+    for index, mount in enumerate(mounts):
+        mount = _as_dict(mount)
+        at = f"{path}[{index}]"
+        name = _text(mount.get("name"))
+        if name not in volumes:
+            causes.append(StatusCause(NOT_FOUND, f"Not found: {_render(name)}", f"{at}.name"))
+        mount_path = _text(mount.get("mountPath"))
+        if mount_path and mount_path in paths:
+            causes.append(_invalid(f"{at}.mountPath", mount_path, "must be unique"))
+        paths.add(mount_path)
+        sub_path = _text(mount.get("subPath"))
+        if sub_path:
+            causes.extend(
+                _invalid(f"{path}.subPath", sub_path, msg) for msg in _local_path_errors(sub_path, False)
+            )
+    return causes
+
+
+def _resource_rules(resources: dict[str, Any], path: str) -> list[StatusCause]:
+    """A request may not exceed its limit (``must be less than or equal to cpu limit of 1``)."""
+    from kubeloop.apiserver.registry.celrules import _parse_quantity  # celrules imports this module
+
+    limits, requests = _as_dict(resources.get("limits")), _as_dict(resources.get("requests"))
+    causes: list[StatusCause] = []
+    for name in sorted(requests):
+        if name not in limits:
+            continue
+        try:
+            over = _parse_quantity(str(requests[name])) > _parse_quantity(str(limits[name]))
+        except (ValueError, ZeroDivisionError):
+            continue  # a malformed quantity is refused by its format
+        if over:
+            detail = f"must be less than or equal to {name} limit of {limits[name]}"
+            causes.append(_invalid(f"{path}.requests", str(requests[name]), detail))
     return causes
 
 

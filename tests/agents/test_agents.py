@@ -288,3 +288,28 @@ async def test_names_the_platform_cannot_use_are_refused_at_the_api(
         await client.create(schedule)
     schedule["metadata"]["name"] = "s" * 52
     await client.create(schedule)
+
+
+async def test_a_runtime_the_server_refuses_marks_its_agent_until_it_is_fixed(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    """A runtime whose environment variable name no pod may have: the Deployment is refused, the
+    agent's Ready is False with reason Invalid and the server's message naming the field, and
+    nothing is retried; fixing the runtime makes the agent Ready."""
+    rt = f"{namespace}-rt"
+    await client.create(runtime(rt, env=[{"name": "LOG=LEVEL", "value": "info"}]))
+    await client.create(agent("strict", namespace, rt))
+
+    async def refused() -> str:
+        found = await client.get(Agent, "strict", namespace=namespace)
+        assert condition(found, "Ready") == ("False", "Invalid"), found.status
+        return next(
+            c.message for c in (found.status.conditions if found.status else None) or () if c.type == "Ready"
+        )
+
+    message = await eventually(refused, timeout=20)
+    assert message.startswith('Deployment.apps "strict" is invalid: spec.template.spec.containers[0].env[')
+    assert "a valid environment variable name must consist only of printable ASCII characters" in message
+    assert platform.agents.manager.controllers["agent"].results.get("error", 0) == 0
+    await client.patch(ServingRuntime, rt, {"spec": {"env": [{"name": "LOG_LEVEL", "value": "info"}]}})
+    await ready(client, "strict", namespace)

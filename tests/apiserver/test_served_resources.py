@@ -551,6 +551,43 @@ def test_component_statuses(kubectl: Kubectl) -> None:
     assert one["conditions"] == [{"type": "Healthy", "status": "True", "message": "ok"}]
 
 
+def test_kubectl_hears_upstreams_pod_spec_rules(kubectl: Kubectl, namespace: str) -> None:
+    """A Deployment whose template a cluster refuses is refused here with upstream's causes, in
+    upstream's order, and nothing is written."""
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "refused", "namespace": namespace},
+        "spec": {
+            "selector": {"matchLabels": {"app": "refused"}},
+            "template": {
+                "metadata": {"labels": {"app": "refused"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "busybox",
+                            "ports": [{"containerPort": 70000}],
+                            "env": [{"name": "LOG=LEVEL", "value": "debug"}],
+                            "volumeMounts": [{"name": "config", "mountPath": "/etc/app"}],
+                        }
+                    ]
+                },
+            },
+        },
+    }
+    result = kubectl("apply", "-f", "-", stdin=json.dumps(deployment), check=False)
+    assert result.returncode == 1
+    prefix = "spec.template.spec.containers[0]"
+    assert (
+        f'The Deployment "refused" is invalid: \n* {prefix}.ports[0].containerPort: Invalid value: 70000: must be'
+        f' between 1 and 65535, inclusive\n* {prefix}.env[0].name: Invalid value: "LOG=LEVEL": a valid'
+        " environment variable name must consist only of printable ASCII characters other than '='\n*"
+        f' {prefix}.volumeMounts[0].name: Not found: "config"'
+    ) in result.stderr
+    assert "NotFound" in kubectl("get", "deployment", "refused", "-n", namespace, check=False).stderr
+
+
 def _pod(name: str) -> dict[str, object]:
     return {
         "apiVersion": "v1",

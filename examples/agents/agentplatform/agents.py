@@ -138,13 +138,8 @@ class AgentReconciler:
             packs, mcp_urls = await resolve_tools(self.client, request.namespace, agent.spec)
             digest = config_hash(runtime.spec.to_dict(), agent.spec.to_dict(), packs, mcp_urls)
             status["configHash"] = digest
-            last = _condition_of(agent, "Ready")
-            if (
-                last is not None
-                and last[1] == "Invalid"
-                and agent.status
-                and agent.status.config_hash == digest
-            ):
+            last = kubeloop.find_status_condition(conditions, "Ready") or {}
+            if last.get("reason") == "Invalid" and agent.status and agent.status.config_hash == digest:
                 return  # refused, and nothing it was made from has changed since
             try:
                 deployment = await self._converge(agent, runtime, packs, mcp_urls, digest)
@@ -251,14 +246,6 @@ class AgentReconciler:
                     await self.client.delete(obj)
         kubeloop.remove_finalizer(agent, FINALIZER)
         await self.client.update(agent)
-
-
-def _condition_of(agent: Agent, kind: str) -> tuple[str, str, str] | None:
-    """The status, reason and message of ``agent``'s condition ``kind``, if it has one."""
-    for condition in (agent.status.conditions if agent.status else None) or ():
-        if condition.type == kind:
-            return condition.status, condition.reason, condition.message
-    return None
 
 
 async def resolve_runtime(client: kubeloop.Client, name: str) -> tuple[ServingRuntime | None, str, str]:

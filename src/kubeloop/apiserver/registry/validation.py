@@ -1454,7 +1454,6 @@ def _pod_spec_rules(spec: Any, path: str) -> list[StatusCause]:
 
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 _DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
-_PROTOCOLS = ("SCTP", "TCP", "UDP")
 #: The volume sources, in the order ``validateVolumeSource`` looks at them.
 _VOLUME_SOURCES = (
     "emptyDir", "hostPath", "gitRepo", "gcePersistentDisk", "awsElasticBlockStore", "secret", "nfs",
@@ -1463,8 +1462,10 @@ _VOLUME_SOURCES = (
     "photonPersistentDisk", "portworxVolume", "azureDisk", "storageos", "projected", "scaleIO", "csi",
     "ephemeral", "image",
 )  # fmt: skip
+#: Upstream's path for a second source of this kind (misspelled there).
+_SOURCE_PATHS = {"downwardAPI": "downwarAPI"}
 _ENV_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
-_PORT_RANGE = "must be between 1 and 65535, inclusive"
+_MODE_RANGE = "must be a number between 0 and 0777 (octal), both inclusive"
 
 
 def _volume_rules(volumes: list[Any], path: str) -> tuple[list[StatusCause], set[str]]:
@@ -1479,9 +1480,10 @@ def _volume_rules(volumes: list[Any], path: str) -> tuple[list[StatusCause], set
         sources = [source for source in _VOLUME_SOURCES if volume.get(source) is not None]
         if sources:
             found.extend(_volume_source_rules(sources[0], _as_dict(volume[sources[0]]), f"{at}.{sources[0]}"))
-            spelled = {"downwardAPI": "downwarAPI"}  # upstream's path for it, misspelled
             found.extend(
-                _forbidden(f"{at}.{spelled.get(extra, extra)}", "may not specify more than 1 volume type")
+                _forbidden(
+                    f"{at}.{_SOURCE_PATHS.get(extra, extra)}", "may not specify more than 1 volume type"
+                )
                 for extra in sources[1:]
             )
         else:
@@ -1509,11 +1511,7 @@ def _volume_source_rules(source: str, spec: dict[str, Any], path: str) -> list[S
         causes.append(_required(f"{path}.{name_field}"))
     mode = spec.get("defaultMode")
     if _is_int(mode) and not 0 <= mode <= 0o777:
-        causes.append(
-            _invalid(
-                f"{path}.defaultMode", mode, "must be a number between 0 and 0777 (octal), both inclusive"
-            )
-        )
+        causes.append(_invalid(f"{path}.defaultMode", mode, _MODE_RANGE))
     for index, item in enumerate(_as_list(spec.get("items"))):
         item = _as_dict(item)
         at = f"{path}.items[{index}]"
@@ -1528,9 +1526,7 @@ def _volume_source_rules(source: str, spec: dict[str, Any], path: str) -> list[S
             )
         mode = item.get("mode")
         if _is_int(mode) and not 0 <= mode <= 0o777:
-            causes.append(
-                _invalid(f"{at}.mode", mode, "must be a number between 0 and 0777 (octal), both inclusive")
-            )
+            causes.append(_invalid(f"{at}.mode", mode, _MODE_RANGE))
     return causes
 
 

@@ -331,3 +331,47 @@ def test_a_file_that_is_not_a_kubeconfig_is_left_alone(tmp_path: pathlib.Path) -
     )  # fmt: skip
     assert done.returncode == 1 and "not a kubeconfig" in done.stderr
     assert precious.read_text() == "- just\n- a list\n"
+
+
+def test_an_object_kept_from_before_a_rule_still_runs_and_reports(tmp_path: pathlib.Path) -> None:
+    """A data directory written by an older kubeloop may hold an object a newer rule refuses (here
+    a pod whose container names an env variable `A=B` and mounts a missing volume). Across a
+    SIGKILL and a restart, the node still writes its status (as upstream's status strategies, which
+    do not check the spec): it runs and succeeds. A write of its spec is refused with upstream's
+    causes (kubectl 1.33), and it can be deleted (kubectl 1.27)."""
+    from tests.apiserver.test_durability import apiserver
+    from tests.apiserver.test_kubectl import Kubectl
+
+    data = tmp_path / "data"
+    old, new = (Kubectl(binary, data / "kubeconfig", tmp_path) for binary in KUBECTLS)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "legacy", "namespace": "default", "annotations": {"kubeloop.dev/duration": "1"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]},
+    }
+    with apiserver(data, "--simulate") as (server, _url):
+        old("apply", "-f", "-", stdin=orjson.dumps(pod).decode())
+        server.kill()  # before the node starts it (a second later)
+    # What an older kubeloop accepted, written into the stored object as it would have stored it.
+    with sqlite3.connect(data / "state.db") as conn:
+        row_id, value = conn.execute(
+            "SELECT id, value FROM kine WHERE name LIKE '%/pods/default/legacy' ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        stored = orjson.loads(value)
+        assert stored["status"].get("phase") == "Pending"
+        container = stored["spec"]["containers"][0]
+        container["env"] = [{"name": "A=B", "value": "1"}]
+        container["volumeMounts"] = [{"name": "gone", "mountPath": "/x"}]
+        conn.execute("UPDATE kine SET value = ? WHERE id = ?", (orjson.dumps(stored), row_id))
+    with apiserver(data, "--simulate"):
+        new("wait", "pod/legacy", "--for=jsonpath={.status.phase}=Succeeded", "--timeout=30s")
+        refused = new("label", "pod", "legacy", "tier=web", check=False)
+        assert refused.returncode == 1
+        assert (
+            'The Pod "legacy" is invalid: \n* spec.containers[0].env[0].name: Invalid value: "A=B"'
+            in refused.stderr
+        )
+        assert '* spec.containers[0].volumeMounts[0].name: Not found: "gone"' in refused.stderr
+        old("delete", "pod", "legacy", "--timeout=30s")
+        assert "NotFound" in new("get", "pod", "legacy", check=False).stderr

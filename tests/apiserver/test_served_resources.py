@@ -782,6 +782,14 @@ def test_bad_budgets_are_refused_and_uncomputable_ones_allow_nothing(api: Client
         time.sleep(0.05)
     assert status["disruptionsAllowed"] == 0 and conditions[0]["status"] == "False"
     assert conditions[0]["message"] == 'found no controller ref for pod "p"'
+    # A status write is still checked for what it brings itself: a negative counter is refused.
+    refused = api.patch(
+        f"{pdbs}/orphans/status",
+        {"status": {"currentHealthy": -1}},
+        "application/merge-patch+json",
+    )
+    assert refused.status_code == 422, refused.text
+    assert [c["field"] for c in refused.json()["details"]["causes"]] == ["status.currentHealthy"]
 
 
 def test_fields_upstream_fixes_stay_fixed_through_every_kind_of_write(api: Client, namespace: str) -> None:

@@ -1,10 +1,11 @@
 """The `kubeloop` command as a user runs it: `demo --once` brings the agent platform up on the
 embedded server (its run webhook included) and exits 0 well within 30 s, or exits 1 naming what
 did not converge; the live demo's printed curl command starts a run; in a terminal the view is
-redrawn in place; an output nobody reads holds up the view alone; --help lists the commands."""
+redrawn in place; an output nobody reads holds up the view alone; --help lists the commands; the commands run on uvloop."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pathlib
@@ -18,6 +19,9 @@ import sys
 import time
 import urllib.request
 
+import pytest
+
+from kubeloop.cli import eventloop
 from tests.apiserver.test_kubectl import KUBECTLS
 
 AGENTS = pathlib.Path(__file__).parent.parent / "examples" / "agents"
@@ -222,3 +226,14 @@ def test_a_stalled_output_holds_up_the_view_alone() -> None:
     finally:
         demo.kill()
         demo.wait()
+
+
+def test_the_commands_run_on_uvloop_unless_asked_for_asyncios_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def loop_module() -> str:
+        await asyncio.sleep(0)
+        return type(asyncio.get_running_loop()).__module__
+
+    monkeypatch.delenv(eventloop.EVENT_LOOP_VARIABLE, raising=False)
+    assert eventloop.run(loop_module()).startswith("uvloop")
+    monkeypatch.setenv(eventloop.EVENT_LOOP_VARIABLE, "asyncio")
+    assert eventloop.run(loop_module()).startswith("asyncio")

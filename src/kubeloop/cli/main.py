@@ -12,6 +12,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from kubeloop.cli import eventloop
 from kubeloop.version import __version__
 
 
@@ -162,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     configure(verbose=args.verbose, json_format=args.log_format == "json")
     if args.command == "apiserver":
-        code = asyncio.run(_serve(args))
+        code = eventloop.run(_serve(args))
         # The server has stopped cleanly (watchers closed, the log flushed and closed). Tearing
         # the interpreter down would now free every stored object one by one — 6 s for 20,000
         # Pods, half a minute for 100,000 — so leave at once.
@@ -182,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             install_crds=args.install_crds,
             crd_files=tuple(args.crds),
         )
-        return asyncio.run(
+        return eventloop.run(
             run(
                 args.target,
                 kubeconfig=args.kubeconfig,
@@ -222,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             logging.getLogger().setLevel(logging.WARNING)
 
         try:
-            return asyncio.run(
+            return eventloop.run(
                 run_demo(
                     once=args.once,
                     data_dir=args.data_dir,

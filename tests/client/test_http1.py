@@ -295,3 +295,30 @@ async def test_a_fenced_write_is_never_sent_but_reads_are() -> None:
             current_write_fence.reset(token)
         assert len(recorder.requests) == 1 and recorder.requests[0].startswith(b"GET ")
         assert b"PATCH" not in recorder.received
+
+
+async def test_an_answer_that_does_not_come_in_time_is_a_timeout_and_its_connection_is_dropped() -> None:
+    answers_left: list[tuple[list[bytes], bool]] = [
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf"], False),  # the rest never comes
+        ([answer(b"ok")], False),
+    ]
+    async with scripted(lambda request: answers_left.pop(0)) as (pool, recorder):
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(TimeoutError):
+            await pool.request("GET", "/", [], None, timeout=0.2)
+        assert 0.2 <= asyncio.get_running_loop().time() - started < 2
+        # The half-answered connection is not reused: the next request gets a new one.
+        assert (await pool.request("GET", "/", [], None, timeout=5)).body == b"ok"
+        assert recorder.connections == 2
+
+
+async def test_a_cancelled_request_drops_its_connection() -> None:
+    answers_left: list[tuple[list[bytes], bool]] = [([], False), ([answer(b"ok")], False)]
+    async with scripted(lambda request: answers_left.pop(0)) as (pool, recorder):
+        pending = asyncio.create_task(pool.request("GET", "/", [], None, timeout=None))
+        await asyncio.sleep(0.1)
+        pending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await pending
+        assert (await pool.request("GET", "/", [], None, timeout=5)).body == b"ok"
+        assert recorder.connections == 2

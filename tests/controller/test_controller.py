@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,7 +19,7 @@ from kubeloop.cache.informer import Informer
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.controller import handler, predicate
-from kubeloop.controller.controller import Controller, reconcile_id
+from kubeloop.controller.controller import Controller, new_reconcile_id, reconcile_id
 from kubeloop.controller.handler import (
     EnqueueRequestForObject,
     EnqueueRequestForOwner,
@@ -93,6 +94,7 @@ async def test_level_triggered_reconcile_with_retries_and_terminal_errors(
         assert controller.results["error"] == 3 and controller.results["requeue_after"] == 2
         assert controller.queue.num_requeues(Request(namespace, "flaky")) == 0  # forgotten after success
         assert all(ids) and len(set(ids)) == len(ids)  # every reconcile has its own ID
+        assert all(uuid.UUID(i).version == 4 and str(uuid.UUID(i)) == i for i in ids)  # random UUIDs
         ok = await client.get(CONFIGMAP, "ok", namespace=namespace)
         assert ok["data"] == {"seen": "yes"}
     finally:
@@ -327,3 +329,11 @@ async def test_async_map_functions_enqueue_when_they_return_and_stop_with_their_
     await channel.stop()
     assert not mapped._tasks
     assert Request("ns", "late-owner") not in seen
+
+
+def test_reconcile_ids_are_distinct_random_uuids_across_refills() -> None:
+    drawn = [new_reconcile_id() for _ in range(1000)]  # several draws of 256 from the OS
+    assert len(set(drawn)) == 1000
+    for text in drawn:
+        parsed = uuid.UUID(text)
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122 and str(parsed) == text

@@ -472,7 +472,7 @@ class APIClient:
     ) -> Obj | KubeObject:
         """PATCH with any patch type; ``patch`` is a dict/list/model (encoded as JSON) or raw bytes."""
         _check_typed_subresource(kind, subresource)
-        obj = _as_dict(kind) if isinstance(kind, Mapping | KubeObject) else None
+        obj = _identity(kind) if isinstance(kind, Mapping | KubeObject) else None
         path = await self._object_path(kind, name or _name_of(obj), namespace, subresource, obj)
         params = _write_params(dry_run, field_manager, field_validation)
         if force is not None:
@@ -547,7 +547,7 @@ class APIClient:
         dry_run: bool = False,
     ) -> Obj:
         """DELETE; returns the object (still there while finalizers run) or the Success Status, as a dict."""
-        obj = _as_dict(kind) if isinstance(kind, Mapping | KubeObject) else None
+        obj = _identity(kind) if isinstance(kind, Mapping | KubeObject) else None
         path = await self._object_path(kind, name or _name_of(obj), namespace, None, obj)
         body = _delete_options(propagation_policy, preconditions, grace_period_seconds, dry_run)
         return await self._json("DELETE", path, body=orjson.dumps(body), content_type=JSON)
@@ -843,6 +843,15 @@ def _as_dict(obj: ObjectRef | KindRef) -> Obj:
     if isinstance(obj, KubeModel | Mapping):
         return dict(as_dict(obj))
     raise TypeError(f"an object dict or model is needed, not {obj!r}")
+
+
+def _identity(obj: Mapping[str, Any] | KubeObject) -> Mapping[str, Any]:
+    """What a path needs of an object: its metadata's name and namespace (a model's read off its
+    metadata, not dumped whole)."""
+    if not isinstance(obj, KubeModel):
+        return obj
+    meta = getattr(obj, "metadata", None)
+    return {"metadata": {"name": getattr(meta, "name", None), "namespace": getattr(meta, "namespace", None)}}
 
 
 def _check_typed_subresource(kind: KindRef, subresource: str | None) -> None:

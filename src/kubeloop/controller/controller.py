@@ -22,8 +22,8 @@ import contextlib
 import contextvars
 import inspect
 import logging
+import os
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -41,6 +41,23 @@ log = logging.getLogger("kubeloop.controller")
 
 #: The ID of the reconcile running in this context ("" outside one).
 reconcile_id: contextvars.ContextVar[str] = contextvars.ContextVar("reconcile_id", default="")
+
+_random_ids: list[bytes] = []
+
+
+def new_reconcile_id() -> str:
+    """A random (version 4) UUID naming one reconcile, as controller-runtime's reconcileID; drawn
+    from the OS 256 at a time, a third of ``str(uuid.uuid4())``'s cost."""
+    try:
+        raw = bytearray(_random_ids.pop())
+    except IndexError:  # (a pop, not a check then a pop: managers may run in several threads)
+        drawn = os.urandom(16 * 257)
+        _random_ids.extend(drawn[start : start + 16] for start in range(16, len(drawn), 16))
+        raw = bytearray(drawn[:16])
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 class Source(Protocol):
@@ -133,7 +150,7 @@ class Controller:
                 self.queue.done(request)
 
     async def _reconcile_one(self, request: Request) -> None:
-        token = reconcile_id.set(str(uuid.uuid4()))
+        token = reconcile_id.set(new_reconcile_id())
         started = time.perf_counter()
         try:
             result = await self._call(request)

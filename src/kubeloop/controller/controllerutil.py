@@ -59,6 +59,20 @@ def _editing(obj: MutableMapping[str, Any] | KubeModel) -> Iterator[dict[str, An
         yield obj
 
 
+@contextmanager
+def _editing_metadata(obj: MutableMapping[str, Any] | KubeModel) -> Iterator[dict[str, Any]]:
+    """The object's metadata in its JSON form to change: a dict's own; a model's metadata model
+    dumped and assigned back on success (the rest of the model is neither dumped nor validated)."""
+    meta = getattr(obj, "metadata", None) if isinstance(obj, KubeModel) else None
+    if isinstance(meta, KubeModel):
+        data = meta.to_dict()
+        yield data
+        meta.assign(data)
+        return
+    with _editing(obj) as whole:
+        yield _meta(whole)
+
+
 def _metadata(obj: Mapping[str, Any] | KubeModel) -> Mapping[str, Any]:
     """The object's metadata in its JSON form (a model's alone is dumped, not the whole object)."""
     if isinstance(obj, KubeModel):
@@ -218,9 +232,9 @@ def _reference(owner: Mapping[str, Any], *, controller: bool) -> Obj:
     return ref
 
 
-def _check_scope(owner: Mapping[str, Any], obj: MutableMapping[str, Any]) -> None:
+def _check_scope(owner: Mapping[str, Any], metadata: Mapping[str, Any]) -> None:
     owner_ns = (owner.get("metadata") or {}).get("namespace")
-    obj_ns = _meta(obj).get("namespace")
+    obj_ns = metadata.get("namespace")
     if owner_ns and not obj_ns:
         raise ValueError("a cluster-scoped object cannot have a namespaced owner")
     if owner_ns and obj_ns and owner_ns != obj_ns:
@@ -240,14 +254,14 @@ def _same_owner(ref: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
 def set_controller_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) -> None:
     """Make ``owner`` the controller of ``obj``; AlreadyOwnedError if another controller owns it."""
     owner_data = _owner_view(owner)
-    with _editing(obj) as data:
-        _check_scope(owner_data, data)
+    with _editing_metadata(obj) as metadata:
+        _check_scope(owner_data, metadata)
         ref = _reference(owner_data, controller=True)
-        refs: list[Obj] = _meta(data).setdefault("ownerReferences", [])
+        refs: list[Obj] = metadata.setdefault("ownerReferences", [])
         for existing in refs:
             if existing.get("controller") and not _same_owner(existing, ref):
                 raise AlreadyOwnedError(
-                    f'{_meta(data).get("name")} is already owned by {existing.get("kind")} "{existing.get("name")}"'
+                    f'{metadata.get("name")} is already owned by {existing.get("kind")} "{existing.get("name")}"'
                 )
         _upsert_reference(refs, ref)
 
@@ -255,10 +269,10 @@ def set_controller_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) 
 def set_owner_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) -> None:
     """Add ``owner`` as a (non-controller) owner of ``obj``, or refresh its reference."""
     owner_data = _owner_view(owner)
-    with _editing(obj) as data:
-        _check_scope(owner_data, data)
+    with _editing_metadata(obj) as metadata:
+        _check_scope(owner_data, metadata)
         _upsert_reference(
-            _meta(data).setdefault("ownerReferences", []), _reference(owner_data, controller=False)
+            metadata.setdefault("ownerReferences", []), _reference(owner_data, controller=False)
         )
 
 
@@ -283,8 +297,8 @@ def add_finalizer(obj: Object, finalizer: str) -> bool:
     """Add ``finalizer``; True if it was not there."""
     if contains_finalizer(obj, finalizer):
         return False
-    with _editing(obj) as data:
-        _meta(data).setdefault("finalizers", []).append(finalizer)
+    with _editing_metadata(obj) as metadata:
+        metadata.setdefault("finalizers", []).append(finalizer)
     return True
 
 
@@ -292,8 +306,8 @@ def remove_finalizer(obj: Object, finalizer: str) -> bool:
     """Remove ``finalizer``; True if it was there."""
     if not contains_finalizer(obj, finalizer):
         return False
-    with _editing(obj) as data:
-        _meta(data)["finalizers"] = [f for f in _meta(data).get("finalizers") or () if f != finalizer]
+    with _editing_metadata(obj) as metadata:
+        metadata["finalizers"] = [f for f in metadata.get("finalizers") or () if f != finalizer]
     return True
 
 

@@ -140,6 +140,21 @@ class CustomResourceStrategy(Strategy):
             served["apiVersion"] = self._storage_api_version
         return served
 
+    def prepare_for_update(self, new: Obj, old: Obj, subresource: str) -> Obj:
+        """As every kind's; a write through a subresource keeps the stored object's other parts
+        defaulted by the current schema, as upstream, which decodes the stored object with its
+        defaults before the write: stored afterwards, newer than the schema, it is no longer
+        defaulted on read."""
+        if (
+            subresource
+            and self._defaults
+            and self._older_than_schema(old)
+            and _needs_defaults(old, self.root)
+        ):
+            old = copy.deepcopy(old)  # stored objects are never changed in place
+            structural.default(old, self.root)
+        return super().prepare_for_update(new, old, subresource)
+
     def prepare_for_create(self, obj: Obj) -> None:
         if self.terminating:
             raise errors.MethodNotAllowed(

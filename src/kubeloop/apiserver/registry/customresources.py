@@ -117,9 +117,7 @@ class CustomResourceStrategy(Strategy):
         """The stored object in this version (conversion None: only apiVersion changes), with
         defaults applied on read too (a schema may have gained them since it was written)."""
         relabel = stored.get("apiVersion") != self.resource.api_version
-        if not relabel and not (
-            self._defaults and self._older_than_schema(stored) and _needs_defaults(stored, self.root)
-        ):
+        if not relabel and not self._lacks_defaults(stored):
             return stored
         served = copy.deepcopy(stored)
         served["apiVersion"] = self.resource.api_version
@@ -127,12 +125,12 @@ class CustomResourceStrategy(Strategy):
             structural.default(served, self.root)
         return served
 
-    def _older_than_schema(self, stored: Obj) -> bool:
-        """Whether the object may predate the schema (then its defaults are looked for on read)."""
+    def _lacks_defaults(self, stored: Obj) -> bool:
+        """Whether a stored object misses defaults of the schema: only one that may predate the
+        schema can (objects written since were defaulted on their way in)."""
         revision = (stored.get("metadata") or {}).get("resourceVersion")
-        return not (
-            isinstance(revision, str) and revision.isdigit() and int(revision) > self._schema_revision
-        )
+        newer = isinstance(revision, str) and revision.isdigit() and int(revision) > self._schema_revision
+        return self._defaults and not newer and _needs_defaults(stored, self.root)
 
     def to_stored(self, served: Obj) -> Obj:
         """Objects are stored in the storage version."""
@@ -145,12 +143,7 @@ class CustomResourceStrategy(Strategy):
         defaulted by the current schema, as upstream, which decodes the stored object with its
         defaults before the write: stored afterwards, newer than the schema, it is no longer
         defaulted on read."""
-        if (
-            subresource
-            and self._defaults
-            and self._older_than_schema(old)
-            and _needs_defaults(old, self.root)
-        ):
+        if subresource and self._lacks_defaults(old):
             old = copy.deepcopy(old)  # stored objects are never changed in place
             structural.default(old, self.root)
         return super().prepare_for_update(new, old, subresource)

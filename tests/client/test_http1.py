@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubeloop.client.fence import WriteFenced, current_write_fence
-from kubeloop.client.http1 import BadResponseError, ConnectionPool, ServerDisconnectedError
+from kubeloop.client.http1 import BadResponseError, BodyStream, ConnectionPool, ServerDisconnectedError
 
 #: What the scripted server answers to one request: the raw bytes to send, in pieces (each
 #: written and flushed on its own), then whether to close the connection.
@@ -97,6 +97,19 @@ def chunked(body: bytes, sizes: list[int], *, trailers: tuple[str, ...] = ()) ->
     return b"".join(out)
 
 
+def split(wire: bytes, cuts: list[int]) -> list[bytes]:
+    """``wire`` in pieces of the sizes in ``cuts`` (repeated as needed); none empty."""
+    pieces = []
+    position = 0
+    for cut in cuts * (len(wire) // max(1, sum(cuts)) + 1):
+        if position >= len(wire):
+            break
+        pieces.append(wire[position : position + cut])
+        position += cut
+    pieces.append(wire[position:])
+    return [piece for piece in pieces if piece]
+
+
 async def test_a_kept_alive_connection_serves_the_next_requests() -> None:
     async with scripted(lambda request: ([answer(b'{"n": 1}')], False)) as (pool, recorder):
         for _ in range(3):
@@ -130,15 +143,7 @@ def test_chunked_bodies_arrive_whole_however_the_bytes_are_split(
     body: bytes, sizes: list[int], cuts: list[int], trailers: tuple[str, ...]
 ) -> None:
     wire = chunked(body, sizes, trailers=trailers)
-    pieces = []
-    position = 0
-    for cut in cuts * (len(wire) // max(1, sum(cuts)) + 1):
-        if position >= len(wire):
-            break
-        pieces.append(wire[position : position + cut])
-        position += cut
-    pieces.append(wire[position:])
-    pieces = [piece for piece in pieces if piece]
+    pieces = split(wire, cuts)
 
     async def run() -> None:
         async with scripted(lambda request: (pieces, False)) as (pool, recorder):
@@ -322,3 +327,158 @@ async def test_a_cancelled_request_drops_its_connection() -> None:
             await pending
         assert (await pool.request("GET", "/", [], None, timeout=5)).body == b"ok"
         assert recorder.connections == 2
+
+
+# ----------------------------------------------------------------------------- streamed bodies (watches)
+
+
+async def _read_to_end(stream: BodyStream) -> bytes:
+    pieces = []
+    while piece := await asyncio.wait_for(stream.read(), 5):
+        pieces.append(piece)
+    return b"".join(pieces)
+
+
+async def test_a_streamed_body_is_handed_over_as_it_arrives_and_its_connection_is_not_reused() -> None:
+    second_sent = asyncio.Event()
+    go_on = asyncio.Event()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await reader.readuntil(b"\r\n\r\n")
+        if request.startswith(b"GET /watch"):
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Kind: stream\r\n\r\n3\r\na\n\n\r\n"
+            )
+            await go_on.wait()
+            writer.write(b"2\r\nb\n\r\n0\r\n\r\n")
+            second_sent.set()
+        else:
+            writer.write(answer(b"ok"))
+        await writer.drain()
+        await reader.read()  # until the client closes
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    pool = ConnectionPool("127.0.0.1", port, context=None, host_header="h")
+    try:
+        stream = await pool.stream("/watch?watch=true", [("Accept", "application/json")], timeout=5)
+        assert (stream.status, stream.header("x-kind")) == (200, "stream")
+        assert await asyncio.wait_for(stream.read(), 5) == b"a\n\n"  # before the rest is even sent
+        assert not second_sent.is_set()
+        go_on.set()
+        assert await _read_to_end(stream) == b"b\n"
+        assert await stream.read() == b""  # and stays ended
+        assert (await pool.request("GET", "/other", [], None, timeout=5)).body == b"ok"  # a new connection
+    finally:
+        pool.close()
+        server.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    body=st.binary(max_size=3000),
+    sizes=st.lists(st.integers(1, 700), max_size=8),
+    cuts=st.lists(st.integers(1, 300), min_size=1, max_size=20),
+    framing=st.sampled_from(["chunked", "length", "until-close"]),
+)
+def test_a_streamed_body_reads_whole_however_it_is_framed_and_split(
+    body: bytes, sizes: list[int], cuts: list[int], framing: str
+) -> None:
+    if framing == "chunked":
+        wire = chunked(body, sizes)
+    elif framing == "length":
+        wire = answer(body)
+    else:
+        wire = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + body
+    pieces = split(wire, cuts)
+
+    async def run() -> None:
+        async with scripted(lambda request: (pieces, True)) as (pool, _):
+            stream = await pool.stream("/", [], timeout=5)
+            assert await _read_to_end(stream) == body
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize(
+    ("wire", "error"),
+    [
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", ServerDisconnectedError),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", ServerDisconnectedError),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n", BadResponseError),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", BadResponseError),
+    ],
+)
+async def test_a_stream_cut_short_or_malformed_fails_its_reader(wire: bytes, error: type[Exception]) -> None:
+    async with scripted(lambda request: ([wire], True)) as (pool, _):
+        stream = await pool.stream("/", [], timeout=5)
+        with pytest.raises(error):
+            await _read_to_end(stream)
+
+
+async def test_a_stream_refuses_an_encoding_it_did_not_ask_for() -> None:
+    wire = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+    async with scripted(lambda request: ([wire], False)) as (pool, _):
+        with pytest.raises(BadResponseError, match="Content-Encoding 'gzip' was not asked for"):
+            await pool.stream("/", [], timeout=5)
+
+
+async def test_an_error_answer_to_a_stream_is_read_whole() -> None:
+    body = b'{"kind":"Status","code":410}'
+    async with scripted(lambda request: ([answer(body, status="410 Gone")], False)) as (pool, _):
+        stream = await pool.stream("/", [], timeout=5)
+        assert stream.status == 410
+        assert await asyncio.wait_for(stream.read_all(), 5) == body
+
+
+async def test_a_stream_whose_head_does_not_come_in_time_is_a_timeout_and_is_dropped() -> None:
+    answers_left: list[tuple[list[bytes], bool]] = [([], False), ([answer(b"ok")], False)]
+    async with scripted(lambda request: answers_left.pop(0)) as (pool, recorder):
+        with pytest.raises(TimeoutError):
+            await pool.stream("/", [], timeout=0.2)
+        assert (await pool.request("GET", "/", [], None, timeout=5)).body == b"ok"
+        assert recorder.connections == 2
+
+
+async def test_closing_a_stream_ends_a_read_waiting_in_another_task() -> None:
+    wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    async with scripted(lambda request: ([wire], False)) as (pool, _):
+        stream = await pool.stream("/", [], timeout=5)
+        reading = asyncio.create_task(stream.read())
+        await asyncio.sleep(0.05)
+        stream.close()
+        assert await asyncio.wait_for(reading, 5) == b""
+
+
+async def test_a_stream_nobody_reads_stops_reading_the_socket() -> None:
+    """Flow control: past STREAM_HIGH_WATER unread bytes the socket is paused, so a fast
+    server cannot fill the client's memory; reading resumes it and nothing is lost."""
+    piece = b"x" * (1 << 20)
+    total = 48
+    drained = 0
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal drained
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for _ in range(total):
+            writer.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+            await writer.drain()
+            drained += len(piece)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    pool = ConnectionPool("127.0.0.1", port, context=None, host_header="h")
+    try:
+        stream = await pool.stream("/", [], timeout=5)
+        await asyncio.sleep(0.5)  # read nothing
+        assert drained < total * len(piece) // 2  # the server is held back by the client
+        assert len(await _read_to_end(stream)) == total * len(piece)
+        assert drained == total * len(piece)
+    finally:
+        pool.close()
+        server.close()

@@ -18,7 +18,7 @@ from aiohttp import web
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.config import ClientConfig, Credentials, load_kubeconfig
-from kubeloop.client.rest import APIClient, PatchType, Preconditions, RetryPolicy
+from kubeloop.client.rest import REQUEST_ERRORS, APIClient, PatchType, Preconditions, RetryPolicy
 from kubeloop.client.restmapper import NoKindMatch
 from tests.conftest import ServerThread
 
@@ -440,8 +440,47 @@ async def test_requests_go_through_the_proxy_url(shared_server: ServerThread) ->
                 current_write_fence.reset(token)
             with pytest.raises(errors.NotFound):
                 await client.get(CONFIGMAP, "by-proxy", namespace="default")
+            # A watch goes through the proxy too.
+            listed = await client.list(CONFIGMAP, namespace="default")
+            watch = client.watch(CONFIGMAP, namespace="default", resource_version=listed.resource_version)
+            events = aiter(watch)
+            created = await client.create(configmap("watched-by-proxy", "default"))
+            try:
+                event = await asyncio.wait_for(anext(events), 10)
+                assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "watched-by-proxy")
+            finally:
+                await watch.close()
+                await client.delete(created)
         server_port = shared_server.url.rsplit(":", 1)[1]
         assert tunnels and all(t.endswith(f":{server_port}") for t in tunnels)
+    finally:
+        proxy.close()
+
+
+async def test_a_proxy_that_breaks_the_answer_fails_as_the_pool_would() -> None:
+    """Through a proxy (aiohttp), a broken answer is raised as the pool's error would be, one of
+    REQUEST_ERRORS, so the informers and controllers that retry on those retry on it too."""
+
+    async def cut_short(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        await writer.drain()
+        writer.close()
+
+    proxy = await asyncio.start_server(cut_short, "127.0.0.1", 0)
+    port = proxy.sockets[0].getsockname()[1]
+    try:
+        config = ClientConfig(server="http://kube.invalid:8080", proxy_url=f"http://127.0.0.1:{port}")
+        async with APIClient(config, retry=RetryPolicy(max_retries=0)) as client:
+            with pytest.raises(REQUEST_ERRORS) as raised:
+                await client.request("GET", "/api/v1/namespaces/default")
+            assert isinstance(raised.value, ConnectionError)
+            stream = await client.stream("/api/v1/namespaces/default", {}, timeout=5)
+            try:
+                with pytest.raises(ConnectionError):
+                    await stream.read_all()
+            finally:
+                stream.close()
     finally:
         proxy.close()
 

@@ -11,12 +11,13 @@ import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 import pytest
 
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.apiserver.http.watch import WatchSettings
-from kubeloop.client.config import load_kubeconfig
+from kubeloop.client.config import ClientConfig, load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.client.watch import WatchEvent
 from tests.conftest import ServerThread, start_server
@@ -258,3 +259,57 @@ async def test_one_client_outlives_a_sigkilled_durable_server(tmp_path: pathlib.
     finally:
         await watch.close()
         await client.close()
+
+
+async def test_events_split_anywhere_arrive_whole_and_a_garbled_line_resumes_from_the_last_one() -> None:
+    """A stream's events may be cut at any byte; a line that is not an event ends that
+    connection (as a broken one) and the watch resumes from the newest resourceVersion seen."""
+    from aiohttp import web
+
+    asked: list[dict[str, str]] = []
+
+    def event(kind: str, name: str, rv: int) -> bytes:
+        obj = configmap(name) | {
+            "metadata": {"name": name, "namespace": "default", "resourceVersion": str(rv)}
+        }
+        return orjson.dumps({"type": kind, "object": obj}) + b"\n"
+
+    async def discovery(request: web.Request) -> web.Response:
+        resource = {"name": "configmaps", "namespaced": True, "kind": "ConfigMap", "verbs": ["watch"]}
+        return web.json_response({"kind": "APIResourceList", "groupVersion": "v1", "resources": [resource]})
+
+    async def watch(request: web.Request) -> web.StreamResponse:
+        asked.append(dict(request.query))
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        if len(asked) == 1:
+            wire = event("ADDED", "a", 5) + b"\n" + event("MODIFIED", "a", 6) + b"{not an event\n"
+            for start in range(0, len(wire), 7):  # 7-byte chunks: every event is cut mid-way
+                await response.write(wire[start : start + 7])
+                await asyncio.sleep(0.001)
+        else:
+            await response.write(event("ADDED", "b", 7))
+        await asyncio.sleep(30)
+        return response
+
+    app = web.Application()
+    app.router.add_get("/api/v1", discovery)
+    app.router.add_get("/api/v1/namespaces/default/configmaps", watch)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with APIClient(ClientConfig(server=f"http://127.0.0.1:{port}")) as client:
+            watch_stream = client.watch(CONFIGMAP, namespace="default")
+            events = await _take(aiter(watch_stream), 3)
+            assert [(e.type, e.object["metadata"]["name"], e.resource_version) for e in events] == [
+                ("ADDED", "a", "5"),
+                ("MODIFIED", "a", "6"),
+                ("ADDED", "b", "7"),
+            ]
+            await watch_stream.close()
+        assert "resourceVersion" not in asked[0] and asked[1]["resourceVersion"] == "6"
+    finally:
+        await runner.cleanup()

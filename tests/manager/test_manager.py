@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -368,3 +370,42 @@ async def test_a_shut_fence_holds_back_reconciles_and_leader_runnables() -> None
     assert reconciled == ["a"]
     await group.stop(1)
     await controller.stop(timeout=1)
+
+
+OPERATOR_WITHOUT_SERVERS = """
+import asyncio, sys
+import kubeloop
+from kubeloop.client.config import load_kubeconfig
+from kubeloop.models import core_v1
+
+async def main(kubeconfig: str, namespace: str) -> None:
+    async with kubeloop.APIClient(load_kubeconfig(kubeconfig)) as client:
+        manager = kubeloop.Manager(client, namespace=namespace)
+        seen = asyncio.Event()
+
+        async def reconcile(request: kubeloop.Request) -> None:
+            if request.name == "probe":
+                seen.set()
+
+        kubeloop.Builder(manager).for_(core_v1.ConfigMap).complete(reconcile)
+        async with manager:
+            meta = kubeloop.ObjectMeta(name="probe", namespace=namespace)
+            await client.create(core_v1.ConfigMap(metadata=meta))
+            await asyncio.wait_for(seen.wait(), 20)
+    loaded = sorted(name for name in sys.modules if name.split(".")[0] in ("aiohttp", "yarl", "multidict"))
+    assert not loaded, loaded
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+def test_an_operator_without_metrics_or_probes_never_loads_aiohttp(
+    shared_server: ServerThread, namespace: str
+) -> None:
+    """Requests and watches go over the client's own HTTP/1.1 pool; aiohttp (13 MiB of an
+    operator's memory) is loaded only for a metrics or probe server, or a proxy."""
+    subprocess.run(
+        [sys.executable, "-c", OPERATOR_WITHOUT_SERVERS, str(shared_server.kubeconfig), namespace],
+        check=True,
+        timeout=60,
+    )

@@ -7,8 +7,8 @@ manager sets :data:`current_write_fence` in the tasks that act for the leader (c
 leader-only runnables; an event is written under the fence of the code that recorded it), and
 :class:`~kubeloop.client.rest.APIClient` checks it before sending any request that is not a read,
 and again as the request is handed to the socket: the connection pool (``http1``) checks it and
-writes the whole request without yielding; on aiohttp (with a proxy) :class:`FencedBody` does,
-aiohttp holding the headers back until the body goes out. A process paused anywhere before
+writes the whole request without yielding; through a proxy (``proxied``, on aiohttp) the body
+checks it as it goes out, aiohttp holding the headers back until then. A process paused anywhere before
 that moment (waiting for a connection, say) cannot send the write once it resumes. A
 fenced write raises :class:`WriteFenced` instead of reaching the server.
 """
@@ -16,9 +16,7 @@ fenced write raises :class:`WriteFenced` instead of reaching the server.
 from __future__ import annotations
 
 import contextvars
-from typing import Any, Protocol
-
-from aiohttp.payload import BytesPayload
+from typing import Protocol
 
 from kubeloop.errors import APIError
 
@@ -53,30 +51,13 @@ class WriteFenced(APIError):
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
+def write_fence(method: str) -> WriteFence | None:
+    """This task's fence when ``method`` writes; None for a read or a task acting for no leader."""
+    return None if method in _READS else current_write_fence.get()
+
+
 def check_write(method: str, path: str) -> None:
     """Raise :class:`WriteFenced` when this task's fence forbids writes now."""
-    fence = current_write_fence.get()
-    if fence is not None and method not in _READS and not fence.writes_allowed():
+    fence = write_fence(method)
+    if fence is not None and not fence.writes_allowed():
         raise WriteFenced(method, path, fence.describe())
-
-
-def fenced_body(method: str, path: str, body: bytes | None, content_type: str | None) -> Any:
-    """What to send as the body: a write's body under this task's fence is a :class:`FencedBody`."""
-    fence = current_write_fence.get()
-    if fence is None or body is None or method in _READS:
-        return body
-    return FencedBody(body, fence, method, path, content_type or "application/json")
-
-
-class FencedBody(BytesPayload):
-    """A write's body that checks its fence at the last moment before it is written."""
-
-    def __init__(self, body: bytes, fence: WriteFence, method: str, path: str, content_type: str) -> None:
-        super().__init__(body, content_type=content_type)
-        self._fence = fence
-        self._request = (method, path)
-
-    async def write_with_length(self, writer: Any, content_length: int | None) -> None:
-        if not self._fence.writes_allowed():
-            raise WriteFenced(*self._request, self._fence.describe())
-        await super().write_with_length(writer, content_length)

@@ -1,9 +1,10 @@
-"""A lean HTTP/1.1 client for the API client's requests: keep-alive connections on asyncio.
+"""A lean HTTP/1.1 client for the API client: keep-alive connections on asyncio.
 
-Every request that is not a watch is a small exchange (a JSON body out, a JSON body back), and
-aiohttp's client spends ~150 µs of CPU on one over TLS, most of it in its own layers (request
-and response objects, the connector, the payload writers); this pool sends the same request in
-~60 µs. It does what the API client needs and no more:
+Nearly every request is a small exchange (a JSON body out, a JSON body back), and aiohttp's
+client spends ~150 µs of CPU on one over TLS, most of it in its own layers (request and response
+objects, the connector, the payload writers); this pool sends the same request in ~60 µs. A
+watch is a GET whose body is a stream: :meth:`ConnectionPool.stream` hands its body over as it
+arrives. The pool does what the API client needs and no more:
 
 - one request at a time per connection, idle connections kept for reuse (HTTP/1.1 keep-alive)
   for up to a minute and dropped when the server closes them, answers with ``Connection:
@@ -13,12 +14,15 @@ and response objects, the connector, the payload writers); this pool sends the s
   informational (1xx) answers skipped;
 - a deadline over the whole exchange (connecting included); a connection whose exchange did not
   finish (timeout, cancellation, a malformed answer) is closed, never reused;
+- a streamed body is read with flow control (the socket is paused while more than
+  :data:`STREAM_HIGH_WATER` bytes wait unread) and its connection is closed when the stream is,
+  never reused;
 - the write fence checked synchronously right before the request is handed to the socket, so a
   paused leader that resumes cannot send a write.
 
 Failures are ``OSError`` subclasses (``ConnectionRefusedError``, ``ssl.SSLError``,
-:class:`ServerDisconnectedError`, :class:`BadResponseError`) or ``TimeoutError``. Watches keep
-to aiohttp (their bodies are streams), as does a configuration with a proxy.
+:class:`ServerDisconnectedError`, :class:`BadResponseError`) or ``TimeoutError``. A configuration
+with a proxy goes through ``proxied`` (aiohttp) instead.
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ import asyncio.sslproto
 import ssl
 import time
 import zlib
+from collections import deque
 from dataclasses import dataclass
-from typing import cast
+from typing import Protocol, cast
 
 from kubeloop.client.fence import check_write
 
@@ -42,6 +47,8 @@ MAX_IDLE = 64
 #: after 90 s, and a request sent as the server closes its connection is lost (a POST is not
 #: retried), so the pool lets them go well before.
 MAX_IDLE_SECONDS = 60.0
+#: Unread bytes of a streamed body past which the socket stops being read until they are.
+STREAM_HIGH_WATER = 1 << 20
 _NO_BODY_STATUS = frozenset({204, 304})
 
 
@@ -73,6 +80,105 @@ class Response:
         return [value for key, value in self.headers if key == name]
 
 
+class BodyStream(Protocol):
+    """An answer whose body is read as it arrives (a watch): status and headers first."""
+
+    status: int
+
+    def header(self, name: str) -> str | None:
+        """The first value of header ``name`` (lower case), None when absent."""
+
+    def header_values(self, name: str) -> list[str]:
+        """Every value of header ``name`` (lower case), in order."""
+
+    async def read(self) -> bytes:
+        """The body's bytes that arrived since the last read (waiting for some); b"" at its end."""
+
+    async def read_all(self) -> bytes:
+        """The rest of the body (an error answer's, say)."""
+
+    def close(self) -> None:
+        """Stop reading and close the connection."""
+
+
+class _StreamedBody:
+    """The body of a streamed answer as :class:`_Connection` parses it, with flow control."""
+
+    def __init__(self, connection: _Connection, status: int, headers: tuple[tuple[str, str], ...]) -> None:
+        self.status = status
+        self.headers = headers
+        self._connection = connection
+        self._pieces: deque[bytes] = deque()
+        self._unread = 0
+        self._paused = False
+        self._ended = False
+        self._error: BaseException | None = None
+        self._waiter: asyncio.Future[None] | None = None
+
+    def header(self, name: str) -> str | None:
+        return next((value for key, value in self.headers if key == name), None)
+
+    def header_values(self, name: str) -> list[str]:
+        return [value for key, value in self.headers if key == name]
+
+    async def read(self) -> bytes:
+        while not self._pieces:
+            if self._error is not None:
+                raise self._error
+            if self._ended:
+                return b""
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        data = self._pieces.popleft() if len(self._pieces) == 1 else b"".join(self._pieces)
+        self._pieces.clear()
+        self._unread = 0
+        if self._paused:
+            self._paused = False
+            transport = self._connection.transport
+            if transport is not None and not transport.is_closing():
+                transport.resume_reading()
+        return data
+
+    async def read_all(self) -> bytes:
+        pieces = []
+        while data := await self.read():
+            pieces.append(data)
+        return b"".join(pieces)
+
+    def close(self) -> None:
+        self._connection.close()
+        self._end()  # a read waiting in another task ends
+
+    # fed by the connection
+
+    def _feed(self, data: bytes) -> None:
+        self._pieces.append(data)
+        self._unread += len(data)
+        if self._unread > STREAM_HIGH_WATER and not self._paused:
+            transport = self._connection.transport
+            if transport is not None:
+                self._paused = True
+                transport.pause_reading()
+        self._wake()
+
+    def _end(self, error: BaseException | None = None) -> None:
+        if self._ended or self._error is not None:
+            return
+        if error is None:
+            self._ended = True
+        else:
+            self._error = error
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
 @dataclass(slots=True)
 class _Head:
     status: int
@@ -88,6 +194,9 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self._buffer = bytearray()
         self._answer: asyncio.Future[Response] | None = None
+        #: A streamed answer: its head is awaited here, then its body fed to ``_stream``.
+        self._stream_head: asyncio.Future[_StreamedBody] | None = None
+        self._stream: _StreamedBody | None = None
         self._no_body = False
         self._head: _Head | None = None
         self._length: int | None = None  # Content-Length, or None: chunked or until close
@@ -102,7 +211,7 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._buffer += data
-        if self._answer is not None:
+        if self._answer is not None or self._stream is not None or self._stream_head is not None:
             self._parse()
 
     def eof_received(self) -> bool:
@@ -110,6 +219,10 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        cause = f": {exc}" if exc is not None else ""
+        if self._stream_head is not None or self._stream is not None:
+            self._lose_stream(cause)
+            return
         answer = self._answer
         if answer is None or answer.done():
             return
@@ -117,7 +230,6 @@ class _Connection(asyncio.Protocol):
         if head is not None and self._length is None and not self._chunked:
             self._finish(bytes(self._buffer))  # a body that runs to the end of the connection
             return
-        cause = f": {exc}" if exc is not None else ""
         answer.set_exception(ServerDisconnectedError(f"the server closed the connection mid-answer{cause}"))
 
     # the exchange
@@ -134,6 +246,34 @@ class _Connection(asyncio.Protocol):
         self.transport.write(request)
         return self._answer
 
+    def send_streaming(self, request: bytes) -> asyncio.Future[_StreamedBody]:
+        """Send ``request``; the future is the answer once its head is in, its body to be read."""
+        assert self.transport is not None and self._answer is None and self._stream_head is None
+        self._stream_head = asyncio.get_running_loop().create_future()
+        self._no_body = False
+        self._head = None
+        self._length = None
+        self._chunked = False
+        self._scan = 0
+        self.transport.write(request)
+        return self._stream_head
+
+    def _lose_stream(self, cause: str) -> None:
+        error = ServerDisconnectedError(f"the server closed the connection mid-answer{cause}")
+        waiting, self._stream_head = self._stream_head, None
+        if waiting is not None and not waiting.done():
+            waiting.set_exception(error)
+        stream, self._stream = self._stream, None
+        if stream is None:
+            return
+        if self._head is not None and self._length is None and not self._chunked:
+            if self._buffer:
+                stream._feed(bytes(self._buffer))
+                self._buffer.clear()
+            stream._end()  # a body that runs to the end of the connection
+        else:
+            stream._end(error)
+
     @property
     def idle_bytes(self) -> bool:
         """Whether bytes arrived while no request was in flight (the connection is not reusable)."""
@@ -149,8 +289,12 @@ class _Connection(asyncio.Protocol):
             while self._head is None:
                 if not self._parse_head():
                     return
+                if self._head is not None and self._stream_head is not None:
+                    self._start_stream()
             if self._chunked:
                 self._parse_chunks()
+            elif self._stream is not None:
+                self._stream_plain_body()
             elif self._length is not None and len(self._buffer) >= self._length:
                 body = bytes(self._buffer[: self._length])
                 del self._buffer[: self._length]
@@ -158,9 +302,51 @@ class _Connection(asyncio.Protocol):
         except BadResponseError as exc:
             answer = self._answer
             self._answer = None
+            stream_head, self._stream_head = self._stream_head, None
+            stream, self._stream = self._stream, None
             self.close()
             if answer is not None and not answer.done():
                 answer.set_exception(exc)
+            if stream_head is not None and not stream_head.done():
+                stream_head.set_exception(exc)
+            if stream is not None:
+                stream._end(exc)
+
+    def _start_stream(self) -> None:
+        head, waiting = self._head, self._stream_head
+        assert head is not None and waiting is not None
+        encoding = next((value for key, value in head.headers if key == "content-encoding"), "identity")
+        if encoding.strip().lower() != "identity":
+            raise BadResponseError(f"the streamed answer's Content-Encoding {encoding!r} was not asked for")
+        self._stream_head = None
+        self._stream = _StreamedBody(self, head.status, head.headers)
+        if not waiting.done():
+            waiting.set_result(self._stream)
+        else:
+            self.close()  # nobody waits for it any more (timed out or cancelled)
+
+    def _stream_plain_body(self) -> None:
+        """Hand a streamed body framed by Content-Length (or by the connection's end) over."""
+        stream = self._stream
+        assert stream is not None
+        if self._length is None:
+            if self._buffer:
+                stream._feed(bytes(self._buffer))
+                self._buffer.clear()
+            return
+        if self._length and self._buffer:
+            data = bytes(self._buffer[: self._length])
+            del self._buffer[: len(data)]
+            self._length -= len(data)
+            stream._feed(data)
+        if self._length == 0:
+            self._end_stream()
+
+    def _end_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        assert stream is not None
+        self.close()  # a streamed connection is never reused
+        stream._end()
 
     def _parse_head(self) -> bool:
         end = self._buffer.find(b"\r\n\r\n")
@@ -228,14 +414,20 @@ class _Connection(asyncio.Protocol):
                     break
                 del buffer[: trailer_end + 2]
                 self._scan = 0
-                self._finish(b"".join(self._chunks))
+                if self._stream is not None:
+                    self._end_stream()
+                else:
+                    self._finish(b"".join(self._chunks))
                 return
             data_end = line_end + 2 + size
             if len(buffer) < data_end + 2:
                 break
             if buffer[data_end : data_end + 2] != b"\r\n":
                 raise BadResponseError("a chunk does not end with CRLF")
-            self._chunks.append(bytes(buffer[line_end + 2 : data_end]))
+            if self._stream is not None:
+                self._stream._feed(bytes(buffer[line_end + 2 : data_end]))
+            else:
+                self._chunks.append(bytes(buffer[line_end + 2 : data_end]))
             position = data_end + 2
         del buffer[:position]
         self._scan = 0
@@ -354,6 +546,30 @@ class ConnectionPool:
             raise
         self._release(connection)
         return response
+
+    async def stream(
+        self, target: str, headers: list[tuple[str, str]], *, timeout: float | None
+    ) -> BodyStream:
+        """Send a GET and return its answer once the head is in; the body is read from it.
+
+        ``timeout`` bounds connecting and the head; the body may then take as long as it takes.
+        The connection belongs to the stream until it is closed, and is not reused.
+        """
+        if self._closed:
+            raise ServerDisconnectedError("the connection pool is closed")
+        lines = [f"GET {target} HTTP/1.1", f"Host: {self._host_header}"]
+        lines.extend(f"{name}: {value}" for name, value in headers)
+        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        connection = self._idle_connection()
+        try:
+            async with asyncio.timeout(timeout):
+                if connection is None:
+                    connection = await self._connect()
+                return await connection.send_streaming(request)
+        except BaseException:
+            if connection is not None:
+                connection.close()
+            raise
 
     def _idle_connection(self) -> _Connection | None:
         """The most recently released connection still fit to use (older idle ones are closed)."""

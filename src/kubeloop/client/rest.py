@@ -7,8 +7,9 @@ path; typed models convert at the edges). Requests carry the credentials of the 
 only when the configuration asks, and are retried with jittered backoff on 429 and 5xx — always
 when the server sends ``Retry-After``, otherwise only for reads and other idempotent verbs.
 ``Warning`` headers are logged. Errors are the ``errors`` module's classes; a connection that
-fails raises ``OSError`` (``ConnectionError``, ``ssl.SSLError``) or ``TimeoutError``. Requests go
-over ``http1``'s keep-alive pool, watches over aiohttp (so does everything when a proxy is set).
+fails raises ``OSError`` (``ConnectionError``, ``ssl.SSLError``) or ``TimeoutError``. Requests and
+watches go over ``http1``'s keep-alive pool, or through ``proxied`` (aiohttp, imported only then)
+when the configuration names a proxy.
 """
 
 from __future__ import annotations
@@ -23,9 +24,8 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import TracebackType
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
-import aiohttp
 import orjson
 
 from kubeloop import errors
@@ -35,13 +35,16 @@ from kubeloop.api.labels import LabelSelector
 from kubeloop.api.model import KubeModel, KubeObject, as_dict
 from kubeloop.api.object import Obj
 from kubeloop.client.config import ClientConfig, Credentials, ssl_context
-from kubeloop.client.fence import WriteFenced, check_write, fenced_body
-from kubeloop.client.http1 import ConnectionPool
+from kubeloop.client.fence import check_write
+from kubeloop.client.http1 import BodyStream, ConnectionPool, Response
 from kubeloop.client.interface import KindRef, M, ObjectList, ObjectRef, gvk_of, model_class
 from kubeloop.client.ratelimit import TokenBucket
 from kubeloop.client.restmapper import ResourceMapping, RESTMapper
 from kubeloop.client.watch import Watch, WatchOptions
 from kubeloop.jitter import uniform
+
+if TYPE_CHECKING:
+    from kubeloop.client.proxied import ProxiedTransport
 
 log = logging.getLogger("kubeloop.client")
 
@@ -50,6 +53,8 @@ JSON = "application/json"
 #: Accept headers asking for metadata only (``PartialObjectMetadata``), JSON as the fallback.
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+#: Request headers, in the order they are sent.
+_Headers = list[tuple[str, str]]
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9/:@!$&'()*+,;=%._~-]*")
 
 
@@ -64,7 +69,7 @@ class PatchType(StrEnum):
 
 #: What a request can fail with, short of a bug: the server's error answers, the connection, time.
 #: Code that retries catches these.
-REQUEST_ERRORS = (errors.APIError, aiohttp.ClientError, OSError, TimeoutError)
+REQUEST_ERRORS = (errors.APIError, OSError, TimeoutError)
 
 
 @dataclass(frozen=True)
@@ -104,13 +109,12 @@ class APIClient:
         self.request_timeout = request_timeout
         self.mapper = RESTMapper(self._discovery, errors.NotFound)
         self._limiter = TokenBucket(config.qps, config.burst) if config.qps else None
-        self._session: aiohttp.ClientSession | None = None
-        self._pool: ConnectionPool | None = None  # requests other than watches (none with a proxy)
+        self._transport: ConnectionPool | ProxiedTransport | None = None
         self._base_path = urllib.parse.urlsplit(config.server).path.rstrip("/")
-        self._session_credentials: Credentials | None = None
+        self._transport_credentials: Credentials | None = None
         self._credentials: Credentials = Credentials()
         self._credentials_loaded = False
-        self._session_lock = asyncio.Lock()
+        self._transport_lock = asyncio.Lock()
         #: Requests sent, by (method, status code or "<error>"): client-go's rest_client_requests_total.
         self.requests: Counter[tuple[str, str]] = Counter()
 
@@ -125,12 +129,8 @@ class APIClient:
         await self.close()
 
     async def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        transport, self._transport = self._transport, None
+        await _close(transport)
 
     # ------------------------------------------------------------------ addressing
 
@@ -641,7 +641,7 @@ class APIClient:
                 status, payload, warnings, retry_after = await self._exchange(
                     method, path, params, body, content_type, accept
                 )
-            except (TimeoutError, aiohttp.ClientConnectionError, ConnectionError) as exc:
+            except (TimeoutError, ConnectionError) as exc:
                 if method in _IDEMPOTENT and attempt < self.retry.max_retries:
                     delay = self.retry.backoff(attempt)
                     log.debug("%s %s failed (%s); retrying in %.2fs", method, path, exc, delay)
@@ -676,33 +676,21 @@ class APIClient:
         content_type: str | None,
         accept: str,
     ) -> tuple[int, bytes, tuple[str, ...], str | None]:
-        """One request and its whole answer: status, body, Warning headers and Retry-After.
-
-        Sent on the lean keep-alive pool (``http1``), or on aiohttp when a proxy is configured.
-        """
-        await self._ensure_session()
-        pool = self._pool
-        if pool is None:
-            async with await self._send(method, path, params, body, content_type, accept) as response:
-                payload = await response.read()
-                return (
-                    response.status,
-                    payload,
-                    tuple(response.headers.getall("Warning", ())),
-                    response.headers.get("Retry-After"),
-                )
-        headers = [("User-Agent", self.config.user_agent), ("Accept", accept), ("Accept-Encoding", "gzip")]
+        """One request and its whole answer: status, body, Warning headers and Retry-After."""
+        transport = await self._ensure_transport()
+        headers = self._headers(accept)
+        headers.append(("Accept-Encoding", "gzip"))
         if content_type:
             headers.append(("Content-Type", content_type))
-        if self._credentials.token:
-            headers.append(("Authorization", f"Bearer {self._credentials.token}"))
-        target = self._base_path + _quote_path(path)
-        if params:
-            target += "?" + urllib.parse.urlencode(params, quote_via=urllib.parse.quote, safe="")
         check_write(method, path)  # refuse early; checked again just before the request is written
         try:
-            answer = await pool.request(
-                method, target, headers, body, timeout=self.request_timeout, fence_path=path
+            answer: Response = await transport.request(
+                method,
+                self._target(path, params),
+                headers,
+                body,
+                timeout=self.request_timeout,
+                fence_path=path,
             )
         except BaseException:
             self.requests[(method, "<error>")] += 1
@@ -716,96 +704,94 @@ class APIClient:
         )
 
     async def stream(
-        self, path: str, params: Mapping[str, str], *, timeout: aiohttp.ClientTimeout, accept: str = JSON
-    ) -> aiohttp.ClientResponse:
-        """A GET whose body is read incrementally (watches); the caller closes the response.
+        self, path: str, params: Mapping[str, str], *, timeout: float | None = 30.0, accept: str = JSON
+    ) -> BodyStream:
+        """A GET whose body is read as it arrives (watches); the caller closes the answer.
 
-        Non-2xx answers are raised as ``APIError`` (after one credential refresh on 401).
+        ``timeout`` bounds connecting and the answer's head. Non-2xx answers are raised as
+        ``APIError`` (after one credential refresh on 401).
         """
         refreshed = False
+        target = self._target(path, params)
         while True:
             if self._limiter is not None:
                 await self._limiter.acquire()
-            response = await self._send("GET", path, params, None, None, accept, timeout=timeout)
+            transport = await self._ensure_transport()
+            try:
+                response = await transport.stream(target, self._headers(accept), timeout=timeout)
+            except BaseException:
+                self.requests[("GET", "<error>")] += 1
+                raise
+            self.requests[("GET", str(response.status))] += 1
             if response.status < 400:
-                _log_warnings(response)
+                for warning in response.header_values("warning"):
+                    log.warning("server warning: %s", _warning_text(warning))
                 return response
-            payload = await response.read()
-            response.release()
+            try:
+                payload = await response.read_all()
+            finally:
+                response.close()
             if response.status == 401 and not refreshed and self.config.credentials is not None:
                 refreshed = True
                 await self._refresh_credentials()
                 continue
             raise errors.error_from_status(response.status, _decode_error(payload))
 
-    async def _send(
-        self,
-        method: str,
-        path: str,
-        params: Mapping[str, str] | None,
-        body: bytes | None,
-        content_type: str | None,
-        accept: str,
-        *,
-        timeout: aiohttp.ClientTimeout | None = None,
-    ) -> aiohttp.ClientResponse:
-        session = await self._ensure_session()
-        headers = {"Accept": accept, "User-Agent": self.config.user_agent}
-        if content_type:
-            headers["Content-Type"] = content_type
+    def _headers(self, accept: str) -> _Headers:
+        headers = [("User-Agent", self.config.user_agent), ("Accept", accept)]
         if self._credentials.token:
-            headers["Authorization"] = f"Bearer {self._credentials.token}"
-        check_write(method, path)  # refuse early; checked again as the body goes out
-        data = fenced_body(method, path, body, content_type)
-        try:
-            response = await session.request(
-                method,
-                self.config.server + path,
-                params=params,
-                data=data,
-                headers=headers,
-                proxy=self.config.proxy_url,
-                server_hostname=self.config.tls_server_name,
-                timeout=timeout or aiohttp.ClientTimeout(total=self.request_timeout),
-            )
-        except BaseException as exc:
-            self.requests[(method, "<error>")] += 1
-            if isinstance(exc, aiohttp.ClientError) and isinstance(exc.__cause__, WriteFenced):
-                raise exc.__cause__ from None  # refused as the body went out: nothing was sent
-            raise
-        self.requests[(method, str(response.status))] += 1
-        return response
+            headers.append(("Authorization", f"Bearer {self._credentials.token}"))
+        return headers
 
-    async def _ensure_session(self) -> aiohttp.ClientSession:
-        async with self._session_lock:
+    def _target(self, path: str, params: Mapping[str, str] | None) -> str:
+        """The request target: the server's base path, ``path`` and the query, encoded."""
+        target = self._base_path + _quote_path(path)
+        if params:
+            target += "?" + urllib.parse.urlencode(params, quote_via=urllib.parse.quote, safe="")
+        return target
+
+    async def _ensure_transport(self) -> ConnectionPool | ProxiedTransport:
+        async with self._transport_lock:
             if self.config.credentials is not None:
                 if not self._credentials_loaded:
                     self._credentials = await self.config.credentials.get()
                     self._credentials_loaded = True
                 elif self._credentials.expires_at is not None:
                     self._credentials = await self.config.credentials.get()  # re-runs when expired
-            if self._session is not None and not _certificate_changed(
-                self._session_credentials, self._credentials
+            transport = self._transport
+            if transport is not None and not _certificate_changed(
+                self._transport_credentials, self._credentials
             ):
-                return self._session
-            if self._session is not None:
-                await self._session.close()
-            if self._pool is not None:
-                self._pool.close()
-                self._pool = None
+                return transport
+            self._transport = None
+            await _close(transport)
             context = ssl_context(self.config, self._credentials)
-            connector = aiohttp.TCPConnector(ssl=context if context is not None else False, limit=0)
-            self._session = aiohttp.ClientSession(connector=connector, auto_decompress=True)
-            self._session_credentials = self._credentials
             if self.config.proxy_url is None:
-                self._pool = _pool_for(self.config, context)
-            return self._session
+                self._transport = _pool_for(self.config, context)
+            else:
+                from kubeloop.client.proxied import ProxiedTransport  # aiohttp, only for a proxy
+
+                self._transport = ProxiedTransport(
+                    self.config.server,
+                    self.config.proxy_url,
+                    context=context,
+                    server_hostname=self.config.tls_server_name,
+                )
+            self._transport_credentials = self._credentials
+            return self._transport
 
     async def _refresh_credentials(self) -> None:
         assert self.config.credentials is not None
-        async with self._session_lock:
+        async with self._transport_lock:
             self._credentials = await self.config.credentials.refresh()
             self._credentials_loaded = True
+
+
+async def _close(transport: ConnectionPool | ProxiedTransport | None) -> None:
+    if isinstance(transport, ConnectionPool):
+        transport.close()  # idle connections at once; those in use when their exchange ends
+    elif transport is not None:
+        await transport.close()
 
 
 def _pool_for(config: ClientConfig, context: ssl.SSLContext | None) -> ConnectionPool:
@@ -933,11 +919,6 @@ def _retry_after_seconds(value: str | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
-
-
-def _log_warnings(response: aiohttp.ClientResponse) -> None:
-    for warning in response.headers.getall("Warning", ()):
-        log.warning("server warning: %s", _warning_text(warning))
 
 
 def _warning_text(header: str) -> str:

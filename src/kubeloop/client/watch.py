@@ -16,11 +16,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import orjson
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
+from kubeloop.client.http1 import BadResponseError, BodyStream
 from kubeloop.jitter import uniform
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class Watch:
         self._send_initial_events = options.send_initial_events
         self._failures = 0
         self._closed = False
-        self._response: aiohttp.ClientResponse | None = None
+        self._response: BodyStream | None = None
 
     def __aiter__(self) -> AsyncIterator[WatchEvent]:
         return self._events()
@@ -102,7 +102,7 @@ class Watch:
                     errors.ServerTimeout,
                 ) as exc:
                     await self._back_off(exc)
-                except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
+                except (TimeoutError, ConnectionError) as exc:
                     await self._back_off(exc)
         finally:
             await self.close()
@@ -142,36 +142,44 @@ class Watch:
         return params
 
     async def _one_connection(self, path: str) -> AsyncIterator[WatchEvent]:
-        timeout = aiohttp.ClientTimeout(total=None, connect=30, sock_read=None)
         accept = _METADATA if self.options.metadata_only else _JSON
         try:  # a server that accepted the request but never answers is as silent as an idle stream
             async with asyncio.timeout(self.options.inactivity_timeout):
-                response = await self._client.stream(path, self._params(), timeout=timeout, accept=accept)
+                response = await self._client.stream(path, self._params(), timeout=None, accept=accept)
         except TimeoutError:
             raise TimeoutError(
                 f"no answer to the watch request in {self.options.inactivity_timeout}s"
             ) from None
         self._response = response
-        buffer = bytearray()
+        pending: list[bytes] = []  # the start of an event whose end has not arrived yet
         try:
             while not self._closed:
-                newline = buffer.find(b"\n")
-                if newline < 0:
-                    # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
-                    # that arrives as the read completes, and the watch then outlives its owner.
-                    async with asyncio.timeout(self.options.inactivity_timeout):
-                        chunk = await response.content.readany()
-                    if not chunk:
-                        return  # the server ended the stream
-                    buffer += chunk
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
+                # that arrives as the read completes, and the watch then outlives its owner.
+                async with asyncio.timeout(self.options.inactivity_timeout):
+                    data = await response.read()
+                if not data:
+                    return  # the server ended the stream
+                if b"\n" not in data:
+                    pending.append(data)
                     continue
-                line = bytes(buffer[:newline])
-                del buffer[: newline + 1]
-                if not line.strip():
-                    continue
-                event = self._event(orjson.loads(line))
-                if event is not None:
-                    yield event
+                if pending:
+                    pending.append(data)
+                    data = b"".join(pending)
+                    pending.clear()
+                lines = data.split(b"\n")
+                if tail := lines.pop():
+                    pending.append(tail)
+                for line in lines:
+                    if not line or line.isspace():
+                        continue
+                    try:
+                        raw = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        raise BadResponseError(f"malformed watch event: {line[:200]!r}") from None
+                    event = self._event(raw)
+                    if event is not None:
+                        yield event
         except TimeoutError:
             raise TimeoutError(f"no event for {self.options.inactivity_timeout}s") from None
         finally:
@@ -181,7 +189,7 @@ class Watch:
 
     def _event(self, raw: Any) -> WatchEvent | None:
         if not isinstance(raw, dict) or not isinstance(raw.get("object"), dict):
-            raise aiohttp.ClientPayloadError(f"malformed watch event: {str(raw)[:200]}")
+            raise BadResponseError(f"malformed watch event: {str(raw)[:200]}")
         kind = str(raw.get("type"))
         obj: Obj = raw["object"]
         if kind == "ERROR":

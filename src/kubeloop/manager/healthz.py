@@ -11,8 +11,10 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-from aiohttp import web
+if TYPE_CHECKING:
+    from aiohttp import web
 
 log = logging.getLogger("kubeloop.manager.healthz")
 
@@ -32,6 +34,8 @@ class Checks:
         self._checks[name] = check
 
     async def handle(self, request: web.Request) -> web.Response:
+        from aiohttp import web  # loaded with the probe server, which only a manager asked for starts
+
         only = request.match_info.get("name")
         if only is not None and only not in self._checks:
             return web.Response(status=404, text=f"no {self.endpoint} check named {only!r}\n")

@@ -21,8 +21,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
-
 from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
@@ -151,7 +149,7 @@ class LeaderElector:
                         "spec": self._spec(now, now, 0),
                     }
                 )
-            except (errors.AlreadyExists, errors.APIError, aiohttp.ClientError, OSError) as exc:
+            except REQUEST_ERRORS as exc:
                 log.debug("creating lease failed: %s", exc)
                 return False
             return True

@@ -15,9 +15,8 @@ import os
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
-from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from kubeloop.cache.cache import Cache
@@ -36,6 +35,9 @@ from kubeloop.manager.metrics import Metrics
 from kubeloop.manager.permissions import EVENTS, LEASE, READ, Permissions
 from kubeloop.manager.recorder import EventRecorder
 from kubeloop.manager.runnable import Runnable, RunnableGroup
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 log = logging.getLogger("kubeloop.manager")
 
@@ -245,6 +247,8 @@ class Manager:
     async def _serve(
         self, address: str, routes: dict[str, Callable[[web.Request], Awaitable[web.Response]]]
     ) -> str:
+        from aiohttp import web  # only a manager that serves metrics or probes loads aiohttp
+
         host, _, port = address.rpartition(":")
         app = web.Application()
         for path, handler in routes.items():
@@ -258,6 +262,8 @@ class Manager:
         return f"{bound[0]}:{bound[1]}"
 
     async def _metrics(self, request: web.Request) -> web.Response:
+        from aiohttp import web
+
         body = generate_latest(self.metrics.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 

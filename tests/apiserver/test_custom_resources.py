@@ -497,6 +497,43 @@ def test_an_edited_schema_defaults_older_objects_on_read_and_judges_later_writes
     assert fresh["spec"] == {"size": 2, "color": "blue"}
 
 
+@pytest.mark.kubectl
+@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
+def test_a_status_write_is_defaulted_as_every_write_is(kubectl: Kubectl, api: Client, namespace: str) -> None:
+    """Upstream decodes every write with the schema's defaults, a /status write's too: a status
+    field's default is stored whichever way the status was written (kubectl's merge patch of
+    /status, a PUT of it), not only when the main resource was."""
+    group = f"{namespace}.example.com"
+    crd = crd_body(group)
+    status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    status["properties"] = {"phase": {"type": "string", "default": "Pending"}, "ready": {"type": "integer"}}
+    kubectl("apply", "-f", "-", stdin=json.dumps(crd))
+    widget = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}}
+    kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(widget))
+    patched = kubectl(
+        "patch",
+        f"widgets.{group}",
+        "w",
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status": {"ready": 1}}',
+        "-o",
+        "json",
+    )
+    assert json.loads(patched.stdout)["status"] == {"phase": "Pending", "ready": 1}
+    shown = kubectl("get", f"widgets.{group}", "w", "-n", namespace, "-o", "jsonpath={.status.phase}")
+    assert shown.stdout == "Pending"
+    path = f"/apis/{group}/v1/namespaces/{namespace}/widgets/w"
+    replaced = {**api.get(path).json(), "status": {"ready": 2}}
+    put = api.put(f"{path}/status", replaced)
+    assert put.status_code == 200, put.text
+    assert put.json()["status"] == {"phase": "Pending", "ready": 2}
+    assert api.get(path).json()["status"] == {"phase": "Pending", "ready": 2}
+
+
 def test_a_watch_opened_before_a_schema_edit_leaves_the_edited_schema_in_force(
     api: Client, namespace: str
 ) -> None:

@@ -113,15 +113,16 @@ class CustomResourceStrategy(Strategy):
             )
         return obj, unknown if field_validation == "Warn" else []
 
-    def to_served(self, stored: Obj) -> Obj:
+    def to_served(self, stored: Obj, *, defaulted: bool = False) -> Obj:
         """The stored object in this version (conversion None: only apiVersion changes), with
         defaults applied on read too (a schema may have gained them since it was written)."""
         relabel = stored.get("apiVersion") != self.resource.api_version
-        if not relabel and not self._lacks_defaults(stored):
+        lacking = not defaulted and self._lacks_defaults(stored)
+        if not relabel and not lacking:
             return stored
         served = copy.deepcopy(stored)
         served["apiVersion"] = self.resource.api_version
-        if self._defaults:
+        if lacking:
             structural.default(served, self.root)
         return served
 

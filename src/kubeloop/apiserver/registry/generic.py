@@ -150,6 +150,10 @@ class Registry:
         """The stored form as the resource's group/version serves it."""
         return self.strategy(resource).to_served(stored)
 
+    def _served_while_writing(self, resource: ResourceType, obj: Obj) -> Obj:
+        """An object being written, defaulted on its way in, as its group/version serves it."""
+        return self.strategy(resource).to_served(obj, defaulted=True)
+
     def to_stored(self, resource: ResourceType, served: Obj) -> Obj:
         return self.strategy(resource).to_stored(served)
 
@@ -433,13 +437,13 @@ class Registry:
         strategy.prepare_for_create(obj)
         strategy.default(obj)
         if managed is None:
-            managed = _recorded_update(strategy, None, self.to_served(resource, obj), options, "")
+            managed = _recorded_update(strategy, None, self._served_while_writing(resource, obj), options, "")
         _set_managed(metadata, managed)
         attempts = 0
         while True:
             if (generate_name and not metadata.get("name")) or attempts:
                 metadata["name"] = (generate_name or "") + naming.generate_name_suffix()
-            served = self.to_served(resource, obj)
+            served = self._served_while_writing(resource, obj)
             self._validate(resource, served)
             if options.admit is not None:
                 options.admit(served, None)
@@ -692,8 +696,9 @@ class Registry:
         if not resource.namespaced:
             meta.pop("namespace", None)
         meta.pop("resourceVersion", None)
-        if subresource == "":
-            strategy.default(new)
+        # Every write is defaulted, a subresource's too: upstream decodes the patched or sent
+        # object with the kind's defaults (a status field's default included) whatever the path.
+        strategy.default(new)
         if resource.tracks_generation and subresource == "" and strategy.generation_changed(old, new):
             meta["generation"] = int(old_meta.get("generation", 0)) + 1
         served_old = self.to_served(resource, old)
@@ -701,7 +706,7 @@ class Registry:
             meta["managedFields"] = sent_managed
             # Field sets are of the version the manager wrote (autoscaling/v1 fields for a v1 client).
             managed = _recorded_update(
-                strategy, served_old, self.to_served(resource, new), options, subresource
+                strategy, served_old, self._served_while_writing(resource, new), options, subresource
             )
         _set_managed(meta, managed)
         if old_meta.get("deletionTimestamp"):
@@ -720,7 +725,7 @@ class Registry:
                         )
                     ],
                 )
-        served_new = self.to_served(resource, new)  # again: managedFields and more were set since
+        served_new = self._served_while_writing(resource, new)  # again: managedFields and more were set since
         self._validate(resource, served_new, served_old, subresource)
         if options.admit is not None:
             options.admit(served_new, served_old)

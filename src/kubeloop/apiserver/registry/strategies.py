@@ -62,8 +62,9 @@ class Strategy:
         the body is the caller's to give away (a patch's result), so it is not copied."""
         return (body if owned else copy_json(body)), []
 
-    def to_served(self, stored: Obj) -> Obj:
-        """The stored form as this resource's group/version serves it."""
+    def to_served(self, stored: Obj, *, defaulted: bool = False) -> Obj:
+        """The stored form as this resource's group/version serves it. ``defaulted``: the object
+        is being written and was defaulted on its way in (nothing to add on read)."""
         return stored
 
     def to_stored(self, served: Obj) -> Obj:
@@ -345,7 +346,7 @@ class ReplicationControllerStrategy(BuiltinStrategy):
 class EventsV1Strategy(BuiltinStrategy):
     """events.k8s.io/v1 Events: the core/v1 Events' storage, converted on the way in and out."""
 
-    def to_served(self, stored: Obj) -> Obj:
+    def to_served(self, stored: Obj, *, defaulted: bool = False) -> Obj:
         return eventconversion.core_to_events_v1(stored)
 
     def to_stored(self, served: Obj) -> Obj:
@@ -362,7 +363,7 @@ class HorizontalPodAutoscalerV1Strategy(BuiltinStrategy):
         # finish() completes the stored form: v2's required status fields.
         self._status_zeros = _required_zeros(self._stored_schema, "status")
 
-    def to_served(self, stored: Obj) -> Obj:
+    def to_served(self, stored: Obj, *, defaulted: bool = False) -> Obj:
         return hpaconversion.v2_to_v1(stored)
 
     def to_stored(self, served: Obj) -> Obj:

@@ -22,7 +22,6 @@ import contextlib
 import contextvars
 import inspect
 import logging
-import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from kubeloop import errors
 from kubeloop.client.fence import WriteFence, current_write_fence
 from kubeloop.controller.reconcile import ReconcileFunc, Request, Result, TerminalError
 from kubeloop.lifecycle import cancel_and_wait
+from kubeloop.uuids import random_uuid
 from kubeloop.workqueue.priority import PriorityQueue
 from kubeloop.workqueue.queue import NO_METRICS, QueueMetrics, ShutDown
 from kubeloop.workqueue.ratelimiter import RateLimiter
@@ -42,22 +42,10 @@ log = logging.getLogger("kubeloop.controller")
 #: The ID of the reconcile running in this context ("" outside one).
 reconcile_id: contextvars.ContextVar[str] = contextvars.ContextVar("reconcile_id", default="")
 
-_random_ids: list[bytes] = []
-
 
 def new_reconcile_id() -> str:
-    """A random (version 4) UUID naming one reconcile, as controller-runtime's reconcileID; drawn
-    from the OS 256 at a time, a third of ``str(uuid.uuid4())``'s cost."""
-    try:
-        raw = bytearray(_random_ids.pop())
-    except IndexError:  # (a pop, not a check then a pop: managers may run in several threads)
-        drawn = os.urandom(16 * 257)
-        _random_ids.extend(drawn[start : start + 16] for start in range(16, len(drawn), 16))
-        raw = bytearray(drawn[:16])
-    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
-    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
-    text = raw.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    """A random (version 4) UUID naming one reconcile, as controller-runtime's reconcileID."""
+    return random_uuid()
 
 
 class Source(Protocol):

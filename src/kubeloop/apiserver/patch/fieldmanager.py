@@ -412,7 +412,7 @@ class ManagedEntry:
 #: Live objects' managedFields lists as parsed, by identity: stored objects are never changed in
 #: place, so a list read again (the next write of the same object) needs no parsing.
 _PARSED: OrderedDict[int, tuple[list[Any], list[ManagedEntry]]] = OrderedDict()
-_PARSED_LIMIT = 4096
+_PARSED_LIMIT = 16384
 _PARSED_LOCK = threading.Lock()
 
 

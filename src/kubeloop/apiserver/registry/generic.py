@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -42,6 +41,7 @@ from kubeloop.apiserver.patch.strategicpatch import apply_strategic_merge_patch
 from kubeloop.apiserver.registry.serviceips import ServiceAllocator
 from kubeloop.apiserver.registry.strategies import Strategy, builtin_strategy
 from kubeloop.apiserver.storage.watchcache import ObjectStore, PreconditionFailed
+from kubeloop.uuids import random_uuid
 
 T = TypeVar("T")
 
@@ -429,7 +429,7 @@ class Registry:
                     )
                 ],
             )
-        metadata["uid"] = str(uuid.uuid4())
+        metadata["uid"] = random_uuid()
         metadata["creationTimestamp"] = timestamps.now()
         if resource.tracks_generation:
             metadata["generation"] = 1

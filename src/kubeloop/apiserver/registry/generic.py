@@ -307,14 +307,17 @@ class Registry:
         *,
         subresource: str = "",
         owned: bool = False,
+        shallow: bool = False,
     ) -> tuple[Obj, list[str]]:
         """The body as the kind's stored type, checked and pruned; ``owned``: the body is a value
-        made for this write (a patch's result), which may become the object, not a copy of it."""
+        made for this write (a patch's result), which may become the object, not a copy of it;
+        ``shallow``: the body is known to nest no deeper than the limit."""
         if not isinstance(body, dict):
             raise errors.BadRequest(
                 f"the body of the request was in an unknown format: expected a {resource.kind} object"
             )
-        decoding.check_depth(body, "the object")  # patches can nest what their bodies did not
+        if not shallow:
+            decoding.check_depth(body, "the object")  # a JSON patch can nest what its body did not
         api_version = body.get("apiVersion")
         kind = body.get("kind")
         if kind is not None and kind != resource.kind:
@@ -577,7 +580,12 @@ class Registry:
         patched = apply_patch(served, patch_type, patch, self.strategy(resource).schema)
         if not isinstance(patched, dict):
             raise errors.BadRequest("the patched object is not a JSON object")
-        obj, warnings = self._decode(resource, patched, options, subresource=subresource, owned=True)
+        # A merge patch's result (strategic or not) is made of the stored object's parts and the
+        # patch's, each within the depth limit, at the paths they had: it nests no deeper.
+        shallow = patch_type != JSON_PATCH
+        obj, warnings = self._decode(
+            resource, patched, options, subresource=subresource, owned=True, shallow=shallow
+        )
         obj = self.to_stored(resource, obj)
         metadata = obj["metadata"]
         if metadata.get("name") != name:

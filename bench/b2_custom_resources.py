@@ -18,12 +18,13 @@ its peak RSS (VmHWM: each operator runs in its own process).
 
 ``--pin`` runs the server on CPU 0 and each operator on CPU 1: on 2 cores the scheduler's
 placement alone moves kopf between ~27 and ~48 s (its handler threads and the GIL across cores),
-so pinned runs are the steadier comparison.
+so pinned runs are the steadier comparison. ``--runs N`` measures N times (a fresh server each)
+and reports medians: this machine's speed drifts by ~15 % over minutes.
 
 Prints one JSON line: per operator the convergence seconds, widgets/s, peak RSS in MiB, its CPU
 seconds (``cpu_s`` with its imports and startup, ``run_cpu_s`` from its start to convergence)
-and the server's over its run, and
-kopf/kubeloop ratios (DESIGN's target: ≥ 5× kopf's throughput, ≤ 1/3 of its memory).
+and the server's over its run, and kopf/kubeloop ratios (DESIGN's target: ≥ 5× kopf's
+throughput, ≤ 1/3 of its memory): of the medians, and with ``--runs`` each run's as well.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import json
 import logging
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -256,12 +258,48 @@ def run_operator(
     return result
 
 
+def measure_once(args: argparse.Namespace, labels: list[str]) -> dict[str, dict[str, Any]]:
+    """One run of each operator in ``labels``, in turn, on a fresh server."""
+    results: dict[str, dict[str, Any]] = {}
+    with server_process(memory=True, cpus={0} if args.pin else None, controllers=args.controllers) as server:
+        for label in labels:
+            namespace = f"b2-{label}"
+            asyncio.run(prepare(server.kubeconfig, namespace, args.count))
+            server_cpu = process_cpu_seconds(server.pid)
+            run = run_operator(
+                label, server.kubeconfig, namespace, args.count, args.workers, {1} if args.pin else None
+            )
+            run["server_cpu_s"] = round(process_cpu_seconds(server.pid) - server_cpu, 2)
+            run["verified"] = asyncio.run(verify(server.kubeconfig, namespace, args.count))
+            run["widgets_per_s"] = round(args.count / run["converged_s"], 1)
+            results[label] = run
+    return results
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure's median over ``runs`` (verified only when every run was)."""
+    out: dict[str, Any] = {}
+    for key, value in runs[0].items():
+        if isinstance(value, bool):
+            out[key] = all(run[key] for run in runs)
+        else:
+            out[key] = round(statistics.median(run[key] for run in runs), 2)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--no-kopf", action="store_true")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="measure N times, each on a fresh server, and report each figure's median (this "
+        "machine's speed drifts by ~15%% over minutes; kopf's peak RSS by more)",
+    )
     parser.add_argument(
         "--workers",
         type=int,
@@ -301,26 +339,27 @@ def main() -> None:
         "pinned": args.pin,
         "server_controllers": args.controllers,
         "kubeloop_workers": args.workers,
+        "runs": args.runs,
     }
-    with server_process(memory=True, cpus={0} if args.pin else None, controllers=args.controllers) as server:
-        for label in ["kubeloop"] + ([] if args.no_kopf else ["kopf"]):
-            namespace = f"b2-{label}"
-            asyncio.run(prepare(server.kubeconfig, namespace, args.count))
-            server_cpu = process_cpu_seconds(server.pid)
-            run = run_operator(
-                label, server.kubeconfig, namespace, args.count, args.workers, {1} if args.pin else None
-            )
-            run["server_cpu_s"] = round(process_cpu_seconds(server.pid) - server_cpu, 2)
-            run["verified"] = asyncio.run(verify(server.kubeconfig, namespace, args.count))
-            run["widgets_per_s"] = round(args.count / run["converged_s"], 1)
-            results[label] = run
+    labels = ["kubeloop"] + ([] if args.no_kopf else ["kopf"])
+    runs = [measure_once(args, labels) for _ in range(args.runs)]
+    for label in labels:
+        results[label] = median_run([run[label] for run in runs])
     if "kopf" in results:
+        # Ratios of the medians (each operator's median run), and each run's own for the spread.
         results["throughput_kubeloop_over_kopf"] = round(
             results["kubeloop"]["widgets_per_s"] / results["kopf"]["widgets_per_s"], 2
         )
         results["memory_kubeloop_over_kopf"] = round(
             results["kubeloop"]["peak_rss_mib"] / results["kopf"]["peak_rss_mib"], 2
         )
+        if args.runs > 1:
+            results["throughput_ratios"] = [
+                round(run["kubeloop"]["widgets_per_s"] / run["kopf"]["widgets_per_s"], 2) for run in runs
+            ]
+            results["memory_ratios"] = [
+                round(run["kubeloop"]["peak_rss_mib"] / run["kopf"]["peak_rss_mib"], 2) for run in runs
+            ]
     print(json.dumps(results))
 
 

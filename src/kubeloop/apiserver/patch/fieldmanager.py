@@ -75,17 +75,20 @@ def encode_fields_v1(paths: Iterable[Path]) -> Obj:
         for element in path:
             node = node.setdefault(element, {})
         members.add(id(node))
-
-    def mark(node: Obj) -> None:
-        for key, child in node.items():
-            if key == ".":
-                continue
-            mark(child)
-            if child and id(child) in members:
-                child["."] = {}
-
-    mark(root)
+    _mark_members(root, members)
     return root
+
+
+def _mark_members(node: Obj, members: set[int]) -> None:
+    """Add "." to the nodes with children that are members themselves. (Module-level, not a
+    recursive closure: a closure that calls itself is a reference cycle, left to the cyclic
+    GC after every call; one per write was a quarter of the server's gen-0 collections.)"""
+    for key, child in node.items():
+        if key == ".":
+            continue
+        _mark_members(child, members)
+        if child and id(child) in members:
+            child["."] = {}
 
 
 def _sorted_in_steps(paths: Iterable[Path], step: int = 4096) -> list[Path]:
@@ -101,29 +104,30 @@ def _sorted_in_steps(paths: Iterable[Path], step: int = 4096) -> list[Path]:
 def decode_fields_v1(document: Any) -> set[Path]:
     """A FieldsV1 object as a set of paths; ValueError when it is not one."""
     paths: set[Path] = set()
-
-    def walk(node: Any, prefix: Path) -> None:
-        if not isinstance(node, dict):
-            raise ValueError(f"expected an object at {'.'.join(prefix) or 'the root'}")
-        if not node and prefix:
-            paths.add(prefix)
-        for key, child in node.items():
-            if key == ".":
-                if child != {}:
-                    raise ValueError('"." must map to {}')
-                paths.add(prefix)
-                continue
-            if not isinstance(key, str) or key[:2] not in ("f:", "k:", "v:", "i:"):
-                raise ValueError(f"{key!r} is not a FieldsV1 path element")
-            if key[:2] in ("k:", "v:"):
-                try:
-                    orjson.loads(key[2:])
-                except orjson.JSONDecodeError:
-                    raise ValueError(f"{key!r} does not hold JSON") from None
-            walk(child, (*prefix, key))
-
-    walk(document, ())
+    _collect_paths(document, (), paths)
     return paths
+
+
+def _collect_paths(node: Any, prefix: Path, paths: set[Path]) -> None:
+    """The paths of FieldsV1 ``node`` (at ``prefix``) into ``paths`` (module-level: see _mark_members)."""
+    if not isinstance(node, dict):
+        raise ValueError(f"expected an object at {'.'.join(prefix) or 'the root'}")
+    if not node and prefix:
+        paths.add(prefix)
+    for key, child in node.items():
+        if key == ".":
+            if child != {}:
+                raise ValueError('"." must map to {}')
+            paths.add(prefix)
+            continue
+        if not isinstance(key, str) or key[:2] not in ("f:", "k:", "v:", "i:"):
+            raise ValueError(f"{key!r} is not a FieldsV1 path element")
+        if key[:2] in ("k:", "v:"):
+            try:
+                orjson.loads(key[2:])
+            except orjson.JSONDecodeError:
+                raise ValueError(f"{key!r} does not hold JSON") from None
+        _collect_paths(child, (*prefix, key), paths)
 
 
 def path_string(path: Path) -> str:

@@ -342,7 +342,8 @@ def main() -> None:
         "runs": args.runs,
     }
     labels = ["kubeloop"] + ([] if args.no_kopf else ["kopf"])
-    runs = [measure_once(args, labels) for _ in range(args.runs)]
+    # Every other run the other operator goes first: the machine's speed drifts within a run too.
+    runs = [measure_once(args, labels if index % 2 == 0 else labels[::-1]) for index in range(args.runs)]
     for label in labels:
         results[label] = median_run([run[label] for run in runs])
     if "kopf" in results:

@@ -50,6 +50,7 @@ async def test_writes_and_their_watch_events_make_no_cyclic_garbage(
         counting = asyncio.create_task(count())
         warm_up = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "warm-up"}}
         await client.create(warm_up, namespace=namespace)
+        await eventually(lambda: events >= 1)  # the watch is open: it sees every write below
         gc.collect()
         saved_garbage.clear()
         for index in range(WRITES // 2):
@@ -61,7 +62,7 @@ async def test_writes_and_their_watch_events_make_no_cyclic_garbage(
             }
             await client.create(body)
             await client.patch(body, None, {"data": {"n": f"{index}!"}})
-        await eventually(lambda: events >= WRITES + 1)
+        await eventually(lambda: events >= WRITES + 1, timeout=30)
         gc.collect()
         found = len(saved_garbage)
         counting.cancel()

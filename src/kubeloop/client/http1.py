@@ -15,8 +15,8 @@ arrives. The pool does what the API client needs and no more:
 - a deadline over the whole exchange (connecting included); a connection whose exchange did not
   finish (timeout, cancellation, a malformed answer) is closed, never reused;
 - a streamed body is read with flow control (the socket is paused while more than
-  :data:`STREAM_HIGH_WATER` bytes wait unread) and its connection is closed when the stream is,
-  never reused;
+  :data:`STREAM_HIGH_WATER` bytes wait unread); a stream has a new connection of its own,
+  closed with it;
 - the write fence checked synchronously right before the request is handed to the socket, so a
   paused leader that resumes cannot send a write.
 
@@ -553,18 +553,19 @@ class ConnectionPool:
         """Send a GET and return its answer once the head is in; the body is read from it.
 
         ``timeout`` bounds connecting and the head; the body may then take as long as it takes.
-        The connection belongs to the stream until it is closed, and is not reused.
+        The stream has a new connection of its own, closed with it.
         """
         if self._closed:
             raise ServerDisconnectedError("the connection pool is closed")
         lines = [f"GET {target} HTTP/1.1", f"Host: {self._host_header}"]
         lines.extend(f"{name}: {value}" for name, value in headers)
         request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        connection = self._idle_connection()
+        # A connection of its own, as a watch has on client-go's and aiohttp's transports: the
+        # server then sees a stream as the first request of its connection.
+        connection: _Connection | None = None
         try:
             async with asyncio.timeout(timeout):
-                if connection is None:
-                    connection = await self._connect()
+                connection = await self._connect()
                 return await connection.send_streaming(request)
         except BaseException:
             if connection is not None:

@@ -60,13 +60,11 @@ class BadResponseError(ConnectionError):
     """The server's answer is not valid HTTP/1.1 (the connection is dropped)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Response:
-    """An answer: its status, its headers (names in lower case, in order) and its whole body."""
+class _HeaderLookup:
+    """Header lookups of an answer whose ``headers`` are (lower-case name, value) pairs in order."""
 
-    status: int
+    __slots__ = ()
     headers: tuple[tuple[str, str], ...]
-    body: bytes
 
     def header(self, name: str) -> str | None:
         """The first value of header ``name`` (lower case), None when absent."""
@@ -78,6 +76,15 @@ class Response:
     def header_values(self, name: str) -> list[str]:
         """Every value of header ``name`` (lower case), in order."""
         return [value for key, value in self.headers if key == name]
+
+
+@dataclass(frozen=True, slots=True)
+class Response(_HeaderLookup):
+    """An answer: its status, its headers (names in lower case, in order) and its whole body."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
 
 
 class BodyStream(Protocol):
@@ -101,8 +108,20 @@ class BodyStream(Protocol):
         """Stop reading and close the connection."""
 
 
-class _StreamedBody:
+class _StreamedBody(_HeaderLookup):
     """The body of a streamed answer as :class:`_Connection` parses it, with flow control."""
+
+    __slots__ = (
+        "_connection",
+        "_ended",
+        "_error",
+        "_paused",
+        "_pieces",
+        "_unread",
+        "_waiter",
+        "headers",
+        "status",
+    )
 
     def __init__(self, connection: _Connection, status: int, headers: tuple[tuple[str, str], ...]) -> None:
         self.status = status
@@ -114,12 +133,6 @@ class _StreamedBody:
         self._ended = False
         self._error: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
-
-    def header(self, name: str) -> str | None:
-        return next((value for key, value in self.headers if key == name), None)
-
-    def header_values(self, name: str) -> list[str]:
-        return [value for key, value in self.headers if key == name]
 
     async def read(self) -> bytes:
         while not self._pieces:
@@ -235,8 +248,21 @@ class _Connection(asyncio.Protocol):
     # the exchange
 
     def send(self, request: bytes, no_body: bool) -> asyncio.Future[Response]:
-        assert self.transport is not None and self._answer is None
+        assert self._answer is None
         self._answer = asyncio.get_running_loop().create_future()
+        self._write(request, no_body)
+        return self._answer
+
+    def send_streaming(self, request: bytes) -> asyncio.Future[_StreamedBody]:
+        """Send ``request``; the future is the answer once its head is in, its body to be read."""
+        assert self._answer is None and self._stream_head is None
+        self._stream_head = asyncio.get_running_loop().create_future()
+        self._write(request, no_body=False)
+        return self._stream_head
+
+    def _write(self, request: bytes, no_body: bool) -> None:
+        """Send ``request`` with the parser set for its answer."""
+        assert self.transport is not None
         self._no_body = no_body
         self._head = None
         self._length = None
@@ -244,19 +270,6 @@ class _Connection(asyncio.Protocol):
         self._chunks = []
         self._scan = 0
         self.transport.write(request)
-        return self._answer
-
-    def send_streaming(self, request: bytes) -> asyncio.Future[_StreamedBody]:
-        """Send ``request``; the future is the answer once its head is in, its body to be read."""
-        assert self.transport is not None and self._answer is None and self._stream_head is None
-        self._stream_head = asyncio.get_running_loop().create_future()
-        self._no_body = False
-        self._head = None
-        self._length = None
-        self._chunked = False
-        self._scan = 0
-        self.transport.write(request)
-        return self._stream_head
 
     def _lose_stream(self, cause: str) -> None:
         error = ServerDisconnectedError(f"the server closed the connection mid-answer{cause}")
@@ -515,15 +528,7 @@ class ConnectionPool:
         ``target`` is the request target (path and query, already encoded); the fence of the
         calling task is checked for ``fence_path`` just before the request is written.
         """
-        if self._closed:
-            raise ServerDisconnectedError("the connection pool is closed")
-        lines = [f"{method} {target} HTTP/1.1", f"Host: {self._host_header}"]
-        lines.extend(f"{name}: {value}" for name, value in headers)
-        if body is not None or method in ("POST", "PUT", "PATCH"):
-            lines.append(f"Content-Length: {len(body) if body is not None else 0}")
-        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        if body:
-            request += body
+        request = self._encode(method, target, headers, body)
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         connection = self._idle_connection()
@@ -555,11 +560,7 @@ class ConnectionPool:
         ``timeout`` bounds connecting and the head; the body may then take as long as it takes.
         The stream has a new connection of its own, closed with it.
         """
-        if self._closed:
-            raise ServerDisconnectedError("the connection pool is closed")
-        lines = [f"GET {target} HTTP/1.1", f"Host: {self._host_header}"]
-        lines.extend(f"{name}: {value}" for name, value in headers)
-        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        request = self._encode("GET", target, headers, None)
         # A connection of its own, as a watch has on client-go's and aiohttp's transports: the
         # server then sees a stream as the first request of its connection.
         connection: _Connection | None = None
@@ -571,6 +572,17 @@ class ConnectionPool:
             if connection is not None:
                 connection.close()
             raise
+
+    def _encode(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes | None) -> bytes:
+        """The request's bytes: its line, Host, ``headers``, a length for a body, the body."""
+        if self._closed:
+            raise ServerDisconnectedError("the connection pool is closed")
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {self._host_header}"]
+        lines.extend(f"{name}: {value}" for name, value in headers)
+        if body is not None or method in ("POST", "PUT", "PATCH"):
+            lines.append(f"Content-Length: {len(body) if body is not None else 0}")
+        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        return request + body if body else request
 
     def _idle_connection(self) -> _Connection | None:
         """The most recently released connection still fit to use (older idle ones are closed)."""

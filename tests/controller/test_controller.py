@@ -5,6 +5,7 @@ workers on one key, predicates and owner mapping."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 import uuid
@@ -337,3 +338,35 @@ def test_reconcile_ids_are_distinct_random_uuids_across_refills() -> None:
     for text in drawn:
         parsed = uuid.UUID(text)
         assert parsed.version == 4 and parsed.variant == uuid.RFC_4122 and str(parsed) == text
+
+
+async def test_workers_let_the_loop_run_between_reconciles_that_never_wait() -> None:
+    """A reconciler answered from the cache never suspends: without a turn for the loop between
+    requests, one worker would run the whole queue while every other task (in-flight requests'
+    answers, watches, probes, lease renewals) waited for it to drain."""
+    ticks = 0
+    seen: list[int] = []
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async def reconcile(request: Request) -> None:
+        seen.append(ticks)  # as from the cache: no await that suspends
+
+    controller = Controller("busy", reconcile, max_concurrent_reconciles=2)
+    for i in range(200):
+        controller.queue.add(Request("ns", f"r{i}"))
+    ticking = asyncio.create_task(ticker())
+    try:
+        await controller.start()
+        await eventually(lambda: len(seen) == 200)
+    finally:
+        await controller.stop()
+        ticking.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await ticking
+    # Two workers, one request each per pass of the loop: the ticker ran ~100 times meanwhile.
+    assert seen[-1] - seen[0] >= 90

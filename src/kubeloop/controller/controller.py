@@ -10,6 +10,9 @@ block it — optionally under a timeout, and acts on the outcome as controller-r
 - ``Result(requeue=True)``: requeued with back-off;
 - anything else: success, the back-off forgotten.
 
+A worker gives the loop a turn between requests, so reconciles that never wait (answered from
+the cache) cannot hold it for a whole queue.
+
 Every reconcile gets an ID, bound into ``reconcile_id`` (a context variable) for logging.
 ``stop()`` stops its sources, stops taking new requests, lets in-flight reconciles finish (up to
 a timeout), then cancels and awaits the workers.
@@ -136,6 +139,11 @@ class Controller:
             finally:
                 self.active_workers -= 1
                 self.queue.done(request)
+            # A turn for the rest of the loop before the next request. A reconcile answered from
+            # the cache never suspends, and the queue hands out a ready request without waiting:
+            # one worker would otherwise run the whole queue while in-flight requests' answers,
+            # watches, probes and lease renewals waited (goroutines are preempted; tasks are not).
+            await asyncio.sleep(0)
 
     async def _reconcile_one(self, request: Request) -> None:
         token = reconcile_id.set(new_reconcile_id())

@@ -5,6 +5,7 @@ answer, retries and credential refresh."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl
 import time
@@ -20,7 +21,7 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.config import ClientConfig, Credentials, load_kubeconfig
 from kubeloop.client.rest import REQUEST_ERRORS, APIClient, PatchType, Preconditions, RetryPolicy
 from kubeloop.client.restmapper import NoKindMatch
-from tests.conftest import ServerThread
+from tests.conftest import ServerThread, eventually
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
 DEPLOYMENT = GroupVersionKind("apps", "v1", "Deployment")
@@ -115,6 +116,17 @@ async def test_pagination_of_2500_objects(client: APIClient, namespace: str) -> 
     assert len(pages) == 5
     assert all(len(p["items"]) == 500 for p in pages)
     assert pages[0]["metadata"]["remainingItemCount"] == 2000
+
+    # One page is read ahead: the next one is asked for before a page is handed over, and comes
+    # in while the caller still holds it; stopping early asks for nothing more.
+    answered = client.requests[("GET", "200")]
+    async with contextlib.aclosing(client.list_pages(CONFIGMAP, namespace=namespace, page_size=500)) as it:
+        async for page in it:
+            assert page["metadata"]["remainingItemCount"] == 2000
+            await eventually(lambda: client.requests[("GET", "200")] == answered + 2)
+            break
+    await asyncio.sleep(0.1)
+    assert client.requests[("GET", "200")] == answered + 2
 
     everything = await client.list(CONFIGMAP, namespace=namespace, page_size=300)
     names = [item["metadata"]["name"] for item in everything.items]

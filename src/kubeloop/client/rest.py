@@ -313,7 +313,11 @@ class APIClient:
         page_size: int | None = 500,
         metadata_only: bool = False,
     ) -> AsyncIterator[Obj]:
-        """Each page of a list as the server returns it (for lists too large to hold at once)."""
+        """Each page of a list as the server returns it (for lists too large to hold at once).
+
+        The next page is asked for before a page is handed over, so the server makes it while the
+        caller handles this one (one page read ahead; cancelled if the caller stops early).
+        """
         accept = METADATA_LIST if metadata_only else JSON
         mapping = await self.mapping(kind)
         path = mapping.collection_path(namespace if mapping.namespaced else None)
@@ -322,14 +326,31 @@ class APIClient:
             params["limit"] = str(page_size)
         if resource_version is not None:
             params["resourceVersion"] = resource_version
-        while True:
-            page = await self._json("GET", path, params=params, accept=accept)
-            yield page
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return
-            params = {k: v for k, v in params.items() if k not in ("resourceVersion", "resourceVersionMatch")}
-            params["continue"] = token
+        page = await self._json("GET", path, params=params, accept=accept)
+        ahead: asyncio.Task[Obj] | None = None
+        try:
+            while True:
+                token = (page.get("metadata") or {}).get("continue")
+                if token:
+                    params = {
+                        k: v
+                        for k, v in params.items()
+                        if k not in ("resourceVersion", "resourceVersionMatch")
+                    }
+                    params["continue"] = token
+                    ahead = asyncio.create_task(self._json("GET", path, params=params, accept=accept))
+                    await asyncio.sleep(0)  # the task sends its request before this page is handled
+                yield page
+                if ahead is None:
+                    return
+                page = await ahead
+                ahead = None
+        finally:
+            if ahead is not None:
+                ahead.cancel()
+                await asyncio.wait([ahead])
+                if not ahead.cancelled():
+                    ahead.exception()  # the caller stopped: what became of the next page is moot
 
     @overload
     async def create(

@@ -105,7 +105,15 @@ def decode_yaml(raw: bytes | str, what: str = "the body of the request") -> Any:
     try:
         return _YAMLBuilder(what).build(raw)
     except yaml.YAMLError as exc:
+        if getattr(exc, "problem", None) == _LIBYAML_TOO_DEEP:
+            raise too_deep(what) from None
         raise errors.BadRequest(f"{what} could not be decoded as YAML: {exc}") from None
+
+
+#: libyaml's own nesting limit (1,000 levels; PyYAML's wheels carry it from 6.0.4). Its scanner
+#: looks up to 1,024 characters ahead for a flow key, so ``[[[…`` on one line can reach it before
+#: the builder has seen 128 levels: the answer is the same either way.
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 
 
 _MERGE = object()  # the ``<<`` merge key

@@ -16,6 +16,8 @@ import pytest
 
 import kubeloop
 from kubeloop import GroupVersionKind
+from kubeloop.apiserver.controllers.garbagecollector import GarbageCollector
+from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.testing import eventually
 from tests.apiserver.test_durability import apiserver, session_for
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
@@ -291,6 +293,31 @@ async def test_kinds_of_a_deleted_crd_are_no_longer_watched(
     )
     await eventually(lambda: Cog.__gvk__ not in collector.monitored)
     assert CONFIGMAP in collector.monitored
+
+
+async def test_the_collectors_workers_let_the_loop_run_between_items(kube_client: kubeloop.APIClient) -> None:
+    """Unknown uids are dropped without a request: without a turn for the loop between items a
+    worker would hold the serving loop until its queue drained."""
+    collector = GarbageCollector(kubeloop.Manager(kube_client))
+    queue = collector.attempt_to_delete
+    lengths: set[int] = set()
+
+    async def watch_the_queue() -> None:
+        while True:
+            lengths.add(len(queue))
+            await asyncio.sleep(0)
+
+    for i in range(200):
+        queue.add(f"unknown-{i}")
+    tasks = [
+        asyncio.create_task(watch_the_queue()),
+        asyncio.create_task(collector._work(queue, collector._attempt_to_delete)),
+    ]
+    try:
+        await eventually(lambda: 0 in lengths)
+    finally:
+        await cancel_and_wait(tasks)
+    assert len(lengths) >= 150  # the queue was seen draining, not just full and then empty
 
 
 async def _being_deleted(

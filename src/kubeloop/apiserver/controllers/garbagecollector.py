@@ -293,6 +293,9 @@ class GarbageCollector:
 
     async def _work(self, queue: RateLimitingQueue[str], attempt: Callable[[Node], Awaitable[bool]]) -> None:
         while True:
+            # A turn for the serving loop between items: an unknown uid is dropped without a
+            # request, and the queue hands a ready one out without waiting (as Controller._work).
+            await asyncio.sleep(0)
             uid = await queue.get()
             try:
                 node = self.nodes.get(uid)

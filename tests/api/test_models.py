@@ -155,6 +155,11 @@ async def test_client_takes_and_returns_models(client: APIClient, namespace: str
     listed = await client.list(core_v1.ConfigMap, namespace=namespace)
     assert isinstance(listed, ObjectList)
     assert [item.metadata.name for item in listed.items] == ["typed"]
+    # Compared with a list, a list's answer is its items (a listing of nothing is [] as well).
+    assert listed == [json_patched] and listed == (json_patched,) and listed != []
+    assert listed == ObjectList([json_patched], listed.resource_version)
+    assert listed != ObjectList([json_patched], "1")
+    assert await client.list(core_v1.ConfigMap, namespace=namespace, label_selector="absent=yes") == []
     assert int(listed.resource_version) >= int(json_patched.metadata.resource_version or 0)
 
     await client.create(deployment_dict("d", namespace))

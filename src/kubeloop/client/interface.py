@@ -42,6 +42,15 @@ class ObjectList(Generic[T]):
     def __len__(self) -> int:
         return len(self.items)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to a list (or tuple) of the same items, as its items are; to another
+        ObjectList when the items and the resourceVersion are the same."""
+        if isinstance(other, ObjectList):
+            return self.items == other.items and self.resource_version == other.resource_version
+        if isinstance(other, list | tuple):
+            return self.items == list(other)
+        return NotImplemented
+
     def __getitem__(self, index: int) -> T:
         if not isinstance(index, int):
             raise TypeError(

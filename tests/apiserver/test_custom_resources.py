@@ -216,6 +216,30 @@ def test_a_created_crd_is_established_at_once_with_defaulted_names(api: Client, 
     assert {r["name"] for r in resources} == {"widgets", "widgets/status"}
 
 
+def test_a_crd_update_must_name_the_version_it_replaces(api: Client, namespace: str) -> None:
+    """As upstream's CRD strategy: PUT without a resourceVersion (``kubectl replace`` of the file
+    it was created from) is a 422 naming the field, and nothing is written."""
+    group = f"{namespace}.example.com"
+    crd = create_crd(api, group)
+    path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}"
+    as_written = crd_body(group)
+    as_written["spec"]["names"]["shortNames"] = ["wd"]
+    refused = api.put(path, as_written)
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Invalid value: 0x0: must be specified for an update",
+            "field": "metadata.resourceVersion",
+        }
+    ]
+    assert "shortNames" not in api.get(path).json()["spec"]["names"]
+    as_written["metadata"]["resourceVersion"] = crd["metadata"]["resourceVersion"]
+    accepted = api.put(path, as_written)
+    assert accepted.status_code == 200, accepted.text
+    assert accepted.json()["spec"]["names"]["shortNames"] == ["wd"]
+
+
 def test_custom_resources_are_pruned_defaulted_and_status_goes_through_status(
     api: Client, namespace: str
 ) -> None:

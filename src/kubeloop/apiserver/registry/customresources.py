@@ -291,6 +291,10 @@ def _needs_defaults(value: Any, node: structural.Node) -> bool:
 class CRDStrategy(BuiltinStrategy):
     """apiextensions.k8s.io/v1 CustomResourceDefinition."""
 
+    #: An update names the version it replaces (upstream's CRD strategy, unlike most built-in
+    #: kinds'): ``kubectl replace`` of a file without a resourceVersion is refused.
+    allow_unconditional_update = False
+
     def __init__(
         self,
         resource: ResourceType,

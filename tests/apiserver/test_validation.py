@@ -848,10 +848,158 @@ def test_selector_requirement_without_operator_is_reported_once() -> None:
 def test_daemonset_selector_is_not_required_but_must_match() -> None:
     obj = deployment()
     del obj["spec"]["selector"]
-    assert rules("apps", "DaemonSet", obj) == [
+    del obj["spec"]["strategy"]
+    daemon_set, stateful_set = copy.deepcopy(obj), copy.deepcopy(obj)
+    strategy("apps", "DaemonSet").default(daemon_set)  # as the server does before its rules
+    strategy("apps", "StatefulSet").default(stateful_set)
+    assert rules("apps", "DaemonSet", daemon_set) == [
         ("FieldValueInvalid", "spec.template.metadata.labels", 'Invalid value: {"app":"web"}: ' + MISMATCH)
     ]
-    assert rules("apps", "StatefulSet", obj)[0] == ("FieldValueRequired", "spec.selector", "Required value")
+    assert rules("apps", "StatefulSet", stateful_set)[0] == (
+        "FieldValueRequired",
+        "spec.selector",
+        "Required value",
+    )
+
+
+_PERCENT_ERROR = (
+    "a valid percent string must be a numeric string followed by an ending '%' "
+    "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
+)
+_DS_ROLLING = "spec.updateStrategy.rollingUpdate"
+
+
+@pytest.mark.parametrize(
+    ("update_strategy", "expected"),
+    [
+        (None, []),  # defaulted: RollingUpdate, maxUnavailable 1, maxSurge 0
+        ({"type": "RollingUpdate"}, []),  # its rollingUpdate is defaulted field by field
+        (
+            {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "100%"}},
+            [
+                (
+                    f"{_DS_ROLLING}.maxSurge",
+                    'Invalid value: "100%": may not be set when maxUnavailable is non-zero',
+                )
+            ],
+        ),
+        ({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": "10%"}}, []),
+        (
+            {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "0%", "maxSurge": 0}},
+            [(f"{_DS_ROLLING}.maxUnavailable", "Required value: cannot be 0 when maxSurge is 0")],
+        ),
+        (
+            {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "101%", "maxSurge": -1}},
+            [
+                (f"{_DS_ROLLING}.maxSurge", "Invalid value: -1: must be greater than or equal to 0"),
+                (f"{_DS_ROLLING}.maxUnavailable", 'Invalid value: "101%": must not be greater than 100%'),
+                (
+                    f"{_DS_ROLLING}.maxSurge",
+                    "Invalid value: -1: may not be set when maxUnavailable is non-zero",
+                ),
+            ],
+        ),
+        (
+            {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "many", "maxSurge": 0}},
+            [
+                (f"{_DS_ROLLING}.maxUnavailable", f'Invalid value: "many": {_PERCENT_ERROR}'),
+                (f"{_DS_ROLLING}.maxUnavailable", "Required value: cannot be 0 when maxSurge is 0"),
+            ],
+        ),
+        ({"type": "OnDelete"}, []),
+        (
+            {"type": "Gradual"},
+            [
+                (
+                    "spec.updateStrategy",
+                    'Unsupported value: {"Type":"Gradual","RollingUpdate":null}: '
+                    'supported values: "RollingUpdate", "OnDelete"',
+                )
+            ],
+        ),
+    ],
+)
+def test_daemonset_update_strategies(update_strategy: Any, expected: list[tuple[str, str]]) -> None:
+    """``ValidateDaemonSetUpdateStrategy`` after ``SetDefaults_DaemonSet``: exactly one of
+    maxUnavailable and maxSurge is non-zero, each an int or a percent up to 100%."""
+    assert update_strategy_causes("DaemonSet", update_strategy) == expected
+
+
+def update_strategy_causes(kind: str, update_strategy: Any) -> list[tuple[str, str]]:
+    """The rules' causes for a workload of ``kind`` with ``update_strategy``, defaulted first."""
+    obj = deployment()
+    del obj["spec"]["strategy"]
+    if update_strategy is not None:
+        obj["spec"]["updateStrategy"] = update_strategy
+    strategy("apps", kind).default(obj)
+    return [(c.field, c.message) for c in kind_rules("apps", kind, obj)]
+
+
+def test_daemonset_and_statefulset_spec_limits() -> None:
+    obj = deployment()
+    del obj["spec"]["strategy"]
+    obj["spec"]["template"]["spec"]["activeDeadlineSeconds"] = 30
+    obj["spec"]["revisionHistoryLimit"] = -1
+    obj["spec"]["templateGeneration"] = -2
+    daemon_set = copy.deepcopy(obj)
+    strategy("apps", "DaemonSet").default(daemon_set)
+    assert [(c.field, c.message) for c in kind_rules("apps", "DaemonSet", daemon_set)] == [
+        (
+            "spec.template.spec.activeDeadlineSeconds",
+            "Forbidden: activeDeadlineSeconds in DaemonSet is not Supported",
+        ),
+        ("spec.templateGeneration", "Invalid value: -2: must be greater than or equal to 0"),
+        ("spec.revisionHistoryLimit", "Invalid value: -1: must be greater than or equal to 0"),
+    ]
+    stateful_set = copy.deepcopy(obj)
+    stateful_set["spec"]["ordinals"] = {"start": -1}
+    stateful_set["spec"]["podManagementPolicy"] = "AllAtOnce"
+    stateful_set["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"partition": -3}}
+    strategy("apps", "StatefulSet").default(stateful_set)
+    assert [(c.field, c.message) for c in kind_rules("apps", "StatefulSet", stateful_set)] == [
+        ("spec.podManagementPolicy", "Invalid value: \"AllAtOnce\": must be 'OrderedReady' or 'Parallel'"),
+        (
+            "spec.updateStrategy.rollingUpdate.partition",
+            "Invalid value: -3: must be greater than or equal to 0",
+        ),
+        ("spec.ordinals.start", "Invalid value: -1: must be greater than or equal to 0"),
+        (
+            "spec.template.spec.activeDeadlineSeconds",
+            "Forbidden: activeDeadlineSeconds in StatefulSet is not Supported",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("update_strategy", "expected"),
+    [
+        (None, []),  # defaulted: RollingUpdate with partition 0
+        ({"type": "RollingUpdate"}, []),  # a given type gets no rollingUpdate, and needs none
+        ({"type": "OnDelete"}, []),
+        (
+            {"type": "OnDelete", "rollingUpdate": {"partition": 2}},
+            [
+                (
+                    "spec.updateStrategy.rollingUpdate",
+                    'Invalid value: {"Partition":2,"MaxUnavailable":null}: '
+                    "only allowed for updateStrategy 'RollingUpdate'",
+                )
+            ],
+        ),
+        (
+            {"type": "Canary"},
+            [
+                (
+                    "spec.updateStrategy",
+                    'Invalid value: {"Type":"Canary","RollingUpdate":null}: must be \'RollingUpdate\' or \'OnDelete\'',
+                )
+            ],
+        ),
+    ],
+)
+def test_statefulset_update_strategies(update_strategy: Any, expected: list[tuple[str, str]]) -> None:
+    """``ValidateStatefulSetSpec``'s update strategy after ``SetDefaults_StatefulSet``."""
+    assert update_strategy_causes("StatefulSet", update_strategy) == expected
 
 
 def test_template_restart_policy_and_labels() -> None:
@@ -1357,12 +1505,6 @@ def test_a_bindings_role_ref_cannot_change() -> None:
             "cannot change roleRef",
         )
     ]
-
-
-_PERCENT_ERROR = (
-    "a valid percent string must be a numeric string followed by an ending '%' "
-    "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
-)
 
 
 @pytest.mark.parametrize(

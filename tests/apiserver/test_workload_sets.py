@@ -767,3 +767,64 @@ def test_the_durable_server_keeps_fixed_fields_fixed_across_a_sigkill(tmp_path: 
         # What may change still does.
         new("set", "image", "deployment/web", "nginx=nginx:1.28")
         new("rollout", "status", "deployment/web", "--timeout=60s")
+
+
+def test_update_strategies_are_defaulted_field_by_field_and_judged(
+    kubectl: Kubectl, api: Client, namespace: str
+) -> None:
+    """SetDefaults_DaemonSet/StatefulSet then their validation: a DaemonSet's rolling update
+    surges or takes pods down, exactly one of the two; a StatefulSet's policies are known ones.
+    A refused object is not written."""
+    ns = ["-n", namespace]
+    daemon_sets = f"/apis/apps/v1/namespaces/{namespace}/daemonsets"
+
+    def daemon_set(name: str, update_strategy: str) -> str:
+        return (
+            DAEMONSET.replace("name: agent}", f"name: {name}}}", 1) + f"  updateStrategy: {update_strategy}\n"
+        )
+
+    stuck = kubectl(
+        "apply",
+        *ns,
+        "-f",
+        "-",
+        stdin=daemon_set("stuck", "{rollingUpdate: {maxUnavailable: 0}}"),
+        check=False,
+    )
+    assert stuck.returncode != 0
+    assert (
+        "spec.updateStrategy.rollingUpdate.maxUnavailable: Required value: cannot be 0 when maxSurge is 0"
+        in (stuck.stderr)
+    )
+    assert api.get(f"{daemon_sets}/stuck").status_code == 404
+    both = kubectl(
+        "apply", *ns, "-f", "-", stdin=daemon_set("both", "{rollingUpdate: {maxSurge: 1}}"), check=False
+    )
+    assert (
+        "spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: 1: may not be set when maxUnavailable is non-zero"
+        in (both.stderr)
+    )
+
+    kubectl(
+        "apply",
+        *ns,
+        "-f",
+        "-",
+        stdin=daemon_set("surge", "{rollingUpdate: {maxUnavailable: 0, maxSurge: 1}}"),
+    )
+    kubectl("apply", *ns, "-f", "-", stdin=daemon_set("typed", "{type: RollingUpdate}"))
+    assert api.get(f"{daemon_sets}/surge").json()["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1},
+    }
+    assert api.get(f"{daemon_sets}/typed").json()["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0},
+    }
+
+    at_once = STATEFULSET.replace("replicas: 3", "replicas: 1\n  podManagementPolicy: AllAtOnce")
+    refused = kubectl("apply", *ns, "-f", "-", stdin=at_once, check=False)
+    assert "spec.podManagementPolicy: Invalid value: \"AllAtOnce\": must be 'OrderedReady' or 'Parallel'" in (
+        refused.stderr
+    )
+    assert api.get(f"/apis/apps/v1/namespaces/{namespace}/statefulsets/db").status_code == 404

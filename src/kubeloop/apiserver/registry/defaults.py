@@ -125,8 +125,21 @@ def stateful_set(obj: Obj) -> None:
     spec = _apps_spec(obj, replicas=True)
     if spec is None:
         return
-    spec.setdefault("podManagementPolicy", "OrderedReady")
-    spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+    if not spec.get("podManagementPolicy"):
+        spec["podManagementPolicy"] = "OrderedReady"
+    strategy = _strategy(spec, "updateStrategy")
+    if strategy is not None:
+        if not strategy.get("type"):
+            strategy["type"] = "RollingUpdate"
+            if strategy.get("rollingUpdate") is None:
+                strategy["rollingUpdate"] = {}
+        rolling = strategy.get("rollingUpdate")
+        if (
+            strategy["type"] == "RollingUpdate"
+            and isinstance(rolling, dict)
+            and rolling.get("partition") is None
+        ):
+            rolling["partition"] = 0
     _template_defaults(spec)
 
 
@@ -134,11 +147,28 @@ def daemon_set(obj: Obj) -> None:
     spec = _apps_spec(obj, replicas=False)
     if spec is None:
         return
-    spec.setdefault(
-        "updateStrategy",
-        {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
-    )
+    strategy = _strategy(spec, "updateStrategy")
+    if strategy is not None:
+        if not strategy.get("type"):
+            strategy["type"] = "RollingUpdate"
+        if strategy["type"] == "RollingUpdate":
+            if strategy.get("rollingUpdate") is None:
+                strategy["rollingUpdate"] = {}
+            rolling = strategy["rollingUpdate"]
+            if isinstance(rolling, dict):
+                if rolling.get("maxUnavailable") is None:
+                    rolling["maxUnavailable"] = 1
+                if rolling.get("maxSurge") is None:
+                    rolling["maxSurge"] = 0
     _template_defaults(spec)
+
+
+def _strategy(spec: Obj, name: str) -> Obj | None:
+    """``spec[name]`` to default field by field (a struct in Go: absent or null is empty)."""
+    if spec.get(name) is None:
+        spec[name] = {}
+    strategy = spec[name]
+    return strategy if isinstance(strategy, dict) else None
 
 
 def job(obj: Obj) -> None:

@@ -2044,6 +2044,107 @@ def _deployment_strategy(obj: Mapping[str, Any]) -> list[StatusCause]:
     return causes
 
 
+def _daemon_set_spec(obj: Mapping[str, Any]) -> list[StatusCause]:
+    """The rest of ``ValidateDaemonSetSpec``: activeDeadlineSeconds, templateGeneration, the
+    update strategy (``ValidateDaemonSetUpdateStrategy``) and revisionHistoryLimit."""
+    spec = _as_dict(obj.get("spec"))
+    causes: list[StatusCause] = []
+    if _as_dict(_as_dict(spec.get("template")).get("spec")).get("activeDeadlineSeconds") is not None:
+        causes.append(
+            _forbidden(
+                "spec.template.spec.activeDeadlineSeconds",
+                "activeDeadlineSeconds in DaemonSet is not Supported",
+            )
+        )
+    causes += _nonnegative(spec, "templateGeneration", "spec")
+    strategy = _as_dict(spec.get("updateStrategy"))
+    kind, rolling = strategy.get("type"), strategy.get("rollingUpdate")
+    path = "spec.updateStrategy"
+    if kind == "RollingUpdate":
+        if isinstance(rolling, dict):
+            causes += _rolling_update_daemon_set(rolling, f"{path}.rollingUpdate")
+        else:
+            causes.append(_required(f"{path}.rollingUpdate"))
+    elif kind != "OnDelete":
+        rolling_shown = None
+        if isinstance(rolling, dict):  # Go's internal struct: absent values are zero
+            rolling_shown = _GoStruct(
+                MaxUnavailable=rolling.get("maxUnavailable") or 0, MaxSurge=rolling.get("maxSurge") or 0
+            )
+        shown = _GoStruct(Type=_text(kind), RollingUpdate=rolling_shown)
+        causes.append(_not_supported(path, shown, ("RollingUpdate", "OnDelete")))
+    causes += _nonnegative(spec, "revisionHistoryLimit", "spec")
+    return causes
+
+
+def _rolling_update_daemon_set(rolling: Mapping[str, Any], path: str) -> list[StatusCause]:
+    """``ValidateRollingUpdateDaemonSet``: both counts int-or-percent up to 100%, and exactly
+    one of them non-zero (a surge replaces pods before it stops old ones, so not both)."""
+    unavailable, surge = rolling.get("maxUnavailable"), rolling.get("maxSurge")
+    causes = _positive_int_or_percent(unavailable, f"{path}.maxUnavailable", at_most_100=False)
+    causes += _positive_int_or_percent(surge, f"{path}.maxSurge", at_most_100=False)
+    for name, value in (("maxUnavailable", unavailable), ("maxSurge", surge)):
+        if isinstance(value, str) and _PERCENT.fullmatch(value) and _percent_over_100(value):
+            causes.append(_invalid(f"{path}.{name}", value, "must not be greater than 100%"))
+    has_unavailable, has_surge = not _is_zero_int_or_percent(unavailable), not _is_zero_int_or_percent(surge)
+    if has_unavailable and has_surge:
+        causes.append(_invalid(f"{path}.maxSurge", surge, "may not be set when maxUnavailable is non-zero"))
+    elif not has_unavailable and not has_surge:
+        causes.append(_required(f"{path}.maxUnavailable", "cannot be 0 when maxSurge is 0"))
+    return causes
+
+
+def _stateful_set_policies(obj: Mapping[str, Any]) -> list[StatusCause]:
+    """``ValidateStatefulSetSpec``'s first rules: podManagementPolicy and the update strategy
+    (a RollingUpdate's partition). ``rollingUpdate.maxUnavailable`` is behind the alpha gate
+    MaxUnavailableStatefulSet upstream (off by default) and is not judged here."""
+    spec = _as_dict(obj.get("spec"))
+    causes: list[StatusCause] = []
+    policy = spec.get("podManagementPolicy")
+    if not policy:
+        causes.append(_required("spec.podManagementPolicy"))
+    elif policy not in ("OrderedReady", "Parallel"):
+        causes.append(_invalid("spec.podManagementPolicy", policy, "must be 'OrderedReady' or 'Parallel'"))
+    strategy = _as_dict(spec.get("updateStrategy"))
+    kind, rolling = strategy.get("type"), strategy.get("rollingUpdate")
+    path = "spec.updateStrategy"
+    shown_rolling = None
+    if isinstance(rolling, dict):  # Go's internal struct: a partition absent is 0
+        shown_rolling = _GoStruct(
+            Partition=rolling.get("partition") or 0, MaxUnavailable=rolling.get("maxUnavailable")
+        )
+    if not kind:
+        causes.append(_required(path))
+    elif kind == "OnDelete":
+        if rolling is not None:
+            causes.append(
+                _invalid(
+                    f"{path}.rollingUpdate", shown_rolling, "only allowed for updateStrategy 'RollingUpdate'"
+                )
+            )
+    elif kind == "RollingUpdate":
+        if isinstance(rolling, dict):
+            causes += _nonnegative(rolling, "partition", f"{path}.rollingUpdate")
+    else:
+        shown = _GoStruct(Type=_text(kind), RollingUpdate=shown_rolling)
+        causes.append(_invalid(path, shown, "must be 'RollingUpdate' or 'OnDelete'"))
+    return causes
+
+
+def _stateful_set_template_limits(obj: Mapping[str, Any]) -> list[StatusCause]:
+    """``ValidateStatefulSetSpec``'s ordinals and activeDeadlineSeconds."""
+    spec = _as_dict(obj.get("spec"))
+    causes = _nonnegative(_as_dict(spec.get("ordinals")), "start", "spec.ordinals")
+    if _as_dict(_as_dict(spec.get("template")).get("spec")).get("activeDeadlineSeconds") is not None:
+        causes.append(
+            _forbidden(
+                "spec.template.spec.activeDeadlineSeconds",
+                "activeDeadlineSeconds in StatefulSet is not Supported",
+            )
+        )
+    return causes
+
+
 def _go_label_selector(selector: Any) -> Any:
     """A ``*metav1.LabelSelector`` as json.Marshal prints it."""
     if not isinstance(selector, dict):
@@ -2467,9 +2568,21 @@ def deployment_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
 
 #: Upstream's ReplicaSet message really says "deployment".
 replica_set_rules = _workload_rules(_Workload("deployment"))
-stateful_set_rules = _workload_rules(_Workload("statefulset", invalid_selector_detail=""))
+_stateful_set_workload_rules = _workload_rules(_Workload("statefulset", invalid_selector_detail=""))
 #: DaemonSet: no "Required" for a missing selector upstream, only the template mismatch.
-daemon_set_rules = _workload_rules(_Workload("daemonset", selector_required=False))
+_daemon_set_workload_rules = _workload_rules(_Workload("daemonset", selector_required=False))
+
+
+def stateful_set_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
+    return (
+        _stateful_set_policies(obj) + _stateful_set_workload_rules(obj) + _stateful_set_template_limits(obj)
+    )
+
+
+def daemon_set_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
+    return _daemon_set_workload_rules(obj) + _daemon_set_spec(obj)
+
+
 pod_rules = _pod_rules
 pod_template_rules = _pod_template_kind_rules
 job_rules = _job_rules

@@ -2048,15 +2048,7 @@ def _daemon_set_spec(obj: Mapping[str, Any]) -> list[StatusCause]:
     """The rest of ``ValidateDaemonSetSpec``: activeDeadlineSeconds, templateGeneration, the
     update strategy (``ValidateDaemonSetUpdateStrategy``) and revisionHistoryLimit."""
     spec = _as_dict(obj.get("spec"))
-    causes: list[StatusCause] = []
-    if _as_dict(_as_dict(spec.get("template")).get("spec")).get("activeDeadlineSeconds") is not None:
-        causes.append(
-            _forbidden(
-                "spec.template.spec.activeDeadlineSeconds",
-                "activeDeadlineSeconds in DaemonSet is not Supported",
-            )
-        )
-    causes += _nonnegative(spec, "templateGeneration", "spec")
+    causes = _no_active_deadline(spec, "DaemonSet") + _nonnegative(spec, "templateGeneration", "spec")
     strategy = _as_dict(spec.get("updateStrategy"))
     kind, rolling = strategy.get("type"), strategy.get("rollingUpdate")
     path = "spec.updateStrategy"
@@ -2134,15 +2126,17 @@ def _stateful_set_policies(obj: Mapping[str, Any]) -> list[StatusCause]:
 def _stateful_set_template_limits(obj: Mapping[str, Any]) -> list[StatusCause]:
     """``ValidateStatefulSetSpec``'s ordinals and activeDeadlineSeconds."""
     spec = _as_dict(obj.get("spec"))
-    causes = _nonnegative(_as_dict(spec.get("ordinals")), "start", "spec.ordinals")
-    if _as_dict(_as_dict(spec.get("template")).get("spec")).get("activeDeadlineSeconds") is not None:
-        causes.append(
-            _forbidden(
-                "spec.template.spec.activeDeadlineSeconds",
-                "activeDeadlineSeconds in StatefulSet is not Supported",
-            )
-        )
-    return causes
+    return _nonnegative(_as_dict(spec.get("ordinals")), "start", "spec.ordinals") + _no_active_deadline(
+        spec, "StatefulSet"
+    )
+
+
+def _no_active_deadline(spec: Mapping[str, Any], kind: str) -> list[StatusCause]:
+    """A set's pods run for good: their template may not give them a deadline."""
+    if _as_dict(_as_dict(spec.get("template")).get("spec")).get("activeDeadlineSeconds") is None:
+        return []
+    path = "spec.template.spec.activeDeadlineSeconds"
+    return [_forbidden(path, f"activeDeadlineSeconds in {kind} is not Supported")]
 
 
 def _go_label_selector(selector: Any) -> Any:

@@ -125,6 +125,11 @@ def test_kubectl_applies_a_crd_and_right_after_it_a_custom_resource(
     assert "crontab." + group + "/nightly" in kubectl("get", "all", "-n", namespace).stdout
     assert "nightly" in kubectl("get", f"ct.{group}", "-n", namespace, "-o", "name").stdout
 
+    # The CRD's manifest has no resourceVersion, which a CRD update must name: kubectl replace
+    # fills in the server's, so it is not refused.
+    replaced = kubectl("replace", "-f", "-", stdin=crd_yaml(group))
+    assert "replaced" in replaced.stdout
+
     kubectl("scale", "-n", namespace, f"crontab.{group}/nightly", "--replicas=3")
     obj = api.get(f"/apis/{group}/v1/namespaces/{namespace}/crontabs/nightly").json()
     assert obj["spec"]["replicas"] == 3
@@ -217,8 +222,8 @@ def test_a_created_crd_is_established_at_once_with_defaulted_names(api: Client, 
 
 
 def test_a_crd_update_must_name_the_version_it_replaces(api: Client, namespace: str) -> None:
-    """As upstream's CRD strategy: PUT without a resourceVersion (``kubectl replace`` of the file
-    it was created from) is a 422 naming the field, and nothing is written."""
+    """As upstream's CRD strategy: a PUT of a manifest without a resourceVersion is a 422 naming
+    the field, and nothing is written (``kubectl replace`` fills in the server's first)."""
     group = f"{namespace}.example.com"
     crd = create_crd(api, group)
     path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}"

@@ -292,7 +292,8 @@ class CRDStrategy(BuiltinStrategy):
     """apiextensions.k8s.io/v1 CustomResourceDefinition."""
 
     #: An update names the version it replaces (upstream's CRD strategy, unlike most built-in
-    #: kinds'): ``kubectl replace`` of a file without a resourceVersion is refused.
+    #: kinds'): a PUT of a manifest without a resourceVersion is refused. (``kubectl replace``
+    #: fills in the server's resourceVersion first, so it is not refused.)
     allow_unconditional_update = False
 
     def __init__(

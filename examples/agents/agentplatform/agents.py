@@ -112,8 +112,12 @@ class AgentReconciler:
             await self._finalize(agent)
             return
         if not kubeloop.contains_finalizer(agent, FINALIZER):
+            # The update's own event brings the agent back with the finalizer in the cache. Going
+            # on here would make that event a second reconcile right after this one, reading the
+            # cache before this one's status write is in it (and saying a refusal twice).
             kubeloop.add_finalizer(agent, FINALIZER)
-            agent = await self.client.update(agent)
+            await self.client.update(agent)
+            return
 
         runtime, reason, message = await resolve_runtime(self.client, agent.spec.runtime_ref)
         conditions = [c.to_dict() for c in (agent.status.conditions if agent.status else None) or ()]

@@ -347,11 +347,13 @@ class Registry:
     ) -> None:
         strategy = self.strategy(resource)
         causes = strategy.validate_write(obj, old)
-        if causes and old is not None and subresource == "status":
+        if causes and old is not None and subresource in ("status", "binding"):
             # A status write carries the stored spec: as upstream's status strategies (which check
             # metadata and status only), it is not refused for what the stored object already
             # broke — an object kept from before a rule existed, say, whose controllers must
-            # still report on it. Only in the rare refused case is the old object checked.
+            # still report on it. A binding likewise (upstream assigns the node in storage,
+            # checking nothing of the pod): such a pod is still scheduled. Only in the rare
+            # refused case is the old object checked.
             before = {(cause.field, cause.message) for cause in strategy.validate_write(old, None)}
             causes = [cause for cause in causes if (cause.field, cause.message) not in before]
         if causes:

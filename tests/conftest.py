@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import pathlib
 import ssl
 from collections.abc import Iterator
@@ -15,11 +14,9 @@ from typing import Any
 import pytest
 import requests
 
-from kubeloop.apiserver.protobuf import descriptors
 from kubeloop.testing import eventually
 from kubeloop.testing.server import ServerThread
 from kubeloop.testing.server import start_server as start_cluster
-from tests.kubectl_finder import oldest_and_newest
 
 __all__ = ["Client", "ServerThread", "eventually", "start_server"]
 
@@ -30,11 +27,6 @@ def start_server(data_dir: pathlib.Path | None = None, **overrides: Any) -> Serv
     them; the shared server and users' servers keep them, as a cluster does."""
     overrides.setdefault("namespace_defaults", False)
     return start_cluster(data_dir, **overrides)
-
-
-# Protobuf bodies are read with the tables of the newest kubectl the tests drive.
-if _kubectls := oldest_and_newest():
-    os.environ.setdefault(descriptors.SOURCE_ENV, str(_kubectls[-1]))
 
 
 class Client:

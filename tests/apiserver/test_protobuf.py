@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gzip
 import json
 import pathlib
+import re
 from typing import Any
 
 import pytest
@@ -16,30 +18,38 @@ from hypothesis import strategies as st
 from kubeloop.apiserver.protobuf import codec, descriptors, wire
 from tests.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401  (fixture)
 from tests.conftest import Client
-from tests.kubectl_finder import oldest_and_newest
 
 PROTOBUF = codec.MEDIA_TYPE
-KUBECTLS = oldest_and_newest()
-needs_kubectl = pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary to read protobuf tables from")
 CM = "/api/v1/namespaces/{ns}/configmaps"
 
 
 @pytest.fixture
 def message_tables() -> descriptors.MessageTables:
-    return _tables_or_skip()
+    return descriptors.load_tables()
 
 
 # ----------------------------------------------------------------- kubectl's typed commands
 
 
-@needs_kubectl
+def _protobuf_headers(verbose_log: str) -> int:
+    """How many request or answer headers in a ``kubectl -v=8`` log say the body is protobuf."""
+    return len(re.findall(rf"^\s*(?:I\d+ [^]]*\]\s+)?Content-Type: {re.escape(PROTOBUF)}$", verbose_log, re.M))
+
+
+def _speaks_protobuf(kubectl: Kubectl) -> bool:  # noqa: F811
+    """kubectl's typed commands send protobuf from 1.33 on here; 1.27's send JSON."""
+    return pathlib.Path(kubectl.argv[0]).name not in ("kubectl.1.27",)
+
+
 def test_kubectl_create_generators_send_protobuf(kubectl: Kubectl, api: Client, namespace: str) -> None:  # noqa: F811
     ns = ["-n", namespace]
-    created = json.loads(
-        kubectl(
-            "create", "configmap", "cm", "--from-literal=a=b", "--from-literal=empty=", "-o", "json", *ns
-        ).stdout
+    made = kubectl(
+        "create", "configmap", "cm", "--from-literal=a=b", "--from-literal=empty=", "-o", "json", "-v=8", *ns
     )
+    created = json.loads(made.stdout)
+    # The body went out as protobuf and came back as protobuf (kubectl's own account of the
+    # exchange), where this kubectl speaks it.
+    assert _protobuf_headers(made.stderr) == (2 if _speaks_protobuf(kubectl) else 0), made.stderr
     assert created["data"] == {"a": "b", "empty": ""}
     stored = api.get(f"/api/v1/namespaces/{namespace}/configmaps/cm").json()
     assert stored["data"] == {"a": "b", "empty": ""}
@@ -75,7 +85,6 @@ def test_kubectl_create_generators_send_protobuf(kubectl: Kubectl, api: Client, 
     assert "Replicas:" in described and "0 desired" in described
 
 
-@needs_kubectl
 def test_kubectl_create_job_from_cronjob(kubectl: Kubectl, api: Client, namespace: str) -> None:  # noqa: F811
     ns = ["-n", namespace]
     kubectl(
@@ -90,7 +99,6 @@ def test_kubectl_create_job_from_cronjob(kubectl: Kubectl, api: Client, namespac
     assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["echo", "hi"]
 
 
-@needs_kubectl
 def test_kubectl_describe_reads_protobuf(kubectl: Kubectl, api: Client, namespace: str) -> None:  # noqa: F811
     """describe decodes the server's protobuf answers, embedded structs (probe handler, key selector) included."""
     deployment = {
@@ -122,7 +130,10 @@ def test_kubectl_describe_reads_protobuf(kubectl: Kubectl, api: Client, namespac
     }
     created = api.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment)
     assert created.status_code == 201, created.text
-    described = kubectl("describe", "deployment", "probed", "-n", namespace).stdout
+    read = kubectl("describe", "deployment", "probed", "-n", namespace, "-v=8")
+    described = read.stdout
+    if _speaks_protobuf(kubectl):
+        assert _protobuf_headers(read.stderr) >= 1, read.stderr  # answers decoded from protobuf
     assert "http-get http://:8080/ready delay=0s timeout=1s period=10s #success=1 #failure=3" in described
     assert "<set to the key 'mode' of config map 'cm'>" in described
     assert "ConfigMap (a volume populated by a ConfigMap)" in described
@@ -242,7 +253,7 @@ def test_iter_fields_reads_back_what_was_written(fields: list[tuple[int, bytes |
 
 @given(st.binary(max_size=200))
 def test_garbage_raises_only_protobuf_errors(data: bytes) -> None:
-    tables = _tables_or_skip()
+    tables = descriptors.load_tables()
     with contextlib.suppress(codec.ProtobufError):
         codec.decode_object(codec.MAGIC + data, tables)
 
@@ -283,7 +294,7 @@ _label_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=(
 def test_configmap_codec_round_trip(
     data: dict[str, str], binary: dict[str, bytes], immutable: bool | None
 ) -> None:
-    tables = _tables_or_skip()
+    tables = descriptors.load_tables()
     obj: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -369,23 +380,119 @@ def test_special_types_round_trip(message_tables: descriptors.MessageTables) -> 
     assert codec.decode_object(codec.encode_object(event, message_tables), message_tables) == event
 
 
-def test_binary_without_descriptors_is_an_error(tmp_path: pathlib.Path) -> None:
-    plain = tmp_path / "plain"
-    plain.write_bytes(b"\x7fELF" + b"\x00" * 1000)
+def test_the_shipped_tables_cover_every_built_in_kind() -> None:
+    """Every built-in kind has its message, but the two whose types live outside k8s.io/api
+    (their objects are answered in JSON, which clients decode by the Content-Type)."""
+    from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES
+
+    tables = descriptors.load_tables()
+    missing = {
+        (resource.api_version, resource.kind)
+        for resource in BUILTIN_RESOURCES
+        if tables.for_kind(resource.api_version, resource.kind) is None
+    }
+    assert missing == {
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        ("apiregistration.k8s.io/v1", "APIService"),
+    }
+    assert tables.message("k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta") is not None
+
+
+def test_a_damaged_descriptor_set_is_an_error() -> None:
     with pytest.raises(descriptors.DescriptorError):
-        descriptors.tables_from_binary(plain)
+        descriptors.tables_from_descriptor_set(b"")
+    with pytest.raises(descriptors.DescriptorError):
+        descriptors.tables_from_descriptor_set(wire.bytes_field(1, b"\x0a\x7fshort"))
 
 
-def _tables_or_skip() -> descriptors.MessageTables:
-    if not KUBECTLS:
-        pytest.skip("no kubectl binary to read protobuf tables from")
-    return _cached_tables(KUBECTLS[-1])
+# ----------------------------------------------------------------- another client: Google's protobuf
 
 
-_TABLES: dict[pathlib.Path, descriptors.MessageTables] = {}
+class _GoogleProtobuf:
+    """Message classes built by Google's protobuf runtime (not kubeloop's codec) from the shipped
+    descriptor set: an independent encoder and decoder of the wire format."""
+
+    def __init__(self) -> None:
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+        files = descriptor_pb2.FileDescriptorSet.FromString(gzip.decompress(descriptors.SHIPPED_SET.read_bytes()))
+        self.pool = descriptor_pool.DescriptorPool()
+        for file in files.file:
+            self.pool.Add(file)
+        self._factory = message_factory
+
+    def __getitem__(self, full_name: str) -> Any:
+        return self._factory.GetMessageClass(self.pool.FindMessageTypeByName(full_name))
+
+    def envelope(self, api_version: str, kind: str, message: Any) -> bytes:
+        unknown = self["k8s.io.apimachinery.pkg.runtime.Unknown"]()
+        unknown.typeMeta.apiVersion = api_version
+        unknown.typeMeta.kind = kind
+        unknown.raw = message.SerializeToString()
+        return codec.MAGIC + unknown.SerializeToString()
+
+    def open(self, body: bytes, full_name: str) -> Any:
+        assert body.startswith(codec.MAGIC), body[:20]
+        unknown = self["k8s.io.apimachinery.pkg.runtime.Unknown"].FromString(body[len(codec.MAGIC) :])
+        return self[full_name].FromString(unknown.raw)
 
 
-def _cached_tables(path: pathlib.Path) -> descriptors.MessageTables:
-    if path not in _TABLES:
-        _TABLES[path] = descriptors.tables_from_binary(path)
-    return _TABLES[path]
+def test_a_client_built_on_googles_protobuf_runtime(api: Client, namespace: str) -> None:
+    google = _GoogleProtobuf()
+    deployment = google["k8s.io.api.apps.v1.Deployment"]()
+    deployment.metadata.name = "independent"
+    deployment.metadata.labels["app"] = "independent"
+    deployment.spec.replicas = 0  # a pointer set to zero: present on the wire
+    deployment.spec.selector.matchLabels["app"] = "independent"
+    deployment.spec.strategy.type = "RollingUpdate"
+    deployment.spec.strategy.rollingUpdate.maxSurge.type = 1  # IntOrString: a string
+    deployment.spec.strategy.rollingUpdate.maxSurge.strVal = "50%"
+    deployment.spec.template.metadata.labels["app"] = "independent"
+    container = deployment.spec.template.spec.containers.add()
+    container.name = "web"
+    container.image = "nginx"
+    container.resources.limits["memory"].string = "64Mi"
+    port = container.ports.add()
+    port.containerPort = 8080
+
+    response = api.request(
+        "POST",
+        f"/apis/apps/v1/namespaces/{namespace}/deployments",
+        data=google.envelope("apps/v1", "Deployment", deployment),
+        headers={"Content-Type": PROTOBUF, "Accept": PROTOBUF},
+    )
+    assert response.status_code == 201, response.text
+    assert response.headers["Content-Type"] == PROTOBUF
+    created = google.open(response.content, "k8s.io.api.apps.v1.Deployment")
+    assert created.metadata.uid and created.metadata.resourceVersion
+    assert created.spec.HasField("replicas") and created.spec.replicas == 0
+    assert created.spec.progressDeadlineSeconds == 600  # defaulted, as for a JSON body
+    assert created.spec.strategy.rollingUpdate.maxSurge.strVal == "50%"
+    assert created.spec.strategy.rollingUpdate.maxUnavailable.strVal == "25%"
+    served_container = created.spec.template.spec.containers[0]
+    assert served_container.resources.limits["memory"].string == "64Mi"
+    assert served_container.ports[0].protocol == "TCP"
+    assert served_container.terminationMessagePath == "/dev/termination-log"
+
+    # What the JSON side stores is what the protobuf client sent.
+    as_json = api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/independent").json()
+    assert as_json["metadata"]["uid"] == created.metadata.uid
+    assert as_json["spec"]["replicas"] == 0
+    assert as_json["spec"]["template"]["spec"]["containers"][0]["resources"] == {"limits": {"memory": "64Mi"}}
+
+    listed = api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments", headers={"Accept": PROTOBUF})
+    assert listed.headers["Content-Type"] == PROTOBUF
+    items = google.open(listed.content, "k8s.io.api.apps.v1.DeploymentList")
+    assert [item.metadata.name for item in items.items] == ["independent"]
+    assert int(items.metadata.resourceVersion) >= int(as_json["metadata"]["resourceVersion"])
+
+    # A body Google's runtime cannot have written (a truncated message) is a 400, nothing stored.
+    broken = google.envelope("apps/v1", "Deployment", deployment)[:-7]
+    response = api.request(
+        "POST",
+        f"/apis/apps/v1/namespaces/{namespace}/deployments",
+        data=broken,
+        headers={"Content-Type": PROTOBUF},
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["reason"] == "BadRequest"

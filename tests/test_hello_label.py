@@ -13,16 +13,14 @@ import sys
 import tempfile
 import time
 
-import pytest
 import requests
 
 from tests.conftest import ServerThread
-from tests.kubectl_finder import oldest_and_newest
+from tests.kubectl_finder import kubectl_binaries
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-KUBECTLS = oldest_and_newest()
+KUBECTLS = kubectl_binaries()
 KUBECTL_HOME = tempfile.mkdtemp(prefix="kubeloop-kubectl-home-")
-pytestmark = pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
 
 REPLICASET = {
     "apiVersion": "apps/v1",

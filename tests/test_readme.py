@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from tests.conftest import ServerThread
-from tests.test_hello_label import KUBECTLS, REPLICASET, kubectl, stop_operator, wait_for_label
+from tests.test_hello_label import REPLICASET, kubectl, stop_operator, wait_for_label
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BLOCK = re.compile(r"^(?P<indent> *)```python\n(?P<code>.*?)^(?P=indent)```", re.S | re.M)
@@ -36,7 +36,6 @@ def test_the_readme_has_python_blocks() -> None:
     assert len(BLOCKS) >= 2
 
 
-@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_readme_block(
     index: int, shared_server: ServerThread, namespace: str, tmp_path: pathlib.Path

@@ -22,8 +22,6 @@ import pytest
 from tests.conftest import ServerThread
 from tests.test_hello_label import KUBECTLS, ROOT, kubectl, ready_line, start_operator, stop_operator
 
-pytestmark = pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
-
 
 def config_map(name: str, image: str, replicas: int | str, *, labelled: bool = True) -> str:
     labels = {"web.example.com/deploy": "true"} if labelled else {}

@@ -34,7 +34,6 @@ def test_the_checked_in_manifests_are_what_the_operator_generates(command: str, 
     assert (AGENTS / "config" / path).read_text() == result.stdout, "run make manifests"
 
 
-@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
 def test_kubectl_apply_k_lays_the_operator_out(cluster: ServerThread, tmp_path: pathlib.Path) -> None:
     kubectl = Kubectl(KUBECTLS[-1], pathlib.Path(cluster.kubeconfig), tmp_path)
     kubectl("apply", "-k", str(AGENTS / "config" / "default"))
@@ -76,7 +75,6 @@ def test_kubectl_apply_k_lays_the_operator_out(cluster: ServerThread, tmp_path: 
     assert cannot.stdout.strip() == "no"
 
 
-@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
 async def test_kubectl_get_agents_lists_agents_and_the_category_lists_the_platform(
     cluster: ServerThread, client: kubeloop.APIClient, namespace: str, tmp_path: pathlib.Path
 ) -> None:

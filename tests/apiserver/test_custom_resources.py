@@ -110,7 +110,6 @@ def kubectl(request: pytest.FixtureRequest, shared_server: ServerThread, tmp_pat
 
 
 @pytest.mark.kubectl
-@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
 def test_kubectl_applies_a_crd_and_right_after_it_a_custom_resource(
     kubectl: Kubectl, api: Client, namespace: str
 ) -> None:
@@ -145,7 +144,6 @@ def test_kubectl_applies_a_crd_and_right_after_it_a_custom_resource(
 
 
 @pytest.mark.kubectl
-@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
 def test_kubectl_gets_every_offending_field_of_an_invalid_custom_resource(
     kubectl: Kubectl, api: Client, namespace: str
 ) -> None:
@@ -420,7 +418,6 @@ def test_crds_and_their_objects_survive_a_restart_of_the_durable_server(tmp_path
 
 
 @pytest.mark.kubectl
-@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
 @pytest.mark.parametrize("binary", KUBECTLS, ids=[p.name for p in KUBECTLS])
 def test_custom_resources_on_a_durable_server_across_sigkills(
     binary: pathlib.Path, tmp_path: pathlib.Path
@@ -527,7 +524,6 @@ def test_an_edited_schema_defaults_older_objects_on_read_and_judges_later_writes
 
 
 @pytest.mark.kubectl
-@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
 def test_a_status_write_is_defaulted_as_every_write_is(kubectl: Kubectl, api: Client, namespace: str) -> None:
     """Upstream decodes every write with the schema's defaults, a /status write's too: a status
     field's default is stored whichever way the status was written (kubectl's merge patch of

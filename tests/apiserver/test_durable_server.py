@@ -20,9 +20,9 @@ import yaml
 
 from kubeloop.apiserver.storage.log import SQLiteLog
 from tests.conftest import Client, ServerThread, start_server
-from tests.kubectl_finder import oldest_and_newest
+from tests.kubectl_finder import kubectl_binaries
 
-KUBECTLS = oldest_and_newest()
+KUBECTLS = kubectl_binaries()
 
 
 @pytest.fixture
@@ -46,7 +46,6 @@ def wait_until(check: object, timeout: float = 10.0) -> None:
 
 
 @pytest.mark.kubectl
-@pytest.mark.skipif(not KUBECTLS, reason="no kubectl binary on this machine")
 def test_kubectl_recreates_what_it_deleted(durable: ServerThread, tmp_path: pathlib.Path) -> None:
     kubectl = [str(KUBECTLS[-1]), "--kubeconfig", str(durable.kubeconfig)]
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
@@ -297,21 +296,20 @@ def test_kubeconfig_flag_merges_into_the_users_file(tmp_path: pathlib.Path) -> N
         assert {u["name"] for u in merged["users"]} == {"kind-dev", "kubeloop", "kubeloop-cert"}
         assert {c["name"] for c in merged["contexts"]} == {"kind-dev", "kubeloop", "kubeloop-cert"}
         assert kubeconfig.stat().st_mode & 0o777 == 0o600
-        if KUBECTLS:
-            env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-            kubectl = [str(KUBECTLS[-1]), "--kubeconfig", str(kubeconfig)]
-            contexts = subprocess.run(
-                [*kubectl, "config", "get-contexts", "-o", "name"], env=env, capture_output=True, text=True
-            )
-            assert set(contexts.stdout.split()) == {"kind-dev", "kubeloop", "kubeloop-cert"}
-            served = subprocess.run(
-                [*kubectl, "get", "namespaces", "-o", "name"],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            assert "namespace/default" in served.stdout, served.stderr
+        env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+        kubectl = [str(KUBECTLS[-1]), "--kubeconfig", str(kubeconfig)]
+        contexts = subprocess.run(
+            [*kubectl, "config", "get-contexts", "-o", "name"], env=env, capture_output=True, text=True
+        )
+        assert set(contexts.stdout.split()) == {"kind-dev", "kubeloop", "kubeloop-cert"}
+        served = subprocess.run(
+            [*kubectl, "get", "namespaces", "-o", "name"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert "namespace/default" in served.stdout, served.stderr
     finally:
         proc.terminate()
         proc.wait(15)
@@ -343,7 +341,7 @@ def test_an_object_kept_from_before_a_rule_still_runs_and_reports(tmp_path: path
     from tests.apiserver.test_kubectl import Kubectl
 
     data = tmp_path / "data"
-    old, new = (Kubectl(binary, data / "kubeconfig", tmp_path) for binary in KUBECTLS)
+    old, new = (Kubectl(binary, data / "kubeconfig", tmp_path) for binary in (KUBECTLS[0], KUBECTLS[-1]))
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",

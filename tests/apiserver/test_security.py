@@ -7,7 +7,6 @@ import asyncio
 import http.client
 import json
 import pathlib
-import shutil
 import ssl
 import stat
 import subprocess
@@ -26,6 +25,7 @@ from kubeloop.apiserver import certs, kubeconfig
 from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.http.auth import USER, Authenticator, auth_middleware
 from tests.conftest import https_get
+from tests.kubectl_finder import newest_kubectl
 
 ADMIN = UserInfo("kubeloop-admin", ("system:masters", "system:authenticated"))
 VERSION = {
@@ -326,20 +326,16 @@ def test_official_client_loads_kubeconfig(kubeconfig_file: pathlib.Path, context
     assert (info.major, info.minor, info.git_version) == ("1", "33", "v1.33.0")
 
 
-def _kubectl() -> str | None:
-    if pathlib.Path("/usr/bin/kubectl").exists():
-        return "/usr/bin/kubectl"
-    return shutil.which("kubectl")
+def _kubectl() -> str:
+    return str(newest_kubectl())
 
 
 @pytest.mark.kubectl
-@pytest.mark.skipif(_kubectl() is None, reason="no kubectl binary on this machine")
 @pytest.mark.parametrize("context", ["kubeloop", "kubeloop-cert"])
 def test_kubectl_reads_server_version(
     kubeconfig_file: pathlib.Path, tmp_path: pathlib.Path, context: str
 ) -> None:
     kubectl = _kubectl()
-    assert kubectl is not None
     result = subprocess.run(
         [kubectl, "--kubeconfig", str(kubeconfig_file), "--context", context, "version", "-o", "json"],
         capture_output=True,
@@ -355,12 +351,10 @@ def test_kubectl_reads_server_version(
 
 
 @pytest.mark.kubectl
-@pytest.mark.skipif(_kubectl() is None, reason="no kubectl binary on this machine")
 def test_kubectl_reports_unauthorized(
     tmp_path: pathlib.Path, server: TLSApp, creds: certs.ServerCredentials
 ) -> None:
     kubectl = _kubectl()
-    assert kubectl is not None
     path = tmp_path / "kubeconfig"
     kubeconfig.write_kubeconfig(path, server_url=server.url, ca_pem=creds.ca_cert_pem, token="not-the-token")
     result = subprocess.run(

@@ -110,3 +110,13 @@ def test_the_public_module_imports_alone_and_through_the_facade() -> None:
         "assert 'kubeloop.apiserver' not in sys.modules and 'aiohttp' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_a_status_is_written_in_gos_field_order_ending_in_a_newline() -> None:
+    error = errors.NotFound('configmaps "x" not found', name="x", kind="configmaps")
+    body = error.to_json()
+    assert body.endswith(b"}\n")
+    assert list(orjson.loads(body)) == ["kind", "apiVersion", "metadata", "status", "message", "reason", "details", "code"]
+    assert list(errors.BadRequest("plain").to_status()) == [
+        "kind", "apiVersion", "metadata", "status", "message", "reason", "code"
+    ]  # fmt: skip

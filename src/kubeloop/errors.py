@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
+import orjson
+
 T = TypeVar("T")
 
 
@@ -95,6 +97,8 @@ class APIError(Exception):
         return self.to_status()
 
     def to_status(self) -> dict[str, Any]:
+        """The Status with its keys in Go's field order (metav1.Status: kind, apiVersion,
+        metadata, status, message, reason, details, code), as kube-apiserver writes them."""
         status: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
@@ -102,12 +106,17 @@ class APIError(Exception):
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         }
         details = self.details
         if details:
             status["details"] = details
+        status["code"] = self.code
         return status
+
+    def to_json(self) -> bytes:
+        """The Status as a kube-apiserver answer's body: JSON ending in a newline (Go's
+        ``json.Encoder``), which clients that show the body verbatim print as it is."""
+        return orjson.dumps(self.to_status(), option=orjson.OPT_APPEND_NEWLINE)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code}, {self.reason!r}, {self.message!r})"

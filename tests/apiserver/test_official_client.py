@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pathlib
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
-from kubernetes import client, config, watch
+import yaml
+from kubernetes import client, config, utils, watch
 from kubernetes.client.rest import ApiException
 
 from tests.conftest import ServerThread, start_server
@@ -125,3 +127,44 @@ def test_watch_survives_410_by_relisting() -> None:
             maker.join()
     finally:
         server.stop()
+
+
+def test_a_conflict_reads_as_kube_apiserver_words_it(
+    api_client: client.ApiClient, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """The official client's own e2e test (test_create_from_multi_resource_yaml_with_conflict)
+    compares the whole error text: the Status in Go's field order, ending in a newline."""
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "mock-2", "labels": {"app": "mock-2"}},
+        "spec": {"selector": {"app": "mock-2"}, "ports": [{"port": 99, "targetPort": 9949}]},
+    }
+    controller = {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": {"name": "mock-2"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"app": "mock-2"},
+            "template": {
+                "metadata": {"labels": {"app": "mock-2"}},
+                "spec": {"containers": [{"name": "mock", "image": "nginx"}]},
+            },
+        },
+    }
+    first = tmp_path / "first.yaml"
+    first.write_text(yaml.safe_dump(service))
+    both = tmp_path / "both.yaml"
+    both.write_text(yaml.safe_dump_all([service, controller]))
+    utils.create_from_yaml(api_client, str(first), namespace=namespace)
+    with pytest.raises(utils.FailToCreateError) as failed:
+        utils.create_from_yaml(api_client, str(both), namespace=namespace)
+    assert str(failed.value) == (
+        'Error from server (Conflict): {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+        '"message":"services \\"mock-2\\" already exists","reason":"AlreadyExists",'
+        '"details":{"name":"mock-2","kind":"services"},"code":409}\n'
+    )
+    # The rest of the file was created all the same.
+    core = client.CoreV1Api(api_client)
+    assert core.read_namespaced_replication_controller("mock-2", namespace).spec.replicas == 0

@@ -15,7 +15,6 @@ import hmac
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, Protocol, TypeVar
 
-import orjson
 from aiohttp import web
 
 from kubeloop import errors
@@ -116,7 +115,7 @@ def current_user(request: HTTPRequest) -> UserInfo | None:
 def unauthorized_response() -> web.Response:
     return web.Response(
         status=401,
-        body=orjson.dumps(errors.Unauthorized("Unauthorized").to_status()),
+        body=errors.Unauthorized("Unauthorized").to_json(),
         content_type="application/json",
     )
 

@@ -32,7 +32,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
-import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
@@ -324,7 +323,7 @@ class ServerConnection(asyncio.Protocol):
 def _status_answer(error: errors.APIError) -> bytes:
     """A Status answer that closes the connection, as bytes."""
     response = web.Response(
-        body=orjson.dumps(error.to_status()), status=error.code, content_type="application/json"
+        body=error.to_json(), status=error.code, content_type="application/json"
     )
     return http1.encode_response(response, keep_alive=False)
 
@@ -444,7 +443,7 @@ async def bounded(
             raise
     error = errors.Timeout(f"Timeout: request did not complete within the allotted timeout of {seconds:g}s")
     response = web.Response(
-        body=orjson.dumps(error.to_status()), status=error.code, content_type="application/json"
+        body=error.to_json(), status=error.code, content_type="application/json"
     )
     with contextlib.suppress(Exception):
         response.force_close()

@@ -63,7 +63,11 @@ class Target:
 
 
 def json_response(body: Any, status: int = 200, *, warnings: list[str] | None = None) -> web.Response:
-    return _with_warnings(web.Response(body=orjson.dumps(body), status=status, content_type=JSON), warnings)
+    """``body`` as JSON ending in a newline, as Go's ``json.Encoder`` writes every answer."""
+    return _with_warnings(
+        web.Response(body=orjson.dumps(body, option=orjson.OPT_APPEND_NEWLINE), status=status, content_type=JSON),
+        warnings,
+    )
 
 
 def _with_warnings(response: web.Response, warnings: list[str] | None) -> web.Response:

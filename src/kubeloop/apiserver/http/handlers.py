@@ -98,7 +98,7 @@ async def object_response(
 
 
 def encode_list_in_slices(body: Obj) -> bytes:
-    """``orjson.dumps(body)`` for a list body, its items encoded ``_LIST_SLICE`` at a time: one
+    """``json_response``'s body for a list, its items encoded ``_LIST_SLICE`` at a time: one
     encode of a 12 MB list holds the interpreter lock for ~40 ms, a slice for well under one."""
     items: list[Obj] = body["items"]
     head = orjson.dumps({**body, "items": []})
@@ -108,7 +108,7 @@ def encode_list_in_slices(body: Obj) -> bytes:
         if start:
             parts.append(b",")
         parts.append(orjson.dumps(items[start : start + _LIST_SLICE])[1:-1])
-    parts.append(b"]}")
+    parts.append(b"]}\n")
     return b"".join(parts)
 
 

@@ -5,6 +5,7 @@ kubectl 1.27 and 1.33, as the admin and as a user with a client certificate of i
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import pathlib
@@ -15,7 +16,7 @@ import yaml
 
 from kubeloop.apiserver import certs
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
-from tests.conftest import Client, ServerThread
+from tests.conftest import Client, ServerThread, eventually
 
 
 def user_kubeconfig(server: ServerThread, path: pathlib.Path, user: str, groups: list[str]) -> pathlib.Path:
@@ -184,8 +185,77 @@ def test_aggregated_roles_take_in_labelled_cluster_roles(
         "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["list"]}],
     }
     admin("apply", "-f", "-", stdin=json.dumps(extra))
-    assert alice("auth", "can-i", "list", "leases.coordination.k8s.io", *ns).stdout.strip() == "yes"
+    # The aggregation controller writes the rule into view's `rules` (and so into edit and admin).
+    asyncio.run(
+        eventually(
+            lambda: (
+                alice("auth", "can-i", "list", "leases.coordination.k8s.io", *ns, check=False).stdout.strip()
+                == "yes"
+            )
+        )
+    )
     admin("delete", "clusterrole", extra["metadata"]["name"])
+    asyncio.run(
+        eventually(
+            lambda: (
+                alice("auth", "can-i", "list", "leases.coordination.k8s.io", *ns, check=False).stdout.strip()
+                == "no"
+            )
+        )
+    )
+
+
+def _rules_of(admin: Kubectl, role: str) -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = json.loads(admin("get", "clusterrole", role, "-o", "json").stdout)["rules"]
+    return rules
+
+
+def test_aggregating_roles_hold_the_rules_they_aggregate(admin: Kubectl, namespace: str) -> None:
+    """As on a cluster, `kubectl get clusterrole edit -o yaml` lists what edit grants: the
+    clusterrole-aggregation controller writes the selected roles' rules into `rules`."""
+    edit = yaml.safe_load(admin("get", "clusterrole", "edit", "-o", "yaml").stdout)
+    assert edit["aggregationRule"]["clusterRoleSelectors"] == [
+        {"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-edit": "true"}}
+    ]
+    granted = {
+        (group, resource)
+        for rule in edit["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    assert ("apps", "deployments") in granted and ("", "configmaps") in granted
+    assert {rule_key(rule) for rule in _rules_of(admin, "view")} <= {rule_key(rule) for rule in edit["rules"]}
+
+    name = f"widgets-edit-{namespace}-{pathlib.Path(admin.argv[0]).suffix.lstrip('.')}"
+    widgets = {"apiGroups": ["example.dev"], "resources": ["widgets"], "verbs": ["get", "update"]}
+    extra = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": {"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
+        "rules": [widgets],
+    }
+    admin("apply", "-f", "-", stdin=json.dumps(extra))
+    # edit takes the rule in, and admin (which aggregates edit) after it.
+    asyncio.run(
+        eventually(lambda: widgets in _rules_of(admin, "edit") and widgets in _rules_of(admin, "admin"))
+    )
+    assert widgets not in _rules_of(admin, "view")
+    managers = json.loads(admin("get", "clusterrole", "edit", "-o", "json", "--show-managed-fields").stdout)
+    assert "clusterrole-aggregation-controller" in {
+        entry["manager"] for entry in managers["metadata"]["managedFields"]
+    }
+
+    admin("label", "clusterrole", name, "rbac.authorization.k8s.io/aggregate-to-edit-")
+    asyncio.run(
+        eventually(
+            lambda: widgets not in _rules_of(admin, "edit") and widgets not in _rules_of(admin, "admin")
+        )
+    )
+    admin("delete", "clusterrole", name)
+
+
+def rule_key(rule: dict[str, Any]) -> str:
+    return json.dumps(rule, sort_keys=True)
 
 
 def test_a_service_account_token_authenticates_until_the_account_goes(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubeloop.api.object import Obj
+from kubeloop.apiserver.auth.rbac import aggregated_rules, aggregation_selectors
 
 READ = ["get", "list", "watch"]
 WRITE = ["create", "delete", "deletecollection", "patch", "update"]
@@ -178,7 +179,7 @@ def cluster_roles() -> list[Obj]:
         _rule(["*"], ["*"], ["*"]),
         {"nonResourceURLs": ["*"], "verbs": ["*"]},
     ]
-    return [
+    roles = [
         _cluster_role("cluster-admin", everything),
         _aggregating("admin"),
         _aggregating("edit", labels={f"{AGGREGATE}admin": "true"}),
@@ -237,6 +238,13 @@ def cluster_roles() -> list[Obj]:
         ),
         _cluster_role(CONTROLLER_MANAGER, everything),
     ]
+    # Stored as the aggregation controller leaves them (view within edit within admin), so they
+    # grant what they should from the first request, controllers or not.
+    for _ in range(3):
+        for role in roles:
+            if aggregation_selectors(role):
+                role["rules"] = aggregated_rules(role, roles)
+    return roles
 
 
 def cluster_role_bindings() -> list[Obj]:

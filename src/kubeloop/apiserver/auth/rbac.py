@@ -4,7 +4,8 @@ A request's ``Attributes`` are matched against the rules of every ClusterRole bo
 ClusterRoleBinding to the user (by name, by one of its groups, or as a ServiceAccount
 ``system:serviceaccount:<namespace>:<name>``), and — for a namespaced request — of every Role or
 ClusterRole bound by a RoleBinding in that namespace. A ClusterRole with an ``aggregationRule``
-has the rules of every ClusterRole its selectors match, as well as its own. Members of
+grants the ``rules`` it holds, which the ClusterRole aggregation controller keeps equal to
+:func:`aggregated_rules` (as upstream's authorizer reads only ``rules``). Members of
 ``system:masters`` are allowed everything without a look. The roles are read from the store as
 they are at the moment of the request: a binding written is in force for the next request.
 """
@@ -127,26 +128,42 @@ class RBACAuthorizer:
         stored = self.store.get(self._resource("clusterroles").key(None, name))
         if stored is None:
             return None
-        return [*_rules(stored.obj), *self._aggregated(stored.obj)]
+        return list(_rules(stored.obj))
 
     def _role_rules(self, binding: Obj, namespace: str | None) -> list[Obj]:
         ref = binding.get("roleRef") or {}
         rules = self.role_rules(str(ref.get("kind", "")), str(ref.get("name", "")), namespace or "")
         return rules or []
 
-    def _aggregated(self, role: Obj) -> Iterator[Obj]:
-        selectors = (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or ()
-        if not selectors:
-            return
-        matchers = [LabelSelector.from_label_selector_dict(s) for s in selectors if isinstance(s, Mapping)]
-        own = (role.get("metadata") or {}).get("name")
-        for other in self._objects("clusterroles", None):
-            labels = (other.get("metadata") or {}).get("labels") or {}
-            if (other.get("metadata") or {}).get("name") != own and any(m.matches(labels) for m in matchers):
-                yield from _rules(other)
 
 
-def _rules(role: Obj) -> Iterable[Obj]:
+def aggregation_selectors(role: Mapping[str, Any]) -> list[Any]:
+    """The ``clusterRoleSelectors`` of a ClusterRole's ``aggregationRule`` (none: not aggregating)."""
+    return list((role.get("aggregationRule") or {}).get("clusterRoleSelectors") or ())
+
+
+def aggregated_rules(role: Mapping[str, Any], roles: Iterable[Mapping[str, Any]]) -> list[Obj]:
+    """The rules an aggregating ClusterRole holds, as upstream's aggregation controller computes
+    them: selector by selector, the rules of the matching ``roles`` other than itself, taken in
+    name order, each rule once. Raises ``InvalidSelector`` for a selector that cannot match."""
+    name = (role.get("metadata") or {}).get("name")
+    by_name = sorted(roles, key=lambda other: str((other.get("metadata") or {}).get("name") or ""))
+    rules: list[Obj] = []
+    for selector in aggregation_selectors(role):
+        if not isinstance(selector, Mapping):
+            continue
+        matcher = LabelSelector.from_label_selector_dict(selector)
+        for other in by_name:
+            meta = other.get("metadata") or {}
+            if meta.get("name") == name or not matcher.matches(meta.get("labels") or {}):
+                continue
+            for rule in _rules(other):
+                if rule not in rules:
+                    rules.append(rule)
+    return rules
+
+
+def _rules(role: Mapping[str, Any]) -> Iterable[Obj]:
     return [rule for rule in role.get("rules") or () if isinstance(rule, dict)]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from kubeloop.apiserver.controllers.clusterroleaggregation import ClusterRoleAggregation
 from kubeloop.apiserver.controllers.cronjobs import CronJobController
 from kubeloop.apiserver.controllers.daemonsets import DaemonSetController
 from kubeloop.apiserver.controllers.deployments import DeploymentController
@@ -34,10 +35,10 @@ class ControllerManager:
     """Starts the control loops against the server at ``url`` (``ca_pem`` verifies it, None
     over plain HTTP; ``root_ca_pem`` is the CA every namespace's ``kube-root-ca.crt`` publishes, None:
     namespaces get no defaults);
-    ``stop`` ends them. The garbage collector, the namespace and disruption controllers always
-    run; with ``simulation``, workloads are simulated too: a node and its kubelet, the Job, CronJob,
-    ReplicaSet, ReplicationController, Deployment, StatefulSet and DaemonSet controllers, and
-    Services' endpoints."""
+    ``stop`` ends them. The garbage collector, the namespace, disruption and ClusterRole
+    aggregation controllers always run; with ``simulation``, workloads are simulated too: a node
+    and its kubelet, the Job, CronJob, ReplicaSet, ReplicationController, Deployment, StatefulSet
+    and DaemonSet controllers, and Services' endpoints."""
 
     def __init__(
         self,
@@ -64,6 +65,7 @@ class ControllerManager:
         self.manager.add(self.garbage_collector.run, name="garbage-collector", need_leader_election=False)
         self.namespaces = NamespaceController(self.manager)
         self.disruption = DisruptionController(self.manager)
+        self.role_aggregation = ClusterRoleAggregation(self.manager)
         self.namespace_defaults: NamespaceDefaults | None = None
         if root_ca_pem is not None:
             self.namespace_defaults = NamespaceDefaults(self.manager, root_ca_pem=root_ca_pem)

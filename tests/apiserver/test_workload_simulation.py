@@ -4,6 +4,7 @@ through kubectl 1.27 and 1.33 (`get nodes`, `wait --for=condition=...`) and the 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pathlib
 import signal
@@ -17,7 +18,7 @@ import yaml
 from kubeloop.apiserver.controllers.simulation import NODE_NAME, SimulationOptions
 from tests.apiserver.test_durability import apiserver, session_for
 from tests.apiserver.test_kubectl import DEPLOYMENT_YAML, KUBECTLS, Kubectl
-from tests.conftest import Client, ServerThread, start_server
+from tests.conftest import Client, ServerThread, eventually, start_server
 
 FAST = SimulationOptions(pod_start_seconds=0.1, pod_run_seconds=0.3, node_check_seconds=0.2)
 
@@ -253,3 +254,72 @@ def test_a_replica_set_made_by_an_earlier_reconcile_is_taken_not_made_twice(
     first = simulated.call(create(deployment, template, 0, 1, []))
     again = simulated.call(create(deployment, template, 0, 1, []))
     assert again["metadata"]["uid"] == first["metadata"]["uid"]
+
+
+FRONTEND_REPLICASET = """\
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: frontend
+  labels: {app: guestbook, tier: frontend}
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: guestbook, tier: frontend}
+  template:
+    metadata:
+      labels: {app: guestbook, tier: frontend}
+    spec:
+      containers:
+      - name: php-redis
+        image: gcr.io/google_samples/gb-frontend:v3
+        resources:
+          requests: {cpu: 100m, memory: 100Mi}
+        env:
+        - name: GET_HOSTS_FROM
+          value: dns
+        - name: POD_NAME
+          valueFrom:
+            fieldRef: {fieldPath: metadata.name}
+        ports:
+        - containerPort: 80
+"""
+
+
+def test_kubectls_own_describe_checks_of_a_replica_set_and_its_pods(kubectl: Kubectl, namespace: str) -> None:
+    """What kubectl's command tests (test/cmd/apps.sh, core.sh) ask of `describe rs` and
+    `describe pods`, and what a cluster prints besides: the pod's env var from a fieldRef with its
+    value and its defaulted apiVersion, and the ReplicaSet controller's events."""
+    ns = ["-n", namespace]
+    kubectl("create", "-f", "-", *ns, stdin=FRONTEND_REPLICASET)
+    kubectl("wait", *ns, "--for=condition=Ready", "pod", "-l", "tier=frontend", "--timeout=30s")
+    # The controller's events are written beside its pods, not before them: wait for them.
+    described = asyncio.run(
+        eventually(lambda: _with(kubectl("describe", "rs", "frontend", *ns).stdout, "Created pod: frontend-"))
+    )
+    for label in ("Name:", "Pod Template:", "Labels:", "Selector:", "Replicas:", "Pods Status:", "Volumes:"):
+        assert label in described, described
+    assert "3 current / 3 desired" in described
+    assert "POD_NAME:         (v1:metadata.name)" in described
+    assert "Events:" in described
+    assert "SuccessfulCreate" in described
+    assert "Events:" not in kubectl("describe", "rs", "frontend", "--show-events=false", *ns).stdout
+    assert "Events:" in kubectl("describe", "rs", *ns).stdout
+
+    pods = kubectl("describe", "pods", *ns).stdout
+    for label in ("Name:", "Image:", "Node:", "Labels:", "Status:", "Controlled By"):
+        assert label in pods, pods
+    pod_name = kubectl("get", "pods", *ns, "-o", "jsonpath={.items[0].metadata.name}").stdout
+    one = kubectl("describe", "pod", pod_name, *ns).stdout
+    assert f"POD_NAME:        {pod_name} (v1:metadata.name)" in one, one
+    assert "Controlled By:  ReplicaSet/frontend" in one
+
+    kubectl("scale", "rs", "frontend", "--replicas=1", *ns)
+    asyncio.run(
+        eventually(lambda: _with(kubectl("describe", "rs", "frontend", *ns).stdout, "Deleted pod: frontend-"))
+    )
+
+
+def _with(text: str, words: str) -> str:
+    assert words in text, text
+    return text

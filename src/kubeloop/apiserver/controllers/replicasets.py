@@ -31,6 +31,7 @@ from kubeloop.apiserver.controllers.pods import (
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
+from kubeloop.manager.recorder import NORMAL
 
 log = logging.getLogger("kubeloop.controllers.replicasets")
 
@@ -44,10 +45,13 @@ class ReplicaSetController:
 
     kind = REPLICASET
     name = "replicaset"
+    #: Who its Events say they come from (upstream's source component).
+    component = "replicaset-controller"
 
     def __init__(self, manager: Manager) -> None:
         self.manager = manager
         self.client = manager.api_reader
+        self.recorder = manager.event_recorder(self.component)
         self._expected = Expectations()
         Builder(manager).named(self.name).for_(self.kind).owns(POD).with_options(
             max_concurrent_reconciles=4
@@ -80,9 +84,9 @@ class ReplicaSetController:
         missing = wanted - len(running) - len(expected)
         template = spec.get("template") or {}
         for _ in range(max(0, missing)):
-            self._expected.created(
-                uid, await self.client.create(pod_from_template(replica_set, template, {}))
-            )
+            pod = await self.client.create(pod_from_template(replica_set, template, {}))
+            self._expected.created(uid, pod)
+            self.recorder.event(replica_set, NORMAL, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
         if missing < 0 and not expected:
             # Not-ready before ready, newest before oldest: what upstream deletes first.
             extra = sorted(
@@ -93,9 +97,10 @@ class ReplicaSetController:
                 ),
             )[:-missing]
             for pod in extra:
+                name = str((pod.get("metadata") or {}).get("name"))
                 with contextlib.suppress(errors.NotFound):
-                    pod_meta = pod.get("metadata") or {}
-                    await self.client.delete(POD, str(pod_meta.get("name")), namespace=request.namespace)
+                    await self.client.delete(POD, name, namespace=request.namespace)
+                    self.recorder.event(replica_set, NORMAL, "SuccessfulDelete", f"Deleted pod: {name}")
             running = [pod for pod in running if pod not in extra]
         count = len(running) + len(expected)
         ready_count = sum(1 for pod in running if ready(pod))
@@ -117,6 +122,7 @@ class ReplicationControllerController(ReplicaSetController):
 
     kind = REPLICATIONCONTROLLER
     name = "replicationcontroller"
+    component = "replication-controller"
 
     def selector_of(self, spec: Mapping[str, Any]) -> LabelSelector:
         selector = spec.get("selector")

@@ -21,9 +21,13 @@ def _pod_spec_defaults(spec: Obj) -> None:
     for volume in spec.get("volumes") or ():
         if isinstance(volume, dict):
             _volume_defaults(volume)
+    for container in spec.get("ephemeralContainers") or ():
+        if isinstance(container, dict):
+            _env_defaults(container)
     for container in [*spec.get("containers", ()), *spec.get("initContainers", ())]:
         if not isinstance(container, dict):
             continue
+        _env_defaults(container)
         container.setdefault("terminationMessagePath", "/dev/termination-log")
         container.setdefault("terminationMessagePolicy", "File")
         image = container.get("image")
@@ -42,6 +46,24 @@ def _pod_spec_defaults(spec: Obj) -> None:
                 _probe_defaults(probe)
 
 
+def _field_ref_defaults(holder: object) -> None:
+    """SetDefaults_ObjectFieldSelector: a ``fieldRef`` names ``apiVersion: v1`` unless it says."""
+    if isinstance(holder, dict) and isinstance(holder.get("fieldRef"), dict):
+        holder["fieldRef"].setdefault("apiVersion", "v1")
+
+
+def _env_defaults(container: Obj) -> None:
+    for variable in container.get("env") or ():
+        if isinstance(variable, dict):
+            _field_ref_defaults(variable.get("valueFrom"))
+
+
+def _downward_api_defaults(source: object) -> None:
+    if isinstance(source, dict):
+        for item in source.get("items") or ():
+            _field_ref_defaults(item)
+
+
 #: Volume sources whose files get mode 0644 unless they say otherwise (SetDefaults_*VolumeSource).
 _MODE_DEFAULTED_SOURCES = ("secret", "configMap", "projected", "downwardAPI")
 
@@ -55,6 +77,12 @@ def _volume_defaults(volume: Obj) -> None:
     for source in _MODE_DEFAULTED_SOURCES:
         if isinstance(volume.get(source), dict):
             volume[source].setdefault("defaultMode", 0o644)
+    _downward_api_defaults(volume.get("downwardAPI"))
+    projected = volume.get("projected")
+    if isinstance(projected, dict):
+        for projection in projected.get("sources") or ():
+            if isinstance(projection, dict):
+                _downward_api_defaults(projection.get("downwardAPI"))
 
 
 def _probe_defaults(probe: Obj) -> None:

@@ -1,11 +1,18 @@
 """An embedded API server on its own event loop in a daemon thread, so that blocking clients
-(kubectl, the official client, requests) and async ones on the test's loop can all use it."""
+(kubectl, the official client, requests) and async ones on the test's loop can all use it.
+
+What goes wrong on that loop unseen — a task that dies with an exception nobody awaits, a callback
+that raises — is logged as asyncio logs it and also kept in ``ServerThread.loop_errors``; the
+pytest plugin fails the test during which one appeared.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import pathlib
 import threading
+import traceback
+import weakref
 from collections.abc import Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -15,19 +22,41 @@ from kubeloop.apiserver.server import APIServer, ServerOptions
 T = TypeVar("T")
 
 
+def unhandled_error_text(context: dict[str, Any]) -> str:
+    """What an event loop's exception handler was told, with the exception's traceback."""
+    exception = context.get("exception")
+    text = str(context.get("message") or "unhandled error")
+    if isinstance(exception, BaseException):
+        text += "\n" + "".join(traceback.format_exception(exception))
+    return text
+
+
+#: Every ServerThread started and not yet stopped (the plugin checks their loops after each test).
+running: weakref.WeakSet[ServerThread] = weakref.WeakSet()
+
+
 class ServerThread:
     """Runs an APIServer on a private event loop in a daemon thread."""
 
     def __init__(self, options: ServerOptions) -> None:
         self.options = options
         self.loop = asyncio.new_event_loop()
+        self.loop.set_exception_handler(self._unhandled)
         self.server = APIServer(options)
+        #: What the loop reported unhandled (an exception never retrieved from a task, a callback
+        #: that raised), one text with its traceback each.
+        self.loop_errors: list[str] = []
         self._thread = threading.Thread(target=self.loop.run_forever, name="apiserver", daemon=True)
+
+    def _unhandled(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        self.loop_errors.append(unhandled_error_text(context))
+        loop.default_exception_handler(context)
 
     def start(self) -> ServerThread:
         """Start the thread and the server; returns once it serves."""
         self._thread.start()
         self.call(self.server.start())
+        running.add(self)
         return self
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -37,6 +66,7 @@ class ServerThread:
 
     def stop(self) -> None:
         """Stop the server and its thread (a second call does nothing)."""
+        running.discard(self)
         if not self._thread.is_alive():
             return
         try:

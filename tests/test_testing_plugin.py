@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+
+import kubeloop
 from kubeloop.api.models import core_v1, meta_v1
 from kubeloop.client.rest import APIClient
+from kubeloop.testing import eventually, settled
 from kubeloop.testing.server import ServerThread
 
 
@@ -24,3 +30,42 @@ async def test_plugin_fixtures(
 async def test_each_test_gets_its_own_namespace(kube_namespace: str, kube_client: APIClient) -> None:
     listed = await kube_client.list(core_v1.ConfigMap, namespace=kube_namespace)
     assert listed.items == []  # nothing from the previous test's namespace
+
+
+async def test_settled_waits_for_the_reconcile_a_write_causes(
+    kube_client: APIClient, kube_namespace: str
+) -> None:
+    manager = kubeloop.Manager(kube_client, namespace=kube_namespace)
+    release = asyncio.Event()
+    reconciled: list[str] = []
+
+    async def reconcile(request: kubeloop.Request) -> None:
+        await release.wait()
+        reconciled.append(request.name)
+
+    kubeloop.Builder(manager).for_(core_v1.ConfigMap).complete(reconcile)
+    async with manager:
+        await settled(manager)  # synced, nothing to do yet
+        await kube_client.create(
+            core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name="a", namespace=kube_namespace))
+        )
+        # The write's event may not have reached the cache yet; settled waits for it, then for
+        # the reconcile it causes, which is held: settled names it when it gives up.
+        with pytest.raises(AssertionError, match="1 reconciles running"):
+            await settled(manager, timeout=0.5)
+        settling = asyncio.create_task(settled(manager))
+        await eventually(lambda: manager.controllers["configmap"].active_workers == 1)
+        assert not settling.done()
+        release.set()
+        await settling
+        assert reconciled == ["a"]
+        assert manager.busy() == []
+
+        # An idle manager whose cache is behind the server has not settled: its informer is
+        # stopped here, so it never hears of this write.
+        await manager.informer_for(core_v1.ConfigMap).stop()
+        await kube_client.create(
+            core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name="b", namespace=kube_namespace))
+        )
+        with pytest.raises(AssertionError, match=f"not yet cached: {kube_namespace}/b"):
+            await settled(manager, timeout=0.3)

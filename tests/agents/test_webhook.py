@@ -17,22 +17,27 @@ from agentplatform.api import AgentRun
 from agentplatform.webhook import TRIGGER_LABEL, WebhookOptions, run_name
 
 import kubeloop
-from kubeloop.testing import eventually
+from kubeloop.testing import eventually, settled
 from tests.agents.conftest import agent, finished, runtime
 
 TOKEN = "s3cret-token"
 
 
 @pytest.fixture
-async def webhook(client: kubeloop.APIClient, namespace: str) -> AsyncIterator[str]:
-    """The platform with its webhook on a free port; the endpoint's URL."""
+async def platform(client: kubeloop.APIClient, namespace: str) -> AsyncIterator[tuple[str, kubeloop.Manager]]:
+    """The platform with its webhook on a free port: the endpoint's URL and the manager."""
     manager = kubeloop.Manager(client)
     options = WebhookOptions(TOKEN, bind_address="127.0.0.1:0", namespace=namespace)
     platform = agentplatform.setup(manager, webhook_options=options)
     assert platform.webhook is not None
     async with manager:
         await asyncio.wait_for(platform.webhook.serving.wait(), 10)
-        yield f"http://127.0.0.1:{platform.webhook.port}/runs"
+        yield f"http://127.0.0.1:{platform.webhook.port}/runs", manager
+
+
+@pytest.fixture
+def webhook(platform: tuple[str, kubeloop.Manager]) -> str:
+    return platform[0]
 
 
 async def post(
@@ -108,14 +113,15 @@ async def _expect(client: kubeloop.APIClient, namespace: str, names: list[str]) 
 async def test_refused_posts_say_why_and_start_nothing(
     client: kubeloop.APIClient,
     namespace: str,
-    webhook: str,
+    platform: tuple[str, kubeloop.Manager],
     body: Any,
     token: str | None,
     delivery: str | None,
     status: int,
     error: str,
 ) -> None:
+    webhook, manager = platform
     got, answer = await post(webhook, body, token=token, delivery=delivery)
     assert got == status and error in answer["error"]
-    await asyncio.sleep(0.2)
+    await settled(manager)  # whatever the post set going has run its course
     assert await webhook_runs(client, namespace) == []

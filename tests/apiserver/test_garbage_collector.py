@@ -101,7 +101,7 @@ async def test_background_deletion_takes_the_dependents_after_the_owner(
 
 
 async def test_foreground_deletion_waits_for_blocking_dependents(
-    kube_client: kubeloop.APIClient, kube_namespace: str
+    kube_client: kubeloop.APIClient, kube_namespace: str, kube_apiserver: ServerThread
 ) -> None:
     ns = kube_namespace
     owner = await config_map(kube_client, ns, "owner")
@@ -117,8 +117,9 @@ async def test_foreground_deletion_waits_for_blocking_dependents(
     await eventually(lambda: gone(kube_client, SECRET, "not-blocking", ns))
     held = await eventually(lambda: _being_deleted(kube_client, CONFIGMAP, "held", ns))
     assert held["metadata"]["finalizers"] == [HOLD]
-    # While a blocking dependent is there, the owner stays, marked.
-    await asyncio.sleep(0.3)
+    # While a blocking dependent is there, the owner stays, marked: the collector has seen every
+    # change so far and has nothing left to do now.
+    await kube_apiserver.settled()
     waiting = await kube_client.get(CONFIGMAP, "owner", namespace=ns)
     assert waiting["metadata"]["finalizers"] == ["foregroundDeletion"]
 

@@ -30,6 +30,7 @@ from kubeloop.controller.handler import (
 from kubeloop.controller.reconcile import Request, Result, TerminalError
 from kubeloop.controller.source import Channel, Kind
 from kubeloop.errors import InvalidSelector
+from kubeloop.testing import settled
 from kubeloop.workqueue.ratelimiter import ItemExponentialFailureRateLimiter
 from kubeloop.workqueue.ratelimiting import RateLimitingQueue
 from tests.conftest import ServerThread, eventually
@@ -87,7 +88,10 @@ async def test_level_triggered_reconcile_with_retries_and_terminal_errors(
                 calls["ok"] >= 1 and calls["flaky"] >= 3 and calls["periodic"] >= 3 and calls["broken"] >= 1
             )
         )
-        await asyncio.sleep(0.3)
+        # Every event of the reconciles' patches has reached the cache and the predicate, the
+        # queue is empty and nothing is scheduled for later: what has not run will not.
+        await settled(controller)
+        assert controller.queue.waiting() == 0
         assert calls["broken"] == 1  # a terminal error is not retried
         assert calls["flaky"] == 3  # two failures with back-off, then success, then nothing (the patch
         # made by reconcile changes no generation: the predicate drops it)

@@ -155,13 +155,17 @@ async def test_run_stops_on_request(client: APIClient, namespace: str) -> None:
     await asyncio.wait_for(running, 10)
 
 
-async def test_run_stops_on_request_while_caches_are_still_syncing(client: APIClient) -> None:
+async def test_run_stops_on_request_while_caches_are_still_syncing(
+    client: APIClient, caplog: pytest.LogCaptureFixture
+) -> None:
     """A kind the server does not serve never syncs; SIGTERM (here: request_stop) must still
     stop the manager at once, not after the 120 s sync timeout."""
     manager = Manager(client)
     Builder(manager).for_(GroupVersionKind("example.com", "v1", "Missing")).complete(lambda request: None)
     running = asyncio.ensure_future(manager.run())
-    await asyncio.sleep(0.3)
+    # The informer has asked for the kind and been told there is none: the manager is waiting
+    # for a cache that cannot sync.
+    await eventually(lambda: any("no such kind" in record.getMessage() for record in caplog.records))
     assert not running.done()
     manager.request_stop()
     await asyncio.wait_for(running, 10)
@@ -301,8 +305,13 @@ async def test_runnables_start_in_order_and_stop_with_the_manager(client: APICli
     await manager.start()
     try:
         await eventually(lambda: "everywhere started" in events)
-        await asyncio.sleep(0.5)
-        assert "leader_only started" not in events  # not the leader
+        # The elector has read the lease and found it held (for an hour) by someone else: this
+        # replica does not lead, so what needs the lease has not started and will not.
+        assert manager.elector is not None
+        await eventually(
+            lambda: manager.elector is not None and manager.elector.observed_holder == "someone-else"
+        )
+        assert "leader_only started" not in events
         assert cache_synced_at_start == [True]
     finally:
         await manager.stop()
@@ -326,6 +335,8 @@ class Gate:
     def __init__(self) -> None:
         self.open = False
         self.revoked = False
+        self.waiting = 0  # callers held at the gate right now
+        self.refused = 0  # callers told to give up (the gate was revoked)
 
     def writes_allowed(self) -> bool:
         return self.open and not self.revoked
@@ -334,11 +345,16 @@ class Gate:
         return "the gate is shut"
 
     async def wait_until_allowed(self) -> bool:
-        while not self.writes_allowed():
-            if self.revoked:
-                return False
-            await asyncio.sleep(0.01)
-        return True
+        self.waiting += 1
+        try:
+            while not self.writes_allowed():
+                if self.revoked:
+                    self.refused += 1
+                    return False
+                await asyncio.sleep(0.01)
+            return True
+        finally:
+            self.waiting -= 1
 
 
 async def test_a_shut_fence_holds_back_reconciles_and_leader_runnables() -> None:
@@ -360,13 +376,17 @@ async def test_a_shut_fence_holds_back_reconciles_and_leader_runnables() -> None
     await controller.start()
     group.start()
     controller.queue.add(Request("ns", "a"))
-    await asyncio.sleep(0.2)
-    assert reconciled == [] and ran == []  # nothing starts while the lease may be elsewhere
+    # The worker has taken the request and the runnable has been started: both are held at the
+    # gate, so neither has run (nothing starts while the lease may be elsewhere).
+    await eventually(lambda: gate.waiting == 2)
+    assert reconciled == [] and ran == []
     gate.open = True
     await eventually(lambda: reconciled == ["a"] and ran == ["started"], timeout=5)
     gate.revoked = True  # leadership lost: queued requests are dropped unreconciled
     controller.queue.add(Request("ns", "b"))
-    await asyncio.sleep(0.2)
+    await eventually(
+        lambda: gate.refused == 1 and len(controller.queue) == 0 and controller.active_workers == 0
+    )
     assert reconciled == ["a"]
     await group.stop(1)
     await controller.stop(timeout=1)

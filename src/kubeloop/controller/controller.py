@@ -95,6 +95,26 @@ class Controller:
         self._sources: list[Source] = []
         self._workers: list[asyncio.Task[None]] = []
 
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        """What the controller watches (``Kind`` sources carry their informer)."""
+        return tuple(self._sources)
+
+    def busy(self) -> list[str]:
+        """What the controller has left to do now, one phrase each; empty when it is idle:
+        requests queued and due, reconciles running, events whose requests are still being
+        worked out. Requests due later (``requeue_after``, a back-off) do not count."""
+        reasons = []
+        ready = self.queue.ready_count()
+        if ready:
+            reasons.append(f"controller {self.name}: {ready} requests queued")
+        if self.active_workers:
+            reasons.append(f"controller {self.name}: {self.active_workers} reconciles running")
+        mapping = sum(int(getattr(source, "pending", 0)) for source in self._sources)
+        if mapping:
+            reasons.append(f"controller {self.name}: {mapping} events being mapped to requests")
+        return reasons
+
     def watch(self, source: Source) -> None:
         self._sources.append(source)
         if self._workers:

@@ -191,6 +191,11 @@ class EnqueueRequestsFromMapFunc(_MapHandler):
         else:
             super().generic(obj, queue)
 
+    @property
+    def pending(self) -> int:
+        """Events whose requests an async map function is still working out."""
+        return len(self._tasks)
+
     async def stop(self) -> None:
         """Cancel and await the map functions still running."""
         await cancel_and_wait(list(self._tasks))

@@ -69,6 +69,11 @@ class Kind:
             )
         informer.add_handler(events)
 
+    @property
+    def pending(self) -> int:
+        """Events delivered whose requests are not queued yet (an async map function's)."""
+        return int(getattr(self.handler, "pending", 0))
+
     async def stop(self) -> None:
         """The informer belongs to the cache, which stops it; the handler's own tasks (an async
         map function's) end here."""
@@ -87,6 +92,13 @@ class Channel:
     def start(self, queue: RequestQueue) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._deliver(queue), name="channel source")
+
+    @property
+    def pending(self) -> int:
+        """Events sent and not yet handled: those still in a queue channel, and those whose
+        requests an async map function is still working out."""
+        waiting = self.events.qsize() if isinstance(self.events, asyncio.Queue) else 0
+        return waiting + int(getattr(self.handler, "pending", 0))
 
     async def stop(self) -> None:
         task, self._task = self._task, None

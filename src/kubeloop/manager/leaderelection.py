@@ -114,6 +114,11 @@ class LeaderElector:
                 await on_stopped_leading()
                 return
 
+    @property
+    def observed_holder(self) -> str | None:
+        """Who held the lease when this replica last read it (None: not read yet)."""
+        return self._observed[0] if self._observed is not None else None
+
     def lease_held(self) -> bool:
         """Whether this replica leads by its own monotonic clock: it is the leader and its last
         successful renewal was sent less than ``renew_deadline`` ago. A process paused past that

@@ -139,6 +139,20 @@ class Manager:
             recorder = self._recorders[component] = EventRecorder(self.api_reader, component)
         return recorder
 
+    def busy(self) -> list[str]:
+        """What the manager has left to do now, one phrase each (empty: idle): caches not yet
+        synced, controllers' queued requests and running reconciles, events not yet written.
+        ``kubeloop.testing.settled`` waits for this to be empty and the caches to be current."""
+        reasons = [f"cache of {kind} not synced" for kind in self.cache.unsynced()]
+        for controller in self.controllers.values():
+            reasons.extend(controller.busy())
+        reasons.extend(
+            f"event recorder {name}: {recorder.pending} events to write"
+            for name, recorder in self._recorders.items()
+            if recorder.pending
+        )
+        return reasons
+
     def add(self, runnable: Runnable, *, name: str | None = None, need_leader_election: bool = True) -> None:
         """Run ``runnable(stop)`` with the manager; it should return once ``stop`` is set.
 

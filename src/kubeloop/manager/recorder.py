@@ -49,6 +49,12 @@ class EventRecorder:
         self._pending: asyncio.Queue[tuple[_Key, dict[str, Any], WriteFence | None]] = asyncio.Queue()
         self._written: dict[_Key, tuple[str, str, int]] = {}  # key → (namespace, event name, count)
         self._worker: asyncio.Task[None] | None = None
+        self._unwritten = 0
+
+    @property
+    def pending(self) -> int:
+        """Events recorded and not written yet (being written included)."""
+        return self._unwritten
 
     def event(self, obj: Mapping[str, Any] | KubeModel, event_type: str, reason: str, message: str) -> None:
         """Record an event about ``obj`` (a dict or a model; ``NORMAL`` or ``WARNING``); never blocks.
@@ -76,6 +82,7 @@ class EventRecorder:
             message,
         )
         self._pending.put_nowait((key, {k: v for k, v in involved.items() if v}, current_write_fence.get()))
+        self._unwritten += 1
         if self._worker is None:
             self._worker = asyncio.create_task(self._write_events(), name=f"event recorder {self.component}")
 
@@ -100,6 +107,7 @@ class EventRecorder:
                 log.warning("%s: could not record event %s: %s", self.component, key[4], exc)
             finally:
                 current_write_fence.reset(token)
+                self._unwritten -= 1
                 self._pending.task_done()
 
     async def _write(self, key: _Key, involved: dict[str, Any]) -> None:

@@ -8,6 +8,8 @@ uses against a cluster:
   for it) and ``kube_namespace`` (a fresh namespace per test);
 - :func:`start_server` / :class:`ServerThread` run the server outside pytest fixtures (on its
   own loop in a thread, so kubectl and blocking clients can use it too);
+- :func:`settled` waits until the operator has nothing left to do (caches current, queues
+  empty, no reconcile running), so that a test can show something did *not* happen;
 - :func:`eventually` waits until what the operator does can be seen::
 
       manager = kubeloop.Manager(kube_client, namespace=kube_namespace)
@@ -19,5 +21,6 @@ uses against a cluster:
 
 from kubeloop.testing.polling import eventually
 from kubeloop.testing.server import ServerThread, start_server
+from kubeloop.testing.settle import settled
 
-__all__ = ["ServerThread", "eventually", "start_server"]
+__all__ = ["ServerThread", "eventually", "settled", "start_server"]

@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from kubeloop.apiserver.server import APIServer, ServerOptions
+from kubeloop.testing.settle import settled
 
 T = TypeVar("T")
 
@@ -89,6 +90,18 @@ class ServerThread:
                 transport.abort()
         for _ in range(3):  # abort closes the socket a loop iteration later
             await asyncio.sleep(0)
+
+    async def settled(self, *, timeout: float = 30.0) -> None:
+        """Wait (from any event loop) until the server's own control loops — the garbage
+        collector, the namespace controller, the simulated workloads — have nothing left to do
+        and their caches hold what the server holds (``kubeloop.testing.settled``); from a
+        blocking test, ``asyncio.run(server.settled())``."""
+        controllers = self.server.controllers
+        if controllers is None:
+            return
+        await asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(settled(controllers, timeout=timeout), self.loop)
+        )
 
     @property
     def url(self) -> str:

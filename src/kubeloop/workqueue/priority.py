@@ -52,6 +52,15 @@ class PriorityQueue(Generic[T]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def ready_count(self) -> int:
+        """Keys waiting to be handed out now (not those due later: a requeue after, a back-off)."""
+        now = asyncio.get_running_loop().time()
+        return sum(1 for entry in self._entries.values() if entry.ready_at <= now)
+
+    def waiting(self) -> int:
+        """Keys due later (a requeue after, a back-off), as the delaying queue counts them."""
+        return len(self) - self.ready_count()
+
     def add(self, key: T, *, priority: int = 0, after: float = 0.0) -> None:
         """Queue ``key`` (after ``after`` seconds); a waiting key keeps max priority, min ready time."""
         if self._shutting_down:

@@ -78,6 +78,10 @@ class WorkQueue(Generic[T]):
     def __len__(self) -> int:
         return len(self._queue)
 
+    def ready_count(self) -> int:
+        """Keys waiting to be handed out now (a delaying queue's keys due later are not counted)."""
+        return len(self._queue)
+
     @property
     def shutting_down(self) -> bool:
         return self._shutting_down

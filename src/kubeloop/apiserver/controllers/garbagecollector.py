@@ -117,6 +117,18 @@ class GarbageCollector:
         self._monitored: dict[GroupVersionKind, ResourceMapping] = {}
         self._rediscover = asyncio.Event()
 
+    def busy(self) -> list[str]:
+        """What the collector has left to do now, one phrase each (empty: idle). Nodes it looks
+        at again later (an owner waiting for blocking dependents, a back-off) do not count."""
+        reasons = []
+        for what, queue in (("delete", self.attempt_to_delete), ("orphan", self.attempt_to_orphan)):
+            ready, working = queue.ready_count(), len(queue.processing_since())
+            if ready or working:
+                reasons.append(f"garbage collector: {ready} attempts to {what} queued, {working} running")
+        if self._rediscover.is_set():
+            reasons.append("garbage collector: reading discovery again")
+        return reasons
+
     @property
     def monitored(self) -> list[GroupVersionKind]:
         """The kinds watched now."""

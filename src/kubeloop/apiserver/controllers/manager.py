@@ -89,6 +89,11 @@ class ControllerManager:
             self.endpoints = EndpointsController(self.manager)
             self.cron_jobs = CronJobController(self.manager)
 
+    def busy(self) -> list[str]:
+        """What the control loops have left to do now (empty: idle): the manager's controllers and
+        events, and the garbage collector's queues."""
+        return [*self.manager.busy(), *self.garbage_collector.busy()]
+
     async def start(self) -> None:
         await self.manager.start()
 

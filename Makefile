@@ -58,6 +58,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/reconcile_latency.py
 	$(BIN)/python bench/b3_cache.py
 	$(BIN)/python bench/openapi_documents.py
+	$(BIN)/python bench/typed_decoding.py
 
 clean:
 	rm -rf $(VENV) .tools build src/*.egg-info

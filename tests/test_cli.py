@@ -28,8 +28,8 @@ AGENTS = pathlib.Path(__file__).parent.parent / "examples" / "agents"
 WIDE = {**os.environ, "COLUMNS": "220"}
 
 
-def test_demo_once_converges_within_30_seconds() -> None:
-    started = time.monotonic()
+def test_demo_once_converges() -> None:
+    """`--once` gives up with exit 1 after its own --timeout (30 s): exit 0 is convergence in time."""
     result = subprocess.run(
         [sys.executable, "-m", "kubeloop.cli.main", "demo", "--once"],
         capture_output=True,
@@ -37,9 +37,7 @@ def test_demo_once_converges_within_30_seconds() -> None:
         timeout=120,
         env=WIDE,
     )
-    took = time.monotonic() - started
     assert result.returncode == 0, result.stdout + result.stderr
-    assert took < 30, took
     out = result.stdout
     assert "embedded API server at https://127.0.0.1:" in out and "kubeconfig: " in out
     assert "installed 7 CRDs" in out and "kubeloop demo: converged in" in out

@@ -109,14 +109,24 @@ def test_web_config_operator(shared_server: ServerThread, namespace: str, binary
         cluster.apply(config_map("web", "nginx:1.27", "three"))
         wait_until(lambda: cluster.reasons("web"), lambda r: "InvalidReplicas" in r)
         cluster.apply(config_map("web", "nginx:1.27", "99999999999"))  # beyond int32
-        time.sleep(1.0)
-        warnings = [e for e in cluster.get("events")["items"] if e["reason"] == "InvalidReplicas"]
+
+        def invalid_replicas() -> list[dict[str, Any]]:
+            return [e for e in cluster.get("events")["items"] if e["reason"] == "InvalidReplicas"]
+
+        wait_until(invalid_replicas, lambda warnings: sum(e.get("count", 1) for e in warnings) == 2)
+        # A later change the operator acts on: a retry of the bad one (back-off from 5 ms) would
+        # have come before this is done.
+        cluster.apply(config_map("marker", "nginx:1.27", 1))
+        wait_until(lambda: cluster.reasons("marker"), lambda r: r == ["Created"])
+        warnings = invalid_replicas()
         assert {e["type"] for e in warnings} == {"Warning"}
         assert sum(e.get("count", 1) for e in warnings) == 2  # once each: terminal, not retried
         assert cluster.deployment()["spec"]["replicas"] == 3
     finally:
         output = stop_operator(process)
     assert "1 controller(s) starting" in output
+    assert output.count("failed for good") == 2, output  # the two bad inputs, each terminal
+    assert "failed; retrying" not in output, output
     assert "Traceback" not in output  # bad input was terminal: nothing raised and retried
 
 

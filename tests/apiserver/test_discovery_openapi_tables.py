@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -177,10 +176,8 @@ def test_document_paths_are_tolerant_and_unknown_ones_are_none(catalog: Resource
 
 def test_documents_are_cached(catalog: ResourceCatalog) -> None:
     first = v3.openapi_v3_document(catalog, "apis/apps/v1")
-    started = time.perf_counter()
     second = v3.openapi_v3_document(ResourceCatalog(), "apis/apps/v1")
-    assert time.perf_counter() - started < 0.05
-    assert second is first
+    assert second is first  # the same object: built once (bench/openapi_documents.py times a build)
 
 
 def test_catalog_change_rebuilds_only_the_changed_document(catalog: ResourceCatalog) -> None:

@@ -75,19 +75,21 @@ def test_slowloris_headers_are_cut_off(server: ServerThread) -> None:
     sock = connect(server)
     sock.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n")
     started = time.monotonic()
+    cut_off = False
     try:
-        while time.monotonic() - started < 5:
+        while time.monotonic() - started < 30:  # a guard: the server is to end this, not the client
             sock.sendall(b"X-Slow: y\r\n")  # a header line now and then, never the blank line
             time.sleep(0.1)
     except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
-        pass
-    assert time.monotonic() - started < 3
+        cut_off = True
+    assert cut_off, "the server kept reading a head that never ended"
     assert Client(server).get("/version").status_code == 200
 
 
 def test_silent_connections_are_closed(server: ServerThread) -> None:
-    assert closed_within(connect(server), 5) < 3  # TLS done, no request
-    assert closed_within(connect(server, tls=False), 5) < 3  # not even a TLS handshake
+    # closed_within fails if the server keeps them: silent connections are never closed otherwise.
+    closed_within(connect(server), 30)  # TLS done, no request
+    closed_within(connect(server, tls=False), 30)  # not even a TLS handshake
 
 
 def test_idle_keep_alive_connections_are_closed(server: ServerThread) -> None:
@@ -95,7 +97,7 @@ def test_idle_keep_alive_connections_are_closed(server: ServerThread) -> None:
     sock.sendall(request_head(server, "GET", "/version"))
     sock.settimeout(5)
     assert sock.recv(65536).startswith(b"HTTP/1.1 200")
-    assert 0.5 < closed_within(sock, 5) < 3
+    assert closed_within(sock, 30) > 0.5  # closed, and not before the idle timeout
 
 
 def test_a_slow_body_gets_a_timeout(server: ServerThread) -> None:
@@ -128,7 +130,7 @@ def test_a_request_that_outlasts_the_bound_gets_a_timeout_and_the_server_goes_on
         assert answer.startswith(b"HTTP/1.1 504"), answer[:200]
         assert b"Connection: close" in answer
         assert b"request did not complete within the allotted timeout of 1s" in answer
-        assert 0.9 < took < 1.6, took
+        assert took >= 0.9, took  # at the request bound, not before it
         closed_within(sock, 2)
         holder.execute("ROLLBACK")
         api = Client(durable)

@@ -311,7 +311,7 @@ async def test_an_answer_that_does_not_come_in_time_is_a_timeout_and_its_connect
         started = asyncio.get_running_loop().time()
         with pytest.raises(TimeoutError):
             await pool.request("GET", "/", [], None, timeout=0.2)
-        assert 0.2 <= asyncio.get_running_loop().time() - started < 2
+        assert asyncio.get_running_loop().time() - started >= 0.2  # not before the timeout
         # The half-answered connection is not reused: the next request gets a new one.
         assert (await pool.request("GET", "/", [], None, timeout=5)).body == b"ok"
         assert recorder.connections == 2

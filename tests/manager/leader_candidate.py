@@ -1,6 +1,8 @@
 """A manager competing for a Lease (run as a subprocess by test_leader_election.py): while it
 leads, its controller logs "<time> <identity>" for every reconcile of the ConfigMaps it watches.
-With a fifth argument ``write``, each reconcile also patches the ConfigMap with its identity."""
+With a fifth argument ``write``, each reconcile also patches the ConfigMap with its identity.
+Whoever it finds holding the lease, each time that changes, it logs to ``<log>.observed`` as
+"<identity> <holder>"."""
 
 from __future__ import annotations
 
@@ -19,6 +21,11 @@ from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import LeaderElectionLost, Manager
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
+
+
+def append(path: str, line: str) -> None:
+    with open(path, "a") as file:
+        file.write(line)
 
 
 async def main(kubeconfig: str, namespace: str, identity: str, log_path: str, mode: str = "") -> int:
@@ -50,6 +57,16 @@ async def main(kubeconfig: str, namespace: str, identity: str, log_path: str, mo
             await client.patch(CONFIGMAP, request.name, patch, namespace=request.namespace)
             return Result(requeue_after=0.05)
 
+        async def report_holders(stop: asyncio.Event) -> None:
+            reported = None
+            while not stop.is_set():
+                holder = manager.elector.observed_holder if manager.elector is not None else None
+                if holder is not None and holder != reported:
+                    await asyncio.to_thread(append, log_path + ".observed", f"{identity} {holder}\n")
+                    reported = holder
+                await asyncio.sleep(0.02)
+
+        manager.add(report_holders, need_leader_election=False)
         Builder(manager).for_(CONFIGMAP).complete(reconcile_and_write if mode == "write" else reconcile)
         try:
             await manager.run()

@@ -44,7 +44,7 @@ async def test_entries_merge_to_max_priority_and_earliest_time() -> None:
     started = loop.time()
     assert queue.get_nowait() == "other"
     assert await asyncio.wait_for(queue.get(), 2) == "later"
-    assert 0.04 <= loop.time() - started < 1
+    assert loop.time() - started >= 0.04  # not before it was due (and not 10 s later: wait_for)
 
 
 async def test_no_key_twice_and_readd_after_done() -> None:

@@ -5,7 +5,9 @@ redrawn in place; an output nobody reads holds up the view alone; --help lists t
 
 from __future__ import annotations
 
+import array
 import asyncio
+import fcntl
 import json
 import os
 import pathlib
@@ -16,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import termios
 import time
 import urllib.request
 
@@ -205,7 +208,16 @@ def test_a_stalled_output_holds_up_the_view_alone() -> None:
         kubeconfig = re.search(r"kubeconfig: (\S+)", head)
         curl = re.search(r"curl -X POST (\S+) -H 'Authorization: Bearer (\S+)'", head)
         assert kubeconfig is not None and curl is not None, head
-        time.sleep(2)  # the view is written (and blocked) meanwhile; nothing reads it from here on
+        # Nothing reads the view from here on: wait until the pipe is full, so the demo's next
+        # write of its view blocks.
+        def unread() -> int:
+            assert demo.stdout is not None
+            count = array.array("i", [0])
+            fcntl.ioctl(demo.stdout.fileno(), termios.FIONREAD, count)
+            return count[0]
+
+        while unread() < 4096:
+            time.sleep(0.01)
         status, answer = _post(curl[1], curl[2], {"agent": "triage", "task": "Still there?"})
         assert status == 202
         kubectl = [str(KUBECTLS[-1]), "--kubeconfig", kubeconfig[1], "-n", "demo"]

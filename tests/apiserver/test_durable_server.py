@@ -232,7 +232,14 @@ def test_watch_from_a_revision_older_than_the_compaction_window_is_expired(tmp_p
         first = api.post("/api/v1/namespaces/default/configmaps", configmap("old")).json()
         old_rv = first["metadata"]["resourceVersion"]
         api.post("/api/v1/namespaces/default/configmaps", configmap("newer"))
-        time.sleep(1.0)  # more than two compaction rounds
+        store = server.server.store
+        log = server.server._log
+        assert store is not None and isinstance(log, SQLiteLog)
+        # Compacted past the first object, in the watch cache and in the log.
+        wait_until(
+            lambda: store.compacted_revision > int(old_rv)
+            and all(revision > 0 for revision, _key, _deleted in log.rows())
+        )
         api.post("/api/v1/namespaces/default/configmaps", configmap("newest"))
         response = api.get(
             "/api/v1/namespaces/default/configmaps",
@@ -245,10 +252,6 @@ def test_watch_from_a_revision_older_than_the_compaction_window_is_expired(tmp_p
             params={"resourceVersion": old_rv, "resourceVersionMatch": "Exact"},
         )
         assert listed.status_code == 410
-        # The log was compacted too: superseded rows below the window are gone.
-        log = server.server._log
-        assert isinstance(log, SQLiteLog)
-        assert all(revision > 0 for revision, _key, _deleted in log.rows())
     finally:
         server.stop()
 

@@ -268,13 +268,15 @@ def test_a_client_that_vanishes_mid_body_leaves_nothing_behind(
     assert watchdog is not None
     sock = connect(server)
     sock.sendall(post(server, "/api/v1/namespaces/default/configmaps", b"{" + b" " * 999)[:-500])
-    time.sleep(0.2)
     mine = sock.getsockname()[:2]
 
     def held() -> bool:  # this socket's connection (the server's control loops have their own)
         return any((t.get_extra_info("peername") or ())[:2] == mine for t in list(watchdog.connections))
 
-    assert held()
+    deadline = time.monotonic() + 30
+    while not held():  # the server has taken the connection, its body half sent
+        assert time.monotonic() < deadline, "the connection was never taken"
+        time.sleep(0.01)
     sock.close()
     deadline = time.monotonic() + 5
     while held():

@@ -12,7 +12,6 @@ import pathlib
 import signal
 import socket
 import ssl
-import time
 
 import pytest
 import requests
@@ -134,9 +133,12 @@ def test_watched_concurrent_patches_and_repeated_keys_on_the_durable_server_acro
     with apiserver(data) as (proc, url):
         session = session_for(data)
         assert session.post(url + base, json={"metadata": {"name": "hot"}}, timeout=10).status_code == 201
-        watch = kubectl.start("get", "configmap", "hot", "--watch", "-o", "name")
+        columns = ["-o", "custom-columns=RV:.metadata.resourceVersion", "--no-headers"]
+        watch = kubectl.start("get", "configmap", "hot", "--watch", *columns)
+        assert watch.stdout is not None
         try:
-            time.sleep(1.0)  # the watch is established
+            # The listed object: kubectl watches from the list's resourceVersion from here on.
+            seen = [int(watch.stdout.readline())]
 
             def label(i: int) -> None:
                 patched = session.patch(
@@ -150,12 +152,20 @@ def test_watched_concurrent_patches_and_repeated_keys_on_the_durable_server_acro
 
             with concurrent.futures.ThreadPoolExecutor(16) as pool:
                 list(pool.map(label, range(48)))
-            time.sleep(1.0)
+            # A last change: once kubectl prints it, it has printed everything before it.
+            marker = session.patch(
+                f"{url}{base}/hot",
+                data=json.dumps({"metadata": {"labels": {"marker": "x"}}}),
+                headers={"Content-Type": "application/merge-patch+json"},
+                timeout=10,
+            ).json()["metadata"]["resourceVersion"]
+            while seen[-1] != int(marker):
+                seen.append(int(watch.stdout.readline()))
         finally:
             watch.terminate()
-            out, _ = watch.communicate(timeout=10)
-        # The object as listed, then one line per change: none lost, none repeated.
-        assert out.split() == ["configmap/hot"] * 49, out
+            watch.communicate(timeout=10)
+        # The object as listed, then one line per change: none lost, none repeated, in order.
+        assert len(seen) == 1 + 48 + 1 and seen == sorted(set(seen)), seen
         # Another race, cut by a SIGKILL: what was acknowledged survives.
         racing: list[int] = []
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import pathlib
 import subprocess
-import time
 from typing import Any
 
 import pytest
@@ -178,8 +177,12 @@ def test_explain_and_wait_for_delete(kubectl: Kubectl, api: Client, namespace: s
         "application/merge-patch+json",
     )
     kubectl("delete", "-n", namespace, "configmap", "held", "--wait=false")
-    waiter = kubectl.start("wait", "-n", namespace, "--for=delete", "configmap/held", "--timeout=30s")
-    time.sleep(1.0)
+    waiter = kubectl.start("wait", "-n", namespace, "--for=delete", "configmap/held", "--timeout=30s", "-v=6")
+    assert waiter.stderr is not None
+    # kubectl has found the object and is watching it (its own log says so): still waiting.
+    for line in waiter.stderr:
+        if "watch=true" in line and "200 OK" in line:
+            break
     assert waiter.poll() is None, "kubectl wait returned while the object still existed"
     api.patch(
         f"/api/v1/namespaces/{namespace}/configmaps/held",

@@ -216,15 +216,27 @@ def test_watch_from_rv_sends_changes_strictly_after_it(api: Client, namespace: s
 def test_watch_sees_live_changes(api: Client, namespace: str) -> None:
     rv = api.get(CM.format(ns=namespace)).json()["metadata"]["resourceVersion"]
     result: list[dict[str, Any]] = []
-    reader = threading.Thread(
-        target=lambda: result.extend(stream(api, CM.format(ns=namespace), {"resourceVersion": rv}, count=2))
-    )
+
+    def read() -> None:
+        with api.get(CM.format(ns=namespace), params={"watch": "1", "resourceVersion": rv}, stream=True) as answer:
+            for line in answer.iter_lines():
+                if line:
+                    result.append(orjson.loads(line))
+                if len(result) == 3:
+                    return
+
+    reader = threading.Thread(target=read)
     reader.start()
-    time.sleep(0.3)
+    # A first change, seen by the reader: the watch is live when the next ones are made.
+    api.post(CM.format(ns=namespace), configmap("first"))
+    deadline = time.monotonic() + 30
+    while not result:
+        assert time.monotonic() < deadline, "the watch showed nothing"
+        time.sleep(0.01)
     api.post(CM.format(ns=namespace), configmap("live"))
     api.patch(CM.format(ns=namespace) + "/live", {"data": {"x": "y"}}, "application/merge-patch+json")
-    reader.join(10)
-    assert names(result) == [("ADDED", "live"), ("MODIFIED", "live")]
+    reader.join(30)
+    assert names(result) == [("ADDED", "first"), ("ADDED", "live"), ("MODIFIED", "live")]
 
 
 def test_watch_selector_transitions(api: Client, namespace: str) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pathlib
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -68,8 +67,7 @@ def test_watch_events_through_the_official_client(api_client: client.ApiClient, 
     core = client.CoreV1Api(api_client)
     rv = core.list_namespaced_config_map(namespace).metadata.resource_version
 
-    def make() -> None:
-        time.sleep(0.3)
+    def make() -> None:  # before or after the watch begins: it watches from rv either way
         core.create_namespaced_config_map(
             namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="ev"))
         )
@@ -108,8 +106,7 @@ def test_watch_survives_410_by_relisting() -> None:
             listed = core.list_namespaced_config_map("default")
             assert len(listed.items) == 6
 
-            def later() -> None:
-                time.sleep(0.3)
+            def later() -> None:  # the watch starts from the list's resourceVersion either way
                 core.create_namespaced_config_map(
                     "default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="after"))
                 )

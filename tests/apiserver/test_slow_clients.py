@@ -10,7 +10,7 @@ import socket
 import sqlite3
 import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -53,6 +53,14 @@ def closed_within(sock: socket.socket, seconds: float) -> float:
     except TimeoutError:
         raise AssertionError(f"the server kept the connection open for {seconds}s") from None
     return time.monotonic() - started
+
+
+def poll_until(check: Callable[[], bool], failure: str, guard: float = 30.0) -> None:
+    """Wait for ``check`` to hold; ``guard`` only bounds a test that would otherwise hang."""
+    deadline = time.monotonic() + guard
+    while not check():
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.01)
 
 
 def request_head(server: ServerThread, method: str, path: str, *extra: str) -> bytes:
@@ -153,8 +161,7 @@ def test_a_watcher_that_reads_nothing_is_dropped(server: ServerThread) -> None:
     watchers_before = len(store._watchers)
     sock = connect(server, rcvbuf=4096)
     sock.sendall(request_head(server, "GET", f"/api/v1/namespaces/{namespace}/configmaps?watch=1"))
-    time.sleep(0.3)
-    assert len(store._watchers) == watchers_before + 1
+    poll_until(lambda: len(store._watchers) == watchers_before + 1, "the watch never started")
     value = "x" * 400_000
     for i in range(40):  # 16 MB of events the client never reads
         created = api.post(
@@ -162,10 +169,7 @@ def test_a_watcher_that_reads_nothing_is_dropped(server: ServerThread) -> None:
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"big{i}"}, "data": {"v": value}},
         )
         assert created.status_code == 201
-    deadline = time.monotonic() + 10
-    while len(store._watchers) > watchers_before:
-        assert time.monotonic() < deadline, "the stalled watcher was never dropped"
-        time.sleep(0.1)
+    poll_until(lambda: len(store._watchers) == watchers_before, "the stalled watcher was never dropped")
     assert api.get("/version").status_code == 200
     sock.close()
 
@@ -174,11 +178,18 @@ def test_a_client_that_vanishes_mid_body_is_not_a_server_error(
     server: ServerThread, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="kubeloop")
+    watchdog = server.server._watchdog
+    assert watchdog is not None
     sock = connect(server)
     sock.sendall(create_head(server, 100_000) + b"{" + b" " * 20000)
-    time.sleep(0.2)
+    # The server is in the request, reading its body, when the client goes.
+    poll_until(lambda: any(c.active_requests for c in list(watchdog.connections.values())), "no request began")
     sock.close()
-    time.sleep(0.5)
+
+    def disconnected() -> bool:
+        return any("disconnected" in record.getMessage() for record in caplog.records)
+
+    poll_until(disconnected, "the server never noticed the client had gone")
     assert Client(server).get("/version").status_code == 200
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("kubeloop")]
     assert not errors, [r.getMessage() for r in errors]

@@ -11,6 +11,7 @@ import pytest
 from kubeloop import errors
 from kubeloop.apiserver.storage.log import MemoryLog, SQLiteLog, StorageError
 from kubeloop.apiserver.storage.watchcache import ObjectStore, PreconditionFailed
+from kubeloop.testing import eventually
 
 
 def obj(name: str, value: str = "") -> dict[str, object]:
@@ -210,7 +211,9 @@ async def test_a_write_is_invisible_until_durable(tmp_path: pathlib.Path) -> Non
     _backlog, watcher = store.watch("/r/", store.revision)
     with LockHolder(tmp_path / "state.db"):
         pending = asyncio.ensure_future(store.write("/r/b", obj("b"), expected_revision=0))
-        await asyncio.sleep(0.3)  # the writer thread now waits for the lock
+        # The write is in flight, and the log's writer thread is in its commit, waiting for the
+        # database lock another process holds.
+        await eventually(lambda: "/r/b" in store._inflight and log._lock.locked())
         assert not pending.done()
         # Not durable yet: no read, list, revision or watch shows it.
         assert store.get("/r/b") is None

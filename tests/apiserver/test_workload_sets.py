@@ -6,6 +6,7 @@ and status kube-controller-manager's controllers make, read through kubectl 1.27
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pathlib
 import threading
@@ -459,7 +460,7 @@ def test_services_without_a_selector_keep_the_endpoints_they_are_given(api: Clie
         "subsets": [{"addresses": [{"ip": "192.0.2.10"}], "ports": [{"port": 5432}]}],
     }
     assert api.post(f"/api/v1/namespaces/{namespace}/endpoints", given).status_code == 201
-    time.sleep(0.5)
+    asyncio.run(api.server.settled())  # the endpoints controllers have seen both and are done
     kept = api.get(f"/api/v1/namespaces/{namespace}/endpoints/external").json()
     assert kept["subsets"][0]["addresses"] == [{"ip": "192.0.2.10"}]
     assert api.get(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices").json()["items"] == []

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from kubeloop.client.fence import WriteFenced, current_write_fence
 from kubeloop.client.http1 import BadResponseError, BodyStream, ConnectionPool, ServerDisconnectedError
+from kubeloop.testing import eventually
 
 #: What the scripted server answers to one request: the raw bytes to send, in pieces (each
 #: written and flushed on its own), then whether to close the connection.
@@ -457,9 +458,11 @@ async def test_a_stream_nobody_reads_stops_reading_the_socket() -> None:
     piece = b"x" * (1 << 20)
     total = 48
     drained = 0
+    writers: list[asyncio.StreamWriter] = []
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         nonlocal drained
+        writers.append(writer)
         await reader.readuntil(b"\r\n\r\n")
         writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
         for _ in range(total):
@@ -475,7 +478,11 @@ async def test_a_stream_nobody_reads_stops_reading_the_socket() -> None:
     pool = ConnectionPool("127.0.0.1", port, context=None, host_header="h")
     try:
         stream = await pool.stream("/", [], timeout=5)
-        await asyncio.sleep(0.5)  # read nothing
+        # Read nothing: the client pauses its socket, and the server's writes back up until it
+        # waits in drain() with bytes it cannot send.
+        await eventually(
+            lambda: stream._paused and bool(writers) and writers[0].transport.get_write_buffer_size() > 0
+        )
         assert drained < total * len(piece) // 2  # the server is held back by the client
         assert len(await _read_to_end(stream)) == total * len(piece)
         assert drained == total * len(piece)

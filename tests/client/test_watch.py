@@ -20,7 +20,7 @@ from kubeloop.apiserver.http.watch import WatchSettings
 from kubeloop.client.config import ClientConfig, load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.client.watch import WatchEvent
-from tests.conftest import ServerThread, start_server
+from tests.conftest import ServerThread, eventually, start_server
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
 
@@ -96,7 +96,10 @@ def _free_port() -> int:
         return port
 
 
-async def test_watch_survives_a_server_restart(tmp_path: pathlib.Path) -> None:
+async def test_watch_survives_a_server_restart(
+    tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="kubeloop.client.watch")
     port = _free_port()
     server = start_server(tmp_path, port=port)
     config = load_kubeconfig(server.kubeconfig)
@@ -109,9 +112,12 @@ async def test_watch_survives_a_server_restart(tmp_path: pathlib.Path) -> None:
         assert [e.object["metadata"]["name"] for e in await _take(events, 1)] == ["one"]
 
         waiting = asyncio.ensure_future(_take(events, 1, timeout=60))
-        await asyncio.sleep(0.2)  # the watch is blocked reading when the server goes away
         await asyncio.to_thread(server.stop)
-        await asyncio.sleep(1.0)  # reconnect attempts fail meanwhile
+
+        def interruptions() -> int:
+            return sum("interrupted" in record.getMessage() for record in caplog.records)
+
+        await eventually(lambda: interruptions() >= 2, timeout=30)  # it tried again, and failed
         server = await asyncio.to_thread(start_server, tmp_path, port=port)
         try:
             await client.create(configmap("two"))
@@ -135,7 +141,11 @@ async def test_silent_stream_is_detected_and_resumed(
             events = watch.__aiter__()
             with caplog.at_level(logging.INFO, logger="kubeloop.client.watch"):
                 waiter = asyncio.ensure_future(_take(events, 1, timeout=30))
-                await asyncio.sleep(1.0)  # several inactivity timeouts pass
+
+                def silences() -> int:
+                    return sum("no event for 0.3s" in record.getMessage() for record in caplog.records)
+
+                await eventually(lambda: silences() >= 2, timeout=30)  # several inactivity timeouts pass
                 await client.create(configmap("late"))
                 seen = await waiter
             assert seen[0].object["metadata"]["name"] == "late"
@@ -213,8 +223,12 @@ async def test_a_watch_and_requests_outlast_a_paused_server_process(
                     waiter = asyncio.ensure_future(_take(events, 1, timeout=60))
                     with pytest.raises(TimeoutError):
                         await client.get(CONFIGMAP, "before", namespace="default")
-                    await asyncio.sleep(1.5)
-                    assert any("no answer to the watch request" in r.getMessage() for r in caplog.records)
+                    await eventually(
+                        lambda: any(
+                            "no answer to the watch request" in r.getMessage() for r in caplog.records
+                        ),
+                        timeout=30,
+                    )
             finally:
                 proc.send_signal(signal.SIGCONT)
             client.request_timeout = 10
@@ -267,6 +281,7 @@ async def test_events_split_anywhere_arrive_whole_and_a_garbled_line_resumes_fro
     from aiohttp import web
 
     asked: list[dict[str, str]] = []
+    released = asyncio.Event()  # the streams stay open until the test is done with them
 
     def event(kind: str, name: str, rv: int) -> bytes:
         obj = configmap(name) | {
@@ -289,7 +304,7 @@ async def test_events_split_anywhere_arrive_whole_and_a_garbled_line_resumes_fro
                 await asyncio.sleep(0.001)
         else:
             await response.write(event("ADDED", "b", 7))
-        await asyncio.sleep(30)
+        await released.wait()
         return response
 
     app = web.Application()
@@ -312,4 +327,5 @@ async def test_events_split_anywhere_arrive_whole_and_a_garbled_line_resumes_fro
             await watch_stream.close()
         assert "resourceVersion" not in asked[0] and asked[1]["resourceVersion"] == "6"
     finally:
+        released.set()
         await runner.cleanup()

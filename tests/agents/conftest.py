@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pathlib
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, Protocol
 
 import pytest
 
@@ -14,7 +14,7 @@ import kubeloop
 from kubeloop import kinds
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
 from kubeloop.client.config import load_kubeconfig
-from kubeloop.testing import eventually
+from kubeloop.testing import eventually, settled
 from tests.conftest import ServerThread, start_server
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "examples" / "agents"))
@@ -144,13 +144,18 @@ def writes(client: kubeloop.Client) -> int:
     return sum(n for (method, _), n in api.requests.items() if method != "GET")
 
 
-async def assert_writes_nothing(
-    reconcile: Callable[[kubeloop.Request], Awaitable[object]],
-    client: kubeloop.Client,
-    request: kubeloop.Request,
-) -> None:
-    """Three more reconciles of a converged ``request`` send no write through ``client``."""
-    before = writes(client)
+class Reconciler(Protocol):
+    manager: kubeloop.Manager
+    client: kubeloop.Client
+
+    async def reconcile(self, request: kubeloop.Request) -> object: ...
+
+
+async def assert_writes_nothing(reconciler: Reconciler, request: kubeloop.Request) -> None:
+    """Three more reconciles of a converged ``request`` send no write through the reconciler's
+    client, once its manager has settled (the other controllers sharing that client are done)."""
+    await settled(reconciler.manager)
+    before = writes(reconciler.client)
     for _ in range(3):
-        await reconcile(request)
-    assert writes(client) == before
+        await reconciler.reconcile(request)
+    assert writes(reconciler.client) == before

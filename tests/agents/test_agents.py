@@ -62,9 +62,7 @@ async def test_a_second_reconcile_of_a_converged_agent_writes_nothing(
     )
     await client.create(agent("steady", namespace, f"{namespace}-rt", replicas=2))
     await ready(client, "steady", namespace)
-    await assert_writes_nothing(
-        platform.agents.reconcile, platform.agents.client, kubeloop.Request(namespace, "steady")
-    )
+    await assert_writes_nothing(platform.agents, kubeloop.Request(namespace, "steady"))
 
 
 async def test_a_runtime_edit_rolls_exactly_its_agents(
@@ -177,9 +175,7 @@ async def test_skill_packs_and_mcp_servers_wake_the_agents_that_use_them(
 
     await eventually(served, timeout=20)
     for reconciler, name in ((platform.skill_packs, "k8s"), (platform.mcp_servers, "tools")):
-        await assert_writes_nothing(
-            reconciler.reconcile, reconciler.client, kubeloop.Request(namespace, name)
-        )
+        await assert_writes_nothing(reconciler, kubeloop.Request(namespace, name))
 
 
 async def test_a_deleted_agent_takes_its_objects_runs_and_schedules(

@@ -70,9 +70,7 @@ async def test_a_pack_makes_its_agents_and_schedules_and_prunes_removed_entries(
         assert found.status is not None and found.status.agents == ["sre-postmortem", "sre-triage"]
 
     await eventually(reported, timeout=20)
-    await assert_writes_nothing(
-        platform.personas.reconcile, platform.personas.client, kubeloop.Request(namespace, "sre")
-    )
+    await assert_writes_nothing(platform.personas, kubeloop.Request(namespace, "sre"))
 
     smaller = pack(namespace, rt, ["triage"], {"hourly": "triage"})
     await client.patch(PersonaPack, "sre", {"spec": smaller["spec"]}, namespace=namespace)

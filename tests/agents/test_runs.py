@@ -76,9 +76,7 @@ async def test_a_run_snapshots_its_agent_and_succeeds_with_the_pods_answer(
         assert owned["metadata"]["ownerReferences"][0]["kind"] == "AgentRun"
 
     # Finished: another pass writes nothing.
-    await assert_writes_nothing(
-        platform.runs.reconcile, platform.runs.client, kubeloop.Request(namespace, "ask")
-    )
+    await assert_writes_nothing(platform.runs, kubeloop.Request(namespace, "ask"))
 
 
 async def test_a_run_fails_with_its_pods_message(
@@ -156,9 +154,7 @@ async def test_what_the_server_refuses_fails_the_run_and_marks_the_agent(
     assert "may not be more than 1048576 bytes" in ready.message
     assert not await exists(client, kinds.Deployment, "verbose", namespace)
     errors_before = platform.agents.manager.controllers["agent"].results.get("error", 0)
-    await assert_writes_nothing(
-        platform.agents.reconcile, platform.agents.client, kubeloop.Request(namespace, "verbose")
-    )
+    await assert_writes_nothing(platform.agents, kubeloop.Request(namespace, "verbose"))
     assert platform.agents.manager.controllers["agent"].results.get("error", 0) == errors_before
     warnings = [
         e

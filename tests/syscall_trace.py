@@ -105,6 +105,46 @@ def acknowledged_before_sync(trace: str, names: list[str]) -> list[str]:
     return unsynced
 
 
+def answers_before_sync(trace: str) -> list[int]:
+    """For a server answering one request at a time: the positions (0-based, after the first
+    answer, which only fences off start-up) of the 2xx answers that went out with no WAL write
+    followed by a completed WAL sync since the answer before them."""
+    paths: dict[int, str] = {}
+    pending_sync: dict[int, int] = {}
+    wrote = synced = False
+    answers: list[bool] = []
+    for raw in trace.splitlines():
+        match = _LINE.match(raw)
+        if match is None:
+            continue
+        pid, text = int(match.group(1)), match.group(2)
+        opened = _OPENAT.search(text)
+        if opened is not None:
+            paths[int(opened.group(2))] = opened.group(1)
+            continue
+        resumed = _RESUMED.match(text)
+        if resumed is not None:
+            completed = resumed.group(1) in ("fdatasync", "fsync") and resumed.group(2) == "0"
+            if completed and paths.get(pending_sync.pop(pid, -1), "").endswith("-wal") and wrote:
+                synced = True
+            continue
+        call = _CALL.match(text)
+        if call is None:
+            continue
+        name, fd = call.group(1), int(call.group(2))
+        if name in ("fdatasync", "fsync"):
+            if "<unfinished" in text:
+                pending_sync[pid] = fd
+            elif text.rstrip().endswith("= 0") and paths.get(fd, "").endswith("-wal") and wrote:
+                synced = True
+        elif name == "pwrite64" and paths.get(fd, "").endswith("-wal"):
+            wrote, synced = True, False  # a later write needs a sync of its own
+        elif name in ("sendto", "write", "writev", "sendmsg") and "HTTP/1.1 20" in text:
+            answers.append(wrote and synced)
+            wrote = synced = False
+    return [position for position, ok in enumerate(answers[1:]) if not ok]
+
+
 def _unescape(text: str) -> str:
     """strace prints data as C string escapes; JSON quotes appear as \\" in it."""
     return text.replace('\\"', '"')

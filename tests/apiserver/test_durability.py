@@ -363,9 +363,129 @@ def test_every_create_is_synced_to_disk_before_it_is_acknowledged(
         assert unsynced, "the check did not notice a server that never syncs"
 
 
+def every_write_verb(session: requests.Session, url: str) -> int:
+    """One write of each kind a client can make, one at a time; returns how many were answered."""
+    cms = url + "/api/v1/namespaces/default/configmaps"
+    deployments = url + "/apis/apps/v1/namespaces/default/deployments"
+    merge, json_patch = "application/merge-patch+json", "application/json-patch+json"
+    strategic, apply = "application/strategic-merge-patch+json", "application/apply-patch+yaml"
+
+    def patch(path: str, body: object, content_type: str, **params: str) -> requests.Response:
+        return session.patch(
+            path, data=orjson.dumps(body), headers={"Content-Type": content_type}, params=params, timeout=30
+        )
+
+    deployment = {
+        "metadata": {"name": "d"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "d"}},
+            "template": {
+                "metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+            },
+        },
+    }
+    created = session.post(cms, json={"metadata": {"name": "a", "labels": {"batch": "x"}}}, timeout=30)
+    answers = [created]
+    current = created.json()
+    current["data"] = {"put": "1"}
+    answers.append(session.put(f"{cms}/a", json=current, timeout=30))
+    answers.append(patch(f"{cms}/a", {"data": {"merge": "1"}}, merge))
+    answers.append(patch(f"{cms}/a", [{"op": "add", "path": "/data/json", "value": "1"}], json_patch))
+    answers.append(patch(f"{cms}/a", {"data": {"strategic": "1"}}, strategic))
+    applied = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"applied": "1"}}
+    answers.append(patch(f"{cms}/a", applied, apply, fieldManager="tester", force="true"))
+    answers.append(session.post(deployments, json=deployment, timeout=30))
+    status = answers[-1].json()
+    status["status"] = {"replicas": 1}
+    answers.append(session.put(f"{deployments}/d/status", json=status, timeout=30))
+    answers.append(patch(f"{deployments}/d/status", {"status": {"replicas": 2}}, merge))
+    answers.append(session.delete(f"{cms}/a", timeout=30))
+    for name in ("b1", "b2"):
+        answers.append(
+            session.post(cms, json={"metadata": {"name": name, "labels": {"batch": "y"}}}, timeout=30)
+        )
+    answers.append(session.delete(cms, params={"labelSelector": "batch=y"}, timeout=30))
+    for answer in answers:
+        assert answer.status_code in (200, 201), (
+            answer.request.method,
+            answer.request.url,
+            answer.text[:300],
+        )
+    return len(answers)
+
+
+@pytest.mark.parametrize("fsync", [True, False], ids=["durable", "no-fsync"])
+def test_every_write_verb_is_synced_before_it_is_acknowledged(tmp_path: pathlib.Path, fsync: bool) -> None:
+    """Create, update, every patch type, apply, status by PUT and by patch, delete and
+    deletecollection, one at a time against the server alone under strace: every 2xx follows a
+    completed fsync of the WAL after the WAL write its request caused. With --no-fsync the same
+    check must fail."""
+    trace = tmp_path / "trace"
+    wrapper = (syscall_trace.strace(), *syscall_trace.STRACE_ARGS, "-o", str(trace))
+    extra = ("--insecure-http", "--no-controllers", *(() if fsync else ("--no-fsync",)))
+    with apiserver(tmp_path / "data", *extra, wrapper=wrapper) as (proc, url):
+        session = session_for(tmp_path / "data")
+        assert session.get(url + "/version", timeout=30).status_code == 200  # fences off start-up
+        writes = every_write_verb(session, url)
+        children = pathlib.Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        for child in children:
+            os.kill(int(child), signal.SIGTERM)
+        proc.wait(30)
+    text = trace.read_text(errors="replace")
+    unsynced = syscall_trace.answers_before_sync(text)
+    assert text.count("HTTP/1.1 20") >= writes + 1
+    if fsync:
+        assert unsynced == [], f"answers sent before their write was on disk: {unsynced} of {writes}"
+    else:
+        assert len(unsynced) == writes, "the check did not notice a server that never syncs"
+
+
 def session_for_thread(session: requests.Session, path: str, name: str) -> Callable[[], None]:
     def create() -> None:
         answer = session.post(path, json={"metadata": {"name": name}}, timeout=30)
         assert answer.status_code == 201
 
     return create
+
+
+def test_what_was_deleted_stays_deleted_across_a_sigkill(tmp_path: pathlib.Path) -> None:
+    """Deleted by DELETE, by deletecollection, and by the removal of the last finalizer: each
+    answered, then the server is SIGKILLed; restarted on its data, none of them is back."""
+    data = tmp_path / "data"
+    cms = "/api/v1/namespaces/default/configmaps"
+    with apiserver(data, "--no-controllers") as (proc, url):
+        session = session_for(data)
+        for name, labels in (
+            ("plain", {}),
+            ("batch-1", {"batch": "y"}),
+            ("batch-2", {"batch": "y"}),
+            ("kept", {}),
+        ):
+            assert (
+                session.post(url + cms, json={"metadata": {"name": name, "labels": labels}}).status_code
+                == 201
+            )
+        held = {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}
+        assert session.post(url + cms, json=held).status_code == 201
+        assert session.delete(f"{url}{cms}/plain").status_code == 200
+        assert session.delete(url + cms, params={"labelSelector": "batch=y"}).status_code == 200
+        marked = session.delete(f"{url}{cms}/held")
+        assert marked.status_code == 200 and marked.json()["metadata"]["deletionTimestamp"]
+        released = session.patch(
+            f"{url}{cms}/held",
+            data=b'{"metadata": {"finalizers": null}}',
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        assert released.status_code == 200
+        assert session.get(f"{url}{cms}/held").status_code == 404
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    with apiserver(data, "--no-controllers") as (_proc, url):
+        session = session_for(data)
+        for name in ("plain", "batch-1", "batch-2", "held"):
+            assert session.get(f"{url}{cms}/{name}").status_code == 404, name
+        listed = session.get(url + cms).json()
+        assert [item["metadata"]["name"] for item in listed["items"]] == ["kept"]
+        # Their names are free again: each can be made anew.
+        assert session.post(url + cms, json={"metadata": {"name": "plain"}}).status_code == 201

@@ -11,8 +11,10 @@ import pathlib
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -237,8 +239,10 @@ def test_watch_from_a_revision_older_than_the_compaction_window_is_expired(tmp_p
         assert store is not None and isinstance(log, SQLiteLog)
         # Compacted past the first object, in the watch cache and in the log.
         wait_until(
-            lambda: store.compacted_revision > int(old_rv)
-            and all(revision > 0 for revision, _key, _deleted in log.rows())
+            lambda: (
+                store.compacted_revision > int(old_rv)
+                and all(revision > 0 for revision, _key, _deleted in log.rows())
+            )
         )
         api.post("/api/v1/namespaces/default/configmaps", configmap("newest"))
         response = api.get(
@@ -382,3 +386,69 @@ def test_an_object_kept_from_before_a_rule_still_runs_and_reports(tmp_path: path
         assert '* spec.containers[0].volumeMounts[0].name: Not found: "gone"' in refused.stderr
         old("delete", "pod", "legacy", "--timeout=30s")
         assert "NotFound" in new("get", "pod", "legacy", check=False).stderr
+
+
+def test_no_read_shows_a_write_before_it_is_durable(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log's commit of one create is held (a hook on the real storage path: the write is in
+    flight, not on disk). Meanwhile, over HTTPS: a GET does not find it, a LIST neither, nor
+    does its resourceVersion move, a read at the next revision is refused, and a watch that the
+    server ends meanwhile shows no event of it. Once the commit goes through, all of them do."""
+    server = start_server(tmp_path / "data", controllers=False)
+    try:
+        log = server.server._log
+        assert isinstance(log, SQLiteLog)
+        entered, release = threading.Event(), threading.Event()
+        commit = log._commit
+
+        def held_commit(writes: Any) -> Any:
+            if any(record.key.endswith("/pending") for record, _done in writes):
+                entered.set()
+                release.wait(timeout=60)
+            return commit(writes)
+
+        monkeypatch.setattr(log, "_commit", held_commit)
+        api = Client(server)
+        cms = "/api/v1/namespaces/default/configmaps"
+        before = api.get(cms).json()["metadata"]["resourceVersion"]
+        answers: list[Any] = []
+        writer = threading.Thread(target=lambda: answers.append(api.post(cms, configmap("pending"))))
+        writer.start()
+        try:
+            assert entered.wait(timeout=30), "the create never reached the log"
+            assert api.get(f"{cms}/pending").status_code == 404
+            listed = api.get(cms).json()
+            assert listed["metadata"]["resourceVersion"] == before
+            assert "pending" not in [item["metadata"]["name"] for item in listed["items"]]
+            ahead = api.get(
+                cms,
+                params={
+                    "resourceVersion": str(int(before) + 1),
+                    "resourceVersionMatch": "Exact",
+                    "limit": "1",
+                },
+            )
+            assert ahead.status_code == 504 and ahead.json()["reason"] == "Timeout", ahead.text
+            # A watch the server ends (timeoutSeconds) while the commit is still held: complete,
+            # and without the write.
+            ended = api.get(cms, params={"watch": "1", "resourceVersion": before, "timeoutSeconds": "1"})
+            assert [
+                orjson.loads(line)["object"]["metadata"]["name"] for line in ended.text.splitlines() if line
+            ] == []
+            assert not answers
+        finally:
+            release.set()
+            writer.join(30)
+        [created] = answers
+        assert created.status_code == 201, created.text
+        revision = created.json()["metadata"]["resourceVersion"]
+        assert api.get(f"{cms}/pending").status_code == 200
+        assert int(api.get(cms).json()["metadata"]["resourceVersion"]) >= int(revision)
+        watched = api.get(cms, params={"watch": "1", "resourceVersion": before, "timeoutSeconds": "1"})
+        events = [orjson.loads(line) for line in watched.text.splitlines() if line]
+        assert [(e["type"], e["object"]["metadata"]["resourceVersion"]) for e in events] == [
+            ("ADDED", revision)
+        ]
+    finally:
+        server.stop()

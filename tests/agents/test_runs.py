@@ -6,11 +6,15 @@ Invalid, without a retry loop."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import agentplatform
+import pytest
 from agentplatform.api import Agent, AgentRun
 
 import kubeloop
 from kubeloop import kinds
+from kubeloop.client.credentials import Credentials, StaticCredentials
 from kubeloop.testing import eventually
 from tests.agents.conftest import (
     agent,
@@ -74,6 +78,49 @@ async def test_a_run_snapshots_its_agent_and_succeeds_with_the_pods_answer(
     await client.get(kinds.ServiceAccount, "ask", namespace=namespace)
     for owned in (snapshot, job, role, binding):
         assert owned["metadata"]["ownerReferences"][0]["kind"] == "AgentRun"
+
+    # The run's ServiceAccount, used for real: its token reads exactly the run's input, its
+    # agent, its packs and the run itself, and is refused everything else, as upstream words it.
+    token = await client.create(
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        of=kinds.ServiceAccount,
+        name="ask",
+        namespace=namespace,
+        subresource="token",
+    )
+    await client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "not-yours", "namespace": namespace}}
+    )
+    as_run = kubeloop.APIClient(
+        dataclasses.replace(
+            client.config,
+            credentials=StaticCredentials(Credentials(token=token["status"]["token"])),
+        )
+    )
+    user = f"system:serviceaccount:{namespace}:ask"
+    async with as_run:
+        for name in ("ask-input", "skillpack-k8s"):
+            await as_run.get(kinds.ConfigMap, name, namespace=namespace)
+        await as_run.get(Agent, "helper", namespace=namespace)
+        await as_run.get(AgentRun, "ask", namespace=namespace)
+        refused = [
+            (as_run.get(kinds.ConfigMap, "not-yours", namespace=namespace),
+             f'configmaps "not-yours" is forbidden: User "{user}" cannot get resource "configmaps" in API group "" in the namespace "{namespace}"'),
+            (as_run.list(kinds.ConfigMap, namespace=namespace),
+             f'configmaps is forbidden: User "{user}" cannot list resource "configmaps" in API group "" in the namespace "{namespace}"'),
+            (as_run.get(kinds.Secret, "llm", namespace=namespace),
+             f'secrets "llm" is forbidden: User "{user}" cannot get resource "secrets" in API group "" in the namespace "{namespace}"'),
+            (as_run.list(AgentRun, namespace=namespace),
+             f'agentruns.agents.kubeloop.dev is forbidden: User "{user}" cannot list resource "agentruns" in API group "agents.kubeloop.dev" in the namespace "{namespace}"'),
+            (as_run.patch(AgentRun, "ask", {"metadata": {"labels": {"x": "y"}}}, namespace=namespace),
+             f'agentruns.agents.kubeloop.dev "ask" is forbidden: User "{user}" cannot patch resource "agentruns" in API group "agents.kubeloop.dev" in the namespace "{namespace}"'),
+            (as_run.delete(kinds.ConfigMap, "ask-input", namespace=namespace),
+             f'configmaps "ask-input" is forbidden: User "{user}" cannot delete resource "configmaps" in API group "" in the namespace "{namespace}"'),
+        ]  # fmt: skip
+        for call, message in refused:
+            with pytest.raises(kubeloop.errors.Forbidden) as forbidden:
+                await call
+            assert forbidden.value.message == message
 
     # Finished: another pass writes nothing.
     await assert_writes_nothing(platform.runs, kubeloop.Request(namespace, "ask"))

@@ -128,7 +128,12 @@ def test_the_demo_serves_until_ctrl_c_and_then_exits_cleanly() -> None:
             time.sleep(0.1)
         assert (status, again) == (200, {**first, "duplicate": True})
         demo.send_signal(signal.SIGINT)
-        assert demo.wait(30) == 0
+        try:
+            code = demo.wait(30)
+        except subprocess.TimeoutExpired:
+            demo.kill()
+            raise AssertionError(f"the demo did not stop on SIGINT:\n{demo.communicate()[1][-5000:]}") from None
+        assert code == 0
     finally:
         demo.kill()
         demo.wait()
@@ -233,6 +238,9 @@ def test_a_stalled_output_holds_up_the_view_alone() -> None:
             phase = got.stdout
             time.sleep(0.2)
         assert phase == "Succeeded"
+        # Ctrl-C ends it all the same, though a view is stuck in a write nobody will read.
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(30) == 0
     finally:
         demo.kill()
         demo.wait()

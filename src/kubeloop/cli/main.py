@@ -223,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             logging.getLogger().setLevel(logging.WARNING)
 
         try:
-            return eventloop.run(
+            code = eventloop.run(
                 run_demo(
                     once=args.once,
                     data_dir=args.data_dir,
@@ -234,7 +234,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             )
         except KeyboardInterrupt:
-            return 0
+            code = 0
+        if args.once:
+            return code
+        # The live view's writer may be blocked on an output nobody reads, holding stdout's lock:
+        # the interpreter's own exit would wait on it for ever (demo.ViewWriter).
+        sys.stderr.flush()
+        os._exit(code)
     return 2
 
 

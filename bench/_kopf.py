@@ -11,7 +11,6 @@ import yaml
 def register_login(kopf: Any, registry: Any, kubeconfig: str, namespace: str) -> None:
     """Log kopf in with the kubeconfig's server, CA and token (kopf reads no kubeconfig path)."""
 
-    @kopf.on.login(registry=registry)
     def login(**_: Any) -> Any:
         with open(kubeconfig) as handle:
             config = yaml.safe_load(handle)
@@ -25,3 +24,5 @@ def register_login(kopf: Any, registry: Any, kubeconfig: str, namespace: str) ->
             token=config["users"][0]["user"]["token"],
             default_namespace=namespace,
         )
+
+    kopf.on.login(registry=registry)(login)

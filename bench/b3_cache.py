@@ -9,8 +9,8 @@ nothing else is in its heap, the cache is synced and measured:
   and the store's own ``get``) for random keys, and one label-selector ``list`` over a namespace;
 - ``dicts``: the same Pods listed and held as decoded dicts (what a dict-backed cache costs,
   the DESIGN's reference point) — RSS growth and the cost of the copy a dict cache must hand
-  out per get: ``copy.deepcopy`` and the fastest copy of a JSON dict (an orjson round trip),
-  the baseline ``get`` compares with.
+  out per get, over the same keys kubeloop's get reads: ``copy.deepcopy`` and the fastest copy
+  of a JSON dict (an orjson round trip), the baseline ``get`` compares with.
 
 Prints one JSON line. Targets (DESIGN.md): RSS growth ≤ 1.3× the compact JSON size; get ≤ 10 µs.
 """
@@ -149,9 +149,7 @@ async def measure_kubeloop(kubeconfig: str, count: int, gets: int) -> dict[str, 
         assert len(store) == count, len(store)
         stored_json = sum(len(store.get_encoded(key) or b"") for key in store.list_keys())
 
-        keys = store.list_keys()
-        random.seed(1)
-        sample = [random.choice(keys) for _ in range(gets)]
+        sample = sample_keys(store.list_keys(), gets)
         pairs = [(key.split("/", 1)[0], key.split("/", 1)[1]) for key in sample]
         cache_get: list[float] = []
         for namespace, name in pairs:
@@ -186,7 +184,14 @@ async def measure_kubeloop(kubeconfig: str, count: int, gets: int) -> dict[str, 
     }
 
 
-async def measure_dicts(kubeconfig: str, count: int) -> dict[str, Any]:
+def sample_keys(keys: list[str], gets: int) -> list[str]:
+    """The keys both caches are read with: the same random draw from the same sorted keys."""
+    ordered = sorted(keys)
+    chooser = random.Random(1)
+    return [chooser.choice(ordered) for _ in range(gets)]
+
+
+async def measure_dicts(kubeconfig: str, count: int, gets: int) -> dict[str, Any]:
     from kubeloop.cache.informer import strip_managed_fields
 
     async with APIClient(load_kubeconfig(kubeconfig)) as client:
@@ -200,16 +205,18 @@ async def measure_dicts(kubeconfig: str, count: int) -> dict[str, Any]:
             del page
         after = settled_rss()
         assert len(held) == count
-        one = next(iter(held.values()))
+        # A get of a dict cache: look the key up and hand out a copy (the caller must not share the
+        # cache's object), over the same keys kubeloop's cache is read with.
+        sample = sample_keys(list(held), gets)
         copies = []
-        for _ in range(2000):
+        for key in sample:
             t0 = time.perf_counter()
-            copy.deepcopy(one)
+            copy.deepcopy(held[key])
             copies.append(time.perf_counter() - t0)
         round_trips = []
-        for _ in range(2000):
+        for key in sample:
             t0 = time.perf_counter()
-            orjson.loads(orjson.dumps(one))
+            orjson.loads(orjson.dumps(held[key]))
             round_trips.append(time.perf_counter() - t0)
         stored_json = sum(len(orjson.dumps(obj)) for obj in held.values())
     return {
@@ -242,7 +249,7 @@ def main() -> None:
         if args.child == "kubeloop":
             print(json.dumps(asyncio.run(measure_kubeloop(args.kubeconfig, args.pods, args.gets))))
         else:
-            print(json.dumps(asyncio.run(measure_dicts(args.kubeconfig, args.pods))))
+            print(json.dumps(asyncio.run(measure_dicts(args.kubeconfig, args.pods, args.gets))))
         return
     with server_process(memory=True) as server:
         fill_seconds = asyncio.run(fill(server.kubeconfig, args.pods, args.writers))

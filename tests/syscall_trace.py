@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from tests.debian_packages import ensure_package
 
@@ -50,70 +51,25 @@ def strace() -> str:
     return found
 
 
-@dataclass
-class _State:
-    paths: dict[int, str] = field(default_factory=dict)
-    pending_sync: dict[int, int] = field(default_factory=dict)  # pid → fd of an unfinished sync
-    written: dict[str, int] = field(default_factory=dict)  # name → line of its first WAL write
-    synced: list[int] = field(default_factory=list)  # lines where a WAL sync completed
-    answered: dict[str, int] = field(default_factory=dict)  # name → line its 201 was sent on
+@dataclass(frozen=True)
+class Event:
+    """What the trace says happened to the WAL and on the wire, in the order it happened."""
+
+    kind: str  # "wal-write", "wal-synced" (a sync of the WAL completed) or "answer"
+    line: int
+    text: str = ""
 
 
-def acknowledged_before_sync(trace: str, names: list[str]) -> list[str]:
-    """Names whose 201 went out with no WAL sync between their WAL write and the answer."""
-    state = _State()
-    for number, raw in enumerate(trace.splitlines()):
-        match = _LINE.match(raw)
-        if match is None:
-            continue
-        pid, text = int(match.group(1)), match.group(2)
-        opened = _OPENAT.search(text)
-        if opened is not None:
-            state.paths[int(opened.group(2))] = opened.group(1)
-            continue
-        resumed = _RESUMED.match(text)
-        if resumed is not None:
-            if resumed.group(1) in ("fdatasync", "fsync") and resumed.group(2) == "0":
-                fd = state.pending_sync.pop(pid, -1)
-                if state.paths.get(fd, "").endswith("-wal"):
-                    state.synced.append(number)
-            continue
-        call = _CALL.match(text)
-        if call is None:
-            continue
-        name, fd = call.group(1), int(call.group(2))
-        if name in ("fdatasync", "fsync"):
-            if "<unfinished" in text:
-                state.pending_sync[pid] = fd
-            elif text.rstrip().endswith("= 0") and state.paths.get(fd, "").endswith("-wal"):
-                state.synced.append(number)
-        elif name == "pwrite64" and state.paths.get(fd, "").endswith("-wal"):
-            for wanted in names:
-                if wanted not in state.written and f'"{wanted}"' in _unescape(text):
-                    state.written[wanted] = number
-        elif name in ("sendto", "write", "writev", "sendmsg") and "HTTP/1.1 201 Created" in text:
-            for wanted in names:
-                if wanted not in state.answered and f'\\"name\\":\\"{wanted}\\"' in text:
-                    state.answered[wanted] = number
-    unsynced = []
-    for wanted in names:
-        written, answered = state.written.get(wanted), state.answered.get(wanted)
-        if written is None or answered is None:
-            raise AssertionError(f"{wanted}: no WAL write ({written}) or no answer ({answered}) in the trace")
-        if not any(written < synced < answered for synced in state.synced):
-            unsynced.append(wanted)
-    return unsynced
-
-
-def answers_before_sync(trace: str) -> list[int]:
-    """For a server answering one request at a time: the positions (0-based, after the first
-    answer, which only fences off start-up) of the 2xx answers that went out with no WAL write
-    followed by a completed WAL sync since the answer before them."""
+def events(trace: str) -> Iterator[Event]:
+    """The WAL writes, completed WAL syncs and HTTP answers of a trace taken with STRACE_ARGS
+    (a sync split by another thread's lines counts when it resumes)."""
     paths: dict[int, str] = {}
-    pending_sync: dict[int, int] = {}
-    wrote = synced = False
-    answers: list[bool] = []
-    for raw in trace.splitlines():
+    pending_sync: dict[int, int] = {}  # pid → fd of an unfinished sync
+
+    def wal(fd: int) -> bool:
+        return paths.get(fd, "").endswith("-wal")
+
+    for number, raw in enumerate(trace.splitlines()):
         match = _LINE.match(raw)
         if match is None:
             continue
@@ -125,8 +81,8 @@ def answers_before_sync(trace: str) -> list[int]:
         resumed = _RESUMED.match(text)
         if resumed is not None:
             completed = resumed.group(1) in ("fdatasync", "fsync") and resumed.group(2) == "0"
-            if completed and paths.get(pending_sync.pop(pid, -1), "").endswith("-wal") and wrote:
-                synced = True
+            if completed and wal(pending_sync.pop(pid, -1)):
+                yield Event("wal-synced", number)
             continue
         call = _CALL.match(text)
         if call is None:
@@ -135,11 +91,52 @@ def answers_before_sync(trace: str) -> list[int]:
         if name in ("fdatasync", "fsync"):
             if "<unfinished" in text:
                 pending_sync[pid] = fd
-            elif text.rstrip().endswith("= 0") and paths.get(fd, "").endswith("-wal") and wrote:
-                synced = True
-        elif name == "pwrite64" and paths.get(fd, "").endswith("-wal"):
+            elif text.rstrip().endswith("= 0") and wal(fd):
+                yield Event("wal-synced", number)
+        elif name == "pwrite64" and wal(fd):
+            yield Event("wal-write", number, text)
+        elif name in ("sendto", "write", "writev", "sendmsg") and "HTTP/1.1 " in text:
+            yield Event("answer", number, text)
+
+
+def acknowledged_before_sync(trace: str, names: list[str]) -> list[str]:
+    """Names whose 201 went out with no WAL sync between their WAL write and the answer."""
+    written: dict[str, int] = {}  # name → line of its first WAL write
+    synced: list[int] = []  # lines where a WAL sync completed
+    answered: dict[str, int] = {}  # name → line its 201 was sent on
+    for event in events(trace):
+        if event.kind == "wal-synced":
+            synced.append(event.line)
+        elif event.kind == "wal-write":
+            for wanted in names:
+                if wanted not in written and f'"{wanted}"' in _unescape(event.text):
+                    written[wanted] = event.line
+        elif "HTTP/1.1 201 Created" in event.text:
+            for wanted in names:
+                if wanted not in answered and f'\\"name\\":\\"{wanted}\\"' in event.text:
+                    answered[wanted] = event.line
+    unsynced = []
+    for wanted in names:
+        write, answer = written.get(wanted), answered.get(wanted)
+        if write is None or answer is None:
+            raise AssertionError(f"{wanted}: no WAL write ({write}) or no answer ({answer}) in the trace")
+        if not any(write < line < answer for line in synced):
+            unsynced.append(wanted)
+    return unsynced
+
+
+def answers_before_sync(trace: str) -> list[int]:
+    """For a server answering one request at a time: the positions (0-based, after the first
+    answer, which only fences off start-up) of the 2xx answers that went out with no WAL write
+    followed by a completed WAL sync since the answer before them."""
+    wrote = synced = False
+    answers: list[bool] = []
+    for event in events(trace):
+        if event.kind == "wal-write":
             wrote, synced = True, False  # a later write needs a sync of its own
-        elif name in ("sendto", "write", "writev", "sendmsg") and "HTTP/1.1 20" in text:
+        elif event.kind == "wal-synced":
+            synced = synced or wrote
+        elif "HTTP/1.1 20" in event.text:
             answers.append(wrote and synced)
             wrote = synced = False
     return [position for position, ok in enumerate(answers[1:]) if not ok]

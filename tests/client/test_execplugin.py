@@ -222,7 +222,7 @@ async def test_concurrent_callers_share_one_run(tmp_path: pathlib.Path) -> None:
     # A caller that gives up does not stop the run the others wait for.
     impatient = asyncio.create_task(source.get())
     patient = asyncio.create_task(source.get())
-    await asyncio.sleep(0.1)
+    await eventually(lambda: runs(tmp_path) == 2)  # the shared run has started (and sleeps 0.3 s)
     impatient.cancel()
     assert (await patient).token == "tok-2"
     assert impatient.cancelled()

@@ -322,7 +322,7 @@ async def test_a_cancelled_request_drops_its_connection() -> None:
     answers_left: list[tuple[list[bytes], bool]] = [([], False), ([answer(b"ok")], False)]
     async with scripted(lambda request: answers_left.pop(0)) as (pool, recorder):
         pending = asyncio.create_task(pool.request("GET", "/", [], None, timeout=None))
-        await asyncio.sleep(0.1)
+        await eventually(lambda: len(recorder.requests) == 1)  # sent, and waiting for its answer
         pending.cancel()
         with pytest.raises(asyncio.CancelledError):
             await pending
@@ -447,7 +447,8 @@ async def test_closing_a_stream_ends_a_read_waiting_in_another_task() -> None:
     async with scripted(lambda request: ([wire], False)) as (pool, _):
         stream = await pool.stream("/", [], timeout=5)
         reading = asyncio.create_task(stream.read())
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # the task runs to its read, which waits: nothing has come
+        assert not reading.done()
         stream.close()
         assert await asyncio.wait_for(reading, 5) == b""
 

@@ -44,8 +44,9 @@ from typing import Any
 
 import re2
 
+from kubeloop.api import quantity
 from kubeloop.api.naming import go_quote
-from kubeloop.apiserver.registry import celsyntax, celtypes, validation
+from kubeloop.apiserver.registry import celsyntax, celtypes
 from kubeloop.errors import StatusCause
 
 #: Upstream's per-call cost limit and per-object runtime budget (celconfig).
@@ -653,47 +654,17 @@ def _url_query(url: Any) -> dict[str, list[str]]:
 
 # Quantities: maps holding the exact value as a fraction's text.
 _QUANTITY = "__kubeloop_quantity__"
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL: dict[str, Fraction] = {
-    "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
-    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
-    "P": Fraction(10**15), "E": Fraction(10**18),
-}  # fmt: skip
-
-
-#: resource.Quantity keeps values in int64 with a scale; beyond this exponent none is exact.
-_MAX_EXPONENT = 100
 
 
 def _parse_quantity(text: str) -> Fraction:
-    if len(text) > 64:
-        raise LibraryError(f"quantity {go_quote(text[:64])}... is too long")
-    if validation._quantity_error(text) is not None:
-        raise LibraryError(f"quantities must match the regular expression: {go_quote(text)}")
-    number = re.match(r"[+-]?[0-9]*\.?[0-9]*", text)
-    assert number is not None
-    digits, suffix = number.group(0), text[number.end() :]
-    value = Fraction(digits) if digits not in ("", "+", "-") else Fraction(0)
-    if suffix in _BINARY:
-        return value * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return value * _DECIMAL[suffix]
-    exponent = int(suffix[1:])
-    if abs(exponent) > _MAX_EXPONENT:
-        raise LibraryError(f"quantity {go_quote(text)} is out of range")
-    return value * (Fraction(10**exponent) if exponent >= 0 else Fraction(1, 10**-exponent))
+    try:
+        return quantity.parse(text)
+    except quantity.QuantityError as error:
+        raise LibraryError(str(error)) from None
 
 
 def _quantity(text: str) -> dict[str, Any]:
     return {_QUANTITY: str(_parse_quantity(text))}
-
-
-def _is_quantity(text: str) -> bool:
-    try:
-        _parse_quantity(text)
-    except (ValueError, ZeroDivisionError):
-        return False
-    return True
 
 
 def _q(value: Any) -> Fraction:
@@ -740,7 +711,7 @@ KUBERNETES_LIBRARY: dict[str, Any] = {
     "getQuery": _url_query,
     # quantities
     "quantity": _quantity,
-    "isQuantity": _is_quantity,
+    "isQuantity": quantity.is_quantity,
     "isInteger": lambda q: _q(q).denominator == 1,
     "asInteger": _as_integer,
     "asApproximateFloat": lambda q: float(_q(q)),

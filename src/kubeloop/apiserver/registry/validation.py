@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from kubeloop import errors
-from kubeloop.api import cronschedule, naming, timestamps
+from kubeloop.api import cronschedule, naming, quantity, timestamps
 from kubeloop.api.naming import go_quote
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.errors import StatusCause
@@ -763,15 +763,6 @@ _NEWLINES = (0x0A, 0x0D)
 _PAD = 0x3D
 
 
-_QUANTITY_FORMAT = (
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
-_QUANTITY_SUFFIXES = frozenset(
-    ["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
-)
-_DECIMAL_EXPONENT = re.compile(r"[eE][-+]?[0-9]+")
-
-
 def _quantity(item: Any) -> str:
     """Quantity.UnmarshalJSON: a string or a number, parsed by ParseQuantity."""
     if isinstance(item, str):
@@ -779,41 +770,11 @@ def _quantity(item: Any) -> str:
     elif isinstance(item, int | float) and not isinstance(item, bool):
         text = _go_number(item)
     else:
-        raise _Fatal(_QUANTITY_FORMAT)
-    problem = _quantity_error(text)
+        raise _Fatal(quantity.FORMAT_ERROR)
+    problem = quantity.syntax_error(text)
     if problem is not None:
         raise _Fatal(problem)
     return text
-
-
-def _quantity_error(text: str) -> str | None:
-    """resource.ParseQuantity's verdict on the syntax (not on overflow)."""
-    if not text:
-        return _QUANTITY_FORMAT
-    if text == "0":
-        return None
-    pos, end = 0, len(text)
-    if text[0] in "+-":
-        pos = 1
-    while pos < end and text[pos] in "0123456789":
-        pos += 1
-    if pos < end and text[pos] == ".":
-        pos += 1
-        while pos < end and text[pos] in "0123456789":
-            pos += 1
-    suffix_start = pos
-    while pos < end and text[pos] in "eEinumkKMGTP":
-        pos += 1
-    if pos < end and text[pos] in "+-":
-        pos += 1
-    while pos < end and text[pos] in "0123456789":
-        pos += 1
-    if pos < end:
-        return _QUANTITY_FORMAT
-    suffix = text[suffix_start:]
-    if suffix in _QUANTITY_SUFFIXES or _DECIMAL_EXPONENT.fullmatch(suffix):
-        return None
-    return "unable to parse quantity's suffix"
 
 
 _RFC3339 = "2006-01-02T15:04:05Z07:00"
@@ -1663,16 +1624,14 @@ def _volume_mount_rules(mounts: list[Any], volumes: set[str], container: str) ->
 
 def _resource_rules(resources: dict[str, Any], path: str) -> list[StatusCause]:
     """A request may not exceed its limit (``must be less than or equal to cpu limit of 1``)."""
-    from kubeloop.apiserver.registry.celrules import _parse_quantity  # celrules imports this module
-
     limits, requests = _as_dict(resources.get("limits")), _as_dict(resources.get("requests"))
     causes: list[StatusCause] = []
     for name in sorted(requests):
         if name not in limits:
             continue
         try:
-            over = _parse_quantity(str(requests[name])) > _parse_quantity(str(limits[name]))
-        except (ValueError, ZeroDivisionError):
+            over = quantity.parse(str(requests[name])) > quantity.parse(str(limits[name]))
+        except quantity.QuantityError:
             continue  # a malformed quantity is refused by its format
         if over:
             detail = f"must be less than or equal to {name} limit of {limits[name]}"
@@ -2348,15 +2307,6 @@ _METRIC_SOURCE_FIELDS = (
 )
 _SELECT_POLICIES = ("Disabled", "Max", "Min")
 _SCALING_POLICY_TYPES = ("Percent", "Pods")
-_QUANTITY_MANTISSA = re.compile(r"\s*([+-]?)(\d*)(?:\.(\d*))?")
-
-
-def _quantity_sign(value: Any) -> int:
-    """``Quantity.Sign()`` of a quantity string already known to parse (0 for anything else)."""
-    match = _QUANTITY_MANTISSA.match(str(value))
-    if match is None or not any(c not in "0" for c in (match.group(2) or "") + (match.group(3) or "")):
-        return 0
-    return -1 if match.group(1) == "-" else 1
 
 
 def _cross_version_reference(ref: Mapping[str, Any], path: str) -> list[StatusCause]:
@@ -2381,7 +2331,7 @@ def _metric_target(target: Mapping[str, Any], path: str) -> list[StatusCause]:
             _invalid(f"{path}.type", kind or "", "must be either Utilization, Value, or AverageValue")
         )
     for key in ("value", "averageValue"):
-        if target.get(key) is not None and _quantity_sign(target[key]) != 1:
+        if target.get(key) is not None and quantity.sign(target[key]) != 1:
             causes.append(_invalid(f"{path}.{key}", target[key], "must be positive"))
     utilization = target.get("averageUtilization")
     if _is_int(utilization) and utilization < 1:

@@ -22,6 +22,7 @@ model. ``IntOrString`` is the type of a field that takes a number or a string.
 
 from kubeloop.api.crdgen import custom_resources_in, definitions, to_yaml
 from kubeloop.api.crdmarkers import (
+    CRDOptions,
     EmbeddedResource,
     ListType,
     MapType,
@@ -30,7 +31,7 @@ from kubeloop.api.crdmarkers import (
     Rule,
     Scale,
 )
-from kubeloop.api.customresource import CRDOptions, plural_of
+from kubeloop.api.customresource import plural_of
 from kubeloop.api.model import IntOrString
 from kubeloop.api.structuralschema import SchemaConversionError
 

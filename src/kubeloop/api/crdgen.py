@@ -12,7 +12,8 @@ from typing import Any
 
 import yaml
 
-from kubeloop.api.customresource import CRDOptions, CustomResource
+from kubeloop.api.crdmarkers import CRDOptions
+from kubeloop.api.model import KubeObject
 from kubeloop.api.structuralschema import SchemaConversionError, model_schema
 
 API_VERSION_DESCRIPTION = (
@@ -27,25 +28,32 @@ KIND_DESCRIPTION = (
 )
 
 
-def definitions(*models: type[CustomResource]) -> list[dict[str, Any]]:
-    """One CRD per (group, kind) among ``models``, in the order first seen."""
-    by_name: dict[str, list[type[CustomResource]]] = {}
+def options_of(model: type[KubeObject]) -> CRDOptions:
+    """What a custom resource model's class keywords declared; TypeError for any other model."""
+    options = getattr(model, "__crd__", None)
+    if not isinstance(options, CRDOptions):
+        raise TypeError(f"{model.__name__} declares no custom resource kind (group= and version=)")
+    return options
+
+
+def definitions(*models: type[KubeObject]) -> list[dict[str, Any]]:
+    """One CRD per (group, kind) among ``models`` (``CustomResource`` classes), in the order
+    first seen."""
+    by_name: dict[str, list[type[KubeObject]]] = {}
     for model in models:
-        options = getattr(model, "__crd__", None)
-        if not isinstance(options, CRDOptions):
-            raise TypeError(f"{model.__name__} declares no custom resource kind (group= and version=)")
-        by_name.setdefault(options.name, []).append(model)
+        by_name.setdefault(options_of(model).name, []).append(model)
     return [_definition(name, versions) for name, versions in by_name.items()]
 
 
-def custom_resources_in(namespace: Iterable[Any]) -> list[type[CustomResource]]:
-    """The custom resource models among ``namespace``'s values (a module's ``vars()``), once each."""
-    found: list[type[CustomResource]] = []
+def custom_resources_in(namespace: Iterable[Any]) -> list[type[KubeObject]]:
+    """The custom resource models among ``namespace``'s values (a module's ``vars()``): classes
+    that declare a kind themselves (``__crd__`` of their own), once each."""
+    found: list[type[KubeObject]] = []
     for value in namespace:
         if (
             inspect.isclass(value)
-            and issubclass(value, CustomResource)
-            and "__crd__" in value.__dict__
+            and issubclass(value, KubeObject)
+            and isinstance(value.__dict__.get("__crd__"), CRDOptions)
             and value not in found
         ):
             found.append(value)
@@ -64,10 +72,10 @@ def to_yaml(crds: Iterable[dict[str, Any]]) -> str:
     return "---\n".join(yaml.dump(crd, Dumper=_NoAliasDumper, sort_keys=False, width=100) for crd in crds)
 
 
-def _definition(name: str, models: list[type[CustomResource]]) -> dict[str, Any]:
-    first = models[0].__crd__
+def _definition(name: str, models: list[type[KubeObject]]) -> dict[str, Any]:
+    first = options_of(models[0])
     for model in models[1:]:
-        other = model.__crd__
+        other = options_of(model)
         if (other.plural, other.scope, other.singular) != (first.plural, first.scope, first.singular):
             raise ValueError(f"{name}: {models[0].__name__} and {model.__name__} disagree on plural/scope")
     versions = [_version(model, storage=_is_storage(model, models)) for model in models]
@@ -80,8 +88,8 @@ def _definition(name: str, models: list[type[CustomResource]]) -> dict[str, Any]
         "plural": first.plural,
         "singular": first.singular,
     }
-    short_names = sorted({short for model in models for short in model.__crd__.short_names})
-    categories = sorted({category for model in models for category in model.__crd__.categories})
+    short_names = sorted({short for model in models for short in options_of(model).short_names})
+    categories = sorted({category for model in models for category in options_of(model).categories})
     if short_names:
         names["shortNames"] = short_names
     if categories:
@@ -94,19 +102,19 @@ def _definition(name: str, models: list[type[CustomResource]]) -> dict[str, Any]
     }
 
 
-def _is_storage(model: type[CustomResource], models: list[type[CustomResource]]) -> bool:
-    declared = [m for m in models if m.__crd__.storage]
+def _is_storage(model: type[KubeObject], models: list[type[KubeObject]]) -> bool:
+    declared = [m for m in models if options_of(m).storage]
     if len(declared) > 1:
-        raise ValueError(f"{model.__crd__.name}: more than one version says storage=True")
+        raise ValueError(f"{options_of(model).name}: more than one version says storage=True")
     if declared:
         return model is declared[0]
     if len(models) > 1:
-        raise ValueError(f"{model.__crd__.name}: several versions; say storage=True on the stored one")
-    return model.__crd__.storage is not False
+        raise ValueError(f"{options_of(model).name}: several versions; say storage=True on the stored one")
+    return options_of(model).storage is not False
 
 
-def _version(model: type[CustomResource], *, storage: bool) -> dict[str, Any]:
-    options = model.__crd__
+def _version(model: type[KubeObject], *, storage: bool) -> dict[str, Any]:
+    options = options_of(model)
     try:
         schema = model_schema(model, root_path=options.gvk.kind)
     except SchemaConversionError as error:

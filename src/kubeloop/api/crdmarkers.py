@@ -7,7 +7,7 @@ Field-level markers go in ``Annotated`` beside the type and end up in the field'
     ports: Annotated[list[Port], ListType("map", keys=("name",))] = []
 
 Kind-level ones (printer columns, the scale subresource, selectable fields, rules on the whole
-object) are keywords of the ``CustomResource`` class statement.
+object) are keywords of the ``CustomResource`` class statement, kept as its ``CRDOptions``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import Any, Literal
 from pydantic import GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
+
+from kubeloop.api.gvk import GroupVersionKind
 
 
 class SchemaMarker:
@@ -144,3 +146,29 @@ class Scale:
         if self.label_selector_path is not None:
             scale["labelSelectorPath"] = self.label_selector_path
         return scale
+
+
+@dataclass(frozen=True)
+class CRDOptions:
+    """What the class keywords declared about a custom resource's kind and version."""
+
+    gvk: GroupVersionKind
+    plural: str
+    singular: str
+    scope: Literal["Namespaced", "Cluster"]
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    status: bool | None = None
+    scale: Scale | None = None
+    printer_columns: tuple[PrinterColumn, ...] = ()
+    selectable_fields: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    storage: bool | None = None
+    served: bool = True
+    deprecated: bool = False
+    deprecation_warning: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The CRD's name: ``<plural>.<group>``."""
+        return f"{self.plural}.{self.gvk.group}"

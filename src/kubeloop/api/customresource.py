@@ -22,41 +22,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from kubeloop.api.crdmarkers import PrinterColumn, Rule, Scale
+from kubeloop.api.crdgen import definitions
+from kubeloop.api.crdmarkers import CRDOptions, PrinterColumn, Rule, Scale
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.model import KubeObject
 from kubeloop.api.models.meta_v1 import ObjectMeta
-
-
-@dataclass(frozen=True)
-class CRDOptions:
-    """What the class keywords declared about a custom resource's kind and version."""
-
-    gvk: GroupVersionKind
-    plural: str
-    singular: str
-    scope: Literal["Namespaced", "Cluster"]
-    short_names: tuple[str, ...] = ()
-    categories: tuple[str, ...] = ()
-    status: bool | None = None
-    scale: Scale | None = None
-    printer_columns: tuple[PrinterColumn, ...] = ()
-    selectable_fields: tuple[str, ...] = ()
-    rules: tuple[Rule, ...] = ()
-    storage: bool | None = None
-    served: bool = True
-    deprecated: bool = False
-    deprecation_warning: str | None = None
-
-    @property
-    def name(self) -> str:
-        """The CRD's name: ``<plural>.<group>``."""
-        return f"{self.plural}.{self.gvk.group}"
 
 
 class CustomResource(KubeObject):
@@ -132,8 +106,6 @@ class CustomResource(KubeObject):
     def crd(cls) -> dict[str, Any]:
         """The CustomResourceDefinition of this kind (this version only; ``crdgen.definitions``
         joins the versions of a kind declared by several classes)."""
-        from kubeloop.api.crdgen import definitions
-
         (definition,) = definitions(cls)
         return definition
 

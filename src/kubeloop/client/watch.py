@@ -12,20 +12,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.client.http1 import BadResponseError, BodyStream
+from kubeloop.client.interface import KindRef
+from kubeloop.client.restmapper import ResourceMapping
 from kubeloop.jitter import uniform
 
-if TYPE_CHECKING:
-    from kubeloop.client.rest import APIClient
-from kubeloop.client.interface import KindRef
+
+class WatchTransport(Protocol):
+    """What a watch needs of its client (``APIClient`` is one): the kind's path, and a GET
+    whose body is handed over as it arrives."""
+
+    async def mapping(self, kind: KindRef) -> ResourceMapping: ...
+
+    async def stream(
+        self, path: str, params: Mapping[str, str], *, timeout: float | None = ..., accept: str = ...
+    ) -> BodyStream: ...
 
 log = logging.getLogger("kubeloop.client.watch")
 
@@ -64,7 +73,7 @@ class WatchOptions:
 class Watch:
     """``async for event in client.watch(...)``; ``resource_version`` is the newest one seen."""
 
-    def __init__(self, client: APIClient, kind: KindRef, options: WatchOptions) -> None:
+    def __init__(self, client: WatchTransport, kind: KindRef, options: WatchOptions) -> None:
         self._client = client
         self._kind = kind
         self.options = options

@@ -104,7 +104,7 @@ class Manager:
         self.fence = LeaderFence(self.elector) if self.elector is not None else None
         self._election: list[asyncio.Task[None]] = []
         self.lost_leadership = False
-        self.metrics = Metrics(self)
+        self.metrics = Metrics(self.controllers, self.elector, self.api_reader)
         self._recorders: dict[str, EventRecorder] = {}
         self.metrics_bind_address = metrics_bind_address
         self.health_probe_bind_address = health_probe_bind_address

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-if TYPE_CHECKING:
-    from kubeloop.controller.controller import Controller
-    from kubeloop.manager.manager import Manager
+from kubeloop.client.rest import APIClient
+from kubeloop.controller.controller import Controller
+from kubeloop.manager.leaderelection import LeaderElector
 
 _QUEUE_BUCKETS = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0)  # client-go's 10ns … 10s
 _RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7,
@@ -87,11 +86,16 @@ class QueuePrometheusMetrics:
 
 
 class Metrics:
-    def __init__(self, manager: Manager) -> None:
+    """A manager's metrics: what its ``controllers`` (read at each scrape), its ``elector`` and
+    its ``client`` count, and the queues' and reconciles' durations they report here."""
+
+    def __init__(
+        self, controllers: Mapping[str, Controller], elector: LeaderElector | None, client: APIClient
+    ) -> None:
         self.registry = CollectorRegistry()
         self.queues: dict[str, QueuePrometheusMetrics] = {}
         self.reconcile_times: dict[str, LocalHistogram] = {}
-        self.registry.register(_StateCollector(manager))
+        self.registry.register(_StateCollector(controllers, elector, client))
         self.registry.register(_DurationCollector(self))
 
     def queue_metrics(self, controller: str) -> QueuePrometheusMetrics:
@@ -149,11 +153,15 @@ class _DurationCollector(Collector):
 class _StateCollector(Collector):
     """Counters and gauges read from the controllers, queues and elector at scrape time."""
 
-    def __init__(self, manager: Manager) -> None:
-        self.manager = manager
+    def __init__(
+        self, controllers: Mapping[str, Controller], elector: LeaderElector | None, client: APIClient
+    ) -> None:
+        self.controllers = controllers
+        self.elector = elector
+        self.client = client
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
-        controllers: list[Controller] = list(self.manager.controllers.values())
+        controllers = list(self.controllers.values())
         total = CounterMetricFamily(
             "controller_runtime_reconcile",
             "Total number of reconciliations per controller",
@@ -216,7 +224,7 @@ class _StateCollector(Collector):
             "Whether this process is the leader (1) or not (0)",
             labels=["name"],
         )
-        elector = self.manager.elector
+        elector = self.elector
         if elector is not None:
             leader.add_metric([elector.config.lease_name], 1.0 if elector.is_leader else 0.0)
         yield leader
@@ -225,7 +233,7 @@ class _StateCollector(Collector):
             "Number of HTTP requests, partitioned by status code, method, and host.",
             labels=["code", "method", "host"],
         )
-        api = self.manager.api_reader
+        api = self.client
         for (method, code), count in sorted(api.requests.items()):
             requests.add_metric([code, method, api.config.server], count)
         yield requests

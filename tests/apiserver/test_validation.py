@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from kubeloop import errors
 from kubeloop.api import naming
+from kubeloop.api.naming import go_quote
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceType
 from kubeloop.apiserver.registry import validation
@@ -626,7 +627,7 @@ def meta_causes(
 
 
 def invalid(field: str, value: str, message: str) -> StatusCause:
-    return StatusCause("FieldValueInvalid", f"Invalid value: {validation.go_quote(value)}: {message}", field)
+    return StatusCause("FieldValueInvalid", f"Invalid value: {go_quote(value)}: {message}", field)
 
 
 def test_valid_metadata_has_no_causes() -> None:
@@ -1080,7 +1081,7 @@ POD_SPEC_CASES = [
             (
                 "FieldValueInvalid",
                 "spec.containers[0].env[0].valueFrom.secretKeyRef.key",
-                'Invalid value: "a/b": ' + validation.config_key_errors("a/b")[0],
+                'Invalid value: "a/b": ' + validation.core.config_key_errors("a/b")[0],
             ),
             (
                 "FieldValueInvalid",
@@ -1740,7 +1741,7 @@ def test_unlisted_kinds_have_no_rules() -> None:
     ],
 )
 def test_go_quote(text: str, quoted: str) -> None:
-    assert validation.go_quote(text) == quoted
+    assert go_quote(text) == quoted
 
 
 @pytest.mark.parametrize(
@@ -1789,4 +1790,4 @@ def test_empty_required_lists_are_missing_unless_upstream_accepts_them(
     group: str, kind: str, obj: dict[str, Any], required: list[str]
 ) -> None:
     causes = strategy(group, kind).validate(obj)
-    assert [c.field for c in causes if c.type == validation.REQUIRED] == required
+    assert [c.field for c in causes if c.type == validation.causes.REQUIRED] == required

@@ -392,20 +392,20 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
     ("", "nodes"): (NodeStrategy, KindRules()),
     ("", "pods"): (
         BuiltinStrategy,
-        KindRules(defaults.pod, defaults.pod_status, validation.pod_rules),
+        KindRules(defaults.pod, defaults.pod_status, validation.core.pod_rules),
     ),
     ("", "services"): (
         ServiceStrategy,
-        KindRules(defaults.service, defaults.service_status, validation.service_rules),
+        KindRules(defaults.service, defaults.service_status, validation.core.service_rules),
     ),
     ("", "configmaps"): (
         BuiltinStrategy,
-        KindRules(rules=validation.config_map_rules, update_rules=validation.config_map_update_rules),
+        KindRules(rules=validation.core.config_map_rules, update_rules=validation.core.config_map_update_rules),
     ),
     ("", "secrets"): (
         BuiltinStrategy,
         KindRules(
-            defaults.secret, rules=validation.secret_rules, update_rules=validation.secret_update_rules
+            defaults.secret, rules=validation.core.secret_rules, update_rules=validation.core.secret_update_rules
         ),
     ),
     ("apps", "deployments"): (
@@ -413,8 +413,8 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
         KindRules(
             defaults.deployment,
             defaults.empty_status,
-            validation.deployment_rules,
-            validation.selector_update_rules,
+            validation.apps.deployment_rules,
+            validation.apps.selector_update_rules,
         ),
     ),
     ("apps", "replicasets"): (
@@ -422,8 +422,8 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
         KindRules(
             defaults.replica_set,
             defaults.empty_status,
-            validation.replica_set_rules,
-            validation.selector_update_rules,
+            validation.apps.replica_set_rules,
+            validation.apps.selector_update_rules,
         ),
     ),
     ("apps", "statefulsets"): (
@@ -431,8 +431,8 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
         KindRules(
             defaults.stateful_set,
             defaults.empty_status,
-            validation.stateful_set_rules,
-            validation.stateful_set_update_rules,
+            validation.apps.stateful_set_rules,
+            validation.apps.stateful_set_update_rules,
         ),
     ),
     ("apps", "daemonsets"): (
@@ -440,19 +440,19 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
         KindRules(
             defaults.daemon_set,
             defaults.empty_status,
-            validation.daemon_set_rules,
-            validation.selector_update_rules,
+            validation.apps.daemon_set_rules,
+            validation.apps.selector_update_rules,
         ),
     ),
     ("batch", "jobs"): (
         BuiltinStrategy,
-        KindRules(defaults.job, defaults.empty_status, validation.job_rules, validation.job_update_rules),
+        KindRules(defaults.job, defaults.empty_status, validation.batch.job_rules, validation.batch.job_update_rules),
     ),
     ("batch", "cronjobs"): (
         BuiltinStrategy,
-        KindRules(defaults.cron_job, defaults.empty_status, validation.cron_job_rules),
+        KindRules(defaults.cron_job, defaults.empty_status, validation.batch.cron_job_rules),
     ),
-    ("coordination.k8s.io", "leases"): (BuiltinStrategy, KindRules(rules=validation.lease_rules)),
+    ("coordination.k8s.io", "leases"): (BuiltinStrategy, KindRules(rules=validation.coordination.lease_rules)),
     ("events.k8s.io", "events"): (EventsV1Strategy, KindRules()),
     ("", "persistentvolumeclaims"): (
         BuiltinStrategy,
@@ -472,26 +472,26 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
         KindRules(
             defaults.horizontal_pod_autoscaler,
             defaults.empty_status,
-            validation.horizontal_pod_autoscaler_rules,
+            validation.autoscaling.horizontal_pod_autoscaler_rules,
         ),
     ),
     ("apps", "controllerrevisions"): (
         BuiltinStrategy,
-        KindRules(update_rules=validation.controller_revision_update_rules),
+        KindRules(update_rules=validation.apps.controller_revision_update_rules),
     ),
     ("policy", "poddisruptionbudgets"): (
         BuiltinStrategy,
-        KindRules(rules=validation.pod_disruption_budget_rules),
+        KindRules(rules=validation.policy.pod_disruption_budget_rules),
     ),
-    ("rbac.authorization.k8s.io", "roles"): (BuiltinStrategy, KindRules(rules=validation.role_rules)),
+    ("rbac.authorization.k8s.io", "roles"): (BuiltinStrategy, KindRules(rules=validation.rbac.role_rules)),
     ("rbac.authorization.k8s.io", "clusterroles"): (
         BuiltinStrategy,
-        KindRules(rules=validation.cluster_role_rules),
+        KindRules(rules=validation.rbac.cluster_role_rules),
     ),
     ("rbac.authorization.k8s.io", "rolebindings"): (
         BuiltinStrategy,
         KindRules(
-            defaults.role_binding, None, validation.role_binding_rules, validation.binding_update_rules
+            defaults.role_binding, None, validation.rbac.role_binding_rules, validation.rbac.binding_update_rules
         ),
     ),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): (
@@ -499,8 +499,8 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
         KindRules(
             defaults.role_binding,
             None,
-            validation.cluster_role_binding_rules,
-            validation.binding_update_rules,
+            validation.rbac.cluster_role_binding_rules,
+            validation.rbac.binding_update_rules,
         ),
     ),
     ("networking.k8s.io", "networkpolicies"): (BuiltinStrategy, KindRules(defaults.network_policy)),

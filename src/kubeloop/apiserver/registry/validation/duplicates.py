@@ -1,0 +1,95 @@
+"""Repeated keys in a JSON body: what ``fieldValidation=Strict`` refuses and ``Warn`` reports
+(sigs.k8s.io/json's case), found without decoding twice when the body cannot hold any.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from typing import Any
+
+__all__ = ["find_duplicate_fields"]
+
+
+class _DupObject(dict[str, Any]):
+    """A decoded JSON object that had repeated keys (listed in ``dups``)."""
+
+    __slots__ = ("dups",)
+
+    def __init__(self, pairs: list[tuple[str, Any]], dups: list[str]) -> None:
+        super().__init__(pairs)
+        self.dups = dups
+
+
+def find_duplicate_fields(raw: bytes, decoded: Any = None) -> list[str]:
+    """Dotted paths of repeated object keys in a JSON body (``metadata.name``, ``a.b[0].c``).
+
+    orjson keeps the last of repeated keys silently; Go's strict decoding reports them. Paths use
+    sigs.k8s.io/json's notation. Bodies that are not JSON give ``[]`` (their parser reports them).
+    ``decoded``, orjson's reading of ``raw`` when the caller has it, answers the common case
+    (no repeated key) without parsing again.
+    """
+    if decoded is not None and _no_repeated_keys(raw, decoded):
+        return []
+    found = False
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal found
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        found = True
+        seen: set[str] = set()
+        dups: list[str] = []
+        for key, _ in pairs:
+            if key in seen and key not in dups:
+                dups.append(key)
+            seen.add(key)
+        return _DupObject(pairs, dups)
+
+    try:
+        document = json.loads(raw, object_pairs_hook=hook)
+    except (ValueError, RecursionError):
+        return []
+    if not found:
+        return []
+    out: list[str] = []
+    with contextlib.suppress(RecursionError):
+        _collect_duplicates(document, "", out)
+    return out
+
+
+#: A key with white space before its colon (compact JSON, as clients send it, has none).
+_SPACED_COLON = re.compile(rb'"[ \t\r\n]+:')
+
+
+def _no_repeated_keys(raw: bytes, decoded: Any) -> bool:
+    """True when ``raw`` surely repeats no key: with no space before a colon, every key of
+    ``raw`` is a ``":`` (and a string may hold more), so as many ``":`` as ``decoded`` has keys
+    means none was dropped. False means only that the full check must look."""
+    if _SPACED_COLON.search(raw) is not None:
+        return False
+    keys = 0
+    pending = [decoded]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            keys += len(node)
+            pending.extend(value for value in node.values() if isinstance(value, dict | list))
+        elif isinstance(node, list):
+            pending.extend(value for value in node if isinstance(value, dict | list))
+    return raw.count(b'":') == keys
+
+
+def _collect_duplicates(node: Any, prefix: str, out: list[str]) -> None:
+    if isinstance(node, dict):
+        dups = node.dups if isinstance(node, _DupObject) else ()
+        for key, value in node.items():
+            path = f"{prefix}.{key}" if prefix else key
+            _collect_duplicates(value, path, out)
+            if key in dups:
+                out.append(path)
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            _collect_duplicates(value, f"{prefix}[{index}]", out)

@@ -388,30 +388,34 @@ class HorizontalPodAutoscalerV1Strategy(BuiltinStrategy):
 
 #: Each built-in resource's rules, by (group, plural).
 BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRules]] = {
-    ("", "namespaces"): (NamespaceStrategy, KindRules(initial_status=defaults.namespace_status)),
+    ("", "namespaces"): (NamespaceStrategy, KindRules(initial_status=defaults.core.namespace_status)),
     ("", "nodes"): (NodeStrategy, KindRules()),
     ("", "pods"): (
         BuiltinStrategy,
-        KindRules(defaults.pod, defaults.pod_status, validation.core.pod_rules),
+        KindRules(defaults.core.pod, defaults.core.pod_status, validation.core.pod_rules),
     ),
     ("", "services"): (
         ServiceStrategy,
-        KindRules(defaults.service, defaults.service_status, validation.core.service_rules),
+        KindRules(defaults.core.service, defaults.core.service_status, validation.core.service_rules),
     ),
     ("", "configmaps"): (
         BuiltinStrategy,
-        KindRules(rules=validation.core.config_map_rules, update_rules=validation.core.config_map_update_rules),
+        KindRules(
+            rules=validation.core.config_map_rules, update_rules=validation.core.config_map_update_rules
+        ),
     ),
     ("", "secrets"): (
         BuiltinStrategy,
         KindRules(
-            defaults.secret, rules=validation.core.secret_rules, update_rules=validation.core.secret_update_rules
+            defaults.core.secret,
+            rules=validation.core.secret_rules,
+            update_rules=validation.core.secret_update_rules,
         ),
     ),
     ("apps", "deployments"): (
         BuiltinStrategy,
         KindRules(
-            defaults.deployment,
+            defaults.apps.deployment,
             defaults.empty_status,
             validation.apps.deployment_rules,
             validation.apps.selector_update_rules,
@@ -420,7 +424,7 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
     ("apps", "replicasets"): (
         BuiltinStrategy,
         KindRules(
-            defaults.replica_set,
+            defaults.apps.replica_set,
             defaults.empty_status,
             validation.apps.replica_set_rules,
             validation.apps.selector_update_rules,
@@ -429,7 +433,7 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
     ("apps", "statefulsets"): (
         BuiltinStrategy,
         KindRules(
-            defaults.stateful_set,
+            defaults.apps.stateful_set,
             defaults.empty_status,
             validation.apps.stateful_set_rules,
             validation.apps.stateful_set_update_rules,
@@ -438,7 +442,7 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
     ("apps", "daemonsets"): (
         BuiltinStrategy,
         KindRules(
-            defaults.daemon_set,
+            defaults.apps.daemon_set,
             defaults.empty_status,
             validation.apps.daemon_set_rules,
             validation.apps.selector_update_rules,
@@ -446,31 +450,39 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
     ),
     ("batch", "jobs"): (
         BuiltinStrategy,
-        KindRules(defaults.job, defaults.empty_status, validation.batch.job_rules, validation.batch.job_update_rules),
+        KindRules(
+            defaults.batch.job,
+            defaults.empty_status,
+            validation.batch.job_rules,
+            validation.batch.job_update_rules,
+        ),
     ),
     ("batch", "cronjobs"): (
         BuiltinStrategy,
-        KindRules(defaults.cron_job, defaults.empty_status, validation.batch.cron_job_rules),
+        KindRules(defaults.batch.cron_job, defaults.empty_status, validation.batch.cron_job_rules),
     ),
-    ("coordination.k8s.io", "leases"): (BuiltinStrategy, KindRules(rules=validation.coordination.lease_rules)),
+    ("coordination.k8s.io", "leases"): (
+        BuiltinStrategy,
+        KindRules(rules=validation.coordination.lease_rules),
+    ),
     ("events.k8s.io", "events"): (EventsV1Strategy, KindRules()),
     ("", "persistentvolumeclaims"): (
         BuiltinStrategy,
-        KindRules(defaults.persistent_volume_claim, defaults.pending_status),
+        KindRules(defaults.core.persistent_volume_claim, defaults.core.pending_status),
     ),
     ("", "persistentvolumes"): (
         BuiltinStrategy,
-        KindRules(defaults.persistent_volume, defaults.pending_status),
+        KindRules(defaults.core.persistent_volume, defaults.core.pending_status),
     ),
     ("", "replicationcontrollers"): (
         ReplicationControllerStrategy,
-        KindRules(defaults.replication_controller, defaults.empty_status),
+        KindRules(defaults.core.replication_controller, defaults.empty_status),
     ),
-    ("", "podtemplates"): (BuiltinStrategy, KindRules(defaults.pod_template)),
+    ("", "podtemplates"): (BuiltinStrategy, KindRules(defaults.core.pod_template)),
     ("autoscaling", "horizontalpodautoscalers"): (
         BuiltinStrategy,
         KindRules(
-            defaults.horizontal_pod_autoscaler,
+            defaults.autoscaling.horizontal_pod_autoscaler,
             defaults.empty_status,
             validation.autoscaling.horizontal_pod_autoscaler_rules,
         ),
@@ -491,40 +503,52 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
     ("rbac.authorization.k8s.io", "rolebindings"): (
         BuiltinStrategy,
         KindRules(
-            defaults.role_binding, None, validation.rbac.role_binding_rules, validation.rbac.binding_update_rules
+            defaults.rbac.role_binding,
+            None,
+            validation.rbac.role_binding_rules,
+            validation.rbac.binding_update_rules,
         ),
     ),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): (
         BuiltinStrategy,
         KindRules(
-            defaults.role_binding,
+            defaults.rbac.role_binding,
             None,
             validation.rbac.cluster_role_binding_rules,
             validation.rbac.binding_update_rules,
         ),
     ),
-    ("networking.k8s.io", "networkpolicies"): (BuiltinStrategy, KindRules(defaults.network_policy)),
-    ("discovery.k8s.io", "endpointslices"): (BuiltinStrategy, KindRules(defaults.endpoint_slice)),
-    ("storage.k8s.io", "storageclasses"): (BuiltinStrategy, KindRules(defaults.storage_class)),
-    ("storage.k8s.io", "csidrivers"): (BuiltinStrategy, KindRules(defaults.csi_driver)),
-    ("scheduling.k8s.io", "priorityclasses"): (BuiltinStrategy, KindRules(defaults.priority_class)),
-    ("flowcontrol.apiserver.k8s.io", "flowschemas"): (BuiltinStrategy, KindRules(defaults.flow_schema)),
+    ("networking.k8s.io", "networkpolicies"): (
+        BuiltinStrategy,
+        KindRules(defaults.networking.network_policy),
+    ),
+    ("discovery.k8s.io", "endpointslices"): (BuiltinStrategy, KindRules(defaults.discovery.endpoint_slice)),
+    ("storage.k8s.io", "storageclasses"): (BuiltinStrategy, KindRules(defaults.storage.storage_class)),
+    ("storage.k8s.io", "csidrivers"): (BuiltinStrategy, KindRules(defaults.storage.csi_driver)),
+    ("scheduling.k8s.io", "priorityclasses"): (
+        BuiltinStrategy,
+        KindRules(defaults.scheduling.priority_class),
+    ),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"): (
+        BuiltinStrategy,
+        KindRules(defaults.flowcontrol.flow_schema),
+    ),
     ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): (
         BuiltinStrategy,
-        KindRules(defaults.priority_level_configuration),
+        KindRules(defaults.flowcontrol.priority_level_configuration),
     ),
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): (
         BuiltinStrategy,
-        KindRules(defaults.admission_policy),
+        KindRules(defaults.admissionregistration.admission_policy),
     ),
     ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): (
         BuiltinStrategy,
-        KindRules(defaults.admission_policy),
+        KindRules(defaults.admissionregistration.admission_policy),
     ),
-    ("resource.k8s.io", "resourceclaims"): (BuiltinStrategy, KindRules(defaults.resource_claim)),
+    ("resource.k8s.io", "resourceclaims"): (BuiltinStrategy, KindRules(defaults.resource.resource_claim)),
     ("resource.k8s.io", "resourceclaimtemplates"): (
         BuiltinStrategy,
-        KindRules(defaults.resource_claim_template),
+        KindRules(defaults.resource.resource_claim_template),
     ),
 }
 

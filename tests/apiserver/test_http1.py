@@ -289,9 +289,9 @@ def test_a_client_that_vanishes_mid_body_leaves_nothing_behind(
 
 
 def test_warnings_never_carry_a_line_break() -> None:
-    from kubeloop.apiserver.http.handlers import _quote_warning
+    from kubeloop.apiserver.http.negotiation import quote_warning
 
-    assert _quote_warning('a "b"\r\nc\\') == 'a \\"b\\"  c\\\\'
+    assert quote_warning('a "b"\r\nc\\') == 'a \\"b\\"  c\\\\'
 
 
 def test_a_client_that_sends_and_never_reads_is_held_to_a_bound(server: ServerThread) -> None:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver.http.watch import WatchSettings
+from kubeloop.apiserver.http.watchstream import WatchSettings
 from tests.conftest import Client, ServerThread, start_server
 
 CM = "/api/v1/namespaces/{ns}/configmaps"
@@ -341,7 +341,7 @@ def test_compacted_resource_version_is_410(private_server: ServerThread) -> None
 @settings(max_examples=60, deadline=None)
 @given(st.integers(min_value=0, max_value=1300), st.text(max_size=5))
 def test_large_lists_encode_in_slices_to_the_same_bytes(count: int, continue_token: str) -> None:
-    from kubeloop.apiserver.http.handlers import encode_list_in_slices
+    from kubeloop.apiserver.http.negotiation import encode_list_in_slices
 
     body = {
         "kind": "ConfigMapList",

@@ -16,7 +16,7 @@ import pytest
 
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.apiserver.http.watch import WatchSettings
+from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.client.config import ClientConfig, load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.client.watch import WatchEvent

@@ -41,9 +41,11 @@ from kubeloop.apiserver.http.connections import (
     ConnectionWatchdog,
     request_timeout_middleware,
 )
-from kubeloop.apiserver.http.handlers import MAX_BODY_BYTES, APIHandlers, error_middleware
+from kubeloop.apiserver.http.errormiddleware import error_middleware
+from kubeloop.apiserver.http.handlers import APIHandlers
 from kubeloop.apiserver.http.http1 import BufferedRequest
-from kubeloop.apiserver.http.watch import WatchSettings
+from kubeloop.apiserver.http.requestbodies import MAX_BODY_BYTES
+from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
 from kubeloop.apiserver.registry.generic import Registry, WriteOptions
 from kubeloop.apiserver.storage.log import Log, MemoryLog, SQLiteLog, StorageError

@@ -322,9 +322,7 @@ class ServerConnection(asyncio.Protocol):
 
 def _status_answer(error: errors.APIError) -> bytes:
     """A Status answer that closes the connection, as bytes."""
-    response = web.Response(
-        body=error.to_json(), status=error.code, content_type="application/json"
-    )
+    response = web.Response(body=error.to_json(), status=error.code, content_type="application/json")
     return http1.encode_response(response, keep_alive=False)
 
 
@@ -442,9 +440,7 @@ async def bounded(
         if not deadline.expired():
             raise
     error = errors.Timeout(f"Timeout: request did not complete within the allotted timeout of {seconds:g}s")
-    response = web.Response(
-        body=error.to_json(), status=error.code, content_type="application/json"
-    )
+    response = web.Response(body=error.to_json(), status=error.code, content_type="application/json")
     with contextlib.suppress(Exception):
         response.force_close()
     return response

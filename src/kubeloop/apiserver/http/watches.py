@@ -1,0 +1,75 @@
+"""WATCH of a collection (``?watch=true``): the stream of events from a resourceVersion, as JSON
+lines, Tables or PartialObjectMetadata, until the client or the server's timeout ends it.
+"""
+
+from __future__ import annotations
+
+import orjson
+from aiohttp import web
+
+from kubeloop.api.object import Obj
+from kubeloop.apiserver.http.http1 import HTTPRequest
+from kubeloop.apiserver.http.negotiation import (
+    JSON,
+    accept_of,
+)
+from kubeloop.apiserver.http.requestoptions import (
+    list_options,
+    parse_int,
+    truthy,
+)
+from kubeloop.apiserver.http.scope import Scope, Target
+from kubeloop.apiserver.http.watchstream import WatchOptions, WatchStream
+from kubeloop.apiserver.printing import tables
+
+
+async def watch(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamResponse:
+    listing = list_options(request)
+    query = request.query
+    send_initial = query.get("sendInitialEvents")
+    timeout = query.get("timeoutSeconds")
+    options = WatchOptions(
+        label_selector=listing.label_selector,
+        field_selector=listing.field_selector,
+        resource_version=listing.resource_version,
+        resource_version_match=listing.resource_version_match,
+        allow_bookmarks=truthy(query.get("allowWatchBookmarks")),
+        send_initial_events=None if send_initial is None else truthy(send_initial),
+        timeout_seconds=parse_int(timeout, "timeoutSeconds") if timeout else None,
+    )
+    accept = accept_of(request)
+    encode = None
+    if accept.table:
+        resource = target.resource
+
+        def encode(kind: str, obj: Obj) -> bytes:
+            if kind in ("ERROR", "BOOKMARK"):
+                return orjson.dumps({"type": kind, "object": obj}) + b"\n"
+            table = tables.to_table(resource, [obj], include_object=accept.include_object)
+            return orjson.dumps({"type": kind, "object": table}) + b"\n"
+
+    elif accept.partial_metadata:
+
+        def encode(kind: str, obj: Obj) -> bytes:
+            if kind != "ERROR":
+                obj = tables.partial_object_metadata(obj)
+            return orjson.dumps({"type": kind, "object": obj}) + b"\n"
+
+    # Watches are never read as small requests (http1.read_head leaves them to aiohttp).
+    assert isinstance(request, web.Request)
+    stream = WatchStream(
+        scope.registry, target.resource, target.namespace, options, scope.watch_settings, encode=encode
+    )
+    response = web.StreamResponse(status=200)
+    response.content_type = JSON
+    response.enable_chunked_encoding()
+    response.headers["Cache-Control"] = "no-cache, private"
+    try:
+        await response.prepare(request)
+        async for chunk in stream.lines():
+            await response.write(chunk)
+    except (ConnectionResetError, ConnectionError):
+        pass
+    finally:
+        stream.close()
+    return response

@@ -20,7 +20,8 @@ from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.openapi.v3 import crd_definitions
 from kubeloop.apiserver.registry.customresources import CLEANUP_FINALIZER, CRDStrategy, served_resources
-from kubeloop.apiserver.registry.generic import DeleteOptions, ListOptions, Registry, WriteOptions
+from kubeloop.apiserver.registry.generic import Registry
+from kubeloop.apiserver.registry.options import DeleteOptions, ListOptions, WriteOptions
 from kubeloop.apiserver.retryloop import RetryLoop
 
 log = logging.getLogger("kubeloop.apiserver.crds")

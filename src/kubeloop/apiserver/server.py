@@ -47,7 +47,8 @@ from kubeloop.apiserver.http.http1 import BufferedRequest
 from kubeloop.apiserver.http.requestbodies import MAX_BODY_BYTES
 from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
-from kubeloop.apiserver.registry.generic import Registry, WriteOptions
+from kubeloop.apiserver.registry.generic import Registry
+from kubeloop.apiserver.registry.options import WriteOptions
 from kubeloop.apiserver.storage.log import Log, MemoryLog, SQLiteLog, StorageError
 from kubeloop.apiserver.storage.watchcache import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS, ObjectStore
 from kubeloop.lifecycle import cancel_and_wait, start_or_stop

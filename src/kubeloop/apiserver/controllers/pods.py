@@ -17,7 +17,8 @@ from typing import Any
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
-from kubeloop.client.rest import APIClient, Preconditions
+from kubeloop.client.options import Preconditions
+from kubeloop.client.rest import APIClient
 
 POD = GroupVersionKind("", "v1", "Pod")
 

@@ -24,7 +24,7 @@ from kubeloop.apiserver.http.requestoptions import (
 )
 from kubeloop.apiserver.http.scope import Scope, Target
 from kubeloop.apiserver.printing import tables
-from kubeloop.apiserver.registry import generic
+from kubeloop.apiserver.registry.options import ListResult
 
 
 async def get(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamResponse:
@@ -57,7 +57,7 @@ async def list_objects(scope: Scope, request: HTTPRequest, target: Target) -> we
     if target.resource.synthesized:
         matches = scope.registry.matcher(target.resource, options.label_selector, options.field_selector)
         items = [o for o in synthesized(scope, target) if matches is None or matches(o)]
-        result = generic.ListResult(items, scope.registry.store.revision, "", None)
+        result = ListResult(items, scope.registry.store.revision, "", None)
     else:
         result = scope.registry.list_objects(target.resource, target.namespace, options)
     accept = accept_of(request)

@@ -14,8 +14,8 @@ from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog import mediatypes
 from kubeloop.apiserver.http.http1 import HTTPRequest
-from kubeloop.apiserver.registry import generic
-from kubeloop.apiserver.registry.generic import DeleteOptions, ListOptions, WriteOptions
+from kubeloop.apiserver.registry import patching
+from kubeloop.apiserver.registry.options import DeleteOptions, ListOptions, WriteOptions
 
 
 def truthy(value: str | None) -> bool:
@@ -116,5 +116,5 @@ def patch_type(request: HTTPRequest) -> str:
     """The patch media type of a PATCH request; 415 for anything else."""
     content_type = request.content_type
     if content_type not in mediatypes.BUILTIN_PATCH_TYPES:
-        raise generic.unsupported_patch_type()
+        raise patching.unsupported_patch_type()
     return content_type

@@ -26,7 +26,8 @@ from kubeloop.apiserver.http.requestoptions import (
     write_options,
 )
 from kubeloop.apiserver.http.scope import Scope, Target
-from kubeloop.apiserver.registry import generic, pods
+from kubeloop.apiserver.registry import pods
+from kubeloop.apiserver.registry.options import WriteOptions
 
 
 async def scale(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamResponse:
@@ -53,7 +54,7 @@ async def scale(scope: Scope, request: HTTPRequest, target: Target) -> web.Strea
 
 
 async def review(
-    scope: Scope, request: HTTPRequest, target: Target, raw: bytes, options: generic.WriteOptions
+    scope: Scope, request: HTTPRequest, target: Target, raw: bytes, options: WriteOptions
 ) -> web.StreamResponse:
     """A review: answered from the request, never stored."""
     body, _checked = await decode_request_object(request, raw, options, target.resource.kind)

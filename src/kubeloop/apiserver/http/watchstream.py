@@ -23,7 +23,8 @@ from kubeloop.api.fields import FieldSelector
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog.resources import ResourceType
-from kubeloop.apiserver.registry.generic import Registry, list_options_invalid, parse_resource_version
+from kubeloop.apiserver.registry.generic import Registry
+from kubeloop.apiserver.registry.listing import list_options_invalid, parse_resource_version
 from kubeloop.apiserver.storage.watchcache import Event, Watcher
 from kubeloop.jitter import uniform
 

@@ -28,8 +28,7 @@ from kubeloop.apiserver.http.requestoptions import (
 )
 from kubeloop.apiserver.http.scope import Scope, Target
 from kubeloop.apiserver.http.subresources import binding, review
-from kubeloop.apiserver.registry import generic
-from kubeloop.apiserver.registry.generic import WriteOptions
+from kubeloop.apiserver.registry.options import WriteOptions, WriteResult
 
 #: Write bodies at least this large are decoded and processed on the worker loop.
 OFFLOAD_BYTES = 64 * 1024
@@ -67,7 +66,7 @@ async def create(scope: Scope, request: HTTPRequest, target: Target) -> web.Stre
 
     json_only = bool(target.resource.definition)
 
-    async def work() -> generic.WriteResult:
+    async def work() -> WriteResult:
         body, checked = await decode_write(
             content_type, raw, options, target.resource.kind, json_only=json_only
         )
@@ -86,7 +85,7 @@ async def update(scope: Scope, request: HTTPRequest, target: Target) -> web.Stre
 
     json_only = bool(target.resource.definition)
 
-    async def work() -> generic.WriteResult:
+    async def work() -> WriteResult:
         body, checked = await decode_write(
             content_type, raw, options, target.resource.kind, json_only=json_only
         )
@@ -105,7 +104,7 @@ async def patch(scope: Scope, request: HTTPRequest, target: Target) -> web.Strea
     raw = await read_body(request)
     options = write_options_for(scope, request, target)
 
-    async def work() -> generic.WriteResult:
+    async def work() -> WriteResult:
         return await scope.registry.patch(
             target.resource,
             target.namespace,

@@ -10,14 +10,9 @@ calls on :class:`Registry`; the store underneath keeps objects and serves watche
 
 from __future__ import annotations
 
-import base64
-import binascii
 import copy
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
-
-import orjson
 
 from kubeloop import errors
 from kubeloop.api import naming, timestamps
@@ -26,18 +21,19 @@ from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import decoding
 from kubeloop.apiserver.catalog import schemas
-from kubeloop.apiserver.catalog.mediatypes import (
-    APPLY_PATCH,
-    BUILTIN_PATCH_TYPES,
-    JSON_PATCH,
-    MERGE_PATCH,
-    STRATEGIC_MERGE_PATCH,
-)
+from kubeloop.apiserver.catalog.mediatypes import APPLY_PATCH, JSON_PATCH
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.patch import fieldmanager
-from kubeloop.apiserver.patch.jsonpatch import apply_json_patch
-from kubeloop.apiserver.patch.mergepatch import apply_merge_patch
-from kubeloop.apiserver.patch.strategicpatch import apply_strategic_merge_patch
+from kubeloop.apiserver.registry import listing, patching
+from kubeloop.apiserver.registry.options import (
+    DeleteOptions,
+    ListOptions,
+    ListResult,
+    WriteOptions,
+    WriteResult,
+    check_patch_options,
+    propagation_policy,
+)
 from kubeloop.apiserver.registry.serviceips import ServiceAllocator
 from kubeloop.apiserver.registry.strategies import Strategy, builtin_strategy
 from kubeloop.apiserver.storage.watchcache import ObjectStore, PreconditionFailed
@@ -48,63 +44,6 @@ T = TypeVar("T")
 #: Read-modify-write attempts before a write that keeps losing races answers 409.
 _MAX_ATTEMPTS = 64
 _NAMESPACES = ResourceType("", "v1", "namespaces", "namespace", "Namespace", False)
-
-
-@dataclass(frozen=True)
-class WriteOptions:
-    """Query parameters shared by create, update and patch."""
-
-    dry_run: bool = False
-    #: The ``fieldManager`` parameter (apply requires it).
-    field_manager: str = ""
-    #: The manager recorded when no ``fieldManager`` was given: the User-Agent up to its first "/".
-    default_manager: str = "unknown"
-    #: The ``force`` parameter of apply patches (None: not given).
-    force: bool | None = None
-    #: "Strict", "Warn" or "Ignore" (upstream's default for a request without the parameter: Warn... for
-    #: kubectl it sends Strict; the server default is Warn).
-    field_validation: str = "Warn"
-    #: Dotted paths of fields the request body repeated (found only under Strict).
-    duplicate_fields: tuple[str, ...] = ()
-    #: Admission of the write (upstream's ``ValidateObjectFunc``): called with the object about to
-    #: be written and the one it replaces (None on create), both as served, once they are valid;
-    #: raises an APIError to refuse the write (RBAC's escalation check).
-    admit: Callable[[Obj, Obj | None], None] | None = None
-
-
-@dataclass(frozen=True)
-class DeleteOptions:
-    dry_run: bool = False
-    propagation_policy: str | None = None
-    orphan_dependents: bool | None = None
-    precondition_uid: str | None = None
-    precondition_resource_version: str | None = None
-    grace_period_seconds: int | None = None
-
-
-@dataclass(frozen=True)
-class ListOptions:
-    label_selector: LabelSelector | None = None
-    field_selector: FieldSelector | None = None
-    limit: int = 0
-    continue_token: str = ""
-    resource_version: str = ""
-    resource_version_match: str = ""
-
-
-@dataclass
-class ListResult:
-    items: list[Obj]
-    resource_version: int
-    continue_token: str = ""
-    remaining_item_count: int | None = None
-
-
-@dataclass
-class WriteResult:
-    obj: Obj
-    warnings: list[str] = field(default_factory=list)
-    created: bool = False
 
 
 class Registry:
@@ -196,9 +135,9 @@ class Registry:
     ) -> Obj:
         """The current object; a ``resource_version`` (not older than) ahead of the store is a 504."""
         if resource_version:
-            revision = parse_resource_version(resource_version)
+            revision = listing.parse_resource_version(resource_version)
             if revision > self.store.revision:
-                raise self._too_large(revision)
+                raise listing.too_large(revision, self.store.revision)
         stored = self.store.get(resource.key(namespace, name))
         if stored is None:
             raise errors.not_found(resource.group, resource.plural, name)
@@ -207,7 +146,9 @@ class Registry:
     def list_objects(self, resource: ResourceType, namespace: str | None, options: ListOptions) -> ListResult:
         prefix = resource.key_prefix(namespace)
         match = self.matcher(resource, options.label_selector, options.field_selector)
-        revision, start_suffix = self._list_start(options)
+        revision, start_suffix = listing.list_start(
+            options, self.store.revision, self.store.compacted_revision
+        )
         start = prefix + start_suffix if start_suffix else ""
         if options.limit < 0:
             raise errors.BadRequest("limit: Invalid value: must be a non-negative integer")
@@ -239,63 +180,9 @@ class Registry:
                     if revision == self.store.revision
                     else None
                 )
-            token = _encode_continue(revision, next_key[len(prefix) :])
+            token = listing.encode_continue(revision, next_key[len(prefix) :])
             return ListResult(items, revision, token, remaining)
         return ListResult(items, revision)
-
-    def _too_large(self, revision: int) -> errors.Timeout:
-        return errors.Timeout(
-            f"Too large resource version: {revision}, current: {self.store.revision}", retry_after_seconds=1
-        )
-
-    def _list_start(self, options: ListOptions) -> tuple[int | None, str]:
-        """(revision to read at — None for the latest —, first key) from RV/match/continue."""
-        rv = options.resource_version
-        match = options.resource_version_match
-        if match and match not in ("Exact", "NotOlderThan"):
-            raise list_options_invalid(
-                "FieldValueNotSupported",
-                f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"',
-                "resourceVersionMatch",
-            )
-        if options.continue_token:
-            if rv and rv != "0":
-                raise errors.BadRequest("specifying resource version is not allowed when using continue")
-            if match:
-                raise list_options_invalid(
-                    "FieldValueForbidden",
-                    "Forbidden: resourceVersionMatch is forbidden when continue is provided",
-                    "resourceVersionMatch",
-                )
-            revision, start = _decode_continue(options.continue_token)
-            if revision < self.store.compacted_revision:
-                raise errors.ResourceExpired(
-                    "The provided continue parameter is too old to display a consistent list result. "
-                    "You can start a new list without the continue parameter."
-                )
-            return revision, start
-        if match and not rv:
-            raise list_options_invalid(
-                "FieldValueForbidden",
-                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
-                "resourceVersionMatch",
-            )
-        if not rv:
-            return None, ""
-        revision = parse_resource_version(rv)
-        if match == "Exact" and revision == 0:
-            raise list_options_invalid(
-                "FieldValueForbidden",
-                'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
-                "resourceVersionMatch",
-            )
-        if revision > self.store.revision:
-            raise self._too_large(revision)
-        if revision == 0:
-            return None, ""
-        if match == "Exact" or (not match and options.limit):
-            return revision, ""
-        return None, ""
 
     # ------------------------------------------------------------ writes
 
@@ -527,7 +414,7 @@ class Registry:
         if current is None:
             raise errors.not_found(resource.group, resource.plural, name)
         rv = obj["metadata"].get("resourceVersion")
-        if rv and parse_resource_version(rv) != current.revision:
+        if rv and listing.parse_resource_version(rv) != current.revision:
             raise errors.conflict(resource.group, resource.plural, name)
         if not rv and not self.strategy(resource).allow_unconditional_update:
             cause = errors.StatusCause(
@@ -551,10 +438,10 @@ class Registry:
         *,
         subresource: str = "",
     ) -> WriteResult:
-        _check_patch_options(patch_type, options)
+        check_patch_options(patch_type, options)
         accepted = self.strategy(resource).patch_types
         if patch_type not in accepted:
-            raise unsupported_patch_type(accepted)
+            raise patching.unsupported_patch_type(accepted)
         return await self._guaranteed(
             resource,
             namespace,
@@ -579,7 +466,7 @@ class Registry:
         if current is None:
             raise errors.not_found(resource.group, resource.plural, name)
         served = self.to_served(resource, current.obj)
-        patched = apply_patch(served, patch_type, patch, self.strategy(resource).schema)
+        patched = patching.apply_patch(served, patch_type, patch, self.strategy(resource).schema)
         if not isinstance(patched, dict):
             raise errors.BadRequest("the patched object is not a JSON object")
         # A merge patch's result (strategic or not) is made of the stored object's parts and the
@@ -599,7 +486,7 @@ class Registry:
                 f'metadata.namespace: Invalid value: "{metadata.get("namespace")}": field is immutable'
             )
         rv = metadata.get("resourceVersion")
-        if rv and parse_resource_version(rv) != current.revision:
+        if rv and listing.parse_resource_version(rv) != current.revision:
             raise errors.conflict(resource.group, resource.plural, name)
         return await self._finish_update(
             resource, key, current.obj, current.revision, obj, options, warnings, subresource
@@ -792,7 +679,9 @@ class Registry:
         async def attempt() -> Obj:
             current = self.get(resource, namespace, name)
             scale = self.strategy(resource).scale_of(current)
-            patched = apply_patch(scale, patch_type, patch, schemas.kind_schema("autoscaling", "v1", "Scale"))
+            patched = patching.apply_patch(
+                scale, patch_type, patch, schemas.kind_schema("autoscaling", "v1", "Scale")
+            )
             return await self._write_scale(resource, namespace, name, current, patched, options)
 
         return await self._guaranteed(resource, namespace, name, attempt)
@@ -838,7 +727,7 @@ class Registry:
         self, resource: ResourceType, namespace: str | None, name: str, options: DeleteOptions
     ) -> tuple[Obj, bool]:
         """Delete or mark for deletion; returns (object, whether it is gone now)."""
-        _propagation_policy(resource, options)  # invalid options are refused before any lookup
+        propagation_policy(resource, options)  # invalid options are refused before any lookup
         return await self._guaranteed(
             resource, namespace, name, lambda: self._delete_once(resource, namespace, name, options)
         )
@@ -874,7 +763,7 @@ class Registry:
             )
         strategy = self.strategy(resource)
         strategy.check_delete(name)
-        policy = _propagation_policy(resource, options)
+        policy = propagation_policy(resource, options)
         finalizers = list(meta.get("finalizers") or ())
         if policy == "Orphan" and "orphan" not in finalizers:
             finalizers.append("orphan")
@@ -946,68 +835,6 @@ class _StaleRead(Exception):
     """A read-modify-write read an object that another write replaced before it could write."""
 
 
-def unsupported_patch_type(accepted: tuple[str, ...] = BUILTIN_PATCH_TYPES) -> errors.UnsupportedMediaType:
-    """415 for a PATCH whose media type the kind does not take, listing those it does (upstream
-    lists all but apply)."""
-    listed = ", ".join(t for t in accepted if t != APPLY_PATCH)
-    return errors.UnsupportedMediaType(
-        f"the body of the request was in an unknown format - accepted media types include: {listed}"
-    )
-
-
-def apply_patch(document: Obj, patch_type: str, patch: bytes, schema: schemas.Schema | None) -> Any:
-    """Apply a JSON, merge or strategic merge patch (by media type) to a served object."""
-    patch_doc = decoding.decode_json(patch, "the patch")
-    if patch_type == JSON_PATCH:
-        # As the upstream server (evanphx/json-patch v4): replace of a missing member adds it.
-        return apply_json_patch(document, patch_doc, allow_replace_missing=True)
-    if patch_type not in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
-        raise unsupported_patch_type()
-    if not isinstance(patch_doc, dict):
-        raise errors.BadRequest("error decoding patch: a merge patch must be a JSON object")
-    if patch_type == MERGE_PATCH:
-        return apply_merge_patch(document, patch_doc)
-    return apply_strategic_merge_patch(document, patch_doc, schema)
-
-
-def list_options_invalid(reason: str, message: str, field_name: str) -> errors.Invalid:
-    """422 for bad list/watch options, as upstream's ValidateListOptions answers."""
-    return errors.invalid("meta.k8s.io", "ListOptions", "", [errors.StatusCause(reason, message, field_name)])
-
-
-def parse_resource_version(value: str) -> int:
-    try:
-        revision = int(value)
-    except ValueError:
-        raise errors.BadRequest(
-            f'resourceVersion: Invalid value: "{value}": must be an unsigned integer'
-        ) from None
-    if revision < 0:
-        raise errors.BadRequest(f'resourceVersion: Invalid value: "{value}": must be an unsigned integer')
-    return revision
-
-
-def _encode_continue(revision: int, start: str) -> str:
-    payload = orjson.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": start})
-    return base64.urlsafe_b64encode(payload).decode().rstrip("=")
-
-
-def _decode_continue(token: str) -> tuple[int, str]:
-    """(revision, key suffix after the prefix) from a continue token; 400 when malformed."""
-    try:
-        padded = token + "=" * (-len(token) % 4)
-        data = orjson.loads(base64.urlsafe_b64decode(padded))
-        if data.get("v") != "meta.k8s.io/v1":
-            raise ValueError("version")
-        revision = int(data["rv"])
-        start = str(data["start"])
-    except (binascii.Error, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
-        raise errors.BadRequest("continue key is not valid: the continue token cannot be decoded") from None
-    if revision <= 0 or ".." in start or start.startswith("/"):
-        raise errors.BadRequest("continue key is not valid: the continue token is out of range")
-    return revision, start
-
-
 def _same_object(old: Obj, new: Obj) -> bool:
     old_cmp = dict(old)
     old_meta = dict(old_cmp.get("metadata") or {})
@@ -1043,43 +870,3 @@ def _set_managed(metadata: Obj, entries: list[fieldmanager.ManagedEntry]) -> Non
         metadata["managedFields"] = fieldmanager.encode_entries(entries)
     else:
         metadata.pop("managedFields", None)
-
-
-def _check_patch_options(patch_type: str, options: WriteOptions) -> None:
-    """ValidatePatchOptions: apply needs a field manager; only apply takes ``force``."""
-    causes: list[errors.StatusCause] = []
-    if patch_type == APPLY_PATCH and not options.field_manager:
-        causes.append(
-            errors.StatusCause(
-                "FieldValueRequired", "Required value: is required for apply patch", "fieldManager"
-            )
-        )
-    if patch_type != APPLY_PATCH and options.force is not None:
-        causes.append(
-            errors.StatusCause(
-                "FieldValueForbidden", "Forbidden: may not be specified for non-apply patch", "force"
-            )
-        )
-    if causes:
-        raise errors.invalid("meta.k8s.io", "PatchOptions", "", causes)
-
-
-def _propagation_policy(resource: ResourceType, options: DeleteOptions) -> str | None:
-    """The delete's propagation policy (``orphanDependents`` is its older spelling); 422 if unknown."""
-    policy = options.propagation_policy
-    if policy is None and options.orphan_dependents is not None:
-        policy = "Orphan" if options.orphan_dependents else "Background"
-    if policy is not None and policy not in ("Orphan", "Foreground", "Background"):
-        raise errors.invalid(
-            resource.group,
-            "DeleteOptions",
-            "",
-            [
-                errors.StatusCause(
-                    "FieldValueNotSupported",
-                    f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"',
-                    "propagationPolicy",
-                )
-            ],
-        )
-    return policy

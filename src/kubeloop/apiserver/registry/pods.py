@@ -14,7 +14,8 @@ from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.api.timestamps import now
 from kubeloop.apiserver.catalog.resources import ResourceType
-from kubeloop.apiserver.registry.generic import DeleteOptions, ListOptions, Registry, WriteOptions
+from kubeloop.apiserver.registry.generic import Registry
+from kubeloop.apiserver.registry.options import DeleteOptions, ListOptions, WriteOptions
 from kubeloop.errors import StatusCause
 
 #: How often a binding or an eviction re-reads and retries after losing a race.

@@ -17,8 +17,8 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
   ``TerminalError``, ``LeaderElectionConfig``, ``CacheOptions``, ``ByObject``, ``EventRecorder``
   with ``NORMAL``/``WARNING``;
 - clients: ``Client`` (the protocol helpers take), ``APIClient``, ``CachedClient``,
-  ``BlockingClient``, ``SyncClient``, ``ObjectList``, ``PatchType``, ``load_config``,
-  ``ClientConfig``;
+  ``BlockingClient``, ``SyncClient``, ``ObjectList``, ``PatchType``, ``Preconditions``,
+  ``load_config``, ``ClientConfig``;
 - kinds and objects: ``kinds`` (a constant per built-in kind), ``models`` (typed models:
   ``models.apps_v1.Deployment``), ``GroupVersionKind``, ``CustomResource`` (a custom resource
   model that generates its CRD), ``KubeModel`` (the base of the models of its parts),
@@ -63,6 +63,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "ObjectList": ("kubeloop.client.interface", "ObjectList"),
     "APIClient": ("kubeloop.client.rest", "APIClient"),
     "PatchType": ("kubeloop.client.rest", "PatchType"),
+    "Preconditions": ("kubeloop.client.options", "Preconditions"),
     "CachedClient": ("kubeloop.manager.cachedclient", "CachedClient"),
     "BlockingClient": ("kubeloop.client.sync", "BlockingClient"),
     "SyncClient": ("kubeloop.client.sync", "SyncClient"),
@@ -125,6 +126,7 @@ __all__ = [
     "ObjectMeta",
     "OperationResult",
     "PatchType",
+    "Preconditions",
     "Request",
     "Result",
     "SyncClient",
@@ -183,6 +185,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     from kubeloop.cache.options import ByObject, CacheOptions
     from kubeloop.client.config import ClientConfig, load_config
     from kubeloop.client.interface import Client, ObjectList
+    from kubeloop.client.options import Preconditions
     from kubeloop.client.rest import APIClient, PatchType
     from kubeloop.client.sync import BlockingClient, SyncClient
     from kubeloop.controller import handler, predicate, source

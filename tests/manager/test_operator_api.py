@@ -230,3 +230,75 @@ async def test_sync_reconciler_reads_and_writes(manager: kubeloop.Manager, names
     # On the loop itself the blocking client refuses rather than deadlocking.
     with pytest.raises(RuntimeError, match="own event loop"):
         manager.blocking_client.get(kinds.ConfigMap, "sync", namespace=namespace)
+
+
+async def test_write_options_mean_the_same_on_every_client(manager: kubeloop.Manager, namespace: str) -> None:
+    """dry_run, field_manager, field_validation and delete preconditions, through the protocol."""
+    await manager.start()
+
+    async def check(client: kubeloop.Client, name: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace},
+            "data": {"a": "1"},
+        }
+        dry = await client.create(body, dry_run=True, field_manager="dry")
+        assert dry["metadata"]["name"] == name
+        with pytest.raises(kubeloop.errors.NotFound):  # the dry run stored nothing
+            await manager.api_reader.get(kinds.ConfigMap, name, namespace=namespace)
+        with pytest.raises(kubeloop.errors.BadRequest, match='unknown field "bogus"'):
+            await client.create({**body, "bogus": 1}, field_validation="Strict")
+        created = await client.create(body, field_manager="author")
+        assert [entry["manager"] for entry in created["metadata"]["managedFields"]] == ["author"]
+        patched = await client.patch(
+            kinds.ConfigMap, name, {"data": {"k": "v"}}, namespace=namespace, field_manager="patcher"
+        )
+        assert {entry["manager"] for entry in patched["metadata"]["managedFields"]} == {"author", "patcher"}
+        with pytest.raises(kubeloop.errors.Conflict, match="Precondition failed: UID"):
+            await client.delete(
+                kinds.ConfigMap, name, namespace=namespace, preconditions=kubeloop.Preconditions(uid="other")
+            )
+        await client.delete(kinds.ConfigMap, name, namespace=namespace, dry_run=True)
+        assert (await manager.api_reader.get(kinds.ConfigMap, name, namespace=namespace))["data"] == {
+            "a": "1",
+            "k": "v",
+        }
+        uid = created["metadata"]["uid"]
+        await client.delete(
+            kinds.ConfigMap, name, namespace=namespace, preconditions=kubeloop.Preconditions(uid=uid)
+        )
+        with pytest.raises(kubeloop.errors.NotFound):
+            await manager.api_reader.get(kinds.ConfigMap, name, namespace=namespace)
+
+    await check(manager.api_reader, "through-api")
+    await check(manager.client, "through-cache")
+
+    def blocking() -> None:
+        client = manager.blocking_client
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "blocking", "namespace": namespace},
+            "data": {"a": "1"},
+        }
+        client.create(body, dry_run=True)
+        with pytest.raises(kubeloop.errors.NotFound):
+            client.get(kinds.ConfigMap, "blocking", namespace=namespace)
+        created = client.create(body, field_manager="thread")
+        assert [entry["manager"] for entry in created["metadata"]["managedFields"]] == ["thread"]
+        client.update({**created, "data": {"k": "v"}}, field_manager="thread-update")
+        with pytest.raises(kubeloop.errors.Conflict):
+            client.delete(
+                kinds.ConfigMap,
+                "blocking",
+                namespace=namespace,
+                preconditions=kubeloop.Preconditions(uid="x"),
+            )
+        client.delete_collection(
+            kinds.ConfigMap, namespace=namespace, field_selector="metadata.name=blocking"
+        )
+
+    await asyncio.to_thread(blocking)
+    with pytest.raises(kubeloop.errors.NotFound):
+        await manager.api_reader.get(kinds.ConfigMap, "blocking", namespace=namespace)

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar, overload
+from typing import Any, Generic, Protocol, TypeVar, Unpack, overload
 
 from kubeloop.api.fields import FieldSelector
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.model import KubeObject
 from kubeloop.api.object import Obj
+from kubeloop.client.options import ApplyOptions, DeleteOptions, PatchOptions, WriteOptions
 
 #: A kind: a GroupVersionKind, an object dict (its apiVersion/kind), a model class or a model.
 KindRef = GroupVersionKind | Mapping[str, Any] | type[KubeObject] | KubeObject
@@ -144,30 +145,56 @@ class Reader(Protocol):
 
 
 class Writer(Protocol):
-    """controller-runtime's ``client.Writer`` (and its status writer: ``subresource="status"``)."""
+    """controller-runtime's ``client.Writer`` (and its status writer: ``subresource="status"``).
+
+    Every write takes its verb's options as keywords (:mod:`kubeloop.client.options`):
+    ``dry_run``, ``field_manager`` and ``field_validation``; patch adds ``force``; deletes take
+    ``propagation_policy``, ``preconditions``, ``grace_period_seconds`` and ``dry_run``.
+    """
 
     @overload
-    async def create(self, obj: M, *, namespace: str | None = None) -> M: ...
+    async def create(self, obj: M, *, namespace: str | None = None, **options: Unpack[WriteOptions]) -> M: ...
 
     @overload
-    async def create(self, obj: Mapping[str, Any], *, namespace: str | None = None) -> Obj: ...
+    async def create(
+        self, obj: Mapping[str, Any], *, namespace: str | None = None, **options: Unpack[WriteOptions]
+    ) -> Obj: ...
 
-    async def create(self, obj: ObjectRef, *, namespace: str | None = None) -> Any:
+    async def create(
+        self, obj: ObjectRef, *, namespace: str | None = None, **options: Unpack[WriteOptions]
+    ) -> Any:
         """Create ``obj``; answers the object as stored (uid, resourceVersion, defaults).
 
         ``AlreadyExists`` when the name is taken, ``Invalid`` (with causes) when it is not valid.
         """
 
     @overload
-    async def update(self, obj: M, *, namespace: str | None = None, subresource: str | None = None) -> M: ...
+    async def update(
+        self,
+        obj: M,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        **options: Unpack[WriteOptions],
+    ) -> M: ...
 
     @overload
     async def update(
-        self, obj: Mapping[str, Any], *, namespace: str | None = None, subresource: str | None = None
+        self,
+        obj: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        **options: Unpack[WriteOptions],
     ) -> Obj: ...
 
     async def update(
-        self, obj: ObjectRef, *, namespace: str | None = None, subresource: str | None = None
+        self,
+        obj: ObjectRef,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        **options: Unpack[WriteOptions],
     ) -> Any:
         """Replace ``obj`` as a whole (PUT). Its ``metadata.resourceVersion`` must be the
         stored one, else ``Conflict``: read again and retry. ``subresource="status"`` writes
@@ -182,6 +209,7 @@ class Writer(Protocol):
         *,
         namespace: str | None = None,
         subresource: str | None = None,
+        **options: Unpack[PatchOptions],
     ) -> M: ...
 
     @overload
@@ -193,6 +221,7 @@ class Writer(Protocol):
         *,
         namespace: str | None = None,
         subresource: str | None = None,
+        **options: Unpack[PatchOptions],
     ) -> Obj: ...
 
     async def patch(
@@ -203,6 +232,7 @@ class Writer(Protocol):
         *,
         namespace: str | None = None,
         subresource: str | None = None,
+        **options: Unpack[PatchOptions],
     ) -> Any:
         """Patch the object ``name`` of ``kind`` (or ``kind`` itself, an object, with
         ``name=None``) with a JSON merge patch (a dict or model); the API client's
@@ -210,16 +240,37 @@ class Writer(Protocol):
 
     @overload
     async def apply(
-        self, obj: M, *, field_manager: str, force: bool = False, namespace: str | None = None
+        self,
+        obj: M,
+        *,
+        field_manager: str,
+        force: bool = False,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        **options: Unpack[ApplyOptions],
     ) -> M: ...
 
     @overload
     async def apply(
-        self, obj: Mapping[str, Any], *, field_manager: str, force: bool = False, namespace: str | None = None
+        self,
+        obj: Mapping[str, Any],
+        *,
+        field_manager: str,
+        force: bool = False,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        **options: Unpack[ApplyOptions],
     ) -> Obj: ...
 
     async def apply(
-        self, obj: ObjectRef, *, field_manager: str, force: bool = False, namespace: str | None = None
+        self,
+        obj: ObjectRef,
+        *,
+        field_manager: str,
+        force: bool = False,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        **options: Unpack[ApplyOptions],
     ) -> Any:
         """Server-side apply ``obj`` (the fields this ``field_manager`` owns); ``force`` takes
         fields another manager owns instead of answering ``Conflict``."""
@@ -230,7 +281,7 @@ class Writer(Protocol):
         name: str | None = None,
         *,
         namespace: str | None = None,
-        propagation_policy: str | None = None,
+        **options: Unpack[DeleteOptions],
     ) -> Obj:
         """Delete the object ``name`` of ``kind`` (or ``kind`` itself, an object). Answers the
         object when finalizers keep it (deletionTimestamp set), else a Success Status.
@@ -244,7 +295,7 @@ class Writer(Protocol):
         namespace: str | None = None,
         label_selector: str | LabelSelector | None = None,
         field_selector: str | FieldSelector | None = None,
-        propagation_policy: str | None = None,
+        **options: Unpack[DeleteOptions],
     ) -> Obj:
         """Delete every object of ``kind`` in ``namespace`` that the selectors match."""
 

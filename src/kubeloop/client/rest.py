@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, Unpack, overload
 
 import orjson
 
@@ -38,6 +38,14 @@ from kubeloop.client.config import ClientConfig, Credentials, ssl_context
 from kubeloop.client.fence import check_write
 from kubeloop.client.http1 import BodyStream, ConnectionPool, Response
 from kubeloop.client.interface import KindRef, M, ObjectList, ObjectRef, gvk_of, model_class
+from kubeloop.client.options import (
+    ApplyOptions,
+    DeleteOptions,
+    PatchOptions,
+    WriteOptions,
+    delete_body,
+    write_params,
+)
 from kubeloop.client.ratelimit import TokenBucket
 from kubeloop.client.restmapper import ResourceMapping, RESTMapper
 from kubeloop.client.watch import Watch, WatchOptions
@@ -70,14 +78,6 @@ class PatchType(StrEnum):
 #: What a request can fail with, short of a bug: the server's error answers, the connection, time.
 #: Code that retries catches these.
 REQUEST_ERRORS = (errors.APIError, OSError, TimeoutError)
-
-
-@dataclass(frozen=True)
-class Preconditions:
-    """Delete only if the object still has this uid / resourceVersion (409 otherwise)."""
-
-    uid: str | None = None
-    resource_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -361,9 +361,7 @@ class APIClient:
         subresource: str | None = None,
         name: str | None = None,
         of: KindRef | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
+        **options: Unpack[WriteOptions],
     ) -> M: ...
 
     @overload
@@ -375,9 +373,7 @@ class APIClient:
         subresource: str | None = None,
         name: str | None = None,
         of: KindRef | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
+        **options: Unpack[WriteOptions],
     ) -> Obj: ...
 
     async def create(
@@ -388,9 +384,7 @@ class APIClient:
         subresource: str | None = None,
         name: str | None = None,
         of: KindRef | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
+        **options: Unpack[WriteOptions],
     ) -> Obj | KubeObject:
         """POST ``obj`` to its collection, or to the ``subresource`` of the object ``name`` (of
         the kind ``of``, default ``obj``'s: a ServiceAccount's ``token`` takes a TokenRequest)."""
@@ -399,7 +393,7 @@ class APIClient:
         path = mapping.collection_path(self._namespace(mapping, namespace, body))
         if subresource:
             path = f"{path}/{name or _name_of(body)}/{subresource}"
-        params = _write_params(dry_run, field_manager, field_validation)
+        params = write_params(options)
         created = await self._json("POST", path, params=params, body=orjson.dumps(body), content_type=JSON)
         return created if subresource else _typed(obj, created)
 
@@ -410,9 +404,7 @@ class APIClient:
         *,
         namespace: str | None = None,
         subresource: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
+        **options: Unpack[WriteOptions],
     ) -> M: ...
 
     @overload
@@ -422,9 +414,7 @@ class APIClient:
         *,
         namespace: str | None = None,
         subresource: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
+        **options: Unpack[WriteOptions],
     ) -> Obj: ...
 
     async def update(
@@ -433,15 +423,13 @@ class APIClient:
         *,
         namespace: str | None = None,
         subresource: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
+        **options: Unpack[WriteOptions],
     ) -> Obj | KubeObject:
         """PUT ``obj`` (optimistic concurrency: its resourceVersion must be current, else Conflict)."""
         _check_typed_subresource(obj, subresource)
         body = _as_dict(obj)
         path = await self._object_path(obj, _name_of(body), namespace, subresource, body)
-        params = _write_params(dry_run, field_manager, field_validation)
+        params = write_params(options)
         updated = await self._json("PUT", path, params=params, body=orjson.dumps(body), content_type=JSON)
         return _typed(obj, updated)
 
@@ -455,10 +443,7 @@ class APIClient:
         patch_type: PatchType = PatchType.MERGE,
         namespace: str | None = None,
         subresource: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-        force: bool | None = None,
+        **options: Unpack[PatchOptions],
     ) -> M: ...
 
     @overload
@@ -471,10 +456,7 @@ class APIClient:
         patch_type: PatchType = PatchType.MERGE,
         namespace: str | None = None,
         subresource: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-        force: bool | None = None,
+        **options: Unpack[PatchOptions],
     ) -> Obj: ...
 
     async def patch(
@@ -486,18 +468,13 @@ class APIClient:
         patch_type: PatchType = PatchType.MERGE,
         namespace: str | None = None,
         subresource: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-        force: bool | None = None,
+        **options: Unpack[PatchOptions],
     ) -> Obj | KubeObject:
         """PATCH with any patch type; ``patch`` is a dict/list/model (encoded as JSON) or raw bytes."""
         _check_typed_subresource(kind, subresource)
         obj = _identity(kind) if isinstance(kind, Mapping | KubeObject) else None
         path = await self._object_path(kind, name or _name_of(obj), namespace, subresource, obj)
-        params = _write_params(dry_run, field_manager, field_validation)
-        if force is not None:
-            params["force"] = "true" if force else "false"
+        params = write_params(options, options.get("force"))
         if isinstance(patch, KubeModel):
             patch = patch.to_dict()
         body = patch if isinstance(patch, bytes) else orjson.dumps(patch)
@@ -513,8 +490,7 @@ class APIClient:
         force: bool = False,
         namespace: str | None = None,
         subresource: str | None = None,
-        dry_run: bool = False,
-        field_validation: str | None = None,
+        **options: Unpack[ApplyOptions],
     ) -> M: ...
 
     @overload
@@ -526,8 +502,7 @@ class APIClient:
         force: bool = False,
         namespace: str | None = None,
         subresource: str | None = None,
-        dry_run: bool = False,
-        field_validation: str | None = None,
+        **options: Unpack[ApplyOptions],
     ) -> Obj: ...
 
     async def apply(
@@ -538,8 +513,7 @@ class APIClient:
         force: bool = False,
         namespace: str | None = None,
         subresource: str | None = None,
-        dry_run: bool = False,
-        field_validation: str | None = None,
+        **options: Unpack[ApplyOptions],
     ) -> Obj | KubeObject:
         """Server-side apply of ``obj`` (the fields this manager wants to own, nothing else)."""
         body = _as_dict(obj)
@@ -550,10 +524,9 @@ class APIClient:
             patch_type=PatchType.APPLY,
             namespace=namespace,
             subresource=subresource,
-            dry_run=dry_run,
             field_manager=field_manager,
-            field_validation=field_validation,
             force=force,
+            **options,
         )
 
     async def delete(
@@ -562,15 +535,12 @@ class APIClient:
         name: str | None = None,
         *,
         namespace: str | None = None,
-        propagation_policy: str | None = None,
-        preconditions: Preconditions | None = None,
-        grace_period_seconds: int | None = None,
-        dry_run: bool = False,
+        **options: Unpack[DeleteOptions],
     ) -> Obj:
         """DELETE; returns the object (still there while finalizers run) or the Success Status, as a dict."""
         obj = _identity(kind) if isinstance(kind, Mapping | KubeObject) else None
         path = await self._object_path(kind, name or _name_of(obj), namespace, None, obj)
-        body = _delete_options(propagation_policy, preconditions, grace_period_seconds, dry_run)
+        body = delete_body(options)
         return await self._json("DELETE", path, body=orjson.dumps(body), content_type=JSON)
 
     async def delete_collection(
@@ -580,14 +550,13 @@ class APIClient:
         namespace: str | None = None,
         label_selector: str | LabelSelector | None = None,
         field_selector: str | FieldSelector | None = None,
-        propagation_policy: str | None = None,
-        dry_run: bool = False,
+        **options: Unpack[DeleteOptions],
     ) -> Obj:
         """Delete every object of ``kind`` in ``namespace`` that the selectors match."""
         mapping = await self.mapping(kind)
         path = mapping.collection_path(self._namespace(mapping, namespace))
         params = _selector_params(_label_selector(label_selector, None), field_selector)
-        body = _delete_options(propagation_policy, None, None, dry_run)
+        body = delete_body(options)
         return await self._json("DELETE", path, params=params, body=orjson.dumps(body), content_type=JSON)
 
     def watch(
@@ -897,33 +866,6 @@ def _selector_params(
     if field_selector is not None and str(field_selector):
         params["fieldSelector"] = str(field_selector)
     return params
-
-
-def _write_params(dry_run: bool, field_manager: str | None, field_validation: str | None) -> dict[str, str]:
-    params: dict[str, str] = {}
-    if dry_run:
-        params["dryRun"] = "All"
-    if field_manager:
-        params["fieldManager"] = field_manager
-    if field_validation:
-        params["fieldValidation"] = field_validation
-    return params
-
-
-def _delete_options(
-    propagation_policy: str | None, preconditions: Preconditions | None, grace: int | None, dry_run: bool
-) -> Obj:
-    options: Obj = {"apiVersion": "v1", "kind": "DeleteOptions"}
-    if propagation_policy:
-        options["propagationPolicy"] = propagation_policy
-    if preconditions is not None:
-        wanted = {"uid": preconditions.uid, "resourceVersion": preconditions.resource_version}
-        options["preconditions"] = {k: v for k, v in wanted.items() if v is not None}
-    if grace is not None:
-        options["gracePeriodSeconds"] = grace
-    if dry_run:
-        options["dryRun"] = ["All"]
-    return options
 
 
 def _decode_error(payload: bytes) -> Any:

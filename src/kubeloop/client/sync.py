@@ -18,11 +18,14 @@ import threading
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import Future
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
+from kubeloop.api.fields import FieldSelector
+from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.client.config import ClientConfig
 from kubeloop.client.interface import KindRef, ObjectList, ObjectRef
+from kubeloop.client.options import ApplyOptions, DeleteOptions, PatchOptions, WriteOptions
 from kubeloop.client.rest import APIClient, PatchType
 from kubeloop.client.watch import WatchEvent
 
@@ -68,11 +71,18 @@ class BlockingClient:
         result: ObjectList[Any] = self._run(self.client.list(kind, namespace=namespace, **options))
         return result
 
-    def create(self, obj: ObjectRef, **options: Any) -> Any:
-        return self._run(self.client.create(obj, **options))
+    def create(self, obj: ObjectRef, *, namespace: str | None = None, **options: Unpack[WriteOptions]) -> Any:
+        return self._run(self.client.create(obj, namespace=namespace, **options))
 
-    def update(self, obj: ObjectRef, **options: Any) -> Any:
-        return self._run(self.client.update(obj, **options))
+    def update(
+        self,
+        obj: ObjectRef,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        **options: Unpack[WriteOptions],
+    ) -> Any:
+        return self._run(self.client.update(obj, namespace=namespace, subresource=subresource, **options))
 
     def patch(
         self,
@@ -81,19 +91,66 @@ class BlockingClient:
         patch: Any,
         *,
         patch_type: PatchType = PatchType.MERGE,
-        **options: Any,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        **options: Unpack[PatchOptions],
     ) -> Any:
-        return self._run(self.client.patch(kind, name, patch, patch_type=patch_type, **options))
+        return self._run(
+            self.client.patch(
+                kind,
+                name,
+                patch,
+                patch_type=patch_type,
+                namespace=namespace,
+                subresource=subresource,
+                **options,
+            )
+        )
 
-    def apply(self, obj: ObjectRef, *, field_manager: str, **options: Any) -> Any:
-        return self._run(self.client.apply(obj, field_manager=field_manager, **options))
+    def apply(
+        self,
+        obj: ObjectRef,
+        *,
+        field_manager: str,
+        force: bool = False,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        **options: Unpack[ApplyOptions],
+    ) -> Any:
+        call = self.client.apply(
+            obj,
+            field_manager=field_manager,
+            force=force,
+            namespace=namespace,
+            subresource=subresource,
+            **options,
+        )
+        return self._run(call)
 
-    def delete(self, kind: KindRef, name: str | None = None, **options: Any) -> Obj:
-        result: Obj = self._run(self.client.delete(kind, name, **options))
+    def delete(
+        self,
+        kind: KindRef,
+        name: str | None = None,
+        *,
+        namespace: str | None = None,
+        **options: Unpack[DeleteOptions],
+    ) -> Obj:
+        result: Obj = self._run(self.client.delete(kind, name, namespace=namespace, **options))
         return result
 
-    def delete_collection(self, kind: KindRef, **options: Any) -> Obj:
-        result: Obj = self._run(self.client.delete_collection(kind, **options))
+    def delete_collection(
+        self,
+        kind: KindRef,
+        *,
+        namespace: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        field_selector: str | FieldSelector | None = None,
+        **options: Unpack[DeleteOptions],
+    ) -> Obj:
+        call = self.client.delete_collection(
+            kind, namespace=namespace, label_selector=label_selector, field_selector=field_selector, **options
+        )
+        result: Obj = self._run(call)
         return result
 
 

@@ -22,7 +22,7 @@ import orjson
 from b2_custom_resources import Widget, WidgetSpec
 
 import kubeloop
-from kubeloop.apiserver.registry.options import WriteOptions
+from kubeloop.apiserver.registry.verboptions import WriteOptions
 from kubeloop.apiserver.server import APIServer, ServerOptions
 from kubeloop.gcpause import tune_for_serving
 

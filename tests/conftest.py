@@ -15,8 +15,8 @@ import pytest
 import requests
 
 from kubeloop.testing import eventually
-from kubeloop.testing.server import ServerThread
-from kubeloop.testing.server import start_server as start_cluster
+from kubeloop.testing.serverthread import ServerThread
+from kubeloop.testing.serverthread import start_server as start_cluster
 
 __all__ = ["Client", "ServerThread", "eventually", "start_server"]
 

@@ -10,7 +10,7 @@ import kubeloop
 from kubeloop.api.models import core_v1, meta_v1
 from kubeloop.client.rest import APIClient
 from kubeloop.testing import eventually, settled
-from kubeloop.testing.server import ServerThread
+from kubeloop.testing.serverthread import ServerThread
 
 
 async def test_plugin_fixtures(

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from kubeloop.apiserver.catalog import hpaconversion
 from kubeloop.apiserver.catalog.hpaconversion import v1_to_v2, v2_to_v1
-from kubeloop.apiserver.openapi.discovery import storage_version_hash
+from kubeloop.apiserver.openapi.discoverydocs import storage_version_hash
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread
 

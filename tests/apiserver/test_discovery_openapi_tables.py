@@ -11,7 +11,7 @@ import pytest
 
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceCatalog, ResourceType
-from kubeloop.apiserver.openapi import discovery, v3
+from kubeloop.apiserver.openapi import discoverydocs, v3
 from kubeloop.apiserver.printing import tables
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0, tzinfo=datetime.UTC)
@@ -48,18 +48,18 @@ def document(catalog: ResourceCatalog, path: str, extra: dict[str, Any] | None =
 
 def test_version_info_uses_the_schema_release() -> None:
     release = schemas.schema_release()
-    info = discovery.version_info(release)
+    info = discoverydocs.version_info(release)
     major, minor = release.split(".")[:2]
     assert (info["major"], info["minor"]) == (major, minor)
     assert info["gitVersion"] == f"v{release}-kubeloop"
     for key in ("gitCommit", "gitTreeState", "buildDate", "goVersion", "compiler", "platform"):
         assert info[key]
     assert "/" in info["platform"]
-    assert discovery.version_info("1.33.0")["gitVersion"] == "v1.33.0-kubeloop"
+    assert discoverydocs.version_info("1.33.0")["gitVersion"] == "v1.33.0-kubeloop"
 
 
 def test_core_api_versions() -> None:
-    versions = discovery.core_api_versions("10.0.0.1:6443")
+    versions = discoverydocs.core_api_versions("10.0.0.1:6443")
     assert versions == {
         "kind": "APIVersions",
         "versions": ["v1"],
@@ -68,7 +68,7 @@ def test_core_api_versions() -> None:
 
 
 def test_group_list_and_groups(catalog: ResourceCatalog) -> None:
-    groups = discovery.api_group_list(catalog)
+    groups = discoverydocs.api_group_list(catalog)
     assert groups["kind"] == "APIGroupList" and groups["apiVersion"] == "v1"
     names = [g["name"] for g in groups["groups"]]
     expected = {r.group for r in BUILTIN_RESOURCES if r.group}
@@ -81,18 +81,18 @@ def test_group_list_and_groups(catalog: ResourceCatalog) -> None:
         assert group["versions"][0] == group["preferredVersion"]  # the preferred version comes first
     authentication = next(g for g in groups["groups"] if g["name"] == "authentication.k8s.io")
     assert [v["version"] for v in authentication["versions"]] == ["v1", "v1beta1"]
-    apps = discovery.api_group(catalog, "apps")
+    apps = discoverydocs.api_group(catalog, "apps")
     assert apps is not None
     assert apps["kind"] == "APIGroup" and apps["name"] == "apps"
-    assert discovery.api_group(catalog, "nope.example.com") is None
-    assert discovery.api_group(catalog, "") is None
+    assert discoverydocs.api_group(catalog, "nope.example.com") is None
+    assert discoverydocs.api_group(catalog, "") is None
 
 
 def test_preferred_version_is_kube_aware() -> None:
     catalog = ResourceCatalog()
     for version in ("v1beta1", "v2alpha1", "v1", "v10"):
         catalog.add(ResourceType("stable.example.com", version, "widgets", "widget", "Widget", True))
-    group = discovery.api_group(catalog, "stable.example.com")
+    group = discoverydocs.api_group(catalog, "stable.example.com")
     assert group is not None
     assert [v["version"] for v in group["versions"]] == ["v10", "v1", "v1beta1", "v2alpha1"]
     assert group["preferredVersion"]["version"] == "v10"
@@ -100,7 +100,7 @@ def test_preferred_version_is_kube_aware() -> None:
 
 @pytest.mark.parametrize("resource", BUILTIN_RESOURCES, ids=lambda r: f"{r.group or 'core'}/{r.plural}")
 def test_every_builtin_resource_is_discoverable(catalog: ResourceCatalog, resource: ResourceType) -> None:
-    listing = discovery.api_resource_list(catalog, resource.group, resource.version)
+    listing = discoverydocs.api_resource_list(catalog, resource.group, resource.version)
     assert listing is not None
     assert listing["kind"] == "APIResourceList"
     assert listing["groupVersion"] == resource.group_version
@@ -123,8 +123,8 @@ def test_every_builtin_resource_is_discoverable(catalog: ResourceCatalog, resour
 
 
 def test_subresource_entries(catalog: ResourceCatalog) -> None:
-    apps = discovery.api_resource_list(catalog, "apps", "v1")
-    core = discovery.api_resource_list(catalog, "", "v1")
+    apps = discoverydocs.api_resource_list(catalog, "apps", "v1")
+    core = discoverydocs.api_resource_list(catalog, "", "v1")
     assert apps is not None and core is not None
     by_name = {e["name"]: e for e in apps["resources"] + core["resources"]}
     assert by_name["deployments/status"] == {
@@ -143,7 +143,7 @@ def test_subresource_entries(catalog: ResourceCatalog) -> None:
     assert names == sorted(names)
     # Upstream's hash for apps/v1 Deployment.
     assert by_name["deployments"]["storageVersionHash"] == "8aSe+NMegvE="
-    assert discovery.api_resource_list(catalog, "apps", "v9") is None
+    assert discoverydocs.api_resource_list(catalog, "apps", "v9") is None
 
 
 # ----------------------------------------------------------------------------------- openapi

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from kubeloop.testing.server import start_server as start_cluster
+from kubeloop.testing.serverthread import start_server as start_cluster
 from tests.conftest import Client, ServerThread, eventually
 
 

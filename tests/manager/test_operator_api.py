@@ -17,7 +17,7 @@ import kubeloop
 from kubeloop import kinds
 from kubeloop.errors import InvalidSelector
 from kubeloop.models import apps_v1, core_v1
-from kubeloop.testing.server import start_server
+from kubeloop.testing.serverthread import start_server
 from tests.conftest import Client as HttpClient
 from tests.conftest import ServerThread, eventually
 

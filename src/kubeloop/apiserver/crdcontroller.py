@@ -21,7 +21,7 @@ from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.openapi.v3 import crd_definitions
 from kubeloop.apiserver.registry.customresources import CLEANUP_FINALIZER, CRDStrategy, served_resources
 from kubeloop.apiserver.registry.generic import Registry
-from kubeloop.apiserver.registry.options import DeleteOptions, ListOptions, WriteOptions
+from kubeloop.apiserver.registry.verboptions import DeleteOptions, ListOptions, WriteOptions
 from kubeloop.apiserver.retryloop import RetryLoop
 
 log = logging.getLogger("kubeloop.apiserver.crds")

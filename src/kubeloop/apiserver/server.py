@@ -26,16 +26,16 @@ from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import certs, kubeconfig, kubernetesservice
 from kubeloop.apiserver.auth import bootstrap
-from kubeloop.apiserver.auth.rbac import RBACAuthorizer
+from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.auth.tokens import ServiceAccountTokens, review_token
 from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
-from kubeloop.apiserver.controllers.manager import USER as CONTROLLER_MANAGER_USER
-from kubeloop.apiserver.controllers.manager import ControllerManager
+from kubeloop.apiserver.controllers.controllermanager import USER as CONTROLLER_MANAGER_USER
+from kubeloop.apiserver.controllers.controllermanager import ControllerManager
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
 from kubeloop.apiserver.crdcontroller import CRDController
 from kubeloop.apiserver.datadir import DataDirectory
-from kubeloop.apiserver.http.auth import Authenticator, auth_middleware
+from kubeloop.apiserver.http.authentication import Authenticator, auth_middleware
 from kubeloop.apiserver.http.connections import (
     ConnectionTimeouts,
     ConnectionWatchdog,
@@ -48,7 +48,7 @@ from kubeloop.apiserver.http.requestbodies import MAX_BODY_BYTES
 from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
 from kubeloop.apiserver.registry.generic import Registry
-from kubeloop.apiserver.registry.options import WriteOptions
+from kubeloop.apiserver.registry.verboptions import WriteOptions
 from kubeloop.apiserver.storage.log import Log, MemoryLog, SQLiteLog, StorageError
 from kubeloop.apiserver.storage.watchcache import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS, ObjectStore
 from kubeloop.lifecycle import cancel_and_wait, start_or_stop

@@ -20,7 +20,7 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.model import KubeObject
 from kubeloop.api.object import Obj
-from kubeloop.client.options import ApplyOptions, DeleteOptions, PatchOptions, WriteOptions
+from kubeloop.client.writeoptions import ApplyOptions, DeleteOptions, PatchOptions, WriteOptions
 
 #: A kind: a GroupVersionKind, an object dict (its apiVersion/kind), a model class or a model.
 KindRef = GroupVersionKind | Mapping[str, Any] | type[KubeObject] | KubeObject
@@ -147,7 +147,7 @@ class Reader(Protocol):
 class Writer(Protocol):
     """controller-runtime's ``client.Writer`` (and its status writer: ``subresource="status"``).
 
-    Every write takes its verb's options as keywords (:mod:`kubeloop.client.options`):
+    Every write takes its verb's options as keywords (:mod:`kubeloop.client.writeoptions`):
     ``dry_run``, ``field_manager`` and ``field_validation``; patch adds ``force``; deletes take
     ``propagation_policy``, ``preconditions``, ``grace_period_seconds`` and ``dry_run``.
     """

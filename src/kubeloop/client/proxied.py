@@ -22,8 +22,8 @@ import aiohttp
 from aiohttp.payload import BytesPayload
 from yarl import URL
 
+from kubeloop.client.connectionpool import BadResponseError, BodyStream, Response, ServerDisconnectedError
 from kubeloop.client.fence import WriteFence, WriteFenced, write_fence
-from kubeloop.client.http1 import BadResponseError, BodyStream, Response, ServerDisconnectedError
 
 T = TypeVar("T")
 
@@ -43,7 +43,7 @@ class FencedBody(BytesPayload):
 
 
 class _ProxiedStream:
-    """An aiohttp response read as a :class:`~kubeloop.client.http1.BodyStream`."""
+    """An aiohttp response read as a :class:`~kubeloop.client.connectionpool.BodyStream`."""
 
     def __init__(self, response: aiohttp.ClientResponse) -> None:
         self.status = response.status

@@ -35,10 +35,13 @@ from kubeloop.api.labels import LabelSelector
 from kubeloop.api.model import KubeModel, KubeObject, as_dict
 from kubeloop.api.object import Obj
 from kubeloop.client.config import ClientConfig, Credentials, ssl_context
+from kubeloop.client.connectionpool import BodyStream, ConnectionPool, Response
 from kubeloop.client.fence import check_write
-from kubeloop.client.http1 import BodyStream, ConnectionPool, Response
 from kubeloop.client.interface import KindRef, M, ObjectList, ObjectRef, gvk_of, model_class
-from kubeloop.client.options import (
+from kubeloop.client.ratelimit import TokenBucket
+from kubeloop.client.restmapper import ResourceMapping, RESTMapper
+from kubeloop.client.watch import Watch, WatchOptions
+from kubeloop.client.writeoptions import (
     ApplyOptions,
     DeleteOptions,
     PatchOptions,
@@ -46,9 +49,6 @@ from kubeloop.client.options import (
     delete_body,
     write_params,
 )
-from kubeloop.client.ratelimit import TokenBucket
-from kubeloop.client.restmapper import ResourceMapping, RESTMapper
-from kubeloop.client.watch import Watch, WatchOptions
 from kubeloop.jitter import uniform
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ import orjson
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
-from kubeloop.client.http1 import BadResponseError, BodyStream
+from kubeloop.client.connectionpool import BadResponseError, BodyStream
 from kubeloop.client.interface import KindRef
 from kubeloop.client.restmapper import ResourceMapping
 from kubeloop.jitter import uniform

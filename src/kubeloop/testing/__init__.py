@@ -20,7 +20,7 @@ uses against a cluster:
 """
 
 from kubeloop.testing.polling import eventually
-from kubeloop.testing.server import ServerThread, start_server
+from kubeloop.testing.serverthread import ServerThread, start_server
 from kubeloop.testing.settle import settled
 
 __all__ = ["ServerThread", "eventually", "settled", "start_server"]

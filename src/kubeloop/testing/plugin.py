@@ -21,8 +21,8 @@ import pytest
 
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import APIClient
-from kubeloop.testing import server as server_threads
-from kubeloop.testing.server import ServerThread, start_server
+from kubeloop.testing import serverthread as server_threads
+from kubeloop.testing.serverthread import ServerThread, start_server
 
 _namespaces = itertools.count(1)
 

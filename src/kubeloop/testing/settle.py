@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kubeloop.apiserver.controllers.manager import ControllerManager
+from kubeloop.apiserver.controllers.controllermanager import ControllerManager
 from kubeloop.cache.informer import Informer
 from kubeloop.cache.store import object_key
 from kubeloop.client.rest import APIClient

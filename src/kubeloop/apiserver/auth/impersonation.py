@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kubeloop import errors
-from kubeloop.apiserver.auth.rbac import Attributes, RBACAuthorizer
+from kubeloop.apiserver.auth.rbacauthorizer import Attributes, RBACAuthorizer
 from kubeloop.apiserver.auth.user import UserInfo
 
 USER_HEADER = "Impersonate-User"

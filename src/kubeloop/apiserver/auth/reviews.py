@@ -12,7 +12,7 @@ from typing import Any
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.auth.rbac import Attributes, RBACAuthorizer
+from kubeloop.apiserver.auth.rbacauthorizer import Attributes, RBACAuthorizer
 from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.catalog.resources import ResourceType
 

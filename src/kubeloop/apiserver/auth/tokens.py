@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.auth.rbac import service_account_user
+from kubeloop.apiserver.auth.rbacauthorizer import service_account_user
 from kubeloop.apiserver.auth.user import UserInfo
 
 ISSUER = "https://kubernetes.default.svc.cluster.local"

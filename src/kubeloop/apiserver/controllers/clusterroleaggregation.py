@@ -15,7 +15,7 @@ from __future__ import annotations
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.auth.rbac import aggregated_rules, aggregation_selectors
+from kubeloop.apiserver.auth.rbacauthorizer import aggregated_rules, aggregation_selectors
 from kubeloop.controller.handler import EnqueueRequestsFromMapFunc
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder

@@ -23,7 +23,7 @@ from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.deployments import scaled
-from kubeloop.apiserver.controllers.pods import (
+from kubeloop.apiserver.controllers.podcontrol import (
     active,
     controlled_by,
     delete_pod,
@@ -32,7 +32,7 @@ from kubeloop.apiserver.controllers.pods import (
     write_status,
 )
 from kubeloop.apiserver.controllers.revisions import CONTROLLER_REVISION, HASH_LABEL, History, revision_hash
-from kubeloop.apiserver.controllers.scheduling import fits, required_node_name
+from kubeloop.apiserver.controllers.scheduler import fits, required_node_name
 from kubeloop.controller.handler import EnqueueRequestsFromMapFunc
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder

@@ -27,7 +27,7 @@ from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.controllers.pods import controlled_by
+from kubeloop.apiserver.controllers.podcontrol import controlled_by
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager

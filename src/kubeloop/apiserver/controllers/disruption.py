@@ -27,7 +27,7 @@ from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.controllers.pods import ready, write_status
+from kubeloop.apiserver.controllers.podcontrol import ready, write_status
 from kubeloop.controller.handler import EnqueueRequestsFromMapFunc
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.errors import InvalidSelector

@@ -22,7 +22,7 @@ from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.controllers.pods import ready
+from kubeloop.apiserver.controllers.podcontrol import ready
 from kubeloop.controller.handler import EnqueueRequestsFromMapFunc
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder

@@ -23,7 +23,13 @@ from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.controllers.pods import Expectations, active, controlled_by, pod_from_template, ready
+from kubeloop.apiserver.controllers.podcontrol import (
+    Expectations,
+    active,
+    controlled_by,
+    pod_from_template,
+    ready,
+)
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager

@@ -21,7 +21,7 @@ from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.controllers.scheduling import fits
+from kubeloop.apiserver.controllers.scheduler import fits
 from kubeloop.apiserver.controllers.simulation import (
     DURATION_ANNOTATION,
     MESSAGE_ANNOTATION,

@@ -20,7 +20,7 @@ from typing import Any
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
-from kubeloop.apiserver.controllers.pods import (
+from kubeloop.apiserver.controllers.podcontrol import (
     Expectations,
     active,
     controlled_by,

@@ -17,7 +17,7 @@ from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.deployments import template_hash
-from kubeloop.apiserver.controllers.pods import controlled_by
+from kubeloop.apiserver.controllers.podcontrol import controlled_by
 from kubeloop.client.rest import APIClient
 
 CONTROLLER_REVISION = GroupVersionKind("apps", "v1", "ControllerRevision")

@@ -26,7 +26,7 @@ from typing import Any
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.controllers.pods import (
+from kubeloop.apiserver.controllers.podcontrol import (
     active,
     controlled_by,
     delete_pod,

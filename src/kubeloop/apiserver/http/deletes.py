@@ -25,7 +25,7 @@ from kubeloop.apiserver.http.requestoptions import (
 )
 from kubeloop.apiserver.http.scope import Scope, Target
 from kubeloop.apiserver.protobuf import codec
-from kubeloop.apiserver.registry.options import DeleteOptions
+from kubeloop.apiserver.registry.verboptions import DeleteOptions
 
 
 async def delete(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamResponse:

@@ -15,16 +15,16 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from kubeloop import errors
-from kubeloop.apiserver.auth.rbac import SUPERUSER_GROUP, Attributes, verb_of
+from kubeloop.apiserver.auth.rbacauthorizer import SUPERUSER_GROUP, Attributes, verb_of
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.http import deletes, reads, subresources, watches, writes
-from kubeloop.apiserver.http.auth import USER
+from kubeloop.apiserver.http.authentication import USER
 from kubeloop.apiserver.http.http1 import BufferedRequest, HTTPRequest
 from kubeloop.apiserver.http.negotiation import JSON, json_response, status_response
 from kubeloop.apiserver.http.requestoptions import truthy
 from kubeloop.apiserver.http.scope import Scope, Target
-from kubeloop.apiserver.openapi import discovery, v2, v3
+from kubeloop.apiserver.openapi import discoverydocs, v2, v3
 from kubeloop.errors import InvalidSelector
 
 log = logging.getLogger("kubeloop.apiserver")
@@ -51,7 +51,7 @@ class APIHandlers(Scope):
         ]
 
     async def version(self, request: HTTPRequest) -> web.Response:
-        return json_response(discovery.version_info(schemas.schema_release()))
+        return json_response(discoverydocs.version_info(schemas.schema_release()))
 
     async def livez(self, request: HTTPRequest) -> web.Response:
         return _health_response(request, "livez", [("ping", None)])
@@ -62,10 +62,10 @@ class APIHandlers(Scope):
         return _health_response(request, name, [("ping", None), ("storage", self.readiness())])
 
     async def core_versions(self, request: HTTPRequest) -> web.Response:
-        return json_response(discovery.core_api_versions(self.server_address))
+        return json_response(discoverydocs.core_api_versions(self.server_address))
 
     async def group_list(self, request: HTTPRequest) -> web.Response:
-        return json_response(discovery.api_group_list(self.catalog))
+        return json_response(discoverydocs.api_group_list(self.catalog))
 
     async def openapi_index(self, request: HTTPRequest) -> web.Response:
         return json_response(v3.openapi_v3_index(self.catalog, self.extra_definitions()))
@@ -104,7 +104,7 @@ class APIHandlers(Scope):
         if not parts:
             return await self.group_list(request)
         if len(parts) == 1:
-            group = discovery.api_group(self.catalog, parts[0])
+            group = discoverydocs.api_group(self.catalog, parts[0])
             if group is None:
                 return status_response(errors.NotFound("the server could not find the requested resource"))
             return json_response(group)
@@ -129,7 +129,7 @@ class APIHandlers(Scope):
                     raise errors.MethodNotAllowed(
                         "the server does not allow this method on the requested resource"
                     )
-                resources = discovery.api_resource_list(self.catalog, group, version)
+                resources = discoverydocs.api_resource_list(self.catalog, group, version)
                 if resources is None:
                     raise errors.NotFound("the server could not find the requested resource")
                 return json_response(resources)

@@ -24,7 +24,7 @@ from kubeloop.apiserver.http.requestoptions import (
 )
 from kubeloop.apiserver.http.scope import Scope, Target
 from kubeloop.apiserver.printing import tables
-from kubeloop.apiserver.registry.options import ListResult
+from kubeloop.apiserver.registry.verboptions import ListResult
 
 
 async def get(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamResponse:

@@ -19,7 +19,7 @@ from kubeloop.apiserver.http.negotiation import (
 )
 from kubeloop.apiserver.protobuf import codec, descriptors
 from kubeloop.apiserver.registry import validation
-from kubeloop.apiserver.registry.options import WriteOptions
+from kubeloop.apiserver.registry.verboptions import WriteOptions
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 

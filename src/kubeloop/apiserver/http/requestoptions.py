@@ -15,7 +15,7 @@ from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog import mediatypes
 from kubeloop.apiserver.http.http1 import HTTPRequest
 from kubeloop.apiserver.registry import patching
-from kubeloop.apiserver.registry.options import DeleteOptions, ListOptions, WriteOptions
+from kubeloop.apiserver.registry.verboptions import DeleteOptions, ListOptions, WriteOptions
 
 
 def truthy(value: str | None) -> bool:

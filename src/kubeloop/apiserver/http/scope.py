@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.apiserver.auth import reviews
-from kubeloop.apiserver.auth.rbac import RBACAuthorizer
+from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.auth.tokens import ServiceAccountTokens
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.http.watchstream import WatchSettings

@@ -9,8 +9,8 @@ from aiohttp import web
 
 from kubeloop import errors
 from kubeloop.apiserver.auth import reviews, tokens
-from kubeloop.apiserver.auth.rbac import RBACAuthorizer
-from kubeloop.apiserver.http.auth import USER
+from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
+from kubeloop.apiserver.http.authentication import USER
 from kubeloop.apiserver.http.http1 import HTTPRequest
 from kubeloop.apiserver.http.negotiation import (
     object_response,
@@ -27,7 +27,7 @@ from kubeloop.apiserver.http.requestoptions import (
 )
 from kubeloop.apiserver.http.scope import Scope, Target
 from kubeloop.apiserver.registry import pods
-from kubeloop.apiserver.registry.options import WriteOptions
+from kubeloop.apiserver.registry.verboptions import WriteOptions
 
 
 async def scale(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamResponse:

@@ -12,8 +12,8 @@ from typing import TypeVar
 from aiohttp import web
 
 from kubeloop.apiserver.auth.escalation import EscalationGuard
-from kubeloop.apiserver.auth.rbac import RBAC_GROUP, SUPERUSER_GROUP
-from kubeloop.apiserver.http.auth import USER
+from kubeloop.apiserver.auth.rbacauthorizer import RBAC_GROUP, SUPERUSER_GROUP
+from kubeloop.apiserver.http.authentication import USER
 from kubeloop.apiserver.http.http1 import HTTPRequest
 from kubeloop.apiserver.http.negotiation import (
     object_response,
@@ -28,7 +28,7 @@ from kubeloop.apiserver.http.requestoptions import (
 )
 from kubeloop.apiserver.http.scope import Scope, Target
 from kubeloop.apiserver.http.subresources import binding, review
-from kubeloop.apiserver.registry.options import WriteOptions, WriteResult
+from kubeloop.apiserver.registry.verboptions import WriteOptions, WriteResult
 
 #: Write bodies at least this large are decoded and processed on the worker loop.
 OFFLOAD_BYTES = 64 * 1024

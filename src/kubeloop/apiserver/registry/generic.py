@@ -25,7 +25,9 @@ from kubeloop.apiserver.catalog.mediatypes import APPLY_PATCH, JSON_PATCH
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.patch import fieldmanager
 from kubeloop.apiserver.registry import listing, patching
-from kubeloop.apiserver.registry.options import (
+from kubeloop.apiserver.registry.serviceips import ServiceAllocator
+from kubeloop.apiserver.registry.strategies import Strategy, builtin_strategy
+from kubeloop.apiserver.registry.verboptions import (
     DeleteOptions,
     ListOptions,
     ListResult,
@@ -34,8 +36,6 @@ from kubeloop.apiserver.registry.options import (
     check_patch_options,
     propagation_policy,
 )
-from kubeloop.apiserver.registry.serviceips import ServiceAllocator
-from kubeloop.apiserver.registry.strategies import Strategy, builtin_strategy
 from kubeloop.apiserver.storage.watchcache import ObjectStore, PreconditionFailed
 from kubeloop.uuids import random_uuid
 

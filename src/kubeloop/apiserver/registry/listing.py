@@ -14,7 +14,7 @@ import binascii
 import orjson
 
 from kubeloop import errors
-from kubeloop.apiserver.registry.options import ListOptions
+from kubeloop.apiserver.registry.verboptions import ListOptions
 
 
 def list_options_invalid(reason: str, message: str, field_name: str) -> errors.Invalid:

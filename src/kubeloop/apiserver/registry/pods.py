@@ -15,7 +15,7 @@ from kubeloop.api.object import Obj
 from kubeloop.api.timestamps import now
 from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.registry.generic import Registry
-from kubeloop.apiserver.registry.options import DeleteOptions, ListOptions, WriteOptions
+from kubeloop.apiserver.registry.verboptions import DeleteOptions, ListOptions, WriteOptions
 from kubeloop.errors import StatusCause
 
 #: How often a binding or an eviction re-reads and retries after losing a race.

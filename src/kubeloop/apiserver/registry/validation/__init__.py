@@ -15,10 +15,10 @@ Every stage yields 422 causes in upstream's ``field: Reason: detail`` form (deco
 
 from kubeloop.apiserver.registry.validation import apps, autoscaling, batch, coordination, core, policy, rbac
 from kubeloop.apiserver.registry.validation.causes import deduplicated
-from kubeloop.apiserver.registry.validation.decoding import StrictDecodingError, decode_against_schema
 from kubeloop.apiserver.registry.validation.duplicates import find_duplicate_fields
 from kubeloop.apiserver.registry.validation.objectmeta import validate_object_meta
 from kubeloop.apiserver.registry.validation.required import validate_required
+from kubeloop.apiserver.registry.validation.typeddecoding import StrictDecodingError, decode_against_schema
 
 __all__ = [
     "StrictDecodingError",

@@ -26,8 +26,8 @@ from kubeloop.apiserver.registry.validation.causes import (
     required,
     too_long,
 )
-from kubeloop.apiserver.registry.validation.decoding import go_base64
 from kubeloop.apiserver.registry.validation.objectmeta import validate_annotations, validate_labels
+from kubeloop.apiserver.registry.validation.typeddecoding import go_base64
 from kubeloop.errors import StatusCause
 
 __all__ = [

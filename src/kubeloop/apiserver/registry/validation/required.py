@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.apiserver.registry.validation.causes import required
-from kubeloop.apiserver.registry.validation.decoding import (
+from kubeloop.apiserver.registry.validation.typeddecoding import (
     ARRAY,
     BOOL,
     MAP,

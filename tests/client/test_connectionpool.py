@@ -12,8 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kubeloop.client.connectionpool import (
+    BadResponseError,
+    BodyStream,
+    ConnectionPool,
+    ServerDisconnectedError,
+)
 from kubeloop.client.fence import WriteFenced, current_write_fence
-from kubeloop.client.http1 import BadResponseError, BodyStream, ConnectionPool, ServerDisconnectedError
 from kubeloop.testing import eventually
 
 #: What the scripted server answers to one request: the raw bytes to send, in pieces (each

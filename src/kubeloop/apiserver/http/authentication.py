@@ -19,7 +19,7 @@ from aiohttp import web
 
 from kubeloop import errors
 from kubeloop.apiserver.auth.impersonation import GROUP_HEADER, USER_HEADER, impersonated
-from kubeloop.apiserver.auth.rbac import RBACAuthorizer
+from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.http.http1 import HTTPRequest
 

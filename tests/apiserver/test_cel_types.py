@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver.registry.celrules import _cel
-from kubeloop.apiserver.registry.celtypes import (
+from kubeloop.apiserver.apiextensions.celrules import cel_interpreter
+from kubeloop.apiserver.apiextensions.celtypes import (
     _Parser,
     check_message_expression,
     check_rule,
@@ -204,7 +204,7 @@ def _offset_of(expression: str) -> int:
 
 
 def _evaluate(rule: str) -> Any:
-    cel = _cel()
+    cel = cel_interpreter()
     context = cel.Context()
     context.add_variable("self", VALUE)
     return cel.compile(rule).execute(context)

@@ -25,6 +25,7 @@ from aiohttp import web
 from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import certs, kubeconfig, kubernetesservice
+from kubeloop.apiserver.apiextensions.crdcontroller import CRDController
 from kubeloop.apiserver.auth import bootstrap
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.auth.tokens import ServiceAccountTokens, review_token
@@ -33,7 +34,6 @@ from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.controllers.controllermanager import USER as CONTROLLER_MANAGER_USER
 from kubeloop.apiserver.controllers.controllermanager import ControllerManager
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
-from kubeloop.apiserver.crdcontroller import CRDController
 from kubeloop.apiserver.datadir import DataDirectory
 from kubeloop.apiserver.http.authentication import Authenticator, auth_middleware
 from kubeloop.apiserver.http.connections import (

@@ -46,7 +46,7 @@ import re2
 
 from kubeloop.api import quantity
 from kubeloop.api.naming import go_quote
-from kubeloop.apiserver.registry import celsyntax, celtypes
+from kubeloop.apiserver.apiextensions import celsyntax, celtypes
 from kubeloop.errors import StatusCause
 
 #: Upstream's per-call cost limit and per-object runtime budget (celconfig).
@@ -131,7 +131,7 @@ def compile_rules(
     if not isinstance(entries, list):
         causes.append(StatusCause("FieldValueInvalid", "Invalid value: must be a list of rules", base))
         return ()
-    cel = _cel()
+    cel = cel_interpreter()
     compiled: list[CompiledRule] = []
     for index, entry in enumerate(entries):
         where = f"{base}[{index}]"
@@ -414,7 +414,7 @@ def evaluate(
             continue
         activation: dict[str, Any] = {"self": value}
         if compiled.uses_old_self:
-            optional = _cel().OptionalValue
+            optional = cel_interpreter().OptionalValue
             if compiled.optional_old_self:
                 activation["oldSelf"] = optional.of(old) if has_old else optional.none()
             else:
@@ -467,7 +467,7 @@ def _activation(compiled: CompiledRule, variables: dict[str, Any]) -> Any:
     or object) and, when it calls any, the library functions it calls."""
     if not compiled.functions:
         return variables
-    context = _cel().Context()
+    context = cel_interpreter().Context()
     library = _library()
     for name in compiled.functions:
         context.add_function(name, library[name])
@@ -541,7 +541,7 @@ def _for_reason(reason: str, path: str, node_type: str, detail: str) -> StatusCa
 
 
 @lru_cache(maxsize=1)
-def _cel() -> Any:
+def cel_interpreter() -> Any:
     """The interpreter, imported on first use (servers without rules never load it).
 
     It logs a warning for every exception a library function raises (a malformed quantity, an

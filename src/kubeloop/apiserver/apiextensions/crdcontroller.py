@@ -17,9 +17,9 @@ from typing import Any
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
+from kubeloop.apiserver.apiextensions.crdregistry import CLEANUP_FINALIZER, CRDStrategy, served_resources
 from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.openapi.v3 import crd_definitions
-from kubeloop.apiserver.registry.customresources import CLEANUP_FINALIZER, CRDStrategy, served_resources
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import DeleteOptions, ListOptions, WriteOptions
 from kubeloop.apiserver.retryloop import RetryLoop

@@ -26,7 +26,7 @@ import re2
 
 from kubeloop.api import naming
 from kubeloop.api.naming import go_quote
-from kubeloop.apiserver.registry import celrules
+from kubeloop.apiserver.apiextensions import celrules
 from kubeloop.errors import StatusCause
 
 _TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean"})

@@ -370,3 +370,30 @@ def test_resource_claim_states(status: dict[str, Any], deleted: bool, expected: 
     if deleted:
         claim["metadata"]["deletionTimestamp"] = AN_HOUR_AGO
     assert cells("resource.k8s.io", "resourceclaims", claim)["State"] == expected
+
+
+def test_every_builtin_column_is_described_as_upstream_describes_its_field() -> None:
+    """Column descriptions come from the API types' docs, as upstream's printers take them."""
+    from kubeloop.apiserver.catalog import schemas
+
+    undescribed = {
+        (r.plural, c.name)
+        for r in BUILTIN_RESOURCES
+        for c in tables.columns_for(r)
+        if not c.definition()["description"]
+    }
+    assert undescribed == {("runtimeclasses", "Handler")}  # upstream's printer has none either
+
+    def field_doc(definition: str, field: str) -> str:
+        return str(schemas.definitions()[definition]["properties"][field]["description"])
+
+    def described(group: str, plural: str, column: str) -> str:
+        return next(c.description for c in tables.columns_for(resource(group, plural)) if c.name == column)
+
+    assert described("apps", "replicasets", "Current") == field_doc(
+        "io.k8s.api.apps.v1.ReplicaSetStatus", "replicas"
+    )
+    assert described("batch", "cronjobs", "Timezone") == field_doc(
+        "io.k8s.api.batch.v1.CronJobSpec", "timeZone"
+    )
+    assert described("", "events", "Reason") == field_doc("io.k8s.api.core.v1.Event", "reason")

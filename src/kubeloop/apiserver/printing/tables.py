@@ -568,6 +568,31 @@ def _age_column(kind: str = "string") -> Column:
     return Column("Age", kind, _age, _doc(_OBJECT_META, "creationTimestamp"))
 
 
+def _field(
+    title: str,
+    definition: str,
+    path: str,
+    type: str = "string",
+    priority: int = 0,
+    *,
+    default: str = "",
+    cell: CellFn | None = None,
+) -> Column:
+    """A column showing the field at ``path`` (as text, or as a number for ``"integer"``; ``default``
+    when it is absent), described as upstream's API docs describe that field of ``definition``."""
+    if cell is None:
+        if type == "integer":
+
+            def cell(obj: Obj, now: datetime.datetime) -> Cell:
+                return _int(obj, path)
+        else:
+
+            def cell(obj: Obj, now: datetime.datetime) -> Cell:
+                return _str(obj, path, default)
+
+    return Column(title, type, cell, _doc(definition, path.rsplit(".", 1)[-1]), priority)
+
+
 def _template_columns(path: str, selector: str | None, selector_doc: str = "") -> list[Column]:
     columns = [
         Column("Containers", "string", lambda o, n: _containers(o, path)[0], _TEMPLATE_NAMES, 1),
@@ -663,18 +688,8 @@ def _replicaset_columns() -> list[Column]:
             lambda o, n: _int(o, "spec.replicas", 1),
             _doc(_APPS + "ReplicaSetSpec", "replicas"),
         ),
-        Column(
-            "Current",
-            "integer",
-            lambda o, n: _int(o, "status.replicas"),
-            _doc(_APPS + "ReplicaSetStatus", "replicas"),
-        ),
-        Column(
-            "Ready",
-            "integer",
-            lambda o, n: _int(o, "status.readyReplicas"),
-            _doc(_APPS + "ReplicaSetStatus", "readyReplicas"),
-        ),
+        _field("Current", _APPS + "ReplicaSetStatus", "status.replicas", "integer"),
+        _field("Ready", _APPS + "ReplicaSetStatus", "status.readyReplicas", "integer"),
         _age_column(),
         *_template_columns(
             "spec.template.spec.containers", "spec.selector", _doc(_APPS + "ReplicaSetSpec", "selector")
@@ -736,8 +751,8 @@ def _cronjob_columns() -> list[Column]:
     spec = _BATCH + "CronJobSpec"
     return [
         _name_column(),
-        Column("Schedule", "string", lambda o, n: _str(o, "spec.schedule"), _doc(spec, "schedule")),
-        Column("Timezone", "string", lambda o, n: _str(o, "spec.timeZone", "<none>"), _doc(spec, "timeZone")),
+        _field("Schedule", spec, "spec.schedule"),
+        _field("Timezone", spec, "spec.timeZone", default="<none>"),
         Column("Suspend", "boolean", lambda o, n: _bool_ptr(_get(o, "spec.suspend")), _doc(spec, "suspend")),
         Column(
             "Active",
@@ -778,16 +793,10 @@ def _event_columns() -> list[Column]:
     event = _CORE + "Event"
     return [
         Column("Last Seen", "string", _event_last_seen, _doc(event, "lastTimestamp")),
-        Column("Type", "string", lambda o, n: _str(o, "type"), _doc(event, "type")),
-        Column("Reason", "string", lambda o, n: _str(o, "reason"), _doc(event, "reason")),
+        _field("Type", event, "type"),
+        _field("Reason", event, "reason"),
         Column("Object", "string", _event_object, _doc(event, "involvedObject")),
-        Column(
-            "Subobject",
-            "string",
-            lambda o, n: _str(o, "involvedObject.fieldPath"),
-            _doc(_CORE + "ObjectReference", "fieldPath"),
-            1,
-        ),
+        _field("Subobject", _CORE + "ObjectReference", "involvedObject.fieldPath", "string", 1),
         Column("Source", "string", _event_source, _doc(event, "source"), 1),
         Column("Message", "string", lambda o, n: _str(o, "message").strip(), _doc(event, "message")),
         Column("First Seen", "string", _event_first_seen, _doc(event, "firstTimestamp"), 1),
@@ -848,7 +857,7 @@ def _configmap_columns() -> list[Column]:
 def _secret_columns() -> list[Column]:
     return [
         _name_column(),
-        Column("Type", "string", lambda o, n: _str(o, "type"), _doc(_CORE + "Secret", "type")),
+        _field("Type", _CORE + "Secret", "type"),
         Column("Data", "string", lambda o, n: len(_map(o, "data")), _doc(_CORE + "Secret", "data")),
         _age_column(),
     ]
@@ -905,31 +914,12 @@ def _node_columns() -> list[Column]:
         Column("Status", "string", _node_status, "The status of the node"),
         Column("Roles", "string", _node_roles, "The roles of the node"),
         _age_column(),
-        Column(
-            "Version",
-            "string",
-            lambda o, n: _str(o, "status.nodeInfo.kubeletVersion"),
-            _doc(info, "kubeletVersion"),
-        ),
+        _field("Version", info, "status.nodeInfo.kubeletVersion"),
         Column("Internal-IP", "string", _node_address("InternalIP"), "List of internal IPs for the node.", 1),
         Column("External-IP", "string", _node_address("ExternalIP"), "List of external IPs for the node.", 1),
-        Column(
-            "OS-Image", "string", lambda o, n: _str(o, "status.nodeInfo.osImage"), _doc(info, "osImage"), 1
-        ),
-        Column(
-            "Kernel-Version",
-            "string",
-            lambda o, n: _str(o, "status.nodeInfo.kernelVersion"),
-            _doc(info, "kernelVersion"),
-            1,
-        ),
-        Column(
-            "Container-Runtime",
-            "string",
-            lambda o, n: _str(o, "status.nodeInfo.containerRuntimeVersion"),
-            _doc(info, "containerRuntimeVersion"),
-            1,
-        ),
+        _field("OS-Image", info, "status.nodeInfo.osImage", "string", 1),
+        _field("Kernel-Version", info, "status.nodeInfo.kernelVersion", "string", 1),
+        _field("Container-Runtime", info, "status.nodeInfo.containerRuntimeVersion", "string", 1),
     ]
 
 
@@ -957,12 +947,7 @@ def _endpoints_columns() -> list[Column]:
 def _lease_columns() -> list[Column]:
     return [
         _name_column(),
-        Column(
-            "Holder",
-            "string",
-            lambda o, n: _str(o, "spec.holderIdentity"),
-            _doc("io.k8s.api.coordination.v1.LeaseSpec", "holderIdentity"),
-        ),
+        _field("Holder", "io.k8s.api.coordination.v1.LeaseSpec", "spec.holderIdentity"),
         _age_column(),
     ]
 
@@ -1005,13 +990,8 @@ def _pvc_columns() -> list[Column]:
     claim = _CORE + "PersistentVolumeClaimSpec"
     return [
         _name_column(),
-        Column(
-            "Status",
-            "string",
-            lambda o, n: _str(o, "status.phase"),
-            _doc(_CORE + "PersistentVolumeClaimStatus", "phase"),
-        ),
-        Column("Volume", "string", lambda o, n: _str(o, "spec.volumeName"), _doc(claim, "volumeName")),
+        _field("Status", _CORE + "PersistentVolumeClaimStatus", "status.phase"),
+        _field("Volume", claim, "spec.volumeName"),
         Column(
             "Capacity",
             "string",
@@ -1024,20 +1004,10 @@ def _pvc_columns() -> list[Column]:
             lambda o, n: _access_modes(o, "status.accessModes"),
             _doc(claim, "accessModes"),
         ),
-        Column(
-            "StorageClass",
-            "string",
-            lambda o, n: _str(o, "spec.storageClassName"),
-            _doc(claim, "storageClassName"),
-        ),
-        Column(
-            "VolumeAttributesClass",
-            "string",
-            lambda o, n: _str(o, "spec.volumeAttributesClassName", "<unset>"),
-            _doc(claim, "volumeAttributesClassName"),
-        ),
+        _field("StorageClass", claim, "spec.storageClassName"),
+        _field("VolumeAttributesClass", claim, "spec.volumeAttributesClassName", default="<unset>"),
         _age_column(),
-        Column("VolumeMode", "string", lambda o, n: _str(o, "spec.volumeMode"), _doc(claim, "volumeMode"), 1),
+        _field("VolumeMode", claim, "spec.volumeMode", "string", 1),
     ]
 
 
@@ -1062,39 +1032,14 @@ def _pv_columns() -> list[Column]:
             lambda o, n: _access_modes(o, "spec.accessModes"),
             _doc(spec, "accessModes"),
         ),
-        Column(
-            "Reclaim Policy",
-            "string",
-            lambda o, n: _str(o, "spec.persistentVolumeReclaimPolicy"),
-            _doc(spec, "persistentVolumeReclaimPolicy"),
-        ),
-        Column(
-            "Status",
-            "string",
-            lambda o, n: _str(o, "status.phase"),
-            _doc(_CORE + "PersistentVolumeStatus", "phase"),
-        ),
+        _field("Reclaim Policy", spec, "spec.persistentVolumeReclaimPolicy"),
+        _field("Status", _CORE + "PersistentVolumeStatus", "status.phase"),
         Column("Claim", "string", _pv_claim, _doc(spec, "claimRef")),
-        Column(
-            "StorageClass",
-            "string",
-            lambda o, n: _str(o, "spec.storageClassName"),
-            _doc(spec, "storageClassName"),
-        ),
-        Column(
-            "VolumeAttributesClass",
-            "string",
-            lambda o, n: _str(o, "spec.volumeAttributesClassName", "<unset>"),
-            _doc(spec, "volumeAttributesClassName"),
-        ),
-        Column(
-            "Reason",
-            "string",
-            lambda o, n: _str(o, "status.reason"),
-            _doc(_CORE + "PersistentVolumeStatus", "reason"),
-        ),
+        _field("StorageClass", spec, "spec.storageClassName"),
+        _field("VolumeAttributesClass", spec, "spec.volumeAttributesClassName", default="<unset>"),
+        _field("Reason", _CORE + "PersistentVolumeStatus", "status.reason"),
         _age_column(),
-        Column("VolumeMode", "string", lambda o, n: _str(o, "spec.volumeMode"), _doc(spec, "volumeMode"), 1),
+        _field("VolumeMode", spec, "spec.volumeMode", "string", 1),
     ]
 
 
@@ -1102,16 +1047,9 @@ def _replicationcontroller_columns() -> list[Column]:
     status = _CORE + "ReplicationControllerStatus"
     return [
         _name_column(),
-        Column(
-            "Desired",
-            "integer",
-            lambda o, n: _int(o, "spec.replicas"),
-            _doc(_CORE + "ReplicationControllerSpec", "replicas"),
-        ),
-        Column("Current", "integer", lambda o, n: _int(o, "status.replicas"), _doc(status, "replicas")),
-        Column(
-            "Ready", "integer", lambda o, n: _int(o, "status.readyReplicas"), _doc(status, "readyReplicas")
-        ),
+        _field("Desired", _CORE + "ReplicationControllerSpec", "spec.replicas", "integer"),
+        _field("Current", status, "status.replicas", "integer"),
+        _field("Ready", status, "status.readyReplicas", "integer"),
         _age_column(),
         *_template_columns("spec.template.spec.containers", None),
         Column(
@@ -1140,11 +1078,11 @@ def _pdb_columns() -> list[Column]:
             lambda o, n: str(_get(o, "spec.maxUnavailable", "N/A")),
             _doc(spec, "maxUnavailable"),
         ),
-        Column(
+        _field(
             "Allowed Disruptions",
+            "io.k8s.api.policy.v1.PodDisruptionBudgetStatus",
+            "status.disruptionsAllowed",
             "integer",
-            lambda o, n: _int(o, "status.disruptionsAllowed"),
-            _doc("io.k8s.api.policy.v1.PodDisruptionBudgetStatus", "disruptionsAllowed"),
         ),
         _age_column(),
     ]
@@ -1165,14 +1103,9 @@ def _storageclass_columns() -> list[Column]:
             _doc(_OBJECT_META, "name"),
             format="name",
         ),
-        Column("Provisioner", "string", lambda o, n: _str(o, "provisioner"), _doc(kind, "provisioner")),
-        Column("ReclaimPolicy", "string", lambda o, n: _str(o, "reclaimPolicy"), _doc(kind, "reclaimPolicy")),
-        Column(
-            "VolumeBindingMode",
-            "string",
-            lambda o, n: _str(o, "volumeBindingMode"),
-            _doc(kind, "volumeBindingMode"),
-        ),
+        _field("Provisioner", kind, "provisioner"),
+        _field("ReclaimPolicy", kind, "reclaimPolicy"),
+        _field("VolumeBindingMode", kind, "volumeBindingMode"),
         Column(
             "AllowVolumeExpansion",
             "string",
@@ -1187,7 +1120,7 @@ def _priorityclass_columns() -> list[Column]:
     kind = "io.k8s.api.scheduling.v1.PriorityClass"
     return [
         _name_column(),
-        Column("Value", "integer", lambda o, n: _int(o, "value"), _doc(kind, "value")),
+        _field("Value", kind, "value", "integer"),
         Column(
             "Global-Default",
             "boolean",
@@ -1195,12 +1128,7 @@ def _priorityclass_columns() -> list[Column]:
             _doc(kind, "globalDefault"),
         ),
         _age_column(),
-        Column(
-            "PreemptionPolicy",
-            "string",
-            lambda o, n: _str(o, "preemptionPolicy"),
-            _doc(kind, "preemptionPolicy"),
-        ),
+        _field("PreemptionPolicy", kind, "preemptionPolicy"),
     ]
 
 
@@ -1275,12 +1203,7 @@ def _hpa_columns() -> list[Column]:
             _doc(spec, "scaleTargetRef"),
         ),
         Column("Targets", "string", _hpa_targets, _doc(spec, "metrics")),
-        Column(
-            "MinPods",
-            "string",
-            lambda o, n: _str(o, "spec.minReplicas", "<unset>"),
-            _doc(spec, "minReplicas"),
-        ),
+        _field("MinPods", spec, "spec.minReplicas", default="<unset>"),
         Column("MaxPods", "string", lambda o, n: _int(o, "spec.maxReplicas"), _doc(spec, "maxReplicas")),
         Column(
             "Replicas",
@@ -1415,7 +1338,7 @@ def _endpointslice_columns() -> list[Column]:
     kind = "io.k8s.api.discovery.v1.EndpointSlice"
     return [
         _name_column(),
-        Column("AddressType", "string", lambda o, n: _str(o, "addressType"), _doc(kind, "addressType")),
+        _field("AddressType", kind, "addressType"),
         Column("Ports", "string", _slice_ports, _doc(kind, "ports")),
         Column("Endpoints", "string", _slice_endpoints, _doc(kind, "endpoints")),
         _age_column(),
@@ -1706,11 +1629,10 @@ def _flowschema_columns() -> list[Column]:
     spec = _FLOWCONTROL + "FlowSchemaSpec"
     return [
         _name_column(),
-        Column(
+        _field(
             "PriorityLevel",
-            "string",
-            lambda o, n: _str(o, "spec.priorityLevelConfiguration.name"),
-            _doc(_FLOWCONTROL + "PriorityLevelConfigurationReference", "name"),
+            _FLOWCONTROL + "PriorityLevelConfigurationReference",
+            "spec.priorityLevelConfiguration.name",
         ),
         Column(
             "MatchingPrecedence",
@@ -1744,12 +1666,7 @@ def _prioritylevel_columns() -> list[Column]:
     base = "spec.limited.limitResponse.queuing."
     return [
         _name_column(),
-        Column(
-            "Type",
-            "string",
-            lambda o, n: _str(o, "spec.type"),
-            _doc(_FLOWCONTROL + "PriorityLevelConfigurationSpec", "type"),
-        ),
+        _field("Type", _FLOWCONTROL + "PriorityLevelConfigurationSpec", "spec.type"),
         Column(
             "NominalConcurrencyShares",
             "string",
@@ -1821,13 +1738,8 @@ def _csistoragecapacity_columns() -> list[Column]:
     kind = _STORAGE + "CSIStorageCapacity"
     return [
         _name_column(),
-        Column(
-            "StorageClassName",
-            "string",
-            lambda o, n: _str(o, "storageClassName"),
-            _doc(kind, "storageClassName"),
-        ),
-        Column("Capacity", "string", lambda o, n: _str(o, "capacity", "<unset>"), _doc(kind, "capacity")),
+        _field("StorageClassName", kind, "storageClassName"),
+        _field("Capacity", kind, "capacity", default="<unset>"),
     ]
 
 
@@ -1838,13 +1750,8 @@ def _volumeattachment_columns() -> list[Column]:
         Column(
             "Attacher", "string", lambda o, n: _str(o, "spec.attacher"), _doc(spec, "attacher"), format="name"
         ),
-        Column(
-            "PV",
-            "string",
-            lambda o, n: _str(o, "spec.source.persistentVolumeName"),
-            _doc(_STORAGE + "VolumeAttachmentSource", "persistentVolumeName"),
-        ),
-        Column("Node", "string", lambda o, n: _str(o, "spec.nodeName"), _doc(spec, "nodeName")),
+        _field("PV", _STORAGE + "VolumeAttachmentSource", "spec.source.persistentVolumeName"),
+        _field("Node", spec, "spec.nodeName"),
         Column(
             "Attached",
             "boolean",
@@ -1858,12 +1765,7 @@ def _volumeattachment_columns() -> list[Column]:
 def _volumeattributesclass_columns() -> list[Column]:
     return [
         _name_column(),
-        Column(
-            "DriverName",
-            "string",
-            lambda o, n: _str(o, "driverName"),
-            _doc(_STORAGE + "VolumeAttributesClass", "driverName"),
-        ),
+        _field("DriverName", _STORAGE + "VolumeAttributesClass", "driverName"),
         _age_column(),
     ]
 
@@ -1945,9 +1847,9 @@ def _devicetaintrule_columns() -> list[Column]:
 
     return [
         _name_column(),
-        Column("Key", "string", lambda o, n: _str(o, "spec.taint.key"), _doc(taint, "key")),
-        Column("Value", "string", lambda o, n: _str(o, "spec.taint.value"), _doc(taint, "value")),
-        Column("Effect", "string", lambda o, n: _str(o, "spec.taint.effect"), _doc(taint, "effect")),
+        _field("Key", taint, "spec.taint.key"),
+        _field("Value", taint, "spec.taint.value"),
+        _field("Effect", taint, "spec.taint.effect"),
         Column("TimeAdded", "string", added, _doc(taint, "timeAdded")),
         _age_column(),
     ]
@@ -1985,11 +1887,9 @@ def _resourceslice_columns() -> list[Column]:
     spec = _RESOURCE + "ResourceSliceSpec"
     return [
         _name_column(),
-        Column("Node", "string", lambda o, n: _str(o, "spec.nodeName"), _doc(spec, "nodeName")),
-        Column("Driver", "string", lambda o, n: _str(o, "spec.driver"), _doc(spec, "driver")),
-        Column(
-            "Pool", "string", lambda o, n: _str(o, "spec.pool.name"), _doc(_RESOURCE + "ResourcePool", "name")
-        ),
+        _field("Node", spec, "spec.nodeName"),
+        _field("Driver", spec, "spec.driver"),
+        _field("Pool", _RESOURCE + "ResourcePool", "spec.pool.name"),
         _age_column(),
     ]
 

@@ -4,7 +4,7 @@ path (``get_nowait``, what a worker loop does while keys are waiting; also with 
 Prometheus queue metrics on) and for ``await get()``, beside a bare deque + set dedup queue as
 the floor.
 
-Target (DESIGN.md): ≤ 1.2 µs per item with 10× duplicates.
+Target (docs/design/performance.md): ≤ 1.2 µs per item with 10× duplicates.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ and reports medians: this machine's speed drifts by ~15 % over minutes.
 
 Prints one JSON line: per operator the convergence seconds, widgets/s, peak RSS in MiB, its CPU
 seconds (``cpu_s`` with its imports and startup, ``run_cpu_s`` from its start to convergence)
-and the server's over its run, and kopf/kubeloop ratios (DESIGN's target: ≥ 5× kopf's
+and the server's over its run, and kopf/kubeloop ratios (the target in docs/design/performance.md: ≥ 5× kopf's
 throughput, ≤ 1/3 of its memory): of the medians, and with ``--runs`` each run's as well.
 """
 

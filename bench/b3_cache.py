@@ -8,11 +8,11 @@ nothing else is in its heap, the cache is synced and measured:
   stripped, as stored) and of what the server served; then ``get`` latency (``await cache.get``
   and the store's own ``get``) for random keys, and one label-selector ``list`` over a namespace;
 - ``dicts``: the same Pods listed and held as decoded dicts (what a dict-backed cache costs,
-  the DESIGN's reference point) — RSS growth and the cost of the copy a dict cache must hand
+  the reference point in docs/design/performance.md) — RSS growth and the cost of the copy a dict cache must hand
   out per get, over the same keys kubeloop's get reads: ``copy.deepcopy`` and the fastest copy
   of a JSON dict (an orjson round trip), the baseline ``get`` compares with.
 
-Prints one JSON line. Targets (DESIGN.md): RSS growth ≤ 1.3× the compact JSON size; get ≤ 10 µs.
+Prints one JSON line. Targets (docs/design/performance.md): RSS growth ≤ 1.3× the compact JSON size; get ≤ 10 µs.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ and update handler, as a kopf operator's module does. `import_kubeloop_ms` is th
 `import kubeloop` (names load on first use, so it is nearly nothing and compares with nothing);
 `import_kubeloop_apiserver_ms` the embedded server.
 
-Targets (DESIGN.md): import kubeloop ≤ 200 ms and ≤ 0.4× import kopf; apiserver ready ≤ 1 s.
+Targets (docs/design/performance.md): import kubeloop ≤ 200 ms and ≤ 0.4× import kopf; apiserver ready ≤ 1 s.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 Decoding a large body or thousands of objects allocates hundreds of thousands of dicts, lists and
 strings that hold no reference cycles (plain JSON values are freed by reference counting). Each
-generational pass the GC runs meanwhile walks every one made so far — a 2.9 MB YAML body set off
-passes that held the interpreter lock for 200 ms and stopped every other thread that long (and a
-10,000-object cache read took 2-5x longer). Work of that shape runs inside :func:`gc_paused`.
+generational pass the GC runs meanwhile walks every one made so far, holding the interpreter lock
+and stopping every other thread (docs/design/performance.md). Work of that shape runs inside
+:func:`gc_paused`.
 
 The pause is counted: overlapping pauses from several threads end when the last one does. A
 holder that is about to wait (for the storage, say) gives its pause up meanwhile with
@@ -87,8 +87,8 @@ def tune_for_serving() -> None:
 
     A write allocates a few thousand short-lived, acyclic JSON values that reference counting
     frees anyway; with the default threshold the collector ran several times per request and
-    took ~17% of the server's CPU per write (``bench/registry_writes.py``: a custom resource's
-    status patch 182 → 150 µs). Older generations keep their default ratios.
+    took a sizeable share of the server's CPU (``bench/registry_writes.py``). Older generations
+    keep their default ratios.
     """
     gc.collect()
     gc.freeze()

@@ -6,8 +6,7 @@ API handlers. A data directory keeps the PKI across restarts (``ca.crt``, ``ca.k
 ``apiserver.crt``, ``apiserver.key``, ``admin.token``; secrets are mode 0600), so a kubeconfig
 written once keeps working; without one everything lives in memory.
 
-Keys are EC P-256: generating a CA, a serving certificate and a token takes a few
-milliseconds (RSA-2048 would take ~50-100 ms per key). ``cryptography`` is imported on first
+Keys are EC P-256, far cheaper to generate than RSA keys, so a fresh server starts at once. ``cryptography`` is imported on first
 use, so importing the server does not pay for it.
 """
 

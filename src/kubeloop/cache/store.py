@@ -1,9 +1,9 @@
 """An indexed object store (client-go's ``cache.Indexer``), keyed ``namespace/name``.
 
-Objects are kept as compact JSON (orjson bytes), not as decoded dicts: a decoded Pod costs
-about 4.7 times its JSON size, the bytes 1.0 times, and every read decodes a fresh copy — which
-controller-runtime pays anyway as a DeepCopy, and which keeps readers from changing the cache
-(DESIGN.md, B3). A relist tells changed objects from unchanged ones by comparing the encoded
+Objects are kept as compact JSON (orjson bytes), not as decoded dicts, which cost several times
+their JSON size (benchmark B3, docs/design/performance.md); every read decodes a fresh copy —
+which controller-runtime pays anyway as a DeepCopy, and which keeps readers from changing the
+cache. A relist tells changed objects from unchanged ones by comparing the encoded
 forms, without decoding.
 
 Index functions map an object to the values it is found under (``NAMESPACE_INDEX`` is built in

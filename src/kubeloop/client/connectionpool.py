@@ -1,8 +1,8 @@
 """A lean HTTP/1.1 client for the API client: keep-alive connections on asyncio.
 
 Nearly every request is a small exchange (a JSON body out, a JSON body back), and aiohttp's
-client spends ~150 µs of CPU on one over TLS, most of it in its own layers (request and response
-objects, the connector, the payload writers); this pool sends the same request in ~60 µs. A
+client spends most of its CPU on one in its own layers (request and response objects, the
+connector, the payload writers); this pool sends it with far less (docs/design/performance.md). A
 watch is a GET whose body is a stream: :meth:`ConnectionPool.stream` hands its body over as it
 arrives. The pool does what the API client needs and no more:
 

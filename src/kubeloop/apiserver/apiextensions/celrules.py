@@ -1,7 +1,7 @@
 """CEL validation rules of custom resource schemas (``x-kubernetes-validations``).
 
 Rules are compiled when the CRD is written (a rule that does not parse makes the CRD invalid,
-as upstream) with the ``common-expression-language`` interpreter (Rust, a few µs per rule),
+as upstream) with the ``common-expression-language`` interpreter (compiled Rust),
 and evaluated on every write of a custom resource against the node's value as ``self``:
 
 - a rule that reads ``oldSelf`` is a *transition rule*: it runs on updates only, where the

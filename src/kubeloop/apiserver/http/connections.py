@@ -16,7 +16,7 @@ whose only timer is keep-alive) that a :class:`ConnectionWatchdog` sweeps once a
   :func:`bounded` (:func:`request_timeout_middleware`, its body included); a small request
   whose body has not all come within ``request`` seconds of its head gets the 504 and the
   connection closes, and one whose answer takes longer is cut short by the sweep (so within a
-  sweep period of the bound: a timer per request would cost ~6 µs of every request).
+  sweep period of the bound: a timer per request would be paid by every request).
 """
 
 from __future__ import annotations

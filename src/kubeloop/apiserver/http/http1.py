@@ -1,8 +1,8 @@
 """The server's own HTTP/1.1 for small API requests: read whole, answered in one write.
 
-aiohttp's server spends ~100 µs of CPU on a small request over TLS, most of it in its own
-layers (the request and response machinery, the payload streams, a task per request and a
-keep-alive timer per answer); a controller's traffic is almost all such requests (a GET, a
+aiohttp's server spends most of its CPU on a small request in its own layers (the request and
+response machinery, the payload streams, a task per request and a keep-alive timer per answer;
+docs/design/performance.md); a controller's traffic is almost all such requests (a GET, a
 create, a status patch of a few hundred bytes). A connection reads them here: the head is
 parsed, the body (a ``Content-Length`` below :data:`SMALL_BODY_BYTES`) is buffered whole, the
 handlers get a :class:`BufferedRequest`, and the answer goes out as one write.

@@ -66,7 +66,8 @@ async def object_response(
 
 def encode_list_in_slices(body: Obj) -> bytes:
     """``json_response``'s body for a list, its items encoded ``_LIST_SLICE`` at a time: one
-    encode of a 12 MB list holds the interpreter lock for ~40 ms, a slice for well under one."""
+    encode of a list of many megabytes holds the interpreter lock for tens of milliseconds, a slice
+    for well under one."""
     items: list[Obj] = body["items"]
     head = orjson.dumps({**body, "items": []})
     assert head.endswith(b"[]}")

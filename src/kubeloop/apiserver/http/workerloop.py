@@ -1,7 +1,7 @@
 """A second event loop in its own thread, for the CPU-heavy part of large write requests.
 
-Decoding, validating and recording the managed fields of a 1 MB object costs the server 150 ms and
-more of pure Python; done on the serving loop, every other client waits that long. The HTTP layer
+Decoding, validating and recording the managed fields of a megabyte-sized object takes the server
+a long stretch of pure Python; done on the serving loop, every other client would wait that long. The HTTP layer
 runs such requests' registry work here instead, so the serving loop only shares the interpreter
 with it (the GIL is handed over every few milliseconds) and keeps answering. The object store
 itself stays on the serving loop: its writes are forwarded there (see ``ObjectStore.write``).

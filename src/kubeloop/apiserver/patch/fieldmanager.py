@@ -92,8 +92,9 @@ def _mark_members(node: Obj, members: set[int]) -> None:
 
 
 def _sorted_in_steps(paths: Iterable[Path], step: int = 4096) -> list[Path]:
-    """``sorted(paths)``, in sorts of ``step`` paths merged by Python code: one C sort of 87,000
-    paths (a map of that many keys) holds the interpreter lock for 70 ms, stopping every thread."""
+    """``sorted(paths)``, in sorts of ``step`` paths merged by Python code: one C sort of tens of
+    thousands of paths (a map of that many keys) holds the interpreter lock long enough to stall
+    every thread."""
     items = list(paths)
     if len(items) <= step:
         return sorted(items)

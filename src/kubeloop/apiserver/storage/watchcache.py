@@ -96,7 +96,7 @@ class Watcher:
         self.overflowed = False
         self.closed = False
         #: What ``wait`` waits on (a bare future and a timer: ``asyncio.wait_for`` of an Event
-        #: starts a task per wait, ~20 µs, and a busy watch waits once per batch of events).
+        #: starts a task per wait, and a busy watch waits once per batch of events).
         self._waiter: asyncio.Future[None] | None = None
 
     def offer(self, event: Event) -> None:
@@ -367,7 +367,7 @@ class ObjectStore:
         self._unsubmitted.append((record, lambda error: self._appended(entry, error)))
         if len(self._unsubmitted) == 1:
             asyncio.get_running_loop().call_soon(self._submit)
-        # Awaited bare (a shield costs ~7 µs a write): nobody else awaits this future.
+        # Awaited bare (a shield would cost every write): nobody else awaits this future.
         error = await entry.outcome
         if error is not None:
             raise storage_failure(error)

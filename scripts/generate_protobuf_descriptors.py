@@ -15,7 +15,7 @@ schemas, and not yet in the v0.37.0-beta.0 tag)::
     pip install grpcio-tools
     python scripts/generate_protobuf_descriptors.py --api ../api --apimachinery ../apimachinery
 
-``tests/apiserver/test_protobuf.py`` checks that the shipped set has a message for every built-in
+``tests/apiserver/protobuf/test_protobuf.py`` checks that the shipped set has a message for every built-in
 kind the server serves.
 """
 

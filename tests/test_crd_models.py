@@ -274,7 +274,7 @@ def test_generated_crd_and_its_rules_on_a_durable_server_across_sigkills(
     transition rules judge against the object written before the kill, a tightened schema is
     ratcheted, and hostile values (a quadratic rule over 3,000 items, a backtracking pattern,
     a 10-million-digit quantity) are refused or judged at once, writing nothing."""
-    from tests.apiserver.test_durability import apiserver, session_for
+    from tests.apiserver.storage.test_durability import apiserver, session_for
 
     data = tmp_path / "data"
     kubectl = Kubectl(binary, data / "kubeconfig", tmp_path)
@@ -420,7 +420,7 @@ def test_kubeloop_run_installs_the_crds_of_its_models_on_a_durable_server(tmp_pa
     """`kubeloop run DIR --install-crds` against `kubeloop apiserver --data-dir`: the operator's
     models (in a sibling module main.py imports) become CRDs before its controllers start, a
     custom resource applied with kubectl is reconciled, and the CRD outlives a SIGKILL."""
-    from tests.apiserver.test_durability import apiserver
+    from tests.apiserver.storage.test_durability import apiserver
 
     operator = tmp_path / "op"
     operator.mkdir()

@@ -227,7 +227,7 @@ async def test_the_operator_rides_out_a_sigkilled_durable_server(tmp_path: pathl
     import signal
     import socket
 
-    from tests.apiserver.test_durability import apiserver
+    from tests.apiserver.storage.test_durability import apiserver
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

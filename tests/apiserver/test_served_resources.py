@@ -720,7 +720,7 @@ def kubectl(request: pytest.FixtureRequest, shared_server: ServerThread, tmp_pat
 def test_kubectl_on_the_durable_server(binary: pathlib.Path, tmp_path: pathlib.Path) -> None:
     # `kubeloop apiserver --data-dir`, as users run it: the same list, and what a cluster makes
     # by itself is there for kubectl to read.
-    from tests.apiserver.test_durability import apiserver
+    from tests.apiserver.storage.test_durability import apiserver
 
     with apiserver(tmp_path / "data"):
         kubectl = Kubectl(binary, tmp_path / "data" / "kubeconfig", tmp_path)

@@ -201,7 +201,7 @@ async def test_a_watch_and_requests_outlast_a_paused_server_process(
     # A server process stopped (SIGSTOP) accepts connections in the kernel and answers nothing:
     # a watch started then must not wait forever for the answer's headers, and requests time out
     # and are retried on fresh connections; once it resumes, everything carries on.
-    from tests.apiserver.test_durability import apiserver
+    from tests.apiserver.storage.test_durability import apiserver
 
     with apiserver(tmp_path) as (proc, _):
         config = load_kubeconfig(tmp_path / "kubeconfig")
@@ -246,7 +246,7 @@ async def test_one_client_outlives_a_sigkilled_durable_server(tmp_path: pathlib.
     # restarted on the same port: its pooled connections died with the process, so its next
     # write goes out on a fresh one (a POST, which is never retried), and its watch resumes
     # from the last resourceVersion with nothing replayed and nothing missed.
-    from tests.apiserver.test_durability import apiserver
+    from tests.apiserver.storage.test_durability import apiserver
 
     port = _free_port()
     with apiserver(tmp_path, "--port", str(port)) as (proc, _):

@@ -1,4 +1,4 @@
-"""The static type check of CEL rules against their schema (``registry/celtypes.py``): what
+"""The static type check of CEL rules against their schema (``apiextensions/celtypes.py``): what
 upstream's checker refuses when a CRD is written, with its words and positions, and nothing
 else — checked against the interpreter, which fails at run time where the checker refuses."""
 

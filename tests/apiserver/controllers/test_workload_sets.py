@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kubeloop.apiserver.controllers.simulation import NODE_NAME
+from tests.apiserver.controllers.test_workload_simulation import api, kubectl, simulated  # noqa: F401  (fixtures)
 from tests.apiserver.test_kubectl import Kubectl
-from tests.apiserver.test_workload_simulation import api, kubectl, simulated  # noqa: F401  (fixtures)
 from tests.conftest import Client
 
 STATEFULSET = """\
@@ -579,7 +579,7 @@ def test_the_durable_server_resumes_sets_and_endpoints_across_a_sigkill(tmp_path
     Service's endpoints name the set's pods. kubectl 1.27 before the kill, 1.33 after."""
     import signal
 
-    from tests.apiserver.test_durability import apiserver, session_for
+    from tests.apiserver.storage.test_durability import apiserver, session_for
     from tests.apiserver.test_kubectl import KUBECTLS
 
     data = tmp_path / "data"
@@ -641,7 +641,7 @@ def test_the_durable_server_keeps_autoscalers_budgets_and_rbac_checks_across_a_s
     escalation check refuses as before. kubectl 1.27 before the kill, 1.33 after."""
     import signal
 
-    from tests.apiserver.test_durability import apiserver, session_for
+    from tests.apiserver.storage.test_durability import apiserver, session_for
     from tests.apiserver.test_kubectl import KUBECTLS
 
     data = tmp_path / "data"
@@ -726,7 +726,7 @@ def test_the_durable_server_keeps_fixed_fields_fixed_across_a_sigkill(tmp_path: 
     wrote it; and nothing a refused write carried was stored."""
     import signal
 
-    from tests.apiserver.test_durability import apiserver
+    from tests.apiserver.storage.test_durability import apiserver
     from tests.apiserver.test_kubectl import KUBECTLS
 
     data = tmp_path / "data"

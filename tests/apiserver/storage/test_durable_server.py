@@ -344,7 +344,7 @@ def test_an_object_kept_from_before_a_rule_still_runs_and_reports(tmp_path: path
     SIGKILL and a restart, the scheduler still binds it and the node still writes its status (as
     upstream's binding and status strategies, which do not check the spec): it runs and succeeds. A write of its spec is refused with upstream's
     causes (kubectl 1.33), and it can be deleted (kubectl 1.27)."""
-    from tests.apiserver.test_durability import apiserver
+    from tests.apiserver.storage.test_durability import apiserver
     from tests.apiserver.test_kubectl import Kubectl
 
     data = tmp_path / "data"

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from kubeloop.apiserver.controllers.cronjobs import SCHEDULED_ANNOTATION, job_name, plan
+from tests.apiserver.controllers.test_workload_simulation import api, kubectl, simulated  # noqa: F401  (fixtures)
 from tests.apiserver.test_kubectl import Kubectl
-from tests.apiserver.test_workload_simulation import api, kubectl, simulated  # noqa: F401  (fixtures)
 from tests.conftest import Client
 
 NOW = datetime(2025, 6, 2, 10, 30, 20, tzinfo=UTC)

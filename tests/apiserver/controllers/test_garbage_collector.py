@@ -19,7 +19,7 @@ from kubeloop import GroupVersionKind
 from kubeloop.apiserver.controllers.garbagecollector import GarbageCollector
 from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.testing import eventually
-from tests.apiserver.test_durability import apiserver, session_for
+from tests.apiserver.storage.test_durability import apiserver, session_for
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import ServerThread
 

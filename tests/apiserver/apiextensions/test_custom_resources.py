@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from kubeloop.testing import eventually, start_server
-from tests.apiserver.test_durability import apiserver, session_for
+from tests.apiserver.storage.test_durability import apiserver, session_for
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread
 

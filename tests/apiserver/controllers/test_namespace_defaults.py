@@ -128,7 +128,7 @@ def test_cluster_objects_on_the_durable_server_across_a_sigkill(tmp_path: pathli
     # `kubeloop apiserver --data-dir`, killed and started again on another port: the kubernetes
     # Service's endpoints follow the port, Services keep their IPs and new ones get others, and
     # the namespace defaults are still (or again) in place with the same CA.
-    from tests.apiserver.test_durability import apiserver, session_for
+    from tests.apiserver.storage.test_durability import apiserver, session_for
 
     services = "/api/v1/namespaces/default/services"
     with apiserver(tmp_path) as (proc, url):

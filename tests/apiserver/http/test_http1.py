@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from kubeloop.apiserver.http import http1
 from kubeloop.apiserver.http.connections import ConnectionTimeouts
-from tests.apiserver.test_slow_clients import closed_within, connect, request_head
+from tests.apiserver.http.test_slow_clients import closed_within, connect, request_head
 from tests.conftest import Client, ServerThread, start_server
 
 HEAD = (

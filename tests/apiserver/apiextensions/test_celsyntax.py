@@ -1,5 +1,5 @@
 """CEL's optional syntax as the server runs it: ``a.?b`` and ``m[?k]`` rewritten into library
-calls (``registry/celsyntax.py``) and evaluated by the interpreter, against a reference of
+calls (``apiextensions/celsyntax.py``) and evaluated by the interpreter, against a reference of
 CEL's optional chaining; rules without the syntax are compiled as written."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from kubeloop.apiserver.controllers.simulation import NODE_NAME, SimulationOptions
-from tests.apiserver.test_durability import apiserver, session_for
+from tests.apiserver.storage.test_durability import apiserver, session_for
 from tests.apiserver.test_kubectl import DEPLOYMENT_YAML, KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread, eventually, start_server
 

@@ -17,8 +17,8 @@ import pytest
 import requests
 import yaml
 
-from tests.apiserver.test_durability import apiserver, session_for
-from tests.apiserver.test_http1 import read_answer
+from tests.apiserver.http.test_http1 import read_answer
+from tests.apiserver.storage.test_durability import apiserver, session_for
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 
 pytestmark = pytest.mark.kubectl

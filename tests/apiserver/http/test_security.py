@@ -1,4 +1,4 @@
-"""TLS, authentication and kubeconfig over real TLS on loopback: certs.py, auth.py, kubeconfig.py
+"""TLS, authentication and kubeconfig over real TLS on loopback: certs.py, http/authentication.py, kubeconfig.py
 against a small aiohttp app, driven by the standard library, the official client and kubectl."""
 
 from __future__ import annotations

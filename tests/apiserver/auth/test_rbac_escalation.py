@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from kubeloop.apiserver.auth import escalation
 from kubeloop.apiserver.auth.escalation import compact, compact_string, uncovered
 from kubeloop.apiserver.auth.rbacauthorizer import Attributes, rule_allows
+from tests.apiserver.auth.test_rbac import admin, alice, binary  # noqa: F401
 from tests.apiserver.test_kubectl import Kubectl
-from tests.apiserver.test_rbac import admin, alice, binary  # noqa: F401
 from tests.conftest import Client
 
 # ---------------------------------------------------------------------- Covers

@@ -357,3 +357,10 @@ def test_the_guides_operator_on_a_durable_server_across_a_sigkill(
         wait_for(lambda: pods_allowed() == huge, "a huge count was not applied")
     finally:
         reader.stop_all()
+
+
+def test_the_architecture_page_stays_a_map() -> None:
+    """docs/architecture.md is the map a newcomer reads first: at most 250 lines; detail goes to
+    the package docstrings and docs/design/."""
+    lines = (DOCS / "architecture.md").read_text().count("\n")
+    assert lines <= 250, f"docs/architecture.md has {lines} lines"

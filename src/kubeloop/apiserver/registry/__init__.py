@@ -5,5 +5,10 @@ metadata, optimistic concurrency, finalizers and deletionTimestamp, delete propa
 managedFields. Everything that differs between kinds sits in the kind's strategy
 (``strategies``): preparing for create and update (status and generation rules), defaults,
 validation, the name rule, the served form. ``defaults`` and ``validation`` hold the built-in
-kinds' rules the strategies call.
+kinds' rules the strategies call, one module per API group.
+
+Beside them: ``verboptions`` (the options of each verb and what it returns), ``listing`` (where a
+list starts: resourceVersion rules and continue tokens), ``patching`` (JSON, merge and strategic
+merge patches by media type), ``serviceips`` (Services' cluster IPs and node ports) and ``pods``
+(binding and eviction).
 """

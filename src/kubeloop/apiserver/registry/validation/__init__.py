@@ -1,6 +1,6 @@
 """Validation of built-in kinds, the way kube-apiserver does it, in the order a write meets it.
 
-* :mod:`.duplicates` and :mod:`.decoding` — Go's typed JSON decoding of the body;
+* :mod:`.duplicates` and :mod:`.typeddecoding` — Go's typed JSON decoding of the body;
 * :mod:`.objectmeta` — ``ObjectMeta``, as apimachinery's ``objectmeta.go``;
 * :mod:`.required` — fields the OpenAPI schema lists as required;
 * the rules of each API group, as ``pkg/apis/<group>/validation``: :mod:`.core`, :mod:`.apps`,

@@ -58,7 +58,7 @@ def test_demo_once_converges() -> None:
 def test_demo_once_names_what_did_not_converge(tmp_path: pathlib.Path) -> None:
     operator = tmp_path / "agents"
     shutil.copytree(AGENTS, operator, ignore=shutil.ignore_patterns("__pycache__"))
-    (operator / "samples" / "06-broken.yaml").write_text(
+    (operator / "config" / "samples" / "06-broken.yaml").write_text(
         "apiVersion: agents.kubeloop.dev/v1alpha1\nkind: Agent\nmetadata: {name: orphan}\n"
         "spec: {runtimeRef: missing, model: {provider: openai, name: gpt-4o}}\n"
     )

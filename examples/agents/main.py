@@ -2,7 +2,7 @@
 MCPServers, Agents, AgentRuns, AgentSchedules and PersonaPacks, reconciled into ConfigMaps,
 Deployments, Services, Jobs and RBAC; a webhook turns posts into AgentRuns.
 
-    kubeloop demo                      # on the embedded server, with samples/ and a live view
+    kubeloop demo                      # on the embedded server, with config/samples/ and a live view
     kubeloop run examples/agents --embedded --simulate --install-crds
     kubeloop crd examples/agents       # the CRDs, as YAML
     kubeloop rbac examples/agents      # the ClusterRole it needs
@@ -10,7 +10,7 @@ Deployments, Services, Jobs and RBAC; a webhook turns posts into AgentRuns.
 """
 
 from agentplatform import WebhookOptions, setup
-from agentplatform.api import (
+from agentplatform.api.v1alpha1 import (
     Agent,
     AgentRun,
     AgentSchedule,

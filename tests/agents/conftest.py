@@ -20,8 +20,8 @@ from tests.conftest import ServerThread, start_server
 sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "examples" / "agents"))
 
 import agentplatform
-from agentplatform.api import Agent, AgentRun
-from agentplatform.common import CONFIG_HASH
+from agentplatform.api.v1alpha1 import Agent, AgentRun
+from agentplatform.controllers.builders import CONFIG_HASH
 
 FAST = SimulationOptions(pod_start_seconds=0.05, pod_run_seconds=0.2, node_check_seconds=0.2)
 

@@ -11,9 +11,8 @@ import pathlib
 
 import agentplatform
 import pytest
-from agentplatform.agents import skills_volume
-from agentplatform.api import Agent, AgentRun, AgentSchedule, MCPServer, ServingRuntime
-from agentplatform.common import CONFIG_HASH
+from agentplatform.api.v1alpha1 import Agent, AgentRun, AgentSchedule, MCPServer, ServingRuntime
+from agentplatform.controllers.builders import CONFIG_HASH, skills_volume
 
 import kubeloop
 from kubeloop import kinds

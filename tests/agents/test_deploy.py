@@ -13,6 +13,7 @@ import sys
 import pytest
 
 import kubeloop
+from kubeloop.cli.demo import load_samples
 from tests.agents.conftest import agent, runtime
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import ServerThread
@@ -87,3 +88,20 @@ async def test_kubectl_get_agents_lists_agents_and_the_category_lists_the_platfo
         assert agents == ["agent.agents.kubeloop.dev/listed"], binary.name
         platform = kubectl("get", "agentplatform", "-n", namespace, "-o", "name").stdout.split()
         assert "agent.agents.kubeloop.dev/listed" in platform
+
+
+async def test_the_samples_apply_with_kubectl_apply_k(
+    cluster: ServerThread, client: kubeloop.APIClient, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """config/samples is what `kubeloop demo` applies, and `kubectl apply -k` takes it as it is."""
+    kubectl = Kubectl(KUBECTLS[-1], pathlib.Path(cluster.kubeconfig), tmp_path)
+    kubectl("apply", "-n", namespace, "-k", str(AGENTS / "config" / "samples"))
+    applied = kubectl("get", "agentplatform", "-n", namespace, "-o", "name").stdout.split()
+
+    expected = {
+        f"{obj['kind'].lower()}.agents.kubeloop.dev/{obj['metadata']['name']}"
+        for obj in load_samples(AGENTS / "config" / "samples")
+        if obj["apiVersion"].startswith("agents.kubeloop.dev/")
+        and obj["kind"] != "ServingRuntime"  # cluster-scoped: not in the namespace's listing
+    }
+    assert expected and expected <= set(applied)

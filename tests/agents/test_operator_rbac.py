@@ -18,7 +18,7 @@ from typing import Any
 import agentplatform
 import pytest
 import yaml
-from agentplatform.api import Agent, AgentRun, AgentSchedule
+from agentplatform.api.v1alpha1 import Agent, AgentRun, AgentSchedule
 
 import kubeloop
 from kubeloop import kinds

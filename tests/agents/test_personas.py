@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import agentplatform
-from agentplatform.api import Agent, AgentSchedule, PersonaPack
+from agentplatform.api.v1alpha1 import Agent, AgentSchedule, PersonaPack
 
 import kubeloop
 from kubeloop.testing import eventually

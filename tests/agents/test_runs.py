@@ -10,7 +10,7 @@ import dataclasses
 
 import agentplatform
 import pytest
-from agentplatform.api import Agent, AgentRun
+from agentplatform.api.v1alpha1 import Agent, AgentRun
 
 import kubeloop
 from kubeloop import kinds

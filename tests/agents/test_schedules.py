@@ -17,8 +17,8 @@ from typing import Any
 
 import agentplatform
 import pytest
-from agentplatform.api import AgentRun, AgentSchedule
-from agentplatform.schedules import SCHEDULE_LABEL, AgentScheduleReconciler, run_name
+from agentplatform.api.v1alpha1 import AgentRun, AgentSchedule
+from agentplatform.controllers.agentschedule import SCHEDULE_LABEL, AgentScheduleReconciler, run_name
 
 import kubeloop
 from kubeloop import kinds

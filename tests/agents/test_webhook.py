@@ -13,8 +13,8 @@ import agentplatform
 import aiohttp
 import orjson
 import pytest
-from agentplatform.api import AgentRun
-from agentplatform.webhook import TRIGGER_LABEL, WebhookOptions, run_name
+from agentplatform.api.v1alpha1 import AgentRun
+from agentplatform.controllers.runwebhook import TRIGGER_LABEL, WebhookOptions, run_name
 
 import kubeloop
 from kubeloop.testing import eventually, settled

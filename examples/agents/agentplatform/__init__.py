@@ -2,6 +2,10 @@
 AgentSchedules and PersonaPacks, and a webhook that turns posts into AgentRuns.
 
     kubeloop run examples/agents --install-crds
+
+Laid out as a kubebuilder project: the kinds in ``api/v1alpha1/`` (one module per kind), the
+controllers in ``controllers/`` (one per kind), and :func:`setup` wiring them to a manager, as
+``cmd/main.go`` does.
 """
 
 from __future__ import annotations
@@ -10,43 +14,52 @@ from dataclasses import dataclass
 
 import kubeloop
 
-from . import agents, indexes, mcpservers, personas, runs, schedules, skillpacks, webhook
-from .api import ALL as CUSTOM_RESOURCES
-from .webhook import WebhookOptions
+from .api.v1alpha1 import ALL as CUSTOM_RESOURCES
+from .controllers import (
+    agent,
+    agentrun,
+    agentschedule,
+    indexes,
+    mcpserver,
+    personapack,
+    runwebhook,
+    skillpack,
+)
+from .controllers.runwebhook import WebhookOptions
 
 
 @dataclass
 class Platform:
     """The controllers ``setup`` registered (tests reach the reconcilers through it)."""
 
-    skill_packs: skillpacks.SkillPackReconciler
-    mcp_servers: mcpservers.MCPServerReconciler
-    agents: agents.AgentReconciler
-    runs: runs.AgentRunReconciler
-    schedules: schedules.AgentScheduleReconciler
-    personas: personas.PersonaPackReconciler
-    #: None without a token (``webhook.WebhookOptions``, or ``AGENTS_WEBHOOK_TOKEN``).
-    webhook: webhook.RunWebhook | None
+    skill_packs: skillpack.SkillPackReconciler
+    mcp_servers: mcpserver.MCPServerReconciler
+    agents: agent.AgentReconciler
+    runs: agentrun.AgentRunReconciler
+    schedules: agentschedule.AgentScheduleReconciler
+    personas: personapack.PersonaPackReconciler
+    #: None without a token (``WebhookOptions``, or ``AGENTS_WEBHOOK_TOKEN``).
+    webhook: runwebhook.RunWebhook | None
 
 
 def setup(
     manager: kubeloop.Manager,
     *,
-    clock: schedules.Clock = schedules.system_clock,
-    webhook_options: webhook.WebhookOptions | None = None,
+    clock: agentschedule.Clock = agentschedule.system_clock,
+    webhook_options: WebhookOptions | None = None,
 ) -> Platform:
     """Register the platform's indexes and controllers with ``manager``; ``clock`` is the
     schedules' (tests pass a fake one); the webhook serves with ``webhook_options`` (default:
     from the environment, none without a token)."""
     indexes.register(manager)
     return Platform(
-        skill_packs=skillpacks.setup(manager),
-        mcp_servers=mcpservers.setup(manager),
-        agents=agents.setup(manager),
-        runs=runs.setup(manager),
-        schedules=schedules.setup(manager, clock),
-        personas=personas.setup(manager),
-        webhook=webhook.setup(manager, webhook_options),
+        skill_packs=skillpack.setup(manager),
+        mcp_servers=mcpserver.setup(manager),
+        agents=agent.setup(manager),
+        runs=agentrun.setup(manager),
+        schedules=agentschedule.setup(manager, clock),
+        personas=personapack.setup(manager),
+        webhook=runwebhook.setup(manager, webhook_options),
     )
 
 

@@ -1,7 +1,7 @@
 """``kubeloop demo``: the agent platform operator on the embedded server, shown live.
 
 It starts the embedded API server with workload simulation (pods run, Jobs finish), installs the
-operator's CRDs, runs its manager, applies the samples (``examples/agents/samples``: two
+operator's CRDs, runs its manager, applies the samples (``examples/agents/config/samples``: two
 runtimes, a skill pack, an MCP server, three agents, a persona pack, a schedule firing every
 minute and one run) into the namespace ``demo``, posts one delivery to the operator's run webhook
 (as a chat bot would), and shows a live view: the objects with their conditions and phases, each
@@ -70,9 +70,12 @@ def default_operator() -> pathlib.Path:
 
 
 def load_samples(folder: pathlib.Path) -> list[Obj]:
-    """The objects of the YAML files in ``folder``, in file-name order."""
+    """The objects of the YAML files in ``folder``, in file-name order (its ``kustomization.yaml``,
+    which lists them for ``kubectl apply -k``, aside)."""
     objects: list[Obj] = []
     for path in sorted(folder.glob("*.yaml")):
+        if path.name == "kustomization.yaml":
+            continue
         objects.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
     return objects
 
@@ -284,7 +287,7 @@ async def run_demo(
     operator = operator or default_operator()
     module, attribute = load_target(str(operator))
     setup = getattr(module, attribute)
-    samples = load_samples(operator / "samples")
+    samples = load_samples(operator / "config" / "samples")
     sample_runs = [_name(obj) for obj in samples if obj.get("kind") == "AgentRun"]
     started = time.monotonic()
     options = ServerOptions(memory=data_dir is None, data_dir=data_dir, port=port, simulate=True)

@@ -107,7 +107,7 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--operator",
         type=pathlib.Path,
-        help="the operator's folder, with samples/ (default: examples/agents)",
+        help="the operator's folder, with config/samples/ (default: examples/agents)",
     )
     return parser
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import kubeloop
 
-from .api import GROUP, VERSION, Agent, AgentSchedule, PersonaPack
-from .common import write_status
+from ..api.v1alpha1 import GROUP, VERSION, Agent, AgentSchedule, PersonaPack
+from .builders import write_status
 
 PACK_LABEL = f"{GROUP}/persona-pack"
 

@@ -32,11 +32,19 @@ from typing import Any
 import kubeloop
 from kubeloop import kinds
 
-from .agents import CONFIG_DIR, agent_config, agent_pod, resolve_runtime, resolve_tools
-from .api import GROUP, Agent, AgentRun, AgentSpec, ServingRuntimeSpec
-from .common import labels, named, write_status
+from ..api.v1alpha1 import GROUP, Agent, AgentRun, AgentSpec, ServingRuntimeSpec
+from .builders import (
+    CONFIG_DIR,
+    agent_config,
+    agent_pod,
+    config_map_name,
+    labels,
+    named,
+    resolve_runtime,
+    resolve_tools,
+    write_status,
+)
 from .indexes import AGENT_INDEX
-from .skillpacks import config_map_name
 
 FINISHED = ("Succeeded", "Failed")
 #: The run's annotations its pod is given (the simulation's steering annotations).

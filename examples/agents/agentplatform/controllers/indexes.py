@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import kubeloop
 
-from .api import Agent, AgentRun, AgentSchedule
+from ..api.v1alpha1 import Agent, AgentRun, AgentSchedule
 
 RUNTIME_INDEX = "spec.runtimeRef"
 SKILLS_INDEX = "spec.skillPackRefs"

@@ -6,22 +6,18 @@ from __future__ import annotations
 import kubeloop
 from kubeloop import kinds
 
-from .api import MCPServer
-from .common import (
+from ..api.v1alpha1 import MCPServer
+from .builders import (
     deployment_ready,
     env_list,
     http_port,
     labels,
     named,
-    service_url,
     set_deployment,
     set_service,
+    url_of,
     write_status,
 )
-
-
-def url_of(server: MCPServer) -> str:
-    return service_url(server.metadata.name or "", server.metadata.namespace or "", server.spec.port)
 
 
 class MCPServerReconciler:

@@ -34,7 +34,7 @@ from aiohttp import web
 
 import kubeloop
 
-from .api import GROUP, VERSION, AgentRun
+from ..api.v1alpha1 import GROUP, VERSION, AgentRun
 
 DELIVERY_HEADER = "X-Delivery-ID"
 DELIVERY_ANNOTATION = f"{GROUP}/delivery-id"

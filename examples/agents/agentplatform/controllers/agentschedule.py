@@ -26,8 +26,8 @@ from typing import Any
 import kubeloop
 from kubeloop import cron
 
-from .api import GROUP, VERSION, AgentRun, AgentSchedule
-from .common import write_status
+from ..api.v1alpha1 import GROUP, VERSION, AgentRun, AgentSchedule
+from .builders import write_status
 
 Clock = Callable[[], datetime]
 SCHEDULE_LABEL = f"{GROUP}/schedule"

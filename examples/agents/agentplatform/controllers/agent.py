@@ -19,49 +19,40 @@ AgentRuns and AgentSchedules before the agent goes.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import kubeloop
 from kubeloop import kinds
 
-from .api import (
+from ..api.v1alpha1 import (
     GROUP,
     Agent,
     AgentRun,
     AgentSchedule,
-    AgentSpec,
     MCPServer,
     ServingRuntime,
-    ServingRuntimeSpec,
     SkillPack,
 )
-from .common import (
+from .builders import (
     CONFIG_HASH,
+    agent_config,
+    agent_pod,
     config_hash,
-    config_map_volume,
+    config_map_of,
     deployment_ready,
-    env_list,
-    http_port,
     labels,
     named,
+    resolve_runtime,
+    resolve_tools,
     service_url,
     set_deployment,
     set_service,
     write_status,
 )
 from .indexes import AGENT_INDEX, MCP_INDEX, RUNTIME_INDEX, SKILLS_INDEX
-from .mcpservers import url_of
-from .skillpacks import config_map_name
 
 FINALIZER = f"{GROUP}/runs"
-CONFIG_DIR = "/etc/agent"
-
-
-def config_map_of(agent: str) -> str:
-    return f"{agent}-config"
 
 
 class AgentReconciler:
@@ -250,103 +241,6 @@ class AgentReconciler:
                     await self.client.delete(obj)
         kubeloop.remove_finalizer(agent, FINALIZER)
         await self.client.update(agent)
-
-
-async def resolve_runtime(client: kubeloop.Client, name: str) -> tuple[ServingRuntime | None, str, str]:
-    """The ServingRuntime ``name`` if it exists and is enabled; the reason and message either way."""
-    try:
-        runtime = await client.get(ServingRuntime, name)
-    except kubeloop.errors.NotFound:
-        return None, "RuntimeNotFound", f"ServingRuntime {name} does not exist"
-    if runtime.spec.disabled:
-        return None, "RuntimeDisabled", f"ServingRuntime {name} is disabled"
-    return runtime, "Resolved", f"ServingRuntime {name}"
-
-
-async def resolve_tools(
-    client: kubeloop.Client, namespace: str, spec: AgentSpec
-) -> tuple[dict[str, dict[str, str]], list[str]]:
-    """The skill packs an agent lists that exist (name → skills) and its MCP servers' URLs.
-    Missing ones are left out: their watches wake the agent when they appear."""
-    packs: dict[str, dict[str, str]] = {}
-    for pack_name in sorted(spec.skill_pack_refs):
-        try:
-            pack = await client.get(SkillPack, pack_name, namespace=namespace)
-        except kubeloop.errors.NotFound:
-            continue
-        packs[pack_name] = {skill.name: skill.text for skill in pack.spec.skills}
-    urls = []
-    for server_name in sorted(spec.mcp_server_refs):
-        try:
-            urls.append(url_of(await client.get(MCPServer, server_name, namespace=namespace)))
-        except kubeloop.errors.NotFound:
-            continue
-    return packs, urls
-
-
-def agent_config(spec: AgentSpec) -> dict[str, str]:
-    """What an agent's pods read from /etc/agent: the system prompt and the model (no secret)."""
-    model = spec.model.to_dict()
-    model.pop("authSecretRef", None)
-    return {"system-prompt": spec.system_prompt, "model.json": json.dumps(model, sort_keys=True)}
-
-
-def skills_volume(pack: str) -> str:
-    """The pod volume of skill pack ``pack``: a DNS label (a pack's name may hold dots and be
-    longer than 63 characters), distinct for distinct packs."""
-    readable = "".join(c if c.isalnum() else "-" for c in pack[:40]).strip("-")
-    return f"skills-{readable}-{hashlib.sha256(pack.encode()).hexdigest()[:8]}"
-
-
-def agent_pod(
-    name: str,
-    spec: AgentSpec,
-    runtime: ServingRuntimeSpec,
-    *,
-    config_map: str,
-    skill_packs: Iterable[str],
-    mcp_urls: list[str],
-    env: Iterable[dict[str, Any]] = (),
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The container and volumes of a pod serving agent ``name`` (an Agent's Deployment or an
-    AgentRun's Job): ``config_map`` mounted at /etc/agent, each skill pack under skills/.
-
-    The environment is the runtime's, then the platform's (model, prompt file, MCP servers,
-    ``env``), then the agent's: a later one wins by name; sorted, so the template is stable."""
-    platform_env: list[dict[str, Any]] = [
-        {"name": "AGENT_NAME", "value": name},
-        {"name": "MODEL_PROVIDER", "value": spec.model.provider},
-        {"name": "MODEL_NAME", "value": spec.model.name},
-        {"name": "SYSTEM_PROMPT_FILE", "value": f"{CONFIG_DIR}/system-prompt"},
-        *env,
-    ]
-    if spec.model.base_url:
-        platform_env.append({"name": "MODEL_BASE_URL", "value": spec.model.base_url})
-    secret = spec.model.auth_secret_ref
-    if secret is not None:
-        key_ref = {"name": secret.name, "key": secret.key}
-        platform_env.append({"name": "MODEL_API_KEY", "valueFrom": {"secretKeyRef": key_ref}})
-    if mcp_urls:
-        platform_env.append({"name": "MCP_SERVERS", "value": ",".join(mcp_urls)})
-    runtime_env = [var.to_dict() for var in runtime.env or ()]
-    agent_env = [var.to_dict() for var in spec.env or ()]
-    mounts = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
-    volumes = [config_map_volume("config", config_map)]
-    for pack_name in skill_packs:
-        volume = skills_volume(pack_name)
-        mounts.append({"name": volume, "mountPath": f"{CONFIG_DIR}/skills/{pack_name}", "readOnly": True})
-        volumes.append(config_map_volume(volume, config_map_name(pack_name)))
-    container = {
-        "name": "agent",
-        "image": runtime.image,
-        "command": runtime.command,
-        "args": runtime.args,
-        "ports": http_port(runtime.port),
-        "env": env_list(runtime_env, platform_env, agent_env),
-        "resources": runtime.resources.to_dict() if runtime.resources else None,
-        "volumeMounts": mounts,
-    }
-    return container, volumes
 
 
 def setup(manager: kubeloop.Manager) -> AgentReconciler:

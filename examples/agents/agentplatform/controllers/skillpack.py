@@ -5,12 +5,8 @@ from __future__ import annotations
 import kubeloop
 from kubeloop import kinds
 
-from .api import SkillPack
-from .common import labels, named, write_status
-
-
-def config_map_name(pack: str) -> str:
-    return f"skillpack-{pack}"
+from ..api.v1alpha1 import SkillPack
+from .builders import config_map_name, labels, named, write_status
 
 
 class SkillPackReconciler:

@@ -1,0 +1,1 @@
+"""The platform's API: one package per version of the group ``agents.kubeloop.dev``."""

@@ -1,0 +1,55 @@
+"""agents.kubeloop.dev/v1alpha1: the agent platform's kinds, as pydantic models, one module per kind.
+
+Their CRDs are generated from these classes (``kubeloop crd examples/agents``):
+
+- ``ServingRuntime`` (cluster-scoped, passive): how to run an agent — image, command, port,
+  resources. Nothing runs for it; Agents read it.
+- ``SkillPack``: named skills (text) → one owned ConfigMap that agents mount.
+- ``MCPServer``: a tool server → an owned Deployment and Service; its URL in status.
+- ``Agent`` (active): a runtime, a model and a prompt → an owned ConfigMap, Deployment and Service.
+- ``AgentRun``: one task for an agent → a Job and what it needs; ``AgentSchedule``: runs on a cron
+  schedule; ``PersonaPack``: a bundle of agents and schedules.
+"""
+
+from .agent import Agent, AgentSpec, AgentStatus, ModelSpec, SecretKeyRef
+from .agentrun import AgentRun, AgentRunSpec, AgentRunStatus
+from .agentschedule import AgentSchedule, AgentScheduleSpec, AgentScheduleStatus
+from .groupversion import GROUP, VERSION
+from .mcpserver import MCPServer, MCPServerSpec, MCPServerStatus
+from .personapack import PersonaAgent, PersonaPack, PersonaPackSpec, PersonaPackStatus, PersonaSchedule
+from .servingruntime import ServingRuntime, ServingRuntimeSpec
+from .skillpack import Skill, SkillPack, SkillPackSpec, SkillPackStatus
+
+#: Every kind of the version, in the order their CRDs are installed.
+ALL = (ServingRuntime, SkillPack, MCPServer, Agent, AgentRun, AgentSchedule, PersonaPack)
+
+__all__ = [
+    "ALL",
+    "GROUP",
+    "VERSION",
+    "Agent",
+    "AgentRun",
+    "AgentRunSpec",
+    "AgentRunStatus",
+    "AgentSchedule",
+    "AgentScheduleSpec",
+    "AgentScheduleStatus",
+    "AgentSpec",
+    "AgentStatus",
+    "MCPServer",
+    "MCPServerSpec",
+    "MCPServerStatus",
+    "ModelSpec",
+    "PersonaAgent",
+    "PersonaPack",
+    "PersonaPackSpec",
+    "PersonaPackStatus",
+    "PersonaSchedule",
+    "SecretKeyRef",
+    "ServingRuntime",
+    "ServingRuntimeSpec",
+    "Skill",
+    "SkillPack",
+    "SkillPackSpec",
+    "SkillPackStatus",
+]

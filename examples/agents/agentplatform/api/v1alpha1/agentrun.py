@@ -1,0 +1,51 @@
+"""``AgentRun``: one task for an agent → a Job and what it needs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+import kubeloop
+from kubeloop.crd import PrinterColumn, Rule
+
+from .groupversion import AGE, CATEGORIES, GROUP, VERSION, Name, name_rule
+
+
+class AgentRunSpec(kubeloop.KubeModel):
+    agent_ref: Name
+    task: Annotated[str, Field(min_length=1)]
+    timeout_seconds: Annotated[int, Field(ge=1)] = 600
+
+
+class AgentRunStatus(kubeloop.KubeModel):
+    phase: Literal["Pending", "Running", "Succeeded", "Failed"] | None = None
+    job_name: str | None = None
+    start_time: str | None = None
+    completion_time: str | None = None
+    #: Why the run is in its phase (Waiting, PodRunning, Completed, JobFailed, TimedOut...).
+    reason: str | None = None
+    message: str | None = None
+    #: What the agent answered: its pod's termination message.
+    result: str | None = None
+
+
+class AgentRun(
+    kubeloop.CustomResource,
+    group=GROUP,
+    version=VERSION,
+    short_names=("run",),
+    categories=CATEGORIES,
+    rules=(name_rule("AgentRun", 63, "the run's Job, whose pods carry it as a label"),),
+    selectable_fields=(".spec.agentRef",),
+    printer_columns=(
+        PrinterColumn("Agent", ".spec.agentRef"),
+        PrinterColumn("Phase", ".status.phase"),
+        PrinterColumn("Reason", ".status.reason"),
+        AGE,
+    ),
+):
+    """One task given to an agent, run to completion as a Job."""
+
+    spec: Annotated[AgentRunSpec, Rule("self == oldSelf", message="an AgentRun's spec is immutable")]
+    status: AgentRunStatus | None = None

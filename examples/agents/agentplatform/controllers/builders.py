@@ -1,0 +1,252 @@
+"""What the platform's controllers build alike: labels and the config hash, the Deployments and
+Services they own, an agent's pod (an Agent's Deployment and an AgentRun's Job run the same
+container), the names of owned ConfigMaps, and status writes only when something changed.
+Controllers import this module, never each other."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import kubeloop
+
+from ..api.v1alpha1 import (
+    GROUP,
+    AgentSpec,
+    MCPServer,
+    ServingRuntime,
+    ServingRuntimeSpec,
+    SkillPack,
+)
+
+MANAGED_BY = "kubeloop-agents"
+
+
+CONFIG_HASH = f"{GROUP}/config-hash"
+
+
+def labels(component: str, instance: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": component,
+        "app.kubernetes.io/instance": instance,
+        "app.kubernetes.io/managed-by": MANAGED_BY,
+    }
+
+
+def config_hash(*parts: Any) -> str:
+    """A short, stable digest of what a workload was built from (JSON with sorted keys)."""
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def service_url(name: str, namespace: str, port: int) -> str:
+    return f"http://{name}.{namespace}.svc.cluster.local:{port}"
+
+
+def env_list(*layers: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Environment variables merged by name (a later layer overrides), sorted by name."""
+    merged: dict[str, dict[str, Any]] = {}
+    for layer in layers:
+        for var in layer:
+            merged[str(var["name"])] = dict(var)
+    return [merged[name] for name in sorted(merged)]
+
+
+def named(kind: kubeloop.GroupVersionKind, name: str, namespace: str) -> kubeloop.Obj:
+    """The skeleton ``create_or_update`` starts from."""
+    return {
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
+        "metadata": {"name": name, "namespace": namespace},
+    }
+
+
+def set_deployment(
+    deployment: kubeloop.Obj,
+    *,
+    replicas: int,
+    selector: dict[str, str],
+    annotations: dict[str, str],
+    container: dict[str, Any],
+    volumes: list[dict[str, Any]],
+) -> None:
+    """Set what the platform owns in a Deployment, leaving the server's defaults in place (so an
+    unchanged Deployment is not written again)."""
+    spec = deployment.setdefault("spec", {})
+    spec["replicas"] = replicas
+    spec["selector"] = {"matchLabels": selector}
+    template = spec.setdefault("template", {})
+    meta = template.setdefault("metadata", {})
+    meta["labels"] = selector
+    meta["annotations"] = annotations
+    pod = template.setdefault("spec", {})
+    # Left-out lists are absent on the server, and absent resources are {} (Go's empty struct).
+    container = {key: value for key, value in container.items() if value not in (None, [], {})}
+    container.setdefault("resources", {})
+    containers = pod.get("containers") or []
+    current: dict[str, Any] = next((c for c in containers if c.get("name") == container["name"]), {})
+    for key in ("command", "args", "env", "volumeMounts"):
+        if key not in container:
+            current.pop(key, None)
+    current.update(container)
+    pod["containers"] = [current]
+    if volumes:
+        pod["volumes"] = volumes
+    else:
+        pod.pop("volumes", None)
+
+
+def set_service(service: kubeloop.Obj, selector: dict[str, str], port: int) -> None:
+    spec = service.setdefault("spec", {})
+    spec["type"] = "ClusterIP"
+    spec["selector"] = selector
+    spec["ports"] = [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}]
+
+
+def config_map_volume(name: str, config_map: str) -> dict[str, Any]:
+    return {"name": name, "configMap": {"name": config_map, "defaultMode": 420}}
+
+
+def http_port(port: int) -> list[dict[str, Any]]:
+    return [{"name": "http", "containerPort": port, "protocol": "TCP"}]
+
+
+def deployment_ready(deployment: kubeloop.Obj | None) -> tuple[bool, int, str]:
+    """Whether a Deployment has rolled out every replica; its ready count; why not."""
+    if deployment is None:
+        return False, 0, "no Deployment yet"
+    spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
+    wanted, ready = int(spec.get("replicas", 1)), int(status.get("readyReplicas") or 0)
+    if int(status.get("observedGeneration") or 0) < int(deployment["metadata"].get("generation") or 0):
+        return False, ready, "the Deployment's change is not observed yet"
+    updated, available = int(status.get("updatedReplicas") or 0), int(status.get("availableReplicas") or 0)
+    if updated < wanted or available < wanted or int(status.get("replicas") or 0) > wanted:
+        return False, ready, f"{available} of {wanted} replicas available"
+    return True, ready, f"{available} of {wanted} replicas available"
+
+
+async def write_status(client: kubeloop.Client, obj: kubeloop.KubeObject, status: dict[str, Any]) -> bool:
+    """Merge-patch ``status`` through /status if it differs from the object's; whether it did
+    (not when the object is gone meanwhile: there is nothing left to report on)."""
+    current = obj.to_dict().get("status") or {}
+    if all(current.get(key) == value for key, value in status.items()):
+        return False
+    try:
+        await client.patch(obj, None, {"status": status}, subresource="status")
+    except kubeloop.errors.NotFound:
+        return False
+    return True
+
+
+def config_map_name(pack: str) -> str:
+    return f"skillpack-{pack}"
+
+
+def url_of(server: MCPServer) -> str:
+    return service_url(server.metadata.name or "", server.metadata.namespace or "", server.spec.port)
+
+
+CONFIG_DIR = "/etc/agent"
+
+
+def config_map_of(agent: str) -> str:
+    return f"{agent}-config"
+
+
+async def resolve_runtime(client: kubeloop.Client, name: str) -> tuple[ServingRuntime | None, str, str]:
+    """The ServingRuntime ``name`` if it exists and is enabled; the reason and message either way."""
+    try:
+        runtime = await client.get(ServingRuntime, name)
+    except kubeloop.errors.NotFound:
+        return None, "RuntimeNotFound", f"ServingRuntime {name} does not exist"
+    if runtime.spec.disabled:
+        return None, "RuntimeDisabled", f"ServingRuntime {name} is disabled"
+    return runtime, "Resolved", f"ServingRuntime {name}"
+
+
+async def resolve_tools(
+    client: kubeloop.Client, namespace: str, spec: AgentSpec
+) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """The skill packs an agent lists that exist (name → skills) and its MCP servers' URLs.
+    Missing ones are left out: their watches wake the agent when they appear."""
+    packs: dict[str, dict[str, str]] = {}
+    for pack_name in sorted(spec.skill_pack_refs):
+        try:
+            pack = await client.get(SkillPack, pack_name, namespace=namespace)
+        except kubeloop.errors.NotFound:
+            continue
+        packs[pack_name] = {skill.name: skill.text for skill in pack.spec.skills}
+    urls = []
+    for server_name in sorted(spec.mcp_server_refs):
+        try:
+            urls.append(url_of(await client.get(MCPServer, server_name, namespace=namespace)))
+        except kubeloop.errors.NotFound:
+            continue
+    return packs, urls
+
+
+def agent_config(spec: AgentSpec) -> dict[str, str]:
+    """What an agent's pods read from /etc/agent: the system prompt and the model (no secret)."""
+    model = spec.model.to_dict()
+    model.pop("authSecretRef", None)
+    return {"system-prompt": spec.system_prompt, "model.json": json.dumps(model, sort_keys=True)}
+
+
+def skills_volume(pack: str) -> str:
+    """The pod volume of skill pack ``pack``: a DNS label (a pack's name may hold dots and be
+    longer than 63 characters), distinct for distinct packs."""
+    readable = "".join(c if c.isalnum() else "-" for c in pack[:40]).strip("-")
+    return f"skills-{readable}-{hashlib.sha256(pack.encode()).hexdigest()[:8]}"
+
+
+def agent_pod(
+    name: str,
+    spec: AgentSpec,
+    runtime: ServingRuntimeSpec,
+    *,
+    config_map: str,
+    skill_packs: Iterable[str],
+    mcp_urls: list[str],
+    env: Iterable[dict[str, Any]] = (),
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The container and volumes of a pod serving agent ``name`` (an Agent's Deployment or an
+    AgentRun's Job): ``config_map`` mounted at /etc/agent, each skill pack under skills/.
+
+    The environment is the runtime's, then the platform's (model, prompt file, MCP servers,
+    ``env``), then the agent's: a later one wins by name; sorted, so the template is stable."""
+    platform_env: list[dict[str, Any]] = [
+        {"name": "AGENT_NAME", "value": name},
+        {"name": "MODEL_PROVIDER", "value": spec.model.provider},
+        {"name": "MODEL_NAME", "value": spec.model.name},
+        {"name": "SYSTEM_PROMPT_FILE", "value": f"{CONFIG_DIR}/system-prompt"},
+        *env,
+    ]
+    if spec.model.base_url:
+        platform_env.append({"name": "MODEL_BASE_URL", "value": spec.model.base_url})
+    secret = spec.model.auth_secret_ref
+    if secret is not None:
+        key_ref = {"name": secret.name, "key": secret.key}
+        platform_env.append({"name": "MODEL_API_KEY", "valueFrom": {"secretKeyRef": key_ref}})
+    if mcp_urls:
+        platform_env.append({"name": "MCP_SERVERS", "value": ",".join(mcp_urls)})
+    runtime_env = [var.to_dict() for var in runtime.env or ()]
+    agent_env = [var.to_dict() for var in spec.env or ()]
+    mounts = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
+    volumes = [config_map_volume("config", config_map)]
+    for pack_name in skill_packs:
+        volume = skills_volume(pack_name)
+        mounts.append({"name": volume, "mountPath": f"{CONFIG_DIR}/skills/{pack_name}", "readOnly": True})
+        volumes.append(config_map_volume(volume, config_map_name(pack_name)))
+    container = {
+        "name": "agent",
+        "image": runtime.image,
+        "command": runtime.command,
+        "args": runtime.args,
+        "ports": http_port(runtime.port),
+        "env": env_list(runtime_env, platform_env, agent_env),
+        "resources": runtime.resources.to_dict() if runtime.resources else None,
+        "volumeMounts": mounts,
+    }
+    return container, volumes

@@ -1,0 +1,13 @@
+"""The catalog the discovery and OpenAPI tests build documents from."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubeloop.apiserver.catalog.resources import ResourceCatalog
+
+
+@pytest.fixture
+def catalog() -> ResourceCatalog:
+    """A fresh catalog of the built-in resources (a test may add CRDs' kinds to it)."""
+    return ResourceCatalog()

@@ -1,0 +1,109 @@
+"""Discovery documents (``/version``, ``/api``, ``/apis``, resource lists), checked against upstream's shapes."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubeloop.apiserver.catalog import schemas
+from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceCatalog, ResourceType
+from kubeloop.apiserver.openapi import discoverydocs
+
+
+def test_version_info_uses_the_schema_release() -> None:
+    release = schemas.schema_release()
+    info = discoverydocs.version_info(release)
+    major, minor = release.split(".")[:2]
+    assert (info["major"], info["minor"]) == (major, minor)
+    assert info["gitVersion"] == f"v{release}-kubeloop"
+    for key in ("gitCommit", "gitTreeState", "buildDate", "goVersion", "compiler", "platform"):
+        assert info[key]
+    assert "/" in info["platform"]
+    assert discoverydocs.version_info("1.33.0")["gitVersion"] == "v1.33.0-kubeloop"
+
+
+def test_core_api_versions() -> None:
+    versions = discoverydocs.core_api_versions("10.0.0.1:6443")
+    assert versions == {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "10.0.0.1:6443"}],
+    }
+
+
+def test_group_list_and_groups(catalog: ResourceCatalog) -> None:
+    groups = discoverydocs.api_group_list(catalog)
+    assert groups["kind"] == "APIGroupList" and groups["apiVersion"] == "v1"
+    names = [g["name"] for g in groups["groups"]]
+    expected = {r.group for r in BUILTIN_RESOURCES if r.group}
+    assert set(names) == expected
+    assert "" not in names
+    assert names.index("apps") < names.index("batch")  # kube-apiserver's priority order
+    for group in groups["groups"]:
+        version = "v2" if group["name"] == "autoscaling" else "v1"
+        assert group["preferredVersion"] == {"groupVersion": f"{group['name']}/{version}", "version": version}
+        assert group["versions"][0] == group["preferredVersion"]  # the preferred version comes first
+    authentication = next(g for g in groups["groups"] if g["name"] == "authentication.k8s.io")
+    assert [v["version"] for v in authentication["versions"]] == ["v1", "v1beta1"]
+    apps = discoverydocs.api_group(catalog, "apps")
+    assert apps is not None
+    assert apps["kind"] == "APIGroup" and apps["name"] == "apps"
+    assert discoverydocs.api_group(catalog, "nope.example.com") is None
+    assert discoverydocs.api_group(catalog, "") is None
+
+
+def test_preferred_version_is_kube_aware() -> None:
+    catalog = ResourceCatalog()
+    for version in ("v1beta1", "v2alpha1", "v1", "v10"):
+        catalog.add(ResourceType("stable.example.com", version, "widgets", "widget", "Widget", True))
+    group = discoverydocs.api_group(catalog, "stable.example.com")
+    assert group is not None
+    assert [v["version"] for v in group["versions"]] == ["v10", "v1", "v1beta1", "v2alpha1"]
+    assert group["preferredVersion"]["version"] == "v10"
+
+
+@pytest.mark.parametrize("resource", BUILTIN_RESOURCES, ids=lambda r: f"{r.group or 'core'}/{r.plural}")
+def test_every_builtin_resource_is_discoverable(catalog: ResourceCatalog, resource: ResourceType) -> None:
+    listing = discoverydocs.api_resource_list(catalog, resource.group, resource.version)
+    assert listing is not None
+    assert listing["kind"] == "APIResourceList"
+    assert listing["groupVersion"] == resource.group_version
+    entries = {e["name"]: e for e in listing["resources"]}
+    entry = entries[resource.plural]
+    assert entry["singularName"] == resource.singular
+    assert entry["namespaced"] is resource.namespaced
+    assert entry["kind"] == resource.kind
+    assert entry["verbs"] == list(resource.verbs)
+    assert entry.get("shortNames", []) == list(resource.short_names)
+    assert entry.get("categories", []) == list(resource.categories)
+    # Only stored resources have a storage version (upstream: no hash for reviews, bindings and
+    # component statuses).
+    assert bool(entry.get("storageVersionHash")) is ("watch" in resource.verbs)
+    for sub in resource.subresources:
+        sub_entry = entries[f"{resource.plural}/{sub}"]
+        assert sub_entry["namespaced"] is resource.namespaced
+        assert sub_entry["singularName"] == ""
+        assert "shortNames" not in sub_entry
+
+
+def test_subresource_entries(catalog: ResourceCatalog) -> None:
+    apps = discoverydocs.api_resource_list(catalog, "apps", "v1")
+    core = discoverydocs.api_resource_list(catalog, "", "v1")
+    assert apps is not None and core is not None
+    by_name = {e["name"]: e for e in apps["resources"] + core["resources"]}
+    assert by_name["deployments/status"] == {
+        "name": "deployments/status",
+        "singularName": "",
+        "namespaced": True,
+        "kind": "Deployment",
+        "verbs": ["get", "patch", "update"],
+    }
+    scale = by_name["deployments/scale"]
+    assert (scale["group"], scale["version"], scale["kind"]) == ("autoscaling", "v1", "Scale")
+    assert scale["verbs"] == ["get", "patch", "update"]
+    assert by_name["namespaces/finalize"]["verbs"] == ["update"]
+    assert by_name["namespaces/finalize"]["namespaced"] is False
+    names = [e["name"] for e in apps["resources"]]
+    assert names == sorted(names)
+    # Upstream's hash for apps/v1 Deployment.
+    assert by_name["deployments"]["storageVersionHash"] == "8aSe+NMegvE="
+    assert discoverydocs.api_resource_list(catalog, "apps", "v9") is None

@@ -63,7 +63,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "ObjectList": ("kubeloop.client.interface", "ObjectList"),
     "APIClient": ("kubeloop.client.rest", "APIClient"),
     "PatchType": ("kubeloop.client.rest", "PatchType"),
-    "Preconditions": ("kubeloop.client.writeoptions", "Preconditions"),
+    "Preconditions": ("kubeloop.client.calloptions", "Preconditions"),
     "CachedClient": ("kubeloop.manager.cachedclient", "CachedClient"),
     "BlockingClient": ("kubeloop.client.sync", "BlockingClient"),
     "SyncClient": ("kubeloop.client.sync", "SyncClient"),
@@ -183,11 +183,11 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     from kubeloop.api.models.meta_v1 import ObjectMeta
     from kubeloop.api.object import Obj
     from kubeloop.cache.options import ByObject, CacheOptions
+    from kubeloop.client.calloptions import Preconditions
     from kubeloop.client.config import ClientConfig, load_config
     from kubeloop.client.interface import Client, ObjectList
     from kubeloop.client.rest import APIClient, PatchType
     from kubeloop.client.sync import BlockingClient, SyncClient
-    from kubeloop.client.writeoptions import Preconditions
     from kubeloop.controller import handler, predicate, source
     from kubeloop.controller.controllerutil import (
         AlreadyOwnedError,

@@ -18,10 +18,10 @@ from aiohttp import web
 
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.client.calloptions import Preconditions
 from kubeloop.client.config import ClientConfig, Credentials, load_kubeconfig
 from kubeloop.client.rest import REQUEST_ERRORS, APIClient, PatchType, RetryPolicy
 from kubeloop.client.restmapper import NoKindMatch
-from kubeloop.client.writeoptions import Preconditions
 from tests.conftest import ServerThread, eventually
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")

@@ -17,7 +17,7 @@ unless ``reader_fails_on_missing_informer``) and return fresh copies:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from typing import Unpack
 
 import orjson
 
@@ -38,6 +38,7 @@ from kubeloop.api.object import Obj
 from kubeloop.cache.informer import Informer
 from kubeloop.cache.options import CacheOptions, Scope, by_object_scopes
 from kubeloop.cache.store import IndexFunc, namespace_of_key
+from kubeloop.client.calloptions import ListOptions
 from kubeloop.client.interface import KindRef, gvk_of
 from kubeloop.client.rest import APIClient
 from kubeloop.errors import InvalidSelector
@@ -163,11 +164,9 @@ class Cache:
         kind: KindRef,
         *,
         namespace: str | None = None,
-        label_selector: str | LabelSelector | None = None,
-        match_labels: Mapping[str, str] | None = None,
-        field_selector: str | FieldSelector | None = None,
         index: tuple[str, str] | None = None,
         metadata_only: bool = False,
+        **options: Unpack[ListOptions],
     ) -> list[Obj]:
         """Cached objects of ``kind`` (fresh copies, ordered by key) that match every filter.
 
@@ -175,7 +174,8 @@ class Cache:
         answer (a non-exact field match), KeyError for a field without an index, OutOfScope for
         an unwatched namespace.
         """
-        labels = combined_selector(label_selector, match_labels)
+        labels = combined_selector(options.get("label_selector"), options.get("match_labels"))
+        field_selector = options.get("field_selector")
         fields = FieldSelector.parse(field_selector) if isinstance(field_selector, str) else field_selector
         informer = await self._synced_informer(kind, metadata_only)
         store = informer.store

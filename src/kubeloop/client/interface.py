@@ -20,7 +20,7 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.model import KubeObject
 from kubeloop.api.object import Obj
-from kubeloop.client.writeoptions import ApplyOptions, DeleteOptions, PatchOptions, WriteOptions
+from kubeloop.client.calloptions import ApplyOptions, DeleteOptions, ListOptions, PatchOptions, WriteOptions
 
 #: A kind: a GroupVersionKind, an object dict (its apiVersion/kind), a model class or a model.
 KindRef = GroupVersionKind | Mapping[str, Any] | type[KubeObject] | KubeObject
@@ -109,9 +109,7 @@ class Reader(Protocol):
         kind: type[M],
         *,
         namespace: str | None = None,
-        label_selector: str | LabelSelector | None = None,
-        match_labels: Mapping[str, str] | None = None,
-        field_selector: str | FieldSelector | None = None,
+        **options: Unpack[ListOptions],
     ) -> ObjectList[M]: ...
 
     @overload
@@ -120,9 +118,7 @@ class Reader(Protocol):
         kind: GroupVersionKind | Mapping[str, Any],
         *,
         namespace: str | None = None,
-        label_selector: str | LabelSelector | None = None,
-        match_labels: Mapping[str, str] | None = None,
-        field_selector: str | FieldSelector | None = None,
+        **options: Unpack[ListOptions],
     ) -> ObjectList[Obj]: ...
 
     async def list(
@@ -130,9 +126,7 @@ class Reader(Protocol):
         kind: KindRef,
         *,
         namespace: str | None = None,
-        label_selector: str | LabelSelector | None = None,
-        match_labels: Mapping[str, str] | None = None,
-        field_selector: str | FieldSelector | None = None,
+        **options: Unpack[ListOptions],
     ) -> ObjectList[Any]:
         """The objects of ``kind`` in ``namespace`` (None: every namespace) that match.
 
@@ -147,7 +141,7 @@ class Reader(Protocol):
 class Writer(Protocol):
     """controller-runtime's ``client.Writer`` (and its status writer: ``subresource="status"``).
 
-    Every write takes its verb's options as keywords (:mod:`kubeloop.client.writeoptions`):
+    Every write takes its verb's options as keywords (:mod:`kubeloop.client.calloptions`):
     ``dry_run``, ``field_manager`` and ``field_validation``; patch adds ``force``; deletes take
     ``propagation_policy``, ``preconditions``, ``grace_period_seconds`` and ``dry_run``.
     """

@@ -34,6 +34,15 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.model import KubeModel, KubeObject, as_dict
 from kubeloop.api.object import Obj
+from kubeloop.client.calloptions import (
+    ApplyOptions,
+    DeleteOptions,
+    ListOptions,
+    PatchOptions,
+    WriteOptions,
+    delete_body,
+    write_params,
+)
 from kubeloop.client.config import ClientConfig, Credentials, ssl_context
 from kubeloop.client.connectionpool import BodyStream, ConnectionPool, Response
 from kubeloop.client.fence import check_write
@@ -41,14 +50,6 @@ from kubeloop.client.interface import KindRef, M, ObjectList, ObjectRef, gvk_of,
 from kubeloop.client.ratelimit import TokenBucket
 from kubeloop.client.restmapper import ResourceMapping, RESTMapper
 from kubeloop.client.watch import Watch, WatchOptions
-from kubeloop.client.writeoptions import (
-    ApplyOptions,
-    DeleteOptions,
-    PatchOptions,
-    WriteOptions,
-    delete_body,
-    write_params,
-)
 from kubeloop.jitter import uniform
 
 if TYPE_CHECKING:
@@ -200,12 +201,10 @@ class APIClient:
         kind: KindRef,
         *,
         namespace: str | None = None,
-        label_selector: str | LabelSelector | None = None,
-        match_labels: Mapping[str, str] | None = None,
-        field_selector: str | FieldSelector | None = None,
         resource_version: str | None = None,
         page_size: int | None = 500,
         metadata_only: Literal[True],
+        **options: Unpack[ListOptions],
     ) -> ObjectList[Obj]: ...
 
     @overload
@@ -214,12 +213,10 @@ class APIClient:
         kind: type[M],
         *,
         namespace: str | None = None,
-        label_selector: str | LabelSelector | None = None,
-        match_labels: Mapping[str, str] | None = None,
-        field_selector: str | FieldSelector | None = None,
         resource_version: str | None = None,
         page_size: int | None = 500,
         metadata_only: Literal[False] = False,
+        **options: Unpack[ListOptions],
     ) -> ObjectList[M]: ...
 
     @overload
@@ -228,12 +225,10 @@ class APIClient:
         kind: GroupVersionKind | Mapping[str, Any],
         *,
         namespace: str | None = None,
-        label_selector: str | LabelSelector | None = None,
-        match_labels: Mapping[str, str] | None = None,
-        field_selector: str | FieldSelector | None = None,
         resource_version: str | None = None,
         page_size: int | None = 500,
         metadata_only: bool = False,
+        **options: Unpack[ListOptions],
     ) -> ObjectList[Obj]: ...
 
     async def list(
@@ -241,12 +236,10 @@ class APIClient:
         kind: KindRef,
         *,
         namespace: str | None = None,
-        label_selector: str | LabelSelector | None = None,
-        match_labels: Mapping[str, str] | None = None,
-        field_selector: str | FieldSelector | None = None,
         resource_version: str | None = None,
         page_size: int | None = 500,
         metadata_only: bool = False,
+        **options: Unpack[ListOptions],
     ) -> ObjectList[Any]:
         """All objects (``namespace=None``: across all namespaces) matching the selectors.
 
@@ -259,8 +252,8 @@ class APIClient:
         listed = await self._list_dict(
             kind,
             namespace=namespace,
-            label_selector=_label_selector(label_selector, match_labels),
-            field_selector=str(field_selector) if field_selector is not None else None,
+            label_selector=_label_selector(options.get("label_selector"), options.get("match_labels")),
+            field_selector=_field_selector(options.get("field_selector")),
             resource_version=resource_version,
             page_size=page_size,
             metadata_only=metadata_only,
@@ -855,6 +848,10 @@ def _label_selector(
     if match_labels:
         terms.append(str(LabelSelector.validated_from_set(match_labels)))
     return ",".join(terms) or None
+
+
+def _field_selector(selector: str | FieldSelector | None) -> str | None:
+    return str(selector) if selector is not None else None
 
 
 def _selector_params(

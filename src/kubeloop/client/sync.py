@@ -23,11 +23,11 @@ from typing import Any, TypeVar, Unpack
 from kubeloop.api.fields import FieldSelector
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
+from kubeloop.client.calloptions import ApplyOptions, DeleteOptions, PatchOptions, WriteOptions
 from kubeloop.client.config import ClientConfig
 from kubeloop.client.interface import KindRef, ObjectList, ObjectRef
 from kubeloop.client.rest import APIClient, PatchType
 from kubeloop.client.watch import WatchEvent
-from kubeloop.client.writeoptions import ApplyOptions, DeleteOptions, PatchOptions, WriteOptions
 
 T = TypeVar("T")
 

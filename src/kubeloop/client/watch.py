@@ -36,6 +36,7 @@ class WatchTransport(Protocol):
         self, path: str, params: Mapping[str, str], *, timeout: float | None = ..., accept: str = ...
     ) -> BodyStream: ...
 
+
 log = logging.getLogger("kubeloop.client.watch")
 
 

@@ -14,14 +14,13 @@ the plain API client, for reads that must see the server's latest state.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, Unpack, overload
 
-from kubeloop.api.fields import FieldSelector
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.api.labels import LabelSelector
 from kubeloop.api.model import KubeObject
 from kubeloop.api.object import Obj
 from kubeloop.cache.cache import Cache
+from kubeloop.client.calloptions import ListOptions
 from kubeloop.client.interface import Client, KindRef, M, ObjectList, model_class
 from kubeloop.client.rest import APIClient
 
@@ -89,11 +88,9 @@ class CachedClient:
         kind: KindRef,
         *,
         namespace: str | None = None,
-        label_selector: str | LabelSelector | None = None,
-        match_labels: Mapping[str, str] | None = None,
-        field_selector: str | FieldSelector | None = None,
         index: tuple[str, str] | None = None,
         metadata_only: Literal[True],
+        **options: Unpack[ListOptions],
     ) -> ObjectList[Obj]: ...
 
     @overload
@@ -102,11 +99,9 @@ class CachedClient:
         kind: type[M],
         *,
         namespace: str | None = None,
-        label_selector: str | LabelSelector | None = None,
-        match_labels: Mapping[str, str] | None = None,
-        field_selector: str | FieldSelector | None = None,
         index: tuple[str, str] | None = None,
         metadata_only: Literal[False] = False,
+        **options: Unpack[ListOptions],
     ) -> ObjectList[M]: ...
 
     @overload
@@ -115,11 +110,9 @@ class CachedClient:
         kind: GroupVersionKind | Mapping[str, Any],
         *,
         namespace: str | None = None,
-        label_selector: str | LabelSelector | None = None,
-        match_labels: Mapping[str, str] | None = None,
-        field_selector: str | FieldSelector | None = None,
         index: tuple[str, str] | None = None,
         metadata_only: bool = False,
+        **options: Unpack[ListOptions],
     ) -> ObjectList[Obj]: ...
 
     async def list(
@@ -127,21 +120,17 @@ class CachedClient:
         kind: KindRef,
         *,
         namespace: str | None = None,
-        label_selector: str | LabelSelector | None = None,
-        match_labels: Mapping[str, str] | None = None,
-        field_selector: str | FieldSelector | None = None,
         index: tuple[str, str] | None = None,
         metadata_only: bool = False,
+        **options: Unpack[ListOptions],
     ) -> ObjectList[Any]:
         """Cached objects of ``kind`` matching every filter (see ``Cache.list``), ordered by key."""
         objects = await self.cache.list(
             kind,
             namespace=namespace,
-            label_selector=label_selector,
-            match_labels=match_labels,
-            field_selector=field_selector,
             index=index,
             metadata_only=metadata_only,
+            **options,
         )
         cls = None if metadata_only else model_class(kind)
         if cls is not None:

@@ -17,8 +17,8 @@ from typing import Any
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
+from kubeloop.client.calloptions import Preconditions
 from kubeloop.client.rest import APIClient
-from kubeloop.client.writeoptions import Preconditions
 
 POD = GroupVersionKind("", "v1", "Pod")
 

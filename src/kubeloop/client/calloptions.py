@@ -1,18 +1,33 @@
-"""The options of client writes, said once for the protocol and every client that implements it.
+"""The options of client calls, said once for the protocol and every client that implements it.
 
-controller-runtime gives each verb an options struct (``CreateOptions``, ``PatchOptions``,
-``DeleteOptions``…); here they are ``TypedDict``\\ s taken as keywords, so ``client.create(obj,
-dry_run=True, field_manager="me")`` reads as before and a type checker still knows every name.
-The functions at the bottom turn them into what goes on the wire: query parameters for create,
-update and patch, a ``DeleteOptions`` body for deletes.
+controller-runtime gives each verb an options struct (``ListOptions``, ``CreateOptions``,
+``PatchOptions``, ``DeleteOptions``…); here they are ``TypedDict``\\ s taken as keywords, so
+``client.create(obj, dry_run=True, field_manager="me")`` reads as before and a type checker still
+knows every name. The functions at the bottom turn them into what goes on the wire: query
+parameters for create, update and patch, a ``DeleteOptions`` body for deletes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypedDict
 
+from kubeloop.api.fields import FieldSelector
+from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
+
+
+class ListOptions(TypedDict, total=False):
+    """Which objects a list answers, on every client (controller-runtime's ``ListOptions``)."""
+
+    #: Selector text (``"app=web,tier in (a,b)"``) or a ``LabelSelector``.
+    label_selector: str | LabelSelector | None
+    #: Labels that must all be equal (ANDed with ``label_selector``).
+    match_labels: Mapping[str, str] | None
+    #: ``"metadata.name=web"``; the cache answers only exact matches on names, namespaces and
+    #: indexed fields.
+    field_selector: str | FieldSelector | None
 
 
 class ApplyOptions(TypedDict, total=False):

@@ -209,6 +209,15 @@ async def test_which_credential_source(tmp_path: pathlib.Path) -> None:
     assert isinstance(load({"exec": plugin}).credentials, ExecCredentials)
     assert load({}).credentials is None
 
+    # with_token: the same cluster settings, a bearer token instead of whatever was there.
+    as_account = certificate.with_token("service-account-token")
+    assert await as_account.credentials.get() == Credentials(token="service-account-token")  # type: ignore[union-attr]
+    assert (as_account.server, as_account.ca_pem, as_account.namespace) == (
+        certificate.server,
+        certificate.ca_pem,
+        certificate.namespace,
+    )
+
 
 def test_config_errors_name_the_problem(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "config"

@@ -22,7 +22,7 @@ import os
 import ssl
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -84,6 +84,12 @@ class ClientConfig:
     1.29 where API Priority and Fairness on the server does the limiting."""
     burst: int = 10
     """Requests allowed at once above ``qps`` (client-go default 10)."""
+
+    def with_token(self, token: str) -> ClientConfig:
+        """The same server, CA and settings, authenticating with the bearer ``token`` instead
+        (client-go: a ``rest.Config`` with ``BearerToken``) — how a test acts as a ServiceAccount
+        whose token it asked for."""
+        return replace(self, credentials=StaticCredentials(Credentials(token=token)))
 
 
 # ---------------------------------------------------------------------------- loading

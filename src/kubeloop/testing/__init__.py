@@ -8,6 +8,8 @@ uses against a cluster:
   for it) and ``kube_namespace`` (a fresh namespace per test);
 - :func:`start_server` / :class:`ServerThread` run the server outside pytest fixtures (on its
   own loop in a thread, so kubectl and blocking clients can use it too);
+  ``start_server(simulate=True, simulation=SimulationOptions(...))`` adds a node whose pods run
+  and end, and workload controllers (:class:`SimulationOptions`: their timings);
 - :func:`settled` waits until the operator has nothing left to do (caches current, queues
   empty, no reconcile running), so that a test can show something did *not* happen;
 - :func:`eventually` waits until what the operator does can be seen::
@@ -19,8 +21,9 @@ uses against a cluster:
           await eventually(lambda: kube_client.get(kinds.Deployment, "web", namespace=kube_namespace))
 """
 
+from kubeloop.apiserver.controllers.simulation import SimulationOptions
 from kubeloop.testing.polling import eventually
 from kubeloop.testing.serverthread import ServerThread, start_server
 from kubeloop.testing.settle import settled
 
-__all__ = ["ServerThread", "eventually", "settled", "start_server"]
+__all__ = ["ServerThread", "SimulationOptions", "eventually", "settled", "start_server"]

@@ -11,12 +11,12 @@ import subprocess
 import sys
 
 import pytest
+from agentobjects import agent, runtime
 
 import kubeloop
 from kubeloop.cli.demo import load_samples
-from tests.agents.conftest import agent, runtime
+from kubeloop.testing import ServerThread
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
-from tests.conftest import ServerThread
 
 AGENTS = pathlib.Path(__file__).parents[2] / "examples" / "agents"
 

@@ -7,7 +7,6 @@ Lease and carries on."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import pathlib
 import subprocess
@@ -18,14 +17,12 @@ from typing import Any
 import agentplatform
 import pytest
 import yaml
+from agentobjects import agent, agent_run, exists, finished, ready, runtime
 from agentplatform.api.v1alpha1 import Agent, AgentRun, AgentSchedule
 
 import kubeloop
 from kubeloop import kinds
-from kubeloop.client.config import load_kubeconfig
-from kubeloop.client.credentials import Credentials, StaticCredentials
-from kubeloop.testing import eventually
-from tests.agents.conftest import ServerThread, agent, agent_run, exists, finished, ready, runtime
+from kubeloop.testing import ServerThread, eventually
 
 AGENTS = pathlib.Path(__file__).parents[2] / "examples" / "agents"
 
@@ -81,10 +78,8 @@ async def test_the_operator_runs_as_a_service_account_bound_to_only_that_role(
     issued = await client.create(
         token_request, of=kinds.ServiceAccount, name="operator", subresource="token", namespace=namespace
     )
-    config = load_kubeconfig(cluster.kubeconfig)
-    config = dataclasses.replace(
-        config, credentials=StaticCredentials(Credentials(token=issued["status"]["token"]))
-    )
+    config = kubeloop.load_config(cluster.kubeconfig)
+    config = config.with_token(issued["status"]["token"])
     async with kubeloop.APIClient(config) as operator_client:
         with pytest.raises(kubeloop.errors.Forbidden):  # the server enforces RBAC: nothing yet
             await operator_client.list(Agent, namespace=namespace)

@@ -7,18 +7,15 @@ MCP server writes nothing."""
 
 from __future__ import annotations
 
-import pathlib
-
 import agentplatform
 import pytest
+from agentobjects import agent, assert_writes_nothing, condition, exists, pod_hash, ready, runtime
 from agentplatform.api.v1alpha1 import Agent, AgentRun, AgentSchedule, MCPServer, ServingRuntime
 from agentplatform.controllers.builders import CONFIG_HASH, skills_volume
 
 import kubeloop
 from kubeloop import kinds
-from kubeloop.client.config import load_kubeconfig
 from kubeloop.testing import eventually
-from tests.agents.conftest import agent, assert_writes_nothing, condition, exists, pod_hash, ready, runtime
 
 
 async def test_an_agent_becomes_ready_with_everything_it_owns(
@@ -217,49 +214,6 @@ async def test_a_deleted_agent_takes_its_objects_runs_and_schedules(
             assert not await exists(client, kind, name, namespace), (kind, name)
 
     await eventually(gone, timeout=20)
-
-
-async def test_the_operator_rides_out_a_sigkilled_durable_server(tmp_path: pathlib.Path) -> None:
-    """The operator against `kubeloop apiserver --simulate --data-dir` that is SIGKILLed after an
-    agent is Ready and restarted on the same directory and port: the operator's watches resume,
-    a runtime edit made after the restart rolls the agent, and the agent is Ready again."""
-    import signal
-    import socket
-
-    from tests.apiserver.storage.test_durability import apiserver
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = str(probe.getsockname()[1])
-    data = tmp_path / "data"
-    with apiserver(data, "--simulate", "--port", port) as (proc, _):
-        client = kubeloop.APIClient(load_kubeconfig(str(data / "kubeconfig")))
-        await kubeloop.crd.install_crds(client, *agentplatform.CUSTOM_RESOURCES)
-        manager = kubeloop.Manager(client)
-        agentplatform.setup(manager)
-        async with manager:
-            await client.create(runtime("durable-rt"))
-            await client.create(agent("survivor", "default", "durable-rt"))
-            await ready(client, "survivor", "default")
-            before = await pod_hash(client, "survivor", "default")
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
-            with apiserver(data, "--simulate", "--port", port):
-                patch = {"spec": {"image": "ghcr.io/example/agent:2"}}
-                await eventually(lambda: client.patch(ServingRuntime, "durable-rt", patch), timeout=20)
-
-                async def rolled() -> None:
-                    assert await pod_hash(client, "survivor", "default") != before
-
-                await eventually(rolled, timeout=30)
-
-                async def ready_on_the_new_hash() -> None:
-                    found = await ready(client, "survivor", "default")
-                    assert found.status is not None
-                    assert found.status.config_hash == await pod_hash(client, "survivor", "default")
-
-                await eventually(ready_on_the_new_hash, timeout=30)
-        await client.close()
 
 
 async def test_names_the_platform_cannot_use_are_refused_at_the_api(

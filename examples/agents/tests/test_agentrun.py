@@ -6,17 +6,9 @@ Invalid, without a retry loop."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import agentplatform
 import pytest
-from agentplatform.api.v1alpha1 import Agent, AgentRun
-
-import kubeloop
-from kubeloop import kinds
-from kubeloop.client.credentials import Credentials, StaticCredentials
-from kubeloop.testing import eventually
-from tests.agents.conftest import (
+from agentobjects import (
     agent,
     agent_run,
     assert_writes_nothing,
@@ -25,6 +17,11 @@ from tests.agents.conftest import (
     finished,
     runtime,
 )
+from agentplatform.api.v1alpha1 import Agent, AgentRun
+
+import kubeloop
+from kubeloop import kinds
+from kubeloop.testing import eventually
 
 
 async def test_a_run_snapshots_its_agent_and_succeeds_with_the_pods_answer(
@@ -91,12 +88,7 @@ async def test_a_run_snapshots_its_agent_and_succeeds_with_the_pods_answer(
     await client.create(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "not-yours", "namespace": namespace}}
     )
-    as_run = kubeloop.APIClient(
-        dataclasses.replace(
-            client.config,
-            credentials=StaticCredentials(Credentials(token=token["status"]["token"])),
-        )
-    )
+    as_run = kubeloop.APIClient(client.config.with_token(token["status"]["token"]))
     user = f"system:serviceaccount:{namespace}:ask"
     async with as_run:
         for name in ("ask-input", "skillpack-k8s"):

@@ -17,13 +17,13 @@ from typing import Any
 
 import agentplatform
 import pytest
+from agentobjects import agent, runtime, writes
 from agentplatform.api.v1alpha1 import AgentRun, AgentSchedule
 from agentplatform.controllers.agentschedule import SCHEDULE_LABEL, AgentScheduleReconciler, run_name
 
 import kubeloop
 from kubeloop import kinds
 from kubeloop.testing import eventually
-from tests.agents.conftest import agent, runtime, writes
 
 
 class FakeClock:

@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 import agentplatform
+from agentobjects import agent, assert_writes_nothing, ready, runtime
 from agentplatform.api.v1alpha1 import Agent, AgentSchedule, PersonaPack
 
 import kubeloop
 from kubeloop.testing import eventually
-from tests.agents.conftest import agent, assert_writes_nothing, ready, runtime
 
 
 def pack(namespace: str, runtime_name: str, agents: list[str], schedules: dict[str, str]) -> dict[str, Any]:

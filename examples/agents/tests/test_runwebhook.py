@@ -13,12 +13,12 @@ import agentplatform
 import aiohttp
 import orjson
 import pytest
+from agentobjects import agent, finished, runtime
 from agentplatform.api.v1alpha1 import AgentRun
 from agentplatform.controllers.runwebhook import TRIGGER_LABEL, WebhookOptions, run_name
 
 import kubeloop
 from kubeloop.testing import eventually, settled
-from tests.agents.conftest import agent, finished, runtime
 
 TOKEN = "s3cret-token"
 

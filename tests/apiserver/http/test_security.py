@@ -22,8 +22,8 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kubeloop.apiserver import certs, kubeconfig
-from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.http.authentication import USER, Authenticator, auth_middleware
+from kubeloop.apiserver.userinfo import UserInfo
 from tests.conftest import https_get
 from tests.kubectl_finder import newest_kubectl
 

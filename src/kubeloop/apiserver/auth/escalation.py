@@ -25,7 +25,7 @@ from kubeloop import errors
 from kubeloop.api.naming import go_quote
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.auth.rbacauthorizer import RBAC_GROUP, SUPERUSER_GROUP, Attributes, RBACAuthorizer
-from kubeloop.apiserver.auth.user import UserInfo
+from kubeloop.apiserver.userinfo import UserInfo
 
 __all__ = ["EscalationGuard", "compact", "compact_string", "uncovered"]
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from kubeloop import errors
 from kubeloop.apiserver.auth.rbacauthorizer import Attributes, RBACAuthorizer
-from kubeloop.apiserver.auth.user import UserInfo
+from kubeloop.apiserver.userinfo import UserInfo
 
 USER_HEADER = "Impersonate-User"
 GROUP_HEADER = "Impersonate-Group"

@@ -19,9 +19,9 @@ from typing import Any
 from kubeloop import errors
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.storage.watchcache import ObjectStore
+from kubeloop.apiserver.userinfo import UserInfo
 
 SUPERUSER_GROUP = "system:masters"
 RBAC_GROUP = "rbac.authorization.k8s.io"

@@ -13,8 +13,8 @@ from typing import Any
 from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.auth.rbacauthorizer import Attributes, RBACAuthorizer
-from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.catalog.resources import ResourceType
+from kubeloop.apiserver.userinfo import UserInfo
 
 #: Judges a TokenReview's token for its audiences: (user, audiences it is valid for) or None.
 TokenReviewer = Callable[[str, list[str]], tuple[UserInfo, list[str]] | None]

@@ -27,7 +27,7 @@ from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.auth.rbacauthorizer import service_account_user
-from kubeloop.apiserver.auth.user import UserInfo
+from kubeloop.apiserver.userinfo import UserInfo
 
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 AUDIENCE = ISSUER

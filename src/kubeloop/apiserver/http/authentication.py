@@ -20,8 +20,8 @@ from aiohttp import web
 from kubeloop import errors
 from kubeloop.apiserver.auth.impersonation import GROUP_HEADER, USER_HEADER, impersonated
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
-from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.http.http1 import HTTPRequest
+from kubeloop.apiserver.userinfo import UserInfo
 
 AUTHENTICATED_GROUP = "system:authenticated"
 R = TypeVar("R", bound=HTTPRequest)

@@ -32,7 +32,7 @@ class StatusCause:
     field: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        out = {"reason": self.type, "message": self.message}
+        out = {"reason": self.type, "message": self.message} if self.type else {"message": self.message}
         if self.field:
             out["field"] = self.field
         return out
@@ -315,6 +315,12 @@ def invalid(group: str, kind: str, name: str, causes: list[StatusCause]) -> Inva
     joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
     label = f"{kind}.{group}" if group else kind
     return Invalid(f'{label} "{name}" is invalid: {joined}', name=name, group=group, kind=kind, causes=causes)
+
+
+def internal_error(detail: str) -> InternalError:
+    """500 for what went wrong inside the server (or a webhook it called), worded as upstream's
+    ``NewInternalError``: the detail in the message and as the one cause."""
+    return InternalError(f"Internal error occurred: {detail}", causes=[StatusCause("", detail, "")])
 
 
 def expired(requested: int, oldest: int) -> ResourceExpired:

@@ -4,6 +4,7 @@ and the body; the deleted object, or the Success Status some kinds answer with.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
@@ -11,6 +12,7 @@ from aiohttp import web
 from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import decoding
+from kubeloop.apiserver.http.authentication import USER
 from kubeloop.apiserver.http.http1 import HTTPRequest
 from kubeloop.apiserver.http.negotiation import (
     object_response,
@@ -66,6 +68,11 @@ async def delete_collection(scope: Scope, request: HTTPRequest, target: Target) 
 
 
 async def delete_options(request: HTTPRequest) -> DeleteOptions:
+    """The request's DeleteOptions (body and query), and who asks."""
+    return replace(await _delete_options_of(request), user=request.get(USER))
+
+
+async def _delete_options_of(request: HTTPRequest) -> DeleteOptions:
     query = request.query
     body: Obj = {}
     if request.can_read_body:

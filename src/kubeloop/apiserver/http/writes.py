@@ -43,12 +43,12 @@ async def offloaded(scope: Scope, raw: bytes, work: Callable[[], Awaitable[T]]) 
 
 
 def write_options_for(scope: Scope, request: HTTPRequest, target: Target) -> WriteOptions:
-    """The request's write options, with RBAC's escalation check as the admission of writes
-    of roles and bindings by anyone outside ``system:masters``."""
-    options = write_options(request)
+    """The request's write options and who asks, with RBAC's escalation check as the admission
+    of writes of roles and bindings by anyone outside ``system:masters``."""
+    user = request.get(USER)
+    options = replace(write_options(request), user=user)
     if scope.authorizer is None or target.resource.group != RBAC_GROUP:
         return options
-    user = request.get(USER)
     if user is None or SUPERUSER_GROUP in user.groups:
         return options
     guard = EscalationGuard(scope.authorizer, user, target.resource.plural, target.namespace or "")

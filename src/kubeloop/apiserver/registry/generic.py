@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from kubeloop import errors
@@ -25,6 +26,13 @@ from kubeloop.apiserver.catalog.mediatypes import APPLY_PATCH, JSON_PATCH
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.patch import fieldmanager
 from kubeloop.apiserver.registry import listing, patching
+from kubeloop.apiserver.registry.admissionhooks import (
+    CREATE,
+    DELETE,
+    UPDATE,
+    Admission,
+    AdmissionAttributes,
+)
 from kubeloop.apiserver.registry.serviceips import ServiceAllocator
 from kubeloop.apiserver.registry.strategies import Strategy, builtin_strategy
 from kubeloop.apiserver.registry.verboptions import (
@@ -37,6 +45,7 @@ from kubeloop.apiserver.registry.verboptions import (
     propagation_policy,
 )
 from kubeloop.apiserver.storage.watchcache import ObjectStore, PreconditionFailed
+from kubeloop.apiserver.userinfo import UserInfo
 from kubeloop.uuids import random_uuid
 
 T = TypeVar("T")
@@ -56,6 +65,19 @@ class Registry:
         self._set_strategies: dict[tuple[str, str, str], Strategy] = {}  # custom resources' (set_strategy)
         #: Cluster IPs and node ports of Services.
         self.services = ServiceAllocator(store)
+        #: The admission chain every write goes through (webhooks; None: none).
+        self.admission: Admission | None = None
+        self._commit_listeners: dict[tuple[str, str], list[Callable[[], None]]] = {}
+
+    def add_commit_listener(self, group: str, plural: str, listener: Callable[[], None]) -> None:
+        """Call ``listener`` whenever a write of the resource ``group``/``plural`` (any version)
+        has committed, before it is answered: what keeps a cache of such objects current."""
+        self._commit_listeners.setdefault((group, plural), []).append(listener)
+
+    def _committed(self, strategy: Strategy, obj: Obj | None, old: Obj | None) -> None:
+        strategy.after_commit(obj, old)
+        for listener in self._commit_listeners.get((strategy.resource.group, strategy.resource.plural), ()):
+            listener()
 
     # ------------------------------------------------------------ strategies
 
@@ -284,6 +306,91 @@ class Registry:
                     ],
                 )
 
+    # ------------------------------------------------------------ admission
+
+    def _admits(self, resource: ResourceType, user: UserInfo | None) -> bool:
+        """Whether a write of ``resource`` by ``user`` goes through admission: requests a client
+        made do, when anything is configured for the resource."""
+        return self.admission is not None and user is not None and self.admission.covers(resource)
+
+    def _attributes(
+        self,
+        resource: ResourceType,
+        operation: str,
+        obj: Obj,
+        options: WriteOptions,
+        *,
+        subresource: str,
+        patch: bool,
+    ) -> AdmissionAttributes:
+        metadata = obj.get("metadata") or {}
+        return AdmissionAttributes(
+            resource=resource,
+            subresource=subresource,
+            operation=operation,
+            name=str(metadata.get("name") or ""),
+            namespace=str(metadata.get("namespace") or "") if resource.namespaced else "",
+            user=options.user,
+            dry_run=options.dry_run,
+            options=options.admission_options(operation, patch=patch),
+        )
+
+    async def _mutated(
+        self,
+        resource: ResourceType,
+        operation: str,
+        obj: Obj,
+        old: Obj | None,
+        options: WriteOptions,
+        *,
+        subresource: str,
+        patch: bool,
+    ) -> tuple[Obj, list[str]]:
+        """``obj`` (stored form) as mutating admission leaves it, and the warnings it gave.
+
+        A changed object is decoded again as the kind's type (what a webhook added that the
+        type does not have is dropped, a value of the wrong type is an internal error, as
+        upstream's decoding of a webhook's patch) and defaulted again; its managedFields stay as
+        recorded before admission."""
+        assert self.admission is not None
+        served = self._served_while_writing(resource, obj)
+        served_old = self.to_served(resource, old) if old is not None else None
+        attributes = self._attributes(resource, operation, obj, options, subresource=subresource, patch=patch)
+        mutated, warnings = await self.admission.mutate(attributes, served, served_old)
+        if mutated is None or mutated is served:
+            return obj, warnings
+        managed = (obj.get("metadata") or {}).get("managedFields")
+        lenient = replace(options, field_validation="Ignore", duplicate_fields=())
+        try:
+            decoded, _ = self._decode(resource, mutated, lenient, subresource=subresource, owned=True)
+        except errors.BadRequest as error:
+            raise errors.internal_error(error.message) from None
+        changed = self.to_stored(resource, decoded)
+        if managed is None:
+            changed["metadata"].pop("managedFields", None)
+        else:
+            changed["metadata"]["managedFields"] = managed
+        self.strategy(resource).default(changed)
+        return changed, warnings
+
+    async def _validated(
+        self,
+        resource: ResourceType,
+        operation: str,
+        served: Obj,
+        served_old: Obj | None,
+        options: WriteOptions,
+        *,
+        subresource: str,
+        patch: bool,
+    ) -> list[str]:
+        """Validating admission of the object about to be written: the warnings it gave."""
+        assert self.admission is not None
+        attributes = self._attributes(
+            resource, operation, served, options, subresource=subresource, patch=patch
+        )
+        return await self.admission.validate(attributes, served, served_old)
+
     async def create(
         self,
         resource: ResourceType,
@@ -292,7 +399,10 @@ class Registry:
         options: WriteOptions,
         *,
         managed: list[fieldmanager.ManagedEntry] | None = None,
+        patch: bool = False,
     ) -> WriteResult:
+        """Create an object. ``managed``: its managedFields as an apply recorded them;
+        ``patch``: the create is an apply's (admission is told of PatchOptions)."""
         obj, warnings = self._decode(resource, body, options)
         obj = self.to_stored(resource, obj)
         metadata: Obj = obj["metadata"]
@@ -307,6 +417,17 @@ class Registry:
             "generation",
         ):
             metadata.pop(key, None)
+        strategy = self.strategy(resource)
+        if self._admits(resource, options.user):
+            # Mutating admission sees the decoded, defaulted object, before the strategy
+            # prepares it, its name is generated and its uid set (upstream's order).
+            strategy.default(obj)
+            obj, admitted = await self._mutated(
+                resource, CREATE, obj, None, options, subresource="", patch=patch
+            )
+            warnings = warnings + admitted
+            metadata = obj["metadata"]
+            self._check_namespace(resource, namespace, obj, creating=True)
         generate_name = metadata.get("generateName")
         if not metadata.get("name") and not generate_name:
             raise errors.invalid(
@@ -325,7 +446,6 @@ class Registry:
         metadata["creationTimestamp"] = timestamps.now()
         if resource.tracks_generation:
             metadata["generation"] = 1
-        strategy = self.strategy(resource)
         strategy.prepare_for_create(obj)
         strategy.default(obj)
         if managed is None:
@@ -346,6 +466,10 @@ class Registry:
                     continue
                 raise errors.already_exists(resource.group, resource.plural, metadata["name"])
             break
+        if self._admits(resource, options.user):
+            warnings = warnings + await self._validated(
+                resource, CREATE, served, None, options, subresource="", patch=patch
+            )
         strategy.finish(obj, None)
         if options.dry_run:
             return WriteResult(self.to_served(resource, obj), warnings, created=True)
@@ -353,7 +477,7 @@ class Registry:
             event = await self.store.write(key, obj, expected_revision=0)
         except PreconditionFailed:
             raise errors.already_exists(resource.group, resource.plural, metadata["name"]) from None
-        strategy.after_commit(event.obj, None)
+        self._committed(strategy, event.obj, None)
         return WriteResult(self.to_served(resource, event.obj), warnings, created=True)
 
     async def _guaranteed(
@@ -489,7 +613,7 @@ class Registry:
         if rv and listing.parse_resource_version(rv) != current.revision:
             raise errors.conflict(resource.group, resource.plural, name)
         return await self._finish_update(
-            resource, key, current.obj, current.revision, obj, options, warnings, subresource
+            resource, key, current.obj, current.revision, obj, options, warnings, subresource, patch=True
         )
 
     async def _apply(
@@ -541,7 +665,9 @@ class Registry:
         if current is None:
             result.obj.setdefault("metadata", {})["namespace"] = namespace
             try:
-                created = await self.create(resource, namespace, result.obj, options, managed=result.entries)
+                created = await self.create(
+                    resource, namespace, result.obj, options, managed=result.entries, patch=True
+                )
             except errors.AlreadyExists:
                 raise _StaleRead from None  # created meanwhile: apply to it
             return WriteResult(created.obj, warnings + created.warnings, created=True)
@@ -557,27 +683,17 @@ class Registry:
             warnings,
             subresource,
             managed=result.entries,
+            patch=True,
         )
 
-    async def _finish_update(
-        self,
-        resource: ResourceType,
-        key: str,
-        old: Obj,
-        old_revision: int,
-        new: Obj,
-        options: WriteOptions,
-        warnings: list[str],
-        subresource: str,
-        *,
-        managed: list[fieldmanager.ManagedEntry] | None = None,
-    ) -> WriteResult:
+    def _prepared_update(
+        self, resource: ResourceType, strategy: Strategy, new: Obj, old: Obj, subresource: str
+    ) -> Obj:
+        """``new`` as an update through ``subresource`` may leave it: what the strategy keeps,
+        the metadata no update may change taken from ``old``, defaulted."""
         old_meta: Obj = old.get("metadata") or {}
-        sent_managed = (new.get("metadata") or {}).get("managedFields")
-        strategy = self.strategy(resource)
         new = strategy.prepare_for_update(new, old, subresource)
         meta: Obj = new["metadata"]
-        # Fields no update may change.
         for immutable in (
             "uid",
             "creationTimestamp",
@@ -596,6 +712,35 @@ class Registry:
         # Every write is defaulted, a subresource's too: upstream decodes the patched or sent
         # object with the kind's defaults (a status field's default included) whatever the path.
         strategy.default(new)
+        return new
+
+    async def _finish_update(
+        self,
+        resource: ResourceType,
+        key: str,
+        old: Obj,
+        old_revision: int,
+        new: Obj,
+        options: WriteOptions,
+        warnings: list[str],
+        subresource: str,
+        *,
+        managed: list[fieldmanager.ManagedEntry] | None = None,
+        patch: bool = False,
+    ) -> WriteResult:
+        old_meta: Obj = old.get("metadata") or {}
+        sent_managed = (new.get("metadata") or {}).get("managedFields")
+        strategy = self.strategy(resource)
+        new = self._prepared_update(resource, strategy, new, old, subresource)
+        if self._admits(resource, options.user):
+            new, admitted = await self._mutated(
+                resource, UPDATE, new, old, options, subresource=subresource, patch=patch
+            )
+            warnings = warnings + admitted
+            # What admission changed is held to the same rules as the request (status through
+            # /status only, the fields no update may change).
+            new = self._prepared_update(resource, strategy, new, old, subresource)
+        meta: Obj = new["metadata"]
         if resource.tracks_generation and subresource == "" and strategy.generation_changed(old, new):
             meta["generation"] = int(old_meta.get("generation", 0)) + 1
         served_old = self.to_served(resource, old)
@@ -626,6 +771,10 @@ class Registry:
         self._validate(resource, served_new, served_old, subresource)
         if options.admit is not None:
             options.admit(served_new, served_old)
+        if self._admits(resource, options.user):
+            warnings = warnings + await self._validated(
+                resource, UPDATE, served_new, served_old, options, subresource=subresource, patch=patch
+            )
         strategy.finish(new, old)
         if not meta.get("finalizers"):
             meta.pop("finalizers", None)
@@ -644,12 +793,12 @@ class Registry:
         try:
             if deleting:
                 event = await self.store.write(key, None, expected_revision=old_revision)
-                strategy.after_commit(None, old)
+                self._committed(strategy, None, old)
                 return WriteResult(self.to_served(resource, _merge_final(event.obj, new)), warnings)
             event = await self.store.write(key, new, expected_revision=old_revision)
         except PreconditionFailed:
             raise _StaleRead from None
-        strategy.after_commit(event.obj, old)
+        self._committed(strategy, event.obj, old)
         return WriteResult(self.to_served(resource, event.obj), warnings)
 
     # ------------------------------------------------------------ scale subresource
@@ -764,6 +913,20 @@ class Registry:
         strategy = self.strategy(resource)
         strategy.check_delete(name)
         policy = propagation_policy(resource, options)
+        if self.admission is not None and self._admits(resource, options.user):
+            served = self.to_served(resource, obj)
+            attributes = AdmissionAttributes(
+                resource=resource,
+                subresource="",
+                operation=DELETE,
+                name=name,
+                namespace=(namespace or "") if resource.namespaced else "",
+                user=options.user,
+                dry_run=options.dry_run,
+                options=options.admission_options(),
+            )
+            await self.admission.mutate(attributes, None, served)
+            await self.admission.validate(attributes, None, served)
         finalizers = list(meta.get("finalizers") or ())
         if policy == "Orphan" and "orphan" not in finalizers:
             finalizers.append("orphan")
@@ -785,7 +948,7 @@ class Registry:
                 event = await self.store.write(key, None, expected_revision=current.revision)
             except PreconditionFailed:
                 raise _StaleRead from None
-            strategy.after_commit(None, obj)
+            self._committed(strategy, None, obj)
             return self.to_served(resource, event.obj), True
         new = copy.deepcopy(obj)
         new_meta: Obj = new["metadata"]
@@ -807,7 +970,7 @@ class Registry:
             event = await self.store.write(key, new, expected_revision=current.revision)
         except PreconditionFailed:
             raise _StaleRead from None
-        strategy.after_commit(event.obj, obj)
+        self._committed(strategy, event.obj, obj)
         return self.to_served(resource, event.obj), False
 
     async def delete_collection(

@@ -17,6 +17,7 @@ from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog.mediatypes import APPLY_PATCH
 from kubeloop.apiserver.catalog.resources import ResourceType
+from kubeloop.apiserver.userinfo import UserInfo
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,22 @@ class WriteOptions:
     #: be written and the one it replaces (None on create), both as served, once they are valid;
     #: raises an APIError to refuse the write (RBAC's escalation check).
     admit: Callable[[Obj, Obj | None], None] | None = None
+    #: Who asks (what admission webhooks are told; None: the server itself).
+    user: UserInfo | None = None
+
+    def admission_options(self, operation: str, *, patch: bool) -> Obj:
+        """The CreateOptions, UpdateOptions or PatchOptions an AdmissionRequest carries."""
+        kind = "PatchOptions" if patch else ("CreateOptions" if operation == "CREATE" else "UpdateOptions")
+        options: Obj = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+        if self.dry_run:
+            options["dryRun"] = ["All"]
+        if patch and self.force is not None:
+            options["force"] = self.force
+        if self.field_manager:
+            options["fieldManager"] = self.field_manager
+        if self.field_validation != "Warn":
+            options["fieldValidation"] = self.field_validation
+        return options
 
 
 @dataclass(frozen=True)
@@ -51,6 +68,31 @@ class DeleteOptions:
     precondition_uid: str | None = None
     precondition_resource_version: str | None = None
     grace_period_seconds: int | None = None
+    #: Who asks (what admission webhooks are told; None: the server itself).
+    user: UserInfo | None = None
+
+    def admission_options(self) -> Obj:
+        """The DeleteOptions an AdmissionRequest carries."""
+        options: Obj = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
+        if self.grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = self.grace_period_seconds
+        preconditions = {
+            key: value
+            for key, value in (
+                ("uid", self.precondition_uid),
+                ("resourceVersion", self.precondition_resource_version),
+            )
+            if value is not None
+        }
+        if preconditions:
+            options["preconditions"] = preconditions
+        if self.orphan_dependents is not None:
+            options["orphanDependents"] = self.orphan_dependents
+        if self.propagation_policy is not None:
+            options["propagationPolicy"] = self.propagation_policy
+        if self.dry_run:
+            options["dryRun"] = ["All"]
+        return options
 
 
 @dataclass(frozen=True)

@@ -278,9 +278,12 @@ class BuiltinStrategy(Strategy):
 
     def validate(self, obj: Obj) -> list[StatusCause]:
         causes = super().validate(obj)
-        causes.extend(self.kind_rules(obj))
+        kind_causes = self.kind_rules(obj)
+        causes.extend(kind_causes)
         if self._schema is not None:
-            causes.extend(validation.validate_required(obj, self._schema))
+            # Where the kind's rules say a field is required in their own words, those stand.
+            worded = {cause.field for cause in kind_causes if cause.type == validation.causes.REQUIRED}
+            causes.extend(c for c in validation.validate_required(obj, self._schema) if c.field not in worded)
         return validation.deduplicated(causes)
 
 
@@ -388,7 +391,10 @@ class HorizontalPodAutoscalerV1Strategy(BuiltinStrategy):
 
 #: Each built-in resource's rules, by (group, plural).
 BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRules]] = {
-    ("", "namespaces"): (NamespaceStrategy, KindRules(initial_status=defaults.core.namespace_status)),
+    ("", "namespaces"): (
+        NamespaceStrategy,
+        KindRules(defaults.core.namespace, initial_status=defaults.core.namespace_status),
+    ),
     ("", "nodes"): (NodeStrategy, KindRules()),
     ("", "pods"): (
         BuiltinStrategy,
@@ -536,6 +542,20 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
     ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): (
         BuiltinStrategy,
         KindRules(defaults.flowcontrol.priority_level_configuration),
+    ),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): (
+        BuiltinStrategy,
+        KindRules(
+            defaults.admissionregistration.webhook_configuration,
+            rules=validation.admissionregistration.validating_webhook_configuration_rules,
+        ),
+    ),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): (
+        BuiltinStrategy,
+        KindRules(
+            defaults.admissionregistration.webhook_configuration,
+            rules=validation.admissionregistration.mutating_webhook_configuration_rules,
+        ),
     ),
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): (
         BuiltinStrategy,

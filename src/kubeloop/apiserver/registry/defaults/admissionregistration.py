@@ -1,5 +1,5 @@
-"""The admissionregistration.k8s.io group's defaults: ValidatingAdmissionPolicies and their
-bindings.
+"""The admissionregistration.k8s.io group's defaults: webhook configurations, and
+ValidatingAdmissionPolicies and their bindings.
 """
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.registry.defaults.common import spec_of
 
-__all__ = ["admission_policy"]
+__all__ = ["admission_policy", "webhook_configuration"]
 
 
 def admission_policy(obj: Obj) -> None:
@@ -22,3 +22,27 @@ def admission_policy(obj: Obj) -> None:
         constraints.setdefault("matchPolicy", "Equivalent")
         constraints.setdefault("namespaceSelector", {})
         constraints.setdefault("objectSelector", {})
+
+
+def webhook_configuration(obj: Obj) -> None:
+    """Each webhook of a Validating- or MutatingWebhookConfiguration (``SetDefaults_*Webhook``):
+    Fail on errors, Equivalent matching, selectors that select everything, 10 s, rules of any
+    scope, port 443 for a Service; a mutating webhook is not called again."""
+    mutating = obj.get("kind") == "MutatingWebhookConfiguration"
+    for hook in obj.get("webhooks") or ():
+        if not isinstance(hook, dict):
+            continue
+        hook.setdefault("failurePolicy", "Fail")
+        hook.setdefault("matchPolicy", "Equivalent")
+        hook.setdefault("namespaceSelector", {})
+        hook.setdefault("objectSelector", {})
+        hook.setdefault("timeoutSeconds", 10)
+        if mutating:
+            hook.setdefault("reinvocationPolicy", "Never")
+        for rule in hook.get("rules") or ():
+            if isinstance(rule, dict):
+                rule.setdefault("scope", "*")
+        client = hook.get("clientConfig")
+        service = client.get("service") if isinstance(client, dict) else None
+        if isinstance(service, dict):
+            service.setdefault("port", 443)

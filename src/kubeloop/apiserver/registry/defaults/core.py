@@ -12,6 +12,7 @@ from kubeloop.api.object import Obj
 from kubeloop.apiserver.registry.defaults.common import spec_of
 
 __all__ = [
+    "namespace",
     "namespace_status",
     "pending_status",
     "persistent_volume",
@@ -159,6 +160,18 @@ def _merge_string_data(secret: Obj) -> None:
         if isinstance(value, str):
             merged[key] = base64.b64encode(value.encode()).decode("ascii")
     secret["data"] = merged
+
+
+def namespace(obj: Obj) -> None:
+    """Every Namespace is labelled with its name (``kubernetes.io/metadata.name``, set on every
+    write as upstream's namespace strategy does), so selectors can pick namespaces by name."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict) or not metadata.get("name"):
+        return
+    labels = metadata.get("labels")
+    if not isinstance(labels, dict):
+        labels = metadata["labels"] = {}
+    labels["kubernetes.io/metadata.name"] = metadata["name"]
 
 
 def namespace_status(obj: Obj) -> None:

@@ -4,7 +4,8 @@
 * :mod:`.objectmeta` — ``ObjectMeta``, as apimachinery's ``objectmeta.go``;
 * :mod:`.required` — fields the OpenAPI schema lists as required;
 * the rules of each API group, as ``pkg/apis/<group>/validation``: :mod:`.core`, :mod:`.apps`,
-  :mod:`.batch`, :mod:`.rbac`, :mod:`.policy`, :mod:`.autoscaling`, :mod:`.coordination` (each
+  :mod:`.batch`, :mod:`.rbac`, :mod:`.policy`, :mod:`.autoscaling`, :mod:`.coordination`,
+  :mod:`.admissionregistration` (each
   a ``<kind>_rules(obj)`` per kind, and ``<kind>_update_rules(new, old)`` where updates are
   judged). Group modules are independent of each other, but apps and batch use core's pod
   template rules, as upstream's do; :mod:`.selectors`, :mod:`.intstr` and :mod:`.causes` serve
@@ -13,7 +14,16 @@
 Every stage yields 422 causes in upstream's ``field: Reason: detail`` form (decoding: 400).
 """
 
-from kubeloop.apiserver.registry.validation import apps, autoscaling, batch, coordination, core, policy, rbac
+from kubeloop.apiserver.registry.validation import (
+    admissionregistration,
+    apps,
+    autoscaling,
+    batch,
+    coordination,
+    core,
+    policy,
+    rbac,
+)
 from kubeloop.apiserver.registry.validation.causes import deduplicated
 from kubeloop.apiserver.registry.validation.duplicates import find_duplicate_fields
 from kubeloop.apiserver.registry.validation.objectmeta import validate_object_meta
@@ -22,6 +32,7 @@ from kubeloop.apiserver.registry.validation.typeddecoding import StrictDecodingE
 
 __all__ = [
     "StrictDecodingError",
+    "admissionregistration",
     "apps",
     "autoscaling",
     "batch",

@@ -29,7 +29,6 @@ from kubeloop.apiserver.apiextensions.crdcontroller import CRDController
 from kubeloop.apiserver.auth import bootstrap
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.auth.tokens import ServiceAccountTokens, review_token
-from kubeloop.apiserver.auth.user import UserInfo
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.controllers.controllermanager import USER as CONTROLLER_MANAGER_USER
 from kubeloop.apiserver.controllers.controllermanager import ControllerManager
@@ -51,6 +50,8 @@ from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import WriteOptions
 from kubeloop.apiserver.storage.log import Log, MemoryLog, SQLiteLog, StorageError
 from kubeloop.apiserver.storage.watchcache import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS, ObjectStore
+from kubeloop.apiserver.userinfo import UserInfo
+from kubeloop.apiserver.webhooks.dispatcher import WebhookAdmission
 from kubeloop.lifecycle import cancel_and_wait, start_or_stop
 
 log = logging.getLogger("kubeloop.apiserver")
@@ -135,6 +136,7 @@ class APIServer:
         self._log: Log | None = None
         self._background: list[asyncio.Task[None]] = []
         self._crds: CRDController | None = None
+        self._webhooks: WebhookAdmission | None = None
         self._data_dir: DataDirectory | None = None
         self._worker: WorkerLoop | None = None
         self._watchdog: ConnectionWatchdog | None = None
@@ -189,6 +191,8 @@ class APIServer:
         await asyncio.to_thread(store.load)
         self.store = store
         self.registry = Registry(store, self.catalog)
+        self._webhooks = WebhookAdmission(self.registry, self.catalog)
+        self.registry.admission = self._webhooks
         self._crds = CRDController(self.registry)
         self._crds.start()
         await self._bootstrap()
@@ -424,6 +428,9 @@ class APIServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._webhooks is not None:
+            self._webhooks.caller.close()
+            self._webhooks = None
         if self._listener is not None:
             await self._listener.wait_closed()
             self._listener = None

@@ -299,6 +299,33 @@ def compile_rules(
     return tuple(compiled)
 
 
+@dataclass(frozen=True)
+class Expression:
+    """A CEL expression compiled on its own (a webhook's matchCondition), with the library
+    functions it calls."""
+
+    source: str
+    program: Any
+    functions: tuple[str, ...]
+
+
+def compile_expression(source: str) -> Expression:
+    """``source`` compiled with Kubernetes' CEL library; ValueError with the parser's words when
+    it does not compile."""
+    cel = cel_interpreter()
+    try:
+        program = _compile(cel, source)
+    except Exception as error:  # the interpreter's errors are plain Python ones
+        raise ValueError(_first_line(error)) from None
+    return Expression(source, program, _library_calls(program))
+
+
+def evaluate_expression(expression: Expression, variables: dict[str, Any]) -> Any:
+    """The value of a compiled expression with ``variables``; the interpreter's error when it
+    fails."""
+    return expression.program.execute(_activation(expression.functions, variables))
+
+
 def _compile(cel: Any, source: str) -> Any:
     """``source`` compiled, its optional syntax (``a.?b``, ``m[?k]``) rewritten first
     (``celsyntax``); ValueError with the interpreter's message when it does not compile."""
@@ -446,7 +473,7 @@ def evaluate(
             )
             raise RuleOverBudget
         budget.remaining -= cost
-        context = _activation(compiled, activation)
+        context = _activation(compiled.functions, activation)
         try:
             result = compiled.program.execute(context)
         except Exception as error:  # the interpreter's errors are plain Python ones
@@ -462,14 +489,14 @@ def evaluate(
         causes.append(_for_reason(compiled.reason, target, node_type, detail))
 
 
-def _activation(compiled: CompiledRule, variables: dict[str, Any]) -> Any:
-    """What one rule is evaluated with: its variables only (nothing left from an earlier rule
-    or object) and, when it calls any, the library functions it calls."""
-    if not compiled.functions:
+def _activation(functions: tuple[str, ...], variables: dict[str, Any]) -> Any:
+    """What one expression is evaluated with: its variables only (nothing left from an earlier
+    rule or object) and, when it calls any, the library ``functions`` it calls."""
+    if not functions:
         return variables
     context = cel_interpreter().Context()
     library = _library()
-    for name in compiled.functions:
+    for name in functions:
         context.add_function(name, library[name])
     for name, value in variables.items():
         context.add_variable(name, value)

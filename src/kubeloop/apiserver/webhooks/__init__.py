@@ -1,0 +1,8 @@
+"""Admission webhooks: the Validating- and MutatingWebhookConfigurations the server calls.
+
+kube-apiserver's webhook admission plugins: ``configurations`` reads and keeps the stored
+configurations, ``matching`` decides which webhooks a request calls (rules, selectors, match
+policy), ``review`` builds the AdmissionReview and checks the answer, ``caller`` reaches the
+webhook over TLS, and ``dispatcher`` runs the mutating webhooks in turn and the validating ones at
+once as the registry's admission chain.
+"""

@@ -1,0 +1,143 @@
+"""Which webhooks a request calls, as kube-apiserver decides it (``ShouldCallHook``).
+
+A webhook is called when its namespace selector matches the request's namespace (requests
+outside namespaces always match), its object selector matches the new or the old object's
+labels, and one of its rules matches the operation, the group, version and resource with the
+subresource (``*`` and ``pods/*``, ``*/status`` included) and the scope. Under ``matchPolicy:
+Equivalent`` a rule that names another version of the same resource (or a resource sharing its
+storage, as core and events.k8s.io Events do) matches too, and the webhook is called with the
+object in that version. The admission configuration kinds themselves are never sent to
+webhooks, so a broken webhook cannot lock its own configuration.
+"""
+
+from __future__ import annotations
+
+from kubeloop import errors
+from kubeloop.api.object import Obj
+from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.registry.admissionhooks import CREATE, UPDATE, AdmissionAttributes
+from kubeloop.apiserver.registry.generic import Registry
+from kubeloop.apiserver.webhooks.configurations import Rule, Webhook
+
+#: Kinds no webhook is called for (upstream's ``IsExemptAdmissionConfigurationResource``).
+EXEMPT_KINDS = frozenset(
+    {
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "MutatingAdmissionPolicy",
+        "MutatingAdmissionPolicyBinding",
+    }
+)
+
+
+def exempt(resource: ResourceType) -> bool:
+    return resource.group == "admissionregistration.k8s.io" and resource.kind in EXEMPT_KINDS
+
+
+def _any(items: tuple[str, ...], requested: str) -> bool:
+    return "*" in items or requested in items
+
+
+def _is_namespaces(resource: ResourceType) -> bool:
+    return resource.group == "" and resource.plural == "namespaces"
+
+
+def rule_matches(
+    rule: Rule, operation: str, resource: ResourceType, subresource: str, namespace: str
+) -> bool:
+    """One rule against a request (upstream's ``rules.Matcher``)."""
+    if rule.scope == "Namespaced" and (_is_namespaces(resource) or not namespace):
+        return False
+    if rule.scope == "Cluster" and not (_is_namespaces(resource) or not namespace):
+        return False
+    if rule.scope not in ("*", "Namespaced", "Cluster"):
+        return False
+    if not _any(rule.operations, operation):
+        return False
+    if not _any(rule.groups, resource.group) or not _any(rule.versions, resource.version):
+        return False
+    for named in rule.resources:
+        res, _, sub = named.partition("/")
+        if (res == "*" or res == resource.plural) and (sub == "*" or sub == subresource):
+            return True
+    return False
+
+
+def equivalents(catalog: ResourceCatalog, resource: ResourceType) -> list[ResourceType]:
+    """The other resources serving the same objects: other versions of it, and resources that
+    share its storage."""
+    storage = resource.storage_group_resource
+    return [
+        other
+        for other in catalog.all()
+        if other.storage_group_resource == storage
+        and (other.group, other.version, other.plural) != (resource.group, resource.version, resource.plural)
+    ]
+
+
+class Matcher:
+    """Decides, per request, which webhooks to call and with which resource."""
+
+    def __init__(self, registry: Registry, catalog: ResourceCatalog) -> None:
+        self.registry = registry
+        self.catalog = catalog
+
+    def resource_for(self, webhook: Webhook, attributes: AdmissionAttributes) -> ResourceType | None:
+        """The resource ``webhook`` is called with for this request, or None: not called."""
+        requested = attributes.resource
+        for rule in webhook.rules:
+            if rule_matches(
+                rule, attributes.operation, requested, attributes.subresource, attributes.namespace
+            ):
+                return requested
+        if webhook.match_policy != "Equivalent":
+            return None
+        others = equivalents(self.catalog, requested)
+        for rule in webhook.rules:
+            for other in others:
+                if rule_matches(
+                    rule, attributes.operation, other, attributes.subresource, attributes.namespace
+                ):
+                    return other
+        return None
+
+    def selects(
+        self, webhook: Webhook, attributes: AdmissionAttributes, obj: Obj | None, old: Obj | None
+    ) -> bool:
+        """Whether the webhook's namespace and object selectors take this request."""
+        selector = webhook.object_selector
+        if not selector.is_empty and not any(
+            isinstance(candidate, dict) and selector.matches(_labels(candidate)) for candidate in (obj, old)
+        ):
+            return False
+        if webhook.namespace_selector.is_empty:
+            return True
+        resource = attributes.resource
+        if not attributes.namespace and not _is_namespaces(resource):
+            return True
+        return webhook.namespace_selector.matches(self._namespace_labels(attributes, obj))
+
+    def _namespace_labels(self, attributes: AdmissionAttributes, obj: Obj | None) -> dict[str, str]:
+        resource = attributes.resource
+        if (
+            _is_namespaces(resource)
+            and not attributes.subresource
+            and attributes.operation in (CREATE, UPDATE)
+            and isinstance(obj, dict)
+        ):
+            return _labels(obj)
+        name = attributes.name if _is_namespaces(resource) else attributes.namespace
+        namespaces = self.catalog.lookup("", "v1", "namespaces")
+        assert namespaces is not None
+        try:
+            namespace = self.registry.get(namespaces, None, name)
+        except errors.NotFound:
+            raise errors.not_found("", "namespaces", name) from None
+        return _labels(namespace)
+
+
+def _labels(obj: Obj) -> dict[str, str]:
+    labels = (obj.get("metadata") or {}).get("labels")
+    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}

@@ -31,10 +31,12 @@ from aiohttp import web
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _server import server_process
 
-from kubeloop.apiserver import certs
+from kubeloop import certs
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
-PATCH = base64.b64encode(orjson.dumps([{"op": "add", "path": "/metadata/labels", "value": {"stamped": "yes"}}])).decode()
+PATCH = base64.b64encode(
+    orjson.dumps([{"op": "add", "path": "/metadata/labels", "value": {"stamped": "yes"}}])
+).decode()
 
 
 def webhook_server() -> tuple[int, str, threading.Event]:
@@ -80,7 +82,12 @@ def configuration(kind: str, port: int, ca_bundle: str) -> dict[str, Any]:
                 "name": f"{kind}.bench.kubeloop.dev",
                 "clientConfig": {"url": f"https://localhost:{port}/{kind}", "caBundle": ca_bundle},
                 "rules": [
-                    {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}
+                    {
+                        "operations": ["CREATE"],
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "resources": ["configmaps"],
+                    }
                 ],
                 "sideEffects": "None",
                 "admissionReviewVersions": ["v1"],
@@ -136,7 +143,9 @@ async def run(url: str, token: str, ca: str, args: argparse.Namespace) -> dict[s
             for case in ("none", "validating", "mutating"):
                 if case != "none":
                     made = configuration(case, port, ca_bundle)
-                    async with session.post(f"{ADMISSION}/{case}webhookconfigurations", data=orjson.dumps(made)) as r:
+                    async with session.post(
+                        f"{ADMISSION}/{case}webhookconfigurations", data=orjson.dumps(made)
+                    ) as r:
                         assert r.status == 201, await r.text()
                 results[case] = await measure(
                     session, case, sequential=args.sequential, clients=args.clients, seconds=args.seconds
@@ -148,7 +157,9 @@ async def run(url: str, token: str, ca: str, args: argparse.Namespace) -> dict[s
         stop.set()
     for case in ("validating", "mutating"):
         results[case]["added_median_ms"] = round(results[case]["median_ms"] - results["none"]["median_ms"], 3)
-        results[case]["throughput_ratio"] = round(results[case]["writes_per_s"] / results["none"]["writes_per_s"], 3)
+        results[case]["throughput_ratio"] = round(
+            results[case]["writes_per_s"] / results["none"]["writes_per_s"], 3
+        )
     return results
 
 

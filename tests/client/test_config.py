@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from kubeloop.apiserver import certs
+from kubeloop import certs
 from kubeloop.client.config import (
     ClientConfig,
     ConfigError,

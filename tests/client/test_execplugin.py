@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kubeloop.apiserver import certs
+from kubeloop import certs
 from kubeloop.client.config import ClientConfig, load_kubeconfig
 from kubeloop.client.credentials import CredentialError
 from kubeloop.client.execplugin import ExecCredentials

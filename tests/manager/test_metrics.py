@@ -18,10 +18,10 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.config import ClientConfig, load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.controller.reconcile import Request
+from kubeloop.histogram import LocalHistogram
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import Manager
-from kubeloop.manager.metrics import LocalHistogram
 from tests.conftest import ServerThread, eventually
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")

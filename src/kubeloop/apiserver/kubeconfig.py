@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from kubeloop.apiserver.certs import write_file_atomically
+from kubeloop.certs import write_file_atomically
 
 
 def _b64(data: bytes) -> str:

@@ -22,9 +22,9 @@ from types import TracebackType
 
 from aiohttp import web
 
-from kubeloop import errors
+from kubeloop import certs, errors
 from kubeloop.api.object import Obj
-from kubeloop.apiserver import certs, kubeconfig, kubernetesservice
+from kubeloop.apiserver import kubeconfig, kubernetesservice
 from kubeloop.apiserver.apiextensions.crdcontroller import CRDController
 from kubeloop.apiserver.auth import bootstrap
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -20,38 +20,13 @@ from prometheus_client.registry import Collector
 
 from kubeloop.client.rest import APIClient
 from kubeloop.controller.controller import Controller
+from kubeloop.histogram import LocalHistogram
 from kubeloop.manager.leaderelection import LeaderElector
 
 _QUEUE_BUCKETS = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0)  # client-go's 10ns … 10s
 _RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7,
                       0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15,
                       20, 25, 30, 40, 50, 60)  # fmt: skip
-
-
-class LocalHistogram:
-    """Observations counted per bucket (upper bounds inclusive, as Prometheus's ``le``)."""
-
-    __slots__ = ("bounds", "counts", "total")
-
-    def __init__(self, bounds: Sequence[float]) -> None:
-        self.bounds = tuple(bounds)
-        self.counts = [0] * (len(self.bounds) + 1)  # the last one is +Inf
-        self.total = 0.0
-
-    def observe(self, value: float) -> None:
-        self.counts[bisect_left(self.bounds, value)] += 1
-        self.total += value
-
-    def __call__(self, value: float) -> None:
-        self.observe(value)
-
-    def add_to(self, family: HistogramMetricFamily, labels: list[str]) -> None:
-        cumulative = 0
-        buckets: list[tuple[str, float]] = []
-        for bound, count in zip((*self.bounds, float("inf")), self.counts, strict=True):
-            cumulative += count
-            buckets.append(("+Inf" if bound == float("inf") else repr(float(bound)), cumulative))
-        family.add_metric(labels, buckets, self.total)
 
 
 class QueuePrometheusMetrics:

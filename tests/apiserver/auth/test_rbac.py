@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubeloop.apiserver import certs
+from kubeloop import certs
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread, eventually
 

@@ -21,7 +21,8 @@ from aiohttp import web
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from kubeloop.apiserver import certs, kubeconfig
+from kubeloop import certs
+from kubeloop.apiserver import kubeconfig
 from kubeloop.apiserver.http.authentication import USER, Authenticator, auth_middleware
 from kubeloop.apiserver.userinfo import UserInfo
 from tests.conftest import https_get

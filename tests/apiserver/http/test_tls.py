@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from kubeloop import certs
 from kubeloop.api import timestamps
-from kubeloop.apiserver import certs
 from tests.conftest import ServerThread, https_get
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from kubeloop.apiserver import certs
+from kubeloop import certs
 
 #: What a handler returns: the AdmissionReview ``response`` (its uid is filled in), or raw
 #: ``(status, body)`` bytes to send as they are.

@@ -1,8 +1,9 @@
-"""The embedded server's PKI: a private CA, the serving certificate, client certificates, the
-admin token and the TLS contexts built from them.
+"""kubeloop's certificates: the embedded server's PKI — a private CA, the serving certificate,
+client certificates, the admin token — and the TLS contexts built from them; the webhook server
+uses the same for its development certificate and its serving context.
 
-Where it sits in the flow: ``kubectl`` → **TLS (this module) + authentication (auth.py)** →
-API handlers. A data directory keeps the PKI across restarts (``ca.crt``, ``ca.key``,
+Where it sits in the flow: ``kubectl`` → **TLS (this module) + authentication** → API handlers.
+A data directory keeps the PKI across restarts (``ca.crt``, ``ca.key``,
 ``apiserver.crt``, ``apiserver.key``, ``admin.token``; secrets are mode 0600), so a kubeconfig
 written once keeps working; without one everything lives in memory.
 
@@ -150,15 +151,27 @@ def issue_client_certificate(
 def server_ssl_context(creds: ServerCredentials) -> ssl.SSLContext:
     """TLS ≥ 1.2 server context: serves the server certificate; client certificates are
     optional but, when presented, must verify against the CA (else the handshake fails)."""
+    context = serving_context()
+    load_pair(context, creds.server_cert_pem, creds.server_key_pem)
+    context.load_verify_locations(cadata=creds.ca_cert_pem.decode("ascii"))
+    context.verify_mode = ssl.CERT_OPTIONAL
+    return context
+
+
+def serving_context() -> ssl.SSLContext:
+    """A TLS ≥ 1.2 server context with no certificate yet (``load_pair`` gives it one)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.options |= ssl.OP_NO_COMPRESSION
-    _load_cert_chain(context, creds.server_cert_pem, creds.server_key_pem)
-    context.load_verify_locations(cadata=creds.ca_cert_pem.decode("ascii"))
-    context.verify_mode = ssl.CERT_OPTIONAL
     # aiohttp speaks HTTP/1.1 only; say so, so that h2-capable clients (kubectl) do not ask twice.
     context.set_alpn_protocols(["http/1.1"])
     return context
+
+
+def load_pair(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
+    """Serve ``cert_pem`` with ``key_pem`` from ``context`` (new connections use it at once);
+    ssl.SSLError when they do not belong together."""
+    _load_cert_chain(context, cert_pem, key_pem)
 
 
 def client_ssl_context(

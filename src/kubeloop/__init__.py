@@ -29,6 +29,9 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
   ``add_finalizer``, ``remove_finalizer``, ``contains_finalizer``, ``set_status_condition``,
   ``find_status_condition``, ``is_status_condition_true``, ``remove_status_condition``,
   ``AlreadyOwnedError``;
+- webhooks (controller-runtime's ``pkg/webhook``): ``WebhookBuilder`` (a kind's defaulter and
+  validator), ``WebhookServer``, ``webhook`` (admission requests and answers, ``webhook.invalid``)
+  and ``field`` (field errors as apimachinery words them: ``field.invalid(path, value, detail)``);
 - modules: ``errors`` (one exception class per Status reason: ``errors.NotFound``, ...),
   ``predicate``, ``handler``, ``source``, ``timestamps`` and ``cron`` (CronJob schedules).
 
@@ -49,6 +52,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     # manager and controllers
     "Manager": ("kubeloop.manager.manager", "Manager"),
     "Builder": ("kubeloop.manager.builder", "Builder"),
+    "WebhookBuilder": ("kubeloop.manager.webhookbuilder", "WebhookBuilder"),
+    "WebhookServer": ("kubeloop.webhook.server", "WebhookServer"),
     "Request": ("kubeloop.controller.reconcile", "Request"),
     "Result": ("kubeloop.controller.reconcile", "Result"),
     "TerminalError": ("kubeloop.controller.reconcile", "TerminalError"),
@@ -95,6 +100,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "crd": ("kubeloop.crd", None),
     "models": ("kubeloop.models", None),
     "errors": ("kubeloop.errors", None),
+    "field": ("kubeloop.api.fielderrors", None),
+    "webhook": ("kubeloop.webhook", None),
     "predicate": ("kubeloop.controller.predicate", None),
     "handler": ("kubeloop.controller.handler", None),
     "source": ("kubeloop.controller.source", None),
@@ -131,6 +138,8 @@ __all__ = [
     "Result",
     "SyncClient",
     "TerminalError",
+    "WebhookBuilder",
+    "WebhookServer",
     "__version__",
     "add_finalizer",
     "contains_finalizer",
@@ -139,6 +148,7 @@ __all__ = [
     "create_or_update",
     "cron",
     "errors",
+    "field",
     "find_status_condition",
     "handler",
     "is_status_condition_true",
@@ -153,6 +163,7 @@ __all__ = [
     "set_status_condition",
     "source",
     "timestamps",
+    "webhook",
 ]
 
 
@@ -175,7 +186,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     import kubeloop.crd as crd
     import kubeloop.kinds as kinds
     import kubeloop.models as models
-    from kubeloop import errors
+    from kubeloop import errors, webhook
+    from kubeloop.api import fielderrors as field
     from kubeloop.api import timestamps
     from kubeloop.api.customresource import CustomResource
     from kubeloop.api.gvk import GroupVersionKind
@@ -210,3 +222,5 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     from kubeloop.manager.leaderelection import LeaderElectionConfig
     from kubeloop.manager.manager import Manager
     from kubeloop.manager.recorder import NORMAL, WARNING, EventRecorder
+    from kubeloop.manager.webhookbuilder import WebhookBuilder
+    from kubeloop.webhook.server import WebhookServer

@@ -75,6 +75,16 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="also install the CRDs in this file or folder (repeatable)",
     )
+    run.add_argument(
+        "--webhook-port",
+        type=int,
+        help="the webhook server's port (default 9443; with --embedded a free one)",
+    )
+    run.add_argument(
+        "--webhook-cert-dir",
+        help="serve webhooks with tls.crt and tls.key from this folder, reloaded when they change "
+        "(default: a development certificate)",
+    )
 
     crd = commands.add_parser(
         "crd", help="print the CRDs of the custom resource models a module defines or imports, as YAML"
@@ -87,6 +97,27 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     rbac.add_argument("target", help="a module, a Python file, or a directory holding main.py")
     rbac.add_argument("--name", default="manager-role", help="the ClusterRole's name (default manager-role)")
+
+    webhook = commands.add_parser(
+        "webhook",
+        help="print the Validating- and MutatingWebhookConfigurations an operator's webhooks need, as YAML",
+    )
+    webhook.add_argument("target", help="a module, a Python file, or a directory holding main.py")
+    webhook.add_argument(
+        "--service",
+        default="webhook-service",
+        help="the Service in front of the webhook server (default webhook-service)",
+    )
+    webhook.add_argument("--namespace", default="system", help="the Service's namespace (default system)")
+    webhook.add_argument(
+        "--name-prefix", default="", help="put before the configurations' names (kustomize's namePrefix)"
+    )
+    webhook.add_argument(
+        "--ca-bundle",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="the CA certificate (PEM) that signed the webhook server's; default: none, for cert-manager's CA injector",
+    )
 
     demo = commands.add_parser(
         "demo", help="the agent platform operator on the embedded server, with samples and a live view"
@@ -182,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             leader_election_namespace=args.leader_election_namespace,
             install_crds=args.install_crds,
             crd_files=tuple(args.crds),
+            webhook_port=args.webhook_port,
+            webhook_cert_dir=args.webhook_cert_dir,
         )
         return eventloop.run(
             run(
@@ -200,6 +233,30 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         logging.getLogger().setLevel(logging.WARNING)  # the embedded server it asks is no news
         sys.stdout.write(to_yaml([asyncio.run(required_cluster_role(args.target, args.name))]))
+        return 0
+    if args.command == "webhook":
+        from kubeloop.api.crdgen import to_yaml
+        from kubeloop.cli.run import required_webhook_configurations
+
+        logging.getLogger().setLevel(logging.WARNING)
+        ca_bundle = args.ca_bundle.read_bytes() if args.ca_bundle is not None else None
+        configurations = asyncio.run(
+            required_webhook_configurations(
+                args.target,
+                service=args.service,
+                namespace=args.namespace,
+                name_prefix=args.name_prefix,
+                ca_bundle=ca_bundle,
+            )
+        )
+        if not configurations:
+            print(
+                f"kubeloop webhook: {args.target} registers no admission webhooks",
+                file=sys.stderr,
+                flush=True,
+            )
+            return 1
+        sys.stdout.write(to_yaml(configurations))
         return 0
     if args.command == "crd":
         from kubeloop.api.crdgen import to_yaml

@@ -11,19 +11,27 @@ scope), ``--metrics-bind-address``, ``--health-probe-bind-address`` ("0" or empt
 ``--install-crds`` first applies the CRDs of the custom resource models the target's module
 defines or imports (and ``--crds FILE`` ones), waiting until they serve.
 
+Webhooks the setup registers (``WebhookBuilder``) are served on ``--webhook-port`` (9443) with
+the certificate in ``--webhook-cert-dir`` or a development one; with ``--embedded`` their
+configurations are installed into the embedded server, by URL with the development CA, once the
+manager has started.
+
 ``kubeloop crd TARGET`` prints those CRDs as YAML (``module_crds``). ``kubeloop rbac TARGET``
 prints the ClusterRole the operator needs (``required_cluster_role``): its setup runs against an
 embedded server holding its CRDs, and what the manager recorded (``manager.permissions``) is
-resolved to resources by discovery, with Leases for leader election.
+resolved to resources by discovery, with Leases for leader election. ``kubeloop webhook TARGET``
+prints the webhook configurations (``required_webhook_configurations``), found the same way,
+calling a Service.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import pathlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -37,6 +45,12 @@ from kubeloop.gcpause import tune_for_serving
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import Manager
 from kubeloop.manager.permissions import LEASE, Resource
+from kubeloop.manager.webhookconfigurations import (
+    install_webhook_configurations,
+    service_client_config,
+    webhook_configurations,
+)
+from kubeloop.webhook.server import DEFAULT_PORT, WebhookServer
 
 Setup = Callable[[Manager], Any]
 #: The file `kubeloop run DIR` loads from DIR.
@@ -54,8 +68,11 @@ class ManagerFlags:
     #: Install the CRDs of the target's models (and these files) before the manager starts.
     install_crds: bool = False
     crd_files: Sequence[str] = ()
+    #: None: 9443, or a free port with an embedded server.
+    webhook_port: int | None = None
+    webhook_cert_dir: str | None = None
 
-    def manager(self, client: APIClient, default_namespace: str) -> Manager:
+    def manager(self, client: APIClient, default_namespace: str, *, embedded: bool = False) -> Manager:
         election = None
         if self.leader_elect:
             if not self.leader_election_id:
@@ -64,12 +81,14 @@ class ManagerFlags:
                 self.leader_election_id,
                 namespace=self.leader_election_namespace or self.namespace or default_namespace,
             )
+        port = self.webhook_port if self.webhook_port is not None else 0 if embedded else DEFAULT_PORT
         return Manager(
             client,
             namespace=self.namespace,
             leader_election=election,
             metrics_bind_address=_address(self.metrics_bind_address),
             health_probe_bind_address=_address(self.health_probe_bind_address),
+            webhook_server=WebhookServer(port=port, cert_dir=self.webhook_cert_dir),
         )
 
 
@@ -139,12 +158,18 @@ async def run(
                 f"kubeloop embedded apiserver ready at {server.url} kubeconfig={server.kubeconfig_path}",
                 flush=True,
             )
-            return await _run_manager(setup, crds, str(server.kubeconfig_path), None, flags)
+            return await _run_manager(setup, crds, str(server.kubeconfig_path), None, flags, embedded=True)
     return await _run_manager(setup, crds, kubeconfig, context, flags)
 
 
 async def _run_manager(
-    setup: Setup, crds: list[dict[str, Any]], kubeconfig: str | None, context: str | None, flags: ManagerFlags
+    setup: Setup,
+    crds: list[dict[str, Any]],
+    kubeconfig: str | None,
+    context: str | None,
+    flags: ManagerFlags,
+    *,
+    embedded: bool = False,
 ) -> int:
     config = load_config(kubeconfig, context=context)
     async with APIClient(config) as client:
@@ -152,12 +177,56 @@ async def _run_manager(
             installed = await install_crds(client, *crds, *flags.crd_files)
             names = ", ".join(crd["metadata"]["name"] for crd in installed)
             print(f"kubeloop run: installed {len(installed)} CRD(s): {names}", flush=True)
-        manager = flags.manager(client, config.namespace)
+        manager = flags.manager(client, config.namespace, embedded=embedded)
         setup(manager)
+        if embedded and manager.webhook_server.webhooks:
+            manager.add(
+                _webhook_installer(client, manager), name="webhook configurations", need_leader_election=False
+            )
         print(f"kubeloop run: {len(manager.controllers)} controller(s) starting", flush=True)
         tune_for_serving()
         await manager.run()
     return 0
+
+
+def _webhook_installer(client: APIClient, manager: Manager) -> Callable[[asyncio.Event], Awaitable[None]]:
+    """A runnable that installs the manager's webhook configurations once it serves them."""
+
+    async def install(stop: asyncio.Event) -> None:
+        installed = await install_webhook_configurations(client, manager.webhook_server)
+        names = ", ".join(f"{c['kind']}/{c['metadata']['name']}" for c in installed)
+        print(f"kubeloop run: webhooks at {manager.webhook_server.address} installed: {names}", flush=True)
+        await stop.wait()
+
+    return install
+
+
+async def required_webhook_configurations(
+    target: str, *, service: str, namespace: str, name_prefix: str = "", ca_bundle: bytes | None = None
+) -> list[dict[str, Any]]:
+    """The webhook configurations TARGET's operator needs, calling ``service`` in ``namespace``
+    (``kubeloop webhook``)."""
+    from kubeloop.apiserver.server import APIServer, ServerOptions
+
+    module, attribute = load_target(target)
+    setup = _setup_of(target, module, attribute)
+    async with (
+        APIServer(ServerOptions(memory=True, port=0, controllers=False)) as server,
+        APIClient(load_config(str(server.kubeconfig_path))) as client,
+    ):
+        await install_crds(client, *module_crds(module))
+        manager = Manager(client)
+        setup(manager)
+
+        async def resolve(gvk: GroupVersionKind) -> str:
+            return (await client.mapping(gvk)).resource
+
+        return await webhook_configurations(
+            manager.webhook_server,
+            resolve,
+            service_client_config(service, namespace, ca_bundle=ca_bundle),
+            name_prefix=name_prefix,
+        )
 
 
 async def required_cluster_role(target: str, name: str) -> dict[str, Any]:

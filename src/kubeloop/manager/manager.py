@@ -1,6 +1,7 @@
 """The Manager: the cache, controllers, runnables, start-up order and graceful shutdown.
 
-Start order (upstream's): the metrics and health servers, the caches (waited for until
+Start order (upstream's): the metrics and health servers, the webhook server (when webhooks are
+registered: a conversion webhook must answer before a cache of its kind can sync), the caches (waited for until
 synced), runnables that need no leader election, then — at once, or once this replica holds the
 lease — the controllers and the runnables that need it. Stop goes in reverse, each part with the
 graceful-shutdown timeout.
@@ -35,6 +36,7 @@ from kubeloop.manager.metrics import Metrics
 from kubeloop.manager.permissions import EVENTS, LEASE, READ, Permissions
 from kubeloop.manager.recorder import EventRecorder
 from kubeloop.manager.runnable import Runnable, RunnableGroup
+from kubeloop.webhook.server import WebhookServer
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -57,7 +59,9 @@ class Manager:
     (a shorthand for ``cache=CacheOptions(default_namespaces=[namespace])``). ``leader_election``
     runs the controllers only while this replica holds a Lease. ``metrics_bind_address`` and
     ``health_probe_bind_address`` ("host:port", ":0" for a free port) serve ``/metrics`` and
-    ``/healthz``, ``/readyz``. ``logger`` takes the manager's own messages (default:
+    ``/healthz``, ``/readyz``. ``webhook_server`` serves the webhooks ``WebhookBuilder`` registers
+    (default: ``WebhookServer()``, port 9443 with a development certificate); it starts only when
+    a webhook is registered, and then ``/readyz`` includes ``webhook``. ``logger`` takes the manager's own messages (default:
     ``kubeloop.manager``). ``run()`` serves until a signal; in tests, ``async with manager:``
     starts it and stops it at the end of the block.
     """
@@ -73,6 +77,7 @@ class Manager:
         leader_election: LeaderElectionConfig | None = None,
         metrics_bind_address: str | None = None,
         health_probe_bind_address: str | None = None,
+        webhook_server: WebhookServer | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
         options = cache or CacheOptions()
@@ -119,8 +124,17 @@ class Manager:
         self._runnables = RunnableGroup(self._runnable_failed)
         self._leader_runnables = RunnableGroup(self._runnable_failed, fence=self.fence)
         self._failure: tuple[str, BaseException] | None = None
+        self._webhook_server = webhook_server
+        self._webhook_metrics = False
 
     # ------------------------------------------------------------------ parts
+
+    @property
+    def webhook_server(self) -> WebhookServer:
+        """The server of the operator's webhooks (controller-runtime's ``GetWebhookServer()``)."""
+        if self._webhook_server is None:
+            self._webhook_server = WebhookServer()
+        return self._webhook_server
 
     def informer_for(self, kind: KindRef, *, metadata_only: bool = False) -> Informer:
         """The shared informer of ``kind`` (created on first use; started with the manager)."""
@@ -196,6 +210,13 @@ class Manager:
                     "/readyz/{name}": self.readyz.handle,
                 },
             )
+        webhooks = self._webhook_server
+        if webhooks is not None and webhooks.webhooks and not webhooks.started:
+            await webhooks.start()
+            if not self._webhook_metrics:
+                self.metrics.registry.register(webhooks.metrics)
+                self.readyz.add("webhook", webhooks.started_check())
+                self._webhook_metrics = True
         self._started = True
         self.blocking_client.loop = asyncio.get_running_loop()
         self.cache.start()
@@ -243,6 +264,8 @@ class Manager:
         for recorder in self._recorders.values():
             await recorder.stop()
         await self.cache.stop()
+        if self._webhook_server is not None:
+            await self._webhook_server.stop()
         servers, self._servers = self._servers, []
         for runner in reversed(servers):
             await runner.cleanup()

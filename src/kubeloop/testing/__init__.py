@@ -12,6 +12,8 @@ uses against a cluster:
   and end, and workload controllers (:class:`SimulationOptions`: their timings);
 - :func:`settled` waits until the operator has nothing left to do (caches current, queues
   empty, no reconcile running), so that a test can show something did *not* happen;
+- :func:`webhooks_installed` makes the server call the operator's webhooks while a block runs
+  (envtest's WebhookInstallOptions);
 - :func:`eventually` waits until what the operator does can be seen::
 
       manager = kubeloop.Manager(kube_client, namespace=kube_namespace)
@@ -22,8 +24,9 @@ uses against a cluster:
 """
 
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
+from kubeloop.testing.installedwebhooks import webhooks_installed
 from kubeloop.testing.polling import eventually
 from kubeloop.testing.serverthread import ServerThread, start_server
 from kubeloop.testing.settle import settled
 
-__all__ = ["ServerThread", "SimulationOptions", "eventually", "settled", "start_server"]
+__all__ = ["ServerThread", "SimulationOptions", "eventually", "settled", "start_server", "webhooks_installed"]

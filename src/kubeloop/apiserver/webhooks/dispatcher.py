@@ -80,7 +80,9 @@ class WebhookAdmission:
     def covers(self, resource: ResourceType) -> bool:
         if exempt(resource):
             return False
-        return bool(self.configurations.webhooks(mutating=True) or self.configurations.webhooks(mutating=False))
+        return bool(
+            self.configurations.webhooks(mutating=True) or self.configurations.webhooks(mutating=False)
+        )
 
     async def mutate(
         self, attributes: AdmissionAttributes, obj: Obj | None, old: Obj | None

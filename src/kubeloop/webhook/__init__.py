@@ -1,0 +1,47 @@
+"""Webhooks an operator serves to kube-apiserver (controller-runtime's ``pkg/webhook``).
+
+- ``server``: the HTTPS server (``WebhookServer``), with its certificate from a directory
+  (reloaded by ``certwatcher``) or made for development; ``webhookmetrics`` counts its requests;
+- ``admission``: the AdmissionReview request and response, the answers (``allowed``, ``denied``,
+  ``errored``, ``patched``, ``from_error``) and the endpoint that serves a handler;
+- ``defaulting`` and ``validating``: handlers built from a defaulter or validator of typed
+  objects (``typedobjects``), the patch computed for a defaulter (``jsonpatchdiff``);
+- ``kubeloop.WebhookBuilder`` (in ``manager``) registers them for a kind, and
+  ``kubeloop webhook TARGET`` prints the configurations that make kube-apiserver call them.
+"""
+
+from kubeloop.webhook.admission import (
+    CONNECT,
+    CREATE,
+    DELETE,
+    UPDATE,
+    AdmissionRequest,
+    AdmissionResponse,
+    AdmissionWebhook,
+    allowed,
+    denied,
+    errored,
+    from_error,
+    patched,
+)
+from kubeloop.webhook.defaulting import CustomDefaulter
+from kubeloop.webhook.server import WebhookServer
+from kubeloop.webhook.validating import invalid
+
+__all__ = [
+    "CONNECT",
+    "CREATE",
+    "DELETE",
+    "UPDATE",
+    "AdmissionRequest",
+    "AdmissionResponse",
+    "AdmissionWebhook",
+    "CustomDefaulter",
+    "WebhookServer",
+    "allowed",
+    "denied",
+    "errored",
+    "from_error",
+    "invalid",
+    "patched",
+]

@@ -1,0 +1,192 @@
+"""An operator's webhooks (examples/website_webhooks: WebhookBuilder, a defaulter and a validator
+of a typed custom resource) served by its manager and called by the session's embedded server,
+the way kube-apiserver calls them, while kubectl (every version on the machine) and the official
+client write Websites. The test kit installs the configurations (``webhooks_installed``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+import kubeloop
+from kubeloop import kinds
+from kubeloop.cli.run import load_target
+from kubeloop.testing import ServerThread, webhooks_installed
+from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+example, _ = load_target(str(ROOT / "examples" / "website_webhooks"))
+Website = example.Website
+VALIDATE = "/validate-web-kubeloop-dev-v1-website"
+MUTATE = "/mutate-web-kubeloop-dev-v1-website"
+
+
+@pytest.fixture(params=KUBECTLS, ids=[p.name for p in KUBECTLS])
+def kubectl(request: pytest.FixtureRequest, kube_apiserver: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    return Kubectl(request.param, kube_apiserver.kubeconfig, tmp_path)
+
+
+@pytest.fixture
+async def operator(kube_client: kubeloop.APIClient) -> AsyncIterator[kubeloop.Manager]:
+    """The example's manager, serving its webhooks, with their configurations installed."""
+    await kubeloop.crd.install_crds(kube_client, Website)
+    manager = kubeloop.Manager(
+        kube_client,
+        webhook_server=kubeloop.WebhookServer(port=0),
+        metrics_bind_address="127.0.0.1:0",
+        health_probe_bind_address="127.0.0.1:0",
+    )
+    example.setup(manager)
+    async with manager, webhooks_installed(kube_client, manager):
+        yield manager
+
+
+def website(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "web.kubeloop.dev/v1",
+        "kind": "Website",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"domain": f"{name}.example.com", **spec},
+    }
+
+
+async def run(kubectl: Kubectl, *args: str, stdin: str | None = None, check: bool = True) -> Any:
+    """kubectl in a thread: the webhooks it reaches are served by this test's loop."""
+    return await asyncio.to_thread(kubectl, *args, stdin=stdin, check=check)
+
+
+async def test_kubectl_writes_pass_through_the_defaulter_and_the_validator(
+    operator: kubeloop.Manager, kubectl: Kubectl, kube_client: kubeloop.APIClient, kube_namespace: str
+) -> None:
+    await run(
+        kubectl, "apply", "-n", kube_namespace, "-f", "-", stdin=json.dumps(website("blog", kube_namespace))
+    )
+    stored = await kube_client.get(Website, "blog", namespace=kube_namespace)
+    assert (stored.spec.image, stored.spec.replicas) == ("nginx:1.27", 1)  # the defaulter's patch
+
+    refused = await run(
+        kubectl,
+        "create",
+        "-f",
+        "-",
+        stdin=json.dumps(website("big", kube_namespace, replicas=20)),
+        check=False,
+    )
+    assert refused.returncode != 0
+    # kubectl words a 422 from its field causes, as it does kube-apiserver's.
+    assert (
+        'The Website "big" is invalid: spec.replicas: Invalid value: 20: must be at most 10' in refused.stderr
+    )
+    with pytest.raises(kubeloop.errors.NotFound):
+        await kube_client.get(Website, "big", namespace=kube_namespace)
+
+    warned = await run(
+        kubectl, "create", "-f", "-", stdin=json.dumps(website("edge", kube_namespace, image="nginx:latest"))
+    )
+    assert "Warning: spec.image nginx:latest is a moving target; pin a version" in warned.stderr
+
+    moved = await run(
+        kubectl, "patch", "-n", kube_namespace, "website", "blog", "--type=merge",
+        "-p", '{"spec": {"domain": "elsewhere.example.com"}}', check=False,
+    )  # fmt: skip
+    assert "spec.domain: Forbidden: the domain cannot change" in moved.stderr
+
+    await run(kubectl, "label", "-n", kube_namespace, "website", "blog", "protected=true")
+    kept = await run(kubectl, "delete", "-n", kube_namespace, "website", "blog", check=False)
+    assert 'website "blog" is protected: remove the label first' in kept.stderr
+    assert (await kube_client.get(Website, "blog", namespace=kube_namespace)).metadata.name == "blog"
+
+
+async def test_a_denial_reaches_the_client_with_its_code_and_field_causes(
+    operator: kubeloop.Manager, kube_client: kubeloop.APIClient, kube_namespace: str
+) -> None:
+    with pytest.raises(kubeloop.errors.Invalid) as refused:
+        await kube_client.create(website("big", kube_namespace, replicas=11))
+    assert refused.value.code == 422
+    assert refused.value.message == (
+        'admission webhook "vwebsite-v1.kb.io" denied the request: Website.web.kubeloop.dev "big" is invalid: '
+        "spec.replicas: Invalid value: 11: must be at most 10"
+    )
+    assert [(cause.field, cause.type) for cause in refused.value.causes] == [
+        ("spec.replicas", "FieldValueInvalid")
+    ]
+    await kube_client.create(website("ok", kube_namespace))
+    labelled = await kube_client.get(Website, "ok", namespace=kube_namespace)
+    labelled.metadata.labels = {"protected": "true"}
+    await kube_client.update(labelled)
+    with pytest.raises(kubeloop.errors.Forbidden) as kept:
+        await kube_client.delete(labelled)
+    assert kept.value.code == 403
+
+
+async def test_a_validator_that_fails_denies_in_its_own_words_and_the_server_goes_on(
+    kube_client: kubeloop.APIClient, kube_namespace: str
+) -> None:
+    class Broken:
+        def validate_create(self, obj: kubeloop.Obj) -> None:
+            if obj["data"].get("explode"):
+                raise ZeroDivisionError("division by zero")
+
+    manager = kubeloop.Manager(kube_client, webhook_server=kubeloop.WebhookServer(port=0))
+    kubeloop.WebhookBuilder(manager).for_(kinds.ConfigMap).with_validator(Broken()).complete()
+    async with manager, webhooks_installed(kube_client, manager):
+        config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": kube_namespace}}
+        with pytest.raises(kubeloop.errors.InternalError) as failed:
+            await kube_client.create(
+                {
+                    **config_map,
+                    "metadata": {**config_map["metadata"], "name": "boom"},
+                    "data": {"explode": "1"},
+                }
+            )
+        assert failed.value.message == (
+            'admission webhook "vconfigmap-v1.kb.io" denied the request: admission webhook '
+            "/validate--v1-configmap failed: ZeroDivisionError: division by zero"
+        )
+        fine = await kube_client.create(
+            {**config_map, "metadata": {**config_map["metadata"], "name": "fine"}, "data": {}}
+        )
+        assert fine["metadata"]["name"] == "fine"
+        requests = manager.webhook_server.metrics.requests
+        assert requests["/validate--v1-configmap", "200"] >= 2
+
+
+async def test_dicts_for_a_kind_constant_and_a_patch_computed_from_them(
+    kube_client: kubeloop.APIClient, kube_namespace: str
+) -> None:
+    def stamp(config_map: kubeloop.Obj) -> None:
+        assert isinstance(config_map, dict)
+        if config_map["metadata"].get("namespace") == kube_namespace:
+            config_map["metadata"].setdefault("labels", {})["stamped"] = "yes"
+            config_map.setdefault("data", {}).pop("secret", None)
+
+    manager = kubeloop.Manager(kube_client, webhook_server=kubeloop.WebhookServer(port=0))
+    kubeloop.WebhookBuilder(manager).for_(kinds.ConfigMap).with_defaulter(stamp).complete()
+    async with manager, webhooks_installed(kube_client, manager):
+        made = await kube_client.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "namespace": kube_namespace},
+             "data": {"secret": "x", "kept": "y"}}
+        )  # fmt: skip
+    assert made["metadata"]["labels"] == {"stamped": "yes"}
+    assert made["data"] == {"kept": "y"}  # a dict's removals are kept: it dropped nothing by accident
+
+
+async def test_the_manager_reports_its_webhooks_in_metrics_and_readiness(
+    operator: kubeloop.Manager, kube_client: kubeloop.APIClient, kube_namespace: str
+) -> None:
+    await kube_client.create(website("m", kube_namespace))
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"http://{operator.health_address}/readyz/webhook") as ready:
+            assert ready.status == 200, await ready.text()
+        async with session.get(f"http://{operator.metrics_address}/metrics") as response:
+            text = await response.text()
+    assert f'controller_runtime_webhook_requests_total{{code="200",webhook="{MUTATE}"}} 1.0' in text
+    assert f'controller_runtime_webhook_requests_total{{code="200",webhook="{VALIDATE}"}} 1.0' in text
+    assert f'controller_runtime_webhook_requests_in_flight{{webhook="{VALIDATE}"}} 0.0' in text
+    assert f'controller_runtime_webhook_latency_seconds_count{{webhook="{VALIDATE}"}} 1.0' in text

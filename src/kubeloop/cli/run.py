@@ -27,11 +27,12 @@ calling a Service.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import pathlib
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -201,11 +202,10 @@ def _webhook_installer(client: APIClient, manager: Manager) -> Callable[[asyncio
     return install
 
 
-async def required_webhook_configurations(
-    target: str, *, service: str, namespace: str, name_prefix: str = "", ca_bundle: bytes | None = None
-) -> list[dict[str, Any]]:
-    """The webhook configurations TARGET's operator needs, calling ``service`` in ``namespace``
-    (``kubeloop webhook``)."""
+@contextlib.asynccontextmanager
+async def _set_up_on_an_embedded_server(target: str) -> AsyncIterator[tuple[APIClient, Manager]]:
+    """TARGET's setup run on a manager (not started) of an embedded server holding its CRDs:
+    what ``kubeloop rbac`` and ``kubeloop webhook`` read what the operator registers from."""
     from kubeloop.apiserver.server import APIServer, ServerOptions
 
     module, attribute = load_target(target)
@@ -217,6 +217,15 @@ async def required_webhook_configurations(
         await install_crds(client, *module_crds(module))
         manager = Manager(client)
         setup(manager)
+        yield client, manager
+
+
+async def required_webhook_configurations(
+    target: str, *, service: str, namespace: str, name_prefix: str = "", ca_bundle: bytes | None = None
+) -> list[dict[str, Any]]:
+    """The webhook configurations TARGET's operator needs, calling ``service`` in ``namespace``
+    (``kubeloop webhook``)."""
+    async with _set_up_on_an_embedded_server(target) as (client, manager):
 
         async def resolve(gvk: GroupVersionKind) -> str:
             return (await client.mapping(gvk)).resource
@@ -231,17 +240,7 @@ async def required_webhook_configurations(
 
 async def required_cluster_role(target: str, name: str) -> dict[str, Any]:
     """The ClusterRole TARGET's operator needs (``kubeloop rbac``)."""
-    from kubeloop.apiserver.server import APIServer, ServerOptions
-
-    module, attribute = load_target(target)
-    setup = _setup_of(target, module, attribute)
-    async with (
-        APIServer(ServerOptions(memory=True, port=0, controllers=False)) as server,
-        APIClient(load_config(str(server.kubeconfig_path))) as client,
-    ):
-        await install_crds(client, *module_crds(module))
-        manager = Manager(client)
-        setup(manager)
+    async with _set_up_on_an_embedded_server(target) as (client, manager):
         manager.permissions.allow(LEASE, "get", "create", "update")  # deployed with --leader-elect
 
         async def resolve(gvk: GroupVersionKind) -> Resource:

@@ -51,6 +51,7 @@ from kubeloop.apiserver.registry.verboptions import WriteOptions
 from kubeloop.apiserver.storage.log import Log, MemoryLog, SQLiteLog, StorageError
 from kubeloop.apiserver.storage.watchcache import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS, ObjectStore
 from kubeloop.apiserver.userinfo import UserInfo
+from kubeloop.apiserver.webhooks.conversion import WebhookConverter
 from kubeloop.apiserver.webhooks.dispatcher import WebhookAdmission
 from kubeloop.lifecycle import cancel_and_wait, start_or_stop
 
@@ -193,7 +194,8 @@ class APIServer:
         self.registry = Registry(store, self.catalog)
         self._webhooks = WebhookAdmission(self.registry, self.catalog)
         self.registry.admission = self._webhooks
-        self._crds = CRDController(self.registry)
+        caller = self._webhooks.caller
+        self._crds = CRDController(self.registry, webhook_converter=lambda crd: WebhookConverter(crd, caller))
         self._crds.start()
         await self._bootstrap()
 

@@ -96,5 +96,9 @@ class WebhookServer:
             status, body = answer
             return web.Response(status=status, body=body, content_type="application/json")
         response = {"uid": review["request"]["uid"], **answer}
-        reply = {"apiVersion": review["apiVersion"], "kind": "AdmissionReview", "response": response}
+        reply = {
+            "apiVersion": review["apiVersion"],
+            "kind": review.get("kind", "AdmissionReview"),
+            "response": response,
+        }
         return web.Response(body=orjson.dumps(reply), content_type="application/json")

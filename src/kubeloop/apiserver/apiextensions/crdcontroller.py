@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubeloop import errors
@@ -22,6 +22,7 @@ from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.openapi.v3 import crd_definitions
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import DeleteOptions, ListOptions, WriteOptions
+from kubeloop.apiserver.registry.versionconversion import VersionConverter
 from kubeloop.apiserver.retryloop import RetryLoop
 
 log = logging.getLogger("kubeloop.apiserver.crds")
@@ -30,8 +31,18 @@ log = logging.getLogger("kubeloop.apiserver.crds")
 class CRDController:
     """Owns the CRD strategy's after-commit hook and one cleanup task (``start``/``stop``)."""
 
-    def __init__(self, registry: Registry, *, retry_interval: float = 0.5) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        retry_interval: float = 0.5,
+        webhook_converter: Callable[[Obj], VersionConverter] | None = None,
+    ) -> None:
         self._registry = registry
+        #: Makes the converter of a CRD whose conversion strategy is Webhook.
+        self._webhook_converter = webhook_converter
+        #: CRD name → (the spec's generation, its converter): kept while the spec is unchanged.
+        self._converters: dict[str, tuple[int, VersionConverter]] = {}
         crds = registry.catalog.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         if crds is None:
             raise RuntimeError("the catalog does not serve CustomResourceDefinitions")
@@ -69,7 +80,7 @@ class CRDController:
         if not established:
             self._unserve(name)
             return
-        served = served_resources(obj)
+        served = served_resources(obj, self._converter(name, obj))
         terminating = bool((obj.get("metadata") or {}).get("deletionTimestamp"))
         kept = {(r.group, r.version, r.plural) for r, _ in served}
         for resource in self._served.get(name, ()):
@@ -85,7 +96,21 @@ class CRDController:
         if terminating:
             self._queue(name)
 
+    def _converter(self, name: str, crd: Obj) -> VersionConverter | None:
+        conversion = (crd.get("spec") or {}).get("conversion") or {}
+        if conversion.get("strategy") != "Webhook" or self._webhook_converter is None:
+            self._converters.pop(name, None)
+            return None
+        generation = int((crd.get("metadata") or {}).get("generation") or 0)
+        kept = self._converters.get(name)
+        if kept is not None and kept[0] == generation:
+            return kept[1]
+        converter = self._webhook_converter(crd)
+        self._converters[name] = (generation, converter)
+        return converter
+
     def _unserve(self, name: str) -> None:
+        self._converters.pop(name, None)
         for resource in self._served.pop(name, ()):
             self._registry.drop_strategy(resource)
             self._registry.catalog.remove(resource)

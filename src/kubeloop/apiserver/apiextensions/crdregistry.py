@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubeloop import errors
-from kubeloop.api import naming, timestamps
+from kubeloop.api import fielderrors, naming, timestamps
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.naming import go_quote
 from kubeloop.api.object import Obj
@@ -30,6 +30,8 @@ from kubeloop.apiserver.catalog.resources import PrinterColumn, ResourceCatalog,
 from kubeloop.apiserver.patch.mergepatch import copy_json
 from kubeloop.apiserver.registry import validation
 from kubeloop.apiserver.registry.strategies import BuiltinStrategy, KindRules, Strategy, scale_document
+from kubeloop.apiserver.registry.validation import admissionregistration
+from kubeloop.apiserver.registry.versionconversion import ConversionPending, VersionConverter
 from kubeloop.errors import StatusCause
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
@@ -115,17 +117,29 @@ class CustomResourceStrategy(Strategy):
         return obj, unknown if field_validation == "Warn" else []
 
     def to_served(self, stored: Obj, *, defaulted: bool = False) -> Obj:
-        """The stored object in this version (conversion None: only apiVersion changes), with
-        defaults applied on read too (a schema may have gained them since it was written)."""
-        relabel = stored.get("apiVersion") != self.resource.api_version
+        """The stored object in this version — with conversion None only apiVersion changes, else
+        as the conversion webhook answered — with defaults applied on read too (a schema may
+        have gained them since it was written)."""
+        converting = stored.get("apiVersion") != self.resource.api_version
+        if converting and self.converter is not None:
+            served = self._converted(stored, self.resource.api_version)
+            structural.default(served, self.root)
+            return served
         lacking = not defaulted and self._lacks_defaults(stored)
-        if not relabel and not lacking:
+        if not converting and not lacking:
             return stored
         served = copy.deepcopy(stored)
         served["apiVersion"] = self.resource.api_version
         if lacking:
             structural.default(served, self.root)
         return served
+
+    def _converted(self, obj: Obj, api_version: str) -> Obj:
+        assert self.converter is not None
+        converted = self.converter.cached(obj, api_version)
+        if converted is None:
+            raise ConversionPending(self.converter, [obj], api_version)
+        return converted
 
     def _lacks_defaults(self, stored: Obj) -> bool:
         """Whether a stored object misses defaults of the schema: only one that may predate the
@@ -135,9 +149,12 @@ class CustomResourceStrategy(Strategy):
         return self._defaults and not newer and _needs_defaults(stored, self.root)
 
     def to_stored(self, served: Obj) -> Obj:
-        """Objects are stored in the storage version."""
-        if served.get("apiVersion") != self._storage_api_version:
-            served["apiVersion"] = self._storage_api_version
+        """Objects are stored in the storage version (converted by the webhook if there is one)."""
+        if served.get("apiVersion") == self._storage_api_version:
+            return served
+        if self.converter is not None:
+            return self._converted(served, self._storage_api_version)
+        served["apiVersion"] = self._storage_api_version
         return served
 
     def prepare_for_update(self, new: Obj, old: Obj, subresource: str) -> Obj:
@@ -315,7 +332,11 @@ class CRDStrategy(BuiltinStrategy):
         if isinstance(names, dict) and isinstance(names.get("kind"), str):
             names.setdefault("singular", names["kind"].lower())
             names.setdefault("listKind", names["kind"] + "List")
-        spec.setdefault("conversion", {"strategy": "None"})
+        conversion = spec.setdefault("conversion", {"strategy": "None"})
+        if isinstance(conversion, dict):
+            service = ((conversion.get("webhook") or {}).get("clientConfig") or {}).get("service")
+            if isinstance(service, dict):
+                service.setdefault("port", 443)
 
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)
@@ -451,6 +472,54 @@ def validate_crd(obj: Obj) -> list[StatusCause]:
         )
     causes.extend(_validate_names(names))
     causes.extend(_validate_versions(spec))
+    causes.extend(_validate_conversion(spec))
+    return causes
+
+
+def _validate_conversion(spec: Mapping[str, Any]) -> list[StatusCause]:
+    """``validateCustomResourceConversion``, with upstream's internal field names
+    (``webhookClientConfig``, ``conversionReviewVersions`` directly under ``spec.conversion``)."""
+    conversion = spec.get("conversion")
+    if not isinstance(conversion, dict):
+        return []
+    path = "spec.conversion"
+    strategy = conversion.get("strategy")
+    webhook = conversion.get("webhook")
+    webhook = webhook if isinstance(webhook, dict) else None
+    if strategy not in ("None", "Webhook"):
+        return [fielderrors.not_supported(f"{path}.strategy", strategy or "", ("None", "Webhook"))]
+    if strategy == "None":
+        causes = []
+        if webhook is not None and webhook.get("clientConfig") is not None:
+            causes.append(
+                fielderrors.forbidden(
+                    f"{path}.webhookClientConfig", "should not be set when strategy is not set to Webhook"
+                )
+            )
+        if webhook is not None and webhook.get("conversionReviewVersions"):
+            causes.append(
+                fielderrors.forbidden(
+                    f"{path}.conversionReviewVersions",
+                    "should not be set when strategy is not set to Webhook",
+                )
+            )
+        return causes
+    causes = []
+    if spec.get("preserveUnknownFields") is True:
+        causes.append(
+            fielderrors.invalid(
+                f"{path}.strategy", strategy, "must be None if spec.preserveUnknownFields is true"
+            )
+        )
+    config = webhook.get("clientConfig") if webhook is not None else None
+    if not isinstance(config, dict):
+        causes.append(
+            fielderrors.required(f"{path}.webhookClientConfig", "required when strategy is set to Webhook")
+        )
+    else:
+        causes.extend(admissionregistration.client_config(config, f"{path}.webhookClientConfig"))
+    versions = webhook.get("conversionReviewVersions") if webhook is not None else None
+    causes.extend(admissionregistration.review_versions(versions, f"{path}.conversionReviewVersions"))
     return causes
 
 
@@ -599,8 +668,11 @@ def _versions_text(versions: list[Any]) -> str:
     return "[" + " ".join(str(v.get("name")) for v in versions if isinstance(v, dict)) + "]"
 
 
-def served_resources(crd: Obj) -> list[tuple[ResourceType, CustomResourceStrategy]]:
-    """The resources (one per served version) an established CRD serves, with their strategies."""
+def served_resources(
+    crd: Obj, converter: VersionConverter | None = None
+) -> list[tuple[ResourceType, CustomResourceStrategy]]:
+    """The resources (one per served version) an established CRD serves, with their strategies;
+    ``converter`` converts between its versions when its conversion strategy is Webhook."""
     spec = crd.get("spec") or {}
     names = spec.get("names") or {}
     group = spec["group"]
@@ -662,5 +734,6 @@ def served_resources(crd: Obj) -> list[tuple[ResourceType, CustomResourceStrateg
             storage_version=storage_version,
             schema_revision=schema_revision,
         )
+        strategy.converter = converter
         out.append((resource, strategy))
     return out

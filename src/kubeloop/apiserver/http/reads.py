@@ -35,8 +35,11 @@ async def get(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamR
             raise errors.not_found(target.resource.group, target.resource.plural, target.name)
         obj = found[0]
     else:
-        obj = scope.registry.get(
-            target.resource, target.namespace, target.name, request.query.get("resourceVersion", "")
+        name = target.name
+        obj = await scope.registry.read(
+            lambda: scope.registry.get(
+                target.resource, target.namespace, name, request.query.get("resourceVersion", "")
+            )
         )
     accept = accept_of(request)
     if accept.table:
@@ -59,7 +62,9 @@ async def list_objects(scope: Scope, request: HTTPRequest, target: Target) -> we
         items = [o for o in synthesized(scope, target) if matches is None or matches(o)]
         result = ListResult(items, scope.registry.store.revision, "", None)
     else:
-        result = scope.registry.list_objects(target.resource, target.namespace, options)
+        result = await scope.registry.read(
+            lambda: scope.registry.list_objects(target.resource, target.namespace, options)
+        )
     accept = accept_of(request)
     rv = str(result.resource_version)
     if accept.table:

@@ -34,9 +34,11 @@ async def scale(scope: Scope, request: HTTPRequest, target: Target) -> web.Strea
     """autoscaling/v1 Scale of a workload: spec.replicas, status.replicas and the selector."""
     assert target.name is not None
     if request.method == "GET":
-        return await object_response(
-            request, scope.registry.get_scale(target.resource, target.namespace, target.name)
+        name = target.name
+        scale = await scope.registry.read(
+            lambda: scope.registry.get_scale(target.resource, target.namespace, name)
         )
+        return await object_response(request, scale)
     if request.method == "PUT":
         raw = await read_body(request)
         body, options = await decode_write(request.content_type, raw, write_options(request), "Scale")

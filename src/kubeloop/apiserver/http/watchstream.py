@@ -98,6 +98,9 @@ class WatchStream:
         self._prefix = resource.key_prefix(namespace)
         self._encode_custom = encode
         self._initial: list[bytes] = []
+        #: Events after the requested resourceVersion, encoded when the stream starts (their
+        #: objects may need a conversion webhook first).
+        self._backlog: list[Event] = []
         self._snapshot: list[tuple[str, Obj]] = []
         self._snapshot_end = b""
         self._watcher: Watcher | None = None
@@ -131,10 +134,7 @@ class WatchStream:
             self._initial.append(self._line("ERROR", gone.to_status()))
             return
         self._watcher = watcher
-        for event in backlog:
-            line = self._event_line(event)
-            if line is not None:
-                self._initial.append(line)
+        self._backlog = list(backlog)
 
     def _line(self, kind: str, obj: Obj) -> bytes:
         if self._encode_custom is not None:
@@ -178,11 +178,26 @@ class WatchStream:
             return self._line("DELETED", gone)
         return None
 
+    async def _converted(self, objects: list[Obj]) -> bytes:
+        """Convert by webhook what the kind needs before its lines are encoded; an ERROR event
+        with the failure when the conversion fails (b"" when it did not)."""
+        try:
+            await self._registry.prepare_served(self._resource, objects)
+        except errors.APIError as failed:
+            return self._line("ERROR", failed.to_status())
+        return b""
+
     async def lines(self) -> AsyncIterator[bytes]:
         """Encoded chunks until the timeout, a 410 for a lagging watcher, or the store closes."""
         try:
             snapshot, self._snapshot = self._snapshot, []
             for start in range(0, len(snapshot), _SNAPSHOT_SLICE):
+                failed = await self._converted(
+                    [stored for _key, stored in snapshot[start : start + _SNAPSHOT_SLICE]]
+                )
+                if failed:
+                    yield failed
+                    return
                 lines = []
                 for _key, stored in snapshot[start : start + _SNAPSHOT_SLICE]:
                     obj = self._registry.to_served(self._resource, stored)
@@ -193,6 +208,12 @@ class WatchStream:
                 await asyncio.sleep(0)  # let the loop serve others between slices
             if self._snapshot_end:
                 yield self._snapshot_end
+            backlog, self._backlog = self._backlog, []
+            failed = await self._converted(_objects_of(backlog))
+            if failed:
+                yield failed
+                return
+            self._initial.extend(line for event in backlog if (line := self._event_line(event)) is not None)
             if self._initial:
                 yield b"".join(self._initial)
                 self._initial = []
@@ -222,7 +243,12 @@ class WatchStream:
                     )
                     return
                 out = []
-                for event in watcher.drain():
+                events = watcher.drain()
+                failed = await self._converted(_objects_of(events))
+                if failed:
+                    yield failed
+                    return
+                for event in events:
                     line = self._event_line(event)
                     if line is not None:
                         out.append(line)
@@ -240,3 +266,10 @@ class WatchStream:
         if self._watcher is not None:
             self._store.stop_watch(self._watcher)
             self._watcher = None
+
+
+def _objects_of(events: list[Event]) -> list[Obj]:
+    """The objects, old and new, the lines of ``events`` show."""
+    objects = [event.obj for event in events]
+    objects.extend(event.prev for event in events if event.prev is not None)
+    return objects

@@ -44,6 +44,7 @@ from kubeloop.apiserver.registry.verboptions import (
     check_patch_options,
     propagation_policy,
 )
+from kubeloop.apiserver.registry.versionconversion import ConversionPending
 from kubeloop.apiserver.storage.watchcache import ObjectStore, PreconditionFailed
 from kubeloop.apiserver.userinfo import UserInfo
 from kubeloop.uuids import random_uuid
@@ -52,6 +53,9 @@ T = TypeVar("T")
 
 #: Read-modify-write attempts before a write that keeps losing races answers 409.
 _MAX_ATTEMPTS = 64
+#: Conversions one read may need before its objects are all converted (each round converts
+#: every object the read is missing; more happen only when writes land meanwhile).
+_CONVERSION_ROUNDS = 16
 _NAMESPACES = ResourceType("", "v1", "namespaces", "namespace", "Namespace", False)
 
 
@@ -117,6 +121,47 @@ class Registry:
 
     def to_stored(self, resource: ResourceType, served: Obj) -> Obj:
         return self.strategy(resource).to_stored(served)
+
+    # ------------------------------------------------------------ conversion by webhook
+
+    async def read(self, read: Callable[[], T]) -> T:
+        """``read()`` (a get, list or scale read), after converting by webhook what its objects
+        need (``ConversionPending``): reads are synchronous, conversion webhooks are not."""
+        for _ in range(_CONVERSION_ROUNDS):
+            try:
+                return read()
+            except ConversionPending as pending:
+                await pending.convert()
+        raise errors.internal_error("the objects' conversion did not settle")
+
+    async def served(self, resource: ResourceType, stored: Obj) -> Obj:
+        """``to_served``, converting by webhook first when the kind needs it."""
+        return await self.read(lambda: self.to_served(resource, stored))
+
+    async def _served_writing(self, resource: ResourceType, obj: Obj) -> Obj:
+        return await self.read(lambda: self._served_while_writing(resource, obj))
+
+    async def prepare_served(self, resource: ResourceType, stored: list[Obj]) -> None:
+        """Convert by webhook, in one call, what ``to_served`` of these objects needs; nothing
+        for a kind converted in process."""
+        if self.strategy(resource).converter is None:
+            return
+
+        def served_all() -> None:
+            pending: ConversionPending | None = None
+            for obj in stored:
+                try:
+                    self.to_served(resource, obj)
+                except ConversionPending as missing:
+                    pending = missing if pending is None else pending.merged(missing)
+            if pending is not None:
+                raise pending
+
+        await self.read(served_all)
+
+    async def stored(self, resource: ResourceType, served: Obj) -> Obj:
+        """``to_stored``, converting by webhook first when the kind needs it."""
+        return await self.read(lambda: self.to_stored(resource, served))
 
     def supported_fields(self, resource: ResourceType) -> list[str]:
         fields = ["metadata.name"]
@@ -187,14 +232,21 @@ class Registry:
             iterator = iter(source) if source is not None else self.store.items(prefix, start=start)
         else:
             iterator = iter(self.store.list_at(prefix, revision, start=start))
+        pending: ConversionPending | None = None
         for key, stored_obj in iterator:
-            obj = self.to_served(resource, stored_obj)
+            try:
+                obj = self.to_served(resource, stored_obj)
+            except ConversionPending as missing:  # every object's, then one conversion for all
+                pending = missing if pending is None else pending.merged(missing)
+                continue
             if match is not None and not match(obj):
                 continue
             if options.limit and len(items) >= options.limit:
                 next_key = key
                 break
             items.append(obj)
+        if pending is not None:
+            raise pending
         if next_key:
             if match is None:
                 remaining = (
@@ -353,8 +405,8 @@ class Registry:
         upstream's decoding of a webhook's patch) and defaulted again; its managedFields stay as
         recorded before admission."""
         assert self.admission is not None
-        served = self._served_while_writing(resource, obj)
-        served_old = self.to_served(resource, old) if old is not None else None
+        served = await self._served_writing(resource, obj)
+        served_old = await self.served(resource, old) if old is not None else None
         attributes = self._attributes(resource, operation, obj, options, subresource=subresource, patch=patch)
         mutated, warnings = await self.admission.mutate(attributes, served, served_old)
         if mutated is None or mutated is served:
@@ -365,7 +417,7 @@ class Registry:
             decoded, _ = self._decode(resource, mutated, lenient, subresource=subresource, owned=True)
         except errors.BadRequest as error:
             raise errors.internal_error(error.message) from None
-        changed = self.to_stored(resource, decoded)
+        changed = await self.stored(resource, decoded)
         if managed is None:
             changed["metadata"].pop("managedFields", None)
         else:
@@ -404,7 +456,7 @@ class Registry:
         """Create an object. ``managed``: its managedFields as an apply recorded them;
         ``patch``: the create is an apply's (admission is told of PatchOptions)."""
         obj, warnings = self._decode(resource, body, options)
-        obj = self.to_stored(resource, obj)
+        obj = await self.stored(resource, obj)
         metadata: Obj = obj["metadata"]
         if metadata.get("resourceVersion"):
             raise errors.BadRequest("resourceVersion should not be set on objects to be created")
@@ -449,13 +501,13 @@ class Registry:
         strategy.prepare_for_create(obj)
         strategy.default(obj)
         if managed is None:
-            managed = _recorded_update(strategy, None, self._served_while_writing(resource, obj), options, "")
+            managed = _recorded_update(strategy, None, await self._served_writing(resource, obj), options, "")
         _set_managed(metadata, managed)
         attempts = 0
         while True:
             if (generate_name and not metadata.get("name")) or attempts:
                 metadata["name"] = (generate_name or "") + naming.generate_name_suffix()
-            served = self._served_while_writing(resource, obj)
+            served = await self._served_writing(resource, obj)
             self._validate(resource, served)
             if options.admit is not None:
                 options.admit(served, None)
@@ -472,13 +524,13 @@ class Registry:
             )
         strategy.finish(obj, None)
         if options.dry_run:
-            return WriteResult(self.to_served(resource, obj), warnings, created=True)
+            return WriteResult(await self.served(resource, obj), warnings, created=True)
         try:
             event = await self.store.write(key, obj, expected_revision=0)
         except PreconditionFailed:
             raise errors.already_exists(resource.group, resource.plural, metadata["name"]) from None
         self._committed(strategy, event.obj, None)
-        return WriteResult(self.to_served(resource, event.obj), warnings, created=True)
+        return WriteResult(await self.served(resource, event.obj), warnings, created=True)
 
     async def _guaranteed(
         self, resource: ResourceType, namespace: str | None, name: str, attempt: Callable[[], Awaitable[T]]
@@ -525,7 +577,7 @@ class Registry:
         subresource: str,
     ) -> WriteResult:
         obj, warnings = self._decode(resource, body, options, subresource=subresource)
-        obj = self.to_stored(resource, obj)
+        obj = await self.stored(resource, obj)
         body_name = obj["metadata"].get("name")
         if body_name and body_name != name:
             raise errors.BadRequest(
@@ -589,7 +641,7 @@ class Registry:
         current = self.store.get(key)
         if current is None:
             raise errors.not_found(resource.group, resource.plural, name)
-        served = self.to_served(resource, current.obj)
+        served = await self.served(resource, current.obj)
         patched = patching.apply_patch(served, patch_type, patch, self.strategy(resource).schema)
         if not isinstance(patched, dict):
             raise errors.BadRequest("the patched object is not a JSON object")
@@ -599,7 +651,7 @@ class Registry:
         obj, warnings = self._decode(
             resource, patched, options, subresource=subresource, owned=True, shallow=shallow
         )
-        obj = self.to_stored(resource, obj)
+        obj = await self.stored(resource, obj)
         metadata = obj["metadata"]
         if metadata.get("name") != name:
             raise errors.BadRequest(
@@ -644,7 +696,7 @@ class Registry:
         schema = self.strategy(resource).schema
         key = resource.key(namespace, name)
         current = self.store.get(key)
-        live = self.to_served(resource, current.obj) if current is not None else None
+        live = await self.served(resource, current.obj) if current is not None else None
         if live is None and subresource:
             raise errors.not_found(resource.group, resource.plural, name)
         entries = fieldmanager.starting_entries(live, {})
@@ -671,7 +723,7 @@ class Registry:
             except errors.AlreadyExists:
                 raise _StaleRead from None  # created meanwhile: apply to it
             return WriteResult(created.obj, warnings + created.warnings, created=True)
-        merged = self.to_stored(resource, result.obj)
+        merged = await self.stored(resource, result.obj)
         merged["metadata"]["resourceVersion"] = str(current.revision)
         return await self._finish_update(
             resource,
@@ -743,12 +795,12 @@ class Registry:
         meta: Obj = new["metadata"]
         if resource.tracks_generation and subresource == "" and strategy.generation_changed(old, new):
             meta["generation"] = int(old_meta.get("generation", 0)) + 1
-        served_old = self.to_served(resource, old)
+        served_old = await self.served(resource, old)
         if managed is None:
             meta["managedFields"] = sent_managed
             # Field sets are of the version the manager wrote (autoscaling/v1 fields for a v1 client).
             managed = _recorded_update(
-                strategy, served_old, self._served_while_writing(resource, new), options, subresource
+                strategy, served_old, await self._served_writing(resource, new), options, subresource
             )
         _set_managed(meta, managed)
         if old_meta.get("deletionTimestamp"):
@@ -767,7 +819,7 @@ class Registry:
                         )
                     ],
                 )
-        served_new = self._served_while_writing(resource, new)  # again: managedFields and more were set since
+        served_new = await self._served_writing(resource, new)  # again: managedFields and more were set since
         self._validate(resource, served_new, served_old, subresource)
         if options.admit is not None:
             options.admit(served_new, served_old)
@@ -780,7 +832,7 @@ class Registry:
             meta.pop("finalizers", None)
         if _same_object(old, new):
             # A no-op update does not write (and keeps the resourceVersion), like upstream.
-            return WriteResult(self.to_served(resource, old), warnings)
+            return WriteResult(await self.served(resource, old), warnings)
         deleting = (
             bool(old_meta.get("deletionTimestamp"))
             and not meta.get("finalizers")
@@ -789,17 +841,17 @@ class Registry:
         if options.dry_run:
             out = copy.deepcopy(new)
             out["metadata"]["resourceVersion"] = str(old_revision)
-            return WriteResult(self.to_served(resource, out), warnings)
+            return WriteResult(await self.served(resource, out), warnings)
         try:
             if deleting:
                 event = await self.store.write(key, None, expected_revision=old_revision)
                 self._committed(strategy, None, old)
-                return WriteResult(self.to_served(resource, _merge_final(event.obj, new)), warnings)
+                return WriteResult(await self.served(resource, _merge_final(event.obj, new)), warnings)
             event = await self.store.write(key, new, expected_revision=old_revision)
         except PreconditionFailed:
             raise _StaleRead from None
         self._committed(strategy, event.obj, old)
-        return WriteResult(self.to_served(resource, event.obj), warnings)
+        return WriteResult(await self.served(resource, event.obj), warnings)
 
     # ------------------------------------------------------------ scale subresource
 
@@ -811,7 +863,7 @@ class Registry:
         self, resource: ResourceType, namespace: str | None, name: str, body: Any, options: WriteOptions
     ) -> Obj:
         async def attempt() -> Obj:
-            current = self.get(resource, namespace, name)
+            current = await self.read(lambda: self.get(resource, namespace, name))
             return await self._write_scale(resource, namespace, name, current, body, options)
 
         return await self._guaranteed(resource, namespace, name, attempt)
@@ -826,7 +878,7 @@ class Registry:
         options: WriteOptions,
     ) -> Obj:
         async def attempt() -> Obj:
-            current = self.get(resource, namespace, name)
+            current = await self.read(lambda: self.get(resource, namespace, name))
             scale = self.strategy(resource).scale_of(current)
             patched = patching.apply_patch(
                 scale, patch_type, patch, schemas.kind_schema("autoscaling", "v1", "Scale")
@@ -914,7 +966,7 @@ class Registry:
         strategy.check_delete(name)
         policy = propagation_policy(resource, options)
         if self.admission is not None and self._admits(resource, options.user):
-            served = self.to_served(resource, obj)
+            served = await self.served(resource, obj)
             attributes = AdmissionAttributes(
                 resource=resource,
                 subresource="",
@@ -943,13 +995,13 @@ class Registry:
         graceful = bool(finalizers) or strategy.holds_deletion(obj)
         if not graceful:
             if options.dry_run:
-                return self.to_served(resource, obj), True
+                return await self.served(resource, obj), True
             try:
                 event = await self.store.write(key, None, expected_revision=current.revision)
             except PreconditionFailed:
                 raise _StaleRead from None
             self._committed(strategy, None, obj)
-            return self.to_served(resource, event.obj), True
+            return await self.served(resource, event.obj), True
         new = copy.deepcopy(obj)
         new_meta: Obj = new["metadata"]
         new_meta.pop("resourceVersion", None)
@@ -965,23 +1017,25 @@ class Registry:
             new_meta["finalizers"] = finalizers
             changed = True
         if not changed or options.dry_run:
-            return self.to_served(resource, obj if not changed else new), False
+            return await self.served(resource, obj if not changed else new), False
         try:
             event = await self.store.write(key, new, expected_revision=current.revision)
         except PreconditionFailed:
             raise _StaleRead from None
         self._committed(strategy, event.obj, obj)
-        return self.to_served(resource, event.obj), False
+        return await self.served(resource, event.obj), False
 
     async def delete_collection(
         self, resource: ResourceType, namespace: str | None, list_options: ListOptions, options: DeleteOptions
     ) -> list[Obj]:
-        listed = self.list_objects(
-            resource,
-            namespace,
-            ListOptions(
-                label_selector=list_options.label_selector, field_selector=list_options.field_selector
-            ),
+        listed = await self.read(
+            lambda: self.list_objects(
+                resource,
+                namespace,
+                ListOptions(
+                    label_selector=list_options.label_selector, field_selector=list_options.field_selector
+                ),
+            )
         )
         deleted: list[Obj] = []
         for item in listed.items:

@@ -25,6 +25,7 @@ from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.patch.mergepatch import copy_json
 from kubeloop.apiserver.registry import defaults, validation
 from kubeloop.apiserver.registry.serviceips import ServiceAllocator
+from kubeloop.apiserver.registry.versionconversion import VersionConverter
 from kubeloop.errors import StatusCause
 
 Rules = Callable[[Mapping[str, Any]], list[StatusCause]]
@@ -44,6 +45,9 @@ class Strategy:
     #: Whether an update (PUT) may leave out metadata.resourceVersion (then it is not a
     #: precondition); upstream's ``AllowUnconditionalUpdate``.
     allow_unconditional_update = True
+    #: Converts between the kind's versions out of process (a CRD's conversion webhook); None:
+    #: ``to_served``/``to_stored`` convert in process.
+    converter: VersionConverter | None = None
 
     def __init__(self, resource: ResourceType) -> None:
         self.resource = resource
@@ -64,7 +68,8 @@ class Strategy:
 
     def to_served(self, stored: Obj, *, defaulted: bool = False) -> Obj:
         """The stored form as this resource's group/version serves it. ``defaulted``: the object
-        is being written and was defaulted on its way in (nothing to add on read)."""
+        is being written and was defaulted on its way in (nothing to add on read). A strategy
+        with a ``converter`` raises ``ConversionPending`` for what it has not converted yet."""
         return stored
 
     def to_stored(self, served: Obj) -> Obj:

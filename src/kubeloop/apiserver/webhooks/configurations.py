@@ -81,7 +81,8 @@ def _strings(value: object) -> tuple[str, ...]:
     return tuple(str(item) for item in value) if isinstance(value, list) else ()
 
 
-def _client_config(config: object) -> ClientConfig:
+def client_config_of(config: object) -> ClientConfig:
+    """A webhook's ``clientConfig`` (an admission webhook's, or a CRD's conversion webhook's)."""
     config = config if isinstance(config, dict) else {}
     ca_bundle: bytes | None = None
     raw = config.get("caBundle")
@@ -146,7 +147,7 @@ def webhooks_of(configuration: Obj, *, mutating: bool) -> list[Webhook]:
                 side_effects=side_effects if isinstance(side_effects, str) else None,
                 timeout_seconds=int(hook.get("timeoutSeconds") or 10),
                 review_versions=_strings(hook.get("admissionReviewVersions")),
-                client=_client_config(hook.get("clientConfig")),
+                client=client_config_of(hook.get("clientConfig")),
                 reinvocation_policy=str(hook.get("reinvocationPolicy") or "Never"),
                 match_conditions=conditions,
             )

@@ -207,10 +207,14 @@ class WebhookAdmission:
         obj: Obj | None,
         old: Obj | None,
     ) -> _Outcome:
-        versioned = self._in_version(attributes.resource, resource, obj)
+        versioned = await self._in_version(attributes.resource, resource, obj)
         try:
             answer = await self._call(
-                hook, resource, attributes, versioned, self._in_version(attributes.resource, resource, old)
+                hook,
+                resource,
+                attributes,
+                versioned,
+                await self._in_version(attributes.resource, resource, old),
             )
         except _Passed:
             return _Outcome(obj, False, [])
@@ -229,7 +233,7 @@ class WebhookAdmission:
                 f'admission webhook "{hook.name}" patched the object into a non-object'
             )
         changed = patched != versioned
-        back = self._in_version(resource, attributes.resource, patched)
+        back = await self._in_version(resource, attributes.resource, patched)
         return _Outcome(back if changed else obj, changed, answer.warnings)
 
     async def _validating_call(
@@ -245,8 +249,8 @@ class WebhookAdmission:
                 hook,
                 resource,
                 attributes,
-                self._in_version(attributes.resource, resource, obj),
-                self._in_version(attributes.resource, resource, old),
+                await self._in_version(attributes.resource, resource, obj),
+                await self._in_version(attributes.resource, resource, old),
             )
         except _Passed:
             return []
@@ -296,14 +300,15 @@ class WebhookAdmission:
         log.warning("Failed calling webhook, failing closed %s: %s", hook.name, message)
         raise errors.internal_error(message)
 
-    def _in_version(self, have: ResourceType, want: ResourceType, obj: Obj | None) -> Obj | None:
-        """``obj`` (served as ``have``) as ``want`` serves it."""
+    async def _in_version(self, have: ResourceType, want: ResourceType, obj: Obj | None) -> Obj | None:
+        """``obj`` (served as ``have``) as ``want`` serves it (a CRD's conversion webhook may
+        be called for it)."""
         if obj is None or have is want:
             return obj
         if (have.group, have.version, have.plural) == (want.group, want.version, want.plural):
             return obj
-        stored = self.registry.strategy(have).to_stored(copy.deepcopy(obj))
-        return self.registry.strategy(want).to_served(stored)
+        stored = await self.registry.stored(have, copy.deepcopy(obj))
+        return await self.registry.served(want, stored)
 
 
 def denial(name: str, result: Obj) -> errors.APIError:

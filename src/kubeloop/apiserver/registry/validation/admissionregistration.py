@@ -54,7 +54,7 @@ def _configuration_rules(obj: Mapping[str, Any], *, mutating: bool) -> list[Stat
         hook = as_dict(hook)
         causes.extend(_webhook_rules(hook, path, mutating=mutating))
         causes.extend(
-            _review_versions(hook.get("admissionReviewVersions"), f"{path}.admissionReviewVersions")
+            review_versions(hook.get("admissionReviewVersions"), f"{path}.admissionReviewVersions")
         )
         name = hook.get("name")
         if isinstance(name, str) and name:
@@ -101,7 +101,7 @@ def _webhook_rules(hook: Mapping[str, Any], path: str, *, mutating: bool) -> lis
         policy = hook.get("reinvocationPolicy")
         if policy is not None and policy not in _REINVOCATION_POLICIES:
             causes.append(not_supported(f"{path}.reinvocationPolicy", policy, _REINVOCATION_POLICIES))
-    causes.extend(_client_config(as_dict(hook.get("clientConfig")), f"{path}.clientConfig"))
+    causes.extend(client_config(as_dict(hook.get("clientConfig")), f"{path}.clientConfig"))
     return causes
 
 
@@ -181,7 +181,7 @@ def _resources(resources: list[str], path: str) -> list[StatusCause]:
     return causes
 
 
-def _client_config(config: Mapping[str, Any], path: str) -> list[StatusCause]:
+def client_config(config: Mapping[str, Any], path: str) -> list[StatusCause]:
     url, service = config.get("url"), config.get("service")
     if (url is None) == (service is None):
         return [required(path, "exactly one of url or service is required")]
@@ -240,7 +240,7 @@ def _service(service: Mapping[str, Any], path: str) -> list[StatusCause]:
     return causes
 
 
-def _review_versions(versions: Any, path: str) -> list[StatusCause]:
+def review_versions(versions: Any, path: str) -> list[StatusCause]:
     listed = [str(v) for v in as_list(versions)]
     if not listed:
         return [required(path, "must specify one of v1, v1beta1")]

@@ -1,12 +1,16 @@
 """A Website custom resource with a defaulting and a validating webhook: the defaulter fills in the
 image and replicas; the validator caps replicas, warns about ``:latest`` images, keeps the
 domain unchanged once set and refuses to delete a Website labelled ``protected: "true"``.
+Websites are served as v1 (the hub, stored) and as the older v1alpha1, which named a URL where
+v1 names a domain; the conversion webhook converts between them.
 
     kubeloop run examples/website_webhooks --embedded --install-crds   # webhooks installed too
     kubeloop webhook examples/website_webhooks                          # their configurations
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 import kubeloop
 from kubeloop import field
@@ -21,10 +25,41 @@ class WebsiteSpec(kubeloop.KubeModel):
     replicas: int | None = None
 
 
-class Website(kubeloop.CustomResource, group="web.kubeloop.dev", version="v1", short_names=("ws",)):
+class Website(
+    kubeloop.CustomResource,
+    kubeloop.webhook.Hub,
+    group="web.kubeloop.dev",
+    version="v1",
+    short_names=("ws",),
+    storage=True,
+):
     """A website served by a Deployment."""
 
     spec: WebsiteSpec
+
+
+class WebsiteSpecV1alpha1(kubeloop.KubeModel):
+    url: str
+    image: str | None = None
+    replicas: int | None = None
+
+
+class WebsiteV1alpha1(kubeloop.CustomResource, group="web.kubeloop.dev", version="v1alpha1", kind="Website"):
+    """A website served by a Deployment, at a URL."""
+
+    spec: WebsiteSpecV1alpha1
+
+    def convert_to(self, hub: Website) -> None:
+        spec = self.spec
+        hub.spec = WebsiteSpec(
+            domain=urlsplit(spec.url).hostname or "", image=spec.image, replicas=spec.replicas
+        )
+
+    def convert_from(self, hub: Website) -> None:
+        spec = hub.spec
+        self.spec = WebsiteSpecV1alpha1(
+            url=f"https://{spec.domain}/", image=spec.image, replicas=spec.replicas
+        )
 
 
 class WebsiteDefaulter:
@@ -46,7 +81,9 @@ class WebsiteValidator:
 
     def validate_delete(self, website: Website) -> None:
         if (website.metadata.labels or {}).get("protected") == "true":
-            raise kubeloop.errors.Forbidden(f'website "{website.metadata.name}" is protected: remove the label first')
+            raise kubeloop.errors.Forbidden(
+                f'website "{website.metadata.name}" is protected: remove the label first'
+            )
 
     def _validate(self, website: Website) -> list[str]:
         replicas = website.spec.replicas or 0

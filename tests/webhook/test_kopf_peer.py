@@ -76,10 +76,17 @@ _namespaces = iter(range(1, 1000))
 def test_kopf_validates_and_mutates_what_kubectl_writes(kopf_operator: Client, kubectl: Kubectl) -> None:
     namespace = f"kopf-{next(_namespaces)}"
     kubectl("create", "namespace", namespace)
-    refused = kubectl("create", "-n", namespace, "configmap", "leaky", "--from-literal=password=x", check=False)
+    refused = kubectl(
+        "create", "-n", namespace, "configmap", "leaky", "--from-literal=password=x", check=False
+    )
     assert refused.returncode != 0
-    assert 'admission webhook "no-secrets.auto.kopf.dev" denied the request: passwords belong in Secrets' in refused.stderr
-    created = kubectl("create", "-n", namespace, "configmap", "fine", "--from-literal=colour=blue", "-o", "json")
+    assert (
+        'admission webhook "no-secrets.auto.kopf.dev" denied the request: passwords belong in Secrets'
+        in refused.stderr
+    )
+    created = kubectl(
+        "create", "-n", namespace, "configmap", "fine", "--from-literal=colour=blue", "-o", "json"
+    )
     assert "Warning: kopf looked at this ConfigMap" in created.stderr
     assert json.loads(created.stdout)["metadata"]["labels"] == {"stamped-by": "kopf"}
     assert kopf_operator.get(f"/api/v1/namespaces/{namespace}/configmaps/leaky").status_code == 404

@@ -23,6 +23,7 @@ from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 example, _ = load_target(str(ROOT / "examples" / "website_webhooks"))
 Website = example.Website
+WebsiteV1alpha1 = example.WebsiteV1alpha1
 VALIDATE = "/validate-web-kubeloop-dev-v1-website"
 MUTATE = "/mutate-web-kubeloop-dev-v1-website"
 
@@ -35,7 +36,7 @@ def kubectl(request: pytest.FixtureRequest, kube_apiserver: ServerThread, tmp_pa
 @pytest.fixture
 async def operator(kube_client: kubeloop.APIClient) -> AsyncIterator[kubeloop.Manager]:
     """The example's manager, serving its webhooks, with their configurations installed."""
-    await kubeloop.crd.install_crds(kube_client, Website)
+    await kubeloop.crd.install_crds(kube_client, Website, WebsiteV1alpha1)
     manager = kubeloop.Manager(
         kube_client,
         webhook_server=kubeloop.WebhookServer(port=0),
@@ -45,6 +46,15 @@ async def operator(kube_client: kubeloop.APIClient) -> AsyncIterator[kubeloop.Ma
     example.setup(manager)
     async with manager, webhooks_installed(kube_client, manager):
         yield manager
+
+
+def website_v1alpha1(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "web.kubeloop.dev/v1alpha1",
+        "kind": "Website",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"url": f"https://{name}.example.com/", **spec},
+    }
 
 
 def website(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
@@ -190,3 +200,91 @@ async def test_the_manager_reports_its_webhooks_in_metrics_and_readiness(
     assert f'controller_runtime_webhook_requests_total{{code="200",webhook="{VALIDATE}"}} 1.0' in text
     assert f'controller_runtime_webhook_requests_in_flight{{webhook="{VALIDATE}"}} 0.0' in text
     assert f'controller_runtime_webhook_latency_seconds_count{{webhook="{VALIDATE}"}} 1.0' in text
+
+
+async def test_kubectl_reads_and_writes_both_versions_through_the_conversion_webhook(
+    operator: kubeloop.Manager, kubectl: Kubectl, kube_client: kubeloop.APIClient, kube_namespace: str
+) -> None:
+    # Written as v1alpha1: converted to v1 (the hub), defaulted there, stored as v1.
+    await run(kubectl, "create", "-f", "-", stdin=json.dumps(website_v1alpha1("old", kube_namespace)))
+    stored = await kube_client.get(Website, "old", namespace=kube_namespace)
+    assert (stored.spec.domain, stored.spec.image, stored.spec.replicas) == (
+        "old.example.com",
+        "nginx:1.27",
+        1,
+    )
+    # Written as v1, read as v1alpha1.
+    await kube_client.create(website("new", kube_namespace, replicas=3))
+    read = await run(kubectl, "get", "-n", kube_namespace, "websites.v1alpha1.web.kubeloop.dev", "-o", "json")
+    specs = {item["metadata"]["name"]: item["spec"] for item in json.loads(read.stdout)["items"]}
+    assert specs == {
+        "new": {"url": "https://new.example.com/", "image": "nginx:1.27", "replicas": 3},
+        "old": {"url": "https://old.example.com/", "image": "nginx:1.27", "replicas": 1},
+    }
+    # The validator (registered for v1) judges a v1alpha1 write too, after conversion.
+    refused = await run(
+        kubectl,
+        "create",
+        "-f",
+        "-",
+        stdin=json.dumps(website_v1alpha1("big", kube_namespace, replicas=40)),
+        check=False,
+    )
+    assert "spec.replicas: Invalid value: 40: must be at most 10" in refused.stderr
+    assert operator.webhook_server.metrics.requests["/convert", "200"] >= 2
+
+
+class GadgetSpec(kubeloop.KubeModel):
+    size: int
+
+
+class Gadget(
+    kubeloop.CustomResource, kubeloop.webhook.Hub, group="gadgets.kubeloop.test", version="v2", storage=True
+):
+    spec: GadgetSpec
+
+
+class GadgetSpecV1(kubeloop.KubeModel):
+    size: str
+
+
+class GadgetV1(kubeloop.CustomResource, group="gadgets.kubeloop.test", version="v1", kind="Gadget"):
+    spec: GadgetSpecV1
+
+    def convert_to(self, hub: Gadget) -> None:
+        hub.spec = GadgetSpec(size=int(self.spec.size))  # "large" raises ValueError
+
+    def convert_from(self, hub: Gadget) -> None:
+        self.spec = GadgetSpecV1(size=str(hub.spec.size))
+
+
+async def test_a_conversion_that_fails_reaches_the_client_in_its_words(
+    kube_client: kubeloop.APIClient, kube_namespace: str
+) -> None:
+    await kubeloop.crd.install_crds(kube_client, Gadget, GadgetV1)
+    manager = kubeloop.Manager(kube_client, webhook_server=kubeloop.WebhookServer(port=0))
+    kubeloop.WebhookBuilder(manager).for_(Gadget).complete()  # conversion only
+    gadget = {
+        "apiVersion": "gadgets.kubeloop.test/v1",
+        "kind": "Gadget",
+        "metadata": {"namespace": kube_namespace},
+    }
+    async with manager, webhooks_installed(kube_client, manager):
+        made = await kube_client.create(
+            {**gadget, "metadata": {**gadget["metadata"], "name": "ok"}, "spec": {"size": "3"}}
+        )
+        assert made["spec"] == {"size": "3"}
+        assert (await kube_client.get(Gadget, "ok", namespace=kube_namespace)).spec.size == 3
+        with pytest.raises(kubeloop.errors.InternalError) as failed:
+            await kube_client.create(
+                {**gadget, "metadata": {**gadget["metadata"], "name": "bad"}, "spec": {"size": "large"}}
+            )
+    assert failed.value.code == 500
+    assert failed.value.message == (
+        "conversion webhook for gadgets.kubeloop.test/v1, Kind=Gadget failed: "
+        "invalid literal for int() with base 10: 'large'"
+    )
+    # Uninstalled: the CRD converts in process again (the webhook server has stopped).
+    crds = kubeloop.GroupVersionKind("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
+    crd = await kube_client.get(crds, "gadgets.gadgets.kubeloop.test")
+    assert crd["spec"]["conversion"] == {"strategy": "None"}

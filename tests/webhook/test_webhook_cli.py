@@ -39,7 +39,7 @@ def test_kubeloop_webhook_prints_configurations_calling_the_service(tmp_path: pa
         "--name-prefix", "web-", "--ca-bundle", str(tmp_path / "ca.crt"),
     )  # fmt: skip
     assert printed.returncode == 0, printed.stderr
-    mutating, validating = yaml.safe_load_all(printed.stdout)
+    mutating, validating, crd_patch = yaml.safe_load_all(printed.stdout)
     assert (mutating["kind"], mutating["metadata"]["name"]) == (
         "MutatingWebhookConfiguration",
         "web-mutating-webhook-configuration",
@@ -65,6 +65,23 @@ def test_kubeloop_webhook_prints_configurations_calling_the_service(tmp_path: pa
             "resources": ["websites"],
         }
     ]
+    # Websites have a hub and a v1alpha1 that converts: their CRD is patched to call /convert.
+    assert crd_patch["metadata"]["name"] == "websites.web.kubeloop.dev"
+    assert crd_patch["spec"]["conversion"] == {
+        "strategy": "Webhook",
+        "webhook": {
+            "clientConfig": {
+                "service": {
+                    "name": "website-webhooks",
+                    "namespace": "web-system",
+                    "path": "/convert",
+                    "port": 443,
+                },
+                "caBundle": base64.b64encode(ca).decode(),
+            },
+            "conversionReviewVersions": ["v1"],
+        },
+    }
     # The validator has all three methods, so its rule lists all three operations.
     assert validation["rules"][0]["operations"] == ["CREATE", "UPDATE", "DELETE"]
     assert (validation["failurePolicy"], validation["sideEffects"], validation["admissionReviewVersions"]) == (
@@ -75,7 +92,7 @@ def test_kubeloop_webhook_prints_configurations_calling_the_service(tmp_path: pa
 def test_kubeloop_webhook_says_when_a_target_has_none() -> None:
     printed = kubeloop_cli("webhook", str(ROOT / "examples" / "hello_label"))
     assert printed.returncode == 1
-    assert "registers no admission webhooks" in printed.stderr
+    assert "registers no webhooks" in printed.stderr
 
 
 @pytest.mark.parametrize("kubectl", [newest_kubectl()], ids=lambda path: path.name)

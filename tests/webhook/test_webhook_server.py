@@ -14,7 +14,13 @@ import orjson
 import pytest
 
 from kubeloop import certs, webhook
-from kubeloop.webhook import AdmissionRequest, AdmissionResponse, AdmissionWebhook, WebhookServer
+from kubeloop.webhook import (
+    AdmissionRequest,
+    AdmissionResponse,
+    AdmissionWebhook,
+    ConversionWebhook,
+    WebhookServer,
+)
 
 
 def review(version: str = "admission.k8s.io/v1", **request: Any) -> dict[str, Any]:
@@ -170,3 +176,96 @@ async def test_a_missing_certificate_fails_the_start_by_its_path(tmp_path: pathl
     with pytest.raises(FileNotFoundError, match=r"tls\.crt"):
         await server.start()
     assert not server.started
+
+
+# ------------------------------------------------------------------ /convert
+
+
+@pytest.fixture
+async def convert() -> AsyncIterator[Any]:
+    from tests.webhook.test_operator_webhooks import Website
+
+    server = WebhookServer(port=0)
+    conversion = ConversionWebhook()
+    conversion.add(Website)
+    server.register("/convert", conversion)
+    await server.start()
+    assert server.ca_bundle is not None
+    context = certs.client_ssl_context(server.ca_bundle)
+    try:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as session:
+
+            async def send(body: bytes, content_type: str = "application/json") -> tuple[int, dict[str, Any]]:
+                url = server.url("/convert", "localhost")
+                async with session.post(url, data=body, headers={"Content-Type": content_type}) as response:
+                    return response.status, orjson.loads(await response.read())
+
+            yield send
+    finally:
+        await server.stop()
+
+
+def conversion_review(version: str = "apiextensions.k8s.io/v1", **request: Any) -> dict[str, Any]:
+    site = {
+        "apiVersion": "web.kubeloop.dev/v1alpha1",
+        "kind": "Website",
+        "metadata": {"name": "blog", "namespace": "default", "uid": "u1", "labels": {"a": "b"}},
+        "spec": {"url": "https://blog.example.com/", "replicas": 2},
+    }
+    base = {"uid": "c0ffee", "desiredAPIVersion": "web.kubeloop.dev/v1", "objects": [site]}
+    return {"apiVersion": version, "kind": "ConversionReview", "request": {**base, **request}}
+
+
+async def test_a_conversion_review_is_answered_in_its_own_version(convert: Any) -> None:
+    for version in ("apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1"):
+        status, body = await convert(orjson.dumps(conversion_review(version)))
+        assert (status, body["apiVersion"], body["kind"]) == (200, version, "ConversionReview")
+        response = body["response"]
+        assert (response["uid"], response["result"]) == ("c0ffee", {"status": "Success"})
+        [converted] = response["convertedObjects"]
+        assert converted["apiVersion"] == "web.kubeloop.dev/v1"
+        assert converted["spec"] == {"domain": "blog.example.com", "replicas": 2}
+        assert converted["metadata"] == {
+            "name": "blog",
+            "namespace": "default",
+            "uid": "u1",
+            "labels": {"a": "b"},
+        }
+
+
+async def test_a_conversion_that_cannot_be_done_is_a_failure_result(convert: Any) -> None:
+    other = {"apiVersion": "other.example.com/v1", "kind": "Thing", "metadata": {"name": "t"}}
+    status, body = await convert(orjson.dumps(conversion_review(objects=[other])))
+    assert status == 200
+    assert body["response"]["result"] == {
+        "status": "Failure",
+        "message": "no conversion is registered for Thing.other.example.com",
+    }
+    status, body = await convert(orjson.dumps(conversion_review(desiredAPIVersion="web.kubeloop.dev/v9")))
+    assert body["response"]["result"] == {
+        "status": "Failure",
+        "message": "Website has no model of web.kubeloop.dev/v9",
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "reason"),
+    [
+        (b"{}", "text/plain", "contentType=text/plain, expected application/json"),
+        (b"", "application/json", "request body is empty"),
+        (b"{not json", "application/json", "the body is not JSON"),
+        (b"[]", "application/json", "the body is not a ConversionReview object"),
+        (orjson.dumps({**conversion_review(), "kind": "AdmissionReview"}), "application/json", "expected a ConversionReview"),
+        (orjson.dumps({**conversion_review(), "request": 3}), "application/json", "the ConversionReview has no request"),
+        (orjson.dumps(conversion_review(uid="")), "application/json", "request.uid is missing"),
+        (orjson.dumps(conversion_review(desiredAPIVersion=None)), "application/json", "request.desiredAPIVersion is missing"),
+        (orjson.dumps(conversion_review(objects=[1])), "application/json", "request.objects must be a list of objects"),
+    ],
+)  # fmt: skip
+async def test_a_body_that_is_no_conversion_review_gets_400_with_the_reason(
+    convert: Any, body: bytes, content_type: str, reason: str
+) -> None:
+    status, answered = await convert(body, content_type)
+    assert status == 400
+    assert answered["response"]["result"]["status"] == "Failure"
+    assert answered["response"]["result"]["message"].startswith(reason)

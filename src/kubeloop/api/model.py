@@ -115,5 +115,13 @@ class Scheme:
     def gvk_for(self, cls: type[KubeObject]) -> GroupVersionKind:
         return cls.__gvk__
 
+    def versions_of(self, group: str, kind: str) -> dict[str, type[KubeObject]]:
+        """The registered models of a kind, by apiVersion (the versions of a custom resource)."""
+        return {
+            gvk.group_version: cls
+            for gvk, cls in self._by_gvk.items()
+            if gvk.group == group and gvk.kind == kind
+        }
+
 
 scheme = Scheme()

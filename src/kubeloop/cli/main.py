@@ -100,7 +100,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     webhook = commands.add_parser(
         "webhook",
-        help="print the Validating- and MutatingWebhookConfigurations an operator's webhooks need, as YAML",
+        help="print the webhook configurations and CRD conversion patches an operator's webhooks need, as YAML",
     )
     webhook.add_argument("target", help="a module, a Python file, or a directory holding main.py")
     webhook.add_argument(
@@ -251,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if not configurations:
             print(
-                f"kubeloop webhook: {args.target} registers no admission webhooks",
+                f"kubeloop webhook: {args.target} registers no webhooks",
                 file=sys.stderr,
                 flush=True,
             )

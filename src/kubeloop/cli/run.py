@@ -47,6 +47,7 @@ from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import Manager
 from kubeloop.manager.permissions import LEASE, Resource
 from kubeloop.manager.webhookconfigurations import (
+    crd_conversion_patches,
     install_webhook_configurations,
     service_client_config,
     webhook_configurations,
@@ -223,19 +224,18 @@ async def _set_up_on_an_embedded_server(target: str) -> AsyncIterator[tuple[APIC
 async def required_webhook_configurations(
     target: str, *, service: str, namespace: str, name_prefix: str = "", ca_bundle: bytes | None = None
 ) -> list[dict[str, Any]]:
-    """The webhook configurations TARGET's operator needs, calling ``service`` in ``namespace``
-    (``kubeloop webhook``)."""
+    """The webhook configurations TARGET's operator needs, calling ``service`` in ``namespace``,
+    then the patches of the CRDs it converts (``kubeloop webhook``)."""
     async with _set_up_on_an_embedded_server(target) as (client, manager):
 
         async def resolve(gvk: GroupVersionKind) -> str:
             return (await client.mapping(gvk)).resource
 
-        return await webhook_configurations(
-            manager.webhook_server,
-            resolve,
-            service_client_config(service, namespace, ca_bundle=ca_bundle),
-            name_prefix=name_prefix,
+        client_config = service_client_config(service, namespace, ca_bundle=ca_bundle)
+        configurations = await webhook_configurations(
+            manager.webhook_server, resolve, client_config, name_prefix=name_prefix
         )
+        return configurations + crd_conversion_patches(manager.webhook_server, client_config)
 
 
 async def required_cluster_role(target: str, name: str) -> dict[str, Any]:

@@ -5,7 +5,8 @@
 
 The defaulter is served at ``/mutate-<group>-<version>-<kind>`` and the validator at
 ``/validate-<group>-<version>-<kind>`` (the group's dots as dashes, the kind lower-cased:
-controller-runtime's paths, so kubebuilder's manifests fit). Each webhook also records what its
+controller-runtime's paths, so kubebuilder's manifests fit); a kind whose versions convert
+through a hub is converted at ``/convert``. Each webhook also records what its
 configuration needs — kubebuilder's ``mwebsite-v1.kb.io`` name, the kind and the operations — so
 that ``kubeloop webhook`` and the test kit can make kube-apiserver call it.
 """
@@ -19,6 +20,7 @@ from kubeloop.client.interface import KindRef, gvk_of, model_class
 from kubeloop.manager.manager import Manager
 from kubeloop.webhook.admission import CREATE, UPDATE, AdmissionWebhook
 from kubeloop.webhook.defaulting import DefaulterLike, defaulting_handler
+from kubeloop.webhook.hubconversion import CONVERT_PATH, ConversionWebhook, convertible
 from kubeloop.webhook.validating import operations_of, validating_handler
 
 
@@ -80,17 +82,30 @@ class WebhookBuilder:
             self._timeout_seconds = timeout_seconds
         return self
 
-    def complete(self) -> list[AdmissionWebhook]:
+    def complete(self) -> list[AdmissionWebhook | ConversionWebhook]:
         """Register the webhooks with ``manager.webhook_server``; they are served once the
-        manager starts."""
+        manager starts. A model whose kind has a hub version and convertible others (see
+        ``kubeloop.webhook.Hub``) also gets the conversion webhook at ``/convert``."""
         if self._kind is None:
             raise ValueError("WebhookBuilder needs for_(kind): the kind its webhooks admit")
-        if self._defaulter is None and self._validator is None:
-            raise ValueError("WebhookBuilder needs with_defaulter or with_validator before complete()")
         gvk = gvk_of(self._kind)
         model = model_class(self._kind)
+        converts = model is not None and convertible(model)
+        if self._defaulter is None and self._validator is None and not converts:
+            raise ValueError(
+                "WebhookBuilder needs with_defaulter or with_validator before complete() "
+                "(or for_ a model whose versions convert through a hub)"
+            )
         server = self.manager.webhook_server
-        registered: list[AdmissionWebhook] = []
+        registered: list[AdmissionWebhook | ConversionWebhook] = []
+        if converts:
+            assert model is not None
+            conversion = server.webhooks.get(CONVERT_PATH)
+            if not isinstance(conversion, ConversionWebhook):
+                conversion = ConversionWebhook()
+                server.register(CONVERT_PATH, conversion)
+            conversion.add(model)
+            registered.append(conversion)
         if self._defaulter is not None:
             webhook = AdmissionWebhook(
                 defaulting_handler(model, self._defaulter, keep_removals=self._keep_removals),

@@ -5,7 +5,8 @@ webhooks (what kubebuilder's controller-gen writes from ``+kubebuilder:webhook``
 configuration of each type, a webhook per kind and purpose, its rule naming the kind's resource
 and the operations the webhook answers, its ``clientConfig`` from ``client_config(path)`` — a
 Service in a cluster (``service_client_config``) or a URL with the CA bundle.
-``install_webhook_configurations`` writes them, with URLs of the running webhook server, into the
+``crd_conversion_patches`` are the CRD patches that send conversions to ``/convert``.
+``install_webhook_configurations`` writes both, with URLs of the running webhook server, into the
 cluster a client talks to: what ``kubeloop run --embedded`` and the test kit do (envtest's
 ``WebhookInstallOptions``).
 """
@@ -18,9 +19,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubeloop import errors
+from kubeloop.api.crdgen import options_of
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.rest import APIClient
 from kubeloop.webhook.admission import AdmissionWebhook
+from kubeloop.webhook.hubconversion import CONVERT_PATH, ConversionWebhook
 from kubeloop.webhook.server import WebhookServer
 
 ADMISSION_API = "admissionregistration.k8s.io/v1"
@@ -84,6 +87,34 @@ async def webhook_configurations(
     return configurations
 
 
+def crd_conversion_patches(server: WebhookServer, client_config: ClientConfigFor) -> list[dict[str, Any]]:
+    """For each kind ``server`` converts, the patch of its CRD that makes kube-apiserver call
+    ``/convert`` (kubebuilder's ``config/crd/patches/webhook_in_<plural>.yaml``)."""
+    conversion = server.webhooks.get(CONVERT_PATH)
+    if not isinstance(conversion, ConversionWebhook):
+        return []
+    patches = []
+    for versions in conversion.kinds.values():
+        model = next(iter(versions.values()))
+        patches.append(
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": options_of(model).name},
+                "spec": {
+                    "conversion": {
+                        "strategy": "Webhook",
+                        "webhook": {
+                            "clientConfig": client_config(CONVERT_PATH),
+                            "conversionReviewVersions": ["v1"],
+                        },
+                    }
+                },
+            }
+        )
+    return patches
+
+
 def service_client_config(
     name: str, namespace: str, *, port: int = 443, ca_bundle: bytes | None = None
 ) -> ClientConfigFor:
@@ -123,9 +154,10 @@ async def install_webhook_configurations(
     async def resolve(gvk: GroupVersionKind) -> str:
         return (await client.mapping(gvk)).resource
 
+    client_config = url_client_config(server, host=host)
     written = []
     for configuration in await webhook_configurations(
-        server, resolve, url_client_config(server, host=host), name_prefix=name_prefix
+        server, resolve, client_config, name_prefix=name_prefix
     ):
         try:
             written.append(await client.create(configuration))
@@ -133,11 +165,25 @@ async def install_webhook_configurations(
             current = await client.get(configuration, configuration["metadata"]["name"])
             configuration["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             written.append(await client.update(configuration))
+    for patch in crd_conversion_patches(server, client_config):
+        name = patch["metadata"]["name"]
+        try:
+            written.append(await client.patch(patch, name, {"spec": patch["spec"]}))
+        except errors.NotFound:
+            raise RuntimeError(
+                f"the CRD {name} is not installed: install it before its conversion webhook "
+                "(kubeloop run --install-crds, kubeloop.crd.install_crds)"
+            ) from None
     return written
 
 
 async def uninstall_webhook_configurations(client: APIClient, installed: list[dict[str, Any]]) -> None:
-    """Delete what ``install_webhook_configurations`` wrote (gone already is fine)."""
+    """Undo what ``install_webhook_configurations`` wrote (gone already is fine): delete the
+    webhook configurations, and set the CRDs' conversion back to None."""
     for configuration in installed:
         with contextlib.suppress(errors.NotFound):
-            await client.delete(configuration)
+            if configuration.get("kind") == "CustomResourceDefinition":
+                undo = {"spec": {"conversion": {"strategy": "None", "webhook": None}}}
+                await client.patch(configuration, configuration["metadata"]["name"], undo)
+            else:
+                await client.delete(configuration)

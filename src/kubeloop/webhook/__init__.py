@@ -6,6 +6,8 @@
   ``errored``, ``patched``, ``from_error``) and the endpoint that serves a handler;
 - ``defaulting`` and ``validating``: handlers built from a defaulter or validator of typed
   objects (``typedobjects``), the patch computed for a defaulter (``jsonpatchdiff``);
+- ``hubconversion``: CRD conversion through a hub version (``Hub``, ``Convertible``), served
+  at ``/convert``;
 - ``kubeloop.WebhookBuilder`` (in ``manager``) registers them for a kind, and
   ``kubeloop webhook TARGET`` prints the configurations that make kube-apiserver call them.
 """
@@ -25,6 +27,7 @@ from kubeloop.webhook.admission import (
     patched,
 )
 from kubeloop.webhook.defaulting import CustomDefaulter
+from kubeloop.webhook.hubconversion import ConversionWebhook, Convertible, Hub
 from kubeloop.webhook.server import WebhookServer
 from kubeloop.webhook.validating import invalid
 
@@ -36,7 +39,10 @@ __all__ = [
     "AdmissionRequest",
     "AdmissionResponse",
     "AdmissionWebhook",
+    "ConversionWebhook",
+    "Convertible",
     "CustomDefaulter",
+    "Hub",
     "WebhookServer",
     "allowed",
     "denied",

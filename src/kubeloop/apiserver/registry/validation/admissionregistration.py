@@ -53,9 +53,7 @@ def _configuration_rules(obj: Mapping[str, Any], *, mutating: bool) -> list[Stat
         path = f"webhooks[{index}]"
         hook = as_dict(hook)
         causes.extend(_webhook_rules(hook, path, mutating=mutating))
-        causes.extend(
-            review_versions(hook.get("admissionReviewVersions"), f"{path}.admissionReviewVersions")
-        )
+        causes.extend(review_versions(hook.get("admissionReviewVersions"), f"{path}.admissionReviewVersions"))
         name = hook.get("name")
         if isinstance(name, str) and name:
             if name in names:

@@ -71,6 +71,15 @@ def kube_apiserver() -> Iterator[ServerThread]:
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def module_server() -> Iterator[ServerThread]:
+    """A server of the test module's own, for tests that install what the whole cluster meets
+    (webhook configurations, admission policies, CRDs) and must not meet the other modules."""
+    server = start_server()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="session")
 def shared_server(kube_apiserver: ServerThread) -> ServerThread:
     """One in-memory server for the tests that only add objects of their own (the plugin's)."""

@@ -17,39 +17,32 @@ import pytest
 
 from kubeloop import certs
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
-from tests.conftest import Client, ServerThread, start_server
+from tests.conftest import Client, ServerThread
 
 HERE = pathlib.Path(__file__).resolve().parent
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[ServerThread]:
-    server = start_server()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def kopf_operator(cluster: ServerThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+def kopf_operator(module_server: ServerThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     folder = tmp_path_factory.mktemp("kopf-certs")
     credentials = certs.load_or_create_credentials(None, ["127.0.0.1"])
     (folder / "tls.crt").write_bytes(credentials.server_cert_pem)
     (folder / "tls.key").write_bytes(credentials.server_key_pem)
     (folder / "ca.crt").write_bytes(credentials.ca_cert_pem)
     log = folder / "kopf.log"
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "WEBHOOK_CERTS": str(folder)}
+    env = {**os.environ, "KUBECONFIG": str(module_server.kubeconfig), "WEBHOOK_CERTS": str(folder)}
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces", "--verbose",
              str(HERE / "kopf_admission_operator.py")],
             env=env, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
-    api = Client(cluster)
+    api = Client(module_server)
     try:
         # kopf writes both configurations once its server listens: watch for the second one.
         watch = api.session.get(
-            f"{cluster.url}{ADMISSION}/mutatingwebhookconfigurations",
+            f"{module_server.url}{ADMISSION}/mutatingwebhookconfigurations",
             params={"watch": "1", "fieldSelector": "metadata.name=auto.kopf.dev"},
             stream=True,
         )
@@ -66,8 +59,8 @@ def kopf_operator(cluster: ServerThread, tmp_path_factory: pytest.TempPathFactor
 
 
 @pytest.fixture(params=KUBECTLS, ids=[p.name for p in KUBECTLS])
-def kubectl(request: pytest.FixtureRequest, cluster: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
-    return Kubectl(request.param, cluster.kubeconfig, tmp_path)
+def kubectl(request: pytest.FixtureRequest, module_server: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    return Kubectl(request.param, module_server.kubeconfig, tmp_path)
 
 
 _namespaces = iter(range(1, 1000))

@@ -4,7 +4,8 @@ Where it sits in the flow: ``kubectl apply`` → **apiserver** (validate, store,
 informers in the controller runtime. It is what an operator runs against on a laptop,
 in CI and in kubeloop's own tests, with no cluster.
 
-Its subpackages are kube-apiserver's layers, top down: ``webhooks`` (admission webhooks),
+Its subpackages are kube-apiserver's layers, top down: ``admissionpolicy``
+(ValidatingAdmissionPolicy), ``webhooks`` (admission and conversion webhooks),
 ``controllers`` (kube-controller-manager),
 ``apiextensions`` (CRDs), ``http``, ``registry`` and ``auth``, ``patch``/``printing``/``openapi``,
 ``protobuf``, ``storage``, ``catalog``; ``server`` puts them together (see docs/architecture.md).

@@ -25,6 +25,7 @@ from aiohttp import web
 from kubeloop import certs, errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import kubeconfig, kubernetesservice
+from kubeloop.apiserver.admissionpolicy.policyadmission import PolicyAdmission
 from kubeloop.apiserver.apiextensions.crdcontroller import CRDController
 from kubeloop.apiserver.auth import bootstrap
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
@@ -46,6 +47,7 @@ from kubeloop.apiserver.http.http1 import BufferedRequest
 from kubeloop.apiserver.http.requestbodies import MAX_BODY_BYTES
 from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
+from kubeloop.apiserver.registry.admissionhooks import AdmissionChain
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import WriteOptions
 from kubeloop.apiserver.storage.log import Log, MemoryLog, SQLiteLog, StorageError
@@ -193,7 +195,8 @@ class APIServer:
         self.store = store
         self.registry = Registry(store, self.catalog)
         self._webhooks = WebhookAdmission(self.registry, self.catalog)
-        self.registry.admission = self._webhooks
+        # kube-apiserver's order: mutating webhooks, then policies, then validating webhooks.
+        self.registry.admission = AdmissionChain(PolicyAdmission(self.registry, self.catalog), self._webhooks)
         caller = self._webhooks.caller
         self._crds = CRDController(self.registry, webhook_converter=lambda crd: WebhookConverter(crd, caller))
         self._crds.start()

@@ -19,16 +19,9 @@ import pytest
 
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.apiserver.webhooks.webhookserver import WebhookServer, allow, deny, json_patch
-from tests.conftest import Client, ServerThread, start_server
+from tests.conftest import Client, ServerThread
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[ServerThread]:
-    server = start_server()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +32,8 @@ def hooks() -> Iterator[WebhookServer]:
 
 
 @pytest.fixture
-def api(cluster: ServerThread) -> Client:
-    return Client(cluster)
+def api(module_server: ServerThread) -> Client:
+    return Client(module_server)
 
 
 _count = iter(range(1, 10_000))
@@ -105,8 +98,8 @@ def config_map(name: str, **data: str) -> dict[str, Any]:
 
 
 @pytest.fixture(params=KUBECTLS, ids=[p.name for p in KUBECTLS])
-def kubectl(request: pytest.FixtureRequest, cluster: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
-    return Kubectl(request.param, cluster.kubeconfig, tmp_path)
+def kubectl(request: pytest.FixtureRequest, module_server: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    return Kubectl(request.param, module_server.kubeconfig, tmp_path)
 
 
 # ------------------------------------------------------------------ validating
@@ -218,12 +211,12 @@ def test_a_denial_of_delete_sees_the_old_object(
 
 
 def test_the_official_client_gets_the_denial_as_an_api_exception(
-    cluster: ServerThread, hooks: WebhookServer, configure: Configure, namespace: str
+    module_server: ServerThread, hooks: WebhookServer, configure: Configure, namespace: str
 ) -> None:
     path = configure()
     hooks.handlers[path] = lambda request: {"allowed": False}
     config = kubernetes.client.Configuration()
-    kubernetes.config.load_kube_config(config_file=str(cluster.kubeconfig), client_configuration=config)
+    kubernetes.config.load_kube_config(config_file=str(module_server.kubeconfig), client_configuration=config)
     with kubernetes.client.ApiClient(config) as client:
         core = kubernetes.client.CoreV1Api(client)
         with pytest.raises(kubernetes.client.ApiException) as refused:

@@ -18,7 +18,7 @@ import pytest
 
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.apiserver.webhooks.webhookserver import WebhookServer
-from tests.conftest import Client, ServerThread, start_server
+from tests.conftest import Client, ServerThread
 
 GROUP = "conv.kubeloop.test"
 V1 = f"{GROUP}/v1"
@@ -75,13 +75,6 @@ def widget_crd(
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[ServerThread]:
-    server = start_server()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def hooks() -> Iterator[WebhookServer]:
     server = WebhookServer().start()
     yield server
@@ -89,8 +82,8 @@ def hooks() -> Iterator[WebhookServer]:
 
 
 @pytest.fixture(scope="module")
-def api(cluster: ServerThread) -> Client:
-    return Client(cluster)
+def api(module_server: ServerThread) -> Client:
+    return Client(module_server)
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +106,8 @@ def namespace(api: Client) -> str:
 
 
 @pytest.fixture(params=KUBECTLS, ids=[p.name for p in KUBECTLS])
-def kubectl(request: pytest.FixtureRequest, cluster: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
-    return Kubectl(request.param, cluster.kubeconfig, tmp_path)
+def kubectl(request: pytest.FixtureRequest, module_server: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    return Kubectl(request.param, module_server.kubeconfig, tmp_path)
 
 
 def widget(name: str, api_version: str, **spec: Any) -> dict[str, Any]:
@@ -187,9 +180,9 @@ def test_a_list_converts_every_item_in_one_call(
 
 
 def test_a_watch_of_the_other_version_sees_converted_events(
-    cluster: ServerThread, api: Client, widgets: str, namespace: str
+    module_server: ServerThread, api: Client, widgets: str, namespace: str
 ) -> None:
-    watch = api.session.get(cluster.url + path(namespace, "v1alpha1"), params={"watch": "1"}, stream=True)
+    watch = api.session.get(module_server.url + path(namespace, "v1alpha1"), params={"watch": "1"}, stream=True)
     lines = watch.iter_lines()
     assert api.post(path(namespace, "v1"), widget("seen", V1, replicas=7)).status_code == 201
     added = json.loads(next(lines))
@@ -208,10 +201,10 @@ def test_a_watch_of_the_other_version_sees_converted_events(
 
 
 def test_the_official_client_reads_each_version(
-    cluster: ServerThread, api: Client, widgets: str, namespace: str
+    module_server: ServerThread, api: Client, widgets: str, namespace: str
 ) -> None:
     assert api.post(path(namespace, "v1"), widget("official", V1, replicas=2)).status_code == 201
-    client = kubernetes.config.new_client_from_config(str(cluster.kubeconfig))
+    client = kubernetes.config.new_client_from_config(str(module_server.kubeconfig))
     try:
         custom = kubernetes.client.CustomObjectsApi(client)
         alpha = custom.get_namespaced_custom_object(GROUP, "v1alpha1", namespace, "widgets", "official")

@@ -66,3 +66,31 @@ class Admission(Protocol):
         """The warnings validating admission has for the client; raises an ``APIError`` to refuse
         the request. Nothing may change the object any more."""
         ...
+
+
+class AdmissionChain:
+    """Several admission plugins in kube-apiserver's order: each mutates in turn, then each
+    validates in turn (the first refusal answers)."""
+
+    def __init__(self, *plugins: Admission) -> None:
+        self.plugins = plugins
+
+    def covers(self, resource: ResourceType) -> bool:
+        return any(plugin.covers(resource) for plugin in self.plugins)
+
+    async def mutate(
+        self, attributes: AdmissionAttributes, obj: Obj | None, old: Obj | None
+    ) -> tuple[Obj | None, list[str]]:
+        warnings: list[str] = []
+        for plugin in self.plugins:
+            if plugin.covers(attributes.resource):
+                obj, said = await plugin.mutate(attributes, obj, old)
+                warnings.extend(said)
+        return obj, warnings
+
+    async def validate(self, attributes: AdmissionAttributes, obj: Obj | None, old: Obj | None) -> list[str]:
+        warnings: list[str] = []
+        for plugin in self.plugins:
+            if plugin.covers(attributes.resource):
+                warnings.extend(await plugin.validate(attributes, obj, old))
+        return warnings

@@ -564,7 +564,17 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
     ),
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): (
         BuiltinStrategy,
-        KindRules(defaults.admissionregistration.admission_policy),
+        KindRules(
+            defaults.admissionregistration.admission_policy,
+            rules=validation.admissionregistration.validating_admission_policy_rules,
+        ),
+    ),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): (
+        BuiltinStrategy,
+        KindRules(
+            defaults.admissionregistration.admission_policy_binding,
+            rules=validation.admissionregistration.validating_admission_policy_binding_rules,
+        ),
     ),
     ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): (
         BuiltinStrategy,

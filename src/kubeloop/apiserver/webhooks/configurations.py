@@ -34,6 +34,8 @@ class Rule:
     versions: tuple[str, ...]
     resources: tuple[str, ...]
     scope: str
+    #: Only objects of these names (a policy's NamedRuleWithOperations); empty: any.
+    resource_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,19 @@ class Webhook:
     match_conditions: tuple[tuple[str, str], ...]
 
 
+def rule_of(raw: object) -> Rule:
+    """A stored RuleWithOperations (or NamedRuleWithOperations)."""
+    rule = raw if isinstance(raw, dict) else {}
+    return Rule(
+        operations=_strings(rule.get("operations")),
+        groups=_strings(rule.get("apiGroups")),
+        versions=_strings(rule.get("apiVersions")),
+        resources=_strings(rule.get("resources")),
+        scope=str(rule.get("scope") or "*"),
+        resource_names=_strings(rule.get("resourceNames")),
+    )
+
+
 def _strings(value: object) -> tuple[str, ...]:
     return tuple(str(item) for item in value) if isinstance(value, list) else ()
 
@@ -114,17 +129,7 @@ def webhooks_of(configuration: Obj, *, mutating: bool) -> list[Webhook]:
     for index, hook in enumerate(configuration.get("webhooks") or ()):
         if not isinstance(hook, dict):
             continue
-        rules = tuple(
-            Rule(
-                operations=_strings(rule.get("operations")),
-                groups=_strings(rule.get("apiGroups")),
-                versions=_strings(rule.get("apiVersions")),
-                resources=_strings(rule.get("resources")),
-                scope=str(rule.get("scope") or "*"),
-            )
-            for rule in hook.get("rules") or ()
-            if isinstance(rule, dict)
-        )
+        rules = tuple(rule_of(rule) for rule in hook.get("rules") or () if isinstance(rule, dict))
         conditions = tuple(
             (str(condition.get("name") or ""), str(condition.get("expression") or ""))
             for condition in hook.get("matchConditions") or ()

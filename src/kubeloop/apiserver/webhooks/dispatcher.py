@@ -38,7 +38,7 @@ from kubeloop.apiserver.registry.admissionhooks import AdmissionAttributes
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.webhooks.caller import Caller, CallError
 from kubeloop.apiserver.webhooks.configurations import Configurations, Webhook
-from kubeloop.apiserver.webhooks.matching import Matcher, exempt
+from kubeloop.apiserver.webhooks.matching import Matcher, exempt, in_version
 from kubeloop.apiserver.webhooks.review import (
     SUPPORTED_VERSIONS,
     Answer,
@@ -207,14 +207,14 @@ class WebhookAdmission:
         obj: Obj | None,
         old: Obj | None,
     ) -> _Outcome:
-        versioned = await self._in_version(attributes.resource, resource, obj)
+        versioned = await in_version(self.registry, attributes.resource, resource, obj)
         try:
             answer = await self._call(
                 hook,
                 resource,
                 attributes,
                 versioned,
-                await self._in_version(attributes.resource, resource, old),
+                await in_version(self.registry, attributes.resource, resource, old),
             )
         except _Passed:
             return _Outcome(obj, False, [])
@@ -233,7 +233,7 @@ class WebhookAdmission:
                 f'admission webhook "{hook.name}" patched the object into a non-object'
             )
         changed = patched != versioned
-        back = await self._in_version(resource, attributes.resource, patched)
+        back = await in_version(self.registry, resource, attributes.resource, patched)
         return _Outcome(back if changed else obj, changed, answer.warnings)
 
     async def _validating_call(
@@ -249,8 +249,8 @@ class WebhookAdmission:
                 hook,
                 resource,
                 attributes,
-                await self._in_version(attributes.resource, resource, obj),
-                await self._in_version(attributes.resource, resource, old),
+                await in_version(self.registry, attributes.resource, resource, obj),
+                await in_version(self.registry, attributes.resource, resource, old),
             )
         except _Passed:
             return []
@@ -299,16 +299,6 @@ class WebhookAdmission:
             raise _Passed
         log.warning("Failed calling webhook, failing closed %s: %s", hook.name, message)
         raise errors.internal_error(message)
-
-    async def _in_version(self, have: ResourceType, want: ResourceType, obj: Obj | None) -> Obj | None:
-        """``obj`` (served as ``have``) as ``want`` serves it (a CRD's conversion webhook may
-        be called for it)."""
-        if obj is None or have is want:
-            return obj
-        if (have.group, have.version, have.plural) == (want.group, want.version, want.plural):
-            return obj
-        stored = await self.registry.stored(have, copy.deepcopy(obj))
-        return await self.registry.served(want, stored)
 
 
 def denial(name: str, result: Obj) -> errors.APIError:

@@ -12,12 +12,16 @@ webhooks, so a broken webhook cannot lock its own configuration.
 
 from __future__ import annotations
 
+import copy
+from typing import Protocol
+
 from kubeloop import errors
+from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.registry.admissionhooks import CREATE, UPDATE, AdmissionAttributes
 from kubeloop.apiserver.registry.generic import Registry
-from kubeloop.apiserver.webhooks.configurations import Rule, Webhook
+from kubeloop.apiserver.webhooks.configurations import Rule
 
 #: Kinds no webhook is called for (upstream's ``IsExemptAdmissionConfigurationResource``).
 EXEMPT_KINDS = frozenset(
@@ -45,9 +49,12 @@ def _is_namespaces(resource: ResourceType) -> bool:
 
 
 def rule_matches(
-    rule: Rule, operation: str, resource: ResourceType, subresource: str, namespace: str
+    rule: Rule, operation: str, resource: ResourceType, subresource: str, namespace: str, name: str = ""
 ) -> bool:
-    """One rule against a request (upstream's ``rules.Matcher``)."""
+    """One rule against a request (upstream's ``rules.Matcher``); a rule naming resources
+    matches only objects of those names."""
+    if rule.resource_names and name not in rule.resource_names:
+        return False
     if rule.scope == "Namespaced" and (_is_namespaces(resource) or not namespace):
         return False
     if rule.scope == "Cluster" and not (_is_namespaces(resource) or not namespace):
@@ -77,34 +84,62 @@ def equivalents(catalog: ResourceCatalog, resource: ResourceType) -> list[Resour
     ]
 
 
+class MatchCriteria(Protocol):
+    """What decides whether a request is taken: a webhook's, or an admission policy's or
+    binding's ``matchResources``."""
+
+    @property
+    def rules(self) -> tuple[Rule, ...]: ...
+    @property
+    def match_policy(self) -> str: ...
+    @property
+    def namespace_selector(self) -> LabelSelector: ...
+    @property
+    def object_selector(self) -> LabelSelector: ...
+
+
 class Matcher:
-    """Decides, per request, which webhooks to call and with which resource."""
+    """Decides, per request, which webhooks (or policies) take it, and with which resource."""
 
     def __init__(self, registry: Registry, catalog: ResourceCatalog) -> None:
         self.registry = registry
         self.catalog = catalog
 
-    def resource_for(self, webhook: Webhook, attributes: AdmissionAttributes) -> ResourceType | None:
-        """The resource ``webhook`` is called with for this request, or None: not called."""
+    def resource_for(
+        self, webhook: MatchCriteria, attributes: AdmissionAttributes, rules: tuple[Rule, ...] | None = None
+    ) -> ResourceType | None:
+        """The resource ``webhook`` is called with for this request (matched by its rules, or by
+        ``rules``), or None: not called."""
         requested = attributes.resource
-        for rule in webhook.rules:
+        chosen = webhook.rules if rules is None else rules
+        for rule in chosen:
             if rule_matches(
-                rule, attributes.operation, requested, attributes.subresource, attributes.namespace
+                rule,
+                attributes.operation,
+                requested,
+                attributes.subresource,
+                attributes.namespace,
+                attributes.name,
             ):
                 return requested
         if webhook.match_policy != "Equivalent":
             return None
         others = equivalents(self.catalog, requested)
-        for rule in webhook.rules:
+        for rule in chosen:
             for other in others:
                 if rule_matches(
-                    rule, attributes.operation, other, attributes.subresource, attributes.namespace
+                    rule,
+                    attributes.operation,
+                    other,
+                    attributes.subresource,
+                    attributes.namespace,
+                    attributes.name,
                 ):
                     return other
         return None
 
     def selects(
-        self, webhook: Webhook, attributes: AdmissionAttributes, obj: Obj | None, old: Obj | None
+        self, webhook: MatchCriteria, attributes: AdmissionAttributes, obj: Obj | None, old: Obj | None
     ) -> bool:
         """Whether the webhook's namespace and object selectors take this request."""
         selector = webhook.object_selector
@@ -141,3 +176,16 @@ class Matcher:
 def _labels(obj: Obj) -> dict[str, str]:
     labels = (obj.get("metadata") or {}).get("labels")
     return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+
+
+async def in_version(
+    registry: Registry, have: ResourceType, want: ResourceType, obj: Obj | None
+) -> Obj | None:
+    """``obj`` (served as ``have``) as ``want`` serves it: what a webhook or policy matched
+    through another version sees (a CRD's conversion webhook may be called for it)."""
+    if obj is None or have is want:
+        return obj
+    if (have.group, have.version, have.plural) == (want.group, want.version, want.plural):
+        return obj
+    stored = await registry.stored(have, copy.deepcopy(obj))
+    return await registry.served(want, stored)

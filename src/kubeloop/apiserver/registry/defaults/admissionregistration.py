@@ -7,21 +7,38 @@ from __future__ import annotations
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.registry.defaults.common import spec_of
 
-__all__ = ["admission_policy", "webhook_configuration"]
+__all__ = ["admission_policy", "admission_policy_binding", "webhook_configuration"]
 
 
 def admission_policy(obj: Obj) -> None:
     """Validating and mutating admission policies: Fail on errors, Equivalent matching,
-    selectors that select everything."""
+    selectors that select everything, rules of any scope."""
     spec = spec_of(obj)
     if spec is None:
         return
     spec.setdefault("failurePolicy", "Fail")
-    constraints = spec.get("matchConstraints")
-    if isinstance(constraints, dict):
-        constraints.setdefault("matchPolicy", "Equivalent")
-        constraints.setdefault("namespaceSelector", {})
-        constraints.setdefault("objectSelector", {})
+    _match_resources(spec.get("matchConstraints"))
+
+
+def admission_policy_binding(obj: Obj) -> None:
+    """A binding's ``matchResources``, when it has them, as a policy's ``matchConstraints``."""
+    spec = spec_of(obj)
+    if spec is not None:
+        _match_resources(spec.get("matchResources"))
+
+
+def _match_resources(match: object) -> None:
+    """``SetDefaults_MatchResources``: Equivalent matching, selectors that select everything,
+    rules of any scope."""
+    if not isinstance(match, dict):
+        return
+    match.setdefault("matchPolicy", "Equivalent")
+    match.setdefault("namespaceSelector", {})
+    match.setdefault("objectSelector", {})
+    for key in ("resourceRules", "excludeResourceRules"):
+        for rule in match.get(key) or ():
+            if isinstance(rule, dict):
+                rule.setdefault("scope", "*")
 
 
 def webhook_configuration(obj: Obj) -> None:

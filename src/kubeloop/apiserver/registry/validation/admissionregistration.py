@@ -1,5 +1,5 @@
 """The admissionregistration.k8s.io group's rules (``pkg/apis/admissionregistration/validation``):
-Validating- and MutatingWebhookConfigurations.
+Validating- and MutatingWebhookConfigurations, ValidatingAdmissionPolicies and their bindings.
 
 Each webhook needs a fully qualified name unique in its configuration, ``sideEffects`` of None or
 NoneOnDryRun, an AdmissionReview version the server speaks, a timeout of 1 to 30 seconds, and
@@ -18,6 +18,7 @@ from kubeloop.apiserver.registry.validation.causes import (
     as_dict,
     as_list,
     duplicate,
+    forbidden,
     invalid,
     is_int,
     not_supported,
@@ -26,7 +27,14 @@ from kubeloop.apiserver.registry.validation.causes import (
 from kubeloop.apiserver.registry.validation.selectors import validate_label_selector
 from kubeloop.errors import StatusCause
 
-__all__ = ["mutating_webhook_configuration_rules", "validating_webhook_configuration_rules"]
+__all__ = [
+    "client_config",
+    "mutating_webhook_configuration_rules",
+    "review_versions",
+    "validating_admission_policy_binding_rules",
+    "validating_admission_policy_rules",
+    "validating_webhook_configuration_rules",
+]
 
 _REVIEW_VERSIONS = ("v1", "v1beta1")
 _OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
@@ -251,4 +259,106 @@ def review_versions(versions: Any, path: str) -> list[StatusCause]:
         seen.add(version)
     if not seen & set(_REVIEW_VERSIONS):
         causes.append(invalid(path, listed, "must include at least one of v1, v1beta1"))
+    return causes
+
+
+_VALIDATION_ACTIONS = ("Audit", "Deny", "Warn")
+_PARAMETER_NOT_FOUND_ACTIONS = ("Allow", "Deny")
+
+
+def validating_admission_policy_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
+    """``ValidateValidatingAdmissionPolicy``: match constraints with resource rules, at least
+    one validation (or audit annotation), expressions present, a known failure policy, a whole
+    param kind. (That the expressions compile is checked when they are first evaluated.)"""
+    spec = as_dict(obj.get("spec"))
+    causes: list[StatusCause] = []
+    constraints = spec.get("matchConstraints")
+    if not isinstance(constraints, dict):
+        causes.append(required("spec.matchConstraints"))
+    else:
+        causes.extend(_match_resources(constraints, "spec.matchConstraints", rules_required=True))
+    policy = spec.get("failurePolicy")
+    if policy is not None and policy not in _FAILURE_POLICIES:
+        causes.append(not_supported("spec.failurePolicy", policy, _FAILURE_POLICIES))
+    param_kind = spec.get("paramKind")
+    if isinstance(param_kind, dict):
+        for key in ("apiVersion", "kind"):
+            if not param_kind.get(key):
+                causes.append(required(f"spec.paramKind.{key}"))
+    validations = as_list(spec.get("validations"))
+    if not validations and not as_list(spec.get("auditAnnotations")):
+        causes.append(
+            required("spec.validations", "validations or auditAnnotations must contain at least one item")
+        )
+    for index, validation in enumerate(validations):
+        if not as_dict(validation).get("expression"):
+            causes.append(required(f"spec.validations[{index}].expression", "expression is not specified"))
+    for field_name in ("variables", "matchConditions"):
+        for index, item in enumerate(as_list(spec.get(field_name))):
+            for key in ("name", "expression"):
+                if not as_dict(item).get(key):
+                    causes.append(required(f"spec.{field_name}[{index}].{key}"))
+    return causes
+
+
+def validating_admission_policy_binding_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
+    """``ValidateValidatingAdmissionPolicyBinding``: a policy name, validation actions (known,
+    once each, not both Deny and Warn), a paramRef by name or selector with its not-found action."""
+    spec = as_dict(obj.get("spec"))
+    causes: list[StatusCause] = []
+    if not spec.get("policyName"):
+        causes.append(required("spec.policyName"))
+    actions = [str(a) for a in as_list(spec.get("validationActions"))]
+    if not actions:
+        causes.append(required("spec.validationActions", "at least one validation action is required"))
+    seen: set[str] = set()
+    for index, action in enumerate(actions):
+        if action not in _VALIDATION_ACTIONS:
+            causes.append(not_supported(f"spec.validationActions[{index}]", action, _VALIDATION_ACTIONS))
+        elif action in seen:
+            causes.append(duplicate(f"spec.validationActions[{index}]", action))
+        seen.add(action)
+    if {"Deny", "Warn"} <= seen:
+        causes.append(
+            invalid(
+                "spec.validationActions",
+                actions,
+                "must not contain both Deny and Warn (repeating the same validation failure information in "
+                "the API response and headers serves no purpose)",
+            )
+        )
+    param_ref = spec.get("paramRef")
+    if isinstance(param_ref, dict):
+        if param_ref.get("name") and param_ref.get("selector") is not None:
+            causes.append(forbidden("spec.paramRef.name", "name and selector are mutually exclusive"))
+        elif not param_ref.get("name") and param_ref.get("selector") is None:
+            causes.append(required("spec.paramRef", "one of name or selector must be specified"))
+        not_found = param_ref.get("parameterNotFoundAction")
+        if not_found is None:
+            causes.append(required("spec.paramRef.parameterNotFoundAction"))
+        elif not_found not in _PARAMETER_NOT_FOUND_ACTIONS:
+            causes.append(
+                not_supported("spec.paramRef.parameterNotFoundAction", not_found, _PARAMETER_NOT_FOUND_ACTIONS)
+            )
+    match = spec.get("matchResources")
+    if isinstance(match, dict):
+        causes.extend(_match_resources(match, "spec.matchResources", rules_required=False))
+    return causes
+
+
+def _match_resources(match: Mapping[str, Any], path: str, *, rules_required: bool) -> list[StatusCause]:
+    causes: list[StatusCause] = []
+    rules = as_list(match.get("resourceRules"))
+    if rules_required and not rules:
+        causes.append(required(f"{path}.resourceRules"))
+    for key in ("resourceRules", "excludeResourceRules"):
+        for index, rule in enumerate(as_list(match.get(key))):
+            causes.extend(_rule(as_dict(rule), f"{path}.{key}[{index}]"))
+    policy = match.get("matchPolicy")
+    if policy is not None and policy not in _MATCH_POLICIES:
+        causes.append(not_supported(f"{path}.matchPolicy", policy, _MATCH_POLICIES))
+    for key in ("namespaceSelector", "objectSelector"):
+        selector = match.get(key)
+        if isinstance(selector, dict):
+            causes.extend(validate_label_selector(selector, f"{path}.{key}"))
     return causes

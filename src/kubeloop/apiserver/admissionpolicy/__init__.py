@@ -1,0 +1,6 @@
+"""ValidatingAdmissionPolicy and its bindings: admission by CEL, in process.
+
+``policies`` reads and compiles the stored policies and bindings; ``policyadmission`` is the
+admission plugin the registry runs between mutating and validating webhooks (kube-apiserver's
+order), matching requests as webhooks are matched (``webhooks.matching``).
+"""

@@ -568,3 +568,76 @@ def test_defaults_are_filled_as_upstream_fills_them(api: Client, hooks: WebhookS
         assert hook["clientConfig"]["service"]["port"] == 443
     finally:
         api.delete(f"{ADMISSION}/mutatingwebhookconfigurations/defaulted")
+
+
+def test_a_delete_relays_the_webhooks_warnings(
+    kubectl: Kubectl, api: Client, hooks: WebhookServer, configure: Configure, namespace: str
+) -> None:
+    path = configure(
+        rules=[
+            {"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}
+        ]
+    )
+    hooks.handlers[path] = allow(warnings=["this ConfigMap was still mounted"])
+    assert (
+        api.post(f"/api/v1/namespaces/{namespace}/configmaps", config_map("gone", a="1")).status_code == 201
+    )
+    deleted = kubectl("delete", "-n", namespace, "configmap", "gone")
+    assert "Warning: this ConfigMap was still mounted" in deleted.stderr
+    assert api.get(f"/api/v1/namespaces/{namespace}/configmaps/gone").status_code == 404
+
+
+def test_scale_reaches_webhooks_as_the_scale_subresource_with_a_scale(
+    kubectl: Kubectl, api: Client, hooks: WebhookServer, configure: Configure, namespace: str
+) -> None:
+    scale_rules = [
+        {
+            "operations": ["UPDATE"],
+            "apiGroups": ["apps"],
+            "apiVersions": ["v1"],
+            "resources": ["deployments/scale"],
+        }
+    ]
+    whole = configure(
+        rules=[
+            {
+                "operations": ["UPDATE"],
+                "apiGroups": ["apps"],
+                "apiVersions": ["v1"],
+                "resources": ["deployments"],
+            }
+        ]
+    )
+    scales = configure(rules=scale_rules)
+    hooks.handlers[whole] = deny("the Deployment itself is not what a scale sends")
+    hooks.handlers[scales] = lambda request: (
+        {"allowed": True, "warnings": ["scaled"]}
+        if request["object"]["spec"]["replicas"] <= 3
+        else {"allowed": False, "status": {"code": 403, "message": "at most 3"}}
+    )
+    labels = {"app": "web"}
+    made = api.post(
+        f"/apis/apps/v1/namespaces/{namespace}/deployments",
+        {
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+            },
+        },
+    )  # fmt: skip
+    assert made.status_code == 201, made.text
+    scaled = kubectl("scale", "-n", namespace, "deployment/web", "--replicas=3")
+    assert "Warning: scaled" in scaled.stderr
+    request = hooks.requests[scales][-1]["review"]["request"]
+    assert (request["kind"], request["subResource"], request["resource"]["resource"]) == (
+        {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+        "scale",
+        "deployments",
+    )
+    assert (request["oldObject"]["spec"], request["object"]["spec"]) == ({"replicas": 1}, {"replicas": 3})
+    refused = kubectl("scale", "-n", namespace, "deployment/web", "--replicas=9", check=False)
+    assert "denied the request: at most 3" in refused.stderr
+    assert api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").json()["spec"]["replicas"] == 3
+    assert whole not in hooks.requests  # the Deployment rule never saw the scale

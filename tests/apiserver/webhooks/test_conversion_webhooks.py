@@ -182,7 +182,9 @@ def test_a_list_converts_every_item_in_one_call(
 def test_a_watch_of_the_other_version_sees_converted_events(
     module_server: ServerThread, api: Client, widgets: str, namespace: str
 ) -> None:
-    watch = api.session.get(module_server.url + path(namespace, "v1alpha1"), params={"watch": "1"}, stream=True)
+    watch = api.session.get(
+        module_server.url + path(namespace, "v1alpha1"), params={"watch": "1"}, stream=True
+    )
     lines = watch.iter_lines()
     assert api.post(path(namespace, "v1"), widget("seen", V1, replicas=7)).status_code == 201
     added = json.loads(next(lines))

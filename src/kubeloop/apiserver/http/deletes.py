@@ -33,9 +33,9 @@ from kubeloop.apiserver.registry.verboptions import DeleteOptions
 async def delete(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamResponse:
     assert target.name is not None
     options = await delete_options(request)
-    obj, gone = await scope.registry.delete(target.resource, target.namespace, target.name, options)
-    if gone and not target.resource.returns_deleted_object:
-        meta = obj.get("metadata") or {}
+    result = await scope.registry.delete(target.resource, target.namespace, target.name, options)
+    if result.gone and not target.resource.returns_deleted_object:
+        meta = result.obj.get("metadata") or {}
         details: Obj = {"name": target.name, "kind": target.resource.plural, "uid": meta.get("uid", "")}
         if target.resource.group:
             details["group"] = target.resource.group
@@ -48,8 +48,9 @@ async def delete(scope: Scope, request: HTTPRequest, target: Target) -> web.Stre
                 "status": "Success",
                 "details": details,
             },
+            warnings=result.warnings,
         )
-    return await object_response(request, obj)
+    return await object_response(request, result.obj, warnings=result.warnings)
 
 
 async def delete_collection(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamResponse:

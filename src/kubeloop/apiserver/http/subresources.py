@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from aiohttp import web
 
 from kubeloop import errors
@@ -41,18 +43,23 @@ async def scale(scope: Scope, request: HTTPRequest, target: Target) -> web.Strea
         return await object_response(request, scale)
     if request.method == "PUT":
         raw = await read_body(request)
-        body, options = await decode_write(request.content_type, raw, write_options(request), "Scale")
-        scale = await scope.registry.update_scale(
+        body, options = await decode_write(request.content_type, raw, _admitted(request), "Scale")
+        result = await scope.registry.update_scale(
             target.resource, target.namespace, target.name, body, options
         )
     else:
         raw = await read_body(request)
-        options = write_options(request)
+        options = _admitted(request)
         content_type = patch_type(request)
-        scale = await scope.registry.patch_scale(
+        result = await scope.registry.patch_scale(
             target.resource, target.namespace, target.name, content_type, raw, options
         )
-    return await object_response(request, scale)
+    return await object_response(request, result.obj, warnings=result.warnings)
+
+
+def _admitted(request: HTTPRequest) -> WriteOptions:
+    """The write options of a request admission sees (it names who asks)."""
+    return replace(write_options(request), user=request.get(USER))
 
 
 async def review(

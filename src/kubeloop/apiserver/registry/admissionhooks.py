@@ -45,6 +45,9 @@ class AdmissionAttributes:
     #: The operation's options object (meta.k8s.io/v1 CreateOptions, UpdateOptions, PatchOptions
     #: or DeleteOptions), as an AdmissionRequest carries it.
     options: Obj
+    #: (group, version, kind) of the objects admission sees when they are not the resource's
+    #: own: an autoscaling/v1 Scale through ``scale``.
+    object_kind: tuple[str, str, str] | None = None
 
 
 class Admission(Protocol):

@@ -37,6 +37,7 @@ from kubeloop.apiserver.registry.serviceips import ServiceAllocator
 from kubeloop.apiserver.registry.strategies import Strategy, builtin_strategy
 from kubeloop.apiserver.registry.verboptions import (
     DeleteOptions,
+    DeleteResult,
     ListOptions,
     ListResult,
     WriteOptions,
@@ -861,8 +862,8 @@ class Registry:
 
     async def update_scale(
         self, resource: ResourceType, namespace: str | None, name: str, body: Any, options: WriteOptions
-    ) -> Obj:
-        async def attempt() -> Obj:
+    ) -> WriteResult:
+        async def attempt() -> WriteResult:
             current = await self.read(lambda: self.get(resource, namespace, name))
             return await self._write_scale(resource, namespace, name, current, body, options)
 
@@ -876,8 +877,8 @@ class Registry:
         patch_type: str,
         patch: bytes,
         options: WriteOptions,
-    ) -> Obj:
-        async def attempt() -> Obj:
+    ) -> WriteResult:
+        async def attempt() -> WriteResult:
             current = await self.read(lambda: self.get(resource, namespace, name))
             scale = self.strategy(resource).scale_of(current)
             patched = patching.apply_patch(
@@ -895,7 +896,9 @@ class Registry:
         current: Obj,
         body: Any,
         options: WriteOptions,
-    ) -> Obj:
+    ) -> WriteResult:
+        """Write a Scale: admission sees ``<resource>/scale`` with the Scale (upstream's), and the
+        workload is then updated without being admitted again."""
         if not isinstance(body, dict):
             raise errors.BadRequest("the body of the request must be an autoscaling/v1 Scale object")
         spec = body.get("spec") or {}
@@ -919,15 +922,38 @@ class Registry:
         if rv and rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(resource.group, resource.plural, name)
         strategy = self.strategy(resource)
+        warnings: list[str] = []
+        if self.admission is not None and self._admits(resource, options.user):
+            old_scale = strategy.scale_of(current)
+            new_scale = copy.deepcopy(old_scale)
+            new_scale["spec"] = {"replicas": replicas}
+            attributes = AdmissionAttributes(
+                resource=resource,
+                subresource="scale",
+                operation=UPDATE,
+                name=name,
+                namespace=(namespace or "") if resource.namespaced else "",
+                user=options.user,
+                dry_run=options.dry_run,
+                options=options.admission_options(UPDATE, patch=False),
+                object_kind=_SCALE_KIND,
+            )
+            mutated, said = await self.admission.mutate(attributes, new_scale, old_scale)
+            warnings.extend(said)
+            if isinstance(mutated, dict) and mutated is not new_scale:
+                replicas = _scale_replicas(mutated, name)
+                new_scale = mutated
+            warnings.extend(await self.admission.validate(attributes, new_scale, old_scale))
+            options = replace(options, user=None)  # the workload's write is not admitted again
         updated = strategy.with_replicas(current, replicas)
         updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         result = await self._update_once(resource, namespace, name, updated, options, "")
-        return strategy.scale_of(result.obj)
+        return WriteResult(strategy.scale_of(result.obj), warnings + result.warnings)
 
     async def delete(
         self, resource: ResourceType, namespace: str | None, name: str, options: DeleteOptions
-    ) -> tuple[Obj, bool]:
-        """Delete or mark for deletion; returns (object, whether it is gone now)."""
+    ) -> DeleteResult:
+        """Delete or mark for deletion: the object, whether it is gone now, admission's warnings."""
         propagation_policy(resource, options)  # invalid options are refused before any lookup
         return await self._guaranteed(
             resource, namespace, name, lambda: self._delete_once(resource, namespace, name, options)
@@ -935,7 +961,7 @@ class Registry:
 
     async def _delete_once(
         self, resource: ResourceType, namespace: str | None, name: str, options: DeleteOptions
-    ) -> tuple[Obj, bool]:
+    ) -> DeleteResult:
         key = resource.key(namespace, name)
         current = self.store.get(key)
         if current is None:
@@ -977,8 +1003,10 @@ class Registry:
                 dry_run=options.dry_run,
                 options=options.admission_options(),
             )
-            await self.admission.mutate(attributes, None, served)
-            await self.admission.validate(attributes, None, served)
+            _, warnings = await self.admission.mutate(attributes, None, served)
+            warnings = warnings + await self.admission.validate(attributes, None, served)
+        else:
+            warnings = []
         finalizers = list(meta.get("finalizers") or ())
         if policy == "Orphan" and "orphan" not in finalizers:
             finalizers.append("orphan")
@@ -995,13 +1023,13 @@ class Registry:
         graceful = bool(finalizers) or strategy.holds_deletion(obj)
         if not graceful:
             if options.dry_run:
-                return await self.served(resource, obj), True
+                return DeleteResult(await self.served(resource, obj), True, warnings)
             try:
                 event = await self.store.write(key, None, expected_revision=current.revision)
             except PreconditionFailed:
                 raise _StaleRead from None
             self._committed(strategy, None, obj)
-            return await self.served(resource, event.obj), True
+            return DeleteResult(await self.served(resource, event.obj), True, warnings)
         new = copy.deepcopy(obj)
         new_meta: Obj = new["metadata"]
         new_meta.pop("resourceVersion", None)
@@ -1017,13 +1045,13 @@ class Registry:
             new_meta["finalizers"] = finalizers
             changed = True
         if not changed or options.dry_run:
-            return await self.served(resource, obj if not changed else new), False
+            return DeleteResult(await self.served(resource, obj if not changed else new), False, warnings)
         try:
             event = await self.store.write(key, new, expected_revision=current.revision)
         except PreconditionFailed:
             raise _StaleRead from None
         self._committed(strategy, event.obj, obj)
-        return await self.served(resource, event.obj), False
+        return DeleteResult(await self.served(resource, event.obj), False, warnings)
 
     async def delete_collection(
         self, resource: ResourceType, namespace: str | None, list_options: ListOptions, options: DeleteOptions
@@ -1041,11 +1069,25 @@ class Registry:
         for item in listed.items:
             meta = item.get("metadata") or {}
             try:
-                obj, _gone = await self.delete(resource, meta.get("namespace"), meta.get("name", ""), options)
+                result = await self.delete(resource, meta.get("namespace"), meta.get("name", ""), options)
             except errors.NotFound:
                 continue
-            deleted.append(obj)
+            deleted.append(result.obj)
         return deleted
+
+
+_SCALE_KIND = ("autoscaling", "v1", "Scale")
+
+
+def _scale_replicas(scale: Obj, name: str) -> int:
+    """The replicas of a Scale a mutating webhook answered with (a 500 when it broke them)."""
+    spec = scale.get("spec")
+    replicas = spec.get("replicas", 0) if isinstance(spec, dict) else None
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        raise errors.internal_error(
+            f"admission changed the Scale of {name} to invalid replicas: {replicas!r}"
+        )
+    return replicas
 
 
 class _StaleRead(Exception):

@@ -126,6 +126,16 @@ class WriteResult:
     created: bool = False
 
 
+@dataclass
+class DeleteResult:
+    """The object deleted (or marked for deletion), whether it is gone now, and the warnings
+    admission had for the client."""
+
+    obj: Obj
+    gone: bool
+    warnings: list[str] = field(default_factory=list)
+
+
 def check_patch_options(patch_type: str, options: WriteOptions) -> None:
     """ValidatePatchOptions: apply needs a field manager; only apply takes ``force``."""
     causes: list[errors.StatusCause] = []

@@ -65,14 +65,20 @@ def review_request(
     (the request's own, or an equivalent one under ``matchPolicy: Equivalent``)."""
     uid = random_uuid()
     requested = attributes.resource
+    kind = attributes.object_kind or (resource.group, resource.version, resource.kind)
+    requested_kind = attributes.object_kind or (requested.group, requested.version, requested.kind)
     request: Obj = {
         "uid": uid,
-        "kind": {"group": resource.group, "version": resource.version, "kind": resource.kind},
+        "kind": {"group": kind[0], "version": kind[1], "kind": kind[2]},
         "resource": {"group": resource.group, "version": resource.version, "resource": resource.plural},
     }
     if attributes.subresource:
         request["subResource"] = attributes.subresource
-    request["requestKind"] = {"group": requested.group, "version": requested.version, "kind": requested.kind}
+    request["requestKind"] = {
+        "group": requested_kind[0],
+        "version": requested_kind[1],
+        "kind": requested_kind[2],
+    }
     request["requestResource"] = {
         "group": requested.group,
         "version": requested.version,

@@ -26,6 +26,7 @@ from kubeloop import certs, errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import kubeconfig, kubernetesservice
 from kubeloop.apiserver.admissionpolicy.policyadmission import PolicyAdmission
+from kubeloop.apiserver.admissionpolicy.typechecking import TypeCheckingController
 from kubeloop.apiserver.apiextensions.crdcontroller import CRDController
 from kubeloop.apiserver.auth import bootstrap
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
@@ -139,6 +140,7 @@ class APIServer:
         self._log: Log | None = None
         self._background: list[asyncio.Task[None]] = []
         self._crds: CRDController | None = None
+        self._policy_status: TypeCheckingController | None = None
         self._webhooks: WebhookAdmission | None = None
         self._data_dir: DataDirectory | None = None
         self._worker: WorkerLoop | None = None
@@ -200,6 +202,8 @@ class APIServer:
         caller = self._webhooks.caller
         self._crds = CRDController(self.registry, webhook_converter=lambda crd: WebhookConverter(crd, caller))
         self._crds.start()
+        self._policy_status = TypeCheckingController(self.registry, self.catalog)
+        self._policy_status.start()
         await self._bootstrap()
 
         hosts = [options.host] if options.host not in ("0.0.0.0", "::", "") else [socket.gethostname()]
@@ -423,6 +427,9 @@ class APIServer:
         if self._crds is not None:
             await self._crds.stop()
             self._crds = None
+        if self._policy_status is not None:
+            await self._policy_status.stop()
+            self._policy_status = None
         await cancel_and_wait(self._background)
         self._background.clear()
         if self._listener is not None:

@@ -315,7 +315,9 @@ def test_an_expression_that_errs_follows_the_failure_policy(api: Client, bind: B
     )
 
 
-def test_the_official_client_gets_an_api_exception(module_server: ServerThread, bind: Bind, namespace: str) -> None:
+def test_the_official_client_gets_an_api_exception(
+    module_server: ServerThread, bind: Bind, namespace: str
+) -> None:
     bind(replicas_policy())
     client = kubernetes.config.new_client_from_config(str(module_server.kubeconfig))
     try:
@@ -412,3 +414,67 @@ def test_invalid_policies_and_bindings_are_refused_with_upstreams_messages(api: 
             "paramRef": {"name": "x", "selector": {}, "parameterNotFoundAction": "Deny"},
         }
     )
+
+
+def _status_for_generation(
+    module_server: ServerThread, api: Client, name: str, generation: int
+) -> dict[str, Any]:
+    """The policy's status once the controller has seen ``generation`` (read from a watch)."""
+    watch = api.session.get(
+        f"{module_server.url}{ADMISSION}/validatingadmissionpolicies",
+        params={"watch": "1", "fieldSelector": f"metadata.name={name}"},
+        stream=True,
+        timeout=60,
+    )
+    try:
+        for line in watch.iter_lines():
+            status = json.loads(line)["object"].get("status") or {}
+            if status.get("observedGeneration") == generation:
+                return dict(status)
+    finally:
+        watch.close()
+    raise AssertionError("the watch ended before the status saw the generation")
+
+
+def test_the_policy_controller_type_checks_expressions_into_status(
+    module_server: ServerThread, api: Client, namespace: str
+) -> None:
+    name = f"{namespace}-typed.example.com"
+    body = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "matchConstraints": {"resourceRules": [DEPLOYMENTS]},
+            "validations": [
+                {"expression": "object.spec.replicass <= 5"},
+                {
+                    "expression": "object.spec.replicas <= 5",
+                    "messageExpression": "'too many: ' + object.spec.replicas",
+                },
+            ],
+        },
+    }
+    assert api.post(f"{ADMISSION}/validatingadmissionpolicies", body).status_code == 201
+    try:
+        status = _status_for_generation(module_server, api, name, 1)
+        assert status["typeChecking"]["expressionWarnings"] == [
+            {
+                "fieldRef": "spec.validations[0].expression",
+                "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicass'\n"
+                " | object.spec.replicass <= 5\n | ...........^",
+            },
+            {
+                "fieldRef": "spec.validations[1].messageExpression",
+                "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:14: found no matching overload for "
+                "'_+_' applied to '(string, int)'\n | 'too many: ' + object.spec.replicas\n | .............^",
+            },
+        ]
+        fixed = api.get(f"{ADMISSION}/validatingadmissionpolicies/{name}").json()
+        fixed["spec"]["validations"] = [{"expression": "object.spec.replicas <= 5"}]
+        assert api.put(f"{ADMISSION}/validatingadmissionpolicies/{name}", fixed).status_code == 200
+        assert _status_for_generation(module_server, api, name, 2)["typeChecking"] == {
+            "expressionWarnings": []
+        }
+    finally:
+        api.delete(f"{ADMISSION}/validatingadmissionpolicies/{name}")

@@ -516,6 +516,26 @@ def _expression_type(source: str, variables: Mapping[str, CELType], root: bool) 
     return result, "\n".join(f"ERROR: {_located(source, error)}" for error in ordered)
 
 
+def check_expression(source: str, variables: Mapping[str, CELType]) -> tuple[CELType, str | None]:
+    """The type of an expression over ``variables`` (an admission policy's ``object``,
+    ``params``...) and upstream's ``ERROR:`` lines for it, each followed by the source line and
+    a caret under the column, as CEL's issues print (None: no errors)."""
+    result, errors = _expression_type(source, variables, root=True)
+    if errors is None:
+        return result, None
+    lines = source.split("\n")
+    shown = []
+    for line in errors.split("\n"):
+        shown.append(line)
+        where = line.removeprefix("ERROR: <input>:").split(":", 2)
+        if len(where) == 3 and where[0].isdigit() and where[1].isdigit():
+            row, column = int(where[0]), int(where[1])
+            if 1 <= row <= len(lines):
+                shown.append(f" | {lines[row - 1]}")
+                shown.append(f" | {'.' * (column - 1)}^")
+    return result, "\n".join(shown)
+
+
 def check_rule(
     rule: str, schema: Mapping[str, Any], *, root: bool, optional_old_self: bool
 ) -> tuple[str, str] | None:

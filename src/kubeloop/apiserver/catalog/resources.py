@@ -194,6 +194,7 @@ def _plain(
     subresources: tuple[str, ...] = (),
     singular: str = "",
     returns_deleted_object: bool = False,
+    tracks_generation: bool = False,
 ) -> ResourceType:
     """A version-1 resource with no rules of its own in the catalog (its schema, defaults and
     validation come from upstream)."""
@@ -208,6 +209,7 @@ def _plain(
         categories=categories,
         subresources=subresources,
         returns_deleted_object=returns_deleted_object,
+        tracks_generation=tracks_generation,
     )
 
 
@@ -479,13 +481,21 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         subresources=("status", "scale"),
         tracks_generation=True,
     ),
-    _plain(_ADMISSION, "mutatingadmissionpolicies", "MutatingAdmissionPolicy", False, categories=_EXTENSIONS),
+    _plain(
+        _ADMISSION,
+        "mutatingadmissionpolicies",
+        "MutatingAdmissionPolicy",
+        False,
+        categories=_EXTENSIONS,
+        tracks_generation=True,  # upstream's strategy sets and bumps metadata.generation
+    ),
     _plain(
         _ADMISSION,
         "mutatingadmissionpolicybindings",
         "MutatingAdmissionPolicyBinding",
         False,
         categories=_EXTENSIONS,
+        tracks_generation=True,  # upstream's strategy sets and bumps metadata.generation
     ),
     _plain(
         _ADMISSION,
@@ -493,6 +503,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         "MutatingWebhookConfiguration",
         False,
         categories=_EXTENSIONS,
+        tracks_generation=True,  # upstream's strategy sets and bumps metadata.generation
     ),
     _plain(
         _ADMISSION,
@@ -500,6 +511,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         "ValidatingAdmissionPolicy",
         False,
         categories=_EXTENSIONS,
+        tracks_generation=True,  # upstream's strategy sets and bumps metadata.generation
         subresources=("status",),
     ),
     _plain(
@@ -508,6 +520,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         "ValidatingAdmissionPolicyBinding",
         False,
         categories=_EXTENSIONS,
+        tracks_generation=True,  # upstream's strategy sets and bumps metadata.generation
     ),
     _plain(
         _ADMISSION,
@@ -515,6 +528,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         "ValidatingWebhookConfiguration",
         False,
         categories=_EXTENSIONS,
+        tracks_generation=True,  # upstream's strategy sets and bumps metadata.generation
     ),
     _plain(
         "apiregistration.k8s.io",

@@ -641,3 +641,60 @@ def test_scale_reaches_webhooks_as_the_scale_subresource_with_a_scale(
     assert "denied the request: at most 3" in refused.stderr
     assert api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").json()["spec"]["replicas"] == 3
     assert whole not in hooks.requests  # the Deployment rule never saw the scale
+
+
+def test_binding_and_eviction_reach_webhooks_with_their_own_objects(
+    api: Client, hooks: WebhookServer, configure: Configure, namespace: str
+) -> None:
+    path = configure(
+        rules=[
+            {
+                "operations": ["CREATE"],
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "resources": ["pods/binding", "pods/eviction"],
+            }
+        ]
+    )
+    hooks.handlers[path] = lambda request: (
+        {"allowed": True, "warnings": [f"{request['subResource']} seen"]}
+        if request["name"] != "guarded"
+        else {
+            "allowed": False,
+            "status": {"code": 403, "message": f"no {request['subResource']} for guarded"},
+        }
+    )
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    for name in ("free", "guarded"):
+        made = api.post(
+            pods, {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+        )
+        assert made.status_code == 201, made.text
+    binding = {"apiVersion": "v1", "kind": "Binding", "target": {"kind": "Node", "name": "node-1"}}
+    bound = api.post(f"{pods}/free/binding", {**binding, "metadata": {"name": "free"}})
+    assert bound.status_code == 201, bound.text
+    assert bound.headers["Warning"] == '299 - "binding seen"'
+    request = hooks.requests[path][-1]["review"]["request"]
+    assert (request["kind"], request["subResource"], request["object"]["target"]) == (
+        {"group": "", "version": "v1", "kind": "Binding"},
+        "binding",
+        {"kind": "Node", "name": "node-1"},
+    )
+    refused = api.post(f"{pods}/guarded/binding", {**binding, "metadata": {"name": "guarded"}})
+    assert refused.status_code == 403
+    assert refused.json()["message"].endswith("denied the request: no binding for guarded")
+    assert not api.get(f"{pods}/guarded").json()["spec"].get("nodeName")
+
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction"}
+    kept = api.post(f"{pods}/guarded/eviction", {**eviction, "metadata": {"name": "guarded"}})
+    assert kept.status_code == 403
+    assert kept.json()["message"].endswith("denied the request: no eviction for guarded")
+    assert api.get(f"{pods}/guarded").status_code == 200
+    request = hooks.requests[path][-1]["review"]["request"]
+    assert (request["kind"], request["subResource"]) == (
+        {"group": "policy", "version": "v1", "kind": "Eviction"},
+        "eviction",
+    )
+    evicted = api.post(f"{pods}/free/eviction", {**eviction, "metadata": {"name": "free"}})
+    assert evicted.status_code == 201, evicted.text
+    assert evicted.headers["Warning"] == '299 - "eviction seen"'

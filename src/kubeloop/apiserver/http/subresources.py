@@ -84,8 +84,16 @@ async def binding(scope: Scope, request: HTTPRequest, target: Target) -> web.Str
     body, options = await decode_request_object(request, raw, write_options(request), "Binding")
     resource = scope.catalog.lookup("", "v1", "pods")
     assert resource is not None
+    # Admitted as upstream names it: pods/<name>/binding, or a create of the bindings resource.
+    admitted_as, subresource = (
+        (target.resource, "") if target.resource.plural == "bindings" else (resource, "binding")
+    )
+    name = target.name or str((body.get("metadata") or {}).get("name") or "")
+    body, warnings = await scope.registry.admit_subresource(
+        admitted_as, target.namespace, name, subresource, body, ("", "v1", "Binding"), _admitted(request)
+    )
     answered = await pods.bind(scope.registry, resource, target.namespace, body, target.name, options)
-    return await object_response(request, answered, 201)
+    return await object_response(request, answered, 201, warnings=warnings)
 
 
 async def eviction(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamResponse:
@@ -93,6 +101,15 @@ async def eviction(scope: Scope, request: HTTPRequest, target: Target) -> web.St
     assert target.namespace is not None and target.name is not None
     raw = await read_body(request)
     body, _options = await decode_request_object(request, raw, write_options(request), "Eviction")
+    body, warnings = await scope.registry.admit_subresource(
+        target.resource,
+        target.namespace,
+        target.name,
+        "eviction",
+        body,
+        ("policy", "v1", "Eviction"),
+        _admitted(request),
+    )
     delete_body = body.get("deleteOptions") or {}
     if not isinstance(delete_body, dict):
         raise errors.BadRequest("deleteOptions: must be an object")
@@ -107,7 +124,7 @@ async def eviction(scope: Scope, request: HTTPRequest, target: Target) -> web.St
         body,
         delete_options_from(delete_body, request.query),
     )
-    return await object_response(request, answered, 201)
+    return await object_response(request, answered, 201, warnings=warnings)
 
 
 async def token_request(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamResponse:

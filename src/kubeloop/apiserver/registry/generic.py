@@ -854,6 +854,39 @@ class Registry:
         self._committed(strategy, event.obj, old)
         return WriteResult(await self.served(resource, event.obj), warnings)
 
+    # ------------------------------------------------------------ subresources with objects of their own
+
+    async def admit_subresource(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        subresource: str,
+        obj: Obj,
+        object_kind: tuple[str, str, str],
+        options: WriteOptions,
+    ) -> tuple[Obj, list[str]]:
+        """Admission of a CREATE through a subresource that takes an object of another kind (a
+        pod's ``binding`` a Binding, its ``eviction`` an Eviction), as upstream admits them:
+        the object as mutating admission leaves it, and the warnings."""
+        if self.admission is None or not self._admits(resource, options.user):
+            return obj, []
+        attributes = AdmissionAttributes(
+            resource=resource,
+            subresource=subresource,
+            operation=CREATE,
+            name=name,
+            namespace=(namespace or "") if resource.namespaced else "",
+            user=options.user,
+            dry_run=options.dry_run,
+            options=options.admission_options(CREATE, patch=False),
+            object_kind=object_kind,
+        )
+        mutated, warnings = await self.admission.mutate(attributes, obj, None)
+        admitted = mutated if isinstance(mutated, dict) else obj
+        warnings = warnings + await self.admission.validate(attributes, admitted, None)
+        return admitted, warnings
+
     # ------------------------------------------------------------ scale subresource
 
     def get_scale(self, resource: ResourceType, namespace: str | None, name: str) -> Obj:

@@ -25,6 +25,8 @@ from aiohttp import web
 from kubeloop import certs, errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import kubeconfig, kubernetesservice
+from kubeloop.apiserver.admissionpolicy.expressioncheck import KINDS as EXPRESSION_KINDS
+from kubeloop.apiserver.admissionpolicy.expressioncheck import with_compiled_expressions
 from kubeloop.apiserver.admissionpolicy.policyadmission import PolicyAdmission
 from kubeloop.apiserver.admissionpolicy.typechecking import TypeCheckingController
 from kubeloop.apiserver.apiextensions.crdcontroller import CRDController
@@ -196,6 +198,10 @@ class APIServer:
         await asyncio.to_thread(store.load)
         self.store = store
         self.registry = Registry(store, self.catalog)
+        for plural in EXPRESSION_KINDS:
+            admission_kind = self.catalog.lookup("admissionregistration.k8s.io", "v1", plural)
+            assert admission_kind is not None
+            self.registry.set_strategy(with_compiled_expressions(self.registry.strategy(admission_kind)))
         self._webhooks = WebhookAdmission(self.registry, self.catalog)
         # kube-apiserver's order: mutating webhooks, then policies, then validating webhooks.
         self.registry.admission = AdmissionChain(PolicyAdmission(self.registry, self.catalog), self._webhooks)

@@ -478,3 +478,39 @@ def test_the_policy_controller_type_checks_expressions_into_status(
         }
     finally:
         api.delete(f"{ADMISSION}/validatingadmissionpolicies/{name}")
+
+
+def test_expressions_that_do_not_compile_are_refused_when_written(api: Client) -> None:
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "uncompiled.example.com"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [CONFIGMAPS]},
+            "validations": [{"expression": "object.data.size() <="}],
+        },
+    }
+    refused = api.post(f"{ADMISSION}/validatingadmissionpolicies", policy)
+    assert refused.status_code == 422, refused.text
+    [cause] = refused.json()["details"]["causes"]
+    assert cause["field"] == "spec.validations[0].expression"
+    assert cause["message"].startswith(
+        'Invalid value: "object.data.size() <=": compilation failed: ERROR: <input>:1:22: Syntax error:'
+    )
+    webhooks = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "uncompiled"},
+        "webhooks": [
+            {
+                "name": "uncompiled.example.com",
+                "clientConfig": {"url": "https://127.0.0.1:1/x"},
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "matchConditions": [{"name": "broken", "expression": "(("}],
+            }
+        ],
+    }
+    refused = api.post(f"{ADMISSION}/validatingwebhookconfigurations", webhooks)
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["details"]["causes"][0]["field"] == "webhooks[0].matchConditions[0].expression"

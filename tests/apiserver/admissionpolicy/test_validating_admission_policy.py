@@ -514,3 +514,41 @@ def test_expressions_that_do_not_compile_are_refused_when_written(api: Client) -
     refused = api.post(f"{ADMISSION}/validatingwebhookconfigurations", webhooks)
     assert refused.status_code == 422, refused.text
     assert refused.json()["details"]["causes"][0]["field"] == "webhooks[0].matchConditions[0].expression"
+
+
+def test_the_authorizer_asks_rbac_what_the_requesting_user_may_do(
+    api: Client, bind: Bind, namespace: str
+) -> None:
+    bind(
+        {
+            "matchConstraints": {"resourceRules": [CONFIGMAPS]},
+            "validations": [
+                {
+                    "expression": "authorizer.group('').resource('secrets').namespace(object.metadata.namespace)"
+                    ".check('get').allowed()",
+                    "message": "only those who may read Secrets write ConfigMaps here",
+                }
+            ],
+        }
+    )
+    rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}"
+    for user, resources in (("alice", ["configmaps"]), ("bob", ["configmaps", "secrets"])):
+        role = {
+            "metadata": {"name": user},
+            "rules": [{"apiGroups": [""], "resources": resources, "verbs": ["*"]}],
+        }
+        assert api.post(f"{rbac}/roles", role).status_code == 201
+        binding = {
+            "metadata": {"name": user},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": user},
+            "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
+        }
+        assert api.post(f"{rbac}/rolebindings", binding).status_code == 201
+    configmaps = f"/api/v1/namespaces/{namespace}/configmaps"
+    as_alice = api.post(configmaps, config_map("alices"), headers={"Impersonate-User": "alice"})
+    assert as_alice.status_code == 422
+    assert as_alice.json()["message"].endswith(
+        "denied request: only those who may read Secrets write ConfigMaps here"
+    )
+    assert api.post(configmaps, config_map("bobs"), headers={"Impersonate-User": "bob"}).status_code == 201
+    assert api.post(configmaps, config_map("admins")).status_code == 201  # system:masters

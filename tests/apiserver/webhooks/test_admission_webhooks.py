@@ -698,3 +698,38 @@ def test_binding_and_eviction_reach_webhooks_with_their_own_objects(
     evicted = api.post(f"{pods}/free/eviction", {**eviction, "metadata": {"name": "free"}})
     assert evicted.status_code == 201, evicted.text
     assert evicted.headers["Warning"] == '299 - "eviction seen"'
+
+
+def test_match_conditions_may_ask_the_authorizer(
+    api: Client, hooks: WebhookServer, configure: Configure, namespace: str
+) -> None:
+    path = configure(
+        matchConditions=[
+            {
+                "name": "only-secret-readers",
+                "expression": "authorizer.group('').resource('secrets').check('list').allowed()",
+            }
+        ]
+    )
+    hooks.handlers[path] = deny("seen by the webhook")
+    role = {
+        "metadata": {"name": "carol"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}],
+    }
+    rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}"
+    assert api.post(f"{rbac}/roles", role).status_code == 201
+    binding = {
+        "metadata": {"name": "carol"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "carol"},
+        "subjects": [{"kind": "User", "name": "carol", "apiGroup": "rbac.authorization.k8s.io"}],
+    }
+    assert api.post(f"{rbac}/rolebindings", binding).status_code == 201
+    configmaps = f"/api/v1/namespaces/{namespace}/configmaps"
+    # carol may not list Secrets: the condition is false, the webhook is not called.
+    assert (
+        api.post(configmaps, config_map("carols"), headers={"Impersonate-User": "carol"}).status_code == 201
+    )
+    # The administrator may: the webhook is called, and refuses.
+    refused = api.post(configmaps, config_map("admins"))
+    assert refused.status_code == 403
+    assert refused.json()["message"].endswith("denied the request: seen by the webhook")

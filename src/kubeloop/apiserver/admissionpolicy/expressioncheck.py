@@ -15,6 +15,7 @@ from typing import Any
 
 from kubeloop.api import fielderrors
 from kubeloop.apiserver.apiextensions import celrules
+from kubeloop.apiserver.auth import celauthorizer
 from kubeloop.apiserver.registry.strategies import BuiltinStrategy, Strategy
 from kubeloop.errors import StatusCause
 
@@ -27,7 +28,7 @@ def compilation_causes(obj: Mapping[str, Any]) -> list[StatusCause]:
     causes = []
     for path, source in _expressions(obj):
         try:
-            celrules.compile_expression(source)
+            celrules.compile_expression(source, extra=celauthorizer.NAMES)
         except ValueError as error:
             causes.append(fielderrors.invalid(path, source, f"compilation failed: {error}"))
     return causes

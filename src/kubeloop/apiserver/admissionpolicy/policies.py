@@ -16,6 +16,7 @@ from typing import Any
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.apiextensions import celrules
+from kubeloop.apiserver.auth import celauthorizer
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import ListOptions
@@ -111,7 +112,7 @@ class PolicyStore:
         compiled = self._compiled.get(source)
         if compiled is None:
             try:
-                compiled = celrules.compile_expression(source)
+                compiled = celrules.compile_expression(source, extra=celauthorizer.NAMES)
             except ValueError as error:
                 compiled = error
             self._compiled[source] = compiled

@@ -7,7 +7,8 @@ each binding whose ``matchResources`` (if any) take it too is evaluated once per
 ``paramRef`` selects (by name or label selector, in the param kind's namespace or the request's;
 ``parameterNotFoundAction: Deny`` refuses when there is none). The policy's ``matchConditions``
 must hold; its ``variables`` are evaluated in order (``variables.<name>``); each validation sees
-``object``, ``oldObject``, ``request``, ``params``, ``namespaceObject`` and ``variables``.
+``object``, ``oldObject``, ``request``, ``params``, ``namespaceObject``, ``variables`` and
+``authorizer`` (what the requesting user may do, by RBAC: ``auth.celauthorizer``).
 
 A validation that is false is a failure with its ``messageExpression``'s value, else its
 ``message``, else ``failed expression: <expression>``; the binding's ``validationActions`` say
@@ -21,6 +22,7 @@ configured (its param kind not served, no params under Deny), refuse the request
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +38,8 @@ from kubeloop.apiserver.admissionpolicy.policies import (
     Validation,
 )
 from kubeloop.apiserver.apiextensions import celrules
+from kubeloop.apiserver.auth import celauthorizer
+from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.registry.admissionhooks import AdmissionAttributes
 from kubeloop.apiserver.registry.generic import Registry
@@ -68,11 +72,15 @@ class _Denial:
 class PolicyAdmission:
     """The ValidatingAdmissionPolicy plugin: validates only (``mutate`` changes nothing)."""
 
-    def __init__(self, registry: Registry, catalog: ResourceCatalog) -> None:
+    def __init__(
+        self, registry: Registry, catalog: ResourceCatalog, rbac: RBACAuthorizer | None = None
+    ) -> None:
         self.registry = registry
         self.catalog = catalog
         self.store = PolicyStore(registry, catalog)
         self.matcher = Matcher(registry, catalog)
+        #: The ``authorizer`` library's functions (RBAC of the embedded server).
+        self.authorizer_functions = celauthorizer.functions(rbac or RBACAuthorizer(registry.store, catalog))
 
     def covers(self, resource: ResourceType) -> bool:
         return not exempt(resource) and bool(self.store.bindings())
@@ -120,8 +128,9 @@ class PolicyAdmission:
                         "request": request["request"],
                         "params": param,
                         "namespaceObject": namespace,
+                        "authorizer": celauthorizer.authorizer_variable(attributes.user),
                     }
-                    for message, reason in _failures(policy, variables):
+                    for message, reason in _failures(policy, variables, self.authorizer_functions):
                         for action in binding.actions:
                             if action == "Deny":
                                 denials.append(_Denial(policy.name, binding.name, message, reason))
@@ -207,12 +216,15 @@ class PolicyAdmission:
         return params
 
 
-def _failures(policy: Policy, variables: dict[str, Any]) -> list[tuple[str, str]]:
-    """(message, reason) of each way the request fails the policy (upstream's validator)."""
+def _failures(
+    policy: Policy, variables: dict[str, Any], functions: Mapping[str, Callable[..., Any]]
+) -> list[tuple[str, str]]:
+    """(message, reason) of each way the request fails the policy (upstream's validator);
+    ``functions`` are the authorizer library's."""
     fail = policy.failure_policy != "Ignore"
     failed: list[tuple[str, str]] = []
     for _name, source, compiled in policy.match_conditions:
-        outcome = _evaluated(source, compiled, variables)
+        outcome = _evaluated(source, compiled, variables, functions)
         if outcome is False:
             return []
         if isinstance(outcome, str) and fail:
@@ -222,18 +234,18 @@ def _failures(policy: Policy, variables: dict[str, Any]) -> list[tuple[str, str]
     bound: dict[str, Any] = {}
     context = {**variables, "variables": bound}
     for name, source, compiled in policy.variables:
-        value = _evaluated(source, compiled, context, raw=True)
+        value = _evaluated(source, compiled, context, functions, raw=True)
         if not isinstance(value, _Failed):
             bound[name] = value
     for validation in policy.validations:
-        outcome = _evaluated(validation.source, validation.expression, context)
+        outcome = _evaluated(validation.source, validation.expression, context, functions)
         if outcome is True:
             continue
         if isinstance(outcome, str):
             if fail:
                 failed.append((outcome, ""))
             continue
-        failed.append((_message(validation, context), validation.reason))
+        failed.append((_message(validation, context, functions), validation.reason))
     return failed
 
 
@@ -241,12 +253,19 @@ class _Failed(str):
     """Why an expression could not be evaluated."""
 
 
-def _evaluated(source: str, compiled: Compiled, context: dict[str, Any], *, raw: bool = False) -> Any:
+def _evaluated(
+    source: str,
+    compiled: Compiled,
+    context: dict[str, Any],
+    functions: Mapping[str, Callable[..., Any]],
+    *,
+    raw: bool = False,
+) -> Any:
     """True/False (or the value, ``raw``), or a _Failed message saying why there is none."""
     if isinstance(compiled, ValueError):
         return _Failed(f"compilation failed: {compiled}")
     try:
-        value = celrules.evaluate_expression(compiled, context)
+        value = celrules.evaluate_expression(compiled, context, functions)
     except Exception as error:  # the interpreter's errors are plain Python ones
         return _Failed(f"expression '{source}' resulted in error: {error}")
     if raw:
@@ -256,9 +275,11 @@ def _evaluated(source: str, compiled: Compiled, context: dict[str, Any], *, raw:
     return _Failed(f"expression '{source}' resulted in a non-bool value")
 
 
-def _message(validation: Validation, context: dict[str, Any]) -> str:
+def _message(
+    validation: Validation, context: dict[str, Any], functions: Mapping[str, Callable[..., Any]]
+) -> str:
     if validation.message_expression is not None:
-        text = _evaluated("", validation.message_expression, context, raw=True)
+        text = _evaluated("", validation.message_expression, context, functions, raw=True)
         if isinstance(text, str) and not isinstance(text, _Failed) and text.strip() and "\n" not in text:
             return text.strip()
     if validation.message:

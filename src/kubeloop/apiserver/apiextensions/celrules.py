@@ -36,7 +36,7 @@ import itertools
 import logging
 import re
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -301,29 +301,41 @@ def compile_rules(
 
 @dataclass(frozen=True)
 class Expression:
-    """A CEL expression compiled on its own (a webhook's matchCondition), with the library
-    functions it calls."""
+    """A CEL expression compiled on its own (a webhook's matchCondition, an admission policy's
+    validation), with the library functions it calls and the names of ``extra`` ones."""
 
     source: str
     program: Any
     functions: tuple[str, ...]
+    #: Functions outside the library the expression calls (an admission policy's authorizer).
+    extra: tuple[str, ...] = ()
 
 
-def compile_expression(source: str) -> Expression:
-    """``source`` compiled with Kubernetes' CEL library; ValueError with the parser's words when
-    it does not compile."""
+def compile_expression(source: str, extra: Iterable[str] = ()) -> Expression:
+    """``source`` compiled with Kubernetes' CEL library (and the functions named ``extra``, given
+    at evaluation); ValueError with the parser's words when it does not compile."""
     cel = cel_interpreter()
     try:
         program = _compile(cel, source)
     except Exception as error:  # the interpreter's errors are plain Python ones
         raise ValueError(_first_line(error)) from None
-    return Expression(source, program, _library_calls(program))
+    called = set(program.references()["functions"])
+    return Expression(source, program, _library_calls(program), tuple(sorted(set(extra) & called)))
 
 
-def evaluate_expression(expression: Expression, variables: dict[str, Any]) -> Any:
-    """The value of a compiled expression with ``variables``; the interpreter's error when it
-    fails."""
-    return expression.program.execute(_activation(expression.functions, variables))
+def evaluate_expression(
+    expression: Expression, variables: dict[str, Any], extra: Mapping[str, Callable[..., Any]] | None = None
+) -> Any:
+    """The value of a compiled expression with ``variables`` (and the ``extra`` functions it was
+    compiled to call); the interpreter's error when it fails."""
+    if not expression.extra:
+        return expression.program.execute(_activation(expression.functions, variables))
+    functions = extra or {}
+    context = _activation(expression.functions, variables, force=True)
+    for name in expression.extra:
+        if name in functions:
+            context.add_function(name, functions[name])
+    return expression.program.execute(context)
 
 
 def _compile(cel: Any, source: str) -> Any:
@@ -489,10 +501,10 @@ def evaluate(
         causes.append(_for_reason(compiled.reason, target, node_type, detail))
 
 
-def _activation(functions: tuple[str, ...], variables: dict[str, Any]) -> Any:
+def _activation(functions: tuple[str, ...], variables: dict[str, Any], *, force: bool = False) -> Any:
     """What one expression is evaluated with: its variables only (nothing left from an earlier
-    rule or object) and, when it calls any, the library ``functions`` it calls."""
-    if not functions:
+    rule or object) and, when it calls any (or ``force``), the library ``functions`` it calls."""
+    if not functions and not force:
         return variables
     context = cel_interpreter().Context()
     library = _library()

@@ -6,5 +6,6 @@ may do anything — and words the 403 as upstream does; ``escalation`` keeps any
 what they do not hold; ``bootstrap`` holds the roles and bindings a cluster starts with
 (cluster-admin, admin, edit, view and the system roles every user needs). ``tokens`` issues
 ServiceAccount tokens, ``reviews`` answers the access and token reviews, ``impersonation``
-checks ``kubectl --as``; who made a request is ``apiserver.userinfo.UserInfo``.
+checks ``kubectl --as``, ``celauthorizer`` is the ``authorizer`` of admission CEL; who made a
+request is ``apiserver.userinfo.UserInfo``.
 """

@@ -32,6 +32,8 @@ import orjson
 from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.apiextensions import celrules
+from kubeloop.apiserver.auth import celauthorizer
+from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.patch.jsonpatch import apply_json_patch
 from kubeloop.apiserver.registry.admissionhooks import AdmissionAttributes
@@ -67,9 +69,13 @@ class _Outcome:
 class WebhookAdmission:
     """Calls the Validating- and MutatingWebhookConfigurations stored in ``registry``."""
 
-    def __init__(self, registry: Registry, catalog: ResourceCatalog) -> None:
+    def __init__(
+        self, registry: Registry, catalog: ResourceCatalog, rbac: RBACAuthorizer | None = None
+    ) -> None:
         self.registry = registry
         self.catalog = catalog
+        #: The ``authorizer`` library of matchConditions (RBAC of the embedded server).
+        self.authorizer_functions = celauthorizer.functions(rbac or RBACAuthorizer(registry.store, catalog))
         self.configurations = Configurations(registry, catalog)
         self.matcher = Matcher(registry, catalog)
         self.caller = Caller(registry, catalog)
@@ -160,7 +166,12 @@ class WebhookAdmission:
         old: Obj | None,
     ) -> bool:
         _, request = review_request("v1", attributes, resource, obj, old)
-        variables = {"object": obj, "oldObject": old, "request": request["request"]}
+        variables = {
+            "object": obj,
+            "oldObject": old,
+            "request": request["request"],
+            "authorizer": celauthorizer.authorizer_variable(attributes.user),
+        }
         failures: list[str] = []
         for _name, expression in hook.match_conditions:
             compiled = self._condition(expression)
@@ -168,7 +179,7 @@ class WebhookAdmission:
                 failures.append(f"compilation failed: {compiled}")
                 continue
             try:
-                result = celrules.evaluate_expression(compiled, variables)
+                result = celrules.evaluate_expression(compiled, variables, self.authorizer_functions)
             except Exception as error:  # the interpreter's errors are plain Python ones
                 failures.append(f"expression '{expression}' resulted in error: {error}")
                 continue
@@ -193,7 +204,7 @@ class WebhookAdmission:
         compiled = self._conditions.get(expression)
         if compiled is None:
             try:
-                compiled = celrules.compile_expression(expression)
+                compiled = celrules.compile_expression(expression, extra=celauthorizer.NAMES)
             except ValueError as error:
                 compiled = error
             self._conditions[expression] = compiled

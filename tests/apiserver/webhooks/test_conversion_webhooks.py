@@ -505,3 +505,47 @@ def test_concurrent_reads_of_a_slow_converter_do_not_stall_the_server(
         hooks.held.pop(widgets, None)
         reader.join(30)
     assert results == [200]
+
+
+def test_an_object_being_converted_is_not_sent_again(
+    module_server: ServerThread, api: Client, hooks: WebhookServer, widgets: str, namespace: str
+) -> None:
+    """Two reads of one object while its conversion is in flight make one call: the second
+    waits for the first's (the converter counts it waiting before the webhook answers)."""
+    # Conversions are remembered by content: a spec no other test writes.
+    assert api.post(path(namespace, "v1"), widget("twice", V1, replicas=9173)).status_code == 201
+    server = module_server.server
+    resource = server.catalog.lookup(GROUP, "v1alpha1", "widgets")
+    assert resource is not None and server.registry is not None
+    converter = server.registry.strategy(resource).converter
+    assert converter is not None
+    held = hooks.held.setdefault(widgets, threading.Event())
+    held.clear()
+    results: list[int] = []
+
+    def read() -> None:
+        results.append(api.get(path(namespace, "v1alpha1", "twice")).status_code)
+
+    def sent_for_twice() -> int:
+        return sum(
+            1
+            for sent in hooks.requests.get(widgets, [])
+            if any(o["metadata"]["name"] == "twice" for o in sent["review"]["request"]["objects"])
+        )
+
+    first, second = threading.Thread(target=read), threading.Thread(target=read)
+    first.start()
+    try:
+        while first.is_alive() and sent_for_twice() == 0:
+            first.join(0.01)
+        second.start()
+        while second.is_alive() and converter.waiting == 0:  # type: ignore[attr-defined]
+            second.join(0.01)
+        assert converter.waiting == 1  # type: ignore[attr-defined]
+    finally:
+        held.set()
+        hooks.held.pop(widgets, None)
+        first.join(30)
+        second.join(30)
+    assert results == [200, 200]
+    assert sent_for_twice() == 1

@@ -15,11 +15,13 @@ What was converted is remembered by content — the object without its metadata,
 annotations, since those are all a converter may read and change — both ways (a conversion must
 round-trip), so that writing an object through one version and reading it back through the
 other costs one call, and reads of unchanged objects cost none, as upstream's watch cache of each
-version holds converted objects. A new CRD revision brings a new converter and an empty memory.
+version holds converted objects. A new CRD revision brings a new converter and an empty memory. An object already being converted
+is not sent again: a second request for it waits for the first call (per event loop).
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 from typing import Any
 
@@ -74,6 +76,11 @@ class WebhookConverter:
         self._memory: collections.OrderedDict[bytes, bytes] = collections.OrderedDict()
         #: Calls made (for tests and the benchmark).
         self.calls = 0
+        #: (event loop, content key) → the call converting it now: a second request for the same
+        #: object waits for that call rather than making another.
+        self._in_flight: dict[tuple[int, bytes], asyncio.Future[None]] = {}
+        #: Requests waiting for another's call now (for tests).
+        self.waiting = 0
 
     # ------------------------------------------------------------ VersionConverter
 
@@ -86,15 +93,40 @@ class WebhookConverter:
         return _restored(obj, orjson.loads(remembered))
 
     async def convert(self, objects: list[Obj], api_version: str) -> None:
+        loop = id(asyncio.get_running_loop())
         pending: list[Obj] = []
-        seen: set[bytes] = set()
+        keys: list[tuple[int, bytes]] = []
+        awaited: list[asyncio.Future[None]] = []
         for obj in objects:
             key = _key(obj, api_version)
-            if obj.get("apiVersion") != api_version and key not in self._memory and key not in seen:
-                seen.add(key)
+            if obj.get("apiVersion") == api_version or key in self._memory:
+                continue
+            running = self._in_flight.get((loop, key))
+            if running is not None:
+                if running not in awaited:
+                    awaited.append(running)
+                continue
+            if (loop, key) not in keys:
+                keys.append((loop, key))
                 pending.append(obj)
-        if not pending:
-            return
+        if pending:
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            for flight in keys:
+                self._in_flight[flight] = done
+            try:
+                await self._convert(pending, api_version)
+            finally:
+                for flight in keys:
+                    self._in_flight.pop(flight, None)
+                done.set_result(None)  # waiters look in the memory again (a failure converted nothing)
+        for running in awaited:
+            self.waiting += 1
+            try:
+                await running
+            finally:
+                self.waiting -= 1
+
+    async def _convert(self, pending: list[Obj], api_version: str) -> None:
         source = f"{pending[0].get('apiVersion')}, Kind={self.kind}"
         converted = await self._call(pending, api_version, source)
         single = len(pending) == 1

@@ -161,7 +161,8 @@ def patched(
     original: dict[str, Any], current: dict[str, Any], *, keep_removals: bool = True
 ) -> AdmissionResponse:
     """Allow, with the JSON patch from ``original`` to ``current`` (``PatchResponseFromRaw``).
-    Without ``keep_removals`` the patch only adds and replaces."""
+    Without ``keep_removals`` the patch only adds and replaces. ``original`` must be the object
+    as it was sent: change a copy of ``request.object``, not the object itself."""
     operations = create_patch(original, current)
     if not keep_removals:
         operations = [operation for operation in operations if operation["op"] != "remove"]

@@ -104,6 +104,8 @@ class WebhookServer:
         """Listen; returns once connections are accepted."""
         from aiohttp import web
 
+        if self._runner is not None:
+            raise RuntimeError("the webhook server is already serving")
         context = self._ssl_context()
         app = web.Application(client_max_size=8 * 1024 * 1024)
         for path, webhook in self.webhooks.items():

@@ -733,3 +733,49 @@ def test_match_conditions_may_ask_the_authorizer(
     refused = api.post(configmaps, config_map("admins"))
     assert refused.status_code == 403
     assert refused.json()["message"].endswith("denied the request: seen by the webhook")
+
+
+def test_a_scale_whose_workload_changed_during_admission_is_tried_again(
+    api: Client, hooks: WebhookServer, configure: Configure, namespace: str
+) -> None:
+    """GuaranteedUpdate: the Deployment is written while the scale's webhook is answering, so
+    the scale is admitted again against the new object instead of failing with 409."""
+    path = configure(
+        rules=[
+            {
+                "operations": ["UPDATE"],
+                "apiGroups": ["apps"],
+                "apiVersions": ["v1"],
+                "resources": ["deployments/scale"],
+            }
+        ]
+    )
+    deployment = f"/apis/apps/v1/namespaces/{namespace}/deployments/racy"
+
+    def meanwhile(request: dict[str, Any]) -> dict[str, Any]:
+        if len(hooks.requests[path]) == 1:  # the first call: someone else writes the Deployment now
+            touched = api.patch(
+                deployment, {"metadata": {"labels": {"touched": "yes"}}}, "application/merge-patch+json"
+            )
+            assert touched.status_code == 200, touched.text
+        return {"allowed": True}
+
+    hooks.handlers[path] = meanwhile
+    labels = {"app": "racy"}
+    made = api.post(
+        f"/apis/apps/v1/namespaces/{namespace}/deployments",
+        {
+            "metadata": {"name": "racy"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+            },
+        },
+    )  # fmt: skip
+    assert made.status_code == 201, made.text
+    scaled = api.patch(f"{deployment}/scale", {"spec": {"replicas": 4}}, "application/merge-patch+json")
+    assert scaled.status_code == 200, scaled.text
+    assert len(hooks.requests[path]) == 2
+    current = api.get(deployment).json()
+    assert (current["spec"]["replicas"], current["metadata"]["labels"]) == (4, {"touched": "yes"})

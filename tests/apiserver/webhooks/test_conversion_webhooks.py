@@ -549,3 +549,67 @@ def test_an_object_being_converted_is_not_sent_again(
         second.join(30)
     assert results == [200, 200]
     assert sent_for_twice() == 1
+
+
+async def test_a_waiter_cancelled_leaves_the_call_and_the_other_waiters_alone() -> None:
+    """The client of a request waiting for another's conversion goes away: that call and the
+    other waiters finish as if nothing happened."""
+    import asyncio
+
+    from kubeloop.apiserver.webhooks.conversion import WebhookConverter
+
+    answer = asyncio.Event()
+
+    class SlowCaller:
+        async def post(self, client: Any, body: bytes, timeout_seconds: int) -> dict[str, Any]:
+            review = json.loads(body)
+            await answer.wait()
+            return {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "ConversionReview",
+                "response": {
+                    "uid": review["request"]["uid"],
+                    "result": {"status": "Success"},
+                    **convert_widgets(review["request"]),
+                },
+            }
+
+    crd = widget_crd_for_unit()
+    converter = WebhookConverter(crd, SlowCaller())  # type: ignore[arg-type]
+    obj = {
+        "apiVersion": V1,
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "n"},
+        "spec": {"replicas": 1},
+    }
+    owner = asyncio.create_task(converter.convert([obj], V1ALPHA1))
+    await asyncio.sleep(0)  # the owner's call is in flight
+    waiters = [asyncio.create_task(converter.convert([obj], V1ALPHA1)) for _ in range(2)]
+    await asyncio.sleep(0)  # both are waiting for it
+    assert converter.waiting == 2
+    waiters[0].cancel()
+    answer.set()
+    await owner
+    await waiters[1]
+    with pytest.raises(asyncio.CancelledError):
+        await waiters[0]
+    assert converter.cached(obj, V1ALPHA1)["spec"] == {"size": "1"}  # type: ignore[index]
+    assert converter.calls == 1
+
+
+def widget_crd_for_unit() -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"widgets.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [
+                {"name": "v1alpha1", "schema": schema(size={"type": "string"})},
+                {"name": "v1", "schema": schema(replicas={"type": "integer"})},
+            ],
+            "conversion": {
+                "strategy": "Webhook",
+                "webhook": {"clientConfig": {"url": "https://x/convert"}, "conversionReviewVersions": ["v1"]},
+            },
+        },
+    }

@@ -978,6 +978,9 @@ class Registry:
                 new_scale = mutated
             warnings.extend(await self.admission.validate(attributes, new_scale, old_scale))
             options = replace(options, user=None)  # the workload's write is not admitted again
+            latest = self.store.get(resource.key(namespace, name))
+            if latest is None or str(latest.revision) != current["metadata"]["resourceVersion"]:
+                raise _StaleRead  # written meanwhile: scale the new object (GuaranteedUpdate)
         updated = strategy.with_replicas(current, replicas)
         updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         result = await self._update_once(resource, namespace, name, updated, options, "")

@@ -11,8 +11,8 @@ the rest of the metadata is the original's. The answer is pruned by the target v
 A failure is a 500 worded as upstream's (``conversion webhook for <group>/<version>, Kind=<kind>
 failed: ...``) and converts nothing.
 
-What was converted is remembered by content — the object without its metadata, plus labels and
-annotations, since those are all a converter may read and change — both ways (a conversion must
+What was converted is remembered by content — the object without its metadata, plus its
+namespace, name, labels and annotations — both ways (a conversion must
 round-trip), so that writing an object through one version and reading it back through the
 other costs one call, and reads of unchanged objects cost none, as upstream's watch cache of each
 version holds converted objects. A new CRD revision brings a new converter and an empty memory. An object already being converted
@@ -97,9 +97,14 @@ class WebhookConverter:
         pending: list[Obj] = []
         keys: list[tuple[int, bytes]] = []
         awaited: list[asyncio.Future[None]] = []
+        if len(objects) > self._capacity // 2:
+            self._capacity = 2 * len(objects)  # all of a list's conversions fit at once
         for obj in objects:
             key = _key(obj, api_version)
-            if obj.get("apiVersion") == api_version or key in self._memory:
+            if obj.get("apiVersion") == api_version:
+                continue
+            if key in self._memory:
+                self._memory.move_to_end(key)  # needed now: not the first to go
                 continue
             running = self._in_flight.get((loop, key))
             if running is not None:
@@ -118,11 +123,13 @@ class WebhookConverter:
             finally:
                 for flight in keys:
                     self._in_flight.pop(flight, None)
-                done.set_result(None)  # waiters look in the memory again (a failure converted nothing)
+                if not done.done():
+                    done.set_result(None)  # waiters look in the memory again (a failure converted nothing)
         for running in awaited:
             self.waiting += 1
             try:
-                await running
+                # Shielded: a waiter cancelled (its client gone) must not cancel the call it waits for.
+                await asyncio.shield(running)
             finally:
                 self.waiting -= 1
 
@@ -130,8 +137,6 @@ class WebhookConverter:
         source = f"{pending[0].get('apiVersion')}, Kind={self.kind}"
         converted = await self._call(pending, api_version, source)
         single = len(pending) == 1
-        if len(pending) > self._capacity // 2:
-            self._capacity = 2 * len(pending)
         for index, (original, answer) in enumerate(zip(pending, converted, strict=True)):
             result = self._checked(original, answer, api_version, source, index, single)
             self._remember(original, api_version, result)
@@ -236,11 +241,21 @@ class WebhookConverter:
 
 
 def _key(obj: Obj, api_version: str) -> bytes:
-    """What a conversion of ``obj`` to ``api_version`` depends on."""
+    """What a conversion of ``obj`` to ``api_version`` depends on: the object but its metadata,
+    and of that its namespace and name (a converter may read them) and labels and annotations
+    (which it may change). Not its uid, which an object being created does not have yet."""
     metadata = obj.get("metadata") or {}
     body = {k: v for k, v in obj.items() if k != "metadata"}
     return orjson.dumps(
-        [api_version, body, metadata.get("labels"), metadata.get("annotations")], option=orjson.OPT_SORT_KEYS
+        [
+            api_version,
+            metadata.get("namespace"),
+            metadata.get("name"),
+            body,
+            metadata.get("labels"),
+            metadata.get("annotations"),
+        ],
+        option=orjson.OPT_SORT_KEYS,
     )
 
 

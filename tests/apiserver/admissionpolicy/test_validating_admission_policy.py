@@ -552,3 +552,22 @@ def test_the_authorizer_asks_rbac_what_the_requesting_user_may_do(
     )
     assert api.post(configmaps, config_map("bobs"), headers={"Impersonate-User": "bob"}).status_code == 201
     assert api.post(configmaps, config_map("admins")).status_code == 201  # system:masters
+
+
+def test_expressions_of_a_deleted_policy_are_forgotten(
+    module_server: ServerThread, api: Client, bind: Bind
+) -> None:
+    """The policy store keeps compiled expressions only while a policy has them."""
+    name = bind(
+        {
+            "matchConstraints": {"resourceRules": [CONFIGMAPS]},
+            "validations": [{"expression": "'forgettable' != ''"}],
+        }
+    )
+    chain = module_server.server.registry.admission  # type: ignore[union-attr]
+    store = chain.plugins[0].store
+    assert api.post("/api/v1/namespaces/default/configmaps", config_map(f"probe-{name}")).status_code == 201
+    assert "'forgettable' != ''" in store._compiled
+    assert api.delete(f"{ADMISSION}/validatingadmissionpolicies/{name}").status_code == 200
+    assert api.post("/api/v1/namespaces/default/configmaps", config_map(f"probe2-{name}")).status_code == 201
+    assert "'forgettable' != ''" not in store._compiled

@@ -80,6 +80,8 @@ class PolicyStore:
         self._policies: dict[str, Policy] | None = None
         self._bindings: list[Binding] | None = None
         self._compiled: dict[str, Compiled] = {}
+        #: The sources compiled for the policies being read (what ``_compiled`` keeps after).
+        self._used: set[str] = set()
         registry.add_commit_listener(GROUP, POLICIES, self._forget_policies)
         registry.add_commit_listener(GROUP, BINDINGS, self._forget_bindings)
 
@@ -96,8 +98,13 @@ class PolicyStore:
 
     def policies(self) -> dict[str, Policy]:
         if self._policies is None:
+            self._used = set()
             self._policies = {
                 policy.name: policy for policy in (self._policy_of(o) for o in self._listed(POLICIES))
+            }
+            # Expressions no policy has any more (edited and deleted policies') are dropped.
+            self._compiled = {
+                source: compiled for source, compiled in self._compiled.items() if source in self._used
             }
         return self._policies
 
@@ -109,6 +116,7 @@ class PolicyStore:
         return sorted(items, key=lambda obj: str((obj.get("metadata") or {}).get("name") or ""))
 
     def compile(self, source: str) -> Compiled:
+        self._used.add(source)
         compiled = self._compiled.get(source)
         if compiled is None:
             try:

@@ -182,7 +182,8 @@ class WatchStream:
         """Convert by webhook what the kind needs before its lines are encoded; an ERROR event
         with the failure when the conversion fails (b"" when it did not)."""
         try:
-            await self._registry.prepare_served(self._resource, objects)
+            for start in range(0, len(objects), _SNAPSHOT_SLICE):  # a review of bounded size each
+                await self._registry.prepare_served(self._resource, objects[start : start + _SNAPSHOT_SLICE])
         except errors.APIError as failed:
             return self._line("ERROR", failed.to_status())
         return b""

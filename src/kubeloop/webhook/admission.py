@@ -15,7 +15,6 @@ import asyncio
 import base64
 import inspect
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,11 +24,11 @@ import orjson
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.webhook.jsonpatchdiff import Operation, create_patch
+from kubeloop.webhook.webhookmetrics import WebhookMetrics, measured_response
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from kubeloop.webhook.webhookmetrics import WebhookMetrics
 
 log = logging.getLogger("kubeloop.webhook")
 
@@ -230,18 +229,7 @@ class AdmissionWebhook:
 
     async def serve(self, request: web.Request) -> web.Response:
         """The HTTP endpoint: an AdmissionReview in, an AdmissionReview out."""
-        from aiohttp import web
-
-        started = time.perf_counter()
-        if self.metrics is not None:
-            self.metrics.started(self.path)
-        status = 500
-        try:
-            status, body = await self._answer(request)
-        finally:
-            if self.metrics is not None:
-                self.metrics.finished(self.path, status, time.perf_counter() - started)
-        return web.Response(status=status, body=body, content_type="application/json")
+        return await measured_response(self.metrics, self.path, self._answer(request))
 
     async def _answer(self, request: web.Request) -> tuple[int, bytes]:
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()

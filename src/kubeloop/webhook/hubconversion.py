@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import orjson
@@ -26,11 +25,11 @@ import pydantic
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.model import KubeObject, scheme
 from kubeloop.api.models.meta_v1 import ObjectMeta
+from kubeloop.webhook.webhookmetrics import WebhookMetrics, measured_response
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from kubeloop.webhook.webhookmetrics import WebhookMetrics
 
 log = logging.getLogger("kubeloop.webhook")
 
@@ -143,18 +142,7 @@ class ConversionWebhook:
             ) from None
 
     async def serve(self, request: web.Request) -> web.Response:
-        from aiohttp import web
-
-        started = time.perf_counter()
-        if self.metrics is not None:
-            self.metrics.started(self.path)
-        status = 500
-        try:
-            status, body = await self._answer(request)
-        finally:
-            if self.metrics is not None:
-                self.metrics.finished(self.path, status, time.perf_counter() - started)
-        return web.Response(status=status, body=body, content_type="application/json")
+        return await measured_response(self.metrics, self.path, self._answer(request))
 
     async def _answer(self, request: web.Request) -> tuple[int, bytes]:
         default = _REVIEW_VERSIONS[0]

@@ -6,13 +6,18 @@ plain numbers and turned into Prometheus families when scraped, as the manager's
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
+from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kubeloop.histogram import LocalHistogram
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 #: Prometheus's default buckets, which controller-runtime's webhook histogram uses.
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -62,3 +67,22 @@ class WebhookMetrics(Collector):
         for path, histogram in sorted(self.latency.items()):
             histogram.add_to(latency, [path])
         yield latency
+
+
+async def measured_response(
+    metrics: WebhookMetrics | None, path: str, answer: Awaitable[tuple[int, bytes]]
+) -> web.Response:
+    """A webhook endpoint's JSON answer (``answer``: its status and body), counted in ``metrics``:
+    in flight while it is computed, then by its code with its latency."""
+    from aiohttp import web
+
+    started = time.perf_counter()
+    if metrics is not None:
+        metrics.started(path)
+    status = 500
+    try:
+        status, body = await answer
+    finally:
+        if metrics is not None:
+            metrics.finished(path, status, time.perf_counter() - started)
+    return web.Response(status=status, body=body, content_type="application/json")

@@ -93,6 +93,21 @@ def configure(api: Client, hooks: WebhookServer, namespace: str) -> Iterator[Con
         api.delete(f"{ADMISSION}/{configuration}")
 
 
+def deployment(name: str, replicas: int = 1) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+
+
 def config_map(name: str, **data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
 
@@ -615,18 +630,7 @@ def test_scale_reaches_webhooks_as_the_scale_subresource_with_a_scale(
         if request["object"]["spec"]["replicas"] <= 3
         else {"allowed": False, "status": {"code": 403, "message": "at most 3"}}
     )
-    labels = {"app": "web"}
-    made = api.post(
-        f"/apis/apps/v1/namespaces/{namespace}/deployments",
-        {
-            "metadata": {"name": "web"},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
-            },
-        },
-    )  # fmt: skip
+    made = api.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment("web"))
     assert made.status_code == 201, made.text
     scaled = kubectl("scale", "-n", namespace, "deployment/web", "--replicas=3")
     assert "Warning: scaled" in scaled.stderr
@@ -750,32 +754,21 @@ def test_a_scale_whose_workload_changed_during_admission_is_tried_again(
             }
         ]
     )
-    deployment = f"/apis/apps/v1/namespaces/{namespace}/deployments/racy"
+    racy = f"/apis/apps/v1/namespaces/{namespace}/deployments/racy"
 
     def meanwhile(request: dict[str, Any]) -> dict[str, Any]:
         if len(hooks.requests[path]) == 1:  # the first call: someone else writes the Deployment now
             touched = api.patch(
-                deployment, {"metadata": {"labels": {"touched": "yes"}}}, "application/merge-patch+json"
+                racy, {"metadata": {"labels": {"touched": "yes"}}}, "application/merge-patch+json"
             )
             assert touched.status_code == 200, touched.text
         return {"allowed": True}
 
     hooks.handlers[path] = meanwhile
-    labels = {"app": "racy"}
-    made = api.post(
-        f"/apis/apps/v1/namespaces/{namespace}/deployments",
-        {
-            "metadata": {"name": "racy"},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
-            },
-        },
-    )  # fmt: skip
+    made = api.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment("racy"))
     assert made.status_code == 201, made.text
-    scaled = api.patch(f"{deployment}/scale", {"spec": {"replicas": 4}}, "application/merge-patch+json")
+    scaled = api.patch(f"{racy}/scale", {"spec": {"replicas": 4}}, "application/merge-patch+json")
     assert scaled.status_code == 200, scaled.text
     assert len(hooks.requests[path]) == 2
-    current = api.get(deployment).json()
+    current = api.get(racy).json()
     assert (current["spec"]["replicas"], current["metadata"]["labels"]) == (4, {"touched": "yes"})

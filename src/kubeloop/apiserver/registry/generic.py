@@ -869,22 +869,40 @@ class Registry:
         """Admission of a CREATE through a subresource that takes an object of another kind (a
         pod's ``binding`` a Binding, its ``eviction`` an Eviction), as upstream admits them:
         the object as mutating admission leaves it, and the warnings."""
+        return await self._admitted_as(
+            resource, namespace, name, subresource, CREATE, obj, None, object_kind, options
+        )
+
+    async def _admitted_as(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        subresource: str,
+        operation: str,
+        obj: Obj,
+        old: Obj | None,
+        object_kind: tuple[str, str, str],
+        options: WriteOptions,
+    ) -> tuple[Obj, list[str]]:
+        """Both admission phases of a subresource write whose objects are of ``object_kind``:
+        the object as mutating admission leaves it, and the warnings."""
         if self.admission is None or not self._admits(resource, options.user):
             return obj, []
         attributes = AdmissionAttributes(
             resource=resource,
             subresource=subresource,
-            operation=CREATE,
+            operation=operation,
             name=name,
             namespace=(namespace or "") if resource.namespaced else "",
             user=options.user,
             dry_run=options.dry_run,
-            options=options.admission_options(CREATE, patch=False),
+            options=options.admission_options(operation, patch=False),
             object_kind=object_kind,
         )
-        mutated, warnings = await self.admission.mutate(attributes, obj, None)
+        mutated, warnings = await self.admission.mutate(attributes, obj, old)
         admitted = mutated if isinstance(mutated, dict) else obj
-        warnings = warnings + await self.admission.validate(attributes, admitted, None)
+        warnings = warnings + await self.admission.validate(attributes, admitted, old)
         return admitted, warnings
 
     # ------------------------------------------------------------ scale subresource
@@ -960,23 +978,11 @@ class Registry:
             old_scale = strategy.scale_of(current)
             new_scale = copy.deepcopy(old_scale)
             new_scale["spec"] = {"replicas": replicas}
-            attributes = AdmissionAttributes(
-                resource=resource,
-                subresource="scale",
-                operation=UPDATE,
-                name=name,
-                namespace=(namespace or "") if resource.namespaced else "",
-                user=options.user,
-                dry_run=options.dry_run,
-                options=options.admission_options(UPDATE, patch=False),
-                object_kind=_SCALE_KIND,
+            admitted, warnings = await self._admitted_as(
+                resource, namespace, name, "scale", UPDATE, new_scale, old_scale, _SCALE_KIND, options
             )
-            mutated, said = await self.admission.mutate(attributes, new_scale, old_scale)
-            warnings.extend(said)
-            if isinstance(mutated, dict) and mutated is not new_scale:
-                replicas = _scale_replicas(mutated, name)
-                new_scale = mutated
-            warnings.extend(await self.admission.validate(attributes, new_scale, old_scale))
+            if admitted is not new_scale:
+                replicas = _scale_replicas(admitted, name)
             options = replace(options, user=None)  # the workload's write is not admitted again
             latest = self.store.get(resource.key(namespace, name))
             if latest is None or str(latest.revision) != current["metadata"]["resourceVersion"]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from kubeloop import certs, errors
 from kubeloop.api.object import Obj
@@ -30,6 +31,8 @@ from kubeloop.apiserver.admissionpolicy.expressioncheck import with_compiled_exp
 from kubeloop.apiserver.admissionpolicy.policyadmission import PolicyAdmission
 from kubeloop.apiserver.admissionpolicy.typechecking import TypeCheckingController
 from kubeloop.apiserver.apiextensions.crdcontroller import CRDController
+from kubeloop.apiserver.audit.logwriter import AuditLogWriter
+from kubeloop.apiserver.audit.policy import METADATA_FOR_ALL, AuditPolicy
 from kubeloop.apiserver.auth import bootstrap
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.auth.tokens import ServiceAccountTokens, review_token
@@ -38,6 +41,7 @@ from kubeloop.apiserver.controllers.controllermanager import USER as CONTROLLER_
 from kubeloop.apiserver.controllers.controllermanager import ControllerManager
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
 from kubeloop.apiserver.datadir import DataDirectory
+from kubeloop.apiserver.http.auditing import Auditor
 from kubeloop.apiserver.http.authentication import Authenticator, auth_middleware
 from kubeloop.apiserver.http.connections import (
     ConnectionTimeouts,
@@ -112,18 +116,34 @@ class ServerOptions:
     #: Simulate workloads (a node, pods that run, Jobs that finish); needs ``controllers``.
     simulate: bool = False
     simulation: SimulationOptions = field(default_factory=SimulationOptions)
+    #: Where audit events are appended, one JSON line each ("-": standard output); None: no
+    #: audit log (kube-apiserver's ``--audit-log-path``).
+    audit_log_path: pathlib.Path | str | None = None
+    #: Which requests are recorded at which level (``--audit-policy-file``, read with
+    #: ``audit.policy.load_policy``). None with a log path: every request at Metadata level.
+    audit_policy: AuditPolicy | None = None
 
 
 def small_requests(
     handlers: APIHandlers, authenticator: Authenticator
 ) -> Callable[[BufferedRequest], Awaitable[web.StreamResponse]]:
     """What answers the small requests connections read themselves (http/http1.py): the same
-    chain aiohttp's middlewares make (errors as Status, authentication; the connection watchdog
-    bounds the time) in front of the same handlers."""
-    authenticate = auth_middleware(authenticator, authorizer=handlers.authorizer)
+    chain aiohttp's middlewares make (errors as Status, authentication, auditing; the connection
+    watchdog bounds the time) in front of the same handlers."""
+    auditor = handlers.auditor
+    authenticate = auth_middleware(
+        authenticator,
+        authorizer=handlers.authorizer,
+        on_unauthenticated=auditor.failed_authentication if auditor is not None else None,
+    )
+
+    async def audited(request: BufferedRequest) -> web.StreamResponse:
+        if auditor is None:
+            return await handlers.route_small(request)
+        return await auditor.middleware(request, handlers.route_small)
 
     async def authenticated(request: BufferedRequest) -> web.StreamResponse:
-        return await authenticate(request, handlers.route_small)
+        return await authenticate(request, audited)
 
     async def answered(request: BufferedRequest) -> web.StreamResponse:
         return await error_middleware(request, authenticated)
@@ -149,6 +169,7 @@ class APIServer:
         self._watchdog: ConnectionWatchdog | None = None
         self._listener: asyncio.Server | None = None
         self._controllers: ControllerManager | None = None
+        self._audit_log: AuditLogWriter | None = None
         self.url = ""
         self.kubeconfig_path = pathlib.Path()
         self.credentials: certs.ServerCredentials | None = None
@@ -243,6 +264,11 @@ class APIServer:
         self.url = f"{scheme}://{host_in_url}:{port}"
         await self._publish_kubernetes_service(kubernetesservice.advertised_address(options.host), port)
 
+        auditor: Auditor | None = None
+        if options.audit_log_path is not None:
+            self._audit_log = AuditLogWriter(options.audit_log_path)
+            self._audit_log.start()
+            auditor = Auditor(options.audit_policy or METADATA_FOR_ALL, self._audit_log)
         self._worker = WorkerLoop()
         self._worker.start()
         handlers = APIHandlers(
@@ -259,14 +285,22 @@ class APIServer:
                 review_token, tokens, lambda token: authenticator.authenticate_token(f"Bearer {token}")
             ),
             components=self.component_health,
+            auditor=auditor,
         )
         self._watchdog = ConnectionWatchdog(options.timeouts)
+        middlewares: list[Middleware] = [
+            request_timeout_middleware(self._watchdog),
+            error_middleware,
+            auth_middleware(
+                authenticator,
+                authorizer=handlers.authorizer,
+                on_unauthenticated=auditor.failed_authentication if auditor is not None else None,
+            ),
+        ]
+        if auditor is not None:
+            middlewares.append(auditor.aiohttp_middleware())
         app = web.Application(
-            middlewares=[
-                request_timeout_middleware(self._watchdog),
-                error_middleware,
-                auth_middleware(authenticator, authorizer=handlers.authorizer),
-            ],
+            middlewares=middlewares,
             client_max_size=MAX_BODY_BYTES + 1024,
         )
         app.add_routes(handlers.routes())
@@ -455,6 +489,9 @@ class APIServer:
         if self._worker is not None:
             await self._worker.stop()
             self._worker = None
+        if self._audit_log is not None:
+            await self._audit_log.stop()
+            self._audit_log = None
         if self._log is not None:
             await self._log.close()
             self._log = None

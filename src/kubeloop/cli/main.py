@@ -186,6 +186,18 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
         default=300.0,
         help="seconds between history compactions (default 300, as kube-apiserver)",
     )
+    parser.add_argument(
+        "--audit-log-path",
+        metavar="PATH",
+        help="append an audit.k8s.io/v1 Event per request stage to PATH, one JSON line each ('-': stdout)",
+    )
+    parser.add_argument(
+        "--audit-policy-file",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="the audit Policy saying which requests are logged at which level "
+        "(default with --audit-log-path: every request at Metadata)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -302,11 +314,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
+    from kubeloop.apiserver.audit.policy import AuditPolicyError, load_policy
     from kubeloop.apiserver.datadir import DataDirectoryInUse
     from kubeloop.apiserver.kubeconfig import KubeconfigError
     from kubeloop.apiserver.server import APIServer, ServerOptions
     from kubeloop.gcpause import tune_for_serving
 
+    audit_policy = None
+    if args.audit_policy_file is not None:
+        if args.audit_log_path is None:
+            print("kubeloop apiserver: --audit-policy-file needs --audit-log-path", file=sys.stderr)
+            return 2
+        try:
+            audit_policy = load_policy(args.audit_policy_file)
+        except AuditPolicyError as error:
+            print(f"kubeloop apiserver: {error}", file=sys.stderr)
+            return 2
     options = ServerOptions(
         data_dir=args.data_dir,
         memory=args.memory,
@@ -320,6 +343,8 @@ async def _serve(args: argparse.Namespace) -> int:
         compaction_interval=args.compaction_interval,
         controllers=not args.no_controllers,
         simulate=args.simulate,
+        audit_log_path=args.audit_log_path,
+        audit_policy=audit_policy,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

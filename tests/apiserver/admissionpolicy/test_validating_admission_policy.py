@@ -571,3 +571,69 @@ def test_expressions_of_a_deleted_policy_are_forgotten(
     assert api.delete(f"{ADMISSION}/validatingadmissionpolicies/{name}").status_code == 200
     assert api.post("/api/v1/namespaces/default/configmaps", config_map(f"probe2-{name}")).status_code == 201
     assert "'forgettable' != ''" not in store._compiled
+
+
+# ------------------------------------------------------------------ cost limits
+
+_QUADRATIC = "object.data.all(k, object.data.all(j, k == j || k != j))"
+
+
+def _keys(count: int) -> dict[str, str]:
+    return {f"k{index}": "v" for index in range(count)}
+
+
+def test_an_expression_past_the_per_call_limit_fails_as_upstreams_does(
+    api: Client, bind: Bind, namespace: str
+) -> None:
+    """Nested comprehensions over 1,100 keys cost about 1,100² > 1,000,000: the expression is
+    cancelled, and the failure policy (Fail) refuses; 100 keys are well within."""
+    bind({"failurePolicy": "Fail", "matchConstraints": {"resourceRules": [CONFIGMAPS]}, "validations": [{"expression": _QUADRATIC}]})  # fmt: skip
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    assert api.post(path, config_map("small", **_keys(100))).status_code == 201
+    refused = api.post(path, config_map("large", **_keys(1_100)))
+    assert refused.status_code == 422
+    assert refused.json()["message"].endswith(
+        f"denied request: expression '{_QUADRATIC}' resulted in error: operation cancelled: actual cost limit exceeded"
+    )
+
+
+def test_expressions_past_the_runtime_budget_fail_the_evaluation_as_a_whole(
+    api: Client, bind: Bind, namespace: str
+) -> None:
+    """Each of 13 validations reads an object of about 930 nodes (450 keys, in data and in
+    managedFields): 930² is within the per-call limit, and 13 of them pass the 10,000,000
+    budget of one evaluation; with 350 keys they stay within it."""
+    validations = [{"expression": _QUADRATIC} for _ in range(13)]
+    bind({"failurePolicy": "Fail", "matchConstraints": {"resourceRules": [CONFIGMAPS]}, "validations": validations})
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    refused = api.post(path, config_map("costly", **_keys(450)))
+    assert refused.status_code == 422
+    assert refused.json()["message"].endswith(
+        "denied request: validation failed due to running out of cost budget, no further validation rules will be run"
+    )
+    assert api.post(path, config_map("cheaper", **_keys(350))).status_code == 201
+
+
+def test_a_webhook_match_condition_past_the_budget_follows_its_failure_policy(api: Client, namespace: str) -> None:
+    name = f"{namespace}.costly.example.com"
+    webhook = {
+        "name": name,
+        "clientConfig": {"url": "https://127.0.0.1:1/never-called"},
+        "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "matchConditions": [{"name": f"c{index}", "expression": _QUADRATIC} for index in range(13)],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "failurePolicy": "Fail",
+    }  # fmt: skip
+    made = api.post(f"{ADMISSION}/validatingwebhookconfigurations", {"metadata": {"name": name}, "webhooks": [webhook]})
+    assert made.status_code == 201, made.text
+    try:
+        refused = api.post(f"/api/v1/namespaces/{namespace}/configmaps", config_map("costly", **_keys(450)))
+        assert refused.status_code == 403
+        assert refused.json()["message"] == (
+            'configmaps "costly" is forbidden: validation failed due to running out of cost budget, '
+            "no further validation rules will be run"
+        )
+    finally:
+        api.delete(f"{ADMISSION}/validatingwebhookconfigurations/{name}")

@@ -60,6 +60,8 @@ class Policy:
     variables: tuple[tuple[str, str, Compiled], ...]
     match_conditions: tuple[tuple[str, str, Compiled], ...]
     failure_policy: str
+    #: (key, valueExpression, compiled) of each ``auditAnnotations`` item.
+    audit_annotations: tuple[tuple[str, str, Compiled], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,7 @@ class PolicyStore:
             variables=self._named(spec.get("variables"), "name", "expression"),
             match_conditions=self._named(spec.get("matchConditions"), "name", "expression"),
             failure_policy=str(spec.get("failurePolicy") or "Fail"),
+            audit_annotations=self._named(spec.get("auditAnnotations"), "key", "valueExpression"),
         )
 
     def _named(self, raw: Any, name_key: str, expression_key: str) -> tuple[tuple[str, str, Compiled], ...]:

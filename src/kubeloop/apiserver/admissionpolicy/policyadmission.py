@@ -14,16 +14,27 @@ A validation that is false is a failure with its ``messageExpression``'s value, 
 ``message``, else ``failed expression: <expression>``; the binding's ``validationActions`` say
 what a failure does: Deny refuses the request (the first refusal answers, 422 Invalid unless
 the validation names another ``reason``, worded as upstream's ``ValidatingAdmissionPolicy '<p>'
-with binding '<b>' denied request: <message>``), Warn adds a warning, Audit has no audit log to
-go to here. An expression that fails to compile or to evaluate, and a binding that cannot be
-configured (its param kind not served, no params under Deny), refuse the request under
-``failurePolicy: Fail`` and are passed over under Ignore.
+with binding '<b>' denied request: <message>``), Warn adds a warning, Audit annotates the
+request's audit event (``validation.policy.admission.k8s.io/validation_failure``). The policy's
+``auditAnnotations`` add ``<policy>/<key>`` to the event with their value (a string; null or
+blank adds nothing; the values of several bindings are joined with ", "). An expression that
+fails to compile or to evaluate, and a binding that cannot be configured (its param kind not
+served, no params under Deny), refuse the request under ``failurePolicy: Fail`` and are passed
+over under Ignore.
+
+Costs are bounded as upstream bounds them, with the approximation schema rules use
+(``celrules.expression_cost``): one expression may cost 1,000,000 (past it, it fails with
+``operation cancelled: actual cost limit exceeded``), and the match conditions, the validations
+(with variables and messages) and the audit annotations of one evaluation 10,000,000 each
+(past it, the evaluation fails as a whole: ``validation failed due to running out of cost
+budget, no further validation rules will be run``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubeloop import errors
@@ -38,6 +49,7 @@ from kubeloop.apiserver.admissionpolicy.policies import (
     Validation,
 )
 from kubeloop.apiserver.apiextensions import celrules
+from kubeloop.apiserver.audit import requestaudit
 from kubeloop.apiserver.auth import celauthorizer
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
@@ -108,6 +120,8 @@ class PolicyAdmission:
                 continue
             versioned = await in_version(self.registry, attributes.resource, resource, obj)
             versioned_old = await in_version(self.registry, attributes.resource, resource, old)
+            #: The values of each audit annotation key, from every binding and param.
+            published: dict[str, list[str]] = {}
             for binding in by_policy[name]:
                 if binding.match is not None and self._matched(binding.match, attributes, obj, old) is None:
                     continue
@@ -130,15 +144,26 @@ class PolicyAdmission:
                         "namespaceObject": namespace,
                         "authorizer": celauthorizer.authorizer_variable(attributes.user),
                     }
-                    for message, reason in _failures(policy, variables, self.authorizer_functions):
+                    evaluation = _evaluate(policy, variables, self.authorizer_functions)
+                    for failure in evaluation.failures:
                         for action in binding.actions:
                             if action == "Deny":
-                                denials.append(_Denial(policy.name, binding.name, message, reason))
+                                denials.append(_Denial(policy.name, binding.name, failure.message, failure.reason))
                             elif action == "Warn":
                                 warnings.append(
                                     f"Validation failed for ValidatingAdmissionPolicy '{policy.name}' "
-                                    f"with binding '{binding.name}': {message}"
+                                    f"with binding '{binding.name}': {failure.message}"
                                 )
+                            elif action == "Audit":
+                                _publish_failure(policy, binding, failure)
+                    for key, value in evaluation.annotations:
+                        values = published.setdefault(key, [])
+                        if value not in values:
+                            values.append(value)
+                    for message in evaluation.annotation_errors:
+                        denials.append(_Denial(policy.name, binding.name, message, ""))
+            for key, values in published.items():
+                requestaudit.add_annotation(f"{policy.name}/{key}", ", ".join(values))
         if denials:
             raise _refusal(denials[0], attributes, obj)
         return warnings
@@ -216,37 +241,128 @@ class PolicyAdmission:
         return params
 
 
-def _failures(
+@dataclass(frozen=True)
+class _Failure:
+    """One way a request fails a policy: the validation's index, the message, the reason."""
+
+    index: int
+    message: str
+    reason: str
+
+
+@dataclass
+class _Evaluation:
+    """What one evaluation of a policy (for one binding and param) found."""
+
+    failures: list[_Failure] = field(default_factory=list)
+    #: (key, value) of each audit annotation to publish.
+    annotations: list[tuple[str, str]] = field(default_factory=list)
+    #: Why audit annotations could not be evaluated (under failurePolicy Fail).
+    annotation_errors: list[str] = field(default_factory=list)
+
+
+def _evaluate(
     policy: Policy, variables: dict[str, Any], functions: Mapping[str, Callable[..., Any]]
-) -> list[tuple[str, str]]:
-    """(message, reason) of each way the request fails the policy (upstream's validator);
-    ``functions`` are the authorizer library's."""
+) -> _Evaluation:
+    """How the request fares under the policy (upstream's validator): its failures and its
+    audit annotations. ``functions`` are the authorizer library's. Match conditions, then
+    variables and validations (with their messages), then audit annotations are each given
+    upstream's runtime cost budget; a budget spent is one failure."""
     fail = policy.failure_policy != "Ignore"
-    failed: list[tuple[str, str]] = []
-    for _name, source, compiled in policy.match_conditions:
-        outcome = _evaluated(source, compiled, variables, functions)
-        if outcome is False:
-            return []
-        if isinstance(outcome, str) and fail:
-            failed.append((outcome, ""))
-    if failed:
-        return failed
-    bound: dict[str, Any] = {}
+    outcome = _Evaluation()
+    try:
+        conditions = celrules.Budget()
+        failed: list[_Failure] = []
+        for _name, source, compiled in policy.match_conditions:
+            result = _evaluated(source, compiled, variables, functions, conditions)
+            if result is False:
+                return outcome
+            if isinstance(result, str) and fail:
+                failed.append(_Failure(0, result, ""))
+        if failed:
+            outcome.failures = failed
+            return outcome
+        budget = celrules.Budget()
+        bound: dict[str, Any] = {}
+        context = {**variables, "variables": bound}
+        for name, source, compiled in policy.variables:
+            value = _evaluated(source, compiled, context, functions, budget, raw=True)
+            if not isinstance(value, _Failed):
+                bound[name] = value
+        for index, validation in enumerate(policy.validations):
+            result = _evaluated(validation.source, validation.expression, context, functions, budget)
+            if result is True:
+                continue
+            if isinstance(result, str):
+                if fail:
+                    outcome.failures.append(_Failure(index, result, ""))
+                continue
+            message = _message(validation, context, functions, budget)
+            outcome.failures.append(_Failure(index, message, validation.reason))
+    except celrules.BudgetExhausted as exhausted:
+        if fail:
+            outcome.failures = [_Failure(0, str(exhausted), "")]
+        return outcome
+    annotations = celrules.Budget()
     context = {**variables, "variables": bound}
-    for name, source, compiled in policy.variables:
-        value = _evaluated(source, compiled, context, functions, raw=True)
-        if not isinstance(value, _Failed):
-            bound[name] = value
-    for validation in policy.validations:
-        outcome = _evaluated(validation.source, validation.expression, context, functions)
-        if outcome is True:
-            continue
-        if isinstance(outcome, str):
+    context.pop("authorizer", None)
+    for key, source, compiled in policy.audit_annotations:
+        try:
+            value = _evaluated(source, compiled, context, functions, annotations, raw=True)
+        except celrules.BudgetExhausted as exhausted:
             if fail:
-                failed.append((outcome, ""))
-            continue
-        failed.append((_message(validation, context, functions), validation.reason))
-    return failed
+                outcome.annotation_errors.append(str(exhausted))
+            break
+        if isinstance(value, _Failed):
+            if fail:
+                outcome.annotation_errors.append(str(value))
+        elif isinstance(value, str):
+            text = value.strip()[:MAX_AUDIT_ANNOTATION_LENGTH]
+            if text:
+                outcome.annotations.append((key, text))
+        elif value is not None and fail:
+            outcome.annotation_errors.append(
+                f"valueExpression '{source}' resulted in unsupported return type: {_cel_type(value)}. "
+                "Return type must be either string or null."
+            )
+    return outcome
+
+
+#: Audit annotation values are cut to this many characters (upstream's limit).
+MAX_AUDIT_ANNOTATION_LENGTH = 10 * 1024
+VALIDATION_FAILURE_ANNOTATION = "validation.policy.admission.k8s.io/validation_failure"
+
+
+def _publish_failure(policy: Policy, binding: Binding, failure: _Failure) -> None:
+    """The Audit action: the failure as upstream's ``validation_failure`` annotation (a JSON list,
+    as Go marshals it)."""
+    value = json.dumps(
+        [
+            {
+                "message": failure.message,
+                "policy": policy.name,
+                "binding": binding.name,
+                "expressionIndex": failure.index,
+                "validationActions": list(binding.actions),
+            }
+        ],
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    value = value.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    requestaudit.add_annotation(VALIDATION_FAILURE_ANNOTATION, value)
+
+
+def _cel_type(value: Any) -> str:
+    """The CEL type name of an interpreter's value."""
+    for python_type, name in ((bool, "bool"), (int, "int"), (float, "double"), (bytes, "bytes")):
+        if isinstance(value, python_type):
+            return name
+    if isinstance(value, dict):
+        return "map"
+    if isinstance(value, list | tuple):
+        return "list"
+    return type(value).__name__
 
 
 class _Failed(str):
@@ -258,14 +374,18 @@ def _evaluated(
     compiled: Compiled,
     context: dict[str, Any],
     functions: Mapping[str, Callable[..., Any]],
+    budget: celrules.Budget,
     *,
     raw: bool = False,
 ) -> Any:
-    """True/False (or the value, ``raw``), or a _Failed message saying why there is none."""
+    """True/False (or the value, ``raw``), or a _Failed message saying why there is none;
+    BudgetExhausted when ``budget`` cannot pay for it."""
     if isinstance(compiled, ValueError):
         return _Failed(f"compilation failed: {compiled}")
     try:
-        value = celrules.evaluate_expression(compiled, context, functions)
+        value = celrules.evaluate_expression(compiled, context, functions, budget=budget)
+    except celrules.BudgetExhausted:
+        raise
     except Exception as error:  # the interpreter's errors are plain Python ones
         return _Failed(f"expression '{source}' resulted in error: {error}")
     if raw:
@@ -276,10 +396,16 @@ def _evaluated(
 
 
 def _message(
-    validation: Validation, context: dict[str, Any], functions: Mapping[str, Callable[..., Any]]
+    validation: Validation,
+    context: dict[str, Any],
+    functions: Mapping[str, Callable[..., Any]],
+    budget: celrules.Budget,
 ) -> str:
     if validation.message_expression is not None:
-        text = _evaluated("", validation.message_expression, context, functions, raw=True)
+        try:
+            text = _evaluated("", validation.message_expression, context, functions, budget, raw=True)
+        except celrules.BudgetExhausted:
+            text = None
         if isinstance(text, str) and not isinstance(text, _Failed) and text.strip() and "\n" not in text:
             return text.strip()
     if validation.message:

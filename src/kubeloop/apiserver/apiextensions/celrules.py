@@ -309,6 +309,10 @@ class Expression:
     functions: tuple[str, ...]
     #: Functions outside the library the expression calls (an admission policy's authorizer).
     extra: tuple[str, ...] = ()
+    #: The nesting depth of its comprehensions: the exponent of its cost.
+    depth: int = 0
+    #: The variables it reads (``object``, ``params``...): what its cost is the size of.
+    reads: tuple[str, ...] = ()
 
 
 def compile_expression(source: str, extra: Iterable[str] = ()) -> Expression:
@@ -319,15 +323,60 @@ def compile_expression(source: str, extra: Iterable[str] = ()) -> Expression:
         program = _compile(cel, source)
     except Exception as error:  # the interpreter's errors are plain Python ones
         raise ValueError(_first_line(error)) from None
-    called = set(program.references()["functions"])
-    return Expression(source, program, _library_calls(program), tuple(sorted(set(extra) & called)))
+    references = program.references()
+    called = set(references["functions"])
+    return Expression(
+        source,
+        program,
+        _library_calls(program),
+        tuple(sorted(set(extra) & called)),
+        depth=_comprehension_depth(source),
+        reads=tuple(references["variables"]),
+    )
+
+
+class CostLimitExceeded(Exception):
+    """One evaluation would cost more than :data:`PER_CALL_LIMIT` (cel-go's words)."""
+
+    def __str__(self) -> str:
+        return "operation cancelled: actual cost limit exceeded"
+
+
+class BudgetExhausted(Exception):
+    """The evaluations sharing a :class:`Budget` have spent it (upstream's words)."""
+
+    def __str__(self) -> str:
+        return "validation failed due to running out of cost budget, no further validation rules will be run"
+
+
+def expression_cost(expression: Expression, variables: Mapping[str, Any]) -> int:
+    """The approximated cost of evaluating ``expression`` (as for schema rules): 1 without
+    comprehensions, else the size of the variables it reads raised to their nesting depth."""
+    if not expression.depth:
+        return 1
+    size = sum(size_of(variables[name]) for name in expression.reads if name in variables)
+    return int(max(size, 1) ** expression.depth)
 
 
 def evaluate_expression(
-    expression: Expression, variables: dict[str, Any], extra: Mapping[str, Callable[..., Any]] | None = None
+    expression: Expression,
+    variables: dict[str, Any],
+    extra: Mapping[str, Callable[..., Any]] | None = None,
+    *,
+    budget: Budget | None = None,
 ) -> Any:
     """The value of a compiled expression with ``variables`` (and the ``extra`` functions it was
-    compiled to call); the interpreter's error when it fails."""
+    compiled to call); the interpreter's error when it fails. With ``budget``, its cost is
+    charged first: :class:`CostLimitExceeded` past the per-call limit, :class:`BudgetExhausted`
+    past what is left."""
+    if budget is not None:
+        cost = expression_cost(expression, variables)
+        if cost > PER_CALL_LIMIT:
+            raise CostLimitExceeded
+        if cost > budget.remaining:
+            budget.remaining = -1
+            raise BudgetExhausted
+        budget.remaining -= cost
     if not expression.extra:
         return expression.program.execute(_activation(expression.functions, variables))
     functions = extra or {}

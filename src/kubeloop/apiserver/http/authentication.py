@@ -29,6 +29,8 @@ R = TypeVar("R", bound=HTTPRequest)
 
 #: Where auth_middleware keeps the authenticated user on the request.
 USER = web.RequestKey("user", UserInfo)
+#: Who authenticated, when the request runs as someone they impersonate.
+IMPERSONATOR = web.RequestKey("impersonator", UserInfo)
 
 
 def _with_authenticated_group(user: UserInfo) -> UserInfo:
@@ -133,6 +135,7 @@ def auth_middleware(
     *,
     public_paths: Collection[str] = ("/healthz", "/livez", "/readyz"),
     authorizer: RBACAuthorizer | None = None,
+    on_unauthenticated: Callable[[HTTPRequest], None] | None = None,
 ) -> AuthMiddleware:
     """An aiohttp middleware (also called directly for small requests): sets ``request[USER]`` for authenticated requests and answers
     401 (Kubernetes Status) to unauthenticated ones outside ``public_paths``.
@@ -140,6 +143,7 @@ def auth_middleware(
     A request to a public path (or below it: ``/livez/ping``) is served whether or not it
     authenticates; ``request[USER]`` is set only when it does. With ``authorizer``, a request
     that impersonates (``Impersonate-User``/``-Group``) runs as whom it asks, if allowed to.
+    ``on_unauthenticated`` hears of each request answered 401 (the audit log).
     """
     public = frozenset(public_paths)
     public_prefixes = tuple(path.rstrip("/") + "/" for path in public)
@@ -153,11 +157,16 @@ def auth_middleware(
             path = request.path
             if path in public or path.startswith(public_prefixes):
                 return await handler(request)
+            if on_unauthenticated is not None:
+                on_unauthenticated(request)
             return unauthorized_response()
         if authorizer is not None and (USER_HEADER in request.headers or GROUP_HEADER in request.headers):
+            requester = user
             user = impersonated(
                 user, request.headers.get(USER_HEADER), request.headers.getall(GROUP_HEADER, []), authorizer
             )
+            if user is not requester:
+                request[IMPERSONATOR] = requester
         request[USER] = user
         return await handler(request)
 

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from kubeloop import errors
+from kubeloop.apiserver.audit import requestaudit
 from kubeloop.apiserver.auth.rbacauthorizer import SUPERUSER_GROUP, Attributes, verb_of
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.catalog.resources import ResourceType
@@ -28,6 +29,8 @@ from kubeloop.apiserver.openapi import discoverydocs, v2, v3
 from kubeloop.errors import InvalidSelector
 
 log = logging.getLogger("kubeloop.apiserver")
+#: The audit annotation of the authorizer's decision (upstream's key).
+DECISION_ANNOTATION = "authorization.k8s.io/decision"
 
 
 class APIHandlers(Scope):
@@ -149,6 +152,7 @@ class APIHandlers(Scope):
         if user is None:
             raise errors.Unauthorized("Unauthorized")
         if SUPERUSER_GROUP in user.groups:
+            requestaudit.add_annotation(DECISION_ANNOTATION, "allow")
             return  # the common case (the kubeconfig's admin) costs one look
         resource = target.resource
         attributes = Attributes(
@@ -161,7 +165,9 @@ class APIHandlers(Scope):
             namespace=target.namespace or "",
             name=target.name or "",
         )
-        if not self.authorizer.allowed(user, attributes):
+        allowed = self.authorizer.allowed(user, attributes)
+        requestaudit.add_annotation(DECISION_ANNOTATION, "allow" if allowed else "forbid")
+        if not allowed:
             raise self.authorizer.forbidden(user, attributes)
 
     def _parse_target(self, group: str, version: str, rest: list[str]) -> Target:

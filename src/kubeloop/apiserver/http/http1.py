@@ -65,6 +65,9 @@ class HTTPRequest(Protocol):
     def path(self) -> str: ...
 
     @property
+    def path_qs(self) -> str: ...
+
+    @property
     def query(self) -> MultiMapping[str]: ...
 
     @property
@@ -173,6 +176,12 @@ class BufferedRequest:
     @property
     def path(self) -> str:
         return self.head.path
+
+    @property
+    def path_qs(self) -> str:
+        """The path and its query string, as the client sent them."""
+        query = self.head.query_string
+        return f"{self.head.path}?{query}" if query else self.head.path
 
     @property
     def headers(self) -> CIMultiDict[str]:

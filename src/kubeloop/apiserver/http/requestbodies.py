@@ -13,6 +13,7 @@ from aiohttp import web
 from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import decoding
+from kubeloop.apiserver.audit import requestaudit
 from kubeloop.apiserver.http.http1 import BufferedRequest, HTTPRequest
 from kubeloop.apiserver.http.negotiation import (
     JSON,
@@ -25,6 +26,13 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 
 
 async def read_body(request: HTTPRequest) -> bytes:
+    """The request's body, whole (kept for its audit event)."""
+    body = await _read(request)
+    requestaudit.record_body(body, request.content_type)
+    return body
+
+
+async def _read(request: HTTPRequest) -> bytes:
     if isinstance(request, BufferedRequest):
         return request.body  # read whole by the connection, below SMALL_BODY_BYTES
     assert isinstance(request, web.Request)

@@ -1,6 +1,6 @@
 """What the request handlers serve from (upstream's ``handlers.RequestScope``): the registry, the
 catalog, the watch settings, the worker loop for large writes, the authorizer, the token issuer
-and reviewer, the health of the cluster's components; and the :class:`Target` a path names.
+and reviewer, the health of the cluster's components, the auditor; and the :class:`Target` a path names.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from kubeloop.apiserver.auth import reviews
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.auth.tokens import ServiceAccountTokens
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.http.auditing import Auditor
 from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
 from kubeloop.apiserver.registry.generic import Registry
@@ -45,6 +46,7 @@ class Scope:
         tokens: ServiceAccountTokens | None = None,
         token_reviewer: reviews.TokenReviewer | None = None,
         components: Callable[[], list[tuple[str, str | None]]] = list,
+        auditor: Auditor | None = None,
     ) -> None:
         self.registry = reg
         self.catalog = catalog
@@ -64,3 +66,5 @@ class Scope:
         self.token_reviewer = token_reviewer
         #: The cluster's components and what ails each (None: healthy), for ComponentStatus.
         self.components = components
+        #: Records requests in the audit log (None: no audit log).
+        self.auditor = auditor

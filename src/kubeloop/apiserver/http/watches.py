@@ -8,6 +8,7 @@ import orjson
 from aiohttp import web
 
 from kubeloop.api.object import Obj
+from kubeloop.apiserver.http import auditing
 from kubeloop.apiserver.http.http1 import HTTPRequest
 from kubeloop.apiserver.http.negotiation import (
     JSON,
@@ -65,6 +66,7 @@ async def watch(scope: Scope, request: HTTPRequest, target: Target) -> web.Strea
     response.enable_chunked_encoding()
     response.headers["Cache-Control"] = "no-cache, private"
     try:
+        auditing.response_started(request, response, scope.auditor)
         await response.prepare(request)
         async for chunk in stream.lines():
             await response.write(chunk)

@@ -224,6 +224,11 @@ class _Loaded:
 _loaded = _Loaded()
 
 
+def loaded_tables() -> MessageTables | None:
+    """The process-wide tables if they have been read (never blocks)."""
+    return _loaded.tables
+
+
 def load_tables() -> MessageTables:
     """The process-wide tables, read on first use (blocking: call it from a worker thread)."""
     if _loaded.tables is None:

@@ -173,13 +173,19 @@ class WebhookAdmission:
             "authorizer": celauthorizer.authorizer_variable(attributes.user),
         }
         failures: list[str] = []
+        budget = celrules.Budget()
         for _name, expression in hook.match_conditions:
             compiled = self._condition(expression)
             if isinstance(compiled, ValueError):
                 failures.append(f"compilation failed: {compiled}")
                 continue
             try:
-                result = celrules.evaluate_expression(compiled, variables, self.authorizer_functions)
+                result = celrules.evaluate_expression(
+                    compiled, variables, self.authorizer_functions, budget=budget
+                )
+            except celrules.BudgetExhausted as exhausted:
+                failures = [str(exhausted)]
+                break
             except Exception as error:  # the interpreter's errors are plain Python ones
                 failures.append(f"expression '{expression}' resulted in error: {error}")
                 continue

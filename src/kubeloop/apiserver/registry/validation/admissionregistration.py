@@ -13,7 +13,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from kubeloop.api.naming import dns1123_subdomain_errors
+from kubeloop.api.naming import dns1123_subdomain_errors, qualified_name_errors
 from kubeloop.apiserver.registry.validation.causes import (
     as_dict,
     as_list,
@@ -23,6 +23,7 @@ from kubeloop.apiserver.registry.validation.causes import (
     is_int,
     not_supported,
     required,
+    too_long,
 )
 from kubeloop.apiserver.registry.validation.selectors import validate_label_selector
 from kubeloop.errors import StatusCause
@@ -293,11 +294,41 @@ def validating_admission_policy_rules(obj: Mapping[str, Any]) -> list[StatusCaus
     for index, validation in enumerate(validations):
         if not as_dict(validation).get("expression"):
             causes.append(required(f"spec.validations[{index}].expression", "expression is not specified"))
+    causes.extend(_audit_annotations(obj, as_list(spec.get("auditAnnotations"))))
     for field_name in ("variables", "matchConditions"):
         for index, item in enumerate(as_list(spec.get(field_name))):
             for key in ("name", "expression"):
                 if not as_dict(item).get(key):
                     causes.append(required(f"spec.{field_name}[{index}].{key}"))
+    return causes
+
+
+def _audit_annotations(obj: Mapping[str, Any], annotations: list[Any]) -> list[StatusCause]:
+    """Each audit annotation has a key that makes a qualified name after the policy's name
+    (``<policy>/<key>``, at most 63 characters), given once, and a value expression."""
+    policy_name = str(as_dict(obj.get("metadata")).get("name") or "")
+    causes: list[StatusCause] = []
+    keys: set[str] = set()
+    for index, annotation in enumerate(annotations):
+        path = f"spec.auditAnnotations[{index}]"
+        key = str(as_dict(annotation).get("key") or "")
+        if not key:
+            causes.append(required(f"{path}.key"))
+        else:
+            if len(key) > 63:
+                causes.append(too_long(f"{path}.key", 63))
+            qualified = f"{policy_name}/{key}"
+            failures = qualified_name_errors(qualified)
+            if failures:
+                causes.append(invalid(f"{path}.key", qualified, ", ".join(failures)))
+            if key in keys:
+                causes.append(duplicate(f"{path}.key", key))
+            keys.add(key)
+        expression = str(as_dict(annotation).get("valueExpression") or "")
+        if not expression:
+            causes.append(required(f"{path}.valueExpression", "valueExpression is not specified"))
+        elif len(expression) > 5 * 1024:
+            causes.append(too_long(f"{path}.valueExpression", 5 * 1024))
     return causes
 
 

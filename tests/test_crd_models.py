@@ -465,6 +465,7 @@ def test_kubeloop_run_installs_the_crds_of_its_models_on_a_durable_server(tmp_pa
         )
         try:
             assert run.stdout is not None
+            assert run.stdout.readline().startswith("kubeloop run: connected to https://127.0.0.1:")
             assert run.stdout.readline().strip() == "kubeloop run: installed 1 CRD(s): notes.run.example.com"
             note = "apiVersion: run.example.com/v1\nkind: Note\nmetadata: {name: hello}\nspec: {text: hi}\n"
             kubectl("apply", "-n", "default", "-f", "-", stdin=note)

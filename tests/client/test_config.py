@@ -298,7 +298,7 @@ def test_config_errors_name_the_problem(tmp_path: pathlib.Path, monkeypatch: pyt
 
     # Files.
     path.write_text("clusters: [unclosed")
-    with pytest.raises(ConfigError, match=f"cannot read the kubeconfig {path}"):
+    with pytest.raises(ConfigError, match=f"the kubeconfig {path} is not YAML: .* at line 1, column 20"):
         load_kubeconfig(path)
     path.write_text("- a list")
     with pytest.raises(ConfigError, match="is not a mapping"):
@@ -315,7 +315,7 @@ def test_config_errors_name_the_problem(tmp_path: pathlib.Path, monkeypatch: pyt
     write(tmp_path / "good", single(HTTPS, None))
     path.write_text("clusters: [unclosed")
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "good") + os.pathsep + str(path))
-    with pytest.raises(ConfigError, match=f"cannot read the kubeconfig {path}"):
+    with pytest.raises(ConfigError, match=f"the kubeconfig {path} is not YAML"):
         load_kubeconfig()
 
 

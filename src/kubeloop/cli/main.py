@@ -19,7 +19,7 @@ from kubeloop.version import __version__
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kubeloop", description="Kubernetes controller-runtime for Python.")
     parser.add_argument("--version", action="version", version=f"kubeloop {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log at debug level")
     parser.add_argument(
         "--log-format",
         choices=("text", "json"),
@@ -140,6 +140,10 @@ def _build_parser() -> argparse.ArgumentParser:
         type=pathlib.Path,
         help="the operator's folder, with config/samples/ (default: examples/agents)",
     )
+    for command in commands.choices.values():  # -v after the command too: kubeloop run -v TARGET
+        command.add_argument(
+            "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="log at debug level"
+        )
     return parser
 
 
@@ -203,8 +207,17 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     from kubeloop.cli.logs import configure
+    from kubeloop.cli.usage import UsageError
 
-    configure(verbose=args.verbose, json_format=args.log_format == "json")
+    configure(verbose=args.verbose > 0, json_format=args.log_format == "json")
+    try:
+        return _command(args)
+    except UsageError as error:
+        print(error.line(args.command), file=sys.stderr, flush=True)
+        return error.exit_code
+
+
+def _command(args: argparse.Namespace) -> int:
     if args.command == "apiserver":
         code = eventloop.run(_serve(args))
         # The server has stopped cleanly (watchers closed, the log flushed and closed). Tearing

@@ -11,6 +11,14 @@ scope), ``--metrics-bind-address``, ``--health-probe-bind-address`` ("0" or empt
 ``--install-crds`` first applies the CRDs of the custom resource models the target's module
 defines or imports (and ``--crds FILE`` ones), waiting until they serve.
 
+Before the manager starts, the server is asked once whether it answers and whom the
+credentials are (``client.preflight``), and, once the setup has said what the operator needs,
+whether it may: a server that cannot be reached, refused credentials and refused list/watch
+permissions end the command with one line naming the URL and the cause (exit 1); other refused
+verbs are one warning. A TARGET that names nothing, a missing ``setup``, a kubeconfig that
+cannot be used, a kind given as a string and a Builder never completed are one line each
+(exit 2, ``cli.usage``).
+
 Webhooks the setup registers (``WebhookBuilder``) are served on ``--webhook-port`` (9443) with
 the certificate in ``--webhook-cert-dir`` or a development one; with ``--embedded`` their
 configurations are installed into the embedded server, by URL with the development CA, once the
@@ -30,21 +38,28 @@ import asyncio
 import contextlib
 import importlib
 import importlib.util
+import os
 import pathlib
 import sys
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from types import ModuleType
+from types import ModuleType, TracebackType
 from typing import Any
 
 from kubeloop.api.crdgen import custom_resources_in, definitions
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.client.config import load_config
+from kubeloop.api.structuralschema import SchemaConversionError
+from kubeloop.cli.usage import ClusterUnusable, UsageError
+from kubeloop.client.config import ClientConfig, ConfigError, load_config
 from kubeloop.client.crdinstall import install_crds
+from kubeloop.client.interface import KindError
+from kubeloop.client.preflight import CannotUseCluster, Needed, check_connection, check_permissions
 from kubeloop.client.rest import APIClient
+from kubeloop.errors import APIError
 from kubeloop.gcpause import tune_for_serving
 from kubeloop.manager.leaderelection import LeaderElectionConfig
-from kubeloop.manager.manager import Manager
+from kubeloop.manager.manager import IncompleteBuilder, Manager
 from kubeloop.manager.permissions import LEASE, Resource
 from kubeloop.manager.webhookconfigurations import (
     crd_conversion_patches,
@@ -78,7 +93,7 @@ class ManagerFlags:
         election = None
         if self.leader_elect:
             if not self.leader_election_id:
-                raise SystemExit("--leader-elect needs --leader-election-id")
+                raise UsageError("--leader-elect needs --leader-election-id")
             election = LeaderElectionConfig(
                 self.leader_election_id,
                 namespace=self.leader_election_namespace or self.namespace or default_namespace,
@@ -101,14 +116,22 @@ def _address(flag: str | None) -> str | None:
 
 def load_target(target: str) -> tuple[ModuleType, str]:
     """The module TARGET names and the attribute after its colon (default ``setup``). A file is
-    loaded as ``python FILE`` runs it: its folder is on ``sys.path``, so it imports its siblings."""
+    loaded as ``python FILE`` runs it: its folder is on ``sys.path``, so it imports its siblings.
+    A module is looked up from the current folder first, as ``python -m`` does. What names
+    nothing is a :class:`UsageError`."""
     path = pathlib.Path(target)
     if path.is_dir():
+        if not (path / ENTRY_FILE).exists():
+            raise UsageError(
+                f"{target} has no {ENTRY_FILE}", "give the file, or module:function from the folder above it"
+            )
         path = path / ENTRY_FILE
-    if path.suffix == ".py" and path.exists():
+    if path.suffix == ".py":
+        if not path.exists():
+            raise UsageError(f"{target}: no such file")
         spec = importlib.util.spec_from_file_location(f"kubeloop_operator_{path.parent.name}", path)
         if spec is None or spec.loader is None:
-            raise SystemExit(f"cannot load {path}")
+            raise UsageError(f"cannot load {path}")
         folder = str(path.parent.resolve())
         if folder not in sys.path:
             sys.path.insert(0, folder)
@@ -117,7 +140,24 @@ def load_target(target: str) -> tuple[ModuleType, str]:
         spec.loader.exec_module(module)
         return module, "setup"
     module_name, _, attribute = target.partition(":")
-    return importlib.import_module(module_name), attribute or "setup"
+    if not module_name or not all(part.isidentifier() for part in module_name.split(".")):
+        raise UsageError(
+            f"{target!r} is not a module:function, a Python file or a folder",
+            "e.g. kubeloop run operator_pkg.main:setup, kubeloop run ./main.py, kubeloop run .",
+        )
+    here = os.getcwd()
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    try:
+        return importlib.import_module(module_name), attribute or "setup"
+    except ModuleNotFoundError as error:
+        missing = error.name or ""
+        if missing and (module_name == missing or module_name.startswith(missing + ".")):
+            raise UsageError(
+                f"no module named {missing!r} in {here} or on the Python path",
+                "run from the folder that holds it, or give its file, e.g. ./main.py",
+            ) from None
+        raise
 
 
 def load_setup(target: str) -> Setup:
@@ -127,14 +167,64 @@ def load_setup(target: str) -> Setup:
 
 def _setup_of(target: str, module: ModuleType, attribute: str) -> Setup:
     setup = getattr(module, attribute, None)
+    if setup is None:
+        where = getattr(module, "__file__", None) or target
+        raise UsageError(
+            f"{where} has no {attribute}(manager) function",
+            "define it to add the operator's controllers, or name yours: module:function",
+        )
     if not callable(setup):
-        raise SystemExit(f"{target} has no callable {attribute}(manager)")
+        raise UsageError(f"{target}: {attribute} is not a function but {type(setup).__name__} {setup!r:.40}")
     return setup  # type: ignore[no-any-return]
 
 
+def run_setup(setup: Setup, manager: Manager) -> None:
+    """``setup(manager)``; a kind that names nothing is a :class:`UsageError` at the line of
+    the operator's that gave it."""
+    try:
+        setup(manager)
+    except KindError as error:
+        raise UsageError(f"{_operator_line(error.__traceback__)}{error}") from None
+
+
+def _operator_line(trace: TracebackType | None) -> str:
+    """``file:line: `` of the innermost frame outside kubeloop (the operator's own code)."""
+    package = str(pathlib.Path(__file__).resolve().parent.parent)
+    found = ""
+    for frame, line in traceback.walk_tb(trace):
+        filename = frame.f_code.co_filename
+        if not str(pathlib.Path(filename).resolve()).startswith(package):
+            found = f"{filename}:{line}: "
+    return found
+
+
+def client_config(kubeconfig: str | None, context: str | None) -> tuple[ClientConfig, str]:
+    """The configuration ``--kubeconfig``/``--context`` (or the environment) name, and where it
+    came from (a file, or "the pod's service account"); a :class:`UsageError` when there is none
+    or it cannot be used."""
+    try:
+        config = load_config(kubeconfig, context=context)
+    except ConfigError as error:
+        if kubeconfig is None and not os.environ.get("KUBECONFIG") and "no configuration" in str(error):
+            raise UsageError(
+                "no cluster is configured ($KUBECONFIG unset, no ~/.kube/config, not in a pod)",
+                "run with --embedded for an API server in this process, or give --kubeconfig",
+            ) from None
+        raise UsageError(str(error)) from None
+    source = kubeconfig or os.environ.get("KUBECONFIG") or ""
+    if not source:
+        default = pathlib.Path.home() / ".kube" / "config"
+        source = str(default) if default.exists() else "the pod's service account"
+    return config, source
+
+
 def module_crds(module: ModuleType) -> list[dict[str, Any]]:
-    """The CRDs of the custom resource models ``module`` defines or imports."""
-    return definitions(*custom_resources_in(vars(module).values()))
+    """The CRDs of the custom resource models ``module`` defines or imports; a model that has
+    no structural schema is a :class:`UsageError`."""
+    try:
+        return definitions(*custom_resources_in(vars(module).values()))
+    except SchemaConversionError as error:
+        raise UsageError(str(error)) from None
 
 
 async def run(
@@ -173,22 +263,81 @@ async def _run_manager(
     *,
     embedded: bool = False,
 ) -> int:
-    config = load_config(kubeconfig, context=context)
+    config, source = client_config(kubeconfig, context)
     async with APIClient(config) as client:
+        try:
+            user = await check_connection(client, source=source)
+        except CannotUseCluster as error:
+            hint = "" if embedded else "without a cluster: --embedded runs an API server in this process"
+            raise ClusterUnusable(str(error), hint) from None
+        print(f"kubeloop run: connected to {config.server}" + (f" as {user}" if user else ""), flush=True)
         if crds or flags.crd_files:
             installed = await install_crds(client, *crds, *flags.crd_files)
             names = ", ".join(crd["metadata"]["name"] for crd in installed)
             print(f"kubeloop run: installed {len(installed)} CRD(s): {names}", flush=True)
         manager = flags.manager(client, config.namespace, embedded=embedded)
-        setup(manager)
+        run_setup(setup, manager)
+        await _check_permissions(client, manager, user, flags.namespace)
         if embedded and manager.webhook_server.webhooks:
             manager.add(
                 _webhook_installer(client, manager), name="webhook configurations", need_leader_election=False
             )
         print(f"kubeloop run: {len(manager.controllers)} controller(s) starting", flush=True)
         tune_for_serving()
-        await manager.run()
+        try:
+            await manager.run()
+        except IncompleteBuilder as error:
+            raise UsageError(str(error)) from None
     return 0
+
+
+async def _check_permissions(client: APIClient, manager: Manager, user: str, namespace: str | None) -> None:
+    """ClusterUnusable when the server refuses the operator what its informers need (list and
+    watch); other refused verbs are warned about, one line each."""
+
+    async def resolve(gvk: GroupVersionKind) -> Resource:
+        mapping = await client.mapping(gvk)
+        return Resource(gvk.group, mapping.resource, mapping.subresources)
+
+    try:
+        rules = await manager.permissions.rules(resolve)
+    except APIError as error:  # a kind the server does not serve
+        raise ClusterUnusable(
+            f"{client.config.server}: {error}", "install its CRD, or run with --install-crds"
+        ) from None
+    needed = [
+        Needed(verb, group, *(resource.split("/", 1) if "/" in resource else (resource,)))
+        for rule in rules
+        for group in rule.get("apiGroups") or ()
+        for resource in rule.get("resources") or ()
+        for verb in rule.get("verbs") or ()
+    ]
+    refused = await check_permissions(client, needed, namespace)
+    who = user or "the operator"
+    where = f"in namespace {namespace}" if namespace else "cluster-wide"
+    blocking = [need for need in refused if need.verb in ("list", "watch") and not need.subresource]
+    if blocking:
+        raise ClusterUnusable(
+            f"{who} may not {_grouped(blocking)} {where} on {client.config.server}",
+            "grant it the ClusterRole `kubeloop rbac TARGET` prints",
+        )
+    if refused:
+        print(
+            f"kubeloop run: warning: {who} may not {_grouped(refused)} {where}: reconciles that need it will fail",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _grouped(refused: list[Needed]) -> str:
+    """``list, watch configmaps; create deployments.apps``: the verbs of each resource."""
+    verbs: dict[str, list[str]] = {}
+    for need in refused:
+        name = f"{need.resource}.{need.group}" if need.group else need.resource
+        if need.subresource:
+            name += f"/{need.subresource}"
+        verbs.setdefault(name, []).append(need.verb)
+    return "; ".join(f"{', '.join(listed)} {name}" for name, listed in verbs.items())
 
 
 def _webhook_installer(client: APIClient, manager: Manager) -> Callable[[asyncio.Event], Awaitable[None]]:
@@ -217,7 +366,7 @@ async def _set_up_on_an_embedded_server(target: str) -> AsyncIterator[tuple[APIC
     ):
         await install_crds(client, *module_crds(module))
         manager = Manager(client)
-        setup(manager)
+        run_setup(setup, manager)
         yield client, manager
 
 

@@ -182,7 +182,13 @@ def _merge(files: list[Path]) -> _Merged:
     for file in files:
         try:
             document = yaml.safe_load(file.read_text()) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            raise ConfigError(f"the kubeconfig {file} is not YAML: {exc.problem}{where}") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read the kubeconfig {file}: {exc.strerror or exc}") from None
+        except (UnicodeDecodeError, yaml.YAMLError) as exc:
             raise ConfigError(f"cannot read the kubeconfig {file}: {exc}") from None
         if not isinstance(document, Mapping):
             raise ConfigError(f"the kubeconfig {file} is not a mapping")

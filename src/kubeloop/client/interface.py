@@ -61,12 +61,27 @@ class ObjectList(Generic[T]):
         return self.items[index]
 
 
+class KindError(TypeError):
+    """Something given as a kind names none."""
+
+
 def gvk_of(kind: KindRef) -> GroupVersionKind:
     """The GroupVersionKind of any way of naming a kind (GVK, object dict, model class or model)."""
     if isinstance(kind, GroupVersionKind):
         return kind
+    if isinstance(kind, str):
+        raise KindError(
+            f"a kind is named by a model class, a GroupVersionKind (kubeloop.kinds.Deployment) or an "
+            f"object, not by the string {kind!r}"
+        )
     if isinstance(kind, type):
-        return kind.__gvk__
+        gvk = getattr(kind, "__gvk__", None)
+        if not isinstance(gvk, GroupVersionKind):
+            raise KindError(
+                f"{kind.__name__} is not a Kubernetes model: a custom resource model subclasses "
+                "kubeloop.CustomResource with group, version and kind"
+            )
+        return gvk
     if isinstance(kind, KubeObject):
         return type(kind).__gvk__
     return GroupVersionKind.of_object(kind)

@@ -46,6 +46,10 @@ class Builder:
         self._rate_limiter: RateLimiter | None = None
         self._timeout: float | None = None
         self._priority = False
+        manager.incomplete_builders[id(self)] = "a controller"
+
+    def _describe(self, kind: KindRef) -> None:
+        self.manager.incomplete_builders[id(self)] = gvk_of(kind).kind
 
     def for_(self, kind: KindRef, *predicates: Predicate, only_metadata: bool = False) -> Self:
         """The kind the controller reconciles: each of its events enqueues the object itself.
@@ -55,6 +59,7 @@ class Builder:
         """
         if self._for is not None:
             raise ValueError("for_ may be called only once")
+        self._describe(kind)
         self._for = (kind, predicates, only_metadata)
         return self
 
@@ -62,6 +67,7 @@ class Builder:
         """A kind the controller creates: its events enqueue the ``for_`` object that is its
         controller owner (``set_controller_reference``)."""
         # The owner handler needs for_'s kind: it is built in complete().
+        gvk_of(kind)  # a kind that names nothing is refused here, where it was written
         self._watches.append((kind, None, predicates, only_metadata))
         return self
 
@@ -70,6 +76,7 @@ class Builder:
     ) -> Self:
         """Any other kind, mapped to requests by ``handler`` (e.g.
         ``handler.EnqueueRequestsFromMapFunc``)."""
+        gvk_of(kind)
         self._watches.append((kind, handler, predicates, only_metadata))
         return self
 
@@ -163,6 +170,7 @@ class Builder:
             controller.watch(Kind(informer, chosen, *self._filters, *predicates))
         for source in self._raw_sources:
             controller.watch(source)
+        self.manager.incomplete_builders.pop(id(self), None)
         return controller
 
 

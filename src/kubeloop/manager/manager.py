@@ -52,6 +52,10 @@ class RunnableFailed(Exception):
     """A runnable added to the manager raised: the manager stopped."""
 
 
+class IncompleteBuilder(Exception):
+    """A Builder of the manager's was never completed."""
+
+
 class Manager:
     """What the controllers of a process share (controller-runtime's ``manager.Manager``).
 
@@ -126,6 +130,8 @@ class Manager:
         self._failure: tuple[str, BaseException] | None = None
         self._webhook_server = webhook_server
         self._webhook_metrics = False
+        #: Builders made for this manager and not completed yet (by what they were for).
+        self.incomplete_builders: dict[int, str] = {}
 
     # ------------------------------------------------------------------ parts
 
@@ -197,7 +203,15 @@ class Manager:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Start the HTTP servers, the caches, wait until they are synced, then the controllers."""
+        """Start the HTTP servers, the caches, wait until they are synced, then the controllers.
+
+        A Builder made for the manager and never completed is a mistake: its controller would
+        silently not exist. Start refuses with :class:`IncompleteBuilder`."""
+        if self.incomplete_builders:
+            described = ", ".join(sorted(self.incomplete_builders.values()))
+            raise IncompleteBuilder(
+                f"the Builder for {described} was never completed: end it with .complete(reconcile)"
+            )
         if self.metrics_bind_address:
             self.metrics_address = await self._serve(self.metrics_bind_address, {"/metrics": self._metrics})
         if self.health_probe_bind_address:

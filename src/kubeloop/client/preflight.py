@@ -1,0 +1,141 @@
+"""Before an operator starts: can the server be reached, does it accept the credentials, and
+may the operator do what its controllers need? Each answer that is no is one sentence naming
+the server's URL and the cause, instead of informers retrying for ever in the background.
+
+:func:`check_connection` asks ``/version`` once (no retries) and then who the credentials are
+(a SelfSubjectReview, or ``/api`` where that is not served); :func:`check_permissions` asks a
+SelfSubjectAccessReview for each verb the operator needs and returns what is refused.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import orjson
+
+from kubeloop import errors
+from kubeloop.client.config import ClientConfig
+from kubeloop.client.credentials import CredentialError, TokenFileCredentials
+from kubeloop.client.execplugin import ExecCredentials
+from kubeloop.client.rest import APIClient, RetryPolicy
+
+
+class CannotUseCluster(Exception):
+    """The server cannot be used as configured; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Needed:
+    """One verb on one resource an operator needs."""
+
+    verb: str
+    group: str
+    resource: str
+    subresource: str = ""
+
+    def __str__(self) -> str:
+        name = f"{self.resource}.{self.group}" if self.group else self.resource
+        return f"{self.verb} {name}/{self.subresource}" if self.subresource else f"{self.verb} {name}"
+
+
+def connection_failure(server: str, error: BaseException) -> str:
+    """``cannot reach <server>: <cause>`` in words a person reads."""
+    cause: str
+    if isinstance(error, ConnectionRefusedError):
+        cause = "connection refused"
+    elif isinstance(error, ssl.SSLCertVerificationError):
+        cause = f"its certificate is not trusted ({error.verify_message})"
+    elif isinstance(error, ssl.SSLError):
+        cause = f"TLS failed ({error.reason or error})"
+    elif isinstance(error, socket.gaierror):
+        cause = "its host name does not resolve"
+    elif isinstance(error, TimeoutError):
+        cause = "no answer in time"
+    elif isinstance(error, OSError) and error.strerror:
+        cause = error.strerror[:1].lower() + error.strerror[1:]
+    else:
+        cause = str(error) or type(error).__name__
+    return f"cannot reach {server}: {cause}"
+
+
+async def _credentials(config: ClientConfig, source: str) -> str:
+    """What the credentials are, for a sentence: ``the token in ~/.kube/config``."""
+    if config.credentials is None:
+        return f"anonymous requests (no credentials in {source})"
+    if isinstance(config.credentials, ExecCredentials):
+        return f"the credentials of the exec plugin in {source}"
+    if isinstance(config.credentials, TokenFileCredentials):
+        return f"the token file in {source}"
+    try:
+        presented = await config.credentials.get()
+    except CredentialError:
+        return f"the credentials in {source}"
+    return f"the token in {source}" if presented.token else f"the client certificate in {source}"
+
+
+async def check_connection(client: APIClient, *, source: str) -> str:
+    """The user name the server knows the client as; CannotUseCluster when the server cannot
+    be reached or refuses the credentials. ``source`` says where the configuration came from."""
+    server = client.config.server
+    patient, client.retry = client.retry, RetryPolicy(max_retries=0)
+    try:
+        try:
+            await client.request("GET", "/version")
+        except (OSError, TimeoutError) as error:
+            raise CannotUseCluster(connection_failure(server, error)) from None
+        except CredentialError as error:
+            raise CannotUseCluster(f"no credentials for {server}: {error}") from None
+        except errors.Unauthorized:
+            pass  # /version needs authentication here: the review below says whose
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        try:
+            _, body = await client.request(
+                "POST",
+                "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                body=orjson.dumps(review),
+                content_type="application/json",
+            )
+        except errors.Unauthorized:
+            raise CannotUseCluster(
+                f"{server} refused {await _credentials(client.config, source)} (401 Unauthorized)"
+            ) from None
+        except errors.NotFound:
+            await client.request("GET", "/api")  # an older server: authentication alone
+            return ""
+        except (OSError, TimeoutError) as error:
+            raise CannotUseCluster(connection_failure(server, error)) from None
+        user = (orjson.loads(body).get("status") or {}).get("userInfo") or {}
+        return str(user.get("username") or "")
+    finally:
+        client.retry = patient
+
+
+async def check_permissions(
+    client: APIClient, needed: Iterable[Needed], namespace: str | None
+) -> list[Needed]:
+    """What of ``needed`` the server refuses the client (in ``namespace``, or cluster-wide)."""
+    refused: list[Needed] = []
+    for need in needed:
+        attributes = {"verb": need.verb, "group": need.group, "resource": need.resource}
+        if need.subresource:
+            attributes["subresource"] = need.subresource
+        if namespace:
+            attributes["namespace"] = namespace
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        }
+        _, body = await client.request(
+            "POST",
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            body=orjson.dumps(review),
+            content_type="application/json",
+        )
+        answer = orjson.loads(body)
+        if not (answer.get("status") or {}).get("allowed"):
+            refused.append(need)
+    return refused

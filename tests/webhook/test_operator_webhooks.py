@@ -16,7 +16,7 @@ import pytest
 
 import kubeloop
 from kubeloop import kinds
-from kubeloop.cli.run import load_target
+from kubeloop.manager.operatortarget import load_target
 from kubeloop.testing import ServerThread, webhooks_installed
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 

@@ -37,11 +37,11 @@ from rich.text import Text
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.api.timestamps import parse_time
-from kubeloop.cli.run import load_target, module_crds
 from kubeloop.client.config import load_config
 from kubeloop.client.crdinstall import install_crds
 from kubeloop.client.rest import APIClient
 from kubeloop.manager.manager import Manager
+from kubeloop.manager.operatortarget import load_target, module_crds
 
 NAMESPACE = "demo"
 FIELD_MANAGER = "kubeloop-demo"

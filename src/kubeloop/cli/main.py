@@ -119,6 +119,18 @@ def _build_parser() -> argparse.ArgumentParser:
         help="the CA certificate (PEM) that signed the webhook server's; default: none, for cert-manager's CA injector",
     )
 
+    init = commands.add_parser("init", help="create an operator project in a new folder NAME")
+    init.add_argument("name", help="the project's name: lower-case letters, digits and '-' (blog-operator)")
+    create = commands.add_parser("create", help="add to the project in the current folder: create api ...")
+    what = create.add_subparsers(dest="what", required=True)
+    api = what.add_parser("api", help="a kind: its model, a controller, a test and a sample")
+    api.add_argument("--group", required=True, help="the API group, a domain you own: web.example.com")
+    api.add_argument("--version", required=True, help="the API version: v1, v1alpha1 ...")
+    api.add_argument("--kind", required=True, help="the kind, in CamelCase: Website")
+    manifests = commands.add_parser(
+        "manifests", help="write a project's config/crd and config/rbac/role.yaml from its code"
+    )
+    manifests.add_argument("folder", nargs="?", default=".", type=pathlib.Path, help="the project (default .)")
     demo = commands.add_parser(
         "demo", help="the agent platform operator on the embedded server, with samples and a live view"
     )
@@ -208,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     from kubeloop.cli.logs import configure
     from kubeloop.cli.usage import UsageError
+    from kubeloop.manager.operatortarget import TargetError
 
     configure(verbose=args.verbose > 0, json_format=args.log_format == "json")
     try:
@@ -215,9 +228,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(error.line(args.command), file=sys.stderr, flush=True)
         return error.exit_code
+    except TargetError as error:
+        print(UsageError(error.message, error.hint).line(args.command), file=sys.stderr, flush=True)
+        return UsageError.exit_code
 
 
 def _command(args: argparse.Namespace) -> int:
+    if args.command in ("init", "create", "manifests"):
+        return _scaffold(args)
     if args.command == "apiserver":
         code = eventloop.run(_serve(args))
         # The server has stopped cleanly (watchers closed, the log flushed and closed). Tearing
@@ -286,7 +304,7 @@ def _command(args: argparse.Namespace) -> int:
     if args.command == "crd":
         from kubeloop.api.crdgen import to_yaml
         from kubeloop.api.structuralschema import SchemaConversionError
-        from kubeloop.cli.run import load_target, module_crds
+        from kubeloop.manager.operatortarget import load_target, module_crds
 
         try:
             crds = module_crds(load_target(args.target)[0])
@@ -377,6 +395,29 @@ async def _serve(args: argparse.Namespace) -> int:
         # A second signal while shutting down exits at once.
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, _exit_now)
+    return 0
+
+
+def _scaffold(args: argparse.Namespace) -> int:
+    """``kubeloop init``, ``create api`` and ``manifests``: they print what they wrote."""
+    from kubeloop.cli import scaffold
+    from kubeloop.cli.manifests import write_manifests
+
+    logging.getLogger().setLevel(logging.WARNING)  # the embedded server they ask is no news
+    here = pathlib.Path.cwd()
+    if args.command == "init":
+        root = scaffold.init_project(args.name, here)
+        asyncio.run(write_manifests(root))
+        print(f"kubeloop init: wrote {root.name}/: cd {root.name}, then kubeloop create api ...")
+        return 0
+    if args.command == "create":
+        for path in scaffold.create_api(here, args.group, args.version, args.kind):
+            print(f"kubeloop create api: wrote {path.relative_to(here)}")
+        folder = here
+    else:
+        folder = args.folder.resolve()
+    for path in asyncio.run(write_manifests(folder)):
+        print(f"kubeloop {args.command}{' api' if args.command == 'create' else ''}: wrote {path.relative_to(folder)}")
     return 0
 
 

@@ -36,30 +36,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import importlib.util
 import os
 import pathlib
 import sys
-import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from types import ModuleType, TracebackType
 from typing import Any
 
-from kubeloop.api.crdgen import custom_resources_in, definitions
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.api.structuralschema import SchemaConversionError
 from kubeloop.cli.usage import ClusterUnusable, UsageError
 from kubeloop.client.config import ClientConfig, ConfigError, load_config
 from kubeloop.client.crdinstall import install_crds
-from kubeloop.client.interface import KindError
 from kubeloop.client.preflight import CannotUseCluster, Needed, check_connection, check_permissions
 from kubeloop.client.rest import APIClient
 from kubeloop.errors import APIError
 from kubeloop.gcpause import tune_for_serving
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import IncompleteBuilder, Manager
+from kubeloop.manager.operatortarget import Setup, load_target, module_crds, run_setup, setup_of
 from kubeloop.manager.permissions import LEASE, Resource
 from kubeloop.manager.webhookconfigurations import (
     crd_conversion_patches,
@@ -68,10 +62,6 @@ from kubeloop.manager.webhookconfigurations import (
     webhook_configurations,
 )
 from kubeloop.webhook.server import DEFAULT_PORT, WebhookServer
-
-Setup = Callable[[Manager], Any]
-#: The file `kubeloop run DIR` loads from DIR.
-ENTRY_FILE = "main.py"
 
 
 @dataclass(frozen=True)
@@ -114,90 +104,6 @@ def _address(flag: str | None) -> str | None:
     return None if not flag or flag == "0" else flag
 
 
-def load_target(target: str) -> tuple[ModuleType, str]:
-    """The module TARGET names and the attribute after its colon (default ``setup``). A file is
-    loaded as ``python FILE`` runs it: its folder is on ``sys.path``, so it imports its siblings.
-    A module is looked up from the current folder first, as ``python -m`` does. What names
-    nothing is a :class:`UsageError`."""
-    path = pathlib.Path(target)
-    if path.is_dir():
-        if not (path / ENTRY_FILE).exists():
-            raise UsageError(
-                f"{target} has no {ENTRY_FILE}", "give the file, or module:function from the folder above it"
-            )
-        path = path / ENTRY_FILE
-    if path.suffix == ".py":
-        if not path.exists():
-            raise UsageError(f"{target}: no such file")
-        spec = importlib.util.spec_from_file_location(f"kubeloop_operator_{path.parent.name}", path)
-        if spec is None or spec.loader is None:
-            raise UsageError(f"cannot load {path}")
-        folder = str(path.parent.resolve())
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        return module, "setup"
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not all(part.isidentifier() for part in module_name.split(".")):
-        raise UsageError(
-            f"{target!r} is not a module:function, a Python file or a folder",
-            "e.g. kubeloop run operator_pkg.main:setup, kubeloop run ./main.py, kubeloop run .",
-        )
-    here = os.getcwd()
-    if here not in sys.path:
-        sys.path.insert(0, here)
-    try:
-        return importlib.import_module(module_name), attribute or "setup"
-    except ModuleNotFoundError as error:
-        missing = error.name or ""
-        if missing and (module_name == missing or module_name.startswith(missing + ".")):
-            raise UsageError(
-                f"no module named {missing!r} in {here} or on the Python path",
-                "run from the folder that holds it, or give its file, e.g. ./main.py",
-            ) from None
-        raise
-
-
-def load_setup(target: str) -> Setup:
-    """The ``setup(manager)`` callable TARGET names."""
-    return _setup_of(target, *load_target(target))
-
-
-def _setup_of(target: str, module: ModuleType, attribute: str) -> Setup:
-    setup = getattr(module, attribute, None)
-    if setup is None:
-        where = getattr(module, "__file__", None) or target
-        raise UsageError(
-            f"{where} has no {attribute}(manager) function",
-            "define it to add the operator's controllers, or name yours: module:function",
-        )
-    if not callable(setup):
-        raise UsageError(f"{target}: {attribute} is not a function but {type(setup).__name__} {setup!r:.40}")
-    return setup  # type: ignore[no-any-return]
-
-
-def run_setup(setup: Setup, manager: Manager) -> None:
-    """``setup(manager)``; a kind that names nothing is a :class:`UsageError` at the line of
-    the operator's that gave it."""
-    try:
-        setup(manager)
-    except KindError as error:
-        raise UsageError(f"{_operator_line(error.__traceback__)}{error}") from None
-
-
-def _operator_line(trace: TracebackType | None) -> str:
-    """``file:line: `` of the innermost frame outside kubeloop (the operator's own code)."""
-    package = str(pathlib.Path(__file__).resolve().parent.parent)
-    found = ""
-    for frame, line in traceback.walk_tb(trace):
-        filename = frame.f_code.co_filename
-        if not str(pathlib.Path(filename).resolve()).startswith(package):
-            found = f"{filename}:{line}: "
-    return found
-
-
 def client_config(kubeconfig: str | None, context: str | None) -> tuple[ClientConfig, str]:
     """The configuration ``--kubeconfig``/``--context`` (or the environment) name, and where it
     came from (a file, or "the pod's service account"); a :class:`UsageError` when there is none
@@ -218,15 +124,6 @@ def client_config(kubeconfig: str | None, context: str | None) -> tuple[ClientCo
     return config, source
 
 
-def module_crds(module: ModuleType) -> list[dict[str, Any]]:
-    """The CRDs of the custom resource models ``module`` defines or imports; a model that has
-    no structural schema is a :class:`UsageError`."""
-    try:
-        return definitions(*custom_resources_in(vars(module).values()))
-    except SchemaConversionError as error:
-        raise UsageError(str(error)) from None
-
-
 async def run(
     target: str,
     *,
@@ -239,7 +136,7 @@ async def run(
 ) -> int:
     flags = flags or ManagerFlags()
     module, attribute = load_target(target)
-    setup = _setup_of(target, module, attribute)
+    setup = setup_of(target, module, attribute)
     crds = module_crds(module) if flags.install_crds else []
     if embedded:
         from kubeloop.apiserver.server import APIServer, ServerOptions
@@ -359,7 +256,7 @@ async def _set_up_on_an_embedded_server(target: str) -> AsyncIterator[tuple[APIC
     from kubeloop.apiserver.server import APIServer, ServerOptions
 
     module, attribute = load_target(target)
-    setup = _setup_of(target, module, attribute)
+    setup = setup_of(target, module, attribute)
     async with (
         APIServer(ServerOptions(memory=True, port=0, controllers=False)) as server,
         APIClient(load_config(str(server.kubeconfig_path))) as client,

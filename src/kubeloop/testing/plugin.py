@@ -1,8 +1,15 @@
 """The pytest plugin (entry point ``kubeloop``): fixtures over one embedded server per session.
 
-- ``kube_apiserver``: the session's server (``ServerThread``: url, token, kubeconfig).
+- ``kube_apiserver``: the session's server (``ServerThread``: url, token, kubeconfig). It
+  simulates workloads (a node whose pods run, Deployments that roll out, Jobs that finish)
+  unless the pytest configuration says ``kubeloop_simulate = false``.
 - ``kube_client``: an async ``APIClient`` for it (needs an asyncio test runner, e.g. pytest-asyncio).
+  A test marked ``@pytest.mark.kubeloop(simulate=False)`` (or ``True``) gets one of a session
+  server that does (not) simulate, started when first needed.
 - ``kube_namespace``: a namespace of its own for each test.
+- ``kube_operator``: the operator's ``setup`` (``kubeloop_setup = "module:function"`` in the
+  configuration, or a ``kube_setup`` fixture returning it) run in a started manager of
+  ``kube_client``, its cache scoped to ``kube_namespace``, the CRDs of its models installed.
 
 A test also fails when, while it ran, an embedded server's loop reported an error nobody handled
 (``ServerThread.loop_errors``: a task that died unawaited, a callback that raised), or — for tests
@@ -14,25 +21,83 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
 from kubeloop.client.config import load_kubeconfig
+from kubeloop.client.crdinstall import install_crds
 from kubeloop.client.rest import APIClient
+from kubeloop.manager.manager import Manager
+from kubeloop.manager.operatortarget import Setup, TargetError, load_target, module_crds, run_setup, setup_of
 from kubeloop.testing import serverthread as server_threads
 from kubeloop.testing.serverthread import ServerThread, start_server
 
 _namespaces = itertools.count(1)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        "kubeloop_simulate",
+        "simulate workloads in the test server: a node whose pods run, Deployments that roll out (default true)",
+        type="bool",
+        default=True,
+    )
+    parser.addini(
+        "kubeloop_setup", "the operator's setup, module:function, that kube_operator runs", default=""
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "kubeloop(simulate): run the test's kube_client against a server that simulates workloads, or does not",
+    )
+
+
+class _Servers:
+    """Session servers started when first needed, one per simulation setting."""
+
+    def __init__(self) -> None:
+        self.started: dict[bool, ServerThread] = {}
+
+    def get(self, simulate: bool) -> ServerThread:
+        if simulate not in self.started:
+            self.started[simulate] = start_server(simulate=simulate)
+        return self.started[simulate]
+
+    def stop(self) -> None:
+        for server in self.started.values():
+            server.stop()
+
+
 @pytest.fixture(scope="session")
-def kube_apiserver() -> Iterator[ServerThread]:
-    """The session's embedded API server (in memory, HTTPS, a kubeconfig of its own)."""
-    server = start_server()
-    yield server
-    server.stop()
+def kubeloop_servers() -> Iterator[_Servers]:
+    """The session's servers, by simulation setting (``kube_apiserver`` is one of them)."""
+    servers = _Servers()
+    yield servers
+    servers.stop()
+
+
+@pytest.fixture(scope="session")
+def kube_apiserver(request: pytest.FixtureRequest, kubeloop_servers: _Servers) -> ServerThread:
+    """The session's embedded API server (in memory, HTTPS, a kubeconfig of its own), simulating
+    workloads unless ``kubeloop_simulate = false``."""
+    return kubeloop_servers.get(bool(request.config.getini("kubeloop_simulate")))
+
+
+def _server_of(request: pytest.FixtureRequest, default: ServerThread) -> ServerThread:
+    """The server a test's ``kubeloop(simulate=...)`` marker asks for, else ``default``."""
+    marker = request.node.get_closest_marker("kubeloop")
+    if marker is None or "simulate" not in marker.kwargs:
+        return default
+    simulate = bool(marker.kwargs["simulate"])
+    if default.options.simulate == simulate:
+        return default
+    servers: _Servers = request.getfixturevalue("kubeloop_servers")
+    return servers.get(simulate)
 
 
 #: Errors the loops a test watches reported while it ran (see ``pytest_runtest_call``).
@@ -82,8 +147,9 @@ async def kube_client(
             loop.default_exception_handler(context)
 
     loop.set_exception_handler(unhandled)
+    server = _server_of(request, kube_apiserver)
     try:
-        async with APIClient(load_kubeconfig(kube_apiserver.kubeconfig)) as client:
+        async with APIClient(load_kubeconfig(server.kubeconfig)) as client:
             yield client
     finally:
         loop.set_exception_handler(previous)
@@ -95,3 +161,42 @@ async def kube_namespace(kube_client: APIClient) -> str:
     name = f"test-{next(_namespaces)}"
     await kube_client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     return name
+
+
+@pytest.fixture
+def kube_setup(request: pytest.FixtureRequest) -> Setup:
+    """The operator's ``setup(manager)``: the ``kubeloop_setup`` configuration value
+    (``module:function``, a file or a folder with main.py) loaded. Override the fixture to
+    hand another."""
+    target = str(request.config.getini("kubeloop_setup") or "")
+    if not target:
+        pytest.fail(
+            'kube_operator runs the operator\'s setup: set kubeloop_setup = "module:function" in the pytest '
+            "configuration, or define a kube_setup fixture returning it",
+            pytrace=False,
+        )
+    try:
+        module, attribute = load_target(target)
+        return setup_of(target, module, attribute)
+    except TargetError as error:
+        pytest.fail(f"kubeloop_setup = {target!r}: {error}", pytrace=False)
+
+
+@pytest.fixture
+async def kube_operator(
+    kube_client: APIClient, kube_namespace: str, kube_setup: Setup, request: pytest.FixtureRequest
+) -> AsyncIterator[Manager]:
+    """The operator running: ``kube_setup`` in a started manager of ``kube_client`` whose cache
+    sees ``kube_namespace``, with the CRDs of the models ``kubeloop_setup``'s module defines or
+    imports (else the setup's own module's) installed; stopped after the test."""
+    target = str(request.config.getini("kubeloop_setup") or "")
+    module = (
+        load_target(target)[0] if target else sys.modules.get(getattr(kube_setup, "__module__", "") or "")
+    )
+    crds = module_crds(module) if module is not None else []
+    if crds:
+        await install_crds(kube_client, *crds)
+    manager = Manager(kube_client, namespace=kube_namespace)
+    run_setup(kube_setup, manager)
+    async with manager:
+        yield manager

@@ -1,0 +1,538 @@
+"""``kubeloop init`` and ``kubeloop create api``: a new operator project, then its kinds, in the
+layout of a kubebuilder project (and of ``examples/agents``).
+
+``init NAME`` writes the project: ``pyproject.toml`` (with the test kit's configuration),
+``main.py`` (what ``kubeloop run .`` loads), the package (``api/``, ``controllers/``),
+``config/`` (crd, rbac, manager, samples, default: ``kubectl apply -k config/default``),
+``tests/``, a ``Dockerfile`` and a ``Makefile`` (``run``, ``test``, ``manifests``, ``deploy``).
+``create api --group G --version V --kind K``, run in the project, adds the kind's model, a
+controller that owns a Deployment and writes status with an Available condition, its test and
+a sample, and writes the manifests again (``manifests.write_manifests``). Lines marked
+``# kubeloop:scaffold:...`` are where later commands add theirs, as kubebuilder's markers.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import string
+
+from kubeloop.cli.usage import UsageError
+
+IMPORTS_MARKER = "# kubeloop:scaffold:imports"
+SETUP_MARKER = "# kubeloop:scaffold:setup"
+MODELS_MARKER = "# kubeloop:scaffold:models"
+_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+_VERSION = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
+
+PYPROJECT = """\
+[project]
+name = "$name"
+version = "0.1.0"
+description = "A Kubernetes operator written with kubeloop."
+requires-python = ">=3.11"
+# kubeloop has no release yet: install it from its checkout first (pip install /path/to/kubeloop).
+dependencies = ["kubeloop"]
+
+[project.optional-dependencies]
+test = ["pytest", "pytest-asyncio"]
+
+[tool.setuptools]
+packages = { find = { include = ["$package*"] } }
+py-modules = ["main"]
+
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+pythonpath = ["."]
+asyncio_mode = "auto"
+asyncio_default_fixture_loop_scope = "function"
+# The test kit's kube_operator fixture runs this setup; the test server simulates workloads.
+kubeloop_setup = "main:setup"
+"""
+
+MAIN = '''\
+"""The $name operator: ``kubeloop run .`` runs it (``make run``: on an embedded API server).
+
+The models imported here are the operator's kinds: ``kubeloop crd .`` prints their CRDs.
+"""
+
+from $package import setup
+$models_marker
+
+__all__ = ["setup"]
+'''
+
+PACKAGE_INIT = '''\
+"""$name: its kinds (``api/``) and their controllers (``controllers/``)."""
+
+import kubeloop
+
+from $package import controllers
+
+
+def setup(manager: kubeloop.Manager) -> None:
+    """Add the operator's controllers to ``manager`` (what ``kubeloop run`` calls)."""
+    controllers.setup(manager)
+'''
+
+API_INIT = '''\
+"""The operator's kinds, one package per API version (``kubeloop create api`` adds them)."""
+'''
+
+CONTROLLERS_INIT = '''\
+"""The operator's controllers, one module per kind (``kubeloop create api`` adds them)."""
+
+import kubeloop
+
+$imports_marker
+
+
+def setup(manager: kubeloop.Manager) -> None:
+    """Add every controller to ``manager``."""
+    $setup_marker
+'''
+
+TESTS_CONFTEST = '''\
+"""The operator's tests run against kubeloop's embedded API server (the ``kube_*`` fixtures of
+kubeloop's pytest plugin): no cluster, no binaries. See ``[tool.pytest.ini_options]``."""
+'''
+
+DOCKERFILE = """\
+# The operator's image: make docker-build (kubeloop's wheel goes into dist/ first).
+FROM python:3.12-slim
+WORKDIR /app
+COPY . .
+RUN pip install --no-cache-dir --find-links dist . && useradd --uid 65532 --no-create-home operator
+USER 65532
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+ENTRYPOINT ["kubeloop"]
+CMD ["run", "/app", "--leader-elect", "--leader-election-id=$name"]
+"""
+
+MAKEFILE = """\
+IMG ?= $name:dev
+
+.PHONY: run test manifests deploy undeploy docker-build
+
+run: ## Run the operator on an embedded API server, workloads simulated (kubectl: see the first lines)
+\tkubeloop run . --embedded --simulate --install-crds
+
+test: ## Run the operator's tests against the embedded API server
+\tpython -m pytest
+
+manifests: ## Write config/crd and config/rbac from the code
+\tkubeloop manifests .
+
+deploy: manifests ## Install the CRDs, RBAC and the operator into the cluster of your kubeconfig
+\tkubectl apply -k config/default
+
+undeploy: ## Remove them
+\tkubectl delete -k config/default --ignore-not-found
+
+docker-build: ## Build the operator's image; KUBELOOP_WHEEL=... (pip wheel --no-deps -w dist /path/to/kubeloop)
+\tmkdir -p dist && if [ -n "$$(KUBELOOP_WHEEL)" ]; then cp $$(KUBELOOP_WHEEL) dist/; fi
+\tdocker build -t $$(IMG) .
+"""
+
+GITIGNORE = """\
+__pycache__/
+*.egg-info/
+.venv/
+dist/
+"""
+
+README = """\
+# $name
+
+A Kubernetes operator written with [kubeloop](https://github.com/kubeloop/kubeloop).
+
+    kubeloop create api --group web --version v1 --kind Website   # add a kind and its controller
+    make run          # run it on an embedded API server (no cluster needed)
+    make test         # its tests, against the embedded API server
+    make deploy       # install it into the cluster of your kubeconfig (image: make docker-build)
+"""
+
+CRD_KUSTOMIZATION = """\
+# The CRDs of the operator's kinds (written by kubeloop manifests).
+resources: []
+"""
+
+RBAC_KUSTOMIZATION = """\
+resources:
+- service_account.yaml
+- role.yaml
+- role_binding.yaml
+"""
+
+SERVICE_ACCOUNT = """\
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: controller-manager
+  namespace: system
+"""
+
+ROLE_BINDING = """\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: manager-rolebinding
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: manager-role
+subjects:
+- kind: ServiceAccount
+  name: controller-manager
+  namespace: system
+"""
+
+MANAGER_KUSTOMIZATION = """\
+resources:
+- manager.yaml
+images:
+- name: controller
+  newName: $name
+  newTag: dev
+"""
+
+MANAGER = """\
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: system
+---
+# The operator: two replicas, one leads (a Lease); probes and metrics as a kubebuilder project's.
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: controller-manager
+  namespace: system
+  labels:
+    app.kubernetes.io/name: $name
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: $name
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: $name
+    spec:
+      serviceAccountName: controller-manager
+      securityContext:
+        runAsNonRoot: true
+        seccompProfile: {type: RuntimeDefault}
+      containers:
+      - name: manager
+        image: controller
+        args:
+        - run
+        - /app
+        - --leader-elect
+        - --leader-election-id=$name
+        - --metrics-bind-address=:8080
+        - --health-probe-bind-address=:8081
+        ports:
+        - {name: metrics, containerPort: 8080}
+        - {name: probes, containerPort: 8081}
+        livenessProbe:
+          httpGet: {path: /healthz, port: probes}
+        readinessProbe:
+          httpGet: {path: /readyz, port: probes}
+        resources:
+          requests: {cpu: 50m, memory: 96Mi}
+          limits: {memory: 512Mi}
+        securityContext:
+          allowPrivilegeEscalation: false
+          readOnlyRootFilesystem: true
+          capabilities: {drop: [ALL]}
+"""
+
+SAMPLES_KUSTOMIZATION = """\
+# Samples of the operator's kinds: kubectl apply -k config/samples
+resources: []
+"""
+
+DEFAULT_KUSTOMIZATION = """\
+# Everything the operator needs on a cluster: kubectl apply -k config/default
+namespace: $name-system
+namePrefix: $name-
+resources:
+- ../crd
+- ../rbac
+- ../manager
+"""
+
+MODEL = '''\
+"""The $kind kind ($group/$version)."""
+
+from typing import Annotated
+
+import kubeloop
+from kubeloop.api.crdmarkers import ListType, PrinterColumn
+from kubeloop.models import meta_v1
+from pydantic import Field
+
+
+class ${kind}Spec(kubeloop.KubeModel):
+    """What a $kind asks for."""
+
+    image: str = "nginx:1.27"
+    replicas: Annotated[int, Field(ge=0, le=10)] = 1
+
+
+class ${kind}Status(kubeloop.KubeModel):
+    """What the operator found."""
+
+    ready_replicas: int = 0
+    conditions: Annotated[list[meta_v1.Condition], ListType("map", keys=("type",))] = []
+
+
+class $kind(
+    kubeloop.CustomResource,
+    group="$group",
+    version="$version",
+    printer_columns=(
+        PrinterColumn("Ready", ".status.readyReplicas", type="integer"),
+        PrinterColumn("Available", '.status.conditions[?(@.type=="Available")].status'),
+    ),
+):
+    """A $kind: a Deployment of its image, with as many replicas as it asks for."""
+
+    spec: ${kind}Spec
+    status: ${kind}Status | None = None
+'''
+
+VERSION_INIT = '''\
+"""The operator's kinds of $group/$version."""
+
+$imports
+'''
+
+CONTROLLER = '''\
+"""Reconciles ${kind}s: each gets a Deployment of its image and replicas, owned by it (deleted
+with it); its status says how many replicas are ready, and an Available condition whether all
+are."""
+
+import kubeloop
+from kubeloop import kinds
+
+from $package.api.$version import $kind, ${kind}Status
+
+CONTAINER = "app"
+
+
+def setup(manager: kubeloop.Manager) -> None:
+    async def reconcile(request: kubeloop.Request) -> None:
+        try:
+            $lower = await manager.client.get($kind, request.name, namespace=request.namespace)
+        except kubeloop.errors.NotFound:
+            return  # deleted: its Deployment goes with it (garbage collection)
+        labels = {"app.kubernetes.io/name": "$lower", "app.kubernetes.io/instance": request.name}
+
+        def deployment(obj: kubeloop.Obj) -> None:
+            # Set only the fields this controller owns: the server defaults the others, and
+            # overwriting them would make every reconcile send a write.
+            kubeloop.set_controller_reference($lower, obj)
+            spec = obj.setdefault("spec", {})
+            spec["replicas"] = $lower.spec.replicas
+            spec["selector"] = {"matchLabels": labels}
+            template = spec.setdefault("template", {})
+            template.setdefault("metadata", {})["labels"] = labels
+            containers = template.setdefault("spec", {}).setdefault("containers", [])
+            container = next((c for c in containers if c.get("name") == CONTAINER), None)
+            if container is None:
+                container = {"name": CONTAINER}
+                containers.append(container)
+            container["image"] = $lower.spec.image
+
+        wanted = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": request.name, "namespace": request.namespace}}
+        _, current = await kubeloop.create_or_update(manager.client, wanted, deployment)
+
+        ready = int((current.get("status") or {}).get("readyReplicas") or 0)
+        wanted_replicas = $lower.spec.replicas
+        status = $lower.status or ${kind}Status()
+        changed = status.ready_replicas != ready
+        status.ready_replicas = ready
+        $lower.status = status
+        if ready >= wanted_replicas:
+            condition = ("True", "ReplicasReady", f"{ready} of {wanted_replicas} replicas ready")
+        else:
+            condition = ("False", "ReplicasNotReady", f"{ready} of {wanted_replicas} replicas ready")
+        changed |= kubeloop.set_status_condition(
+            $lower, "Available", *condition, observed_generation=$lower.metadata.generation
+        )
+        if changed:
+            await manager.client.update($lower, subresource="status")
+
+    kubeloop.Builder(manager).for_($kind).owns(kinds.Deployment).complete(reconcile)
+'''
+
+CONTROLLER_TEST = '''\
+"""The $kind controller against the embedded API server, with workloads simulated (pods run)."""
+
+import kubeloop
+from kubeloop.models import apps_v1
+from kubeloop.testing import eventually
+
+from $package.api.$version import $kind
+
+
+async def test_a_${lower}_gets_a_deployment_and_becomes_available(
+    kube_operator: kubeloop.Manager, kube_client: kubeloop.APIClient, kube_namespace: str
+) -> None:
+    sample = $kind.model_validate({"metadata": {"name": "sample"}, "spec": {"replicas": 2}})
+    await kube_client.create(sample, namespace=kube_namespace)
+
+    async def available() -> None:
+        found = await kube_client.get($kind, "sample", namespace=kube_namespace)
+        assert kubeloop.is_status_condition_true(found, "Available"), found.status
+        assert found.status is not None and found.status.ready_replicas == 2
+
+    await eventually(available)
+    deployment = await kube_client.get(apps_v1.Deployment, "sample", namespace=kube_namespace)
+    [owner] = deployment.metadata.owner_references or []
+    assert (owner.kind, owner.name, owner.controller) == ("$kind", "sample", True)
+'''
+
+SAMPLE = """\
+apiVersion: $group/$version
+kind: $kind
+metadata:
+  name: $lower-sample
+spec:
+  image: nginx:1.27
+  replicas: 2
+"""
+
+
+def _render(template: str, **values: str) -> str:
+    return string.Template(template).substitute(values)
+
+
+def package_name(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def init_project(name: str, parent: pathlib.Path) -> pathlib.Path:
+    """Write the project ``name`` into ``parent/name``; UsageError for a bad name or a folder
+    that is there and not empty."""
+    if not _NAME.match(name) or len(name) > 40:
+        raise UsageError(
+            f"{name!r} is not a project name",
+            "lower-case letters, digits and '-', starting with a letter, at most 40 characters",
+        )
+    root = parent / name
+    if root.exists() and any(root.iterdir()):
+        raise UsageError(f"{root} exists and is not empty")
+    package = package_name(name)
+    values = {
+        "name": name,
+        "package": package,
+        "models_marker": MODELS_MARKER,
+        "imports_marker": IMPORTS_MARKER,
+        "setup_marker": SETUP_MARKER,
+    }
+    files = {
+        "pyproject.toml": PYPROJECT,
+        "main.py": MAIN,
+        f"{package}/__init__.py": PACKAGE_INIT,
+        f"{package}/api/__init__.py": API_INIT,
+        f"{package}/controllers/__init__.py": CONTROLLERS_INIT,
+        "tests/conftest.py": TESTS_CONFTEST,
+        "Dockerfile": DOCKERFILE,
+        "Makefile": MAKEFILE,
+        ".gitignore": GITIGNORE,
+        "README.md": README,
+        "config/crd/kustomization.yaml": CRD_KUSTOMIZATION,
+        "config/rbac/kustomization.yaml": RBAC_KUSTOMIZATION,
+        "config/rbac/service_account.yaml": SERVICE_ACCOUNT,
+        "config/rbac/role_binding.yaml": ROLE_BINDING,
+        "config/manager/kustomization.yaml": MANAGER_KUSTOMIZATION,
+        "config/manager/manager.yaml": MANAGER,
+        "config/samples/kustomization.yaml": SAMPLES_KUSTOMIZATION,
+        "config/default/kustomization.yaml": DEFAULT_KUSTOMIZATION,
+    }
+    for relative, template in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_render(template, **values))
+    return root
+
+
+def _project(root: pathlib.Path) -> str:
+    """The package of the project at ``root``; UsageError outside a project."""
+    controllers = [p.parent.parent for p in root.glob("*/controllers/__init__.py")]
+    if not (root / "main.py").exists() or len(controllers) != 1:
+        raise UsageError(f"{root} is not a kubeloop project", "run kubeloop init NAME first, then cd NAME")
+    return controllers[0].name
+
+
+def _insert_before(path: pathlib.Path, marker: str, line: str) -> None:
+    text = path.read_text()
+    index = text.find(marker)
+    if index < 0:
+        raise UsageError(f"{path} lost its {marker!r} line", "put it back where new lines go")
+    start = text.rfind("\n", 0, index) + 1
+    indent = text[start:index]
+    path.write_text(text[:start] + indent + line + "\n" + text[start:])
+
+
+def create_api(root: pathlib.Path, group: str, version: str, kind: str) -> list[pathlib.Path]:
+    """Add the kind to the project at ``root``; the files written, in order."""
+    package = _project(root)
+    if not _KIND.match(kind):
+        raise UsageError(f"{kind!r} is not a kind", "CamelCase, starting with an upper-case letter: Website")
+    if not _VERSION.match(version):
+        raise UsageError(f"{version!r} is not an API version", "v1, v1beta1, v2alpha1 ...")
+    if not re.match(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", group) or "." not in group:
+        raise UsageError(
+            f"{group!r} is not an API group", "a domain you own, with a dot: web.example.com"
+        )
+    lower = kind.lower()
+    values = {"package": package, "group": group, "version": version, "kind": kind, "lower": lower}
+    model = root / package / "api" / version / f"{lower}.py"
+    if model.exists():
+        raise UsageError(f"{model} exists: {kind} is already in {group}/{version}")
+    written = []
+    model.parent.mkdir(parents=True, exist_ok=True)
+    model.write_text(_render(MODEL, **values))
+    written.append(model)
+    version_init = model.parent / "__init__.py"
+    exports = f"from {package}.api.{version}.{lower} import {kind}, {kind}Spec, {kind}Status"
+    if version_init.exists():
+        version_init.write_text(version_init.read_text().rstrip("\n") + "\n" + exports + "\n")
+    else:
+        version_init.write_text(_render(VERSION_INIT, group=group, version=version, imports=exports))
+    written.append(version_init)
+    controller = root / package / "controllers" / f"{lower}.py"
+    controller.write_text(_render(CONTROLLER, **values))
+    written.append(controller)
+    controllers_init = root / package / "controllers" / "__init__.py"
+    _insert_before(controllers_init, IMPORTS_MARKER, f"from {package}.controllers import {lower}")
+    _insert_before(controllers_init, SETUP_MARKER, f"{lower}.setup(manager)")
+    written.append(controllers_init)
+    main = root / "main.py"
+    _insert_before(main, MODELS_MARKER, f"from {package}.api.{version} import {kind} as {kind}")
+    written.append(main)
+    test = root / "tests" / f"test_{lower}.py"
+    test.write_text(_render(CONTROLLER_TEST, **values))
+    written.append(test)
+    sample = root / "config" / "samples" / f"{group.split('.')[0]}_{version}_{lower}.yaml"
+    sample.write_text(_render(SAMPLE, **values))
+    add_resource(root / "config" / "samples" / "kustomization.yaml", sample.name)
+    written.append(sample)
+    return written
+
+
+def add_resource(kustomization: pathlib.Path, name: str) -> None:
+    """List ``name`` in a kustomization's resources (kept sorted, once)."""
+    lines = [line for line in kustomization.read_text().splitlines() if not line.startswith("resources:")]
+    comments = [line for line in lines if line.startswith("#")]
+    listed = {line[2:].strip() for line in lines if line.startswith("- ")}
+    listed.add(name)
+    body = ["resources:", *(f"- {item}" for item in sorted(listed))]
+    kustomization.write_text("\n".join([*comments, *body]) + "\n")

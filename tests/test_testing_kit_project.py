@@ -1,0 +1,108 @@
+"""The test kit as an operator's own project meets it: a folder with its operator, its pytest
+configuration and its tests, run by pytest in a subprocess. The session server simulates
+workloads by default (a Deployment's pods become ready), a marker picks a server that does not,
+and ``kube_operator`` runs the operator named by ``kubeloop_setup``."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+OPERATOR = '''\
+import kubeloop
+from kubeloop import kinds
+
+
+def setup(manager):
+    async def reconcile(request):
+        config_map = await manager.client.get(kinds.ConfigMap, request.name, namespace=request.namespace)
+        config_map["metadata"].setdefault("labels", {})["seen"] = "yes"
+        await manager.client.update(config_map)
+
+    kubeloop.Builder(manager).for_(kinds.ConfigMap).complete(reconcile)
+'''
+
+TESTS = '''\
+import pytest
+
+import kubeloop
+from kubeloop import kinds
+from kubeloop.testing import eventually
+
+
+def deployment(name):
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"replicas": 2, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+    }
+
+
+async def test_pods_become_ready_by_default(kube_client, kube_namespace):
+    await kube_client.create(deployment("web"), namespace=kube_namespace)
+
+    async def ready():
+        found = await kube_client.get(kinds.Deployment, "web", namespace=kube_namespace)
+        assert found["status"]["readyReplicas"] == 2
+
+    await eventually(ready)
+
+
+@pytest.mark.kubeloop(simulate=False)
+async def test_a_marked_test_gets_a_server_without_nodes(kube_client, kube_apiserver):
+    assert kube_apiserver.options.simulate
+    assert (await kube_client.list(kinds.Node)).items == []
+
+
+async def test_the_default_server_has_a_node(kube_client):
+    assert len((await kube_client.list(kinds.Node)).items) == 1
+
+
+async def test_the_operator_runs(kube_operator, kube_client, kube_namespace):
+    await kube_client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}, namespace=kube_namespace)
+
+    async def labelled():
+        found = await kube_client.get(kinds.ConfigMap, "c", namespace=kube_namespace)
+        assert found["metadata"]["labels"] == {"seen": "yes"}
+
+    await eventually(labelled)
+'''
+
+CONFIG = '''\
+[tool.pytest.ini_options]
+asyncio_mode = "auto"
+asyncio_default_fixture_loop_scope = "function"
+{extra}
+'''
+
+
+def pytest_in(folder: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
+        cwd=folder, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_simulation_markers_and_the_operator_fixture(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "labeller.py").write_text(OPERATOR)
+    (tmp_path / "test_labeller.py").write_text(TESTS)
+    (tmp_path / "pyproject.toml").write_text(CONFIG.format(extra='kubeloop_setup = "labeller:setup"'))
+    result = pytest_in(tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "4 passed" in result.stdout
+
+
+def test_the_operator_fixture_says_what_it_lacks(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "test_it.py").write_text("async def test_it(kube_operator):\n    pass\n")
+    (tmp_path / "pyproject.toml").write_text(CONFIG.format(extra=""))
+    result = pytest_in(tmp_path)
+    assert result.returncode == 1
+    assert (
+        "kube_operator runs the operator's setup: set kubeloop_setup = \"module:function\" in the pytest "
+        "configuration, or define a kube_setup fixture returning it"
+    ) in result.stdout
+    (tmp_path / "pyproject.toml").write_text(CONFIG.format(extra='kubeloop_setup = "absent:setup"'))
+    result = pytest_in(tmp_path)
+    assert "kubeloop_setup = 'absent:setup': no module named 'absent'" in result.stdout

@@ -28,7 +28,8 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
   ``OperationResult``, ``set_controller_reference``, ``set_owner_reference``,
   ``add_finalizer``, ``remove_finalizer``, ``contains_finalizer``, ``set_status_condition``,
   ``find_status_condition``, ``is_status_condition_true``, ``remove_status_condition``,
-  ``AlreadyOwnedError``;
+  ``AlreadyOwnedError``; ``finalizer`` (apply and cleanup around a finalizer, as kube-rs'),
+  ``logger`` (a logger bound to the reconcile, as ``log.FromContext``);
 - webhooks (controller-runtime's ``pkg/webhook``): ``WebhookBuilder`` (a kind's defaulter and
   validator), ``WebhookServer``, ``webhook`` (admission requests and answers, ``webhook.invalid``)
   and ``field`` (field errors as apimachinery words them: ``field.invalid(path, value, detail)``);
@@ -56,6 +57,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "WebhookServer": ("kubeloop.webhook.server", "WebhookServer"),
     "Request": ("kubeloop.controller.reconcile", "Request"),
     "Result": ("kubeloop.controller.reconcile", "Result"),
+    "logger": ("kubeloop.controller.reconcilelog", "logger"),
+    "finalizer": ("kubeloop.controller.finalizer", "finalizer"),
     "TerminalError": ("kubeloop.controller.reconcile", "TerminalError"),
     "LeaderElectionConfig": ("kubeloop.manager.leaderelection", "LeaderElectionConfig"),
     "CacheOptions": ("kubeloop.cache.options", "CacheOptions"),
@@ -149,11 +152,13 @@ __all__ = [
     "cron",
     "errors",
     "field",
+    "finalizer",
     "find_status_condition",
     "handler",
     "is_status_condition_true",
     "kinds",
     "load_config",
+    "logger",
     "models",
     "predicate",
     "remove_finalizer",
@@ -216,7 +221,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
         set_owner_reference,
         set_status_condition,
     )
+    from kubeloop.controller.finalizer import finalizer
     from kubeloop.controller.reconcile import Request, Result, TerminalError
+    from kubeloop.controller.reconcilelog import logger
     from kubeloop.manager.builder import Builder
     from kubeloop.manager.cachedclient import CachedClient
     from kubeloop.manager.leaderelection import LeaderElectionConfig

@@ -117,7 +117,8 @@ async def test_create_or_update_reads_through_the_cache(manager: kubeloop.Manage
     assert result == kubeloop.OperationResult.UNCHANGED and gets(manager) == before_gets + 1
 
     # A mutate that replaces the template drops what the server defaulted: the update is sent,
-    # the server changes nothing (the resourceVersion stays), and the result says so.
+    # and the result says so (as controller-runtime's), though the server changed nothing (the
+    # resourceVersion stays): UNCHANGED would hide a write sent on every reconcile.
     def replace_template(deployment: dict[str, Any]) -> None:
         deployment["spec"]["template"] = {
             "metadata": {"labels": {"app": "web"}},
@@ -129,7 +130,7 @@ async def test_create_or_update_reads_through_the_cache(manager: kubeloop.Manage
         manager.client, deployment_dict("web", namespace), replace_template
     )
     assert writes(manager) == sent + 1
-    assert result == kubeloop.OperationResult.UNCHANGED
+    assert result == kubeloop.OperationResult.UPDATED
     assert same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
 
     result, updated = await kubeloop.create_or_update(

@@ -19,7 +19,9 @@ from kubeloop.version import __version__
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kubeloop", description="Kubernetes controller-runtime for Python.")
     parser.add_argument("--version", action="version", version=f"kubeloop {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="log at debug level")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="-v: a line per reconcile; -vv: debug, everything"
+    )
     parser.add_argument(
         "--log-format",
         choices=("text", "json"),
@@ -154,7 +156,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     for command in commands.choices.values():  # -v after the command too: kubeloop run -v TARGET
         command.add_argument(
-            "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="log at debug level"
+            "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="-v: a line per reconcile; -vv: debug"
         )
     return parser
 
@@ -222,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from kubeloop.cli.usage import UsageError
     from kubeloop.manager.operatortarget import TargetError
 
-    configure(verbose=args.verbose > 0, json_format=args.log_format == "json")
+    configure(verbose=args.verbose, json_format=args.log_format == "json")
     try:
         return _command(args)
     except UsageError as error:

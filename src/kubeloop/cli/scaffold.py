@@ -376,7 +376,7 @@ CONTROLLER_TEST = '''\
 
 import kubeloop
 from kubeloop.models import apps_v1
-from kubeloop.testing import eventually
+from kubeloop.testing import assert_converged, eventually
 
 from $package.api.$version import $kind
 
@@ -396,6 +396,8 @@ async def test_a_${lower}_gets_a_deployment_and_becomes_available(
     deployment = await kube_client.get(apps_v1.Deployment, "sample", namespace=kube_namespace)
     [owner] = deployment.metadata.owner_references or []
     assert (owner.kind, owner.name, owner.controller) == ("$kind", "sample", True)
+    # Reconciling it again, with nothing changed, writes nothing.
+    await assert_converged(kube_operator)
 '''
 
 SAMPLE = """\

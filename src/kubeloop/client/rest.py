@@ -50,6 +50,7 @@ from kubeloop.client.interface import KindRef, M, ObjectList, ObjectRef, gvk_of,
 from kubeloop.client.ratelimit import TokenBucket
 from kubeloop.client.restmapper import ResourceMapping, RESTMapper
 from kubeloop.client.watch import Watch, WatchOptions
+from kubeloop.client.writejournal import note_write
 from kubeloop.jitter import uniform
 
 if TYPE_CHECKING:
@@ -602,6 +603,8 @@ class APIClient:
         decoded = orjson.loads(payload) if payload else {}
         if not isinstance(decoded, dict):
             raise errors.APIError(f"the server answered {method} {path} with a non-object", code=status)
+        if method != "GET":
+            note_write(method, path, decoded)
         return decoded
 
     async def request(

@@ -4,7 +4,9 @@ Each worker takes a request (a key is never with two workers at once: the queue 
 calls the reconciler — async ones on the event loop, plain functions in a thread so they cannot
 block it — optionally under a timeout, and acts on the outcome as controller-runtime does:
 
-- an exception: requeued with the rate limiter's back-off (counted as an error);
+- an exception: requeued with the rate limiter's back-off (counted as an error; logged with its
+  traceback the first time the request fails that way, one line after);
+- ``Conflict``: requeued with back-off, quietly (counted as a requeue);
 - ``TerminalError``: logged and counted, not requeued, the back-off forgotten;
 - ``Result(requeue_after=t)``: the back-off forgotten, requeued after ``t``;
 - ``Result(requeue=True)``: requeued with back-off;
@@ -13,7 +15,8 @@ block it — optionally under a timeout, and acts on the outcome as controller-r
 A worker gives the loop a turn between requests, so reconciles that never wait (answered from
 the cache) cannot hold it for a whole queue.
 
-Every reconcile gets an ID, bound into ``reconcile_id`` (a context variable) for logging.
+Every reconcile gets an ID, bound into ``reconcile_id`` (a context variable) for logging, and
+ends in one line on ``kubeloop.reconcile`` (``reconcilelog``).
 ``stop()`` stops its sources, stops taking new requests, lets in-flight reconciles finish (up to
 a timeout), then cancels and awaits the workers.
 """
@@ -31,8 +34,10 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from kubeloop import errors
+from kubeloop.client import writejournal
 from kubeloop.client.fence import WriteFence, current_write_fence
 from kubeloop.controller.reconcile import ReconcileFunc, Request, Result, TerminalError
+from kubeloop.controller.reconcilelog import RECONCILE_LOG, ReconcileScope, current_reconcile, milliseconds
 from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.uuids import random_uuid
 from kubeloop.workqueue.priority import PriorityQueue
@@ -69,6 +74,7 @@ class Controller:
         queue_metrics: QueueMetrics = NO_METRICS,
         on_reconciled: Callable[[float], None] | None = None,
         use_priority_queue: bool = False,
+        reconcile_logger: logging.Logger = RECONCILE_LOG,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
@@ -76,6 +82,8 @@ class Controller:
         self.reconcile = reconcile
         self.max_concurrent_reconciles = max_concurrent_reconciles
         self.reconcile_timeout = reconcile_timeout
+        #: Where a line per reconcile goes (``reconcilelog``).
+        self.reconcile_logger = reconcile_logger
         self.queue: RateLimitingQueue[Request] | PriorityQueue[Request] = (
             PriorityQueue(rate_limiter, queue_metrics)
             if use_priority_queue
@@ -88,6 +96,8 @@ class Controller:
         self.terminal_errors = 0
         #: Exceptions that are not API errors (a bug rather than a failed call): the "panics".
         self.exceptions = 0
+        #: How each failing request failed last (its traceback is logged once per way).
+        self._failing: dict[Request, str] = {}
         self.active_workers = 0
         #: With leader election: no reconcile starts, and no write is sent, while the lease may
         #: have passed to another replica (set by the manager).
@@ -167,12 +177,19 @@ class Controller:
 
     async def _reconcile_one(self, request: Request) -> None:
         token = reconcile_id.set(new_reconcile_id())
+        scope = current_reconcile.set(ReconcileScope(self.name, request, reconcile_id.get()))
         started = time.perf_counter()
         try:
-            result = await self._call(request)
+            with writejournal.journal() as writes:
+                try:
+                    result = await self._call(request)
+                finally:
+                    took = milliseconds(time.perf_counter() - started)
+                    wrote = f" ({', '.join(writes)})" if writes else ""
         except TerminalError as exc:
             self.terminal_errors += 1
             self.results["error"] += 1
+            self._failing.pop(request, None)
             self.queue.forget(request)
             log.error(
                 "%s: reconcile %s failed for good (%s) [reconcileID=%s]",
@@ -182,29 +199,63 @@ class Controller:
                 reconcile_id.get(),
             )
             return
+        except errors.Conflict as exc:
+            # Someone wrote the object first: read it again, quietly (controller-runtime's
+            # reconcilers requeue on Conflict; it is not news).
+            self.results["requeue"] += 1
+            self.queue.add_rate_limited(request)
+            self.reconcile_logger.info("%s: reconcile %s conflict %s%s: %s; requeued", self.name, request, took, wrote, exc)
+            return
         except Exception as exc:
             self.results["error"] += 1
             if not isinstance(exc, errors.APIError):
                 self.exceptions += 1
             self.queue.add_rate_limited(request)
-            log.exception(
-                "%s: reconcile %s failed; retrying [reconcileID=%s]", self.name, request, reconcile_id.get()
+            # The traceback the first time a request fails this way; later retries are one line.
+            signature = f"{type(exc).__name__}: {exc}"
+            again = self._failing.get(request) == signature
+            self._failing[request] = signature
+            log.error(
+                "%s: reconcile %s failed; retrying [reconcileID=%s]: %s",
+                self.name,
+                request,
+                reconcile_id.get(),
+                signature,
+                exc_info=exc if not again or self.reconcile_logger.isEnabledFor(logging.DEBUG) else None,
             )
             return
         finally:
+            current_reconcile.reset(scope)
             reconcile_id.reset(token)
             if self.on_reconciled is not None:
                 self.on_reconciled(time.perf_counter() - started)
+        self._failing.pop(request, None)
         if result is not None and result.requeue_after:
             self.results["requeue_after"] += 1
             self.queue.forget(request)
             self.queue.add_after(request, result.requeue_after)
+            outcome = f"requeue after {result.requeue_after:g}s"
         elif result is not None and result.requeue:
             self.results["requeue"] += 1
             self.queue.add_rate_limited(request)
+            outcome = "requeue"
         else:
             self.results["success"] += 1
             self.queue.forget(request)
+            outcome = "ok"
+        self.reconcile_logger.info("%s: reconcile %s %s %s%s", self.name, request, outcome, took, wrote)
+
+    async def reconcile_once(self, request: Request) -> Result | None:
+        """Reconcile ``request`` now, outside the queue, as a worker would (with a reconcile ID
+        and the reconcile's logging scope); its exception is raised. For checks such as
+        ``testing.assert_converged``."""
+        token = reconcile_id.set(new_reconcile_id())
+        scope = current_reconcile.set(ReconcileScope(self.name, request, reconcile_id.get()))
+        try:
+            return await self._call(request)
+        finally:
+            current_reconcile.reset(scope)
+            reconcile_id.reset(token)
 
     async def _call(self, request: Request) -> Result | None:
         if inspect.iscoroutinefunction(self.reconcile) or inspect.iscoroutinefunction(

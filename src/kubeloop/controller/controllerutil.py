@@ -98,10 +98,6 @@ def _key(obj: Mapping[str, Any] | KubeModel) -> tuple[str, str]:
     )
 
 
-def _resource_version(obj: Mapping[str, Any] | KubeModel) -> str:
-    return str(_meta_value(obj, "resource_version", "resourceVersion") or "")
-
-
 def _owner_view(owner: Mapping[str, Any] | KubeModel) -> Mapping[str, Any]:
     """What an owner reference is made of (apiVersion, kind, name, uid, namespace), in JSON form;
     a model's read off its attributes rather than dumped whole."""
@@ -135,8 +131,11 @@ async def create_or_update(client: Client, obj: O, mutate: Mutate) -> tuple[Oper
     """Read ``obj`` (through ``client``: the cache for ``manager.client``); create it after
     ``mutate`` if absent, else update it if ``mutate`` changed it.
 
-    UNCHANGED when ``mutate`` changed nothing, or when the server kept the resourceVersion (the
-    update changed nothing once defaulted). The answer is in the form ``obj`` was given in.
+    UNCHANGED exactly when ``mutate`` changed nothing and nothing was sent; UPDATED whenever an
+    update was sent, as controller-runtime's — even when the server, once it defaulted the
+    object, found nothing to change. A controller that gets UPDATED from every reconcile sets a
+    field the server defaults (a whole ``spec`` or container list): set only the fields it owns.
+    The answer is in the form ``obj`` was given in.
     """
     key = _key(obj)
     try:
@@ -150,13 +149,12 @@ async def create_or_update(client: Client, obj: O, mutate: Mutate) -> tuple[Oper
     if as_dict(current) == before:
         return OperationResult.UNCHANGED, current
     updated: Any = await client.update(current)
-    if _resource_version(updated) == _resource_version(before):
-        return OperationResult.UNCHANGED, updated
     return OperationResult.UPDATED, updated
 
 
 async def create_or_patch(client: Client, obj: O, mutate: Mutate) -> tuple[OperationResult, O]:
-    """Like ``create_or_update`` but sends merge patches: one for the object, one for its status."""
+    """Like ``create_or_update`` but sends merge patches: one for the object, one for its status
+    (each reported as sent, as ``create_or_update`` reports its update)."""
     key = _key(obj)
     try:
         current: Any = await client.get(obj, key[1], namespace=key[0] or None)
@@ -180,14 +178,11 @@ async def create_or_patch(client: Client, obj: O, mutate: Mutate) -> tuple[Opera
     changed_status = before.get("status") != after.get("status")
     if changed_object:
         result = await client.patch(current, None, _merge_patch(body_before, body_after))
-        changed_object = _resource_version(result) != _resource_version(before)
     if changed_status:
         status_patch = _merge_patch(
             {"status": before.get("status") or {}}, {"status": after.get("status") or {}}
         )
-        rv_before_status = _resource_version(result)
         result = await client.patch(current, None, status_patch, subresource="status")
-        changed_status = _resource_version(result) != rv_before_status
     if changed_object and changed_status:
         return OperationResult.UPDATED_STATUS, result
     if changed_status:

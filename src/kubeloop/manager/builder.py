@@ -151,6 +151,7 @@ class Builder:
             queue_metrics=self.manager.metrics.queue_metrics(name),
             on_reconciled=self.manager.metrics.reconcile_observer(name),
             use_priority_queue=self._priority,
+            reconcile_logger=self.manager.reconcile_logger,
         )
         self.manager.add_controller(controller)
         for_informer = None

@@ -28,6 +28,7 @@ from kubeloop.client.interface import KindRef
 from kubeloop.client.rest import APIClient
 from kubeloop.client.sync import BlockingClient
 from kubeloop.controller.controller import Controller
+from kubeloop.controller.reconcilelog import RECONCILE_LOG
 from kubeloop.lifecycle import cancel_and_wait, start_or_stop
 from kubeloop.manager.cachedclient import CachedClient
 from kubeloop.manager.healthz import Check, Checks
@@ -66,7 +67,8 @@ class Manager:
     ``/healthz``, ``/readyz``. ``webhook_server`` serves the webhooks ``WebhookBuilder`` registers
     (default: ``WebhookServer()``, port 9443 with a development certificate); it starts only when
     a webhook is registered, and then ``/readyz`` includes ``webhook``. ``logger`` takes the manager's own messages (default:
-    ``kubeloop.manager``). ``run()`` serves until a signal; in tests, ``async with manager:``
+    ``kubeloop.manager``), ``reconcile_logger`` its controllers' line per reconcile (default
+    ``kubeloop.reconcile``). ``run()`` serves until a signal; in tests, ``async with manager:``
     starts it and stops it at the end of the block.
     """
 
@@ -83,10 +85,13 @@ class Manager:
         health_probe_bind_address: str | None = None,
         webhook_server: WebhookServer | None = None,
         logger: logging.Logger | None = None,
+        reconcile_logger: logging.Logger | None = None,
     ) -> None:
         options = cache or CacheOptions()
         #: Where the manager's own messages go (controller-runtime's ``Options.Logger``).
         self.log = logger or log
+        #: Where its controllers log a line per reconcile (default ``kubeloop.reconcile``).
+        self.reconcile_logger = reconcile_logger or RECONCILE_LOG
         if namespace is not None:
             options = replace(options, default_namespaces=[namespace])
         #: The shared informer cache (controller-runtime's ``GetCache()``).

@@ -12,6 +12,8 @@ uses against a cluster:
   and end, and workload controllers (:class:`SimulationOptions`: their timings);
 - :func:`settled` waits until the operator has nothing left to do (caches current, queues
   empty, no reconcile running), so that a test can show something did *not* happen;
+- :func:`assert_converged` checks that, once settled, reconciling every object again writes
+  nothing (a reconciler that writes on every pass never converges);
 - :func:`webhooks_installed` makes the server call the operator's webhooks while a block runs
   (envtest's WebhookInstallOptions);
 - :func:`eventually` waits until what the operator does can be seen::
@@ -24,9 +26,18 @@ uses against a cluster:
 """
 
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
+from kubeloop.testing.converge import assert_converged
 from kubeloop.testing.installedwebhooks import webhooks_installed
 from kubeloop.testing.polling import eventually
 from kubeloop.testing.serverthread import ServerThread, start_server
 from kubeloop.testing.settle import settled
 
-__all__ = ["ServerThread", "SimulationOptions", "eventually", "settled", "start_server", "webhooks_installed"]
+__all__ = [
+    "ServerThread",
+    "SimulationOptions",
+    "assert_converged",
+    "eventually",
+    "settled",
+    "start_server",
+    "webhooks_installed",
+]

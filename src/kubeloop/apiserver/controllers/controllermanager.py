@@ -31,6 +31,10 @@ from kubeloop.manager.manager import Manager
 USER = "system:kube-controller-manager"
 
 
+#: Where the cluster's own control loops log their reconciles: kept out of an operator's -v.
+RECONCILE_LOGGER = "kubeloop.apiserver.controllers.reconcile"
+
+
 class ControllerManager:
     """Starts the control loops against the server at ``url`` (``ca_pem`` verifies it, None
     over plain HTTP; ``root_ca_pem`` is the CA every namespace's ``kube-root-ca.crt`` publishes, None:
@@ -60,6 +64,7 @@ class ControllerManager:
             self.client,
             graceful_shutdown_timeout=5.0,
             logger=logging.getLogger("kubeloop.apiserver.controllers"),
+            reconcile_logger=logging.getLogger(RECONCILE_LOGGER),
         )
         self.garbage_collector = GarbageCollector(self.manager)
         self.manager.add(self.garbage_collector.run, name="garbage-collector", need_leader_election=False)

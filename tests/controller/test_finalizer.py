@@ -1,0 +1,94 @@
+"""``kubeloop.finalizer`` against the embedded server: a living object gets the finalizer before
+its apply runs; one being deleted has its cleanup run, retried while it fails, and only then loses
+the finalizer and goes; another finalizer is never lost to a concurrent change."""
+
+from __future__ import annotations
+
+import asyncio
+
+import kubeloop
+from kubeloop.client.rest import APIClient
+from kubeloop.models import core_v1, meta_v1
+from kubeloop.testing import eventually, settled
+
+FINALIZER = "example.com/cleanup"
+
+
+def config_map(name: str, namespace: str) -> core_v1.ConfigMap:
+    return core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name=name, namespace=namespace))
+
+
+async def test_apply_then_a_failing_cleanup_retried_until_it_succeeds(
+    kube_client: APIClient, kube_namespace: str
+) -> None:
+    manager = kubeloop.Manager(kube_client, namespace=kube_namespace)
+    applied: list[str] = []
+    cleanups: list[str] = []
+    allow_cleanup = asyncio.Event()
+
+    def apply(obj: core_v1.ConfigMap) -> str:
+        assert obj.metadata.finalizers == [FINALIZER]  # held before any work is done
+        applied.append(obj.metadata.name or "")
+        return "applied"
+
+    async def cleanup(obj: core_v1.ConfigMap) -> str:
+        cleanups.append(obj.metadata.name or "")
+        if not allow_cleanup.is_set():
+            raise RuntimeError("the DNS record is not gone yet")
+        return "cleaned"
+
+    async def reconcile(request: kubeloop.Request) -> None:
+        try:
+            found = await manager.client.get(core_v1.ConfigMap, request.name, namespace=request.namespace)
+        except kubeloop.errors.NotFound:
+            return
+        await kubeloop.finalizer(manager.client, found, FINALIZER, apply=apply, cleanup=cleanup)
+
+    kubeloop.Builder(manager).for_(core_v1.ConfigMap).complete(reconcile)
+    async with manager:
+        await kube_client.create(config_map("site", kube_namespace))
+        await eventually(lambda: applied == ["site"] or applied[:1] == ["site"])
+        stored = await kube_client.get(core_v1.ConfigMap, "site", namespace=kube_namespace)
+        assert stored.metadata.finalizers == [FINALIZER]
+        await kube_client.delete(core_v1.ConfigMap, "site", namespace=kube_namespace)
+        await eventually(lambda: len(cleanups) >= 3)  # failing: retried with back-off
+        held = await kube_client.get(core_v1.ConfigMap, "site", namespace=kube_namespace)
+        assert held.metadata.deletion_timestamp is not None and held.metadata.finalizers == [FINALIZER]
+        allow_cleanup.set()
+
+        async def gone() -> None:
+            try:
+                await kube_client.get(core_v1.ConfigMap, "site", namespace=kube_namespace)
+            except kubeloop.errors.NotFound:
+                return
+            raise AssertionError("still there")
+
+        await eventually(gone)
+        await settled(manager)
+
+
+async def test_another_finalizer_is_kept_and_a_foreign_deletion_is_not_ours(
+    kube_client: APIClient, kube_namespace: str
+) -> None:
+    other = "example.com/other"
+    obj = config_map("shared", kube_namespace)
+    obj.metadata.finalizers = [other]
+    created = await kube_client.create(obj)
+    result = await kubeloop.finalizer(kube_client, created, FINALIZER, apply=lambda o: "ok", cleanup=lambda o: "no")
+    assert result == "ok"
+    stored = await kube_client.get(core_v1.ConfigMap, "shared", namespace=kube_namespace)
+    assert stored.metadata.finalizers == [other, FINALIZER]
+    # A stale copy (the finalizer list changed since it was read) is refused, not overwritten.
+    stale = created
+    try:
+        await kubeloop.finalizer(kube_client, stale.model_copy(update={"metadata": stale.metadata.model_copy(update={"finalizers": []})}), "example.com/third", apply=lambda o: "ok", cleanup=lambda o: "no")  # fmt: skip
+    except kubeloop.errors.Conflict:
+        pass
+    else:
+        raise AssertionError("a stale object's finalizer list overwrote the stored one")
+    await kube_client.delete(core_v1.ConfigMap, "shared", namespace=kube_namespace)
+    deleting = await kube_client.get(core_v1.ConfigMap, "shared", namespace=kube_namespace)
+    assert await kubeloop.finalizer(kube_client, deleting, FINALIZER, apply=lambda o: "ok", cleanup=lambda o: "cleaned") == "cleaned"
+    after = await kube_client.get(core_v1.ConfigMap, "shared", namespace=kube_namespace)
+    assert after.metadata.finalizers == [other]  # ours removed, the other kept: it stays
+    assert await kubeloop.finalizer(kube_client, after, FINALIZER, apply=lambda o: "ok", cleanup=lambda o: "again") is None

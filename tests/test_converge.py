@@ -1,0 +1,60 @@
+"""``assert_converged``: a reconciler that sets only the fields it owns passes; one that sets a
+whole spec the server defaults writes on every pass, and is named with what it wrote."""
+
+from __future__ import annotations
+
+import pytest
+
+import kubeloop
+from kubeloop.client.rest import APIClient
+from kubeloop.models import core_v1, meta_v1
+from kubeloop.testing import assert_converged, eventually
+
+
+def setup(manager: kubeloop.Manager, *, whole_spec: bool) -> None:
+    async def reconcile(request: kubeloop.Request) -> None:
+        try:
+            source = await manager.client.get(core_v1.ConfigMap, request.name, namespace=request.namespace)
+        except kubeloop.errors.NotFound:
+            return
+        labels = {"app": request.name}
+
+        def mutate(obj: kubeloop.Obj) -> None:
+            kubeloop.set_controller_reference(source, obj)
+            container = {"name": "web", "image": "nginx:1.27"}
+            if whole_spec:  # the server adds defaults to this spec: it differs every time
+                obj["spec"] = {"replicas": 1, "selector": {"matchLabels": labels},
+                               "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}}}  # fmt: skip
+                return
+            spec = obj.setdefault("spec", {})
+            spec["replicas"] = 1
+            spec["selector"] = {"matchLabels": labels}
+            template = spec.setdefault("template", {})
+            template.setdefault("metadata", {})["labels"] = labels
+            containers = template.setdefault("spec", {}).setdefault("containers", [])
+            if not containers:
+                containers.append({"name": "web"})
+            containers[0]["image"] = "nginx:1.27"
+
+        wanted = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": request.name, "namespace": request.namespace}}  # fmt: skip
+        await kubeloop.create_or_update(manager.client, wanted, mutate)
+
+    kubeloop.Builder(manager).for_(core_v1.ConfigMap).owns(kubeloop.kinds.Deployment).complete(reconcile)
+
+
+@pytest.mark.parametrize("whole_spec", [False, True])
+async def test_assert_converged(kube_client: APIClient, kube_namespace: str, whole_spec: bool) -> None:
+    manager = kubeloop.Manager(kube_client, namespace=kube_namespace)
+    setup(manager, whole_spec=whole_spec)
+    async with manager:
+        await kube_client.create(core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name="web", namespace=kube_namespace)))
+        await eventually(lambda: kube_client.get(kubeloop.kinds.Deployment, "web", namespace=kube_namespace))
+        if not whole_spec:
+            await assert_converged(manager)
+            return
+        with pytest.raises(AssertionError) as refused:
+            await assert_converged(manager)
+    assert str(refused.value) == (
+        "not converged: reconciled again, with nothing changed, these wrote:\n"
+        f"configmap: reconcile {kube_namespace}/web wrote Deployment/web updated"
+    )

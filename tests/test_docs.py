@@ -38,7 +38,14 @@ from tests.kubectl_finder import kubectl_binaries, newest_kubectl
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-GUIDES = ["writing-an-operator", "testing-an-operator", "running-on-a-cluster", "webhooks", "starting-a-project"]
+GUIDES = [
+    "writing-an-operator",
+    "testing-an-operator",
+    "running-on-a-cluster",
+    "webhooks",
+    "starting-a-project",
+    "a-custom-resource",
+]
 BLOCK = re.compile(
     r"^```(?:\{code-block\} *)?(?P<lang>[\w-]+)\n(?P<options>(?::\w+:[^\n]*\n)*)\n?(?P<code>.*?)^```$",
     re.M | re.S,

@@ -42,6 +42,13 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     for kind in ("Website", "Blog"):
         added = kubeloop(root, "create", "api", "--group", "web.example.com", "--version", "v1", "--kind", kind)
         assert added.returncode == 0, added.stderr
+    hooks = kubeloop(root, "create", "webhook", "--group", "web.example.com", "--version", "v1", "--kind", "Website", "--defaulting", "--validation")  # fmt: skip
+    assert hooks.returncode == 0, hooks.stderr
+    assert hooks.stdout.splitlines()[:3] == [
+        "kubeloop create webhook: wrote blog_operator/webhooks/website.py",
+        "kubeloop create webhook: wrote blog_operator/webhooks/__init__.py",
+        "kubeloop create webhook: wrote tests/test_website_webhooks.py",
+    ]
     return root
 
 
@@ -52,15 +59,18 @@ def test_the_layout_is_a_kubebuilder_projects(project: pathlib.Path) -> None:
         "blog_operator/__init__.py", "blog_operator/api/__init__.py",
         "blog_operator/api/v1/__init__.py", "blog_operator/api/v1/blog.py", "blog_operator/api/v1/website.py",
         "blog_operator/controllers/__init__.py", "blog_operator/controllers/blog.py", "blog_operator/controllers/website.py",
+        "blog_operator/webhooks/__init__.py", "blog_operator/webhooks/website.py",
         "config/crd/kustomization.yaml", "config/crd/web.example.com_blogs.yaml", "config/crd/web.example.com_websites.yaml",
         "config/default/kustomization.yaml",
         "config/manager/kustomization.yaml", "config/manager/manager.yaml",
         "config/rbac/kustomization.yaml", "config/rbac/role.yaml", "config/rbac/role_binding.yaml", "config/rbac/service_account.yaml",
         "config/samples/kustomization.yaml", "config/samples/web_v1_blog.yaml", "config/samples/web_v1_website.yaml",
+        "config/webhook/manifests.yaml",
         "main.py", "pyproject.toml", "tests/conftest.py", "tests/test_blog.py", "tests/test_website.py",
+        "tests/test_website_webhooks.py",
     ]  # fmt: skip
     controllers = (project / "blog_operator/controllers/__init__.py").read_text()
-    assert "    website.setup(manager)\n    blog.setup(manager)\n    # kubeloop:scaffold:setup" in controllers
+    assert "    setup_website(manager)\n    setup_blog(manager)\n    # kubeloop:scaffold:setup" in controllers
     assert yaml.safe_load((project / "config/crd/kustomization.yaml").read_text())["resources"] == [
         "web.example.com_blogs.yaml", "web.example.com_websites.yaml",
     ]  # fmt: skip
@@ -74,11 +84,24 @@ def test_the_generated_tests_pass_and_the_crds_print(project: pathlib.Path) -> N
         cwd=project, capture_output=True, text=True, timeout=300, env=environment(project),
     )  # fmt: skip
     assert tested.returncode == 0, tested.stdout[-3000:]
-    assert "2 passed" in tested.stdout
+    assert "4 passed" in tested.stdout
     printed = kubeloop(project, "crd", ".")
     assert printed.returncode == 0, printed.stderr
     names = sorted(crd["metadata"]["name"] for crd in yaml.safe_load_all(printed.stdout))
     assert names == ["blogs.web.example.com", "websites.web.example.com"]
+
+
+def test_what_is_written_passes_ruff(project: pathlib.Path) -> None:
+    for command in (["check", "."], ["format", "--check", "."]):
+        linted = subprocess.run([str(BIN / "ruff"), *command], cwd=project, capture_output=True, text=True, timeout=60)
+        assert linted.returncode == 0, linted.stdout + linted.stderr
+
+
+def test_the_webhook_configurations_call_the_service(project: pathlib.Path) -> None:
+    configurations = list(yaml.safe_load_all((project / "config/webhook/manifests.yaml").read_text()))
+    assert [c["kind"] for c in configurations] == ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
+    service = configurations[1]["webhooks"][0]["clientConfig"]["service"]
+    assert (service["name"], service["namespace"]) == ("webhook-service", "system")
 
 
 def test_make_run_serves_it_and_a_sample_becomes_available(project: pathlib.Path) -> None:

@@ -129,6 +129,12 @@ def _build_parser() -> argparse.ArgumentParser:
     api.add_argument("--group", required=True, help="the API group, a domain you own: web.example.com")
     api.add_argument("--version", required=True, help="the API version: v1, v1alpha1 ...")
     api.add_argument("--kind", required=True, help="the kind, in CamelCase: Website")
+    hook = what.add_parser("webhook", help="a defaulting and/or validating webhook of a kind, and its test")
+    hook.add_argument("--group", required=True, help="the kind's API group")
+    hook.add_argument("--version", required=True, help="the kind's API version")
+    hook.add_argument("--kind", required=True, help="the kind")
+    hook.add_argument("--defaulting", action="store_true", help="a defaulter (a mutating webhook)")
+    hook.add_argument("--validation", action="store_true", help="a validator (a validating webhook)")
     manifests = commands.add_parser(
         "manifests", help="write a project's config/crd and config/rbac/role.yaml from its code"
     )
@@ -413,13 +419,20 @@ def _scaffold(args: argparse.Namespace) -> int:
         print(f"kubeloop init: wrote {root.name}/: cd {root.name}, then kubeloop create api ...")
         return 0
     if args.command == "create":
-        for path in scaffold.create_api(here, args.group, args.version, args.kind):
-            print(f"kubeloop create api: wrote {path.relative_to(here)}")
+        if args.what == "webhook":
+            written = scaffold.create_webhook(
+                here, args.group, args.version, args.kind, defaulting=args.defaulting, validation=args.validation
+            )
+        else:
+            written = scaffold.create_api(here, args.group, args.version, args.kind)
+        for path in written:
+            print(f"kubeloop create {args.what}: wrote {path.relative_to(here)}")
         folder = here
     else:
         folder = args.folder.resolve()
     for path in asyncio.run(write_manifests(folder)):
-        print(f"kubeloop {args.command}{' api' if args.command == 'create' else ''}: wrote {path.relative_to(folder)}")
+        command = f"create {args.what}" if args.command == "create" else args.command
+        print(f"kubeloop {command}: wrote {path.relative_to(folder)}")
     return 0
 
 

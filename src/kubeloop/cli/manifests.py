@@ -1,7 +1,9 @@
 """``kubeloop manifests [DIR]``: a project's ``config/`` written from its code, as a kubebuilder
 project's ``make manifests`` runs controller-gen: one file per CRD of its models in
 ``config/crd/`` (``<group>_<plural>.yaml``, listed in its kustomization, files of CRDs no model
-defines any more removed), and the ClusterRole its setup needs in ``config/rbac/role.yaml``.
+defines any more removed), the ClusterRole its setup needs in ``config/rbac/role.yaml``, and,
+when it registers webhooks, their configurations (calling the Service ``webhook-service``) in
+``config/webhook/manifests.yaml``.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import pathlib
 
 from kubeloop.api.crdgen import to_yaml
-from kubeloop.cli.run import required_cluster_role
+from kubeloop.cli.run import required_cluster_role, required_webhook_configurations
 from kubeloop.cli.scaffold import add_resource
 from kubeloop.manager.operatortarget import load_target, module_crds
 
@@ -41,4 +43,14 @@ async def write_manifests(root: pathlib.Path) -> list[pathlib.Path]:
     role.parent.mkdir(parents=True, exist_ok=True)
     role.write_text(to_yaml([await required_cluster_role(str(root), "manager-role")]))
     written.append(role)
+    configurations = await required_webhook_configurations(
+        str(root), service="webhook-service", namespace="system"
+    )
+    webhook = root / "config" / "webhook" / "manifests.yaml"
+    if configurations:
+        webhook.parent.mkdir(parents=True, exist_ok=True)
+        webhook.write_text(to_yaml(configurations))
+        written.append(webhook)
+    elif webhook.exists():
+        webhook.unlink()
     return written

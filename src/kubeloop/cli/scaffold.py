@@ -1,14 +1,18 @@
-"""``kubeloop init`` and ``kubeloop create api``: a new operator project, then its kinds, in the
-layout of a kubebuilder project (and of ``examples/agents``).
+"""``kubeloop init``, ``kubeloop create api`` and ``kubeloop create webhook``: a new operator
+project, then its kinds and their webhooks, in the layout of a kubebuilder project (and of
+``examples/agents``).
 
 ``init NAME`` writes the project: ``pyproject.toml`` (with the test kit's configuration),
-``main.py`` (what ``kubeloop run .`` loads), the package (``api/``, ``controllers/``),
-``config/`` (crd, rbac, manager, samples, default: ``kubectl apply -k config/default``),
-``tests/``, a ``Dockerfile`` and a ``Makefile`` (``run``, ``test``, ``manifests``, ``deploy``).
-``create api --group G --version V --kind K``, run in the project, adds the kind's model, a
-controller that owns a Deployment and writes status with an Available condition, its test and
-a sample, and writes the manifests again (``manifests.write_manifests``). Lines marked
-``# kubeloop:scaffold:...`` are where later commands add theirs, as kubebuilder's markers.
+``main.py`` (what ``kubeloop run .`` loads), the package (``api/``, ``controllers/``,
+``webhooks/``), ``config/`` (crd, rbac, manager, samples, default: ``kubectl apply -k
+config/default``), ``tests/``, a ``Dockerfile`` and a ``Makefile`` (``run``, ``test``,
+``manifests``, ``deploy``). ``create api --group G --version V --kind K``, run in the project,
+adds the kind's model, a controller that owns a Deployment and writes status with an Available
+condition, its test and a sample. ``create webhook`` adds a defaulting and/or validating webhook
+of a kind (``WebhookBuilder``) and its test. Both write the manifests again
+(``manifests.write_manifests``). Imports go into the first-party block, sorted; calls go above
+the ``# kubeloop:scaffold:setup`` line, as kubebuilder's markers. What is written passes ruff
+(lint and format).
 """
 
 from __future__ import annotations
@@ -19,9 +23,7 @@ import string
 
 from kubeloop.cli.usage import UsageError
 
-IMPORTS_MARKER = "# kubeloop:scaffold:imports"
 SETUP_MARKER = "# kubeloop:scaffold:setup"
-MODELS_MARKER = "# kubeloop:scaffold:models"
 _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 _VERSION = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
@@ -42,6 +44,12 @@ test = ["pytest", "pytest-asyncio"]
 packages = { find = { include = ["$package*"] } }
 py-modules = ["main"]
 
+[tool.ruff]
+line-length = 110
+
+[tool.ruff.lint]
+select = ["E", "W", "F", "I"]
+
 [tool.pytest.ini_options]
 testpaths = ["tests"]
 pythonpath = ["."]
@@ -58,23 +66,124 @@ The models imported here are the operator's kinds: ``kubeloop crd .`` prints the
 """
 
 from $package import setup
-$models_marker
 
 __all__ = ["setup"]
 '''
 
 PACKAGE_INIT = '''\
-"""$name: its kinds (``api/``) and their controllers (``controllers/``)."""
+"""$name: its kinds (``api/``), their controllers (``controllers/``) and admission webhooks
+(``webhooks/``)."""
 
 import kubeloop
 
-from $package import controllers
+from $package import controllers, webhooks
 
 
 def setup(manager: kubeloop.Manager) -> None:
-    """Add the operator's controllers to ``manager`` (what ``kubeloop run`` calls)."""
+    """Add the operator's controllers and webhooks to ``manager`` (what ``kubeloop run`` calls)."""
     controllers.setup(manager)
+    webhooks.setup(manager)
 '''
+
+WEBHOOKS_INIT = '''\
+"""The operator's admission webhooks, one module per kind (``kubeloop create webhook`` adds them)."""
+
+import kubeloop
+
+
+def setup(manager: kubeloop.Manager) -> None:
+    """Register every webhook with ``manager``'s webhook server."""
+    $setup_marker
+'''
+
+WEBHOOK = '''\
+"""Admission webhooks of ${kind}s: $summary.
+
+kube-apiserver (or the embedded one) calls them on every write of a $kind; ``kubeloop webhook .``
+prints the configurations that make it do so (``make manifests``: config/webhook/).
+"""
+
+import kubeloop
+from kubeloop import field
+
+from $package.api.$version import $kind
+
+
+$classes
+def setup(manager: kubeloop.Manager) -> None:
+    builder = kubeloop.WebhookBuilder(manager).for_($kind)
+    builder$with_calls.complete()
+'''
+
+DEFAULTER = '''\
+class ${kind}Defaulter:
+    """Labels every $kind with the app it runs (what the controller's Deployment selects by)."""
+
+    def default(self, $lower: $kind) -> None:
+        labels = dict($lower.metadata.labels or {})
+        labels.setdefault("app.kubernetes.io/name", "$lower")
+        $lower.metadata.labels = labels
+
+'''
+
+VALIDATOR = '''\
+class ${kind}Validator:
+    """An image must name its version: without a tag it is refused, ``:latest`` is warned about."""
+
+    def validate_create(self, $lower: $kind) -> list[str]:
+        image = $lower.spec.image
+        if ":" not in image.rsplit("/", 1)[-1]:
+            raise kubeloop.webhook.invalid(
+                $lower, field.invalid("spec.image", image, "must name a tag, e.g. nginx:1.27")
+            )
+        if image.endswith(":latest"):
+            return ["spec.image: a :latest image changes under you; pin a version"]
+        return []
+
+    def validate_update(self, old: $kind, new: $kind) -> list[str]:
+        return self.validate_create(new)
+
+    def validate_delete(self, $lower: $kind) -> None:
+        return None
+
+'''
+
+WEBHOOK_TEST = '''\
+"""The $kind webhooks, called by the embedded API server as kube-apiserver calls them
+(``kube_operator`` installs the configurations for each test)."""
+
+import kubeloop
+${imports}
+from $package.api.$version import $kind
+
+
+$tests
+'''
+
+DEFAULTER_TEST = '''\
+async def test_a_${lower}_is_labelled(
+    kube_operator: kubeloop.Manager, kube_client: kubeloop.APIClient, kube_namespace: str
+) -> None:
+    created = await kube_client.create(
+        $kind.model_validate({"metadata": {"name": "labelled"}, "spec": {"image": "nginx:1.27"}}),
+        namespace=kube_namespace,
+    )
+    assert (created.metadata.labels or {})["app.kubernetes.io/name"] == "$lower"
+
+'''
+
+VALIDATOR_TEST = '''\
+async def test_an_image_without_a_tag_is_refused(
+    kube_operator: kubeloop.Manager, kube_client: kubeloop.APIClient, kube_namespace: str
+) -> None:
+    untagged = $kind.model_validate({"metadata": {"name": "untagged"}, "spec": {"image": "nginx"}})
+    with pytest.raises(kubeloop.errors.Invalid) as refused:
+        await kube_client.create(untagged, namespace=kube_namespace)
+    assert refused.value.causes[0].field == "spec.image"
+    assert "must name a tag" in refused.value.causes[0].message
+
+'''
+
 
 API_INIT = '''\
 """The operator's kinds, one package per API version (``kubeloop create api`` adds them)."""
@@ -84,8 +193,6 @@ CONTROLLERS_INIT = '''\
 """The operator's controllers, one module per kind (``kubeloop create api`` adds them)."""
 
 import kubeloop
-
-$imports_marker
 
 
 def setup(manager: kubeloop.Manager) -> None:
@@ -310,6 +417,8 @@ VERSION_INIT = '''\
 """The operator's kinds of $group/$version."""
 
 $imports
+
+__all__ = [$names]
 '''
 
 CONTROLLER = '''\
@@ -349,7 +458,11 @@ def setup(manager: kubeloop.Manager) -> None:
                 containers.append(container)
             container["image"] = $lower.spec.image
 
-        wanted = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": request.name, "namespace": request.namespace}}
+        wanted = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": request.name, "namespace": request.namespace},
+        }
         _, current = await kubeloop.create_or_update(manager.client, wanted, deployment)
 
         ready = int((current.get("status") or {}).get("readyReplicas") or 0)
@@ -434,8 +547,6 @@ def init_project(name: str, parent: pathlib.Path) -> pathlib.Path:
     values = {
         "name": name,
         "package": package,
-        "models_marker": MODELS_MARKER,
-        "imports_marker": IMPORTS_MARKER,
         "setup_marker": SETUP_MARKER,
     }
     files = {
@@ -444,6 +555,7 @@ def init_project(name: str, parent: pathlib.Path) -> pathlib.Path:
         f"{package}/__init__.py": PACKAGE_INIT,
         f"{package}/api/__init__.py": API_INIT,
         f"{package}/controllers/__init__.py": CONTROLLERS_INIT,
+        f"{package}/webhooks/__init__.py": WEBHOOKS_INIT,
         "tests/conftest.py": TESTS_CONFTEST,
         "Dockerfile": DOCKERFILE,
         "Makefile": MAKEFILE,
@@ -471,6 +583,29 @@ def _project(root: pathlib.Path) -> str:
     if not (root / "main.py").exists() or len(controllers) != 1:
         raise UsageError(f"{root} is not a kubeloop project", "run kubeloop init NAME first, then cd NAME")
     return controllers[0].name
+
+
+def _class_name(model: pathlib.Path) -> str:
+    """The kind a model module of the scaffold defines (its CustomResource class)."""
+    found = re.search(r"^class (\w+)\(\n?\s*kubeloop\.CustomResource", model.read_text(), re.M)
+    if found is None:
+        raise UsageError(f"{model} defines no CustomResource class")
+    return found.group(1)
+
+
+def add_import(path: pathlib.Path, line: str) -> None:
+    """Add ``from <package>... import ...`` to the file's first-party imports, kept sorted (a
+    block of its own after the others)."""
+    package = line.split()[1].split(".")[0]
+    lines = path.read_text().split("\n")
+    ours = [i for i, text in enumerate(lines) if text.startswith((f"from {package} ", f"from {package}."))]
+    if ours:
+        block = sorted({*(lines[i] for i in ours), line})
+        lines[ours[0] : ours[-1] + 1] = block
+    else:
+        last = max(i for i, text in enumerate(lines) if text.startswith(("import ", "from ")))
+        lines[last + 1 : last + 1] = ["", line]
+    path.write_text("\n".join(lines))
 
 
 def _insert_before(path: pathlib.Path, marker: str, line: str) -> None:
@@ -504,21 +639,24 @@ def create_api(root: pathlib.Path, group: str, version: str, kind: str) -> list[
     model.write_text(_render(MODEL, **values))
     written.append(model)
     version_init = model.parent / "__init__.py"
-    exports = f"from {package}.api.{version}.{lower} import {kind}, {kind}Spec, {kind}Status"
-    if version_init.exists():
-        version_init.write_text(version_init.read_text().rstrip("\n") + "\n" + exports + "\n")
-    else:
-        version_init.write_text(_render(VERSION_INIT, group=group, version=version, imports=exports))
+    kinds = sorted(
+        (path.stem, _class_name(path)) for path in model.parent.glob("*.py") if path.name != "__init__.py"
+    )
+    imports = "\n".join(
+        f"from {package}.api.{version}.{module} import {name}, {name}Spec, {name}Status" for module, name in kinds
+    )
+    names = ", ".join(f'"{n}"' for _, name in kinds for n in (name, f"{name}Spec", f"{name}Status"))
+    version_init.write_text(_render(VERSION_INIT, group=group, version=version, imports=imports, names=names))
     written.append(version_init)
     controller = root / package / "controllers" / f"{lower}.py"
     controller.write_text(_render(CONTROLLER, **values))
     written.append(controller)
     controllers_init = root / package / "controllers" / "__init__.py"
-    _insert_before(controllers_init, IMPORTS_MARKER, f"from {package}.controllers import {lower}")
-    _insert_before(controllers_init, SETUP_MARKER, f"{lower}.setup(manager)")
+    add_import(controllers_init, f"from {package}.controllers.{lower} import setup as setup_{lower}")
+    _insert_before(controllers_init, SETUP_MARKER, f"setup_{lower}(manager)")
     written.append(controllers_init)
     main = root / "main.py"
-    _insert_before(main, MODELS_MARKER, f"from {package}.api.{version} import {kind} as {kind}")
+    add_import(main, f"from {package}.api.{version} import {kind} as {kind}")
     written.append(main)
     test = root / "tests" / f"test_{lower}.py"
     test.write_text(_render(CONTROLLER_TEST, **values))
@@ -528,6 +666,52 @@ def create_api(root: pathlib.Path, group: str, version: str, kind: str) -> list[
     add_resource(root / "config" / "samples" / "kustomization.yaml", sample.name)
     written.append(sample)
     return written
+
+
+def create_webhook(
+    root: pathlib.Path, group: str, version: str, kind: str, *, defaulting: bool, validation: bool
+) -> list[pathlib.Path]:
+    """Add a defaulting and/or validating webhook of an existing kind; the files written."""
+    package = _project(root)
+    if not (defaulting or validation):
+        raise UsageError("a webhook needs --defaulting, --validation or both")
+    lower = kind.lower()
+    model = root / package / "api" / version / f"{lower}.py"
+    if not model.exists() or f'group="{group}"' not in model.read_text():
+        raise UsageError(
+            f"{group}/{version} {kind} is not a kind of this project",
+            f"kubeloop create api --group {group} --version {version} --kind {kind} first",
+        )
+    webhooks_init = root / package / "webhooks" / "__init__.py"
+    if not webhooks_init.exists():
+        raise UsageError(f"{webhooks_init} is missing", "a project made by kubeloop init has it")
+    module = root / package / "webhooks" / f"{lower}.py"
+    if module.exists():
+        raise UsageError(f"{module} exists: {kind} has its webhooks")
+    values = {"package": package, "group": group, "version": version, "kind": kind, "lower": lower}
+    classes = ""
+    calls = ""
+    tests = ""
+    if defaulting:
+        classes += _render(DEFAULTER, **values).rstrip() + "\n\n\n"
+        calls += f".with_defaulter({kind}Defaulter())"
+        tests += _render(DEFAULTER_TEST, **values).rstrip() + "\n\n\n"
+    if validation:
+        classes += _render(VALIDATOR, **values).rstrip() + "\n\n\n"
+        calls += f".with_validator({kind}Validator())"
+        tests += _render(VALIDATOR_TEST, **values).rstrip() + "\n\n\n"
+    summary = " and ".join(
+        part for part, wanted in (("defaults", defaulting), ("validation", validation)) if wanted
+    )
+    module.write_text(
+        _render(WEBHOOK, **values, summary=summary, classes=classes.rstrip() + "\n\n", with_calls=calls)
+    )
+    add_import(webhooks_init, f"from {package}.webhooks.{lower} import setup as setup_{lower}")
+    _insert_before(webhooks_init, SETUP_MARKER, f"setup_{lower}(manager)")
+    test = root / "tests" / f"test_{lower}_webhooks.py"
+    imports = "import pytest\n" if validation else ""
+    test.write_text(_render(WEBHOOK_TEST, **values, imports=imports, tests=tests.rstrip()))
+    return [module, webhooks_init, test]
 
 
 def add_resource(kustomization: pathlib.Path, name: str) -> None:

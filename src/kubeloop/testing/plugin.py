@@ -33,7 +33,9 @@ from kubeloop.client.rest import APIClient
 from kubeloop.manager.manager import Manager
 from kubeloop.manager.operatortarget import Setup, TargetError, load_target, module_crds, run_setup, setup_of
 from kubeloop.testing import serverthread as server_threads
+from kubeloop.testing.installedwebhooks import webhooks_installed
 from kubeloop.testing.serverthread import ServerThread, start_server
+from kubeloop.webhook.server import WebhookServer
 
 _namespaces = itertools.count(1)
 
@@ -188,7 +190,8 @@ async def kube_operator(
 ) -> AsyncIterator[Manager]:
     """The operator running: ``kube_setup`` in a started manager of ``kube_client`` whose cache
     sees ``kube_namespace``, with the CRDs of the models ``kubeloop_setup``'s module defines or
-    imports (else the setup's own module's) installed; stopped after the test."""
+    imports (else the setup's own module's) installed, and its webhooks (if it registers any)
+    served and installed into the server while the test runs; stopped after the test."""
     target = str(request.config.getini("kubeloop_setup") or "")
     module = (
         load_target(target)[0] if target else sys.modules.get(getattr(kube_setup, "__module__", "") or "")
@@ -196,7 +199,11 @@ async def kube_operator(
     crds = module_crds(module) if module is not None else []
     if crds:
         await install_crds(kube_client, *crds)
-    manager = Manager(kube_client, namespace=kube_namespace)
+    manager = Manager(kube_client, namespace=kube_namespace, webhook_server=WebhookServer(port=0))
     run_setup(kube_setup, manager)
     async with manager:
-        yield manager
+        if not manager.webhook_server.webhooks:
+            yield manager
+            return
+        async with webhooks_installed(kube_client, manager):
+            yield manager

@@ -51,6 +51,12 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--data-dir", type=pathlib.Path, help="with --embedded: keep its state here (default: in memory)"
     )
+    run.add_argument(
+        "--reload",
+        action="store_true",
+        help="restart the manager on the new code when a .py file of the operator changes "
+        "(the process and an embedded server stay)",
+    )
     run.add_argument("--namespace", help="cache and watch only this namespace (default: all)")
     run.add_argument(
         "--metrics-bind-address", help='serve /metrics here, e.g. ":8080" ("0": off, the default)'
@@ -276,6 +282,7 @@ def _command(args: argparse.Namespace) -> int:
                 data_dir=args.data_dir,
                 flags=flags,
                 simulate=args.simulate,
+                reload=args.reload,
             )
         )
     if args.command == "rbac":

@@ -19,6 +19,10 @@ verbs are one warning. A TARGET that names nothing, a missing ``setup``, a kubec
 cannot be used, a kind given as a string and a Builder never completed are one line each
 (exit 2, ``cli.usage``).
 
+With ``--reload`` the manager restarts on the new code whenever a ``.py`` file under the
+operator's folder changes, in the same process and on the same embedded server (``cli.reload``);
+the command owns SIGTERM and SIGINT across its managers.
+
 Webhooks the setup registers (``WebhookBuilder``) are served on ``--webhook-port`` (9443) with
 the certificate in ``--webhook-cert-dir`` or a development one; with ``--embedded`` their
 configurations are installed into the embedded server, by URL with the development CA, once the
@@ -39,11 +43,14 @@ import contextlib
 import os
 import pathlib
 import sys
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.cli import reload as reloading
 from kubeloop.cli.usage import ClusterUnusable, UsageError
 from kubeloop.client.config import ClientConfig, ConfigError, load_config
 from kubeloop.client.crdinstall import install_crds
@@ -51,9 +58,17 @@ from kubeloop.client.preflight import CannotUseCluster, Needed, check_connection
 from kubeloop.client.rest import APIClient
 from kubeloop.errors import APIError
 from kubeloop.gcpause import tune_for_serving
+from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import IncompleteBuilder, Manager
-from kubeloop.manager.operatortarget import Setup, load_target, module_crds, run_setup, setup_of
+from kubeloop.manager.operatortarget import (
+    Setup,
+    TargetError,
+    load_target,
+    module_crds,
+    run_setup,
+    setup_of,
+)
 from kubeloop.manager.permissions import LEASE, Resource
 from kubeloop.manager.webhookconfigurations import (
     crd_conversion_patches,
@@ -133,33 +148,125 @@ async def run(
     data_dir: pathlib.Path | None,
     flags: ManagerFlags | None = None,
     simulate: bool = False,
+    reload: bool = False,
 ) -> int:
     flags = flags or ManagerFlags()
     module, attribute = load_target(target)
     setup = setup_of(target, module, attribute)
-    crds = module_crds(module) if flags.install_crds else []
-    if embedded:
-        from kubeloop.apiserver.server import APIServer, ServerOptions
+    signals = reloading.CommandSignals()
+    signals.install()
+    try:
+        if embedded:
+            from kubeloop.apiserver.server import APIServer, ServerOptions
 
-        options = ServerOptions(memory=data_dir is None, data_dir=data_dir, port=0, simulate=simulate)
-        async with APIServer(options) as server:
+            options = ServerOptions(memory=data_dir is None, data_dir=data_dir, port=0, simulate=simulate)
+            async with APIServer(options) as server:
+                print(
+                    f"kubeloop embedded apiserver ready at {server.url} kubeconfig={server.kubeconfig_path}",
+                    flush=True,
+                )
+                kubeconfig, context = str(server.kubeconfig_path), None
+                if reload:
+                    return await _run_reloading(
+                        target, module, kubeconfig, context, flags, signals, embedded=True
+                    )
+                crds = module_crds(module) if flags.install_crds else []
+                await _manage(setup, crds, kubeconfig, context, flags, signals, embedded=True)
+                return 0
+        if reload:
+            return await _run_reloading(target, module, kubeconfig, context, flags, signals)
+        crds = module_crds(module) if flags.install_crds else []
+        await _manage(setup, crds, kubeconfig, context, flags, signals)
+        return 0
+    finally:
+        signals.remove()
+
+
+async def _run_reloading(
+    target: str,
+    module: ModuleType,
+    kubeconfig: str | None,
+    context: str | None,
+    flags: ManagerFlags,
+    signals: reloading.CommandSignals,
+    *,
+    embedded: bool = False,
+) -> int:
+    """``--reload``: the manager runs until a ``.py`` file under the operator's folder changes,
+    then the operator's modules are imported afresh and a new manager starts (on the same
+    embedded server, if any). Code that does not load, or a setup that fails, is reported and
+    the next change is waited for; SIGTERM or SIGINT end it."""
+    root = reloading.operator_root(target, module)
+    watcher = reloading.FileWatcher(root)
+    print(f"kubeloop run: --reload: watching the .py files under {root}", flush=True)
+    while True:
+        try:
+            setup = setup_of(target, module, load_target_attribute(target))
+            changed = await _manage(
+                setup,
+                module_crds(module) if flags.install_crds else [],
+                kubeconfig,
+                context,
+                flags,
+                signals,
+                embedded=embedded,
+                watcher=watcher,
+            )
+            if changed is None:
+                return 0
+        except ClusterUnusable:
+            raise
+        except (UsageError, TargetError) as error:
+            print(f"kubeloop run: {error}; waiting for a change", file=sys.stderr, flush=True)
+            changed = await signals.changed_or_stopped(watcher)
+        except Exception:
+            traceback.print_exc()
+            print("kubeloop run: the setup failed; waiting for a change", file=sys.stderr, flush=True)
+            changed = await signals.changed_or_stopped(watcher)
+        while True:
+            if changed is None:
+                return 0
+            shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+            print(f"kubeloop run: {shown} changed: reloading", flush=True)
+            reloading.forget_modules(root)
+            try:
+                module = load_target(target)[0]
+                break
+            except TargetError as error:
+                problem = str(error)
+            except SyntaxError as error:
+                problem = f"{error.msg} ({error.filename}, line {error.lineno})"
+            except Exception as error:  # the operator's code: a failing import, a failing statement
+                problem = "".join(traceback.format_exception_only(error)).strip().splitlines()[-1]
             print(
-                f"kubeloop embedded apiserver ready at {server.url} kubeconfig={server.kubeconfig_path}",
+                f"kubeloop run: {target} does not load: {problem}; waiting for a change",
+                file=sys.stderr,
                 flush=True,
             )
-            return await _run_manager(setup, crds, str(server.kubeconfig_path), None, flags, embedded=True)
-    return await _run_manager(setup, crds, kubeconfig, context, flags)
+            changed = await signals.changed_or_stopped(watcher)
 
 
-async def _run_manager(
+def load_target_attribute(target: str) -> str:
+    """The function a TARGET names after its colon (``setup`` by default)."""
+    path = pathlib.Path(target)
+    if path.is_dir() or path.suffix == ".py":
+        return "setup"
+    return target.partition(":")[2] or "setup"
+
+
+async def _manage(
     setup: Setup,
     crds: list[dict[str, Any]],
     kubeconfig: str | None,
     context: str | None,
     flags: ManagerFlags,
+    signals: reloading.CommandSignals,
     *,
     embedded: bool = False,
-) -> int:
+    watcher: reloading.FileWatcher | None = None,
+) -> list[str] | None:
+    """Run a manager with ``setup`` until a signal (None), or with ``watcher`` until files
+    change (the files)."""
     config, source = client_config(kubeconfig, context)
     async with APIClient(config) as client:
         try:
@@ -181,11 +288,27 @@ async def _run_manager(
             )
         print(f"kubeloop run: {len(manager.controllers)} controller(s) starting", flush=True)
         tune_for_serving()
+        changed: list[str] | None = None
+
+        async def stop_on_change() -> None:
+            nonlocal changed
+            assert watcher is not None
+            changed = await watcher.changed()
+            manager.request_stop()
+
+        watching = asyncio.create_task(stop_on_change(), name="kubeloop reload watch") if watcher else None
+        signals.manager = manager
+        if signals.requested.is_set():
+            manager.request_stop()
         try:
-            await manager.run()
+            await manager.run(handle_signals=False)
         except IncompleteBuilder as error:
             raise UsageError(str(error)) from None
-    return 0
+        finally:
+            signals.manager = None
+            if watching is not None:
+                await cancel_and_wait([watching])
+    return None if signals.requested.is_set() else changed
 
 
 async def _check_permissions(client: APIClient, manager: Manager, user: str, namespace: str | None) -> None:

@@ -222,8 +222,8 @@ IMG ?= $name:dev
 
 .PHONY: run test manifests deploy undeploy docker-build
 
-run: ## Run the operator on an embedded API server, workloads simulated (kubectl: see the first lines)
-\tkubeloop run . --embedded --simulate --install-crds
+run: ## Run the operator on an embedded API server, workloads simulated, reloaded on every edit
+\tkubeloop run . --embedded --simulate --install-crds --reload
 
 test: ## Run the operator's tests against the embedded API server
 \tpython -m pytest

@@ -332,8 +332,9 @@ class Manager:
         """Make ``run()`` stop gracefully, as a signal would."""
         self._stopping.set()
 
-    async def run(self) -> None:
-        """Start, serve until SIGTERM/SIGINT (a second one exits at once), then stop gracefully."""
+    async def run(self, *, handle_signals: bool = True) -> None:
+        """Start, serve until SIGTERM/SIGINT (a second one exits at once), then stop gracefully.
+        Without ``handle_signals`` the caller owns the signals and calls ``request_stop``."""
         loop = asyncio.get_running_loop()
         signals = 0
 
@@ -347,7 +348,7 @@ class Manager:
             self._stopping.set()
 
         installed = []
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in (signal.SIGTERM, signal.SIGINT) if handle_signals else ():
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, on_signal)
                 installed.append(sig)

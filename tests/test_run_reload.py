@@ -1,0 +1,100 @@
+"""``kubeloop run --reload`` as a user runs it: the operator is edited while it runs on its
+embedded server, and the next object is handled by the new code, on the same server (the same
+URL, the earlier objects still there); code that does not load is one line, and the next good
+edit runs; SIGTERM ends it with 0."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+from typing import IO
+
+from tests.apiserver.test_kubectl import KUBECTLS
+
+OPERATOR = '''\
+import kubeloop
+from kubeloop import kinds
+
+VALUE = "one"
+
+
+def setup(manager):
+    async def reconcile(request):
+        config_map = await manager.client.get(kinds.ConfigMap, request.name, namespace=request.namespace)
+        labels = config_map["metadata"].setdefault("labels", {})
+        if labels.get("seen") != VALUE:
+            labels["seen"] = VALUE
+            await manager.client.update(config_map)
+
+    kubeloop.Builder(manager).for_(kinds.ConfigMap).complete(reconcile)
+'''
+
+
+def read_until(stream: IO[str], wanted: str) -> list[str]:
+    """The lines up to and including the first that holds ``wanted``."""
+    lines = []
+    while True:
+        line = stream.readline()
+        assert line, f"ended before {wanted!r}: {lines}"
+        lines.append(line)
+        if wanted in line:
+            return lines
+
+
+def edit(path: pathlib.Path, text: str) -> None:
+    """Write ``text`` with a modification time that differs from the last one."""
+    before = path.stat().st_mtime_ns
+    path.write_text(text)
+    if path.stat().st_mtime_ns == before:
+        os.utime(path, ns=(before + 1_000_000, before + 1_000_000))
+
+
+def test_an_edit_reloads_the_operator_on_the_same_server(tmp_path: pathlib.Path) -> None:
+    operator = tmp_path / "op.py"
+    operator.write_text(OPERATOR)
+    kubectl = str(KUBECTLS[-1])
+    run = subprocess.Popen(
+        [sys.executable, "-m", "kubeloop.cli.main", "run", "op.py", "--embedded", "--reload"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert run.stdout is not None and run.stderr is not None
+    try:
+        started = read_until(run.stdout, "controller(s) starting")
+        kubeconfig = started[0].split("kubeconfig=", 1)[1].strip()
+        assert started[1] == f"kubeloop run: --reload: watching the .py files under {tmp_path}\n"
+
+        def kube(*args: str) -> str:
+            done = subprocess.run([kubectl, "--kubeconfig", kubeconfig, *args], capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+
+        def labelled(name: str, value: str) -> None:
+            kube("create", "configmap", name)
+            kube("wait", f"configmap/{name}", f"--for=jsonpath={{.metadata.labels.seen}}={value}", "--timeout=30s")
+
+        labelled("first", "one")
+        edit(operator, OPERATOR.replace('VALUE = "one"', 'VALUE = "two"'))
+        reloaded = read_until(run.stdout, "controller(s) starting")
+        assert reloaded[0] == "kubeloop run: op.py changed: reloading\n"
+        assert "embedded apiserver ready" not in "".join(reloaded)  # the same server: not started again
+        labelled("second", "two")
+        assert "first" in kube("get", "configmaps", "-o", "name")
+
+        edit(operator, OPERATOR.replace('VALUE = "one"', 'VALUE = "two'))
+        refused = read_until(run.stderr, "does not load")[-1]
+        assert refused == (
+            "kubeloop run: op.py does not load: unterminated string literal (detected at line 4) "
+            f"({tmp_path}/op.py, line 4); waiting for a change\n"
+        )
+        edit(operator, OPERATOR.replace('VALUE = "one"', 'VALUE = "three"'))
+        read_until(run.stdout, "controller(s) starting")
+        labelled("third", "three")
+    finally:
+        run.send_signal(signal.SIGTERM)
+        code = run.wait(60)
+    assert code == 0
+

@@ -19,9 +19,8 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import secrets
-import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -37,6 +36,7 @@ from rich.text import Text
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.api.timestamps import parse_time
+from kubeloop.cli.operatorview import ViewWriter
 from kubeloop.client.config import load_config
 from kubeloop.client.crdinstall import install_crds
 from kubeloop.client.rest import APIClient
@@ -342,35 +342,6 @@ async def run_demo(
                         redraws.show(render(await State.read(client), manager, header=header))
                         await asyncio.sleep(0.5)
     return 0  # not reached: the live view runs until cancelled
-
-
-class ViewWriter:
-    """Hands the newest view to ``write`` in a daemon thread of its own.
-
-    While ``write`` is blocked (a pipe nobody reads, a terminal paused with Ctrl-S), newer views
-    replace the one waiting, and nothing else waits for it: not the event loop, and not the way
-    out — the default executor's threads are joined when the loop shuts down, so a view written
-    there would keep Ctrl-C from ever ending the demo. ``kubeloop demo`` leaves with ``os._exit``
-    for the same reason (a daemon thread blocked in a write holds the stream's lock).
-    """
-
-    def __init__(self, write: Callable[[Any], object]) -> None:
-        self._write = write
-        self._changed = threading.Condition()
-        self._latest: Any = None
-        threading.Thread(target=self._run, name="demo view", daemon=True).start()
-
-    def show(self, view: Any) -> None:
-        with self._changed:
-            self._latest = view
-            self._changed.notify()
-
-    def _run(self) -> None:
-        while True:
-            with self._changed:
-                self._changed.wait_for(lambda: self._latest is not None)
-                view, self._latest = self._latest, None
-            self._write(view)
 
 
 async def _post_delivery(url: str, token: str) -> str:

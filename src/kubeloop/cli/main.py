@@ -52,6 +52,11 @@ def _build_parser() -> argparse.ArgumentParser:
         "--data-dir", type=pathlib.Path, help="with --embedded: keep its state here (default: in memory)"
     )
     run.add_argument(
+        "--view",
+        action="store_true",
+        help="a live view of the controllers, the latest reconciles and events (logs: warnings only, unless -v)",
+    )
+    run.add_argument(
         "--reload",
         action="store_true",
         help="restart the manager on the new code when a .py file of the operator changes "
@@ -261,6 +266,8 @@ def _command(args: argparse.Namespace) -> int:
     if args.command == "run":
         from kubeloop.cli.run import ManagerFlags, run
 
+        if args.view and not args.verbose:  # the view says what happens; warnings are logged beside it
+            logging.getLogger().setLevel(logging.WARNING)
         flags = ManagerFlags(
             namespace=args.namespace,
             metrics_bind_address=args.metrics_bind_address,
@@ -283,6 +290,7 @@ def _command(args: argparse.Namespace) -> int:
                 flags=flags,
                 simulate=args.simulate,
                 reload=args.reload,
+                view=args.view,
             )
         )
     if args.command == "rbac":

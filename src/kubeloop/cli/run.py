@@ -45,12 +45,13 @@ import pathlib
 import sys
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.cli import reload as reloading
+from kubeloop.cli.operatorview import show_view
 from kubeloop.cli.usage import ClusterUnusable, UsageError
 from kubeloop.client.config import ClientConfig, ConfigError, load_config
 from kubeloop.client.crdinstall import install_crds
@@ -93,6 +94,8 @@ class ManagerFlags:
     #: None: 9443, or a free port with an embedded server.
     webhook_port: int | None = None
     webhook_cert_dir: str | None = None
+    #: Show the live view of the operator (``--view``) while it runs.
+    view: bool = False
 
     def manager(self, client: APIClient, default_namespace: str, *, embedded: bool = False) -> Manager:
         election = None
@@ -149,8 +152,11 @@ async def run(
     flags: ManagerFlags | None = None,
     simulate: bool = False,
     reload: bool = False,
+    view: bool = False,
 ) -> int:
     flags = flags or ManagerFlags()
+    if view:
+        flags = replace(flags, view=True)
     module, attribute = load_target(target)
     setup = setup_of(target, module, attribute)
     signals = reloading.CommandSignals()
@@ -297,6 +303,16 @@ async def _manage(
             manager.request_stop()
 
         watching = asyncio.create_task(stop_on_change(), name="kubeloop reload watch") if watcher else None
+        viewing = (
+            asyncio.create_task(
+                show_view(
+                    manager, client, header=f"kubeloop run — {config.server}", namespace=flags.namespace
+                ),
+                name="kubeloop view",
+            )
+            if flags.view
+            else None
+        )
         signals.manager = manager
         if signals.requested.is_set():
             manager.request_stop()
@@ -306,8 +322,7 @@ async def _manage(
             raise UsageError(str(error)) from None
         finally:
             signals.manager = None
-            if watching is not None:
-                await cancel_and_wait([watching])
+            await cancel_and_wait([task for task in (watching, viewing) if task is not None])
     return None if signals.requested.is_set() else changed
 
 

@@ -24,6 +24,7 @@ a timeout), then cancels and awaits the workers.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import inspect
@@ -31,13 +32,20 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from kubeloop import errors
 from kubeloop.client import writejournal
 from kubeloop.client.fence import WriteFence, current_write_fence
 from kubeloop.controller.reconcile import ReconcileFunc, Request, Result, TerminalError
-from kubeloop.controller.reconcilelog import RECONCILE_LOG, ReconcileScope, current_reconcile, milliseconds
+from kubeloop.controller.reconcilelog import (
+    RECONCILE_LOG,
+    ReconcileRecord,
+    ReconcileScope,
+    current_reconcile,
+    milliseconds,
+)
 from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.uuids import random_uuid
 from kubeloop.workqueue.priority import PriorityQueue
@@ -46,6 +54,9 @@ from kubeloop.workqueue.ratelimiter import RateLimiter
 from kubeloop.workqueue.ratelimiting import RateLimitingQueue
 
 log = logging.getLogger("kubeloop.controller")
+
+#: How many finished reconciles a controller keeps for views (``Controller.recent``).
+RECENT_RECONCILES = 100
 
 #: The ID of the reconcile running in this context ("" outside one).
 reconcile_id: contextvars.ContextVar[str] = contextvars.ContextVar("reconcile_id", default="")
@@ -98,6 +109,8 @@ class Controller:
         self.exceptions = 0
         #: How each failing request failed last (its traceback is logged once per way).
         self._failing: dict[Request, str] = {}
+        #: The latest reconciles, newest last (for live views).
+        self.recent: collections.deque[ReconcileRecord] = collections.deque(maxlen=RECENT_RECONCILES)
         self.active_workers = 0
         #: With leader election: no reconcile starts, and no write is sent, while the lease may
         #: have passed to another replica (set by the manager).
@@ -184,9 +197,11 @@ class Controller:
                 try:
                     result = await self._call(request)
                 finally:
-                    took = milliseconds(time.perf_counter() - started)
+                    elapsed = time.perf_counter() - started
+                    took = milliseconds(elapsed)
                     wrote = f" ({', '.join(writes)})" if writes else ""
         except TerminalError as exc:
+            self._record(request, "failed for good", elapsed, writes)
             self.terminal_errors += 1
             self.results["error"] += 1
             self._failing.pop(request, None)
@@ -200,6 +215,7 @@ class Controller:
             )
             return
         except errors.Conflict as exc:
+            self._record(request, "conflict", elapsed, writes)
             # Someone wrote the object first: read it again, quietly (controller-runtime's
             # reconcilers requeue on Conflict; it is not news).
             self.results["requeue"] += 1
@@ -207,6 +223,7 @@ class Controller:
             self.reconcile_logger.info("%s: reconcile %s conflict %s%s: %s; requeued", self.name, request, took, wrote, exc)
             return
         except Exception as exc:
+            self._record(request, "error", elapsed, writes)
             self.results["error"] += 1
             if not isinstance(exc, errors.APIError):
                 self.exceptions += 1
@@ -243,7 +260,13 @@ class Controller:
             self.results["success"] += 1
             self.queue.forget(request)
             outcome = "ok"
+        self._record(request, outcome, elapsed, writes)
         self.reconcile_logger.info("%s: reconcile %s %s %s%s", self.name, request, outcome, took, wrote)
+
+    def _record(self, request: Request, outcome: str, elapsed: float, writes: list[str]) -> None:
+        self.recent.append(
+            ReconcileRecord(datetime.now(UTC), request, outcome, elapsed * 1000, tuple(writes))
+        )
 
     async def reconcile_once(self, request: Request) -> Result | None:
         """Reconcile ``request`` now, outside the queue, as a worker would (with a reconcile ID

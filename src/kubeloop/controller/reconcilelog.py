@@ -1,4 +1,4 @@
-"""What reconciles tell the log, and the logger a reconciler logs with.
+r"""What reconciles tell the log, and the logger a reconciler logs with.
 
 Each reconcile ends in one line on the ``kubeloop.reconcile`` logger, at INFO (``kubeloop run
 -v`` shows them): ``website: reconcile default/blog ok 12ms (Deployment/blog updated)``, with
@@ -9,7 +9,8 @@ logs at DEBUG: ``-vv``).
 
 :func:`logger` is controller-runtime's ``log.FromContext``: a logger whose records, inside a
 reconcile, carry the controller, the object (``namespace/name``) and the reconcile ID (as JSON
-fields, and after the message in text), whenever it was made.
+fields, and after the message in text), whenever it was made. Each controller also keeps its
+latest reconciles as :class:`ReconcileRecord`\ s (``Controller.recent``), for live views.
 """
 
 from __future__ import annotations
@@ -18,11 +19,24 @@ import contextvars
 import logging
 from collections.abc import MutableMapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from kubeloop.controller.reconcile import Request
 
 RECONCILE_LOG = logging.getLogger("kubeloop.reconcile")
+
+
+@dataclass(frozen=True)
+class ReconcileRecord:
+    """One finished reconcile, as a view shows it (``Controller.recent``)."""
+
+    finished: datetime
+    request: Request
+    #: ok, requeue, requeue after Ns, conflict, error, failed for good.
+    outcome: str
+    took_ms: float
+    writes: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.apiserver.test_kubectl import KUBECTLS
+from tests.conftest import ServerThread
 
 BIN = pathlib.Path(sys.executable).parent
 
@@ -170,3 +171,27 @@ def test_a_kind_twice_and_a_bad_kind_are_refused(project: pathlib.Path) -> None:
     assert again.stderr == f"kubeloop create: {project}/blog_operator/api/v1/website.py exists: Website is already in web.example.com/v1\n"
     lower = kubeloop(project, "create", "api", "--group", "web.example.com", "--version", "v1", "--kind", "website")
     assert lower.stderr == "kubeloop create: 'website' is not a kind (CamelCase, starting with an upper-case letter: Website)\n"
+
+
+def test_config_default_applies_to_a_cluster(project: pathlib.Path, shared_server: ServerThread) -> None:
+    """What make deploy applies, applied to the session's server as to a cluster: the CRDs, the
+    role and its binding, the ServiceAccount, the operator's Namespace and Deployment."""
+    kubectl = [str(KUBECTLS[-1]), "--kubeconfig", str(shared_server.kubeconfig)]
+    applied = subprocess.run([*kubectl, "apply", "-k", "config/default"], cwd=project, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert applied.returncode == 0, applied.stderr
+    for expected in (
+        "customresourcedefinition.apiextensions.k8s.io/websites.web.example.com",
+        "clusterrole.rbac.authorization.k8s.io/blog-operator-manager-role",
+        "clusterrolebinding.rbac.authorization.k8s.io/blog-operator-manager-rolebinding",
+        "serviceaccount/blog-operator-controller-manager",
+        "deployment.apps/blog-operator-controller-manager",
+    ):
+        assert expected in applied.stdout, applied.stdout
+    deployment = subprocess.run(
+        [*kubectl, "get", "deployment", "blog-operator-controller-manager", "-n", "blog-operator-system", "-o", "yaml"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    spec = yaml.safe_load(deployment.stdout)["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == "blog-operator-controller-manager"
+    assert spec["containers"][0]["image"] == "blog-operator:dev"
+    assert spec["containers"][0]["args"][:2] == ["run", "/app"]

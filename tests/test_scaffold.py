@@ -10,12 +10,13 @@ import pathlib
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 import yaml
 
 from tests.apiserver.test_kubectl import KUBECTLS
-from tests.conftest import ServerThread
+from tests.conftest import ServerThread, start_server
 
 BIN = pathlib.Path(sys.executable).parent
 
@@ -173,10 +174,19 @@ def test_a_kind_twice_and_a_bad_kind_are_refused(project: pathlib.Path) -> None:
     assert lower.stderr == "kubeloop create: 'website' is not a kind (CamelCase, starting with an upper-case letter: Website)\n"
 
 
-def test_config_default_applies_to_a_cluster(project: pathlib.Path, shared_server: ServerThread) -> None:
-    """What make deploy applies, applied to the session's server as to a cluster: the CRDs, the
-    role and its binding, the ServiceAccount, the operator's Namespace and Deployment."""
-    kubectl = [str(KUBECTLS[-1]), "--kubeconfig", str(shared_server.kubeconfig)]
+@pytest.fixture
+def cluster() -> Iterator[ServerThread]:
+    """A server of this test's own: the project's CRDs (websites.web.example.com) must not meet
+    other tests' kinds of the same name on the session's server."""
+    server = start_server()
+    yield server
+    server.stop()
+
+
+def test_config_default_applies_to_a_cluster(project: pathlib.Path, cluster: ServerThread) -> None:
+    """What make deploy applies, applied to a server as to a cluster: the CRDs, the role and its
+    binding, the ServiceAccount, the operator's Namespace and Deployment."""
+    kubectl = [str(KUBECTLS[-1]), "--kubeconfig", str(cluster.kubeconfig)]
     applied = subprocess.run([*kubectl, "apply", "-k", "config/default"], cwd=project, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert applied.returncode == 0, applied.stderr
     for expected in (

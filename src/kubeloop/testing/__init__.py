@@ -14,6 +14,9 @@ uses against a cluster:
   empty, no reconcile running), so that a test can show something did *not* happen;
 - :func:`assert_converged` checks that, once settled, reconciling every object again writes
   nothing (a reconciler that writes on every pass never converges);
+- :func:`intercepted` wraps a client so that chosen verbs pass through the test's functions
+  first (injected errors, :func:`conflict`, :func:`unavailable`), controller-runtime's
+  ``interceptor.Funcs``;
 - :func:`webhooks_installed` makes the server call the operator's webhooks while a block runs
   (envtest's WebhookInstallOptions);
 - :func:`eventually` waits until what the operator does can be seen::
@@ -28,6 +31,7 @@ uses against a cluster:
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
 from kubeloop.testing.converge import assert_converged
 from kubeloop.testing.installedwebhooks import webhooks_installed
+from kubeloop.testing.interceptor import conflict, intercepted, unavailable
 from kubeloop.testing.polling import eventually
 from kubeloop.testing.serverthread import ServerThread, start_server
 from kubeloop.testing.settle import settled
@@ -36,8 +40,11 @@ __all__ = [
     "ServerThread",
     "SimulationOptions",
     "assert_converged",
+    "conflict",
     "eventually",
+    "intercepted",
     "settled",
     "start_server",
+    "unavailable",
     "webhooks_installed",
 ]

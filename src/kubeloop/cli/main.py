@@ -279,6 +279,7 @@ def _command(args: argparse.Namespace) -> int:
             crd_files=tuple(args.crds),
             webhook_port=args.webhook_port,
             webhook_cert_dir=args.webhook_cert_dir,
+            view=args.view,
         )
         return eventloop.run(
             run(
@@ -290,7 +291,6 @@ def _command(args: argparse.Namespace) -> int:
                 flags=flags,
                 simulate=args.simulate,
                 reload=args.reload,
-                view=args.view,
             )
         )
     if args.command == "rbac":

@@ -45,7 +45,7 @@ import pathlib
 import sys
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -152,11 +152,8 @@ async def run(
     flags: ManagerFlags | None = None,
     simulate: bool = False,
     reload: bool = False,
-    view: bool = False,
 ) -> int:
     flags = flags or ManagerFlags()
-    if view:
-        flags = replace(flags, view=True)
     module, attribute = load_target(target)
     setup = setup_of(target, module, attribute)
     signals = reloading.CommandSignals()
@@ -174,13 +171,13 @@ async def run(
                 kubeconfig, context = str(server.kubeconfig_path), None
                 if reload:
                     return await _run_reloading(
-                        target, module, kubeconfig, context, flags, signals, embedded=True
+                        target, (module, attribute), kubeconfig, context, flags, signals, embedded=True
                     )
                 crds = module_crds(module) if flags.install_crds else []
                 await _manage(setup, crds, kubeconfig, context, flags, signals, embedded=True)
                 return 0
         if reload:
-            return await _run_reloading(target, module, kubeconfig, context, flags, signals)
+            return await _run_reloading(target, (module, attribute), kubeconfig, context, flags, signals)
         crds = module_crds(module) if flags.install_crds else []
         await _manage(setup, crds, kubeconfig, context, flags, signals)
         return 0
@@ -190,7 +187,7 @@ async def run(
 
 async def _run_reloading(
     target: str,
-    module: ModuleType,
+    loaded: tuple[ModuleType, str],
     kubeconfig: str | None,
     context: str | None,
     flags: ManagerFlags,
@@ -202,12 +199,13 @@ async def _run_reloading(
     then the operator's modules are imported afresh and a new manager starts (on the same
     embedded server, if any). Code that does not load, or a setup that fails, is reported and
     the next change is waited for; SIGTERM or SIGINT end it."""
+    module, attribute = loaded
     root = reloading.operator_root(target, module)
     watcher = reloading.FileWatcher(root)
     print(f"kubeloop run: --reload: watching the .py files under {root}", flush=True)
     while True:
         try:
-            setup = setup_of(target, module, load_target_attribute(target))
+            setup = setup_of(target, module, attribute)
             changed = await _manage(
                 setup,
                 module_crds(module) if flags.install_crds else [],
@@ -236,7 +234,7 @@ async def _run_reloading(
             print(f"kubeloop run: {shown} changed: reloading", flush=True)
             reloading.forget_modules(root)
             try:
-                module = load_target(target)[0]
+                module, attribute = load_target(target)
                 break
             except TargetError as error:
                 problem = str(error)
@@ -250,14 +248,6 @@ async def _run_reloading(
                 flush=True,
             )
             changed = await signals.changed_or_stopped(watcher)
-
-
-def load_target_attribute(target: str) -> str:
-    """The function a TARGET names after its colon (``setup`` by default)."""
-    path = pathlib.Path(target)
-    if path.is_dir() or path.suffix == ".py":
-        return "setup"
-    return target.partition(":")[2] or "setup"
 
 
 async def _manage(
@@ -326,16 +316,21 @@ async def _manage(
     return None if signals.requested.is_set() else changed
 
 
-async def _check_permissions(client: APIClient, manager: Manager, user: str, namespace: str | None) -> None:
-    """ClusterUnusable when the server refuses the operator what its informers need (list and
-    watch); other refused verbs are warned about, one line each."""
+def _resolver(client: APIClient) -> Callable[[GroupVersionKind], Awaitable[Resource]]:
+    """A kind's resource as a policy rule names it, by the client's discovery."""
 
     async def resolve(gvk: GroupVersionKind) -> Resource:
         mapping = await client.mapping(gvk)
         return Resource(gvk.group, mapping.resource, mapping.subresources)
 
+    return resolve
+
+
+async def _check_permissions(client: APIClient, manager: Manager, user: str, namespace: str | None) -> None:
+    """ClusterUnusable when the server refuses the operator what its informers need (list and
+    watch); other refused verbs are warned about, in one line."""
     try:
-        rules = await manager.permissions.rules(resolve)
+        rules = await manager.permissions.rules(_resolver(client))
     except APIError as error:  # a kind the server does not serve
         raise ClusterUnusable(
             f"{client.config.server}: {error}", "install its CRD, or run with --install-crds"
@@ -368,10 +363,7 @@ def _grouped(refused: list[Needed]) -> str:
     """``list, watch configmaps; create deployments.apps``: the verbs of each resource."""
     verbs: dict[str, list[str]] = {}
     for need in refused:
-        name = f"{need.resource}.{need.group}" if need.group else need.resource
-        if need.subresource:
-            name += f"/{need.subresource}"
-        verbs.setdefault(name, []).append(need.verb)
+        verbs.setdefault(need.resource_name, []).append(need.verb)
     return "; ".join(f"{', '.join(listed)} {name}" for name, listed in verbs.items())
 
 
@@ -426,9 +418,4 @@ async def required_cluster_role(target: str, name: str) -> dict[str, Any]:
     """The ClusterRole TARGET's operator needs (``kubeloop rbac``)."""
     async with _set_up_on_an_embedded_server(target) as (client, manager):
         manager.permissions.allow(LEASE, "get", "create", "update")  # deployed with --leader-elect
-
-        async def resolve(gvk: GroupVersionKind) -> Resource:
-            mapping = await client.mapping(gvk)
-            return Resource(gvk.group, mapping.resource, mapping.subresources)
-
-        return await manager.permissions.cluster_role(name, resolve)
+        return await manager.permissions.cluster_role(name, _resolver(client))

@@ -9,6 +9,7 @@ SelfSubjectAccessReview for each verb the operator needs and returns what is ref
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import ssl
 from collections.abc import Iterable
@@ -36,9 +37,14 @@ class Needed:
     resource: str
     subresource: str = ""
 
-    def __str__(self) -> str:
+    @property
+    def resource_name(self) -> str:
+        """``deployments.apps``, ``configmaps/status``: as kubectl names it."""
         name = f"{self.resource}.{self.group}" if self.group else self.resource
-        return f"{self.verb} {name}/{self.subresource}" if self.subresource else f"{self.verb} {name}"
+        return f"{name}/{self.subresource}" if self.subresource else name
+
+    def __str__(self) -> str:
+        return f"{self.verb} {self.resource_name}"
 
 
 def connection_failure(server: str, error: BaseException) -> str:
@@ -116,9 +122,10 @@ async def check_connection(client: APIClient, *, source: str) -> str:
 async def check_permissions(
     client: APIClient, needed: Iterable[Needed], namespace: str | None
 ) -> list[Needed]:
-    """What of ``needed`` the server refuses the client (in ``namespace``, or cluster-wide)."""
-    refused: list[Needed] = []
-    for need in needed:
+    """What of ``needed`` the server refuses the client (in ``namespace``, or cluster-wide); the
+    reviews are asked together."""
+
+    async def allowed(need: Needed) -> bool:
         attributes = {"verb": need.verb, "group": need.group, "resource": need.resource}
         if need.subresource:
             attributes["subresource"] = need.subresource
@@ -135,7 +142,8 @@ async def check_permissions(
             body=orjson.dumps(review),
             content_type="application/json",
         )
-        answer = orjson.loads(body)
-        if not (answer.get("status") or {}).get("allowed"):
-            refused.append(need)
-    return refused
+        return bool((orjson.loads(body).get("status") or {}).get("allowed"))
+
+    asked = list(needed)
+    answers = await asyncio.gather(*(allowed(need) for need in asked))
+    return [need for need, ok in zip(asked, answers, strict=True) if not ok]

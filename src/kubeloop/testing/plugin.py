@@ -23,6 +23,7 @@ import asyncio
 import itertools
 import sys
 from collections.abc import AsyncIterator, Iterator
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -165,37 +166,52 @@ async def kube_namespace(kube_client: APIClient) -> str:
     return name
 
 
+@pytest.fixture(scope="session")
+def kube_operator_module(request: pytest.FixtureRequest) -> tuple[ModuleType, str] | None:
+    """The module ``kubeloop_setup`` names and its setup function's name, loaded once per
+    session (a file is executed once); None when the configuration names none."""
+    target = str(request.config.getini("kubeloop_setup") or "")
+    if not target:
+        return None
+    try:
+        return load_target(target)
+    except TargetError as error:
+        pytest.fail(f"kubeloop_setup = {target!r}: {error}", pytrace=False)
+
+
 @pytest.fixture
-def kube_setup(request: pytest.FixtureRequest) -> Setup:
+def kube_setup(request: pytest.FixtureRequest, kube_operator_module: tuple[ModuleType, str] | None) -> Setup:
     """The operator's ``setup(manager)``: the ``kubeloop_setup`` configuration value
     (``module:function``, a file or a folder with main.py) loaded. Override the fixture to
     hand another."""
     target = str(request.config.getini("kubeloop_setup") or "")
-    if not target:
+    if kube_operator_module is None:
         pytest.fail(
             'kube_operator runs the operator\'s setup: set kubeloop_setup = "module:function" in the pytest '
             "configuration, or define a kube_setup fixture returning it",
             pytrace=False,
         )
     try:
-        module, attribute = load_target(target)
-        return setup_of(target, module, attribute)
+        return setup_of(target, *kube_operator_module)
     except TargetError as error:
         pytest.fail(f"kubeloop_setup = {target!r}: {error}", pytrace=False)
 
 
 @pytest.fixture
 async def kube_operator(
-    kube_client: APIClient, kube_namespace: str, kube_setup: Setup, request: pytest.FixtureRequest
+    kube_client: APIClient,
+    kube_namespace: str,
+    kube_setup: Setup,
+    kube_operator_module: tuple[ModuleType, str] | None,
 ) -> AsyncIterator[Manager]:
     """The operator running: ``kube_setup`` in a started manager of ``kube_client`` whose cache
     sees ``kube_namespace``, with the CRDs of the models ``kubeloop_setup``'s module defines or
     imports (else the setup's own module's) installed, and its webhooks (if it registers any)
     served and installed into the server while the test runs; stopped after the test."""
-    target = str(request.config.getini("kubeloop_setup") or "")
-    module = (
-        load_target(target)[0] if target else sys.modules.get(getattr(kube_setup, "__module__", "") or "")
-    )
+    if kube_operator_module is not None:
+        module: ModuleType | None = kube_operator_module[0]
+    else:
+        module = sys.modules.get(getattr(kube_setup, "__module__", "") or "")
     crds = module_crds(module) if module is not None else []
     if crds:
         await install_crds(kube_client, *crds)

@@ -42,6 +42,7 @@ class RequestAttributes:
     path: str
     resource_request: bool
     api_group: str = ""
+    api_version: str = ""
     namespace: str = ""
     resource: str = ""
     subresource: str = ""

@@ -43,9 +43,9 @@ def request_attributes(request: HTTPRequest, user: UserInfo | None) -> RequestAt
     path = request.path
     parts = [part for part in path.split("/") if part]
     if len(parts) >= 3 and parts[0] == "api":
-        group, rest = "", parts[2:]
+        group, version, rest = "", parts[1], parts[2:]
     elif len(parts) >= 4 and parts[0] == "apis":
-        group, rest = parts[1], parts[3:]
+        group, version, rest = parts[1], parts[2], parts[3:]
     else:
         return RequestAttributes(user=user, verb=method.lower(), path=path, resource_request=False)
     namespace = ""
@@ -67,6 +67,7 @@ def request_attributes(request: HTTPRequest, user: UserInfo | None) -> RequestAt
         path=path,
         resource_request=True,
         api_group=group,
+        api_version=version,
         namespace=namespace,
         resource=resource,
         subresource=subresource,
@@ -107,7 +108,7 @@ class Auditor:
                 "namespace": attributes.namespace,
                 "name": attributes.name,
                 "apiGroup": attributes.api_group,
-                "apiVersion": request.path.split("/")[3 if attributes.api_group else 2],
+                "apiVersion": attributes.api_version,
                 "subresource": attributes.subresource,
             }
             fields["objectRef"] = {key: value for key, value in reference.items() if value}

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from typing import IO
 
+import pytest
+
 from tests.apiserver.test_kubectl import KUBECTLS
 
 OPERATOR = '''\
@@ -52,12 +54,14 @@ def edit(path: pathlib.Path, text: str) -> None:
         os.utime(path, ns=(before + 1_000_000, before + 1_000_000))
 
 
-def test_an_edit_reloads_the_operator_on_the_same_server(tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("durable", [False, True], ids=["memory", "data-dir"])
+def test_an_edit_reloads_the_operator_on_the_same_server(tmp_path: pathlib.Path, durable: bool) -> None:
     operator = tmp_path / "op.py"
     operator.write_text(OPERATOR)
     kubectl = str(KUBECTLS[-1])
+    storage = ["--data-dir", str(tmp_path / "data")] if durable else []
     run = subprocess.Popen(
-        [sys.executable, "-m", "kubeloop.cli.main", "run", "op.py", "--embedded", "--reload"],
+        [sys.executable, "-m", "kubeloop.cli.main", "run", "op.py", "--embedded", "--reload", *storage],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "HOME": str(tmp_path)},
     )  # fmt: skip

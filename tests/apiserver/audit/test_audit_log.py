@@ -363,22 +363,47 @@ def _drain(descriptor: int) -> None:
         pass
 
 
-def test_the_durable_server_records_until_sigterm(tmp_path: pathlib.Path) -> None:
+OLD_AND_NEW = [k for k in KUBECTLS if k.name.endswith(("1.27", "1.33"))] or KUBECTLS[:1]
+
+
+@pytest.mark.parametrize("binary", OLD_AND_NEW, ids=[k.name for k in OLD_AND_NEW])
+def test_the_durable_server_records_across_sigkill_and_sigterm(tmp_path: pathlib.Path, binary: pathlib.Path) -> None:
+    """On ``--data-dir``: what was recorded before a SIGKILL is in the log; the restarted server
+    appends to it; bad and huge bodies are recorded with their answers; SIGTERM flushes."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(POLICY)
     log = tmp_path / "audit.log"
     data = tmp_path / "data"
-    kubectl = Kubectl(KUBECTLS[-1], data / "kubeconfig", tmp_path)
-    with apiserver(data, "--audit-log-path", str(log), "--audit-policy-file", str(policy)) as (proc, _url):
+    kubectl = Kubectl(binary, data / "kubeconfig", tmp_path)
+    flags = ("--audit-log-path", str(log), "--audit-policy-file", str(policy))
+    with apiserver(data, *flags) as (proc, url):
+        kubectl("create", "configmap", "before-kill", "--from-literal=a=b")
+        audit = AuditLog(log)
+        audit.wait(lambda events: any(e.get("objectRef", {}).get("name") == "before-kill" and e["stage"] == "ResponseComplete" for e in events))  # fmt: skip
+        proc.kill()
+        proc.wait(30)
+    with apiserver(data, *flags) as (proc, url):
+        session = session_for(data)
         kubectl("create", "configmap", "durable", "--from-literal=a=b")
-        session_for(data)  # the kubeconfig is there
+        path = url + "/api/v1/namespaces/default/configmaps"
+        malformed = session.post(path, data=b"{not json", headers={"Content-Type": "application/json"}, timeout=30)
+        huge = session.post(path, json={"metadata": {"name": "huge"}, "data": {"x": "y" * (4 * 1024 * 1024)}}, timeout=60)
+        large = session.post(path, json={"metadata": {"name": "large"}, "data": {"x": "y" * (900 * 1024)}}, timeout=60)
+        assert (malformed.status_code, huge.status_code, large.status_code) == (400, 413, 201)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
     events = AuditLog(log).read()
+    named = {e.get("objectRef", {}).get("name") for e in events if e["stage"] == "ResponseComplete"}
+    assert {"before-kill", "durable", "large"} <= named  # the killed server's events kept, then appended to
     created = next(e for e in events if e["verb"] == "create" and e.get("objectRef", {}).get("name") == "durable")
     # The name is known once the body is read: the RequestReceived event has none.
     stages = [e["stage"] for e in events if e["auditID"] == created["auditID"]]
     assert stages == ["RequestReceived", "ResponseComplete"]
+    by_id = {e["auditID"]: e for e in events if e["stage"] == "ResponseComplete"}
+    bad = by_id[malformed.headers["Audit-Id"]]
+    assert bad["responseStatus"]["code"] == 400 and "requestObject" not in bad  # not JSON: not recorded as one
+    assert by_id[huge.headers["Audit-Id"]]["responseStatus"]["code"] == 413
+    assert len(by_id[large.headers["Audit-Id"]]["requestObject"]["data"]["x"]) == 900 * 1024
     assert oct(log.stat().st_mode & 0o777) == "0o600"
 
 

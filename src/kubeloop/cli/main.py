@@ -57,6 +57,12 @@ def _build_parser() -> argparse.ArgumentParser:
         help="a live view of the controllers, the latest reconciles and events (logs: warnings only, unless -v)",
     )
     run.add_argument(
+        "--console",
+        metavar="HOST:PORT",
+        help="serve a live web console of the operator here, e.g. 127.0.0.1:8090 "
+        "(controllers, reconciles, events; with --embedded the objects and their owner trees)",
+    )
+    run.add_argument(
         "--reload",
         action="store_true",
         help="restart the manager on the new code when a .py file of the operator changes "
@@ -280,6 +286,7 @@ def _command(args: argparse.Namespace) -> int:
             webhook_port=args.webhook_port,
             webhook_cert_dir=args.webhook_cert_dir,
             view=args.view,
+            console=args.console,
         )
         return eventloop.run(
             run(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import statistics
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -25,13 +24,11 @@ from rich.table import Table
 from rich.text import Text
 
 from kubeloop import errors
-from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
+from kubeloop.cli.console import EVENT, controller_summary, ordered_events
 from kubeloop.client.rest import APIClient
 from kubeloop.controller.reconcilelog import ReconcileRecord
 from kubeloop.manager.manager import Manager
-
-EVENT = GroupVersionKind("", "v1", "Event")
 
 #: Rows the header, the three titles, the column headers and the borders take.
 _FIXED_ROWS = 10
@@ -56,19 +53,18 @@ def render_operator_view(manager: Manager, events: list[Obj], *, header: str, he
         controllers.add_column(column, no_wrap=True)
     records: list[tuple[str, ReconcileRecord]] = []
     for name, controller in sorted(manager.controllers.items()):
-        results = controller.results
-        recent = list(controller.recent)
-        records.extend((name, record) for record in recent)
-        last = recent[-1] if recent else None
+        records.extend((name, record) for record in controller.recent)
+        summary = controller_summary(name, controller)
+        last = summary["last"]
         controllers.add_row(
             name,
-            str(sum(results.values())),
-            Text(str(results.get("error", 0)), style="red" if results.get("error") else ""),
-            str(results.get("requeue", 0) + results.get("requeue_after", 0)),
-            str(len(controller.queue)),
-            str(controller.active_workers),
-            f"{statistics.median(r.took_ms for r in recent):.0f}ms" if recent else "-",
-            f"{last.outcome} {last.took_ms:.0f}ms" if last else "-",
+            str(summary["reconciles"]),
+            Text(str(summary["errors"]), style="red" if summary["errors"] else ""),
+            str(summary["requeues"]),
+            str(summary["queue"]),
+            str(summary["busy"]),
+            f"{summary['median_ms']:.0f}ms" if summary["median_ms"] is not None else "-",
+            f"{last['result']} {last['took_ms']:.0f}ms" if last else "-",
         )
     left = max(2, height - _FIXED_ROWS - len(manager.controllers))
     reconcile_rows = max(1, left // 2)
@@ -93,16 +89,12 @@ def render_operator_view(manager: Manager, events: list[Obj], *, header: str, he
     for column in ("age", "type", "reason", "object", "message"):
         table.add_column(column, no_wrap=column != "message", overflow="ellipsis")
 
-    def stamp(event: Obj) -> str:
-        return str(event.get("lastTimestamp") or event.get("eventTime") or "")
-
-    ordered = sorted(events, key=stamp, reverse=True)
-    ordered.sort(key=lambda event: event.get("type") != "Warning")  # warnings first, newest first
+    ordered = ordered_events(events)
     for event in ordered[:event_rows]:
         involved = event.get("involvedObject") or {}
         kind = str(event.get("type") or "")
         table.add_row(
-            _age(stamp(event), now),
+            _age(event.get("lastTimestamp") or event.get("eventTime"), now),
             Text(kind, style="red" if kind == "Warning" else ""),
             str(event.get("reason") or ""),
             f"{involved.get('kind')}/{involved.get('name')}",

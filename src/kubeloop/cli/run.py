@@ -44,13 +44,15 @@ import os
 import pathlib
 import sys
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.api.object import Obj
 from kubeloop.cli import reload as reloading
+from kubeloop.cli.console import Console
 from kubeloop.cli.operatorview import show_view
 from kubeloop.cli.usage import ClusterUnusable, UsageError
 from kubeloop.client.config import ClientConfig, ConfigError, load_config
@@ -96,6 +98,8 @@ class ManagerFlags:
     webhook_cert_dir: str | None = None
     #: Show the live view of the operator (``--view``) while it runs.
     view: bool = False
+    #: Serve the web console (``--console HOST:PORT``) while it runs.
+    console: str | None = None
 
     def manager(self, client: APIClient, default_namespace: str, *, embedded: bool = False) -> Manager:
         election = None
@@ -169,12 +173,27 @@ async def run(
                     flush=True,
                 )
                 kubeconfig, context = str(server.kubeconfig_path), None
+                store = server.store
+                assert store is not None  # started
+
+                def objects() -> Iterator[Obj]:
+                    return (obj for _, obj in store.items("/registry/"))
+
                 if reload:
                     return await _run_reloading(
-                        target, (module, attribute), kubeconfig, context, flags, signals, embedded=True
+                        target,
+                        (module, attribute),
+                        kubeconfig,
+                        context,
+                        flags,
+                        signals,
+                        embedded=True,
+                        objects=objects,
                     )
                 crds = module_crds(module) if flags.install_crds else []
-                await _manage(setup, crds, kubeconfig, context, flags, signals, embedded=True)
+                await _manage(
+                    setup, crds, kubeconfig, context, flags, signals, embedded=True, objects=objects
+                )
                 return 0
         if reload:
             return await _run_reloading(target, (module, attribute), kubeconfig, context, flags, signals)
@@ -194,6 +213,7 @@ async def _run_reloading(
     signals: reloading.CommandSignals,
     *,
     embedded: bool = False,
+    objects: Callable[[], Iterable[Obj]] | None = None,
 ) -> int:
     """``--reload``: the manager runs until a ``.py`` file under the operator's folder changes,
     then the operator's modules are imported afresh and a new manager starts (on the same
@@ -215,6 +235,7 @@ async def _run_reloading(
                 signals,
                 embedded=embedded,
                 watcher=watcher,
+                objects=objects,
             )
             if changed is None:
                 return 0
@@ -260,6 +281,7 @@ async def _manage(
     *,
     embedded: bool = False,
     watcher: reloading.FileWatcher | None = None,
+    objects: Callable[[], Iterable[Obj]] | None = None,
 ) -> list[str] | None:
     """Run a manager with ``setup`` until a signal (None), or with ``watcher`` until files
     change (the files)."""
@@ -282,6 +304,17 @@ async def _manage(
             manager.add(
                 _webhook_installer(client, manager), name="webhook configurations", need_leader_election=False
             )
+        if flags.console:
+            console = Console(
+                manager,
+                client,
+                address=flags.console,
+                title=f"kubeloop run — {config.server}",
+                namespace=flags.namespace,
+                objects=objects,
+                on_serving=lambda url: print(f"kubeloop run: console at {url}", flush=True),
+            )
+            manager.add(console.run, name="console", need_leader_election=False)
         print(f"kubeloop run: {len(manager.controllers)} controller(s) starting", flush=True)
         tune_for_serving()
         changed: list[str] | None = None

@@ -170,6 +170,11 @@ class APIServer:
         self._listener: asyncio.Server | None = None
         self._controllers: ControllerManager | None = None
         self._audit_log: AuditLogWriter | None = None
+        self._serve_connection: Callable[[], asyncio.Protocol] | None = None
+        self._ssl_context: ssl.SSLContext | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: Server-side TLS handshakes of dialed connections, waiting for their client.
+        self._handshakes: set[asyncio.Task[object]] = set()
         self.url = ""
         self.kubeconfig_path = pathlib.Path()
         self.credentials: certs.ServerCredentials | None = None
@@ -316,8 +321,13 @@ class APIServer:
         )
         await self._runner.setup()
         assert self._runner.server is not None
+        self._serve_connection = self._watchdog.protocol_factory(
+            self._runner.server, small_requests(handlers, authenticator)
+        )
+        self._ssl_context = ssl_context
+        self._loop = asyncio.get_running_loop()
         self._listener = await asyncio.get_running_loop().create_server(
-            self._watchdog.protocol_factory(self._runner.server, small_requests(handlers, authenticator)),
+            self._serve_connection,
             sock=sock,
             ssl=ssl_context,
             ssl_handshake_timeout=options.timeouts.header if ssl_context is not None else None,
@@ -351,6 +361,45 @@ class APIServer:
                 simulation=options.simulation if options.simulate else None,
             )
             await self._controllers.start()
+
+    async def dial(self) -> socket.socket:
+        """A new connection to this server that never leaves the process: one end of a socket
+        pair, whose other end the server serves as a connection it accepted (TLS as the
+        listener's), on the server's own loop (a client may run on another thread's). Give it to
+        a client as ``ClientConfig.dial``."""
+        loop = self._loop
+        if self._serve_connection is None or loop is None:
+            raise RuntimeError("the API server is not running")
+        ours, theirs = socket.socketpair()
+        try:
+            if loop is asyncio.get_running_loop():
+                await self._accept(ours)
+            else:
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._accept(ours), loop))
+        except BaseException:
+            ours.close()
+            theirs.close()
+            raise
+        return theirs
+
+    async def _accept(self, sock: socket.socket) -> None:
+        assert self._serve_connection is not None
+        loop = asyncio.get_running_loop()
+        if self._ssl_context is None:
+            await loop.connect_accepted_socket(self._serve_connection, sock)
+            return
+        # The handshake needs the client, which connects once dial() returns.
+        handshake = asyncio.create_task(
+            loop.connect_accepted_socket(
+                self._serve_connection,
+                sock,
+                ssl=self._ssl_context,
+                ssl_handshake_timeout=self.options.timeouts.header,
+            ),
+            name="kubeloop dialed handshake",
+        )
+        self._handshakes.add(handshake)
+        handshake.add_done_callback(_handshake_done(self._handshakes, sock))
 
     async def _bootstrap(self) -> None:
         """What a cluster starts with, created where absent: the default namespaces, the
@@ -472,6 +521,8 @@ class APIServer:
             self._policy_status = None
         await cancel_and_wait(self._background)
         self._background.clear()
+        await cancel_and_wait(list(self._handshakes))
+        self._serve_connection = self._loop = None
         if self._listener is not None:
             self._listener.close()
         if self._watchdog is not None:
@@ -501,3 +552,16 @@ class APIServer:
         if self._tempdir is not None:
             self._tempdir.cleanup()
             self._tempdir = None
+
+
+def _handshake_done(
+    handshakes: set[asyncio.Task[object]], sock: socket.socket
+) -> Callable[[asyncio.Task[object]], None]:
+    """Forget a dialed connection's handshake; a failed one (the client gave up) closes it."""
+
+    def done(task: asyncio.Task[object]) -> None:
+        handshakes.discard(task)
+        if task.cancelled() or task.exception() is not None:
+            sock.close()
+
+    return done

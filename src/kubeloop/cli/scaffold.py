@@ -485,13 +485,15 @@ def setup(manager: kubeloop.Manager) -> None:
 '''
 
 CONTROLLER_TEST = '''\
-"""The $kind controller against the embedded API server, with workloads simulated (pods run)."""
+"""The $kind controller: against the embedded API server, with workloads simulated (pods run),
+and one reconcile at a time with no server beside the test (``fake_manager``)."""
 
 import kubeloop
 from kubeloop.models import apps_v1
-from kubeloop.testing import assert_converged, eventually
+from kubeloop.testing import assert_converged, eventually, fake_manager
 
 from $package.api.$version import $kind
+from $package.controllers.$lower import setup
 
 
 async def test_a_${lower}_gets_a_deployment_and_becomes_available(
@@ -511,6 +513,18 @@ async def test_a_${lower}_gets_a_deployment_and_becomes_available(
     assert (owner.kind, owner.name, owner.controller) == ("$kind", "sample", True)
     # Reconciling it again, with nothing changed, writes nothing.
     await assert_converged(kube_operator)
+
+
+async def test_one_reconcile_makes_the_deployment_and_says_it_is_not_ready() -> None:
+    metadata = {"name": "sample", "namespace": "default"}
+    sample = $kind.model_validate({"metadata": metadata, "spec": {"replicas": 3}})
+    async with fake_manager(setup, sample) as manager:
+        await manager.controllers["$lower"].reconcile_once(kubeloop.Request("default", "sample"))
+        deployment = await manager.api_reader.get(apps_v1.Deployment, "sample", namespace="default")
+        assert deployment.spec is not None and deployment.spec.replicas == 3
+        found = await manager.api_reader.get($kind, "sample", namespace="default")
+        assert found.status is not None and found.status.ready_replicas == 0  # no pods run here
+        assert not kubeloop.is_status_condition_true(found, "Available")
 '''
 
 SAMPLE = """\

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import base64
 import os
+import socket
 import ssl
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
@@ -59,6 +60,10 @@ class ConfigError(Exception):
     """The configuration is missing or wrong; the message names the file and field."""
 
 
+#: A connection to the server, already open (``ClientConfig.dial``).
+Dial = Callable[[], Awaitable[socket.socket]]
+
+
 @dataclass(frozen=True)
 class ClientConfig:
     """How to reach one API server (client-go ``rest.Config``)."""
@@ -84,6 +89,9 @@ class ClientConfig:
     1.29 where API Priority and Fairness on the server does the limiting."""
     burst: int = 10
     """Requests allowed at once above ``qps`` (client-go default 10)."""
+    dial: Dial | None = None
+    """How to connect instead of TCP to the server's host and port (client-go: ``Dial``): an
+    in-process server's ``APIServer.dial`` hands back one end of a socket pair."""
 
     def with_token(self, token: str) -> ClientConfig:
         """The same server, CA and settings, authenticating with the bearer ``token`` instead

@@ -30,10 +30,12 @@ from __future__ import annotations
 import asyncio
 import asyncio.selector_events
 import asyncio.sslproto
+import socket
 import ssl
 import time
 import zlib
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, cast
 
@@ -503,7 +505,9 @@ class ConnectionPool:
         server_hostname: str | None = None,
         host_header: str,
         max_idle_seconds: float = MAX_IDLE_SECONDS,
+        dial: Callable[[], Awaitable[socket.socket]] | None = None,
     ) -> None:
+        self._dial = dial
         self._host = host
         self._port = port
         self._context = context
@@ -605,6 +609,12 @@ class ConnectionPool:
 
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
+        if self._dial is not None:  # a connection made elsewhere (an in-process server's)
+            hostname = None if self._context is None else self._server_hostname or self._host
+            _, connection = await loop.create_connection(
+                _Connection, sock=await self._dial(), ssl=self._context, server_hostname=hostname
+            )
+            return connection
         if self._context is None or not isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop):
             _, connection = await loop.create_connection(
                 _Connection, self._host, self._port, ssl=self._context, server_hostname=self._server_hostname

@@ -787,7 +787,12 @@ def _pool_for(config: ClientConfig, context: ssl.SSLContext | None) -> Connectio
     shown = f"[{host}]" if ":" in host else host
     host_header = shown if url.port is None else f"{shown}:{port}"
     return ConnectionPool(
-        host, port, context=context, server_hostname=config.tls_server_name, host_header=host_header
+        host,
+        port,
+        context=context,
+        server_hostname=config.tls_server_name,
+        host_header=host_header,
+        dial=config.dial,
     )
 
 

@@ -17,6 +17,10 @@ uses against a cluster:
 - :func:`intercepted` wraps a client so that chosen verbs pass through the test's functions
   first (injected errors, :func:`conflict`, :func:`unavailable`), controller-runtime's
   ``interceptor.Funcs``;
+- :func:`fake_client` and :func:`fake_manager`: unit tests without a server beside them — a
+  client (or a manager, not started, with the operator's setup run) of an API server in the
+  test's own process, seeded with objects, controller-runtime's fake client with the server's
+  real rules;
 - :func:`webhooks_installed` makes the server call the operator's webhooks while a block runs
   (envtest's WebhookInstallOptions);
 - :func:`eventually` waits until what the operator does can be seen::
@@ -30,6 +34,7 @@ uses against a cluster:
 
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
 from kubeloop.testing.converge import assert_converged
+from kubeloop.testing.fakeclient import fake_client, fake_manager
 from kubeloop.testing.installedwebhooks import webhooks_installed
 from kubeloop.testing.interceptor import conflict, intercepted, unavailable
 from kubeloop.testing.polling import eventually
@@ -42,6 +47,8 @@ __all__ = [
     "assert_converged",
     "conflict",
     "eventually",
+    "fake_client",
+    "fake_manager",
     "intercepted",
     "settled",
     "start_server",

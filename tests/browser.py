@@ -14,8 +14,10 @@ import base64
 import contextlib
 import itertools
 import json
+import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import tempfile
 from typing import Any
@@ -44,13 +46,14 @@ class Browser:
         self._events: dict[str, asyncio.Event] = {}
 
     async def __aenter__(self) -> Browser:
-        self._profile = tempfile.TemporaryDirectory(prefix="kubeloop-chromium-")
+        # Chromium's helper processes may still be closing files when the profile is removed.
+        self._profile = tempfile.TemporaryDirectory(prefix="kubeloop-chromium-", ignore_cleanup_errors=True)
         profile = pathlib.Path(self._profile.name)
         self._process = await asyncio.create_subprocess_exec(
             chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
             "--remote-debugging-port=0", f"--user-data-dir={profile}",
             f"--window-size={self.width},{self.height}", "about:blank",
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
         port_file = profile / "DevToolsActivePort"
         await eventually(lambda: port_file.exists() and len(port_file.read_text().splitlines()) >= 2)
@@ -84,7 +87,8 @@ class Browser:
             await self._reader
         await self._socket.close()
         await self._session.close()
-        self._process.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._process.pid, signal.SIGKILL)  # the browser and its helpers
         await self._process.wait()
         self._profile.cleanup()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import pathlib
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -39,10 +40,14 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     folder = tmp_path_factory.mktemp("empty")
     made = kubeloop(folder, "init", "blog-operator")
     assert made.returncode == 0, made.stderr
-    assert made.stdout == "kubeloop init: wrote blog-operator/: cd blog-operator, then kubeloop create api ...\n"
+    assert (
+        made.stdout == "kubeloop init: wrote blog-operator/: cd blog-operator, then kubeloop create api ...\n"
+    )
     root = folder / "blog-operator"
     for kind in ("Website", "Blog"):
-        added = kubeloop(root, "create", "api", "--group", "web.example.com", "--version", "v1", "--kind", kind)
+        added = kubeloop(
+            root, "create", "api", "--group", "web.example.com", "--version", "v1", "--kind", kind
+        )
         assert added.returncode == 0, added.stderr
     hooks = kubeloop(root, "create", "webhook", "--group", "web.example.com", "--version", "v1", "--kind", "Website", "--defaulting", "--validation")  # fmt: skip
     assert hooks.returncode == 0, hooks.stderr
@@ -55,7 +60,11 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 
 def test_the_layout_is_a_kubebuilder_projects(project: pathlib.Path) -> None:
-    files = sorted(str(p.relative_to(project)) for p in project.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    files = sorted(
+        str(p.relative_to(project))
+        for p in project.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    )
     assert files == [
         ".gitignore", "Dockerfile", "Makefile", "README.md",
         "blog_operator/__init__.py", "blog_operator/api/__init__.py",
@@ -63,11 +72,12 @@ def test_the_layout_is_a_kubebuilder_projects(project: pathlib.Path) -> None:
         "blog_operator/controllers/__init__.py", "blog_operator/controllers/blog.py", "blog_operator/controllers/website.py",
         "blog_operator/webhooks/__init__.py", "blog_operator/webhooks/website.py",
         "config/crd/kustomization.yaml", "config/crd/web.example.com_blogs.yaml", "config/crd/web.example.com_websites.yaml",
-        "config/default/kustomization.yaml",
+        "config/default/kustomization.yaml", "config/default/manager_webhook_patch.yaml",
         "config/manager/kustomization.yaml", "config/manager/manager.yaml",
         "config/rbac/kustomization.yaml", "config/rbac/role.yaml", "config/rbac/role_binding.yaml", "config/rbac/service_account.yaml",
         "config/samples/kustomization.yaml", "config/samples/web_v1_blog.yaml", "config/samples/web_v1_website.yaml",
-        "config/webhook/manifests.yaml",
+        "config/webhook/certificates.yaml", "config/webhook/kustomization.yaml",
+        "config/webhook/manifests.yaml", "config/webhook/service.yaml",
         "main.py", "pyproject.toml", "tests/conftest.py", "tests/test_blog.py", "tests/test_website.py",
         "tests/test_website_webhooks.py",
     ]  # fmt: skip
@@ -95,13 +105,18 @@ def test_the_generated_tests_pass_and_the_crds_print(project: pathlib.Path) -> N
 
 def test_what_is_written_passes_ruff(project: pathlib.Path) -> None:
     for command in (["check", "."], ["format", "--check", "."]):
-        linted = subprocess.run([str(BIN / "ruff"), *command], cwd=project, capture_output=True, text=True, timeout=60)
+        linted = subprocess.run(
+            [str(BIN / "ruff"), *command], cwd=project, capture_output=True, text=True, timeout=60
+        )
         assert linted.returncode == 0, linted.stdout + linted.stderr
 
 
 def test_the_webhook_configurations_call_the_service(project: pathlib.Path) -> None:
     configurations = list(yaml.safe_load_all((project / "config/webhook/manifests.yaml").read_text()))
-    assert [c["kind"] for c in configurations] == ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
+    assert [c["kind"] for c in configurations] == [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ]
     service = configurations[1]["webhooks"][0]["clientConfig"]["service"]
     assert (service["name"], service["namespace"]) == ("webhook-service", "system")
 
@@ -134,7 +149,10 @@ def test_make_run_serves_it_and_a_sample_becomes_available(project: pathlib.Path
         )  # fmt: skip
         assert waited.returncode == 0, waited.stderr
         shown = subprocess.run(
-            [kubectl, "--kubeconfig", kubeconfig, "get", "websites"], capture_output=True, text=True, timeout=60
+            [kubectl, "--kubeconfig", kubeconfig, "get", "websites"],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert shown.stdout.split("\n")[1].split() == ["website-sample", "2", "True"]
     finally:
@@ -147,7 +165,14 @@ def test_manifests_are_written_again_from_the_code(project: pathlib.Path) -> Non
     crd.write_text("stale\n")
     stale = project / "config/crd/gone.example.com_things.yaml"
     stale.write_text("stale\n")
-    made = subprocess.run(["make", "manifests"], cwd=project, capture_output=True, text=True, timeout=120, env=environment(project))
+    made = subprocess.run(
+        ["make", "manifests"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment(project),
+    )
     assert made.returncode == 0, made.stderr
     assert yaml.safe_load(crd.read_text())["metadata"]["name"] == "blogs.web.example.com"
     assert not stale.exists()
@@ -167,11 +192,21 @@ def test_mistakes_are_one_line(tmp_path: pathlib.Path, args: list[str], expected
 
 
 def test_a_kind_twice_and_a_bad_kind_are_refused(project: pathlib.Path) -> None:
-    again = kubeloop(project, "create", "api", "--group", "web.example.com", "--version", "v1", "--kind", "Website")
+    again = kubeloop(
+        project, "create", "api", "--group", "web.example.com", "--version", "v1", "--kind", "Website"
+    )
     assert again.returncode == 2
-    assert again.stderr == f"kubeloop create: {project}/blog_operator/api/v1/website.py exists: Website is already in web.example.com/v1\n"
-    lower = kubeloop(project, "create", "api", "--group", "web.example.com", "--version", "v1", "--kind", "website")
-    assert lower.stderr == "kubeloop create: 'website' is not a kind (CamelCase, starting with an upper-case letter: Website)\n"
+    assert (
+        again.stderr
+        == f"kubeloop create: {project}/blog_operator/api/v1/website.py exists: Website is already in web.example.com/v1\n"
+    )
+    lower = kubeloop(
+        project, "create", "api", "--group", "web.example.com", "--version", "v1", "--kind", "website"
+    )
+    assert (
+        lower.stderr
+        == "kubeloop create: 'website' is not a kind (CamelCase, starting with an upper-case letter: Website)\n"
+    )
 
 
 @pytest.fixture
@@ -205,3 +240,126 @@ def test_config_default_applies_to_a_cluster(project: pathlib.Path, cluster: Ser
     assert spec["serviceAccountName"] == "blog-operator-controller-manager"
     assert spec["containers"][0]["image"] == "blog-operator:dev"
     assert spec["containers"][0]["args"][:2] == ["run", "/app"]
+    assert {"name": "webhook", "containerPort": 9443, "protocol": "TCP"} in spec["containers"][0]["ports"]
+
+
+def test_deployed_webhooks_are_served_with_a_certificate_the_operator_keeps(
+    project: pathlib.Path, cluster: ServerThread, tmp_path: pathlib.Path
+) -> None:
+    """make deploy's webhooks with no cert-manager: the operator, run with the Deployment's own
+    webhook arguments and its ServiceAccount's token (so with the permissions config/ grants),
+    makes the serving certificate's Secret and injects its CA; kube-apiserver then calls the
+    webhooks through their Service (whose endpoint stands for the pod) and verifies the
+    certificate against the Service's name. A restarted replica keeps the same certificate."""
+    namespace = "blog-operator-system"
+    kubectl = [str(KUBECTLS[-1]), "--kubeconfig", str(cluster.kubeconfig)]
+
+    def kube(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*kubectl, *args], input=stdin, capture_output=True, text=True, timeout=60)
+
+    applied = kube("apply", "-k", str(project / "config/default"))
+    assert applied.returncode == 0, applied.stderr
+    for expected in (
+        "service/blog-operator-webhook-service",
+        "role.rbac.authorization.k8s.io/blog-operator-webhook-certificates",
+        "clusterrole.rbac.authorization.k8s.io/blog-operator-webhook-ca-injection",
+        "validatingwebhookconfiguration.admissionregistration.k8s.io/blog-operator-validating-webhook-configuration",
+    ):
+        assert expected in applied.stdout, applied.stdout
+    args = yaml.safe_load(kube("get", "deployment", "blog-operator-controller-manager", "-n", namespace, "-o", "yaml").stdout)[
+        "spec"]["template"]["spec"]["containers"][0]["args"]  # fmt: skip
+    webhook_args = [
+        arg for arg in args if arg.startswith("--webhook-") and not arg.startswith("--webhook-cert-dir")
+    ]
+    assert webhook_args == [
+        "--webhook-cert-secret=blog-operator-webhook-server-cert", "--webhook-service=blog-operator-webhook-service",
+    ]  # fmt: skip
+
+    token = kube("create", "token", "blog-operator-controller-manager", "-n", namespace).stdout.strip()
+    assert token
+    service_account = tmp_path / "service-account.kubeconfig"
+    service_account.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "pod",
+        "clusters": [{"name": "c", "cluster": {"server": cluster.url, "certificate-authority": cluster.ca_file}}],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "pod", "context": {"cluster": "c", "user": "sa", "namespace": namespace}}],
+    }))  # fmt: skip
+    port = _free_port()
+    endpoints = {
+        "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "blog-operator-webhook-service", "namespace": namespace},
+        "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "webhook", "port": port}]}],
+    }  # fmt: skip
+    assert kube("apply", "-f", "-", stdin=yaml.safe_dump(endpoints)).returncode == 0
+
+    def run_replica(certs: pathlib.Path) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "kubeloop.cli.main", "run", ".", "--kubeconfig", str(service_account),
+             *webhook_args, f"--webhook-cert-dir={certs}", f"--webhook-port={port}",
+             "--leader-elect", "--leader-election-id=blog-operator"],
+            cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment(project),
+            start_new_session=True,
+        )  # fmt: skip
+
+    def stop(run: subprocess.Popen[str]) -> str:
+        os.killpg(run.pid, signal.SIGTERM)
+        output, _ = run.communicate(timeout=60)
+        assert run.returncode == 0, output
+        return output
+
+    def ca_bundle() -> str:
+        return kube("get", "validatingwebhookconfiguration", "blog-operator-validating-webhook-configuration",
+                    "-o", "jsonpath={.webhooks[0].clientConfig.caBundle}").stdout  # fmt: skip
+
+    first = run_replica(tmp_path / "first")
+    try:
+        assert first.stdout is not None
+        started = []
+        while not started or "controller(s) starting" not in started[-1]:
+            started.append(first.stdout.readline())
+            assert started[-1], started
+        assert (
+            "kubeloop run: webhook certificate for blog-operator-webhook-service.blog-operator-system.svc "
+            "in Secret blog-operator-system/blog-operator-webhook-server-cert\n"
+        ) in started, started
+        while not ca_bundle():
+            pass  # the CA is injected once the manager runs
+        website = (project / "config/samples/web_v1_website.yaml").read_text()
+        refused = kube("apply", "-f", "-", stdin=website.replace("nginx:1.27", "nginx"))
+        assert refused.returncode == 1
+        assert refused.stderr == (  # the validating webhook's words
+            'The Website "website-sample" is invalid: spec.image: Invalid value: "nginx": must name a tag, e.g. nginx:1.27\n'
+        )
+        assert kube("apply", "-f", "-", stdin=website).returncode == 0
+        labels = kube("get", "website", "website-sample", "-o", "jsonpath={.metadata.labels}").stdout
+        assert '"app.kubernetes.io/name":"website"' in labels  # defaulted by the mutating webhook
+    finally:
+        stop(first)
+    secret = yaml.safe_load(
+        kube("get", "secret", "blog-operator-webhook-server-cert", "-n", namespace, "-o", "yaml").stdout
+    )
+    assert secret["type"] == "kubernetes.io/tls" and sorted(secret["data"]) == [
+        "ca.crt",
+        "ca.key",
+        "tls.crt",
+        "tls.key",
+    ]
+    assert ca_bundle() == secret["data"]["ca.crt"]
+
+    second = run_replica(tmp_path / "second")  # a new pod: the same certificate, from the Secret
+    try:
+        assert _served(second)
+    finally:
+        stop(second)
+    assert (tmp_path / "second" / "tls.crt").read_bytes() == (tmp_path / "first" / "tls.crt").read_bytes()
+
+
+def _served(run: subprocess.Popen[str]) -> bool:
+    """Whether the replica got as far as starting its controllers."""
+    assert run.stdout is not None
+    return any("controller(s) starting" in line for line in run.stdout)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -413,6 +413,41 @@ def _normalise_hosts(hosts: Sequence[str]) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class ServingCertificate:
+    """A CA and a serving certificate it signed (a webhook server's, kept in a Secret)."""
+
+    ca_cert_pem: bytes
+    ca_key_pem: bytes
+    cert_pem: bytes
+    key_pem: bytes
+
+    def __repr__(self) -> str:
+        return "ServingCertificate(<redacted>)"
+
+    def ca_usable(self) -> bool:
+        """The CA is whole, consistent and not within ``RENEW_BEFORE`` of expiry."""
+        return _ca_usable(self.ca_cert_pem, self.ca_key_pem, _now())
+
+    def usable_for(self, hosts: Sequence[str]) -> bool:
+        """Whether it can serve ``hosts`` for a while yet: the CA usable, the certificate signed
+        by it, matching its key, covering every host and not within ``RENEW_BEFORE`` of expiry."""
+        now = _now()
+        return _ca_usable(self.ca_cert_pem, self.ca_key_pem, now) and _server_cert_usable(
+            self.cert_pem, self.key_pem, self.ca_cert_pem, hosts, now
+        )
+
+
+def issue_serving_certificate(
+    hosts: Sequence[str], *, ca: tuple[bytes, bytes] | None = None
+) -> ServingCertificate:
+    """A serving certificate for ``hosts`` signed by ``ca`` (certificate and key, PEM), or by a
+    new CA when None."""
+    ca_cert_pem, ca_key_pem = ca if ca is not None else _new_ca()
+    cert_pem, key_pem = _new_server_cert(ca_cert_pem, ca_key_pem, list(hosts))
+    return ServingCertificate(ca_cert_pem, ca_key_pem, cert_pem, key_pem)
+
+
 def _read(path: pathlib.Path, *, secret: bool = False) -> bytes | None:
     try:
         data = path.read_bytes()

@@ -104,6 +104,18 @@ def _build_parser() -> argparse.ArgumentParser:
         help="serve webhooks with tls.crt and tls.key from this folder, reloaded when they change "
         "(default: a development certificate)",
     )
+    run.add_argument(
+        "--webhook-cert-secret",
+        metavar="[NAMESPACE/]NAME",
+        help="keep the webhooks' serving certificate in this Secret, made when missing and renewed, and "
+        "inject its CA into the configurations calling --webhook-service (no cert-manager needed; "
+        "default namespace: the operator's)",
+    )
+    run.add_argument(
+        "--webhook-service",
+        metavar="[NAMESPACE/]NAME",
+        help="the Service kube-apiserver calls the webhooks through (with --webhook-cert-secret)",
+    )
 
     crd = commands.add_parser(
         "crd", help="print the CRDs of the custom resource models a module defines or imports, as YAML"
@@ -155,7 +167,9 @@ def _build_parser() -> argparse.ArgumentParser:
     manifests = commands.add_parser(
         "manifests", help="write a project's config/crd and config/rbac/role.yaml from its code"
     )
-    manifests.add_argument("folder", nargs="?", default=".", type=pathlib.Path, help="the project (default .)")
+    manifests.add_argument(
+        "folder", nargs="?", default=".", type=pathlib.Path, help="the project (default .)"
+    )
     demo = commands.add_parser(
         "demo", help="the agent platform operator on the embedded server, with samples and a live view"
     )
@@ -179,7 +193,11 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     for command in commands.choices.values():  # -v after the command too: kubeloop run -v TARGET
         command.add_argument(
-            "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="-v: a line per reconcile; -vv: debug"
+            "-v",
+            "--verbose",
+            action="count",
+            default=argparse.SUPPRESS,
+            help="-v: a line per reconcile; -vv: debug",
         )
     return parser
 
@@ -285,6 +303,8 @@ def _command(args: argparse.Namespace) -> int:
             crd_files=tuple(args.crds),
             webhook_port=args.webhook_port,
             webhook_cert_dir=args.webhook_cert_dir,
+            webhook_cert_secret=args.webhook_cert_secret,
+            webhook_service=args.webhook_service,
             view=args.view,
             console=args.console,
         )
@@ -443,7 +463,12 @@ def _scaffold(args: argparse.Namespace) -> int:
     if args.command == "create":
         if args.what == "webhook":
             written = scaffold.create_webhook(
-                here, args.group, args.version, args.kind, defaulting=args.defaulting, validation=args.validation
+                here,
+                args.group,
+                args.version,
+                args.kind,
+                defaulting=args.defaulting,
+                validation=args.validation,
             )
         else:
             written = scaffold.create_api(here, args.group, args.version, args.kind)

@@ -62,6 +62,7 @@ from kubeloop.client.rest import APIClient
 from kubeloop.errors import APIError
 from kubeloop.gcpause import tune_for_serving
 from kubeloop.lifecycle import cancel_and_wait
+from kubeloop.manager.certrotator import CertRotator
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import IncompleteBuilder, Manager
 from kubeloop.manager.operatortarget import (
@@ -79,7 +80,7 @@ from kubeloop.manager.webhookconfigurations import (
     service_client_config,
     webhook_configurations,
 )
-from kubeloop.webhook.server import DEFAULT_PORT, WebhookServer
+from kubeloop.webhook.server import DEFAULT_CERT_DIR, DEFAULT_PORT, WebhookServer
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,10 @@ class ManagerFlags:
     #: None: 9443, or a free port with an embedded server.
     webhook_port: int | None = None
     webhook_cert_dir: str | None = None
+    #: ``[namespace/]name`` of the Secret a CertRotator keeps the webhooks' certificate in, and
+    #: of the Service they are called through.
+    webhook_cert_secret: str | None = None
+    webhook_service: str | None = None
     #: Show the live view of the operator (``--view``) while it runs.
     view: bool = False
     #: Serve the web console (``--console HOST:PORT``) while it runs.
@@ -111,13 +116,18 @@ class ManagerFlags:
                 namespace=self.leader_election_namespace or self.namespace or default_namespace,
             )
         port = self.webhook_port if self.webhook_port is not None else 0 if embedded else DEFAULT_PORT
+        if bool(self.webhook_cert_secret) != bool(self.webhook_service):
+            raise UsageError("--webhook-cert-secret and --webhook-service go together")
+        cert_dir = self.webhook_cert_dir
+        if self.webhook_cert_secret and cert_dir is None:
+            cert_dir = str(DEFAULT_CERT_DIR)
         return Manager(
             client,
             namespace=self.namespace,
             leader_election=election,
             metrics_bind_address=_address(self.metrics_bind_address),
             health_probe_bind_address=_address(self.health_probe_bind_address),
-            webhook_server=WebhookServer(port=port, cert_dir=self.webhook_cert_dir),
+            webhook_server=WebhookServer(port=port, cert_dir=cert_dir),
         )
 
 
@@ -300,6 +310,23 @@ async def _manage(
         manager = flags.manager(client, config.namespace, embedded=embedded)
         run_setup(setup, manager)
         await _check_permissions(client, manager, user, flags.namespace)
+        if flags.webhook_cert_secret and flags.webhook_service and manager.webhook_server.webhooks:
+            rotator = cert_rotator(
+                client, flags.webhook_cert_secret, flags.webhook_service, manager, config.namespace
+            )
+            try:
+                await rotator.provision()  # the files the webhook server starts with
+            except APIError as error:
+                raise ClusterUnusable(
+                    f"cannot keep the webhook certificate in Secret {rotator.namespace}/{rotator.secret}: {error}",
+                    "grant the operator the Role config/webhook/certificates.yaml holds",
+                ) from None
+            manager.add(rotator.run, name="webhook certificates", need_leader_election=False)
+            print(
+                f"kubeloop run: webhook certificate for {rotator.hosts[0]} in Secret "
+                f"{rotator.namespace}/{rotator.secret}",
+                flush=True,
+            )
         if embedded and manager.webhook_server.webhooks:
             manager.add(
                 _webhook_installer(client, manager), name="webhook configurations", need_leader_election=False
@@ -347,6 +374,29 @@ async def _manage(
             signals.manager = None
             await cancel_and_wait([task for task in (watching, viewing) if task is not None])
     return None if signals.requested.is_set() else changed
+
+
+def cert_rotator(
+    client: APIClient, secret: str, service: str, manager: Manager, default_namespace: str
+) -> CertRotator:
+    """The rotator ``--webhook-cert-secret`` and ``--webhook-service`` name (``[namespace/]name``,
+    in the operator's namespace by default)."""
+    secret_namespace, _, secret_name = secret.rpartition("/")
+    service_namespace, _, service_name = service.rpartition("/")
+    namespace = secret_namespace or service_namespace or default_namespace
+    if (service_namespace or namespace) != namespace:
+        raise UsageError("--webhook-cert-secret and --webhook-service name different namespaces")
+    server = manager.webhook_server
+    assert server.cert_dir is not None  # ManagerFlags.manager gives one
+    return CertRotator(
+        client,
+        namespace=namespace,
+        secret=secret_name,
+        service=service_name,
+        cert_dir=server.cert_dir,
+        cert_name=server.cert_name,
+        key_name=server.key_name,
+    )
 
 
 def _resolver(client: APIClient) -> Callable[[GroupVersionKind], Awaitable[Resource]]:

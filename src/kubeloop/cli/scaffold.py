@@ -228,7 +228,7 @@ run: ## Run the operator on an embedded API server, workloads simulated, reloade
 test: ## Run the operator's tests against the embedded API server
 \tpython -m pytest
 
-manifests: ## Write config/crd and config/rbac from the code
+manifests: ## Write config/crd, config/rbac and config/webhook from the code
 \tkubeloop manifests .
 
 deploy: manifests ## Install the CRDs, RBAC and the operator into the cluster of your kubeconfig

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import pathlib
 import ssl
+import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -31,6 +32,8 @@ log = logging.getLogger("kubeloop.webhook")
 DEFAULT_PORT = 9443
 DEFAULT_CERT_NAME = "tls.crt"
 DEFAULT_KEY_NAME = "tls.key"
+#: Where a certificate kept elsewhere (a Secret, by ``CertRotator``) is written for the server.
+DEFAULT_CERT_DIR = pathlib.Path(tempfile.gettempdir()) / "k8s-webhook-server" / "serving-certs"
 
 
 class Endpoint(Protocol):

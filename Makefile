@@ -61,6 +61,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/b2_custom_resources.py --runs 3
 	$(BIN)/python bench/openapi_documents.py
 	$(BIN)/python bench/typed_decoding.py
+	$(BIN)/python bench/reload.py
+	$(BIN)/python bench/first_test.py
 
 clean:
 	rm -rf $(VENV) .tools build src/*.egg-info

@@ -31,6 +31,10 @@ async def test_the_operator_rides_out_a_sigkilled_durable_server(tmp_path: pathl
         agentplatform.setup(manager)
         async with manager:
             await client.create(runtime("durable-rt"))
+            await client.create(
+                {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "llm", "namespace": "default"},
+                 "stringData": {"token": "t"}}
+            )  # fmt: skip
             await client.create(agent("survivor", "default", "durable-rt"))
             await ready(client, "survivor", "default")
             before = await pod_hash(client, "survivor", "default")

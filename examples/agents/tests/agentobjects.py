@@ -18,7 +18,9 @@ import kubeloop
 from kubeloop import kinds
 from kubeloop.testing import ServerThread, SimulationOptions, eventually, settled, start_server
 
-FAST = SimulationOptions(pod_start_seconds=0.05, pod_run_seconds=0.2, node_check_seconds=0.2)
+FAST = SimulationOptions(
+    pod_start_seconds=0.05, pod_run_seconds=0.2, node_check_seconds=0.2, config_retry_seconds=0.1
+)
 
 
 @pytest.fixture(scope="session")
@@ -43,6 +45,12 @@ async def namespace(client: kubeloop.APIClient) -> str:
     """A fresh namespace per test on this module's simulating server."""
     name = f"agents{next(_namespaces)}"
     await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    # The model credentials agent() names: without them, the simulated kubelet, as a real one,
+    # would start no agent pod (CreateContainerConfigError).
+    await client.create(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "llm", "namespace": name},
+         "stringData": {"token": "test-token"}}
+    )  # fmt: skip
     return name
 
 

@@ -53,9 +53,6 @@ async def test_a_second_reconcile_of_a_converged_agent_writes_nothing(
     client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
 ) -> None:
     await client.create(runtime(f"{namespace}-rt"))
-    await client.create(
-        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "llm", "namespace": namespace}}
-    )
     await client.create(agent("steady", namespace, f"{namespace}-rt", replicas=2))
     await ready(client, "steady", namespace)
     await assert_writes_nothing(platform.agents, kubeloop.Request(namespace, "steady"))

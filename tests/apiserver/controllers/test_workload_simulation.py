@@ -20,7 +20,9 @@ from tests.apiserver.storage.test_durability import apiserver, session_for
 from tests.apiserver.test_kubectl import DEPLOYMENT_YAML, KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread, eventually, start_server
 
-FAST = SimulationOptions(pod_start_seconds=0.1, pod_run_seconds=0.3, node_check_seconds=0.2)
+FAST = SimulationOptions(
+    pod_start_seconds=0.1, pod_run_seconds=0.3, node_check_seconds=0.2, config_retry_seconds=0.1
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +40,47 @@ def api(simulated: ServerThread) -> Client:
 @pytest.fixture(params=KUBECTLS, ids=[p.name for p in KUBECTLS])
 def kubectl(request: pytest.FixtureRequest, simulated: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
     return Kubectl(request.param, simulated.kubeconfig, tmp_path)
+
+
+def test_a_pod_whose_environment_names_what_does_not_exist_waits_for_it(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    """As a kubelet: CreateContainerConfigError with its words until the Secret (and the key the
+    ConfigMap lacks) exist, then the pod runs; an optional reference may be missing."""
+    pod = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "needs", "namespace": namespace},
+        "spec": {"containers": [{"name": "app", "image": "nginx:1.27",
+            "envFrom": [{"secretRef": {"name": "creds"}}, {"configMapRef": {"name": "maybe", "optional": True}}],
+            "env": [{"name": "LEVEL", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "level"}}}]}]},
+    }  # fmt: skip
+    kubectl("create", "configmap", "settings", "-n", namespace, "--from-literal=other=1")
+    kubectl("apply", "-f", "-", stdin=yaml.safe_dump(pod))
+
+    def waiting() -> dict[str, Any]:
+        status = json.loads(kubectl("get", "pod", "needs", "-n", namespace, "-o", "json").stdout)["status"]
+        return next(iter(status.get("containerStatuses") or [{}])).get("state", {}).get("waiting") or {}
+
+    while waiting().get("reason") != "CreateContainerConfigError":
+        time.sleep(0.05)  # the kubelet's next look (the test's timeout bounds it)
+    assert waiting()["message"] == 'secret "creds" not found'
+    assert (
+        kubectl("get", "pod", "needs", "-n", namespace).stdout.splitlines()[1].split()[2]
+        == "CreateContainerConfigError"
+    )
+    kubectl("create", "secret", "generic", "creds", "-n", namespace, "--from-literal=token=t")
+    while waiting().get("message") != f"couldn't find key level in ConfigMap {namespace}/settings":
+        time.sleep(0.05)
+    kubectl(
+        "patch",
+        "configmap",
+        "settings",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        '{"data": {"level": "debug"}}',
+    )
+    kubectl("wait", "-n", namespace, "--for=condition=Ready", "pod/needs", "--timeout=20s")
 
 
 def job(name: str, *, annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:

@@ -4,8 +4,11 @@
 Pods: an unscheduled pod that fits the node (:mod:`.scheduling`) is bound to it (a Binding, as a
 scheduler writes it; one that does not is marked Unschedulable), gets
 an IP and its start time, runs after ``pod_start_seconds`` (containers running and ready,
-condition Ready), and — unless its ``restartPolicy`` is ``Always`` — ends Succeeded or Failed as
-its annotations say (``simulation``). Pods of other nodes are left alone.
+condition Ready) — unless its environment names a Secret or ConfigMap, or a key of one, that
+does not exist: then it waits with reason CreateContainerConfigError, as a kubelet says it, and
+is looked at again every ``config_retry_seconds`` — and, unless its ``restartPolicy`` is
+``Always``, ends Succeeded or Failed as its annotations say (``simulation``). Pods of other
+nodes are left alone.
 """
 
 from __future__ import annotations
@@ -176,6 +179,15 @@ class SimulatedKubelet:
             return Result(requeue_after=self.options.pod_start_seconds - elapsed)
         restart = spec.get("restartPolicy") or "Always"
         if phase != "Running":
+            missing = await self._missing_config(pod)
+            if missing is not None:  # the containers cannot be made: the kubelet says why, and retries
+                waiting = {"reason": "CreateContainerConfigError", "message": missing}
+                if any(
+                    c.get("state", {}).get("waiting") != waiting
+                    for c in status.get("containerStatuses") or ()
+                ):
+                    await self._write_status(pod, {"containerStatuses": self._waiting(pod, waiting)})
+                return Result(requeue_after=self.options.config_retry_seconds)
             await self._write_status(pod, self._running(pod))
         if restart == "Always":
             return None
@@ -188,6 +200,66 @@ class SimulatedKubelet:
         await self._write_status(pod, self._ended(pod, failed, str(annotations.get(MESSAGE_ANNOTATION, ""))))
         self._bound.pop(uid, None)
         return None
+
+    async def _missing_config(self, pod: Obj) -> str | None:
+        """What the containers' environment names that does not exist, in the kubelet's words
+        (``secret "x" not found``, ``couldn't find key k in Secret ns/x``); None when all is there.
+        References marked ``optional`` may be missing."""
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+        found: dict[tuple[str, str], Obj | None] = {}
+
+        async def lookup(kind: str, name: str) -> Obj | None:
+            if (kind, name) not in found:
+                try:
+                    found[(kind, name)] = await self.client.get(
+                        GroupVersionKind("", "v1", kind), name, namespace=namespace
+                    )
+                except errors.NotFound:
+                    found[(kind, name)] = None
+            return found[(kind, name)]
+
+        containers = [*((pod.get("spec") or {}).get("initContainers") or ()), *_containers(pod)]
+        for container in containers:
+            for source in container.get("envFrom") or ():
+                for field, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
+                    ref = source.get(field)
+                    if (
+                        isinstance(ref, dict)
+                        and not ref.get("optional")
+                        and await lookup(kind, str(ref.get("name"))) is None
+                    ):
+                        return f'{kind.lower()} "{ref.get("name")}" not found'
+            for var in container.get("env") or ():
+                value_from = var.get("valueFrom") or {}
+                for field, kind in (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap")):
+                    ref = value_from.get(field)
+                    if not isinstance(ref, dict) or ref.get("optional"):
+                        continue
+                    obj = await lookup(kind, str(ref.get("name")))
+                    if obj is None:
+                        return f'{kind.lower()} "{ref.get("name")}" not found'
+                    keys = {
+                        *(obj.get("data") or {}),
+                        *(obj.get("stringData") or {}),
+                        *(obj.get("binaryData") or {}),
+                    }
+                    if ref.get("key") not in keys:
+                        return f"couldn't find key {ref.get('key')} in {kind} {namespace}/{ref.get('name')}"
+        return None
+
+    def _waiting(self, pod: Obj, waiting: Obj) -> list[Obj]:
+        return [
+            {
+                "name": c.get("name"),
+                "image": c.get("image"),
+                "imageID": "",
+                "ready": False,
+                "restartCount": 0,
+                "started": False,
+                "state": {"waiting": waiting},
+            }
+            for c in _containers(pod)
+        ]
 
     async def _schedule(self, pod: Obj) -> Result | None:
         """Bind the pod to the node if it fits there (selector, affinity, taints); otherwise

@@ -33,3 +33,6 @@ class SimulationOptions:
     pod_run_seconds: float = 3.0
     #: How often the kubelet checks that its node is registered (and registers it again).
     node_check_seconds: float = 10.0
+    #: How often a pod waiting for a Secret or ConfigMap its environment names (reason
+    #: CreateContainerConfigError) is looked at again.
+    config_retry_seconds: float = 2.0

@@ -54,7 +54,8 @@ def test_the_generated_role_names_what_the_controllers_watch_own_and_write() -> 
     assert granted[("batch", "jobs")] == write
     assert granted[("agents.kubeloop.dev", "servingruntimes")] == ["get", "list", "watch"]  # watched only
     assert granted[("agents.kubeloop.dev", "agents/status")] == ["get", "update", "patch"]
-    assert granted[("rbac.authorization.k8s.io", "roles")] == ["create"]  # allowed by the run controller
+    assert granted[("rbac.authorization.k8s.io", "roles")] == write  # runs create them; channels own them
+    assert ("", "secrets") not in granted  # the operator never reads a Secret
     assert granted[("", "pods")] == ["list"]
     assert granted[("", "events")] == ["create", "patch"]
     assert granted[("coordination.k8s.io", "leases")] == ["get", "create", "update"]

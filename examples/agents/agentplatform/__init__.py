@@ -1,5 +1,6 @@
 """The agent platform operator: ServingRuntimes, SkillPacks, MCPServers, Agents, AgentRuns,
-AgentSchedules and PersonaPacks, and a webhook that turns posts into AgentRuns.
+AgentSchedules and PersonaPacks, and a webhook that turns posts (and chat channels' messages)
+into AgentRuns.
 
     kubeloop run examples/agents --install-crds
 
@@ -25,6 +26,7 @@ from .controllers import (
     runwebhook,
     skillpack,
 )
+from .controllers.channels import ChannelSettings
 from .controllers.runwebhook import WebhookOptions
 
 
@@ -47,15 +49,17 @@ def setup(
     *,
     clock: agentschedule.Clock = agentschedule.system_clock,
     webhook_options: WebhookOptions | None = None,
+    channel_settings: ChannelSettings | None = None,
 ) -> Platform:
     """Register the platform's indexes and controllers with ``manager``; ``clock`` is the
     schedules' (tests pass a fake one); the webhook serves with ``webhook_options`` (default:
-    from the environment, none without a token)."""
+    from the environment, none without a token); channels run the images of
+    ``channel_settings`` (default: from the environment)."""
     indexes.register(manager)
     return Platform(
         skill_packs=skillpack.setup(manager),
         mcp_servers=mcpserver.setup(manager),
-        agents=agent.setup(manager),
+        agents=agent.setup(manager, channel_settings),
         runs=agentrun.setup(manager),
         schedules=agentschedule.setup(manager, clock),
         personas=personapack.setup(manager),
@@ -63,4 +67,4 @@ def setup(
     )
 
 
-__all__ = ["CUSTOM_RESOURCES", "Platform", "WebhookOptions", "setup"]
+__all__ = ["CUSTOM_RESOURCES", "ChannelSettings", "Platform", "WebhookOptions", "setup"]

@@ -1,5 +1,6 @@
 """Agent → ``<agent>-config`` ConfigMap, a Deployment running its ServingRuntime, and a ClusterIP
-Service, all owned; status with the runtime, the config hash, the URL and two conditions.
+Service, all owned, and its channels' objects (``channels``); status with the runtime, the
+config hash, the URL, the channels and two conditions.
 
 - RuntimeResolved: True (Resolved), or False (RuntimeNotFound, RuntimeDisabled). An unresolved
   runtime is reported and nothing is changed: running workloads stay as they are, and the agent
@@ -50,6 +51,7 @@ from .builders import (
     set_service,
     write_status,
 )
+from .channels import AgentChannels, ChannelSettings
 from .indexes import AGENT_INDEX, MCP_INDEX, RUNTIME_INDEX, SKILLS_INDEX
 
 FINALIZER = f"{GROUP}/runs"
@@ -58,15 +60,22 @@ FINALIZER = f"{GROUP}/runs"
 class AgentReconciler:
     """Reconciles Agents (``reconcile`` is what the controller calls, and tests may call it too)."""
 
-    def __init__(self, manager: kubeloop.Manager) -> None:
+    def __init__(self, manager: kubeloop.Manager, channel_settings: ChannelSettings | None = None) -> None:
         self.manager = manager
         self.client = manager.client
         self.recorder = manager.event_recorder("agent")
+        self.channels = AgentChannels(manager, channel_settings or ChannelSettings.from_env())
 
     def setup(self) -> None:
         manager = self.manager
         builder = kubeloop.Builder(manager).named("agent").for_(Agent)
         builder.owns(kinds.ConfigMap).owns(kinds.Deployment).owns(kinds.Service)
+        builder.owns(kinds.ServiceAccount).owns(kinds.Role).owns(kinds.RoleBinding)  # channels'
+        # A run made or deleted changes which runs the agent's channels may read.
+        made_or_deleted = kubeloop.predicate.Funcs(on_update=lambda old, new: False)
+        builder.watches(
+            AgentRun, kubeloop.handler.EnqueueRequestsFromMapFunc(self._agent_of_run), made_or_deleted
+        )
         builder.watches(ServingRuntime, kubeloop.handler.EnqueueRequestsFromMapFunc(self._agents_of_runtime))
         builder.watches(
             SkillPack, kubeloop.handler.EnqueueRequestsFromMapFunc(self._agents_using(SKILLS_INDEX))
@@ -75,6 +84,10 @@ class AgentReconciler:
         builder.complete(self.reconcile)
         for kind in (AgentRun, AgentSchedule):  # the finalizer deletes the agent's runs and schedules
             manager.permissions.allow(kind, "list", "delete")
+
+    @staticmethod
+    async def _agent_of_run(run: kubeloop.Obj) -> list[kubeloop.Request]:
+        return [kubeloop.Request(run["metadata"]["namespace"], str(run["spec"].get("agentRef", "")))]
 
     async def _agents_of_runtime(self, runtime: kubeloop.Obj) -> list[kubeloop.Request]:
         agents = await self.client.list(
@@ -94,22 +107,31 @@ class AgentReconciler:
 
     # ------------------------------------------------------------------ reconcile
 
-    async def reconcile(self, request: kubeloop.Request) -> None:
+    async def reconcile(self, request: kubeloop.Request) -> kubeloop.Result | None:
         try:
             agent = await self.client.get(Agent, request.name, namespace=request.namespace)
         except kubeloop.errors.NotFound:
-            return  # what it owned goes with it
+            return None  # what it owned goes with it
         if agent.metadata.deletion_timestamp is not None:
             await self._finalize(agent)
-            return
+            return None
         if not kubeloop.contains_finalizer(agent, FINALIZER):
             # The update's own event brings the agent back with the finalizer in the cache. Going
             # on here would make that event a second reconcile right after this one, reading the
             # cache before this one's status write is in it (and saying a refusal twice).
             kubeloop.add_finalizer(agent, FINALIZER)
             await self.client.update(agent)
-            return
+            return None
 
+        channels = await self.channels.reconcile(agent)
+        await self._reconcile(request, agent, channels)
+        if self.channels.settings.pending(channels):  # a pod that cannot start changes no Deployment
+            return kubeloop.Result(requeue_after=self.channels.settings.recheck_seconds)
+        return None
+
+    async def _reconcile(
+        self, request: kubeloop.Request, agent: Agent, channels: list[dict[str, Any]] | None
+    ) -> None:
         runtime, reason, message = await resolve_runtime(self.client, agent.spec.runtime_ref)
         conditions = [c.to_dict() for c in (agent.status.conditions if agent.status else None) or ()]
         generation = agent.metadata.generation
@@ -122,7 +144,7 @@ class AgentReconciler:
             message,
             observed_generation=generation,
         )
-        status: dict[str, Any] = {"observedGeneration": generation}
+        status: dict[str, Any] = {"observedGeneration": generation, "channels": channels}
         if runtime is None:
             if self._transitioned(agent, "RuntimeResolved", "False"):
                 self.recorder.event(agent, kubeloop.WARNING, reason, message)
@@ -135,6 +157,7 @@ class AgentReconciler:
             status["configHash"] = digest
             last = kubeloop.find_status_condition(conditions, "Ready") or {}
             if last.get("reason") == "Invalid" and agent.status and agent.status.config_hash == digest:
+                await write_status(self.client, agent, {"channels": channels})
                 return  # refused, and nothing it was made from has changed since
             try:
                 deployment = await self._converge(agent, runtime, packs, mcp_urls, digest)
@@ -243,7 +266,7 @@ class AgentReconciler:
         await self.client.update(agent)
 
 
-def setup(manager: kubeloop.Manager) -> AgentReconciler:
-    reconciler = AgentReconciler(manager)
+def setup(manager: kubeloop.Manager, channel_settings: ChannelSettings | None = None) -> AgentReconciler:
+    reconciler = AgentReconciler(manager, channel_settings)
     reconciler.setup()
     return reconciler

@@ -9,7 +9,9 @@ them are owned by the run, so deleting it deletes them.
 
 The phase follows the Job, through the watch on owned Jobs (nothing polls): Pending until its
 pod is ready, Running, then Succeeded or Failed as the Job's Complete or Failed condition
-says. The pod's termination message becomes ``status.result``. A run that has not finished
+says. The pod's termination message becomes ``status.result``; a run from a chat channel
+(``spec.trigger``) also gets ``status.reply``, what its channel posts back: the answer, or why
+the run failed. A run that has not finished
 ``timeoutSeconds`` after it started is failed (reason TimedOut) by a requeue at that moment,
 and its Job is deleted with its pods. A run whose agent does not exist yet, or whose runtime
 is missing or disabled, waits in Pending with the reason in ``status.message``; the agent's
@@ -51,6 +53,18 @@ FINISHED = ("Succeeded", "Failed")
 POD_ANNOTATION_PREFIX = "kubeloop.dev/"
 #: The label of a Job's pods that names the Job.
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+
+
+def reply_of(status: dict[str, Any]) -> str:
+    """What a channel posts back when its run ended: the answer, or why there is none."""
+    if status["phase"] == "Succeeded":
+        return str(status.get("result") or "(the agent finished without an answer)")
+    why = (
+        f"{status.get('reason')}: {status.get('message')}"
+        if status.get("message")
+        else str(status.get("reason"))
+    )
+    return f"The run failed ({why})."
 
 
 def input_config_map(run: str) -> str:
@@ -104,6 +118,8 @@ class AgentRunReconciler:
         except kubeloop.errors.Invalid as refused:  # what the run makes cannot be made: it fails
             failed = {"phase": "Failed", "reason": "Invalid", "message": str(refused)}
             failed["completionTime"] = kubeloop.timestamps.now()
+            if run.spec.trigger is not None:
+                failed["reply"] = reply_of(failed)
             self._record(run, failed)
             await write_status(self.client, run, failed)
             return None
@@ -129,6 +145,8 @@ class AgentRunReconciler:
             status["message"] = f"the run did not finish within {run.spec.timeout_seconds}s"
         if status["phase"] in FINISHED:
             status["completionTime"] = current.get("completionTime") or kubeloop.timestamps.now()
+            if run.spec.trigger is not None:
+                status["reply"] = reply_of(status)
         if status["phase"] != current.get("phase"):
             self._record(run, status)
         await write_status(self.client, run, status)

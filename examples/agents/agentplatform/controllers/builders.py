@@ -105,6 +105,33 @@ def set_service(service: kubeloop.Obj, selector: dict[str, str], port: int) -> N
     spec["ports"] = [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}]
 
 
+def restricted_pod() -> dict[str, Any]:
+    """The pod security context of every pod the platform runs: Kubernetes' "restricted" Pod
+    Security Standard, as uid and gid 1000."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": 1000,
+        "runAsGroup": 1000,
+        "fsGroup": 1000,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def restricted_container() -> dict[str, Any]:
+    """Each container's part of it: no privilege escalation, no capability, a read-only root
+    filesystem (the pod gives a writable ``/tmp``)."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
+#: The writable scratch space of a pod whose root filesystem is read-only.
+TMP_VOLUME = {"name": "tmp", "emptyDir": {}}
+TMP_MOUNT = {"name": "tmp", "mountPath": "/tmp"}
+
+
 def config_map_volume(name: str, config_map: str) -> dict[str, Any]:
     return {"name": name, "configMap": {"name": config_map, "defaultMode": 420}}
 

@@ -15,6 +15,15 @@ into a Channel source as a generic event; the ``webhook`` controller's reconcile
 AgentRun ``webhook-<digest of the delivery id>``. Retried deliveries (same id) name the same
 run, so a delivery starts exactly one run however often it is posted, across restarts too.
 
+Chat channels post to the same endpoint, ``POST /channels/<namespace>/<agent>/<type>`` with
+``{"text", "user", "thread"}``, the same token and ``X-Delivery-ID``: the message is judged by the
+channel's rule (``channels.admit``) against the agent as the cache has it. A refused message is
+answered 200 with ``"accepted": false`` and why, and starts nothing; an accepted one is answered
+202 and becomes the AgentRun ``channel-<digest>`` (of the agent, channel and delivery id), whose
+``spec.trigger`` names the channel, the user and the thread, made by the same reconciler after
+judging the message again. ``agentplatform_channel_messages_total{agent,type,outcome}`` counts
+them (accepted, refused, duplicate).
+
 The token and the address come from ``WebhookOptions`` (or the environment:
 ``AGENTS_WEBHOOK_TOKEN``, ``AGENTS_WEBHOOK_BIND_ADDRESS``); without a token there is no endpoint.
 It runs on the leader only, like the controller it feeds.
@@ -31,10 +40,12 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from prometheus_client import Counter
 
 import kubeloop
 
-from ..api.v1alpha1 import GROUP, VERSION, AgentRun
+from ..api.v1alpha1 import GROUP, VERSION, Agent, AgentRun
+from .channels import CHANNEL_LABEL, CHANNEL_TYPES, admit
 
 DELIVERY_HEADER = "X-Delivery-ID"
 DELIVERY_ANNOTATION = f"{GROUP}/delivery-id"
@@ -60,11 +71,23 @@ class WebhookOptions:
 
 
 @dataclass(frozen=True)
+class Message:
+    """A chat message a channel posted."""
+
+    channel: str
+    text: str
+    user: str
+    thread: str | None
+
+
+@dataclass(frozen=True)
 class Delivery:
     agent: str
     task: str
     delivery_id: str
     timeout_seconds: int | None
+    #: Set for a channel's message (its task is judged again when the run is made).
+    message: Message | None = None
 
 
 class BadDelivery(ValueError):
@@ -76,8 +99,14 @@ def run_name(delivery_id: str) -> str:
     return "webhook-" + hashlib.sha256(delivery_id.encode()).hexdigest()[:16]
 
 
-def parse_delivery(body: bytes, delivery_id: str) -> tuple[str | None, Delivery]:
-    """The namespace a post names (if any) and its delivery; BadDelivery names what is wrong."""
+def channel_run_name(namespace: str, agent: str, channel: str, delivery_id: str) -> str:
+    """The run of a channel's delivery: the same message posted again names the same run."""
+    digest = hashlib.sha256(f"{namespace}/{agent}/{channel}/{delivery_id}".encode()).hexdigest()[:16]
+    return "channel-" + digest
+
+
+def _document(body: bytes, delivery_id: str, *, required: tuple[str, ...]) -> dict[str, Any]:
+    """A post's JSON object, with its delivery id and a non-empty string in each ``required``."""
     if not delivery_id.strip():
         raise BadDelivery(f"the {DELIVERY_HEADER} header is required")
     try:
@@ -86,9 +115,28 @@ def parse_delivery(body: bytes, delivery_id: str) -> tuple[str | None, Delivery]
         raise BadDelivery(f"the body is not JSON: {exc}") from None
     if not isinstance(document, dict):
         raise BadDelivery("the body must be a JSON object")
-    for field in ("agent", "task"):
+    for field in required:
         if not isinstance(document.get(field), str) or not document[field].strip():
             raise BadDelivery(f"{field}: Required value: a non-empty string")
+    return document
+
+
+def parse_message(body: bytes, channel: str, delivery_id: str) -> Message:
+    """A channel's post; BadDelivery names what is wrong."""
+    if channel not in CHANNEL_TYPES:
+        raise BadDelivery(
+            f"type: Unsupported value: {channel!r}: supported values: {', '.join(CHANNEL_TYPES)}"
+        )
+    document = _document(body, delivery_id, required=("text", "user"))
+    thread = document.get("thread")
+    if thread is not None and not isinstance(thread, str):
+        raise BadDelivery("thread: Invalid value: must be a string")
+    return Message(channel, document["text"], document["user"], thread or None)
+
+
+def parse_delivery(body: bytes, delivery_id: str) -> tuple[str | None, Delivery]:
+    """The namespace a post names (if any) and its delivery; BadDelivery names what is wrong."""
+    document = _document(body, delivery_id, required=("agent", "task"))
     namespace = document.get("namespace")
     if namespace is not None and (not isinstance(namespace, str) or not namespace):
         raise BadDelivery("namespace: Invalid value: must be a non-empty string")
@@ -112,16 +160,24 @@ class RunWebhook:
         #: The port the endpoint listens on, once it does.
         self.port: int | None = None
         self.serving = asyncio.Event()
+        self.channel_messages = Counter(
+            "agentplatform_channel_messages_total",
+            "Messages the agents' channels posted, by what became of them.",
+            ["agent", "type", "outcome"],
+            registry=manager.metrics.registry,
+        )
 
     def setup(self) -> None:
         source = kubeloop.source.Channel(self.events, kubeloop.handler.EnqueueRequestForObject())
         kubeloop.Builder(self.manager).named("webhook").watches_raw_source(source).complete(self.reconcile)
         self.manager.add(self.serve, name="agent run webhook")
         self.manager.permissions.allow(AgentRun, "get", "create")
+        self.manager.permissions.allow(Agent, "get", "list", "watch")
 
     async def serve(self, stop: asyncio.Event) -> None:
         app = web.Application(client_max_size=MAX_BODY_BYTES)
         app.router.add_post("/runs", self._post)
+        app.router.add_post("/channels/{namespace}/{agent}/{type}", self._post_message)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         host, _, port = self.options.bind_address.rpartition(":")
@@ -169,6 +225,69 @@ class RunWebhook:
         )
         return _answer(202, answer)
 
+    async def _post_message(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return _answer(401, {"error": "a valid bearer token is required"}, {"WWW-Authenticate": "Bearer"})
+        namespace, agent_name = request.match_info["namespace"], request.match_info["agent"]
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _answer(413, {"error": f"the body is larger than {MAX_BODY_BYTES} bytes"})
+        try:
+            delivery_id = request.headers.get(DELIVERY_HEADER, "")
+            message = parse_message(body, request.match_info["type"], delivery_id)
+        except BadDelivery as exc:
+            return _answer(400, {"error": str(exc)})
+        try:
+            agent = await self.client.get(Agent, agent_name, namespace=namespace)
+        except kubeloop.errors.NotFound:
+            return _answer(404, {"error": f"Agent {namespace}/{agent_name} does not exist"})
+        channel = next((c for c in agent.spec.channels or () if c.type == message.channel), None)
+        if channel is None:
+            return _answer(404, {"error": f"Agent {namespace}/{agent_name} has no {message.channel} channel"})
+        admission = admit(channel, message.text, message.user)
+        if not admission.accepted:
+            self.channel_messages.labels(agent_name, message.channel, "refused").inc()
+            return _answer(200, {"accepted": False, "reason": admission.reason})
+        name = channel_run_name(namespace, agent_name, message.channel, delivery_id)
+        answer = {"accepted": True, "run": name, "namespace": namespace}
+        duplicate = (namespace, name) in self.pending  # posted again while its run is being made
+        if not duplicate:
+            try:
+                await self.client.get(AgentRun, name, namespace=namespace)
+                duplicate = True
+            except kubeloop.errors.NotFound:
+                pass
+        if duplicate:
+            self.channel_messages.labels(agent_name, message.channel, "duplicate").inc()
+            return _answer(200, {**answer, "duplicate": True})
+        self.pending[(namespace, name)] = Delivery(agent_name, admission.task, delivery_id, None, message)
+        self.events.put_nowait(
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "AgentRun",
+                "metadata": {"name": name, "namespace": namespace},
+            }
+        )
+        self.channel_messages.labels(agent_name, message.channel, "accepted").inc()
+        return _answer(202, answer)
+
+    async def _judged_again(self, namespace: str, delivery: Delivery) -> dict[str, Any] | None:
+        """The run's trigger, if the agent as it is now still takes the channel's message."""
+        message = delivery.message
+        assert message is not None
+        try:
+            agent = await self.client.get(Agent, delivery.agent, namespace=namespace)
+        except kubeloop.errors.NotFound:
+            return None
+        channel = next((c for c in agent.spec.channels or () if c.type == message.channel), None)
+        if channel is None or not admit(channel, message.text, message.user).accepted:
+            return None
+        trigger = {"channel": message.channel, "user": message.user}
+        if message.thread:
+            trigger["thread"] = message.thread
+        return trigger
+
     async def reconcile(self, request: kubeloop.Request) -> None:
         """Create the run of an accepted delivery (once: a retried one finds it made)."""
         key = (request.namespace, request.name)
@@ -178,13 +297,21 @@ class RunWebhook:
         spec: dict[str, Any] = {"agentRef": delivery.agent, "task": delivery.task}
         if delivery.timeout_seconds is not None:
             spec["timeoutSeconds"] = delivery.timeout_seconds
+        run_labels = {TRIGGER_LABEL: "webhook"}
+        if delivery.message is not None:
+            trigger = await self._judged_again(request.namespace, delivery)
+            if trigger is None:  # the agent or its channel changed since: no run
+                del self.pending[key]
+                return
+            spec["trigger"] = trigger
+            run_labels = {TRIGGER_LABEL: "channel", CHANNEL_LABEL: delivery.message.channel}
         run = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "AgentRun",
             "metadata": {
                 "name": request.name,
                 "namespace": request.namespace,
-                "labels": {TRIGGER_LABEL: "webhook"},
+                "labels": run_labels,
                 "annotations": {DELIVERY_ANNOTATION: delivery.delivery_id},
             },
             "spec": spec,

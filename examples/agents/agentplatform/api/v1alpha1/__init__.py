@@ -6,13 +6,24 @@ Their CRDs are generated from these classes (``kubeloop crd examples/agents``):
   resources. Nothing runs for it; Agents read it.
 - ``SkillPack``: named skills (text) → one owned ConfigMap that agents mount.
 - ``MCPServer``: a tool server → an owned Deployment and Service; its URL in status.
-- ``Agent`` (active): a runtime, a model and a prompt → an owned ConfigMap, Deployment and Service.
+- ``Agent`` (active): a runtime, a model and a prompt → an owned ConfigMap, Deployment and Service;
+  each chat channel → a Deployment that posts its messages to the operator.
 - ``AgentRun``: one task for an agent → a Job and what it needs; ``AgentSchedule``: runs on a cron
   schedule; ``PersonaPack``: a bundle of agents and schedules.
 """
 
-from .agent import Agent, AgentSpec, AgentStatus, ModelSpec, SecretKeyRef
-from .agentrun import AgentRun, AgentRunSpec, AgentRunStatus
+from .agent import (
+    Agent,
+    AgentSpec,
+    AgentStatus,
+    ChannelSpec,
+    ChannelStatus,
+    ChannelType,
+    LocalObjectRef,
+    ModelSpec,
+    SecretKeyRef,
+)
+from .agentrun import AgentRun, AgentRunSpec, AgentRunStatus, RunTrigger
 from .agentschedule import AgentSchedule, AgentScheduleSpec, AgentScheduleStatus
 from .groupversion import GROUP, VERSION
 from .mcpserver import MCPServer, MCPServerSpec, MCPServerStatus
@@ -36,6 +47,10 @@ __all__ = [
     "AgentScheduleStatus",
     "AgentSpec",
     "AgentStatus",
+    "ChannelSpec",
+    "ChannelStatus",
+    "ChannelType",
+    "LocalObjectRef",
     "MCPServer",
     "MCPServerSpec",
     "MCPServerStatus",
@@ -45,6 +60,7 @@ __all__ = [
     "PersonaPackSpec",
     "PersonaPackStatus",
     "PersonaSchedule",
+    "RunTrigger",
     "SecretKeyRef",
     "ServingRuntime",
     "ServingRuntimeSpec",

@@ -1,8 +1,10 @@
-"""``Agent`` (active): a runtime, a model and a prompt → an owned ConfigMap, Deployment and Service."""
+"""``Agent`` (active): a runtime, a model and a prompt → an owned ConfigMap, Deployment and Service;
+its chat channels → a Deployment each (``<agent>-channel-<type>``) and the ServiceAccount it
+runs as."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -25,6 +27,36 @@ class ModelSpec(kubeloop.KubeModel):
     auth_secret_ref: SecretKeyRef | None = None
 
 
+#: The chat front-ends a channel Deployment can connect (``webhook``: any system that posts).
+ChannelType = Literal["slack", "telegram", "discord", "whatsapp", "webhook"]
+
+
+class LocalObjectRef(kubeloop.KubeModel):
+    name: Name
+
+
+class ChannelSpec(kubeloop.KubeModel):
+    """A chat front-end: its Deployment connects to the chat with the credentials in
+    ``secretRef`` (given to it as its environment) and posts each message to the operator."""
+
+    type: ChannelType
+    secret_ref: LocalObjectRef
+    #: Who may start runs (empty: everyone not denied); ``denyUsers`` wins.
+    allow_users: Annotated[list[str], ListType("set")] = []
+    deny_users: Annotated[list[str], ListType("set")] = []
+    #: A keyword the message must hold as a word (any case), or ``@name``, a mention it must
+    #: hold (taken out of the task); none: every message.
+    trigger: Annotated[str | None, Field(min_length=1, max_length=63)] = None
+    #: The channel Deployment's image, instead of the platform's for this type.
+    image: str | None = None
+
+
+class ChannelStatus(kubeloop.KubeModel):
+    type: ChannelType
+    phase: Literal["Pending", "Connected", "Error"]
+    message: str = ""
+
+
 class AgentSpec(kubeloop.KubeModel):
     runtime_ref: Name
     model: ModelSpec
@@ -34,6 +66,8 @@ class AgentSpec(kubeloop.KubeModel):
     env: Annotated[list[core_v1.EnvVar] | None, ListType("map", keys=("name",))] = None
     skill_pack_refs: Annotated[list[str], ListType("set")] = []
     mcp_server_refs: Annotated[list[str], ListType("set")] = []
+    #: One channel per type.
+    channels: Annotated[list[ChannelSpec] | None, ListType("map", keys=("type",))] = None
 
 
 class AgentStatus(kubeloop.KubeModel):
@@ -42,6 +76,7 @@ class AgentStatus(kubeloop.KubeModel):
     config_hash: str | None = None
     url: str | None = None
     ready_replicas: int | None = None
+    channels: Annotated[list[ChannelStatus] | None, ListType("map", keys=("type",))] = None
     conditions: Annotated[list[meta_v1.Condition] | None, ListType("map", keys=("type",))] = None
 
 

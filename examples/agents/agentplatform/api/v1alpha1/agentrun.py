@@ -9,13 +9,24 @@ from pydantic import Field
 import kubeloop
 from kubeloop.crd import PrinterColumn, Rule
 
+from .agent import ChannelType
 from .groupversion import AGE, CATEGORIES, GROUP, VERSION, Name, name_rule
+
+
+class RunTrigger(kubeloop.KubeModel):
+    """What started a run that came from a chat: the channel, who wrote, and the thread to
+    answer in."""
+
+    channel: ChannelType
+    user: Name
+    thread: str | None = None
 
 
 class AgentRunSpec(kubeloop.KubeModel):
     agent_ref: Name
     task: Annotated[str, Field(min_length=1)]
     timeout_seconds: Annotated[int, Field(ge=1)] = 600
+    trigger: RunTrigger | None = None
 
 
 class AgentRunStatus(kubeloop.KubeModel):
@@ -28,6 +39,8 @@ class AgentRunStatus(kubeloop.KubeModel):
     message: str | None = None
     #: What the agent answered: its pod's termination message.
     result: str | None = None
+    #: For a run from a channel, once it ended: what its channel Deployment posts in the thread.
+    reply: str | None = None
 
 
 class AgentRun(

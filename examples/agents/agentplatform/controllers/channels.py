@@ -1,0 +1,235 @@
+"""An Agent's chat channels: what decides whether a message starts a run, and what runs for each
+channel.
+
+Each channel of ``spec.channels`` becomes, owned by the agent:
+
+- a Deployment ``<agent>-channel-<type>`` running the platform's image for that type (or the
+  channel's ``image``), with the channel's Secret as its environment (``envFrom``) and, beside
+  it, where to post messages (``INBOUND_URL``: the operator's ``/channels/<ns>/<agent>/<type>``);
+- a ServiceAccount of the same name, and a Role and RoleBinding that let it read exactly its
+  agent's runs, by name (the runs' replies are what it posts back): the Role follows the runs as
+  they come and go, and holds no rule while there are none — a rule with no names would allow
+  every run.
+
+A channel's status is Connected once its Deployment is available, Error while its pod cannot
+start, in the kubelet's words (its Secret missing: ``CreateContainerConfigError: secret "x" not
+found``; an image that cannot be pulled), Pending otherwise; an agent with a Pending channel is
+looked at again every ``recheck_seconds``, since a pod that cannot start changes nothing a watch
+would see. The operator never reads Secrets. A channel taken out of the spec takes its objects
+with it.
+
+:func:`admit` is the channel's rule for a message: denied users, then allowed users, then the
+trigger (a keyword the text holds as a word, in any case, or ``@name``, a mention, taken out of
+the task). The inbound endpoint answers with it at once, and the reconciler that makes the run
+applies it again to the agent as it is then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, get_args
+
+import kubeloop
+from kubeloop import kinds
+
+from ..api.v1alpha1 import GROUP, Agent, AgentRun, ChannelSpec, ChannelType
+from .builders import (
+    TMP_MOUNT,
+    TMP_VOLUME,
+    deployment_ready,
+    labels,
+    named,
+    restricted_container,
+    restricted_pod,
+    set_deployment,
+)
+from .indexes import AGENT_INDEX
+
+CHANNEL_TYPES: tuple[str, ...] = get_args(ChannelType)
+#: The label saying which channel of its agent an object serves (and which channel a run came from).
+CHANNEL_LABEL = f"{GROUP}/channel"
+#: Why a pod's container may wait for good, until something changes (the kubelet's reasons).
+STUCK = (
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CrashLoopBackOff",
+)
+#: The images the platform runs for each type, unless ChannelSettings or the channel say otherwise.
+DEFAULT_IMAGES = {kind: f"ghcr.io/kubeloop-dev/agent-channel-{kind}:0.1.0" for kind in CHANNEL_TYPES}
+
+
+@dataclass(frozen=True)
+class ChannelSettings:
+    """The platform's settings for channels: an image per type, and the base URL of the
+    operator's inbound endpoint as the channel pods reach it."""
+
+    images: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_IMAGES))
+    inbound_url: str = "http://agents-operator.agents-system.svc:8082"
+    #: How often an agent with a Pending channel is looked at again: a pod that cannot start
+    #: changes no Deployment, so no watch would say so.
+    recheck_seconds: float = 10.0
+
+    @classmethod
+    def from_env(cls) -> ChannelSettings:
+        """``AGENTS_CHANNEL_IMAGE_<TYPE>`` and ``AGENTS_INBOUND_URL`` over the defaults."""
+        images = dict(DEFAULT_IMAGES)
+        for kind in CHANNEL_TYPES:
+            images[kind] = os.environ.get(f"AGENTS_CHANNEL_IMAGE_{kind.upper()}") or images[kind]
+        return cls(images, os.environ.get("AGENTS_INBOUND_URL") or cls.inbound_url)
+
+    def pending(self, statuses: list[dict[str, Any]] | None) -> bool:
+        return any(status["phase"] == "Pending" for status in statuses or ())
+
+
+@dataclass(frozen=True)
+class Admission:
+    accepted: bool
+    #: Why not (empty when accepted).
+    reason: str
+    #: The run's task: the text, without the mention that triggered it.
+    task: str
+
+
+def admit(channel: ChannelSpec, text: str, user: str) -> Admission:
+    """Whether a message of ``user`` on ``channel`` starts a run, and its task."""
+    if user in channel.deny_users:
+        return Admission(False, f"{user} is denied on this channel", "")
+    if channel.allow_users and user not in channel.allow_users:
+        return Admission(False, f"{user} is not among the channel's allowed users", "")
+    trigger = channel.trigger
+    task = text.strip()
+    if trigger:
+        if trigger.startswith("@"):
+            mention = re.compile(rf"(?<![\w@]){re.escape(trigger)}(?![\w-])", re.IGNORECASE)
+            if not mention.search(text):
+                return Admission(False, f"the message does not mention {trigger}", "")
+            task = " ".join(mention.sub(" ", text).split())
+        elif not re.search(rf"(?<!\w){re.escape(trigger)}(?!\w)", text, re.IGNORECASE):
+            return Admission(False, f"the message does not hold the keyword {trigger!r}", "")
+    if not task:
+        return Admission(False, "the message has no task besides its trigger", "")
+    return Admission(True, "", task)
+
+
+def channel_name(agent: str, kind: str) -> str:
+    return f"{agent}-channel-{kind}"
+
+
+class AgentChannels:
+    """Writes an agent's channel objects and says how each channel is doing."""
+
+    def __init__(self, manager: kubeloop.Manager, settings: ChannelSettings) -> None:
+        self.client = manager.client
+        #: Pods are read past the cache (the operator caches no pods).
+        self.reader = manager.api_reader
+        self.settings = settings
+        permissions = manager.permissions
+        permissions.allow(kinds.Pod, "list")
+        for kind in (kinds.ServiceAccount, kinds.Role, kinds.RoleBinding):
+            permissions.allow(kind, "get", "list", "watch", "create", "update", "delete")
+        permissions.allow(kinds.Deployment, "delete")
+
+    async def reconcile(self, agent: Agent) -> list[dict[str, Any]] | None:
+        """Converge the channels' objects; their statuses (None: the agent has no channel)."""
+        name, namespace = agent.metadata.name or "", agent.metadata.namespace or ""
+        channels = agent.spec.channels or []
+        await self._remove_others(name, namespace, {channel.type for channel in channels})
+        if not channels:
+            return None
+        runs = sorted(
+            run.metadata.name or ""
+            for run in await self.client.list(
+                AgentRun, namespace=namespace, field_selector=f"{AGENT_INDEX}={name}"
+            )
+        )
+        statuses = []
+        for channel in sorted(channels, key=lambda c: c.type):
+            deployment = await self._converge(agent, channel, runs)
+            selector = {**labels("channel", name), CHANNEL_LABEL: channel.type}
+            statuses.append({"type": channel.type, **await self._phase(namespace, selector, deployment)})
+        return statuses
+
+    async def _converge(self, agent: Agent, channel: ChannelSpec, runs: list[str]) -> kubeloop.Obj:
+        name, namespace = agent.metadata.name or "", agent.metadata.namespace or ""
+        own = channel_name(name, channel.type)
+        selector = {**labels("channel", name), CHANNEL_LABEL: channel.type}
+
+        def owned(obj: kubeloop.Obj) -> None:
+            kubeloop.set_controller_reference(agent, obj)
+            obj["metadata"]["labels"] = selector
+
+        def role(obj: kubeloop.Obj) -> None:
+            owned(obj)
+            rules = [
+                {"apiGroups": [GROUP], "resources": ["agentruns"], "verbs": ["get"], "resourceNames": runs}
+            ]
+            obj["rules"] = rules if runs else []
+
+        def binding(obj: kubeloop.Obj) -> None:
+            owned(obj)
+            obj["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": own}
+            obj["subjects"] = [{"kind": "ServiceAccount", "name": own, "namespace": namespace}]
+
+        inbound = f"{self.settings.inbound_url.rstrip('/')}/channels/{namespace}/{name}/{channel.type}"
+        container = {
+            "name": "channel",
+            "image": channel.image or self.settings.images.get(channel.type) or DEFAULT_IMAGES[channel.type],
+            "env": [
+                {"name": "AGENT_NAME", "value": name},
+                {"name": "AGENT_NAMESPACE", "value": namespace},
+                {"name": "CHANNEL_TYPE", "value": channel.type},
+                {"name": "INBOUND_URL", "value": inbound},
+            ],
+            "envFrom": [{"secretRef": {"name": channel.secret_ref.name}}],
+            "securityContext": restricted_container(),
+            "volumeMounts": [TMP_MOUNT],
+        }
+
+        def deployment(obj: kubeloop.Obj) -> None:
+            owned(obj)
+            set_deployment(
+                obj, replicas=1, selector=selector, annotations={}, container=container, volumes=[TMP_VOLUME]
+            )
+            pod = obj["spec"]["template"]["spec"]
+            pod["serviceAccountName"] = own
+            pod["securityContext"] = restricted_pod()
+
+        client = self.client
+        await kubeloop.create_or_update(client, named(kinds.ServiceAccount, own, namespace), owned)
+        await kubeloop.create_or_update(client, named(kinds.Role, own, namespace), role)
+        await kubeloop.create_or_update(client, named(kinds.RoleBinding, own, namespace), binding)
+        _, made = await kubeloop.create_or_update(client, named(kinds.Deployment, own, namespace), deployment)
+        return made
+
+    async def _phase(
+        self, namespace: str, selector: dict[str, str], deployment: kubeloop.Obj
+    ) -> dict[str, str]:
+        """Connected once the Deployment is available; Error while its pod cannot start, in the
+        kubelet's words (a missing Secret: ``secret "x" not found``); else Pending."""
+        ready, _, why = deployment_ready(deployment)
+        if ready:
+            return {"phase": "Connected", "message": ""}
+        label_selector = ",".join(f"{key}={value}" for key, value in sorted(selector.items()))
+        pods = await self.reader.list(kinds.Pod, namespace=namespace, label_selector=label_selector)
+        for pod in pods.items:
+            for container in (pod.get("status") or {}).get("containerStatuses") or ():
+                waiting = (container.get("state") or {}).get("waiting") or {}
+                if waiting.get("reason") in STUCK:
+                    return {"phase": "Error", "message": f"{waiting['reason']}: {waiting.get('message', '')}"}
+        return {"phase": "Pending", "message": why}
+
+    async def _remove_others(self, agent: str, namespace: str, kept: set[str]) -> None:
+        """Delete the objects of the agent's channels that are no longer in its spec."""
+        selector = f"app.kubernetes.io/name=channel,app.kubernetes.io/instance={agent}"
+        for kind in (kinds.Deployment, kinds.RoleBinding, kinds.Role, kinds.ServiceAccount):
+            for obj in await self.client.list(kind, namespace=namespace, label_selector=selector):
+                if obj["metadata"].get("labels", {}).get(CHANNEL_LABEL) not in kept:
+                    with contextlib.suppress(kubeloop.errors.NotFound):
+                        await self.client.delete(obj)

@@ -25,7 +25,7 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
   ``KubeObject``, ``Obj`` (an object as a dict), ``ObjectMeta``, and ``crd`` (CRD markers, the
   generator and ``install_crds``);
 - helpers (controller-runtime's ``controllerutil``): ``create_or_update``, ``create_or_patch``,
-  ``OperationResult``, ``set_controller_reference``, ``set_owner_reference``,
+  ``OperationResult``, ``set_controller_reference``, ``set_owner_reference``, ``is_controlled_by``,
   ``add_finalizer``, ``remove_finalizer``, ``contains_finalizer``, ``set_status_condition``,
   ``find_status_condition``, ``is_status_condition_true``, ``remove_status_condition``,
   ``AlreadyOwnedError``; ``finalizer`` (apply and cleanup around a finalizer, as kube-rs'),
@@ -90,6 +90,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "OperationResult": ("kubeloop.controller.controllerutil", "OperationResult"),
     "set_controller_reference": ("kubeloop.controller.controllerutil", "set_controller_reference"),
     "set_owner_reference": ("kubeloop.controller.controllerutil", "set_owner_reference"),
+    "is_controlled_by": ("kubeloop.controller.controllerutil", "is_controlled_by"),
     "add_finalizer": ("kubeloop.controller.controllerutil", "add_finalizer"),
     "remove_finalizer": ("kubeloop.controller.controllerutil", "remove_finalizer"),
     "contains_finalizer": ("kubeloop.controller.controllerutil", "contains_finalizer"),
@@ -155,6 +156,7 @@ __all__ = [
     "finalizer",
     "find_status_condition",
     "handler",
+    "is_controlled_by",
     "is_status_condition_true",
     "kinds",
     "load_config",
@@ -214,6 +216,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
         create_or_patch,
         create_or_update,
         find_status_condition,
+        is_controlled_by,
         is_status_condition_true,
         remove_finalizer,
         remove_status_condition,

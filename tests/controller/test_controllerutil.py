@@ -104,6 +104,12 @@ def test_owner_and_controller_references() -> None:
         cu.set_controller_reference(owner("b"), child)
     cu.set_owner_reference(owner("b"), child)
     assert [r["name"] for r in child["metadata"]["ownerReferences"]] == ["a", "b"]
+    assert cu.is_controlled_by(child, owner("a")) and not cu.is_controlled_by(
+        child, owner("b")
+    )  # b only owns
+    assert not cu.is_controlled_by(
+        child, {"apiVersion": "v1", "kind": "X", "metadata": {"name": "a"}}
+    )  # no uid
     assert "controller" not in child["metadata"]["ownerReferences"][1]
     with pytest.raises(ValueError, match="cross-namespace"):
         cu.set_owner_reference(owner("x", "elsewhere"), child)

@@ -261,6 +261,13 @@ def set_controller_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) 
         _upsert_reference(refs, ref)
 
 
+def is_controlled_by(obj: Mapping[str, Any] | KubeModel, owner: Mapping[str, Any] | KubeModel) -> bool:
+    """Whether ``owner`` is ``obj``'s controller, by UID (apimachinery's ``metav1.IsControlledBy``)."""
+    uid = _metadata(owner).get("uid")
+    refs = _metadata(obj).get("ownerReferences") or ()
+    return bool(uid) and any(ref.get("controller") and ref.get("uid") == uid for ref in refs)
+
+
 def set_owner_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) -> None:
     """Add ``owner`` as a (non-controller) owner of ``obj``, or refresh its reference."""
     owner_data = _owner_view(owner)

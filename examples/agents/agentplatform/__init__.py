@@ -27,6 +27,7 @@ from .controllers import (
     skillpack,
 )
 from .controllers.channels import ChannelSettings
+from .controllers.memory import AgentMemory
 from .controllers.runwebhook import WebhookOptions
 
 
@@ -56,11 +57,12 @@ def setup(
     from the environment, none without a token); channels run the images of
     ``channel_settings`` (default: from the environment)."""
     indexes.register(manager)
+    memory = AgentMemory(manager)
     return Platform(
         skill_packs=skillpack.setup(manager),
         mcp_servers=mcpserver.setup(manager),
-        agents=agent.setup(manager, channel_settings),
-        runs=agentrun.setup(manager),
+        agents=agent.setup(manager, memory, channel_settings),
+        runs=agentrun.setup(manager, memory),
         schedules=agentschedule.setup(manager, clock),
         personas=personapack.setup(manager),
         webhook=runwebhook.setup(manager, webhook_options),

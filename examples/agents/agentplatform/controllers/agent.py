@@ -1,6 +1,6 @@
 """Agent → ``<agent>-config`` ConfigMap, a Deployment running its ServingRuntime, and a ClusterIP
-Service, all owned, and its channels' objects (``channels``); status with the runtime, the
-config hash, the URL, the channels and two conditions.
+Service, all owned, its channels' objects (``channels``) and its memory (``memory``); status
+with the runtime, the config hash, the URL, the channels and two conditions.
 
 - RuntimeResolved: True (Resolved), or False (RuntimeNotFound, RuntimeDisabled). An unresolved
   runtime is reported and nothing is changed: running workloads stay as they are, and the agent
@@ -53,6 +53,7 @@ from .builders import (
 )
 from .channels import AgentChannels, ChannelSettings
 from .indexes import AGENT_INDEX, MCP_INDEX, RUNTIME_INDEX, SKILLS_INDEX
+from .memory import AgentMemory
 
 FINALIZER = f"{GROUP}/runs"
 
@@ -60,11 +61,14 @@ FINALIZER = f"{GROUP}/runs"
 class AgentReconciler:
     """Reconciles Agents (``reconcile`` is what the controller calls, and tests may call it too)."""
 
-    def __init__(self, manager: kubeloop.Manager, channel_settings: ChannelSettings | None = None) -> None:
+    def __init__(
+        self, manager: kubeloop.Manager, memory: AgentMemory, channel_settings: ChannelSettings | None = None
+    ) -> None:
         self.manager = manager
         self.client = manager.client
         self.recorder = manager.event_recorder("agent")
         self.channels = AgentChannels(manager, channel_settings or ChannelSettings.from_env())
+        self.memory = memory
 
     def setup(self) -> None:
         manager = self.manager
@@ -124,13 +128,18 @@ class AgentReconciler:
             return None
 
         channels = await self.channels.reconcile(agent)
-        await self._reconcile(request, agent, channels)
+        memory = await self.memory.reconcile(agent)
+        await self._reconcile(request, agent, channels, memory)
         if self.channels.settings.pending(channels):  # a pod that cannot start changes no Deployment
             return kubeloop.Result(requeue_after=self.channels.settings.recheck_seconds)
         return None
 
     async def _reconcile(
-        self, request: kubeloop.Request, agent: Agent, channels: list[dict[str, Any]] | None
+        self,
+        request: kubeloop.Request,
+        agent: Agent,
+        channels: list[dict[str, Any]] | None,
+        memory: str | None,
     ) -> None:
         runtime, reason, message = await resolve_runtime(self.client, agent.spec.runtime_ref)
         conditions = [c.to_dict() for c in (agent.status.conditions if agent.status else None) or ()]
@@ -160,7 +169,7 @@ class AgentReconciler:
                 await write_status(self.client, agent, {"channels": channels})
                 return  # refused, and nothing it was made from has changed since
             try:
-                deployment = await self._converge(agent, runtime, packs, mcp_urls, digest)
+                deployment = await self._converge(agent, runtime, packs, mcp_urls, digest, memory)
             except kubeloop.errors.Invalid as refused:  # the user's to fix: reported, not retried
                 self.recorder.event(agent, kubeloop.WARNING, "Invalid", str(refused))
                 kubeloop.set_status_condition(
@@ -202,6 +211,7 @@ class AgentReconciler:
         packs: dict[str, dict[str, str]],
         mcp_urls: list[str],
         digest: str,
+        memory: str | None,
     ) -> kubeloop.Obj:
         """Write the ConfigMap, Deployment and Service (built from ``digest``'s parts); the
         Deployment."""
@@ -221,6 +231,7 @@ class AgentReconciler:
             config_map=config_map_of(name),
             skill_packs=packs,
             mcp_urls=mcp_urls,
+            memory=memory,
         )
 
         def deployment(obj: kubeloop.Obj) -> None:
@@ -266,7 +277,9 @@ class AgentReconciler:
         await self.client.update(agent)
 
 
-def setup(manager: kubeloop.Manager, channel_settings: ChannelSettings | None = None) -> AgentReconciler:
-    reconciler = AgentReconciler(manager, channel_settings)
+def setup(
+    manager: kubeloop.Manager, memory: AgentMemory, channel_settings: ChannelSettings | None = None
+) -> AgentReconciler:
+    reconciler = AgentReconciler(manager, memory, channel_settings)
     reconciler.setup()
     return reconciler

@@ -11,7 +11,8 @@ The phase follows the Job, through the watch on owned Jobs (nothing polls): Pend
 pod is ready, Running, then Succeeded or Failed as the Job's Complete or Failed condition
 says. The pod's termination message becomes ``status.result``; a run from a chat channel
 (``spec.trigger``) also gets ``status.reply``, what its channel posts back: the answer, or why
-the run failed. A run that has not finished
+the run failed. A termination message ``{"result": ..., "memory": ...}`` is split: the result is
+``status.result``, and the memory is added to the agent's (``memory``), once. A run that has not finished
 ``timeoutSeconds`` after it started is failed (reason TimedOut) by a requeue at that moment,
 and its Job is deleted with its pods. A run whose agent does not exist yet, or whose runtime
 is missing or disabled, waits in Pending with the reason in ``status.message``; the agent's
@@ -47,6 +48,7 @@ from .builders import (
     write_status,
 )
 from .indexes import AGENT_INDEX
+from .memory import AgentMemory, memory_config_map, parse_result
 
 FINISHED = ("Succeeded", "Failed")
 #: The run's annotations its pod is given (the simulation's steering annotations).
@@ -74,8 +76,9 @@ def input_config_map(run: str) -> str:
 class AgentRunReconciler:
     """Reconciles AgentRuns."""
 
-    def __init__(self, manager: kubeloop.Manager) -> None:
+    def __init__(self, manager: kubeloop.Manager, memory: AgentMemory) -> None:
         self.manager = manager
+        self.memory = memory
         self.client = manager.client
         #: Reads past the cache: a snapshot just created, a finished Job's pods.
         self.reader = manager.api_reader
@@ -135,6 +138,13 @@ class AgentRunReconciler:
             "jobName": request.name,
         }
         status.update(await self._phase(job))
+        remembered = status.pop("memory", None)
+        if status["phase"] == "Succeeded" and remembered and current.get("phase") != "Succeeded":
+            agent = AgentSpec.model_validate(json.loads(snapshot["agent.json"]))
+            if agent.memory is not None and agent.memory.enabled:
+                await self.memory.remember(
+                    request.namespace, run.spec.agent_ref, request.name, remembered, agent.memory.max_bytes
+                )
         deadline = started + timedelta(seconds=run.spec.timeout_seconds)
         if status["phase"] not in FINISHED and now >= deadline:
             with contextlib.suppress(kubeloop.errors.NotFound):
@@ -249,6 +259,7 @@ class AgentRunReconciler:
             skill_packs=[pack for pack in snapshot.get("skill-packs", "").split(",") if pack],
             mcp_urls=[url for url in snapshot.get("mcp-servers", "").split(",") if url],
             env=[{"name": "AGENT_RUN", "value": name}, {"name": "TASK_FILE", "value": f"{CONFIG_DIR}/task"}],
+            memory=memory_config_map(run.spec.agent_ref) if agent.memory and agent.memory.enabled else None,
         )
         container.pop("ports")
         container = {key: value for key, value in container.items() if value is not None}
@@ -285,11 +296,13 @@ class AgentRunReconciler:
             if condition.get("status") != "True":
                 continue
             if condition.get("type") == "Complete":
+                result, memory = parse_result(await self._result(job))
                 return {
                     "phase": "Succeeded",
                     "reason": "Completed",
                     "message": "",
-                    "result": await self._result(job),
+                    "result": result,
+                    "memory": memory,
                 }
             if condition.get("type") == "Failed":
                 reason = "TimedOut" if condition.get("reason") == "DeadlineExceeded" else "JobFailed"
@@ -320,7 +333,7 @@ class AgentRunReconciler:
         return max(messages)[1] if messages else ""
 
 
-def setup(manager: kubeloop.Manager) -> AgentRunReconciler:
-    reconciler = AgentRunReconciler(manager)
+def setup(manager: kubeloop.Manager, memory: AgentMemory) -> AgentRunReconciler:
+    reconciler = AgentRunReconciler(manager, memory)
     reconciler.setup()
     return reconciler

@@ -176,6 +176,7 @@ def url_of(server: MCPServer) -> str:
 
 
 CONFIG_DIR = "/etc/agent"
+MEMORY_DIR = "/memory"
 
 
 def config_map_of(agent: str) -> str:
@@ -237,9 +238,11 @@ def agent_pod(
     skill_packs: Iterable[str],
     mcp_urls: list[str],
     env: Iterable[dict[str, Any]] = (),
+    memory: str | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The container and volumes of a pod serving agent ``name`` (an Agent's Deployment or an
-    AgentRun's Job): ``config_map`` mounted at /etc/agent, each skill pack under skills/.
+    AgentRun's Job): ``config_map`` mounted at /etc/agent, each skill pack under skills/, the
+    ``memory`` ConfigMap (if any) at /memory.
 
     The environment is the runtime's, then the platform's (model, prompt file, MCP servers,
     ``env``), then the agent's: a later one wins by name; sorted, so the template is stable."""
@@ -262,6 +265,9 @@ def agent_pod(
     agent_env = [var.to_dict() for var in spec.env or ()]
     mounts = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
     volumes = [config_map_volume("config", config_map)]
+    if memory is not None:  # the agent's MEMORY.md, read-only: the operator writes it
+        mounts.append({"name": "memory", "mountPath": MEMORY_DIR, "readOnly": True})
+        volumes.append(config_map_volume("memory", memory))
     for pack_name in skill_packs:
         volume = skills_volume(pack_name)
         mounts.append({"name": volume, "mountPath": f"{CONFIG_DIR}/skills/{pack_name}", "readOnly": True})

@@ -6,7 +6,9 @@ pack's name and controlled by it; its spec is the entry's. A schedule's ``agentR
 an agent of the same pack is pointed at that agent's object. Objects the pack made whose entry
 is gone are deleted (found by the label, and only if the pack controls them). Status: the
 observed generation, the names of the agents and schedules the pack made, and the API server's
-message for each entry it refused (a name too long for its kind, say; a Warning Event too).
+message for each entry it refused (a name too long for its kind, say; a Warning Event too). An
+agent entry's ``memorySeed`` is given to its Agent as an annotation, which the agent's memory
+is made with, once.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import kubeloop
 
 from ..api.v1alpha1 import GROUP, VERSION, Agent, AgentSchedule, PersonaPack
 from .builders import write_status
+from .memory import SEED_ANNOTATION
 
 PACK_LABEL = f"{GROUP}/persona-pack"
 
@@ -49,6 +52,11 @@ class PersonaPackReconciler:
         agents = {
             member_name(request.name, entry["name"]): entry["spec"] for entry in spec.get("agents") or ()
         }
+        seeds = {
+            member_name(request.name, entry["name"]): entry["memorySeed"]
+            for entry in spec.get("agents") or ()
+            if entry.get("memorySeed")
+        }
         schedules = {}
         for entry in spec.get("schedules") or ():
             schedule_spec = dict(entry["spec"])
@@ -59,7 +67,7 @@ class PersonaPackReconciler:
         for kind, wanted in ((Agent, agents), (AgentSchedule, schedules)):
             for name, member_spec in wanted.items():
                 try:
-                    await self._member(pack, kind.__name__, name, member_spec)
+                    await self._member(pack, kind.__name__, name, member_spec, seeds.get(name))
                 except kubeloop.errors.Invalid as error:  # the pack's to fix: reported, not retried
                     refused[name] = str(error)
             await self._prune(pack, kind, set(wanted))
@@ -74,10 +82,14 @@ class PersonaPackReconciler:
         }
         await write_status(self.client, pack, status)
 
-    async def _member(self, pack: PersonaPack, kind: str, name: str, spec: dict[str, Any]) -> None:
+    async def _member(
+        self, pack: PersonaPack, kind: str, name: str, spec: dict[str, Any], seed: str | None = None
+    ) -> None:
         def mutate(obj: kubeloop.Obj) -> None:
             kubeloop.set_controller_reference(pack, obj)
             obj["metadata"].setdefault("labels", {})[PACK_LABEL] = pack.metadata.name
+            if seed is not None:  # read once, when the agent's memory is made
+                obj["metadata"].setdefault("annotations", {})[SEED_ANNOTATION] = seed
             obj["spec"] = spec  # the server defaults both alike: the same schema
 
         skeleton = {

@@ -20,6 +20,7 @@ from .agent import (
     ChannelStatus,
     ChannelType,
     LocalObjectRef,
+    MemorySpec,
     ModelSpec,
     SecretKeyRef,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "MCPServer",
     "MCPServerSpec",
     "MCPServerStatus",
+    "MemorySpec",
     "ModelSpec",
     "PersonaAgent",
     "PersonaPack",

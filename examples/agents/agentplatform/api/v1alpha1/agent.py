@@ -1,6 +1,6 @@
 """``Agent`` (active): a runtime, a model and a prompt → an owned ConfigMap, Deployment and Service;
 its chat channels → a Deployment each (``<agent>-channel-<type>``) and the ServiceAccount it
-runs as."""
+runs as; its memory → the ConfigMap ``<agent>-memory``."""
 
 from __future__ import annotations
 
@@ -57,6 +57,14 @@ class ChannelStatus(kubeloop.KubeModel):
     message: str = ""
 
 
+class MemorySpec(kubeloop.KubeModel):
+    """What the agent remembers across runs: ``MEMORY.md`` in the ConfigMap ``<agent>-memory``,
+    mounted at ``/memory``; runs add to it, the oldest entries go past ``maxBytes``."""
+
+    enabled: bool = True
+    max_bytes: Annotated[int, Field(ge=1024, le=512 * 1024)] = 64 * 1024
+
+
 class AgentSpec(kubeloop.KubeModel):
     runtime_ref: Name
     model: ModelSpec
@@ -66,6 +74,7 @@ class AgentSpec(kubeloop.KubeModel):
     env: Annotated[list[core_v1.EnvVar] | None, ListType("map", keys=("name",))] = None
     skill_pack_refs: Annotated[list[str], ListType("set")] = []
     mcp_server_refs: Annotated[list[str], ListType("set")] = []
+    memory: MemorySpec | None = None
     #: One channel per type.
     channels: Annotated[list[ChannelSpec] | None, ListType("map", keys=("type",))] = None
 

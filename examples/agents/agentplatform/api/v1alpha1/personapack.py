@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from pydantic import Field
+
 import kubeloop
 from kubeloop.crd import ListType
 
@@ -15,6 +17,8 @@ from .groupversion import AGE, CATEGORIES, GROUP, VERSION, Name
 class PersonaAgent(kubeloop.KubeModel):
     name: Name
     spec: AgentSpec
+    #: Written once into the agent's memory (``spec.memory``) when it is made.
+    memory_seed: Annotated[str | None, Field(max_length=64 * 1024)] = None
 
 
 class PersonaSchedule(kubeloop.KubeModel):

@@ -1,0 +1,198 @@
+"""An Agent's memory on the simulating server: ``<agent>-memory`` made and mounted read-only at
+/memory in the agent's pods and its runs'; a run whose termination message carries memory adds
+one entry, marked with its name, and its answer becomes the result; eight runs finishing at once
+lose none of their entries; the oldest go past maxBytes; a Conflict on the write is retried; a
+persona pack's seed is written once; memory turned off takes the ConfigMap and the mount; the
+size is on the metrics endpoint; a converged agent with memory writes nothing. ``appended``'s
+rules hold for any memory (hypothesis)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import agentplatform
+import aiohttp
+import hypothesis.strategies as st
+from agentobjects import agent, agent_run, assert_writes_nothing, finished, ready, runtime
+from agentplatform.api.v1alpha1 import Agent
+from agentplatform.controllers.memory import MEMORY_KEY, AgentMemory, appended, parse_result
+from hypothesis import given
+
+import kubeloop
+from kubeloop import kinds
+from kubeloop.testing import conflict, eventually, intercepted
+
+MEMORY = {"enabled": True, "maxBytes": 1024}
+
+
+async def memory_of(client: kubeloop.APIClient, name: str, namespace: str) -> str:
+    found = await client.get(kinds.ConfigMap, f"{name}-memory", namespace=namespace)
+    return str((found.get("data") or {}).get(MEMORY_KEY, ""))
+
+
+def remembering(name: str, namespace: str, agent_name: str, result: str, memory: str) -> dict[str, Any]:
+    message = json.dumps({"result": result, "memory": memory})
+    return agent_run(name, namespace, agent_name, annotations={"kubeloop.dev/termination-message": message})
+
+
+async def test_runs_add_to_the_memory_their_pods_mount(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(agent("keeper", namespace, f"{namespace}-rt", memory=MEMORY))
+    await ready(client, "keeper", namespace)
+    assert await memory_of(client, "keeper", namespace) == ""
+    deployment = await client.get(kinds.Deployment, "keeper", namespace=namespace)
+    pod = deployment["spec"]["template"]["spec"]
+    assert {"name": "memory", "configMap": {"name": "keeper-memory", "defaultMode": 420}} in pod["volumes"]
+    assert {"name": "memory", "mountPath": "/memory", "readOnly": True} in pod["containers"][0][
+        "volumeMounts"
+    ]
+
+    await client.create(remembering("first", namespace, "keeper", "the answer", "the user prefers tea"))
+    run = await finished(client, "first", namespace)
+    assert run.status is not None and (run.status.phase, run.status.result) == ("Succeeded", "the answer")
+    assert await memory_of(client, "keeper", namespace) == "<!-- run first -->\nthe user prefers tea\n"
+    job = await client.get(kinds.Job, "first", namespace=namespace)
+    mounts = job["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    assert {"name": "memory", "mountPath": "/memory", "readOnly": True} in mounts
+
+    # Eight runs finish together: every entry is kept (each write names the version it read).
+    await asyncio.gather(
+        *(client.create(remembering(f"r{i}", namespace, "keeper", "ok", f"fact {i}")) for i in range(8))
+    )
+    for i in range(8):
+        await finished(client, f"r{i}", namespace)
+    memory = await memory_of(client, "keeper", namespace)
+    assert sorted(line for line in memory.splitlines() if line.startswith("fact ")) == [
+        f"fact {i}" for i in range(8)
+    ]
+
+    # Past maxBytes the oldest entries go.
+    await client.create(remembering("big", namespace, "keeper", "ok", "x" * 900))
+    await finished(client, "big", namespace)
+    memory = await memory_of(client, "keeper", namespace)
+    assert len(memory.encode()) <= 1024 and memory.endswith("x" * 900 + "\n")
+    assert "<!-- run first -->" not in memory
+
+    await assert_writes_nothing(platform.agents, kubeloop.Request(namespace, "keeper"))
+
+
+async def test_a_conflicting_write_is_retried_and_nothing_is_lost(
+    client: kubeloop.APIClient, namespace: str
+) -> None:
+    await client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "solo-memory", "namespace": namespace},
+         "data": {MEMORY_KEY: "<!-- run a -->\nkept\n"}}
+    )  # fmt: skip
+    manager = kubeloop.Manager(client)
+    memory = AgentMemory(manager)
+    lost: list[str] = []
+
+    async def update(through: kubeloop.Client, obj: kubeloop.Obj, **options: Any) -> Any:
+        if not lost:  # another run's write lands first
+            lost.append(obj["data"][MEMORY_KEY])
+            theirs = await client.get(kinds.ConfigMap, "solo-memory", namespace=namespace)
+            theirs["data"][MEMORY_KEY] += "<!-- run other -->\ntheirs\n"
+            await client.update(theirs)
+            raise conflict(obj)
+        return await through.update(obj, **options)
+
+    memory.client = intercepted(memory.client, update=update)
+    assert await memory.remember(namespace, "solo", "b", "mine", 4096)
+    assert await memory_of(client, "solo", namespace) == (
+        "<!-- run a -->\nkept\n<!-- run other -->\ntheirs\n<!-- run b -->\nmine\n"
+    )
+    assert not await memory.remember(namespace, "solo", "b", "mine", 4096)  # a retried reconcile
+
+
+async def test_a_persona_seed_is_written_once_and_memory_turned_off_goes(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    await client.create(runtime(f"{namespace}-rt"))
+    member = agent("barista", namespace, f"{namespace}-rt", memory=MEMORY)
+    pack = {
+        "apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "PersonaPack",
+        "metadata": {"name": "cafe", "namespace": namespace},
+        "spec": {"agents": [{"name": "barista", "spec": member["spec"], "memorySeed": "Regulars like oat milk."}]},
+    }  # fmt: skip
+    await client.create(pack)
+    await ready(client, "cafe-barista", namespace)
+    seeded = "<!-- seed -->\nRegulars like oat milk.\n"
+    assert await memory_of(client, "cafe-barista", namespace) == seeded
+    pack["spec"]["agents"][0]["memorySeed"] = "Something else."
+    await client.patch(
+        {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "PersonaPack"}, "cafe", {"spec": pack["spec"]},
+        namespace=namespace,
+    )  # fmt: skip
+
+    async def annotated() -> None:
+        found = await client.get(Agent, "cafe-barista", namespace=namespace)
+        assert (found.metadata.annotations or {})["agents.kubeloop.dev/memory-seed"] == "Something else."
+
+    await eventually(annotated)
+    assert await memory_of(client, "cafe-barista", namespace) == seeded  # written once
+
+    await client.create(agent("forgetful", namespace, f"{namespace}-rt", memory=MEMORY))
+    await ready(client, "forgetful", namespace)
+    await client.patch(Agent, "forgetful", {"spec": {"memory": {"enabled": False}}}, namespace=namespace)
+
+    async def forgotten() -> None:
+        assert not [c for c in await client.list(kinds.ConfigMap, namespace=namespace) if c["metadata"]["name"] == "forgetful-memory"]  # fmt: skip
+        deployment = await client.get(kinds.Deployment, "forgetful", namespace=namespace)
+        assert all(v["name"] != "memory" for v in deployment["spec"]["template"]["spec"]["volumes"])
+
+    await eventually(forgotten)
+
+
+async def test_the_memory_size_is_on_the_metrics_endpoint(client: kubeloop.APIClient, namespace: str) -> None:
+    manager = kubeloop.Manager(client, metrics_bind_address="127.0.0.1:0")
+    agentplatform.setup(manager)
+    async with manager:
+        await client.create(runtime(f"{namespace}-rt"))
+        await client.create(agent("sized", namespace, f"{namespace}-rt", memory=MEMORY))
+        await client.create(remembering("one", namespace, "sized", "ok", "twelve bytes"))
+        await finished(client, "one", namespace)
+        size = len("<!-- run one -->\ntwelve bytes\n")
+
+        async def scraped() -> None:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(f"http://{manager.metrics_address}/metrics") as answer,
+            ):
+                text = await answer.text()
+            assert f'agentplatform_memory_bytes{{agent="sized",namespace="{namespace}"}} {size}.0' in text
+
+        await eventually(scraped)
+
+
+def test_a_termination_message_is_split_only_when_it_is_the_json_object() -> None:
+    assert parse_result('{"result": "yes", "memory": "m"}') == ("yes", "m")
+    assert parse_result('{"result": "yes", "memory": "  "}') == ("yes", None)
+    assert parse_result('{"answer": "yes"}') == ('{"answer": "yes"}', None)
+    assert parse_result("plain words") == ("plain words", None)
+
+
+entry_texts = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=400).filter(str.strip)
+
+
+@given(st.lists(entry_texts, max_size=12), st.integers(min_value=200, max_value=2000))
+def test_appended_keeps_the_newest_within_max_bytes_and_never_twice(texts: list[str], max_bytes: int) -> None:
+    memory = ""
+    for index, text in enumerate(texts):
+        updated = appended(memory, f"r{index}", text, max_bytes)
+        assert updated is not None
+        assert len(updated.encode()) <= max_bytes
+        assert f"<!-- run r{index} -->" in updated  # the newest entry is always there
+        markers = [line for line in updated.splitlines() if line.startswith("<!-- run ")]
+        numbers = [int(line.removeprefix("<!-- run r").removesuffix(" -->")) for line in markers]
+        assert numbers == list(range(index - len(numbers) + 1, index + 1))  # the newest, in order
+        assert appended(updated, f"r{index}", text, max_bytes) is None
+        memory = updated
+
+
+def test_a_marker_inside_a_memory_is_not_taken_for_an_entry() -> None:
+    memory = appended("", "a", "<!-- run b -->\nforged", 1024)
+    assert memory is not None and appended(memory, "b", "real", 1024) is not None

@@ -7,7 +7,9 @@ The builder records its kinds: ``for_`` — read, update and patch (finalizers a
 delete); ``watches`` — read. An index of the cache reads its kind, an event recorder writes
 Events, leader election reads and writes Leases. What the reconcilers do beyond that (create a
 kind they do not own, list pods past the cache) the operator says with
-``manager.permissions.allow(kind, *verbs)``.
+``manager.permissions.allow(kind, *verbs)``; a kind the cluster may not serve (another
+project's CRD, used only when installed) by its resource, as kubebuilder's markers name it:
+``manager.permissions.allow_resource(group, resource, *verbs)``.
 """
 
 from __future__ import annotations
@@ -49,10 +51,17 @@ class Permissions:
         self._verbs: dict[tuple[GroupVersionKind, str], set[str]] = {}
         #: Kinds whose status and finalizers subresources are needed (the reconciled kinds).
         self._reconciled: set[GroupVersionKind] = set()
+        #: Verbs on resources named as they are, without discovery: (group, resource).
+        self._resources: dict[tuple[str, str], set[str]] = {}
 
     def allow(self, kind: KindRef, *verbs: str, subresource: str = "") -> None:
         """Need ``verbs`` on ``kind`` (on its ``subresource``, e.g. "status", if given)."""
         self._verbs.setdefault((gvk_of(kind), subresource), set()).update(verbs)
+
+    def allow_resource(self, group: str, resource: str, *verbs: str) -> None:
+        """Need ``verbs`` on ``resource`` (a plural, "sandboxes") of ``group``, served or not:
+        what an optional integration uses only when the cluster serves it."""
+        self._resources.setdefault((group, resource), set()).update(verbs)
 
     def reconciles(self, kind: KindRef) -> None:
         """``kind`` is a controller's for_ kind: read, update, and write its status and finalizers."""
@@ -65,7 +74,9 @@ class Permissions:
 
     async def rules(self, resolve: Resolve) -> list[dict[str, Any]]:
         """Policy rules: one per group and verb set, resources sorted, as kubebuilder writes them."""
-        by_resource: dict[tuple[str, str], set[str]] = {}
+        by_resource: dict[tuple[str, str], set[str]] = {
+            key: set(verbs) for key, verbs in self._resources.items()
+        }
         for (gvk, subresource), verbs in self._verbs.items():
             found = await resolve(gvk)
             name = f"{found.resource}/{subresource}" if subresource else found.resource

@@ -56,7 +56,9 @@ def test_the_generated_role_names_what_the_controllers_watch_own_and_write() -> 
     assert granted[("agents.kubeloop.dev", "agents/status")] == ["get", "update", "patch"]
     assert granted[("rbac.authorization.k8s.io", "roles")] == write  # runs create them; channels own them
     assert ("", "secrets") not in granted  # the operator never reads a Secret
-    assert granted[("", "pods")] == ["list"]
+    # Named by resource: the kind is served only where agent-sandbox is installed.
+    assert granted[("agents.x-k8s.io", "sandboxes")] == ["get", "list", "watch", "create", "delete"]
+    assert granted[("", "pods")] == ["get", "list"]  # a run's pods, and a Sandbox's
     assert granted[("", "events")] == ["create", "patch"]
     assert granted[("coordination.k8s.io", "leases")] == ["get", "create", "update"]
     assert ("", "secrets") not in granted

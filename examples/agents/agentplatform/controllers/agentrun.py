@@ -49,6 +49,7 @@ from .builders import (
 )
 from .indexes import AGENT_INDEX
 from .memory import AgentMemory, memory_config_map, parse_result
+from .sandbox import UNAVAILABLE, SandboxBackend, sandbox_of
 
 FINISHED = ("Succeeded", "Failed")
 #: The run's annotations its pod is given (the simulation's steering annotations).
@@ -79,6 +80,7 @@ class AgentRunReconciler:
     def __init__(self, manager: kubeloop.Manager, memory: AgentMemory) -> None:
         self.manager = manager
         self.memory = memory
+        self.sandboxes = SandboxBackend(manager)
         self.client = manager.client
         #: Reads past the cache: a snapshot just created, a finished Job's pods.
         self.reader = manager.api_reader
@@ -88,7 +90,7 @@ class AgentRunReconciler:
         builder = kubeloop.Builder(self.manager).named("agentrun").for_(AgentRun)
         builder.owns(kinds.Job)
         builder.watches(Agent, kubeloop.handler.EnqueueRequestsFromMapFunc(self._waiting_runs))
-        builder.complete(self.reconcile)
+        self.sandboxes.controller = builder.complete(self.reconcile)  # it watches Sandboxes once used
         # Beyond what the builder records: each run's access, and its pods' answers.
         permissions = self.manager.permissions
         for kind in (kinds.ServiceAccount, kinds.Role, kinds.RoleBinding):
@@ -115,16 +117,15 @@ class AgentRunReconciler:
         current = run.status.to_dict() if run.status else {}
         if run.metadata.deletion_timestamp is not None or current.get("phase") in FINISHED:
             return None
+        sandboxed = run.spec.backend == "sandbox"
+        if sandboxed and not await self.sandboxes.served():
+            await self._fail(run, {"phase": "Failed", "reason": "BackendUnavailable", "message": UNAVAILABLE})
+            return None
         try:
             snapshot, waiting = await self._snapshot(run)
-            job = await self._job(run, snapshot) if snapshot is not None else None
+            workload = await self._workload(run, snapshot) if snapshot is not None else None
         except kubeloop.errors.Invalid as refused:  # what the run makes cannot be made: it fails
-            failed = {"phase": "Failed", "reason": "Invalid", "message": str(refused)}
-            failed["completionTime"] = kubeloop.timestamps.now()
-            if run.spec.trigger is not None:
-                failed["reply"] = reply_of(failed)
-            self._record(run, failed)
-            await write_status(self.client, run, failed)
+            await self._fail(run, {"phase": "Failed", "reason": "Invalid", "message": str(refused)})
             return None
         if snapshot is None:
             await write_status(
@@ -137,7 +138,14 @@ class AgentRunReconciler:
             "startTime": kubeloop.timestamps.format_time(started),
             "jobName": request.name,
         }
-        status.update(await self._phase(job))
+        if sandboxed:
+            status.pop("jobName")
+            status["sandboxName"] = request.name
+            status.update(await self.sandboxes.phase(workload, _termination_message))
+        else:
+            status.update(await self._phase(workload))
+        if status["phase"] == "Succeeded":
+            status["result"], status["memory"] = parse_result(str(status.get("result") or ""))
         remembered = status.pop("memory", None)
         if status["phase"] == "Succeeded" and remembered and current.get("phase") != "Succeeded":
             agent = AgentSpec.model_validate(json.loads(snapshot["agent.json"]))
@@ -147,12 +155,17 @@ class AgentRunReconciler:
                 )
         deadline = started + timedelta(seconds=run.spec.timeout_seconds)
         if status["phase"] not in FINISHED and now >= deadline:
-            with contextlib.suppress(kubeloop.errors.NotFound):
-                await self.client.delete(
-                    kinds.Job, request.name, namespace=request.namespace, propagation_policy="Background"
-                )
+            if sandboxed:
+                await self.sandboxes.release(request.name, request.namespace)
+            else:
+                with contextlib.suppress(kubeloop.errors.NotFound):
+                    await self.client.delete(
+                        kinds.Job, request.name, namespace=request.namespace, propagation_policy="Background"
+                    )
             status.update(phase="Failed", reason="TimedOut")
             status["message"] = f"the run did not finish within {run.spec.timeout_seconds}s"
+        if status["phase"] in FINISHED and sandboxed:
+            await self.sandboxes.release(request.name, request.namespace)  # its pod is done
         if status["phase"] in FINISHED:
             status["completionTime"] = current.get("completionTime") or kubeloop.timestamps.now()
             if run.spec.trigger is not None:
@@ -164,10 +177,21 @@ class AgentRunReconciler:
             return None
         return kubeloop.Result(requeue_after=max(0.0, (deadline - now).total_seconds()))
 
+    async def _fail(self, run: AgentRun, failed: dict[str, Any]) -> None:
+        """End the run at once as ``failed`` says (what it needs cannot be had)."""
+        failed["completionTime"] = kubeloop.timestamps.now()
+        if run.spec.trigger is not None:
+            failed["reply"] = reply_of(failed)
+        self._record(run, failed)
+        await write_status(self.client, run, failed)
+
     def _record(self, run: AgentRun, status: dict[str, Any]) -> None:
         phase = status["phase"]
         if phase == "Running":
-            self.recorder.event(run, kubeloop.NORMAL, "Started", f"Job {status['jobName']} is running")
+            workload = (
+                f"Job {status['jobName']}" if "jobName" in status else f"Sandbox {status['sandboxName']}"
+            )
+            self.recorder.event(run, kubeloop.NORMAL, "Started", f"{workload} is running")
         elif phase == "Succeeded":
             self.recorder.event(run, kubeloop.NORMAL, "Succeeded", "the agent finished the task")
         elif phase == "Failed":
@@ -209,13 +233,21 @@ class AgentRunReconciler:
             ), ""
         return data, ""
 
-    async def _job(self, run: AgentRun, snapshot: dict[str, str]) -> kubeloop.Obj | None:
-        """The run's Job, created (after what it needs) if it does not exist; None until the
-        cache shows one just created."""
+    async def _workload(self, run: AgentRun, snapshot: dict[str, str]) -> kubeloop.Obj | None:
+        """The run's Job (or Sandbox), created (after what it needs) if it does not exist; None
+        until the cache shows one just created."""
         name, namespace = run.metadata.name or "", run.metadata.namespace or ""
-        with contextlib.suppress(kubeloop.errors.NotFound):
-            return await self.client.get(kinds.Job, name, namespace=namespace)
-        for obj in (*self._access(run, snapshot), self._job_of(run, snapshot)):
+        if run.spec.backend == "sandbox":
+            found = await self.sandboxes.sandbox(name, namespace)
+            if found is not None:
+                return found
+            template = self._pod_template(run, snapshot)
+            workload = sandbox_of(name, namespace, template["metadata"]["labels"], template)
+        else:
+            with contextlib.suppress(kubeloop.errors.NotFound):
+                return await self.client.get(kinds.Job, name, namespace=namespace)
+            workload = self._job_of(run, snapshot)
+        for obj in (*self._access(run, snapshot), workload):
             kubeloop.set_controller_reference(run, obj)
             with contextlib.suppress(kubeloop.errors.AlreadyExists):
                 await self.client.create(obj)
@@ -249,6 +281,19 @@ class AgentRunReconciler:
 
     def _job_of(self, run: AgentRun, snapshot: dict[str, str]) -> kubeloop.Obj:
         name, namespace = run.metadata.name or "", run.metadata.namespace or ""
+        template = self._pod_template(run, snapshot)
+        job = named(kinds.Job, name, namespace)
+        job["metadata"]["labels"] = template["metadata"]["labels"]
+        job["spec"] = {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": run.spec.timeout_seconds,
+            "template": template,
+        }
+        return job
+
+    def _pod_template(self, run: AgentRun, snapshot: dict[str, str]) -> dict[str, Any]:
+        """The pod that does the run (in a Job or a Sandbox), built from the snapshot."""
+        name = run.metadata.name or ""
         agent = AgentSpec.model_validate(json.loads(snapshot["agent.json"]))
         runtime = ServingRuntimeSpec.model_validate(json.loads(snapshot["runtime.json"]))
         container, volumes = agent_pod(
@@ -270,22 +315,15 @@ class AgentRunReconciler:
             for key, value in (run.metadata.annotations or {}).items()
             if key.startswith(POD_ANNOTATION_PREFIX)
         }
-        job = named(kinds.Job, name, namespace)
-        job["metadata"]["labels"] = pod_labels
-        job["spec"] = {
-            "backoffLimit": 0,
-            "activeDeadlineSeconds": run.spec.timeout_seconds,
-            "template": {
-                "metadata": {"labels": pod_labels, "annotations": annotations},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "serviceAccountName": name,
-                    "containers": [container],
-                    "volumes": volumes,
-                },
+        return {
+            "metadata": {"labels": pod_labels, "annotations": annotations},
+            "spec": {
+                "restartPolicy": "Never",
+                "serviceAccountName": name,
+                "containers": [container],
+                "volumes": volumes,
             },
         }
-        return job
 
     async def _phase(self, job: kubeloop.Obj | None) -> dict[str, Any]:
         """Phase, reason, message and result, as the Job says."""
@@ -296,13 +334,11 @@ class AgentRunReconciler:
             if condition.get("status") != "True":
                 continue
             if condition.get("type") == "Complete":
-                result, memory = parse_result(await self._result(job))
                 return {
                     "phase": "Succeeded",
                     "reason": "Completed",
                     "message": "",
-                    "result": result,
-                    "memory": memory,
+                    "result": await self._result(job),
                 }
             if condition.get("type") == "Failed":
                 reason = "TimedOut" if condition.get("reason") == "DeadlineExceeded" else "JobFailed"
@@ -322,15 +358,20 @@ class AgentRunReconciler:
         pods = await self.reader.list(
             kinds.Pod, namespace=meta["namespace"], label_selector=f"{JOB_NAME_LABEL}={meta['name']}"
         )
-        messages = []
-        for pod in pods.items:
-            for container in (pod.get("status") or {}).get("containerStatuses") or ():
-                terminated = (container.get("state") or {}).get("terminated") or {}
-                if terminated:
-                    messages.append(
-                        (str(terminated.get("finishedAt") or ""), str(terminated.get("message") or ""))
-                    )
-        return max(messages)[1] if messages else ""
+        return _termination_message(*pods.items)
+
+
+def _termination_message(*pods: kubeloop.Obj) -> str:
+    """The termination message of the latest container to end among ``pods``."""
+    messages = []
+    for pod in pods:
+        for container in (pod.get("status") or {}).get("containerStatuses") or ():
+            terminated = (container.get("state") or {}).get("terminated") or {}
+            if terminated:
+                messages.append(
+                    (str(terminated.get("finishedAt") or ""), str(terminated.get("message") or ""))
+                )
+    return max(messages)[1] if messages else ""
 
 
 def setup(manager: kubeloop.Manager, memory: AgentMemory) -> AgentRunReconciler:

@@ -1,4 +1,5 @@
-"""``AgentRun``: one task for an agent → a Job and what it needs."""
+"""``AgentRun``: one task for an agent → a Job (or a Sandbox of kubernetes-sigs/agent-sandbox) and
+what it needs."""
 
 from __future__ import annotations
 
@@ -27,11 +28,15 @@ class AgentRunSpec(kubeloop.KubeModel):
     task: Annotated[str, Field(min_length=1)]
     timeout_seconds: Annotated[int, Field(ge=1)] = 600
     trigger: RunTrigger | None = None
+    #: Where the run runs: a Job, or a Sandbox of kubernetes-sigs/agent-sandbox (isolated).
+    backend: Literal["job", "sandbox"] = "job"
 
 
 class AgentRunStatus(kubeloop.KubeModel):
     phase: Literal["Pending", "Running", "Succeeded", "Failed"] | None = None
     job_name: str | None = None
+    #: With ``backend: sandbox``: the run's Sandbox (released when the run ends).
+    sandbox_name: str | None = None
     start_time: str | None = None
     completion_time: str | None = None
     #: Why the run is in its phase (Waiting, PodRunning, Completed, JobFailed, TimedOut...).

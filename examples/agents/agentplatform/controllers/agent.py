@@ -1,6 +1,7 @@
 """Agent → ``<agent>-config`` ConfigMap, a Deployment running its ServingRuntime, and a ClusterIP
 Service, all owned, its channels' objects (``channels``) and its memory (``memory``); status
-with the runtime, the config hash, the URL, the channels and two conditions.
+with the runtime, the config hash, the URL, the channels and two conditions. Finished runs past
+``runHistoryLimit`` are deleted, the oldest first.
 
 - RuntimeResolved: True (Resolved), or False (RuntimeNotFound, RuntimeDisabled). An unresolved
   runtime is reported and nothing is changed: running workloads stay as they are, and the agent
@@ -48,6 +49,7 @@ from .builders import (
     resolve_tools,
     service_url,
     set_deployment,
+    set_pod_extras,
     set_service,
     write_status,
 )
@@ -56,6 +58,13 @@ from .indexes import AGENT_INDEX, MCP_INDEX, RUNTIME_INDEX, SKILLS_INDEX
 from .memory import AgentMemory
 
 FINALIZER = f"{GROUP}/runs"
+FINISHED_PHASES = ("Succeeded", "Failed")
+
+
+def _ended(old: kubeloop.Obj, new: kubeloop.Obj) -> bool:
+    """A run's update that finished it."""
+    phase = (new.get("status") or {}).get("phase")
+    return phase in FINISHED_PHASES and (old.get("status") or {}).get("phase") != phase
 
 
 class AgentReconciler:
@@ -75,10 +84,11 @@ class AgentReconciler:
         builder = kubeloop.Builder(manager).named("agent").for_(Agent)
         builder.owns(kinds.ConfigMap).owns(kinds.Deployment).owns(kinds.Service)
         builder.owns(kinds.ServiceAccount).owns(kinds.Role).owns(kinds.RoleBinding)  # channels'
-        # A run made or deleted changes which runs the agent's channels may read.
-        made_or_deleted = kubeloop.predicate.Funcs(on_update=lambda old, new: False)
+        # A run made or deleted changes which runs the agent's channels may read; a run that
+        # ends may put the agent's finished runs past its history limit.
+        made_ended_or_deleted = kubeloop.predicate.Funcs(on_update=_ended)
         builder.watches(
-            AgentRun, kubeloop.handler.EnqueueRequestsFromMapFunc(self._agent_of_run), made_or_deleted
+            AgentRun, kubeloop.handler.EnqueueRequestsFromMapFunc(self._agent_of_run), made_ended_or_deleted
         )
         builder.watches(ServingRuntime, kubeloop.handler.EnqueueRequestsFromMapFunc(self._agents_of_runtime))
         builder.watches(
@@ -127,6 +137,7 @@ class AgentReconciler:
             await self.client.update(agent)
             return None
 
+        await self._prune_runs(agent)
         channels = await self.channels.reconcile(agent)
         memory = await self.memory.reconcile(agent)
         await self._reconcile(request, agent, channels, memory)
@@ -191,6 +202,19 @@ class AgentReconciler:
         status["conditions"] = conditions
         await write_status(self.client, agent, status)
 
+    async def _prune_runs(self, agent: Agent) -> None:
+        """Delete the agent's oldest finished runs past its ``runHistoryLimit``."""
+        name, namespace = agent.metadata.name or "", agent.metadata.namespace or ""
+        runs = await self.client.list(AgentRun, namespace=namespace, field_selector=f"{AGENT_INDEX}={name}")
+        done = [run for run in runs if run.status and run.status.phase in FINISHED_PHASES]
+        done.sort(
+            key=lambda run: (str(run.status.completion_time if run.status else ""), run.metadata.name or "")
+        )
+        for run in done[: max(0, len(done) - agent.spec.run_history_limit)]:
+            if run.metadata.deletion_timestamp is None:
+                with contextlib.suppress(kubeloop.errors.NotFound):
+                    await self.client.delete(run)
+
     @staticmethod
     def _transitioned(agent: Agent, condition: str, status: str) -> bool:
         for existing in (agent.status.conditions if agent.status else None) or ():
@@ -246,6 +270,7 @@ class AgentReconciler:
                 container=container,
                 volumes=volumes,
             )
+            set_pod_extras(obj["spec"]["template"]["spec"], runtime.spec)
 
         def service(obj: kubeloop.Obj) -> None:
             kubeloop.set_controller_reference(agent, obj)

@@ -45,6 +45,7 @@ from .builders import (
     named,
     resolve_runtime,
     resolve_tools,
+    set_pod_extras,
     write_status,
 )
 from .indexes import AGENT_INDEX
@@ -287,6 +288,7 @@ class AgentRunReconciler:
         job["spec"] = {
             "backoffLimit": 0,
             "activeDeadlineSeconds": run.spec.timeout_seconds,
+            "ttlSecondsAfterFinished": run.spec.ttl_seconds_after_finished,
             "template": template,
         }
         return job
@@ -315,15 +317,14 @@ class AgentRunReconciler:
             for key, value in (run.metadata.annotations or {}).items()
             if key.startswith(POD_ANNOTATION_PREFIX)
         }
-        return {
-            "metadata": {"labels": pod_labels, "annotations": annotations},
-            "spec": {
-                "restartPolicy": "Never",
-                "serviceAccountName": name,
-                "containers": [container],
-                "volumes": volumes,
-            },
+        pod: dict[str, Any] = {
+            "restartPolicy": "Never",
+            "serviceAccountName": name,
+            "containers": [container],
+            "volumes": volumes,
         }
+        set_pod_extras(pod, runtime)
+        return {"metadata": {"labels": pod_labels, "annotations": annotations}, "spec": pod}
 
     async def _phase(self, job: kubeloop.Obj | None) -> dict[str, Any]:
         """Phase, reason, message and result, as the Job says."""

@@ -128,8 +128,8 @@ def restricted_container() -> dict[str, Any]:
 
 
 #: The writable scratch space of a pod whose root filesystem is read-only.
-TMP_VOLUME = {"name": "tmp", "emptyDir": {}}
-TMP_MOUNT = {"name": "tmp", "mountPath": "/tmp"}
+TMP_VOLUME: dict[str, Any] = {"name": "tmp", "emptyDir": {}}
+TMP_MOUNT: dict[str, Any] = {"name": "tmp", "mountPath": "/tmp"}
 
 
 def config_map_volume(name: str, config_map: str) -> dict[str, Any]:
@@ -242,7 +242,8 @@ def agent_pod(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The container and volumes of a pod serving agent ``name`` (an Agent's Deployment or an
     AgentRun's Job): ``config_map`` mounted at /etc/agent, each skill pack under skills/, the
-    ``memory`` ConfigMap (if any) at /memory.
+    ``memory`` ConfigMap (if any) at /memory, a writable /tmp; the restricted security context
+    unless the runtime gives its own (``set_pod_extras`` does the pod's part).
 
     The environment is the runtime's, then the platform's (model, prompt file, MCP servers,
     ``env``), then the agent's: a later one wins by name; sorted, so the template is stable."""
@@ -272,6 +273,8 @@ def agent_pod(
         volume = skills_volume(pack_name)
         mounts.append({"name": volume, "mountPath": f"{CONFIG_DIR}/skills/{pack_name}", "readOnly": True})
         volumes.append(config_map_volume(volume, config_map_name(pack_name)))
+    mounts.append(dict(TMP_MOUNT))
+    volumes.append(dict(TMP_VOLUME))
     container = {
         "name": "agent",
         "image": runtime.image,
@@ -281,5 +284,20 @@ def agent_pod(
         "env": env_list(runtime_env, platform_env, agent_env),
         "resources": runtime.resources.to_dict() if runtime.resources else None,
         "volumeMounts": mounts,
+        "securityContext": runtime.security_context.to_dict()
+        if runtime.security_context
+        else restricted_container(),
     }
     return container, volumes
+
+
+def set_pod_extras(pod: dict[str, Any], runtime: ServingRuntimeSpec) -> None:
+    """What a runtime sets on the whole pod of an agent or run: its security context (the
+    restricted one unless the runtime gives its own) and its image pull secrets."""
+    pod["securityContext"] = (
+        runtime.pod_security_context.to_dict() if runtime.pod_security_context else restricted_pod()
+    )
+    if runtime.image_pull_secrets:
+        pod["imagePullSecrets"] = [secret.to_dict() for secret in runtime.image_pull_secrets]
+    else:
+        pod.pop("imagePullSecrets", None)

@@ -75,6 +75,9 @@ class AgentSpec(kubeloop.KubeModel):
     skill_pack_refs: Annotated[list[str], ListType("set")] = []
     mcp_server_refs: Annotated[list[str], ListType("set")] = []
     memory: MemorySpec | None = None
+    #: Finished runs kept per agent (the oldest are deleted past it); a schedule's own limits
+    #: apply to its runs too.
+    run_history_limit: Annotated[int, Field(ge=0)] = 50
     #: One channel per type.
     channels: Annotated[list[ChannelSpec] | None, ListType("map", keys=("type",))] = None
 

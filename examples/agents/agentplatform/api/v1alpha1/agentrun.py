@@ -30,6 +30,8 @@ class AgentRunSpec(kubeloop.KubeModel):
     trigger: RunTrigger | None = None
     #: Where the run runs: a Job, or a Sandbox of kubernetes-sigs/agent-sandbox (isolated).
     backend: Literal["job", "sandbox"] = "job"
+    #: How long a finished run's Job (and its pod) stays (the Job's ttlSecondsAfterFinished).
+    ttl_seconds_after_finished: Annotated[int, Field(ge=0)] = 300
 
 
 class AgentRunStatus(kubeloop.KubeModel):

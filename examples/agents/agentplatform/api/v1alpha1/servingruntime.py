@@ -1,5 +1,6 @@
 """``ServingRuntime`` (cluster-scoped, passive): how to run an agent — image, command, port,
-resources. Nothing runs for it; Agents read it."""
+resources, pull secrets, and any loosening of the restricted security context. Nothing runs for
+it; Agents read it."""
 
 from __future__ import annotations
 
@@ -23,6 +24,14 @@ class ServingRuntimeSpec(kubeloop.KubeModel):
     resources: core_v1.ResourceRequirements | None = None
     #: A disabled runtime starts nothing new; agents that use it keep what runs.
     disabled: bool = False
+    #: Given to the agents' and runs' pods, to pull a private image.
+    image_pull_secrets: Annotated[
+        list[core_v1.LocalObjectReference] | None, ListType("map", keys=("name",))
+    ] = None
+    #: Replace the platform's restricted security contexts (Kubernetes' "restricted" standard,
+    #: uid 1000, a read-only root filesystem): a runtime that needs more says so here.
+    pod_security_context: core_v1.PodSecurityContext | None = None
+    security_context: core_v1.SecurityContext | None = None
 
 
 class ServingRuntime(

@@ -2,11 +2,12 @@
 ServiceAccount, Role and RoleBinding and a Job, and succeeds with its pod's termination message,
 fails, or times out (its pod stopped); a run waits for an agent that does not exist yet; a
 finished run's reconcile writes nothing; what the server refuses fails a run and marks an agent
-Invalid, without a retry loop."""
+Invalid, without a retry loop; the metrics endpoint counts runs by phase and times them."""
 
 from __future__ import annotations
 
 import agentplatform
+import aiohttp
 import pytest
 from agentobjects import (
     agent,
@@ -208,3 +209,33 @@ async def test_what_the_server_refuses_fails_the_run_and_marks_the_agent(
     assert run.status is not None and (run.status.phase, run.status.reason) == ("Failed", "Invalid")
     assert 'ConfigMap "long-task-input" is invalid' in (run.status.message or "")
     assert not await exists(client, kinds.Job, "long-task", namespace)
+
+
+async def test_runs_are_counted_by_phase_and_timed_on_the_metrics_endpoint(
+    client: kubeloop.APIClient, namespace: str
+) -> None:
+    manager = kubeloop.Manager(client, metrics_bind_address="127.0.0.1:0")
+    agentplatform.setup(manager)
+    async with manager:
+        await client.create(runtime(f"{namespace}-rt"))
+        await client.create(agent("counted", namespace, f"{namespace}-rt"))
+        await client.create(agent_run("good", namespace, "counted"))
+        await client.create(
+            agent_run("bad", namespace, "counted", annotations={"kubeloop.dev/outcome": "Failed"})
+        )
+        await finished(client, "good", namespace)
+        await finished(client, "bad", namespace)
+
+        async def scraped() -> None:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(f"http://{manager.metrics_address}/metrics") as answer,
+            ):
+                text = await answer.text()
+            counted = 'agentplatform_runs_total{{agent="counted",phase="{}"}} {}'
+            for phase, runs in (("Pending", "2.0"), ("Succeeded", "1.0"), ("Failed", "1.0")):
+                assert counted.format(phase, runs) in text, phase
+            assert 'agentplatform_run_duration_seconds_count{phase="Succeeded"} 1.0' in text
+            assert 'agentplatform_run_duration_seconds_count{phase="Failed"} 1.0' in text
+
+        await eventually(scraped)

@@ -32,6 +32,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from prometheus_client import Counter, Histogram
+
 import kubeloop
 from kubeloop import kinds
 
@@ -83,6 +85,20 @@ class AgentRunReconciler:
         self.memory = memory
         self.sandboxes = SandboxBackend(manager)
         self.client = manager.client
+        registry = manager.metrics.registry
+        self.runs = Counter(
+            "agentplatform_runs_total",
+            "Runs that reached each phase, by agent.",
+            ["agent", "phase"],
+            registry=registry,
+        )
+        self.durations = Histogram(
+            "agentplatform_run_duration_seconds",
+            "From a run's start to its end, by how it ended.",
+            ["phase"],
+            buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600),
+            registry=registry,
+        )
         #: Reads past the cache: a snapshot just created, a finished Job's pods.
         self.reader = manager.api_reader
         self.recorder = manager.event_recorder("agentrun")
@@ -187,7 +203,13 @@ class AgentRunReconciler:
         await write_status(self.client, run, failed)
 
     def _record(self, run: AgentRun, status: dict[str, Any]) -> None:
+        """Say what a run's new phase is: an Event, and the metrics."""
         phase = status["phase"]
+        self.runs.labels(run.spec.agent_ref, phase).inc()
+        started = kubeloop.timestamps.parse_time(status.get("startTime"))
+        ended = kubeloop.timestamps.parse_time(status.get("completionTime"))
+        if phase in FINISHED and started is not None and ended is not None:
+            self.durations.labels(phase).observe(max(0.0, (ended - started).total_seconds()))
         if phase == "Running":
             workload = (
                 f"Job {status['jobName']}" if "jobName" in status else f"Sandbox {status['sandboxName']}"

@@ -50,7 +50,11 @@ async def test_a_line_per_reconcile_with_its_writes_at_v(
 
     async def reconcile(request: kubeloop.Request) -> None:
         log.info("copying")
-        copy = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{request.name}-copy", "namespace": request.namespace}}
+        copy = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": f"{request.name}-copy", "namespace": request.namespace},
+        }
 
         def mutate(obj: kubeloop.Obj) -> None:
             obj["data"] = {"from": request.name}
@@ -67,7 +71,9 @@ async def test_a_line_per_reconcile_with_its_writes_at_v(
         await settled(manager)
     lines = stream.getvalue().splitlines()
     mine = [line for line in lines if "reconcile" in line and " copier: " in line]
-    assert mine[0].endswith(f"INFO kubeloop.reconcile: copier: reconcile {kube_namespace}/a ok " + mine[0].rsplit(" ok ", 1)[1])
+    assert mine[0].endswith(
+        f"INFO kubeloop.reconcile: copier: reconcile {kube_namespace}/a ok " + mine[0].rsplit(" ok ", 1)[1]
+    )
     assert mine[0].split(" ok ", 1)[1].split(" ", 1)[1] == "(ConfigMap/a-copy created)"
     assert any(line.endswith(f"INFO my.operator: copying [copier {kube_namespace}/a]") for line in lines)
     # The embedded cluster's reconciles (its namespace controller's, ...) are not shown.
@@ -116,14 +122,46 @@ async def test_a_conflict_is_a_quiet_requeue_and_a_failure_is_told_once(
     text = stream.getvalue()
     results = manager.controllers["configmap"].results
     assert results["requeue"] == 1 and results["error"] == 3
-    conflict = [line for line in text.splitlines() if "conflict" in line and f"{kube_namespace}/stale" in line]
+    conflict = [
+        line for line in text.splitlines() if "conflict" in line and f"{kube_namespace}/stale" in line
+    ]
     assert len(conflict) == 1 and conflict[0].split(" INFO ", 1)[1].startswith(
         f"kubeloop.reconcile: configmap: reconcile {kube_namespace}/stale conflict "
     )
     assert conflict[0].endswith("; requeued")
-    failed = [line for line in text.splitlines() if f"reconcile {kube_namespace}/broken failed; retrying" in line]
+    failed = [
+        line for line in text.splitlines() if f"reconcile {kube_namespace}/broken failed; retrying" in line
+    ]
     assert len(failed) == 3 and all(line.endswith("ValueError: not yet") for line in failed)
     assert text.count("Traceback (most recent call last)") == (1 if verbose == 1 else 3)
+
+
+async def test_already_exists_once_is_a_stale_cache_twice_is_an_error(
+    kube_client: APIClient, kube_namespace: str, output: tuple[io.StringIO, list[int]]
+) -> None:
+    """A create the cache had not seen the object of is requeued quietly, as a Conflict; the
+    same AlreadyExists on the next try is not a lagging cache and is an error."""
+    stream, _ = output
+    configure(verbose=1, json_format=False, stream=stream)
+    manager = kubeloop.Manager(kube_client, namespace=kube_namespace)
+    calls = 0
+
+    async def reconcile(request: kubeloop.Request) -> None:
+        nonlocal calls
+        calls += 1
+        if calls <= 2:  # a name that is taken, twice in a row
+            await kube_client.create(config_map(request.name, request.namespace))
+
+    kubeloop.Builder(manager).for_(core_v1.ConfigMap).complete(reconcile)
+    async with manager:
+        await kube_client.create(config_map("taken", kube_namespace))
+        await eventually(lambda: calls >= 3)
+        await settled(manager)
+    results = manager.controllers["configmap"].results
+    assert (results["requeue"], results["error"], results["success"]) == (1, 1, 1)
+    lines = [line for line in stream.getvalue().splitlines() if f"{kube_namespace}/taken" in line]
+    assert "conflict" in lines[0] and lines[0].endswith("; requeued")
+    assert "failed; retrying" in lines[1] and "AlreadyExists" in lines[1]
 
 
 async def test_json_lines_carry_the_controller_and_the_object(

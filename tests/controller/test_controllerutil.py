@@ -8,9 +8,12 @@ from typing import Any
 
 import pytest
 
+from kubeloop import errors
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.controller import controllerutil as cu
+from kubeloop.manager.manager import Manager
+from kubeloop.testing import intercepted
 from tests.conftest import ServerThread
 
 
@@ -52,6 +55,26 @@ async def test_create_or_update_results(client: APIClient, namespace: str) -> No
 
     with pytest.raises(ValueError, match="name or namespace"):
         await cu.create_or_update(client, deployment(namespace), rename)
+
+
+@pytest.mark.parametrize("helper", [cu.create_or_update, cu.create_or_patch])
+async def test_an_object_the_cache_has_not_seen_yet_is_updated_not_created_twice(
+    client: APIClient, namespace: str, helper: Any
+) -> None:
+    """A manager's client whose cache lags behind a create: the helper's create meets
+    AlreadyExists, reads the object from the server and updates it."""
+    manager = Manager(client)
+    await cu.create_or_update(client, deployment(namespace), fill(1))  # made, as by an earlier pass
+
+    async def not_cached_yet(through: Any, kind: Any, name: str, **options: Any) -> Any:
+        raise errors.NotFound(f'deployments.apps "{name}" not found')
+
+    stale = intercepted(manager.client, get=not_cached_yet)
+    result, obj = await helper(stale, deployment(namespace), fill(2))
+    assert result == cu.OperationResult.UPDATED and obj["spec"]["replicas"] == 2
+    found = await client.get(deployment(namespace), "d", namespace=namespace)
+    assert found["spec"]["replicas"] == 2
+    await manager.stop()
 
 
 async def test_create_or_patch_results(client: APIClient, namespace: str) -> None:

@@ -6,7 +6,9 @@ block it — optionally under a timeout, and acts on the outcome as controller-r
 
 - an exception: requeued with the rate limiter's back-off (counted as an error; logged with its
   traceback the first time the request fails that way, one line after);
-- ``Conflict``: requeued with back-off, quietly (counted as a requeue);
+- ``Conflict``: requeued with back-off, quietly (counted as a requeue); so is an
+  ``AlreadyExists`` the first time in a row (a create from a cache that had not seen the
+  object made a moment before); a second one in a row is an error;
 - ``TerminalError``: logged and counted, not requeued, the back-off forgotten;
 - ``Result(requeue_after=t)``: the back-off forgotten, requeued after ``t``;
 - ``Result(requeue=True)``: requeued with back-off;
@@ -57,6 +59,8 @@ log = logging.getLogger("kubeloop.controller")
 
 #: How many finished reconciles a controller keeps for views (``Controller.recent``).
 RECENT_RECONCILES = 100
+#: What ``_failing`` holds for a request whose last reconcile met AlreadyExists.
+_RACED = "AlreadyExists after a stale read"
 
 #: The ID of the reconcile running in this context ("" outside one).
 reconcile_id: contextvars.ContextVar[str] = contextvars.ContextVar("reconcile_id", default="")
@@ -214,32 +218,25 @@ class Controller:
                 reconcile_id.get(),
             )
             return
-        except errors.Conflict as exc:
+        except (errors.Conflict, errors.AlreadyExists) as exc:
+            if isinstance(exc, errors.AlreadyExists) and self._failing.get(request) == _RACED:
+                # The second time running: not a cache that lagged behind its own create.
+                self._failing.pop(request)
+                self._failed(request, exc, elapsed, writes)
+                return
+            if isinstance(exc, errors.AlreadyExists):
+                self._failing[request] = _RACED
             self._record(request, "conflict", elapsed, writes)
             # Someone wrote the object first: read it again, quietly (controller-runtime's
             # reconcilers requeue on Conflict; it is not news).
             self.results["requeue"] += 1
             self.queue.add_rate_limited(request)
-            self.reconcile_logger.info("%s: reconcile %s conflict %s%s: %s; requeued", self.name, request, took, wrote, exc)
+            self.reconcile_logger.info(
+                "%s: reconcile %s conflict %s%s: %s; requeued", self.name, request, took, wrote, exc
+            )
             return
         except Exception as exc:
-            self._record(request, "error", elapsed, writes)
-            self.results["error"] += 1
-            if not isinstance(exc, errors.APIError):
-                self.exceptions += 1
-            self.queue.add_rate_limited(request)
-            # The traceback the first time a request fails this way; later retries are one line.
-            signature = f"{type(exc).__name__}: {exc}"
-            again = self._failing.get(request) == signature
-            self._failing[request] = signature
-            log.error(
-                "%s: reconcile %s failed; retrying [reconcileID=%s]: %s",
-                self.name,
-                request,
-                reconcile_id.get(),
-                signature,
-                exc_info=exc if not again or self.reconcile_logger.isEnabledFor(logging.DEBUG) else None,
-            )
+            self._failed(request, exc, elapsed, writes)
             return
         finally:
             current_reconcile.reset(scope)
@@ -262,6 +259,26 @@ class Controller:
             outcome = "ok"
         self._record(request, outcome, elapsed, writes)
         self.reconcile_logger.info("%s: reconcile %s %s %s%s", self.name, request, outcome, took, wrote)
+
+    def _failed(self, request: Request, exc: Exception, elapsed: float, writes: list[str]) -> None:
+        """A reconcile that raised: counted, requeued with back-off, logged."""
+        self._record(request, "error", elapsed, writes)
+        self.results["error"] += 1
+        if not isinstance(exc, errors.APIError):
+            self.exceptions += 1
+        self.queue.add_rate_limited(request)
+        # The traceback the first time a request fails this way; later retries are one line.
+        signature = f"{type(exc).__name__}: {exc}"
+        again = self._failing.get(request) == signature
+        self._failing[request] = signature
+        log.error(
+            "%s: reconcile %s failed; retrying [reconcileID=%s]: %s",
+            self.name,
+            request,
+            reconcile_id.get(),
+            signature,
+            exc_info=exc if not again or self.reconcile_logger.isEnabledFor(logging.DEBUG) else None,
+        )
 
     def _record(self, request: Request, outcome: str, elapsed: float, writes: list[str]) -> None:
         self.recent.append(

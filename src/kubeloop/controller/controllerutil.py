@@ -131,6 +131,9 @@ async def create_or_update(client: Client, obj: O, mutate: Mutate) -> tuple[Oper
     """Read ``obj`` (through ``client``: the cache for ``manager.client``); create it after
     ``mutate`` if absent, else update it if ``mutate`` changed it.
 
+    A create that meets AlreadyExists (the cache had not seen the object yet) reads it from the
+    server and goes on as if it had been found.
+
     UNCHANGED exactly when ``mutate`` changed nothing and nothing was sent; UPDATED whenever an
     update was sent, as controller-runtime's — even when the server, once it defaulted the
     object, found nothing to change. A controller that gets UPDATED from every reconcile sets a
@@ -138,12 +141,15 @@ async def create_or_update(client: Client, obj: O, mutate: Mutate) -> tuple[Oper
     The answer is in the form ``obj`` was given in.
     """
     key = _key(obj)
-    try:
-        current: Any = await client.get(obj, key[1], namespace=key[0] or None)
-    except errors.NotFound:
+    current: Any = await _current(client, obj, key)
+    if current is None:
         await _mutate(mutate, obj, key)
-        created: Any = await client.create(obj)
-        return OperationResult.CREATED, created
+        try:
+            created: Any = await client.create(obj)
+        except errors.AlreadyExists:  # made a moment ago, and not in the cache yet
+            current = await _server_reader(client).get(obj, key[1], namespace=key[0] or None)
+        else:
+            return OperationResult.CREATED, created
     before = _snapshot(current)
     await _mutate(mutate, current, key)
     if as_dict(current) == before:
@@ -152,22 +158,40 @@ async def create_or_update(client: Client, obj: O, mutate: Mutate) -> tuple[Oper
     return OperationResult.UPDATED, updated
 
 
+async def _current(client: Client, obj: Any, key: tuple[str, str]) -> Any:
+    """The object as ``client`` reads it; None when it is not found."""
+    try:
+        return await client.get(obj, key[1], namespace=key[0] or None)
+    except errors.NotFound:
+        return None
+
+
+def _server_reader(client: Client) -> Client:
+    """What reads past a cached client's cache (its writer, the API client); the client itself
+    otherwise."""
+    writer = getattr(client, "writer", None)
+    return writer if writer is not None else client
+
+
 async def create_or_patch(client: Client, obj: O, mutate: Mutate) -> tuple[OperationResult, O]:
     """Like ``create_or_update`` but sends merge patches: one for the object, one for its status
     (each reported as sent, as ``create_or_update`` reports its update)."""
     key = _key(obj)
-    try:
-        current: Any = await client.get(obj, key[1], namespace=key[0] or None)
-    except errors.NotFound:
+    current: Any = await _current(client, obj, key)
+    if current is None:
         await _mutate(mutate, obj, key)
         body = dict(as_dict(obj))
         status = body.pop("status", None)
-        created: Any = await client.create(
-            type(obj).model_validate(body) if isinstance(obj, KubeModel) else body
-        )
-        if status:
-            created = await client.patch(created, None, {"status": status}, subresource="status")
-        return OperationResult.CREATED, created
+        try:
+            created: Any = await client.create(
+                type(obj).model_validate(body) if isinstance(obj, KubeModel) else body
+            )
+        except errors.AlreadyExists:  # made a moment ago, and not in the cache yet
+            current = await _server_reader(client).get(obj, key[1], namespace=key[0] or None)
+        else:
+            if status:
+                created = await client.patch(created, None, {"status": status}, subresource="status")
+            return OperationResult.CREATED, created
     before = _snapshot(current)
     await _mutate(mutate, current, key)
     after = as_dict(current)

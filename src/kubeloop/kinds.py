@@ -49,3 +49,11 @@ ClusterRole = GroupVersionKind("rbac.authorization.k8s.io", "v1", "ClusterRole")
 ClusterRoleBinding = GroupVersionKind("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding")
 Role = GroupVersionKind("rbac.authorization.k8s.io", "v1", "Role")
 RoleBinding = GroupVersionKind("rbac.authorization.k8s.io", "v1", "RoleBinding")
+
+# networking.k8s.io/v1
+Ingress = GroupVersionKind("networking.k8s.io", "v1", "Ingress")
+IngressClass = GroupVersionKind("networking.k8s.io", "v1", "IngressClass")
+NetworkPolicy = GroupVersionKind("networking.k8s.io", "v1", "NetworkPolicy")
+
+# policy/v1
+PodDisruptionBudget = GroupVersionKind("policy", "v1", "PodDisruptionBudget")

@@ -4,7 +4,9 @@ a read-only root filesystem with a writable /tmp, no privilege escalation, no ca
 their ServingRuntime loosens it, and carry its image pull secrets; a run's Job carries
 ttlSecondsAfterFinished (300 s unless the run says), for the cluster's TTL controller; an agent keeps at most
 runHistoryLimit finished runs, the newest, and never touches one still running; a converged
-agent on such a runtime writes nothing."""
+agent on such a runtime writes nothing; an agent that asks for a NetworkPolicy gets one letting
+in only its channels and the operator, letting out only DNS, its MCP servers and its model's
+port, and loses it when it stops asking."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any
 
 import agentplatform
 from agentobjects import agent, agent_run, assert_writes_nothing, finished, ready, runtime
-from agentplatform.api.v1alpha1 import AgentRun
+from agentplatform.api.v1alpha1 import Agent, AgentRun
 
 import kubeloop
 from kubeloop import kinds
@@ -94,3 +96,40 @@ async def test_an_agent_keeps_its_newest_finished_runs_up_to_its_limit(
         assert names == ["run-2", "run-3", "still-running"], names
 
     await eventually(pruned)
+
+
+async def test_an_agent_asks_for_a_network_policy_and_gives_it_up(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    await client.create(runtime(f"{namespace}-rt", port=9000))
+    await client.create(
+        {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "MCPServer",
+         "metadata": {"name": "tools", "namespace": namespace}, "spec": {"image": "example.com/tools:1", "port": 7000}}
+    )  # fmt: skip
+    fenced = agent("fenced", namespace, f"{namespace}-rt", networkPolicy=True, mcpServerRefs=["tools"])
+    fenced["spec"]["model"]["baseURL"] = "https://llm.example.com:8443/v1"
+    await client.create(fenced)
+    await ready(client, "fenced", namespace)
+    policy = await client.get(kinds.NetworkPolicy, "fenced", namespace=namespace)
+    spec = policy["spec"]
+    assert spec["podSelector"]["matchLabels"]["app.kubernetes.io/instance"] == "fenced"
+    assert spec["policyTypes"] == ["Ingress", "Egress"]
+    [ingress] = spec["ingress"]
+    assert ingress["ports"] == [{"protocol": "TCP", "port": 9000}]
+    sources = ingress["from"]
+    assert {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "channel", "app.kubernetes.io/instance": "fenced",
+            "app.kubernetes.io/managed-by": "kubeloop-agents"}}} in sources  # fmt: skip
+    assert any("namespaceSelector" in source for source in sources)
+    dns, tools, model = spec["egress"]
+    assert {"protocol": "UDP", "port": 53} in dns["ports"]
+    assert tools["ports"] == [{"protocol": "TCP", "port": 7000}]
+    assert tools["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/instance"] == "tools"
+    assert model == {"ports": [{"protocol": "TCP", "port": 8443}]}
+    await assert_writes_nothing(platform.agents, kubeloop.Request(namespace, "fenced"))
+
+    await client.patch(Agent, "fenced", {"spec": {"networkPolicy": False}}, namespace=namespace)
+
+    async def gone() -> None:
+        assert not (await client.list(kinds.NetworkPolicy, namespace=namespace)).items
+
+    await eventually(gone)

@@ -1,7 +1,9 @@
 """Agent → ``<agent>-config`` ConfigMap, a Deployment running its ServingRuntime, and a ClusterIP
 Service, all owned, its channels' objects (``channels``) and its memory (``memory``); status
 with the runtime, the config hash, the URL, the channels and two conditions. Finished runs past
-``runHistoryLimit`` are deleted, the oldest first.
+``runHistoryLimit`` are deleted, the oldest first. With ``networkPolicy``, a NetworkPolicy of the
+agent's name lets its pods be reached only from its channels and the operator's namespace, and
+reach only DNS, its MCP servers and its model endpoint's port.
 
 - RuntimeResolved: True (Resolved), or False (RuntimeNotFound, RuntimeDisabled). An unresolved
   runtime is reported and nothing is changed: running workloads stay as they are, and the agent
@@ -44,7 +46,9 @@ from .builders import (
     config_map_of,
     deployment_ready,
     labels,
+    model_port,
     named,
+    network_policy_spec,
     resolve_runtime,
     resolve_tools,
     service_url,
@@ -78,12 +82,15 @@ class AgentReconciler:
         self.recorder = manager.event_recorder("agent")
         self.channels = AgentChannels(manager, channel_settings or ChannelSettings.from_env())
         self.memory = memory
+        #: The operator's own namespace, whence its NetworkPolicies let it in.
+        self.operator_namespace = manager.api_reader.config.namespace
 
     def setup(self) -> None:
         manager = self.manager
         builder = kubeloop.Builder(manager).named("agent").for_(Agent)
         builder.owns(kinds.ConfigMap).owns(kinds.Deployment).owns(kinds.Service)
         builder.owns(kinds.ServiceAccount).owns(kinds.Role).owns(kinds.RoleBinding)  # channels'
+        builder.owns(kinds.NetworkPolicy)
         # A run made or deleted changes which runs the agent's channels may read; a run that
         # ends may put the agent's finished runs past its history limit.
         made_ended_or_deleted = kubeloop.predicate.Funcs(on_update=_ended)
@@ -285,7 +292,37 @@ class AgentReconciler:
             client, named(kinds.Deployment, name, namespace), deployment
         )
         await kubeloop.create_or_update(client, named(kinds.Service, name, namespace), service)
+        await self._network_policy(agent, runtime, selector)
         return made
+
+    async def _network_policy(self, agent: Agent, runtime: ServingRuntime, selector: dict[str, str]) -> None:
+        """The agent's NetworkPolicy when it asks for one (removed when it no longer does)."""
+        name, namespace = agent.metadata.name or "", agent.metadata.namespace or ""
+        if not agent.spec.network_policy:
+            with contextlib.suppress(kubeloop.errors.NotFound):
+                found = await self.client.get(kinds.NetworkPolicy, name, namespace=namespace)
+                if kubeloop.is_controlled_by(found, agent):
+                    await self.client.delete(found)
+            return
+        servers = []
+        for server_name in sorted(agent.spec.mcp_server_refs):
+            with contextlib.suppress(kubeloop.errors.NotFound):
+                servers.append(await self.client.get(MCPServer, server_name, namespace=namespace))
+        spec = network_policy_spec(
+            selector,
+            channels=labels("channel", name),
+            operator_namespace=self.operator_namespace,
+            port=runtime.spec.port,
+            mcp_servers=[(labels("mcp-server", s.metadata.name or ""), s.spec.port) for s in servers],
+            model_port=model_port(agent.spec.model.base_url),
+        )
+
+        def policy(obj: kubeloop.Obj) -> None:
+            kubeloop.set_controller_reference(agent, obj)
+            obj["metadata"]["labels"] = selector
+            obj["spec"] = spec
+
+        await kubeloop.create_or_update(self.client, named(kinds.NetworkPolicy, name, namespace), policy)
 
     async def _finalize(self, agent: Agent) -> None:
         """Delete the agent's runs and schedules, then let it go."""

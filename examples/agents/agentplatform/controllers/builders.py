@@ -9,6 +9,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import kubeloop
 
@@ -96,6 +97,58 @@ def set_deployment(
         pod["volumes"] = volumes
     else:
         pod.pop("volumes", None)
+
+
+def model_port(base_url: str | None) -> int:
+    """The port a model endpoint is reached on (443 when no base URL is given: a hosted API)."""
+    if not base_url:
+        return 443
+    parts = urlsplit(base_url)
+    return parts.port or (80 if parts.scheme == "http" else 443)
+
+
+def network_policy_spec(
+    selector: dict[str, str],
+    *,
+    channels: dict[str, str],
+    operator_namespace: str,
+    port: int,
+    mcp_servers: list[tuple[dict[str, str], int]],
+    model_port: int,
+) -> dict[str, Any]:
+    """An agent's NetworkPolicy: in from its channels' pods and the operator's namespace on its
+    port; out to the cluster's DNS, its MCP servers' pods on their ports, and any address on
+    its model endpoint's port."""
+    tcp = "TCP"
+    egress: list[dict[str, Any]] = [
+        {
+            "to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": tcp, "port": 53}],
+        }
+    ]
+    egress += [
+        {"to": [{"podSelector": {"matchLabels": labels}}], "ports": [{"protocol": tcp, "port": server_port}]}
+        for labels, server_port in mcp_servers
+    ]
+    egress.append({"ports": [{"protocol": tcp, "port": model_port}]})
+    return {
+        "podSelector": {"matchLabels": selector},
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": [
+            {
+                "from": [
+                    {"podSelector": {"matchLabels": channels}},
+                    {
+                        "namespaceSelector": {
+                            "matchLabels": {"kubernetes.io/metadata.name": operator_namespace}
+                        }
+                    },
+                ],
+                "ports": [{"protocol": tcp, "port": port}],
+            }
+        ],
+        "egress": egress,
+    }
 
 
 def set_service(service: kubeloop.Obj, selector: dict[str, str], port: int) -> None:

@@ -78,6 +78,9 @@ class AgentSpec(kubeloop.KubeModel):
     #: Finished runs kept per agent (the oldest are deleted past it); a schedule's own limits
     #: apply to its runs too.
     run_history_limit: Annotated[int, Field(ge=0)] = 50
+    #: Give the agent's pods a NetworkPolicy: in from its channels and the operator's namespace
+    #: only; out to DNS, its MCP servers and its model endpoint's port only.
+    network_policy: bool = False
     #: One channel per type.
     channels: Annotated[list[ChannelSpec] | None, ListType("map", keys=("type",))] = None
 

@@ -43,7 +43,7 @@ def test_demo_once_converges() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "embedded API server at https://127.0.0.1:" in out and "kubeconfig: " in out
-    assert "installed 7 CRDs" in out and "kubeloop demo: converged in" in out
+    assert "installed 8 CRDs" in out and "kubeloop demo: converged in" in out
     for agent in ("triage", "writer", "reviewer", "sre-oncall", "sre-postmortem"):
         assert f"│ {agent} " in out
     assert "first-question" in out and "Succeeded" in out and "OOMKilled" in out  # the run's answer

@@ -1,5 +1,5 @@
 """The agent platform operator (group agents.kubeloop.dev): ServingRuntimes, SkillPacks,
-MCPServers, Agents, AgentRuns, AgentSchedules and PersonaPacks, reconciled into ConfigMaps,
+MCPServers, Agents, AgentRuns, AgentSchedules, PersonaPacks and AgentPolicies, reconciled into ConfigMaps,
 Deployments, Services, Jobs and RBAC; a webhook turns posts into AgentRuns.
 
     kubeloop demo                      # on the embedded server, with config/samples/ and a live view
@@ -12,6 +12,7 @@ Deployments, Services, Jobs and RBAC; a webhook turns posts into AgentRuns.
 from agentplatform import WebhookOptions, setup
 from agentplatform.api.v1alpha1 import (
     Agent,
+    AgentPolicy,
     AgentRun,
     AgentSchedule,
     MCPServer,
@@ -22,6 +23,7 @@ from agentplatform.api.v1alpha1 import (
 
 __all__ = [
     "Agent",
+    "AgentPolicy",
     "AgentRun",
     "AgentSchedule",
     "MCPServer",

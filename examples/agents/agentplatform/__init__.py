@@ -11,6 +11,7 @@ controllers in ``controllers/`` (one per kind), and :func:`setup` wiring them to
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import kubeloop
@@ -23,6 +24,7 @@ from .controllers import (
     indexes,
     mcpserver,
     personapack,
+    policy,
     runwebhook,
     skillpack,
 )
@@ -51,12 +53,19 @@ def setup(
     clock: agentschedule.Clock = agentschedule.system_clock,
     webhook_options: WebhookOptions | None = None,
     channel_settings: ChannelSettings | None = None,
+    enforce_policies: bool | None = None,
 ) -> Platform:
     """Register the platform's indexes and controllers with ``manager``; ``clock`` is the
     schedules' (tests pass a fake one); the webhook serves with ``webhook_options`` (default:
     from the environment, none without a token); channels run the images of
-    ``channel_settings`` (default: from the environment)."""
+    ``channel_settings`` (default: from the environment). With ``enforce_policies`` (default:
+    ``AGENTS_ENFORCE_POLICIES`` set to true) AgentPolicies are enforced by validating webhooks
+    the manager's webhook server serves."""
     indexes.register(manager)
+    if enforce_policies is None:
+        enforce_policies = os.environ.get("AGENTS_ENFORCE_POLICIES", "").lower() in ("1", "true", "yes")
+    if enforce_policies:
+        policy.setup(manager)
     memory = AgentMemory(manager)
     return Platform(
         skill_packs=skillpack.setup(manager),

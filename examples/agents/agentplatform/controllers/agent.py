@@ -1,6 +1,8 @@
 """Agent → ``<agent>-config`` ConfigMap, a Deployment running its ServingRuntime, and a ClusterIP
 Service, all owned, its channels' objects (``channels``) and its memory (``memory``); status
-with the runtime, the config hash, the URL, the channels and two conditions. Finished runs past
+with the runtime, the config hash, the URL, the channels and three conditions (PolicyCompliant
+says whether the namespace's AgentPolicies allow what it uses: an agent made before a policy is
+reported, not broken). Finished runs past
 ``runHistoryLimit`` are deleted, the oldest first. With ``networkPolicy``, a NetworkPolicy of the
 agent's name lets its pods be reached only from its channels and the operator's namespace, and
 reach only DNS, its MCP servers and its model endpoint's port.
@@ -32,6 +34,7 @@ from kubeloop import kinds
 from ..api.v1alpha1 import (
     GROUP,
     Agent,
+    AgentPolicy,
     AgentRun,
     AgentSchedule,
     MCPServer,
@@ -60,6 +63,7 @@ from .builders import (
 from .channels import AgentChannels, ChannelSettings
 from .indexes import AGENT_INDEX, MCP_INDEX, RUNTIME_INDEX, SKILLS_INDEX
 from .memory import AgentMemory
+from .policy import compliance
 
 FINALIZER = f"{GROUP}/runs"
 FINISHED_PHASES = ("Succeeded", "Failed")
@@ -98,6 +102,7 @@ class AgentReconciler:
             AgentRun, kubeloop.handler.EnqueueRequestsFromMapFunc(self._agent_of_run), made_ended_or_deleted
         )
         builder.watches(ServingRuntime, kubeloop.handler.EnqueueRequestsFromMapFunc(self._agents_of_runtime))
+        builder.watches(AgentPolicy, kubeloop.handler.EnqueueRequestsFromMapFunc(self._agents_in_namespace))
         builder.watches(
             SkillPack, kubeloop.handler.EnqueueRequestsFromMapFunc(self._agents_using(SKILLS_INDEX))
         )
@@ -105,6 +110,10 @@ class AgentReconciler:
         builder.complete(self.reconcile)
         for kind in (AgentRun, AgentSchedule):  # the finalizer deletes the agent's runs and schedules
             manager.permissions.allow(kind, "list", "delete")
+
+    async def _agents_in_namespace(self, policy: kubeloop.Obj) -> list[kubeloop.Request]:
+        agents = await self.client.list(Agent, namespace=policy["metadata"]["namespace"])
+        return [kubeloop.Request(a.metadata.namespace or "", a.metadata.name or "") for a in agents]
 
     @staticmethod
     async def _agent_of_run(run: kubeloop.Obj) -> list[kubeloop.Request]:
@@ -169,6 +178,12 @@ class AgentReconciler:
             "True" if resolved else "False",
             reason,
             message,
+            observed_generation=generation,
+        )
+        kubeloop.set_status_condition(
+            conditions,
+            "PolicyCompliant",
+            *await compliance(self.client, agent),
             observed_generation=generation,
         )
         status: dict[str, Any] = {"observedGeneration": generation, "channels": channels}

@@ -145,9 +145,10 @@ class AgentRunReconciler:
             await self._fail(run, {"phase": "Failed", "reason": "Invalid", "message": str(refused)})
             return None
         if snapshot is None:
-            await write_status(
-                self.client, run, {"phase": "Pending", "reason": "Waiting", "message": waiting}
-            )
+            pending = {"phase": "Pending", "reason": "Waiting", "message": waiting}
+            if current.get("phase") != "Pending":
+                self._record(run, pending)
+            await write_status(self.client, run, pending)
             return None  # the agent's watch wakes it
         now = datetime.now(UTC)
         started = kubeloop.timestamps.parse_time(current.get("startTime")) or now

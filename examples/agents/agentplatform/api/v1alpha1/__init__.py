@@ -9,7 +9,8 @@ Their CRDs are generated from these classes (``kubeloop crd examples/agents``):
 - ``Agent`` (active): a runtime, a model and a prompt → an owned ConfigMap, Deployment and Service;
   each chat channel → a Deployment that posts its messages to the operator.
 - ``AgentRun``: one task for an agent → a Job and what it needs; ``AgentSchedule``: runs on a cron
-  schedule; ``PersonaPack``: a bundle of agents and schedules.
+  schedule; ``PersonaPack``: a bundle of agents and schedules; ``AgentPolicy``: what a
+  namespace's agents, runs and skill packs may use.
 """
 
 from .agent import (
@@ -24,6 +25,7 @@ from .agent import (
     ModelSpec,
     SecretKeyRef,
 )
+from .agentpolicy import AgentPolicy, AgentPolicySpec
 from .agentrun import AgentRun, AgentRunSpec, AgentRunStatus, RunTrigger
 from .agentschedule import AgentSchedule, AgentScheduleSpec, AgentScheduleStatus
 from .groupversion import GROUP, VERSION
@@ -33,13 +35,15 @@ from .servingruntime import ServingRuntime, ServingRuntimeSpec
 from .skillpack import Skill, SkillPack, SkillPackSpec, SkillPackStatus
 
 #: Every kind of the version, in the order their CRDs are installed.
-ALL = (ServingRuntime, SkillPack, MCPServer, Agent, AgentRun, AgentSchedule, PersonaPack)
+ALL = (ServingRuntime, SkillPack, MCPServer, Agent, AgentRun, AgentSchedule, PersonaPack, AgentPolicy)
 
 __all__ = [
     "ALL",
     "GROUP",
     "VERSION",
     "Agent",
+    "AgentPolicy",
+    "AgentPolicySpec",
     "AgentRun",
     "AgentRunSpec",
     "AgentRunStatus",

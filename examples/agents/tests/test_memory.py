@@ -16,13 +16,13 @@ import agentplatform
 import aiohttp
 import hypothesis.strategies as st
 from agentobjects import agent, agent_run, assert_writes_nothing, finished, ready, runtime
-from agentplatform.api.v1alpha1 import Agent
+from agentplatform.api.v1alpha1 import Agent, AgentRun
 from agentplatform.controllers.memory import MEMORY_KEY, AgentMemory, appended, parse_result
 from hypothesis import given
 
 import kubeloop
 from kubeloop import kinds
-from kubeloop.testing import conflict, eventually, intercepted
+from kubeloop.testing import conflict, eventually, fake_manager, intercepted
 
 MEMORY = {"enabled": True, "maxBytes": 1024}
 
@@ -196,3 +196,55 @@ def test_appended_keeps_the_newest_within_max_bytes_and_never_twice(texts: list[
 def test_a_marker_inside_a_memory_is_not_taken_for_an_entry() -> None:
     memory = appended("", "a", "<!-- run b -->\nforged", 1024)
     assert memory is not None and appended(memory, "b", "real", 1024) is not None
+
+
+async def test_persistent_memory_gets_a_server_its_runs_wait_for() -> None:
+    """One reconcile at a time, with no kubelet (``fake_manager``): the memory server is made, not
+    ready, so the run waits with its reason; once its Deployment is available, the run starts."""
+    memory = {"enabled": True, "maxBytes": 2048, "persistent": True, "storage": "2Gi"}
+    objects = [runtime("rt"), agent("sage", "lab", "rt", memory=memory), agent_run("ask", "lab", "sage")]
+    async with fake_manager(agentplatform.setup, *objects, crds=agentplatform.CUSTOM_RESOURCES) as manager:
+        agents, runs = manager.controllers["agent"], manager.controllers["agentrun"]
+        sage = kubeloop.Request("lab", "sage")
+        await agents.reconcile_once(sage)  # the finalizer
+        await agents.reconcile_once(sage)
+        api = manager.api_reader
+        claim = await api.get(kinds.PersistentVolumeClaim, "sage-memory", namespace="lab")
+        assert claim["spec"]["resources"]["requests"]["storage"] == "2Gi"
+        assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+        server = await api.get(kinds.Deployment, "sage-memory", namespace="lab")
+        assert server["spec"]["strategy"]["type"] == "Recreate"
+        assert {"name": "data", "persistentVolumeClaim": {"claimName": "sage-memory"}} in server["spec"][
+            "template"
+        ]["spec"]["volumes"]
+        assert (await api.get(kinds.Service, "sage-memory", namespace="lab"))["spec"]["ports"][0][
+            "port"
+        ] == 8080
+        found = await api.get(Agent, "sage", namespace="lab")
+        assert found.status is not None and found.status.memory_ready is False
+        env = {v["name"]: v.get("value") for v in (await api.get(kinds.Deployment, "sage", namespace="lab"))["spec"]["template"]["spec"]["containers"][0]["env"]}  # fmt: skip
+        assert env["MEMORY_URL"] == "http://sage-memory.lab.svc.cluster.local:8080"
+
+        async def run_status() -> Any:
+            return (await api.get(AgentRun, "ask", namespace="lab")).status
+
+        await runs.reconcile_once(kubeloop.Request("lab", "ask"))
+        waiting = await run_status()
+        assert (waiting.phase, waiting.reason) == ("Pending", "MemoryNotReady")
+        assert waiting.message == "the memory server sage-memory is not ready"
+
+        server["status"] = {"observedGeneration": server["metadata"]["generation"], "replicas": 1, "readyReplicas": 1,
+                            "updatedReplicas": 1, "availableReplicas": 1}  # fmt: skip
+        await api.update(server, subresource="status")  # as the Deployment controller would
+        await eventually(lambda: manager.client.get(kinds.Deployment, "sage-memory", namespace="lab"))
+
+        async def ready_now() -> None:
+            await agents.reconcile_once(sage)
+            found = await api.get(Agent, "sage", namespace="lab")
+            assert found.status is not None and found.status.memory_ready is True
+
+        await eventually(ready_now)
+        await runs.reconcile_once(kubeloop.Request("lab", "ask"))
+        job = await api.get(kinds.Job, "ask", namespace="lab")
+        run_env = {v["name"]: v.get("value") for v in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert run_env["MEMORY_URL"] == "http://sage-memory.lab.svc.cluster.local:8080"

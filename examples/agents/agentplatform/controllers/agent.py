@@ -62,11 +62,16 @@ from .builders import (
 )
 from .channels import AgentChannels, ChannelSettings
 from .indexes import AGENT_INDEX, MCP_INDEX, RUNTIME_INDEX, SKILLS_INDEX
-from .memory import AgentMemory
+from .memory import AgentMemory, memory_url
 from .policy import compliance
 
 FINALIZER = f"{GROUP}/runs"
 FINISHED_PHASES = ("Succeeded", "Failed")
+
+
+def _persistent(agent: Agent) -> bool:
+    memory = agent.spec.memory
+    return memory is not None and memory.enabled and memory.persistent
 
 
 def _ended(old: kubeloop.Obj, new: kubeloop.Obj) -> bool:
@@ -155,8 +160,8 @@ class AgentReconciler:
 
         await self._prune_runs(agent)
         channels = await self.channels.reconcile(agent)
-        memory = await self.memory.reconcile(agent)
-        await self._reconcile(request, agent, channels, memory)
+        memory, memory_ready = await self.memory.reconcile(agent)
+        await self._reconcile(request, agent, channels, memory, memory_ready)
         if self.channels.settings.pending(channels):  # a pod that cannot start changes no Deployment
             return kubeloop.Result(requeue_after=self.channels.settings.recheck_seconds)
         return None
@@ -167,6 +172,7 @@ class AgentReconciler:
         agent: Agent,
         channels: list[dict[str, Any]] | None,
         memory: str | None,
+        memory_ready: bool | None,
     ) -> None:
         runtime, reason, message = await resolve_runtime(self.client, agent.spec.runtime_ref)
         conditions = [c.to_dict() for c in (agent.status.conditions if agent.status else None) or ()]
@@ -186,7 +192,11 @@ class AgentReconciler:
             *await compliance(self.client, agent),
             observed_generation=generation,
         )
-        status: dict[str, Any] = {"observedGeneration": generation, "channels": channels}
+        status: dict[str, Any] = {
+            "observedGeneration": generation,
+            "channels": channels,
+            "memoryReady": memory_ready,
+        }
         if runtime is None:
             if self._transitioned(agent, "RuntimeResolved", "False"):
                 self.recorder.event(agent, kubeloop.WARNING, reason, message)
@@ -199,7 +209,7 @@ class AgentReconciler:
             status["configHash"] = digest
             last = kubeloop.find_status_condition(conditions, "Ready") or {}
             if last.get("reason") == "Invalid" and agent.status and agent.status.config_hash == digest:
-                await write_status(self.client, agent, {"channels": channels})
+                await write_status(self.client, agent, {"channels": channels, "memoryReady": memory_ready})
                 return  # refused, and nothing it was made from has changed since
             try:
                 deployment = await self._converge(agent, runtime, packs, mcp_urls, digest, memory)
@@ -278,6 +288,7 @@ class AgentReconciler:
             skill_packs=packs,
             mcp_urls=mcp_urls,
             memory=memory,
+            env=[{"name": "MEMORY_URL", "value": memory_url(name, namespace)}] if _persistent(agent) else (),
         )
 
         def deployment(obj: kubeloop.Obj) -> None:

@@ -43,6 +43,7 @@ from .builders import (
     agent_config,
     agent_pod,
     config_map_name,
+    env_list,
     labels,
     named,
     resolve_runtime,
@@ -51,10 +52,12 @@ from .builders import (
     write_status,
 )
 from .indexes import AGENT_INDEX
-from .memory import AgentMemory, memory_config_map, parse_result
+from .memory import AgentMemory, memory_config_map, memory_server, memory_url, parse_result
 from .sandbox import UNAVAILABLE, SandboxBackend, sandbox_of
 
 FINISHED = ("Succeeded", "Failed")
+#: Why a run of an agent with persistent memory waits.
+MEMORY_NOT_READY = "MemoryNotReady"
 #: The run's annotations its pod is given (the simulation's steering annotations).
 POD_ANNOTATION_PREFIX = "kubeloop.dev/"
 #: The label of a Job's pods that names the Job.
@@ -145,7 +148,10 @@ class AgentRunReconciler:
             await self._fail(run, {"phase": "Failed", "reason": "Invalid", "message": str(refused)})
             return None
         if snapshot is None:
-            pending = {"phase": "Pending", "reason": "Waiting", "message": waiting}
+            reason, _, said = (
+                waiting.partition(": ") if waiting.startswith(MEMORY_NOT_READY) else ("Waiting", "", waiting)
+            )
+            pending = {"phase": "Pending", "reason": reason, "message": said}
             if current.get("phase") != "Pending":
                 self._record(run, pending)
             await write_status(self.client, run, pending)
@@ -236,6 +242,11 @@ class AgentRunReconciler:
         runtime, _, why = await resolve_runtime(self.client, agent.spec.runtime_ref)
         if runtime is None:
             return None, why
+        memory = agent.spec.memory
+        persistent = memory is not None and memory.enabled and memory.persistent
+        if persistent and not (agent.status and agent.status.memory_ready):
+            server = memory_server(agent.metadata.name or "")
+            return None, f"{MEMORY_NOT_READY}: the memory server {server} is not ready"
         packs, mcp_urls = await resolve_tools(self.client, namespace, agent.spec)
         data = {
             **agent_config(agent.spec),
@@ -331,6 +342,16 @@ class AgentRunReconciler:
             env=[{"name": "AGENT_RUN", "value": name}, {"name": "TASK_FILE", "value": f"{CONFIG_DIR}/task"}],
             memory=memory_config_map(run.spec.agent_ref) if agent.memory and agent.memory.enabled else None,
         )
+        if agent.memory and agent.memory.enabled and agent.memory.persistent:
+            container["env"] = env_list(
+                container["env"],
+                [
+                    {
+                        "name": "MEMORY_URL",
+                        "value": memory_url(run.spec.agent_ref, run.metadata.namespace or ""),
+                    }
+                ],
+            )
         container.pop("ports")
         container = {key: value for key, value in container.items() if value is not None}
         container["terminationMessagePolicy"] = "FallbackToLogsOnError"

@@ -9,11 +9,18 @@ appends it as an entry marked with the run's name, drops the oldest entries past
 (:func:`appended`), and writes with the ConfigMap's resourceVersion, reading again and retrying
 on a Conflict, so no update is lost to another run's. An entry already there (a retried
 reconcile) is not written twice. ``agentplatform_memory_bytes{namespace,agent}`` is the size.
+
+``persistent: true`` adds a memory server of the agent's own: a PersistentVolumeClaim, a
+Deployment (Recreate: one writer of the volume) and a Service ``<agent>-memory``, whose URL the
+agent's pods get as ``MEMORY_URL``; the agent says whether it is ready (``status.memoryReady``)
+and its runs wait, reason MemoryNotReady, until it is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 
 from prometheus_client import Gauge
@@ -22,9 +29,24 @@ import kubeloop
 from kubeloop import kinds
 
 from ..api.v1alpha1 import GROUP, Agent
-from .builders import labels, named
+from .builders import (
+    TMP_MOUNT,
+    TMP_VOLUME,
+    deployment_ready,
+    http_port,
+    labels,
+    named,
+    restricted_container,
+    restricted_pod,
+    service_url,
+    set_deployment,
+    set_service,
+)
 
 MEMORY_KEY = "MEMORY.md"
+MEMORY_PORT = 8080
+#: The persistent memory server's image (``AGENTS_MEMORY_SERVER_IMAGE`` overrides it).
+MEMORY_SERVER_IMAGE = "ghcr.io/kubeloop-dev/agent-memory-server:0.1.0"
 SEED_ANNOTATION = f"{GROUP}/memory-seed"
 #: Each entry starts with its marker line: ``<!-- run NAME -->``, or ``<!-- seed -->``.
 _MARKER = re.compile(r"^<!-- (?:run \S+|seed) -->$", re.MULTILINE)
@@ -34,6 +56,15 @@ ATTEMPTS = 10
 
 def memory_config_map(agent: str) -> str:
     return f"{agent}-memory"
+
+
+def memory_server(agent: str) -> str:
+    """The persistent memory server's Deployment, Service and PersistentVolumeClaim."""
+    return f"{agent}-memory"
+
+
+def memory_url(agent: str, namespace: str) -> str:
+    return service_url(memory_server(agent), namespace, MEMORY_PORT)
 
 
 def parse_result(message: str) -> tuple[str, str | None]:
@@ -82,8 +113,9 @@ def appended(memory: str, run: str | None, text: str, max_bytes: int) -> str | N
 class AgentMemory:
     """Keeps agents' memory ConfigMaps."""
 
-    def __init__(self, manager: kubeloop.Manager) -> None:
+    def __init__(self, manager: kubeloop.Manager, image: str | None = None) -> None:
         self.client = manager.client
+        self.image = image or os.environ.get("AGENTS_MEMORY_SERVER_IMAGE") or MEMORY_SERVER_IMAGE
         #: The memory is read past the cache before each append: it must be the latest.
         self.reader = manager.api_reader
         self.size = Gauge(
@@ -93,9 +125,74 @@ class AgentMemory:
             registry=manager.metrics.registry,
         )
         manager.permissions.allow(kinds.ConfigMap, "get", "list", "watch", "create", "update", "delete")
+        manager.permissions.allow(
+            kinds.PersistentVolumeClaim, "get", "list", "watch", "create", "update", "delete"
+        )
 
-    async def reconcile(self, agent: Agent) -> str | None:
-        """Make the agent's memory ConfigMap if it has memory (delete it if not); its name."""
+    async def reconcile(self, agent: Agent) -> tuple[str | None, bool | None]:
+        """Make the agent's memory ConfigMap if it has memory (delete it if not), and its memory
+        server if it is persistent; the ConfigMap's name, and whether the server is ready (None:
+        no server)."""
+        config_map = await self._config_map(agent)
+        return config_map, await self._server(agent)
+
+    async def _server(self, agent: Agent) -> bool | None:
+        name, namespace = agent.metadata.name or "", agent.metadata.namespace or ""
+        memory = agent.spec.memory
+        own = memory_server(name)
+        if memory is None or not memory.enabled or not memory.persistent:
+            for kind in (kinds.Deployment, kinds.Service, kinds.PersistentVolumeClaim):
+                with contextlib.suppress(kubeloop.errors.NotFound):
+                    found = await self.client.get(kind, own, namespace=namespace)
+                    if kubeloop.is_controlled_by(found, agent):
+                        await self.client.delete(found)
+            return None
+        selector = labels("memory-server", name)
+
+        def owned(obj: kubeloop.Obj) -> None:
+            kubeloop.set_controller_reference(agent, obj)
+            obj["metadata"]["labels"] = selector
+
+        storage = memory.storage
+
+        def claim(obj: kubeloop.Obj) -> None:
+            owned(obj)
+            spec = obj.setdefault("spec", {})
+            spec["accessModes"] = ["ReadWriteOnce"]
+            spec["resources"] = {"requests": {"storage": storage}}
+
+        container = {
+            "name": "memory",
+            "image": self.image,
+            "ports": http_port(MEMORY_PORT),
+            "env": [{"name": "DATA_DIR", "value": "/data"}],
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}, dict(TMP_MOUNT)],
+            "securityContext": restricted_container(),
+        }
+
+        def deployment(obj: kubeloop.Obj) -> None:
+            owned(obj)
+            volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": own}}, dict(TMP_VOLUME)]
+            set_deployment(
+                obj, replicas=1, selector=selector, annotations={}, container=container, volumes=volumes
+            )
+            obj["spec"]["strategy"] = {"type": "Recreate"}  # one writer of the volume at a time
+            obj["spec"]["template"]["spec"]["securityContext"] = restricted_pod()
+
+        def service(obj: kubeloop.Obj) -> None:
+            owned(obj)
+            set_service(obj, selector, MEMORY_PORT)
+
+        await kubeloop.create_or_update(
+            self.client, named(kinds.PersistentVolumeClaim, own, namespace), claim
+        )
+        _, made = await kubeloop.create_or_update(
+            self.client, named(kinds.Deployment, own, namespace), deployment
+        )
+        await kubeloop.create_or_update(self.client, named(kinds.Service, own, namespace), service)
+        return deployment_ready(made)[0]
+
+    async def _config_map(self, agent: Agent) -> str | None:
         name, namespace = agent.metadata.name or "", agent.metadata.namespace or ""
         config_map = memory_config_map(name)
         memory = agent.spec.memory

@@ -63,6 +63,10 @@ class MemorySpec(kubeloop.KubeModel):
 
     enabled: bool = True
     max_bytes: Annotated[int, Field(ge=1024, le=512 * 1024)] = 64 * 1024
+    #: Also a memory server of the agent's own, on a PersistentVolumeClaim of ``storage``,
+    #: reached at ``MEMORY_URL``; runs wait until it is ready.
+    persistent: bool = False
+    storage: str = "1Gi"
 
 
 class AgentSpec(kubeloop.KubeModel):
@@ -91,6 +95,8 @@ class AgentStatus(kubeloop.KubeModel):
     config_hash: str | None = None
     url: str | None = None
     ready_replicas: int | None = None
+    #: With persistent memory: whether its server is ready (runs wait until it is).
+    memory_ready: bool | None = None
     channels: Annotated[list[ChannelStatus] | None, ListType("map", keys=("type",))] = None
     conditions: Annotated[list[meta_v1.Condition] | None, ListType("map", keys=("type",))] = None
 

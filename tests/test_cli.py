@@ -52,6 +52,18 @@ def test_demo_once_converges() -> None:
     assert re.search(rf"│ {webhook_run[1]} +│ writer +│ webhook +│ Succeeded ", out), out
     assert "heartbeat" in out and "sre-standup" in out
     assert "│ agentrun " in out  # the controllers' table
+    # The policy refuses an agent, saying why; a chat message becomes a run with a reply, and
+    # memory; one from a user the channel does not take is refused.
+    assert (
+        'policy: Agent rogue refused: admission webhook "vagent-v1alpha1.kb.io" denied the request: '
+        'Agent.agents.kubeloop.dev "rogue" is invalid: spec.model.provider: Invalid value: "unknown-llm": '
+        "not allowed by AgentPolicy demo-rules"
+    ) in out
+    chat_run = re.search(r"chat: alice on triage's webhook channel .* became AgentRun (channel-\w+)", out)
+    assert chat_run is not None, out
+    assert re.search(rf"│ {chat_run[1]} +│ triage +│ webhook chat, alice +│ Succeeded .* checkout-api is slow", out), out
+    assert "chat: mallory on triage's webhook channel" in out and "mallory is not among the channel's allowed users" in out
+    assert re.search(r"│ triage .*│ webhook Connected +│ \d+ B ", out), out
     assert result.stderr == ""  # nothing logged beside the view
 
 

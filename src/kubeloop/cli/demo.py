@@ -3,8 +3,11 @@
 It starts the embedded API server with workload simulation (pods run, Jobs finish), installs the
 operator's CRDs, runs its manager, applies the samples (``examples/agents/config/samples``: two
 runtimes, a skill pack, an MCP server, three agents, a persona pack, a schedule firing every
-minute and one run) into the namespace ``demo``, posts one delivery to the operator's run webhook
-(as a chat bot would), and shows a live view: the objects with their conditions and phases, each
+minute, one run and an AgentPolicy) into the namespace ``demo`` with the operator's admission
+webhooks installed and its policies enforced, posts one delivery to the operator's run webhook
+(as a chat bot would) and two chat messages to triage's channel (one becomes a run whose reply
+and memory show, one the channel's rule refuses), asks for an agent the policy refuses and prints
+why, and shows a live view: the objects with their conditions and phases, each
 controller's reconciles and queue depth, and the latest events. The kubeconfig's path and a curl
 command for the webhook are printed, so kubectl and curl can be used beside it.
 
@@ -17,6 +20,7 @@ prints the view once and exits 0; or exits 1 naming what did not converge in ``-
 from __future__ import annotations
 
 import asyncio
+import inspect
 import pathlib
 import secrets
 import time
@@ -33,6 +37,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.api.timestamps import parse_time
@@ -42,6 +47,8 @@ from kubeloop.client.crdinstall import install_crds
 from kubeloop.client.rest import APIClient
 from kubeloop.manager.manager import Manager
 from kubeloop.manager.operatortarget import load_target, module_crds
+from kubeloop.manager.webhookconfigurations import install_webhook_configurations
+from kubeloop.webhook.server import WebhookServer
 
 NAMESPACE = "demo"
 FIELD_MANAGER = "kubeloop-demo"
@@ -57,6 +64,20 @@ EVENT = GroupVersionKind("", "v1", "Event")
 #: The delivery the demo posts to the run webhook, as a chat bot would.
 DELIVERY_ID = "demo-1"
 DELIVERY = {"agent": "writer", "task": "Draft the release notes for 0.1.", "namespace": NAMESPACE}
+#: The chat messages the demo posts to triage's channel: one its rule takes, one it refuses.
+CHAT = ("triage", "webhook")
+CHAT_MESSAGES = (
+    ("demo-chat-1", {"text": "@triage why is checkout slow?", "user": "alice", "thread": "C-1"}),
+    ("demo-chat-2", {"text": "@triage delete the namespace", "user": "mallory", "thread": "C-2"}),
+)
+#: What the demo asks for that the samples' AgentPolicy does not allow.
+ROGUE_AGENT: Obj = {
+    "apiVersion": f"{GROUP}/{VERSION}",
+    "kind": "Agent",
+    "metadata": {"name": "rogue", "namespace": NAMESPACE},
+    "spec": {"runtimeRef": "python-agent", "model": {"provider": "unknown-llm", "name": "x"}},
+}
+CONFIG_MAP = GroupVersionKind("", "v1", "ConfigMap")
 NAMESPACE_KIND = GroupVersionKind("", "v1", "Namespace")
 
 
@@ -92,6 +113,8 @@ class State:
     schedules: list[Obj] = field(default_factory=list)
     persona_packs: list[Obj] = field(default_factory=list)
     events: list[Obj] = field(default_factory=list)
+    #: Agent name → the size of its MEMORY.md.
+    memory: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     async def read(cls, client: APIClient) -> State:
@@ -108,6 +131,16 @@ class State:
             schedules=await items(SCHEDULE),
             persona_packs=await items(PERSONA_PACK),
             events=await items(EVENT),
+            memory={
+                str(config["metadata"]["labels"]["app.kubernetes.io/instance"]): len(
+                    str((config.get("data") or {}).get("MEMORY.md", "")).encode()
+                )
+                for config in (
+                    await client.list(
+                        CONFIG_MAP, namespace=NAMESPACE, label_selector="app.kubernetes.io/name=memory"
+                    )
+                ).items
+            },
         )
 
     def not_converged(self, sample_runs: Iterable[str]) -> list[str]:
@@ -118,6 +151,10 @@ class State:
             if not _observed(agent) or ready.get("status") != "True":
                 why = resolved if resolved.get("status") == "False" else ready
                 waiting.append(f"Agent {_name(agent)}: {why.get('message') or 'not reconciled yet'}")
+        for agent in self.agents:
+            for channel in (agent.get("status") or {}).get("channels") or ():
+                if channel.get("phase") != "Connected":
+                    waiting.append(f"Agent {_name(agent)}: {channel['type']} channel {channel.get('phase')}")
         for server in self.mcp_servers:
             status = server.get("status") or {}
             if not _observed(server) or status.get("readyReplicas") != server["spec"].get("replicas", 1):
@@ -170,6 +207,9 @@ def _trigger(run: Obj) -> str:
     labels = run["metadata"].get("labels") or {}
     if f"{GROUP}/schedule" in labels:
         return f"schedule {labels[f'{GROUP}/schedule']}"
+    trigger = (run.get("spec") or {}).get("trigger")
+    if trigger:
+        return f"{trigger['channel']} chat, {trigger['user']}"
     return str(labels.get(f"{GROUP}/trigger") or "kubectl")
 
 
@@ -182,7 +222,7 @@ def render(state: State, manager: Manager, *, header: str) -> Group:
     """The live view of ``state`` and ``manager``'s controllers."""
     now = datetime.now(UTC)
     agents = Table(title="Agents", title_justify="left", expand=True)
-    for column in ("name", "runtime", "model", "ready", "replicas", "runtime resolved", "config"):
+    for column in ("name", "runtime", "model", "ready", "replicas", "runtime resolved", "channels", "memory"):
         agents.add_column(column)
     for agent in state.agents:
         ready, resolved = _condition(agent, "Ready"), _condition(agent, "RuntimeResolved")
@@ -196,7 +236,8 @@ def render(state: State, manager: Manager, *, header: str) -> Group:
             _status_text(
                 str(resolved.get("reason") or "-"), ("Resolved",), ("RuntimeNotFound", "RuntimeDisabled")
             ),
-            str(status.get("configHash") or "-")[:8],
+            ", ".join(f"{c['type']} {c.get('phase')}" for c in status.get("channels") or ()) or "-",
+            f"{state.memory[_name(agent)]} B" if _name(agent) in state.memory else "-",
         )
 
     runs = Table(title="Runs", title_justify="left", expand=True)
@@ -211,7 +252,7 @@ def render(state: State, manager: Manager, *, header: str) -> Group:
             _status_text(str(status.get("phase") or "-"), ("Succeeded",), ("Failed",)),
             str(status.get("reason") or "-"),
             _age(run["metadata"].get("creationTimestamp"), now),
-            str(status.get("result") or status.get("message") or ""),
+            str(status.get("reply") or status.get("result") or status.get("message") or ""),
         )
 
     platform = Table(title="Schedules, tools and packs", title_justify="left", expand=True)
@@ -299,18 +340,28 @@ async def run_demo(
         async with APIClient(load_config(str(kubeconfig))) as client:
             installed = await install_crds(client, *module_crds(module))
             console.print(f"  installed {len(installed)} CRDs from {operator}")
-            manager = Manager(client)
+            manager = Manager(client, webhook_server=WebhookServer(port=0))
             token = secrets.token_urlsafe(12)
             options_type = getattr(module, "WebhookOptions", None)
+            extra: dict[str, Any] = {}
+            if "enforce_policies" in inspect.signature(setup).parameters:
+                extra["enforce_policies"] = True
             if options_type is None:  # an operator without the run webhook
-                platform = setup(manager)
+                platform = setup(manager, **extra)
             else:
                 options = options_type(token, bind_address=f"127.0.0.1:{webhook_port}", namespace=NAMESPACE)
-                platform = setup(manager, webhook_options=options)
+                platform = setup(manager, webhook_options=options, **extra)
             webhook = getattr(platform, "webhook", None)
             async with manager:
+                if manager.webhook_server.webhooks:  # the operator's admission webhooks, called from now on
+                    installed_hooks = await install_webhook_configurations(client, manager.webhook_server)
+                    console.print(
+                        f"  installed {len(installed_hooks)} webhook configuration(s) of the operator"
+                    )
                 await _apply(client, samples)
                 console.print(f"  applied {len(samples)} sample objects into namespace {NAMESPACE}")
+                if extra:
+                    console.print(f"  {await _refused_by_policy(client)}", soft_wrap=True)
                 header = f"kubeloop demo — {server.url} — kubeconfig {kubeconfig}"
                 if webhook is not None:
                     await asyncio.wait_for(webhook.serving.wait(), timeout)
@@ -318,7 +369,10 @@ async def run_demo(
                     run = await _post_delivery(url, token)
                     sample_runs.append(run)
                     console.print(f"  posted delivery {DELIVERY_ID} to the run webhook {url}: AgentRun {run}")
+                    for line in await _chat(f"http://127.0.0.1:{webhook.port}", token, sample_runs):
+                        console.print(f"  {line}", soft_wrap=True)
                     example = orjson.dumps({"agent": "triage", "task": "Is the ingress healthy?"}).decode()
+                    # The last line written here on the loop: the view is written by a thread.
                     console.print(
                         f"  try: curl -X POST {url} -H 'Authorization: Bearer {token}'"
                         f" -H 'X-Delivery-ID: my-1' -d '{example}'",
@@ -355,6 +409,36 @@ async def _post_delivery(url: str, token: str) -> str:
         if answer.status not in (200, 202):
             raise RuntimeError(f"the run webhook refused the demo's delivery: {answer.status} {body}")
         return str(body["run"])
+
+
+async def _chat(base: str, token: str, sample_runs: list[str]) -> list[str]:
+    """Post the demo's chat messages to triage's channel endpoint, as its channel Deployment
+    would; what became of each (a run taken, added to ``sample_runs``)."""
+    agent, kind = CHAT
+    url = f"{base}/channels/{NAMESPACE}/{agent}/{kind}"
+    said = []
+    async with aiohttp.ClientSession() as session:
+        for delivery, message in CHAT_MESSAGES:
+            headers = {"Authorization": f"Bearer {token}", "X-Delivery-ID": delivery}
+            async with session.post(url, json=message, headers=headers) as answer:
+                body = await answer.json()
+            who = f"{message['user']} on {agent}'s {kind} channel ({message['text']!r})"
+            if body.get("accepted"):
+                sample_runs.append(str(body["run"]))
+                said.append(f"chat: {who} became AgentRun {body['run']}; its reply will be in its status")
+            else:
+                said.append(f"chat: {who} was refused: {body.get('reason') or body.get('error')}")
+    return said
+
+
+async def _refused_by_policy(client: APIClient) -> str:
+    """Ask for an agent the samples' AgentPolicy does not allow; what the webhook answered."""
+    try:
+        await client.create(ROGUE_AGENT)
+    except errors.APIError as refused:
+        return f"policy: Agent rogue refused: {refused}"
+    await client.delete(AGENT, "rogue", namespace=NAMESPACE)
+    return "policy: Agent rogue was allowed (no AgentPolicy forbids it)"
 
 
 async def _apply(client: APIClient, samples: list[Obj]) -> None:

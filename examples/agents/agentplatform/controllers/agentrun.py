@@ -20,7 +20,8 @@ watch wakes it. A run whose input or Job the API server refuses (a snapshot over
 1 MiB, an environment variable name a pod may not have) fails at once with reason Invalid and
 the server's message.
 
-Annotations of the run under ``kubeloop.dev/`` are given to its pod. The embedded server's
+Annotations under ``kubeloop.dev/`` of the agent (as the run started) and of the run (which win)
+are given to its pod. The embedded server's
 workload simulation reads them (``kubeloop.dev/outcome: Failed``, ``kubeloop.dev/duration``,
 ``kubeloop.dev/termination-message``), so a demo or a test can choose how a run ends.
 """
@@ -255,6 +256,7 @@ class AgentRunReconciler:
             "runtime.json": json.dumps(runtime.spec.to_dict(), sort_keys=True),
             "skill-packs": ",".join(packs),
             "mcp-servers": ",".join(mcp_urls),
+            "pod-annotations.json": json.dumps(_steering(agent.metadata.annotations), sort_keys=True),
         }
         config = named(kinds.ConfigMap, name, namespace)
         config["metadata"]["labels"] = labels("agentrun", run.metadata.name or "")
@@ -356,10 +358,9 @@ class AgentRunReconciler:
         container = {key: value for key, value in container.items() if value is not None}
         container["terminationMessagePolicy"] = "FallbackToLogsOnError"
         pod_labels = labels("agentrun", name)
-        annotations = {
-            key: value
-            for key, value in (run.metadata.annotations or {}).items()
-            if key.startswith(POD_ANNOTATION_PREFIX)
+        annotations = {  # the agent's (from the snapshot), then the run's own
+            **json.loads(snapshot.get("pod-annotations.json") or "{}"),
+            **_steering(run.metadata.annotations),
         }
         pod: dict[str, Any] = {
             "restartPolicy": "Never",
@@ -404,6 +405,11 @@ class AgentRunReconciler:
             kinds.Pod, namespace=meta["namespace"], label_selector=f"{JOB_NAME_LABEL}={meta['name']}"
         )
         return _termination_message(*pods.items)
+
+
+def _steering(annotations: dict[str, str] | None) -> dict[str, str]:
+    """The annotations under ``kubeloop.dev/`` (the simulation's: duration, outcome, answer)."""
+    return {key: value for key, value in (annotations or {}).items() if key.startswith(POD_ANNOTATION_PREFIX)}
 
 
 def _termination_message(*pods: kubeloop.Obj) -> str:

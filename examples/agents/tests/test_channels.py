@@ -25,7 +25,7 @@ from agentplatform.controllers.runwebhook import WebhookOptions, channel_run_nam
 
 import kubeloop
 from kubeloop import kinds
-from kubeloop.testing import eventually
+from kubeloop.testing import eventually, fake_manager, intercepted
 
 TOKEN = "chat-token"
 SETTINGS = ChannelSettings(
@@ -239,3 +239,33 @@ def test_the_channels_rule(
 ) -> None:
     admission = admit(ChannelSpec.model_validate(slack(**channel)), text, user)
     assert (admission.accepted, admission.reason, admission.task) == expected
+
+
+async def test_a_channel_the_server_refuses_is_reported_not_retried() -> None:
+    """One reconcile at a time (``fake_manager``), the API server refusing the channel's
+    Deployment (injected with ``intercepted``): the agent says so — Ready False, Invalid, the
+    server's words — and the reconcile ends without an error to retry."""
+    made: dict[str, agentplatform.Platform] = {}
+
+    def setup(manager: kubeloop.Manager) -> None:
+        made["platform"] = agentplatform.setup(manager, channel_settings=SETTINGS)
+
+    refusal = 'Deployment.apps "typo-channel-slack" is invalid: spec.template.spec.containers[0].envFrom[0].secretRef.name: Invalid value'
+
+    async def create(through: Any, obj: Any, **options: Any) -> Any:
+        if obj.get("kind") == "Deployment" and obj["metadata"]["name"].endswith("-channel-slack"):
+            raise kubeloop.errors.Invalid(refusal)
+        return await through.create(obj, **options)
+
+    objects = [runtime("rt"), agent("typo", "lab", "rt", channels=[slack()])]
+    async with fake_manager(setup, *objects, crds=agentplatform.CUSTOM_RESOURCES) as manager:
+        channels = made["platform"].agents.channels
+        channels.client = intercepted(channels.client, create=create)
+        controller = manager.controllers["agent"]
+        await controller.reconcile_once(kubeloop.Request("lab", "typo"))  # the finalizer
+        assert await controller.reconcile_once(kubeloop.Request("lab", "typo")) is None  # no error, no retry
+        found = await manager.api_reader.get(Agent, "typo", namespace="lab")
+        ready = next(
+            c for c in (found.status.conditions if found.status else None) or () if c.type == "Ready"
+        )
+        assert (ready.status, ready.reason, ready.message) == ("False", "Invalid", refusal)

@@ -219,9 +219,8 @@ class Controller:
             )
             return
         except (errors.Conflict, errors.AlreadyExists) as exc:
-            if isinstance(exc, errors.AlreadyExists) and self._failing.get(request) == _RACED:
-                # The second time running: not a cache that lagged behind its own create.
-                self._failing.pop(request)
+            if isinstance(exc, errors.AlreadyExists) and request in self._failing:
+                # Not the first failure in a row: not a cache that lagged behind its own create.
                 self._failed(request, exc, elapsed, writes)
                 return
             if isinstance(exc, errors.AlreadyExists):

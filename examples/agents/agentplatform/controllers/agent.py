@@ -62,7 +62,7 @@ from .builders import (
 )
 from .channels import AgentChannels, ChannelSettings
 from .indexes import AGENT_INDEX, MCP_INDEX, RUNTIME_INDEX, SKILLS_INDEX
-from .memory import AgentMemory, memory_url
+from .memory import MEMORY_PORT, AgentMemory, memory_url
 from .policy import compliance
 
 FINALIZER = f"{GROUP}/runs"
@@ -159,8 +159,12 @@ class AgentReconciler:
             return None
 
         await self._prune_runs(agent)
-        channels = await self.channels.reconcile(agent)
-        memory, memory_ready = await self.memory.reconcile(agent)
+        try:
+            channels = await self.channels.reconcile(agent)
+            memory, memory_ready = await self.memory.reconcile(agent)
+        except kubeloop.errors.Invalid as refused:  # the user's to fix: reported, not retried
+            await self._refused(agent, refused)
+            return None
         await self._reconcile(request, agent, channels, memory, memory_ready)
         if self.channels.settings.pending(channels):  # a pod that cannot start changes no Deployment
             return kubeloop.Result(requeue_after=self.channels.settings.recheck_seconds)
@@ -233,6 +237,18 @@ class AgentReconciler:
         status["readyReplicas"] = ready_replicas
         status["conditions"] = conditions
         await write_status(self.client, agent, status)
+
+    async def _refused(self, agent: Agent, refused: kubeloop.errors.Invalid) -> None:
+        """Ready False, reason Invalid, with the server's message; a Warning Event when that is new."""
+        conditions = [c.to_dict() for c in (agent.status.conditions if agent.status else None) or ()]
+        last = kubeloop.find_status_condition(conditions, "Ready") or {}
+        if last.get("reason") != "Invalid" or last.get("message") != str(refused):
+            self.recorder.event(agent, kubeloop.WARNING, "Invalid", str(refused))
+        generation = agent.metadata.generation
+        kubeloop.set_status_condition(
+            conditions, "Ready", "False", "Invalid", str(refused), observed_generation=generation
+        )
+        await write_status(self.client, agent, {"observedGeneration": generation, "conditions": conditions})
 
     async def _prune_runs(self, agent: Agent) -> None:
         """Delete the agent's oldest finished runs past its ``runHistoryLimit``."""
@@ -339,7 +355,8 @@ class AgentReconciler:
             channels=labels("channel", name),
             operator_namespace=self.operator_namespace,
             port=runtime.spec.port,
-            mcp_servers=[(labels("mcp-server", s.metadata.name or ""), s.spec.port) for s in servers],
+            mcp_servers=[(labels("mcp-server", s.metadata.name or ""), s.spec.port) for s in servers]
+            + ([(labels("memory-server", name), MEMORY_PORT)] if _persistent(agent) else []),
             model_port=model_port(agent.spec.model.base_url),
         )
 

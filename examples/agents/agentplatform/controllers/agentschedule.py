@@ -173,10 +173,17 @@ class AgentScheduleReconciler:
         if decided.start is not None:
             new_run = self._run(schedule, decided.start)
             name = new_run["metadata"]["name"]
-            with contextlib.suppress(kubeloop.errors.AlreadyExists):  # made by an earlier pass
+            try:
                 await self.client.create(new_run)
                 self.recorder.event(schedule, kubeloop.NORMAL, "SuccessfulCreate", f"created AgentRun {name}")
-            decided.status["active"] = sorted({*(decided.status.get("active") or ()), name})
+            except kubeloop.errors.AlreadyExists:  # made by an earlier pass
+                pass
+            except (kubeloop.errors.Invalid, kubeloop.errors.Forbidden) as refused:  # a policy, say
+                # The schedule's to fix: said once per time, not retried; the next time comes.
+                self.recorder.event(schedule, kubeloop.WARNING, "FailedCreate", f"AgentRun {name}: {refused}")
+                name = ""
+            if name:
+                decided.status["active"] = sorted({*(decided.status.get("active") or ()), name})
         await write_status(self.client, schedule, decided.status)
         return (
             kubeloop.Result(requeue_after=decided.requeue_after)

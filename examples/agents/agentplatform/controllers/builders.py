@@ -117,8 +117,8 @@ def network_policy_spec(
     model_port: int,
 ) -> dict[str, Any]:
     """An agent's NetworkPolicy: in from its channels' pods and the operator's namespace on its
-    port; out to the cluster's DNS, its MCP servers' pods on their ports, and any address on
-    its model endpoint's port."""
+    port; out to the cluster's DNS, the pods of ``mcp_servers`` (its MCP servers, and its memory
+    server) on their ports, and any address on its model endpoint's port."""
     tcp = "TCP"
     egress: list[dict[str, Any]] = [
         {

@@ -140,7 +140,7 @@ class AgentChannels:
         """Converge the channels' objects; their statuses (None: the agent has no channel)."""
         name, namespace = agent.metadata.name or "", agent.metadata.namespace or ""
         channels = agent.spec.channels or []
-        await self._remove_others(name, namespace, {channel.type for channel in channels})
+        await self._remove_others(agent, {channel.type for channel in channels})
         if not channels:
             return None
         runs = sorted(
@@ -225,11 +225,16 @@ class AgentChannels:
                     return {"phase": "Error", "message": f"{waiting['reason']}: {waiting.get('message', '')}"}
         return {"phase": "Pending", "message": why}
 
-    async def _remove_others(self, agent: str, namespace: str, kept: set[str]) -> None:
-        """Delete the objects of the agent's channels that are no longer in its spec."""
-        selector = f"app.kubernetes.io/name=channel,app.kubernetes.io/instance={agent}"
+    async def _remove_others(self, agent: Agent, kept: set[str]) -> None:
+        """Delete the objects of the agent's channels that are no longer in its spec (only what
+        the agent controls: a label alone is not ownership)."""
+        selector = f"app.kubernetes.io/name=channel,app.kubernetes.io/instance={agent.metadata.name}"
         for kind in (kinds.Deployment, kinds.RoleBinding, kinds.Role, kinds.ServiceAccount):
-            for obj in await self.client.list(kind, namespace=namespace, label_selector=selector):
-                if obj["metadata"].get("labels", {}).get(CHANNEL_LABEL) not in kept:
+            for obj in await self.client.list(
+                kind, namespace=agent.metadata.namespace, label_selector=selector
+            ):
+                if obj["metadata"].get("labels", {}).get(
+                    CHANNEL_LABEL
+                ) not in kept and kubeloop.is_controlled_by(obj, agent):
                     with contextlib.suppress(kubeloop.errors.NotFound):
                         await self.client.delete(obj)

@@ -158,8 +158,9 @@ class AgentMemory:
         def claim(obj: kubeloop.Obj) -> None:
             owned(obj)
             spec = obj.setdefault("spec", {})
-            spec["accessModes"] = ["ReadWriteOnce"]
-            spec["resources"] = {"requests": {"storage": storage}}
+            if "resources" not in spec:  # a claim's size is set when it is made (a resize needs more)
+                spec["accessModes"] = ["ReadWriteOnce"]
+                spec["resources"] = {"requests": {"storage": storage}}
 
         container = {
             "name": "memory",
@@ -219,6 +220,10 @@ class AgentMemory:
                 found = await self.client.create(made)
             except kubeloop.errors.AlreadyExists:  # made by an earlier pass the cache has not shown
                 found = await self.reader.get(kinds.ConfigMap, config_map, namespace=namespace)
+        if not kubeloop.is_controlled_by(found, agent):  # someone else's ConfigMap of that name
+            raise kubeloop.errors.Invalid(
+                f"ConfigMap {namespace}/{config_map} exists and is not this agent's: it cannot be its memory"
+            )
         self.size.labels(namespace, name).set(
             len(str((found.get("data") or {}).get(MEMORY_KEY, "")).encode())
         )

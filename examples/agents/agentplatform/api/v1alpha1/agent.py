@@ -66,7 +66,8 @@ class MemorySpec(kubeloop.KubeModel):
     #: Also a memory server of the agent's own, on a PersistentVolumeClaim of ``storage``,
     #: reached at ``MEMORY_URL``; runs wait until it is ready.
     persistent: bool = False
-    storage: str = "1Gi"
+    #: The claim's size when it is made (a quantity: 1Gi, 500Mi).
+    storage: Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")] = "1Gi"
 
 
 class AgentSpec(kubeloop.KubeModel):

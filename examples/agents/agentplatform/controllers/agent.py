@@ -213,7 +213,9 @@ class AgentReconciler:
             status["configHash"] = digest
             last = kubeloop.find_status_condition(conditions, "Ready") or {}
             if last.get("reason") == "Invalid" and agent.status and agent.status.config_hash == digest:
-                await write_status(self.client, agent, {"channels": channels, "memoryReady": memory_ready})
+                # Ready stays Invalid; what else changed (channels, memory, policy) is still said.
+                unchanged = {"channels": channels, "memoryReady": memory_ready, "conditions": conditions}
+                await write_status(self.client, agent, unchanged)
                 return  # refused, and nothing it was made from has changed since
             try:
                 deployment = await self._converge(agent, runtime, packs, mcp_urls, digest, memory)

@@ -248,6 +248,7 @@ class SimulatedKubelet:
         return None
 
     def _waiting(self, pod: Obj, waiting: Obj) -> list[Obj]:
+        """The containers' statuses while they wait (``waiting``: reason and message)."""
         return [
             {
                 "name": c.get("name"),
@@ -325,18 +326,7 @@ class SimulatedKubelet:
                 ),
                 _condition("PodScheduled", "True", now),
             ],
-            "containerStatuses": [
-                {
-                    "name": c.get("name"),
-                    "image": c.get("image"),
-                    "imageID": "",
-                    "ready": False,
-                    "restartCount": 0,
-                    "started": False,
-                    "state": {"waiting": {"reason": "ContainerCreating"}},
-                }
-                for c in _containers(pod)
-            ],
+            "containerStatuses": self._waiting(pod, {"reason": "ContainerCreating"}),
         }
 
     def _running(self, pod: Obj) -> Obj:

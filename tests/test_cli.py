@@ -21,10 +21,13 @@ import sys
 import termios
 import time
 import urllib.request
+from typing import Any
 
 import pytest
 
+from kubeloop.cli import demo as demo_module
 from kubeloop.cli import eventloop
+from kubeloop.client.rest import APIClient
 from tests.apiserver.test_kubectl import KUBECTLS
 
 AGENTS = pathlib.Path(__file__).parent.parent / "examples" / "agents"
@@ -65,6 +68,41 @@ def test_demo_once_converges() -> None:
     assert "chat: mallory on triage's webhook channel" in out and "mallory is not among the channel's allowed users" in out
     assert re.search(r"│ triage .*│ webhook Connected +│ \d+ B ", out), out
     assert result.stderr == ""  # nothing logged beside the view
+
+
+def test_demo_once_twice_on_one_data_dir(tmp_path: pathlib.Path) -> None:
+    """A durable demo started again converges as cleanly, and takes its chat message again as the
+    same run (``_forget_earlier_webhooks`` has the proof of the stale webhooks' removal)."""
+    for _ in range(2):
+        result = subprocess.run(
+            [sys.executable, "-m", "kubeloop.cli.main", "demo", "--once", "--data-dir", str(tmp_path / "data")],
+            capture_output=True, text=True, timeout=120, env=WIDE,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "became AgentRun channel-" in result.stdout
+        assert result.stderr == ""  # no webhook call failing closed, nothing retried
+
+
+async def test_an_earlier_demos_webhooks_are_forgotten(kube_client: APIClient) -> None:
+    """Configurations calling a URL (an earlier demo's port) go; one calling a Service stays."""
+    def configuration(name: str, client_config: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": name},
+            "webhooks": [{"name": "v.example.com", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                          "failurePolicy": "Ignore", "clientConfig": client_config,
+                          "rules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                     "resources": ["nothings"]}]}],
+        }  # fmt: skip
+
+    stale = configuration("demo-stale", {"url": "https://127.0.0.1:1/validate"})
+    kept = configuration("demo-kept", {"service": {"name": "hooks", "namespace": "default", "path": "/v"}})
+    for obj in (stale, kept):
+        await kube_client.create(obj)
+    await demo_module._forget_earlier_webhooks(kube_client)
+    names = {c["metadata"]["name"] for c in (await kube_client.list(demo_module.VALIDATING)).items}
+    assert "demo-stale" not in names and "demo-kept" in names
+    await kube_client.delete(kept)
 
 
 def test_demo_once_names_what_did_not_converge(tmp_path: pathlib.Path) -> None:

@@ -20,6 +20,7 @@ prints the view once and exits 0; or exits 1 naming what did not converge in ``-
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import pathlib
 import secrets
@@ -78,6 +79,8 @@ ROGUE_AGENT: Obj = {
     "spec": {"runtimeRef": "python-agent", "model": {"provider": "unknown-llm", "name": "x"}},
 }
 CONFIG_MAP = GroupVersionKind("", "v1", "ConfigMap")
+MUTATING = GroupVersionKind("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
+VALIDATING = GroupVersionKind("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")
 NAMESPACE_KIND = GroupVersionKind("", "v1", "Namespace")
 
 
@@ -352,6 +355,7 @@ async def run_demo(
                 options = options_type(token, bind_address=f"127.0.0.1:{webhook_port}", namespace=NAMESPACE)
                 platform = setup(manager, webhook_options=options, **extra)
             webhook = getattr(platform, "webhook", None)
+            await _forget_earlier_webhooks(client)
             async with manager:
                 if manager.webhook_server.webhooks:  # the operator's admission webhooks, called from now on
                     installed_hooks = await install_webhook_configurations(client, manager.webhook_server)
@@ -409,6 +413,20 @@ async def _post_delivery(url: str, token: str) -> str:
         if answer.status not in (200, 202):
             raise RuntimeError(f"the run webhook refused the demo's delivery: {answer.status} {body}")
         return str(body["run"])
+
+
+async def _forget_earlier_webhooks(client: APIClient) -> None:
+    """Delete the webhook configurations an earlier demo on the same ``--data-dir`` installed:
+    they call a port its process served, and would refuse every write (failing closed) until
+    this demo's replace them."""
+    for kind in (MUTATING, VALIDATING):
+        for configuration in (await client.list(kind)).items:
+            if any(
+                "url" in (webhook.get("clientConfig") or {})
+                for webhook in configuration.get("webhooks") or ()
+            ):
+                with contextlib.suppress(errors.NotFound):
+                    await client.delete(configuration)
 
 
 async def _chat(base: str, token: str, sample_runs: list[str]) -> list[str]:

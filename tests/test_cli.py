@@ -67,6 +67,10 @@ def test_demo_once_converges() -> None:
     assert re.search(rf"│ {chat_run[1]} +│ triage +│ webhook chat, alice +│ Succeeded .* checkout-api is slow", out), out
     assert "chat: mallory on triage's webhook channel" in out and "mallory is not among the channel's allowed users" in out
     assert re.search(r"│ triage .*│ webhook Connected +│ \d+ B ", out), out
+    # agent-sandbox (examples/agent_sandbox) runs beside the operator: a run in a Sandbox.
+    assert "installed agent-sandbox from " in out and "the Sandbox CRD and its controller" in out
+    assert re.search(r"│ isolated-tests +│ writer \(sandbox\) +│ kubectl +│ Succeeded .* 48 passed", out), out
+    assert "│ sandbox " in out  # its controller, on the demo's manager
     assert result.stderr == ""  # nothing logged beside the view
 
 

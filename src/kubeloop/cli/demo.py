@@ -7,8 +7,10 @@ minute, one run and an AgentPolicy) into the namespace ``demo`` with the operato
 webhooks installed and its policies enforced, posts one delivery to the operator's run webhook
 (as a chat bot would) and two chat messages to triage's channel (one becomes a run whose reply
 and memory show, one the channel's rule refuses), asks for an agent the policy refuses and prints
-why, and shows a live view: the objects with their conditions and phases, each
-controller's reconciles and queue depth, and the latest events. The kubeconfig's path and a curl
+why, runs a task in a Sandbox when agent-sandbox's controller (``examples/agent_sandbox``) is
+beside the operator (its CRD installed, its controller on the same manager), and shows a live
+view: the objects with their conditions and phases, each controller's reconciles and queue
+depth, and the latest events. The kubeconfig's path and a curl
 command for the webhook are printed, so kubectl and curl can be used beside it.
 
 ``--once`` waits until everything has converged (every agent and MCP server ready for its
@@ -28,6 +30,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import ModuleType
 from typing import Any
 
 import aiohttp
@@ -78,6 +81,20 @@ ROGUE_AGENT: Obj = {
     "metadata": {"name": "rogue", "namespace": NAMESPACE},
     "spec": {"runtimeRef": "python-agent", "model": {"provider": "unknown-llm", "name": "x"}},
 }
+#: The run the demo makes in a Sandbox (``backend: sandbox``) when agent-sandbox's controller
+#: (``examples/agent_sandbox``, beside the operator) runs with it.
+SANDBOXED_RUN: Obj = {
+    "apiVersion": f"{GROUP}/{VERSION}",
+    "kind": "AgentRun",
+    "metadata": {
+        "name": "isolated-tests",
+        "annotations": {
+            "kubeloop.dev/duration": "2",
+            "kubeloop.dev/termination-message": "Ran the suite in a sandbox: 48 passed, nothing left behind.",
+        },
+    },
+    "spec": {"agentRef": "writer", "task": "Run the project's test suite in isolation.", "backend": "sandbox"},
+}
 CONFIG_MAP = GroupVersionKind("", "v1", "ConfigMap")
 MUTATING = GroupVersionKind("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
 VALIDATING = GroupVersionKind("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")
@@ -91,6 +108,16 @@ def default_operator() -> pathlib.Path:
         if (candidate / "main.py").exists():
             return candidate
     raise SystemExit("kubeloop demo: examples/agents not found; run it from a kubeloop checkout (make demo)")
+
+
+def agent_sandbox_beside(operator: pathlib.Path) -> tuple[pathlib.Path, ModuleType] | None:
+    """``agent_sandbox`` beside the operator's folder (agent-sandbox's Sandbox controller) and its
+    module, if it is there."""
+    folder = operator.parent / "agent_sandbox"
+    if not (folder / "main.py").exists():
+        return None
+    module, _ = load_target(str(folder))
+    return folder, module
 
 
 def load_samples(folder: pathlib.Path) -> list[Obj]:
@@ -248,9 +275,10 @@ def render(state: State, manager: Manager, *, header: str) -> Group:
         runs.add_column(column, overflow="fold" if column == "result" else "ellipsis")
     for run in state.runs:
         status = run.get("status") or {}
+        sandboxed = run["spec"].get("backend") == "sandbox"
         runs.add_row(
             _name(run),
-            run["spec"]["agentRef"],
+            run["spec"]["agentRef"] + (" (sandbox)" if sandboxed else ""),
             _trigger(run),
             _status_text(str(status.get("phase") or "-"), ("Succeeded",), ("Failed",)),
             str(status.get("reason") or "-"),
@@ -344,6 +372,12 @@ async def run_demo(
             installed = await install_crds(client, *module_crds(module))
             console.print(f"  installed {len(installed)} CRDs from {operator}")
             manager = Manager(client, webhook_server=WebhookServer(port=0))
+            agent_sandbox = agent_sandbox_beside(operator)
+            if agent_sandbox is not None:  # a cluster with agent-sandbox: its CRD and controller
+                folder, sandbox_module = agent_sandbox
+                await install_crds(client, *module_crds(sandbox_module))
+                sandbox_module.setup(manager)
+                console.print(f"  installed agent-sandbox from {folder}: the Sandbox CRD and its controller")
             token = secrets.token_urlsafe(12)
             options_type = getattr(module, "WebhookOptions", None)
             extra: dict[str, Any] = {}
@@ -364,6 +398,13 @@ async def run_demo(
                     )
                 await _apply(client, samples)
                 console.print(f"  applied {len(samples)} sample objects into namespace {NAMESPACE}")
+                if agent_sandbox is not None:
+                    await client.apply(SANDBOXED_RUN, field_manager=FIELD_MANAGER, namespace=NAMESPACE)
+                    sample_runs.append(_name(SANDBOXED_RUN))
+                    console.print(
+                        f"  asked for AgentRun {_name(SANDBOXED_RUN)} with backend: sandbox: "
+                        "its pod runs in a Sandbox of agent-sandbox"
+                    )
                 if extra:
                     console.print(f"  {await _refused_by_policy(client)}", soft_wrap=True)
                 header = f"kubeloop demo — {server.url} — kubeconfig {kubeconfig}"

@@ -37,6 +37,7 @@ from kubeloop.apiserver.auth import bootstrap
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.auth.tokens import ServiceAccountTokens, review_token
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
+from kubeloop.apiserver.catalog.schemas import schema_release
 from kubeloop.apiserver.controllers.controllermanager import USER as CONTROLLER_MANAGER_USER
 from kubeloop.apiserver.controllers.controllermanager import ControllerManager
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
@@ -54,6 +55,7 @@ from kubeloop.apiserver.http.http1 import BufferedRequest
 from kubeloop.apiserver.http.requestbodies import MAX_BODY_BYTES
 from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
+from kubeloop.apiserver.podsecurity.admission import PodSecurityAdmission
 from kubeloop.apiserver.registry.admissionhooks import AdmissionChain
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import WriteOptions
@@ -229,8 +231,13 @@ class APIServer:
             assert admission_kind is not None
             self.registry.set_strategy(with_compiled_expressions(self.registry.strategy(admission_kind)))
         self._webhooks = WebhookAdmission(self.registry, self.catalog)
-        # kube-apiserver's order: mutating webhooks, then policies, then validating webhooks.
-        self.registry.admission = AdmissionChain(PolicyAdmission(self.registry, self.catalog), self._webhooks)
+        # kube-apiserver's order: mutating webhooks, then PodSecurity, policies and validating webhooks.
+        latest = int(schema_release().split(".")[1])
+        self.registry.admission = AdmissionChain(
+            PodSecurityAdmission(self.registry, self.catalog, latest),
+            PolicyAdmission(self.registry, self.catalog),
+            self._webhooks,
+        )
         caller = self._webhooks.caller
         self._crds = CRDController(self.registry, webhook_converter=lambda crd: WebhookConverter(crd, caller))
         self._crds.start()

@@ -13,6 +13,7 @@ from typing import Any
 import kubernetes
 import pytest
 
+from kubeloop.apiserver.admissionpolicy.policyadmission import PolicyAdmission
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread
 
@@ -565,7 +566,8 @@ def test_expressions_of_a_deleted_policy_are_forgotten(
         }
     )
     chain = module_server.server.registry.admission  # type: ignore[union-attr]
-    store = chain.plugins[0].store
+    (policies,) = [plugin for plugin in chain.plugins if isinstance(plugin, PolicyAdmission)]
+    store = policies.store
     assert api.post("/api/v1/namespaces/default/configmaps", config_map(f"probe-{name}")).status_code == 201
     assert "'forgettable' != ''" in store._compiled
     assert api.delete(f"{ADMISSION}/validatingadmissionpolicies/{name}").status_code == 200

@@ -423,3 +423,19 @@ def test_bad_audit_flags_are_one_line_and_exit_2(tmp_path: pathlib.Path, extra: 
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stderr.startswith(message.format(**places)) and result.stderr.count("\n") == 1
+
+
+def test_pod_security_audit_mode_annotates_the_event(api: Client, log: AuditLog) -> None:
+    """A namespace auditing at restricted admits a pod that does not meet it, and its event says
+    what it would violate and the enforced policy."""
+    name = unique("audited")
+    labels = {"pod-security.kubernetes.io/audit": "restricted", "pod-security.kubernetes.io/enforce": "baseline"}
+    assert api.post("/api/v1/namespaces", {"metadata": {"name": name, "labels": labels}}).status_code == 201
+    pod = {"metadata": {"name": "plain"}, "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}
+    made = api.post(f"/api/v1/namespaces/{name}/pods", pod)
+    assert made.status_code == 201, made.text
+    annotations = log.of(made.headers["Audit-Id"])["annotations"]
+    assert annotations["pod-security.kubernetes.io/enforce-policy"] == "baseline:latest"
+    assert annotations["pod-security.kubernetes.io/audit-violations"].startswith(
+        'would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "app" must set '
+    )

@@ -24,8 +24,10 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.deployments import scaled
 from kubeloop.apiserver.controllers.podcontrol import (
+    CreateRefused,
     active,
     controlled_by,
+    create_pod,
     delete_pod,
     pod_from_template,
     ready,
@@ -81,6 +83,7 @@ class DaemonSetController:
     def __init__(self, manager: Manager) -> None:
         self.manager = manager
         self.client = manager.api_reader
+        self.recorder = manager.event_recorder("daemonset-controller")
         #: DaemonSet uid → pods created and not yet seen in the cache (name → node).
         self._expected: dict[str, dict[str, str]] = {}
         Builder(manager).named("daemonset").for_(DAEMONSET).owns(POD).watches(
@@ -92,6 +95,12 @@ class DaemonSetController:
         return [Request(*key.split("/", 1)) for key in keys if "/" in key]
 
     async def reconcile(self, request: Request) -> Result | None:
+        try:
+            return await self._reconcile(request)
+        except CreateRefused:
+            return Result(requeue=True)  # a FailedCreate event says why; tried again with back-off
+
+    async def _reconcile(self, request: Request) -> Result | None:
         try:
             daemon_set = await self.manager.client.get(DAEMONSET, request.name, namespace=request.namespace)
         except errors.NotFound:
@@ -211,7 +220,9 @@ class DaemonSetController:
         meta = daemon_set.get("metadata") or {}
         template = {**((daemon_set.get("spec") or {}).get("template") or {}), "spec": _pinned(pod_spec, node)}
         labels = {HASH_LABEL: update_hash, TEMPLATE_GENERATION_LABEL: str(meta.get("generation", 1))}
-        created = await self.client.create(pod_from_template(daemon_set, template, labels))
+        created = await create_pod(
+            self.client, self.recorder, daemon_set, pod_from_template(daemon_set, template, labels)
+        )
         expected[str((created.get("metadata") or {}).get("name"))] = node
 
 

@@ -9,7 +9,8 @@ empties the old ones before the new one starts. Old ReplicaSets beyond
 ``revisionHistoryLimit`` are deleted once empty. The status sums the ReplicaSets' counts
 (``updatedReplicas`` from the new one), and its conditions are upstream's: Available
 (MinimumReplicasAvailable / MinimumReplicasUnavailable) and Progressing (NewReplicaSetCreated,
-ReplicaSetUpdated, NewReplicaSetAvailable) — what ``kubectl rollout status`` reads. A paused
+ReplicaSetUpdated, NewReplicaSetAvailable) — what ``kubectl rollout status`` reads — and
+ReplicaFailure, copied from a ReplicaSet whose pods the server refuses. A paused
 Deployment is left as it is. Progress deadlines are not enforced.
 """
 
@@ -293,6 +294,13 @@ class DeploymentController:
             else:
                 reason, message = "ReplicaSetUpdated", f'ReplicaSet "{name}" is progressing.'
             _condition(conditions, "Progressing", "True", reason, message, now)
+        # A ReplicaSet's pods refused (ReplicaFailure) is the Deployment's too, the new set's first.
+        failure = next((c for rs in [*([new] if new is not None else []), *sets] for c in _conditions(rs)
+                        if c.get("type") == "ReplicaFailure"), None)  # fmt: skip
+        if failure is not None:
+            conditions["ReplicaFailure"] = dict(failure)
+        else:
+            conditions.pop("ReplicaFailure", None)
         status: dict[str, Any] = {
             "observedGeneration": meta.get("generation", 1),
             "replicas": total or None,
@@ -300,7 +308,9 @@ class DeploymentController:
             "readyReplicas": ready or None,
             "availableReplicas": available or None,
             "unavailableReplicas": max(0, desired_total - available) or None,
-            "conditions": [conditions[kind] for kind in ("Available", "Progressing") if kind in conditions],
+            "conditions": [
+                conditions[kind] for kind in ("Available", "Progressing", "ReplicaFailure") if kind in conditions
+            ],
         }
         unchanged = all(
             current.get(key) == value for key, value in status.items() if key != "conditions"
@@ -317,6 +327,10 @@ class DeploymentController:
                 namespace=meta.get("namespace"),
                 subresource="status",
             )
+
+
+def _conditions(obj: Obj) -> list[Obj]:
+    return [c for c in (obj.get("status") or {}).get("conditions") or () if isinstance(c, dict)]
 
 
 def _template_of(replica_set: Obj) -> Obj:

@@ -24,9 +24,11 @@ from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.podcontrol import (
+    CreateRefused,
     Expectations,
     active,
     controlled_by,
+    create_pod,
     pod_from_template,
     ready,
 )
@@ -49,6 +51,7 @@ class JobController:
     def __init__(self, manager: Manager) -> None:
         self.manager = manager
         self.client = manager.api_reader
+        self.recorder = manager.event_recorder("job-controller")
         self._expected = Expectations()
         Builder(manager).named("job").for_(JOB).owns(POD).with_options(max_concurrent_reconciles=4).complete(
             self.reconcile
@@ -96,6 +99,7 @@ class JobController:
         started = timestamps.parse_time(new_status["startTime"]) or datetime.now(UTC)
         running_for = (datetime.now(UTC) - started).total_seconds()
         requeue: float | None = None
+        refused = False
 
         if failed > backoff_limit:
             await self._fail(
@@ -144,7 +148,11 @@ class JobController:
                 wanted = min(parallelism, int(completions) - succeeded)
             missing = wanted - len(running) - len(expected)
             for _ in range(max(0, missing)):
-                self._expected.created(uid, await self._create_pod(job))
+                try:
+                    self._expected.created(uid, await self._create_pod(job))
+                except CreateRefused:
+                    refused = True  # a FailedCreate event says why; tried again with back-off
+                    break
             new_status["active"] = len(running) + len(expected)  # created, not yet in the cache
             if deadline is not None:
                 requeue = max(0.0, float(deadline) - running_for)
@@ -152,6 +160,8 @@ class JobController:
         if not conditions:
             new_status.pop("conditions")
         await self._write_status(job, new_status)
+        if refused:
+            return Result(requeue=True)
         return Result(requeue_after=requeue) if requeue is not None else None
 
     async def _create_pod(self, job: Obj) -> Obj:
@@ -159,7 +169,7 @@ class JobController:
         name, uid = str(meta.get("name")), str(meta.get("uid"))
         labels = {CONTROLLER_UID_LABEL: uid, JOB_NAME_LABEL: name, "controller-uid": uid, "job-name": name}
         template = (job.get("spec") or {}).get("template") or {}
-        return await self.client.create(pod_from_template(job, template, labels))
+        return await create_pod(self.client, self.recorder, job, pod_from_template(job, template, labels))
 
     async def _fail(
         self, job: Obj, running: list[Obj], conditions: list[Obj], now: str, reason: str, message: str

@@ -1,6 +1,8 @@
-"""What the workload controllers share about the pods they make: a pod from a template, the
-expectations that keep a reconcile from making the same pods twice, deleting a pod (only the one
-seen, by uid) and writing a workload's status when it changed.
+"""What the workload controllers share about the pods they make: a pod from a template, creating
+it (a refusal — PodSecurity admission, validation — recorded as upstream's RealPodControl
+records it: a Warning FailedCreate event "Error creating: ..." on the owner), the expectations
+that keep a reconcile from making the same pods twice, deleting a pod (only the one seen, by uid)
+and writing a workload's status when it changed.
 
 A controller that creates pods sees them in its cache a moment later; a reconcile in between
 would count too few and create more. ``Expectations`` remembers, per owner, the pods created and
@@ -19,8 +21,28 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.client.calloptions import Preconditions
 from kubeloop.client.rest import APIClient
+from kubeloop.manager.recorder import WARNING, EventRecorder
 
 POD = GroupVersionKind("", "v1", "Pod")
+FAILED_CREATE = "FailedCreate"
+
+
+class CreateRefused(Exception):
+    """The server refused a pod a controller made; its message is the server's."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+async def create_pod(client: APIClient, recorder: EventRecorder, owner: Obj, pod: Obj) -> Obj:
+    """Create ``pod`` for ``owner``; a refusal is a FailedCreate event and :class:`CreateRefused`
+    (the controller stops making pods and tries again with back-off, as upstream's do)."""
+    try:
+        return await client.create(pod)
+    except (errors.Forbidden, errors.Invalid) as refused:
+        recorder.event(owner, WARNING, FAILED_CREATE, f"Error creating: {refused.message}")
+        raise CreateRefused(refused.message) from refused
 
 
 def pod_from_template(owner: Obj, template: Obj, labels: Mapping[str, str]) -> Obj:

@@ -7,7 +7,10 @@ ended nor being deleted; missing ones
 are created from the template, extra ones deleted (not-ready and newest first, as upstream
 prefers). The status has ``replicas``, ``fullyLabeledReplicas``, ``readyReplicas``,
 ``availableReplicas`` (ready, with ``minReadySeconds`` taken as met) and
-``observedGeneration``. Orphaned pods that match are not adopted.
+``observedGeneration``. A pod the server refuses (PodSecurity admission, say) stops the
+creating: a FailedCreate event, the condition ReplicaFailure (reason FailedCreate, the server's
+message) until a create succeeds, and another try with back-off. Orphaned pods that match are
+not adopted.
 """
 
 from __future__ import annotations
@@ -18,12 +21,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop import errors
+from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
 from kubeloop.apiserver.controllers.podcontrol import (
+    FAILED_CREATE,
+    CreateRefused,
     Expectations,
     active,
     controlled_by,
+    create_pod,
     pod_from_template,
     ready,
     write_status,
@@ -38,6 +45,7 @@ log = logging.getLogger("kubeloop.controllers.replicasets")
 REPLICASET = GroupVersionKind("apps", "v1", "ReplicaSet")
 REPLICATIONCONTROLLER = GroupVersionKind("", "v1", "ReplicationController")
 POD = GroupVersionKind("", "v1", "Pod")
+REPLICA_FAILURE = "ReplicaFailure"
 
 
 class ReplicaSetController:
@@ -83,8 +91,15 @@ class ReplicaSetController:
         wanted = int(spec.get("replicas", 1))
         missing = wanted - len(running) - len(expected)
         template = spec.get("template") or {}
+        refused: str | None = None
         for _ in range(max(0, missing)):
-            pod = await self.client.create(pod_from_template(replica_set, template, {}))
+            try:
+                pod = await create_pod(
+                    self.client, self.recorder, replica_set, pod_from_template(replica_set, template, {})
+                )
+            except CreateRefused as error:
+                refused = error.message
+                break
             self._expected.created(uid, pod)
             self.recorder.event(replica_set, NORMAL, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
         if missing < 0 and not expected:
@@ -111,9 +126,10 @@ class ReplicaSetController:
             "readyReplicas": ready_count or None,
             "availableReplicas": ready_count or None,
             "observedGeneration": meta.get("generation", 1),
+            "conditions": _failure_conditions((replica_set.get("status") or {}).get("conditions"), refused),
         }
         await write_status(self.client, self.kind, replica_set, status)
-        return None
+        return Result(requeue=True) if refused is not None else None
 
 
 class ReplicationControllerController(ReplicaSetController):
@@ -127,6 +143,21 @@ class ReplicationControllerController(ReplicaSetController):
     def selector_of(self, spec: Mapping[str, Any]) -> LabelSelector:
         selector = spec.get("selector")
         return LabelSelector.from_set(selector if isinstance(selector, Mapping) else {})
+
+
+def _failure_conditions(conditions: Any, refused: str | None) -> list[dict[str, Any]] | None:
+    """The status conditions with ReplicaFailure set while pods are refused, gone once one is
+    made (upstream's calculateStatus); None when there are none."""
+    kept = [c for c in conditions or () if isinstance(c, dict)]
+    failure = next((c for c in kept if c.get("type") == REPLICA_FAILURE), None)
+    if refused is None:
+        kept = [c for c in kept if c.get("type") != REPLICA_FAILURE]
+    elif failure is None:
+        kept.append(
+            {"type": REPLICA_FAILURE, "status": "True", "lastTransitionTime": timestamps.now(),
+             "reason": FAILED_CREATE, "message": refused}
+        )  # fmt: skip
+    return kept or None
 
 
 def _negated(text: str) -> str:

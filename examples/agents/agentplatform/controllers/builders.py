@@ -194,7 +194,8 @@ def http_port(port: int) -> list[dict[str, Any]]:
 
 
 def deployment_ready(deployment: kubeloop.Obj | None) -> tuple[bool, int, str]:
-    """Whether a Deployment has rolled out every replica; its ready count; why not."""
+    """Whether a Deployment has rolled out every replica; its ready count; why not (with the
+    server's refusal of its pods, when its ReplicaFailure condition says so)."""
     if deployment is None:
         return False, 0, "no Deployment yet"
     spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
@@ -203,7 +204,9 @@ def deployment_ready(deployment: kubeloop.Obj | None) -> tuple[bool, int, str]:
         return False, ready, "the Deployment's change is not observed yet"
     updated, available = int(status.get("updatedReplicas") or 0), int(status.get("availableReplicas") or 0)
     if updated < wanted or available < wanted or int(status.get("replicas") or 0) > wanted:
-        return False, ready, f"{available} of {wanted} replicas available"
+        refused = kubeloop.find_status_condition(deployment, "ReplicaFailure") or {}
+        why = f": {refused['message']}" if refused.get("status") == "True" and refused.get("message") else ""
+        return False, ready, f"{available} of {wanted} replicas available{why}"
     return True, ready, f"{available} of {wanted} replicas available"
 
 

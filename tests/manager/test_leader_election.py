@@ -3,6 +3,7 @@ within LeaseDuration + RetryPeriod; never two act at once."""
 
 from __future__ import annotations
 
+import functools
 import os
 import pathlib
 import signal
@@ -241,3 +242,77 @@ def test_a_paused_leader_resumes_fenced_and_writes_nothing(
     finally:
         stop_watching.set()
         stop_candidates(processes)
+
+
+async def test_a_controller_that_needs_no_lease_runs_on_every_replica() -> None:
+    """controller-runtime's NeedLeaderElection: false. Two managers compete for one Lease: the
+    leader-only controller reconciles in the leader alone, the other in both — the follower's
+    before any lease is held by it, and with its writes unfenced."""
+    from kubeloop.api.gvk import GroupVersionKind
+    from kubeloop.client.config import load_kubeconfig
+    from kubeloop.client.rest import APIClient as AsyncClient
+    from kubeloop.manager.builder import Builder
+    from kubeloop.manager.leaderelection import LeaderElectionConfig
+    from kubeloop.manager.manager import Manager
+    from kubeloop.testing import eventually
+    from tests.conftest import start_server
+
+    config_map = GroupVersionKind("", "v1", "ConfigMap")
+    server = start_server()
+    seen: dict[tuple[str, str], set[str]] = {}
+
+    def recorder(replica: str, controller: str) -> object:
+        async def reconcile(request: object) -> None:
+            seen.setdefault((replica, controller), set()).add(str(getattr(request, "name", "")))
+            if controller == "everywhere":  # a write: refused if it were fenced on the follower
+                await managers[replica].client.patch(
+                    config_map, "shared", {"metadata": {"annotations": {f"seen-by-{replica}": "yes"}}},
+                    namespace="default",
+                )  # fmt: skip
+
+        return reconcile
+
+    managers: dict[str, Manager] = {}
+    try:
+        async with AsyncClient(load_kubeconfig(server.kubeconfig)) as client:
+            await client.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "shared", "namespace": "default"},
+                }
+            )
+            for replica in ("first", "second"):
+                election = LeaderElectionConfig(
+                    "shared-lease", identity=replica, lease_duration=15, retry_period=0.2
+                )
+                manager = Manager(client, leader_election=election, namespace="default")
+                Builder(manager).named("leader-only").for_(config_map).complete(
+                    recorder(replica, "leader-only")
+                )
+                (Builder(manager).named("everywhere").for_(config_map).with_options(need_leader_election=False)
+                 .complete(recorder(replica, "everywhere")))  # fmt: skip
+                managers[replica] = manager
+                await manager.start()
+                if replica == "first":
+                    await eventually(functools.partial(_leads, manager))
+
+            async def reconciled_and_written() -> None:
+                assert {("first", "leader-only"), ("first", "everywhere"), ("second", "everywhere")} <= set(
+                    seen
+                )
+                found = await client.get(config_map, "shared", namespace="default")
+                assert "seen-by-second" in (found["metadata"].get("annotations") or {})
+
+            await eventually(reconciled_and_written)
+            assert ("second", "leader-only") not in seen  # the follower runs no leader-only controller
+            assert managers["second"].elector is not None and not managers["second"].elector.is_leader
+    finally:
+        for manager in managers.values():
+            await manager.stop()
+        server.stop()
+
+
+def _leads(manager: object) -> None:
+    elector = getattr(manager, "elector", None)
+    assert elector is not None and elector.is_leader

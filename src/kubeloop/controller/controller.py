@@ -90,10 +90,14 @@ class Controller:
         on_reconciled: Callable[[float], None] | None = None,
         use_priority_queue: bool = False,
         reconcile_logger: logging.Logger = RECONCILE_LOG,
+        need_leader_election: bool = True,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
         self.name = name
+        #: With a manager that elects a leader: run only on the leader (the default), or on
+        #: every replica (controller-runtime's ``NeedLeaderElection: false``), unfenced.
+        self.need_leader_election = need_leader_election
         self.reconcile = reconcile
         self.max_concurrent_reconciles = max_concurrent_reconciles
         self.reconcile_timeout = reconcile_timeout

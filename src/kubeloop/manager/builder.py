@@ -45,6 +45,7 @@ class Builder:
         self._max_concurrent = 1
         self._rate_limiter: RateLimiter | None = None
         self._timeout: float | None = None
+        self._need_leader_election = True
         self._priority = False
         manager.incomplete_builders[id(self)] = "a controller"
 
@@ -103,11 +104,16 @@ class Builder:
         rate_limiter: RateLimiter | None = None,
         reconcile_timeout: float | None = None,
         use_priority_queue: bool | None = None,
+        need_leader_election: bool | None = None,
     ) -> Self:
         """How the controller works: ``max_concurrent_reconciles`` workers (default 1), the
         back-off ``rate_limiter`` (default: per-item exponential 5 ms → 1000 s with an overall
         10 qps bucket, as controller-runtime), a ``reconcile_timeout`` in seconds (default
-        none) and the priority queue (initial lists and resyncs after live changes)."""
+        none), the priority queue (initial lists and resyncs after live changes), and whether
+        it runs only on the elected leader (``need_leader_election``, default True; False runs
+        it on every replica, for work that is safe to do twice or is each replica's own)."""
+        if need_leader_election is not None:
+            self._need_leader_election = need_leader_election
         if use_priority_queue is not None:
             self._priority = use_priority_queue
         if max_concurrent_reconciles is not None:
@@ -152,6 +158,7 @@ class Builder:
             on_reconciled=self.manager.metrics.reconcile_observer(name),
             use_priority_queue=self._priority,
             reconcile_logger=self.manager.reconcile_logger,
+            need_leader_election=self._need_leader_election,
         )
         self.manager.add_controller(controller)
         for_informer = None

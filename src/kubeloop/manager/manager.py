@@ -202,7 +202,8 @@ class Manager:
         """Run ``controller`` with the manager (``Builder.complete`` calls this)."""
         if controller.name in self.controllers:
             raise ValueError(f'a controller named "{controller.name}" already exists; names must be unique')
-        controller.fence = self.fence
+        # Only a controller that runs for the leader is held back when the lease may have passed.
+        controller.fence = self.fence if controller.need_leader_election else None
         self.controllers[controller.name] = controller
 
     # ------------------------------------------------------------------ lifecycle
@@ -247,7 +248,11 @@ class Manager:
         if self.elector is None:
             await self._start_controllers()
         else:
-            # Caches run on every replica (ready to take over); controllers only on the leader.
+            # Caches run on every replica (ready to take over), and the controllers that do not
+            # need the lease; the others only on the leader.
+            for controller in self.controllers.values():
+                if not controller.need_leader_election:
+                    await controller.start()
             self._election.append(
                 asyncio.create_task(
                     self.elector.run(self._start_controllers, self._lost), name="leader election"
@@ -256,7 +261,8 @@ class Manager:
 
     async def _start_controllers(self) -> None:
         for controller in self.controllers.values():
-            await controller.start()
+            if controller.need_leader_election or self.elector is None:
+                await controller.start()
         self._leader_runnables.start()
         self.log.info(
             "manager started: %d controllers, %d informers", len(self.controllers), len(self.cache.informers)

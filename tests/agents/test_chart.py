@@ -6,7 +6,8 @@ server rolls the operator out in a namespace enforcing the restricted Pod Securi
 (as is the agents' namespace), and the operator, run as the chart's pod would run it (its
 arguments, environment and ServiceAccount), becomes Ready, keeps its webhook certificate,
 enforces the chart's default policy, reconciles an agent with only the chart's permissions and
-takes posts at the inbound endpoint with the chart's token — after an upgrade too. Uninstalling
+takes posts at the inbound endpoint with the chart's token — on a follower replica too, and
+after an upgrade. Uninstalling
 removes the release's objects and keeps the CRDs (helm's rule), so the agents stay."""
 
 from __future__ import annotations
@@ -172,7 +173,17 @@ def test_helm_install_runs_the_operator_and_its_policy(
             pass  # injected once the manager runs
         assert_policy_enforced(kube)
         assert_an_allowed_agent_is_reconciled(kube)
-        assert_the_inbound_endpoint_takes_a_run(kube, replica)
+        assert_the_inbound_endpoint_takes_a_run(kube, replica, "chart-1")
+        # The Service fronts every replica: a follower takes posts too, and makes their runs.
+        (tmp_path / "follower").mkdir()
+        follower = OperatorPod(kube, NAMESPACE, FULLNAME, None, tmp_path / "follower").start()
+        try:
+            follower.wait_for_line("controller(s) starting")
+            while not follower.ready():
+                assert follower.process is not None and follower.process.poll() is None
+            assert_the_inbound_endpoint_takes_a_run(kube, follower, "chart-2")
+        finally:
+            follower.stop()
 
         # An upgrade re-applies the configuration without its CA: the operator injects it again.
         helm(
@@ -255,11 +266,11 @@ def assert_an_allowed_agent_is_reconciled(kube: Kube) -> None:
     assert compliant == "True"
 
 
-def assert_the_inbound_endpoint_takes_a_run(kube: Kube, replica: OperatorPod) -> None:
+def assert_the_inbound_endpoint_takes_a_run(kube: Kube, replica: OperatorPod, delivery: str) -> None:
     request = urllib.request.Request(
         f"http://127.0.0.1:{replica.inbound_port}/runs",
         data=json.dumps({"agent": "allowed", "task": "Say hello.", "namespace": TEAM}).encode(),
-        headers={"Authorization": f"Bearer {TOKEN}", "X-Delivery-ID": "chart-1"},
+        headers={"Authorization": f"Bearer {TOKEN}", "X-Delivery-ID": delivery},
         method="POST",
     )
     with urllib.request.urlopen(request, timeout=30) as answer:

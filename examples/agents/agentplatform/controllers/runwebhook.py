@@ -26,7 +26,10 @@ them (accepted, refused, duplicate).
 
 The token and the address come from ``WebhookOptions`` (or the environment:
 ``AGENTS_WEBHOOK_TOKEN``, ``AGENTS_WEBHOOK_BIND_ADDRESS``); without a token there is no endpoint.
-It runs on the leader only, like the controller it feeds.
+It runs on every replica, as does the controller it feeds (``need_leader_election=False``): the
+Service in front of the operator's replicas reaches any of them, and each turns the deliveries
+it took into runs. That is safe twice over, since a run's name is its delivery's (a second
+create finds it made).
 """
 
 from __future__ import annotations
@@ -169,8 +172,14 @@ class RunWebhook:
 
     def setup(self) -> None:
         source = kubeloop.source.Channel(self.events, kubeloop.handler.EnqueueRequestForObject())
-        kubeloop.Builder(self.manager).named("webhook").watches_raw_source(source).complete(self.reconcile)
-        self.manager.add(self.serve, name="agent run webhook")
+        (
+            kubeloop.Builder(self.manager)
+            .named("webhook")
+            .watches_raw_source(source)
+            .with_options(need_leader_election=False)
+            .complete(self.reconcile)
+        )
+        self.manager.add(self.serve, name="agent run webhook", need_leader_election=False)
         self.manager.permissions.allow(AgentRun, "get", "create")
         self.manager.permissions.allow(Agent, "get", "list", "watch")
 

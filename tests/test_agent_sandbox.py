@@ -1,8 +1,9 @@
 """examples/agent_sandbox, agent-sandbox's Sandbox controller in kubeloop, on a simulating server
 of this module's own (its CRD must not reach other modules): a Sandbox gets its pod and headless
 Service and is Ready as the pod is; ``kubectl scale`` takes it to no pod and back; at its
-shutdown time it releases the pod and Service and is kept (Retain) or deleted (Delete); a pod
-of its name that it did not make is left alone and Ready says why."""
+shutdown time it releases the pod and Service and is kept (Retain) or deleted (Delete); a pod or
+Service of its name that it did not make is left alone, and a pod the server refuses is
+reported, with Ready saying why, until the obstacle goes."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ EXAMPLE = pathlib.Path(__file__).parent.parent / "examples" / "agent_sandbox"
 module, _ = load_target(str(EXAMPLE))
 Sandbox, HASH_LABEL = module.Sandbox, module.HASH_LABEL
 SANDBOX = Sandbox.__gvk__
+module.RECHECK_SECONDS = 0.2  # a blocked Sandbox looks again soon: these tests wait for that
 
 
 @pytest.fixture(scope="module")
@@ -143,9 +145,11 @@ async def test_at_its_shutdown_time_a_sandbox_releases_its_pod(
     await eventually(released, timeout=30)  # woken by its requeue at the shutdown time
 
 
-async def test_a_pod_it_did_not_make_is_left_alone(
+async def test_what_it_did_not_make_is_left_alone_until_it_goes(
     kube_client: kubeloop.APIClient, kube_namespace: str, kube_operator: kubeloop.Manager
 ) -> None:
+    """A pod, or a Service, of the Sandbox's name that it did not make blocks it (Ready says so)
+    and is not touched; once it is deleted, the Sandbox makes its own."""
     namespace = kube_namespace
     stranger = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "taken", "namespace": namespace},
                 "spec": {"containers": [{"name": "c", "image": "busybox:1"}]}}  # fmt: skip
@@ -154,6 +158,36 @@ async def test_a_pod_it_did_not_make_is_left_alone(
     found = await reaches(kube_client, "taken", namespace, "False", "DependenciesNotReady")
     assert ready(found)[2] == "Pod taken exists and is not this Sandbox's"
     pod = await kube_client.get(kinds.Pod, "taken", namespace=namespace)
-    assert not pod["metadata"].get("ownerReferences") and HASH_LABEL not in (
-        pod["metadata"].get("labels") or {}
-    )
+    assert not pod["metadata"].get("ownerReferences")
+    assert HASH_LABEL not in (pod["metadata"].get("labels") or {})
+    await kube_client.delete(kinds.Pod, "taken", namespace=namespace, grace_period_seconds=0)
+    found = await reaches(kube_client, "taken", namespace, "True", "DependenciesReady")
+    assert kubeloop.is_controlled_by(await kube_client.get(kinds.Pod, "taken", namespace=namespace), found)
+
+    web = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "served", "namespace": namespace},
+           "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}  # fmt: skip
+    web = await kube_client.create(web)
+    await kube_client.create(sandbox("served", namespace))
+    found = await reaches(kube_client, "served", namespace, "False", "DependenciesNotReady")
+    assert ready(found)[2] == "Service served exists and is not this Sandbox's"
+    kept = await kube_client.get(kinds.Service, "served", namespace=namespace)
+    assert kept["spec"]["clusterIP"] == web["spec"]["clusterIP"] != "None"
+    assert kept["spec"]["selector"] == {"app": "web"} and not kept["metadata"].get("ownerReferences")
+
+
+async def test_a_pod_the_server_refuses_is_reported_and_tried_again(
+    kube_client: kubeloop.APIClient, kube_namespace: str, kube_operator: kubeloop.Manager
+) -> None:
+    """Pod Security refuses the template's pod: Ready says why in the server's words; once the
+    namespace allows it, the Sandbox looks again and makes it."""
+    namespace = kube_namespace
+    enforce = "pod-security.kubernetes.io/enforce"
+    await kube_client.patch(kinds.Namespace, namespace, {"metadata": {"labels": {enforce: "restricted"}}})
+    await kube_client.create(sandbox("strict", namespace))
+    found = await reaches(kube_client, "strict", namespace, "False", "DependenciesNotReady")
+    assert ready(found)[2].startswith(
+        'the pod is refused: pods "strict" is forbidden: violates PodSecurity "restricted:latest": '
+        'allowPrivilegeEscalation != false (container "agent" must set'
+    ), ready(found)
+    await kube_client.patch(kinds.Namespace, namespace, {"metadata": {"labels": {enforce: None}}})
+    await reaches(kube_client, "strict", namespace, "True", "DependenciesReady")

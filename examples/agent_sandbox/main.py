@@ -11,8 +11,9 @@ For each Sandbox the controller keeps
   (DependenciesNotReady) with the pod's phase otherwise.
 At ``spec.shutdownTime`` the Sandbox expires: its pod and Service are deleted, and then the
 Sandbox too (``shutdownPolicy: Delete``) or it stays with Ready False, SandboxExpired (Retain,
-the default). A pod of the name the Sandbox did not make, or a Service of the name another
-controller owns, is not touched: Ready says why.
+the default). A pod or Service of the Sandbox's name that it did not make is not touched, and a
+pod or Service the server refuses (Pod Security admission, say) is not retried at once: Ready
+says why, and the Sandbox looks again every few seconds.
 
 This follows upstream's v1alpha1 API and controller; the pod template's spec is kept as given
 (the server validates the pod when it is made) rather than schema-checked in the CRD, and
@@ -36,6 +37,8 @@ from kubeloop import kinds
 from kubeloop.crd import PreserveUnknownFields, PrinterColumn, Scale
 
 HASH_LABEL = "agents.x-k8s.io/sandbox-name-hash"
+#: How often a Sandbox that cannot have its pod or Service looks again.
+RECHECK_SECONDS = 5.0
 CLUSTER_DOMAIN = "cluster.local"
 
 
@@ -121,6 +124,8 @@ def setup(manager: kubeloop.Manager) -> None:
         pod, pod_problem = await keep_pod(request, sandbox, selector)
         problem = service_problem or pod_problem
         if problem:
+            # Nothing of this Sandbox's changes when the obstacle goes (another's pod deleted, a
+            # namespace's Pod Security relaxed): look again.
             ready = ("False", "DependenciesNotReady", problem)
         elif pod is None:
             ready = ("False", "DependenciesNotReady", "no pod: replicas is 0")
@@ -130,6 +135,8 @@ def setup(manager: kubeloop.Manager) -> None:
             phase = (pod.get("status") or {}).get("phase") or "Pending"
             ready = ("False", "DependenciesNotReady", f"Pod is {phase}, not Ready")
         await write_status(sandbox, 0 if pod is None else 1, selector, service, ready)
+        if problem:
+            return kubeloop.Result(requeue_after=RECHECK_SECONDS)
         if spec.shutdown_time is not None:
             return kubeloop.Result(requeue_after=(spec.shutdown_time - now).total_seconds())
         return None
@@ -139,9 +146,15 @@ def setup(manager: kubeloop.Manager) -> None:
     ) -> tuple[str | None, str]:
         """The headless Service's name, or why there is none."""
         name = request.name
+        try:
+            found = await client.get(kinds.Service, name, namespace=request.namespace)
+        except kubeloop.errors.NotFound:
+            found = None
+        if found is not None and not kubeloop.is_controlled_by(found, sandbox):
+            return None, f"Service {name} exists and is not this Sandbox's"
 
         def mutate(service: kubeloop.Obj) -> None:
-            kubeloop.set_controller_reference(sandbox, service)  # AlreadyOwnedError: another's
+            kubeloop.set_controller_reference(sandbox, service)
             service.setdefault("metadata", {}).setdefault("labels", {}).update(selector)
             service_spec = service.setdefault("spec", {})
             service_spec["clusterIP"] = "None"
@@ -151,8 +164,8 @@ def setup(manager: kubeloop.Manager) -> None:
                                 "metadata": {"name": name, "namespace": request.namespace}}  # fmt: skip
         try:
             await kubeloop.create_or_update(client, wanted, mutate)
-        except kubeloop.AlreadyOwnedError:
-            return None, f"Service {name} exists and another controller owns it"
+        except (kubeloop.errors.Invalid, kubeloop.errors.Forbidden) as refused:
+            return None, f"the Service is refused: {refused.message}"
         return name, ""
 
     async def keep_pod(
@@ -188,8 +201,8 @@ def setup(manager: kubeloop.Manager) -> None:
         kubeloop.set_controller_reference(sandbox, pod)
         try:
             return await client.create(pod), ""
-        except kubeloop.errors.Invalid as refused:  # the template's to fix: said, not retried
-            return None, f"the pod template is refused: {refused}"
+        except (kubeloop.errors.Invalid, kubeloop.errors.Forbidden) as refused:  # Pod Security, say
+            return None, f"the pod is refused: {refused.message}"
 
     async def delete_owned(
         request: kubeloop.Request, sandbox: Sandbox, kind: kubeloop.GroupVersionKind

@@ -167,10 +167,13 @@ def test_tightening_enforce_warns_of_existing_pods_and_updates_pass(server: Serv
     for name in ("one", "two", "three"):
         assert kubectl("run", name, "--image=nginx:1.27", "-n", "legacy").returncode == 0
     assert kubectl.apply(pod("fine", "legacy", COMPLIANT_POD)).returncode == 0
+    as_root = {**COMPLIANT_POD, "securityContext": {**COMPLIANT_POD["securityContext"], "runAsUser": 0}}  # type: ignore[dict-item]
+    assert kubectl.apply(pod("alpha", "legacy", as_root)).returncode == 0
     tightened = kubectl("label", "namespace", "legacy", "pod-security.kubernetes.io/enforce=restricted")
     assert tightened.returncode == 0
-    assert tightened.stderr == (
+    assert tightened.stderr == (  # one line per set of reasons, the lines sorted as upstream sorts them
         'Warning: existing pods in namespace "legacy" violate the new PodSecurity enforce level "restricted:latest"\n'
+        "Warning: alpha: runAsUser=0\n"
         "Warning: one (and 2 other pods): allowPrivilegeEscalation != false, unrestricted capabilities, "
         "runAsNonRoot != true, seccompProfile\n"
     )

@@ -439,3 +439,33 @@ def test_pod_security_audit_mode_annotates_the_event(api: Client, log: AuditLog)
     assert annotations["pod-security.kubernetes.io/audit-violations"].startswith(
         'would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "app" must set '
     )
+    # A pod enforce refuses is audited too.
+    root = {"metadata": {"name": "root"}, "spec": {"hostNetwork": True, "containers": [{"name": "app", "image": "nginx:1.27"}]}}  # fmt: skip
+    refused = api.post(f"/api/v1/namespaces/{name}/pods", root)
+    assert refused.status_code == 403
+    annotations = log.of(refused.headers["Audit-Id"])["annotations"]
+    assert "host namespaces (hostNetwork=true)" in annotations["pod-security.kubernetes.io/audit-violations"]
+
+
+def test_a_namespace_whose_labels_went_wrong_is_said_in_the_event(
+    audited: tuple[ServerThread, AuditLog], api: Client, log: AuditLog
+) -> None:
+    """Labels the API refuses can still be stored (written by the server itself, or before Pod
+    Security was enforced): a pod there is judged fail-closed, and the event says why."""
+    from kubeloop.apiserver.registry.verboptions import WriteOptions
+
+    server = audited[0]
+    name = unique("mislabelled")
+    registry = server.server.registry  # type: ignore[union-attr]
+    namespaces = registry.catalog.lookup("", "v1", "namespaces")
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"pod-security.kubernetes.io/enforce": "strict"}}}  # fmt: skip
+    server.call(registry.create(namespaces, None, body, WriteOptions()))  # as the server: no admission
+    pod = {"metadata": {"name": "plain"}, "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}
+    refused = api.post(f"/api/v1/namespaces/{name}/pods", pod)
+    assert refused.status_code == 403  # an enforce level that is not one counts as restricted
+    assert 'violates PodSecurity "restricted:latest"' in refused.json()["message"]
+    annotations = log.of(refused.headers["Audit-Id"])["annotations"]
+    assert annotations["pod-security.kubernetes.io/error"] == (
+        'Failed to parse policy: metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "strict": '
+        "must be one of privileged, baseline, restricted"
+    )

@@ -12,7 +12,8 @@ or adds an ephemeral container.
   pods, and for the workloads that make pods (Deployments, ReplicaSets, StatefulSets,
   DaemonSets, Jobs, CronJobs, ReplicationControllers, PodTemplates), whose templates are checked
   on every create and update and are never refused.
-- **audit**: the request's audit event gets ``pod-security.kubernetes.io/audit-violations``.
+- **audit**: the request's audit event gets ``pod-security.kubernetes.io/audit-violations``
+  (a refused pod's too), and ``pod-security.kubernetes.io/error`` when the labels are wrong.
 
 A namespace whose labels name an unknown level or version is refused (422, naming the label) on
 create, and on an update that makes them wrong. An update that tightens ``enforce`` is allowed,
@@ -60,6 +61,7 @@ IGNORED_POD_SUBRESOURCES = frozenset(
 #: How many existing pods a tightened enforce level is checked against.
 MAX_CHECKED_PODS = 3000
 AUDIT_VIOLATIONS = "pod-security.kubernetes.io/audit-violations"
+PARSE_ERROR = "pod-security.kubernetes.io/error"
 ENFORCE_POLICY = "pod-security.kubernetes.io/enforce-policy"
 
 
@@ -94,7 +96,8 @@ class PodSecurityAdmission:
     # ------------------------------------------------------------------ pods and workloads
 
     async def _policy(self, namespace: str) -> tuple[Policy, bool] | None:
-        """The namespace's policy and whether its labels are wrong; None without the namespace."""
+        """The namespace's policy and whether its labels are wrong (said in the audit event);
+        None without the namespace."""
         resource = self.catalog.lookup("", "v1", "namespaces")
         assert resource is not None
         try:
@@ -102,6 +105,10 @@ class PodSecurityAdmission:
         except errors.NotFound:
             return None
         policy, problems = policy_of((found.get("metadata") or {}).get("labels"))
+        if problems:
+            causes = [f"{c.field}: {c.message}" for c in problems]
+            joined = causes[0] if len(causes) == 1 else "[" + ", ".join(causes) + "]"
+            requestaudit.add_annotation(PARSE_ERROR, f"Failed to parse policy: {joined}")
         return policy, bool(problems)
 
     def _evaluate(self, mode: LevelVersion, metadata: Any, spec: Any) -> list[Violation]:
@@ -120,6 +127,7 @@ class PodSecurityAdmission:
             return []
         metadata, spec = pod.get("metadata"), pod.get("spec")
         requestaudit.add_annotation(ENFORCE_POLICY, str(policy.enforce))
+        self._audit(policy, metadata, spec)  # whatever enforce decides
         refused = self._evaluate(policy.enforce, metadata, spec)
         if refused:
             name = str(_dict(metadata).get("name") or attributes.name)
@@ -129,7 +137,6 @@ class PodSecurityAdmission:
                 name=name,
                 kind="pods",
             )
-        self._audit(policy, metadata, spec)
         return self._warn(policy, metadata, spec)
 
     async def _workload(self, attributes: AdmissionAttributes, obj: Obj, path: tuple[str, ...]) -> list[str]:
@@ -209,11 +216,12 @@ class PodSecurityAdmission:
             warnings.append(
                 f'existing pods in namespace "{namespace}" violate the new PodSecurity enforce level "{enforce}"'
             )
-        for reasons, names in sorted(by_reasons.items()):
+        lines = []
+        for reasons, names in by_reasons.items():
             others = len(names) - 1
             more = "" if others == 0 else f" (and {others} other {'pod' if others == 1 else 'pods'})"
-            warnings.append(f"{names[0]}{more}: {reasons}")
-        return warnings
+            lines.append(f"{names[0]}{more}: {reasons}")
+        return warnings + sorted(lines)
 
 
 def _significant_update(pod: Obj, old: Obj) -> bool:

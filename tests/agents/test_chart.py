@@ -107,6 +107,19 @@ def render(helm: Helm, *settings: str) -> list[dict[str, object]]:
     return [document for document in yaml.safe_load_all(out) if document]
 
 
+def test_a_new_token_rolls_the_pods(helm: Helm) -> None:
+    """The token reaches the container as an environment variable, read when it starts."""
+
+    def annotations(token: str) -> object:
+        (deployment,) = [
+            d for d in render(helm, "--set", f"inbound.token={token}") if d["kind"] == "Deployment"
+        ]
+        return deployment["spec"]["template"]["metadata"]["annotations"]
+
+    assert annotations("one") != annotations("two")
+    assert annotations("one") == annotations("one")
+
+
 def test_what_it_renders_the_server_accepts(helm: Helm, server: ServerThread) -> None:
     kube = Kube(KUBECTLS[-1], server)
     kube("create", "namespace", NAMESPACE)

@@ -189,6 +189,28 @@ def test_a_job_past_its_deadline_fails_and_its_pods_go(api: Client, namespace: s
     assert api.get(f"/api/v1/namespaces/{namespace}/pods?labelSelector=job-name=slow").json()["items"] == []
 
 
+def test_a_finished_job_goes_after_its_ttl_with_its_pods(
+    kubectl: Kubectl, api: Client, namespace: str
+) -> None:
+    """The TTL-after-finished controller: a finished Job is deleted ttlSecondsAfterFinished after
+    its Complete (or Failed) condition, in the foreground, its pods with it; one without a TTL,
+    or whose TTL is not up, stays."""
+    for name, ttl in (("brief", 0), ("failing", 1), ("kept", None), ("later", 3600)):
+        spec: dict[str, Any] = {} if ttl is None else {"ttlSecondsAfterFinished": ttl}
+        annotations = {"kubeloop.dev/outcome": "Failed"} if name == "failing" else {}
+        if name == "failing":
+            spec["backoffLimit"] = 0
+        body = job(name, annotations=annotations, **spec)
+        assert api.post(f"/apis/batch/v1/namespaces/{namespace}/jobs", body).status_code == 201
+    kubectl("wait", "-n", namespace, "--for=condition=complete", "job/kept", "job/later", "--timeout=30s")
+    kubectl("wait", "-n", namespace, "--for=delete", "job/brief", "job/failing", "--timeout=30s")
+    # The foreground deletion took their pods first; "kept" and "later" keep theirs.
+    pods = api.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]
+    assert sorted(p["metadata"]["labels"]["job-name"] for p in pods) == ["kept", "later"]
+    left = api.get(f"/apis/batch/v1/namespaces/{namespace}/jobs").json()["items"]
+    assert sorted(j["metadata"]["name"] for j in left) == ["kept", "later"]
+
+
 DEPLOYMENT = DEPLOYMENT_YAML.replace("replicas: 2", "replicas: 3")
 
 

@@ -22,6 +22,7 @@ from kubeloop.apiserver.controllers.namespacedefaults import NamespaceDefaults
 from kubeloop.apiserver.controllers.replicasets import ReplicaSetController, ReplicationControllerController
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
 from kubeloop.apiserver.controllers.statefulsets import StatefulSetController
+from kubeloop.apiserver.controllers.ttlafterfinished import TTLAfterFinishedController
 from kubeloop.client.config import ClientConfig
 from kubeloop.client.credentials import Credentials, StaticCredentials
 from kubeloop.client.rest import APIClient
@@ -39,8 +40,8 @@ class ControllerManager:
     """Starts the control loops against the server at ``url`` (``ca_pem`` verifies it, None
     over plain HTTP; ``root_ca_pem`` is the CA every namespace's ``kube-root-ca.crt`` publishes, None:
     namespaces get no defaults);
-    ``stop`` ends them. The garbage collector, the namespace, disruption and ClusterRole
-    aggregation controllers always run; with ``simulation``, workloads are simulated too: a node
+    ``stop`` ends them. The garbage collector, the namespace, disruption, ClusterRole
+    aggregation and TTL-after-finished controllers always run; with ``simulation``, workloads are simulated too: a node
     and its kubelet, the Job, CronJob, ReplicaSet, ReplicationController, Deployment, StatefulSet
     and DaemonSet controllers, and Services' endpoints."""
 
@@ -71,6 +72,7 @@ class ControllerManager:
         self.namespaces = NamespaceController(self.manager)
         self.disruption = DisruptionController(self.manager)
         self.role_aggregation = ClusterRoleAggregation(self.manager)
+        self.ttl_after_finished = TTLAfterFinishedController(self.manager)
         self.namespace_defaults: NamespaceDefaults | None = None
         if root_ca_pem is not None:
             self.namespace_defaults = NamespaceDefaults(self.manager, root_ca_pem=root_ca_pem)

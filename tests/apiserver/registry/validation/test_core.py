@@ -105,6 +105,31 @@ POD_SPEC_CASES = [
     ),
     (
         {
+            "envFrom": [
+                {"prefix": "A=", "secretRef": {"name": "Chat_Bridge"}},
+                {"configMapRef": {"name": "ok.example"}},
+            ]
+        },
+        [],
+        [
+            (
+                "FieldValueInvalid",
+                "spec.containers[0].envFrom[0].prefix",
+                'Invalid value: "A=": a valid environment variable name must consist only of printable ASCII '
+                "characters other than '='",
+            ),
+            (
+                "FieldValueInvalid",
+                "spec.containers[0].envFrom[0].secretRef.name",
+                'Invalid value: "Chat_Bridge": a lowercase RFC 1123 subdomain must consist of lower case '
+                "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character "
+                "(e.g. 'example.com', regex used for validation is "
+                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            ),
+        ],
+    ),
+    (
+        {
             "ports": [
                 {"name": "http", "containerPort": 70000},
                 {"name": "http", "containerPort": 81, "hostPort": 65536},

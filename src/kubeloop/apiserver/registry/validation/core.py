@@ -249,15 +249,8 @@ def _env_rules(env: list[Any], path: str) -> list[StatusCause]:
         var = as_dict(var)
         at = f"{path}[{index}]"
         name = as_text(var.get("name"))
-        if name and any(not " " <= char <= "~" or char == "=" for char in name):
-            causes.append(
-                invalid(
-                    f"{at}.name",
-                    name,
-                    "a valid environment variable name must consist only of printable ASCII characters"
-                    " other than '='",
-                )
-            )
+        if name and not _env_name_valid(name):
+            causes.append(invalid(f"{at}.name", name, ENV_NAME_MESSAGE))
         source = var.get("valueFrom")
         if source is None:
             continue
@@ -291,16 +284,36 @@ def _key_selector_rules(selector: dict[str, Any], path: str) -> list[StatusCause
     return causes
 
 
+ENV_NAME_MESSAGE = (
+    "a valid environment variable name must consist only of printable ASCII characters other than '='"
+)
+
+
+def _env_name_valid(name: str) -> bool:
+    """RelaxedEnvironmentVariableValidation: printable ASCII but '='."""
+    return all(" " <= char <= "~" and char != "=" for char in name)
+
+
 def _env_from_rules(sources: list[Any], path: str) -> list[StatusCause]:
-    """``ValidateEnvFrom``: exactly one of configMapRef and secretRef per entry (reported at the
-    list's path, as upstream), each with a name."""
+    """``ValidateEnvFrom``: a prefix is an environment variable name; exactly one of
+    configMapRef and secretRef per entry (reported at the list's path, as upstream), each naming
+    a ConfigMap or Secret (a DNS subdomain)."""
     causes: list[StatusCause] = []
     for index, source in enumerate(sources):
         source = as_dict(source)
+        prefix = as_text(source.get("prefix"))
+        if prefix and not _env_name_valid(prefix):
+            causes.append(invalid(f"{path}[{index}].prefix", prefix, ENV_NAME_MESSAGE))
         refs = [key for key in ("configMapRef", "secretRef") if source.get(key) is not None]
         for key in refs:
-            if not as_text(as_dict(source[key]).get("name")):
+            name = as_text(as_dict(source[key]).get("name"))
+            if not name:
                 causes.append(required(f"{path}[{index}].{key}.name"))
+            else:
+                causes.extend(
+                    invalid(f"{path}[{index}].{key}.name", name, msg)
+                    for msg in naming.dns1123_subdomain_errors(name)
+                )
         if not refs:
             causes.append(invalid(path, "", "must specify one of: `configMapRef` or `secretRef`"))
         elif len(refs) > 1:

@@ -27,8 +27,8 @@ them (accepted, refused, duplicate).
 The token and the address come from ``WebhookOptions`` (or the environment:
 ``AGENTS_WEBHOOK_TOKEN``, ``AGENTS_WEBHOOK_BIND_ADDRESS``); without a token there is no endpoint.
 It runs on every replica, as does the controller it feeds (``need_leader_election=False``): the
-Service in front of the operator's replicas reaches any of them, and each turns the deliveries
-it took into runs. That is safe twice over, since a run's name is its delivery's (a second
+Service in front of the operator's replicas reaches any of them (a replica is Ready — readyz
+check ``inbound`` — once it listens), and each turns the deliveries it took into runs. That is safe twice over, since a run's name is its delivery's (a second
 create finds it made).
 """
 
@@ -180,8 +180,14 @@ class RunWebhook:
             .complete(self.reconcile)
         )
         self.manager.add(self.serve, name="agent run webhook", need_leader_election=False)
+        # Not Ready until it listens: a Service sends posts only to Ready pods.
+        self.manager.add_readyz_check("inbound", self._listening)
         self.manager.permissions.allow(AgentRun, "get", "create")
         self.manager.permissions.allow(Agent, "get", "list", "watch")
+
+    def _listening(self) -> None:
+        if not self.serving.is_set():
+            raise RuntimeError("the inbound endpoint is not listening yet")
 
     async def serve(self, stop: asyncio.Event) -> None:
         app = web.Application(client_max_size=MAX_BODY_BYTES)

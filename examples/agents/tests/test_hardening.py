@@ -163,6 +163,37 @@ async def test_an_agent_keeps_its_newest_finished_runs_up_to_its_limit(
     await eventually(pruned)
 
 
+async def test_a_channel_run_stays_until_its_reply_could_be_read(
+    client: kubeloop.APIClient, namespace: str
+) -> None:
+    """With runHistoryLimit 0 a finished run goes at once, but a channel's run stays
+    reply_retention_seconds after it finished, so the channel can read its reply; then it goes."""
+    manager = kubeloop.Manager(client)
+    agentplatform.setup(manager, channel_settings=agentplatform.ChannelSettings(reply_retention_seconds=4))
+    async with manager:
+        await client.create(runtime(f"{namespace}-rt"))
+        await client.create(agent("terse", namespace, f"{namespace}-rt", runHistoryLimit=0))
+        await ready(client, "terse", namespace)
+        trigger = {"channel": "slack", "user": "alice", "thread": "T-1"}
+        await client.create(agent_run("chat", namespace, "terse", trigger=trigger))
+        await client.create(agent_run("plain", namespace, "terse"))
+
+        async def names() -> list[str]:
+            return sorted(run.metadata.name or "" for run in await client.list(AgentRun, namespace=namespace))
+
+        async def plain_gone() -> None:
+            assert await names() == ["chat"]  # the later event: the plain run pruned, the chat kept
+
+        await eventually(plain_gone, timeout=20)
+        chat = await client.get(AgentRun, "chat", namespace=namespace)
+        assert chat.status is not None and chat.status.phase == "Succeeded" and chat.status.reply
+
+        async def chat_gone() -> None:
+            assert await names() == []
+
+        await eventually(chat_gone, timeout=20)  # woken when its retention ends
+
+
 async def test_an_agent_asks_for_a_network_policy_and_gives_it_up(
     client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
 ) -> None:

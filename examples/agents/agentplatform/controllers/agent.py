@@ -2,8 +2,8 @@
 Service, all owned, its channels' objects (``channels``) and its memory (``memory``); status
 with the runtime, the config hash, the URL, the channels and three conditions (PolicyCompliant
 says whether the namespace's AgentPolicies allow what it uses: an agent made before a policy is
-reported, not broken). Finished runs past
-``runHistoryLimit`` are deleted, the oldest first. With ``networkPolicy``, a NetworkPolicy of the
+reported, not broken). Finished runs past ``runHistoryLimit`` are deleted, the oldest first (a
+channel's run only once its reply has had ``reply_retention_seconds`` to be read). With ``networkPolicy``, a NetworkPolicy of the
 agent's name lets its pods be reached only from its channels and the operator's namespace, and
 reach only DNS, its MCP servers and its model endpoint's port.
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import kubeloop
@@ -158,7 +159,7 @@ class AgentReconciler:
             await self.client.update(agent)
             return None
 
-        await self._prune_runs(agent)
+        prune_again = await self._prune_runs(agent)
         try:
             channels = await self.channels.reconcile(agent)
             memory, memory_ready = await self.memory.reconcile(agent)
@@ -166,9 +167,10 @@ class AgentReconciler:
             await self._refused(agent, refused)
             return None
         await self._reconcile(request, agent, channels, memory, memory_ready)
+        again = [prune_again] if prune_again is not None else []
         if self.channels.settings.pending(channels):  # a pod that cannot start changes no Deployment
-            return kubeloop.Result(requeue_after=self.channels.settings.recheck_seconds)
-        return None
+            again.append(self.channels.settings.recheck_seconds)
+        return kubeloop.Result(requeue_after=min(again)) if again else None
 
     async def _reconcile(
         self,
@@ -252,18 +254,30 @@ class AgentReconciler:
         )
         await write_status(self.client, agent, {"observedGeneration": generation, "conditions": conditions})
 
-    async def _prune_runs(self, agent: Agent) -> None:
-        """Delete the agent's oldest finished runs past its ``runHistoryLimit``."""
+    async def _prune_runs(self, agent: Agent) -> float | None:
+        """Delete the agent's oldest finished runs past its ``runHistoryLimit``, except a channel
+        run whose reply its channel may not have read yet (``reply_retention_seconds`` after it
+        finished); in how many seconds to look again for those (None: none are held)."""
         name, namespace = agent.metadata.name or "", agent.metadata.namespace or ""
         runs = await self.client.list(AgentRun, namespace=namespace, field_selector=f"{AGENT_INDEX}={name}")
         done = [run for run in runs if run.status and run.status.phase in FINISHED_PHASES]
         done.sort(
             key=lambda run: (str(run.status.completion_time if run.status else ""), run.metadata.name or "")
         )
+        retention = self.channels.settings.reply_retention_seconds
+        now = datetime.now(UTC)
+        held: list[float] = []
         for run in done[: max(0, len(done) - agent.spec.run_history_limit)]:
+            finished = kubeloop.timestamps.parse_time(run.status.completion_time if run.status else None)
+            if run.spec.trigger is not None and finished is not None:
+                left = retention - (now - finished).total_seconds()
+                if left > 0:
+                    held.append(left)  # its reply may not be read yet
+                    continue
             if run.metadata.deletion_timestamp is None:
                 with contextlib.suppress(kubeloop.errors.NotFound):
                     await self.client.delete(run)
+        return min(held) if held else None
 
     @staticmethod
     def _transitioned(agent: Agent, condition: str, status: str) -> bool:

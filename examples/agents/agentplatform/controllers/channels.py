@@ -75,6 +75,9 @@ class ChannelSettings:
     #: How often an agent with a Pending channel is looked at again: a pod that cannot start
     #: changes no Deployment, so no watch would say so.
     recheck_seconds: float = 10.0
+    #: How long a finished channel run is kept for its channel to read the reply, whatever the
+    #: agent's ``runHistoryLimit``.
+    reply_retention_seconds: float = 300.0
 
     @classmethod
     def from_env(cls) -> ChannelSettings:

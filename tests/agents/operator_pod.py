@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from kubeloop.testing import ServerThread
+from tests.apiserver.test_kubectl import Kubectl
 
 AGENTS = pathlib.Path(__file__).parents[2] / "examples" / "agents"
 #: Where the image has the operator (examples/agents/Dockerfile).
@@ -37,23 +38,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@dataclass
-class Kube:
-    """kubectl against one server (the test's own credentials)."""
+class Kube(Kubectl):
+    """kubectl against one server (the test's own credentials), which it remembers."""
 
-    binary: pathlib.Path
-    server: ServerThread
-
-    def __call__(
-        self, *args: str, stdin: str | None = None, check: bool = True
-    ) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [str(self.binary), "--kubeconfig", str(self.server.kubeconfig), *args],
-            input=stdin, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        if check:
-            assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
-        return done
+    def __init__(self, binary: pathlib.Path, server: ServerThread) -> None:
+        super().__init__(binary, pathlib.Path(server.kubeconfig), pathlib.Path(server.kubeconfig).parent)
+        self.server = server
 
     def get(self, *args: str) -> dict[str, Any]:
         found: dict[str, Any] = json.loads(self("get", *args, "-o", "json").stdout)

@@ -41,6 +41,7 @@ from kubeloop.apiserver.podsecurity.standards import (
 )
 from kubeloop.apiserver.registry.admissionhooks import CREATE, UPDATE, AdmissionAttributes
 from kubeloop.apiserver.registry.generic import Registry
+from kubeloop.apiserver.registry.validation.causes import as_dict
 from kubeloop.apiserver.registry.verboptions import ListOptions
 
 #: Where the pod template of each kind that makes pods is: (group, plural) → path.
@@ -112,7 +113,7 @@ class PodSecurityAdmission:
         return policy, bool(problems)
 
     def _evaluate(self, mode: LevelVersion, metadata: Any, spec: Any) -> list[Violation]:
-        return evaluate(mode.level, mode.minor(self.latest_minor), _dict(metadata), _dict(spec))
+        return evaluate(mode.level, mode.minor(self.latest_minor), as_dict(metadata), as_dict(spec))
 
     async def _pod(self, attributes: AdmissionAttributes, pod: Obj, old: Obj | None) -> list[str]:
         if attributes.subresource in IGNORED_POD_SUBRESOURCES:
@@ -130,7 +131,7 @@ class PodSecurityAdmission:
         self._audit(policy, metadata, spec)  # whatever enforce decides
         refused = self._evaluate(policy.enforce, metadata, spec)
         if refused:
-            name = str(_dict(metadata).get("name") or attributes.name)
+            name = str(as_dict(metadata).get("name") or attributes.name)
             subject = f'pods "{name}"' if name else "pods"
             raise errors.Forbidden(
                 f'{subject} is forbidden: violates PodSecurity "{policy.enforce}": {forbidden_detail(refused)}',
@@ -144,7 +145,7 @@ class PodSecurityAdmission:
             return []
         template: Any = obj
         for step in path:
-            template = _dict(template).get(step)
+            template = as_dict(template).get(step)
         if not isinstance(template, dict):
             return []
         found = await self._policy(attributes.namespace)
@@ -175,13 +176,13 @@ class PodSecurityAdmission:
     async def _namespace(self, attributes: AdmissionAttributes, namespace: Obj, old: Obj | None) -> list[str]:
         if attributes.subresource:
             return []
-        name = str(_dict(namespace.get("metadata")).get("name") or attributes.name)
-        policy, problems = policy_of(_dict(namespace.get("metadata")).get("labels"))
+        name = str(as_dict(namespace.get("metadata")).get("name") or attributes.name)
+        policy, problems = policy_of(as_dict(namespace.get("metadata")).get("labels"))
         if attributes.operation == CREATE or old is None:
             if problems:
                 raise errors.invalid("", "Namespace", name, problems)
             return []
-        old_policy, old_problems = policy_of(_dict(old.get("metadata")).get("labels"))
+        old_policy, old_problems = policy_of(as_dict(old.get("metadata")).get("labels"))
         if problems and (not old_problems or problems != old_problems):
             raise errors.invalid("", "Namespace", name, problems)
         new, previous = policy.enforce, old_policy.enforce
@@ -227,20 +228,20 @@ class PodSecurityAdmission:
 def _significant_update(pod: Obj, old: Obj) -> bool:
     """Whether a pod update is checked: a container count or image changed, or an ephemeral
     container was added or changed its image (upstream's ``isSignificantPodUpdate``)."""
-    spec, old_spec = _dict(pod.get("spec")), _dict(old.get("spec"))
+    spec, old_spec = as_dict(pod.get("spec")), as_dict(old.get("spec"))
     for field in ("containers", "initContainers"):
         new, previous = spec.get(field) or [], old_spec.get(field) or []
         if len(new) != len(previous):
             return True
-        if any(_dict(a).get("image") != _dict(b).get("image") for a, b in zip(new, previous, strict=True)):
+        if any(
+            as_dict(a).get("image") != as_dict(b).get("image") for a, b in zip(new, previous, strict=True)
+        ):
             return True
-    previous_ephemeral = {_dict(c).get("name"): _dict(c) for c in old_spec.get("ephemeralContainers") or ()}
+    previous_ephemeral = {
+        as_dict(c).get("name"): as_dict(c) for c in old_spec.get("ephemeralContainers") or ()
+    }
     for container in spec.get("ephemeralContainers") or ():
-        before = previous_ephemeral.get(_dict(container).get("name"))
-        if before is None or before.get("image") != _dict(container).get("image"):
+        before = previous_ephemeral.get(as_dict(container).get("name"))
+        if before is None or before.get("image") != as_dict(container).get("image"):
             return True
     return False
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}

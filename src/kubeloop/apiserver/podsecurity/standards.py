@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from kubeloop.apiserver.registry.validation.causes import as_dict
+
 Obj = dict[str, Any]
 
 PRIVILEGED, BASELINE, RESTRICTED = "privileged", "baseline", "restricted"
@@ -72,11 +74,11 @@ class Pod:
 
     @property
     def security(self) -> Obj:
-        return _dict(self.spec.get("securityContext"))
+        return as_dict(self.spec.get("securityContext"))
 
     @property
     def windows(self) -> bool:
-        return _dict(self.spec.get("os")).get("name") == "windows"
+        return as_dict(self.spec.get("os")).get("name") == "windows"
 
     @property
     def in_user_namespace(self) -> bool:
@@ -96,10 +98,6 @@ class Pod:
             yield name, context if isinstance(context, dict) else None
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
 # ---------------------------------------------------------------------------- baseline
 
 
@@ -117,13 +115,13 @@ def _app_armor_profile(pod: Pod) -> Violation | None:
         values.add(str(pod.security["appArmorProfile"].get("type") or ""))
     containers = []
     for name, context in pod.container_security():
-        profile = _dict(context).get("appArmorProfile")
+        profile = as_dict(context).get("appArmorProfile")
         if bad(profile):
             containers.append(name)
-            values.add(str(_dict(profile).get("type") or ""))
+            values.add(str(as_dict(profile).get("type") or ""))
     annotations = sorted(
         f'{key}="{value}"'
-        for key, value in _dict(pod.metadata.get("annotations")).items()
+        for key, value in as_dict(pod.metadata.get("annotations")).items()
         if key.startswith(APPARMOR_ANNOTATION)
         and value not in ("", "runtime/default")
         and not str(value).startswith("localhost/")
@@ -149,7 +147,7 @@ BASELINE_CAPABILITIES = frozenset(
 def _capabilities_baseline(pod: Pod) -> Violation | None:
     containers, capabilities = [], set()
     for name, context in pod.container_security():
-        added = [str(c) for c in _dict(_dict(context).get("capabilities")).get("add") or ()]
+        added = [str(c) for c in as_dict(as_dict(context).get("capabilities")).get("add") or ()]
         extra = [c for c in added if c not in BASELINE_CAPABILITIES]
         if extra:
             containers.append(name)
@@ -182,7 +180,7 @@ def _volumes(pod: Pod) -> list[Obj]:
 def _host_ports(pod: Pod) -> Violation | None:
     containers, ports = [], set()
     for name, container in pod.containers():
-        used = [str(p.get("hostPort")) for p in container.get("ports") or () if _dict(p).get("hostPort")]
+        used = [str(p.get("hostPort")) for p in container.get("ports") or () if as_dict(p).get("hostPort")]
         if used:
             containers.append(name)
             ports.update(used)
@@ -199,12 +197,12 @@ def _host_ports(pod: Pod) -> Violation | None:
 def _host_probes_and_host_lifecycle(pod: Pod) -> Violation | None:
     containers, hosts = set(), set()
     for name, container in pod.containers():
-        handlers = [_dict(container.get(p)) for p in ("livenessProbe", "readinessProbe", "startupProbe")]
-        lifecycle = _dict(container.get("lifecycle"))
-        handlers += [_dict(lifecycle.get(hook)) for hook in ("postStart", "preStop")]
+        handlers = [as_dict(container.get(p)) for p in ("livenessProbe", "readinessProbe", "startupProbe")]
+        lifecycle = as_dict(container.get("lifecycle"))
+        handlers += [as_dict(lifecycle.get(hook)) for hook in ("postStart", "preStop")]
         for handler in handlers:
             for action in ("httpGet", "tcpSocket"):
-                host = _dict(handler.get(action)).get("host")
+                host = as_dict(handler.get(action)).get("host")
                 if host:
                     containers.add(name)
                     hosts.add(str(host))
@@ -219,7 +217,7 @@ def _host_probes_and_host_lifecycle(pod: Pod) -> Violation | None:
 
 
 def _privileged(pod: Pod) -> Violation | None:
-    names = [name for name, context in pod.container_security() if _dict(context).get("privileged") is True]
+    names = [name for name, context in pod.container_security() if as_dict(context).get("privileged") is True]
     if not names:
         return None
     return Violation(
@@ -232,7 +230,7 @@ def _proc_mount(pod: Pod, *, relax: bool) -> Violation | None:
         return None
     containers, values = [], set()
     for name, context in pod.container_security():
-        mount = _dict(context).get("procMount")
+        mount = as_dict(context).get("procMount")
         if mount is not None and mount != "Default":
             containers.append(name)
             values.add(str(mount))
@@ -267,7 +265,7 @@ def _se_linux_options(pod: Pod) -> Violation | None:
 
     pod_bad = bad(pod.security.get("seLinuxOptions"))
     containers = [
-        name for name, context in pod.container_security() if bad(_dict(context).get("seLinuxOptions"))
+        name for name, context in pod.container_security() if bad(as_dict(context).get("seLinuxOptions"))
     ]
     if not (pod_bad or containers):
         return None
@@ -286,7 +284,7 @@ def _se_linux_options(pod: Pod) -> Violation | None:
 
 def _seccomp_type(context: Obj | None) -> str | None:
     """The seccompProfile's type, "" when the profile names none, None when there is none."""
-    profile = _dict(context).get("seccompProfile")
+    profile = as_dict(context).get("seccompProfile")
     return str(profile.get("type") or "") if isinstance(profile, dict) else None
 
 
@@ -325,14 +323,14 @@ SAFE_SYSCTLS = (
 
 def _sysctls(pod: Pod) -> Violation | None:
     allowed = {name for since, names in SAFE_SYSCTLS if pod.minor >= since for name in names}
-    names = [str(_dict(s).get("name")) for s in pod.security.get("sysctls") or ()]
+    names = [str(as_dict(s).get("name")) for s in pod.security.get("sysctls") or ()]
     bad = [name for name in names if name not in allowed]
     return Violation("forbidden sysctls", ", ".join(bad)) if bad else None
 
 
 def _windows_host_process(pod: Pod) -> Violation | None:
     def host_process(context: Any) -> bool:
-        return _dict(_dict(context).get("windowsOptions")).get("hostProcess") is True
+        return as_dict(as_dict(context).get("windowsOptions")).get("hostProcess") is True
 
     pod_bad = host_process(pod.security)
     containers = [name for name, context in pod.container_security() if host_process(context)]
@@ -353,7 +351,7 @@ def _allow_privilege_escalation(pod: Pod) -> Violation | None:
     names = [
         name
         for name, context in pod.container_security()
-        if _dict(context).get("allowPrivilegeEscalation") is not False
+        if as_dict(context).get("allowPrivilegeEscalation") is not False
     ]
     if not names:
         return None
@@ -368,7 +366,7 @@ def _capabilities_restricted(pod: Pod) -> Violation | None:
         return None
     missing, adding, added = [], [], set()
     for name, context in pod.container_security():
-        capabilities = _dict(context).get("capabilities")
+        capabilities = as_dict(context).get("capabilities")
         if not isinstance(capabilities, dict):
             missing.append(name)
             continue
@@ -433,7 +431,7 @@ def _run_as_non_root(pod: Pod) -> Violation | None:
     pod_explicit = pod_value is False
     explicit, implicit = [], []
     for name, context in pod.container_security():
-        value = _dict(context).get("runAsNonRoot")
+        value = as_dict(context).get("runAsNonRoot")
         if value is False:
             explicit.append(name)
         elif value is None and pod_value is not True:
@@ -455,7 +453,9 @@ def _run_as_user(pod: Pod) -> Violation | None:
     if pod.in_user_namespace:
         return None
     pod_bad = pod.security.get("runAsUser") == 0
-    containers = [name for name, context in pod.container_security() if _dict(context).get("runAsUser") == 0]
+    containers = [
+        name for name, context in pod.container_security() if as_dict(context).get("runAsUser") == 0
+    ]
     if not (pod_bad or containers):
         return None
     return Violation("runAsUser=0", f"{_setters(pod_bad, containers)} must not set runAsUser=0")
@@ -561,5 +561,5 @@ def checks_of(level: str, minor: int) -> list[_Registered]:
 
 def evaluate(level: str, minor: int, metadata: Obj, spec: Obj) -> list[Violation]:
     """What ``level`` (at version ``minor``) finds wrong with a pod of ``metadata`` and ``spec``."""
-    pod = Pod(_dict(metadata), _dict(spec), max(minor, OLDEST_MINOR))
+    pod = Pod(as_dict(metadata), as_dict(spec), max(minor, OLDEST_MINOR))
     return [v for v in (c.check(pod) for c in checks_of(level, pod.minor)) if v is not None]

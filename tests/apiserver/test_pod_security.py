@@ -9,6 +9,7 @@ update that changes no image through. The checks' texts and order are upstream's
 from __future__ import annotations
 
 import json
+import pathlib
 import subprocess
 from collections.abc import Iterator
 from typing import Any
@@ -27,7 +28,8 @@ from kubeloop.apiserver.podsecurity.standards import (
     forbidden_detail,
 )
 from kubeloop.testing import ServerThread, SimulationOptions, start_server
-from tests.kubectl_finder import newest_kubectl
+from tests.apiserver.test_kubectl import KUBECTLS
+from tests.apiserver.test_kubectl import Kubectl as VersionedKubectl
 
 LATEST = 37
 NAIVE_RESTRICTED = (
@@ -48,22 +50,30 @@ COMPLIANT_POD = {
 }
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerThread]:
+@pytest.fixture(scope="module", params=KUBECTLS, ids=[p.name for p in KUBECTLS])
+def versioned(request: pytest.FixtureRequest) -> Iterator[tuple[ServerThread, pathlib.Path]]:
+    """A server of its own per kubectl version (the tests name their namespaces)."""
     server = start_server(simulate=True, simulation=SimulationOptions(pod_start_seconds=0.05))
-    yield server
+    yield server, request.param
     server.stop()
 
 
-class Kubectl:
-    def __init__(self, server: ServerThread) -> None:
-        self.base = [str(newest_kubectl()), "--kubeconfig", str(server.kubeconfig)]
+class Kubectl(VersionedKubectl):
+    """kubectl whose failures are the tests' to read (``check`` off)."""
 
-    def __call__(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*self.base, *args], input=stdin, capture_output=True, text=True, timeout=60)
+    def __call__(
+        self, *args: str, stdin: str | None = None, check: bool = False, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        return super().__call__(*args, stdin=stdin, check=check, timeout=timeout)
 
     def apply(self, obj: dict[str, Any]) -> subprocess.CompletedProcess[str]:
         return self("apply", "-f", "-", stdin=yaml.safe_dump(obj))
+
+
+@pytest.fixture
+def kubectl(versioned: tuple[ServerThread, pathlib.Path], tmp_path: pathlib.Path) -> Kubectl:
+    server, binary = versioned
+    return Kubectl(binary, server.kubeconfig, tmp_path)
 
 
 def namespace(name: str, **labels: str) -> dict[str, Any]:
@@ -75,8 +85,7 @@ def pod(name: str, ns: str, spec: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
-def test_enforce_refuses_a_pod_in_upstreams_words_and_takes_a_compliant_one(server: ServerThread) -> None:
-    kubectl = Kubectl(server)
+def test_enforce_refuses_a_pod_in_upstreams_words_and_takes_a_compliant_one(kubectl: Kubectl) -> None:
     assert kubectl.apply(namespace("strict", enforce="restricted")).returncode == 0
     refused = kubectl("run", "naive", "--image=nginx:1.27", "-n", "strict")
     assert refused.returncode == 1
@@ -89,8 +98,7 @@ def test_enforce_refuses_a_pod_in_upstreams_words_and_takes_a_compliant_one(serv
     assert created.returncode == 0 and created.stderr == "", created.stderr
 
 
-def test_baseline_names_each_violation_in_upstreams_order(server: ServerThread) -> None:
-    kubectl = Kubectl(server)
+def test_baseline_names_each_violation_in_upstreams_order(kubectl: Kubectl) -> None:
     assert kubectl.apply(namespace("base", enforce="baseline", enforce_version="v1.33")).returncode == 0
     spec = {
         "hostNetwork": True,
@@ -120,8 +128,7 @@ def test_baseline_names_each_violation_in_upstreams_order(server: ServerThread) 
     )
 
 
-def test_a_deployment_is_warned_of_and_its_pods_are_refused(server: ServerThread) -> None:
-    kubectl = Kubectl(server)
+def test_a_deployment_is_warned_of_and_its_pods_are_refused(kubectl: Kubectl) -> None:
     assert kubectl.apply(namespace("teams", enforce="restricted")).returncode == 0
     created = kubectl("create", "deployment", "naive", "--image=nginx:1.27", "-n", "teams")
     assert created.returncode == 0
@@ -143,8 +150,7 @@ def test_a_deployment_is_warned_of_and_its_pods_are_refused(server: ServerThread
     assert json.loads(kubectl("get", "pods", "-n", "teams", "-o", "json").stdout)["items"] == []
 
 
-def test_a_namespace_label_naming_no_level_is_refused(server: ServerThread) -> None:
-    kubectl = Kubectl(server)
+def test_a_namespace_label_naming_no_level_is_refused(kubectl: Kubectl) -> None:
     refused = kubectl.apply(namespace("typo", enforce="strict", warn_version="1.30"))
     assert refused.returncode == 1
     assert refused.stderr == (
@@ -161,8 +167,7 @@ def test_a_namespace_label_naming_no_level_is_refused(server: ServerThread) -> N
     assert 'Invalid value: "everything": must be one of privileged, baseline, restricted' in relabel.stderr
 
 
-def test_tightening_enforce_warns_of_existing_pods_and_updates_pass(server: ServerThread) -> None:
-    kubectl = Kubectl(server)
+def test_tightening_enforce_warns_of_existing_pods_and_updates_pass(kubectl: Kubectl) -> None:
     assert kubectl.apply(namespace("legacy")).returncode == 0
     for name in ("one", "two", "three"):
         assert kubectl("run", name, "--image=nginx:1.27", "-n", "legacy").returncode == 0

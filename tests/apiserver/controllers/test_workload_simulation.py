@@ -304,6 +304,46 @@ def test_kubeloop_apiserver_simulate_finishes_a_job_across_a_sigkill(tmp_path: p
         assert pod["status"]["phase"] == "Succeeded"
 
 
+def test_pod_security_and_a_jobs_ttl_hold_across_a_sigkill(tmp_path: pathlib.Path) -> None:
+    """`kubeloop apiserver --simulate --data-dir`, SIGKILLed: a namespace's Pod Security label
+    still refuses pods after the restart, and a Job that finished before the kill, its TTL not up
+    then, is deleted by the restarted TTL controller (its schedule was only in the old process)."""
+    data = tmp_path / "data"
+    jobs = "/apis/batch/v1/namespaces/default/jobs"
+    labels = {"pod-security.kubernetes.io/enforce": "baseline"}
+    privileged = {"metadata": {"name": "root"}, "spec": {"containers": [{"name": "c", "image": "busybox",
+                  "securityContext": {"privileged": True}}]}}  # fmt: skip
+    with apiserver(data, "--simulate") as (proc, url):
+        session = session_for(data)
+        made = session.post(
+            url + "/api/v1/namespaces", json={"metadata": {"name": "guarded", "labels": labels}}
+        )
+        assert made.status_code == 201
+        assert session.post(url + "/api/v1/namespaces/guarded/pods", json=privileged).status_code == 403
+        body = job("brief", ttlSecondsAfterFinished=4)
+        assert session.post(url + jobs, json=body).status_code == 201
+        deadline = time.monotonic() + 20
+        while not any(
+            c["type"] == "Complete"
+            for c in session.get(f"{url}{jobs}/brief").json().get("status", {}).get("conditions", ())
+        ):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)  # before its TTL is up
+        proc.wait(10)
+    with apiserver(data, "--simulate") as (proc, url):
+        session = session_for(data)
+        refused = session.post(url + "/api/v1/namespaces/guarded/pods", json=privileged)
+        assert refused.status_code == 403
+        assert (
+            'violates PodSecurity "baseline:latest": privileged (container "c"' in refused.json()["message"]
+        )
+        deadline = time.monotonic() + 30
+        while session.get(f"{url}{jobs}/brief").status_code != 404:
+            assert time.monotonic() < deadline, "the Job outlived its TTL across the restart"
+            time.sleep(0.1)
+
+
 def test_a_replica_set_made_by_an_earlier_reconcile_is_taken_not_made_twice(
     simulated: ServerThread, api: Client, namespace: str
 ) -> None:

@@ -14,7 +14,8 @@ One import gives an operator everything it needs (controller-runtime's ``ctrl``)
 Names are loaded on first use, so ``import kubeloop`` costs next to nothing. What is here:
 
 - the manager and controllers: ``Manager``, ``Builder``, ``Request``, ``Result``,
-  ``TerminalError``, ``LeaderElectionConfig``, ``CacheOptions``, ``ByObject``, ``EventRecorder``
+  ``TerminalError``, ``DeadlineExceeded`` and ``reconcile_time_left`` (a reconcile's timeout,
+  ``with_options(reconcile_timeout=...)``), ``LeaderElectionConfig``, ``CacheOptions``, ``ByObject``, ``EventRecorder``
   with ``NORMAL``/``WARNING``;
 - clients: ``Client`` (the protocol helpers take), ``APIClient``, ``CachedClient``,
   ``BlockingClient``, ``SyncClient``, ``ObjectList``, ``PatchType``, ``Preconditions``,
@@ -60,6 +61,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "logger": ("kubeloop.controller.reconcilelog", "logger"),
     "finalizer": ("kubeloop.controller.finalizer", "finalizer"),
     "TerminalError": ("kubeloop.controller.reconcile", "TerminalError"),
+    "DeadlineExceeded": ("kubeloop.client.deadline", "DeadlineExceeded"),
+    "reconcile_time_left": ("kubeloop.client.deadline", "time_left"),
     "LeaderElectionConfig": ("kubeloop.manager.leaderelection", "LeaderElectionConfig"),
     "CacheOptions": ("kubeloop.cache.options", "CacheOptions"),
     "ByObject": ("kubeloop.cache.options", "ByObject"),
@@ -126,6 +129,7 @@ __all__ = [
     "Client",
     "ClientConfig",
     "CustomResource",
+    "DeadlineExceeded",
     "EventRecorder",
     "GroupVersionKind",
     "KubeModel",
@@ -163,6 +167,7 @@ __all__ = [
     "logger",
     "models",
     "predicate",
+    "reconcile_time_left",
     "remove_finalizer",
     "remove_status_condition",
     "set_controller_reference",
@@ -204,6 +209,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     from kubeloop.cache.options import ByObject, CacheOptions
     from kubeloop.client.calloptions import Preconditions
     from kubeloop.client.config import ClientConfig, load_config
+    from kubeloop.client.deadline import DeadlineExceeded
+    from kubeloop.client.deadline import time_left as reconcile_time_left
     from kubeloop.client.interface import Client, ObjectList
     from kubeloop.client.rest import APIClient, PatchType
     from kubeloop.client.sync import BlockingClient, SyncClient

@@ -15,10 +15,13 @@ from typing import Any
 
 import pytest
 
+from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.cache.informer import Informer
 from kubeloop.client.config import load_kubeconfig
+from kubeloop.client.deadline import DeadlineExceeded
 from kubeloop.client.rest import APIClient
+from kubeloop.client.sync import BlockingClient
 from kubeloop.controller import handler, predicate
 from kubeloop.controller.controller import Controller, new_reconcile_id, reconcile_id
 from kubeloop.controller.handler import (
@@ -29,7 +32,6 @@ from kubeloop.controller.handler import (
 )
 from kubeloop.controller.reconcile import Request, Result, TerminalError
 from kubeloop.controller.source import Channel, Kind
-from kubeloop.errors import InvalidSelector
 from kubeloop.testing import settled
 from kubeloop.workqueue.ratelimiter import ItemExponentialFailureRateLimiter
 from kubeloop.workqueue.ratelimiting import RateLimitingQueue
@@ -159,6 +161,156 @@ async def test_sync_reconcilers_run_in_threads_and_keys_never_overlap(
         await informer.stop()
 
 
+async def test_a_sync_reconcile_past_its_timeout_keeps_its_key_until_it_returns(
+    client: APIClient, namespace: str
+) -> None:
+    """controller-runtime cancels the reconcile's context and waits for Reconcile to return. A
+    thread cannot be cancelled: the worker waits for it, and its blocking client refuses calls
+    once the deadline has passed. Only then is the key requeued, with back-off."""
+    release = threading.Event()
+    lock = threading.Lock()
+    calls: Counter[str] = Counter()
+    running: set[str] = set()
+    overlaps: list[str] = []
+    refused: list[BaseException] = []
+    blocking = BlockingClient(client, asyncio.get_running_loop())
+
+    def reconcile(request: Request) -> None:
+        with lock:
+            if request.name in running:
+                overlaps.append(request.name)
+            running.add(request.name)
+            calls[request.name] += 1
+            first = calls[request.name] == 1
+        try:
+            if request.name == "stuck" and first:
+                release.wait()  # long past the timeout
+                try:
+                    blocking.get(CONFIGMAP, "anything", namespace=namespace)
+                except DeadlineExceeded as exc:
+                    refused.append(exc)
+                    raise
+        finally:
+            with lock:
+                running.discard(request.name)
+
+    controller = Controller(
+        "stuck",
+        reconcile,
+        max_concurrent_reconciles=3,
+        reconcile_timeout=0.05,
+        rate_limiter=ItemExponentialFailureRateLimiter(0.001, 0.01),
+    )
+    controller.queue.add(Request(namespace, "stuck"))
+    await controller.start()
+    try:
+        await eventually(lambda: controller.timeouts == 1)
+        # A requeue of "stuck" would be due 1 ms after the timeout. A request added later, due
+        # later, is reconciled by one of the two idle workers: "stuck" was not started again.
+        controller.queue.add_after(Request(namespace, "later"), 0.02)
+        await eventually(lambda: calls["later"] == 1)
+        assert calls["stuck"] == 1 and overlaps == []
+        assert controller.results["error"] == 0  # not counted until the call has returned
+        release.set()
+        await eventually(lambda: calls["stuck"] == 2 and controller.active_workers == 0)
+        assert overlaps == []
+        assert len(refused) == 1 and "ran past its timeout of 0.05s" in str(refused[0])
+        assert controller.timeouts == 1
+        assert controller.results["error"] == 1 and controller.panics == 0
+        assert controller.results["success"] == 2  # "later", and "stuck" requeued with back-off
+    finally:
+        release.set()
+        await controller.stop()
+
+
+async def test_an_async_reconcile_past_its_timeout_is_cancelled_and_awaited() -> None:
+    release = asyncio.Event()
+    calls: Counter[str] = Counter()
+    running: set[str] = set()
+    overlaps: list[str] = []
+    cancelled: list[str] = []
+
+    async def reconcile(request: Request) -> None:
+        if request.name in running:
+            overlaps.append(request.name)
+        running.add(request.name)
+        calls[request.name] += 1
+        try:
+            if request.name == "stuck" and calls[request.name] == 1:
+                try:
+                    await asyncio.Event().wait()  # never set: only the timeout ends it
+                except asyncio.CancelledError:
+                    cancelled.append(request.name)
+                    await release.wait()  # a slow clean-up: the key is still this reconcile's
+                    raise
+        finally:
+            running.discard(request.name)
+
+    controller = Controller(
+        "slow-async",
+        reconcile,
+        max_concurrent_reconciles=3,
+        reconcile_timeout=0.05,
+        rate_limiter=ItemExponentialFailureRateLimiter(0.001, 0.01),
+    )
+    controller.queue.add(Request("ns", "stuck"))
+    await controller.start()
+    try:
+        await eventually(lambda: cancelled == ["stuck"])
+        controller.queue.add_after(Request("ns", "later"), 0.02)
+        await eventually(lambda: calls["later"] == 1)
+        assert calls["stuck"] == 1 and controller.timeouts == 1  # counted when it fired
+        release.set()
+        await eventually(lambda: calls["stuck"] == 2 and controller.active_workers == 0)
+        assert overlaps == []
+        assert controller.timeouts == 1
+        assert controller.results["error"] == 1 and controller.panics == 0
+    finally:
+        release.set()
+        await controller.stop()
+
+
+async def test_panics_are_the_exceptions_of_bugs_and_terminal_errors_are_errors() -> None:
+    raised: dict[str, BaseException] = {
+        "missing-key": KeyError("spec"),
+        "none": AttributeError("'NoneType' object has no attribute 'spec'"),
+        "assert": AssertionError("unreachable"),
+        "failed": RuntimeError("backup failed"),
+        "conflict": errors.Conflict("the object has been modified"),
+        "refused": errors.Forbidden("configmaps is forbidden"),
+        "for-good": TerminalError("cannot be fixed by retrying"),
+    }
+    attempts: Counter[str] = Counter()
+
+    async def reconcile(request: Request) -> None:
+        attempts[request.name] += 1
+        if attempts[request.name] == 1:
+            raise raised[request.name]
+
+    controller = Controller(
+        "outcomes", reconcile, rate_limiter=ItemExponentialFailureRateLimiter(0.001, 0.01)
+    )
+    for name in raised:
+        controller.queue.add(Request("ns", name))
+    await controller.start()
+    try:
+        await eventually(
+            lambda: (
+                all(attempts[name] == 2 for name in raised if name != "for-good")
+                and controller.active_workers == 0
+            )
+        )
+    finally:
+        await controller.stop()
+    assert attempts["for-good"] == 1
+    assert controller.panics == 3  # KeyError, AttributeError, AssertionError
+    assert controller.terminal_errors == 1
+    # Errors: the two plain ones, the bugs and the terminal one; a conflict is a quiet requeue.
+    assert controller.results["error"] == 6
+    assert controller.results["requeue"] == 1
+    assert controller.timeouts == 0
+
+
 async def test_graceful_stop_lets_an_inflight_reconcile_finish(client: APIClient, namespace: str) -> None:
     finished = asyncio.Event()
     started = asyncio.Event()
@@ -243,7 +395,7 @@ async def test_owner_mapping_and_predicates(client: APIClient, namespace: str) -
         {"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["a"]}]}
     )
     assert not expressions.create(child) and expressions.update(child, relabelled)
-    with pytest.raises(InvalidSelector):
+    with pytest.raises(errors.InvalidSelector):
         predicate.LabelSelectorPredicate("team in (a")
     both = predicate.And(predicate.LabelsChanged(), predicate.Not(predicate.GenerationChanged()))
     assert both.update(child, relabelled)

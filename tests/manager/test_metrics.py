@@ -17,7 +17,7 @@ from prometheus_client.core import HistogramMetricFamily
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.config import ClientConfig, load_kubeconfig
 from kubeloop.client.rest import APIClient
-from kubeloop.controller.reconcile import Request
+from kubeloop.controller.reconcile import Request, TerminalError
 from kubeloop.histogram import LocalHistogram
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.leaderelection import LeaderElectionConfig
@@ -47,12 +47,19 @@ async def test_metrics_and_probes(client: APIClient, namespace: str) -> None:
 
     async def reconcile(request: Request) -> None:
         calls[request.name] += 1
-        if calls[request.name] == 1:
-            raise RuntimeError("first attempt fails")
+        if request.name == "m" and calls["m"] == 1:
+            raise RuntimeError("first attempt fails")  # an error, not a panic
+        if request.name == "bug" and calls["bug"] == 1:
+            raise KeyError("spec")  # a bug: a panic, and an error
+        if request.name == "doomed":
+            raise TerminalError("cannot be retried")  # a terminal error, and an error
+        if request.name == "slow" and calls["slow"] == 1:
+            await asyncio.Event().wait()  # ended by the reconcile timeout: a timeout, an error
 
-    await client.create(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m", "namespace": namespace}}
-    )
+    for name in ("m", "bug", "doomed", "slow"):
+        await client.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}}
+        )
     manager = Manager(
         client,
         namespace=namespace,
@@ -60,10 +67,14 @@ async def test_metrics_and_probes(client: APIClient, namespace: str) -> None:
         health_probe_bind_address="127.0.0.1:0",
         leader_election=LeaderElectionConfig(f"metrics-{namespace}", namespace=namespace, retry_period=0.2),
     )
-    Builder(manager).for_(CONFIGMAP).with_options(max_concurrent_reconciles=2).complete(reconcile)
+    Builder(manager).for_(CONFIGMAP).with_options(
+        max_concurrent_reconciles=2, reconcile_timeout=0.2
+    ).complete(reconcile)
     await manager.start()
     try:
-        await eventually(lambda: calls["m"] >= 2)
+        await eventually(
+            lambda: calls["m"] >= 2 and calls["bug"] >= 2 and calls["doomed"] == 1 and calls["slow"] >= 2
+        )
         async with aiohttp.ClientSession() as http:
             async with http.get(f"http://{manager.health_address}/healthz") as response:
                 assert response.status == 200
@@ -75,15 +86,17 @@ async def test_metrics_and_probes(client: APIClient, namespace: str) -> None:
         c = {"controller": "configmap"}
         q = {"name": "configmap", "controller": "configmap"}
         assert sample(text, "controller_runtime_reconcile_total", result="success", **c) >= 1
-        assert sample(text, "controller_runtime_reconcile_total", result="error", **c) == 1
-        assert sample(text, "controller_runtime_reconcile_errors_total", **c) == 1
-        assert sample(text, "controller_runtime_reconcile_panics_total", **c) == 1  # a RuntimeError is a bug
-        assert sample(text, "controller_runtime_terminal_reconcile_errors_total", **c) == 0
+        assert sample(text, "controller_runtime_reconcile_total", result="error", **c) == 4
+        # Every error, terminal ones included (as upstream counts them).
+        assert sample(text, "controller_runtime_reconcile_errors_total", **c) == 4
+        assert sample(text, "controller_runtime_reconcile_panics_total", **c) == 1  # the KeyError only
+        assert sample(text, "controller_runtime_terminal_reconcile_errors_total", **c) == 1
+        assert sample(text, "controller_runtime_reconcile_timeouts_total", **c) == 1
         assert sample(text, "controller_runtime_max_concurrent_reconciles", **c) == 2
         assert sample(text, "controller_runtime_active_workers", **c) == 0
         assert sample(text, "controller_runtime_reconcile_time_seconds_count", **c) >= 2
         assert sample(text, "workqueue_adds_total", **q) >= 2
-        assert sample(text, "workqueue_retries_total", **q) == 1
+        assert sample(text, "workqueue_retries_total", **q) == 3  # the terminal error is not retried
         assert sample(text, "workqueue_depth", **q) == 0
         assert sample(text, "workqueue_queue_duration_seconds_count", **q) >= 2
         assert sample(text, "workqueue_work_duration_seconds_count", **q) >= 2

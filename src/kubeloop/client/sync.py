@@ -5,7 +5,9 @@ cached client) bound to the event loop it runs on: each call is sent to that loo
 so the view shares the client's connections, cache, credentials and retries. Use it from another
 thread — a sync reconciler runs in one (``manager.blocking_client``); from the loop's own thread
 it refuses (the call could never finish: await the async client there). The calling thread's
-context variables (the reconcile ID, a leader's write fence) travel with each call.
+context variables (the reconcile ID, a leader's write fence) travel with each call, and so does
+the reconcile's deadline (``deadline``): past it, a call raises ``DeadlineExceeded`` rather than
+being sent, and a call in flight is abandoned, as a Go client's call is when its context ends.
 
 ``SyncClient`` is a ``BlockingClient`` over an ``APIClient`` of its own, whose event loop runs in
 a daemon thread; watches are iterated with ``for event in client.watch(...)``.
@@ -14,6 +16,7 @@ a daemon thread; watches are iterated with ``for event in client.watch(...)``.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import Future
@@ -25,6 +28,7 @@ from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.client.calloptions import ApplyOptions, DeleteOptions, PatchOptions, WriteOptions
 from kubeloop.client.config import ClientConfig
+from kubeloop.client.deadline import current_deadline
 from kubeloop.client.interface import KindRef, ObjectList, ObjectRef
 from kubeloop.client.rest import APIClient, PatchType
 from kubeloop.client.watch import WatchEvent
@@ -60,7 +64,17 @@ class BlockingClient:
             raise RuntimeError(
                 "a blocking client cannot be used on its own event loop: await the async client"
             )
+        deadline = current_deadline.get()
+        if deadline is not None and deadline.remaining() <= 0:
+            call.close()
+            raise deadline.exceeded()
         future: Future[T] = asyncio.run_coroutine_threadsafe(call, loop)
+        if deadline is None:
+            return future.result()
+        concurrent.futures.wait([future], timeout=max(0.0, deadline.remaining()))
+        if not future.done():
+            future.cancel()  # cancels the call's task on the loop
+            raise deadline.exceeded()
         return future.result()
 
     def get(self, kind: KindRef, name: str, *, namespace: str | None = None, **options: Any) -> Any:

@@ -4,12 +4,19 @@ Each worker takes a request (a key is never with two workers at once: the queue 
 calls the reconciler — async ones on the event loop, plain functions in a thread so they cannot
 block it — optionally under a timeout, and acts on the outcome as controller-runtime does:
 
-- an exception: requeued with the rate limiter's back-off (counted as an error; logged with its
-  traceback the first time the request fails that way, one line after);
+- an exception: requeued with the rate limiter's back-off (counted as an error, and as a panic
+  when it is one of the exceptions a bug raises — ``PANICS``; logged with its traceback the
+  first time the request fails that way, one line after);
+- a reconcile that runs past ``reconcile_timeout`` (controller-runtime's
+  ``ReconciliationTimeout``): an async one is cancelled, a sync one (a thread, which cannot be
+  stopped) has its blocking client refuse further calls (``client.deadline``). Either way the worker
+  waits until the call has returned before it lets the key go — one key is never reconciled twice
+  at once — then counts a timeout and an error and requeues it with back-off;
 - ``Conflict``: requeued with back-off, quietly (counted as a requeue); so is an
   ``AlreadyExists`` the first time in a row (a create from a cache that had not seen the
   object made a moment before); a second one in a row is an error;
-- ``TerminalError``: logged and counted, not requeued, the back-off forgotten;
+- ``TerminalError``: logged and counted (as an error and a terminal error), not requeued, the
+  back-off forgotten;
 - ``Result(requeue_after=t)``: the back-off forgotten, requeued after ``t``;
 - ``Result(requeue=True)``: requeued with back-off;
 - anything else: success, the back-off forgotten.
@@ -39,6 +46,7 @@ from typing import Any, Protocol
 
 from kubeloop import errors
 from kubeloop.client import writejournal
+from kubeloop.client.deadline import Deadline, DeadlineExceeded, current_deadline
 from kubeloop.client.fence import WriteFence, current_write_fence
 from kubeloop.controller.reconcile import ReconcileFunc, Request, Result, TerminalError
 from kubeloop.controller.reconcilelog import (
@@ -61,6 +69,19 @@ log = logging.getLogger("kubeloop.controller")
 RECENT_RECONCILES = 100
 #: What ``_failing`` holds for a request whose last reconcile met AlreadyExists.
 _RACED = "AlreadyExists after a stale read"
+#: The exceptions counted as panics (controller_runtime_reconcile_panics_total): those the
+#: language raises for a bug, as Go's runtime panics on a nil dereference, an index out of range,
+#: a failed type assertion or a division by zero. Any other exception is an error the reconciler
+#: returned: a failed call, a timeout, a ``RuntimeError("backup failed")``.
+PANICS: tuple[type[BaseException], ...] = (
+    AssertionError,
+    AttributeError,
+    LookupError,
+    NameError,
+    TypeError,
+    ArithmeticError,
+    RecursionError,
+)
 
 #: The ID of the reconcile running in this context ("" outside one).
 reconcile_id: contextvars.ContextVar[str] = contextvars.ContextVar("reconcile_id", default="")
@@ -113,8 +134,10 @@ class Controller:
         #: controller_runtime_reconcile_total by result: success, error, requeue, requeue_after.
         self.results: Counter[str] = Counter()
         self.terminal_errors = 0
-        #: Exceptions that are not API errors (a bug rather than a failed call): the "panics".
-        self.exceptions = 0
+        #: Exceptions a bug raises (``PANICS``): controller_runtime_reconcile_panics_total.
+        self.panics = 0
+        #: Reconciles that ran past ``reconcile_timeout``: controller_runtime_reconcile_timeouts_total.
+        self.timeouts = 0
         #: How each failing request failed last (its traceback is logged once per way).
         self._failing: dict[Request, str] = {}
         #: The latest reconciles, newest last (for live views).
@@ -267,8 +290,8 @@ class Controller:
         """A reconcile that raised: counted, requeued with back-off, logged."""
         self._record(request, "error", elapsed, writes)
         self.results["error"] += 1
-        if not isinstance(exc, errors.APIError):
-            self.exceptions += 1
+        if isinstance(exc, PANICS) and not isinstance(exc, errors.APIError):
+            self.panics += 1
         self.queue.add_rate_limited(request)
         # The traceback the first time a request fails this way; later retries are one line.
         signature = f"{type(exc).__name__}: {exc}"
@@ -301,13 +324,69 @@ class Controller:
             reconcile_id.reset(token)
 
     async def _call(self, request: Request) -> Result | None:
-        if inspect.iscoroutinefunction(self.reconcile) or inspect.iscoroutinefunction(
+        """The reconciler's answer, under the timeout if there is one. Returns only once the call
+        has: a timed-out reconcile (cancelled if async, told by its deadline if in a thread) is
+        waited for, then raises ``DeadlineExceeded``."""
+        timeout = self.reconcile_timeout
+        is_async = inspect.iscoroutinefunction(self.reconcile) or inspect.iscoroutinefunction(
             getattr(self.reconcile, "__call__", None)  # noqa: B004  (callable objects)
-        ):
-            call: Any = self.reconcile(request)
+        )
+        if timeout:
+            deadline = Deadline.after(timeout, f"reconcile {request}")
+            outcome = await self._call_with_deadline(request, deadline, is_async)
+        elif is_async:
+            outcome = await self.reconcile(request)  # type: ignore[misc]
         else:
-            call = asyncio.to_thread(self.reconcile, request)
-        outcome = await (asyncio.wait_for(call, self.reconcile_timeout) if self.reconcile_timeout else call)
+            outcome = await asyncio.to_thread(self.reconcile, request)
         if outcome is not None and not isinstance(outcome, Result):
             raise TypeError(f"reconcile returned {outcome!r}, not a Result or None")
         return outcome
+
+    async def _call_with_deadline(self, request: Request, deadline: Deadline, is_async: bool) -> Any:
+        """The reconcile as a task (async) or in a thread (sync), with ``deadline`` in its context.
+        Past the deadline it is counted as a timeout at once; a task is cancelled (a thread, which
+        cannot be, is told through its blocking client); either is waited for, however long that
+        takes, and then raises ``DeadlineExceeded``."""
+        context = contextvars.copy_context()
+        context.run(current_deadline.set, deadline)
+        loop = asyncio.get_running_loop()
+        call: asyncio.Future[Any] = (
+            loop.create_task(self.reconcile(request), context=context)  # type: ignore[arg-type]
+            if is_async
+            else loop.run_in_executor(None, context.run, self.reconcile, request)
+        )
+        try:
+            done, _ = await asyncio.wait({call}, timeout=max(0.0, deadline.remaining()))
+            if done:
+                return call.result()
+            self.timeouts += 1
+            log.warning(
+                "%s: %s; %s before reconciling %s again",
+                self.name,
+                deadline.exceeded(),
+                "cancelled, waiting for it to end"
+                if is_async
+                else "waiting for its thread to return (its blocking client now refuses calls)",
+                request,
+            )
+            if is_async:
+                call.cancel()
+            await asyncio.wait({call})
+        except asyncio.CancelledError:
+            # The worker is stopping: an async reconcile is cancelled and awaited; a thread cannot
+            # be stopped, and the controller is going away.
+            if is_async:
+                call.cancel()
+                await asyncio.wait({call})
+            raise
+        try:
+            call.result()
+        except asyncio.CancelledError:
+            pass
+        except TerminalError:
+            raise
+        except Exception as exc:
+            if isinstance(exc, TimeoutError):
+                raise deadline.exceeded() from exc
+            raise DeadlineExceeded(f"{deadline.exceeded()} ({type(exc).__name__}: {exc})") from exc
+        raise deadline.exceeded()

@@ -109,7 +109,8 @@ class Builder:
         """How the controller works: ``max_concurrent_reconciles`` workers (default 1), the
         back-off ``rate_limiter`` (default: per-item exponential 5 ms → 1000 s with an overall
         10 qps bucket, as controller-runtime), a ``reconcile_timeout`` in seconds (default
-        none), the priority queue (initial lists and resyncs after live changes), and whether
+        none; a reconcile past it is cancelled, or told through its blocking client if it runs
+        in a thread, and its key is requeued only once it has returned), the priority queue (initial lists and resyncs after live changes), and whether
         it runs only on the elected leader (``need_leader_election``, default True; False runs
         it on every replica, for work that is safe to do twice or is each replica's own)."""
         if need_leader_election is not None:

@@ -157,6 +157,11 @@ class _StateCollector(Collector):
             "Total number of reconciliation panics per controller",
             labels=["controller"],
         )
+        timeouts = CounterMetricFamily(
+            "controller_runtime_reconcile_timeouts",
+            "Total number of reconciliation timeouts per controller",
+            labels=["controller"],
+        )
         workers = GaugeMetricFamily(
             "controller_runtime_active_workers",
             "Number of currently used workers per controller",
@@ -184,16 +189,17 @@ class _StateCollector(Collector):
         for c in controllers:
             for result in ("success", "error", "requeue", "requeue_after"):
                 total.add_metric([c.name, result], c.results[result])
-            errors.add_metric([c.name], c.results["error"] - c.terminal_errors)
+            errors.add_metric([c.name], c.results["error"])  # terminal ones too, as upstream
             terminal.add_metric([c.name], c.terminal_errors)
-            panics.add_metric([c.name], c.exceptions)
+            panics.add_metric([c.name], c.panics)
+            timeouts.add_metric([c.name], c.timeouts)
             workers.add_metric([c.name], c.active_workers)
             maximum.add_metric([c.name], c.max_concurrent_reconciles)
             depth.add_metric([c.name, c.name], len(c.queue))
             running = [now - since for since in c.queue.processing_since()]
             unfinished.add_metric([c.name, c.name], sum(running))
             longest.add_metric([c.name, c.name], max(running, default=0.0))
-        yield from (total, errors, terminal, panics, workers, maximum, depth, unfinished, longest)
+        yield from (total, errors, terminal, panics, timeouts, workers, maximum, depth, unfinished, longest)
         leader = GaugeMetricFamily(
             "leader_election_master_status",
             "Whether this process is the leader (1) or not (0)",

@@ -63,6 +63,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/typed_decoding.py
 	$(BIN)/python bench/reload.py
 	$(BIN)/python bench/first_test.py
+	$(BIN)/python bench/recorder_memory.py
 
 clean:
 	rm -rf $(VENV) .tools build src/*.egg-info

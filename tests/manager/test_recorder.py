@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.manager.manager import Manager
-from kubeloop.manager.recorder import NORMAL, WARNING
+from kubeloop.manager.recorder import NORMAL, WARNING, EventRecorder
 from tests.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401  (fixture)
 from tests.conftest import ServerThread
 
@@ -78,3 +79,64 @@ async def test_an_event_is_written_under_the_fence_of_the_code_that_recorded_it(
         field_selector="involvedObject.name=fenced",
     )
     assert {e["reason"] for e in events.items} == {"FromEveryReplica"}
+
+
+async def events_about(client: APIClient, namespace: str, name: str) -> list[dict[str, Any]]:
+    events = await client.list(
+        {"apiVersion": "v1", "kind": "Event"},
+        namespace=namespace,
+        field_selector=f"involvedObject.name={name}",
+    )
+    return list(events.items)
+
+
+async def test_the_events_a_recorder_remembers_are_the_latest_few(client: APIClient, namespace: str) -> None:
+    """client-go's correlator keeps the last 4096 events in an LRU; an evicted event's repeat
+    starts a new Event. Here with room for three."""
+    assert EventRecorder(client, "defaults").cache_size == 4096
+    target = await client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lru", "namespace": namespace}}
+    )
+    recorder = EventRecorder(client, "lru-controller", cache_size=3)
+    for reason in ("A", "B", "C"):
+        recorder.event(target, NORMAL, reason, "first")
+    recorder.event(target, NORMAL, "A", "first")  # A is now the newest: B is the oldest
+    recorder.event(target, NORMAL, "D", "first")  # evicts B
+    recorder.event(target, NORMAL, "B", "first")  # forgotten: a new Event; evicts C
+    recorder.event(target, NORMAL, "A", "first")  # remembered: its count goes up
+    await recorder.stop()
+    assert recorder.remembered == 3
+    events = await events_about(client, namespace, "lru")
+    counts = sorted((e["reason"], e["count"]) for e in events)
+    assert counts == [("A", 3), ("B", 1), ("B", 1), ("C", 1), ("D", 1)]
+
+
+async def test_the_spam_filter_lets_25_events_per_object_through_then_one_per_5_minutes(
+    client: APIClient, namespace: str
+) -> None:
+    now = [1000.0]
+    targets = [
+        await client.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}}
+        )
+        for name in ("hot", "calm")
+    ]
+    hot, calm = targets
+    recorder = EventRecorder(client, "spammy", clock=lambda: now[0])
+    for attempt in range(40):  # a reconcile failing in a hot loop, each message different
+        recorder.event(hot, WARNING, "Failed", f"attempt {attempt}")
+    recorder.event(calm, WARNING, "Failed", "once")  # another object has a bucket of its own
+    recorder.event(hot, NORMAL, "Synced", "a Normal event is another bucket")
+    assert recorder.dropped == 15
+    now[0] += 299.0
+    recorder.event(hot, WARNING, "Failed", "not yet refilled")
+    now[0] += 1.0
+    recorder.event(hot, WARNING, "Failed", "one token after 5 minutes")
+    recorder.event(hot, WARNING, "Failed", "and only one")
+    assert recorder.dropped == 17
+    await recorder.stop()
+    hot_events = await events_about(client, namespace, "hot")
+    failed = sorted(e["message"] for e in hot_events if e["reason"] == "Failed")
+    assert failed == sorted([f"attempt {i}" for i in range(25)] + ["one token after 5 minutes"])
+    assert {e["reason"] for e in hot_events} == {"Failed", "Synced"}
+    assert [e["message"] for e in await events_about(client, namespace, "calm")] == ["once"]

@@ -2,9 +2,17 @@
 (client-go's ``record.EventRecorder`` as controller-runtime hands it out per controller).
 
 ``event(obj, type, reason, message)`` returns at once; a task the recorder owns writes the Event.
-A repeat of the same event (same object, type, reason and message) is not a new object: the
-existing Event's ``count`` goes up and its ``lastTimestamp`` moves, as client-go's correlator
-does. ``stop()`` writes what is pending, then ends the task.
+What it remembers is bounded, as client-go's ``EventCorrelator`` bounds it:
+
+- a repeat of the same event (same object, type, reason and message) is not a new object: the
+  existing Event's ``count`` goes up and its ``lastTimestamp`` moves. The Events it may bump are
+  the 4096 used last (an LRU); an older repeat starts a new Event, as client-go's does;
+- a spam filter: each source and object (and type) gets a token bucket of 25 events refilled at
+  one every 5 minutes, so a reconcile that fails in a hot loop cannot flood the server. An event
+  refused is dropped at once (``dropped`` counts them) and logged at debug level. The buckets are
+  an LRU of 4096 objects too.
+
+``stop()`` writes what is pending, then ends the task.
 """
 
 from __future__ import annotations
@@ -12,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
 
 from kubeloop import errors
 from kubeloop.api import timestamps
@@ -29,7 +38,61 @@ EVENT = GroupVersionKind("", "v1", "Event")
 NORMAL = "Normal"
 WARNING = "Warning"
 
+#: client-go's ``maxLruCacheEntries``: how many events (and objects) the recorder remembers.
+CACHE_SIZE = 4096
+#: client-go's ``defaultSpamBurst`` and ``defaultSpamQPS``: 25 events per source and object,
+#: then one more every 5 minutes.
+SPAM_BURST = 25
+SPAM_QPS = 1.0 / 300.0
+
 _Key = tuple[str, str, str, str, str, str]
+_SpamKey = tuple[str, str, str, str, str, str]
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _LRU(Generic[K, V]):
+    """A mapping of at most ``size`` entries; the one used least recently goes first."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        if len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class _TokenBucket:
+    """A passive token bucket (client-go's ``TokenBucketPassiveRateLimiter``): ``burst`` tokens,
+    refilled at ``qps``; ``try_accept`` takes one if there is one."""
+
+    __slots__ = ("burst", "last", "qps", "tokens")
+
+    def __init__(self, qps: float, burst: int, now: float) -> None:
+        self.qps = qps
+        self.burst = burst
+        self.tokens = float(burst)
+        self.last = now
+
+    def try_accept(self, now: float) -> bool:
+        self.tokens = min(float(self.burst), self.tokens + (now - self.last) * self.qps)
+        self.last = now
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
 
 
 class EventRecorder:
@@ -40,16 +103,43 @@ class EventRecorder:
     ``count``. The manager flushes what is pending when it stops.
     """
 
-    def __init__(self, client: APIClient, component: str, *, instance: str = "") -> None:
+    def __init__(
+        self,
+        client: APIClient,
+        component: str,
+        *,
+        instance: str = "",
+        cache_size: int = CACHE_SIZE,
+        spam_burst: int = SPAM_BURST,
+        spam_qps: float = SPAM_QPS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``cache_size``, ``spam_burst`` and ``spam_qps`` are client-go's ``CorrelatorOptions``
+        (``LRUCacheSize``, ``BurstSize``, ``QPS``), with its defaults; ``clock`` is for tests."""
         self.client = client
         self.component = component
         self.instance = instance
+        self.cache_size = cache_size
+        self.spam_burst = spam_burst
+        self.spam_qps = spam_qps
+        self._clock = clock
         # Each event carries the write fence of the code that recorded it (a leader's reconcile: its
         # lease; a runnable on every replica: none), and is written under that fence.
         self._pending: asyncio.Queue[tuple[_Key, dict[str, Any], WriteFence | None]] = asyncio.Queue()
-        self._written: dict[_Key, tuple[str, str, int]] = {}  # key → (namespace, event name, count)
+        #: key → (namespace, event name, count) of the Events written last.
+        self._written: _LRU[_Key, tuple[str, str, int]] = _LRU(cache_size)
+        #: (kind, namespace, name, uid, apiVersion, type) → its spam filter's bucket.
+        self._buckets: _LRU[_SpamKey, _TokenBucket] = _LRU(cache_size)
+        #: Events the spam filter refused.
+        self.dropped = 0
         self._worker: asyncio.Task[None] | None = None
         self._unwritten = 0
+
+    @property
+    def remembered(self) -> int:
+        """How many written Events the recorder remembers (to bump their count); at most
+        ``cache_size``."""
+        return len(self._written)
 
     @property
     def pending(self) -> int:
@@ -81,10 +171,42 @@ class EventRecorder:
             reason,
             message,
         )
+        if not self._accept(involved, event_type):
+            self.dropped += 1
+            log.debug(
+                "%s: event %s %s about %s dropped: too many events about it",
+                self.component,
+                event_type,
+                reason,
+                key[2],
+            )
+            return
         self._pending.put_nowait((key, {k: v for k, v in involved.items() if v}, current_write_fence.get()))
         self._unwritten += 1
         if self._worker is None:
             self._worker = asyncio.create_task(self._write_events(), name=f"event recorder {self.component}")
+
+    def _accept(self, involved: Mapping[str, Any], event_type: str) -> bool:
+        """The spam filter (client-go's ``EventSourceObjectSpamFilter``): does this source's
+        bucket for the object still hold a token?"""
+        spam_key: _SpamKey = (
+            str(involved["kind"]),
+            str(involved["namespace"]),
+            str(involved["name"]),
+            str(involved["uid"]),
+            str(involved["apiVersion"]),
+            event_type,
+        )
+        now = self._clock()
+        bucket = self._buckets.get(spam_key)
+        if bucket is None:
+            bucket = _TokenBucket(self.spam_qps, self.spam_burst, now)
+        self._buckets.put(spam_key, bucket)
+        return bucket.try_accept(now)
+
+    async def flush(self) -> None:
+        """Wait until every event recorded so far has been written (or failed to be)."""
+        await self._pending.join()
 
     async def stop(self, timeout: float = 5.0) -> None:
         """Write what is pending (up to ``timeout`` seconds), then end the writer task."""
@@ -120,7 +242,7 @@ class EventRecorder:
                 await self.client.patch(
                     EVENT, name, {"count": count + 1, "lastTimestamp": now}, namespace=event_namespace
                 )
-                self._written[key] = (event_namespace, name, count + 1)
+                self._written.put(key, (event_namespace, name, count + 1))
                 return
             except errors.NotFound:
                 pass  # deleted (events expire): write a new one
@@ -143,4 +265,4 @@ class EventRecorder:
                 "count": 1,
             }
         )
-        self._written[key] = (namespace, name, 1)
+        self._written.put(key, (namespace, name, 1))

@@ -15,7 +15,9 @@ entry are members.
 - Update operations (create, update, every patch type, subresources): the fields the write added
   or changed go to the writing manager (taken from everyone else), removed fields leave every set.
 - Apply: the applied configuration is merged into the live object; fields the manager applied
-  before and no longer applies are removed unless another manager owns them; fields it applies
+  before and no longer applies are removed unless another manager owns them (structured-merge-
+  diff's prune: the struct fields on the way count as applied, what leads to a kept field stays,
+  only members of the merged object go — ``_prune``); fields it applies
   with a value another manager owns and the live object holds differently are conflicts (409)
   unless ``force`` takes them over. The manager's Apply entry is then exactly the applied set.
 
@@ -686,9 +688,9 @@ def apply(
     taken = {c.path for c in conflicts}
 
     owned_by_others = set().union(*(e.paths for e in others)) if others else set()
-    disowned = (previous.paths if previous else set()) - set(applied_set) - owned_by_others
-    for path in sorted(disowned, key=len):  # an element before its fields: they hold its key
-        _remove(merged, path, resolved)
+    # The server's own fields (name, uid, ...) are every applier's: never pruned.
+    kept = set(applied_set) | owned_by_others | _STRIPPED
+    _prune(merged, set(merged_set), previous.paths if previous else set(), kept, resolved)
     final_set = field_set(merged, schema)
 
     result: list[ManagedEntry] = []
@@ -771,39 +773,121 @@ def _merge(live: Any, applied: Any, node: Mapping[str, Any]) -> Any:
     return copy.deepcopy(applied)
 
 
-def _remove(obj: Any, path: Path, node: Mapping[str, Any]) -> None:
-    """Remove the member at ``path`` from ``obj`` (if it is still there)."""
+def _prune(
+    merged: Obj, present: set[Path], last: set[Path], kept: set[Path], node: Mapping[str, Any]
+) -> None:
+    """Remove from ``merged`` (whose members are ``present``) what the manager applied last time
+    (``last``) and no one owns now (``kept``: its new set and everyone else's), as
+    structured-merge-diff's prune does: only what is a member of ``merged`` can go.
+
+    As there, the struct fields on the way to a path the manager applied count as applied too
+    (``EnsureNamedFieldsAreMembers``): a struct field none of whose fields are kept goes whole, so
+    applying ``spec.nested.x`` and then nothing leaves no ``spec: {nested: {}}`` behind. A path on
+    the way to a kept one is never removed (keys applied into a map applied empty before fill it),
+    and a container a removal empties, if no one owns it as empty, goes with its last member
+    (upstream leaves it null, which the object does not keep).
+    """
+    if not last:
+        return
+    leading = {path[:depth] for path in kept for depth in range(1, len(path))}
+    removable = present | _named_fields_on_the_way(present, node)
+    removed = ((last | _named_fields_on_the_way(last, node)) & removable) - kept - leading
+    for path in sorted(removed, key=len):  # an element before its fields: they hold its key
+        if _remove(merged, path, node) and len(path) > 1:
+            container = path[:-1]
+            if container not in kept and _is_empty_container(_value_at(merged, container, node)):
+                _remove(merged, container, node)
+
+
+def _named_fields_on_the_way(paths: Iterable[Path], node: Mapping[str, Any]) -> set[Path]:
+    """The prefixes of ``paths`` that end in a field the schema declares (a struct's field, not a
+    map's key, a list element or an undeclared field)."""
+    named: set[Path] = set()
+    for path in paths:
+        current = node
+        for depth, element in enumerate(path[:-1], start=1):
+            kind, value = element[:2], element[2:]
+            if kind == "f:":
+                properties: Mapping[str, Any] = current.get("properties") or {}
+                if value in properties:
+                    named.add(path[:depth])
+                current, _ = _field_node(value, properties, current.get("additionalProperties"))
+            else:
+                items = current.get("items")
+                current = _resolve(items) if isinstance(items, Mapping) else {}
+    return named
+
+
+def _is_empty_container(value: Any) -> bool:
+    return isinstance(value, dict | list) and not value
+
+
+_ABSENT = object()
+
+
+def _value_at(obj: Any, path: Path, node: Mapping[str, Any]) -> Any:
+    """The value at ``path`` in ``obj`` (``_ABSENT`` if there is none)."""
+    current: Any = obj
+    for element in path:
+        kind, value = element[:2], element[2:]
+        if kind == "f:":
+            if not isinstance(current, dict) or value not in current:
+                return _ABSENT
+            properties: Mapping[str, Any] = node.get("properties") or {}
+            node, _ = _field_node(value, properties, node.get("additionalProperties"))
+            current = current[value]
+            continue
+        if not isinstance(current, list):
+            return _ABSENT
+        index = _element_index(current, element, node)
+        if index is None:
+            return _ABSENT
+        current = current[index]
+        items = node.get("items")
+        node = _resolve(items) if isinstance(items, Mapping) else {}
+    return current
+
+
+def _element_index(items: list[Any], element: str, node: Mapping[str, Any]) -> int | None:
+    """Where list element ``element`` (``k:``, ``v:`` or ``i:``) is in ``items``, if it is."""
+    kind, value = element[:2], element[2:]
+    item_schema = node.get("items")
+    item_node = _resolve(item_schema) if isinstance(item_schema, Mapping) else {}
+    _, keys = _list_kind(node)
+    if kind == "k:":
+        return next(
+            (i for i, item in enumerate(items) if _element_key(item, keys, item_node) == element), None
+        )
+    if kind == "v:":
+        return next((i for i, item in enumerate(items) if _value_key(item) == element), None)
+    return int(value) if value.isdigit() and int(value) < len(items) else None
+
+
+def _remove(obj: Any, path: Path, node: Mapping[str, Any]) -> bool:
+    """Remove the member at ``path`` from ``obj``; whether it was there."""
     parent: Any = obj
     for depth, element in enumerate(path):
         last = depth == len(path) - 1
         kind, value = element[:2], element[2:]
         if kind == "f:":
             if not isinstance(parent, dict) or value not in parent:
-                return
+                return False
             if last:
                 del parent[value]
-                return
+                return True
             properties: Mapping[str, Any] = node.get("properties") or {}
-            extra = node.get("additionalProperties")
-            child = properties.get(value) or (extra if isinstance(extra, Mapping) else {})
-            node = _resolve(child)
+            node, _ = _field_node(value, properties, node.get("additionalProperties"))
             parent = parent[value]
             continue
         if not isinstance(parent, list):
-            return
-        items = node.get("items")
-        item_node = _resolve(items) if isinstance(items, Mapping) else {}
-        _, keys = _list_kind(node)
-        if kind == "k:":
-            matches = [i for i, item in enumerate(parent) if _element_key(item, keys, item_node) == element]
-        elif kind == "v:":
-            matches = [i for i, item in enumerate(parent) if _value_key(item) == element]
-        else:
-            matches = [int(value)] if value.isdigit() and int(value) < len(parent) else []
-        if not matches:
-            return
+            return False
+        index = _element_index(parent, element, node)
+        if index is None:
+            return False
         if last:
-            del parent[matches[0]]
-            return
-        parent = parent[matches[0]]
-        node = item_node
+            del parent[index]
+            return True
+        parent = parent[index]
+        items = node.get("items")
+        node = _resolve(items) if isinstance(items, Mapping) else {}
+    return False

@@ -113,6 +113,36 @@ async def test_kubectl_writes_pass_through_the_defaulter_and_the_validator(
     assert (await kube_client.get(Website, "blog", namespace=kube_namespace)).metadata.name == "blog"
 
 
+async def test_an_object_the_model_refuses_is_denied_in_the_servers_words(
+    operator: kubeloop.Manager, kubectl: Kubectl, kube_client: kubeloop.APIClient, kube_namespace: str
+) -> None:
+    """Mutating admission runs before the server's schema validation (on a real cluster too), so
+    the defaulter meets objects its model cannot decode. It answers as the schema validation
+    would have, field by field, never with pydantic's dump."""
+    bad = website("bad", kube_namespace, replicas="many")
+    del bad["spec"]["domain"]
+    refused = await run(kubectl, "create", "-f", "-", stdin=json.dumps(bad), check=False)
+    assert refused.returncode != 0
+    assert "pydantic" not in refused.stderr and "ValidationError" not in refused.stderr
+    assert 'The Website "bad" is invalid:' in refused.stderr
+    assert "spec.domain: Required value" in refused.stderr
+    assert (
+        'spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"'
+        in refused.stderr
+    )
+    with pytest.raises(kubeloop.errors.Invalid) as denied:
+        await kube_client.create(bad)
+    assert denied.value.message.startswith(
+        'admission webhook "mwebsite-v1.kb.io" denied the request: Website.web.kubeloop.dev "bad" is invalid: '
+    )
+    assert [(cause.field, cause.type) for cause in denied.value.causes] == [
+        ("spec.domain", "FieldValueRequired"),
+        ("spec.replicas", "FieldValueInvalid"),
+    ]
+    with pytest.raises(kubeloop.errors.NotFound):
+        await kube_client.get(Website, "bad", namespace=kube_namespace)
+
+
 async def test_a_denial_reaches_the_client_with_its_code_and_field_causes(
     operator: kubeloop.Manager, kube_client: kubeloop.APIClient, kube_namespace: str
 ) -> None:

@@ -60,3 +60,28 @@ async def test_reads_once_and_refreshes_for_an_unknown_kind() -> None:
 
     with pytest.raises(NoKindMatch, match=re.escape('no matches for kind "Thing" in version "other.io/v1"')):
         await mapper.mapping(GroupVersionKind("other.io", "v1", "Thing"))
+
+
+@pytest.mark.parametrize(
+    ("asked", "served", "suggested"),
+    [
+        ("Cronjob", ["Job", "CronJob"], "CronJob"),
+        ("cronjob", ["Job", "CronJob"], "CronJob"),
+        ("Deploymnet", ["Deployment", "ReplicaSet"], "Deployment"),
+        ("Widget", ["Deployment", "ReplicaSet"], ""),
+    ],
+)
+async def test_an_unknown_kind_names_the_served_kind_it_was_probably_meant_to_be(
+    asked: str, served: list[str], suggested: str
+) -> None:
+    entries = [{"name": f"{kind.lower()}s", "kind": kind, "namespaced": True} for kind in served]
+
+    async def fetch(path: str) -> dict[str, object]:
+        return {"resources": entries}
+
+    mapper = RESTMapper(fetch, LookupError)
+    with pytest.raises(NoKindMatch) as refused:
+        await mapper.mapping(GroupVersionKind("batch", "v1", asked))
+    assert refused.value.suggestion == suggested
+    hint = f" (did you mean {suggested}?)" if suggested else ""
+    assert str(refused.value) == f'no matches for kind "{asked}" in version "batch/v1"{hint}'

@@ -3,13 +3,16 @@
 A kind's URL needs its plural resource name and scope, which only discovery tells. The mapper
 reads ``/api/v1`` or ``/apis/<group>/<version>`` the first time a kind of that group-version is
 used and reads it again when a kind is not in it (a CRD installed after the first read), as
-controller-runtime's lazy dynamic RESTMapper does.
+controller-runtime's lazy dynamic RESTMapper does. A kind it still does not serve is
+``NoKindMatch``, with the served kind of that group-version it was probably meant to be
+(``Cronjob`` → "did you mean CronJob?").
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+import difflib
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,11 +23,25 @@ Fetch = Callable[[str], Awaitable[Mapping[str, Any]]]
 
 
 class NoKindMatch(LookupError):
-    """The server serves no resource of this kind (its group-version, or the kind, is unknown)."""
+    """The server serves no resource of this kind (its group-version, or the kind, is unknown);
+    ``suggestion`` is a served kind it was probably meant to be (``CronJob`` for ``Cronjob``)."""
 
-    def __init__(self, gvk: GroupVersionKind) -> None:
-        super().__init__(f'no matches for kind "{gvk.kind}" in version "{gvk.api_version}"')
+    def __init__(self, gvk: GroupVersionKind, suggestion: str = "") -> None:
+        hint = f" (did you mean {suggestion}?)" if suggestion else ""
+        super().__init__(f'no matches for kind "{gvk.kind}" in version "{gvk.api_version}"{hint}')
         self.gvk = gvk
+        self.suggestion = suggestion
+
+
+def closest_kind(kind: str, served: Iterable[str]) -> str:
+    """The served kind ``kind`` was most likely meant to be: the same name in another case, else
+    one a typo away (difflib's ratio ≥ 0.8); "" when none is close."""
+    names = list(served)
+    for name in names:
+        if name.lower() == kind.lower():
+            return name
+    close = difflib.get_close_matches(kind, names, n=1, cutoff=0.8)
+    return close[0] if close else ""
 
 
 @dataclass(frozen=True)
@@ -64,7 +81,7 @@ class RESTMapper:
         kinds = await self._load(gvk, stale=known)
         found = kinds.get(gvk.kind)
         if found is None:
-            raise NoKindMatch(gvk)
+            raise NoKindMatch(gvk, closest_kind(gvk.kind, kinds))
         return found
 
     async def preferred_resources(self) -> list[ResourceMapping]:

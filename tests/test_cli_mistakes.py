@@ -24,7 +24,9 @@ KUBELOOP = [sys.executable, "-m", "kubeloop.cli.main"]
 def kubeloop(folder: pathlib.Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     environment = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}
     environment.update(HOME=str(folder), **env)
-    return subprocess.run([*KUBELOOP, *args], cwd=folder, capture_output=True, text=True, timeout=120, env=environment)
+    return subprocess.run(
+        [*KUBELOOP, *args], cwd=folder, capture_output=True, text=True, timeout=120, env=environment
+    )
 
 
 def one_line(result: subprocess.CompletedProcess[str], code: int) -> str:
@@ -33,6 +35,13 @@ def one_line(result: subprocess.CompletedProcess[str], code: int) -> str:
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
     return lines[0]
+
+
+def last_line(result: subprocess.CompletedProcess[str], code: int) -> str:
+    """The line ``kubeloop`` ended with (an embedded server logs its start above it)."""
+    assert result.returncode == code, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    return result.stderr.splitlines()[-1]
 
 
 OPERATOR = """\
@@ -45,6 +54,19 @@ def setup(manager):
 """
 
 
+BACKUPS = """\
+import kubeloop
+
+
+class BackupSpec(kubeloop.KubeModel):
+    schedule: str
+
+
+class Backup(kubeloop.CustomResource, group="example.com", version="v1"):
+    spec: BackupSpec
+"""
+
+
 @pytest.fixture
 def folder(tmp_path: pathlib.Path) -> pathlib.Path:
     (tmp_path / "operator_main.py").write_text(OPERATOR)
@@ -52,6 +74,17 @@ def folder(tmp_path: pathlib.Path) -> pathlib.Path:
     (tmp_path / "empty").mkdir()
     (tmp_path / "string_kind.py").write_text(
         "import kubeloop\n\n\ndef setup(manager):\n    kubeloop.Builder(manager).for_('Website').complete(print)\n"
+    )
+    (tmp_path / "backups.py").write_text(BACKUPS)
+    (tmp_path / "backup_operator.py").write_text(
+        "import kubeloop\nfrom backups import Backup\n\n\n"  # the model is only used, not exported
+        "def setup(manager):\n    kubeloop.Builder(manager).for_(Backup).complete(lambda request: None)\n\n\n"
+        "__all__ = ['setup']\n"
+    )
+    (tmp_path / "typo_kind.py").write_text(
+        "import kubeloop\n\n\ndef setup(manager):\n"
+        "    kind = kubeloop.GroupVersionKind('batch', 'v1', 'Cronjob')\n"
+        "    kubeloop.Builder(manager).for_(kind).complete(lambda request: None)\n"
     )
     (tmp_path / "unfinished.py").write_text(
         "import kubeloop\nfrom kubeloop import kinds\n\n\ndef setup(manager):\n"
@@ -75,7 +108,9 @@ def test_a_target_that_names_nothing(folder: pathlib.Path, target: str, expected
     assert one_line(kubeloop(folder, "run", target, "--embedded"), 2) == expected.format(folder=folder)
 
 
-def test_module_targets_resolve_from_the_current_folder_and_v_follows_the_command(folder: pathlib.Path) -> None:
+def test_module_targets_resolve_from_the_current_folder_and_v_follows_the_command(
+    folder: pathlib.Path,
+) -> None:
     (folder / "models.py").write_text(
         "import kubeloop\n\n\nclass GadgetSpec(kubeloop.KubeModel):\n    size: int\n\n\n"
         "class Gadget(kubeloop.CustomResource, group='example.com', version='v1'):\n    spec: GadgetSpec\n"
@@ -100,10 +135,14 @@ def test_a_kubeconfig_that_cannot_be_used(
     (folder / "malformed.yaml").write_text("apiVersion: v1\n: : :\n")
     (folder / "context.yaml").write_text("apiVersion: v1\nkind: Config\ncurrent-context: here\ncontexts: [{name: here, context: {cluster: c, user: u}}]\n")  # fmt: skip
     flags = ["--kubeconfig", kubeconfig] if kubeconfig else []
-    assert one_line(kubeloop(folder, "run", "operator_main", *flags, *extra), 2) == expected.format(folder=folder)
+    assert one_line(kubeloop(folder, "run", "operator_main", *flags, *extra), 2) == expected.format(
+        folder=folder
+    )
 
 
-def kubeconfig_for(server: ServerThread, path: pathlib.Path, *, url: str | None = None, token: str | None = None) -> str:
+def kubeconfig_for(
+    server: ServerThread, path: pathlib.Path, *, url: str | None = None, token: str | None = None
+) -> str:
     config: dict[str, Any] = yaml.safe_load(server.kubeconfig.read_text())
     if url is not None:
         config["clusters"][0]["cluster"]["server"] = url
@@ -115,7 +154,9 @@ def kubeconfig_for(server: ServerThread, path: pathlib.Path, *, url: str | None 
     return str(path)
 
 
-def test_a_server_that_does_not_answer_is_named_with_the_cause(folder: pathlib.Path, shared_server: ServerThread) -> None:
+def test_a_server_that_does_not_answer_is_named_with_the_cause(
+    folder: pathlib.Path, shared_server: ServerThread
+) -> None:
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -156,7 +197,12 @@ def test_missing_permissions_are_named_before_anything_starts(
     # Read access in its namespace: it starts, and says what its reconciles will lack.
     binding = {"metadata": {"name": "op-view"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
                "subjects": [{"kind": "ServiceAccount", "name": "op", "namespace": namespace}]}  # fmt: skip
-    assert api.post(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings", binding).status_code == 201
+    assert (
+        api.post(
+            f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings", binding
+        ).status_code
+        == 201
+    )
     environment = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}
     started = subprocess.Popen(
         [*KUBELOOP, "run", "operator_main", "--kubeconfig", config, "--namespace", namespace],
@@ -190,3 +236,36 @@ def test_a_kind_given_as_a_string_and_a_builder_never_completed(folder: pathlib.
         "kubeloop run: the Builder for ConfigMap was never completed: end it with .complete(reconcile)"
     )
     assert "Traceback" not in unfinished.stderr
+
+
+def test_a_kind_the_server_does_not_serve_is_one_line_and_install_crds_installs_what_the_setup_uses(
+    folder: pathlib.Path,
+) -> None:
+    missing = last_line(kubeloop(folder, "run", "backup_operator.py", "--embedded"), 1)
+    assert missing.startswith("kubeloop run: https://127.0.0.1:")
+    assert missing.endswith(
+        " serves no Backup in example.com/v1 (its CRD is not installed: run with --install-crds, "
+        "or kubeloop manifests and kubectl apply -k config/crd)"
+    )
+    # The model is not in the module's namespace (main.py imports only setup's module): the
+    # setup's for_ names it, and that is enough for --install-crds.
+    started = subprocess.Popen(
+        [*KUBELOOP, "run", "backup_operator.py", "--embedded", "--install-crds"],
+        cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "HOME": str(folder)}, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert started.stdout is not None
+        lines = [started.stdout.readline() for _ in range(4)]
+        assert "kubeloop run: installed 1 CRD(s): backups.example.com\n" in lines, lines
+        assert lines[-1] == "kubeloop run: 1 controller(s) starting\n"
+    finally:
+        started.send_signal(signal.SIGTERM)
+        assert started.wait(60) == 0
+
+
+def test_a_misspelt_kind_names_the_kind_it_was_meant_to_be(folder: pathlib.Path) -> None:
+    typo = last_line(kubeloop(folder, "run", "typo_kind.py", "--embedded"), 1)
+    assert typo.endswith(
+        " serves no Cronjob in batch/v1: did you mean CronJob? (kinds are case-sensitive, as in kubectl api-resources)"
+    )

@@ -9,7 +9,7 @@ import pathlib
 import subprocess
 import sys
 
-OPERATOR = '''\
+OPERATOR = """\
 import kubeloop
 from kubeloop import kinds
 
@@ -21,9 +21,9 @@ def setup(manager):
         await manager.client.update(config_map)
 
     kubeloop.Builder(manager).for_(kinds.ConfigMap).complete(reconcile)
-'''
+"""
 
-TESTS = '''\
+TESTS = """\
 import pytest
 
 import kubeloop
@@ -68,14 +68,14 @@ async def test_the_operator_runs(kube_operator, kube_client, kube_namespace):
         assert found["metadata"]["labels"] == {"seen": "yes"}
 
     await eventually(labelled)
-'''
+"""
 
-CONFIG = '''\
+CONFIG = """\
 [tool.pytest.ini_options]
 asyncio_mode = "auto"
 asyncio_default_fixture_loop_scope = "function"
 {extra}
-'''
+"""
 
 
 def pytest_in(folder: pathlib.Path) -> subprocess.CompletedProcess[str]:
@@ -100,9 +100,45 @@ def test_the_operator_fixture_says_what_it_lacks(tmp_path: pathlib.Path) -> None
     result = pytest_in(tmp_path)
     assert result.returncode == 1
     assert (
-        "kube_operator runs the operator's setup: set kubeloop_setup = \"module:function\" in the pytest "
+        'kube_operator runs the operator\'s setup: set kubeloop_setup = "module:function" in the pytest '
         "configuration, or define a kube_setup fixture returning it"
     ) in result.stdout
     (tmp_path / "pyproject.toml").write_text(CONFIG.format(extra='kubeloop_setup = "absent:setup"'))
     result = pytest_in(tmp_path)
     assert "kubeloop_setup = 'absent:setup': no module named 'absent'" in result.stdout
+
+
+def test_the_operator_fixture_installs_what_the_setup_uses_and_fails_at_once_on_what_nothing_defines(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The CRD of a model the setup watches is installed though the setup's module only imports
+    it inside setup; a kind nothing defines fails the test at once, naming it (the cache would
+    otherwise wait its whole sync timeout, 2 minutes, for it)."""
+    (tmp_path / "backups.py").write_text(
+        "import kubeloop\n\n\nclass BackupSpec(kubeloop.KubeModel):\n    schedule: str\n\n\n"
+        "class Backup(kubeloop.CustomResource, group='example.com', version='v1'):\n    spec: BackupSpec\n"
+    )
+    (tmp_path / "backup_operator.py").write_text(
+        "import kubeloop\n\n\ndef setup(manager):\n    from backups import Backup\n\n"
+        "    kubeloop.Builder(manager).for_(Backup).complete(lambda request: None)\n\n\n"
+        "def typo(manager):\n    cronjob = kubeloop.GroupVersionKind('batch', 'v1', 'Cronjob')\n"
+        "    kubeloop.Builder(manager).for_(cronjob).complete(lambda request: None)\n"
+    )
+    (tmp_path / "test_backups.py").write_text(
+        "import pytest\nfrom backups import Backup\n\n\n"
+        "async def test_the_crd_is_there(kube_operator, kube_client, kube_namespace):\n"
+        "    made = await kube_client.create(Backup(metadata={'name': 'b'}, spec={'schedule': '@daily'}), "
+        "namespace=kube_namespace)\n"
+        "    assert made.spec.schedule == '@daily'\n"
+    )
+    (tmp_path / "pyproject.toml").write_text(CONFIG.format(extra='kubeloop_setup = "backup_operator:setup"'))
+    result = pytest_in(tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (tmp_path / "pyproject.toml").write_text(CONFIG.format(extra='kubeloop_setup = "backup_operator:typo"'))
+    result = pytest_in(tmp_path)
+    assert result.returncode == 1
+    assert (
+        "kube_operator: the setup uses a kind the server does not serve: "
+        'no matches for kind "Cronjob" in version "batch/v1" '
+        "(did you mean CronJob?)"
+    ) in result.stdout

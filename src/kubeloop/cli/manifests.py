@@ -12,47 +12,52 @@ from __future__ import annotations
 
 import contextlib
 import pathlib
+import sys
 from typing import Any
 
 import yaml
 
 from kubeloop.api.crdgen import to_yaml
-from kubeloop.cli.run import required_cluster_role, required_webhook_configurations
+from kubeloop.cli.run import NO_CONTROLLERS, required_manifests
 from kubeloop.cli.scaffold import add_resource
-from kubeloop.manager.operatortarget import load_target, module_crds
 
 CRD_COMMENT = "# The CRDs of the operator's kinds (written by kubeloop manifests)."
 
 
-async def write_manifests(root: pathlib.Path) -> list[pathlib.Path]:
-    """Write the project's CRDs and role; the files written."""
-    module, _ = load_target(str(root))
+async def write_manifests(root: pathlib.Path, *, warn: bool = True) -> list[pathlib.Path]:
+    """Write the project's CRDs, role and webhook files; the files written. Everything is
+    computed before anything is written: an operator whose setup fails, or names a kind nothing
+    defines, leaves ``config/`` as it was. ``warn``: say so when the setup registers no
+    controllers (the role is then next to empty)."""
+    manifests = await required_manifests(
+        str(root), role="manager-role", service="webhook-service", namespace="system"
+    )
+    if warn and not manifests.controllers:
+        print(f"kubeloop manifests: {NO_CONTROLLERS}", file=sys.stderr, flush=True)
     crd_dir = root / "config" / "crd"
+    crd_files = {
+        f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml": to_yaml([crd])
+        for crd in manifests.crds
+    }
+    role_text = to_yaml([manifests.role])
     crd_dir.mkdir(parents=True, exist_ok=True)
     written: list[pathlib.Path] = []
-    names: list[str] = []
-    for crd in module_crds(module):
-        spec = crd["spec"]
-        path = crd_dir / f"{spec['group']}_{spec['names']['plural']}.yaml"
-        path.write_text(to_yaml([crd]))
-        written.append(path)
-        names.append(path.name)
+    for name, text in crd_files.items():
+        (crd_dir / name).write_text(text)
+        written.append(crd_dir / name)
     for stale in crd_dir.glob("*_*.yaml"):
-        if stale.name not in names:
+        if stale.name not in crd_files:
             stale.unlink()
     kustomization = crd_dir / "kustomization.yaml"
     kustomization.write_text(CRD_COMMENT + "\nresources: []\n")
-    for name in names:
+    for name in crd_files:
         add_resource(kustomization, name)
     written.append(kustomization)
     role = root / "config" / "rbac" / "role.yaml"
     role.parent.mkdir(parents=True, exist_ok=True)
-    role.write_text(to_yaml([await required_cluster_role(str(root), "manager-role")]))
+    role.write_text(role_text)
     written.append(role)
-    configurations = await required_webhook_configurations(
-        str(root), service="webhook-service", namespace="system"
-    )
-    written.extend(write_webhook_deployment(root, configurations, crds=module_crds(module)))
+    written.extend(write_webhook_deployment(root, manifests.webhook_configurations, crds=manifests.crds))
     return written
 
 

@@ -59,6 +59,7 @@ from kubeloop.client.config import ClientConfig, ConfigError, load_config
 from kubeloop.client.crdinstall import install_crds
 from kubeloop.client.preflight import CannotUseCluster, Needed, check_connection, check_permissions
 from kubeloop.client.rest import APIClient
+from kubeloop.client.restmapper import NoKindMatch
 from kubeloop.errors import APIError
 from kubeloop.gcpause import tune_for_serving
 from kubeloop.lifecycle import cancel_and_wait
@@ -200,15 +201,13 @@ async def run(
                         embedded=True,
                         objects=objects,
                     )
-                crds = module_crds(module) if flags.install_crds else []
                 await _manage(
-                    setup, crds, kubeconfig, context, flags, signals, embedded=True, objects=objects
+                    setup, module, kubeconfig, context, flags, signals, embedded=True, objects=objects
                 )
                 return 0
         if reload:
             return await _run_reloading(target, (module, attribute), kubeconfig, context, flags, signals)
-        crds = module_crds(module) if flags.install_crds else []
-        await _manage(setup, crds, kubeconfig, context, flags, signals)
+        await _manage(setup, module, kubeconfig, context, flags, signals)
         return 0
     finally:
         signals.remove()
@@ -238,7 +237,7 @@ async def _run_reloading(
             setup = setup_of(target, module, attribute)
             changed = await _manage(
                 setup,
-                module_crds(module) if flags.install_crds else [],
+                module,
                 kubeconfig,
                 context,
                 flags,
@@ -283,7 +282,7 @@ async def _run_reloading(
 
 async def _manage(
     setup: Setup,
-    crds: list[dict[str, Any]],
+    module: ModuleType,
     kubeconfig: str | None,
     context: str | None,
     flags: ManagerFlags,
@@ -294,7 +293,8 @@ async def _manage(
     objects: Callable[[], Iterable[Obj]] | None = None,
 ) -> list[str] | None:
     """Run a manager with ``setup`` until a signal (None), or with ``watcher`` until files
-    change (the files)."""
+    change (the files). With ``--install-crds``, the CRDs of the models ``module`` holds and of
+    those the setup uses are installed before the manager starts."""
     config, source = client_config(kubeconfig, context)
     async with APIClient(config) as client:
         try:
@@ -303,12 +303,13 @@ async def _manage(
             hint = "" if embedded else "without a cluster: --embedded runs an API server in this process"
             raise ClusterUnusable(str(error), hint) from None
         print(f"kubeloop run: connected to {config.server}" + (f" as {user}" if user else ""), flush=True)
+        manager = flags.manager(client, config.namespace, embedded=embedded)
+        run_setup(setup, manager)
+        crds = module_crds(module, manager) if flags.install_crds else []
         if crds or flags.crd_files:
             installed = await install_crds(client, *crds, *flags.crd_files)
             names = ", ".join(crd["metadata"]["name"] for crd in installed)
             print(f"kubeloop run: installed {len(installed)} CRD(s): {names}", flush=True)
-        manager = flags.manager(client, config.namespace, embedded=embedded)
-        run_setup(setup, manager)
         await _check_permissions(client, manager, user, flags.namespace)
         if flags.webhook_cert_secret and flags.webhook_service and manager.webhook_server.webhooks:
             rotator = cert_rotator(
@@ -343,6 +344,8 @@ async def _manage(
             )
             manager.add(console.run, name="console", need_leader_election=False)
         print(f"kubeloop run: {len(manager.controllers)} controller(s) starting", flush=True)
+        if not manager.controllers:
+            print(f"kubeloop run: {NO_CONTROLLERS}", file=sys.stderr, flush=True)
         tune_for_serving()
         changed: list[str] | None = None
 
@@ -409,15 +412,39 @@ def _resolver(client: APIClient) -> Callable[[GroupVersionKind], Awaitable[Resou
     return resolve
 
 
+#: What ``kubeloop run`` and ``kubeloop manifests`` say of a setup that registers no controller.
+NO_CONTROLLERS = (
+    "warning: the setup registers no controllers (no Builder(...).complete(...) ran): "
+    "nothing will be reconciled, and the generated role grants only what the rest of the setup needs"
+)
+
+
+def _no_kind(client: APIClient, manager: Manager, missing: NoKindMatch) -> tuple[str, str]:
+    """The one line (and its hint) for a kind the operator uses and the server does not serve."""
+    gvk = missing.gvk
+    problem = f"{client.config.server} serves no {gvk.kind} in {gvk.api_version}"
+    if missing.suggestion:
+        return (
+            f"{problem}: did you mean {missing.suggestion}?",
+            "kinds are case-sensitive, as in kubectl api-resources",
+        )
+    if any(model.__gvk__ == gvk for model in manager.custom_resources):
+        return (
+            problem,
+            "its CRD is not installed: run with --install-crds, or kubeloop manifests and kubectl apply -k config/crd",
+        )
+    return problem, "install its CRD first, or use the kind's model in the setup so that --install-crds can"
+
+
 async def _check_permissions(client: APIClient, manager: Manager, user: str, namespace: str | None) -> None:
     """ClusterUnusable when the server refuses the operator what its informers need (list and
     watch); other refused verbs are warned about, in one line."""
     try:
         rules = await manager.permissions.rules(_resolver(client))
-    except APIError as error:  # a kind the server does not serve
-        raise ClusterUnusable(
-            f"{client.config.server}: {error}", "install its CRD, or run with --install-crds"
-        ) from None
+    except NoKindMatch as missing:  # a kind the server does not serve
+        raise ClusterUnusable(*_no_kind(client, manager, missing)) from None
+    except APIError as error:
+        raise ClusterUnusable(f"{client.config.server}: {error}") from None
     needed = [
         Needed(verb, group, *(resource.split("/", 1) if "/" in resource else (resource,)))
         for rule in rules
@@ -463,9 +490,11 @@ def _webhook_installer(client: APIClient, manager: Manager) -> Callable[[asyncio
 
 
 @contextlib.asynccontextmanager
-async def _set_up_on_an_embedded_server(target: str) -> AsyncIterator[tuple[APIClient, Manager]]:
-    """TARGET's setup run on a manager (not started) of an embedded server holding its CRDs:
-    what ``kubeloop rbac`` and ``kubeloop webhook`` read what the operator registers from."""
+async def _set_up_on_an_embedded_server(target: str) -> AsyncIterator[tuple[APIClient, Manager, ModuleType]]:
+    """TARGET's setup run on a manager (not started) of an embedded server holding the CRDs of
+    its models and of those its setup uses: what ``kubeloop rbac``, ``webhook`` and ``manifests``
+    read what the operator registers from. A kind the setup uses and nothing defines is a
+    :class:`UsageError` naming it."""
     from kubeloop.apiserver.server import APIServer, ServerOptions
 
     module, attribute = load_target(target)
@@ -474,10 +503,59 @@ async def _set_up_on_an_embedded_server(target: str) -> AsyncIterator[tuple[APIC
         APIServer(ServerOptions(memory=True, port=0, controllers=False)) as server,
         APIClient(load_config(str(server.kubeconfig_path))) as client,
     ):
-        await install_crds(client, *module_crds(module))
         manager = Manager(client)
         run_setup(setup, manager)
-        yield client, manager
+        await install_crds(client, *module_crds(module, manager))
+        try:
+            yield client, manager, module
+        except NoKindMatch as missing:
+            gvk = missing.gvk
+            hint = (
+                f"did you mean {missing.suggestion}?"
+                if missing.suggestion
+                else "it is not a built-in kind, and no model of the operator's defines it"
+            )
+            raise UsageError(f"the setup uses {gvk.kind} of {gvk.api_version}", hint) from None
+
+
+@dataclass(frozen=True)
+class OperatorManifests:
+    """What a project's ``config/`` is written from: its CRDs, its ClusterRole and its webhook
+    configurations (with the patches of the CRDs it converts)."""
+
+    crds: list[dict[str, Any]]
+    role: dict[str, Any]
+    webhook_configurations: list[dict[str, Any]]
+    controllers: int
+
+
+async def required_manifests(target: str, *, role: str, service: str, namespace: str) -> OperatorManifests:
+    """Everything ``kubeloop manifests`` writes, computed from one setup of TARGET's operator."""
+    async with _set_up_on_an_embedded_server(target) as (client, manager, module):
+        manager.permissions.allow(LEASE, "get", "create", "update")  # deployed with --leader-elect
+        cluster_role = await manager.permissions.cluster_role(role, _resolver(client))
+        configurations = await _webhook_configurations(client, manager, service, namespace)
+        return OperatorManifests(
+            module_crds(module, manager), cluster_role, configurations, len(manager.controllers)
+        )
+
+
+async def _webhook_configurations(
+    client: APIClient,
+    manager: Manager,
+    service: str,
+    namespace: str,
+    name_prefix: str = "",
+    ca_bundle: bytes | None = None,
+) -> list[dict[str, Any]]:
+    async def resolve(gvk: GroupVersionKind) -> str:
+        return (await client.mapping(gvk)).resource
+
+    client_config = service_client_config(service, namespace, ca_bundle=ca_bundle)
+    configurations = await webhook_configurations(
+        manager.webhook_server, resolve, client_config, name_prefix=name_prefix
+    )
+    return configurations + crd_conversion_patches(manager.webhook_server, client_config)
 
 
 async def required_webhook_configurations(
@@ -485,20 +563,12 @@ async def required_webhook_configurations(
 ) -> list[dict[str, Any]]:
     """The webhook configurations TARGET's operator needs, calling ``service`` in ``namespace``,
     then the patches of the CRDs it converts (``kubeloop webhook``)."""
-    async with _set_up_on_an_embedded_server(target) as (client, manager):
-
-        async def resolve(gvk: GroupVersionKind) -> str:
-            return (await client.mapping(gvk)).resource
-
-        client_config = service_client_config(service, namespace, ca_bundle=ca_bundle)
-        configurations = await webhook_configurations(
-            manager.webhook_server, resolve, client_config, name_prefix=name_prefix
-        )
-        return configurations + crd_conversion_patches(manager.webhook_server, client_config)
+    async with _set_up_on_an_embedded_server(target) as (client, manager, _):
+        return await _webhook_configurations(client, manager, service, namespace, name_prefix, ca_bundle)
 
 
 async def required_cluster_role(target: str, name: str) -> dict[str, Any]:
     """The ClusterRole TARGET's operator needs (``kubeloop rbac``)."""
-    async with _set_up_on_an_embedded_server(target) as (client, manager):
+    async with _set_up_on_an_embedded_server(target) as (client, manager, _):
         manager.permissions.allow(LEASE, "get", "create", "update")  # deployed with --leader-elect
         return await manager.permissions.cluster_role(name, _resolver(client))

@@ -4,7 +4,8 @@ the server's URL and the cause, instead of informers retrying for ever in the ba
 
 :func:`check_connection` asks ``/version`` once (no retries) and then who the credentials are
 (a SelfSubjectReview, or ``/api`` where that is not served); :func:`check_permissions` asks a
-SelfSubjectAccessReview for each verb the operator needs and returns what is refused.
+SelfSubjectAccessReview for each verb the operator needs and returns what is refused;
+:func:`unserved_kinds` names the kinds the server does not serve.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from dataclasses import dataclass
 import orjson
 
 from kubeloop import errors
+from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.config import ClientConfig
 from kubeloop.client.credentials import CredentialError, TokenFileCredentials
 from kubeloop.client.execplugin import ExecCredentials
 from kubeloop.client.rest import APIClient, RetryPolicy
+from kubeloop.client.restmapper import NoKindMatch
 
 
 class CannotUseCluster(Exception):
@@ -117,6 +120,18 @@ async def check_connection(client: APIClient, *, source: str) -> str:
         return str(user.get("username") or "")
     finally:
         client.retry = patient
+
+
+async def unserved_kinds(client: APIClient, kinds: Iterable[GroupVersionKind]) -> list[str]:
+    """One sentence for each of ``kinds`` the server does not serve (a CRD not installed, a
+    misspelt kind: then with the served kind it was probably meant to be)."""
+    missing: list[str] = []
+    for gvk in dict.fromkeys(kinds):
+        try:
+            await client.mapping(gvk)
+        except NoKindMatch as error:
+            missing.append(str(error))
+    return missing
 
 
 async def check_permissions(

@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Self
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from kubeloop.api.crdgen import custom_resources_in
+from kubeloop.api.model import KubeObject
 from kubeloop.cache.cache import Cache
 from kubeloop.cache.informer import Informer
 from kubeloop.cache.options import CacheOptions
 from kubeloop.cache.store import IndexFunc
-from kubeloop.client.interface import KindRef
+from kubeloop.client.interface import KindRef, model_class
 from kubeloop.client.rest import APIClient
 from kubeloop.client.sync import BlockingClient
 from kubeloop.controller.controller import Controller
@@ -109,6 +111,8 @@ class Manager:
         self.controllers: dict[str, Controller] = {}
         #: What the operator needs RBAC to allow (``kubeloop rbac`` prints it as a ClusterRole).
         self.permissions = Permissions()
+        #: The custom resource models the operator's setup watches, owns or admits (``uses``).
+        self.custom_resources: list[type[KubeObject]] = []
         if leader_election is not None:
             self.permissions.allow(LEASE, "get", "create", "update")
         self._started = False
@@ -149,7 +153,16 @@ class Manager:
 
     def informer_for(self, kind: KindRef, *, metadata_only: bool = False) -> Informer:
         """The shared informer of ``kind`` (created on first use; started with the manager)."""
+        self.uses(kind)
         return self.cache.informer_for(kind, metadata_only=metadata_only)
+
+    def uses(self, kind: KindRef) -> None:
+        """Note that the operator uses ``kind``: a custom resource model among them joins
+        ``custom_resources`` (what ``kubeloop run --install-crds`` and the test kit install).
+        Builders and informers call it; call it for a kind only a reconciler touches."""
+        for model in custom_resources_in([model_class(kind)]):
+            if model not in self.custom_resources:
+                self.custom_resources.append(model)
 
     def add_index(self, kind: KindRef, field: str, index: IndexFunc) -> None:
         """Index ``kind``'s cached objects by ``index(obj)`` under ``field`` (IndexField)."""

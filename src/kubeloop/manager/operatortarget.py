@@ -123,10 +123,15 @@ def _operator_line(trace: TracebackType | None) -> str:
     return found
 
 
-def module_crds(module: ModuleType) -> list[dict[str, Any]]:
-    """The CRDs of the custom resource models ``module`` defines or imports; a model that has
-    no structural schema is a :class:`TargetError`."""
+def module_crds(module: ModuleType | None, manager: Manager | None = None) -> list[dict[str, Any]]:
+    """The CRDs of the custom resource models ``module`` defines or imports and, given the
+    ``manager`` its setup ran on, of those the setup uses (``manager.custom_resources``: watched,
+    owned or admitted, wherever they are defined); a model that has no structural schema is a
+    :class:`TargetError`."""
+    models = custom_resources_in(vars(module).values()) if module is not None else []
+    if manager is not None:
+        models += [model for model in manager.custom_resources if model not in models]
     try:
-        return definitions(*custom_resources_in(vars(module).values()))
+        return definitions(*models)
     except SchemaConversionError as error:
         raise TargetError(str(error)) from None

@@ -20,7 +20,7 @@ from kubeloop.client.interface import KindRef, gvk_of, model_class
 from kubeloop.manager.manager import Manager
 from kubeloop.webhook.admission import CREATE, UPDATE, AdmissionWebhook
 from kubeloop.webhook.defaulting import DefaulterLike, defaulting_handler
-from kubeloop.webhook.hubconversion import CONVERT_PATH, ConversionWebhook, convertible
+from kubeloop.webhook.hubconversion import CONVERT_PATH, ConversionWebhook, convertible, versions_of
 from kubeloop.webhook.validating import operations_of, validating_handler
 
 
@@ -90,6 +90,7 @@ class WebhookBuilder:
             raise ValueError("WebhookBuilder needs for_(kind): the kind its webhooks admit")
         gvk = gvk_of(self._kind)
         model = model_class(self._kind)
+        self.manager.uses(self._kind)
         converts = model is not None and convertible(model)
         if self._defaulter is None and self._validator is None and not converts:
             raise ValueError(
@@ -106,6 +107,8 @@ class WebhookBuilder:
                 server.register(CONVERT_PATH, conversion)
             conversion.add(model)
             registered.append(conversion)
+            for version in versions_of(model).values():  # the CRD serves every version it converts
+                self.manager.uses(version)
         if self._defaulter is not None:
             webhook = AdmissionWebhook(
                 defaulting_handler(model, self._defaulter, keep_removals=self._keep_removals),

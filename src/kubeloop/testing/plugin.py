@@ -30,6 +30,7 @@ import pytest
 
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.crdinstall import install_crds
+from kubeloop.client.preflight import unserved_kinds
 from kubeloop.client.rest import APIClient
 from kubeloop.manager.manager import Manager
 from kubeloop.manager.operatortarget import Setup, TargetError, load_target, module_crds, run_setup, setup_of
@@ -205,18 +206,27 @@ async def kube_operator(
     kube_operator_module: tuple[ModuleType, str] | None,
 ) -> AsyncIterator[Manager]:
     """The operator running: ``kube_setup`` in a started manager of ``kube_client`` whose cache
-    sees ``kube_namespace``, with the CRDs of the models ``kubeloop_setup``'s module defines or
-    imports (else the setup's own module's) installed, and its webhooks (if it registers any)
-    served and installed into the server while the test runs; stopped after the test."""
+    sees ``kube_namespace``, with the CRDs installed of the models ``kubeloop_setup``'s module
+    defines or imports (else the setup's own module's) and of those the setup watches, owns or
+    admits, and its webhooks (if it registers any) served and installed into the server while
+    the test runs; stopped after the test. A kind the server does not serve fails the test at
+    once, naming it."""
     if kube_operator_module is not None:
         module: ModuleType | None = kube_operator_module[0]
     else:
         module = sys.modules.get(getattr(kube_setup, "__module__", "") or "")
-    crds = module_crds(module) if module is not None else []
-    if crds:
-        await install_crds(kube_client, *crds)
     manager = Manager(kube_client, namespace=kube_namespace, webhook_server=WebhookServer(port=0))
     run_setup(kube_setup, manager)
+    crds = module_crds(module, manager)
+    if crds:
+        await install_crds(kube_client, *crds)
+    # A kind the server does not serve would hold the cache's sync for its whole timeout (2 min).
+    unserved = await unserved_kinds(kube_client, [gvk for gvk, _ in manager.cache.informers])
+    if unserved:
+        pytest.fail(
+            f"kube_operator: the setup uses a kind the server does not serve: {'; '.join(unserved)}",
+            pytrace=False,
+        )
     async with manager:
         if not manager.webhook_server.webhooks:
             yield manager

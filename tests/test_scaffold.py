@@ -20,6 +20,8 @@ from tests.apiserver.test_kubectl import KUBECTLS
 from tests.conftest import ServerThread, start_server
 
 BIN = pathlib.Path(sys.executable).parent
+# The project's make targets are run here in kubeloop's own environment (VENV=..., used as it is),
+# but for test_the_readmes_commands_run_as_written, which lets make install the project's.
 
 
 def environment(home: pathlib.Path) -> dict[str, str]:
@@ -124,7 +126,7 @@ def test_the_webhook_configurations_call_the_service(project: pathlib.Path) -> N
 def test_make_run_serves_it_and_a_sample_becomes_available(project: pathlib.Path) -> None:
     kubectl = str(KUBECTLS[-1])
     run = subprocess.Popen(
-        ["make", "run"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        ["make", "run", f"VENV={BIN.parent}"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env=environment(project), start_new_session=True,
     )  # fmt: skip
     try:
@@ -166,7 +168,7 @@ def test_manifests_are_written_again_from_the_code(project: pathlib.Path) -> Non
     stale = project / "config/crd/gone.example.com_things.yaml"
     stale.write_text("stale\n")
     made = subprocess.run(
-        ["make", "manifests"],
+        ["make", "manifests", f"VENV={BIN.parent}"],
         cwd=project,
         capture_output=True,
         text=True,
@@ -363,3 +365,112 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def test_the_readmes_commands_run_as_written(cluster: ServerThread, tmp_path: pathlib.Path) -> None:
+    """Every command the generated README suggests, as written, in order, in a shell that has
+    kubeloop (as after make demo) and kubectl: the kind and webhook by their short group under
+    the project's domain, ``make test`` (which makes the project's .venv: nothing installed by
+    hand), ``make run`` until it serves, and ``make deploy`` into a cluster. (The README's
+    ``make docker-build`` needs a Docker engine, which these machines do not run.)"""
+    made = kubeloop(tmp_path, "init", "shop-operator", "--domain", "shop.dev")
+    assert made.returncode == 0, made.stderr
+    root = tmp_path / "shop-operator"
+    readme = (root / "README.md").read_text()
+    commands = [line.split("#")[0].strip() for line in readme.splitlines() if line.startswith("    ")]
+    assert [c.split()[:3] for c in commands] == [
+        ["kubeloop", "create", "api"],
+        ["kubeloop", "create", "webhook"],
+        ["make", "test"],
+        ["make", "run"],
+        ["make", "deploy"],
+    ]
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "kubectl").symlink_to(KUBECTLS[-1])
+    env = environment(tmp_path)
+    env.update(PATH=f"{tools}{os.pathsep}{env['PATH']}", KUBECONFIG=str(cluster.kubeconfig))
+    env.pop("VIRTUAL_ENV", None)
+    assert not (root / ".venv").exists()
+    for command in commands:
+        if command == "make run":
+            run = subprocess.Popen(
+                ["bash", "-c", command], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True, env=env, start_new_session=True,
+            )  # fmt: skip
+            try:
+                assert run.stdout is not None
+                lines = []
+                while not lines or "controller(s) starting" not in lines[-1]:
+                    lines.append(run.stdout.readline())
+                    assert lines[-1], "make run ended:\n" + "".join(lines)
+                assert lines[-1] == "kubeloop run: 1 controller(s) starting\n"
+            finally:
+                os.killpg(run.pid, signal.SIGTERM)
+                run.wait(60)
+            continue
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=root, capture_output=True, text=True, env=env, timeout=600
+        )
+        assert done.returncode == 0, f"$ {command}\n{done.stdout}\n{done.stderr}"
+        if command == "make test":
+            assert "4 passed" in done.stdout  # the controller's two tests and the webhooks' two
+            assert (root / ".venv" / "bin" / "kubeloop").exists()  # installed by make, not by hand
+    model = (root / "shop_operator" / "api" / "v1" / "website.py").read_text()
+    assert 'group="web.shop.dev"' in model
+    crd = subprocess.run(
+        [str(tools / "kubectl"), "get", "crd", "websites.web.shop.dev", "-o", "name"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert crd.stdout == "customresourcedefinition.apiextensions.k8s.io/websites.web.shop.dev\n", crd.stderr
+
+
+def test_manifests_are_computed_whole_before_config_is_touched(tmp_path: pathlib.Path) -> None:
+    """A setup that names a kind nothing defines, or that fails, leaves config/ as it was (it used
+    to delete a CRD's file and then crash half-way); a model the setup uses but main.py does not
+    import still has its CRD written; a setup without controllers is warned about."""
+    assert kubeloop(tmp_path, "init", "keep-operator").returncode == 0
+    root = tmp_path / "keep-operator"
+    empty = kubeloop(root, "manifests", ".")
+    assert empty.returncode == 0, empty.stderr
+    assert empty.stderr == (
+        "kubeloop manifests: warning: the setup registers no controllers (no Builder(...).complete(...) "
+        "ran): nothing will be reconciled, and the generated role grants only what the rest of the setup needs\n"
+    )
+    added = kubeloop(root, "create", "api", "--group", "web", "--version", "v1", "--kind", "Website")
+    assert added.returncode == 0, added.stderr
+    main = root / "main.py"
+    main.write_text(main.read_text().replace("from keep_operator.api.v1 import Website as Website\n", ""))
+    unimported = kubeloop(root, "manifests", ".")
+    assert unimported.returncode == 0 and unimported.stderr == "", unimported.stderr
+    crd = root / "config" / "crd" / "web.example.com_websites.yaml"
+    assert yaml.safe_load(crd.read_text())["metadata"]["name"] == "websites.web.example.com"
+
+    def config() -> dict[str, bytes]:
+        return {
+            str(p.relative_to(root)): p.read_bytes()
+            for p in sorted((root / "config").rglob("*"))
+            if p.is_file()
+        }
+
+    before = config()
+    main.write_text(
+        main.read_text()
+        + "\n\nimport kubeloop  # noqa: E402\nfrom keep_operator import setup as _setup  # noqa: E402\n\n\n"
+        "def setup(manager):  # noqa: F811\n    _setup(manager)\n"
+        "    gadget = kubeloop.GroupVersionKind('example.com', 'v1', 'Gadget')\n"
+        "    kubeloop.Builder(manager).named('gadgets').for_(gadget).complete(lambda request: None)\n"
+    )
+    unknown = kubeloop(root, "manifests", ".")
+    assert unknown.returncode == 2, unknown.stdout + unknown.stderr
+    assert unknown.stderr == (
+        "kubeloop manifests: the setup uses Gadget of example.com/v1 "
+        "(it is not a built-in kind, and no model of the operator's defines it)\n"
+    )
+    assert config() == before
+    main.write_text(
+        main.read_text() + "\n\ndef setup(manager):  # noqa: F811\n    raise RuntimeError('broken')\n"
+    )
+    failing = kubeloop(root, "manifests", ".")
+    assert failing.returncode != 0 and "RuntimeError: broken" in failing.stderr
+    assert config() == before

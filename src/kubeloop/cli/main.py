@@ -152,10 +152,17 @@ def _build_parser() -> argparse.ArgumentParser:
 
     init = commands.add_parser("init", help="create an operator project in a new folder NAME")
     init.add_argument("name", help="the project's name: lower-case letters, digits and '-' (blog-operator)")
+    init.add_argument(
+        "--domain",
+        default="example.com",
+        help="the domain of the project's API groups: create api --group web makes web.DOMAIN (default example.com)",
+    )
     create = commands.add_parser("create", help="add to the project in the current folder: create api ...")
     what = create.add_subparsers(dest="what", required=True)
     api = what.add_parser("api", help="a kind: its model, a controller, a test and a sample")
-    api.add_argument("--group", required=True, help="the API group, a domain you own: web.example.com")
+    api.add_argument(
+        "--group", required=True, help="the API group: web (under the project's domain) or web.example.com"
+    )
     api.add_argument("--version", required=True, help="the API version: v1, v1alpha1 ...")
     api.add_argument("--kind", required=True, help="the kind, in CamelCase: Website")
     hook = what.add_parser("webhook", help="a defaulting and/or validating webhook of a kind, and its test")
@@ -456,8 +463,8 @@ def _scaffold(args: argparse.Namespace) -> int:
     logging.getLogger().setLevel(logging.WARNING)  # the embedded server they ask is no news
     here = pathlib.Path.cwd()
     if args.command == "init":
-        root = scaffold.init_project(args.name, here)
-        asyncio.run(write_manifests(root))
+        root = scaffold.init_project(args.name, here, args.domain)
+        asyncio.run(write_manifests(root, warn=False))  # a new project has no controllers yet
         print(f"kubeloop init: wrote {root.name}/: cd {root.name}, then kubeloop create api ...")
         return 0
     if args.command == "create":

@@ -17,11 +17,17 @@ the ``# kubeloop:scaffold:setup`` line, as kubebuilder's markers. What is writte
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import pathlib
 import re
+import shlex
 import string
+import tomllib
+import urllib.parse
 
 from kubeloop.cli.usage import UsageError
+from kubeloop.version import __version__
 
 SETUP_MARKER = "# kubeloop:scaffold:setup"
 _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -43,6 +49,10 @@ test = ["pytest", "pytest-asyncio"]
 [tool.setuptools]
 packages = { find = { include = ["$package*"] } }
 py-modules = ["main"]
+
+[tool.kubeloop]
+# kubeloop create api --group web ... makes the API group web.$domain (kubebuilder's --domain).
+domain = "$domain"
 
 [tool.ruff]
 line-length = 110
@@ -160,7 +170,7 @@ from $package.api.$version import $kind
 $tests
 '''
 
-DEFAULTER_TEST = '''\
+DEFAULTER_TEST = """\
 async def test_a_${lower}_is_labelled(
     kube_operator: kubeloop.Manager, kube_client: kubeloop.APIClient, kube_namespace: str
 ) -> None:
@@ -170,9 +180,9 @@ async def test_a_${lower}_is_labelled(
     )
     assert (created.metadata.labels or {})["app.kubernetes.io/name"] == "$lower"
 
-'''
+"""
 
-VALIDATOR_TEST = '''\
+VALIDATOR_TEST = """\
 async def test_an_image_without_a_tag_is_refused(
     kube_operator: kubeloop.Manager, kube_client: kubeloop.APIClient, kube_namespace: str
 ) -> None:
@@ -182,7 +192,7 @@ async def test_an_image_without_a_tag_is_refused(
     assert refused.value.causes[0].field == "spec.image"
     assert "must name a tag" in refused.value.causes[0].message
 
-'''
+"""
 
 
 API_INIT = '''\
@@ -219,17 +229,34 @@ CMD ["run", "/app", "--leader-elect", "--leader-election-id=$name"]
 
 MAKEFILE = """\
 IMG ?= $name:dev
+PYTHON ?= python3
+# Where kubeloop is installed from: it has no release yet, so the kubeloop that ran init.
+KUBELOOP ?= $kubeloop
+# The operator's environment: .venv, made on first use with kubeloop and what pyproject.toml
+# lists (its test extra too). VENV=path on the command line uses an environment as it is.
+VENV ?= .venv
+BIN := $$(VENV)/bin
+PIP := $$(BIN)/python -m pip install --quiet --disable-pip-version-check
+ifeq ($$(origin VENV),file)
+ENVIRONMENT := $$(VENV)/.installed
+endif
 
 .PHONY: run test manifests deploy undeploy docker-build
 
-run: ## Run the operator on an embedded API server, workloads simulated, reloaded on every edit
-\tkubeloop run . --embedded --simulate --install-crds --reload
+$$(VENV)/.installed: pyproject.toml
+\ttest -x $$(BIN)/python || $$(PYTHON) -m venv $$(VENV)
+\t$$(PIP) $$(KUBELOOP)
+\t$$(PIP) -e '.[test]'
+\ttouch $$@
 
-test: ## Run the operator's tests against the embedded API server
-\tpython -m pytest
+run: $$(ENVIRONMENT) ## Run the operator on an embedded API server, workloads simulated, reloaded on every edit
+\t$$(BIN)/kubeloop run . --embedded --simulate --install-crds --reload
 
-manifests: ## Write config/crd, config/rbac and config/webhook from the code
-\tkubeloop manifests .
+test: $$(ENVIRONMENT) ## Run the operator's tests against the embedded API server
+\t$$(BIN)/python -m pytest
+
+manifests: $$(ENVIRONMENT) ## Write config/crd, config/rbac and config/webhook from the code
+\t$$(BIN)/kubeloop manifests .
 
 deploy: manifests ## Install the CRDs, RBAC and the operator into the cluster of your kubeconfig
 \tkubectl apply -k config/default
@@ -238,7 +265,7 @@ undeploy: ## Remove them
 \tkubectl delete -k config/default --ignore-not-found
 
 docker-build: ## Build the operator's image; KUBELOOP_WHEEL=... (pip wheel --no-deps -w dist /path/to/kubeloop)
-\tmkdir -p dist && if [ -n "$$(KUBELOOP_WHEEL)" ]; then cp $$(KUBELOOP_WHEEL) dist/; fi
+\tmkdir -p dist && if [ -n "$$$$(KUBELOOP_WHEEL)" ]; then cp $$$$(KUBELOOP_WHEEL) dist/; fi
 \tdocker build -t $$(IMG) .
 """
 
@@ -254,9 +281,10 @@ README = """\
 
 A Kubernetes operator written with [kubeloop](https://github.com/kubeloop/kubeloop).
 
-    kubeloop create api --group web --version v1 --kind Website   # add a kind and its controller
+    kubeloop create api --group web --version v1 --kind Website   # add a kind (web.$domain) and its controller
+    kubeloop create webhook --group web --version v1 --kind Website --defaulting --validation
+    make test         # its tests, against the embedded API server (the first run installs into .venv)
     make run          # run it on an embedded API server (no cluster needed)
-    make test         # its tests, against the embedded API server
     make deploy       # install it into the cluster of your kubeconfig (image: make docker-build)
 """
 
@@ -379,7 +407,7 @@ MODEL = '''\
 from typing import Annotated
 
 import kubeloop
-from kubeloop.api.crdmarkers import ListType, PrinterColumn
+from kubeloop.crd import ListType, PrinterColumn
 from kubeloop.models import meta_v1
 from pydantic import Field
 
@@ -546,14 +574,37 @@ def package_name(name: str) -> str:
     return name.replace("-", "_")
 
 
-def init_project(name: str, parent: pathlib.Path) -> pathlib.Path:
-    """Write the project ``name`` into ``parent/name``; UsageError for a bad name or a folder
-    that is there and not empty."""
+#: The domain of a project's API groups when ``init`` is not given one (kubebuilder's is
+#: ``my.domain``).
+DEFAULT_DOMAIN = "example.com"
+_GROUP = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+def kubeloop_requirement() -> str:
+    """What ``pip install`` takes to install this kubeloop: its checkout (``-e DIR`` when it is
+    installed editable, as ``make demo`` installs it), else its release."""
+    try:
+        distribution = importlib.metadata.distribution("kubeloop")
+        direct = json.loads(distribution.read_text("direct_url.json") or "{}")
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return f"kubeloop=={__version__}"
+    url = direct.get("url", "")
+    if not url.startswith("file://"):
+        return f"kubeloop=={distribution.version}"
+    folder = shlex.quote(urllib.parse.unquote(url.removeprefix("file://")))
+    return f"-e {folder}" if direct.get("dir_info", {}).get("editable") else folder
+
+
+def init_project(name: str, parent: pathlib.Path, domain: str = DEFAULT_DOMAIN) -> pathlib.Path:
+    """Write the project ``name`` into ``parent/name``, its API groups under ``domain``;
+    UsageError for a bad name or domain, or a folder that is there and not empty."""
     if not _NAME.match(name) or len(name) > 40:
         raise UsageError(
             f"{name!r} is not a project name",
             "lower-case letters, digits and '-', starting with a letter, at most 40 characters",
         )
+    if not _GROUP.match(domain) or "." not in domain:
+        raise UsageError(f"{domain!r} is not a domain", "a domain you own, with a dot: example.com")
     root = parent / name
     if root.exists() and any(root.iterdir()):
         raise UsageError(f"{root} exists and is not empty")
@@ -561,6 +612,8 @@ def init_project(name: str, parent: pathlib.Path) -> pathlib.Path:
     values = {
         "name": name,
         "package": package,
+        "kubeloop": kubeloop_requirement(),
+        "domain": domain,
         "setup_marker": SETUP_MARKER,
     }
     files = {
@@ -632,6 +685,30 @@ def _insert_before(path: pathlib.Path, marker: str, line: str) -> None:
     path.write_text(text[:start] + indent + line + "\n" + text[start:])
 
 
+def project_domain(root: pathlib.Path) -> str | None:
+    """The domain ``init`` recorded in the project's ``pyproject.toml`` (``[tool.kubeloop]``)."""
+    try:
+        config = tomllib.loads((root / "pyproject.toml").read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    domain = config.get("tool", {}).get("kubeloop", {}).get("domain")
+    return domain if isinstance(domain, str) and domain else None
+
+
+def api_group(root: pathlib.Path, group: str) -> str:
+    """The API group ``--group`` names: as given when it has a dot (``web.example.com``), else
+    under the project's domain (``web`` → ``web.example.com``), as kubebuilder's ``--group``."""
+    domain = project_domain(root)
+    full = group if "." in group or not domain else f"{group}.{domain}"
+    if not _GROUP.match(full) or "." not in full:
+        raise UsageError(
+            f"{group!r} is not an API group",
+            "a domain you own, with a dot (web.example.com), or a name under the project's "
+            "domain (set domain = ... in [tool.kubeloop] of pyproject.toml)",
+        )
+    return full
+
+
 def create_api(root: pathlib.Path, group: str, version: str, kind: str) -> list[pathlib.Path]:
     """Add the kind to the project at ``root``; the files written, in order."""
     package = _project(root)
@@ -639,10 +716,7 @@ def create_api(root: pathlib.Path, group: str, version: str, kind: str) -> list[
         raise UsageError(f"{kind!r} is not a kind", "CamelCase, starting with an upper-case letter: Website")
     if not _VERSION.match(version):
         raise UsageError(f"{version!r} is not an API version", "v1, v1beta1, v2alpha1 ...")
-    if not re.match(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", group) or "." not in group:
-        raise UsageError(
-            f"{group!r} is not an API group", "a domain you own, with a dot: web.example.com"
-        )
+    group = api_group(root, group)
     lower = kind.lower()
     values = {"package": package, "group": group, "version": version, "kind": kind, "lower": lower}
     model = root / package / "api" / version / f"{lower}.py"
@@ -657,7 +731,8 @@ def create_api(root: pathlib.Path, group: str, version: str, kind: str) -> list[
         (path.stem, _class_name(path)) for path in model.parent.glob("*.py") if path.name != "__init__.py"
     )
     imports = "\n".join(
-        f"from {package}.api.{version}.{module} import {name}, {name}Spec, {name}Status" for module, name in kinds
+        f"from {package}.api.{version}.{module} import {name}, {name}Spec, {name}Status"
+        for module, name in kinds
     )
     names = ", ".join(f'"{n}"' for _, name in kinds for n in (name, f"{name}Spec", f"{name}Status"))
     version_init.write_text(_render(VERSION_INIT, group=group, version=version, imports=imports, names=names))
@@ -689,6 +764,7 @@ def create_webhook(
     package = _project(root)
     if not (defaulting or validation):
         raise UsageError("a webhook needs --defaulting, --validation or both")
+    group = api_group(root, group)
     lower = kind.lower()
     model = root / package / "api" / version / f"{lower}.py"
     if not model.exists() or f'group="{group}"' not in model.read_text():

@@ -8,12 +8,15 @@ from typing import Any
 
 import pytest
 
-from kubeloop import errors
+from kubeloop import errors, kinds
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.models import core_v1
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import APIClient
+from kubeloop.controller.reconcile import Request
+from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
+from kubeloop.workqueue.ratelimiter import ItemExponentialFailureRateLimiter
 from tests.conftest import ServerThread, eventually
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
@@ -85,3 +88,71 @@ async def test_cached_reads_and_direct_writes(client: APIClient, namespace: str)
         ) == ["a", "b"]
     finally:
         await manager.stop()
+
+
+async def test_a_read_the_server_refuses_fails_the_reconcile_at_once_in_its_words(
+    client: APIClient, shared_server: ServerThread, namespace: str
+) -> None:
+    """An operator whose role lets it watch ConfigMaps but not PersistentVolumeClaims reads a
+    PVC in its reconcile: the lazy informer's list is forbidden. The read fails at once with the
+    server's words (it used to wait out the cache's sync, the reconcile hanging with no error),
+    and once the role allows it, the next retry reads."""
+    await client.create(
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op", "namespace": namespace}}
+    )
+    role: dict[str, Any] = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "op", "namespace": namespace},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}],
+    }
+    await client.create(role)
+    await client.create(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "op", "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "op"},
+            "subjects": [{"kind": "ServiceAccount", "name": "op", "namespace": namespace}],
+        }
+    )
+    issued = await client.create(
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        of=kinds.ServiceAccount,
+        name="op",
+        subresource="token",
+        namespace=namespace,
+    )
+    token = issued["status"]["token"]
+    outcomes: list[str] = []
+    async with APIClient(load_kubeconfig(shared_server.kubeconfig).with_token(token)) as operator_client:
+        manager = Manager(operator_client, namespace=namespace)
+
+        async def reconcile(request: Request) -> None:
+            try:
+                await manager.client.get(core_v1.PersistentVolumeClaim, "data", namespace=request.namespace)
+            except errors.APIError as error:
+                outcomes.append(f"{type(error).__name__}: {error}")
+                raise
+
+        Builder(manager).for_(CONFIGMAP).with_options(
+            rate_limiter=ItemExponentialFailureRateLimiter(0.01, 0.05)
+        ).complete(reconcile)
+        async with manager:
+            await client.create(
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": namespace}}
+            )
+            await eventually(lambda: outcomes)
+            assert outcomes[0].startswith(
+                f'Forbidden: persistentvolumeclaims is forbidden: User "system:serviceaccount:{namespace}:op" '
+                'cannot list resource "persistentvolumeclaims" in API group ""'
+            ), outcomes[0]
+            role["rules"].append(
+                {
+                    "apiGroups": [""],
+                    "resources": ["persistentvolumeclaims"],
+                    "verbs": ["get", "list", "watch"],
+                }
+            )
+            await client.update(role)
+            await eventually(lambda: outcomes[-1].startswith("NotFound: "))

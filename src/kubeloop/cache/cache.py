@@ -237,7 +237,11 @@ class Cache:
                 raise NotCached(f"no informer for {gvk}{' (metadata only)' if metadata_only else ''}")
             informer = self.informer_for(gvk, metadata_only=metadata_only)
         informer.start()  # a no-op when running; a first read before start() starts it
-        if not informer.has_synced and not await informer.wait_for_sync(self.sync_timeout):
+        # A read the server refuses (a kind it does not serve, a list RBAC forbids) fails at once
+        # with its words, rather than waiting out the timeout in silence.
+        if not informer.has_synced and not await informer.wait_for_sync(
+            self.sync_timeout, fail_on_refusal=True
+        ):
             raise TimeoutError(f"the cache of {gvk} did not sync within {self.sync_timeout}s")
         return informer
 

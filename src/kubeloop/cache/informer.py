@@ -16,17 +16,25 @@ relist of one namespace replaces only that namespace's objects; cluster-scoped k
 ``PartialObjectMetadata`` (the store holds ``apiVersion``, ``kind`` — of the watched kind — and
 ``metadata``), controller-runtime's metadata informers: a fraction of the memory for kinds whose
 spec a controller never reads.
+
+An informer that cannot sync because the server refuses it — a kind it does not serve, a list
+RBAC forbids, credentials it rejects — keeps retrying (RBAC may be granted, a CRD installed) and
+says why in ``refusal``; ``wait_for_sync(..., fail_on_refusal=True)`` raises it at once, so a
+read from the cache of a kind the operator may not list fails with the server's words instead
+of hanging.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
 import orjson
 
+from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.cache.reflector import ListWatchOptions, Reflector
@@ -39,6 +47,14 @@ from kubeloop.jitter import uniform
 from kubeloop.lifecycle import cancel_and_wait
 
 log = logging.getLogger("kubeloop.cache.informer")
+
+#: Failures that retrying does not cure by itself (someone must grant, install or fix something).
+REFUSALS: tuple[type[BaseException], ...] = (
+    errors.Forbidden,
+    errors.Unauthorized,
+    errors.NotFound,
+    NoKindMatch,
+)
 
 Transform = Callable[[Obj], Obj]
 
@@ -107,6 +123,9 @@ class Informer:
         self._seen: dict[str | None, set[str]] = {}
         self._synced = asyncio.Event()
         self._has_synced = False
+        #: Why the informer cannot sync, while the server refuses it (None otherwise).
+        self.refusal: BaseException | None = None
+        self._refused = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -128,16 +147,15 @@ class Informer:
         while self.namespaced is None:
             try:
                 self.namespaced = (await self.client.mapping(self.kind)).namespaced
-            except NoKindMatch:
+            except NoKindMatch as missing:
                 # As controller-runtime's Kind source: keep trying (a CRD may be installed later);
-                # whoever waits for the sync gives up at its timeout.
+                # whoever waits for the sync gives up at its timeout, or at once if it asked to.
                 delay = min(10.0, 0.5 * 2**failures) * uniform(0.5, 1.0)
                 failures += 1
                 log.warning(
-                    "%s: the server has no such kind (if it is a CRD, install it); retrying in %.1fs",
-                    self.kind,
-                    delay,
+                    "%s: %s (if it is a CRD, install it); retrying in %.1fs", self.kind, missing, delay
                 )
+                self._failed(missing)
                 await asyncio.sleep(delay)
             except REQUEST_ERRORS as exc:
                 delay = min(30.0, 0.5 * 2**failures) * uniform(0.5, 1.0)
@@ -149,6 +167,8 @@ class Informer:
             Reflector(self.client, self.kind, self, replace(self.options, namespace=scope))
             for scope in scopes
         ]
+        for reflector in self.reflectors:
+            reflector.on_failure = self._failed
         tasks = [
             asyncio.create_task(
                 reflector.run(), name=f"reflector {self.kind} {reflector.options.namespace or ''}"
@@ -164,13 +184,31 @@ class Informer:
     def has_synced(self) -> bool:
         return self._has_synced
 
-    async def wait_for_sync(self, timeout: float | None = None) -> bool:
-        """True once the first list is in the store; False if ``timeout`` passes first."""
+    async def wait_for_sync(self, timeout: float | None = None, *, fail_on_refusal: bool = False) -> bool:
+        """True once the first list is in the store; False if ``timeout`` passes first. With
+        ``fail_on_refusal``, the server's refusal (``refusal``) is raised as soon as there is one."""
+        if not fail_on_refusal:
+            try:
+                await asyncio.wait_for(self._synced.wait(), timeout)
+            except TimeoutError:
+                return False
+            return True
+        waits = [asyncio.ensure_future(self._synced.wait()), asyncio.ensure_future(self._refused.wait())]
         try:
-            await asyncio.wait_for(self._synced.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            await cancel_and_wait(waits)
+        if self._has_synced:
+            return True
+        if self.refusal is not None:
+            raise copy.copy(self.refusal).with_traceback(None)  # each reader's own
+        return False
+
+    def _failed(self, error: BaseException) -> None:
+        """A list, watch or kind lookup failed: a refusal is kept until the informer syncs."""
+        if not self._has_synced and isinstance(error, REFUSALS):
+            self.refusal = error
+            self._refused.set()
 
     def add_handler(self, handler: EventHandler) -> None:
         """Register ``handler``; objects already in the store are reported to it as adds."""
@@ -214,6 +252,8 @@ class Informer:
         if len(self._listed) >= len(self.reflectors):
             self._has_synced = True
             self._synced.set()
+            self.refusal = None
+            self._refused.clear()
 
     def event(self, event: WatchEvent) -> None:
         obj = self._transform(event.object)

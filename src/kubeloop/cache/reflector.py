@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -54,6 +55,8 @@ class Reflector:
         self.options = options
         self.lists = 0  # how many times the state was listed (1 + relists)
         self.last_resource_version = ""
+        #: Told of each failed list or watch before it is retried (the informer's refusals).
+        self.on_failure: Callable[[BaseException], None] | None = None
 
     async def run(self) -> None:
         failures = 0
@@ -67,6 +70,8 @@ class Reflector:
                 delay = min(self.options.max_backoff, 0.5 * 2**failures) * uniform(0.5, 1.0)
                 failures += 1
                 log.warning("%s: list/watch failed (%s); retrying in %.1fs", self.kind, exc, delay)
+                if self.on_failure is not None:
+                    self.on_failure(exc)
                 await asyncio.sleep(delay)
 
     async def _list_and_watch(self) -> None:

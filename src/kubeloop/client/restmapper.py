@@ -32,6 +32,9 @@ class NoKindMatch(LookupError):
         self.gvk = gvk
         self.suggestion = suggestion
 
+    def __reduce__(self) -> tuple[type[NoKindMatch], tuple[GroupVersionKind, str]]:
+        return (NoKindMatch, (self.gvk, self.suggestion))  # copies and pickles rebuild it whole
+
 
 def closest_kind(kind: str, served: Iterable[str]) -> str:
     """The served kind ``kind`` was most likely meant to be: the same name in another case, else

@@ -47,7 +47,9 @@ async def test_assert_converged(kube_client: APIClient, kube_namespace: str, who
     manager = kubeloop.Manager(kube_client, namespace=kube_namespace)
     setup(manager, whole_spec=whole_spec)
     async with manager:
-        await kube_client.create(core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name="web", namespace=kube_namespace)))
+        await kube_client.create(
+            core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name="web", namespace=kube_namespace))
+        )
         await eventually(lambda: kube_client.get(kubeloop.kinds.Deployment, "web", namespace=kube_namespace))
         if not whole_spec:
             await assert_converged(manager)
@@ -55,6 +57,53 @@ async def test_assert_converged(kube_client: APIClient, kube_namespace: str, who
         with pytest.raises(AssertionError) as refused:
             await assert_converged(manager)
     assert str(refused.value) == (
-        "not converged: reconciled again, with nothing changed, these wrote:\n"
+        "not converged: reconciled again, with nothing changed:\n"
         f"configmap: reconcile {kube_namespace}/web wrote Deployment/web updated"
     )
+
+
+async def test_requests_from_watches_are_checked_and_a_requeue_is_not_converged(
+    kube_client: APIClient, kube_namespace: str
+) -> None:
+    """A controller built with ``named().watches(...)`` has no ``for_``: its requests come from a
+    map function. One that writes on every pass, or asks to be requeued, is caught; nothing to
+    check is a failure, not a pass."""
+    behaviour = {"write": True, "requeue": False}
+
+    def setup(manager: kubeloop.Manager) -> None:
+        async def to_summary(obj: kubeloop.Obj) -> list[kubeloop.Request]:
+            return [kubeloop.Request(obj["metadata"]["namespace"], "summary")]
+
+        async def reconcile(request: kubeloop.Request) -> kubeloop.Result | None:
+            if behaviour["write"]:
+                stamp = {"metadata": {"name": "summary", "namespace": request.namespace},
+                         "apiVersion": "v1", "kind": "Secret", "stringData": {"at": str(id(object()))}}  # fmt: skip
+                await kubeloop.create_or_update(manager.client, stamp, lambda obj: obj.update(stamp))
+            return kubeloop.Result(requeue=True) if behaviour["requeue"] else None
+
+        handler = kubeloop.handler.EnqueueRequestsFromMapFunc(to_summary)
+        kubeloop.Builder(manager).named("summaries").watches(core_v1.ConfigMap, handler).complete(reconcile)
+
+    manager = kubeloop.Manager(kube_client, namespace=kube_namespace)
+    setup(manager)
+    async with manager:
+        with pytest.raises(AssertionError, match="assert_converged checked nothing"):
+            await assert_converged(manager)
+        for name in ("a", "b"):
+            await kube_client.create(
+                core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name=name, namespace=kube_namespace))
+            )
+        with pytest.raises(AssertionError) as wrote:
+            await assert_converged(manager)
+        assert str(wrote.value) == (
+            "not converged: reconciled again, with nothing changed:\n"
+            f"summaries: reconcile {kube_namespace}/summary wrote Secret/summary updated"
+        )
+        behaviour.update(write=False, requeue=True)
+        with pytest.raises(AssertionError) as requeued:
+            await assert_converged(manager)
+        assert str(requeued.value).endswith(
+            f"summaries: reconcile {kube_namespace}/summary asked to be requeued"
+        )
+        behaviour.update(requeue=False)
+        await assert_converged(manager)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -69,3 +70,61 @@ async def test_settled_waits_for_the_reconcile_a_write_causes(
         )
         with pytest.raises(AssertionError, match=f"not yet cached: {kube_namespace}/b"):
             await settled(manager, timeout=0.3)
+
+
+async def test_eventually_retries_falsy_values_and_passes_on_truthy_ones_or_none() -> None:
+    tries = {"n": 0}
+
+    def counted(values: list[Any]) -> Any:
+        value = values[min(tries["n"], len(values) - 1)]
+        tries["n"] += 1
+        return value
+
+    for falsy in ([], 0, "", False):  # a condition not met yet: retried
+        tries["n"] = 0
+        assert await eventually(lambda falsy=falsy: counted([falsy, falsy, [1]]), interval=0) == [1]
+        assert tries["n"] == 3
+    tries["n"] = 0
+    assert await eventually(lambda: counted([0, None, [1]]), interval=0) is None  # None passes
+    assert tries["n"] == 2
+    queue: list[int] = []
+    asyncio.get_running_loop().call_later(0.05, queue.append, 7)
+    assert await eventually(lambda: len(queue), interval=0.01) == 1  # what a user means by it
+
+    def asserts_hold() -> None:
+        tries["n"] += 1
+        assert tries["n"] >= 3
+
+    tries["n"] = 0
+    assert await eventually(asserts_hold, interval=0) is None  # a def's None: its asserts held
+    assert tries["n"] == 3
+
+    async def async_asserts() -> None:
+        tries["n"] += 1
+        assert tries["n"] >= 2
+
+    tries["n"] = 0
+    assert await eventually(async_asserts, interval=0) is None and tries["n"] == 2
+    with pytest.raises(AssertionError, match=r"still \[\] after 0.05 s"):
+        await eventually(lambda: [], timeout=0.05, interval=0.01)
+
+
+async def test_eventually_retries_pytests_failures_too() -> None:
+    """``pytest.fail`` and a ``pytest.raises`` block that raised nothing are ``Failed``, a
+    ``BaseException``: retried like an ``AssertionError``, raised when the time is up."""
+    tries = {"n": 0}
+
+    def raises_on_the_third_try() -> None:
+        tries["n"] += 1
+        with pytest.raises(KeyError):
+            if tries["n"] >= 3:
+                raise KeyError("now")
+
+    await eventually(raises_on_the_third_try, interval=0)
+    assert tries["n"] == 3
+
+    def never() -> None:
+        pytest.fail("not yet")
+
+    with pytest.raises(pytest.fail.Exception, match="not yet"):
+        await eventually(never, timeout=0.05, interval=0.01)

@@ -99,7 +99,12 @@ async def test_the_operator_runs_as_a_service_account_bound_to_only_that_role(
                 "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": namespace}],
             }
         )
-        await eventually(lambda: operator_client.list(Agent, namespace=namespace), timeout=10)
+
+        async def may_list() -> bool:
+            await operator_client.list(Agent, namespace=namespace)  # an empty list, once allowed
+            return True
+
+        await eventually(may_list, timeout=10)
 
         def replica(identity: str) -> kubeloop.Manager:
             election = kubeloop.LeaderElectionConfig(

@@ -145,7 +145,8 @@ class EnqueueRequestsFromMapFunc(_MapHandler):
 
     def __init__(self, map_func: MapFunc) -> None:
         self.map_func = map_func
-        self._is_async = inspect.iscoroutinefunction(map_func)
+        #: Whether ``map_func`` is async (its requests come from a task per event).
+        self.is_async = inspect.iscoroutinefunction(map_func)
         self._tasks: set[asyncio.Task[None]] = set()
 
     def _requests(self, obj: Obj) -> Iterable[Request]:
@@ -168,25 +169,25 @@ class EnqueueRequestsFromMapFunc(_MapHandler):
             queue.add(request)
 
     def create(self, obj: Obj, queue: RequestQueue) -> None:
-        if self._is_async:
+        if self.is_async:
             self._map_later((obj,), queue)
         else:
             super().create(obj, queue)
 
     def update(self, old: Obj, new: Obj, queue: RequestQueue) -> None:
-        if self._is_async:
+        if self.is_async:
             self._map_later((old, new), queue)
         else:
             super().update(old, new, queue)
 
     def delete(self, obj: Obj, queue: RequestQueue) -> None:
-        if self._is_async:
+        if self.is_async:
             self._map_later((obj,), queue)
         else:
             super().delete(obj, queue)
 
     def generic(self, obj: Obj, queue: RequestQueue) -> None:
-        if self._is_async:
+        if self.is_async:
             self._map_later((obj,), queue)
         else:
             super().generic(obj, queue)

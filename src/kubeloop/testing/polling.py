@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -20,24 +21,42 @@ async def eventually(
 ) -> T:
     """Call ``check()`` (awaiting it if it is async) until it passes; return what it returned.
 
-    A check passes when it returns without raising, and does not return ``False`` (so a plain
-    condition works too: ``eventually(lambda: len(seen) == 2)``). ``timeout`` (seconds, default
-    10) bounds the whole wait, ``interval`` the pause between tries. When the time is up, the
-    check's last exception is raised (an ``AssertionError`` if it returned False).
+    The rule: **a check passes when it returns without raising a value that is truthy or None.**
+    None is what a check that asserts returns once its asserts hold (``def``, ``async def``, or a
+    lambda calling one); a falsy value is a condition not met yet: ``False``, ``0``, ``""``, an
+    empty list. So ``eventually(lambda: len(seen) == 2)`` and ``eventually(lambda: len(queue))``
+    wait until there is something, and to wait for a call to merely succeed whatever it returns,
+    return True after it (``async def listed(): await client.list(...); return True``). What a
+    check raises is retried: any ``Exception`` (``AssertionError`` among them) and pytest's
+    failures (``pytest.fail``, a ``pytest.raises`` block that raised nothing), which are not
+    ``Exception`` s.
+
+    ``timeout`` (seconds, default 10) bounds the whole wait, ``interval`` the pause between tries.
+    When the time is up, the check's last exception is raised (an ``AssertionError`` naming the
+    value if it returned a falsy one).
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+    retried = _retried_exceptions()
     while True:
         try:
             value = check()
             if inspect.isawaitable(value):
                 value = await value
-        except Exception:
+        except retried:
             if loop.time() >= deadline:
                 raise
         else:
-            if value is not False:
+            if value is None or value:
                 return value
             if loop.time() >= deadline:
-                raise AssertionError(f"still false after {timeout} s: {check}")
+                raise AssertionError(f"still {value!r} after {timeout} s: {check}")
         await asyncio.sleep(interval)
+
+
+def _retried_exceptions() -> tuple[type[BaseException], ...]:
+    """``Exception``, and pytest's ``Failed`` when pytest is loaded (an ``OutcomeException``,
+    which derives from ``BaseException`` so that ``except Exception`` does not swallow it)."""
+    outcomes = sys.modules.get("_pytest.outcomes")
+    failed = getattr(outcomes, "Failed", None)
+    return (Exception, failed) if isinstance(failed, type) else (Exception,)

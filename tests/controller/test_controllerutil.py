@@ -13,6 +13,7 @@ from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.controller import controllerutil as cu
 from kubeloop.manager.manager import Manager
+from kubeloop.models import apps_v1, meta_v1
 from kubeloop.testing import intercepted
 from tests.conftest import ServerThread
 
@@ -207,3 +208,28 @@ def test_status_conditions() -> None:
     assert cu.remove_status_condition(conditions, "Ready") and conditions == []
     with pytest.raises(ValueError):
         cu.set_status_condition(conditions, "Ready", "yes", "R")
+
+
+def test_condition_helpers_answer_in_the_form_they_were_given() -> None:
+    """A typed object's condition comes back as its model's Condition, a dict's as a dict."""
+    deployment = apps_v1.Deployment(metadata=meta_v1.ObjectMeta(name="web"))
+    assert cu.set_status_condition(deployment, "Available", "True", "MinimumReplicasAvailable")
+    found = cu.find_status_condition(deployment, "Available")
+    assert isinstance(found, apps_v1.DeploymentCondition)
+    assert (found.status, found.reason) == ("True", "MinimumReplicasAvailable")
+    assert found is deployment.status.conditions[0]  # the object's own, not a copy
+    assert cu.is_status_condition_true(deployment, "Available")
+    typed = [
+        meta_v1.Condition(
+            type="Ready",
+            status="False",
+            reason="Starting",
+            message="",
+            lastTransitionTime="2026-01-01T00:00:00Z",
+        )
+    ]
+    assert isinstance(cu.find_status_condition(typed, "Ready"), meta_v1.Condition)
+    assert not cu.is_status_condition_true(typed, "Ready")
+    as_dict = deployment.to_dict()
+    assert cu.find_status_condition(as_dict, "Available") == as_dict["status"]["conditions"][0]
+    assert cu.find_status_condition(deployment, "Progressing") is None

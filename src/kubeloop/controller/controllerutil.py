@@ -14,7 +14,7 @@ import copy
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from kubeloop import errors
 from kubeloop.api import timestamps
@@ -376,15 +376,41 @@ def _read_conditions(target: Conditions) -> list[Obj]:
     return conditions if isinstance(conditions, list) else []
 
 
-def find_status_condition(target: Conditions, condition_type: str) -> Obj | None:
-    """The condition of ``condition_type`` (as a dict), or None."""
-    return _find(_read_conditions(target), condition_type)
+@overload
+def find_status_condition(target: Mapping[str, Any] | list[Obj], condition_type: str) -> Obj | None: ...
+
+
+@overload
+def find_status_condition(target: KubeModel | list[Any], condition_type: str) -> Any: ...
+
+
+def find_status_condition(target: Mapping[str, Any] | KubeModel | list[Any], condition_type: str) -> Any:
+    """The condition of ``condition_type``, or None; in the form ``target`` holds it, as the other
+    helpers answer: the model's own condition (a ``meta_v1.Condition``: ``.status``, ``.reason``)
+    for a typed object or a list of models, a dict for a dict or a list of dicts."""
+    for condition in _held_conditions(target):
+        held = condition.get("type") if isinstance(condition, Mapping) else getattr(condition, "type", None)
+        if held == condition_type:
+            return condition
+    return None
+
+
+def _held_conditions(target: Mapping[str, Any] | KubeModel | list[Any]) -> list[Any]:
+    """The conditions as ``target`` holds them (nothing is created or converted)."""
+    if isinstance(target, list):
+        return target
+    status = target.get("status") if isinstance(target, Mapping) else getattr(target, "status", None)
+    conditions = status.get("conditions") if isinstance(status, Mapping) else getattr(status, "conditions", None)
+    return conditions if isinstance(conditions, list) else []
 
 
 def is_status_condition_true(target: Conditions, condition_type: str) -> bool:
     """Whether the condition ``condition_type`` is there with status ``"True"``."""
     found = find_status_condition(target, condition_type)
-    return found is not None and found.get("status") == "True"
+    if found is None:
+        return False
+    status = found.get("status") if isinstance(found, Mapping) else getattr(found, "status", None)
+    return status == "True"
 
 
 def set_status_condition(
@@ -424,7 +450,7 @@ def set_status_condition(
 
 def remove_status_condition(target: Conditions, condition_type: str) -> bool:
     """Remove the condition of ``condition_type``; True if it was there."""
-    if find_status_condition(target, condition_type) is None:
+    if _find(_read_conditions(target), condition_type) is None:
         return False  # nothing to write back (and no empty status.conditions created)
     with _condition_dicts(target) as conditions:
         for index, condition in enumerate(conditions):

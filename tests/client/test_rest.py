@@ -206,6 +206,18 @@ async def test_field_validation_and_warnings(
     with caplog.at_level(logging.WARNING, logger="kubeloop.client"):
         await client.create(body, field_validation="Warn")
     assert any('unknown field "bogus"' in record.getMessage() for record in caplog.records)
+    # The same warning about the same object, on every write an operator sends: logged once.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kubeloop.client"):
+        for value in ("1", "2", "3"):
+            patch = {"data": {"n": value}, "bogus": 1}
+            await client.patch(CONFIGMAP, "v", patch, namespace=namespace, field_validation="Warn")
+        other = configmap("w", namespace)
+        other["bogus"] = 1
+        await client.create(other, field_validation="Warn")
+        await client.patch(CONFIGMAP, "w", {"bogus": 2}, namespace=namespace, field_validation="Warn")
+    logged = [record.getMessage() for record in caplog.records if "bogus" in record.getMessage()]
+    assert len(logged) == 3, logged  # v's patches once; w's create and w's patches once each
 
 
 async def test_each_error_class_from_real_answers(

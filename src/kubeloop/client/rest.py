@@ -6,7 +6,7 @@ path; typed models convert at the edges). Requests carry the credentials of the 
 (refreshed once after a 401: an exec plugin re-runs, a token file is re-read), are rate limited
 only when the configuration asks, and are retried with jittered backoff on 429 and 5xx — always
 when the server sends ``Retry-After``, otherwise only for reads and other idempotent verbs.
-``Warning`` headers are logged. Errors are the ``errors`` module's classes; a connection that
+``Warning`` headers are logged, once per object and text. Errors are the ``errors`` module's classes; a connection that
 fails raises ``OSError`` (``ConnectionError``, ``ssl.SSLError``) or ``TimeoutError``. Requests and
 watches go over ``http1``'s keep-alive pool, or through ``proxied`` (aiohttp, imported only then)
 when the configuration names a proxy.
@@ -19,7 +19,7 @@ import logging
 import re
 import ssl
 import urllib.parse
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -119,6 +119,9 @@ class APIClient:
         self._transport_lock = asyncio.Lock()
         #: Requests sent, by (method, status code or "<error>"): client-go's rest_client_requests_total.
         self.requests: Counter[tuple[str, str]] = Counter()
+        #: The (object path, warning) pairs logged already, the latest 4096: a warning is logged
+        #: once per object, not on every write an operator sends it (client-go deduplicates too).
+        self._warned: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -636,7 +639,8 @@ class APIClient:
                     continue
                 raise
             for warning in warnings:
-                log.warning("server warning: %s", _warning_text(warning))
+                # A create names its object in the body, not the path: each is its own.
+                self._log_warning(path if method != "POST" else "", warning)
             if status < 400:
                 return status, payload
             if status == 401 and not refreshed and self.config.credentials is not None:
@@ -652,6 +656,22 @@ class APIClient:
                 await asyncio.sleep(delay)
                 continue
             raise errors.error_from_status(status, _decode_error(payload))
+
+    def _log_warning(self, path: str, header: str) -> None:
+        """Log a server's warning about the object at ``path``, the first time it says it (each
+        time when there is no path to tell objects apart by)."""
+        text = _warning_text(header)
+        if not path:
+            log.warning("server warning: %s", text)
+            return
+        key = (path, text)
+        if key in self._warned:
+            self._warned.move_to_end(key)
+            return
+        self._warned[key] = None
+        if len(self._warned) > 4096:
+            self._warned.popitem(last=False)
+        log.warning("server warning: %s", text)
 
     async def _exchange(
         self,
@@ -711,7 +731,7 @@ class APIClient:
             self.requests[("GET", str(response.status))] += 1
             if response.status < 400:
                 for warning in response.header_values("warning"):
-                    log.warning("server warning: %s", _warning_text(warning))
+                    self._log_warning(path, warning)
                 return response
             try:
                 payload = await response.read_all()

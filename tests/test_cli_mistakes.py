@@ -269,3 +269,69 @@ def test_a_misspelt_kind_names_the_kind_it_was_meant_to_be(folder: pathlib.Path)
     assert typo.endswith(
         " serves no Cronjob in batch/v1: did you mean CronJob? (kinds are case-sensitive, as in kubectl api-resources)"
     )
+
+
+PVC_READER = """\
+import kubeloop
+from kubeloop import kinds
+
+
+def setup(manager):
+    async def reconcile(request):
+        # Read through the cache: a kind only the reconcile touches, not in the generated role.
+        await manager.client.get(kinds.PersistentVolumeClaim, request.name, namespace=request.namespace)
+
+    kubeloop.Builder(manager).for_(kinds.ConfigMap).complete(reconcile)
+"""
+
+
+def test_as_operator_runs_with_the_generated_role_and_a_missing_permission_shows_at_once(
+    folder: pathlib.Path,
+) -> None:
+    (folder / "pvc_reader.py").write_text(PVC_READER)
+    started = subprocess.Popen(
+        [*KUBELOOP, "run", "pvc_reader.py", "--embedded", "--as-operator"],
+        cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "HOME": str(folder)}, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert started.stdout is not None and started.stderr is not None
+        lines = []
+        while not lines or "controller(s) starting" not in lines[-1]:
+            lines.append(started.stdout.readline())
+            assert lines[-1], "".join(lines)
+        user = "system:serviceaccount:default:kubeloop-operator"
+        assert (
+            f"kubeloop run: --as-operator: running as {user}, bound to ClusterRole kubeloop-operator"
+            in "".join(lines)
+        )
+        kubeconfig = (
+            next(line for line in lines if "kubeconfig=" in line).split("kubeconfig=", 1)[1].split()[0]
+        )
+        from kubeloop.client.config import load_kubeconfig
+        from kubeloop.client.sync import SyncClient
+
+        with SyncClient(load_kubeconfig(kubeconfig)) as admin:
+            admin.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "data", "namespace": "default"},
+                }
+            )
+        wanted = f'persistentvolumeclaims is forbidden: User "{user}" cannot list resource "persistentvolumeclaims"'
+        # The informer's retry warnings aside, the reconcile itself fails with the server's words.
+        while not (wanted in (line := started.stderr.readline()) and "reconcile default/data failed" in line):
+            assert line, "the reconcile's error never came"
+    finally:
+        started.send_signal(signal.SIGTERM)
+        assert started.wait(60) == 0
+
+
+def test_as_operator_needs_an_embedded_server(folder: pathlib.Path, shared_server: ServerThread) -> None:
+    refused = kubeloop(
+        folder, "run", "operator_main", "--as-operator", "--kubeconfig", str(shared_server.kubeconfig)
+    )
+    assert one_line(refused, 2) == (
+        "kubeloop run: --as-operator needs --embedded (it makes a ServiceAccount and a role on the server)"
+    )

@@ -16,7 +16,7 @@ import pytest
 
 from tests.apiserver.test_kubectl import KUBECTLS
 
-OPERATOR = '''\
+OPERATOR = """\
 import kubeloop
 from kubeloop import kinds
 
@@ -32,7 +32,7 @@ def setup(manager):
             await manager.client.update(config_map)
 
     kubeloop.Builder(manager).for_(kinds.ConfigMap).complete(reconcile)
-'''
+"""
 
 
 def read_until(stream: IO[str], wanted: str) -> list[str]:
@@ -72,13 +72,20 @@ def test_an_edit_reloads_the_operator_on_the_same_server(tmp_path: pathlib.Path,
         assert started[1] == f"kubeloop run: --reload: watching the .py files under {tmp_path}\n"
 
         def kube(*args: str) -> str:
-            done = subprocess.run([kubectl, "--kubeconfig", kubeconfig, *args], capture_output=True, text=True, timeout=60)
+            done = subprocess.run(
+                [kubectl, "--kubeconfig", kubeconfig, *args], capture_output=True, text=True, timeout=60
+            )
             assert done.returncode == 0, done.stderr
             return done.stdout
 
         def labelled(name: str, value: str) -> None:
             kube("create", "configmap", name)
-            kube("wait", f"configmap/{name}", f"--for=jsonpath={{.metadata.labels.seen}}={value}", "--timeout=30s")
+            kube(
+                "wait",
+                f"configmap/{name}",
+                f"--for=jsonpath={{.metadata.labels.seen}}={value}",
+                "--timeout=30s",
+            )
 
         labelled("first", "one")
         edit(operator, OPERATOR.replace('VALUE = "one"', 'VALUE = "two"'))
@@ -102,3 +109,76 @@ def test_an_edit_reloads_the_operator_on_the_same_server(tmp_path: pathlib.Path,
         code = run.wait(60)
     assert code == 0
 
+
+STUCK_WITH_WEBHOOK = """\
+import asyncio
+
+import kubeloop
+from kubeloop import kinds
+
+VALUE = "one"
+
+
+class Refuse:
+    def validate_create(self, config_map):
+        if config_map["metadata"]["name"].startswith("denied"):
+            raise kubeloop.errors.Forbidden("refused by the webhook")
+
+
+def setup(manager):
+    async def reconcile(request):
+        if request.name == "stuck":
+            await asyncio.Event().wait()  # a reconcile that never ends on its own
+
+    kubeloop.Builder(manager).for_(kinds.ConfigMap).complete(reconcile)
+    kubeloop.WebhookBuilder(manager).for_(kinds.ConfigMap).with_validator(Refuse()).complete()
+"""
+
+
+def test_a_reload_cancels_a_stuck_reconcile_and_turns_the_webhooks_off_while_the_code_is_broken(
+    tmp_path: pathlib.Path,
+) -> None:
+    operator = tmp_path / "op.py"
+    operator.write_text(STUCK_WITH_WEBHOOK)
+    kubectl = str(KUBECTLS[-1])
+    run = subprocess.Popen(
+        [sys.executable, "-m", "kubeloop.cli.main", "run", "op.py", "--embedded", "--reload"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert run.stdout is not None and run.stderr is not None
+    try:
+        started = read_until(run.stdout, "webhooks at")
+        kubeconfig = started[0].split("kubeconfig=", 1)[1].strip()
+        assert started[-1].startswith("kubeloop run: webhooks at 127.0.0.1:")  # loopback only
+
+        def kube(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [kubectl, "--kubeconfig", kubeconfig, *args], capture_output=True, text=True, timeout=60
+            )
+
+        assert "refused by the webhook" in kube("create", "configmap", "denied-1").stderr
+        assert kube("create", "configmap", "stuck").returncode == 0
+        edit(operator, STUCK_WITH_WEBHOOK.replace('VALUE = "one"', 'VALUE = "two"'))
+        reloading = read_until(run.stdout, "controller(s) starting")
+        assert reloading[:3] == [
+            "kubeloop run: cancelling the reconciles in flight (1 of configmap) to reload\n",
+            "kubeloop run: webhooks off until the operator is back: "
+            "ValidatingWebhookConfiguration/validating-webhook-configuration\n",
+            "kubeloop run: op.py changed: reloading\n",
+        ], reloading
+        read_until(run.stdout, "webhooks at")  # the new code's webhooks installed again
+        assert "refused by the webhook" in kube("create", "configmap", "denied-2").stderr
+
+        edit(operator, STUCK_WITH_WEBHOOK.replace('VALUE = "one"', 'VALUE = "two'))
+        read_until(run.stderr, "does not load")
+        # No operator serves the webhook now: writes of its kind go through, not "connection refused".
+        allowed = kube("create", "configmap", "denied-3")
+        assert allowed.returncode == 0, allowed.stderr
+        edit(operator, STUCK_WITH_WEBHOOK)
+        read_until(run.stdout, "webhooks at")
+        assert "refused by the webhook" in kube("create", "configmap", "denied-4").stderr
+    finally:
+        run.send_signal(signal.SIGTERM)
+        code = run.wait(60)
+    assert code == 0

@@ -165,7 +165,7 @@ async def test_run_stops_on_request_while_caches_are_still_syncing(
     running = asyncio.ensure_future(manager.run())
     # The informer has asked for the kind and been told there is none: the manager is waiting
     # for a cache that cannot sync.
-    await eventually(lambda: any("no such kind" in record.getMessage() for record in caplog.records))
+    await eventually(lambda: any("no matches for kind" in record.getMessage() for record in caplog.records))
     assert not running.done()
     manager.request_stop()
     await asyncio.wait_for(running, 10)
@@ -429,3 +429,30 @@ def test_an_operator_without_metrics_or_probes_never_loads_aiohttp(
         check=True,
         timeout=60,
     )
+
+
+def test_the_crds_of_a_setup_count_each_kind_and_version_once() -> None:
+    """A model the setup uses joins the module's; a second class of the same kind and version
+    (a module loaded twice, as tests load a file again) is the same version, not another."""
+    import types
+
+    import kubeloop
+    from kubeloop.client.config import ClientConfig
+    from kubeloop.manager.operatortarget import module_crds
+
+    def backup_class() -> type[kubeloop.CustomResource]:
+        class Backup(kubeloop.CustomResource, group="twice.example.com", version="v1"):
+            schedule: str = ""
+
+        return Backup
+
+    first, second = backup_class(), backup_class()
+    module = types.ModuleType("operator_module")
+    module.Backup = first  # type: ignore[attr-defined]
+    manager = Manager(APIClient(ClientConfig(server="https://127.0.0.1:1")))
+    kubeloop.Builder(manager).for_(second).complete(lambda request: None)
+    assert manager.custom_resources == [second]
+    crds = module_crds(module, manager)
+    assert [crd["metadata"]["name"] for crd in crds] == ["backups.twice.example.com"]
+    assert [version["name"] for version in crds[0]["spec"]["versions"]] == ["v1"]
+    assert [crd["metadata"]["name"] for crd in module_crds(None, manager)] == ["backups.twice.example.com"]

@@ -83,6 +83,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
 
     run.add_argument(
+        "--as-operator",
+        action="store_true",
+        help="with --embedded: run the operator as a ServiceAccount bound to exactly the ClusterRole "
+        "kubeloop rbac prints, so a permission the role lacks shows now, not in production",
+    )
+    run.add_argument(
         "--install-crds",
         action="store_true",
         help="first install the CRDs of the custom resource models the target defines or imports",
@@ -314,6 +320,7 @@ def _command(args: argparse.Namespace) -> int:
             webhook_service=args.webhook_service,
             view=args.view,
             console=args.console,
+            as_operator=args.as_operator,
         )
         return eventloop.run(
             run(

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from kubeloop import errors, kinds
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.cli import reload as reloading
@@ -106,6 +107,8 @@ class ManagerFlags:
     view: bool = False
     #: Serve the web console (``--console HOST:PORT``) while it runs.
     console: str | None = None
+    #: Run the operator as a ServiceAccount holding only the role its setup needs (``--as-operator``).
+    as_operator: bool = False
 
     def manager(self, client: APIClient, default_namespace: str, *, embedded: bool = False) -> Manager:
         election = None
@@ -128,7 +131,8 @@ class ManagerFlags:
             leader_election=election,
             metrics_bind_address=_address(self.metrics_bind_address),
             health_probe_bind_address=_address(self.health_probe_bind_address),
-            webhook_server=WebhookServer(port=port, cert_dir=cert_dir),
+            # An embedded server calls the webhooks over loopback: nothing else should reach them.
+            webhook_server=WebhookServer(host="127.0.0.1" if embedded else "", port=port, cert_dir=cert_dir),
         )
 
 
@@ -296,7 +300,11 @@ async def _manage(
     change (the files). With ``--install-crds``, the CRDs of the models ``module`` holds and of
     those the setup uses are installed before the manager starts."""
     config, source = client_config(kubeconfig, context)
-    async with APIClient(config) as client:
+    if flags.as_operator and not embedded:
+        raise UsageError(
+            "--as-operator needs --embedded", "it makes a ServiceAccount and a role on the server"
+        )
+    async with APIClient(config) as client, contextlib.AsyncExitStack() as scope:
         try:
             user = await check_connection(client, source=source)
         except CannotUseCluster as error:
@@ -310,7 +318,15 @@ async def _manage(
             installed = await install_crds(client, *crds, *flags.crd_files)
             names = ", ".join(crd["metadata"]["name"] for crd in installed)
             print(f"kubeloop run: installed {len(installed)} CRD(s): {names}", flush=True)
-        await _check_permissions(client, manager, user, flags.namespace)
+        if flags.as_operator:
+            # The same setup again, on a manager whose client holds only the generated role.
+            operator_config, user = await _as_operator(client, manager, config)
+            operator_client = await scope.enter_async_context(APIClient(operator_config))
+            manager = flags.manager(operator_client, config.namespace, embedded=embedded)
+            run_setup(setup, manager)
+            await _check_permissions(operator_client, manager, user, flags.namespace)
+        else:
+            await _check_permissions(client, manager, user, flags.namespace)
         if flags.webhook_cert_secret and flags.webhook_service and manager.webhook_server.webhooks:
             rotator = cert_rotator(
                 client, flags.webhook_cert_secret, flags.webhook_service, manager, config.namespace
@@ -329,9 +345,8 @@ async def _manage(
                 flush=True,
             )
         if embedded and manager.webhook_server.webhooks:
-            manager.add(
-                _webhook_installer(client, manager), name="webhook configurations", need_leader_election=False
-            )
+            installer = _webhook_installer(client, manager, off_when_stopped=watcher is not None)
+            manager.add(installer, name="webhook configurations", need_leader_election=False)
         if flags.console:
             console = Console(
                 manager,
@@ -353,7 +368,12 @@ async def _manage(
             nonlocal changed
             assert watcher is not None
             changed = await watcher.changed()
-            manager.request_stop()
+            running = {c.name: c.active_workers for c in manager.controllers.values() if c.active_workers}
+            if running:
+                # Reconciles are idempotent: the new code reconciles the same objects again.
+                shown = ", ".join(f"{count} of {name}" for name, count in running.items())
+                print(f"kubeloop run: cancelling the reconciles in flight ({shown}) to reload", flush=True)
+            manager.request_stop(cancel_reconciles=True)
 
         watching = asyncio.create_task(stop_on_change(), name="kubeloop reload watch") if watcher else None
         viewing = (
@@ -410,6 +430,49 @@ def _resolver(client: APIClient) -> Callable[[GroupVersionKind], Awaitable[Resou
         return Resource(gvk.group, mapping.resource, mapping.subresources)
 
     return resolve
+
+
+#: The ServiceAccount and ClusterRole (and its binding) ``--as-operator`` runs the operator with.
+AS_OPERATOR = "kubeloop-operator"
+
+
+async def _as_operator(admin: APIClient, manager: Manager, config: ClientConfig) -> tuple[ClientConfig, str]:
+    """``--as-operator``: a ServiceAccount bound to exactly the ClusterRole ``kubeloop rbac``
+    prints for this setup (leader election's Lease included), and the configuration of a client
+    that acts as it; what the role lacks then shows on the first day, as it would on a cluster."""
+    namespace = config.namespace
+    manager.permissions.allow(LEASE, "get", "create", "update")  # deployed with --leader-elect
+    role = await manager.permissions.cluster_role(AS_OPERATOR, _resolver(admin))
+    rbac = "rbac.authorization.k8s.io/v1"
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": AS_OPERATOR, "namespace": namespace},
+    }
+    binding = {
+        "apiVersion": rbac,
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": AS_OPERATOR},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": AS_OPERATOR},
+        "subjects": [{"kind": "ServiceAccount", "name": AS_OPERATOR, "namespace": namespace}],
+    }
+    for obj in (account, role, binding):
+        await admin.apply(obj, field_manager="kubeloop-run", force=True)
+    issued = await admin.create(
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        of=kinds.ServiceAccount,
+        name=AS_OPERATOR,
+        subresource="token",
+        namespace=namespace,
+    )
+    user = f"system:serviceaccount:{namespace}:{AS_OPERATOR}"
+    rules = len(role.get("rules") or ())
+    print(
+        f"kubeloop run: --as-operator: running as {user}, bound to ClusterRole {AS_OPERATOR} "
+        f"({rules} rules: what kubeloop rbac prints)",
+        flush=True,
+    )
+    return config.with_token(str(issued["status"]["token"])), user
 
 
 #: What ``kubeloop run`` and ``kubeloop manifests`` say of a setup that registers no controller.
@@ -477,14 +540,28 @@ def _grouped(refused: list[Needed]) -> str:
     return "; ".join(f"{', '.join(listed)} {name}" for name, listed in verbs.items())
 
 
-def _webhook_installer(client: APIClient, manager: Manager) -> Callable[[asyncio.Event], Awaitable[None]]:
-    """A runnable that installs the manager's webhook configurations once it serves them."""
+def _webhook_installer(
+    client: APIClient, manager: Manager, *, off_when_stopped: bool = False
+) -> Callable[[asyncio.Event], Awaitable[None]]:
+    """A runnable that installs the manager's webhook configurations once it serves them; with
+    ``off_when_stopped`` (``--reload``) it deletes them again when the manager stops, so that
+    while the new code loads (or does not) writes of their kinds are not refused by a webhook
+    nobody serves."""
 
     async def install(stop: asyncio.Event) -> None:
         installed = await install_webhook_configurations(client, manager.webhook_server)
         names = ", ".join(f"{c['kind']}/{c['metadata']['name']}" for c in installed)
         print(f"kubeloop run: webhooks at {manager.webhook_server.address} installed: {names}", flush=True)
         await stop.wait()
+        if not off_when_stopped:
+            return
+        admission = [c for c in installed if c["kind"].endswith("WebhookConfiguration")]
+        for configuration in admission:
+            with contextlib.suppress(errors.NotFound):
+                await client.delete(configuration, configuration["metadata"]["name"])
+        if admission:
+            names = ", ".join(f"{c['kind']}/{c['metadata']['name']}" for c in admission)
+            print(f"kubeloop run: webhooks off until the operator is back: {names}", flush=True)
 
     return install
 

@@ -117,6 +117,7 @@ class Manager:
             self.permissions.allow(LEASE, "get", "create", "update")
         self._started = False
         self._stopping = asyncio.Event()
+        self._cancel_reconciles = False
         self.elector = LeaderElector(client, leader_election) if leader_election is not None else None
         #: Shuts the leader's writes and reconciles the moment its lease may have passed on.
         self.fence = LeaderFence(self.elector) if self.elector is not None else None
@@ -290,14 +291,17 @@ class Manager:
             self._failure = (name, error)
         self._stopping.set()
 
-    async def stop(self) -> None:
+    async def stop(self, *, cancel_reconciles: bool = False) -> None:
         """Stop in reverse order: leader election, the leader's runnables and controllers
-        (in-flight reconciles get the grace period), the other runnables, then caches."""
+        (in-flight reconciles get the grace period, or are cancelled with ``cancel_reconciles``:
+        they are idempotent, and reconcile again once the operator is back), the other
+        runnables, then caches."""
         election, self._election = self._election, []
         await cancel_and_wait(election)
         await self._leader_runnables.stop(self.graceful_shutdown_timeout)
+        grace = 0.0 if cancel_reconciles or self._cancel_reconciles else self.graceful_shutdown_timeout
         for controller in reversed(list(self.controllers.values())):
-            await controller.stop(timeout=self.graceful_shutdown_timeout)
+            await controller.stop(timeout=grace)
         await self._runnables.stop(self.graceful_shutdown_timeout)
         for recorder in self._recorders.values():
             await recorder.stop()
@@ -347,8 +351,11 @@ class Manager:
         if not self._started or unsynced:
             raise RuntimeError("caches not synced: " + ", ".join(unsynced))
 
-    def request_stop(self) -> None:
-        """Make ``run()`` stop gracefully, as a signal would."""
+    def request_stop(self, *, cancel_reconciles: bool = False) -> None:
+        """Make ``run()`` stop gracefully, as a signal would; with ``cancel_reconciles``, the
+        reconciles in flight are cancelled rather than waited for (``kubeloop run --reload``
+        does so on a code change)."""
+        self._cancel_reconciles = self._cancel_reconciles or cancel_reconciles
         self._stopping.set()
 
     async def run(self, *, handle_signals: bool = True) -> None:

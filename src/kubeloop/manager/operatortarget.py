@@ -130,7 +130,12 @@ def module_crds(module: ModuleType | None, manager: Manager | None = None) -> li
     :class:`TargetError`."""
     models = custom_resources_in(vars(module).values()) if module is not None else []
     if manager is not None:
-        models += [model for model in manager.custom_resources if model not in models]
+        # By kind and version: a module loaded twice (a file a test loads again) has two classes.
+        known = {model.__gvk__ for model in models}
+        for model in manager.custom_resources:
+            if model.__gvk__ not in known:
+                models.append(model)
+                known.add(model.__gvk__)
     try:
         return definitions(*models)
     except SchemaConversionError as error:

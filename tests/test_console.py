@@ -46,6 +46,44 @@ TREE = """(() => {
 })()"""
 
 
+#: Each chart's sum of what it draws, by chart (the page's only controller's).
+CHART_TOTALS = (
+    "(() => { const charts = document.querySelectorAll('svg[data-chart]');"
+    " return charts.length ? Object.fromEntries(Array.from(charts).map(s => [s.dataset.chart, Number(s.dataset.total)]))"
+    " : null; })()"
+)
+
+LONG_CRD = json.dumps(
+    {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "reconciliationpolicybindings.configuration.platform-engineering.example.com"},
+        "spec": {
+            "group": "configuration.platform-engineering.example.com",
+            "scope": "Cluster",
+            "names": {"plural": "reconciliationpolicybindings", "kind": "ReconciliationPolicyBinding"},
+            "versions": [
+                {"name": "v1alpha1", "served": True, "storage": True,
+                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+            ],
+        },
+    }
+)  # fmt: skip
+LONG_OBJECT = json.dumps(
+    {
+        "apiVersion": "configuration.platform-engineering.example.com/v1alpha1",
+        "kind": "ReconciliationPolicyBinding",
+        "metadata": {"name": "one"},
+    }
+)
+
+#: Whether the kinds table's count header is inside its scrolling box's visible width.
+KINDS_COUNT_IN_VIEW = """(() => {
+  const th = document.querySelector('#kinds thead th.num');
+  return th.getBoundingClientRect().right <= th.closest('.scroll').getBoundingClientRect().right + 0.5;
+})()"""
+
+
 async def read_until(stream: asyncio.StreamReader, wanted: str) -> list[str]:
     lines = []
     while True:
@@ -56,13 +94,14 @@ async def read_until(stream: asyncio.StreamReader, wanted: str) -> list[str]:
             return lines
 
 
-async def kubectl(kubeconfig: str, *args: str) -> str:
+async def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> str:
     done = await asyncio.to_thread(
         subprocess.run,
         [str(KUBECTLS[-1]), "--kubeconfig", kubeconfig, *args],
         capture_output=True,
         text=True,
         timeout=60,
+        input=stdin,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -96,6 +135,33 @@ async def test_the_console_follows_the_operator_live_in_chromium(tmp_path: pathl
             assert await browser.evaluate(ROWS.format(table="reconciles")) == [["no reconciles yet"]]
             kinds = await browser.evaluate(ROWS.format(table="kinds"))
             assert ["Namespace", "v1", "4"] in kinds  # the embedded server's own objects
+            # At 1400 px the kinds table's count column is in view, not scrolled away, even with
+            # the long apiVersions of an operator's CRDs.
+            await kubectl(kubeconfig, "apply", "-f", "-", stdin=LONG_CRD)
+
+            async def long_kind_listed() -> bool:
+                return any(
+                    row[0] == "ReconciliationPolicyBinding"
+                    for row in await browser.evaluate(ROWS.format(table="kinds"))
+                )
+
+            await kubectl(
+                kubeconfig,
+                "wait",
+                "--for=condition=Established",
+                "crd/reconciliationpolicybindings.configuration.platform-engineering.example.com",
+            )
+            await kubectl(kubeconfig, "apply", "-f", "-", stdin=LONG_OBJECT)
+            await eventually(long_kind_listed)
+            assert await browser.evaluate(KINDS_COUNT_IN_VIEW)
+            # The charts are drawn, flat: nothing reconciled yet.
+            await eventually(lambda: browser.evaluate(CHART_TOTALS))
+            assert await browser.evaluate(CHART_TOTALS) == {
+                "reconciles": 0,
+                "errors": 0,
+                "queue": 0,
+                "reconcile-time": 0,
+            }
 
             await kubectl(kubeconfig, "create", "configmap", "web", "--from-literal=replicas=2")
             await kubectl(kubeconfig, "label", "configmap", "web", "web.example.com/deploy=true")
@@ -114,6 +180,23 @@ async def test_the_console_follows_the_operator_live_in_chromium(tmp_path: pathl
                 return tree
 
             await eventually(pods_running, timeout=60)
+
+            async def charts_moved() -> bool:
+                totals = await browser.evaluate(CHART_TOTALS)
+                heights = await browser.evaluate(
+                    "Array.from(document.querySelectorAll('svg[data-chart=\"reconcile-time\"] rect'))"
+                    ".map(r => Number(r.getAttribute('height')))"
+                )
+                points = await browser.evaluate(
+                    "document.querySelector('svg[data-chart=\"reconciles\"] polyline').getAttribute('points')"
+                )
+                heights_drawn = any(height > 0 for height in heights)
+                line_rose = len({point.split(",")[1] for point in points.split()}) > 1
+                return (
+                    totals["reconciles"] > 0 and totals["reconcile-time"] > 0 and heights_drawn and line_rose
+                )
+
+            await eventually(charts_moved, timeout=20)  # the load reached the charts
             reconciles = await browser.evaluate(ROWS.format(table="reconciles"))
             first = [row for row in reconciles if "Deployment/web created" in row[5]]
             assert len(first) == 1 and first[0][1:4] == ["configmap", "default/web", "ok"]

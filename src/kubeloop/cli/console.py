@@ -12,7 +12,11 @@ state is also served in parts, each a JSON document:
   the console, not once per page);
 - ``/api/objects``: on the embedded server, the cluster's objects counted by kind and their
   owner trees (a Deployment, its ReplicaSets, their Pods); ``null`` on another cluster, whose
-  objects the operator may not read.
+  objects the operator may not read;
+- ``/api/series``: per controller, its reconciles and errors per second and its queue depth,
+  one sample a second over the last 15 minutes, and its reconcile-time distribution over the
+  same window (``controllerseries``): what the page's charts draw, as SVG, with no script or
+  font from anywhere else (the page works offline).
 
 The console only reads: the manager's counters, the controllers' rings of recent reconciles,
 the events, and with ``--embedded`` the server's own store. It runs as a runnable of the manager
@@ -35,6 +39,7 @@ from aiohttp import web
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
+from kubeloop.cli.controllerseries import ControllerSeries
 from kubeloop.client.rest import APIClient
 from kubeloop.controller.controller import Controller
 from kubeloop.manager.manager import Manager
@@ -221,6 +226,8 @@ class Console:
         self.url = ""
         self._events: list[Obj] = []
         self._events_error: str | None = None
+        #: The controllers' counters, sampled once a second while the console runs.
+        self.series = ControllerSeries(manager)
 
     def state(self) -> dict[str, Any]:
         return {
@@ -255,6 +262,7 @@ class Console:
             "/api/objects",
             document(lambda: object_summary(self.objects()) if self.objects is not None else None),
         )
+        app.router.add_get("/api/series", document(self.series.document))
         return app
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -270,6 +278,7 @@ class Console:
             if self.on_serving is not None:
                 self.on_serving(self.url)
             while not stop.is_set():
+                self.series.sample()
                 await self._list_events()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), 1.0)

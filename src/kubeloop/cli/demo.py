@@ -36,7 +36,7 @@ from typing import Any
 import aiohttp
 import orjson
 import yaml
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -93,7 +93,11 @@ SANDBOXED_RUN: Obj = {
             "kubeloop.dev/termination-message": "Ran the suite in a sandbox: 48 passed, nothing left behind.",
         },
     },
-    "spec": {"agentRef": "writer", "task": "Run the project's test suite in isolation.", "backend": "sandbox"},
+    "spec": {
+        "agentRef": "writer",
+        "task": "Run the project's test suite in isolation.",
+        "backend": "sandbox",
+    },
 }
 CONFIG_MAP = GroupVersionKind("", "v1", "ConfigMap")
 MUTATING = GroupVersionKind("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
@@ -145,6 +149,18 @@ class State:
     events: list[Obj] = field(default_factory=list)
     #: Agent name → the size of its MEMORY.md.
     memory: dict[str, int] = field(default_factory=dict)
+
+    def version(self) -> tuple[object, ...]:
+        """What changes when anything the view shows of the objects does (their
+        resourceVersions, the memories' sizes): a piped view is printed again only then."""
+        objects = (
+            self.runtimes, self.skill_packs, self.mcp_servers, self.agents, self.runs,
+            self.schedules, self.persona_packs, self.events,
+        )  # fmt: skip
+        versions = tuple(
+            (o["metadata"].get("uid"), o["metadata"].get("resourceVersion")) for os_ in objects for o in os_
+        )
+        return (versions, tuple(sorted(self.memory.items())))
 
     @classmethod
     async def read(cls, client: APIClient) -> State:
@@ -246,6 +262,21 @@ def _trigger(run: Obj) -> str:
 def _status_text(value: str, good: tuple[str, ...], bad: tuple[str, ...]) -> Text:
     style = "green" if value in good else "red" if value in bad else "yellow"
     return Text(value, style=style)
+
+
+def show(console: Console, view: RenderableType) -> None:
+    """Print ``view``; to a file or pipe at the width its content needs (a terminal's width is
+    not there to cut it at, and rich would otherwise cut it at 80 columns)."""
+    if console.is_terminal:
+        console.print(view)
+        return
+    width = console.measure(view, options=console.options.update(width=10_000)).maximum
+    previous = console.width
+    console.width = max(width, previous)  # print(width=) is capped at the console's own
+    try:
+        console.print(view)
+    finally:
+        console.width = previous
 
 
 def render(state: State, manager: Manager, *, header: str) -> Group:
@@ -430,11 +461,15 @@ async def run_demo(
                 # The view is written by a thread of its own: a terminal or pipe that stops
                 # reading holds up the view alone, not the server and the operator sharing this
                 # loop, nor the way out (see ViewWriter).
-                if not console.is_terminal:  # piped or logged: a snapshot every 10 s, not redraws
-                    snapshots = ViewWriter(console.print)
+                if not console.is_terminal:  # piped or logged: the view again when it changed
+                    snapshots = ViewWriter(lambda view: show(console, view))
+                    shown: tuple[object, ...] | None = None
                     while True:
-                        snapshots.show(render(await State.read(client), manager, header=header))
-                        await asyncio.sleep(10)
+                        state = await State.read(client)
+                        if state.version() != shown:
+                            shown = state.version()
+                            snapshots.show(render(state, manager, header=header))
+                        await asyncio.sleep(1)
                 with Live(console=console, refresh_per_second=4, screen=False) as live:
                     redraws = ViewWriter(live.update)
                     while True:
@@ -524,10 +559,10 @@ async def _converge(
         waiting = state.not_converged(sample_runs)
         took = time.monotonic() - started
         if not waiting:
-            console.print(render(state, manager, header=f"kubeloop demo: converged in {took:.1f}s"))
+            show(console, render(state, manager, header=f"kubeloop demo: converged in {took:.1f}s"))
             return 0
         if time.monotonic() >= deadline:
-            console.print(render(state, manager, header=f"kubeloop demo: not converged after {took:.1f}s"))
+            show(console, render(state, manager, header=f"kubeloop demo: not converged after {took:.1f}s"))
             console.print("[red]kubeloop demo: did not converge:[/]")
             for reason in waiting:
                 console.print(f"  - {reason}")

@@ -92,3 +92,32 @@ async def test_another_finalizer_is_kept_and_a_foreign_deletion_is_not_ours(
     after = await kube_client.get(core_v1.ConfigMap, "shared", namespace=kube_namespace)
     assert after.metadata.finalizers == [other]  # ours removed, the other kept: it stays
     assert await kubeloop.finalizer(kube_client, after, FINALIZER, apply=lambda o: "ok", cleanup=lambda o: "again") is None
+
+
+async def test_removing_the_finalizer_from_a_stale_copy_is_a_conflict(
+    kube_client: APIClient, kube_namespace: str
+) -> None:
+    """The removal names the resourceVersion the reconcile read: after a concurrent update it is
+    a Conflict (the controller reads again), never a patch written from an older object."""
+    obj = config_map("racing", kube_namespace)
+    obj.metadata.finalizers = [FINALIZER, "example.com/other"]
+    await kube_client.create(obj)
+    await kube_client.delete(core_v1.ConfigMap, "racing", namespace=kube_namespace)
+    read = await kube_client.get(core_v1.ConfigMap, "racing", namespace=kube_namespace)
+    # Someone else changes the object after this reconcile read it.
+    await kube_client.patch(
+        core_v1.ConfigMap, "racing", {"metadata": {"labels": {"touched": "yes"}}}, namespace=kube_namespace
+    )
+    cleaned: list[str] = []
+    try:
+        await kubeloop.finalizer(kube_client, read, FINALIZER, apply=lambda o: "ok", cleanup=cleaned.append)
+    except kubeloop.errors.Conflict:
+        pass
+    else:
+        raise AssertionError("the finalizer was removed from a copy older than the stored object")
+    stored = await kube_client.get(core_v1.ConfigMap, "racing", namespace=kube_namespace)
+    assert stored.metadata.finalizers == [FINALIZER, "example.com/other"]
+    assert len(cleaned) == 1  # the cleanup ran; the retry, with the fresh object, removes ours
+    await kubeloop.finalizer(kube_client, stored, FINALIZER, apply=lambda o: "ok", cleanup=cleaned.append)
+    after = await kube_client.get(core_v1.ConfigMap, "racing", namespace=kube_namespace)
+    assert after.metadata.finalizers == ["example.com/other"]

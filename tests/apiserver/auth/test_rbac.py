@@ -445,3 +445,46 @@ def test_roles_and_bindings_are_validated_as_upstream(admin: Kubectl, api: Clien
     )
     stored = json.loads(admin("get", "rolebinding", "viewers", "-o", "json", *ns).stdout)
     assert stored["roleRef"]["name"] == "view"
+
+
+def test_a_service_account_subject_is_matched_in_its_own_namespace(api: Client, namespace: str) -> None:
+    """A RoleBinding in this namespace naming ServiceAccount ``robot`` of namespace ``other``
+    grants ``system:serviceaccount:other:robot``, not this namespace's ``robot``; one that names
+    no namespace means the binding's (upstream's ``appliesToUser``)."""
+    role = {
+        "metadata": {"name": "reader"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+    }
+    assert (
+        api.post(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles", role).status_code == 201
+    )
+
+    def bind(name: str, subject: dict[str, str]) -> None:
+        binding = {
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+            "subjects": [subject],
+        }
+        answer = api.post(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings", binding)
+        assert answer.status_code == 201, answer.text
+
+    def allowed(user: str) -> bool:
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": user,
+                "resourceAttributes": {"namespace": namespace, "verb": "get", "resource": "configmaps"},
+            },
+        }
+        answer = api.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
+        assert answer.status_code == 201, answer.text
+        return bool(answer.json()["status"]["allowed"])
+
+    bind("other-robot", {"kind": "ServiceAccount", "name": "robot", "namespace": "other"})
+    assert allowed("system:serviceaccount:other:robot")
+    assert not allowed(f"system:serviceaccount:{namespace}:robot")
+    assert not allowed(f"system:serviceaccount:{namespace}:helper")
+    bind("own-helper", {"kind": "ServiceAccount", "name": "helper"})  # no namespace: the binding's
+    assert allowed(f"system:serviceaccount:{namespace}:helper")
+    assert not allowed("system:serviceaccount:other:helper")

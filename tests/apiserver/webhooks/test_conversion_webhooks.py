@@ -239,6 +239,36 @@ def test_a_converter_may_change_labels_but_no_other_metadata(
     assert alpha["metadata"]["generation"] == 1
 
 
+def test_what_a_converter_adds_beyond_the_target_schema_is_pruned(
+    api: Client, hooks: WebhookServer, namespace: str
+) -> None:
+    """kube-apiserver prunes a converted object by the target version's schema: a field the
+    converter adds that the schema does not declare never reaches the client (nor storage)."""
+
+    def embellish(request: dict[str, Any]) -> dict[str, Any]:
+        answer = convert_widgets(request)
+        for obj in answer["convertedObjects"]:
+            obj["spec"]["undeclared"] = "from the converter"
+            obj["extra"] = {"nested": True}
+        return answer
+
+    hooks.handlers["embellish"] = embellish
+    assert api.post(CRDS, widget_crd(hooks, "embellish", plural="doodads")).status_code == 201
+    created = api.post(
+        path(namespace, "v1", plural="doodads"), {**widget("d", V1, replicas=2), "kind": "Doodad"}
+    )
+    assert created.status_code == 201, created.text
+    alpha = api.get(path(namespace, "v1alpha1", "d", plural="doodads")).json()
+    assert alpha["spec"] == {"size": "2"} and "extra" not in alpha
+    listed = api.get(path(namespace, "v1alpha1", plural="doodads")).json()["items"]
+    assert [item["spec"] for item in listed] == [{"size": "2"}] and "extra" not in listed[0]
+    # Written as v1alpha1 (converted to v1 to be stored): stored without what the converter added.
+    updated = api.put(path(namespace, "v1alpha1", "d", plural="doodads"), {**alpha, "spec": {"size": "3"}})
+    assert updated.status_code == 200, updated.text
+    stored = api.get(path(namespace, "v1", "d", plural="doodads")).json()
+    assert stored["spec"] == {"replicas": 3} and "extra" not in stored
+
+
 def test_an_update_moves_an_object_to_the_new_storage_version(
     module_server: ServerThread, api: Client, hooks: WebhookServer, namespace: str
 ) -> None:

@@ -387,6 +387,8 @@ async def run_demo(
     from kubeloop.apiserver.server import APIServer, ServerOptions
 
     console = console or Console()
+    if not console.is_terminal:
+        console.soft_wrap = True  # a file or pipe: lines as long as they are, not cut at 80 columns
     operator = operator or default_operator()
     module, attribute = load_target(str(operator))
     setup = getattr(module, attribute)

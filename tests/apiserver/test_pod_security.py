@@ -19,6 +19,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubeloop.apiserver.podsecurity import standards
 from kubeloop.apiserver.podsecurity.namespacepolicy import policy_of
 from kubeloop.apiserver.podsecurity.standards import (
     BASELINE,
@@ -277,3 +278,64 @@ def test_the_levels_nest(spec: dict[str, Any]) -> None:
     if not restricted:
         assert baseline == []
     assert all(violation.reason and violation.detail for violation in [*restricted, *baseline])
+
+
+def _container(**extra: Any) -> dict[str, Any]:
+    return {"name": "app", "image": "nginx", **extra}
+
+
+#: One pod per baseline control, violating that control alone: (check id, pod spec, reason, detail).
+BASELINE_VIOLATIONS = [
+    ("appArmorProfile", {"securityContext": {"appArmorProfile": {"type": "Unconfined"}}, "containers": [_container()]},
+     "forbidden AppArmor profile", 'pod must not set AppArmor profile type to "Unconfined"'),
+    ("capabilities_baseline", {"containers": [_container(securityContext={"capabilities": {"add": ["NET_ADMIN"]}})]},
+     "non-default capabilities", 'container "app" must not include "NET_ADMIN" in securityContext.capabilities.add'),
+    ("hostNamespaces", {"hostNetwork": True, "containers": [_container()]}, "host namespaces", "hostNetwork=true"),
+    ("hostNamespaces", {"hostPID": True, "containers": [_container()]}, "host namespaces", "hostPID=true"),
+    ("hostNamespaces", {"hostIPC": True, "containers": [_container()]}, "host namespaces", "hostIPC=true"),
+    ("hostPathVolumes", {"volumes": [{"name": "h", "hostPath": {"path": "/etc"}}], "containers": [_container()]},
+     "hostPath volumes", 'volume "h"'),
+    ("hostPorts", {"containers": [_container(ports=[{"containerPort": 80, "hostPort": 8080}])]},
+     "hostPort", 'container "app" uses hostPort 8080'),
+    ("hostProbesAndHostLifecycle", {"containers": [_container(livenessProbe={"httpGet": {"host": "10.0.0.1", "port": 80}})]},
+     "probe or lifecycle host", 'container "app" uses probe or lifecycle host "10.0.0.1"'),
+    ("privileged", {"containers": [_container(securityContext={"privileged": True})]},
+     "privileged", 'container "app" must not set securityContext.privileged=true'),
+    ("procMount", {"containers": [_container(securityContext={"procMount": "Unmasked"})]},
+     "procMount", 'container "app" must not set securityContext.procMount to "Unmasked"'),
+    ("seLinuxOptions", {"securityContext": {"seLinuxOptions": {"type": "spc_t"}}, "containers": [_container()]},
+     "seLinuxOptions", 'pod set forbidden securityContext.seLinuxOptions: type "spc_t"'),
+    ("seccompProfile_baseline", {"securityContext": {"seccompProfile": {"type": "Unconfined"}}, "containers": [_container()]},
+     "seccompProfile", 'pod must not set securityContext.seccompProfile.type to "Unconfined"'),
+    ("sysctls", {"securityContext": {"sysctls": [{"name": "kernel.shm_rmid_forced", "value": "0"}, {"name": "net.core.somaxconn", "value": "1"}]},
+                 "containers": [_container()]},
+     "forbidden sysctls", "net.core.somaxconn"),
+    ("windowsHostProcess", {"securityContext": {"windowsOptions": {"hostProcess": True}}, "containers": [_container()]},
+     "hostProcess", "pod must not set securityContext.windowsOptions.hostProcess=true"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("check", "spec", "reason", "detail"),
+    BASELINE_VIOLATIONS,
+    ids=[f"{c[0]}-{i}" for i, c in enumerate(BASELINE_VIOLATIONS)],
+)
+def test_each_baseline_control_alone_refuses_a_pod(
+    check: str, spec: dict[str, Any], reason: str, detail: str
+) -> None:
+    """A pod that breaks one baseline control and nothing else is refused by baseline for that
+    control alone, in upstream's words (each host namespace on its own)."""
+    [violation] = standards.evaluate(standards.BASELINE, 37, {"name": "p"}, spec)
+    assert (violation.reason, violation.detail) == (reason, detail)
+    compliant = (
+        {**spec, "hostNetwork": False, "hostPID": False, "hostIPC": False}
+        if check == "hostNamespaces"
+        else None
+    )
+    if compliant is not None:
+        assert standards.evaluate(standards.BASELINE, 37, {"name": "p"}, compliant) == []
+
+
+def test_the_baseline_cases_cover_every_baseline_control() -> None:
+    covered = {case[0] for case in BASELINE_VIOLATIONS}
+    assert covered == {check.id for check in standards.checks_of(standards.BASELINE, 37)}

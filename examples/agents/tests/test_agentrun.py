@@ -239,3 +239,28 @@ async def test_runs_are_counted_by_phase_and_timed_on_the_metrics_endpoint(
             assert 'agentplatform_run_duration_seconds_count{phase="Failed"} 1.0' in text
 
         await eventually(scraped)
+
+
+@pytest.mark.parametrize(
+    ("job_condition", "reason"),
+    [
+        ({"type": "Failed", "status": "True", "reason": "DeadlineExceeded",
+          "message": "Job was active longer than specified deadline"}, "TimedOut"),
+        ({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+          "message": "Job has reached the specified backoff limit"}, "JobFailed"),
+        ({"type": "Failed", "status": "True", "reason": "PodFailurePolicy",
+          "message": "Container main for pod x failed with exit code 2"}, "JobFailed"),
+        ({"type": "Complete", "status": "True"}, "Completed"),
+        ({"type": "Failed", "status": "False", "reason": "DeadlineExceeded"}, "PodStarting"),
+    ],
+)  # fmt: skip
+async def test_each_way_a_job_ends_is_the_runs_reason(
+    platform: agentplatform.Platform, namespace: str, job_condition: dict[str, str], reason: str
+) -> None:
+    """The Job's Failed condition says why: past its deadline is TimedOut, every other failure
+    JobFailed, with the Job's message; a condition that is not True is not an outcome."""
+    job = {"metadata": {"name": "run-job", "namespace": namespace}, "status": {"conditions": [job_condition]}}
+    phase = await platform.runs._phase(job)
+    assert phase["reason"] == reason
+    if job_condition["type"] == "Failed" and job_condition["status"] == "True":
+        assert (phase["phase"], phase["message"]) == ("Failed", job_condition["message"])

@@ -11,7 +11,8 @@ from typing import Any
 import agentplatform
 import pytest
 from agentobjects import agent, condition, exists, ready, runtime
-from agentplatform.api.v1alpha1 import Agent
+from agentplatform.api.v1alpha1 import Agent, AgentPolicy, AgentRun
+from agentplatform.controllers.policy import run_violations
 
 import kubeloop
 from kubeloop.testing import eventually, webhooks_installed
@@ -94,3 +95,17 @@ async def test_policies_refuse_what_they_do_not_allow_and_report_what_was_there(
             )  # fmt: skip
 
         await eventually(compliant)
+
+
+@pytest.mark.parametrize(("timeout", "refused"), [(599, False), (600, False), (601, True)])
+def test_max_timeout_seconds_is_the_longest_run_allowed(timeout: int, refused: bool) -> None:
+    """The boundary: a run of exactly maxTimeoutSeconds is allowed, one second more is not."""
+    rules = AgentPolicy.model_validate(policy("ns", maxTimeoutSeconds=600))
+    run = AgentRun.model_validate(
+        {
+            "metadata": {"name": "r", "namespace": "ns"},
+            "spec": {"agentRef": "a", "task": "x", "timeoutSeconds": timeout},
+        }
+    )
+    causes = run_violations(run, [rules])
+    assert [cause.field for cause in causes] == (["spec.timeoutSeconds"] if refused else [])

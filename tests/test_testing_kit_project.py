@@ -142,3 +142,38 @@ def test_the_operator_fixture_installs_what_the_setup_uses_and_fails_at_once_on_
         'no matches for kind "Cronjob" in version "batch/v1" '
         "(did you mean CronJob?)"
     ) in result.stdout
+
+
+def test_a_reconcile_that_fails_its_assert_fails_the_test(tmp_path: pathlib.Path) -> None:
+    """The controller logs and retries a reconcile that raised; under test, a failed ``assert``
+    (or a bug) in a reconcile fails the test, unless the test says it means it."""
+    (tmp_path / "test_asserts.py").write_text(
+        "import pytest\nimport kubeloop\nfrom kubeloop import kinds\nfrom kubeloop.testing import eventually\n\n\n"
+        "def manager_with(kube_client, kube_namespace, check):\n"
+        "    manager = kubeloop.Manager(kube_client, namespace=kube_namespace)\n"
+        "    kubeloop.Builder(manager).for_(kinds.ConfigMap).complete(check)\n"
+        "    return manager\n\n\n"
+        "async def test_swallowed(kube_client, kube_namespace):\n"
+        "    seen = []\n\n"
+        "    async def check(request):\n"
+        "        seen.append(request)\n"
+        "        assert request.name == 'expected', 'the reconcile checked the wrong object'\n\n"
+        "    async with manager_with(kube_client, kube_namespace, check):\n"
+        "        await kube_client.create({'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'other'}}, namespace=kube_namespace)\n"
+        "        await eventually(lambda: seen)\n\n\n"
+        "@pytest.mark.kubeloop(reconcile_failures=True)\n"
+        "async def test_meant(kube_client, kube_namespace):\n"
+        "    seen = []\n\n"
+        "    async def check(request):\n"
+        "        seen.append(request)\n"
+        "        raise KeyError('on purpose')\n\n"
+        "    async with manager_with(kube_client, kube_namespace, check):\n"
+        "        await kube_client.create({'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'other'}}, namespace=kube_namespace)\n"
+        "        await eventually(lambda: seen)\n"
+    )
+    (tmp_path / "pyproject.toml").write_text(CONFIG.format(extra=""))
+    result = pytest_in(tmp_path)
+    assert result.returncode == 1, result.stdout[-3000:]
+    assert "1 failed, 1 passed" in result.stdout
+    assert "a reconcile failed while the test ran" in result.stdout
+    assert "configmap: reconcile test-1/other: AssertionError: the reconcile checked the wrong object" in result.stdout

@@ -270,6 +270,7 @@ async def test_an_async_reconcile_past_its_timeout_is_cancelled_and_awaited() ->
         await controller.stop()
 
 
+@pytest.mark.kubeloop(reconcile_failures=True)  # the bugs are the point
 async def test_panics_are_the_exceptions_of_bugs_and_terminal_errors_are_errors() -> None:
     raised: dict[str, BaseException] = {
         "missing-key": KeyError("spec"),

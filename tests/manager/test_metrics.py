@@ -42,6 +42,7 @@ def sample(text: str, metric: str, **labels: str) -> float:
     raise AssertionError(f"no sample {metric}{{{wanted}}}")
 
 
+@pytest.mark.kubeloop(reconcile_failures=True)  # a KeyError on purpose: a panic to count
 async def test_metrics_and_probes(client: APIClient, namespace: str) -> None:
     calls: Counter[str] = Counter()
 

@@ -83,6 +83,11 @@ PANICS: tuple[type[BaseException], ...] = (
     RecursionError,
 )
 
+#: Told of each reconcile that raised (other than a conflict or a TerminalError): the
+#: controller's name, the request and the exception. The test kit listens, to fail a test in
+#: which a reconcile failed an ``assert`` or hit a bug.
+failure_listeners: list[Callable[[str, Request, BaseException], None]] = []
+
 #: The ID of the reconcile running in this context ("" outside one).
 reconcile_id: contextvars.ContextVar[str] = contextvars.ContextVar("reconcile_id", default="")
 
@@ -232,7 +237,7 @@ class Controller:
                     took = milliseconds(elapsed)
                     wrote = f" ({', '.join(writes)})" if writes else ""
         except TerminalError as exc:
-            self._record(request, "failed for good", elapsed, writes)
+            self._record(request, "failed for good", elapsed, writes, f"{type(exc).__name__}: {exc}")
             self.terminal_errors += 1
             self.results["error"] += 1
             self._failing.pop(request, None)
@@ -264,6 +269,12 @@ class Controller:
         except Exception as exc:
             self._failed(request, exc, elapsed, writes)
             return
+        except BaseException as exc:
+            # pytest.fail and its kin are BaseExceptions: a failed reconcile, not the worker's end.
+            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit | GeneratorExit):
+                raise
+            self._failed(request, exc, elapsed, writes)
+            return
         finally:
             current_reconcile.reset(scope)
             reconcile_id.reset(token)
@@ -286,9 +297,12 @@ class Controller:
         self._record(request, outcome, elapsed, writes)
         self.reconcile_logger.info("%s: reconcile %s %s %s%s", self.name, request, outcome, took, wrote)
 
-    def _failed(self, request: Request, exc: Exception, elapsed: float, writes: list[str]) -> None:
-        """A reconcile that raised: counted, requeued with back-off, logged."""
-        self._record(request, "error", elapsed, writes)
+    def _failed(self, request: Request, exc: BaseException, elapsed: float, writes: list[str]) -> None:
+        """A reconcile that raised: counted, requeued with back-off, logged, and told to the
+        ``failure_listeners``."""
+        for listener in tuple(failure_listeners):
+            listener(self.name, request, exc)
+        self._record(request, "error", elapsed, writes, f"{type(exc).__name__}: {exc}")
         self.results["error"] += 1
         if isinstance(exc, PANICS) and not isinstance(exc, errors.APIError):
             self.panics += 1
@@ -306,9 +320,11 @@ class Controller:
             exc_info=exc if not again or self.reconcile_logger.isEnabledFor(logging.DEBUG) else None,
         )
 
-    def _record(self, request: Request, outcome: str, elapsed: float, writes: list[str]) -> None:
+    def _record(
+        self, request: Request, outcome: str, elapsed: float, writes: list[str], error: str = ""
+    ) -> None:
         self.recent.append(
-            ReconcileRecord(datetime.now(UTC), request, outcome, elapsed * 1000, tuple(writes))
+            ReconcileRecord(datetime.now(UTC), request, outcome, elapsed * 1000, tuple(writes), error)
         )
 
     async def reconcile_once(self, request: Request) -> Result | None:

@@ -14,7 +14,10 @@
 A test also fails when, while it ran, an embedded server's loop reported an error nobody handled
 (``ServerThread.loop_errors``: a task that died unawaited, a callback that raised), or — for tests
 that use ``kube_client`` — the test's own loop did: a check that fails in a task fails its test;
-it is not only logged.
+it is not only logged. So does a reconcile that failed an ``assert`` or a pytest check, or hit a
+bug (``controller.PANICS``), while the test ran: the controller only logs and retries those. A
+test whose reconciles raise such errors on purpose is marked
+``@pytest.mark.kubeloop(reconcile_failures=True)``.
 """
 
 from __future__ import annotations
@@ -28,10 +31,13 @@ from typing import Any
 
 import pytest
 
+from kubeloop import errors
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.crdinstall import install_crds
 from kubeloop.client.preflight import unserved_kinds
 from kubeloop.client.rest import APIClient
+from kubeloop.controller import controller as controller_module
+from kubeloop.controller.reconcile import Request
 from kubeloop.manager.manager import Manager
 from kubeloop.manager.operatortarget import Setup, TargetError, load_target, module_crds, run_setup, setup_of
 from kubeloop.testing import serverthread as server_threads
@@ -57,7 +63,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "kubeloop(simulate): run the test's kube_client against a server that simulates workloads, or does not",
+        "kubeloop(simulate, reconcile_failures): run the test's kube_client against a server that simulates "
+        "workloads, or does not; reconcile_failures=True lets reconciles fail asserts or hit bugs without failing it",
     )
 
 
@@ -116,18 +123,47 @@ def _server_errors_since(seen: dict[ServerThread, int]) -> list[str]:
     ]
 
 
+def _is_a_reconcile_failure(error: BaseException) -> bool:
+    """A failed ``assert`` or pytest check in a reconcile, or a bug (``controller.PANICS``): not
+    what a reconciler raises on purpose (a failed call, an error it means to retry)."""
+    outcome = getattr(sys.modules.get("_pytest.outcomes"), "OutcomeException", None)
+    if isinstance(outcome, type) and isinstance(error, outcome):
+        return True
+    return isinstance(error, controller_module.PANICS) and not isinstance(error, errors.APIError)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """The test fails if, while it ran, a running embedded server's loop or the test's own loop
-    (with ``kube_client``) reported an error nobody handled."""
+    (with ``kube_client``) reported an error nobody handled, or a reconcile failed an ``assert``
+    or a pytest check, or hit a bug (a ``TypeError``, ``KeyError``, ...): the controller logs and
+    retries those, and the test would pass without them noticed. A test that means its reconciles
+    to raise such errors says so: ``@pytest.mark.kubeloop(reconcile_failures=True)``."""
     seen = {server: len(server.loop_errors) for server in server_threads.running}
     reported = item.stash.setdefault(_LOOP_ERRORS, [])
-    result = yield
+    failed: list[str] = []
+
+    def listen(controller: str, request: Request, error: BaseException) -> None:
+        if _is_a_reconcile_failure(error):
+            failed.append(f"{controller}: reconcile {request}: {type(error).__name__}: {error}")
+
+    controller_module.failure_listeners.append(listen)
+    try:
+        result = yield
+    finally:
+        controller_module.failure_listeners.remove(listen)
     new = [*_server_errors_since(seen), *reported]
     reported.clear()
     if new:
         pytest.fail(
             "an event loop reported errors nobody handled:\n" + "\n".join(dict.fromkeys(new)), pytrace=False
+        )
+    marker = item.get_closest_marker("kubeloop")
+    if failed and not (marker is not None and marker.kwargs.get("reconcile_failures")):
+        pytest.fail(
+            "a reconcile failed while the test ran (the controller retried it; mark the test "
+            "kubeloop(reconcile_failures=True) if it means to):\n" + "\n".join(dict.fromkeys(failed)),
+            pytrace=False,
         )
     return result
 

@@ -27,13 +27,14 @@ KUBELOOP = [sys.executable, "-m", "kubeloop.cli.main"]
 
 @contextmanager
 def apiserver(
-    data_dir: pathlib.Path, *extra: str, wrapper: tuple[str, ...] = ()
+    data_dir: pathlib.Path, *extra: str, wrapper: tuple[str, ...] = (), env: dict[str, str] | None = None
 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
     proc = subprocess.Popen(
         [*wrapper, *KUBELOOP, "apiserver", "--data-dir", str(data_dir), "--port", "0", *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     try:
         assert proc.stdout is not None

@@ -5,7 +5,6 @@ by time — over real HTTP, with kubectl where a user would use it."""
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import os
 import pathlib
 import sqlite3
@@ -21,6 +20,8 @@ import pytest
 import yaml
 
 from kubeloop.apiserver.storage.log import SQLiteLog
+from tests import enospc
+from tests.apiserver.storage.test_durability import apiserver, session_for
 from tests.conftest import Client, ServerThread, start_server
 from tests.kubectl_finder import kubectl_binaries
 
@@ -130,57 +131,44 @@ def test_locked_storage_fails_writes_alone_reports_not_ready_and_recovers(durabl
     assert created.status_code == 201, created.text
 
 
-@contextlib.contextmanager
-def small_filesystem(path: pathlib.Path, size: str) -> Iterator[pathlib.Path]:
-    """A real tmpfs of ``size`` at ``path`` (needs the right to mount; skips the test otherwise)."""
-    path.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
-        capture_output=True,
-        text=True,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
 def test_full_disk_is_reported_with_its_cause_and_writes_recover(tmp_path: pathlib.Path) -> None:
-    with small_filesystem(tmp_path / "disk", "8m") as disk:
-        server = start_server(disk / "data")
-        try:
-            api = Client(server)
-            assert api.post("/api/v1/namespaces/default/configmaps", configmap("before")).status_code == 201
-            filler = disk / "filler"
-            with open(filler, "wb") as handle, contextlib.suppress(OSError):
-                while True:  # fill the file system to the last block
-                    handle.write(b"\0" * 65536)
-                    handle.flush()
-            big = configmap("big", v="x" * 300_000)
-            failed = api.post("/api/v1/namespaces/default/configmaps", big)
-            assert failed.status_code == 500, failed.text
-            assert "database or disk is full" in failed.json()["message"]
-            assert api.get("/api/v1/namespaces/default/configmaps/big").status_code == 404
-            assert api.get("/readyz").status_code == 500
-            # Reads keep working while the disk is full.
-            assert api.get("/api/v1/namespaces/default/configmaps/before").status_code == 200
-            filler.unlink()
-            wait_until(lambda: api.get("/readyz").status_code == 200)
-            assert api.post("/api/v1/namespaces/default/configmaps", big).status_code == 201
-            assert api.post("/api/v1/namespaces/default/configmaps", configmap("after")).status_code == 201
-        finally:
-            server.stop()
-        server = start_server(disk / "data")
-        try:
-            names = [
-                item["metadata"]["name"]
-                for item in Client(server).get("/api/v1/namespaces/default/configmaps").json()["items"]
-            ]
-            assert sorted(names) == ["after", "before", "big"]
-        finally:
-            server.stop()
+    """The durable server (its own process) on a disk that fills up: a write fails alone with
+    SQLite's cause, nothing of it shows, reads go on, /readyz says why; once space is free again,
+    writes work, and everything acknowledged is there after a restart. The disk is made full for
+    the server's data directory by an ``ENOSPC`` shim (``tests.enospc``), so no privilege is
+    needed."""
+    data = tmp_path / "data"
+    disk = enospc.FullDisk(enospc.build(tmp_path), data, tmp_path / "disk-is-full")
+    with apiserver(data, env=disk.environment()) as (_, url):
+        session = session_for(data)
+
+        def post(name: str, **values: str) -> Any:
+            return session.post(
+                f"{url}/api/v1/namespaces/default/configmaps", json=configmap(name, **values), timeout=30
+            )
+
+        def get(path: str) -> Any:
+            return session.get(url + path, timeout=30)
+
+        assert post("before").status_code == 201
+        disk.fill()
+        failed = post("big", v="x" * 300_000)
+        assert failed.status_code == 500, failed.text
+        assert "database or disk is full" in failed.json()["message"]
+        assert get("/api/v1/namespaces/default/configmaps/big").status_code == 404
+        ready = get("/readyz")
+        assert ready.status_code == 500 and "[-]storage failed" in ready.text, ready.text
+        # Reads keep working while the disk is full.
+        assert get("/api/v1/namespaces/default/configmaps/before").status_code == 200
+        assert post("still-full").status_code == 500
+        disk.free()
+        wait_until(lambda: get("/readyz").status_code == 200)
+        assert post("big", v="x" * 300_000).status_code == 201
+        assert post("after").status_code == 201
+    with apiserver(data) as (_, url):
+        listed = session_for(data).get(f"{url}/api/v1/namespaces/default/configmaps", timeout=30).json()
+        names = {item["metadata"]["name"] for item in listed["items"]} - {"kube-root-ca.crt"}
+        assert names == {"after", "before", "big"}  # what was refused is nowhere
 
 
 def test_data_directory_is_private_and_exclusive(tmp_path: pathlib.Path) -> None:

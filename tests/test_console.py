@@ -222,6 +222,10 @@ async def test_the_console_follows_the_operator_live_in_chromium(tmp_path: pathl
                 ".map(r => r.dataset.object)"
             )
             assert failed == ["default/bad"]
+            said = await browser.evaluate(
+                "document.querySelector('#reconciles tr[data-result=\"failed for good\"]').cells[5].textContent"
+            )
+            assert said.startswith("TerminalError: ")  # why it failed, where what it wrote would be
             assert (
                 await browser.evaluate("document.querySelector('[data-field=errors]').className") == "num bad"
             )

@@ -7,7 +7,8 @@ state is also served in parts, each a JSON document:
   ``requeues``, ``queue`` depth, ``busy`` workers, ``median_ms`` over its latest reconciles and
   its ``last`` reconcile;
 - ``/api/reconciles``: the latest reconciles of every controller, newest first, with what each
-  wrote (``Controller.recent``);
+  wrote and, for one that failed, what it raised (``Controller.recent``): a read the server
+  refused shows there in its words;
 - ``/api/events``: the cluster's events, warnings first, newest first (listed once a second by
   the console, not once per page);
 - ``/api/objects``: on the embedded server, the cluster's objects counted by kind and their
@@ -88,6 +89,7 @@ def latest_reconciles(manager: Manager, limit: int = LATEST) -> list[dict[str, A
             "took_ms": round(record.took_ms, 1),
             "finished": record.finished.isoformat(),
             "writes": list(record.writes),
+            "error": record.error,
         }
         for name, record in records[:limit]
     ]

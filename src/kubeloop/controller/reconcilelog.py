@@ -37,6 +37,8 @@ class ReconcileRecord:
     outcome: str
     took_ms: float
     writes: tuple[str, ...]
+    #: What it raised (``Forbidden: persistentvolumeclaims is forbidden: ...``), if it failed.
+    error: str = ""
 
 
 @dataclass(frozen=True)

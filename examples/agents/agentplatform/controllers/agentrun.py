@@ -20,6 +20,13 @@ watch wakes it. A run whose input or Job the API server refuses (a snapshot over
 1 MiB, an environment variable name a pod may not have) fails at once with reason Invalid and
 the server's message.
 
+Every object of the run's name is used only if the run controls it. An input ConfigMap, a
+ServiceAccount, a Role, a RoleBinding, a Job or a Sandbox of that name that someone else made —
+a tenant who may create ConfigMaps but not pods could otherwise plant ``<run>-input`` with an
+image and a securityContext of their choosing, or have a run act as a ServiceAccount it does not
+own — fails the run at once with reason NameConflict, naming the object. The snapshot is read
+only from the ConfigMap the operator wrote.
+
 Annotations under ``kubeloop.dev/`` of the agent (as the run started) and of the run (which win)
 are given to its pod. The embedded server's
 workload simulation reads them (``kubeloop.dev/outcome: Failed``, ``kubeloop.dev/duration``,
@@ -57,6 +64,18 @@ from .memory import AgentMemory, memory_config_map, memory_server, memory_url, p
 from .sandbox import UNAVAILABLE, SandboxBackend, sandbox_of
 
 FINISHED = ("Succeeded", "Failed")
+
+
+class NameConflict(Exception):
+    """An object of the run's name that the run does not control: it is not used."""
+
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(
+            f"{kind} {name} exists and is not this run's: the run does not use what it did not make "
+            "(delete it, or give the run another name)"
+        )
+
+
 #: Why a run of an agent with persistent memory waits.
 MEMORY_NOT_READY = "MemoryNotReady"
 #: The run's annotations its pod is given (the simulation's steering annotations).
@@ -148,6 +167,9 @@ class AgentRunReconciler:
         except kubeloop.errors.Invalid as refused:  # what the run makes cannot be made: it fails
             await self._fail(run, {"phase": "Failed", "reason": "Invalid", "message": str(refused)})
             return None
+        except NameConflict as conflict:  # someone else's object of the run's name: never used
+            await self._fail(run, {"phase": "Failed", "reason": "NameConflict", "message": str(conflict)})
+            return None
         if snapshot is None:
             reason, _, said = (
                 waiting.partition(": ") if waiting.startswith(MEMORY_NOT_READY) else ("Waiting", "", waiting)
@@ -233,9 +255,8 @@ class AgentRunReconciler:
         None and why when it cannot start yet."""
         name, namespace = input_config_map(run.metadata.name or ""), run.metadata.namespace or ""
         with contextlib.suppress(kubeloop.errors.NotFound):
-            return dict(
-                (await self.client.get(kinds.ConfigMap, name, namespace=namespace)).get("data") or {}
-            ), ""
+            found = await self.client.get(kinds.ConfigMap, name, namespace=namespace)
+            return dict(self._controlled(run, found, "ConfigMap").get("data") or {}), ""
         try:
             agent = await self.client.get(Agent, run.spec.agent_ref, namespace=namespace)
         except kubeloop.errors.NotFound:
@@ -264,10 +285,9 @@ class AgentRunReconciler:
         kubeloop.set_controller_reference(run, config)
         try:
             await self.client.create(config)
-        except kubeloop.errors.AlreadyExists:  # made by an earlier pass the cache has not shown yet
-            return dict(
-                (await self.reader.get(kinds.ConfigMap, name, namespace=namespace)).get("data") or {}
-            ), ""
+        except kubeloop.errors.AlreadyExists:  # an earlier pass's, the cache has not shown yet; or not ours
+            found = await self.reader.get(kinds.ConfigMap, name, namespace=namespace)
+            return dict(self._controlled(run, found, "ConfigMap").get("data") or {}), ""
         return data, ""
 
     async def _workload(self, run: AgentRun, snapshot: dict[str, str]) -> kubeloop.Obj | None:
@@ -277,18 +297,37 @@ class AgentRunReconciler:
         if run.spec.backend == "sandbox":
             found = await self.sandboxes.sandbox(name, namespace)
             if found is not None:
-                return found
+                return self._controlled(run, found, "Sandbox")
             template = self._pod_template(run, snapshot)
             workload = sandbox_of(name, namespace, template["metadata"]["labels"], template)
         else:
             with contextlib.suppress(kubeloop.errors.NotFound):
-                return await self.client.get(kinds.Job, name, namespace=namespace)
+                return self._controlled(
+                    run, await self.client.get(kinds.Job, name, namespace=namespace), "Job"
+                )
             workload = self._job_of(run, snapshot)
-        for obj in (*self._access(run, snapshot), workload):
-            kubeloop.set_controller_reference(run, obj)
-            with contextlib.suppress(kubeloop.errors.AlreadyExists):
-                await self.client.create(obj)
+        access = self._access(run, snapshot)
+        for obj in access:  # what the pod acts as, checked before a pod can act as it
+            await self._create_or_check(run, obj)
+        await self._create_or_check(run, workload)
         return None
+
+    async def _create_or_check(self, run: AgentRun, obj: kubeloop.Obj) -> None:
+        """Create ``obj`` for ``run``; one already there must be the run's (an earlier pass's)."""
+        kubeloop.set_controller_reference(run, obj)
+        try:
+            await self.client.create(obj)
+        except kubeloop.errors.AlreadyExists:
+            meta = obj["metadata"]
+            found = await self.reader.get(obj, meta["name"], namespace=meta["namespace"])
+            self._controlled(run, found, str(obj["kind"]))
+
+    @staticmethod
+    def _controlled(run: AgentRun, obj: kubeloop.Obj, kind: str) -> kubeloop.Obj:
+        """``obj`` (a ``kind``) if ``run`` is its controller; NameConflict if it is someone else's."""
+        if not kubeloop.is_controlled_by(obj, run):
+            raise NameConflict(kind, str(obj["metadata"]["name"]))
+        return obj
 
     def _access(self, run: AgentRun, snapshot: dict[str, str]) -> list[kubeloop.Obj]:
         """A ServiceAccount of the run's name, a Role that may read the run's input, its agent and

@@ -1,0 +1,167 @@
+"""What a tenant of the agent platform can reach, tried as a tenant with kubectl: an account of its
+own, bound to a Role that lets it create AgentRuns and ConfigMaps in its namespace, and nothing
+else (no pods, no ServiceAccounts). Whatever it plants under a run's names is never used by the
+operator: the run fails, naming what is in the way, and no Job is made."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+from typing import Any
+
+import yaml
+from agentobjects import agent, agent_run, exists, finished, runtime
+from agentplatform.api.v1alpha1 import AgentRun
+
+import kubeloop
+from kubeloop import kinds
+from kubeloop.testing import ServerThread
+from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
+
+
+async def tenant_kubectl(
+    client: kubeloop.APIClient,
+    cluster: ServerThread,
+    namespace: str,
+    home: pathlib.Path,
+    rules: list[dict[str, Any]],
+) -> Kubectl:
+    """kubectl as ServiceAccount ``tenant`` of ``namespace``, allowed ``rules`` there alone."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    await client.create(
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "tenant", "namespace": namespace}}
+    )
+    await client.create(
+        {
+            "apiVersion": rbac,
+            "kind": "Role",
+            "metadata": {"name": "tenant", "namespace": namespace},
+            "rules": rules,
+        }
+    )
+    await client.create(
+        {"apiVersion": rbac, "kind": "RoleBinding", "metadata": {"name": "tenant", "namespace": namespace},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant"},
+         "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": namespace}]}
+    )  # fmt: skip
+    issued = await client.create(
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        of=kinds.ServiceAccount,
+        name="tenant",
+        subresource="token",
+        namespace=namespace,
+    )
+    return Kubectl(KUBECTLS[-1], kubeconfig_as(cluster, issued["status"]["token"], namespace, home), home)
+
+
+def kubeconfig_as(cluster: ServerThread, token: str, namespace: str, home: pathlib.Path) -> pathlib.Path:
+    """The cluster's kubeconfig with ``token`` for its user and ``namespace`` for its context."""
+    config = yaml.safe_load(pathlib.Path(cluster.kubeconfig).read_text())
+    for user in config["users"]:
+        user["user"] = {"token": token}
+    for context in config["contexts"]:
+        context["context"]["namespace"] = namespace
+    path = home / "tenant.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+RUNS_AND_CONFIGMAPS = [
+    {"apiGroups": ["agents.kubeloop.dev"], "resources": ["agentruns"], "verbs": ["create", "get", "list"]},
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list"]},
+]
+
+PLANTED_RUNTIME = {
+    "image": "attacker.example/tool:1",
+    "command": ["/bin/sh", "-c", "cat /var/run/secrets/kubernetes.io/serviceaccount/token"],
+    "securityContext": {"privileged": True, "runAsUser": 0},
+}
+
+
+async def test_a_planted_input_config_map_is_never_run(
+    cluster: ServerThread,
+    client: kubeloop.APIClient,
+    platform: object,
+    namespace: str,
+    tmp_path: pathlib.Path,
+) -> None:
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(agent("helper", namespace, f"{namespace}-rt"))
+    kubectl = await tenant_kubectl(client, cluster, namespace, tmp_path, RUNS_AND_CONFIGMAPS)
+    assert (
+        await asyncio.to_thread(kubectl, "auth", "can-i", "create", "pods", check=False)
+    ).stdout.strip() == "no"
+    # A snapshot as the operator writes one, but the tenant's: its runtime runs a privileged root
+    # container of the tenant's image.
+    planted = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "evil-input"},
+        "data": {
+            "task": "x",
+            "agent.json": json.dumps(agent("helper", namespace, f"{namespace}-rt")["spec"]),
+            "runtime.json": json.dumps(PLANTED_RUNTIME),
+        },
+    }
+    await asyncio.to_thread(kubectl, "apply", "-f", "-", stdin=yaml.safe_dump(planted))
+    run = agent_run("evil", namespace, "helper")
+    del run["metadata"]["namespace"]
+    await asyncio.to_thread(kubectl, "apply", "-f", "-", stdin=yaml.safe_dump(run))
+    failed = await finished(client, "evil", namespace)
+    assert failed.status is not None and (failed.status.phase, failed.status.reason) == (
+        "Failed",
+        "NameConflict",
+    )
+    assert failed.status.message == (
+        "ConfigMap evil-input exists and is not this run's: the run does not use what it did not make "
+        "(delete it, or give the run another name)"
+    )
+    assert not await exists(client, kinds.Job, "evil", namespace)
+    assert not await exists(client, kinds.ServiceAccount, "evil", namespace)
+    shown = await asyncio.to_thread(kubectl, "get", "agentrun", "evil", "-o", "jsonpath={.status.reason}")
+    assert shown.stdout == "NameConflict"
+
+
+async def test_a_run_never_acts_as_an_account_it_did_not_make(
+    cluster: ServerThread,
+    client: kubeloop.APIClient,
+    platform: object,
+    namespace: str,
+    tmp_path: pathlib.Path,
+) -> None:
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(agent("helper", namespace, f"{namespace}-rt"))
+    # The namespace's deployer account, with rights the tenant does not have.
+    await client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "deployer", "namespace": namespace},
+        }
+    )
+    kubectl = await tenant_kubectl(client, cluster, namespace, tmp_path, RUNS_AND_CONFIGMAPS)
+    run = agent_run("deployer", namespace, "helper")
+    del run["metadata"]["namespace"]
+    await asyncio.to_thread(kubectl, "apply", "-f", "-", stdin=yaml.safe_dump(run))
+    failed = await finished(client, "deployer", namespace)
+    assert failed.status is not None and (failed.status.phase, failed.status.reason) == (
+        "Failed",
+        "NameConflict",
+    )
+    assert failed.status.message is not None and failed.status.message.startswith(
+        "ServiceAccount deployer exists and is not this run's"
+    )
+    assert not await exists(client, kinds.Job, "deployer", namespace)
+    # The run made nothing it could act through either, and took nothing over.
+    account = await client.get(kinds.ServiceAccount, "deployer", namespace=namespace)
+    assert not account["metadata"].get("ownerReferences")
+    # Another run of the tenant, whose names are free, runs as usual.
+    fine = agent_run("fine", namespace, "helper")
+    del fine["metadata"]["namespace"]
+    await asyncio.to_thread(kubectl, "apply", "-f", "-", stdin=yaml.safe_dump(fine))
+    done = await finished(client, "fine", namespace)
+    assert done.status is not None and done.status.phase == "Succeeded", done.status
+    job = await client.get(kinds.Job, "fine", namespace=namespace)
+    assert job["spec"]["template"]["spec"]["serviceAccountName"] == "fine"
+    assert isinstance(await client.get(AgentRun, "fine", namespace=namespace), AgentRun)

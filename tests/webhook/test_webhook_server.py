@@ -21,6 +21,7 @@ from kubeloop.webhook import (
     ConversionWebhook,
     WebhookServer,
 )
+from kubeloop.webhook.validating import validating_handler
 
 
 def review(version: str = "admission.k8s.io/v1", **request: Any) -> dict[str, Any]:
@@ -269,3 +270,20 @@ async def test_a_body_that_is_no_conversion_review_gets_400_with_the_reason(
     assert status == 400
     assert answered["response"]["result"]["status"] == "Failure"
     assert answered["response"]["result"]["message"].startswith(reason)
+
+
+async def test_a_validator_knows_who_asks_through_current_request() -> None:
+    """``current_request()`` is the request a validator answers (in a thread too); outside one
+    it is a LookupError."""
+    seen: list[str] = []
+
+    class WhoAsks:
+        def validate_create(self, obj: dict[str, Any]) -> None:  # plain: runs in a thread
+            seen.append(webhook.current_request().user_info["username"])
+
+    handler = webhook.AdmissionWebhook(validating_handler(None, WhoAsks()), mutating=False)
+    request = AdmissionRequest.from_dict(review(userInfo={"username": "alice", "groups": ["dev"]})["request"])
+    answered = await handler.handle(request)
+    assert answered.allowed and seen == ["alice"]
+    with pytest.raises(LookupError, match="only known while a webhook answers"):
+        webhook.current_request()

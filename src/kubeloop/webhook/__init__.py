@@ -3,7 +3,8 @@
 - ``server``: the HTTPS server (``WebhookServer``), with its certificate from a directory
   (reloaded by ``certwatcher``) or made for development; ``webhookmetrics`` counts its requests;
 - ``admission``: the AdmissionReview request and response, the answers (``allowed``, ``denied``,
-  ``errored``, ``patched``, ``from_error``) and the endpoint that serves a handler;
+  ``errored``, ``patched``, ``from_error``), the endpoint that serves a handler, and
+  ``current_request()``: the request a defaulter or validator is answering (who asks);
 - ``defaulting`` and ``validating``: handlers built from a defaulter or validator of typed
   objects (``typedobjects``), the patch computed for a defaulter (``jsonpatchdiff``);
 - ``hubconversion``: CRD conversion through a hub version (``Hub``, ``Convertible``), served
@@ -21,6 +22,7 @@ from kubeloop.webhook.admission import (
     AdmissionResponse,
     AdmissionWebhook,
     allowed,
+    current_request,
     denied,
     errored,
     from_error,
@@ -45,6 +47,7 @@ __all__ = [
     "Hub",
     "WebhookServer",
     "allowed",
+    "current_request",
     "denied",
     "errored",
     "from_error",

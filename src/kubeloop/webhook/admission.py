@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextvars
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -36,6 +37,22 @@ CREATE = "CREATE"
 UPDATE = "UPDATE"
 DELETE = "DELETE"
 CONNECT = "CONNECT"
+
+#: The AdmissionRequest being answered in this context (None outside a webhook's handler).
+_current_request: contextvars.ContextVar[AdmissionRequest | None] = contextvars.ContextVar(
+    "kubeloop_admission_request", default=None
+)
+
+
+def current_request() -> AdmissionRequest:
+    """The AdmissionRequest a defaulter, validator or handler is answering (controller-runtime's
+    ``admission.RequestFromContext``): who asks (``user_info``), the operation, dry run. Raises
+    LookupError outside one."""
+    request = _current_request.get()
+    if request is None:
+        raise LookupError("current_request() is only known while a webhook answers a request")
+    return request
+
 
 #: The AdmissionReview versions served (kube-apiserver sends the first it lists that we accept).
 REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
@@ -206,6 +223,7 @@ class AdmissionWebhook:
 
     async def handle(self, request: AdmissionRequest) -> AdmissionResponse:
         """The handler's answer; a handler that raises is answered with a 500-coded denial."""
+        token = _current_request.set(request)
         try:
             if self._sync:
                 answer = await asyncio.to_thread(self.handler, request)
@@ -220,6 +238,8 @@ class AdmissionWebhook:
                 "admission webhook %s failed on %s %s", self.path, request.operation, request.kind.kind
             )
             return errored(500, f"admission webhook {self.path} failed: {type(error).__name__}: {error}")
+        finally:
+            _current_request.reset(token)
         if not isinstance(answer, AdmissionResponse):
             return errored(
                 500,

@@ -211,7 +211,7 @@ def test_helm_install_runs_the_operator_and_its_policy(
         )
         timeouts = kube("get", "validatingwebhookconfiguration", f"{FULLNAME}-policy", "-o",
                         "jsonpath={.webhooks[*].timeoutSeconds}").stdout  # fmt: skip
-        assert timeouts == "5 5 5"
+        assert timeouts == "5 5 5 5 5"  # agents, runs, skill packs, MCP servers, persona packs
         while not ca_bundle(kube):
             pass
         assert_policy_enforced(kube)

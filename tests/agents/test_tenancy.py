@@ -1,7 +1,9 @@
 """What a tenant of the agent platform can reach, tried as a tenant with kubectl: an account of its
 own, bound to a Role that lets it create AgentRuns and ConfigMaps in its namespace, and nothing
 else (no pods, no ServiceAccounts). Whatever it plants under a run's names is never used by the
-operator: the run fails, naming what is in the way, and no Job is made."""
+operator: the run fails, naming what is in the way, and no Job is made. A tenant who may write
+Agents, MCPServers and PersonaPacks runs only the images AgentPolicies allow and names only the
+Secrets it may read."""
 
 from __future__ import annotations
 
@@ -10,13 +12,16 @@ import json
 import pathlib
 from typing import Any
 
+import agentplatform
+import pytest
 import yaml
 from agentobjects import agent, agent_run, exists, finished, runtime
-from agentplatform.api.v1alpha1 import AgentRun
+from agentplatform.api.v1alpha1 import Agent, AgentRun, PersonaPack
+from agentplatform.controllers.policy import image_allowed
 
 import kubeloop
 from kubeloop import kinds
-from kubeloop.testing import ServerThread
+from kubeloop.testing import ServerThread, webhooks_installed
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 
 
@@ -165,3 +170,118 @@ async def test_a_run_never_acts_as_an_account_it_did_not_make(
     job = await client.get(kinds.Job, "fine", namespace=namespace)
     assert job["spec"]["template"]["spec"]["serviceAccountName"] == "fine"
     assert isinstance(await client.get(AgentRun, "fine", namespace=namespace), AgentRun)
+
+
+@pytest.mark.parametrize(
+    ("image", "prefix", "allowed"),
+    [
+        ("ghcr.io/acme/tool:1", "ghcr.io/acme/", True),
+        ("ghcr.io/acme/tool:1", "ghcr.io/acme", True),
+        ("ghcr.io/acme:1", "ghcr.io/acme", True),
+        ("ghcr.io/acme@sha256:abc", "ghcr.io/acme", True),
+        ("ghcr.io/acme", "ghcr.io/acme", True),
+        ("ghcr.io/acme-evil/tool:1", "ghcr.io/acme", False),
+        ("ghcr.io/acmecorp:1", "ghcr.io/acme", False),
+        ("ghcr.io/acme-evil/tool:1", "ghcr.io/acme/", False),
+        ("evil.io/ghcr.io/acme/tool", "ghcr.io/acme", False),
+    ],
+)
+def test_image_prefixes_match_whole_path_segments(image: str, prefix: str, allowed: bool) -> None:
+    assert image_allowed(image, [prefix]) is allowed
+
+
+WRITERS = [
+    {"apiGroups": ["agents.kubeloop.dev"], "resources": ["agents", "mcpservers", "personapacks"],
+     "verbs": ["create", "get", "list", "update", "patch"]},
+]  # fmt: skip
+
+
+async def test_a_tenant_runs_only_allowed_images_and_names_only_secrets_it_may_read(
+    cluster: ServerThread, client: kubeloop.APIClient, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """A tenant may write Agents, MCPServers and PersonaPacks, and read no Secret: every image
+    the platform would run for it is held to allowedImages (by whole path segments), and every
+    Secret it names must be one it may get (a SubjectAccessReview as the tenant)."""
+    await client.create(runtime(f"{namespace}-rt"))  # ghcr.io/example/agent:1
+    await client.create(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db-admin", "namespace": namespace},
+         "stringData": {"password": "s3cret"}}
+    )  # fmt: skip
+    await client.create(
+        {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "AgentPolicy",
+         "metadata": {"name": "images", "namespace": namespace},
+         "spec": {"allowedImages": ["ghcr.io/example", "ghcr.io/kubeloop-dev/"]}}
+    )  # fmt: skip
+    kubectl = await tenant_kubectl(client, cluster, namespace, tmp_path, WRITERS)
+    manager = kubeloop.Manager(client, webhook_server=kubeloop.webhook.WebhookServer(port=0))
+    agentplatform.setup(manager, enforce_policies=True)
+    user = f"system:serviceaccount:{namespace}:tenant"
+
+    async def apply(obj: dict[str, Any]) -> Any:
+        body = {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "namespace"}}
+        return await asyncio.to_thread(kubectl, "apply", "-f", "-", stdin=yaml.safe_dump(body), check=False)
+
+    def forbidden(path: str, secret: str) -> str:
+        return (
+            f'{path}: Forbidden: User "{user}" cannot get Secret "{secret}" in namespace "{namespace}": '
+            "the platform would hand it to pods"
+        )
+
+    async with manager, webhooks_installed(client, manager):
+        refused = await apply(agent("keyed", namespace, f"{namespace}-rt"))  # names Secret llm
+        assert refused.returncode == 1 and forbidden("spec.model.authSecretRef.name", "llm") in refused.stderr
+        assert not await exists(client, Agent, "keyed", namespace)
+        # Allowed to read llm (and only llm): the agent is made; db-admin through a variable is not.
+        await client.create(
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "llm", "namespace": namespace},
+             "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["llm"]}]}
+        )  # fmt: skip
+        await client.create(
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "llm", "namespace": namespace},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "llm"},
+             "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": namespace}]}
+        )  # fmt: skip
+        made = await apply(agent("keyed", namespace, f"{namespace}-rt"))
+        assert made.returncode == 0, made.stderr
+        sneaky = agent("sneaky", namespace, f"{namespace}-rt")
+        sneaky["spec"]["env"] = [
+            {"name": "DB", "valueFrom": {"secretKeyRef": {"name": "db-admin", "key": "password"}}}
+        ]
+        refused = await apply(sneaky)
+        assert forbidden("spec.env[0].valueFrom.secretKeyRef.name", "db-admin") in refused.stderr
+        channel = agent("chatty", namespace, f"{namespace}-rt")
+        channel["spec"]["channels"] = [
+            {"type": "webhook", "secretRef": {"name": "llm"}, "image": "ghcr.io/example-evil/channel:1"}
+        ]
+        refused = await apply(channel)
+        assert (
+            'spec.channels[0].image: Invalid value: "ghcr.io/example-evil/channel:1": its webhook channel'
+            + "'s image "
+            "ghcr.io/example-evil/channel:1 is not allowed by AgentPolicy images (allowed: ghcr.io/example, ghcr.io/kubeloop-dev/)"
+        ) in refused.stderr
+        channel["spec"]["channels"][0].pop("image")  # the platform's own channel image: allowed
+        made = await apply(channel)
+        assert made.returncode == 0, made.stderr
+        # An MCP server runs its image whether or not an agent uses it.
+        tool = {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "MCPServer",
+                "metadata": {"name": "tool", "namespace": namespace}, "spec": {"image": "attacker.example/tool:1"}}  # fmt: skip
+        refused = await apply(tool)
+        assert (
+            'spec.image: Invalid value: "attacker.example/tool:1": not allowed by AgentPolicy images'
+            in refused.stderr
+        )
+        tool["spec"] = {
+            "image": "ghcr.io/example/tool:1",
+            "env": [{"name": "DB", "valueFrom": {"secretKeyRef": {"name": "db-admin", "key": "password"}}}],
+        }
+        refused = await apply(tool)
+        assert forbidden("spec.env[0].valueFrom.secretKeyRef.name", "db-admin") in refused.stderr
+        # A persona pack's agents are made by the operator: they are checked as the pack's writer's.
+        pack = {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "PersonaPack",
+                "metadata": {"name": "team", "namespace": namespace},
+                "spec": {"agents": [{"name": "ops", "spec": sneaky["spec"]}]}}  # fmt: skip
+        refused = await apply(pack)
+        assert (
+            forbidden("spec.agents[0].spec.env[0].valueFrom.secretKeyRef.name", "db-admin") in refused.stderr
+        )
+        assert not await exists(client, PersonaPack, "team", namespace)

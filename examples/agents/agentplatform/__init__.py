@@ -64,9 +64,10 @@ def setup(
     indexes.register(manager)
     if enforce_policies is None:
         enforce_policies = os.environ.get("AGENTS_ENFORCE_POLICIES", "").lower() in ("1", "true", "yes")
-    if enforce_policies:
-        policy.setup(manager)
+    channel_settings = channel_settings or ChannelSettings.from_env()
     memory = AgentMemory(manager)
+    if enforce_policies:
+        policy.setup(manager, policy.PlatformImages(channel_settings.images, memory.image))
     return Platform(
         skill_packs=skillpack.setup(manager),
         mcp_servers=mcpserver.setup(manager),

@@ -64,7 +64,7 @@ from .builders import (
 from .channels import AgentChannels, ChannelSettings
 from .indexes import AGENT_INDEX, MCP_INDEX, RUNTIME_INDEX, SKILLS_INDEX
 from .memory import MEMORY_PORT, AgentMemory, memory_url
-from .policy import compliance
+from .policy import PlatformImages, compliance
 
 FINALIZER = f"{GROUP}/runs"
 FINISHED_PHASES = ("Succeeded", "Failed")
@@ -92,6 +92,8 @@ class AgentReconciler:
         self.recorder = manager.event_recorder("agent")
         self.channels = AgentChannels(manager, channel_settings or ChannelSettings.from_env())
         self.memory = memory
+        #: What AgentPolicies' allowedImages bound, besides the runtime's and MCP servers' images.
+        self.platform_images = PlatformImages(self.channels.settings.images, memory.image)
         #: The operator's own namespace, whence its NetworkPolicies let it in.
         self.operator_namespace = manager.api_reader.config.namespace
 
@@ -195,7 +197,7 @@ class AgentReconciler:
         kubeloop.set_status_condition(
             conditions,
             "PolicyCompliant",
-            *await compliance(self.client, agent),
+            *await compliance(self.client, agent, self.platform_images),
             observed_generation=generation,
         )
         status: dict[str, Any] = {

@@ -17,7 +17,10 @@ from .groupversion import AGE, CATEGORIES, GROUP, VERSION
 class AgentPolicySpec(kubeloop.KubeModel):
     #: ServingRuntimes agents may name.
     allowed_runtimes: Annotated[list[str] | None, ListType("set")] = None
-    #: Image prefixes the runtimes of agents must match ("ghcr.io/acme/").
+    #: Image prefixes every image the platform runs for an agent must match — its runtime's, its
+    #: channels', its MCP servers', its memory server's — and MCP servers' own: whole path
+    #: segments ("ghcr.io/acme" admits ghcr.io/acme/tool:1 and ghcr.io/acme:1, not
+    #: ghcr.io/acme-evil/tool).
     allowed_images: Annotated[list[str] | None, ListType("set")] = None
     model_providers: Annotated[list[str] | None, ListType("set")] = None
     max_timeout_seconds: Annotated[int | None, Field(ge=1)] = None

@@ -26,7 +26,7 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
   ``KubeObject``, ``Obj`` (an object as a dict), ``ObjectMeta``, and ``crd`` (CRD markers, the
   generator and ``install_crds``);
 - helpers (controller-runtime's ``controllerutil``): ``create_or_update``, ``create_or_patch``,
-  ``OperationResult``, ``set_controller_reference``, ``set_owner_reference``, ``is_controlled_by``,
+  ``OperationResult`` (``NotControlledError`` for ``controlled_by``), ``set_controller_reference``, ``set_owner_reference``, ``is_controlled_by``,
   ``add_finalizer``, ``remove_finalizer``, ``contains_finalizer``, ``set_status_condition``,
   ``find_status_condition``, ``is_status_condition_true``, ``remove_status_condition``,
   ``AlreadyOwnedError``; ``finalizer`` (apply and cleanup around a finalizer, as kube-rs'),
@@ -102,6 +102,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "is_status_condition_true": ("kubeloop.controller.controllerutil", "is_status_condition_true"),
     "remove_status_condition": ("kubeloop.controller.controllerutil", "remove_status_condition"),
     "AlreadyOwnedError": ("kubeloop.controller.controllerutil", "AlreadyOwnedError"),
+    "NotControlledError": ("kubeloop.controller.controllerutil", "NotControlledError"),
     # modules
     "kinds": ("kubeloop.kinds", None),
     "crd": ("kubeloop.crd", None),
@@ -136,6 +137,7 @@ __all__ = [
     "KubeObject",
     "LeaderElectionConfig",
     "Manager",
+    "NotControlledError",
     "Obj",
     "ObjectList",
     "ObjectMeta",
@@ -217,6 +219,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     from kubeloop.controller import handler, predicate, source
     from kubeloop.controller.controllerutil import (
         AlreadyOwnedError,
+        NotControlledError,
         OperationResult,
         add_finalizer,
         contains_finalizer,

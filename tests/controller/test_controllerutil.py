@@ -233,3 +233,48 @@ def test_condition_helpers_answer_in_the_form_they_were_given() -> None:
     as_dict = deployment.to_dict()
     assert cu.find_status_condition(as_dict, "Available") == as_dict["status"]["conditions"][0]
     assert cu.find_status_condition(deployment, "Progressing") is None
+
+
+@pytest.mark.parametrize("helper", [cu.create_or_update, cu.create_or_patch])
+async def test_controlled_by_leaves_someone_elses_object_alone(
+    client: APIClient, namespace: str, helper: Any
+) -> None:
+    owner = await client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner", "namespace": namespace}}
+    )
+
+    def owned(replicas: int) -> cu.Mutate:
+        def mutate(obj: dict[str, Any]) -> None:
+            cu.set_controller_reference(owner, obj)
+            fill(replicas)(obj)
+
+        return mutate
+
+    # Absent: made, and controlled by the owner; then changed as usual.
+    result, made = await helper(client, deployment(namespace), owned(1), controlled_by=owner)
+    assert result == cu.OperationResult.CREATED and cu.is_controlled_by(made, owner)
+    result, _ = await helper(client, deployment(namespace), owned(2), controlled_by=owner)
+    assert result == cu.OperationResult.UPDATED
+    # Someone else's of the same name (no controller): left alone, nothing sent.
+    theirs = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "theirs", "namespace": namespace},
+        "data": {"k": "v"},
+    }
+    stored = await client.create(theirs)
+
+    def take(obj: dict[str, Any]) -> None:
+        cu.set_controller_reference(owner, obj)
+        obj["data"] = {"k": "replaced"}
+
+    with pytest.raises(
+        cu.NotControlledError, match="ConfigMap theirs exists and is not controlled by ConfigMap owner"
+    ):
+        await helper(client, dict(theirs), take, controlled_by=owner)
+    after = await client.get(theirs, "theirs", namespace=namespace)
+    assert after["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    assert after["data"] == {"k": "v"} and not after["metadata"].get("ownerReferences")
+    # Without controlled_by, controller-runtime's behaviour: the mutate adopts it.
+    result, adopted = await helper(client, dict(theirs), take)
+    assert result == cu.OperationResult.UPDATED and cu.is_controlled_by(adopted, owner)

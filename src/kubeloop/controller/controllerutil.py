@@ -41,6 +41,17 @@ class AlreadyOwnedError(Exception):
     """The object already has another controller owner."""
 
 
+class NotControlledError(Exception):
+    """``create_or_update(..., controlled_by=owner)`` found an object of that name which ``owner``
+    does not control (someone else made it): it was left as it was."""
+
+    def __init__(self, kind: str, name: str, owner: str) -> None:
+        super().__init__(f"{kind} {name} exists and is not controlled by {owner}: left alone")
+        self.kind = kind
+        self.name = name
+        self.owner = owner
+
+
 def _meta(obj: MutableMapping[str, Any]) -> dict[str, Any]:
     meta = obj.setdefault("metadata", {})
     assert isinstance(meta, dict)
@@ -127,12 +138,20 @@ def _snapshot(obj: Mapping[str, Any] | KubeModel) -> Obj:
     return obj.to_dict() if isinstance(obj, KubeModel) else copy.deepcopy(dict(obj))
 
 
-async def create_or_update(client: Client, obj: O, mutate: Mutate) -> tuple[OperationResult, O]:
+async def create_or_update(
+    client: Client, obj: O, mutate: Mutate, *, controlled_by: Object | None = None
+) -> tuple[OperationResult, O]:
     """Read ``obj`` (through ``client``: the cache for ``manager.client``); create it after
     ``mutate`` if absent, else update it if ``mutate`` changed it.
 
     A create that meets AlreadyExists (the cache had not seen the object yet) reads it from the
     server and goes on as if it had been found.
+
+    An object of that name that someone else made is changed like any other (controller-runtime
+    leaves it to the caller: a ``mutate`` that sets a controller reference adopts an object no
+    one controls). With ``controlled_by``, an existing object that owner does not control is
+    left alone instead: :class:`NotControlledError`, nothing sent — for objects named after what
+    a user writes, which another user may have made first.
 
     UNCHANGED exactly when ``mutate`` changed nothing and nothing was sent; UPDATED whenever an
     update was sent, as controller-runtime's — even when the server, once it defaulted the
@@ -150,12 +169,24 @@ async def create_or_update(client: Client, obj: O, mutate: Mutate) -> tuple[Oper
             current = await _server_reader(client).get(obj, key[1], namespace=key[0] or None)
         else:
             return OperationResult.CREATED, created
+    _check_controller(current, controlled_by)
     before = _snapshot(current)
     await _mutate(mutate, current, key)
     if as_dict(current) == before:
         return OperationResult.UNCHANGED, current
     updated: Any = await client.update(current)
     return OperationResult.UPDATED, updated
+
+
+def _check_controller(current: Any, owner: Object | None) -> None:
+    if owner is None or is_controlled_by(current, owner):
+        return
+    data, owner_data = as_dict(current), as_dict(owner)
+    raise NotControlledError(
+        str(data.get("kind") or type(current).__name__),
+        str((data.get("metadata") or {}).get("name") or ""),
+        f"{owner_data.get('kind', '')} {(owner_data.get('metadata') or {}).get('name', '')}".strip(),
+    )
 
 
 async def _current(client: Client, obj: Any, key: tuple[str, str]) -> Any:
@@ -173,9 +204,12 @@ def _server_reader(client: Client) -> Client:
     return writer if writer is not None else client
 
 
-async def create_or_patch(client: Client, obj: O, mutate: Mutate) -> tuple[OperationResult, O]:
+async def create_or_patch(
+    client: Client, obj: O, mutate: Mutate, *, controlled_by: Object | None = None
+) -> tuple[OperationResult, O]:
     """Like ``create_or_update`` but sends merge patches: one for the object, one for its status
-    (each reported as sent, as ``create_or_update`` reports its update)."""
+    (each reported as sent, as ``create_or_update`` reports its update); ``controlled_by`` as
+    there."""
     key = _key(obj)
     current: Any = await _current(client, obj, key)
     if current is None:
@@ -192,6 +226,7 @@ async def create_or_patch(client: Client, obj: O, mutate: Mutate) -> tuple[Opera
             if status:
                 created = await client.patch(created, None, {"status": status}, subresource="status")
             return OperationResult.CREATED, created
+    _check_controller(current, controlled_by)
     before = _snapshot(current)
     await _mutate(mutate, current, key)
     after = as_dict(current)

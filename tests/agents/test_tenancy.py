@@ -15,13 +15,14 @@ from typing import Any
 import agentplatform
 import pytest
 import yaml
-from agentobjects import agent, agent_run, exists, finished, runtime
+from agentobjects import agent, agent_run, condition, exists, finished, runtime
 from agentplatform.api.v1alpha1 import Agent, AgentRun, PersonaPack
+from agentplatform.controllers.builders import config_map_name
 from agentplatform.controllers.policy import image_allowed
 
 import kubeloop
 from kubeloop import kinds
-from kubeloop.testing import ServerThread, webhooks_installed
+from kubeloop.testing import ServerThread, eventually, webhooks_installed
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 
 
@@ -285,3 +286,59 @@ async def test_a_tenant_runs_only_allowed_images_and_names_only_secrets_it_may_r
             forbidden("spec.agents[0].spec.env[0].valueFrom.secretKeyRef.name", "db-admin") in refused.stderr
         )
         assert not await exists(client, PersonaPack, "team", namespace)
+
+
+async def test_objects_of_an_agents_names_that_someone_else_made_are_left_alone(
+    client: kubeloop.APIClient, platform: object, namespace: str
+) -> None:
+    """A Service ``web`` made by someone else is not taken over by Agent ``web`` (its selector
+    would pick the agent's pods, and deleting the agent would delete it): the agent reports
+    NameConflict, and the Service stays as it was. The same
+    for a skill pack's ConfigMap."""
+    await client.create(runtime(f"{namespace}-rt"))
+    theirs = await client.create(
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": namespace},
+         "spec": {"selector": {"app": "shop"}, "ports": [{"port": 80}]}}
+    )  # fmt: skip
+    await client.create(agent("web", namespace, f"{namespace}-rt"))
+
+    async def conflicted() -> None:
+        found = await client.get(Agent, "web", namespace=namespace)
+        assert condition(found, "Ready") == ("False", "NameConflict"), found.status
+
+    await eventually(conflicted, timeout=20)
+    found = await client.get(Agent, "web", namespace=namespace)
+    message = next(c.message for c in found.status.conditions or () if c.type == "Ready")  # type: ignore[union-attr]
+    assert message == "Service web exists and is not controlled by Agent web: left alone"
+    service = await client.get(kinds.Service, "web", namespace=namespace)
+    assert service["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
+    assert service["spec"]["selector"] == {"app": "shop"} and not service["metadata"].get("ownerReferences")
+
+    tools = await client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": config_map_name("tools"), "namespace": namespace},
+         "data": {"keep": "me"}}
+    )  # fmt: skip
+    await client.create(
+        {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "SkillPack",
+         "metadata": {"name": "tools", "namespace": namespace}, "spec": {"skills": [{"name": "a", "text": "b"}]}}
+    )  # fmt: skip
+
+    async def warned() -> None:
+        events = await client.list(
+            kinds.Event, namespace=namespace, field_selector="involvedObject.name=tools"
+        )
+        assert [e["reason"] for e in events] == ["NameConflict"], events
+
+    await eventually(warned, timeout=20)
+    kept = await client.get(kinds.ConfigMap, config_map_name("tools"), namespace=namespace)
+    assert (
+        kept["data"] == {"keep": "me"}
+        and kept["metadata"]["resourceVersion"] == tools["metadata"]["resourceVersion"]
+    )
+    await client.delete(Agent, "web", namespace=namespace)
+
+    async def agent_gone() -> None:
+        assert not await exists(client, Agent, "web", namespace)
+
+    await eventually(agent_gone, timeout=20)
+    assert await exists(client, kinds.Service, "web", namespace)  # not the agent's to take along

@@ -83,10 +83,11 @@ async def test_runs_add_to_the_memory_their_pods_mount(
 async def test_a_conflicting_write_is_retried_and_nothing_is_lost(
     client: kubeloop.APIClient, namespace: str
 ) -> None:
-    await client.create(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "solo-memory", "namespace": namespace},
-         "data": {MEMORY_KEY: "<!-- run a -->\nkept\n"}}
-    )  # fmt: skip
+    solo = await client.create(agent("solo", namespace, f"{namespace}-rt"))  # no operator runs here
+    memory_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "solo-memory", "namespace": namespace},
+                  "data": {MEMORY_KEY: "<!-- run a -->\nkept\n"}}  # fmt: skip
+    kubeloop.set_controller_reference(solo, memory_map)  # the agent's memory, as the operator makes it
+    await client.create(memory_map)
     manager = kubeloop.Manager(client)
     memory = AgentMemory(manager)
     lost: list[str] = []
@@ -106,6 +107,13 @@ async def test_a_conflicting_write_is_retried_and_nothing_is_lost(
         "<!-- run a -->\nkept\n<!-- run other -->\ntheirs\n<!-- run b -->\nmine\n"
     )
     assert not await memory.remember(namespace, "solo", "b", "mine", 4096)  # a retried reconcile
+    # A ConfigMap of the memory's name that is not the agent's is never written to.
+    await client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other-memory", "namespace": namespace},
+         "data": {MEMORY_KEY: "theirs\n"}}
+    )  # fmt: skip
+    assert not await memory.remember(namespace, "other", "c", "planted", 4096)
+    assert await memory_of(client, "other", namespace) == "theirs\n"
 
 
 async def test_a_persona_seed_is_written_once_and_memory_turned_off_goes(

@@ -162,13 +162,18 @@ class AgentReconciler:
             return None
 
         prune_again = await self._prune_runs(agent)
+        recheck = self.channels.settings.recheck_seconds
         try:
             channels = await self.channels.reconcile(agent)
             memory, memory_ready = await self.memory.reconcile(agent)
         except kubeloop.errors.Invalid as refused:  # the user's to fix: reported, not retried
             await self._refused(agent, refused)
             return None
-        await self._reconcile(request, agent, channels, memory, memory_ready)
+        except kubeloop.NotControlledError as conflict:  # someone else's object of its names
+            await self._refused(agent, conflict, reason="NameConflict")
+            return kubeloop.Result(requeue_after=recheck)  # no watch says when it goes
+        if not await self._reconcile(request, agent, channels, memory, memory_ready):
+            return kubeloop.Result(requeue_after=recheck)
         again = [prune_again] if prune_again is not None else []
         if self.channels.settings.pending(channels):  # a pod that cannot start changes no Deployment
             again.append(self.channels.settings.recheck_seconds)
@@ -181,7 +186,9 @@ class AgentReconciler:
         channels: list[dict[str, Any]] | None,
         memory: str | None,
         memory_ready: bool | None,
-    ) -> None:
+    ) -> bool:
+        """The agent's own objects and status; False when an object of its names is someone
+        else's (Ready says so)."""
         runtime, reason, message = await resolve_runtime(self.client, agent.spec.runtime_ref)
         conditions = [c.to_dict() for c in (agent.status.conditions if agent.status else None) or ()]
         generation = agent.metadata.generation
@@ -220,17 +227,20 @@ class AgentReconciler:
                 # Ready stays Invalid; what else changed (channels, memory, policy) is still said.
                 unchanged = {"channels": channels, "memoryReady": memory_ready, "conditions": conditions}
                 await write_status(self.client, agent, unchanged)
-                return  # refused, and nothing it was made from has changed since
+                return True  # refused, and nothing it was made from has changed since
             try:
                 deployment = await self._converge(agent, runtime, packs, mcp_urls, digest, memory)
-            except kubeloop.errors.Invalid as refused:  # the user's to fix: reported, not retried
-                self.recorder.event(agent, kubeloop.WARNING, "Invalid", str(refused))
+            except (kubeloop.errors.Invalid, kubeloop.NotControlledError) as refused:
+                # The user's to fix: reported; an Invalid is not retried, a conflict looked at again.
+                why = "Invalid" if isinstance(refused, kubeloop.errors.Invalid) else "NameConflict"
+                if last.get("reason") != why or last.get("message") != str(refused):
+                    self.recorder.event(agent, kubeloop.WARNING, why, str(refused))
                 kubeloop.set_status_condition(
-                    conditions, "Ready", "False", "Invalid", str(refused), observed_generation=generation
+                    conditions, "Ready", "False", why, str(refused), observed_generation=generation
                 )
                 status["conditions"] = conditions
                 await write_status(self.client, agent, status)
-                return
+                return why == "Invalid"
         ready, ready_replicas, why = deployment_ready(deployment)
         kubeloop.set_status_condition(
             conditions,
@@ -243,16 +253,18 @@ class AgentReconciler:
         status["readyReplicas"] = ready_replicas
         status["conditions"] = conditions
         await write_status(self.client, agent, status)
+        return True
 
-    async def _refused(self, agent: Agent, refused: kubeloop.errors.Invalid) -> None:
-        """Ready False, reason Invalid, with the server's message; a Warning Event when that is new."""
+    async def _refused(self, agent: Agent, refused: Exception, *, reason: str = "Invalid") -> None:
+        """Ready False with ``reason`` (Invalid: the server's message; NameConflict: an object of
+        the agent's names that it does not control); a Warning Event when that is new."""
         conditions = [c.to_dict() for c in (agent.status.conditions if agent.status else None) or ()]
         last = kubeloop.find_status_condition(conditions, "Ready") or {}
-        if last.get("reason") != "Invalid" or last.get("message") != str(refused):
-            self.recorder.event(agent, kubeloop.WARNING, "Invalid", str(refused))
+        if last.get("reason") != reason or last.get("message") != str(refused):
+            self.recorder.event(agent, kubeloop.WARNING, reason, str(refused))
         generation = agent.metadata.generation
         kubeloop.set_status_condition(
-            conditions, "Ready", "False", "Invalid", str(refused), observed_generation=generation
+            conditions, "Ready", "False", reason, str(refused), observed_generation=generation
         )
         await write_status(self.client, agent, {"observedGeneration": generation, "conditions": conditions})
 
@@ -345,13 +357,14 @@ class AgentReconciler:
             set_service(obj, selector, runtime.spec.port)
 
         client = self.client
+        mine = {"controlled_by": agent}  # a name someone else took first is theirs: left alone
         await kubeloop.create_or_update(
-            client, named(kinds.ConfigMap, config_map_of(name), namespace), config_map
+            client, named(kinds.ConfigMap, config_map_of(name), namespace), config_map, **mine
         )
         _, made = await kubeloop.create_or_update(
-            client, named(kinds.Deployment, name, namespace), deployment
+            client, named(kinds.Deployment, name, namespace), deployment, **mine
         )
-        await kubeloop.create_or_update(client, named(kinds.Service, name, namespace), service)
+        await kubeloop.create_or_update(client, named(kinds.Service, name, namespace), service, **mine)
         await self._network_policy(agent, runtime, selector)
         return made
 
@@ -383,7 +396,9 @@ class AgentReconciler:
             obj["metadata"]["labels"] = selector
             obj["spec"] = spec
 
-        await kubeloop.create_or_update(self.client, named(kinds.NetworkPolicy, name, namespace), policy)
+        await kubeloop.create_or_update(
+            self.client, named(kinds.NetworkPolicy, name, namespace), policy, controlled_by=agent
+        )
 
     async def _finalize(self, agent: Agent) -> None:
         """Delete the agent's runs and schedules, then let it go."""

@@ -205,10 +205,13 @@ class AgentChannels:
             pod["securityContext"] = restricted_pod()
 
         client = self.client
-        await kubeloop.create_or_update(client, named(kinds.ServiceAccount, own, namespace), owned)
-        await kubeloop.create_or_update(client, named(kinds.Role, own, namespace), role)
-        await kubeloop.create_or_update(client, named(kinds.RoleBinding, own, namespace), binding)
-        _, made = await kubeloop.create_or_update(client, named(kinds.Deployment, own, namespace), deployment)
+        mine = {"controlled_by": agent}  # a name someone else took first is theirs: left alone
+        await kubeloop.create_or_update(client, named(kinds.ServiceAccount, own, namespace), owned, **mine)
+        await kubeloop.create_or_update(client, named(kinds.Role, own, namespace), role, **mine)
+        await kubeloop.create_or_update(client, named(kinds.RoleBinding, own, namespace), binding, **mine)
+        _, made = await kubeloop.create_or_update(
+            client, named(kinds.Deployment, own, namespace), deployment, **mine
+        )
         return made
 
     async def _phase(

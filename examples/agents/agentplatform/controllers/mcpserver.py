@@ -1,5 +1,6 @@
 """MCPServer → an owned Deployment and ClusterIP Service of its name; its URL and ready replicas
-in status."""
+in status. A Deployment or Service of that name it does not control is left alone: a Warning
+Event (NameConflict) says so, and the server is looked at again every 10 s."""
 
 from __future__ import annotations
 
@@ -26,16 +27,25 @@ class MCPServerReconciler:
     def __init__(self, manager: kubeloop.Manager) -> None:
         self.manager = manager
         self.client = manager.client
+        self.recorder = manager.event_recorder("mcpserver")
 
     def setup(self) -> None:
         builder = kubeloop.Builder(self.manager).named("mcpserver").for_(MCPServer)
         builder.owns(kinds.Deployment).owns(kinds.Service).complete(self.reconcile)
 
-    async def reconcile(self, request: kubeloop.Request) -> None:
+    async def reconcile(self, request: kubeloop.Request) -> kubeloop.Result | None:
         try:
             server = await self.client.get(MCPServer, request.name, namespace=request.namespace)
         except kubeloop.errors.NotFound:
-            return  # its Deployment and Service go with it
+            return None  # its Deployment and Service go with it
+        try:
+            await self._converge(request, server)
+        except kubeloop.NotControlledError as conflict:
+            self.recorder.event(server, kubeloop.WARNING, "NameConflict", str(conflict))
+            return kubeloop.Result(requeue_after=10)  # no watch says when it goes
+        return None
+
+    async def _converge(self, request: kubeloop.Request, server: MCPServer) -> None:
         selector = labels("mcp-server", request.name)
         container = {
             "name": "server",
@@ -63,9 +73,11 @@ class MCPServerReconciler:
 
         namespace = request.namespace
         _, made = await kubeloop.create_or_update(
-            self.client, named(kinds.Deployment, request.name, namespace), deployment
+            self.client, named(kinds.Deployment, request.name, namespace), deployment, controlled_by=server
         )
-        await kubeloop.create_or_update(self.client, named(kinds.Service, request.name, namespace), service)
+        await kubeloop.create_or_update(
+            self.client, named(kinds.Service, request.name, namespace), service, controlled_by=server
+        )
         _, ready, _ = deployment_ready(made)
         status = {
             "observedGeneration": server.metadata.generation,

@@ -54,6 +54,14 @@ _MARKER = re.compile(r"^<!-- (?:run \S+|seed) -->$", re.MULTILINE)
 ATTEMPTS = 10
 
 
+def _memory_of(config_map: kubeloop.Obj, agent: str) -> bool:
+    """Whether ``config_map`` is the memory Agent ``agent`` controls."""
+    return any(
+        ref.get("controller") and ref.get("kind") == "Agent" and ref.get("name") == agent
+        for ref in config_map["metadata"].get("ownerReferences") or ()
+    )
+
+
 def memory_config_map(agent: str) -> str:
     return f"{agent}-memory"
 
@@ -184,13 +192,14 @@ class AgentMemory:
             owned(obj)
             set_service(obj, selector, MEMORY_PORT)
 
+        mine = {"controlled_by": agent}  # a name someone else took first is theirs: left alone
         await kubeloop.create_or_update(
-            self.client, named(kinds.PersistentVolumeClaim, own, namespace), claim
+            self.client, named(kinds.PersistentVolumeClaim, own, namespace), claim, **mine
         )
         _, made = await kubeloop.create_or_update(
-            self.client, named(kinds.Deployment, own, namespace), deployment
+            self.client, named(kinds.Deployment, own, namespace), deployment, **mine
         )
-        await kubeloop.create_or_update(self.client, named(kinds.Service, own, namespace), service)
+        await kubeloop.create_or_update(self.client, named(kinds.Service, own, namespace), service, **mine)
         return deployment_ready(made)[0]
 
     async def _config_map(self, agent: Agent) -> str | None:
@@ -221,9 +230,7 @@ class AgentMemory:
             except kubeloop.errors.AlreadyExists:  # made by an earlier pass the cache has not shown
                 found = await self.reader.get(kinds.ConfigMap, config_map, namespace=namespace)
         if not kubeloop.is_controlled_by(found, agent):  # someone else's ConfigMap of that name
-            raise kubeloop.errors.Invalid(
-                f"ConfigMap {namespace}/{config_map} exists and is not this agent's: it cannot be its memory"
-            )
+            raise kubeloop.NotControlledError("ConfigMap", config_map, f"Agent {name}")
         self.size.labels(namespace, name).set(
             len(str((found.get("data") or {}).get(MEMORY_KEY, "")).encode())
         )
@@ -237,6 +244,8 @@ class AgentMemory:
             try:
                 found = await self.reader.get(kinds.ConfigMap, config_map, namespace=namespace)
             except kubeloop.errors.NotFound:
+                return False
+            if not _memory_of(found, agent):  # someone else's ConfigMap of that name: not written
                 return False
             data = dict(found.get("data") or {})
             updated = appended(str(data.get(MEMORY_KEY, "")), run, text, max_bytes)

@@ -68,8 +68,8 @@ class PersonaPackReconciler:
             for name, member_spec in wanted.items():
                 try:
                     await self._member(pack, kind.__name__, name, member_spec, seeds.get(name))
-                except kubeloop.errors.Invalid as error:  # the pack's to fix: reported, not retried
-                    refused[name] = str(error)
+                except (kubeloop.errors.Invalid, kubeloop.NotControlledError) as error:
+                    refused[name] = str(error)  # the pack's to fix: reported, not retried
             await self._prune(pack, kind, set(wanted))
         before = set((pack.status.refused if pack.status else None) or ())
         for message in sorted(set(refused.values()) - before):
@@ -97,7 +97,7 @@ class PersonaPackReconciler:
             "kind": kind,
             "metadata": {"name": name, "namespace": pack.metadata.namespace},
         }
-        await kubeloop.create_or_update(self.client, skeleton, mutate)
+        await kubeloop.create_or_update(self.client, skeleton, mutate, controlled_by=pack)
 
     async def _prune(
         self, pack: PersonaPack, kind: type[Agent] | type[AgentSchedule], keep: set[str]

@@ -15,7 +15,9 @@ import orjson
 import pytest
 from agentobjects import agent, finished, runtime
 from agentplatform.api.v1alpha1 import AgentRun
+from agentplatform.controllers import runwebhook
 from agentplatform.controllers.runwebhook import TRIGGER_LABEL, WebhookOptions, run_name
+from prometheus_client import generate_latest
 
 import kubeloop
 from kubeloop.testing import eventually, settled
@@ -125,3 +127,42 @@ async def test_refused_posts_say_why_and_start_nothing(
     assert got == status and error in answer["error"]
     await settled(manager)  # whatever the post set going has run its course
     assert await webhook_runs(client, namespace) == []
+
+
+async def test_pending_deliveries_are_bounded(
+    client: kubeloop.APIClient,
+    namespace: str,
+    platform: tuple[str, kubeloop.Manager],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Deliveries waiting for their runs are held in memory: at the bound a post is answered
+    429 with Retry-After, and holds nothing more."""
+    url, manager = platform
+    monkeypatch.setattr(runwebhook, "MAX_PENDING", 2)
+    controller = manager.controllers["webhook"]
+    await controller.stop()  # nothing makes the runs: the deliveries stay pending
+    body = {"agent": "triage", "task": "x"}
+    assert (await post(url, body, delivery="a"))[0] == 202
+    assert (await post(url, body, delivery="b"))[0] == 202
+    status, answer = await post(url, body, delivery="c")
+    assert status == 429 and answer == {"error": "2 deliveries are waiting for their runs; try again"}
+    assert (await post(url, body, delivery="a"))[0] == 202  # the same delivery again: already held
+
+
+async def test_runs_of_agents_that_do_not_exist_are_counted_without_their_name(
+    client: kubeloop.APIClient, namespace: str, platform: tuple[str, kubeloop.Manager]
+) -> None:
+    """A run may name any agent: a metric labelled by every name a tenant writes would grow
+    without bound, so a run of an agent that does not exist is counted under agent=""."""
+    _, manager = platform
+    await client.create(
+        {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "AgentRun",
+         "metadata": {"name": "ghost-run", "namespace": namespace}, "spec": {"agentRef": "ghost-1234", "task": "x"}}
+    )  # fmt: skip
+
+    async def counted() -> None:
+        text = generate_latest(manager.metrics.registry).decode()
+        assert 'agentplatform_runs_total{agent="",phase="Pending"}' in text
+        assert "ghost-1234" not in text
+
+    await eventually(counted)

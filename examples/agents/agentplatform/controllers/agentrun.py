@@ -233,9 +233,10 @@ class AgentRunReconciler:
         await write_status(self.client, run, failed)
 
     def _record(self, run: AgentRun, status: dict[str, Any]) -> None:
-        """Say what a run's new phase is: an Event, and the metrics."""
+        """Say what a run's new phase is: an Event, and the metrics (labelled by its agent only
+        when that agent exists: a run may name any agent, and labels must stay bounded)."""
         phase = status["phase"]
-        self.runs.labels(run.spec.agent_ref, phase).inc()
+        self.runs.labels(self._agent_label(run), phase).inc()
         started = kubeloop.timestamps.parse_time(status.get("startTime"))
         ended = kubeloop.timestamps.parse_time(status.get("completionTime"))
         if phase in FINISHED and started is not None and ended is not None:
@@ -249,6 +250,12 @@ class AgentRunReconciler:
             self.recorder.event(run, kubeloop.NORMAL, "Succeeded", "the agent finished the task")
         elif phase == "Failed":
             self.recorder.event(run, kubeloop.WARNING, status["reason"], status.get("message", ""))
+
+    def _agent_label(self, run: AgentRun) -> str:
+        """The run's agent as a metric label: "" when the cache holds no Agent of that name."""
+        key = f"{run.metadata.namespace}/{run.spec.agent_ref}"
+        informer = self.manager.informer_for(Agent)
+        return run.spec.agent_ref if informer.store.get(key) is not None else ""
 
     async def _snapshot(self, run: AgentRun) -> tuple[dict[str, str] | None, str]:
         """The run's input ConfigMap's data, made from the agent and runtime when the run starts;

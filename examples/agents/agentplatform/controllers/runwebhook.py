@@ -55,6 +55,9 @@ DELIVERY_ANNOTATION = f"{GROUP}/delivery-id"
 TRIGGER_LABEL = f"{GROUP}/trigger"
 #: Bodies are small JSON documents; anything bigger is refused (413).
 MAX_BODY_BYTES = 64 * 1024
+#: Accepted deliveries waiting for their runs at most; past it a post is answered 429 (bounded
+#: memory whatever a sender posts).
+MAX_PENDING = 1000
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,8 @@ class RunWebhook:
             pass
         else:
             return _answer(200, {**answer, "duplicate": True})
+        if (namespace, name) not in self.pending and len(self.pending) >= MAX_PENDING:
+            return _busy()
         self.pending.setdefault((namespace, name), delivery)
         self.events.put_nowait(
             {
@@ -276,6 +281,8 @@ class RunWebhook:
         if duplicate:
             self.channel_messages.labels(agent_name, message.channel, "duplicate").inc()
             return _answer(200, {**answer, "duplicate": True})
+        if len(self.pending) >= MAX_PENDING:
+            return _busy()
         self.pending[(namespace, name)] = Delivery(agent_name, admission.task, delivery_id, None, message)
         self.events.put_nowait(
             {
@@ -339,6 +346,13 @@ class RunWebhook:
             del self.pending[key]  # no namespace of that name, or no run can be made there
             raise kubeloop.TerminalError(f"delivery {delivery.delivery_id}: {exc}") from exc
         del self.pending[key]
+
+
+def _busy() -> web.Response:
+    """429: the deliveries waiting for their runs are at ``MAX_PENDING``; the sender retries."""
+    return _answer(
+        429, {"error": f"{MAX_PENDING} deliveries are waiting for their runs; try again"}, {"Retry-After": "1"}
+    )
 
 
 def _answer(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> web.Response:

@@ -261,7 +261,7 @@ async def test_on_a_cluster_not_embedded_the_objects_are_said_to_be_unavailable(
     console = Console(
         manager,
         kube_client,
-        address="127.0.0.1:0",
+        address=":0",  # no host given: loopback
         title="test",
         namespace=kube_namespace,
         on_serving=served.put_nowait,
@@ -275,6 +275,12 @@ async def test_on_a_cluster_not_embedded_the_objects_are_said_to_be_unavailable(
         await eventually(lambda: manager.controllers["configmap"].results["success"] >= 1)
         async with aiohttp.ClientSession() as http, http.get(url + "api/objects") as response:
             assert response.status == 200 and await response.json() is None
+        # It listens on loopback, and answers for no other site's name (DNS rebinding).
+        assert url.startswith("http://127.0.0.1:")
+        async with aiohttp.ClientSession() as http:
+            for host, status in (("evil.example:8090", 403), ("localhost:1", 200), ("127.0.0.1", 200)):
+                async with http.get(url + "api/events", headers={"Host": host}) as response:
+                    assert response.status == status, host
         async with Browser(1000, 700) as browser:
             await browser.open(url)
 

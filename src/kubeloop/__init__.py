@@ -31,6 +31,8 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
   ``find_status_condition``, ``is_status_condition_true``, ``remove_status_condition``,
   ``AlreadyOwnedError``; ``finalizer`` (apply and cleanup around a finalizer, as kube-rs'),
   ``logger`` (a logger bound to the reconcile, as ``log.FromContext``);
+- an operator's own HTTP server: ``GuardedSite`` and ``guarded_runner`` (aiohttp's, with the
+  API server's limits on slow clients: ``ConnectionLimits``);
 - webhooks (controller-runtime's ``pkg/webhook``): ``WebhookBuilder`` (a kind's defaulter and
   validator), ``WebhookServer``, ``webhook`` (admission requests and answers, ``webhook.invalid``)
   and ``field`` (field errors as apimachinery words them: ``field.invalid(path, value, detail)``);
@@ -56,6 +58,9 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Builder": ("kubeloop.manager.builder", "Builder"),
     "WebhookBuilder": ("kubeloop.manager.webhookbuilder", "WebhookBuilder"),
     "WebhookServer": ("kubeloop.webhook.server", "WebhookServer"),
+    "GuardedSite": ("kubeloop.httpguard", "GuardedSite"),
+    "guarded_runner": ("kubeloop.httpguard", "guarded_runner"),
+    "ConnectionLimits": ("kubeloop.httpguard", "ConnectionLimits"),
     "Request": ("kubeloop.controller.reconcile", "Request"),
     "Result": ("kubeloop.controller.reconcile", "Result"),
     "logger": ("kubeloop.controller.reconcilelog", "logger"),
@@ -129,10 +134,12 @@ __all__ = [
     "CachedClient",
     "Client",
     "ClientConfig",
+    "ConnectionLimits",
     "CustomResource",
     "DeadlineExceeded",
     "EventRecorder",
     "GroupVersionKind",
+    "GuardedSite",
     "KubeModel",
     "KubeObject",
     "LeaderElectionConfig",
@@ -161,6 +168,7 @@ __all__ = [
     "field",
     "finalizer",
     "find_status_condition",
+    "guarded_runner",
     "handler",
     "is_controlled_by",
     "is_status_condition_true",
@@ -237,6 +245,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     from kubeloop.controller.finalizer import finalizer
     from kubeloop.controller.reconcile import Request, Result, TerminalError
     from kubeloop.controller.reconcilelog import logger
+    from kubeloop.httpguard import ConnectionLimits, GuardedSite, guarded_runner
     from kubeloop.manager.builder import Builder
     from kubeloop.manager.cachedclient import CachedClient
     from kubeloop.manager.leaderelection import LeaderElectionConfig

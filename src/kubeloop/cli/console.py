@@ -19,6 +19,10 @@ state is also served in parts, each a JSON document:
   same window (``controllerseries``): what the page's charts draw, as SVG, with no script or
   font from anywhere else (the page works offline).
 
+It listens on 127.0.0.1 unless told a host, and answers only requests addressed to it by an IP
+address, ``localhost``, the host it was told or this machine's name: a page of another site
+whose name an attacker points at 127.0.0.1 (DNS rebinding) gets 403, not the events' messages.
+
 The console only reads: the manager's counters, the controllers' rings of recent reconciles,
 the events, and with ``--embedded`` the server's own store. It runs as a runnable of the manager
 (on every replica, leader or not), so it starts and stops with it.
@@ -29,7 +33,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.resources
+import ipaddress
 import json
+import socket
 import statistics
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
@@ -43,6 +49,7 @@ from kubeloop.api.object import Obj
 from kubeloop.cli.controllerseries import ControllerSeries
 from kubeloop.client.rest import APIClient
 from kubeloop.controller.controller import Controller
+from kubeloop.httpguard import GuardedSite, guarded_runner
 from kubeloop.manager.manager import Manager
 
 EVENT = GroupVersionKind("", "v1", "Event")
@@ -254,7 +261,7 @@ class Console:
         async def page(request: web.Request) -> web.Response:
             return web.Response(text=PAGE, content_type="text/html", charset="utf-8")
 
-        app = web.Application()
+        app = web.Application(middlewares=[self._host_check])
         app.router.add_get("/", page)
         app.router.add_get("/api/state", document(self.state))
         app.router.add_get("/api/controllers", document(lambda: controllers_of(self.manager)))
@@ -267,13 +274,31 @@ class Console:
         app.router.add_get("/api/series", document(self.series.document))
         return app
 
+    def _allowed_host(self, host: str) -> bool:
+        """Whether a request's Host names this console (DNS rebinding: a name that is not)."""
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
+        name = name.strip("[]").lower()
+        with contextlib.suppress(ValueError):
+            ipaddress.ip_address(name)
+            return True
+        bound = self.address.rpartition(":")[0].strip("[]").lower()
+        return name in {"localhost", bound, socket.gethostname().lower(), socket.getfqdn().lower()} - {""}
+
+    @web.middleware
+    async def _host_check(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if not self._allowed_host(request.host):
+            return web.Response(status=403, text=f"the console does not answer for Host {request.host}\n")
+        return await handler(request)
+
     async def run(self, stop: asyncio.Event) -> None:
         """Serve until ``stop`` is set, listing the events once a second."""
         host, _, port = self.address.rpartition(":")
-        runner = web.AppRunner(self.application(), access_log=None)
+        runner = guarded_runner(self.application())
         await runner.setup()
         try:
-            await web.TCPSite(runner, host or "0.0.0.0", int(port)).start()
+            await GuardedSite(runner, host or "127.0.0.1", int(port)).start()
             bound = runner.addresses[0]
             shown_host = host if host and host not in ("0.0.0.0", "::") else "127.0.0.1"
             self.url = f"http://{'[' + shown_host + ']' if ':' in shown_host else shown_host}:{bound[1]}/"

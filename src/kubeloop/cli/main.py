@@ -59,7 +59,7 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--console",
         metavar="HOST:PORT",
-        help="serve a live web console of the operator here, e.g. 127.0.0.1:8090 "
+        help="serve a live web console of the operator here, e.g. 127.0.0.1:8090 (:8090 is loopback too) "
         "(controllers, reconciles, events; with --embedded the objects and their owner trees)",
     )
     run.add_argument(

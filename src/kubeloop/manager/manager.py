@@ -328,13 +328,15 @@ class Manager:
     ) -> str:
         from aiohttp import web  # only a manager that serves metrics or probes loads aiohttp
 
+        from kubeloop.httpguard import GuardedSite, guarded_runner
+
         host, _, port = address.rpartition(":")
         app = web.Application()
         for path, handler in routes.items():
             app.router.add_get(path, handler)
-        runner = web.AppRunner(app, access_log=None)
+        runner = guarded_runner(app)
         await runner.setup()
-        site = web.TCPSite(runner, host or "0.0.0.0", int(port))
+        site = GuardedSite(runner, host or "0.0.0.0", int(port))
         await site.start()
         self._servers.append(runner)
         bound = runner.addresses[0]

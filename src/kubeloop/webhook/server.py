@@ -26,6 +26,8 @@ from kubeloop.webhook.webhookmetrics import WebhookMetrics
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from kubeloop.httpguard import ConnectionLimits
+
 log = logging.getLogger("kubeloop.webhook")
 
 #: controller-runtime's defaults.
@@ -51,6 +53,8 @@ class WebhookServer:
     ``cert_dir`` holds ``cert_name`` and ``key_name`` (controller-runtime's defaults ``tls.crt``
     and ``tls.key``), watched for changes every ``cert_poll_interval`` seconds. Without it the
     server makes a development CA and certificate for ``hosts`` (``ca_bundle`` is that CA).
+    Connections are held to ``limits`` (default: the API server's, ``kubeloop.ConnectionLimits``):
+    a slow client cannot hold the server, whose refusal would block writes of its kinds.
     """
 
     def __init__(
@@ -63,8 +67,11 @@ class WebhookServer:
         key_name: str = DEFAULT_KEY_NAME,
         hosts: Sequence[str] = certs.DEFAULT_HOSTS,
         cert_poll_interval: float = 1.0,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         self.host = host
+        #: How slow a client may be, and how many connect at once (``kubeloop.httpguard``).
+        self.limits = limits
         self.port = port
         self.cert_dir = pathlib.Path(cert_dir) if cert_dir is not None else None
         self.cert_name = cert_name
@@ -107,15 +114,17 @@ class WebhookServer:
         """Listen; returns once connections are accepted."""
         from aiohttp import web
 
+        from kubeloop.httpguard import GuardedSite, guarded_runner
+
         if self._runner is not None:
             raise RuntimeError("the webhook server is already serving")
         context = self._ssl_context()
         app = web.Application(client_max_size=8 * 1024 * 1024)
         for path, webhook in self.webhooks.items():
             app.router.add_post(path, webhook.serve)
-        runner = web.AppRunner(app, access_log=None)
+        runner = guarded_runner(app, self.limits)
         await runner.setup()
-        site = web.TCPSite(runner, self.host or "0.0.0.0", self.port, ssl_context=context)
+        site = GuardedSite(runner, self.host or "0.0.0.0", self.port, ssl_context=context, limits=self.limits)
         try:
             await site.start()
         except BaseException:

@@ -196,10 +196,10 @@ class RunWebhook:
         app = web.Application(client_max_size=MAX_BODY_BYTES)
         app.router.add_post("/runs", self._post)
         app.router.add_post("/channels/{namespace}/{agent}/{type}", self._post_message)
-        runner = web.AppRunner(app, access_log=None)
+        runner = kubeloop.guarded_runner(app)  # no sender holds a connection by going slow
         await runner.setup()
         host, _, port = self.options.bind_address.rpartition(":")
-        site = web.TCPSite(runner, host or None, int(port))
+        site = kubeloop.GuardedSite(runner, host or None, int(port))
         try:
             await site.start()
             self.port = int(runner.addresses[0][1])

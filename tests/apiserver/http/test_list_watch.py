@@ -218,7 +218,9 @@ def test_watch_sees_live_changes(api: Client, namespace: str) -> None:
     result: list[dict[str, Any]] = []
 
     def read() -> None:
-        with api.get(CM.format(ns=namespace), params={"watch": "1", "resourceVersion": rv}, stream=True) as answer:
+        with api.get(
+            CM.format(ns=namespace), params={"watch": "1", "resourceVersion": rv}, stream=True
+        ) as answer:
             for line in answer.iter_lines():
                 if line:
                     result.append(orjson.loads(line))
@@ -366,3 +368,28 @@ def test_a_large_list_over_http_is_whole_and_valid(api: Client, namespace: str) 
     items = listed.json()["items"]
     assert [item["metadata"]["name"] for item in items] == [f"c{i:04d}" for i in range(1100)]
     assert all(item["data"] == {"i": str(i)} for i, item in enumerate(items))
+
+
+def test_a_get_of_one_object_with_watch_is_a_watch_of_that_object(api: Client, namespace: str) -> None:
+    """kube-apiserver serves ``GET .../configmaps/one?watch=1`` as a watch of that object (it is
+    authorized as a watch): its events, not another's, and not a single get."""
+    created = api.post(CM.format(ns=namespace), configmap("one")).json()
+    api.post(CM.format(ns=namespace), configmap("other"))
+    rv = created["metadata"]["resourceVersion"]
+    api.patch(CM.format(ns=namespace) + "/other", {"data": {"a": "1"}}, "application/merge-patch+json")
+    api.patch(CM.format(ns=namespace) + "/one", {"data": {"a": "1"}}, "application/merge-patch+json")
+    api.delete(CM.format(ns=namespace) + "/one")
+    events = stream(
+        api, CM.format(ns=namespace) + "/one", {"resourceVersion": rv, "timeoutSeconds": "1"}, count=10
+    )
+    assert names(events) == [("MODIFIED", "one"), ("DELETED", "one")]
+    initial = stream(api, CM.format(ns=namespace) + "/other", {"timeoutSeconds": "1"}, count=10)
+    assert names(initial) == [("ADDED", "other")]
+    # A field selector of the request's own narrows it further.
+    none = stream(
+        api,
+        CM.format(ns=namespace) + "/other",
+        {"timeoutSeconds": "1", "fieldSelector": "metadata.name=one"},
+        count=10,
+    )
+    assert names(none) == []

@@ -222,6 +222,8 @@ class APIHandlers(Scope):
             if method == "DELETE":
                 return await deletes.delete_collection(self, request, target)
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+        if method == "GET" and not target.subresource and truthy(query.get("watch")):
+            return await watches.watch(self, request, target)  # authorized as a watch: served as one
         handler: dict[str, Callable[[HTTPRequest, Target], Awaitable[web.StreamResponse]]] = {
             "GET": functools.partial(reads.get, self),
             "PUT": functools.partial(writes.update, self),

@@ -4,9 +4,12 @@ lines, Tables or PartialObjectMetadata, until the client or the server's timeout
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import orjson
 from aiohttp import web
 
+from kubeloop.api.fields import FieldSelector, escape_value
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.http import auditing
 from kubeloop.apiserver.http.http1 import HTTPRequest
@@ -25,8 +28,15 @@ from kubeloop.apiserver.printing import tables
 
 
 async def watch(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamResponse:
+    """A watch of the target's collection; of one object when the target names it (``GET
+    .../configmaps/c1?watch=1``: kube-apiserver's watch with ``metadata.name=c1`` and any field
+    selector given)."""
     listing = list_options(request)
     query = request.query
+    if target.name is not None:
+        given = query.get("fieldSelector", "")
+        named = f"metadata.name={escape_value(target.name)}" + (f",{given}" if given else "")
+        listing = replace(listing, field_selector=FieldSelector.parse(named))
     send_initial = query.get("sendInitialEvents")
     timeout = query.get("timeoutSeconds")
     options = WatchOptions(

@@ -35,7 +35,7 @@ from kubeloop.apiserver.audit.logwriter import AuditLogWriter
 from kubeloop.apiserver.audit.policy import METADATA_FOR_ALL, AuditPolicy
 from kubeloop.apiserver.auth import bootstrap
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
-from kubeloop.apiserver.auth.tokens import ServiceAccountTokens, review_token
+from kubeloop.apiserver.auth.tokens import DEFAULT_MAX_EXPIRATION_SECONDS, ServiceAccountTokens, review_token
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.catalog.schemas import schema_release
 from kubeloop.apiserver.controllers.controllermanager import USER as CONTROLLER_MANAGER_USER
@@ -124,6 +124,9 @@ class ServerOptions:
     #: Which requests are recorded at which level (``--audit-policy-file``, read with
     #: ``audit.policy.load_policy``). None with a log path: every request at Metadata level.
     audit_policy: AuditPolicy | None = None
+    #: The longest a ServiceAccount token is issued for, in seconds (kube-apiserver's
+    #: ``--service-account-max-token-expiration``): a TokenRequest for longer gets this.
+    service_account_max_token_expiration: int = DEFAULT_MAX_EXPIRATION_SECONDS
 
 
 def small_requests(
@@ -253,10 +256,19 @@ class APIServer:
         assert service_accounts is not None
 
         def account_uid(namespace: str, name: str) -> str | None:
-            stored = store.get(service_accounts.key(namespace, name))
+            return object_uid("serviceaccounts", namespace, name)
+
+        def object_uid(resource_name: str, namespace: str, name: str) -> str | None:
+            resource = self.catalog.lookup("", "v1", resource_name)
+            stored = store.get(resource.key(namespace, name)) if resource is not None else None
             return None if stored is None else str((stored.obj.get("metadata") or {}).get("uid"))
 
-        tokens = ServiceAccountTokens(self.credentials.ca_key_pem, account_uid)
+        tokens = ServiceAccountTokens(
+            self.credentials.ca_key_pem,
+            account_uid,
+            object_uid,
+            max_expiration_seconds=options.service_account_max_token_expiration,
+        )
         authenticator = Authenticator(
             {
                 self.credentials.admin_token: ADMIN_USER,

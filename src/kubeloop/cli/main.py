@@ -270,6 +270,14 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
         help="the audit Policy saying which requests are logged at which level "
         "(default with --audit-log-path: every request at Metadata)",
     )
+    parser.add_argument(
+        "--service-account-max-token-expiration",
+        type=int,
+        default=48 * 3600,
+        metavar="SECONDS",
+        help="the longest a ServiceAccount token is issued for; a TokenRequest for longer gets this "
+        "(default 172800: two days)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -440,6 +448,7 @@ async def _serve(args: argparse.Namespace) -> int:
         simulate=args.simulate,
         audit_log_path=args.audit_log_path,
         audit_policy=audit_policy,
+        service_account_max_token_expiration=args.service_account_max_token_expiration,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

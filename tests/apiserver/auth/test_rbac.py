@@ -9,6 +9,7 @@ import asyncio
 import base64
 import json
 import pathlib
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -488,3 +489,52 @@ def test_a_service_account_subject_is_matched_in_its_own_namespace(api: Client, 
     bind("own-helper", {"kind": "ServiceAccount", "name": "helper"})  # no namespace: the binding's
     assert allowed(f"system:serviceaccount:{namespace}:helper")
     assert not allowed("system:serviceaccount:other:helper")
+
+
+def test_token_lifetimes_are_capped_and_a_bound_token_ends_with_its_object(
+    api: Client, namespace: str
+) -> None:
+    """As kube-apiserver with --service-account-max-token-expiration: a TokenRequest for 1e9
+    seconds (until 2058) gets the maximum (two days here). A token bound to a Secret (or Pod, or
+    Node) stops authenticating when that object is deleted."""
+    assert (
+        api.post(
+            f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": "bound"}}
+        ).status_code
+        == 201
+    )
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/bound/token"
+
+    def request(**spec: Any) -> dict[str, Any]:
+        return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+
+    def authenticated(token: str) -> bool:
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+        return bool(
+            api.post("/apis/authentication.k8s.io/v1/tokenreviews", review)
+            .json()["status"]
+            .get("authenticated")
+        )
+
+    long = api.post(path, request(expirationSeconds=1_000_000_000)).json()
+    assert long["spec"]["expirationSeconds"] == 172800
+    expires = datetime.fromisoformat(long["status"]["expirationTimestamp"].replace("Z", "+00:00"))
+    assert expires - datetime.now(UTC) <= timedelta(seconds=172800 + 5)
+
+    secret = api.post(f"/api/v1/namespaces/{namespace}/secrets", {"metadata": {"name": "holder"}}).json()
+    ref = {"kind": "Secret", "apiVersion": "v1", "name": "holder"}
+    issued = api.post(path, request(boundObjectRef=ref))
+    assert issued.status_code == 201, issued.text
+    assert issued.json()["spec"]["boundObjectRef"] == {**ref, "uid": secret["metadata"]["uid"]}
+    token = issued.json()["status"]["token"]
+    assert authenticated(token)
+    assert api.delete(f"/api/v1/namespaces/{namespace}/secrets/holder").status_code == 200
+    assert not authenticated(token)  # its object is gone: so is the token
+
+    refused = api.post(path, request(boundObjectRef={"kind": "ConfigMap", "apiVersion": "v1", "name": "x"}))
+    assert refused.status_code == 400
+    assert refused.json()["message"] == "cannot bind token to object of type v1, Kind=ConfigMap"
+    assert api.post(path, request(boundObjectRef=ref)).status_code == 404  # deleted
+    api.post(f"/api/v1/namespaces/{namespace}/secrets", {"metadata": {"name": "holder"}})
+    stale = api.post(path, request(boundObjectRef={**ref, "uid": secret["metadata"]["uid"]}))
+    assert stale.status_code == 409 and "does not match the UID in record" in stale.json()["message"]

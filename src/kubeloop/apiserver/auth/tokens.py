@@ -34,8 +34,15 @@ AUDIENCE = ISSUER
 #: kube-apiserver's default and its bounds for expirationSeconds.
 DEFAULT_EXPIRATION_SECONDS = 3600
 MIN_EXPIRATION_SECONDS = 600
+#: The longest a token is issued for (kube-apiserver's ``--service-account-max-token-expiration``,
+#: which clusters set to a day or two): a longer request gets this many seconds.
+DEFAULT_MAX_EXPIRATION_SECONDS = 48 * 3600
 #: Looks up a ServiceAccount's uid by namespace and name (None: there is none).
 AccountUid = Callable[[str, str], str | None]
+#: Looks up an object's uid by resource ("pods", "secrets", "nodes"), namespace and name.
+ObjectUid = Callable[[str, str, str], str | None]
+#: The kinds a token may be bound to, as kube-apiserver binds them: kind → (resource, claim).
+BOUND_KINDS = {"Pod": ("pods", "pod"), "Secret": ("secrets", "secret"), "Node": ("nodes", "node")}
 
 
 def _b64(data: bytes) -> str:
@@ -49,20 +56,42 @@ def _unb64(text: str) -> bytes:
 class ServiceAccountTokens:
     """Issues and verifies ServiceAccount tokens with ``key_pem`` (an EC P-256 private key)."""
 
-    def __init__(self, key_pem: bytes, account_uid: AccountUid) -> None:
+    def __init__(
+        self,
+        key_pem: bytes,
+        account_uid: AccountUid,
+        object_uid: ObjectUid | None = None,
+        *,
+        max_expiration_seconds: int = DEFAULT_MAX_EXPIRATION_SECONDS,
+    ) -> None:
+        """``object_uid`` finds the object a bound token is bound to (none: tokens cannot be
+        bound); ``max_expiration_seconds`` caps what a TokenRequest may ask for."""
         key = serialization.load_pem_private_key(key_pem, password=None)
         if not isinstance(key, ec.EllipticCurvePrivateKey):
             raise ValueError("service account tokens need an EC key")
         self._key = key
         self._public = key.public_key()
         self._account_uid = account_uid
+        self.object_uid = object_uid
+        self.max_expiration_seconds = max_expiration_seconds
 
     def issue(
-        self, namespace: str, name: str, uid: str, audiences: list[str], expiration_seconds: int
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        audiences: list[str],
+        expiration_seconds: int,
+        bound: tuple[str, str, str] | None = None,
     ) -> tuple[str, int]:
-        """A token for the account and when it expires (Unix seconds)."""
+        """A token for the account and when it expires (Unix seconds); ``bound`` (kind, name,
+        uid) binds it to an object whose deletion ends it."""
         now = int(time.time())
         expires = now + expiration_seconds
+        binding: dict[str, Any] = {"namespace": namespace, "serviceaccount": {"name": name, "uid": uid}}
+        if bound is not None:
+            kind, bound_name, bound_uid = bound
+            binding[BOUND_KINDS[kind][1]] = {"name": bound_name, "uid": bound_uid}
         claims: dict[str, Any] = {
             "aud": audiences or [AUDIENCE],
             "exp": expires,
@@ -70,7 +99,7 @@ class ServiceAccountTokens:
             "iss": ISSUER,
             "nbf": now,
             "sub": service_account_user(namespace, name),
-            "kubernetes.io": {"namespace": namespace, "serviceaccount": {"name": name, "uid": uid}},
+            "kubernetes.io": binding,
         }
         header = _b64(orjson.dumps({"alg": "ES256", "typ": "JWT"}))
         payload = _b64(orjson.dumps(claims))
@@ -114,6 +143,16 @@ class ServiceAccountTokens:
         name, uid = str(account.get("name") or ""), str(account.get("uid") or "")
         if not namespace or not name or self._account_uid(namespace, name) != uid:
             return None  # the account is gone, or is another one now
+        for kind, (resource, claim) in BOUND_KINDS.items():
+            bound = binding.get(claim)
+            if not isinstance(bound, dict):
+                continue
+            where = "" if kind == "Node" else namespace
+            found = (
+                self.object_uid(resource, where, str(bound.get("name") or "")) if self.object_uid else None
+            )
+            if found is None or found != bound.get("uid"):
+                return None  # the object the token was bound to is gone (or another one now)
         audiences = claims.get("aud")
         if isinstance(audiences, str):
             audiences = [audiences]
@@ -164,10 +203,12 @@ def token_request(tokens: ServiceAccountTokens, body: Obj, account: Obj) -> Obj:
                 )
             ],
         )
+    seconds = min(seconds, tokens.max_expiration_seconds)  # as --service-account-max-token-expiration
     audiences = [str(a) for a in spec.get("audiences") or () if a] or [AUDIENCE]
     meta = account.get("metadata") or {}
     namespace, name, uid = str(meta.get("namespace")), str(meta.get("name")), str(meta.get("uid"))
-    token, expires = tokens.issue(namespace, name, uid, audiences, seconds)
+    bound_ref, bound = _bound_object(tokens, spec.get("boundObjectRef"), namespace)
+    token, expires = tokens.issue(namespace, name, uid, audiences, seconds, bound)
     return {
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
@@ -175,10 +216,39 @@ def token_request(tokens: ServiceAccountTokens, body: Obj, account: Obj) -> Obj:
         "spec": {
             "audiences": audiences,
             "expirationSeconds": seconds,
-            "boundObjectRef": spec.get("boundObjectRef"),
+            "boundObjectRef": bound_ref,
         },
         "status": {
             "token": token,
             "expirationTimestamp": timestamps.format_time(datetime.fromtimestamp(expires, UTC)),
         },
     }
+
+
+def _bound_object(
+    tokens: ServiceAccountTokens, ref: Any, namespace: str
+) -> tuple[Obj | None, tuple[str, str, str] | None]:
+    """The TokenRequest's ``boundObjectRef`` with the object's uid, and the binding; as
+    kube-apiserver: a Pod, Secret or Node that exists (of the uid given, if one is)."""
+    if not ref:
+        return None, None
+    if not isinstance(ref, dict):
+        raise errors.BadRequest("spec.boundObjectRef must be an object")
+    kind, api_version, name = (
+        str(ref.get("kind") or ""),
+        str(ref.get("apiVersion") or ""),
+        str(ref.get("name") or ""),
+    )
+    if kind not in BOUND_KINDS or api_version != "v1" or tokens.object_uid is None:
+        raise errors.BadRequest(f"cannot bind token to object of type {api_version}, Kind={kind}")
+    resource = BOUND_KINDS[kind][0]
+    found = tokens.object_uid(resource, "" if kind == "Node" else namespace, name)
+    if found is None:
+        raise errors.NotFound(f'{resource} "{name}" not found')
+    wanted = str(ref.get("uid") or "")
+    if wanted and wanted != found:
+        raise errors.Conflict(
+            f'Operation cannot be fulfilled on {kind} "{name}": the UID in the bound object reference '
+            f"({wanted}) does not match the UID in record. The object might have been deleted and then recreated"
+        )
+    return {**ref, "uid": found}, (kind, name, found)

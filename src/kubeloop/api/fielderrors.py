@@ -28,6 +28,7 @@ __all__ = [
     "forbidden",
     "go_number",
     "invalid",
+    "json_type",
     "not_supported",
     "render",
     "required",
@@ -86,6 +87,24 @@ def go_number(value: float) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
         return str(int(value))
     return repr(value) if isinstance(value, float) else str(value)
+
+
+def json_type(value: Any) -> str:
+    """A decoded JSON value's type as the API server names it in a type error (a whole number
+    is an integer, whichever way it was written)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
 
 
 def required(path: str, detail: str = "") -> StatusCause:

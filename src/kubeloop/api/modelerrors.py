@@ -40,23 +40,6 @@ _TYPES = {
 }
 
 
-def _json_type(value: Any) -> str:
-    """The JSON type of a decoded value, as the server names it in a type error."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _path(location: tuple[int | str, ...]) -> str:
     """``("spec", "items", 0, "name")`` → ``spec.items[0].name``."""
     out = ""
@@ -78,7 +61,7 @@ def _cause(error: Mapping[str, Any]) -> StatusCause:
     if kind == "missing":
         return fielderrors.required(path)
     if kind in _TYPES:
-        shown = _json_type(value)
+        shown = fielderrors.json_type(value)
         return StatusCause(
             fielderrors.INVALID,
             f'Invalid value: "{shown}": {name} in body must be of type {_TYPES[kind]}: "{shown}"',

@@ -25,6 +25,7 @@ from typing import Any
 import re2
 
 from kubeloop.api import naming
+from kubeloop.api.fielderrors import json_type
 from kubeloop.api.naming import go_quote
 from kubeloop.apiserver.apiextensions import celrules
 from kubeloop.errors import StatusCause
@@ -511,22 +512,6 @@ def _go_value(value: Any) -> str:
     return _json(value)
 
 
-def _type_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _name(path: str) -> str:
     return path or "<root>"
 
@@ -536,7 +521,7 @@ def _invalid(path: str, value: Any, detail: str) -> StatusCause:
 
 
 def _type_matches(value: Any, node: Node) -> bool:
-    actual = _type_of(value)
+    actual = json_type(value)
     if node.int_or_string:
         return actual in ("integer", "string")
     if not node.type:
@@ -563,8 +548,8 @@ def _validate(value: Any, node: Node, path: str, causes: list[StatusCause]) -> N
         causes.append(
             StatusCause(
                 "FieldValueTypeInvalid",
-                f'Invalid value: "{_type_of(value)}": {_name(path)} in body must be of type {expected}: '
-                f'"{_type_of(value)}"',
+                f'Invalid value: "{json_type(value)}": {_name(path)} in body must be of type {expected}: '
+                f'"{json_type(value)}"',
                 path,
             )
         )

@@ -827,25 +827,30 @@ _ABSENT = object()
 
 def _value_at(obj: Any, path: Path, node: Mapping[str, Any]) -> Any:
     """The value at ``path`` in ``obj`` (``_ABSENT`` if there is none)."""
+    return _locate(obj, path, node)[0]
+
+
+def _locate(obj: Any, path: Path, node: Mapping[str, Any]) -> tuple[Any, Mapping[str, Any]]:
+    """The value at ``path`` in ``obj`` (``_ABSENT`` if there is none) and its schema node."""
     current: Any = obj
     for element in path:
         kind, value = element[:2], element[2:]
         if kind == "f:":
             if not isinstance(current, dict) or value not in current:
-                return _ABSENT
+                return _ABSENT, node
             properties: Mapping[str, Any] = node.get("properties") or {}
             node, _ = _field_node(value, properties, node.get("additionalProperties"))
             current = current[value]
             continue
         if not isinstance(current, list):
-            return _ABSENT
+            return _ABSENT, node
         index = _element_index(current, element, node)
         if index is None:
-            return _ABSENT
+            return _ABSENT, node
         current = current[index]
         items = node.get("items")
         node = _resolve(items) if isinstance(items, Mapping) else {}
-    return current
+    return current, node
 
 
 def _element_index(items: list[Any], element: str, node: Mapping[str, Any]) -> int | None:
@@ -865,29 +870,17 @@ def _element_index(items: list[Any], element: str, node: Mapping[str, Any]) -> i
 
 def _remove(obj: Any, path: Path, node: Mapping[str, Any]) -> bool:
     """Remove the member at ``path`` from ``obj``; whether it was there."""
-    parent: Any = obj
-    for depth, element in enumerate(path):
-        last = depth == len(path) - 1
-        kind, value = element[:2], element[2:]
-        if kind == "f:":
-            if not isinstance(parent, dict) or value not in parent:
-                return False
-            if last:
-                del parent[value]
-                return True
-            properties: Mapping[str, Any] = node.get("properties") or {}
-            node, _ = _field_node(value, properties, node.get("additionalProperties"))
-            parent = parent[value]
-            continue
-        if not isinstance(parent, list):
+    parent, parent_node = _locate(obj, path[:-1], node)
+    element = path[-1]
+    if element.startswith("f:"):
+        if not isinstance(parent, dict) or element[2:] not in parent:
             return False
-        index = _element_index(parent, element, node)
-        if index is None:
-            return False
-        if last:
-            del parent[index]
-            return True
-        parent = parent[index]
-        items = node.get("items")
-        node = _resolve(items) if isinstance(items, Mapping) else {}
-    return False
+        del parent[element[2:]]
+        return True
+    if not isinstance(parent, list):
+        return False
+    index = _element_index(parent, element, parent_node)
+    if index is None:
+        return False
+    del parent[index]
+    return True

@@ -23,6 +23,7 @@ from agentplatform.controllers.policy import image_allowed
 import kubeloop
 from kubeloop import kinds
 from kubeloop.testing import ServerThread, eventually, webhooks_installed
+from tests.accounts import account_token
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 
 
@@ -34,31 +35,8 @@ async def tenant_kubectl(
     rules: list[dict[str, Any]],
 ) -> Kubectl:
     """kubectl as ServiceAccount ``tenant`` of ``namespace``, allowed ``rules`` there alone."""
-    rbac = "rbac.authorization.k8s.io/v1"
-    await client.create(
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "tenant", "namespace": namespace}}
-    )
-    await client.create(
-        {
-            "apiVersion": rbac,
-            "kind": "Role",
-            "metadata": {"name": "tenant", "namespace": namespace},
-            "rules": rules,
-        }
-    )
-    await client.create(
-        {"apiVersion": rbac, "kind": "RoleBinding", "metadata": {"name": "tenant", "namespace": namespace},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant"},
-         "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": namespace}]}
-    )  # fmt: skip
-    issued = await client.create(
-        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
-        of=kinds.ServiceAccount,
-        name="tenant",
-        subresource="token",
-        namespace=namespace,
-    )
-    return Kubectl(KUBECTLS[-1], kubeconfig_as(cluster, issued["status"]["token"], namespace, home), home)
+    token = await account_token(client, "tenant", namespace, rules)
+    return Kubectl(KUBECTLS[-1], kubeconfig_as(cluster, token, namespace, home), home)
 
 
 def kubeconfig_as(cluster: ServerThread, token: str, namespace: str, home: pathlib.Path) -> pathlib.Path:

@@ -17,6 +17,7 @@ from kubeloop.controller.reconcile import Request
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 from kubeloop.workqueue.ratelimiter import ItemExponentialFailureRateLimiter
+from tests.accounts import account_token
 from tests.conftest import ServerThread, eventually
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
@@ -97,33 +98,8 @@ async def test_a_read_the_server_refuses_fails_the_reconcile_at_once_in_its_word
     PVC in its reconcile: the lazy informer's list is forbidden. The read fails at once with the
     server's words (it used to wait out the cache's sync, the reconcile hanging with no error),
     and once the role allows it, the next retry reads."""
-    await client.create(
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op", "namespace": namespace}}
-    )
-    role: dict[str, Any] = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": {"name": "op", "namespace": namespace},
-        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}],
-    }
-    await client.create(role)
-    await client.create(
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": "op", "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "op"},
-            "subjects": [{"kind": "ServiceAccount", "name": "op", "namespace": namespace}],
-        }
-    )
-    issued = await client.create(
-        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
-        of=kinds.ServiceAccount,
-        name="op",
-        subresource="token",
-        namespace=namespace,
-    )
-    token = issued["status"]["token"]
+    watch_config_maps = {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}
+    token = await account_token(client, "op", namespace, [watch_config_maps])
     outcomes: list[str] = []
     async with APIClient(load_kubeconfig(shared_server.kubeconfig).with_token(token)) as operator_client:
         manager = Manager(operator_client, namespace=namespace)
@@ -147,6 +123,7 @@ async def test_a_read_the_server_refuses_fails_the_reconcile_at_once_in_its_word
                 f'Forbidden: persistentvolumeclaims is forbidden: User "system:serviceaccount:{namespace}:op" '
                 'cannot list resource "persistentvolumeclaims" in API group ""'
             ), outcomes[0]
+            role = await client.get(kinds.Role, "op", namespace=namespace)
             role["rules"].append(
                 {
                     "apiGroups": [""],

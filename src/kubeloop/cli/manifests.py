@@ -4,7 +4,7 @@ project's ``make manifests`` runs controller-gen: one file per CRD of its models
 defines any more removed), the ClusterRole its setup needs in ``config/rbac/role.yaml``, and,
 when it registers webhooks, what deploys them in ``config/webhook/``: their configurations
 (calling the Service ``webhook-service``), that Service, and the permissions the manager needs
-to keep their serving certificate in a Secret and inject its CA (``manager.certrotator``:
+to keep their serving certificate in a Secret and inject its CA (``webhook.certrotator``:
 no cert-manager needed), with ``config/default`` patched to serve them.
 """
 

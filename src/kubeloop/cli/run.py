@@ -64,7 +64,6 @@ from kubeloop.client.restmapper import NoKindMatch
 from kubeloop.errors import APIError
 from kubeloop.gcpause import tune_for_serving
 from kubeloop.lifecycle import cancel_and_wait
-from kubeloop.manager.certrotator import CertRotator
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import IncompleteBuilder, Manager
 from kubeloop.manager.operatortarget import (
@@ -82,6 +81,7 @@ from kubeloop.manager.webhookconfigurations import (
     service_client_config,
     webhook_configurations,
 )
+from kubeloop.webhook.certrotator import CertRotator
 from kubeloop.webhook.server import DEFAULT_CERT_DIR, DEFAULT_PORT, WebhookServer
 
 

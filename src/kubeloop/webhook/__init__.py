@@ -1,7 +1,10 @@
 """Webhooks an operator serves to kube-apiserver (controller-runtime's ``pkg/webhook``).
 
 - ``server``: the HTTPS server (``WebhookServer``), with its certificate from a directory
-  (reloaded by ``certwatcher``) or made for development; ``webhookmetrics`` counts its requests;
+  or made for development; ``webhookmetrics`` counts its requests;
+- ``certwatcher``: ``CertWatcher`` reloads a certificate from its files, for any HTTPS server
+  of an operator; ``certrotator``: ``CertRotator`` keeps one in a Secret on a cluster without
+  cert-manager, and injects its CA where webhooks are called;
 - ``admission``: the AdmissionReview request and response, the answers (``allowed``, ``denied``,
   ``errored``, ``patched``, ``from_error``), the endpoint that serves a handler, and
   ``current_request()``: the request a defaulter or validator is answering (who asks);
@@ -28,6 +31,8 @@ from kubeloop.webhook.admission import (
     from_error,
     patched,
 )
+from kubeloop.webhook.certrotator import CertRotator
+from kubeloop.webhook.certwatcher import CertWatcher
 from kubeloop.webhook.defaulting import CustomDefaulter
 from kubeloop.webhook.hubconversion import ConversionWebhook, Convertible, Hub
 from kubeloop.webhook.server import WebhookServer
@@ -41,6 +46,8 @@ __all__ = [
     "AdmissionRequest",
     "AdmissionResponse",
     "AdmissionWebhook",
+    "CertRotator",
+    "CertWatcher",
     "ConversionWebhook",
     "Convertible",
     "CustomDefaulter",

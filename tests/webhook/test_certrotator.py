@@ -19,8 +19,8 @@ from cryptography import x509
 
 from kubeloop import certs
 from kubeloop.client.rest import APIClient
-from kubeloop.manager.certrotator import CRD, SECRET, VALIDATING, CertRotator
 from kubeloop.testing import eventually
+from kubeloop.webhook.certrotator import CRD, SECRET, VALIDATING, CertRotator
 
 
 def rotator(client: APIClient, namespace: str, folder: pathlib.Path, **options: Any) -> CertRotator:

@@ -68,7 +68,9 @@ def _build_parser() -> argparse.ArgumentParser:
         help="restart the manager on the new code when a .py file of the operator changes "
         "(the process and an embedded server stay)",
     )
-    run.add_argument("--namespace", help="cache and watch only this namespace (default: all)")
+    run.add_argument(
+        "--namespace", help="cache and watch only this namespace, or these (comma-separated; default: all)"
+    )
     run.add_argument(
         "--metrics-bind-address", help='serve /metrics here, e.g. ":8080" ("0": off, the default)'
     )

@@ -6,7 +6,7 @@ a ``setup(manager)`` function (or the attribute named after the colon is one). T
 to the cluster of ``--kubeconfig``/``--context`` (default: ``$KUBECONFIG``, ``~/.kube/config``,
 in-cluster), or with ``--embedded`` to an embedded API server started in the same process.
 The manager flags are those of a kubebuilder project's ``main.go``: ``--namespace`` (the cache's
-scope), ``--metrics-bind-address``, ``--health-probe-bind-address`` ("0" or empty: off) and
+scope: one namespace, or several comma-separated, as ``cache.Options.DefaultNamespaces``), ``--metrics-bind-address``, ``--health-probe-bind-address`` ("0" or empty: off) and
 ``--leader-elect`` with ``--leader-election-id``/``--leader-election-namespace``.
 ``--install-crds`` first applies the CRDs of the custom resource models the target's module
 defines or imports (and ``--crds FILE`` ones), waiting until they serve.
@@ -52,6 +52,7 @@ from typing import Any
 from kubeloop import errors, kinds
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
+from kubeloop.cache.options import CacheOptions
 from kubeloop.cli import reload as reloading
 from kubeloop.cli.console import Console
 from kubeloop.cli.operatorview import show_view
@@ -110,6 +111,16 @@ class ManagerFlags:
     #: Run the operator as a ServiceAccount holding only the role its setup needs (``--as-operator``).
     as_operator: bool = False
 
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        """The namespaces ``--namespace`` names (none: the whole cluster)."""
+        return tuple(name.strip() for name in (self.namespace or "").split(",") if name.strip())
+
+    @property
+    def single_namespace(self) -> str | None:
+        """The namespace ``--namespace`` names when it names exactly one."""
+        return self.namespaces[0] if len(self.namespaces) == 1 else None
+
     def manager(self, client: APIClient, default_namespace: str, *, embedded: bool = False) -> Manager:
         election = None
         if self.leader_elect:
@@ -117,7 +128,7 @@ class ManagerFlags:
                 raise UsageError("--leader-elect needs --leader-election-id")
             election = LeaderElectionConfig(
                 self.leader_election_id,
-                namespace=self.leader_election_namespace or self.namespace or default_namespace,
+                namespace=self.leader_election_namespace or self.single_namespace or default_namespace,
             )
         port = self.webhook_port if self.webhook_port is not None else 0 if embedded else DEFAULT_PORT
         if bool(self.webhook_cert_secret) != bool(self.webhook_service):
@@ -127,7 +138,7 @@ class ManagerFlags:
             cert_dir = str(DEFAULT_CERT_DIR)
         return Manager(
             client,
-            namespace=self.namespace,
+            cache=CacheOptions(default_namespaces=self.namespaces or None),
             leader_election=election,
             metrics_bind_address=_address(self.metrics_bind_address),
             health_probe_bind_address=_address(self.health_probe_bind_address),
@@ -324,9 +335,9 @@ async def _manage(
             operator_client = await scope.enter_async_context(APIClient(operator_config))
             manager = flags.manager(operator_client, config.namespace, embedded=embedded)
             run_setup(setup, manager)
-            await _check_permissions(operator_client, manager, user, flags.namespace)
+            await _check_permissions(operator_client, manager, user, flags.namespaces)
         else:
-            await _check_permissions(client, manager, user, flags.namespace)
+            await _check_permissions(client, manager, user, flags.namespaces)
         if flags.webhook_cert_secret and flags.webhook_service and manager.webhook_server.webhooks:
             rotator = cert_rotator(
                 client, flags.webhook_cert_secret, flags.webhook_service, manager, config.namespace
@@ -353,7 +364,7 @@ async def _manage(
                 client,
                 address=flags.console,
                 title=f"kubeloop run — {config.server}",
-                namespace=flags.namespace,
+                namespace=flags.single_namespace,
                 objects=objects,
                 on_serving=lambda url: print(f"kubeloop run: console at {url}", flush=True),
             )
@@ -379,7 +390,7 @@ async def _manage(
         viewing = (
             asyncio.create_task(
                 show_view(
-                    manager, client, header=f"kubeloop run — {config.server}", namespace=flags.namespace
+                    manager, client, header=f"kubeloop run — {config.server}", namespace=flags.single_namespace
                 ),
                 name="kubeloop view",
             )
@@ -499,9 +510,12 @@ def _no_kind(client: APIClient, manager: Manager, missing: NoKindMatch) -> tuple
     return problem, "install its CRD first, or use the kind's model in the setup so that --install-crds can"
 
 
-async def _check_permissions(client: APIClient, manager: Manager, user: str, namespace: str | None) -> None:
+async def _check_permissions(
+    client: APIClient, manager: Manager, user: str, namespaces: Sequence[str]
+) -> None:
     """ClusterUnusable when the server refuses the operator what its informers need (list and
-    watch); other refused verbs are warned about, in one line."""
+    watch), cluster-wide or in any of ``namespaces``; other refused verbs are warned about, in
+    one line per namespace."""
     try:
         rules = await manager.permissions.rules(_resolver(client))
     except NoKindMatch as missing:  # a kind the server does not serve
@@ -515,21 +529,31 @@ async def _check_permissions(client: APIClient, manager: Manager, user: str, nam
         for resource in rule.get("resources") or ()
         for verb in rule.get("verbs") or ()
     ]
-    refused = await check_permissions(client, needed, namespace)
     who = user or "the operator"
-    where = f"in namespace {namespace}" if namespace else "cluster-wide"
-    blocking = [need for need in refused if need.verb in ("list", "watch") and not need.subresource]
-    if blocking:
-        raise ClusterUnusable(
-            f"{who} may not {_grouped(blocking)} {where} on {client.config.server}",
-            "grant it the ClusterRole `kubeloop rbac TARGET` prints",
-        )
-    if refused:
-        print(
-            f"kubeloop run: warning: {who} may not {_grouped(refused)} {where}: reconciles that need it will fail",
-            file=sys.stderr,
-            flush=True,
-        )
+    # The Lease is the leader election's namespace's, wherever the cache looks.
+    election = manager.elector.config.namespace if manager.elector is not None else None
+    lease = [need for need in needed if (need.group, need.resource) == (LEASE.group, "leases")]
+    scopes: list[tuple[str | None, list[Needed]]] = [
+        (namespace, [need for need in needed if need not in lease or election is None])
+        for namespace in namespaces or (None,)
+    ]
+    if election is not None and lease:
+        scopes.append((election, lease))
+    for namespace, asked in scopes:
+        refused = await check_permissions(client, asked, namespace)
+        where = f"in namespace {namespace}" if namespace else "cluster-wide"
+        blocking = [need for need in refused if need.verb in ("list", "watch") and not need.subresource]
+        if blocking:
+            raise ClusterUnusable(
+                f"{who} may not {_grouped(blocking)} {where} on {client.config.server}",
+                "grant it the ClusterRole `kubeloop rbac TARGET` prints",
+            )
+        if refused:
+            print(
+                f"kubeloop run: warning: {who} may not {_grouped(refused)} {where}: reconciles that need it will fail",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def _grouped(refused: list[Needed]) -> str:

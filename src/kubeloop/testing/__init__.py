@@ -23,6 +23,8 @@ uses against a cluster:
   real rules;
 - :func:`webhooks_installed` makes the server call the operator's webhooks while a block runs
   (envtest's WebhookInstallOptions);
+- :func:`write_serving_certificate` writes a serving certificate, signed by a fresh CA, for a
+  test's own HTTPS server (a webhook's or any other the operator serves);
 - :func:`eventually` waits until what the operator does can be seen::
 
       manager = kubeloop.Manager(kube_client, namespace=kube_namespace)
@@ -39,6 +41,7 @@ from kubeloop.testing.installedwebhooks import webhooks_installed
 from kubeloop.testing.interceptor import conflict, intercepted, unavailable
 from kubeloop.testing.polling import eventually
 from kubeloop.testing.serverthread import ServerThread, start_server
+from kubeloop.testing.servingcerts import write_serving_certificate
 from kubeloop.testing.settle import settled
 
 __all__ = [
@@ -54,4 +57,5 @@ __all__ = [
     "start_server",
     "unavailable",
     "webhooks_installed",
+    "write_serving_certificate",
 ]

@@ -72,7 +72,7 @@ clean:
 # the deployed operator enforces) and their copies in its Helm chart; tests keep them current.
 AGENTS := examples/agents
 manifests: $(STAMP)
-	AGENTS_ENFORCE_POLICIES=true $(BIN)/kubeloop manifests $(AGENTS)
+	AGENTS_ENFORCE_POLICIES=true AGENTS_WEBHOOK_BIND_ADDRESS=:8082 $(BIN)/kubeloop manifests $(AGENTS)
 	rm -f $(AGENTS)/chart/crds/*.yaml
 	cp $(AGENTS)/config/crd/agents.kubeloop.dev_*.yaml $(AGENTS)/chart/crds/
 	cp $(AGENTS)/config/rbac/role.yaml $(AGENTS)/chart/files/role.yaml

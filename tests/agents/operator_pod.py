@@ -10,11 +10,13 @@ the Service, verifying the certificate the operator keeps against the Service's 
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import os
 import pathlib
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import urllib.error
@@ -30,6 +32,17 @@ from tests.apiserver.test_kubectl import Kubectl
 AGENTS = pathlib.Path(__file__).parents[2] / "examples" / "agents"
 #: Where the image has the operator (examples/agents/Dockerfile).
 IMAGE_PATH = "/app/examples/agents"
+
+
+class _ReplicaConnection(http.client.HTTPSConnection):
+    """HTTPS to 127.0.0.1:``port``, the certificate checked for ``host`` against ``ca``."""
+
+    def __init__(self, host: str, port: int, ca: bytes) -> None:
+        super().__init__(host, port, context=ssl.create_default_context(cadata=ca.decode()), timeout=30)
+
+    def connect(self) -> None:
+        sock = socket.create_connection(("127.0.0.1", self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
 
 
 def free_port() -> int:
@@ -73,8 +86,11 @@ class OperatorPod:
         assert args[0] == "run", args
         env = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}
         env.update(self._environment(container.get("env") or []))
-        # Where this process listens instead of the pod's ports (argparse keeps the last value).
+        # Where this process listens instead of the pod's ports (argparse keeps the last value),
+        # and keeps its files instead of the pod's folders.
         env["AGENTS_WEBHOOK_BIND_ADDRESS"] = f"127.0.0.1:{self.inbound_port}"
+        if "AGENTS_WEBHOOK_CERT_DIR" in env:
+            env["AGENTS_WEBHOOK_CERT_DIR"] = str(self.folder / "inbound-certs")
         args += [
             f"--kubeconfig={self._service_account_kubeconfig(pod['serviceAccountName'])}",
             f"--health-probe-bind-address=127.0.0.1:{self.probe_port}",
@@ -110,6 +126,37 @@ class OperatorPod:
             if text in line:
                 return line
         raise AssertionError(f"the operator exited before saying {text!r}:\n{''.join(self.output)}")
+
+    def post_run(
+        self, body: dict[str, Any], *, token: str, delivery: str, ca: bytes
+    ) -> tuple[int, dict[str, Any]]:
+        """POST ``body`` to this replica's ``/runs`` over HTTPS, checking the certificate against
+        the CA ``ca`` for the inbound Service's name, as a sender through the Service would."""
+        connection = _ReplicaConnection(self.inbound_service_host, self.inbound_port, ca)
+        try:
+            connection.request(
+                "POST", "/runs", json.dumps(body),
+                {"Authorization": f"Bearer {token}", "X-Delivery-ID": delivery, "Content-Type": "application/json"},
+            )  # fmt: skip
+            answer = connection.getresponse()
+            return answer.status, json.loads(answer.read())
+        finally:
+            connection.close()
+
+    @property
+    def inbound_service_host(self) -> str:
+        """The name the inbound endpoint's certificate is for: its Service's, in the cluster."""
+        pod = self.kube.get("deployment", self.deployment, "-n", self.namespace)["spec"]["template"]["spec"]
+        env = {var["name"]: var.get("value") for var in pod["containers"][0].get("env") or ()}
+        return f"{env['AGENTS_WEBHOOK_SERVICE']}.{self.namespace}.svc"
+
+    def output_so_far(self) -> str:
+        """What the operator has said: it is stopped (SIGTERM) to read the rest."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+        rest, _ = self.process.communicate(timeout=60)
+        return "".join(self.output) + rest
 
     def ready(self) -> bool:
         """Whether its readiness probe (the pod's ``/readyz``) answers 200."""

@@ -25,12 +25,13 @@ from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 
 
 def test_the_checked_in_manifests_are_what_the_operator_generates(tmp_path: pathlib.Path) -> None:
-    """config/ is what `make manifests` writes (`kubeloop manifests` with policies enforced)."""
+    """config/ is what `make manifests` writes (`kubeloop manifests` with policies enforced and
+    the inbound endpoint on, as the manifests deploy the operator)."""
     copy = tmp_path / "agents"
     shutil.copytree(AGENTS, copy, ignore=shutil.ignore_patterns("__pycache__", "chart"))
     result = subprocess.run(
         [sys.executable, "-m", "kubeloop.cli.main", "manifests", str(copy)],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "AGENTS_ENFORCE_POLICIES": "true"},
+        capture_output=True, text=True, timeout=120, env={**os.environ, "AGENTS_ENFORCE_POLICIES": "true", "AGENTS_WEBHOOK_BIND_ADDRESS": ":8082"},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     written = sorted(path.relative_to(copy).as_posix() for path in (copy / "config").rglob("*.yaml"))

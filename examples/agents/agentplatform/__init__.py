@@ -28,7 +28,8 @@ from .controllers import (
     runwebhook,
     skillpack,
 )
-from .controllers.channels import ChannelSettings
+from .controllers.channels import ChannelSettings, InboundTrust
+from .controllers.deliveries import DeliveryLedger
 from .controllers.memory import AgentMemory
 from .controllers.runwebhook import WebhookOptions
 
@@ -43,7 +44,7 @@ class Platform:
     runs: agentrun.AgentRunReconciler
     schedules: agentschedule.AgentScheduleReconciler
     personas: personapack.PersonaPackReconciler
-    #: None without a token (``WebhookOptions``, or ``AGENTS_WEBHOOK_TOKEN``).
+    #: None without options (``WebhookOptions``, or ``AGENTS_WEBHOOK_BIND_ADDRESS`` or ``_TOKEN``).
     webhook: runwebhook.RunWebhook | None
 
 
@@ -56,8 +57,8 @@ def setup(
     enforce_policies: bool | None = None,
 ) -> Platform:
     """Register the platform's indexes and controllers with ``manager``; ``clock`` is the
-    schedules' (tests pass a fake one); the webhook serves with ``webhook_options`` (default:
-    from the environment, none without a token); channels run the images of
+    schedules' (tests pass a fake one); the inbound endpoint serves with ``webhook_options``
+    (default: from the environment, none without an address or a token); channels run the images of
     ``channel_settings`` (default: from the environment). With ``enforce_policies`` (default:
     ``AGENTS_ENFORCE_POLICIES`` set to true) AgentPolicies are enforced by validating webhooks
     the manager's webhook server serves."""
@@ -65,17 +66,20 @@ def setup(
     if enforce_policies is None:
         enforce_policies = os.environ.get("AGENTS_ENFORCE_POLICIES", "").lower() in ("1", "true", "yes")
     channel_settings = channel_settings or ChannelSettings.from_env()
+    webhook_options = webhook_options or WebhookOptions.from_env()
+    ledger = DeliveryLedger(manager.client)
+    trust = InboundTrust(channel_settings.inbound_ca)
     memory = AgentMemory(manager)
     if enforce_policies:
         policy.setup(manager, policy.PlatformImages(channel_settings.images, memory.image))
     return Platform(
         skill_packs=skillpack.setup(manager),
         mcp_servers=mcpserver.setup(manager),
-        agents=agent.setup(manager, memory, channel_settings),
+        agents=agent.setup(manager, memory, channel_settings, ledger, trust),
         runs=agentrun.setup(manager, memory),
         schedules=agentschedule.setup(manager, clock),
         personas=personapack.setup(manager),
-        webhook=runwebhook.setup(manager, webhook_options),
+        webhook=runwebhook.setup(manager, webhook_options, ledger, trust),
     )
 
 

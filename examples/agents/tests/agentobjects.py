@@ -13,6 +13,7 @@ import agentplatform
 import pytest
 from agentplatform.api.v1alpha1 import Agent, AgentRun
 from agentplatform.controllers.builders import CONFIG_HASH
+from agentplatform.controllers.channels import INBOUND_AUDIENCE
 
 import kubeloop
 from kubeloop import kinds
@@ -138,6 +139,21 @@ async def finished(client: kubeloop.APIClient, name: str, namespace: str, timeou
         return found
 
     return await eventually(check, timeout=timeout)
+
+
+async def inbound_token(
+    client: kubeloop.APIClient, account: str, namespace: str, audience: str = INBOUND_AUDIENCE
+) -> str:
+    """A token of ServiceAccount ``account`` for ``audience``: by default what a channel's pod
+    has projected to post with (the kubelet asks the TokenRequest API for it)."""
+    issued = await client.create(
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"audiences": [audience]}},
+        of=kinds.ServiceAccount,
+        name=account,
+        subresource="token",
+        namespace=namespace,
+    )
+    return str(issued["status"]["token"])
 
 
 def writes(client: kubeloop.Client) -> int:

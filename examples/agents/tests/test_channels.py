@@ -3,8 +3,9 @@ inbound endpoint: each channel is a hardened Deployment with its Secret as its e
 Error in the kubelet's words while the Secret is missing, Connected once it runs (the operator
 never reads the Secret); its ServiceAccount may read
 exactly its agent's runs; a removed channel takes its objects. A message the channel's rule
-takes becomes one run (a retried delivery no second) whose trigger names the channel, the user
-and the thread, and whose reply is recorded when it ends; a message it refuses is answered with
+takes, posted with the channel's own credential (a token of its ServiceAccount for the inbound
+audience: no other account's, no other audience's, not the shared token of ``/runs``), becomes
+one run (a retried delivery no second) whose trigger names the channel, the user and the thread, and whose reply is recorded when it ends; a message it refuses is answered with
 why and starts nothing; the metrics endpoint counts both; a converged agent with channels
 writes nothing."""
 
@@ -18,7 +19,16 @@ import agentplatform
 import aiohttp
 import orjson
 import pytest
-from agentobjects import agent, assert_writes_nothing, exists, finished, ready, runtime
+from agentobjects import (
+    agent,
+    assert_writes_nothing,
+    condition,
+    exists,
+    finished,
+    inbound_token,
+    ready,
+    runtime,
+)
 from agentplatform.api.v1alpha1 import Agent, AgentRun, ChannelSpec
 from agentplatform.controllers.channels import ChannelSettings, admit
 from agentplatform.controllers.runwebhook import WebhookOptions, channel_run_name
@@ -28,8 +38,12 @@ from kubeloop import kinds
 from kubeloop.testing import eventually, fake_manager, intercepted
 
 TOKEN = "chat-token"
+#: The API server's audience (its tokens' issuer): a token for it is no channel's credential.
+API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
 SETTINGS = ChannelSettings(
-    images={"slack": "example.com/slack-bridge:2"}, inbound_url="http://operator.test:8082"
+    images={"slack": "example.com/slack-bridge:2"},
+    inbound_url="https://operator.test:8082",
+    inbound_ca="-----BEGIN CERTIFICATE-----\nthe endpoint's CA\n-----END CERTIFICATE-----\n",
 )
 
 
@@ -60,9 +74,7 @@ def secret(name: str, namespace: str) -> dict[str, Any]:
             "stringData": {"SLACK_BOT_TOKEN": "xoxb-test"}}  # fmt: skip
 
 
-async def post(
-    url: str, body: Any, *, delivery: str = "m-1", token: str = TOKEN
-) -> tuple[int, dict[str, Any]]:
+async def post(url: str, body: Any, *, token: str, delivery: str = "m-1") -> tuple[int, dict[str, Any]]:
     headers = {"Authorization": f"Bearer {token}", "X-Delivery-ID": delivery}
     async with (
         aiohttp.ClientSession() as session,
@@ -103,7 +115,18 @@ async def test_a_channel_is_a_hardened_deployment_connected_once_its_secret_exis
     assert container["image"] == "example.com/slack-bridge:2"
     assert container["envFrom"] == [{"secretRef": {"name": "slack-creds"}}]
     env = {var["name"]: var.get("value") for var in container["env"]}
-    assert env["INBOUND_URL"] == f"http://operator.test:8082/channels/{namespace}/helper/slack"
+    assert env["INBOUND_URL"] == f"https://operator.test:8082/channels/{namespace}/helper/slack"
+    # Its credential for the endpoint, and the CA to check the endpoint by, as files.
+    mount = "/var/run/secrets/agents.kubeloop.dev/inbound"
+    assert (env["INBOUND_TOKEN_FILE"], env["INBOUND_CA_FILE"]) == (f"{mount}/token", f"{mount}/ca.crt")
+    assert {"name": "inbound", "mountPath": mount, "readOnly": True} in container["volumeMounts"]
+    (inbound,) = [volume for volume in pod["volumes"] if volume["name"] == "inbound"]
+    assert inbound["projected"]["sources"] == [
+        {"serviceAccountToken": {"audience": "agents.kubeloop.dev/inbound", "expirationSeconds": 3600, "path": "token"}},
+        {"configMap": {"name": "helper-channel-slack", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+    ]  # fmt: skip
+    trust = await client.get(kinds.ConfigMap, "helper-channel-slack", namespace=namespace)
+    assert trust["data"] == {"ca.crt": SETTINGS.inbound_ca}
     assert env["CHANNEL_TYPE"] == "slack" and env["AGENT_NAME"] == "helper"
     assert pod["serviceAccountName"] == "helper-channel-slack"
     assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 1000
@@ -127,11 +150,11 @@ async def test_a_channel_is_a_hardened_deployment_connected_once_its_secret_exis
 
     await eventually(slack_connected, timeout=20)
 
-    # Take the webhook channel out: its Deployment, ServiceAccount, Role and binding go.
+    # Take the webhook channel out: its Deployment, ConfigMap, ServiceAccount, Role and binding go.
     await client.patch(Agent, "helper", {"spec": {"channels": [slack()]}}, namespace=namespace)
 
     async def webhook_channel_gone() -> None:
-        for kind in (kinds.Deployment, kinds.ServiceAccount, kinds.Role, kinds.RoleBinding):
+        for kind in (kinds.Deployment, kinds.ConfigMap, kinds.ServiceAccount, kinds.Role, kinds.RoleBinding):
             assert not await exists(client, kind, "helper-channel-webhook", namespace), kind
         assert [c["type"] for c in await channel_status(client, "helper", namespace)] == ["slack"]
 
@@ -152,9 +175,12 @@ async def test_messages_the_channel_takes_become_runs_with_a_reply(
     await client.create(agent("other", namespace, f"{namespace}-rt"))
     await ready(client, "triage", namespace)
     url = f"{endpoint}/channels/{namespace}/triage/slack"
+    token = await inbound_token(client, "triage-channel-slack", namespace)
 
     message = {"text": "@triage why is checkout slow?", "user": "alice", "thread": "T-42"}
-    (first, answer), (second, _) = await asyncio.gather(post(url, message), post(url, message))
+    (first, answer), (second, _) = await asyncio.gather(
+        post(url, message, token=token), post(url, message, token=token)
+    )
     name = channel_run_name(namespace, "triage", "slack", "m-1")
     assert sorted((first, second)) == [200, 202]  # the retry, posted at once, is a duplicate
     assert answer["run"] == name and answer["accepted"] is True
@@ -165,7 +191,7 @@ async def test_messages_the_channel_takes_become_runs_with_a_reply(
     assert run.status is not None and run.status.phase == "Succeeded"
     assert run.status.reply == "(the agent finished without an answer)"
     assert (run.metadata.labels or {})["agents.kubeloop.dev/channel"] == "slack"
-    assert (await post(url, message))[1]["duplicate"] is True
+    assert (await post(url, message, token=token))[1]["duplicate"] is True
 
     refusals = [
         ({"text": "@triage deploy it", "user": "bob"}, "bob is denied on this channel"),
@@ -174,10 +200,34 @@ async def test_messages_the_channel_takes_become_runs_with_a_reply(
         ({"text": "@triage", "user": "alice"}, "the message has no task besides its trigger"),
     ]
     for index, (body, reason) in enumerate(refusals):
-        assert await post(url, body, delivery=f"r-{index}") == (200, {"accepted": False, "reason": reason})
-    assert (await post(f"{endpoint}/channels/{namespace}/other/slack", message))[0] == 404
-    assert (await post(f"{endpoint}/channels/{namespace}/triage/irc", message))[0] == 400
-    assert (await post(url, message, token="wrong"))[0] == 401
+        assert await post(url, body, token=token, delivery=f"r-{index}") == (
+            200,
+            {"accepted": False, "reason": reason},
+        )
+    other_url = f"{endpoint}/channels/{namespace}/other/slack"
+    assert (await post(other_url, message, token=token))[0] == 403  # triage's token is not other's
+    # A tenant's account of a channel's name, for an agent without that channel.
+    await client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "other-channel-slack", "namespace": namespace},
+        }
+    )
+    other = await inbound_token(client, "other-channel-slack", namespace)
+    assert (await post(other_url, message, token=other))[0] == 404  # other has no slack channel
+    assert (await post(f"{endpoint}/channels/{namespace}/triage/irc", message, token=token))[0] == 403
+    assert (await post(url, message, token="wrong", delivery="x"))[0] == 401
+    assert (await post(url, message, token=TOKEN, delivery="x"))[0] == 401  # the shared token of /runs
+    for_the_api = await inbound_token(client, "triage-channel-slack", namespace, audience=API_AUDIENCE)
+    assert (await post(url, message, token=for_the_api, delivery="x"))[0] == 401
+    await eventually(lambda: client.get(kinds.ServiceAccount, "default", namespace=namespace))
+    default = await inbound_token(client, "default", namespace)
+    status, refused = await post(url, message, token=default, delivery="x")
+    assert status == 403 and refused["error"] == (
+        f"system:serviceaccount:{namespace}:default may not post as the channel "
+        f"system:serviceaccount:{namespace}:triage-channel-slack"
+    )
     runs = await client.list(AgentRun, namespace=namespace)
     assert [r.metadata.name for r in runs] == [name]  # the refused messages started nothing
 
@@ -206,6 +256,47 @@ async def test_messages_the_channel_takes_become_runs_with_a_reply(
     await eventually(lambda: may_read(name))
     assert not await may_read("elsewhere")
     assert not await may_read("some-future-run")
+
+    # The same channel of an agent of the same name in another namespace: not this one's.
+    elsewhere = f"{namespace}-b"
+    await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": elsewhere}})
+    await client.create(secret("slack-creds", elsewhere))
+    await client.create(agent("triage", elsewhere, f"{namespace}-rt", channels=[channel]))
+    await eventually(lambda: client.get(kinds.ServiceAccount, "triage-channel-slack", namespace=elsewhere))
+    theirs = await inbound_token(client, "triage-channel-slack", elsewhere)
+    assert (await post(url, message, token=theirs, delivery="x"))[0] == 403
+    assert (await post(url.replace(namespace, elsewhere), message, token=theirs, delivery="y"))[0] == 202
+
+
+async def test_an_account_of_a_channels_name_made_by_someone_else_posts_nothing(
+    client: kubeloop.APIClient, operator: tuple[str, str, agentplatform.Platform], namespace: str
+) -> None:
+    """A tenant who makes the ServiceAccount ``<agent>-channel-<type>`` before the agent has it:
+    the agent leaves it alone (NameConflict), and its tokens are no credential of the channel."""
+    endpoint, _, _ = operator
+    await client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "ops-channel-slack", "namespace": namespace},
+        }
+    )
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(secret("slack-creds", namespace))
+    await client.create(agent("ops", namespace, f"{namespace}-rt", channels=[slack()]))
+
+    async def conflict() -> None:
+        found = await client.get(Agent, "ops", namespace=namespace)
+        assert condition(found, "Ready") == ("False", "NameConflict")
+
+    await eventually(conflict)
+    planted = await inbound_token(client, "ops-channel-slack", namespace)
+    status, refused = await post(
+        f"{endpoint}/channels/{namespace}/ops/slack", {"text": "deploy", "user": "mallory"}, token=planted
+    )
+    assert status == 403
+    assert refused["error"].endswith(f"is not the account Agent {namespace}/ops made")
+    assert await client.list(AgentRun, namespace=namespace) == []
 
 
 async def test_a_failed_run_from_a_channel_replies_why(

@@ -1,11 +1,14 @@
 """The run webhook over real HTTP: a post with the token starts exactly one run (a retried
-delivery, posted again or twice at once, starts no second), the run succeeds; posts without the
-token, with a bad body or without a delivery id are refused naming what is wrong, and start
-nothing."""
+delivery, posted again or twice at once, starts no second, nor does one posted after the agent
+pruned its run), the run succeeds; posts without the token, with a bad body, without a delivery
+id or for a namespace the endpoint does not serve are refused naming what is wrong, and start
+nothing. Given a certificate, the endpoint speaks only HTTPS and follows a rotation."""
 
 from __future__ import annotations
 
 import asyncio
+import pathlib
+import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,14 +16,15 @@ import agentplatform
 import aiohttp
 import orjson
 import pytest
-from agentobjects import agent, finished, runtime
-from agentplatform.api.v1alpha1 import AgentRun
+from agentobjects import agent, exists, finished, runtime
+from agentplatform.api.v1alpha1 import Agent, AgentRun
 from agentplatform.controllers import runwebhook
 from agentplatform.controllers.runwebhook import TRIGGER_LABEL, WebhookOptions, run_name
 from prometheus_client import generate_latest
 
 import kubeloop
-from kubeloop.testing import eventually, settled
+from kubeloop import kinds
+from kubeloop.testing import eventually, settled, write_serving_certificate
 
 TOKEN = "s3cret-token"
 
@@ -43,7 +47,7 @@ def webhook(platform: tuple[str, kubeloop.Manager]) -> str:
 
 
 async def post(
-    url: str, body: Any, *, token: str | None = TOKEN, delivery: str | None = "d-1"
+    url: str, body: Any, *, token: str | None = TOKEN, delivery: str | None = "d-1", ca: bytes | None = None
 ) -> tuple[int, dict[str, Any]]:
     headers = {}
     if token is not None:
@@ -51,7 +55,11 @@ async def post(
     if delivery is not None:
         headers["X-Delivery-ID"] = delivery
     data = body if isinstance(body, bytes) else orjson.dumps(body)
-    async with aiohttp.ClientSession() as session, session.post(url, data=data, headers=headers) as response:
+    tls = ssl.create_default_context(cadata=ca.decode()) if ca is not None else True
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(url, data=data, headers=headers, ssl=tls) as response,
+    ):
         return response.status, await response.json()
 
 
@@ -166,3 +174,76 @@ async def test_runs_of_agents_that_do_not_exist_are_counted_without_their_name(
         assert "ghost-1234" not in text
 
     await eventually(counted)
+
+
+async def test_a_delivery_whose_run_was_pruned_is_still_a_duplicate(
+    client: kubeloop.APIClient, namespace: str, webhook: str
+) -> None:
+    """The agent keeps no finished run (runHistoryLimit 0): the record of a delivery is then the
+    agent's ledger, which the endpoint reads, and which goes with the agent."""
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(agent("triage", namespace, f"{namespace}-rt", runHistoryLimit=0))
+    body = {"agent": "triage", "task": "Why is checkout slow?"}
+    assert (await post(webhook, body, delivery="once"))[0] == 202
+    name = run_name("once")
+
+    async def pruned() -> None:
+        assert not await exists(client, AgentRun, name, namespace)
+        ledger = await client.get(kinds.ConfigMap, "triage-deliveries", namespace=namespace)
+        assert name in ledger["data"]
+        assert kubeloop.is_controlled_by(ledger, await client.get(Agent, "triage", namespace=namespace))
+
+    await eventually(pruned, timeout=20)
+    status, answer = await post(webhook, body, delivery="once")  # the sender's late retry
+    assert (status, answer) == (200, {"run": name, "namespace": namespace, "duplicate": True})
+    assert not await exists(client, AgentRun, name, namespace)
+    assert (await post(webhook, body, delivery="twice"))[0] == 202  # another delivery is new work
+
+
+async def test_runs_go_only_to_the_namespaces_the_endpoint_serves(
+    client: kubeloop.APIClient, namespace: str
+) -> None:
+    """One token is every sender's: it makes runs in the default namespace and those named,
+    never in another tenant's."""
+    manager = kubeloop.Manager(client)
+    options = WebhookOptions(TOKEN, bind_address="127.0.0.1:0", namespace=namespace, namespaces=("also",))
+    webhook = agentplatform.setup(manager, webhook_options=options).webhook
+    assert webhook is not None
+    async with manager:
+        await asyncio.wait_for(webhook.serving.wait(), 10)
+        url = f"http://127.0.0.1:{webhook.port}/runs"
+        body = {"agent": "a", "task": "t", "namespace": "kube-system"}
+        status, answer = await post(url, body)
+        assert status == 403
+        assert answer == {"error": "namespace: Forbidden: this endpoint makes no runs in 'kube-system'"}
+        assert (await post(url, {**body, "namespace": namespace}, delivery="mine"))[0] == 202
+        assert (await post(url, {**body, "namespace": "also"}, delivery="named"))[0] == 202
+        await settled(manager)
+        assert await client.list(AgentRun, namespace="kube-system") == []
+        assert await webhook_runs(client, namespace) == [run_name("mine")]
+
+
+async def test_with_a_certificate_the_endpoint_speaks_only_https_and_follows_rotation(
+    client: kubeloop.APIClient, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    ca = write_serving_certificate(tmp_path)
+    manager = kubeloop.Manager(client)
+    options = WebhookOptions(TOKEN, bind_address="127.0.0.1:0", namespace=namespace, cert_dir=str(tmp_path))
+    webhook = agentplatform.setup(manager, webhook_options=options).webhook
+    assert webhook is not None
+    async with manager:
+        await asyncio.wait_for(webhook.serving.wait(), 10)
+        url = f"https://127.0.0.1:{webhook.port}/runs"
+        body = {"agent": "a", "task": "t"}
+        assert (await post(url, body, ca=ca))[0] == 202
+        with pytest.raises(aiohttp.ClientConnectorCertificateError):
+            await post(url, body)  # the system's roots do not vouch for it
+        with pytest.raises(aiohttp.ClientError):
+            await post(url.replace("https", "http"), body)  # plain HTTP gets no answer
+
+        rotated = write_serving_certificate(tmp_path)
+
+        async def serves_the_new_one() -> None:
+            assert (await post(url, body, ca=rotated, delivery="d-2"))[0] == 202
+
+        await eventually(serves_the_new_one)

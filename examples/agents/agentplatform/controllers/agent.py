@@ -61,7 +61,8 @@ from .builders import (
     set_service,
     write_status,
 )
-from .channels import AgentChannels, ChannelSettings
+from .channels import AgentChannels, ChannelSettings, InboundTrust
+from .deliveries import DeliveryLedger
 from .indexes import AGENT_INDEX, MCP_INDEX, RUNTIME_INDEX, SKILLS_INDEX
 from .memory import MEMORY_PORT, AgentMemory, memory_url
 from .policy import PlatformImages, compliance
@@ -85,12 +86,20 @@ class AgentReconciler:
     """Reconciles Agents (``reconcile`` is what the controller calls, and tests may call it too)."""
 
     def __init__(
-        self, manager: kubeloop.Manager, memory: AgentMemory, channel_settings: ChannelSettings | None = None
+        self,
+        manager: kubeloop.Manager,
+        memory: AgentMemory,
+        channel_settings: ChannelSettings | None = None,
+        ledger: DeliveryLedger | None = None,
+        trust: InboundTrust | None = None,
     ) -> None:
         self.manager = manager
+        #: Where the runs of deliveries are remembered once pruned.
+        self.ledger = ledger or DeliveryLedger(manager.client)
         self.client = manager.client
         self.recorder = manager.event_recorder("agent")
-        self.channels = AgentChannels(manager, channel_settings or ChannelSettings.from_env())
+        settings = channel_settings or ChannelSettings.from_env()
+        self.channels = AgentChannels(manager, settings, trust or InboundTrust(settings.inbound_ca))
         self.memory = memory
         #: What AgentPolicies' allowedImages bound, besides the runtime's and MCP servers' images.
         self.platform_images = PlatformImages(self.channels.settings.images, memory.image)
@@ -161,9 +170,9 @@ class AgentReconciler:
             await self.client.update(agent)
             return None
 
-        prune_again = await self._prune_runs(agent)
         recheck = self.channels.settings.recheck_seconds
         try:
+            prune_again = await self._prune_runs(agent)
             channels = await self.channels.reconcile(agent)
             memory, memory_ready = await self.memory.reconcile(agent)
         except kubeloop.errors.Invalid as refused:  # the user's to fix: reported, not retried
@@ -281,6 +290,7 @@ class AgentReconciler:
         retention = self.channels.settings.reply_retention_seconds
         now = datetime.now(UTC)
         held: list[float] = []
+        pruned = []
         for run in done[: max(0, len(done) - agent.spec.run_history_limit)]:
             finished = kubeloop.timestamps.parse_time(run.status.completion_time if run.status else None)
             if run.spec.trigger is not None and finished is not None:
@@ -289,8 +299,12 @@ class AgentReconciler:
                     held.append(left)  # its reply may not be read yet
                     continue
             if run.metadata.deletion_timestamp is None:
-                with contextlib.suppress(kubeloop.errors.NotFound):
-                    await self.client.delete(run)
+                pruned.append(run)
+        # Their deliveries are remembered before the runs (their record until now) go.
+        await self.ledger.remember(agent, pruned)
+        for run in pruned:
+            with contextlib.suppress(kubeloop.errors.NotFound):
+                await self.client.delete(run)
         return min(held) if held else None
 
     @staticmethod
@@ -416,8 +430,12 @@ class AgentReconciler:
 
 
 def setup(
-    manager: kubeloop.Manager, memory: AgentMemory, channel_settings: ChannelSettings | None = None
+    manager: kubeloop.Manager,
+    memory: AgentMemory,
+    channel_settings: ChannelSettings | None = None,
+    ledger: DeliveryLedger | None = None,
+    trust: InboundTrust | None = None,
 ) -> AgentReconciler:
-    reconciler = AgentReconciler(manager, memory, channel_settings)
+    reconciler = AgentReconciler(manager, memory, channel_settings, ledger, trust)
     reconciler.setup()
     return reconciler

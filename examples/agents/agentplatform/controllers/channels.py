@@ -5,7 +5,11 @@ Each channel of ``spec.channels`` becomes, owned by the agent:
 
 - a Deployment ``<agent>-channel-<type>`` running the platform's image for that type (or the
   channel's ``image``), with the channel's Secret as its environment (``envFrom``) and, beside
-  it, where to post messages (``INBOUND_URL``: the operator's ``/channels/<ns>/<agent>/<type>``);
+  it, where to post messages (``INBOUND_URL``: the operator's ``/channels/<ns>/<agent>/<type>``)
+  and with what: ``INBOUND_TOKEN_FILE``, a token of the channel's ServiceAccount for the
+  audience ``agents.kubeloop.dev/inbound`` (projected, refreshed by the kubelet; the endpoint
+  takes it for this channel only), and ``INBOUND_CA_FILE``, the CA the endpoint's certificate
+  is signed by (from the ConfigMap ``<agent>-channel-<type>``, when the platform has one);
 - a ServiceAccount of the same name, and a Role and RoleBinding that let it read exactly its
   agent's runs, by name (the runs' replies are what it posts back): the Role follows the runs as
   they come and go, and holds no rule while there are none — a rule with no names would allow
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pathlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -61,6 +66,13 @@ STUCK = (
     "InvalidImageName",
     "CrashLoopBackOff",
 )
+#: The audience of the tokens channels post with: no other audience's token is taken, and these
+#: are no good against the API server.
+INBOUND_AUDIENCE = f"{GROUP}/inbound"
+#: Where a channel's container finds its inbound token and the endpoint's CA.
+INBOUND_MOUNT = f"/var/run/secrets/{GROUP}/inbound"
+#: How long a channel's inbound token lives before the kubelet refreshes it.
+INBOUND_TOKEN_SECONDS = 3600
 #: The images the platform runs for each type, unless ChannelSettings or the channel say otherwise.
 DEFAULT_IMAGES = {kind: f"ghcr.io/kubeloop-dev/agent-channel-{kind}:0.1.0" for kind in CHANNEL_TYPES}
 
@@ -71,7 +83,10 @@ class ChannelSettings:
     operator's inbound endpoint as the channel pods reach it."""
 
     images: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_IMAGES))
-    inbound_url: str = "http://agents-operator.agents-system.svc:8082"
+    inbound_url: str = "https://agents-operator.agents-system.svc:8082"
+    #: The CA (PEM) the endpoint's certificate is signed by, handed to the channels (None: the
+    #: one the endpoint keeps in a Secret, if it does; else they trust their image's roots).
+    inbound_ca: str | None = None
     #: How often an agent with a Pending channel is looked at again: a pod that cannot start
     #: changes no Deployment, so no watch would say so.
     recheck_seconds: float = 10.0
@@ -81,14 +96,34 @@ class ChannelSettings:
 
     @classmethod
     def from_env(cls) -> ChannelSettings:
-        """``AGENTS_CHANNEL_IMAGE_<TYPE>`` and ``AGENTS_INBOUND_URL`` over the defaults."""
+        """``AGENTS_CHANNEL_IMAGE_<TYPE>``, ``AGENTS_INBOUND_URL`` and ``AGENTS_INBOUND_CA_FILE``
+        (read once, at start) over the defaults."""
         images = dict(DEFAULT_IMAGES)
         for kind in CHANNEL_TYPES:
             images[kind] = os.environ.get(f"AGENTS_CHANNEL_IMAGE_{kind.upper()}") or images[kind]
-        return cls(images, os.environ.get("AGENTS_INBOUND_URL") or cls.inbound_url)
+        ca_file = os.environ.get("AGENTS_INBOUND_CA_FILE")
+        ca = pathlib.Path(ca_file).read_text() if ca_file else None
+        return cls(images, os.environ.get("AGENTS_INBOUND_URL") or cls.inbound_url, ca)
 
     def pending(self, statuses: list[dict[str, Any]] | None) -> bool:
         return any(status["phase"] == "Pending" for status in statuses or ())
+
+
+class InboundTrust:
+    """The CA the inbound endpoint's certificate is signed by, as the channels are told it: the
+    settings' (a file), or the one the endpoint keeps in a Secret, known once it has provisioned
+    its certificate (``pending`` until then: the channels wait rather than roll out twice)."""
+
+    def __init__(self, ca: str | None = None) -> None:
+        self.ca = ca
+        self.pending = False
+
+    def expect(self) -> None:
+        """The endpoint will say its CA (it provisions a certificate)."""
+        self.pending = True
+
+    def provisioned(self, ca: str) -> None:
+        self.ca, self.pending = ca, False
 
 
 @dataclass(frozen=True)
@@ -128,11 +163,12 @@ def channel_name(agent: str, kind: str) -> str:
 class AgentChannels:
     """Writes an agent's channel objects and says how each channel is doing."""
 
-    def __init__(self, manager: kubeloop.Manager, settings: ChannelSettings) -> None:
+    def __init__(self, manager: kubeloop.Manager, settings: ChannelSettings, trust: InboundTrust) -> None:
         self.client = manager.client
         #: Pods are read past the cache (the operator caches no pods).
         self.reader = manager.api_reader
         self.settings = settings
+        self.trust = trust
         permissions = manager.permissions
         permissions.allow(kinds.Pod, "list")
         for kind in (kinds.ServiceAccount, kinds.Role, kinds.RoleBinding):
@@ -152,6 +188,12 @@ class AgentChannels:
                 AgentRun, namespace=namespace, field_selector=f"{AGENT_INDEX}={name}"
             )
         )
+        if self.trust.pending:  # looked at again in recheck_seconds (the statuses say Pending)
+            waiting = "waiting for the inbound endpoint's certificate"
+            return [
+                {"type": c.type, "phase": "Pending", "message": waiting}
+                for c in sorted(channels, key=lambda c: c.type)
+            ]
         statuses = []
         for channel in sorted(channels, key=lambda c: c.type):
             deployment = await self._converge(agent, channel, runs)
@@ -181,24 +223,40 @@ class AgentChannels:
             obj["subjects"] = [{"kind": "ServiceAccount", "name": own, "namespace": namespace}]
 
         inbound = f"{self.settings.inbound_url.rstrip('/')}/channels/{namespace}/{name}/{channel.type}"
+        env = [
+            {"name": "AGENT_NAME", "value": name},
+            {"name": "AGENT_NAMESPACE", "value": namespace},
+            {"name": "CHANNEL_TYPE", "value": channel.type},
+            {"name": "INBOUND_URL", "value": inbound},
+            {"name": "INBOUND_TOKEN_FILE", "value": f"{INBOUND_MOUNT}/token"},
+        ]
+        credentials: list[dict[str, Any]] = [
+            {
+                "serviceAccountToken": {
+                    "audience": INBOUND_AUDIENCE,
+                    "expirationSeconds": INBOUND_TOKEN_SECONDS,
+                    "path": "token",
+                }
+            }
+        ]
+        ca = self.trust.ca
+        if ca is not None:
+            env.append({"name": "INBOUND_CA_FILE", "value": f"{INBOUND_MOUNT}/ca.crt"})
+            credentials.append({"configMap": {"name": own, "items": [{"key": "ca.crt", "path": "ca.crt"}]}})
         container = {
             "name": "channel",
             "image": channel.image or self.settings.images.get(channel.type) or DEFAULT_IMAGES[channel.type],
-            "env": [
-                {"name": "AGENT_NAME", "value": name},
-                {"name": "AGENT_NAMESPACE", "value": namespace},
-                {"name": "CHANNEL_TYPE", "value": channel.type},
-                {"name": "INBOUND_URL", "value": inbound},
-            ],
+            "env": env,
             "envFrom": [{"secretRef": {"name": channel.secret_ref.name}}],
             "securityContext": restricted_container(),
-            "volumeMounts": [TMP_MOUNT],
+            "volumeMounts": [TMP_MOUNT, {"name": "inbound", "mountPath": INBOUND_MOUNT, "readOnly": True}],
         }
+        volumes = [TMP_VOLUME, {"name": "inbound", "projected": {"sources": credentials, "defaultMode": 420}}]
 
         def deployment(obj: kubeloop.Obj) -> None:
             owned(obj)
             set_deployment(
-                obj, replicas=1, selector=selector, annotations={}, container=container, volumes=[TMP_VOLUME]
+                obj, replicas=1, selector=selector, annotations={}, container=container, volumes=volumes
             )
             pod = obj["spec"]["template"]["spec"]
             pod["serviceAccountName"] = own
@@ -206,6 +264,13 @@ class AgentChannels:
 
         client = self.client
         mine = {"controlled_by": agent}  # a name someone else took first is theirs: left alone
+        if ca is not None:
+
+            def trust(obj: kubeloop.Obj) -> None:
+                owned(obj)
+                obj["data"] = {"ca.crt": ca}
+
+            await kubeloop.create_or_update(client, named(kinds.ConfigMap, own, namespace), trust, **mine)
         await kubeloop.create_or_update(client, named(kinds.ServiceAccount, own, namespace), owned, **mine)
         await kubeloop.create_or_update(client, named(kinds.Role, own, namespace), role, **mine)
         await kubeloop.create_or_update(client, named(kinds.RoleBinding, own, namespace), binding, **mine)
@@ -235,7 +300,7 @@ class AgentChannels:
         """Delete the objects of the agent's channels that are no longer in its spec (only what
         the agent controls: a label alone is not ownership)."""
         selector = f"app.kubernetes.io/name=channel,app.kubernetes.io/instance={agent.metadata.name}"
-        for kind in (kinds.Deployment, kinds.RoleBinding, kinds.Role, kinds.ServiceAccount):
+        for kind in (kinds.Deployment, kinds.ConfigMap, kinds.RoleBinding, kinds.Role, kinds.ServiceAccount):
             for obj in await self.client.list(
                 kind, namespace=agent.metadata.namespace, label_selector=selector
             ):

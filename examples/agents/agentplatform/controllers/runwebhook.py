@@ -2,42 +2,56 @@
 AgentRun, the way controller-runtime's docs wire external events (a channel source feeding a
 reconciler).
 
-The endpoint is a manager runnable serving ``POST /runs`` over HTTP:
+The endpoint is a manager runnable serving ``POST /runs`` over HTTPS (a serving certificate
+from ``WebhookOptions.cert_dir``, reloaded when it changes; plain HTTP without one, meant for a
+loopback address):
 
-    curl -X POST http://operator:8082/runs \\
+    curl --cacert ca.crt -X POST https://operator:8082/runs \\
       -H "Authorization: Bearer $TOKEN" -H "X-Delivery-ID: 7f3a9c" \\
       -d '{"agent": "triage", "task": "Why is checkout slow?", "namespace": "demo"}'
 
-It answers 401 without the bearer token, 400 naming what is wrong with the body (or a missing
-``X-Delivery-ID``), 202 with the run's name when it accepts a delivery, and 200 with
-``"duplicate": true`` when the run of that delivery exists already. An accepted delivery goes
-into a Channel source as a generic event; the ``webhook`` controller's reconciler creates the
-AgentRun ``webhook-<digest of the delivery id>``. Retried deliveries (same id) name the same
-run, so a delivery starts exactly one run however often it is posted, across restarts too.
+It answers 401 without the bearer token, 403 for a namespace the endpoint does not serve
+(``WebhookOptions.namespaces``: only the default one unless more are named), 400 naming what is
+wrong with the body (or a missing ``X-Delivery-ID``), 202 with the run's name when it accepts a
+delivery, and 200 with ``"duplicate": true`` when the run of that delivery exists already, or
+was pruned less than the ledger's window ago (``deliveries``). An accepted delivery goes into a
+Channel source as a generic event; the ``webhook`` controller's reconciler creates the AgentRun
+``webhook-<digest of the delivery id>``. Retried deliveries (same id) name the same run, so a
+delivery starts exactly one run however often it is posted, across restarts too.
 
-Chat channels post to the same endpoint, ``POST /channels/<namespace>/<agent>/<type>`` with
-``{"text", "user", "thread"}``, the same token and ``X-Delivery-ID``: the message is judged by the
-channel's rule (``channels.admit``) against the agent as the cache has it. A refused message is
-answered 200 with ``"accepted": false`` and why, and starts nothing; an accepted one is answered
-202 and becomes the AgentRun ``channel-<digest>`` (of the agent, channel and delivery id), whose
+Chat channels post to ``POST /channels/<namespace>/<agent>/<type>`` with ``{"text", "user",
+"thread"}`` and ``X-Delivery-ID``, each with a credential of its own, bound to its namespace,
+agent and type: a token of the channel's ServiceAccount (``<agent>-channel-<type>``, which the
+agent controls) for the audience ``agents.kubeloop.dev/inbound``, which the channel's pod has
+projected and the kubelet refreshes. The endpoint checks it with a TokenReview; the shared
+token of ``/runs`` is no channel's. The message is judged by the channel's rule
+(``channels.admit``) against the agent as the cache has it. A refused message is answered 200
+with ``"accepted": false`` and why, and starts nothing; an accepted one is answered 202 and
+becomes the AgentRun ``channel-<digest>`` (of the agent, channel and delivery id), whose
 ``spec.trigger`` names the channel, the user and the thread, made by the same reconciler after
 judging the message again. ``agentplatform_channel_messages_total{agent,type,outcome}`` counts
 them (accepted, refused, duplicate).
 
-The token and the address come from ``WebhookOptions`` (or the environment:
-``AGENTS_WEBHOOK_TOKEN``, ``AGENTS_WEBHOOK_BIND_ADDRESS``); without a token there is no endpoint.
+The options come from ``WebhookOptions`` (or the environment: ``AGENTS_WEBHOOK_BIND_ADDRESS``,
+``AGENTS_WEBHOOK_TOKEN``, ``AGENTS_WEBHOOK_NAMESPACES``, ``AGENTS_WEBHOOK_CERT_DIR``); with
+neither an address nor a token there is no endpoint, and without a token no ``/runs``.
 It runs on every replica, as does the controller it feeds (``need_leader_election=False``): the
 Service in front of the operator's replicas reaches any of them (a replica is Ready — readyz
-check ``inbound`` — once it listens), and each turns the deliveries it took into runs. That is safe twice over, since a run's name is its delivery's (a second
-create finds it made).
+check ``inbound`` — once it listens), and each turns the deliveries it took into runs. That is
+safe twice over, since a run's name is its delivery's (a second create finds it made).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
+import ipaddress
+import logging
 import os
+import pathlib
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,12 +60,15 @@ from aiohttp import web
 from prometheus_client import Counter
 
 import kubeloop
+from kubeloop import kinds
 
 from ..api.v1alpha1 import GROUP, VERSION, Agent, AgentRun
-from .channels import CHANNEL_LABEL, CHANNEL_TYPES, admit
+from .channels import CHANNEL_LABEL, CHANNEL_TYPES, INBOUND_AUDIENCE, InboundTrust, admit, channel_name
+from .deliveries import DELIVERY_ANNOTATION, DeliveryLedger
+
+log = logging.getLogger("agentplatform.inbound")
 
 DELIVERY_HEADER = "X-Delivery-ID"
-DELIVERY_ANNOTATION = f"{GROUP}/delivery-id"
 TRIGGER_LABEL = f"{GROUP}/trigger"
 #: Bodies are small JSON documents; anything bigger is refused (413).
 MAX_BODY_BYTES = 64 * 1024
@@ -62,18 +79,48 @@ MAX_PENDING = 1000
 
 @dataclass(frozen=True)
 class WebhookOptions:
-    token: str
+    #: The bearer token of ``POST /runs`` (None: no ``/runs``; channels have their own).
+    token: str | None = None
     #: host:port; port 0 takes a free one (``RunWebhook.port`` says which).
-    bind_address: str = "0.0.0.0:8082"
+    bind_address: str = "127.0.0.1:8082"
     #: Where runs go when a post names no namespace.
     namespace: str = "default"
+    #: The namespaces a post to ``/runs`` may name besides ``namespace`` ("*": any).
+    namespaces: tuple[str, ...] = ()
+    #: A directory holding ``tls.crt`` and ``tls.key``: the endpoint serves HTTPS with them,
+    #: reloading them when they change (None: plain HTTP, unless ``cert_secret`` is given).
+    cert_dir: str | None = None
+    #: A Secret of the operator's namespace in which the endpoint keeps a certificate for
+    #: ``service`` (a CertRotator's: made by the first replica, shared, renewed) and serves it,
+    #: written into ``cert_dir`` (default: a folder under /tmp); its CA goes to the channels.
+    cert_secret: str | None = None
+    #: The Service the channels reach the endpoint through (in the operator's namespace).
+    service: str | None = None
 
     @classmethod
     def from_env(cls) -> WebhookOptions | None:
-        token = os.environ.get("AGENTS_WEBHOOK_TOKEN")
-        if not token:
+        """``AGENTS_WEBHOOK_TOKEN``, ``AGENTS_WEBHOOK_BIND_ADDRESS``, ``AGENTS_WEBHOOK_NAMESPACE``,
+        ``AGENTS_WEBHOOK_NAMESPACES`` (comma-separated), ``AGENTS_WEBHOOK_CERT_DIR``,
+        ``AGENTS_WEBHOOK_CERT_SECRET`` and ``AGENTS_WEBHOOK_SERVICE``; None (no endpoint)
+        without a token or an address."""
+        token = os.environ.get("AGENTS_WEBHOOK_TOKEN") or None
+        address = os.environ.get("AGENTS_WEBHOOK_BIND_ADDRESS")
+        if token is None and not address:
             return None
-        return cls(token, os.environ.get("AGENTS_WEBHOOK_BIND_ADDRESS") or cls.bind_address)
+        listed = os.environ.get("AGENTS_WEBHOOK_NAMESPACES", "")
+        return cls(
+            token,
+            address or cls.bind_address,
+            os.environ.get("AGENTS_WEBHOOK_NAMESPACE") or cls.namespace,
+            tuple(name.strip() for name in listed.split(",") if name.strip()),
+            os.environ.get("AGENTS_WEBHOOK_CERT_DIR") or None,
+            os.environ.get("AGENTS_WEBHOOK_CERT_SECRET") or None,
+            os.environ.get("AGENTS_WEBHOOK_SERVICE") or None,
+        )
+
+    def serves(self, namespace: str) -> bool:
+        """Whether a post to ``/runs`` may make a run in ``namespace``."""
+        return namespace == self.namespace or "*" in self.namespaces or namespace in self.namespaces
 
 
 @dataclass(frozen=True)
@@ -155,10 +202,27 @@ def parse_delivery(body: bytes, delivery_id: str) -> tuple[str | None, Delivery]
 class RunWebhook:
     """The endpoint (a manager runnable) and the reconciler of its deliveries."""
 
-    def __init__(self, manager: kubeloop.Manager, options: WebhookOptions) -> None:
+    def __init__(
+        self, manager: kubeloop.Manager, options: WebhookOptions, ledger: DeliveryLedger, trust: InboundTrust
+    ) -> None:
+        if bool(options.cert_secret) != bool(options.service):
+            raise ValueError("the inbound endpoint's cert_secret and service go together")
         self.manager = manager
         self.client = manager.client
         self.options = options
+        self.ledger = ledger
+        self.trust = trust
+        #: Keeps the endpoint's certificate in ``cert_secret`` (None: the files are the user's).
+        self.rotator: kubeloop.webhook.CertRotator | None = None
+        if options.cert_secret and options.service:
+            self.rotator = kubeloop.webhook.CertRotator(
+                manager.api_reader,
+                namespace=manager.api_reader.config.namespace,
+                secret=options.cert_secret,
+                service=options.service,
+                cert_dir=options.cert_dir or tempfile.mkdtemp(prefix="agents-inbound-"),
+            )
+            trust.expect()
         #: The generic events of accepted deliveries, read by the controller's Channel source.
         self.events: asyncio.Queue[kubeloop.Obj] = asyncio.Queue()
         #: Accepted deliveries whose run is not created yet, by (namespace, run name).
@@ -187,6 +251,11 @@ class RunWebhook:
         self.manager.add_readyz_check("inbound", self._listening)
         self.manager.permissions.allow(AgentRun, "get", "create")
         self.manager.permissions.allow(Agent, "get", "list", "watch")
+        # The channels' credentials: their tokens are reviewed, their accounts read.
+        self.manager.permissions.allow_resource("authentication.k8s.io", "tokenreviews", "create")
+        self.manager.permissions.allow(kinds.ServiceAccount, "get", "list", "watch")
+        # (The certificate's Secret, with cert_secret, is granted by a Role of the operator's
+        # namespace: the chart's and config/'s, as for the policy webhooks' certificate.)
 
     def _listening(self) -> None:
         if not self.serving.is_set():
@@ -194,12 +263,31 @@ class RunWebhook:
 
     async def serve(self, stop: asyncio.Event) -> None:
         app = web.Application(client_max_size=MAX_BODY_BYTES)
-        app.router.add_post("/runs", self._post)
+        if self.options.token is not None:
+            app.router.add_post("/runs", self._post)
         app.router.add_post("/channels/{namespace}/{agent}/{type}", self._post_message)
+        host, _, port = self.options.bind_address.rpartition(":")
+        watcher = None
+        folder = self.rotator.cert_dir if self.rotator is not None else self.options.cert_dir
+        if self.rotator is not None:
+            self.trust.provisioned((await self.rotator.provision()).ca_cert_pem.decode())
+        if folder is not None:
+            folder = pathlib.Path(folder)
+            watcher = kubeloop.webhook.CertWatcher(folder / "tls.crt", folder / "tls.key")
+        elif not _loopback(host):
+            log.warning(
+                "the inbound endpoint serves plain HTTP on %s: its tokens cross the network in the "
+                "clear (give it a certificate: AGENTS_WEBHOOK_CERT_DIR)",
+                self.options.bind_address,
+            )
         runner = kubeloop.guarded_runner(app)  # no sender holds a connection by going slow
         await runner.setup()
-        host, _, port = self.options.bind_address.rpartition(":")
-        site = kubeloop.GuardedSite(runner, host or None, int(port))
+        ssl_context = watcher.context if watcher is not None else None
+        site = kubeloop.GuardedSite(runner, host or None, int(port), ssl_context=ssl_context)
+        # Owned here: cancelled and awaited when the endpoint stops.
+        keeping = [asyncio.create_task(watcher.run(stop))] if watcher is not None else []
+        if self.rotator is not None:
+            keeping.append(asyncio.create_task(self._renew(self.rotator, stop)))
         try:
             await site.start()
             self.port = int(runner.addresses[0][1])
@@ -207,11 +295,51 @@ class RunWebhook:
             await stop.wait()
         finally:
             self.serving.clear()
+            for task in keeping:
+                task.cancel()
+            for task in keeping:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await runner.cleanup()
 
+    async def _renew(self, rotator: kubeloop.webhook.CertRotator, stop: asyncio.Event) -> None:
+        """Look at the Secret's certificate every ``check_interval``: reissued before it expires
+        (by whichever replica comes first), written for the watcher to load; the channels follow
+        its CA."""
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), rotator.check_interval)
+            if stop.is_set():
+                return
+            try:
+                self.trust.provisioned((await rotator.provision()).ca_cert_pem.decode())
+            except kubeloop.errors.APIError as error:
+                log.warning("inbound certificate: %s (retrying in %ss)", error, rotator.check_interval)
+
     def _authorized(self, request: web.Request) -> bool:
-        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(token.encode(), self.options.token.encode())
+        """Whether the post carries the shared token of ``/runs``."""
+        expected = self.options.token
+        token = _bearer(request)
+        return expected is not None and hmac.compare_digest(token.encode(), expected.encode())
+
+    async def _channel_account(self, request: web.Request) -> str | None:
+        """The ServiceAccount (``system:serviceaccount:<ns>:<name>``) a channel's post comes
+        from: its bearer token, reviewed for the inbound audience; None if it is no such token."""
+        token = _bearer(request)
+        if not token:
+            return None
+        review = await self.client.create(
+            {
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenReview",
+                "spec": {"token": token, "audiences": [INBOUND_AUDIENCE]},
+            }
+        )
+        status = review.get("status") or {}
+        if not status.get("authenticated") or INBOUND_AUDIENCE not in (status.get("audiences") or ()):
+            return None
+        username = (status.get("user") or {}).get("username")
+        return username if isinstance(username, str) else None
 
     async def _post(self, request: web.Request) -> web.Response:
         if not self._authorized(request):
@@ -225,13 +353,13 @@ class RunWebhook:
         except BadDelivery as exc:
             return _answer(400, {"error": str(exc)})
         namespace = namespace or self.options.namespace
+        if not self.options.serves(namespace):
+            return _answer(
+                403, {"error": f"namespace: Forbidden: this endpoint makes no runs in {namespace!r}"}
+            )
         name = run_name(delivery.delivery_id)
         answer = {"run": name, "namespace": namespace}
-        try:
-            await self.client.get(AgentRun, name, namespace=namespace)
-        except kubeloop.errors.NotFound:
-            pass
-        else:
+        if await self._delivered(namespace, delivery.agent, name):
             return _answer(200, {**answer, "duplicate": True})
         if (namespace, name) not in self.pending and len(self.pending) >= MAX_PENDING:
             return _busy()
@@ -245,10 +373,34 @@ class RunWebhook:
         )
         return _answer(202, answer)
 
+    async def _delivered(self, namespace: str, agent_name: str, run: str, agent: Agent | None = None) -> bool:
+        """Whether the run of a delivery exists, or was pruned within the ledger's window."""
+        try:
+            await self.client.get(AgentRun, run, namespace=namespace)
+            return True
+        except kubeloop.errors.NotFound:
+            pass
+        if agent is None:
+            try:
+                agent = await self.client.get(Agent, agent_name, namespace=namespace)
+            except kubeloop.errors.NotFound:
+                return False
+        return await self.ledger.remembers(agent, run)
+
     async def _post_message(self, request: web.Request) -> web.Response:
-        if not self._authorized(request):
-            return _answer(401, {"error": "a valid bearer token is required"}, {"WWW-Authenticate": "Bearer"})
         namespace, agent_name = request.match_info["namespace"], request.match_info["agent"]
+        account = await self._channel_account(request)
+        if account is None:
+            return _answer(
+                401,
+                {
+                    "error": f"a bearer token of the channel's ServiceAccount for the audience {INBOUND_AUDIENCE} is required"
+                },
+                {"WWW-Authenticate": "Bearer"},
+            )
+        expected = f"system:serviceaccount:{namespace}:{channel_name(agent_name, request.match_info['type'])}"
+        if not hmac.compare_digest(account.encode(), expected.encode()):
+            return _answer(403, {"error": f"{account} may not post as the channel {expected}"})
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
@@ -265,19 +417,20 @@ class RunWebhook:
         channel = next((c for c in agent.spec.channels or () if c.type == message.channel), None)
         if channel is None:
             return _answer(404, {"error": f"Agent {namespace}/{agent_name} has no {message.channel} channel"})
+        if not await self._agents_account(agent, message.channel):
+            return _answer(
+                403, {"error": f"{account} is not the account Agent {namespace}/{agent_name} made"}
+            )
         admission = admit(channel, message.text, message.user)
         if not admission.accepted:
             self.channel_messages.labels(agent_name, message.channel, "refused").inc()
             return _answer(200, {"accepted": False, "reason": admission.reason})
         name = channel_run_name(namespace, agent_name, message.channel, delivery_id)
         answer = {"accepted": True, "run": name, "namespace": namespace}
-        duplicate = (namespace, name) in self.pending  # posted again while its run is being made
-        if not duplicate:
-            try:
-                await self.client.get(AgentRun, name, namespace=namespace)
-                duplicate = True
-            except kubeloop.errors.NotFound:
-                pass
+        # Posted again while its run is being made, after, or after its run was pruned.
+        duplicate = (namespace, name) in self.pending or await self._delivered(
+            namespace, agent_name, name, agent
+        )
         if duplicate:
             self.channel_messages.labels(agent_name, message.channel, "duplicate").inc()
             return _answer(200, {**answer, "duplicate": True})
@@ -293,6 +446,19 @@ class RunWebhook:
         )
         self.channel_messages.labels(agent_name, message.channel, "accepted").inc()
         return _answer(202, answer)
+
+    async def _agents_account(self, agent: Agent, channel: str) -> bool:
+        """Whether the channel's ServiceAccount is the agent's own (one of that name someone
+        else made first is not: the agent reports the conflict)."""
+        try:
+            account = await self.client.get(
+                kinds.ServiceAccount,
+                channel_name(agent.metadata.name or "", channel),
+                namespace=agent.metadata.namespace,
+            )
+        except kubeloop.errors.NotFound:
+            return False
+        return kubeloop.is_controlled_by(account, agent)
 
     async def _judged_again(self, namespace: str, delivery: Delivery) -> dict[str, Any] | None:
         """The run's trigger, if the agent as it is now still takes the channel's message."""
@@ -348,10 +514,26 @@ class RunWebhook:
         del self.pending[key]
 
 
+def _bearer(request: web.Request) -> str:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def _busy() -> web.Response:
     """429: the deliveries waiting for their runs are at ``MAX_PENDING``; the sender retries."""
     return _answer(
-        429, {"error": f"{MAX_PENDING} deliveries are waiting for their runs; try again"}, {"Retry-After": "1"}
+        429,
+        {"error": f"{MAX_PENDING} deliveries are waiting for their runs; try again"},
+        {"Retry-After": "1"},
     )
 
 
@@ -361,10 +543,12 @@ def _answer(status: int, body: dict[str, Any], headers: dict[str, str] | None = 
     )
 
 
-def setup(manager: kubeloop.Manager, options: WebhookOptions | None) -> RunWebhook | None:
+def setup(
+    manager: kubeloop.Manager, options: WebhookOptions | None, ledger: DeliveryLedger, trust: InboundTrust
+) -> RunWebhook | None:
     options = options or WebhookOptions.from_env()
     if options is None:
         return None
-    webhook = RunWebhook(manager, options)
+    webhook = RunWebhook(manager, options, ledger, trust)
     webhook.setup()
     return webhook

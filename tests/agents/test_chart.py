@@ -12,12 +12,12 @@ removes the release's objects and keeps the CRDs (helm's rule), so the agents st
 
 from __future__ import annotations
 
-import json
+import base64
 import os
 import pathlib
 import subprocess
-import urllib.request
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -126,8 +126,8 @@ def test_what_it_renders_the_server_accepts(helm: Helm, server: ServerThread) ->
     documents = render(helm, "--set", f"inbound.token={TOKEN}")
     kinds = sorted({str(document["kind"]) for document in documents})
     assert kinds == [
-        "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Role",
-        "RoleBinding", "Secret", "Service", "ServiceAccount", "ValidatingWebhookConfiguration",
+        "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "NetworkPolicy",
+        "Role", "RoleBinding", "Secret", "Service", "ServiceAccount", "ValidatingWebhookConfiguration",
     ]  # fmt: skip
     applied = kube("apply", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump_all(documents))
     assert applied.stdout.count("(server dry run)") == len(documents), applied.stdout
@@ -146,6 +146,19 @@ def test_what_it_renders_the_server_accepts(helm: Helm, server: ServerThread) ->
         for w in webhooks["webhooks"]
     }
     assert services == {(f"{FULLNAME}-webhook", NAMESPACE)}
+    # Who may reach the operator, port by port: every pod the inbound endpoint, the monitoring
+    # namespace the metrics, anyone the probes and the webhooks (the kubelet and kube-apiserver).
+    (policy,) = [d for d in documents if d["kind"] == "NetworkPolicy"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    ingress = {
+        tuple(port["port"] for port in rule["ports"]): rule.get("from") for rule in policy["spec"]["ingress"]
+    }
+    monitoring = {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}
+    assert ingress == {
+        ("inbound",): [{"namespaceSelector": {}}],
+        ("metrics",): [{"namespaceSelector": monitoring}],
+        ("probes", "webhook"): None,
+    }
     # Policies off: no webhooks, no certificate, and the operator is told.
     off = render(helm, "--set", "policy.enforce=false")
     assert not [d for d in off if d["kind"] == "ValidatingWebhookConfiguration"]
@@ -167,6 +180,7 @@ def test_helm_install_runs_the_operator_and_its_policy(
     installed = helm(
         "install", RELEASE, str(CHART), "-n", NAMESPACE, "--create-namespace", "--wait", "--timeout=60s",
         "--set", f"inbound.token={TOKEN}", "--set", f"policy.default.namespaces={{{TEAM}}}",
+        "--set", f"inbound.defaultNamespace={TEAM}",
         "--set", "policy.default.spec.modelProviders={anthropic}",
     )  # fmt: skip
     assert "STATUS: deployed" in installed.stdout, installed.stdout
@@ -279,14 +293,108 @@ def assert_an_allowed_agent_is_reconciled(kube: Kube) -> None:
     assert compliant == "True"
 
 
-def assert_the_inbound_endpoint_takes_a_run(kube: Kube, replica: OperatorPod, delivery: str) -> None:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{replica.inbound_port}/runs",
-        data=json.dumps({"agent": "allowed", "task": "Say hello.", "namespace": TEAM}).encode(),
-        headers={"Authorization": f"Bearer {TOKEN}", "X-Delivery-ID": delivery},
-        method="POST",
+def inbound_ca(kube: Kube, namespace: str, secret: str) -> bytes:
+    """The CA of the inbound endpoint's certificate, from the Secret the operator keeps it in."""
+    return base64.b64decode(kube.get("secret", secret, "-n", namespace)["data"]["ca.crt"])
+
+
+def assert_the_inbound_endpoint_takes_a_run(
+    kube: Kube, replica: OperatorPod, delivery: str, namespace: str = TEAM, release: str = FULLNAME
+) -> None:
+    """Over HTTPS, its certificate checked for the Service's name against the CA in its Secret."""
+    ca = inbound_ca(kube, NAMESPACE, f"{release}-inbound-cert")
+    body = {"agent": "allowed", "task": "Say hello.", "namespace": namespace}
+    status, answer = replica.post_run(body, token=TOKEN, delivery=delivery, ca=ca)
+    assert status == 202, answer
+    run = answer["run"]
+    kube(
+        "wait",
+        "--for=jsonpath={.status.phase}=Succeeded",
+        f"agentrun/{run}",
+        "-n",
+        namespace,
+        "--timeout=60s",
     )
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        assert answer.status == 202
-        run = json.loads(answer.read())["run"]
-    kube("wait", "--for=jsonpath={.status.phase}=Succeeded", f"agentrun/{run}", "-n", TEAM, "--timeout=60s")
+
+
+def test_a_namespaced_install_acts_only_in_its_namespaces(
+    helm: Helm, server: ServerThread, tmp_path: pathlib.Path
+) -> None:
+    """watchNamespaces: Roles in those namespaces instead of a ClusterRole (the cluster-scoped
+    rest split off by scope, nothing lost), and the operator, as its pod runs it, caches, acts
+    and makes runs there only."""
+    kube = Kube(KUBECTLS[-1], server)
+    release, fullname, watched, other = "scoped", "scoped-agent-platform", "team-a", "team-b"
+    documents = render(helm, "--set", f"watchNamespaces={{{watched}}}", "--set", "policy.enforce=false")
+    roles = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d for d in documents
+             if d["kind"] in ("Role", "ClusterRole")}  # fmt: skip
+    namespaced_rules = roles[("Role", watched, f"{FULLNAME}-manager")]["rules"]
+    cluster_rules = roles[("ClusterRole", None, f"{FULLNAME}-manager")]["rules"]
+    election_rules = roles[("Role", NAMESPACE, f"{FULLNAME}-leader-election")]["rules"]
+
+    def granted(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+        return {(group, resource, verb) for rule in rules for group in rule["apiGroups"]
+                for resource in rule["resources"] for verb in rule["verbs"]}  # fmt: skip
+
+    generated = yaml.safe_load((AGENTS / "config/rbac/role.yaml").read_text())["rules"]
+    assert granted(namespaced_rules) | granted(cluster_rules) | granted(election_rules) == granted(generated)
+    for name in (watched, other):
+        kube("create", "namespace", name)
+        kube("create", "secret", "generic", "llm", "-n", name, "--from-literal=token=t")
+    helm("install", release, str(CHART), "-n", NAMESPACE, "--create-namespace", "--wait", "--timeout=60s",
+         "--set", f"watchNamespaces={{{watched}}}", "--set", "policy.enforce=false",
+         "--set", f"inbound.token={TOKEN}", "--set", f"inbound.defaultNamespace={watched}")  # fmt: skip
+    listed = kube("api-resources", "--namespaced=false", "-o", "name").stdout.split()
+    cluster_scoped = {(name.partition(".")[2], name.partition(".")[0]) for name in listed}
+    assert {(g, r) for g, r, _ in granted(cluster_rules)} <= cluster_scoped
+    assert not {(g, r) for g, r, _ in granted(namespaced_rules)} & cluster_scoped
+    assert {r for _, r, _ in granted(election_rules)} == {"leases"}
+
+    account = f"--as=system:serviceaccount:{NAMESPACE}:{fullname}"
+    for verb, namespace, expected in (
+        ("create", watched, "yes"),
+        ("create", other, "no"),
+        ("create", "kube-system", "no"),
+    ):
+        assert (
+            kube("auth", "can-i", verb, "deployments", "-n", namespace, account, check=False).stdout.strip()
+            == expected
+        )
+    runtime = {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "ServingRuntime",
+               "metadata": {"name": "python"}, "spec": {"image": "ghcr.io/example/agent:1"}}  # fmt: skip
+    kube("apply", "-f", "-", stdin=yaml.safe_dump(runtime))
+    replica = OperatorPod(kube, NAMESPACE, fullname, None, tmp_path).start()
+    try:
+        replica.wait_for_line("controller(s) starting")
+        while not replica.ready():
+            assert replica.process is not None and replica.process.poll() is None
+        for namespace in (other, watched):  # the one it ignores first: no later event is about it
+            kube(
+                "apply",
+                "-f",
+                "-",
+                stdin=agent_yaml("allowed", "anthropic").replace(
+                    f"namespace: {TEAM}", f"namespace: {namespace}"
+                ),
+            )
+        ready = kube(
+            "wait", "--for=condition=Ready", "agent/allowed", "-n", watched, "--timeout=40s", check=False
+        )
+        assert ready.returncode == 0, (
+            kube("get", "agent,deploy,pods", "-n", watched, "-o", "yaml").stdout + replica.output_so_far()
+        )
+        assert_the_inbound_endpoint_takes_a_run(kube, replica, "scoped-1", watched, fullname)
+        ca = inbound_ca(kube, NAMESPACE, f"{fullname}-inbound-cert")
+        body = {"agent": "allowed", "task": "x", "namespace": other}
+        status, answer = replica.post_run(body, token=TOKEN, delivery="scoped-2", ca=ca)
+        assert (status, answer) == (
+            403,
+            {"error": f"namespace: Forbidden: this endpoint makes no runs in '{other}'"},
+        )
+    finally:
+        output = replica.stop()
+    assert "forbidden" not in output.lower(), output
+    # The agent of the namespace it does not watch was never looked at.
+    ignored = kube.get("agent", "allowed", "-n", other)
+    assert "status" not in ignored and "finalizers" not in ignored["metadata"]
+    helm("uninstall", release, "-n", NAMESPACE, "--wait")

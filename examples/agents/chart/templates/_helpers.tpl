@@ -31,3 +31,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- printf "%s-inbound" (include "agents.fullname" .) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The Secret holding the inbound endpoint's certificate (tls.crt, tls.key) and its CA (ca.crt). */}}
+{{- define "agents.inboundTLSSecret" -}}
+{{- default (printf "%s-inbound-cert" (include "agents.fullname" .)) .Values.inbound.tls.existingSecret -}}
+{{- end -}}
+
+{{/* The namespaces POST /runs may make runs in besides the default one (comma-separated). */}}
+{{- define "agents.inboundNamespaces" -}}
+{{- join "," (default .Values.watchNamespaces .Values.inbound.namespaces) -}}
+{{- end -}}

@@ -83,6 +83,63 @@ def test_a_pod_whose_environment_names_what_does_not_exist_waits_for_it(
     kubectl("wait", "-n", namespace, "--for=condition=Ready", "pod/needs", "--timeout=20s")
 
 
+def test_a_pod_whose_volumes_name_what_does_not_exist_waits_in_container_creating(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    """As a kubelet: the containers wait in ContainerCreating, and a Warning FailedMount Event
+    says why in its words, until the Secret of a volume exists and the ConfigMap of a projected
+    one holds the key its items name; an optional source may be missing."""
+    pod = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "mounts", "namespace": namespace},
+        "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}], "volumes": [
+            {"name": "creds", "secret": {"secretName": "creds"}},
+            {"name": "maybe", "configMap": {"name": "maybe", "optional": True}},
+            {"name": "bundle", "projected": {"sources": [
+                {"serviceAccountToken": {"path": "token", "audience": "x"}},
+                {"configMap": {"name": "settings", "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]}},
+        ]},
+    }  # fmt: skip
+    kubectl("create", "configmap", "settings", "-n", namespace, "--from-literal=other=1")
+    kubectl("apply", "-f", "-", stdin=yaml.safe_dump(pod))
+
+    def failed_mounts() -> list[str]:
+        events = json.loads(
+            kubectl(
+                "get",
+                "events",
+                "-n",
+                namespace,
+                "--field-selector=involvedObject.name=mounts,reason=FailedMount",
+                "-o",
+                "json",
+            ).stdout
+        )["items"]
+        return [event["message"] for event in events]
+
+    def waiting() -> dict[str, Any]:
+        status = json.loads(kubectl("get", "pod", "mounts", "-n", namespace, "-o", "json").stdout)["status"]
+        return next(iter(status.get("containerStatuses") or [{}])).get("state", {}).get("waiting") or {}
+
+    unmounted = 'MountVolume.SetUp failed for volume "creds" : secret "creds" not found'
+    while unmounted not in failed_mounts():
+        time.sleep(0.05)  # the kubelet's next look (the test's timeout bounds it)
+    assert waiting() == {"reason": "ContainerCreating"}
+    assert (
+        kubectl("get", "pod", "mounts", "-n", namespace).stdout.splitlines()[1].split()[2]
+        == "ContainerCreating"
+    )
+    kubectl("create", "secret", "generic", "creds", "-n", namespace, "--from-literal=token=t")
+    key = (
+        'MountVolume.SetUp failed for volume "bundle" : configmap references non-existent config key: ca.crt'
+    )
+    while key not in failed_mounts():
+        time.sleep(0.05)
+    kubectl(
+        "patch", "configmap", "settings", "-n", namespace, "--type=merge", "-p", '{"data": {"ca.crt": "x"}}'
+    )
+    kubectl("wait", "-n", namespace, "--for=condition=Ready", "pod/mounts", "--timeout=20s")
+
+
 def job(name: str, *, annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "batch/v1",

@@ -4,9 +4,12 @@
 Pods: an unscheduled pod that fits the node (:mod:`.scheduling`) is bound to it (a Binding, as a
 scheduler writes it; one that does not is marked Unschedulable), gets
 an IP and its start time, runs after ``pod_start_seconds`` (containers running and ready,
-condition Ready) — unless its environment names a Secret or ConfigMap, or a key of one, that
-does not exist: then it waits with reason CreateContainerConfigError, as a kubelet says it, and
-is looked at again every ``config_retry_seconds`` — and, unless its ``restartPolicy`` is
+condition Ready) — unless a volume cannot be mounted (a Secret or ConfigMap it names, or a key
+its items name, does not exist): then its containers wait in ContainerCreating and a Warning
+Event FailedMount says why, in the kubelet's words; or unless its environment names a Secret or
+ConfigMap, or a key of one, that does not exist: then it waits with reason
+CreateContainerConfigError; either way it is looked at again every ``config_retry_seconds`` —
+and, unless its ``restartPolicy`` is
 ``Always``, ends Succeeded or Failed as its annotations say (``simulation``). Pods of other
 nodes are left alone.
 """
@@ -36,6 +39,7 @@ from kubeloop.client.rest import REQUEST_ERRORS
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
+from kubeloop.manager.recorder import WARNING
 from kubeloop.version import __version__
 
 log = logging.getLogger("kubeloop.controllers.kubelet")
@@ -125,6 +129,9 @@ class SimulatedKubelet:
         self._addresses = itertools.count(2)
         #: Pod uid → when (loop time) it was bound: timings finer than startTime's seconds.
         self._bound: dict[str, float] = {}
+        #: Pod uid → why a volume cannot be mounted, as last said in an Event.
+        self._unmounted: dict[str, str] = {}
+        self.recorder = manager.event_recorder("kubelet")
         manager.add(self.register_node, name="simulated node", need_leader_election=False)
         Builder(manager).named("simulated-kubelet").for_(POD).with_options(
             max_concurrent_reconciles=4
@@ -152,6 +159,7 @@ class SimulatedKubelet:
         uid = str(meta.get("uid"))
         if meta.get("deletionTimestamp"):
             self._bound.pop(uid, None)
+            self._unmounted.pop(uid, None)
             return None
         spec = pod.get("spec") or {}
         node = spec.get("nodeName")
@@ -179,6 +187,19 @@ class SimulatedKubelet:
             return Result(requeue_after=self.options.pod_start_seconds - elapsed)
         restart = spec.get("restartPolicy") or "Always"
         if phase != "Running":
+            unmounted = await self._unmountable(pod)
+            if unmounted is not None:  # the volumes come first: no container is made without them
+                waiting = {"reason": "ContainerCreating"}
+                if any(
+                    c.get("state", {}).get("waiting") != waiting
+                    for c in status.get("containerStatuses") or ()
+                ) or not status.get("containerStatuses"):
+                    await self._write_status(pod, {"containerStatuses": self._waiting(pod, waiting)})
+                if self._unmounted.get(uid) != unmounted:
+                    self._unmounted[uid] = unmounted
+                    self.recorder.event(pod, WARNING, "FailedMount", unmounted)
+                return Result(requeue_after=self.options.config_retry_seconds)
+            self._unmounted.pop(uid, None)
             missing = await self._missing_config(pod)
             if missing is not None:  # the containers cannot be made: the kubelet says why, and retries
                 waiting = {"reason": "CreateContainerConfigError", "message": missing}
@@ -199,6 +220,45 @@ class SimulatedKubelet:
         failed = str(annotations.get(OUTCOME_ANNOTATION, "")).lower() == "failed"
         await self._write_status(pod, self._ended(pod, failed, str(annotations.get(MESSAGE_ANNOTATION, ""))))
         self._bound.pop(uid, None)
+        return None
+
+    async def _unmountable(self, pod: Obj) -> str | None:
+        """Why a volume of the pod cannot be mounted, as the kubelet's FailedMount says it
+        (``MountVolume.SetUp failed for volume "v" : secret "x" not found``); None when every
+        Secret and ConfigMap its volumes name (directly or projected) is there, with the keys
+        their items name. Sources marked ``optional`` may be missing."""
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+        for volume in (pod.get("spec") or {}).get("volumes") or ():
+            if not isinstance(volume, dict):
+                continue
+            projected = volume.get("projected") or {}
+            sources = [volume, *(s for s in projected.get("sources") or () if isinstance(s, dict))]
+            for source in sources:
+                for field, kind, name_field in (
+                    ("secret", "Secret", "secretName"),
+                    ("configMap", "ConfigMap", "name"),
+                ):
+                    ref = source.get(field)
+                    if not isinstance(ref, dict) or ref.get("optional"):
+                        continue
+                    name = str(ref.get(name_field) or ref.get("name") or "")
+                    try:
+                        obj = await self.client.get(
+                            GroupVersionKind("", "v1", kind), name, namespace=namespace
+                        )
+                    except errors.NotFound:
+                        why = f'{kind.lower()} "{name}" not found'
+                    else:
+                        keys = {*(obj.get("data") or {}), *(obj.get("binaryData") or {})}
+                        absent = [i.get("key") for i in ref.get("items") or () if i.get("key") not in keys]
+                        if not absent:
+                            continue
+                        why = (  # the kubelet's two wordings
+                            f"references non-existent secret key: {absent[0]}"
+                            if kind == "Secret"
+                            else f"configmap references non-existent config key: {absent[0]}"
+                        )
+                    return f'MountVolume.SetUp failed for volume "{volume.get("name")}" : {why}'
         return None
 
     async def _missing_config(self, pod: Obj) -> str | None:

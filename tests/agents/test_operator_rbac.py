@@ -59,7 +59,7 @@ def test_the_generated_role_names_what_the_controllers_watch_own_and_write() -> 
     # Named by resource: the kind is served only where agent-sandbox is installed.
     assert granted[("agents.x-k8s.io", "sandboxes")] == ["get", "list", "watch", "create", "delete"]
     assert granted[("", "pods")] == ["get", "list"]  # a run's pods, and a Sandbox's
-    assert granted[("", "events")] == ["create", "patch"]
+    assert granted[("", "events")] == ["list", "create", "patch"]  # why a channel's volume does not mount
     assert granted[("coordination.k8s.io", "leases")] == ["get", "create", "update"]
     assert ("", "secrets") not in granted
 

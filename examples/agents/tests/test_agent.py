@@ -38,13 +38,30 @@ async def test_an_agent_becomes_ready_with_everything_it_owns(
     env = {var["name"]: var for var in container["env"]}
     assert [var["name"] for var in container["env"]] == sorted(env)  # sorted: a stable template
     assert env["LOG_LEVEL"]["value"] == "debug"  # the agent's value wins over the runtime's
-    assert env["MODEL_API_KEY"]["valueFrom"] == {"secretKeyRef": {"name": "llm", "key": "token"}}
+    # The model's key is a file, in no variable a tool the agent runs would inherit.
+    assert not [var for var in container["env"] if "valueFrom" in var]
+    assert env["MODEL_API_KEY_FILE"]["value"] == "/var/run/secrets/agents.kubeloop.dev/model/api-key"
+    pod = deployment["spec"]["template"]["spec"]
+    (credentials,) = [volume for volume in pod["volumes"] if volume["name"] == "model-credentials"]
+    assert credentials["secret"] == {
+        "secretName": "llm", "items": [{"key": "token", "path": "api-key"}], "defaultMode": 420
+    }  # fmt: skip
+    mount = {
+        "name": "model-credentials",
+        "mountPath": "/var/run/secrets/agents.kubeloop.dev/model",
+        "readOnly": True,
+    }
+    assert mount in container["volumeMounts"]
+    # Its own account, which holds no token: the pods reach no API.
+    assert (pod["serviceAccountName"], pod["automountServiceAccountToken"]) == ("helper", False)
+    account = await client.get(kinds.ServiceAccount, "helper", namespace=namespace)
+    assert account["automountServiceAccountToken"] is False
     assert deployment["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH] == found.status.config_hash
     config = await client.get(kinds.ConfigMap, "helper-config", namespace=namespace)
     assert config["data"]["system-prompt"] == "You answer questions about Kubernetes."
     service = await client.get(kinds.Service, "helper", namespace=namespace)
     assert service["spec"]["ports"][0]["port"] == 9000
-    for owned in (deployment, config, service):
+    for owned in (deployment, config, service, account):
         (ref,) = owned["metadata"]["ownerReferences"]
         assert (ref["kind"], ref["name"], ref["controller"]) == ("Agent", "helper", True)
 
@@ -156,6 +173,12 @@ async def test_skill_packs_and_mcp_servers_wake_the_agents_that_use_them(
     await eventually(mounted, timeout=20)
     skills = await client.get(kinds.ConfigMap, "skillpack-k8s", namespace=namespace)
     assert skills["data"] == {"debug-pods": "Read the events first."}
+    # The MCP server's pods run as its own account, with no token: they reach no API.
+    tools = (await client.get(kinds.Deployment, "tools", namespace=namespace))["spec"]["template"]["spec"]
+    assert (tools["serviceAccountName"], tools["automountServiceAccountToken"]) == ("tools", False)
+    account = await client.get(kinds.ServiceAccount, "tools", namespace=namespace)
+    assert account["automountServiceAccountToken"] is False
+    assert account["metadata"]["ownerReferences"][0]["kind"] == "MCPServer"
     mcp = await eventually(lambda: client.get(kinds.Deployment, "tools", namespace=namespace))
     assert mcp["spec"]["template"]["spec"]["containers"][0]["image"] == "ghcr.io/example/mcp:1"
     assert await pod_hash(client, "skilled", namespace) != before

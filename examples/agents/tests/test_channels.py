@@ -1,6 +1,6 @@
 """An Agent's chat channels end to end on the simulating server, through the operator's real
-inbound endpoint: each channel is a hardened Deployment with its Secret as its environment,
-Error in the kubelet's words while the Secret is missing, Connected once it runs (the operator
+inbound endpoint: each channel is a hardened Deployment with its Secret as files (no variable
+holds a credential), Error in the kubelet's words while the Secret is missing, Connected once it runs (the operator
 never reads the Secret); its ServiceAccount may read
 exactly its agent's runs; a removed channel takes its objects. A message the channel's rule
 takes, posted with the channel's own credential (a token of its ServiceAccount for the inbound
@@ -99,12 +99,12 @@ async def test_a_channel_is_a_hardened_deployment_connected_once_its_secret_exis
             {
                 "type": "slack",
                 "phase": "Error",
-                "message": 'CreateContainerConfigError: secret "slack-creds" not found',
+                "message": 'FailedMount: MountVolume.SetUp failed for volume "credentials" : secret "slack-creds" not found',
             },
             {
                 "type": "webhook",
                 "phase": "Error",
-                "message": 'CreateContainerConfigError: secret "hook" not found',
+                "message": 'FailedMount: MountVolume.SetUp failed for volume "credentials" : secret "hook" not found',
             },
         ]
 
@@ -113,12 +113,16 @@ async def test_a_channel_is_a_hardened_deployment_connected_once_its_secret_exis
     pod = deployment["spec"]["template"]["spec"]
     [container] = pod["containers"]
     assert container["image"] == "example.com/slack-bridge:2"
-    assert container["envFrom"] == [{"secretRef": {"name": "slack-creds"}}]
+    # The channel's Secret as files, a key each: no variable holds a credential.
+    assert "envFrom" not in container and not [var for var in container["env"] if "valueFrom" in var]
+    (credentials,) = [volume for volume in pod["volumes"] if volume["name"] == "credentials"]
+    assert credentials["secret"] == {"secretName": "slack-creds", "defaultMode": 420}
     env = {var["name"]: var.get("value") for var in container["env"]}
     assert env["INBOUND_URL"] == f"https://operator.test:8082/channels/{namespace}/helper/slack"
     # Its credential for the endpoint, and the CA to check the endpoint by, as files.
     mount = "/var/run/secrets/agents.kubeloop.dev/inbound"
     assert (env["INBOUND_TOKEN_FILE"], env["INBOUND_CA_FILE"]) == (f"{mount}/token", f"{mount}/ca.crt")
+    assert env["CHANNEL_CREDENTIALS_DIR"] == "/var/run/secrets/agents.kubeloop.dev/channel"
     assert {"name": "inbound", "mountPath": mount, "readOnly": True} in container["volumeMounts"]
     (inbound,) = [volume for volume in pod["volumes"] if volume["name"] == "inbound"]
     assert inbound["projected"]["sources"] == [
@@ -341,7 +345,7 @@ async def test_a_channel_the_server_refuses_is_reported_not_retried() -> None:
     def setup(manager: kubeloop.Manager) -> None:
         made["platform"] = agentplatform.setup(manager, channel_settings=SETTINGS)
 
-    refusal = 'Deployment.apps "typo-channel-slack" is invalid: spec.template.spec.containers[0].envFrom[0].secretRef.name: Invalid value'
+    refusal = 'Deployment.apps "typo-channel-slack" is invalid: spec.template.spec.volumes[1].secret.secretName: Invalid value'
 
     async def create(through: Any, obj: Any, **options: Any) -> Any:
         if obj.get("kind") == "Deployment" and obj["metadata"]["name"].endswith("-channel-slack"):

@@ -70,6 +70,9 @@ DELIVERY_ID = "demo-1"
 DELIVERY = {"agent": "writer", "task": "Draft the release notes for 0.1.", "namespace": NAMESPACE}
 #: The chat messages the demo posts to triage's channel: one its rule takes, one it refuses.
 CHAT = ("triage", "webhook")
+#: A channel posts with a token of its ServiceAccount for this audience (its pod has it projected).
+CHAT_AUDIENCE = "agents.kubeloop.dev/inbound"
+SERVICE_ACCOUNT = GroupVersionKind("", "v1", "ServiceAccount")
 CHAT_MESSAGES = (
     ("demo-chat-1", {"text": "@triage why is checkout slow?", "user": "alice", "thread": "C-1"}),
     ("demo-chat-2", {"text": "@triage delete the namespace", "user": "mallory", "thread": "C-2"}),
@@ -447,7 +450,8 @@ async def run_demo(
                     run = await _post_delivery(url, token)
                     sample_runs.append(run)
                     console.print(f"  posted delivery {DELIVERY_ID} to the run webhook {url}: AgentRun {run}")
-                    for line in await _chat(f"http://127.0.0.1:{webhook.port}", token, sample_runs):
+                    channel_token = await _channel_token(client, started + timeout)
+                    for line in await _chat(f"http://127.0.0.1:{webhook.port}", channel_token, sample_runs):
                         console.print(f"  {line}", soft_wrap=True)
                     example = orjson.dumps({"agent": "triage", "task": "Is the ingress healthy?"}).decode()
                     # The last line written here on the loop: the view is written by a thread.
@@ -507,9 +511,35 @@ async def _forget_earlier_webhooks(client: APIClient) -> None:
                     await client.delete(configuration)
 
 
+async def _channel_token(client: APIClient, deadline: float) -> str:
+    """A token of triage's channel's ServiceAccount for the inbound endpoint, as the kubelet
+    projects it into the channel's pod (once the operator has made the account)."""
+    agent, kind = CHAT
+    request = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"audiences": [CHAT_AUDIENCE]},
+    }
+    while True:
+        try:
+            issued = await client.create(
+                request,
+                of=SERVICE_ACCOUNT,
+                name=f"{agent}-channel-{kind}",
+                subresource="token",
+                namespace=NAMESPACE,
+            )
+            return str(issued["status"]["token"])
+        except errors.NotFound:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)  # the operator has not made the channel's account yet
+
+
 async def _chat(base: str, token: str, sample_runs: list[str]) -> list[str]:
-    """Post the demo's chat messages to triage's channel endpoint, as its channel Deployment
-    would; what became of each (a run taken, added to ``sample_runs``)."""
+    """Post the demo's chat messages to triage's channel endpoint with the channel's own
+    token, as its channel Deployment would; what became of each (a run taken, added to
+    ``sample_runs``)."""
     agent, kind = CHAT
     url = f"{base}/channels/{NAMESPACE}/{agent}/{kind}"
     said = []

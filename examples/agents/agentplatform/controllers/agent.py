@@ -53,8 +53,10 @@ from .builders import (
     model_port,
     named,
     network_policy_spec,
+    no_api_account,
     resolve_runtime,
     resolve_tools,
+    run_as_own_account,
     service_url,
     set_deployment,
     set_pod_extras,
@@ -110,7 +112,7 @@ class AgentReconciler:
         manager = self.manager
         builder = kubeloop.Builder(manager).named("agent").for_(Agent)
         builder.owns(kinds.ConfigMap).owns(kinds.Deployment).owns(kinds.Service)
-        builder.owns(kinds.ServiceAccount).owns(kinds.Role).owns(kinds.RoleBinding)  # channels'
+        builder.owns(kinds.ServiceAccount).owns(kinds.Role).owns(kinds.RoleBinding)  # its and channels'
         builder.owns(kinds.NetworkPolicy)
         # A run made or deleted changes which runs the agent's channels may read; a run that
         # ends may put the agent's finished runs past its history limit.
@@ -363,7 +365,14 @@ class AgentReconciler:
                 container=container,
                 volumes=volumes,
             )
-            set_pod_extras(obj["spec"]["template"]["spec"], runtime.spec)
+            pod = obj["spec"]["template"]["spec"]
+            set_pod_extras(pod, runtime.spec)
+            run_as_own_account(pod, name)
+
+        def account(obj: kubeloop.Obj) -> None:
+            kubeloop.set_controller_reference(agent, obj)
+            obj["metadata"]["labels"] = selector
+            no_api_account(obj)
 
         def service(obj: kubeloop.Obj) -> None:
             kubeloop.set_controller_reference(agent, obj)
@@ -375,6 +384,7 @@ class AgentReconciler:
         await kubeloop.create_or_update(
             client, named(kinds.ConfigMap, config_map_of(name), namespace), config_map, **mine
         )
+        await kubeloop.create_or_update(client, named(kinds.ServiceAccount, name, namespace), account, **mine)
         _, made = await kubeloop.create_or_update(
             client, named(kinds.Deployment, name, namespace), deployment, **mine
         )

@@ -196,7 +196,7 @@ class AgentRunReconciler:
         remembered = status.pop("memory", None)
         if status["phase"] == "Succeeded" and remembered and current.get("phase") != "Succeeded":
             agent = AgentSpec.model_validate(json.loads(snapshot["agent.json"]))
-            if agent.memory is not None and agent.memory.enabled:
+            if agent.memory is not None and agent.memory.enabled and not agent.memory.read_only:
                 await self.memory.remember(
                     request.namespace, run.spec.agent_ref, request.name, remembered, agent.memory.max_bytes
                 )

@@ -170,6 +170,18 @@ def restricted_pod() -> dict[str, Any]:
     }
 
 
+def no_api_account(account: kubeloop.Obj) -> None:
+    """A workload's own ServiceAccount, for pods that need no API access: no token is mounted
+    (the namespace's ``default`` account, and what RBAC grants it, is not theirs either)."""
+    account["automountServiceAccountToken"] = False
+
+
+def run_as_own_account(pod: dict[str, Any], account: str) -> None:
+    """Run ``pod`` as ``account`` with no API token mounted (``no_api_account``'s pods)."""
+    pod["serviceAccountName"] = account
+    pod["automountServiceAccountToken"] = False
+
+
 def restricted_container() -> dict[str, Any]:
     """Each container's part of it: no privilege escalation, no capability, a read-only root
     filesystem (the pod gives a writable ``/tmp``)."""
@@ -233,6 +245,9 @@ def url_of(server: MCPServer) -> str:
 
 CONFIG_DIR = "/etc/agent"
 MEMORY_DIR = "/memory"
+#: Where an agent's pods find the model's API key, as a file (``MODEL_API_KEY_FILE``): no
+#: environment variable holds it, so the tools a pod runs do not inherit it.
+MODEL_CREDENTIALS_DIR = f"/var/run/secrets/{GROUP}/model"
 
 
 def config_map_of(agent: str) -> str:
@@ -297,8 +312,9 @@ def agent_pod(
     memory: str | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The container and volumes of a pod serving agent ``name`` (an Agent's Deployment or an
-    AgentRun's Job): ``config_map`` mounted at /etc/agent, each skill pack under skills/, the
-    ``memory`` ConfigMap (if any) at /memory, a writable /tmp; the restricted security context
+    AgentRun's Job): ``config_map`` mounted at /etc/agent, the model's key (if any) as a file
+    under ``MODEL_CREDENTIALS_DIR``, each skill pack under skills/, the ``memory`` ConfigMap (if
+    any) at /memory, a writable /tmp; the restricted security context
     unless the runtime gives its own (``set_pod_extras`` does the pod's part).
 
     The environment is the runtime's, then the platform's (model, prompt file, MCP servers,
@@ -312,16 +328,23 @@ def agent_pod(
     ]
     if spec.model.base_url:
         platform_env.append({"name": "MODEL_BASE_URL", "value": spec.model.base_url})
-    secret = spec.model.auth_secret_ref
-    if secret is not None:
-        key_ref = {"name": secret.name, "key": secret.key}
-        platform_env.append({"name": "MODEL_API_KEY", "valueFrom": {"secretKeyRef": key_ref}})
     if mcp_urls:
         platform_env.append({"name": "MCP_SERVERS", "value": ",".join(mcp_urls)})
     runtime_env = [var.to_dict() for var in runtime.env or ()]
     agent_env = [var.to_dict() for var in spec.env or ()]
     mounts = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
     volumes = [config_map_volume("config", config_map)]
+    secret = spec.model.auth_secret_ref
+    if secret is not None:  # the key as a file, not in the environment every tool inherits
+        platform_env.append({"name": "MODEL_API_KEY_FILE", "value": f"{MODEL_CREDENTIALS_DIR}/api-key"})
+        mounts.append({"name": "model-credentials", "mountPath": MODEL_CREDENTIALS_DIR, "readOnly": True})
+        items = [{"key": secret.key, "path": "api-key"}]
+        volumes.append(
+            {
+                "name": "model-credentials",
+                "secret": {"secretName": secret.name, "items": items, "defaultMode": 420},
+            }
+        )
     if memory is not None:  # the agent's MEMORY.md, read-only: the operator writes it
         mounts.append({"name": "memory", "mountPath": MEMORY_DIR, "readOnly": True})
         volumes.append(config_map_volume("memory", memory))

@@ -4,8 +4,8 @@ channel.
 Each channel of ``spec.channels`` becomes, owned by the agent:
 
 - a Deployment ``<agent>-channel-<type>`` running the platform's image for that type (or the
-  channel's ``image``), with the channel's Secret as its environment (``envFrom``) and, beside
-  it, where to post messages (``INBOUND_URL``: the operator's ``/channels/<ns>/<agent>/<type>``)
+  channel's ``image``), with the channel's Secret as files in ``CHANNEL_CREDENTIALS_DIR`` (one
+  per key: no environment variable holds a credential) and where to post messages (``INBOUND_URL``: the operator's ``/channels/<ns>/<agent>/<type>``)
   and with what: ``INBOUND_TOKEN_FILE``, a token of the channel's ServiceAccount for the
   audience ``agents.kubeloop.dev/inbound`` (projected, refreshed by the kubelet; the endpoint
   takes it for this channel only), and ``INBOUND_CA_FILE``, the CA the endpoint's certificate
@@ -16,8 +16,9 @@ Each channel of ``spec.channels`` becomes, owned by the agent:
   every run.
 
 A channel's status is Connected once its Deployment is available, Error while its pod cannot
-start, in the kubelet's words (its Secret missing: ``CreateContainerConfigError: secret "x" not
-found``; an image that cannot be pulled), Pending otherwise; an agent with a Pending channel is
+start, in the kubelet's words (its Secret missing: ``FailedMount: MountVolume.SetUp failed for
+volume "credentials" : secret "x" not found``, from the pod's Events; an image that cannot be
+pulled), Pending otherwise; an agent with a Pending channel is
 looked at again every ``recheck_seconds``, since a pod that cannot start changes nothing a watch
 would see. The operator never reads Secrets. A channel taken out of the spec takes its objects
 with it.
@@ -71,6 +72,8 @@ STUCK = (
 INBOUND_AUDIENCE = f"{GROUP}/inbound"
 #: Where a channel's container finds its inbound token and the endpoint's CA.
 INBOUND_MOUNT = f"/var/run/secrets/{GROUP}/inbound"
+#: Where a channel's container finds its Secret's keys, a file each.
+CREDENTIALS_MOUNT = f"/var/run/secrets/{GROUP}/channel"
 #: How long a channel's inbound token lives before the kubelet refreshes it.
 INBOUND_TOKEN_SECONDS = 3600
 #: The images the platform runs for each type, unless ChannelSettings or the channel say otherwise.
@@ -171,6 +174,7 @@ class AgentChannels:
         self.trust = trust
         permissions = manager.permissions
         permissions.allow(kinds.Pod, "list")
+        permissions.allow(kinds.Event, "list")  # why a pod's volume does not mount
         for kind in (kinds.ServiceAccount, kinds.Role, kinds.RoleBinding):
             permissions.allow(kind, "get", "list", "watch", "create", "update", "delete")
         permissions.allow(kinds.Deployment, "delete")
@@ -229,6 +233,7 @@ class AgentChannels:
             {"name": "CHANNEL_TYPE", "value": channel.type},
             {"name": "INBOUND_URL", "value": inbound},
             {"name": "INBOUND_TOKEN_FILE", "value": f"{INBOUND_MOUNT}/token"},
+            {"name": "CHANNEL_CREDENTIALS_DIR", "value": CREDENTIALS_MOUNT},
         ]
         credentials: list[dict[str, Any]] = [
             {
@@ -247,11 +252,18 @@ class AgentChannels:
             "name": "channel",
             "image": channel.image or self.settings.images.get(channel.type) or DEFAULT_IMAGES[channel.type],
             "env": env,
-            "envFrom": [{"secretRef": {"name": channel.secret_ref.name}}],
             "securityContext": restricted_container(),
-            "volumeMounts": [TMP_MOUNT, {"name": "inbound", "mountPath": INBOUND_MOUNT, "readOnly": True}],
+            "volumeMounts": [
+                TMP_MOUNT,
+                {"name": "credentials", "mountPath": CREDENTIALS_MOUNT, "readOnly": True},
+                {"name": "inbound", "mountPath": INBOUND_MOUNT, "readOnly": True},
+            ],
         }
-        volumes = [TMP_VOLUME, {"name": "inbound", "projected": {"sources": credentials, "defaultMode": 420}}]
+        volumes = [
+            TMP_VOLUME,
+            {"name": "credentials", "secret": {"secretName": channel.secret_ref.name, "defaultMode": 420}},
+            {"name": "inbound", "projected": {"sources": credentials, "defaultMode": 420}},
+        ]
 
         def deployment(obj: kubeloop.Obj) -> None:
             owned(obj)
@@ -294,7 +306,22 @@ class AgentChannels:
                 waiting = (container.get("state") or {}).get("waiting") or {}
                 if waiting.get("reason") in STUCK:
                     return {"phase": "Error", "message": f"{waiting['reason']}: {waiting.get('message', '')}"}
+                if waiting.get("reason") == "ContainerCreating":
+                    unmounted = await self._failed_mount(namespace, pod["metadata"]["name"])
+                    if unmounted is not None:
+                        return {"phase": "Error", "message": f"FailedMount: {unmounted}"}
         return {"phase": "Pending", "message": why}
+
+    async def _failed_mount(self, namespace: str, pod: str) -> str | None:
+        """What the kubelet last said of a volume of ``pod`` it cannot mount (its Events)."""
+        events = await self.reader.list(
+            kinds.Event, namespace=namespace, field_selector=f"involvedObject.name={pod},reason=FailedMount"
+        )
+        said = sorted(
+            events.items,
+            key=lambda event: str(event.get("lastTimestamp") or event.get("eventTime") or ""),
+        )
+        return str(said[-1].get("message") or "") if said else None
 
     async def _remove_others(self, agent: Agent, kept: set[str]) -> None:
         """Delete the objects of the agent's channels that are no longer in its spec (only what

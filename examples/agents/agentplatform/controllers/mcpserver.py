@@ -1,5 +1,5 @@
-"""MCPServer → an owned Deployment and ClusterIP Service of its name; its URL and ready replicas
-in status. A Deployment or Service of that name it does not control is left alone: a Warning
+"""MCPServer → an owned Deployment and ClusterIP Service of its name, its pods running as a
+ServiceAccount of that name with no API token mounted; its URL and ready replicas in status. A Deployment or Service of that name it does not control is left alone: a Warning
 Event (NameConflict) says so, and the server is looked at again every 10 s."""
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from .builders import (
     http_port,
     labels,
     named,
+    no_api_account,
+    run_as_own_account,
     set_deployment,
     set_service,
     url_of,
@@ -31,7 +33,7 @@ class MCPServerReconciler:
 
     def setup(self) -> None:
         builder = kubeloop.Builder(self.manager).named("mcpserver").for_(MCPServer)
-        builder.owns(kinds.Deployment).owns(kinds.Service).complete(self.reconcile)
+        builder.owns(kinds.Deployment).owns(kinds.Service).owns(kinds.ServiceAccount).complete(self.reconcile)
 
     async def reconcile(self, request: kubeloop.Request) -> kubeloop.Result | None:
         try:
@@ -65,6 +67,12 @@ class MCPServerReconciler:
                 container=container,
                 volumes=[],
             )
+            run_as_own_account(obj["spec"]["template"]["spec"], request.name)
+
+        def account(obj: kubeloop.Obj) -> None:
+            kubeloop.set_controller_reference(server, obj)
+            obj["metadata"]["labels"] = selector
+            no_api_account(obj)
 
         def service(obj: kubeloop.Obj) -> None:
             kubeloop.set_controller_reference(server, obj)
@@ -72,6 +80,9 @@ class MCPServerReconciler:
             set_service(obj, selector, server.spec.port)
 
         namespace = request.namespace
+        await kubeloop.create_or_update(
+            self.client, named(kinds.ServiceAccount, request.name, namespace), account, controlled_by=server
+        )
         _, made = await kubeloop.create_or_update(
             self.client, named(kinds.Deployment, request.name, namespace), deployment, controlled_by=server
         )

@@ -36,8 +36,10 @@ from .builders import (
     http_port,
     labels,
     named,
+    no_api_account,
     restricted_container,
     restricted_pod,
+    run_as_own_account,
     service_url,
     set_deployment,
     set_service,
@@ -133,9 +135,8 @@ class AgentMemory:
             registry=manager.metrics.registry,
         )
         manager.permissions.allow(kinds.ConfigMap, "get", "list", "watch", "create", "update", "delete")
-        manager.permissions.allow(
-            kinds.PersistentVolumeClaim, "get", "list", "watch", "create", "update", "delete"
-        )
+        for kind in (kinds.PersistentVolumeClaim, kinds.ServiceAccount):
+            manager.permissions.allow(kind, "get", "list", "watch", "create", "update", "delete")
 
     async def reconcile(self, agent: Agent) -> tuple[str | None, bool | None]:
         """Make the agent's memory ConfigMap if it has memory (delete it if not), and its memory
@@ -149,7 +150,7 @@ class AgentMemory:
         memory = agent.spec.memory
         own = memory_server(name)
         if memory is None or not memory.enabled or not memory.persistent:
-            for kind in (kinds.Deployment, kinds.Service, kinds.PersistentVolumeClaim):
+            for kind in (kinds.Deployment, kinds.Service, kinds.ServiceAccount, kinds.PersistentVolumeClaim):
                 with contextlib.suppress(kubeloop.errors.NotFound):
                     found = await self.client.get(kind, own, namespace=namespace)
                     if kubeloop.is_controlled_by(found, agent):
@@ -186,7 +187,13 @@ class AgentMemory:
                 obj, replicas=1, selector=selector, annotations={}, container=container, volumes=volumes
             )
             obj["spec"]["strategy"] = {"type": "Recreate"}  # one writer of the volume at a time
-            obj["spec"]["template"]["spec"]["securityContext"] = restricted_pod()
+            pod = obj["spec"]["template"]["spec"]
+            pod["securityContext"] = restricted_pod()
+            run_as_own_account(pod, own)
+
+        def account(obj: kubeloop.Obj) -> None:
+            owned(obj)
+            no_api_account(obj)
 
         def service(obj: kubeloop.Obj) -> None:
             owned(obj)
@@ -195,6 +202,9 @@ class AgentMemory:
         mine = {"controlled_by": agent}  # a name someone else took first is theirs: left alone
         await kubeloop.create_or_update(
             self.client, named(kinds.PersistentVolumeClaim, own, namespace), claim, **mine
+        )
+        await kubeloop.create_or_update(
+            self.client, named(kinds.ServiceAccount, own, namespace), account, **mine
         )
         _, made = await kubeloop.create_or_update(
             self.client, named(kinds.Deployment, own, namespace), deployment, **mine

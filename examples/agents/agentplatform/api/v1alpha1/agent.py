@@ -59,9 +59,12 @@ class ChannelStatus(kubeloop.KubeModel):
 
 class MemorySpec(kubeloop.KubeModel):
     """What the agent remembers across runs: ``MEMORY.md`` in the ConfigMap ``<agent>-memory``,
-    mounted at ``/memory``; runs add to it, the oldest entries go past ``maxBytes``."""
+    mounted at ``/memory``; runs add to it, the oldest entries go past ``maxBytes``. What one
+    run adds, every later run reads, whoever started it: ``readOnly`` keeps runs from adding."""
 
     enabled: bool = True
+    #: Runs read the memory but add nothing to it (a run's ``memory`` is dropped).
+    read_only: bool = False
     max_bytes: Annotated[int, Field(ge=1024, le=512 * 1024)] = 64 * 1024
     #: Also a memory server of the agent's own, on a PersistentVolumeClaim of ``storage``,
     #: reached at ``MEMORY_URL``; runs wait until it is ready.

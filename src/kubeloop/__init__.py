@@ -16,7 +16,8 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
 - the manager and controllers: ``Manager``, ``Builder``, ``Request``, ``Result``,
   ``TerminalError``, ``DeadlineExceeded`` and ``reconcile_time_left`` (a reconcile's timeout,
   ``with_options(reconcile_timeout=...)``), ``LeaderElectionConfig``, ``CacheOptions``, ``ByObject``, ``EventRecorder``
-  with ``NORMAL``/``WARNING``;
+  with ``NORMAL``/``WARNING``, ``MetricsServerOptions`` and ``with_authentication_and_authorization``
+  (secure metrics);
 - clients: ``Client`` (the protocol helpers take), ``APIClient``, ``CachedClient``,
   ``BlockingClient``, ``SyncClient``, ``ObjectList``, ``PatchType``, ``Preconditions``,
   ``load_config``, ``ClientConfig``;
@@ -69,6 +70,11 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "DeadlineExceeded": ("kubeloop.client.deadline", "DeadlineExceeded"),
     "reconcile_time_left": ("kubeloop.client.deadline", "time_left"),
     "LeaderElectionConfig": ("kubeloop.manager.leaderelection", "LeaderElectionConfig"),
+    "MetricsServerOptions": ("kubeloop.manager.metricsserver", "MetricsServerOptions"),
+    "with_authentication_and_authorization": (
+        "kubeloop.manager.metricsserver",
+        "with_authentication_and_authorization",
+    ),
     "CacheOptions": ("kubeloop.cache.options", "CacheOptions"),
     "ByObject": ("kubeloop.cache.options", "ByObject"),
     "EventRecorder": ("kubeloop.manager.recorder", "EventRecorder"),
@@ -144,6 +150,7 @@ __all__ = [
     "KubeObject",
     "LeaderElectionConfig",
     "Manager",
+    "MetricsServerOptions",
     "NotControlledError",
     "Obj",
     "ObjectList",
@@ -186,6 +193,7 @@ __all__ = [
     "source",
     "timestamps",
     "webhook",
+    "with_authentication_and_authorization",
 ]
 
 
@@ -250,6 +258,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     from kubeloop.manager.cachedclient import CachedClient
     from kubeloop.manager.leaderelection import LeaderElectionConfig
     from kubeloop.manager.manager import Manager
+    from kubeloop.manager.metricsserver import MetricsServerOptions, with_authentication_and_authorization
     from kubeloop.manager.recorder import NORMAL, WARNING, EventRecorder
     from kubeloop.manager.webhookbuilder import WebhookBuilder
     from kubeloop.webhook.server import WebhookServer

@@ -75,6 +75,17 @@ def _build_parser() -> argparse.ArgumentParser:
         "--metrics-bind-address", help='serve /metrics here, e.g. ":8080" ("0": off, the default)'
     )
     run.add_argument(
+        "--metrics-secure",
+        action="store_true",
+        help="serve /metrics over HTTPS only, to callers the API server authenticates (TokenReview) "
+        "and allows get on /metrics (SubjectAccessReview), as kubebuilder v4 deploys operators",
+    )
+    run.add_argument(
+        "--metrics-cert-path",
+        help="with --metrics-secure: the directory of tls.crt and tls.key, reloaded when they change "
+        "(default: a certificate made for the process)",
+    )
+    run.add_argument(
         "--health-probe-bind-address",
         help='serve /healthz and /readyz here, e.g. ":8081" ("0": off, the default)',
     )
@@ -318,6 +329,8 @@ def _command(args: argparse.Namespace) -> int:
         flags = ManagerFlags(
             namespace=args.namespace,
             metrics_bind_address=args.metrics_bind_address,
+            metrics_secure=args.metrics_secure,
+            metrics_cert_path=args.metrics_cert_path,
             health_probe_bind_address=args.health_probe_bind_address,
             leader_elect=args.leader_elect,
             leader_election_id=args.leader_election_id,

@@ -7,7 +7,9 @@ to the cluster of ``--kubeconfig``/``--context`` (default: ``$KUBECONFIG``, ``~/
 in-cluster), or with ``--embedded`` to an embedded API server started in the same process.
 The manager flags are those of a kubebuilder project's ``main.go``: ``--namespace`` (the cache's
 scope: one namespace, or several comma-separated, as ``cache.Options.DefaultNamespaces``), ``--metrics-bind-address``, ``--health-probe-bind-address`` ("0" or empty: off) and
-``--leader-elect`` with ``--leader-election-id``/``--leader-election-namespace``.
+``--leader-elect`` with ``--leader-election-id``/``--leader-election-namespace``;
+``--metrics-secure`` (with ``--metrics-cert-path``) serves the metrics over HTTPS to callers the
+API server authenticates and authorizes.
 ``--install-crds`` first applies the CRDs of the custom resource models the target's module
 defines or imports (and ``--crds FILE`` ones), waiting until they serve.
 
@@ -67,6 +69,7 @@ from kubeloop.gcpause import tune_for_serving
 from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import IncompleteBuilder, Manager
+from kubeloop.manager.metricsserver import MetricsServerOptions, with_authentication_and_authorization
 from kubeloop.manager.operatortarget import (
     Setup,
     TargetError,
@@ -90,6 +93,9 @@ from kubeloop.webhook.server import DEFAULT_CERT_DIR, DEFAULT_PORT, WebhookServe
 class ManagerFlags:
     namespace: str | None = None
     metrics_bind_address: str | None = None
+    #: /metrics over HTTPS, callers authenticated and authorized by the API server.
+    metrics_secure: bool = False
+    metrics_cert_path: str | None = None
     health_probe_bind_address: str | None = None
     leader_elect: bool = False
     leader_election_id: str | None = None
@@ -131,6 +137,8 @@ class ManagerFlags:
                 namespace=self.leader_election_namespace or self.single_namespace or default_namespace,
             )
         port = self.webhook_port if self.webhook_port is not None else 0 if embedded else DEFAULT_PORT
+        if self.metrics_cert_path and not self.metrics_secure:
+            raise UsageError("--metrics-cert-path needs --metrics-secure")
         if bool(self.webhook_cert_secret) != bool(self.webhook_service):
             raise UsageError("--webhook-cert-secret and --webhook-service go together")
         cert_dir = self.webhook_cert_dir
@@ -140,7 +148,12 @@ class ManagerFlags:
             client,
             cache=CacheOptions(default_namespaces=self.namespaces or None),
             leader_election=election,
-            metrics_bind_address=_address(self.metrics_bind_address),
+            metrics=MetricsServerOptions(
+                bind_address=_address(self.metrics_bind_address) or "0",
+                secure_serving=self.metrics_secure,
+                cert_dir=self.metrics_cert_path,
+                filter_provider=with_authentication_and_authorization if self.metrics_secure else None,
+            ),
             health_probe_bind_address=_address(self.health_probe_bind_address),
             # An embedded server calls the webhooks over loopback: nothing else should reach them.
             webhook_server=WebhookServer(host="127.0.0.1" if embedded else "", port=port, cert_dir=cert_dir),

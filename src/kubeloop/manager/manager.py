@@ -13,7 +13,9 @@ import asyncio
 import contextlib
 import logging
 import os
+import pathlib
 import signal
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Self
@@ -36,9 +38,11 @@ from kubeloop.manager.cachedclient import CachedClient
 from kubeloop.manager.healthz import Check, Checks
 from kubeloop.manager.leaderelection import LeaderElectionConfig, LeaderElector, LeaderFence
 from kubeloop.manager.metrics import Metrics
+from kubeloop.manager.metricsserver import MetricsServerOptions
 from kubeloop.manager.permissions import EVENTS, LEASE, READ, Permissions
 from kubeloop.manager.recorder import EventRecorder
 from kubeloop.manager.runnable import Runnable, RunnableGroup
+from kubeloop.webhook.certwatcher import CertWatcher
 from kubeloop.webhook.server import WebhookServer
 
 if TYPE_CHECKING:
@@ -66,7 +70,9 @@ class Manager:
     (a shorthand for ``cache=CacheOptions(default_namespaces=[namespace])``). ``leader_election``
     runs the controllers only while this replica holds a Lease. ``metrics_bind_address`` and
     ``health_probe_bind_address`` ("host:port", ":0" for a free port) serve ``/metrics`` and
-    ``/healthz``, ``/readyz``. ``webhook_server`` serves the webhooks ``WebhookBuilder`` registers
+    ``/healthz``, ``/readyz``; ``metrics`` (:class:`MetricsServerOptions`) serves ``/metrics``
+    over HTTPS, its callers authenticated and authorized by the API server
+    (``with_authentication_and_authorization``), as kubebuilder v4 deploys it. ``webhook_server`` serves the webhooks ``WebhookBuilder`` registers
     (default: ``WebhookServer()``, port 9443 with a development certificate); it starts only when
     a webhook is registered, and then ``/readyz`` includes ``webhook``. ``logger`` takes the manager's own messages (default:
     ``kubeloop.manager``), ``reconcile_logger`` its controllers' line per reconcile (default
@@ -84,6 +90,7 @@ class Manager:
         graceful_shutdown_timeout: float = 30.0,
         leader_election: LeaderElectionConfig | None = None,
         metrics_bind_address: str | None = None,
+        metrics: MetricsServerOptions | None = None,
         health_probe_bind_address: str | None = None,
         webhook_server: WebhookServer | None = None,
         logger: logging.Logger | None = None,
@@ -125,7 +132,14 @@ class Manager:
         self.lost_leadership = False
         self.metrics = Metrics(self.controllers, self.elector, self.api_reader)
         self._recorders: dict[str, EventRecorder] = {}
-        self.metrics_bind_address = metrics_bind_address
+        if metrics is not None and metrics_bind_address is not None:
+            raise ValueError("give metrics_bind_address or metrics (MetricsServerOptions), not both")
+        #: How ``/metrics`` is served (``metrics_bind_address`` is a shorthand for its address).
+        self.metrics_options = metrics or MetricsServerOptions(bind_address=metrics_bind_address or "0")
+        for group, resource, verb in getattr(self.metrics_options.filter_provider, "permissions", ()):
+            self.permissions.allow_resource(group, resource, verb)
+        #: Tasks the servers own (a certificate's reloads), cancelled when they stop.
+        self._server_tasks: list[asyncio.Task[None]] = []
         self.health_probe_bind_address = health_probe_bind_address
         self._servers: list[web.AppRunner] = []
         #: Where the metrics and health servers listen once started ("host:port").
@@ -232,8 +246,8 @@ class Manager:
             raise IncompleteBuilder(
                 f"the Builder for {described} was never completed: end it with .complete(reconcile)"
             )
-        if self.metrics_bind_address:
-            self.metrics_address = await self._serve(self.metrics_bind_address, {"/metrics": self._metrics})
+        if self.metrics_options.serves:
+            self.metrics_address = await self._serve_metrics(self.metrics_options)
         if self.health_probe_bind_address:
             self.health_address = await self._serve(
                 self.health_probe_bind_address,
@@ -308,6 +322,8 @@ class Manager:
         await self.cache.stop()
         if self._webhook_server is not None:
             await self._webhook_server.stop()
+        tasks, self._server_tasks = self._server_tasks, []
+        await cancel_and_wait(tasks)
         servers, self._servers = self._servers, []
         for runner in reversed(servers):
             await runner.cleanup()
@@ -323,8 +339,41 @@ class Manager:
 
     # ------------------------------------------------------------------ HTTP: metrics and probes
 
+    async def _serve_metrics(self, options: MetricsServerOptions) -> str:
+        """Serve ``/metrics`` as ``options`` say: HTTPS with a reloaded or a made certificate,
+        each request judged by the filter first."""
+        context = None
+        if options.secure_serving:
+            from kubeloop import certs
+
+            if options.cert_dir is not None:
+                folder = pathlib.Path(options.cert_dir)
+                watcher = CertWatcher(folder / options.cert_name, folder / options.key_name)
+                context = watcher.context
+                # Reloads until stop() cancels it.
+                reloads = watcher.run(asyncio.Event())
+                self._server_tasks.append(asyncio.create_task(reloads, name="metrics certificate"))
+            else:  # made for this process, as controller-runtime's self-signed one
+                issued = certs.issue_serving_certificate(certs.DEFAULT_HOSTS)
+                context = certs.serving_context()
+                certs.load_pair(context, issued.cert_pem, issued.key_pem)
+        handler = self._metrics
+        if options.filter_provider is not None:
+            judge = options.filter_provider(self.api_reader)
+
+            async def judged(request: web.Request) -> web.Response:
+                refused = await judge(request)
+                return refused if refused is not None else await self._metrics(request)
+
+            handler = judged
+        return await self._serve(options.bind_address, {"/metrics": handler}, ssl_context=context)
+
     async def _serve(
-        self, address: str, routes: dict[str, Callable[[web.Request], Awaitable[web.Response]]]
+        self,
+        address: str,
+        routes: dict[str, Callable[[web.Request], Awaitable[web.Response]]],
+        *,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> str:
         from aiohttp import web  # only a manager that serves metrics or probes loads aiohttp
 
@@ -336,7 +385,7 @@ class Manager:
             app.router.add_get(path, handler)
         runner = guarded_runner(app)
         await runner.setup()
-        site = GuardedSite(runner, host or "0.0.0.0", int(port))
+        site = GuardedSite(runner, host or "0.0.0.0", int(port), ssl_context=ssl_context)
         await site.start()
         self._servers.append(runner)
         bound = runner.addresses[0]

@@ -9,8 +9,11 @@ import os
 import pathlib
 import signal
 import socket
+import ssl
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -76,7 +79,8 @@ def test_the_layout_is_a_kubebuilder_projects(project: pathlib.Path) -> None:
         "config/crd/kustomization.yaml", "config/crd/web.example.com_blogs.yaml", "config/crd/web.example.com_websites.yaml",
         "config/default/kustomization.yaml", "config/default/manager_webhook_patch.yaml",
         "config/manager/kustomization.yaml", "config/manager/manager.yaml",
-        "config/rbac/kustomization.yaml", "config/rbac/role.yaml", "config/rbac/role_binding.yaml", "config/rbac/service_account.yaml",
+        "config/rbac/kustomization.yaml", "config/rbac/metrics_auth_role.yaml", "config/rbac/metrics_reader_role.yaml",
+        "config/rbac/role.yaml", "config/rbac/role_binding.yaml", "config/rbac/service_account.yaml",
         "config/samples/kustomization.yaml", "config/samples/web_v1_blog.yaml", "config/samples/web_v1_website.yaml",
         "config/webhook/certificates.yaml", "config/webhook/kustomization.yaml",
         "config/webhook/manifests.yaml", "config/webhook/service.yaml",
@@ -252,7 +256,9 @@ def test_deployed_webhooks_are_served_with_a_certificate_the_operator_keeps(
     webhook arguments and its ServiceAccount's token (so with the permissions config/ grants),
     makes the serving certificate's Secret and injects its CA; kube-apiserver then calls the
     webhooks through their Service (whose endpoint stands for the pod) and verifies the
-    certificate against the Service's name. A restarted replica keeps the same certificate."""
+    certificate against the Service's name. A restarted replica keeps the same certificate. Its
+    metrics, secure as the Deployment says, answer an account bound to metrics-reader and refuse
+    one that is not (the operator asking the API server with config/'s metrics-auth-role)."""
     namespace = "blog-operator-system"
     kubectl = [str(KUBECTLS[-1]), "--kubeconfig", str(cluster.kubeconfig)]
 
@@ -273,6 +279,8 @@ def test_deployed_webhooks_are_served_with_a_certificate_the_operator_keeps(
     webhook_args = [
         arg for arg in args if arg.startswith("--webhook-") and not arg.startswith("--webhook-cert-dir")
     ]
+    assert "--metrics-secure" in args and "--metrics-bind-address=:8443" in args
+    metrics_port = _free_port()
     assert webhook_args == [
         "--webhook-cert-secret=blog-operator-webhook-server-cert", "--webhook-service=blog-operator-webhook-service",
     ]  # fmt: skip
@@ -297,6 +305,7 @@ def test_deployed_webhooks_are_served_with_a_certificate_the_operator_keeps(
         return subprocess.Popen(
             [sys.executable, "-m", "kubeloop.cli.main", "run", ".", "--kubeconfig", str(service_account),
              *webhook_args, f"--webhook-cert-dir={certs}", f"--webhook-port={port}",
+             "--metrics-secure", f"--metrics-bind-address=127.0.0.1:{metrics_port}",
              "--leader-elect", "--leader-election-id=blog-operator"],
             cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment(project),
             start_new_session=True,
@@ -334,6 +343,17 @@ def test_deployed_webhooks_are_served_with_a_certificate_the_operator_keeps(
         assert kube("apply", "-f", "-", stdin=website).returncode == 0
         labels = kube("get", "website", "website-sample", "-o", "jsonpath={.metadata.labels}").stdout
         assert '"app.kubernetes.io/name":"website"' in labels  # defaulted by the mutating webhook
+        for name in ("prometheus", "stranger"):
+            assert kube("create", "serviceaccount", name, "-n", namespace).returncode == 0
+        binding = ["create", "clusterrolebinding", "scrape", "--clusterrole=blog-operator-metrics-reader"]
+        assert kube(*binding, f"--serviceaccount={namespace}:prometheus").returncode == 0
+        metrics = f"https://127.0.0.1:{metrics_port}/metrics"
+        scraper = kube("create", "token", "prometheus", "-n", namespace).stdout.strip()
+        assert "controller_runtime_reconcile_total" in _scrape(metrics, scraper)
+        stranger = kube("create", "token", "stranger", "-n", namespace).stdout.strip()
+        with pytest.raises(urllib.error.HTTPError) as refused_scrape:
+            _scrape(metrics, stranger)
+        assert refused_scrape.value.code == 403
     finally:
         stop(first)
     secret = yaml.safe_load(
@@ -353,6 +373,15 @@ def test_deployed_webhooks_are_served_with_a_certificate_the_operator_keeps(
     finally:
         stop(second)
     assert (tmp_path / "second" / "tls.crt").read_bytes() == (tmp_path / "first" / "tls.crt").read_bytes()
+
+
+def _scrape(url: str, token: str) -> str:
+    """GET the operator's metrics with a bearer token (its certificate is its own: not checked)."""
+    unchecked = ssl.create_default_context()
+    unchecked.check_hostname, unchecked.verify_mode = False, ssl.CERT_NONE
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30, context=unchecked) as answer:
+        return str(answer.read().decode())
 
 
 def _served(run: subprocess.Popen[str]) -> bool:

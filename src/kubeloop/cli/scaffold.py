@@ -298,6 +298,47 @@ resources:
 - service_account.yaml
 - role.yaml
 - role_binding.yaml
+- metrics_auth_role.yaml
+- metrics_reader_role.yaml
+"""
+
+# The manager's --metrics-secure: who calls /metrics is asked of the API server.
+METRICS_AUTH_ROLE = """\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: metrics-auth-role
+rules:
+- apiGroups: [authentication.k8s.io]
+  resources: [tokenreviews]
+  verbs: [create]
+- apiGroups: [authorization.k8s.io]
+  resources: [subjectaccessreviews]
+  verbs: [create]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: metrics-auth-rolebinding
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: metrics-auth-role
+subjects:
+- kind: ServiceAccount
+  name: controller-manager
+  namespace: system
+"""
+
+# Bind it to the account that scrapes (Prometheus's): it may get /metrics.
+METRICS_READER_ROLE = """\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: metrics-reader
+rules:
+- nonResourceURLs: [/metrics]
+  verbs: [get]
 """
 
 SERVICE_ACCOUNT = """\
@@ -368,10 +409,12 @@ spec:
         - /app
         - --leader-elect
         - --leader-election-id=$name
-        - --metrics-bind-address=:8080
+        # HTTPS only, to callers the API server authenticates and allows get on /metrics.
+        - --metrics-bind-address=:8443
+        - --metrics-secure
         - --health-probe-bind-address=:8081
         ports:
-        - {name: metrics, containerPort: 8080}
+        - {name: metrics, containerPort: 8443}
         - {name: probes, containerPort: 8081}
         livenessProbe:
           httpGet: {path: /healthz, port: probes}
@@ -632,6 +675,8 @@ def init_project(name: str, parent: pathlib.Path, domain: str = DEFAULT_DOMAIN) 
         "config/rbac/kustomization.yaml": RBAC_KUSTOMIZATION,
         "config/rbac/service_account.yaml": SERVICE_ACCOUNT,
         "config/rbac/role_binding.yaml": ROLE_BINDING,
+        "config/rbac/metrics_auth_role.yaml": METRICS_AUTH_ROLE,
+        "config/rbac/metrics_reader_role.yaml": METRICS_READER_ROLE,
         "config/manager/kustomization.yaml": MANAGER_KUSTOMIZATION,
         "config/manager/manager.yaml": MANAGER,
         "config/samples/kustomization.yaml": SAMPLES_KUSTOMIZATION,

@@ -76,6 +76,7 @@ class OperatorPod:
     probe_port: int = field(default_factory=free_port)
     webhook_port: int = field(default_factory=free_port)
     inbound_port: int = field(default_factory=free_port)
+    metrics_port: int = field(default_factory=free_port)
     process: subprocess.Popen[str] | None = None
     output: list[str] = field(default_factory=list)
 
@@ -94,7 +95,7 @@ class OperatorPod:
         args += [
             f"--kubeconfig={self._service_account_kubeconfig(pod['serviceAccountName'])}",
             f"--health-probe-bind-address=127.0.0.1:{self.probe_port}",
-            "--metrics-bind-address=0",
+            f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
             f"--webhook-port={self.webhook_port}",
             f"--webhook-cert-dir={self.folder / 'certs'}",
         ]
@@ -149,6 +150,20 @@ class OperatorPod:
         pod = self.kube.get("deployment", self.deployment, "-n", self.namespace)["spec"]["template"]["spec"]
         env = {var["name"]: var.get("value") for var in pod["containers"][0].get("env") or ()}
         return f"{env['AGENTS_WEBHOOK_SERVICE']}.{self.namespace}.svc"
+
+    def scrape(self, token: str) -> tuple[int, str]:
+        """GET its /metrics over HTTPS with ``token`` (the certificate is the process's own, not
+        checked): the status and the body."""
+        unchecked = ssl.create_default_context()
+        unchecked.check_hostname, unchecked.verify_mode = False, ssl.CERT_NONE
+        request = urllib.request.Request(
+            f"https://127.0.0.1:{self.metrics_port}/metrics", headers={"Authorization": f"Bearer {token}"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30, context=unchecked) as answer:
+                return int(answer.status), answer.read().decode()
+        except urllib.error.HTTPError as refused:
+            return refused.code, refused.read().decode()
 
     def output_so_far(self) -> str:
         """What the operator has said: it is stopped (SIGTERM) to read the rest."""

@@ -200,6 +200,7 @@ def test_helm_install_runs_the_operator_and_its_policy(
             pass  # injected once the manager runs
         assert_policy_enforced(kube)
         assert_an_allowed_agent_is_reconciled(kube)
+        assert_metrics_only_for_readers(kube, replica)
         assert_the_inbound_endpoint_takes_a_run(kube, replica, "chart-1")
         # The Service fronts every replica: a follower takes posts too, and makes their runs.
         (tmp_path / "follower").mkdir()
@@ -296,6 +297,22 @@ def assert_an_allowed_agent_is_reconciled(kube: Kube) -> None:
 def inbound_ca(kube: Kube, namespace: str, secret: str) -> bytes:
     """The CA of the inbound endpoint's certificate, from the Secret the operator keeps it in."""
     return base64.b64decode(kube.get("secret", secret, "-n", namespace)["data"]["ca.crt"])
+
+
+def assert_metrics_only_for_readers(kube: Kube, replica: OperatorPod) -> None:
+    """Secure metrics: an account bound to the chart's metrics-reader scrapes; another is 403."""
+    for account in ("prometheus", "stranger"):
+        kube("create", "serviceaccount", account, "-n", NAMESPACE)
+    kube("create", "clusterrolebinding", "scrape-agents", f"--clusterrole={FULLNAME}-metrics-reader",
+         f"--serviceaccount={NAMESPACE}:prometheus")  # fmt: skip
+    scraper = kube("create", "token", "prometheus", "-n", NAMESPACE).stdout.strip()
+    status, text = replica.scrape(scraper)
+    assert status == 200 and "agentplatform_runs_total" in text, text
+    stranger = kube("create", "token", "stranger", "-n", NAMESPACE).stdout.strip()
+    assert replica.scrape(stranger) == (
+        403,
+        f"Authorization denied for user system:serviceaccount:{NAMESPACE}:stranger\n",
+    )
 
 
 def assert_the_inbound_endpoint_takes_a_run(

@@ -135,3 +135,24 @@ async def test_the_webhook_server_is_guarded() -> None:
         assert await asyncio.wait_for(closed_by_the_server(reader), 60)
     finally:
         await hooks.stop()
+
+
+async def test_a_tls_handshake_that_never_comes_is_cut_off_in_the_head_time() -> None:
+    """A client that opens a TLS connection and says nothing holds it for the head's time, not
+    asyncio's 60 s handshake allowance."""
+    app = web.Application()
+    app.router.add_get("/", hello)
+    runner = kubeloop.guarded_runner(app)
+    await runner.setup()
+    issued = certs.issue_serving_certificate(certs.DEFAULT_HOSTS)
+    context = certs.serving_context()
+    certs.load_pair(context, issued.cert_pem, issued.key_pem)
+    site = kubeloop.GuardedSite(
+        runner, "127.0.0.1", 0, ssl_context=context, limits=kubeloop.ConnectionLimits(header=0.5)
+    )
+    await site.start()
+    try:
+        silent, _ = await connect(int(runner.addresses[0][1]))  # TCP only: no ClientHello
+        assert await asyncio.wait_for(closed_by_the_server(silent), 30)
+    finally:
+        await runner.cleanup()

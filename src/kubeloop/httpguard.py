@@ -8,7 +8,7 @@ kinds. :class:`GuardedSite` serves a runner as ``aiohttp.web.TCPSite`` does, wit
 embedded API server keeps (kube-apiserver's):
 
 - a request head must be complete ``header`` seconds (32) after its first byte — or after the
-  connection opened, for its first request;
+  connection opened, for its first request; over TLS the handshake must be done within as long;
 - a keep-alive connection idle for ``idle`` seconds (90) is closed (aiohttp's
   ``keepalive_timeout``, which :func:`guarded_runner` sets);
 - at most ``max_connections`` (1024) are open at once; one more is closed as it is accepted.
@@ -199,6 +199,9 @@ class GuardedSite(web.TCPSite):
             self._host,
             self._port,
             ssl=self._ssl_context,
+            # A TLS handshake is part of the first head's time, as Go's ReadHeaderTimeout counts
+            # it (asyncio's own default would let a silent client hold the socket 60 s).
+            ssl_handshake_timeout=guard.limits.header if self._ssl_context is not None else None,
             backlog=self._backlog,
             reuse_address=self._reuse_address,
             reuse_port=self._reuse_port,

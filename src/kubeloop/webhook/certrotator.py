@@ -74,6 +74,7 @@ class CertRotator:
         cert_name: str = TLS_CERT,
         key_name: str = TLS_KEY,
         check_interval: float = 10.0,
+        purpose: str = "webhook",
     ) -> None:
         self.client = client
         self.namespace = namespace
@@ -83,6 +84,8 @@ class CertRotator:
         self.cert_name = cert_name
         self.key_name = key_name
         self.check_interval = check_interval
+        #: What the certificate serves, as the log says it ("webhook certificate: ...").
+        self.purpose = purpose
         self.hosts = service_hosts(service, namespace)
         #: The certificate served now (None before :meth:`provision`).
         self.certificate: certs.ServingCertificate | None = None
@@ -107,10 +110,17 @@ class CertRotator:
             try:
                 if found is None:
                     await self.client.create(self._secret(issued))
-                    log.info("webhook certificate: created Secret %s/%s", self.namespace, self.secret)
+                    log.info(
+                        "%s certificate: created Secret %s/%s", self.purpose, self.namespace, self.secret
+                    )
                 else:
                     await self.client.update({**found, "data": _data(issued)})  # its type cannot change
-                    log.info("webhook certificate: reissued it in Secret %s/%s", self.namespace, self.secret)
+                    log.info(
+                        "%s certificate: reissued it in Secret %s/%s",
+                        self.purpose,
+                        self.namespace,
+                        self.secret,
+                    )
             except (errors.AlreadyExists, errors.Conflict):
                 continue  # another replica wrote first: use what it wrote
             current = issued
@@ -149,9 +159,9 @@ class CertRotator:
             try:
                 await self.provision()
                 for changed in await self.inject():
-                    log.info("webhook certificate: CA injected into %s", changed)
+                    log.info("%s certificate: CA injected into %s", self.purpose, changed)
             except errors.APIError as error:
-                log.warning("webhook certificate: %s (retrying in %ss)", error, self.check_interval)
+                log.warning("%s certificate: %s (retrying in %ss)", self.purpose, error, self.check_interval)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.check_interval)
 

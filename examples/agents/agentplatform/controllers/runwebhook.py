@@ -221,6 +221,7 @@ class RunWebhook:
                 secret=options.cert_secret,
                 service=options.service,
                 cert_dir=options.cert_dir or tempfile.mkdtemp(prefix="agents-inbound-"),
+                purpose="inbound endpoint",
             )
             trust.expect()
         #: The generic events of accepted deliveries, read by the controller's Channel source.

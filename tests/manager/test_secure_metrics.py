@@ -9,6 +9,8 @@ from __future__ import annotations
 import pathlib
 import ssl
 from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
 
 import aiohttp
 import pytest
@@ -18,7 +20,7 @@ from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.manager.manager import Manager
 from kubeloop.manager.metricsserver import MetricsServerOptions, with_authentication_and_authorization
-from kubeloop.testing import write_serving_certificate
+from kubeloop.testing import intercepted, unavailable, write_serving_certificate
 from tests.accounts import account_token
 from tests.conftest import ServerThread, eventually
 
@@ -105,6 +107,23 @@ async def test_the_operators_certificate_is_served_and_followed(
             assert (await scrape(url, reader, ca=rotated))[0] == 200
 
         await eventually(follows)
+
+
+async def test_a_review_the_api_server_fails_is_a_500_not_a_pass(client: APIClient, namespace: str) -> None:
+    reader = await reader_token(client, "watcher", namespace)
+
+    async def reviews_fail(through: Any, obj: Any, **options: Any) -> Any:
+        raise unavailable()
+
+    def failing(api: APIClient) -> Any:
+        return with_authentication_and_authorization(intercepted(api, create=reviews_fail))
+
+    manager = Manager(client, metrics=replace(SECURE, filter_provider=failing))
+    async with manager:
+        assert await scrape(f"https://{manager.metrics_address}/metrics", reader) == (
+            500,
+            "Authentication failed\n",
+        )
 
 
 async def test_the_operator_is_granted_the_reviews_it_asks(client: APIClient) -> None:

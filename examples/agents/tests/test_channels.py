@@ -35,7 +35,7 @@ from agentplatform.controllers.runwebhook import WebhookOptions, channel_run_nam
 
 import kubeloop
 from kubeloop import kinds
-from kubeloop.testing import eventually, fake_manager, intercepted
+from kubeloop.testing import eventually, fake_manager, intercepted, unavailable
 
 TOKEN = "chat-token"
 #: The API server's audience (its tokens' issuer): a token for it is no channel's credential.
@@ -300,6 +300,32 @@ async def test_an_account_of_a_channels_name_made_by_someone_else_posts_nothing(
     )
     assert status == 403
     assert refused["error"].endswith(f"is not the account Agent {namespace}/ops made")
+    assert await client.list(AgentRun, namespace=namespace) == []
+
+
+async def test_a_post_whose_token_cannot_be_reviewed_is_answered_503(
+    client: kubeloop.APIClient, operator: tuple[str, str, agentplatform.Platform], namespace: str
+) -> None:
+    """The API server failing the TokenReview (a 503 here, injected) is no client's mistake: the
+    channel is told to come back (Retry-After), and nothing starts."""
+    endpoint, _, platform = operator
+    assert platform.webhook is not None
+
+    async def review_fails(through: Any, obj: Any, **options: Any) -> Any:
+        if obj.get("kind") == "TokenReview":
+            raise unavailable()
+        return await through.create(obj, **options)
+
+    platform.webhook.client = intercepted(platform.webhook.client, create=review_fails)
+    headers = {"Authorization": "Bearer any", "X-Delivery-ID": "m-1"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{endpoint}/channels/{namespace}/x/slack", json={"text": "t", "user": "u"}, headers=headers
+        ) as answer,
+    ):
+        assert (answer.status, answer.headers["Retry-After"]) == (503, "5")
+        assert await answer.json() == {"error": "the API server did not review the token; try again"}
     assert await client.list(AgentRun, namespace=namespace) == []
 
 

@@ -18,6 +18,7 @@ failing to answer: 500. The operator needs ``create`` on tokenreviews and subjec
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections import OrderedDict
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 
     from kubeloop.client.rest import APIClient
 
+#: How long a review may take before the request is answered 500 (controller-runtime's
+#: TokenAccessReviewTimeout).
+REVIEW_SECONDS = 10.0
 #: Judges a request to the metrics server: None lets it through; a response answers it instead.
 MetricsFilter = Callable[["web.Request"], Awaitable["web.Response | None"]]
 
@@ -136,15 +140,17 @@ class _DelegatedAuth:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         token = token.strip() if scheme.lower() == "bearer" else ""
         try:
-            user = await self._authenticate(token) if token else None
-        except errors.APIError:
+            async with asyncio.timeout(REVIEW_SECONDS):
+                user = await self._authenticate(token) if token else None
+        except (errors.APIError, OSError, TimeoutError):
             return web.Response(status=500, text="Authentication failed\n")
         if user is None:
             return web.Response(status=401, text="Unauthorized\n", headers={"WWW-Authenticate": "Bearer"})
         name = str(user.get("username") or "")
         try:
-            allowed = await self._authorize(user, request.method.lower(), request.path)
-        except errors.APIError:
+            async with asyncio.timeout(REVIEW_SECONDS):
+                allowed = await self._authorize(user, request.method.lower(), request.path)
+        except (errors.APIError, OSError, TimeoutError):
             return web.Response(status=500, text=f"Authorization for user {name} failed\n")
         if not allowed:
             return web.Response(status=403, text=f"Authorization denied for user {name}\n")

@@ -72,6 +72,9 @@ DELIVERY_HEADER = "X-Delivery-ID"
 TRIGGER_LABEL = f"{GROUP}/trigger"
 #: Bodies are small JSON documents; anything bigger is refused (413).
 MAX_BODY_BYTES = 64 * 1024
+#: How long a channel's post waits for the API server to review its token (controller-runtime's
+#: TokenAccessReviewTimeout); past it, or when the server fails, the post is answered 503.
+REVIEW_SECONDS = 10.0
 #: Accepted deliveries waiting for their runs at most; past it a post is answered 429 (bounded
 #: memory whatever a sender posts).
 MAX_PENDING = 1000
@@ -390,7 +393,14 @@ class RunWebhook:
 
     async def _post_message(self, request: web.Request) -> web.Response:
         namespace, agent_name = request.match_info["namespace"], request.match_info["agent"]
-        account = await self._channel_account(request)
+        try:
+            async with asyncio.timeout(REVIEW_SECONDS):
+                account = await self._channel_account(request)
+        except (kubeloop.errors.APIError, OSError, TimeoutError) as failed:
+            log.warning("inbound endpoint: the token review failed: %s", failed or type(failed).__name__)
+            return _answer(
+                503, {"error": "the API server did not review the token; try again"}, {"Retry-After": "5"}
+            )
         if account is None:
             return _answer(
                 401,

@@ -17,7 +17,7 @@ import socket
 import ssl
 import tempfile
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 
 from aiohttp import web
@@ -53,6 +53,7 @@ from kubeloop.apiserver.http.errormiddleware import error_middleware
 from kubeloop.apiserver.http.handlers import APIHandlers
 from kubeloop.apiserver.http.http1 import BufferedRequest
 from kubeloop.apiserver.http.requestbodies import MAX_BODY_BYTES
+from kubeloop.apiserver.http.scope import PodLogs
 from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
 from kubeloop.apiserver.podsecurity.admission import PodSecurityAdmission
@@ -310,6 +311,7 @@ class APIServer:
             ),
             components=self.component_health,
             auditor=auditor,
+            pod_logs=self._pod_logs,
         )
         self._watchdog = ConnectionWatchdog(options.timeouts)
         middlewares: list[Middleware] = [
@@ -377,9 +379,22 @@ class APIServer:
                 ca_pem=None if options.insecure_http else self.credentials.ca_cert_pem,
                 token=controllers_token,
                 root_ca_pem=self.credentials.ca_cert_pem if options.namespace_defaults else None,
-                simulation=options.simulation if options.simulate else None,
+                simulation=self._simulation() if options.simulate else None,
             )
             await self._controllers.start()
+
+    def _simulation(self) -> SimulationOptions:
+        """The simulation's options, the local pods' folders in the data directory (if any)."""
+        simulation = self.options.simulation
+        data_dir = self.data_dir
+        if simulation.local_images and simulation.pods_dir is None and data_dir is not None:
+            simulation = replace(simulation, pods_dir=data_dir / "pods")
+        return simulation
+
+    def _pod_logs(self) -> PodLogs | None:
+        """The process node's logs, when it runs."""
+        kubelet = self._controllers.kubelet if self._controllers is not None else None
+        return kubelet.processes if kubelet is not None else None
 
     async def dial(self) -> socket.socket:
         """A new connection to this server that never leaves the process: one end of a socket

@@ -248,6 +248,16 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
         help="simulate workloads: a node, pods that run, Jobs that finish (kwok-style)",
     )
     parser.add_argument(
+        "--local-image",
+        action="append",
+        default=[],
+        metavar="IMAGE=COMMAND",
+        help="with --simulate: run the containers of IMAGE (a repository without a tag: every tag) as "
+        "processes on this machine, COMMAND as the image's entrypoint; IMAGE=host runs the container's "
+        "own command and args here. Opt-in, image by image: they run with your user's rights, "
+        "unisolated (repeatable)",
+    )
+    parser.add_argument(
         "--no-controllers",
         action="store_true",
         help="serve the API alone: no garbage collector or namespace controller "
@@ -448,7 +458,19 @@ async def _serve(args: argparse.Namespace) -> int:
         except AuditPolicyError as error:
             print(f"kubeloop apiserver: {error}", file=sys.stderr)
             return 2
+    from kubeloop.apiserver.controllers.localimages import LocalImages
+    from kubeloop.apiserver.controllers.simulation import SimulationOptions
+
+    if args.local_image and not args.simulate:
+        print("kubeloop apiserver: --local-image needs --simulate (a node to run them on)", file=sys.stderr)
+        return 2
+    try:
+        LocalImages.parse(args.local_image)
+    except ValueError as error:
+        print(f"kubeloop apiserver: {error}", file=sys.stderr)
+        return 2
     options = ServerOptions(
+        simulation=SimulationOptions(local_images=tuple(args.local_image)),
         data_dir=args.data_dir,
         memory=args.memory,
         host=args.host,

@@ -12,6 +12,9 @@ CreateContainerConfigError; either way it is looked at again every ``config_retr
 and, unless its ``restartPolicy`` is
 ``Always``, ends Succeeded or Failed as its annotations say (``simulation``). Pods of other
 nodes are left alone.
+
+A pod all of whose images are local (``SimulationOptions.local_images``) is not simulated: its
+containers run as processes (``processes``), its status is theirs, and it goes when they end.
 """
 
 from __future__ import annotations
@@ -20,13 +23,18 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import pathlib
+import tempfile
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
+from kubeloop.apiserver.controllers.localimages import LocalImages
+from kubeloop.apiserver.controllers.processes import ProcessRuntime
 from kubeloop.apiserver.controllers.scheduler import fits
 from kubeloop.apiserver.controllers.simulation import (
     DURATION_ANNOTATION,
@@ -36,7 +44,9 @@ from kubeloop.apiserver.controllers.simulation import (
     SimulationOptions,
 )
 from kubeloop.client.rest import REQUEST_ERRORS
+from kubeloop.controller.handler import EnqueueRequestForObject
 from kubeloop.controller.reconcile import Request, Result
+from kubeloop.controller.source import Channel
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 from kubeloop.manager.recorder import WARNING
@@ -133,9 +143,43 @@ class SimulatedKubelet:
         self._unmounted: dict[str, str] = {}
         self.recorder = manager.event_recorder("kubelet")
         manager.add(self.register_node, name="simulated node", need_leader_election=False)
-        Builder(manager).named("simulated-kubelet").for_(POD).with_options(
-            max_concurrent_reconciles=4
-        ).complete(self.reconcile)
+        #: Runs the pods of local images as processes (None: every pod is simulated).
+        self.processes: ProcessRuntime | None = None
+        builder = (
+            Builder(manager).named("simulated-kubelet").for_(POD).with_options(max_concurrent_reconciles=4)
+        )
+        if options.local_images:
+            server = urlsplit(manager.api_reader.config.server)
+            self.processes = ProcessRuntime(
+                options.pods_dir or pathlib.Path(tempfile.mkdtemp(prefix="kubeloop-pods-")),
+                LocalImages.parse(options.local_images),
+                self._config_source,
+                api_host=server.hostname or "127.0.0.1",
+                api_port=server.port or 443,
+                backoff_seconds=options.crash_backoff_seconds,
+            )
+            # A process that ends is news about its pod.
+            builder.watches_raw_source(Channel(self.processes.changed, EnqueueRequestForObject()))
+            manager.add(self._own_processes, name="process node", need_leader_election=False)
+        builder.complete(self.reconcile)
+
+    async def _own_processes(self, stop: asyncio.Event) -> None:
+        """Kill what an earlier server left running, then, when the server stops, its own."""
+        assert self.processes is not None
+        killed = self.processes.clean_up_left_behind()
+        if killed:
+            log.warning("process node: killed %d process group(s) an earlier run left behind", len(killed))
+        try:
+            await stop.wait()
+        finally:
+            await self.processes.close()
+
+    async def _config_source(self, kind: str, namespace: str, name: str) -> Obj | None:
+        try:
+            found: Obj = await self.client.get(GroupVersionKind("", "v1", kind), name, namespace=namespace)
+        except errors.NotFound:
+            return None
+        return found
 
     async def register_node(self, stop: asyncio.Event) -> None:
         """Register the node, and again whenever it is found gone (checked every
@@ -154,12 +198,16 @@ class SimulatedKubelet:
         try:
             pod = await self.manager.client.get(POD, request.name, namespace=request.namespace)
         except errors.NotFound:
+            if self.processes is not None:  # its processes go with it
+                await self.processes.stop(request.namespace, request.name)
             return None
         meta = pod.get("metadata") or {}
         uid = str(meta.get("uid"))
         if meta.get("deletionTimestamp"):
             self._bound.pop(uid, None)
             self._unmounted.pop(uid, None)
+            if self.processes is not None:
+                await self.processes.stop(request.namespace, request.name)
             return None
         spec = pod.get("spec") or {}
         node = spec.get("nodeName")
@@ -182,7 +230,10 @@ class SimulatedKubelet:
         elapsed = loop.time() - bound
         if not status.get("startTime"):
             await self._write_status(pod, self._pending(pod))
-            return Result(requeue_after=self.options.pod_start_seconds)
+            local = self.processes is not None and self.processes.handles(pod)
+            return Result(requeue_after=0.0 if local else self.options.pod_start_seconds)
+        if self.processes is not None and self.processes.handles(pod):
+            return await self._run_locally(pod, self.processes)
         if elapsed < self.options.pod_start_seconds:
             return Result(requeue_after=self.options.pod_start_seconds - elapsed)
         restart = spec.get("restartPolicy") or "Always"
@@ -221,6 +272,43 @@ class SimulatedKubelet:
         await self._write_status(pod, self._ended(pod, failed, str(annotations.get(MESSAGE_ANNOTATION, ""))))
         self._bound.pop(uid, None)
         return None
+
+    async def _run_locally(self, pod: Obj, processes: ProcessRuntime) -> Result | None:
+        """A local pod: its volumes and configuration checked as for any pod, then its
+        processes started (or again) and its status written as they have it."""
+        uid = str((pod.get("metadata") or {}).get("uid"))
+        status = pod.get("status") or {}
+        if not processes.pod_run(pod).containers:  # nothing started yet: what it needs must be there
+            unmounted = await self._unmountable(pod)
+            missing = await self._missing_config(pod) if unmounted is None else None
+            if unmounted is not None or missing is not None:
+                if unmounted is not None and self._unmounted.get(uid) != unmounted:
+                    self._unmounted[uid] = unmounted
+                    self.recorder.event(pod, WARNING, "FailedMount", unmounted)
+                waiting = (
+                    {"reason": "ContainerCreating"}
+                    if unmounted is not None
+                    else {"reason": "CreateContainerConfigError", "message": missing}
+                )
+                if [c.get("state", {}).get("waiting") for c in status.get("containerStatuses") or ()] != [
+                    waiting for _ in _containers(pod)
+                ]:
+                    await self._write_status(pod, {"containerStatuses": self._waiting(pod, waiting)})
+                return Result(requeue_after=self.options.config_retry_seconds)
+            self._unmounted.pop(uid, None)
+        again = await processes.sync(pod)
+        phase, containers, ready = processes.status(pod)
+        wanted = {
+            "phase": phase,
+            "containerStatuses": containers,
+            "conditions": _conditions(status, ready=ready, ended=phase in ("Succeeded", "Failed")),
+        }
+        if any(status.get(key) != value for key, value in wanted.items()):
+            await self._write_status(pod, wanted)
+        if phase in ("Succeeded", "Failed"):
+            self._bound.pop(uid, None)
+            return None
+        return Result(requeue_after=again) if again is not None else None
 
     async def _unmountable(self, pod: Obj) -> str | None:
         """Why a volume of the pod cannot be mounted, as the kubelet's FailedMount says it
@@ -461,6 +549,26 @@ class SimulatedKubelet:
 
 def _containers(pod: Obj) -> list[Obj]:
     return [c for c in (pod.get("spec") or {}).get("containers") or () if isinstance(c, dict)]
+
+
+def _conditions(status: Obj, *, ready: bool, ended: bool) -> list[Obj]:
+    """A local pod's conditions, each keeping its transition time while its status holds."""
+    now = timestamps.now()
+    before = {c.get("type"): c for c in status.get("conditions") or () if isinstance(c, dict)}
+    not_ready = ("ContainersNotReady", "containers with unready status") if not ready else ("", "")
+    wanted = [
+        ("PodReadyToStartContainers", "False" if ended else "True", "", ""),
+        ("Initialized", "True", "", ""),
+        ("Ready", "True" if ready else "False", *not_ready),
+        ("ContainersReady", "True" if ready else "False", *not_ready),
+        ("PodScheduled", "True", "", ""),
+    ]
+    conditions = []
+    for kind, value, reason, message in wanted:
+        old = before.get(kind) or {}
+        since = old.get("lastTransitionTime") if old.get("status") == value else now
+        conditions.append(_condition(kind, value, str(since or now), reason, message))
+    return conditions
 
 
 def _condition(kind: str, status: str, now: str, reason: str = "", message: str = "") -> Obj:

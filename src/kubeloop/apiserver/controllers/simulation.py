@@ -12,6 +12,7 @@ container's termination message. Annotations on a Job's pod template reach its p
 
 from __future__ import annotations
 
+import pathlib
 from dataclasses import dataclass
 
 #: The annotations a pod (or a Job's pod template) can carry.
@@ -36,3 +37,11 @@ class SimulationOptions:
     #: How often a pod waiting for a Secret or ConfigMap its environment names (reason
     #: CreateContainerConfigError) is looked at again.
     config_retry_seconds: float = 2.0
+    #: Images whose containers run as local processes (``IMAGE=COMMAND`` or ``IMAGE=host``:
+    #: ``localimages``); the pods of other images are simulated.
+    local_images: tuple[str, ...] = ()
+    #: The first back-off of a local container that ended and starts again (it doubles, up to
+    #: five minutes).
+    crash_backoff_seconds: float = 10.0
+    #: Where local pods keep their folders and logs (None: a folder of the process's own).
+    pods_dir: pathlib.Path | None = None

@@ -19,7 +19,7 @@ from kubeloop.apiserver.audit import requestaudit
 from kubeloop.apiserver.auth.rbacauthorizer import SUPERUSER_GROUP, Attributes, verb_of
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.catalog.resources import ResourceType
-from kubeloop.apiserver.http import deletes, reads, subresources, watches, writes
+from kubeloop.apiserver.http import deletes, podlogs, reads, subresources, watches, writes
 from kubeloop.apiserver.http.authentication import USER
 from kubeloop.apiserver.http.http1 import BufferedRequest, HTTPRequest
 from kubeloop.apiserver.http.negotiation import JSON, json_response, status_response
@@ -244,6 +244,12 @@ class APIHandlers(Scope):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         if target.subresource == "scale":
             return await subresources.scale(self, request, target)
+        if target.subresource == "log":
+            if method != "GET":
+                raise errors.MethodNotAllowed(
+                    "the server does not allow this method on the requested resource"
+                )
+            return await podlogs.pod_log(self, request, target, self.pod_logs())
         return await handler[method](request, target)
 
 

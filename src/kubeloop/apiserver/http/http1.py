@@ -9,7 +9,7 @@ handlers get a :class:`BufferedRequest`, and the answer goes out as one write.
 
 Only what is plainly such a request is read here (:func:`read_head`): ``GET``/``POST``/``PUT``/
 ``PATCH``/``DELETE`` in HTTP/1.1 under ``/api`` or ``/apis``, a path with no escapes or dot
-segments, no watch, no ``Transfer-Encoding``, ``Expect`` or ``Upgrade``, a head of well-formed
+segments, no watch or followed log, no ``Transfer-Encoding``, ``Expect`` or ``Upgrade``, a head of well-formed
 fields. At anything else the connection is handed to aiohttp for good (watches, large or
 chunked bodies, kubectl's ``/openapi`` documents, malformed requests, which aiohttp refuses with
 its 400s). Handlers see either kind of request through :class:`HTTPRequest`.
@@ -147,10 +147,10 @@ def read_head(buffer: bytes | bytearray) -> RequestHead | None:
             keep_alive = False
     if "/watch/" in path:
         raise NotForUs("a watch")
-    if "watch" in query_string:
+    if "watch" in query_string or "follow" in query_string:
         for key, given in parse_qsl(query_string, keep_blank_values=True):
-            if key == "watch" and given.lower() in ("1", "true", "yes"):
-                raise NotForUs("a watch")
+            if key in ("watch", "follow") and given.lower() in ("1", "true", "yes"):
+                raise NotForUs("a stream")  # a watch, or a log followed
     return RequestHead(method, path, query_string, headers, length, keep_alive, end + 4)
 
 

@@ -5,9 +5,10 @@ and reviewer, the health of the cluster's components, the auditor; and the :clas
 
 from __future__ import annotations
 
+import pathlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kubeloop.apiserver.auth import reviews
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
@@ -29,6 +30,16 @@ class Target:
     subresource: str
 
 
+class PodLogs(Protocol):
+    """Where the node keeps its containers' logs (the process node's runtime)."""
+
+    def log_file(
+        self, namespace: str, name: str, uid: str, container: str, *, previous: bool = False
+    ) -> pathlib.Path | None: ...
+
+    def running(self, namespace: str, name: str, container: str) -> bool: ...
+
+
 class Scope:
     """The server's parts a request is served with (``APIHandlers`` is one)."""
 
@@ -47,6 +58,7 @@ class Scope:
         token_reviewer: reviews.TokenReviewer | None = None,
         components: Callable[[], list[tuple[str, str | None]]] = list,
         auditor: Auditor | None = None,
+        pod_logs: Callable[[], PodLogs | None] = lambda: None,
     ) -> None:
         self.registry = reg
         self.catalog = catalog
@@ -68,3 +80,5 @@ class Scope:
         self.components = components
         #: Records requests in the audit log (None: no audit log).
         self.auditor = auditor
+        #: Where the node keeps its containers' logs (None: no container writes one).
+        self.pod_logs = pod_logs

@@ -26,6 +26,7 @@ _SUBRESOURCE_VERBS: dict[str, tuple[str, ...]] = {
     "token": ("create",),
     "binding": ("create",),
     "eviction": ("create",),
+    "log": ("get",),
     "approval": ("get", "patch", "update"),
 }
 #: Subresources that take and return a kind of their own (group, version, kind).

@@ -1,0 +1,592 @@
+"""The process node: the containers of pods whose images are local (``localimages``) run as
+processes on this machine, as a kubelet would run them in containers.
+
+A container's process gets its argv (the image's entrypoint or the container's own command,
+then its args, ``$(VAR)`` expanded as Kubernetes does), its environment (literal values,
+``valueFrom`` ConfigMap and Secret keys and ``fieldRef``, ``envFrom``, and
+``KUBERNETES_SERVICE_HOST``/``_PORT`` naming the embedded server), and ``workingDir`` when it
+exists on this machine (else the pod's own folder). It runs in a session of its own, so that
+stopping it reaches whatever it started.
+
+Its output goes, line by line with the time it was written, into the container's log, a file
+per run in the pod's folder (``<root>/<pod uid>/<container>/<restart>.log``, in the CRI's
+format: ``<RFC 3339 time> <stdout|stderr> F <line>``), which ``pods/log`` reads; a log past
+``MAX_LOG_BYTES`` starts again (the oldest lines go). When a process ends, its exit code and
+reason (Completed, Error) are the container's ``terminated`` state; with ``restartPolicy``
+Always, or OnFailure after a failure, it starts again after a back-off that doubles from
+``backoff_seconds`` to five minutes (the container waits in CrashLoopBackOff meanwhile, its last
+run in ``lastState``), reset once a run lasts ten minutes. ``FallbackToLogsOnError`` makes the
+end of a failed run's log its termination message.
+
+A pod that goes (or is being deleted) has its processes sent SIGTERM, and SIGKILL when its
+``terminationGracePeriodSeconds`` are over. The processes' ids are kept in the pod's folder: a
+server that starts again kills the ones an earlier process of it left behind, and runs the pods
+anew, never twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import os
+import pathlib
+import re
+import shutil
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from kubeloop.api import timestamps
+from kubeloop.api.object import Obj
+from kubeloop.apiserver.controllers.localimages import LocalImage, LocalImages
+
+log = logging.getLogger("kubeloop.apiserver.processes")
+
+#: A line longer than this is logged in parts.
+PARTIAL_BYTES = 16 * 1024
+#: A container's log starts again past this size.
+MAX_LOG_BYTES = 10 * 1024 * 1024
+#: The longest a crashing container waits before it starts again (the kubelet's).
+MAX_BACKOFF_SECONDS = 300.0
+#: A run this long resets the back-off.
+BACKOFF_RESET_SECONDS = 600.0
+#: What ``FallbackToLogsOnError`` takes from the end of a failed run's log.
+MESSAGE_LINES, MESSAGE_BYTES = 80, 2048
+
+#: Looks a ConfigMap or Secret up: (kind, namespace, name) → the object or None.
+Lookup = Callable[[str, str, str], Awaitable[Obj | None]]
+
+_REFERENCE = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
+
+
+def expand(text: str, env: dict[str, str]) -> str:
+    """Kubernetes' ``$(VAR)`` expansion: a defined variable is replaced, ``$$`` is ``$``, and
+    any other reference is left as it is."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1)
+        return env.get(name, match.group(0))
+
+    return _REFERENCE.sub(replace, text)
+
+
+class CannotRun(Exception):
+    """A container that cannot be started (RunContainerError): its message says why."""
+
+
+@dataclass
+class ContainerRun:
+    """One container of a pod: its current process, and what its runs came to."""
+
+    name: str
+    restart_count: int = 0
+    process: asyncio.subprocess.Process | None = None
+    started_at: str | None = None
+    started_monotonic: float = 0.0
+    #: The state of the last run that ended (``terminated``), and the one before it.
+    terminated: Obj | None = None
+    last_terminated: Obj | None = None
+    #: Why it is not running now (``waiting``), if it is not.
+    waiting: Obj | None = None
+    backoff: float = 0.0
+    #: When (loop time) it may start again after a failure.
+    not_before: float = 0.0
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.returncode is None
+
+
+@dataclass
+class PodRun:
+    uid: str
+    namespace: str
+    name: str
+    folder: pathlib.Path
+    grace_seconds: float
+    containers: dict[str, ContainerRun] = field(default_factory=dict)
+
+
+class ProcessRuntime:
+    """Runs local pods' containers as processes under ``root``; ``changed`` gets the
+    pod (a stub: its name and namespace) whose process ended, so that its status is written
+    again."""
+
+    def __init__(
+        self,
+        root: pathlib.Path,
+        images: LocalImages,
+        lookup: Lookup,
+        *,
+        api_host: str,
+        api_port: int,
+        backoff_seconds: float = 10.0,
+    ) -> None:
+        self.root = root
+        self.images = images
+        self.lookup = lookup
+        self.api_host = api_host
+        self.api_port = api_port
+        self.backoff_seconds = backoff_seconds
+        self.pods: dict[tuple[str, str], PodRun] = {}
+        self.changed: asyncio.Queue[Obj] = asyncio.Queue()
+        self._stopping: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------------ which pods
+
+    def handles(self, pod: Obj) -> bool:
+        """Whether every container of ``pod`` has a local image."""
+        containers = _containers(pod)
+        return bool(containers) and all(self.images.resolve(str(c.get("image") or "")) for c in containers)
+
+    def local_image(self, container: Obj) -> LocalImage:
+        found = self.images.resolve(str(container.get("image") or ""))
+        assert found is not None
+        return found
+
+    # ------------------------------------------------------------------ start and stop
+
+    def clean_up_left_behind(self) -> list[int]:
+        """Kill what an earlier server process left running (its ids are in the pods' folders);
+        the process groups killed."""
+        killed = []
+        for pid_file in self.root.glob("*/*/pid"):
+            with contextlib.suppress(ValueError, OSError):
+                pgid = int(pid_file.read_text().strip())
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, signal.SIGKILL)
+                    killed.append(pgid)
+            pid_file.unlink(missing_ok=True)
+        return killed
+
+    def pod_run(self, pod: Obj) -> PodRun:
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        uid = str(meta.get("uid") or "")
+        run = self.pods.get(key)
+        if run is None or run.uid != uid:
+            if run is not None:  # another pod of that name now: the old one's processes go
+                self._stop_later(run)
+            grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+            run = PodRun(uid, key[0], key[1], self.root / uid, float(30 if grace is None else grace))
+            self.pods[key] = run
+        return run
+
+    async def start(self, pod: Obj, container: Obj, run: PodRun) -> None:
+        """Start ``container``'s process (CannotRun: why it cannot)."""
+        name = str(container.get("name"))
+        state = run.containers.get(name)
+        if state is None:  # runs of an earlier server process count: this is their restart
+            earlier = _runs_logged(run.folder / name)
+            state = run.containers[name] = ContainerRun(name, restart_count=earlier[-1] + 1 if earlier else 0)
+        env = await self._environment(pod, container)
+        argv = self._argv(container, env)
+        folder = run.folder / name
+        folder.mkdir(parents=True, exist_ok=True)
+        cwd = _working_dir(container, run.folder)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=cwd,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # its own process group: stopping it reaches its children
+            )
+        except OSError as exc:
+            raise CannotRun(f'failed to start container "{name}": {exc.strerror or exc}: {argv[0]}') from None
+        (folder / "pid").write_text(str(process.pid))
+        state.process = process
+        state.started_at = timestamps.now()
+        state.started_monotonic = time.monotonic()
+        state.waiting = None
+        log_file = folder / f"{state.restart_count}.log"
+        writer = _LogWriter(log_file)
+        assert process.stdout is not None and process.stderr is not None
+        readers = [
+            asyncio.create_task(writer.copy(process.stdout, "stdout"), name=f"log {run.name}/{name} stdout"),
+            asyncio.create_task(writer.copy(process.stderr, "stderr"), name=f"log {run.name}/{name} stderr"),
+        ]
+        state.tasks = [
+            *readers,
+            asyncio.create_task(
+                self._wait(run, state, container, readers, log_file), name=f"wait {run.name}/{name}"
+            ),
+        ]
+
+    async def _wait(
+        self,
+        run: PodRun,
+        state: ContainerRun,
+        container: Obj,
+        readers: list[asyncio.Task[None]],
+        log_file: pathlib.Path,
+    ) -> None:
+        process = state.process
+        assert process is not None
+        code = await process.wait()
+        await asyncio.gather(*readers, return_exceptions=True)  # the last lines are in the log
+        (log_file.parent / "pid").unlink(missing_ok=True)
+        terminated: Obj = {
+            "exitCode": code if code >= 0 else 128 - code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": state.started_at,
+            "finishedAt": timestamps.now(),
+            "containerID": f"kubeloop://{run.uid}/{state.name}",
+        }
+        if code < 0:
+            terminated["signal"] = -code
+        if code != 0 and container.get("terminationMessagePolicy") == "FallbackToLogsOnError":
+            message = _tail_message(log_file)
+            if message:
+                terminated["message"] = message
+        state.last_terminated, state.terminated = state.terminated, terminated
+        ran = time.monotonic() - state.started_monotonic
+        if ran >= BACKOFF_RESET_SECONDS:
+            state.backoff = 0.0
+        state.backoff = min(MAX_BACKOFF_SECONDS, state.backoff * 2 if state.backoff else self.backoff_seconds)
+        state.not_before = asyncio.get_running_loop().time() + state.backoff
+        self.changed.put_nowait(
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": run.name, "namespace": run.namespace}}
+        )
+
+    async def stop(self, namespace: str, name: str) -> None:
+        """Stop the pod's processes: SIGTERM, then SIGKILL after its grace period."""
+        run = self.pods.pop((namespace, name), None)
+        if run is not None:
+            await self._stop(run)
+
+    def _stop_later(self, run: PodRun) -> None:
+        task = asyncio.create_task(self._stop(run), name=f"stop {run.namespace}/{run.name}")
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+
+    async def _stop(self, run: PodRun) -> None:
+        running = [state for state in run.containers.values() if state.running]
+        for state in running:
+            assert state.process is not None
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(state.process.pid, signal.SIGTERM)
+        if running:
+            waits = [asyncio.create_task(s.process.wait()) for s in running if s.process is not None]
+            _, late = await asyncio.wait(waits, timeout=run.grace_seconds)
+            for waiting in late:
+                waiting.cancel()
+            for state in running:
+                if state.running and state.process is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(state.process.pid, signal.SIGKILL)
+                    await state.process.wait()
+        for state in run.containers.values():
+            for task in state.tasks:
+                task.cancel()
+            await asyncio.gather(*state.tasks, return_exceptions=True)
+        shutil.rmtree(run.folder, ignore_errors=True)
+
+    async def close(self) -> None:
+        """Stop every pod's processes (the server is stopping)."""
+        for key in list(self.pods):
+            await self.stop(*key)
+        await asyncio.gather(*self._stopping, return_exceptions=True)
+
+    async def sync(self, pod: Obj) -> float | None:
+        """Start what has not started, and what ended and is to start again once its back-off
+        is over; in how many seconds to look again (None: when a process ends)."""
+        run = self.pod_run(pod)
+        policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+        meta = pod.get("metadata") or {}
+        loop = asyncio.get_running_loop()
+        again: list[float] = []
+        for container in _containers(pod):
+            name = str(container.get("name"))
+            state = run.containers.get(name)
+            if state is not None and state.running:
+                continue
+            if state is not None and state.terminated is not None:
+                failed = state.terminated.get("exitCode") != 0
+                if policy == "Never" or (policy == "OnFailure" and not failed):
+                    continue
+            if state is not None and loop.time() < state.not_before:
+                if state.waiting is None or state.waiting.get("reason") != "RunContainerError":
+                    state.waiting = {
+                        "reason": "CrashLoopBackOff",
+                        "message": f"back-off {state.backoff:g}s restarting failed container={name} "
+                        f"pod={meta.get('name')}_{meta.get('namespace')}({meta.get('uid')})",
+                    }
+                again.append(state.not_before - loop.time())
+                continue
+            if state is not None and state.terminated is not None:
+                state.restart_count += 1
+            try:
+                await self.start(pod, container, run)
+            except CannotRun as refused:
+                state = run.containers.setdefault(name, ContainerRun(name))
+                state.waiting = {"reason": "RunContainerError", "message": str(refused)}
+                state.backoff = min(
+                    MAX_BACKOFF_SECONDS, state.backoff * 2 if state.backoff else self.backoff_seconds
+                )
+                state.not_before = loop.time() + state.backoff
+                again.append(state.backoff)
+        return min(again) if again else None
+
+    def status(self, pod: Obj) -> tuple[str, list[Obj], bool]:
+        """The pod's phase, its containers' statuses, and whether all of them are ready, as its
+        processes have it."""
+        run = self.pod_run(pod)
+        policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+        statuses = []
+        for container in _containers(pod):
+            name = str(container.get("name"))
+            state = run.containers.get(name) or ContainerRun(name)
+            entry: Obj = {
+                "name": name,
+                "image": container.get("image"),
+                "imageID": f"local://{container.get('image')}",
+                "containerID": f"kubeloop://{run.uid}/{name}",
+                "ready": state.running,
+                "started": state.running,
+                "restartCount": state.restart_count,
+            }
+            if state.running:
+                entry["state"] = {"running": {"startedAt": state.started_at}}
+                previous = state.terminated
+            elif state.waiting is not None:
+                entry["state"] = {"waiting": state.waiting}
+                previous = state.terminated
+            elif state.terminated is not None:
+                entry["state"] = {"terminated": state.terminated}
+                previous = state.last_terminated
+            else:
+                entry["state"] = {"waiting": {"reason": "ContainerCreating"}}
+                previous = None
+            entry["lastState"] = {"terminated": previous} if previous is not None else {}
+            statuses.append(entry)
+        states = [next(iter(entry["state"])) for entry in statuses]
+        ended = [entry["state"]["terminated"] for entry in statuses if "terminated" in entry["state"]]
+        if len(ended) == len(statuses) and (
+            policy == "Never" or (policy == "OnFailure" and all(t.get("exitCode") == 0 for t in ended))
+        ):
+            phase = "Failed" if any(t.get("exitCode") != 0 for t in ended) else "Succeeded"
+        elif all(
+            state.restart_count == 0 and state_name == "waiting"
+            for state, state_name in zip(
+                (run.containers.get(str(c.get("name"))) or ContainerRun("") for c in _containers(pod)),
+                states,
+                strict=True,
+            )
+        ):
+            phase = "Pending"
+        else:
+            phase = "Running"
+        return phase, statuses, all(state_name == "running" for state_name in states)
+
+    # ------------------------------------------------------------------ logs
+
+    def log_file(
+        self, namespace: str, name: str, uid: str, container: str, *, previous: bool = False
+    ) -> pathlib.Path | None:
+        """The log of the container's latest run (or, with ``previous``, the one before), also of
+        a pod an earlier server process ran."""
+        runs = _runs_logged(self.root / uid / container)
+        wanted = -2 if previous else -1
+        if len(runs) < -wanted:
+            return None
+        return self.root / uid / container / f"{runs[wanted]}.log"
+
+    def running(self, namespace: str, name: str, container: str) -> bool:
+        """Whether the container's current run goes on (its log may grow)."""
+        run = self.pods.get((namespace, name))
+        state = run.containers.get(container) if run is not None else None
+        return state is not None and state.running
+
+    # ------------------------------------------------------------------ what a container sees
+
+    def _argv(self, container: Obj, env: dict[str, str]) -> list[str]:
+        image = self.local_image(container)
+        command = [str(part) for part in container.get("command") or ()]
+        args = [str(part) for part in container.get("args") or ()]
+        if image.entrypoint is not None:
+            if command:
+                raise CannotRun(
+                    f"image {container.get('image')} runs {' '.join(image.entrypoint)}: the pod's command "
+                    "would run on this machine (name the image with =host to allow that)"
+                )
+            argv = [*image.entrypoint, *(expand(arg, env) for arg in args)]
+        else:
+            argv = [expand(part, env) for part in [*command, *args]]
+        if not argv:
+            raise CannotRun(
+                f"image {container.get('image')} is run as host, and the container names no command"
+            )
+        return argv
+
+    async def _environment(self, pod: Obj, container: Obj) -> dict[str, str]:
+        """The process's environment: the machine's PATH and HOME, the API server's address,
+        then the container's ``envFrom`` and ``env`` in order (a later one wins)."""
+        meta = pod.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "TZ") if key in os.environ}
+        env["HOSTNAME"] = str(meta.get("name") or "")
+        env["KUBERNETES_SERVICE_HOST"] = self.api_host
+        env["KUBERNETES_SERVICE_PORT"] = str(self.api_port)
+        env["KUBERNETES_SERVICE_PORT_HTTPS"] = str(self.api_port)
+        for source in container.get("envFrom") or ():
+            prefix = str(source.get("prefix") or "")
+            for field_name, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
+                ref = source.get(field_name)
+                if isinstance(ref, dict):
+                    found = await self.lookup(kind, namespace, str(ref.get("name")))
+                    for key, value in _data(found, kind).items():
+                        env[prefix + key] = value
+        for var in container.get("env") or ():
+            name = str(var.get("name"))
+            if "value" in var or "valueFrom" not in var:
+                env[name] = expand(str(var.get("value") or ""), env)
+                continue
+            resolved = await self._value_from(pod, container, var["valueFrom"] or {})
+            if resolved is not None:
+                env[name] = resolved
+        return env
+
+    async def _value_from(self, pod: Obj, container: Obj, value_from: Obj) -> str | None:
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+        for field_name, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
+            ref = value_from.get(field_name)
+            if isinstance(ref, dict):
+                found = await self.lookup(kind, namespace, str(ref.get("name")))
+                return _data(found, kind).get(str(ref.get("key")))
+        field_ref = value_from.get("fieldRef")
+        if isinstance(field_ref, dict):
+            return _field(pod, str(field_ref.get("fieldPath") or ""))
+        resource_ref = value_from.get("resourceFieldRef")
+        if isinstance(resource_ref, dict):
+            return _resource_field(container, resource_ref)
+        return None
+
+
+def _runs_logged(folder: pathlib.Path) -> list[int]:
+    """The numbers of the runs whose logs are in a container's folder, in order."""
+    return sorted(int(path.stem) for path in folder.glob("*.log") if path.stem.isdigit())
+
+
+def _working_dir(container: Obj, folder: pathlib.Path) -> str:
+    """The container's ``workingDir`` if this machine has it, else the pod's folder."""
+    working = str(container.get("workingDir") or "")
+    return working if working and os.path.isdir(working) else str(folder)
+
+
+def _data(obj: Obj | None, kind: str) -> dict[str, str]:
+    if obj is None:
+        return {}
+    values = {str(k): str(v) for k, v in (obj.get("data") or {}).items()}
+    if kind == "Secret":
+        return {key: base64.b64decode(value).decode(errors="replace") for key, value in values.items()}
+    return values
+
+
+_MAP_FIELD = re.compile(r"^metadata\.(labels|annotations)\['(.+)'\]$")
+
+
+def _field(pod: Obj, path: str) -> str:
+    """A ``fieldRef``'s value (the downward API's fields)."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    mapped = _MAP_FIELD.match(path)
+    if mapped:
+        return str((meta.get(mapped.group(1)) or {}).get(mapped.group(2), ""))
+    values = {
+        "metadata.name": meta.get("name"),
+        "metadata.namespace": meta.get("namespace"),
+        "metadata.uid": meta.get("uid"),
+        "spec.nodeName": spec.get("nodeName"),
+        "spec.serviceAccountName": spec.get("serviceAccountName"),
+        "status.podIP": status.get("podIP"),
+        "status.hostIP": status.get("hostIP"),
+    }
+    return str(values.get(path) or "")
+
+
+_QUANTITY = re.compile(r"^([0-9.]+)([a-zA-Z]*)$")
+_SCALE = {
+    "": 1,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "Ki": 1024,
+    "Mi": 1024**2,
+    "Gi": 1024**3,
+    "Ti": 1024**4,
+}
+
+
+def _resource_field(container: Obj, ref: Obj) -> str:
+    """A ``resourceFieldRef``'s value: the quantity over the divisor, rounded up (as upstream)."""
+    section, _, resource = str(ref.get("resource") or "").partition(".")
+    value = ((container.get("resources") or {}).get(section) or {}).get(resource)
+    if value is None:
+        return "0"
+    amount, divisor = _quantity(str(value)), _quantity(str(ref.get("divisor") or "1"))
+    whole = -(-amount // divisor) if divisor else amount
+    return str(int(whole))
+
+
+def _quantity(text: str) -> float:
+    match = _QUANTITY.match(text.strip())
+    if match is None or match.group(2) not in _SCALE:
+        return 0.0
+    return float(match.group(1)) * _SCALE[match.group(2)]
+
+
+def _containers(pod: Obj) -> list[Obj]:
+    return [c for c in (pod.get("spec") or {}).get("containers") or () if isinstance(c, dict)]
+
+
+def _tail_message(log_file: pathlib.Path) -> str:
+    """The end of a run's log as its termination message: its last lines, at most 2 KiB."""
+    with contextlib.suppress(OSError):
+        lines = [line.partition(" F ")[2] for line in log_file.read_text(errors="replace").splitlines()]
+        return "\n".join(lines[-MESSAGE_LINES:])[-MESSAGE_BYTES:]
+    return ""
+
+
+class _LogWriter:
+    """Writes a run's output into its log, a line at a time with its time and stream."""
+
+    def __init__(self, path: pathlib.Path) -> None:
+        self.path = path
+        path.touch()
+
+    async def copy(self, stream: asyncio.StreamReader, name: str) -> None:
+        """Copy ``stream`` until it ends: whole lines tagged F, a line longer than 16 KiB in
+        parts tagged P (the CRI's partial lines), a last line without a newline as it is."""
+        pending = b""
+        while chunk := await stream.read(65536):
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            records = [(line, "F") for line in lines]
+            if len(pending) > PARTIAL_BYTES:
+                records.append((pending, "P"))
+                pending = b""
+            self._write(name, records)
+        if pending:
+            self._write(name, [(pending, "F")])
+
+    def _write(self, name: str, records: list[tuple[bytes, str]]) -> None:
+        if not records:
+            return
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        data = b"".join(f"{stamp} {name} {tag} ".encode() + line + b"\n" for line, tag in records)
+        with self.path.open("ab") as out:
+            if out.tell() + len(data) > MAX_LOG_BYTES:
+                out.truncate(0)  # past the cap the log starts again
+                out.seek(0)
+            out.write(data)

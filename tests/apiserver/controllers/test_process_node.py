@@ -1,0 +1,276 @@
+"""The process node (``--local-image``): pods of local images run as processes on this machine,
+through kubectl 1.27 and 1.33 and the official client. A container's process sees its command
+and args (``$(VAR)`` expanded), its environment (literal, ConfigMap and Secret keys, the
+downward API, ``envFrom`` with a prefix, the API server's address); it ends Succeeded or Failed
+with its exit code, or starts again after a back-off (CrashLoopBackOff, ``lastState``);
+``kubectl logs`` reads what it wrote (``--timestamps``, ``--tail``, ``--previous``, ``-f`` until
+it ends); deleting the pod stops its process (SIGKILL after the grace period for one that
+ignores SIGTERM); pods of other images stay simulated; bad log queries are 400s in upstream's
+words. A server killed with SIGKILL while pods run kills what it left behind when it starts
+again and runs each pod once."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from kubeloop.apiserver.controllers.simulation import SimulationOptions
+from tests.apiserver.storage.test_durability import apiserver
+from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
+from tests.conftest import Client, ServerThread, start_server
+
+#: A stand-in for an image whose entrypoint is a program: it prints its args, then waits.
+ECHO = f"example.com/echo={sys.executable} -u -c 'import sys, time; print(\"args\", sys.argv[1:]); time.sleep(600)'"
+
+
+@pytest.fixture(scope="module")
+def pods_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    return tmp_path_factory.mktemp("pods")
+
+
+@pytest.fixture(scope="module")
+def node(pods_dir: pathlib.Path) -> Iterator[ServerThread]:
+    options = SimulationOptions(
+        pod_start_seconds=0.1,
+        node_check_seconds=0.2,
+        config_retry_seconds=0.1,
+        local_images=("busybox=host", ECHO),
+        crash_backoff_seconds=0.3,
+        pods_dir=pods_dir,
+    )
+    server = start_server(simulate=True, simulation=options)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def api(node: ServerThread) -> Client:
+    return Client(node)
+
+
+@pytest.fixture(params=KUBECTLS[:2], ids=[p.name for p in KUBECTLS[:2]])
+def kubectl(request: pytest.FixtureRequest, node: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    return Kubectl(request.param, node.kubeconfig, tmp_path)
+
+
+def pod_json(kubectl: Kubectl, name: str, namespace: str) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(kubectl("get", "pod", name, "-n", namespace, "-o", "json").stdout)
+    return found
+
+
+def ended(kubectl: Kubectl, name: str, namespace: str) -> dict[str, Any]:
+    while (pod := pod_json(kubectl, name, namespace))["status"].get("phase") not in ("Succeeded", "Failed"):
+        time.sleep(0.05)  # the process's end (the test's timeout bounds it)
+    return pod
+
+
+def pid_of(pods_dir: pathlib.Path, pod: dict[str, Any], container: str) -> int:
+    path = pods_dir / pod["metadata"]["uid"] / container / "pid"
+    while not path.exists():
+        time.sleep(0.05)
+    return int(path.read_text())
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_pod_runs_its_command_with_what_a_container_sees(kubectl: Kubectl, namespace: str) -> None:
+    ns = ["-n", namespace]
+    kubectl("create", "configmap", "settings", *ns, "--from-literal=level=debug", "--from-literal=mode=fast")
+    kubectl("create", "secret", "generic", "creds", *ns, "--from-literal=token=s3cret")
+    pod = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sees", "namespace": namespace, "labels": {"app": "x"}},
+        "spec": {"restartPolicy": "Never", "containers": [{
+            "name": "main", "image": "busybox:1.36",
+            "command": ["sh", "-c"],
+            "args": ['echo "greeting=$(GREETING)" \'$$(literal)\'; echo "level=$LEVEL token=$TOKEN pod=$POD ns=$NS app=$APP"; '
+                     'echo "cfg_mode=$CFG_mode api=$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"; echo oops >&2'],
+            "envFrom": [{"configMapRef": {"name": "settings"}, "prefix": "CFG_"}],
+            "env": [
+                {"name": "GREETING", "value": "hello"},
+                {"name": "LEVEL", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "level"}}},
+                {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}},
+                {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                {"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
+            ],
+        }]},
+    }  # fmt: skip
+    kubectl("apply", "-f", "-", stdin=yaml.safe_dump(pod))
+    found = ended(kubectl, "sees", namespace)
+    assert found["status"]["phase"] == "Succeeded"
+    (status,) = found["status"]["containerStatuses"]
+    terminated = status["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (0, "Completed")
+    logged = kubectl("logs", "sees", *ns).stdout.splitlines()
+    assert logged[0] == "greeting=hello $(literal)"
+    assert logged[1] == f"level=debug token=s3cret pod=sees ns={namespace} app=x"
+    assert logged[2].startswith("cfg_mode=fast api=127.0.0.1:")
+    assert logged[3] == "oops"  # stderr too, in the order written
+    tail = kubectl("logs", "sees", *ns, "--tail=1", "--timestamps").stdout
+    stamp, _, line = tail.strip().partition(" ")
+    assert line == "oops" and stamp.endswith("Z") and "T" in stamp
+
+
+def test_a_failing_process_fails_its_pod_with_its_exit_code_and_last_words(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    kubectl("run", "fails", "-n", namespace, "--image=busybox", "--restart=Never", "--overrides",
+            json.dumps({"spec": {"containers": [{"name": "fails", "image": "busybox",
+                                                 "terminationMessagePolicy": "FallbackToLogsOnError",
+                                                 "command": ["sh", "-c", "echo working; echo 'cannot go on' >&2; exit 3"]}]}}))  # fmt: skip
+    found = ended(kubectl, "fails", namespace)
+    assert found["status"]["phase"] == "Failed"
+    terminated = found["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (3, "Error")
+    assert terminated["message"] == "working\ncannot go on"
+    assert kubectl("get", "pod", "fails", "-n", namespace).stdout.splitlines()[1].split()[2] == "Error"
+
+
+def test_a_crashing_container_backs_off_and_keeps_its_last_run(kubectl: Kubectl, namespace: str) -> None:
+    ns = ["-n", namespace]
+    kubectl("run", "crash", *ns, "--image=busybox", "--", "sh", "-c", "echo run at $(date +%s%N); exit 1")
+    while (status := pod_json(kubectl, "crash", namespace)["status"].get("containerStatuses") or [{}])[0].get(
+        "restartCount", 0
+    ) < 2:
+        time.sleep(0.05)
+    (container,) = status
+    assert container["lastState"]["terminated"]["exitCode"] == 1
+    waiting = container["state"].get("waiting")
+    if waiting is not None:  # between runs
+        assert waiting["reason"] == "CrashLoopBackOff"
+        assert waiting["message"].startswith("back-off ")
+    previous = kubectl("logs", "crash", *ns, "--previous").stdout
+    assert previous.startswith("run at ")
+
+
+def test_an_entrypoint_image_takes_args_and_refuses_a_command(kubectl: Kubectl, namespace: str) -> None:
+    ns = ["-n", namespace]
+    kubectl("run", "echoes", *ns, "--image=example.com/echo:2", "--", "one", "two")
+    while "args ['one', 'two']" not in kubectl("logs", "echoes", *ns, check=False).stdout:
+        time.sleep(0.05)
+    pod = pod_json(kubectl, "echoes", namespace)
+    assert pod["status"]["phase"] == "Running"
+    assert pod["status"]["containerStatuses"][0]["ready"] is True
+    command = {
+        "spec": {"containers": [{"name": "c", "image": "example.com/echo", "command": ["rm", "-rf", "/"]}]}
+    }
+    kubectl("run", "commands", *ns, "--image=example.com/echo", "--overrides", json.dumps(command))
+    while (status := pod_json(kubectl, "commands", namespace)["status"].get("containerStatuses") or [{}])[
+        0
+    ].get("state", {}).get("waiting", {}).get("reason") != "RunContainerError":
+        time.sleep(0.05)
+    assert "the pod's command would run on this machine" in status[0]["state"]["waiting"]["message"]
+
+
+def test_deleting_a_pod_stops_its_process_within_the_grace_period(
+    kubectl: Kubectl, namespace: str, pods_dir: pathlib.Path
+) -> None:
+    ns = ["-n", namespace]
+    stubborn = {"spec": {"terminationGracePeriodSeconds": 1, "containers": [{
+        "name": "stubborn", "image": "busybox",
+        "command": ["sh", "-c", 'trap "" TERM; echo ready; while true; do sleep 0.1; done']}]}}  # fmt: skip
+    kubectl("run", "stubborn", *ns, "--image=busybox", "--overrides", json.dumps(stubborn))
+    kubectl("run", "polite", *ns, "--image=busybox", "--", "sleep", "600")
+    kubectl("wait", *ns, "--for=condition=Ready", "pod/stubborn", "pod/polite", "--timeout=30s")
+    polite = pid_of(pods_dir, pod_json(kubectl, "polite", namespace), "polite")
+    pid = pid_of(pods_dir, pod_json(kubectl, "stubborn", namespace), "stubborn")
+    kubectl("delete", "pod", "polite", "stubborn", *ns)
+    while not (gone(polite) and gone(pid)):
+        time.sleep(0.05)  # SIGTERM; the stubborn one SIGKILL a second later
+
+
+def test_follow_streams_until_the_run_ends(kubectl: Kubectl, namespace: str) -> None:
+    ns = ["-n", namespace]
+    kubectl("run", "counts", *ns, "--image=busybox", "--restart=Never", "--",
+            "sh", "-c", "for i in 1 2 3; do echo line $i; sleep 0.3; done")  # fmt: skip
+    while "line" not in kubectl("logs", "counts", *ns, check=False).stdout:
+        time.sleep(0.05)
+    followed = kubectl("logs", "-f", "counts", *ns, timeout=60)  # returns once the process ends
+    assert followed.stdout.splitlines() == ["line 1", "line 2", "line 3"]
+
+
+def test_bad_log_queries_are_400s_in_upstreams_words(kubectl: Kubectl, namespace: str) -> None:
+    ns = ["-n", namespace]
+    two = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "two", "namespace": namespace},
+           "spec": {"containers": [{"name": "a", "image": "busybox", "command": ["sleep", "600"]},
+                                   {"name": "b", "image": "busybox", "command": ["sleep", "600"]}]}}  # fmt: skip
+    kubectl("apply", "-f", "-", stdin=yaml.safe_dump(two))
+    kubectl("wait", *ns, "--for=condition=Ready", "pod/two", "--timeout=30s")
+    refused = kubectl("logs", "two", *ns, "--container=c", check=False)
+    assert refused.returncode == 1 and "container c is not valid for pod two" in refused.stderr
+    refused = kubectl("logs", "two", *ns, "-c", "a", "--previous", check=False)
+    assert 'previous terminated container "a" in pod "two" not found' in refused.stderr
+    assert kubectl("logs", "two", *ns, "-c", "b").stdout == ""
+
+
+def test_the_official_client_reads_and_follows_logs(api: Client, node: ServerThread, namespace: str) -> None:
+    kubernetes = pytest.importorskip("kubernetes")
+    configuration = kubernetes.client.Configuration()
+    kubernetes.config.load_kube_config(config_file=str(node.kubeconfig), client_configuration=configuration)
+    with kubernetes.client.ApiClient(configuration) as client:
+        core = kubernetes.client.CoreV1Api(client)
+        pod = kubernetes.client.V1Pod(
+            metadata=kubernetes.client.V1ObjectMeta(name="talks"),
+            spec=kubernetes.client.V1PodSpec(
+                restart_policy="Never",
+                containers=[kubernetes.client.V1Container(
+                    name="talks", image="busybox", command=["sh", "-c", "echo first; sleep 0.5; echo second"])],
+            ),
+        )  # fmt: skip
+        core.create_namespaced_pod(namespace, pod)
+        while True:
+            try:  # 400 until the container has started
+                streamed = core.read_namespaced_pod_log("talks", namespace, follow=True, _preload_content=False)
+                break
+            except kubernetes.client.exceptions.ApiException as refused:
+                assert refused.status == 400 and "is waiting to start" in refused.body
+                time.sleep(0.05)
+        lines = b"".join(streamed.stream()).splitlines()  # to the end of the run
+        assert lines == [b"first", b"second"]
+        assert core.read_namespaced_pod_log("talks", namespace, tail_lines=1) == "second\n"
+
+
+def test_pods_of_other_images_stay_simulated(kubectl: Kubectl, namespace: str) -> None:
+    kubectl("run", "simulated", "-n", namespace, "--image=nginx:1.27")
+    kubectl("wait", "-n", namespace, "--for=condition=Ready", "pod/simulated", "--timeout=30s")
+    status = pod_json(kubectl, "simulated", namespace)["status"]["containerStatuses"][0]
+    assert status["imageID"].startswith("simulated://")
+    assert kubectl("logs", "simulated", "-n", namespace).stdout == ""  # it wrote nothing
+
+
+def test_a_killed_server_leaves_no_process_behind_and_runs_each_pod_once(tmp_path: pathlib.Path) -> None:
+    data = tmp_path / "data"
+    marker = tmp_path / "runs"
+    image = ("--local-image", "busybox=host", "--simulate")
+    with apiserver(data, *image) as (first, _url):
+        kubectl = Kubectl(KUBECTLS[-1], data / "kubeconfig", tmp_path)
+        kubectl("run", "long", "--image=busybox", "--", "sh", "-c", f"echo run >> {marker}; exec sleep 600")
+        kubectl("wait", "--for=condition=Ready", "pod/long", "--timeout=30s")
+        pod = pod_json(kubectl, "long", "default")
+        pid = pid_of(data / "pods", pod, "long")
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        assert not gone(pid)  # what a killed server leaves behind
+    with apiserver(data, *image) as (_second, _url):
+        while not gone(pid):
+            time.sleep(0.05)  # killed by the new server
+        while (status := pod_json(kubectl, "long", "default")["status"]["containerStatuses"][0])[
+            "restartCount"
+        ] < 1 or not status["ready"]:
+            time.sleep(0.05)
+        assert marker.read_text() == "run\nrun\n"  # once per server: never twice at once

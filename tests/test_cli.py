@@ -34,6 +34,13 @@ AGENTS = pathlib.Path(__file__).parent.parent / "examples" / "agents"
 WIDE = {**os.environ, "COLUMNS": "220"}
 
 
+def _interruptible() -> None:
+    """In the demo's process, before it runs: Ctrl-C (SIGINT) as a terminal gives it. A test run
+    started in the background (a shell's ``&``) hands its children SIGINT ignored, and the demo,
+    as any Python program, would keep it so."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_demo_once_converges() -> None:
     """`--once` gives up with exit 1 after its own --timeout (30 s): exit 0 is convergence in time.
     Piped, with no COLUMNS, the view is printed at the width its content needs: nothing is cut."""
@@ -159,6 +166,7 @@ def test_the_demo_serves_until_ctrl_c_and_then_exits_cleanly() -> None:
         text=True,
         env=WIDE,
         restore_signals=True,
+        preexec_fn=_interruptible,
     )
     try:
         assert demo.stdout is not None
@@ -217,6 +225,7 @@ def test_the_demo_in_a_terminal_redraws_its_view_until_ctrl_c() -> None:
         stderr=terminal,
         env={**WIDE, "TERM": "xterm-256color", "LINES": "80"},
         restore_signals=True,
+        preexec_fn=_interruptible,
     )
     os.close(terminal)
     screen = bytearray()
@@ -260,6 +269,7 @@ def test_a_stalled_output_holds_up_the_view_alone() -> None:
         text=True,
         env=WIDE,
         pipesize=4096,  # smaller than one view
+        preexec_fn=_interruptible,
     )
     try:
         assert demo.stdout is not None

@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 import yaml
 
+from kubeloop.apiserver.controllers.localimages import LocalImages
+from kubeloop.apiserver.controllers.processes import ContainerRun, ProcessRuntime
 from kubeloop.apiserver.controllers.simulation import SimulationOptions
 from tests.apiserver.storage.test_durability import apiserver
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
@@ -158,6 +160,28 @@ def test_a_crashing_container_backs_off_and_keeps_its_last_run(kubectl: Kubectl,
     assert previous.startswith("run at ")
 
 
+def test_a_container_ends_with_its_main_process_and_takes_its_children(
+    kubectl: Kubectl, namespace: str, pods_dir: pathlib.Path
+) -> None:
+    """The main process exits while a child it started still holds its output: the container
+    has ended (Failed, exit 1, never started again under Never), and the child is gone with it,
+    as a kubelet ends every process of a container."""
+    ns = ["-n", namespace]
+    kubectl("run", "leaves", *ns, "--image=busybox", "--restart=Never", "--",
+            "sh", "-c", "sleep 600 & echo $! > child; echo parent done; exit 1")  # fmt: skip
+    found = ended(kubectl, "leaves", namespace)
+    (status,) = found["status"]["containerStatuses"]
+    assert (found["status"]["phase"], status["state"]["terminated"]["exitCode"], status["restartCount"]) == (
+        "Failed",
+        1,
+        0,
+    )
+    child = int((pods_dir / found["metadata"]["uid"] / "child").read_text())
+    while not gone(child):
+        time.sleep(0.05)  # killed with its group (the test's timeout bounds it)
+    assert kubectl("logs", "leaves", *ns).stdout == "parent done\n"
+
+
 def test_an_entrypoint_image_takes_args_and_refuses_a_command(kubectl: Kubectl, namespace: str) -> None:
     ns = ["-n", namespace]
     kubectl("run", "echoes", *ns, "--image=example.com/echo:2", "--", "one", "two")
@@ -235,7 +259,9 @@ def test_the_official_client_reads_and_follows_logs(api: Client, node: ServerThr
         core.create_namespaced_pod(namespace, pod)
         while True:
             try:  # 400 until the container has started
-                streamed = core.read_namespaced_pod_log("talks", namespace, follow=True, _preload_content=False)
+                streamed = core.read_namespaced_pod_log(
+                    "talks", namespace, follow=True, _preload_content=False
+                )
                 break
             except kubernetes.client.exceptions.ApiException as refused:
                 assert refused.status == 400 and "is waiting to start" in refused.body
@@ -266,7 +292,7 @@ def test_a_killed_server_leaves_no_process_behind_and_runs_each_pod_once(tmp_pat
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         assert not gone(pid)  # what a killed server leaves behind
-    with apiserver(data, *image) as (_second, _url):
+    with apiserver(data, *image) as (second, _url):
         while not gone(pid):
             time.sleep(0.05)  # killed by the new server
         while (status := pod_json(kubectl, "long", "default")["status"]["containerStatuses"][0])[
@@ -274,3 +300,31 @@ def test_a_killed_server_leaves_no_process_behind_and_runs_each_pod_once(tmp_pat
         ] < 1 or not status["ready"]:
             time.sleep(0.05)
         assert marker.read_text() == "run\nrun\n"  # once per server: never twice at once
+        again = pid_of(data / "pods", pod, "long")
+        second.send_signal(signal.SIGTERM)  # a server that stops stops its pods
+        assert second.wait(60) == 0
+    assert gone(again)
+
+
+async def test_a_pod_whose_container_has_run_is_running_while_it_backs_off(tmp_path: pathlib.Path) -> None:
+    """The phase a kubelet reports: Pending until a container has started, Running after, even
+    while the only container waits out its back-off before its first restart."""
+
+    async def nothing(kind: str, namespace: str, name: str) -> None:
+        return None
+
+    runtime = ProcessRuntime(
+        tmp_path, LocalImages.parse(["busybox=host"]), nothing, api_host="127.0.0.1", api_port=1
+    )
+    pod = {"metadata": {"name": "p", "namespace": "n", "uid": "u"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}  # fmt: skip
+    assert runtime.status(pod)[0] == "Pending"
+    state = runtime.pod_run(pod).containers["c"] = ContainerRun("c")
+    state.waiting = {"reason": "RunContainerError", "message": "no such file"}
+    assert runtime.status(pod)[0] == "Pending"  # never started
+    state.started_at = "2026-11-28T00:00:00Z"
+    state.terminated = {"exitCode": 1, "reason": "Error"}
+    state.waiting = {"reason": "CrashLoopBackOff", "message": "back-off 10s"}
+    phase, (status,), ready = runtime.status(pod)
+    assert (phase, status["restartCount"], ready) == ("Running", 0, False)
+    assert status["lastState"] == {"terminated": {"exitCode": 1, "reason": "Error"}}

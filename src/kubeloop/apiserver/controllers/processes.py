@@ -46,6 +46,10 @@ from kubeloop.apiserver.controllers.localimages import LocalImage, LocalImages
 
 log = logging.getLogger("kubeloop.apiserver.processes")
 
+#: How long a run's log readers may go on after its process ended (its last lines).
+READER_GRACE_SECONDS = 2.0
+#: How often a container whose leader may have exited while its output is held is looked at.
+EXIT_POLL_SECONDS = 0.2
 #: A line longer than this is logged in parts.
 PARTIAL_BYTES = 16 * 1024
 #: A container's log starts again past this size.
@@ -98,10 +102,12 @@ class ContainerRun:
     #: When (loop time) it may start again after a failure.
     not_before: float = 0.0
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    #: The current run has ended and its end is recorded (``terminated``, the whole log).
+    ended: bool = False
 
     @property
     def running(self) -> bool:
-        return self.process is not None and self.process.returncode is None
+        return self.process is not None and not self.ended
 
 
 @dataclass
@@ -205,10 +211,14 @@ class ProcessRuntime:
             raise CannotRun(f'failed to start container "{name}": {exc.strerror or exc}: {argv[0]}') from None
         (folder / "pid").write_text(str(process.pid))
         state.process = process
+        state.ended = False
         state.started_at = timestamps.now()
         state.started_monotonic = time.monotonic()
         state.waiting = None
         log_file = folder / f"{state.restart_count}.log"
+        for old in _runs_logged(folder)[:-1]:  # the current run's log and the previous one are kept
+            if old < state.restart_count - 1:
+                (folder / f"{old}.log").unlink(missing_ok=True)
         writer = _LogWriter(log_file)
         assert process.stdout is not None and process.stderr is not None
         readers = [
@@ -232,9 +242,15 @@ class ProcessRuntime:
     ) -> None:
         process = state.process
         assert process is not None
-        code = await process.wait()
-        await asyncio.gather(*readers, return_exceptions=True)  # the last lines are in the log
-        (log_file.parent / "pid").unlink(missing_ok=True)
+        code = await _exit_code(process)
+        # The last lines are in the log (what outlived the group in a session of its own and
+        # holds the output does not hold the container's end).
+        _, stuck = await asyncio.wait(readers, timeout=READER_GRACE_SECONDS)
+        for reader in stuck:
+            reader.cancel()
+        pid_file = log_file.parent / "pid"
+        if pid_file.exists() and pid_file.read_text().strip() == str(process.pid):
+            pid_file.unlink()
         terminated: Obj = {
             "exitCode": code if code >= 0 else 128 - code,
             "reason": "Completed" if code == 0 else "Error",
@@ -249,6 +265,7 @@ class ProcessRuntime:
             if message:
                 terminated["message"] = message
         state.last_terminated, state.terminated = state.terminated, terminated
+        state.ended = True
         ran = time.monotonic() - state.started_monotonic
         if ran >= BACKOFF_RESET_SECONDS:
             state.backoff = 0.0
@@ -270,31 +287,28 @@ class ProcessRuntime:
         task.add_done_callback(self._stopping.discard)
 
     async def _stop(self, run: PodRun) -> None:
-        running = [state for state in run.containers.values() if state.running]
-        for state in running:
-            assert state.process is not None
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(state.process.pid, signal.SIGTERM)
-        if running:
-            waits = [asyncio.create_task(s.process.wait()) for s in running if s.process is not None]
-            _, late = await asyncio.wait(waits, timeout=run.grace_seconds)
-            for waiting in late:
-                waiting.cancel()
-            for state in running:
-                if state.running and state.process is not None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(state.process.pid, signal.SIGKILL)
-                    await state.process.wait()
+        """SIGTERM to each container's process group (whether its leader lives or not: what it
+        started goes too), SIGKILL to what is left after the grace period."""
+        started = [state for state in run.containers.values() if state.running]
+        for state in started:
+            _signal_group(state, signal.SIGTERM)
+        waits = [state.tasks[-1] for state in started if state.tasks and not state.tasks[-1].done()]
+        if waits:
+            await asyncio.wait(waits, timeout=run.grace_seconds)
+        for state in started:
+            _signal_group(state, signal.SIGKILL)
         for state in run.containers.values():
-            for task in state.tasks:
+            # Bounded: a waiter ends once the leader is gone and the readers had their grace.
+            _, stuck = await asyncio.wait(state.tasks, timeout=READER_GRACE_SECONDS + 1) if state.tasks else ((), ())
+            for task in stuck:
                 task.cancel()
             await asyncio.gather(*state.tasks, return_exceptions=True)
         shutil.rmtree(run.folder, ignore_errors=True)
 
     async def close(self) -> None:
-        """Stop every pod's processes (the server is stopping)."""
-        for key in list(self.pods):
-            await self.stop(*key)
+        """Stop every pod's processes (the server is stopping), all at once."""
+        runs, self.pods = list(self.pods.values()), {}
+        await asyncio.gather(*(self._stop(run) for run in runs), return_exceptions=True)
         await asyncio.gather(*self._stopping, return_exceptions=True)
 
     async def sync(self, pod: Obj) -> float | None:
@@ -375,15 +389,11 @@ class ProcessRuntime:
             policy == "Never" or (policy == "OnFailure" and all(t.get("exitCode") == 0 for t in ended))
         ):
             phase = "Failed" if any(t.get("exitCode") != 0 for t in ended) else "Succeeded"
-        elif all(
-            state.restart_count == 0 and state_name == "waiting"
-            for state, state_name in zip(
-                (run.containers.get(str(c.get("name"))) or ContainerRun("") for c in _containers(pod)),
-                states,
-                strict=True,
-            )
+        elif not any(
+            (found := run.containers.get(str(c.get("name")))) is not None and found.started_at is not None
+            for c in _containers(pod)
         ):
-            phase = "Pending"
+            phase = "Pending"  # no container has run yet (a kubelet's phase until one starts)
         else:
             phase = "Running"
         return phase, statuses, all(state_name == "running" for state_name in states)
@@ -401,10 +411,10 @@ class ProcessRuntime:
             return None
         return self.root / uid / container / f"{runs[wanted]}.log"
 
-    def running(self, namespace: str, name: str, container: str) -> bool:
-        """Whether the container's current run goes on (its log may grow)."""
+    def running(self, namespace: str, name: str, uid: str, container: str) -> bool:
+        """Whether the container's current run, in the pod of ``uid``, goes on (its log may grow)."""
         run = self.pods.get((namespace, name))
-        state = run.containers.get(container) if run is not None else None
+        state = run.containers.get(container) if run is not None and run.uid == uid else None
         return state is not None and state.running
 
     # ------------------------------------------------------------------ what a container sees
@@ -470,6 +480,30 @@ class ProcessRuntime:
         if isinstance(resource_ref, dict):
             return _resource_field(container, resource_ref)
         return None
+
+
+async def _exit_code(process: asyncio.subprocess.Process) -> int:
+    """The leader's exit code, as soon as it exits (``process.wait()`` would wait for whatever
+    still holds its output too). A container ends with its main process: the rest of its group
+    is killed, as a kubelet ends every process of the container."""
+    waiting = asyncio.ensure_future(process.wait())
+    try:
+        while not waiting.done() and process.returncode is None:
+            await asyncio.wait({waiting}, timeout=EXIT_POLL_SECONDS)
+    finally:
+        if not waiting.done():
+            waiting.cancel()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)  # what the leader left running ends with it
+    code = process.returncode
+    assert code is not None
+    return code
+
+
+def _signal_group(state: ContainerRun, sig: int) -> None:
+    if state.process is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(state.process.pid, sig)
 
 
 def _runs_logged(folder: pathlib.Path) -> list[int]:
@@ -551,9 +585,13 @@ def _containers(pod: Obj) -> list[Obj]:
 
 
 def _tail_message(log_file: pathlib.Path) -> str:
-    """The end of a run's log as its termination message: its last lines, at most 2 KiB."""
-    with contextlib.suppress(OSError):
-        lines = [line.partition(" F ")[2] for line in log_file.read_text(errors="replace").splitlines()]
+    """The end of a run's log as its termination message: its last lines, at most 2 KiB (read
+    from the file's end: a log may be megabytes)."""
+    with contextlib.suppress(OSError), log_file.open("rb") as log:
+        log.seek(0, os.SEEK_END)
+        log.seek(max(0, log.tell() - 64 * 1024))
+        records = log.read().decode(errors="replace").splitlines()
+        lines = [record.partition(" F ")[2] for record in records if " F " in record]
         return "\n".join(lines[-MESSAGE_LINES:])[-MESSAGE_BYTES:]
     return ""
 

@@ -98,10 +98,16 @@ def options_of(request: HTTPRequest, pod: Obj) -> LogOptions:
 
 
 def _lines(path: pathlib.Path, start: int) -> tuple[list[tuple[str, bytes]], int]:
-    """The whole records of the log from byte ``start``: (time, line) each, and where they end."""
-    with path.open("rb") as log:
-        log.seek(start)
-        data = log.read()
+    """The whole records of the log from byte ``start``: (time, line) each, and where they end
+    (from its start again if it was started again past its cap; none once it is gone)."""
+    try:
+        with path.open("rb") as log:
+            if log.seek(0, 2) < start:
+                start = 0
+            log.seek(start)
+            data = log.read()
+    except FileNotFoundError:  # its pod was deleted
+        return [], start
     end = data.rfind(b"\n") + 1
     records = []
     partial = b""
@@ -160,7 +166,7 @@ async def pod_log(
                 await response.write(chunk)
                 if budget is not None and budget <= 0:
                     return response
-            live = logs is not None and logs.running(namespace, name, options.container)
+            live = logs is not None and logs.running(namespace, name, uid, options.container)
             records, offset = await asyncio.to_thread(_lines, path, offset)
             chunks = list(_render(records, options))
             if not chunks and not live:

@@ -30,6 +30,7 @@ from agentobjects import (
     runtime,
 )
 from agentplatform.api.v1alpha1 import Agent, AgentRun, ChannelSpec
+from agentplatform.controllers import runwebhook
 from agentplatform.controllers.channels import ChannelSettings, admit
 from agentplatform.controllers.runwebhook import WebhookOptions, channel_run_name
 
@@ -327,6 +328,44 @@ async def test_a_post_whose_token_cannot_be_reviewed_is_answered_503(
         assert (answer.status, answer.headers["Retry-After"]) == (503, "5")
         assert await answer.json() == {"error": "the API server did not review the token; try again"}
     assert await client.list(AgentRun, namespace=namespace) == []
+
+
+async def test_token_reviews_are_remembered_and_bounded(
+    client: kubeloop.APIClient,
+    operator: tuple[str, str, agentplatform.Platform],
+    namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A channel's token is reviewed once a minute, not once a post; made-up tokens cost the API
+    server at most MAX_REVIEWS reviews at a time: one past them is answered 429."""
+    endpoint, _, platform = operator
+    assert platform.webhook is not None
+    reviews: list[str] = []
+    held, both_asked = asyncio.Event(), asyncio.Event()
+
+    async def counted(through: Any, obj: Any, **options: Any) -> Any:
+        if obj.get("kind") == "TokenReview":
+            reviews.append(obj["spec"]["token"])
+            if obj["spec"]["token"].startswith("held-"):
+                if len(reviews) == 3:
+                    both_asked.set()
+                await held.wait()
+        return await through.create(obj, **options)
+
+    platform.webhook.client = intercepted(platform.webhook.client, create=counted)
+    url = f"{endpoint}/channels/{namespace}/x/slack"
+    body = {"text": "t", "user": "u"}
+    for delivery in ("a", "b", "c"):
+        assert (await post(url, body, token="made-up", delivery=delivery))[0] == 401
+    assert reviews == ["made-up"]  # refused once, remembered
+    monkeypatch.setattr(runwebhook, "MAX_REVIEWS", 2)
+    waiting = [asyncio.create_task(post(url, body, token=f"held-{i}", delivery=f"h{i}")) for i in range(2)]
+    await both_asked.wait()  # both held reviews are asked
+    status, answer = await post(url, body, token="one-more", delivery="m")
+    assert (status, answer) == (429, {"error": "2 tokens are being reviewed; try again"})
+    held.set()
+    assert [(await task)[0] for task in waiting] == [401, 401]
+    assert "one-more" not in reviews
 
 
 async def test_a_failed_run_from_a_channel_replies_why(

@@ -23,8 +23,9 @@ Chat channels post to ``POST /channels/<namespace>/<agent>/<type>`` with ``{"tex
 "thread"}`` and ``X-Delivery-ID``, each with a credential of its own, bound to its namespace,
 agent and type: a token of the channel's ServiceAccount (``<agent>-channel-<type>``, which the
 agent controls) for the audience ``agents.kubeloop.dev/inbound``, which the channel's pod has
-projected and the kubelet refreshes. The endpoint checks it with a TokenReview; the shared
-token of ``/runs`` is no channel's. The message is judged by the channel's rule
+projected and the kubelet refreshes. The endpoint checks it with a TokenReview (remembered a
+minute, a refused one ten seconds; at most ``MAX_REVIEWS`` asked at once, a post past that is
+answered 429); the shared token of ``/runs`` is no channel's. The message is judged by the channel's rule
 (``channels.admit``) against the agent as the cache has it. A refused message is answered 200
 with ``"accepted": false`` and why, and starts nothing; an accepted one is answered 202 and
 becomes the AgentRun ``channel-<digest>`` (of the agent, channel and delivery id), whose
@@ -52,6 +53,8 @@ import logging
 import os
 import pathlib
 import tempfile
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +78,12 @@ MAX_BODY_BYTES = 64 * 1024
 #: How long a channel's post waits for the API server to review its token (controller-runtime's
 #: TokenAccessReviewTimeout); past it, or when the server fails, the post is answered 503.
 REVIEW_SECONDS = 10.0
+#: How long a token's review is remembered (a minute, as controller-runtime's authenticator
+#: caches; a refused token ten seconds), for this many tokens at most.
+REVIEW_CACHE_SECONDS, REFUSED_CACHE_SECONDS, REVIEW_CACHE_SIZE = 60.0, 10.0, 4096
+#: Token reviews asked of the API server at once at most; a post past it is answered 429, so a
+#: flood of made-up tokens costs the API server this many reviews at a time, no more.
+MAX_REVIEWS = 16
 #: Accepted deliveries waiting for their runs at most; past it a post is answered 429 (bounded
 #: memory whatever a sender posts).
 MAX_PENDING = 1000
@@ -146,6 +155,10 @@ class Delivery:
     message: Message | None = None
 
 
+class TooManyReviews(Exception):
+    """``MAX_REVIEWS`` token reviews are under way: the post is answered 429."""
+
+
 class BadDelivery(ValueError):
     """A post the endpoint refuses (400), saying which field is wrong."""
 
@@ -215,6 +228,9 @@ class RunWebhook:
         self.options = options
         self.ledger = ledger
         self.trust = trust
+        #: Token digest → (when the answer goes stale, the account or None), least recent first.
+        self._reviews: OrderedDict[str, tuple[float, str | None]] = OrderedDict()
+        self._reviewing = 0
         #: Keeps the endpoint's certificate in ``cert_secret`` (None: the files are the user's).
         self.rotator: kubeloop.webhook.CertRotator | None = None
         if options.cert_secret and options.service:
@@ -332,18 +348,39 @@ class RunWebhook:
         token = _bearer(request)
         if not token:
             return None
-        review = await self.client.create(
-            {
-                "apiVersion": "authentication.k8s.io/v1",
-                "kind": "TokenReview",
-                "spec": {"token": token, "audiences": [INBOUND_AUDIENCE]},
-            }
-        )
+        key = hashlib.sha256(token.encode()).hexdigest()
+        cached = self._reviews.get(key)
+        if cached is not None and cached[0] > time.monotonic():
+            self._reviews.move_to_end(key)
+            return cached[1]
+        if self._reviewing >= MAX_REVIEWS:
+            raise TooManyReviews
+        self._reviewing += 1
+        try:
+            review = await self.client.create(
+                {
+                    "apiVersion": "authentication.k8s.io/v1",
+                    "kind": "TokenReview",
+                    "spec": {"token": token, "audiences": [INBOUND_AUDIENCE]},
+                }
+            )
+        finally:
+            self._reviewing -= 1
         status = review.get("status") or {}
-        if not status.get("authenticated") or INBOUND_AUDIENCE not in (status.get("audiences") or ()):
-            return None
         username = (status.get("user") or {}).get("username")
-        return username if isinstance(username, str) else None
+        account = (
+            username
+            if status.get("authenticated")
+            and INBOUND_AUDIENCE in (status.get("audiences") or ())
+            and isinstance(username, str)
+            else None
+        )
+        ttl = REVIEW_CACHE_SECONDS if account is not None else REFUSED_CACHE_SECONDS
+        self._reviews[key] = (time.monotonic() + ttl, account)
+        self._reviews.move_to_end(key)
+        while len(self._reviews) > REVIEW_CACHE_SIZE:
+            self._reviews.popitem(last=False)
+        return account
 
     async def _post(self, request: web.Request) -> web.Response:
         if not self._authorized(request):
@@ -396,6 +433,10 @@ class RunWebhook:
         try:
             async with asyncio.timeout(REVIEW_SECONDS):
                 account = await self._channel_account(request)
+        except TooManyReviews:
+            return _answer(
+                429, {"error": f"{MAX_REVIEWS} tokens are being reviewed; try again"}, {"Retry-After": "1"}
+            )
         except (kubeloop.errors.APIError, OSError, TimeoutError) as failed:
             log.warning("inbound endpoint: the token review failed: %s", failed or type(failed).__name__)
             return _answer(

@@ -145,6 +145,45 @@ def test_hello_label_embedded() -> None:
         stop_operator(process)
 
 
+def test_an_embedded_run_runs_the_pods_of_local_images(tmp_path: pathlib.Path) -> None:
+    """``kubeloop run --embedded --simulate --local-image``: the operator's cluster runs the
+    pods of the images named as processes (here the one a test makes), and stops them with it."""
+    process = start_operator("--embedded", "--simulate", "--local-image", "busybox=host")
+    try:
+        line = ready_line(process)
+        kubeconfig = line.rsplit("kubeconfig=", 1)[1].strip()
+        kubectl = [str(KUBECTLS[-1]), "--kubeconfig", kubeconfig]
+        env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+        run = [
+            *kubectl,
+            "run",
+            "says",
+            "--image=busybox",
+            "--restart=Never",
+            "--",
+            "sh",
+            "-c",
+            "echo from a process",
+        ]
+        subprocess.run(run, check=True, capture_output=True, env=env, timeout=60)
+        wait = [*kubectl, "wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/says", "--timeout=30s"]
+        subprocess.run(wait, check=True, capture_output=True, env=env, timeout=60)
+        logs = subprocess.run([*kubectl, "logs", "says"], capture_output=True, text=True, env=env, timeout=60)
+        assert logs.stdout == "from a process\n"
+    finally:
+        stop_operator(process)
+
+
+def test_local_images_need_an_embedded_simulating_server() -> None:
+    refused = subprocess.run(
+        [sys.executable, "-m", "kubeloop.cli.main", "run", str(ROOT / "examples" / "hello_label"),
+         "--embedded", "--local-image", "busybox=host"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert "--local-image needs --embedded --simulate" in refused.stderr
+
+
 HELLO_LABEL_ROLE = {
     "apiVersion": "rbac.authorization.k8s.io/v1",
     "kind": "ClusterRole",

@@ -49,6 +49,14 @@ def _build_parser() -> argparse.ArgumentParser:
         help="with --embedded: simulate workloads (a node, pods that run, Deployments and Jobs that progress)",
     )
     run.add_argument(
+        "--local-image",
+        action="append",
+        default=[],
+        metavar="IMAGE=COMMAND",
+        help="with --embedded --simulate: run the containers of IMAGE as processes on this machine "
+        "(as kubeloop apiserver --local-image: COMMAND is the entrypoint, or host; repeatable)",
+    )
+    run.add_argument(
         "--data-dir", type=pathlib.Path, help="with --embedded: keep its state here (default: in memory)"
     )
     run.add_argument(
@@ -364,6 +372,7 @@ def _command(args: argparse.Namespace) -> int:
                 data_dir=args.data_dir,
                 flags=flags,
                 simulate=args.simulate,
+                local_images=tuple(args.local_image),
                 reload=args.reload,
             )
         )

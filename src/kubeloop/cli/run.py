@@ -194,18 +194,35 @@ async def run(
     data_dir: pathlib.Path | None,
     flags: ManagerFlags | None = None,
     simulate: bool = False,
+    local_images: tuple[str, ...] = (),
     reload: bool = False,
 ) -> int:
     flags = flags or ManagerFlags()
+    if local_images:
+        from kubeloop.apiserver.controllers.localimages import LocalImages
+
+        if not (embedded and simulate):
+            raise UsageError("--local-image needs --embedded --simulate", "a node of this process runs them")
+        try:
+            LocalImages.parse(local_images)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
     module, attribute = load_target(target)
     setup = setup_of(target, module, attribute)
     signals = reloading.CommandSignals()
     signals.install()
     try:
         if embedded:
+            from kubeloop.apiserver.controllers.simulation import SimulationOptions
             from kubeloop.apiserver.server import APIServer, ServerOptions
 
-            options = ServerOptions(memory=data_dir is None, data_dir=data_dir, port=0, simulate=simulate)
+            options = ServerOptions(
+                memory=data_dir is None,
+                data_dir=data_dir,
+                port=0,
+                simulate=simulate,
+                simulation=SimulationOptions(local_images=local_images),
+            )
             async with APIServer(options) as server:
                 print(
                     f"kubeloop embedded apiserver ready at {server.url} kubeconfig={server.kubeconfig_path}",

@@ -238,28 +238,9 @@ class SimulatedKubelet:
             return Result(requeue_after=self.options.pod_start_seconds - elapsed)
         restart = spec.get("restartPolicy") or "Always"
         if phase != "Running":
-            unmounted = await self._unmountable(pod)
-            if unmounted is not None:  # the volumes come first: no container is made without them
-                waiting = {"reason": "ContainerCreating"}
-                if any(
-                    c.get("state", {}).get("waiting") != waiting
-                    for c in status.get("containerStatuses") or ()
-                ) or not status.get("containerStatuses"):
-                    await self._write_status(pod, {"containerStatuses": self._waiting(pod, waiting)})
-                if self._unmounted.get(uid) != unmounted:
-                    self._unmounted[uid] = unmounted
-                    self.recorder.event(pod, WARNING, "FailedMount", unmounted)
-                return Result(requeue_after=self.options.config_retry_seconds)
-            self._unmounted.pop(uid, None)
-            missing = await self._missing_config(pod)
-            if missing is not None:  # the containers cannot be made: the kubelet says why, and retries
-                waiting = {"reason": "CreateContainerConfigError", "message": missing}
-                if any(
-                    c.get("state", {}).get("waiting") != waiting
-                    for c in status.get("containerStatuses") or ()
-                ):
-                    await self._write_status(pod, {"containerStatuses": self._waiting(pod, waiting)})
-                return Result(requeue_after=self.options.config_retry_seconds)
+            blocked = await self._cannot_start(pod)
+            if blocked is not None:
+                return blocked
             await self._write_status(pod, self._running(pod))
         if restart == "Always":
             return None
@@ -279,23 +260,9 @@ class SimulatedKubelet:
         uid = str((pod.get("metadata") or {}).get("uid"))
         status = pod.get("status") or {}
         if not processes.pod_run(pod).containers:  # nothing started yet: what it needs must be there
-            unmounted = await self._unmountable(pod)
-            missing = await self._missing_config(pod) if unmounted is None else None
-            if unmounted is not None or missing is not None:
-                if unmounted is not None and self._unmounted.get(uid) != unmounted:
-                    self._unmounted[uid] = unmounted
-                    self.recorder.event(pod, WARNING, "FailedMount", unmounted)
-                waiting = (
-                    {"reason": "ContainerCreating"}
-                    if unmounted is not None
-                    else {"reason": "CreateContainerConfigError", "message": missing}
-                )
-                if [c.get("state", {}).get("waiting") for c in status.get("containerStatuses") or ()] != [
-                    waiting for _ in _containers(pod)
-                ]:
-                    await self._write_status(pod, {"containerStatuses": self._waiting(pod, waiting)})
-                return Result(requeue_after=self.options.config_retry_seconds)
-            self._unmounted.pop(uid, None)
+            blocked = await self._cannot_start(pod)
+            if blocked is not None:
+                return blocked
         again = await processes.sync(pod)
         phase, containers, ready = processes.status(pod)
         wanted = {
@@ -309,6 +276,31 @@ class SimulatedKubelet:
             self._bound.pop(uid, None)
             return None
         return Result(requeue_after=again) if again is not None else None
+
+    async def _cannot_start(self, pod: Obj) -> Result | None:
+        """When the pod's containers cannot be made yet, say why as a kubelet does and look
+        again in ``config_retry_seconds``: a volume that does not mount first (ContainerCreating,
+        and a FailedMount Event once per reason), then the environment's references
+        (CreateContainerConfigError); None when they can be."""
+        uid = str((pod.get("metadata") or {}).get("uid"))
+        unmounted = await self._unmountable(pod)
+        missing = await self._missing_config(pod) if unmounted is None else None
+        if unmounted is None:
+            self._unmounted.pop(uid, None)
+        if unmounted is None and missing is None:
+            return None
+        if unmounted is not None and self._unmounted.get(uid) != unmounted:
+            self._unmounted[uid] = unmounted
+            self.recorder.event(pod, WARNING, "FailedMount", unmounted)
+        waiting = (
+            {"reason": "ContainerCreating"}
+            if unmounted is not None
+            else {"reason": "CreateContainerConfigError", "message": missing}
+        )
+        statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+        if [c.get("state", {}).get("waiting") for c in statuses] != [waiting for _ in _containers(pod)]:
+            await self._write_status(pod, {"containerStatuses": self._waiting(pod, waiting)})
+        return Result(requeue_after=self.options.config_retry_seconds)
 
     async def _unmountable(self, pod: Obj) -> str | None:
         """Why a volume of the pod cannot be mounted, as the kubelet's FailedMount says it

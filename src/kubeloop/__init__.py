@@ -20,7 +20,8 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
   (secure metrics);
 - clients: ``Client`` (the protocol helpers take), ``APIClient``, ``CachedClient``,
   ``BlockingClient``, ``SyncClient``, ``ObjectList``, ``PatchType``, ``Preconditions``,
-  ``load_config``, ``ClientConfig``;
+  ``load_config``, ``ClientConfig``, ``container_path`` (a path as a container sees it, also on
+  kubeloop's process node);
 - kinds and objects: ``kinds`` (a constant per built-in kind), ``models`` (typed models:
   ``models.apps_v1.Deployment``), ``GroupVersionKind``, ``CustomResource`` (a custom resource
   model that generates its CRD), ``KubeModel`` (the base of the models of its parts),
@@ -91,6 +92,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "SyncClient": ("kubeloop.client.sync", "SyncClient"),
     "load_config": ("kubeloop.client.config", "load_config"),
     "ClientConfig": ("kubeloop.client.config", "ClientConfig"),
+    "container_path": ("kubeloop.containerpath", "container_path"),
     # kinds and objects
     "GroupVersionKind": ("kubeloop.api.gvk", "GroupVersionKind"),
     "CustomResource": ("kubeloop.api.customresource", "CustomResource"),
@@ -166,6 +168,7 @@ __all__ = [
     "WebhookServer",
     "__version__",
     "add_finalizer",
+    "container_path",
     "contains_finalizer",
     "crd",
     "create_or_patch",
@@ -232,6 +235,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     from kubeloop.client.interface import Client, ObjectList
     from kubeloop.client.rest import APIClient, PatchType
     from kubeloop.client.sync import BlockingClient, SyncClient
+    from kubeloop.containerpath import container_path
     from kubeloop.controller import handler, predicate, source
     from kubeloop.controller.controllerutil import (
         AlreadyOwnedError,

@@ -26,6 +26,7 @@ from aiohttp.typedefs import Middleware
 from kubeloop import certs, errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import kubeconfig, kubernetesservice
+from kubeloop.apiserver.admission.serviceaccount import ServiceAccountAdmission
 from kubeloop.apiserver.admissionpolicy.expressioncheck import KINDS as EXPRESSION_KINDS
 from kubeloop.apiserver.admissionpolicy.expressioncheck import with_compiled_expressions
 from kubeloop.apiserver.admissionpolicy.policyadmission import PolicyAdmission
@@ -235,9 +236,14 @@ class APIServer:
             assert admission_kind is not None
             self.registry.set_strategy(with_compiled_expressions(self.registry.strategy(admission_kind)))
         self._webhooks = WebhookAdmission(self.registry, self.catalog)
-        # kube-apiserver's order: mutating webhooks, then PodSecurity, policies and validating webhooks.
+        # kube-apiserver's order: ServiceAccount, PodSecurity, then webhooks and policies (each
+        # plugin mutates in turn, then each validates). Pods get their account's credentials
+        # where the cluster keeps the accounts and the CA they need (as envtest, without a
+        # controller manager, leaves the ServiceAccount plugin off).
         latest = int(schema_release().split(".")[1])
+        accounts = options.controllers and options.namespace_defaults
         self.registry.admission = AdmissionChain(
+            *([ServiceAccountAdmission(self.registry, self.catalog)] if accounts else []),
             PodSecurityAdmission(self.registry, self.catalog, latest),
             PolicyAdmission(self.registry, self.catalog),
             self._webhooks,

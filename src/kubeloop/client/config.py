@@ -39,6 +39,7 @@ from kubeloop.client.credentials import (
     read_token_file,
 )
 from kubeloop.client.execplugin import CLUSTER_EXTENSION, ClusterInfo, ExecConfig, ExecCredentials
+from kubeloop.containerpath import container_path
 from kubeloop.version import __version__
 
 __all__ = [
@@ -369,11 +370,13 @@ def _resolve(path: str, source: Path) -> Path:
 # ---------------------------------------------------------------------------- in-cluster
 
 
-def in_cluster_config(
-    *, root: Path = SERVICE_ACCOUNT_DIR, environ: Mapping[str, str] = os.environ
-) -> ClientConfig:
+def in_cluster_config(*, root: Path | None = None, environ: Mapping[str, str] = os.environ) -> ClientConfig:
     """The pod's service account: KUBERNETES_SERVICE_HOST/PORT, its token (re-read as the
-    kubelet rotates it), CA and namespace ($POD_NAMESPACE, else the namespace file)."""
+    kubelet rotates it), CA and namespace ($POD_NAMESPACE, else the namespace file). Its files
+    are at ``root``, else at the usual path in the container (under
+    ``$KUBELOOP_CONTAINER_ROOT`` on kubeloop's process node: :func:`kubeloop.container_path`)."""
+    if root is None:
+        root = container_path(SERVICE_ACCOUNT_DIR, environ=environ)
     host = environ.get("KUBERNETES_SERVICE_HOST")
     port = environ.get("KUBERNETES_SERVICE_PORT")
     if not host or not port:

@@ -49,7 +49,8 @@ def node(pods_dir: pathlib.Path) -> Iterator[ServerThread]:
         crash_backoff_seconds=0.3,
         pods_dir=pods_dir,
     )
-    server = start_server(simulate=True, simulation=options)
+    # As a user runs it: namespaces get their default ServiceAccount and the cluster's CA.
+    server = start_server(simulate=True, simulation=options, namespace_defaults=True)
     yield server
     server.stop()
 
@@ -176,7 +177,7 @@ def test_a_container_ends_with_its_main_process_and_takes_its_children(
         1,
         0,
     )
-    child = int((pods_dir / found["metadata"]["uid"] / "child").read_text())
+    child = int((pods_dir / found["metadata"]["uid"] / "leaves" / "root" / "child").read_text())
     while not gone(child):
         time.sleep(0.05)  # killed with its group (the test's timeout bounds it)
     assert kubectl("logs", "leaves", *ns).stdout == "parent done\n"
@@ -313,8 +314,11 @@ async def test_a_pod_whose_container_has_run_is_running_while_it_backs_off(tmp_p
     async def nothing(kind: str, namespace: str, name: str) -> None:
         return None
 
+    async def no_token(*request: object) -> tuple[str, float]:
+        raise AssertionError("no token is asked for")
+
     runtime = ProcessRuntime(
-        tmp_path, LocalImages.parse(["busybox=host"]), nothing, api_host="127.0.0.1", api_port=1
+        tmp_path, LocalImages.parse(["busybox=host"]), nothing, no_token, api_host="127.0.0.1", api_port=1
     )
     pod = {"metadata": {"name": "p", "namespace": "n", "uid": "u"},
            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}  # fmt: skip

@@ -25,6 +25,7 @@ import itertools
 import logging
 import pathlib
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,6 +35,7 @@ from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.localimages import LocalImages
+from kubeloop.apiserver.controllers.podvolumes import CannotMount
 from kubeloop.apiserver.controllers.processes import ProcessRuntime
 from kubeloop.apiserver.controllers.scheduler import fits
 from kubeloop.apiserver.controllers.simulation import (
@@ -44,7 +46,7 @@ from kubeloop.apiserver.controllers.simulation import (
     SimulationOptions,
 )
 from kubeloop.client.rest import REQUEST_ERRORS
-from kubeloop.controller.handler import EnqueueRequestForObject
+from kubeloop.controller.handler import EnqueueRequestForObject, EnqueueRequestsFromMapFunc
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.controller.source import Channel
 from kubeloop.manager.builder import Builder
@@ -56,6 +58,9 @@ log = logging.getLogger("kubeloop.controllers.kubelet")
 
 NODE = GroupVersionKind("", "v1", "Node")
 POD = GroupVersionKind("", "v1", "Pod")
+SERVICE_ACCOUNT = GroupVersionKind("", "v1", "ServiceAccount")
+CONFIG_MAP = GroupVersionKind("", "v1", "ConfigMap")
+SECRET = GroupVersionKind("", "v1", "Secret")
 NODE_IP = "10.89.0.2"
 KUBELET_VERSION = "v1.33.0"
 
@@ -143,6 +148,8 @@ class SimulatedKubelet:
         self._unmounted: dict[str, str] = {}
         self.recorder = manager.event_recorder("kubelet")
         manager.add(self.register_node, name="simulated node", need_leader_election=False)
+        #: (namespace, kind, name) of a ConfigMap or Secret → the local pods that name it.
+        self._named_by: dict[tuple[str, str, str], set[str]] = {}
         #: Runs the pods of local images as processes (None: every pod is simulated).
         self.processes: ProcessRuntime | None = None
         builder = (
@@ -154,14 +161,43 @@ class SimulatedKubelet:
                 options.pods_dir or pathlib.Path(tempfile.mkdtemp(prefix="kubeloop-pods-")),
                 LocalImages.parse(options.local_images),
                 self._config_source,
+                self._issue_token,
                 api_host=server.hostname or "127.0.0.1",
                 api_port=server.port or 443,
                 backoff_seconds=options.crash_backoff_seconds,
             )
-            # A process that ends is news about its pod.
+            # A process that ends is news about its pod; so is a change of a ConfigMap or Secret
+            # one of its volumes or variables names (its files are written again at once).
             builder.watches_raw_source(Channel(self.processes.changed, EnqueueRequestForObject()))
+            for kind in (CONFIG_MAP, SECRET):
+                builder.watches(kind, EnqueueRequestsFromMapFunc(self._pods_naming(kind.kind)), only_metadata=True)
             manager.add(self._own_processes, name="process node", need_leader_election=False)
         builder.complete(self.reconcile)
+
+    def _pods_naming(self, kind: str) -> Callable[[Obj], list[Request]]:
+        """Maps a ConfigMap or Secret (``kind``) to the local pods that name it."""
+
+        def requests(obj: Obj) -> list[Request]:
+            meta = obj.get("metadata") or {}
+            namespace = str(meta.get("namespace") or "")
+            named = self._named_by.get((namespace, kind, str(meta.get("name"))), ())
+            return [Request(namespace, pod) for pod in named]
+
+        return requests
+
+    def _remember_names(self, pod: Obj) -> None:
+        """Note which ConfigMaps and Secrets the local pod names."""
+        meta = pod.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        for kind, referenced in _names(pod):
+            self._named_by.setdefault((namespace, kind, referenced), set()).add(name)
+
+    def _forget_names(self, namespace: str, name: str) -> None:
+        for key, pods in list(self._named_by.items()):
+            if key[0] == namespace:
+                pods.discard(name)
+                if not pods:
+                    del self._named_by[key]
 
     async def _own_processes(self, stop: asyncio.Event) -> None:
         """Kill what an earlier server left running, then, when the server stops, its own."""
@@ -173,6 +209,32 @@ class SimulatedKubelet:
             await stop.wait()
         finally:
             await self.processes.close()
+
+    async def _issue_token(
+        self, namespace: str, account: str, audiences: list[str], seconds: int, pod: str, pod_uid: str
+    ) -> tuple[str, float]:
+        """A token of the pod's account bound to the pod (a TokenRequest, as the kubelet asks
+        for a projected token) and when it expires."""
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {
+                "audiences": audiences,
+                "expirationSeconds": seconds,
+                "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": pod_uid},
+            },
+        }
+        try:
+            issued = await self.client.create(
+                request, of=SERVICE_ACCOUNT, name=account, subresource="token", namespace=namespace
+            )
+        except errors.NotFound:
+            raise CannotMount(f'failed to fetch token: serviceaccounts "{account}" not found') from None
+        except errors.APIError as refused:
+            raise CannotMount(f"failed to fetch token: {refused}") from None
+        status = issued.get("status") or {}
+        expires = timestamps.parse_time(status.get("expirationTimestamp"))
+        return str(status.get("token") or ""), expires.timestamp() if expires is not None else 0.0
 
     async def _config_source(self, kind: str, namespace: str, name: str) -> Obj | None:
         try:
@@ -199,6 +261,7 @@ class SimulatedKubelet:
             pod = await self.manager.client.get(POD, request.name, namespace=request.namespace)
         except errors.NotFound:
             if self.processes is not None:  # its processes go with it
+                self._forget_names(request.namespace, request.name)
                 await self.processes.stop(request.namespace, request.name)
             return None
         meta = pod.get("metadata") or {}
@@ -207,6 +270,7 @@ class SimulatedKubelet:
             self._bound.pop(uid, None)
             self._unmounted.pop(uid, None)
             if self.processes is not None:
+                self._forget_names(request.namespace, request.name)
                 await self.processes.stop(request.namespace, request.name)
             return None
         spec = pod.get("spec") or {}
@@ -257,10 +321,20 @@ class SimulatedKubelet:
     async def _run_locally(self, pod: Obj, processes: ProcessRuntime) -> Result | None:
         """A local pod: its volumes and configuration checked as for any pod, then its
         processes started (or again) and its status written as they have it."""
-        uid = str((pod.get("metadata") or {}).get("uid"))
+        meta = pod.get("metadata") or {}
+        uid = str(meta.get("uid"))
         status = pod.get("status") or {}
-        if not processes.pod_run(pod).containers:  # nothing started yet: what it needs must be there
-            blocked = await self._cannot_start(pod)
+        self._remember_names(pod)
+        started = bool(processes.pod_run(pod).containers)
+        try:
+            remount = await processes.mount(pod)
+        except CannotMount as failed:
+            if not started:
+                return await self._cannot_start(pod, volumes_made=True, unmounted=str(failed))
+            log.warning("pod %s/%s: %s", meta.get("namespace"), meta.get("name"), failed)
+            remount = self.options.config_retry_seconds
+        if not started:  # nothing started yet: what its environment needs must be there
+            blocked = await self._cannot_start(pod, volumes_made=True)
             if blocked is not None:
                 return blocked
         again = await processes.sync(pod)
@@ -274,16 +348,22 @@ class SimulatedKubelet:
             await self._write_status(pod, wanted)
         if phase in ("Succeeded", "Failed"):
             self._bound.pop(uid, None)
+            self._forget_names(str(meta.get("namespace")), str(meta.get("name")))
             return None
-        return Result(requeue_after=again) if again is not None else None
+        return Result(requeue_after=min(again, remount) if again is not None else remount)
 
-    async def _cannot_start(self, pod: Obj) -> Result | None:
+    async def _cannot_start(
+        self, pod: Obj, *, volumes_made: bool = False, unmounted: str | None = None
+    ) -> Result | None:
         """When the pod's containers cannot be made yet, say why as a kubelet does and look
         again in ``config_retry_seconds``: a volume that does not mount first (ContainerCreating,
         and a FailedMount Event once per reason), then the environment's references
-        (CreateContainerConfigError); None when they can be."""
+        (CreateContainerConfigError); None when they can be. A local pod's volumes are made
+        before (``volumes_made``; ``unmounted``: why one could not be); a simulated pod's are
+        checked here."""
         uid = str((pod.get("metadata") or {}).get("uid"))
-        unmounted = await self._unmountable(pod)
+        if not volumes_made:
+            unmounted = await self._unmountable(pod)
         missing = await self._missing_config(pod) if unmounted is None else None
         if unmounted is None:
             self._unmounted.pop(uid, None)
@@ -537,6 +617,31 @@ class SimulatedKubelet:
             for c in _containers(pod)
         ]
         return status
+
+
+def _names(pod: Obj) -> set[tuple[str, str]]:
+    """The (kind, name) of each ConfigMap and Secret the pod's volumes and variables name."""
+    spec = pod.get("spec") or {}
+    named: set[tuple[str, str]] = set()
+    for volume in spec.get("volumes") or ():
+        projected = (volume.get("projected") or {}).get("sources") or ()
+        for source in [volume, *projected]:
+            if isinstance(source.get("configMap"), dict):
+                named.add(("ConfigMap", str(source["configMap"].get("name"))))
+            if isinstance(source.get("secret"), dict):
+                secret = source["secret"]
+                named.add(("Secret", str(secret.get("secretName") or secret.get("name"))))
+    for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+        for source in container.get("envFrom") or ():
+            for field, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
+                if isinstance(source.get(field), dict):
+                    named.add((kind, str(source[field].get("name"))))
+        for var in container.get("env") or ():
+            value_from = var.get("valueFrom") or {}
+            for field, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
+                if isinstance(value_from.get(field), dict):
+                    named.add((kind, str(value_from[field].get("name"))))
+    return named
 
 
 def _containers(pod: Obj) -> list[Obj]:

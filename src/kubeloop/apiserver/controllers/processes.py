@@ -29,20 +29,31 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import logging
 import os
 import pathlib
-import re
 import shutil
 import signal
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from kubeloop.api import timestamps
 from kubeloop.api.object import Obj
+from kubeloop.apiserver.controllers.downwardapi import field_value, resource_value
+from kubeloop.apiserver.controllers.expansion import expand
 from kubeloop.apiserver.controllers.localimages import LocalImage, LocalImages
+from kubeloop.apiserver.controllers.podvolumes import (
+    CLAIMS,
+    DEFAULT_TERMINATION_MESSAGE_PATH,
+    CannotMount,
+    IssueToken,
+    Lookup,
+    PodVolumes,
+    inside,
+)
+from kubeloop.containerpath import ROOT_VARIABLE
 
 log = logging.getLogger("kubeloop.apiserver.processes")
 
@@ -61,23 +72,10 @@ BACKOFF_RESET_SECONDS = 600.0
 #: What ``FallbackToLogsOnError`` takes from the end of a failed run's log.
 MESSAGE_LINES, MESSAGE_BYTES = 80, 2048
 
-#: Looks a ConfigMap or Secret up: (kind, namespace, name) → the object or None.
-Lookup = Callable[[str, str, str], Awaitable[Obj | None]]
-
-_REFERENCE = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
-
-
-def expand(text: str, env: dict[str, str]) -> str:
-    """Kubernetes' ``$(VAR)`` expansion: a defined variable is replaced, ``$$`` is ``$``, and
-    any other reference is left as it is."""
-
-    def replace(match: re.Match[str]) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        name = match.group(1)
-        return env.get(name, match.group(0))
-
-    return _REFERENCE.sub(replace, text)
+#: A termination message is cut to this size (upstream's).
+MAX_TERMINATION_MESSAGE_BYTES = 4096
+#: Where a container finds its ServiceAccount's credentials.
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 class CannotRun(Exception):
@@ -117,6 +115,7 @@ class PodRun:
     name: str
     folder: pathlib.Path
     grace_seconds: float
+    volumes: PodVolumes
     containers: dict[str, ContainerRun] = field(default_factory=dict)
 
 
@@ -130,6 +129,7 @@ class ProcessRuntime:
         root: pathlib.Path,
         images: LocalImages,
         lookup: Lookup,
+        issue_token: IssueToken,
         *,
         api_host: str,
         api_port: int,
@@ -138,6 +138,7 @@ class ProcessRuntime:
         self.root = root
         self.images = images
         self.lookup = lookup
+        self.issue_token = issue_token
         self.api_host = api_host
         self.api_port = api_port
         self.backoff_seconds = backoff_seconds
@@ -164,6 +165,8 @@ class ProcessRuntime:
         the process groups killed."""
         killed = []
         for pid_file in self.root.glob("*/*/pid"):
+            if pid_file.parent.parent.name == CLAIMS:
+                continue
             with contextlib.suppress(ValueError, OSError):
                 pgid = int(pid_file.read_text().strip())
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -181,9 +184,16 @@ class ProcessRuntime:
             if run is not None:  # another pod of that name now: the old one's processes go
                 self._stop_later(run)
             grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
-            run = PodRun(uid, key[0], key[1], self.root / uid, float(30 if grace is None else grace))
+            folder = self.root / uid
+            volumes = PodVolumes(folder, self.root / CLAIMS, self.lookup, self.issue_token)
+            run = PodRun(uid, key[0], key[1], folder, float(30 if grace is None else grace), volumes)
             self.pods[key] = run
         return run
+
+    async def mount(self, pod: Obj) -> float:
+        """Make the pod's volumes, or bring them up to date; in how many seconds to do it
+        again (CannotMount: why one cannot be made)."""
+        return await self.pod_run(pod).volumes.sync(pod)
 
     async def start(self, pod: Obj, container: Obj, run: PodRun) -> None:
         """Start ``container``'s process (CannotRun: why it cannot)."""
@@ -196,7 +206,11 @@ class ProcessRuntime:
         argv = self._argv(container, env)
         folder = run.folder / name
         folder.mkdir(parents=True, exist_ok=True)
-        cwd = _working_dir(container, run.folder)
+        root = run.volumes.container_root(pod, container, env)
+        env[ROOT_VARIABLE] = str(root)
+        if _mounts(container, SERVICE_ACCOUNT_DIR) and "KUBECONFIG" not in env:
+            env["KUBECONFIG"] = str(self._kubeconfig(folder, root, run.namespace))
+        cwd = _working_dir(container, root)
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -260,10 +274,11 @@ class ProcessRuntime:
         }
         if code < 0:
             terminated["signal"] = -code
-        if code != 0 and container.get("terminationMessagePolicy") == "FallbackToLogsOnError":
+        message = _termination_message(run.folder / state.name / "root", container)
+        if not message and code != 0 and container.get("terminationMessagePolicy") == "FallbackToLogsOnError":
             message = _tail_message(log_file)
-            if message:
-                terminated["message"] = message
+        if message:
+            terminated["message"] = message
         state.last_terminated, state.terminated = state.terminated, terminated
         state.ended = True
         ran = time.monotonic() - state.started_monotonic
@@ -299,7 +314,9 @@ class ProcessRuntime:
             _signal_group(state, signal.SIGKILL)
         for state in run.containers.values():
             # Bounded: a waiter ends once the leader is gone and the readers had their grace.
-            _, stuck = await asyncio.wait(state.tasks, timeout=READER_GRACE_SECONDS + 1) if state.tasks else ((), ())
+            _, stuck = (
+                await asyncio.wait(state.tasks, timeout=READER_GRACE_SECONDS + 1) if state.tasks else ((), ())
+            )
             for task in stuck:
                 task.cancel()
             await asyncio.gather(*state.tasks, return_exceptions=True)
@@ -419,6 +436,37 @@ class ProcessRuntime:
 
     # ------------------------------------------------------------------ what a container sees
 
+    def _kubeconfig(self, folder: pathlib.Path, root: pathlib.Path, namespace: str) -> pathlib.Path:
+        """A kubeconfig of the container's ServiceAccount credentials (the files mounted in its
+        root), for clients that do not know ``KUBELOOP_CONTAINER_ROOT``: ``kubectl`` and the
+        official client's ``load_config()`` find the server through it."""
+        account = root / SERVICE_ACCOUNT_DIR.lstrip("/")
+        host = f"[{self.api_host}]" if ":" in self.api_host else self.api_host
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "in-cluster",
+                    "cluster": {
+                        "server": f"https://{host}:{self.api_port}",
+                        "certificate-authority": str(account / "ca.crt"),
+                    },
+                }
+            ],
+            "users": [{"name": "service-account", "user": {"tokenFile": str(account / "token")}}],
+            "contexts": [
+                {
+                    "name": "in-cluster",
+                    "context": {"cluster": "in-cluster", "user": "service-account", "namespace": namespace},
+                }
+            ],
+            "current-context": "in-cluster",
+        }
+        path = folder / "kubeconfig"
+        path.write_text(json.dumps(config, indent=2))
+        return path
+
     def _argv(self, container: Obj, env: dict[str, str]) -> list[str]:
         image = self.local_image(container)
         command = [str(part) for part in container.get("command") or ()]
@@ -475,10 +523,10 @@ class ProcessRuntime:
                 return _data(found, kind).get(str(ref.get("key")))
         field_ref = value_from.get("fieldRef")
         if isinstance(field_ref, dict):
-            return _field(pod, str(field_ref.get("fieldPath") or ""))
+            return field_value(pod, str(field_ref.get("fieldPath") or ""))
         resource_ref = value_from.get("resourceFieldRef")
         if isinstance(resource_ref, dict):
-            return _resource_field(container, resource_ref)
+            return resource_value(container, resource_ref)
         return None
 
 
@@ -511,10 +559,29 @@ def _runs_logged(folder: pathlib.Path) -> list[int]:
     return sorted(int(path.stem) for path in folder.glob("*.log") if path.stem.isdigit())
 
 
-def _working_dir(container: Obj, folder: pathlib.Path) -> str:
-    """The container's ``workingDir`` if this machine has it, else the pod's folder."""
+def _working_dir(container: Obj, root: pathlib.Path) -> str:
+    """The container's ``workingDir`` in its root (a volume mounted there), else on this
+    machine, else the container's root."""
     working = str(container.get("workingDir") or "")
-    return working if working and os.path.isdir(working) else str(folder)
+    if working:
+        inside = root / working.lstrip("/")
+        if inside.is_dir():
+            return str(inside)
+        if os.path.isdir(working):
+            return working
+    return str(root)
+
+
+def _mounts(container: Obj, path: str) -> bool:
+    return any(m.get("mountPath") == path for m in container.get("volumeMounts") or () if isinstance(m, dict))
+
+
+def _termination_message(root: pathlib.Path, container: Obj) -> str:
+    """What the process wrote at its ``terminationMessagePath`` (at most 4 KiB, as upstream)."""
+    path = str(container.get("terminationMessagePath") or DEFAULT_TERMINATION_MESSAGE_PATH)
+    with contextlib.suppress(OSError, CannotMount), inside(root, path).open("rb") as written:
+        return written.read(MAX_TERMINATION_MESSAGE_BYTES).decode(errors="replace")
+    return ""
 
 
 def _data(obj: Obj | None, kind: str) -> dict[str, str]:
@@ -524,60 +591,6 @@ def _data(obj: Obj | None, kind: str) -> dict[str, str]:
     if kind == "Secret":
         return {key: base64.b64decode(value).decode(errors="replace") for key, value in values.items()}
     return values
-
-
-_MAP_FIELD = re.compile(r"^metadata\.(labels|annotations)\['(.+)'\]$")
-
-
-def _field(pod: Obj, path: str) -> str:
-    """A ``fieldRef``'s value (the downward API's fields)."""
-    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
-    mapped = _MAP_FIELD.match(path)
-    if mapped:
-        return str((meta.get(mapped.group(1)) or {}).get(mapped.group(2), ""))
-    values = {
-        "metadata.name": meta.get("name"),
-        "metadata.namespace": meta.get("namespace"),
-        "metadata.uid": meta.get("uid"),
-        "spec.nodeName": spec.get("nodeName"),
-        "spec.serviceAccountName": spec.get("serviceAccountName"),
-        "status.podIP": status.get("podIP"),
-        "status.hostIP": status.get("hostIP"),
-    }
-    return str(values.get(path) or "")
-
-
-_QUANTITY = re.compile(r"^([0-9.]+)([a-zA-Z]*)$")
-_SCALE = {
-    "": 1,
-    "m": 1e-3,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "Ki": 1024,
-    "Mi": 1024**2,
-    "Gi": 1024**3,
-    "Ti": 1024**4,
-}
-
-
-def _resource_field(container: Obj, ref: Obj) -> str:
-    """A ``resourceFieldRef``'s value: the quantity over the divisor, rounded up (as upstream)."""
-    section, _, resource = str(ref.get("resource") or "").partition(".")
-    value = ((container.get("resources") or {}).get(section) or {}).get(resource)
-    if value is None:
-        return "0"
-    amount, divisor = _quantity(str(value)), _quantity(str(ref.get("divisor") or "1"))
-    whole = -(-amount // divisor) if divisor else amount
-    return str(int(whole))
-
-
-def _quantity(text: str) -> float:
-    match = _QUANTITY.match(text.strip())
-    if match is None or match.group(2) not in _SCALE:
-        return 0.0
-    return float(match.group(1)) * _SCALE[match.group(2)]
 
 
 def _containers(pod: Obj) -> list[Obj]:

@@ -322,13 +322,14 @@ async def test_a_pod_whose_container_has_run_is_running_while_it_backs_off(tmp_p
     )
     pod = {"metadata": {"name": "p", "namespace": "n", "uid": "u"},
            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}  # fmt: skip
-    assert runtime.status(pod)[0] == "Pending"
+    assert runtime.status(pod).phase == "Pending"
     state = runtime.pod_run(pod).containers["c"] = ContainerRun("c")
     state.waiting = {"reason": "RunContainerError", "message": "no such file"}
-    assert runtime.status(pod)[0] == "Pending"  # never started
+    assert runtime.status(pod).phase == "Pending"  # never started
     state.started_at = "2026-11-28T00:00:00Z"
     state.terminated = {"exitCode": 1, "reason": "Error"}
     state.waiting = {"reason": "CrashLoopBackOff", "message": "back-off 10s"}
-    phase, (status,), ready = runtime.status(pod)
-    assert (phase, status["restartCount"], ready) == ("Running", 0, False)
+    found = runtime.status(pod)
+    (status,) = found.containers
+    assert (found.phase, status["restartCount"], found.ready) == ("Running", 0, False)
     assert status["lastState"] == {"terminated": {"exitCode": 1, "reason": "Error"}}

@@ -23,12 +23,18 @@ from kubeloop.apiserver.controllers.podvolumes import CannotMount, PodVolumes
 from tests.apiserver.controllers.test_process_node import (  # noqa: F401  (fixtures)
     api,
     ended,
-    kubectl,
     node,
     pod_json,
     pods_dir,
 )
-from tests.apiserver.test_kubectl import Kubectl
+from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
+from tests.conftest import ServerThread
+
+
+@pytest.fixture
+def kubectl(node: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    """One kubectl: what is tested here is the node, which every kubectl sees alike."""
+    return Kubectl(KUBECTLS[1], node.kubeconfig, tmp_path)
 
 
 def apply(kubectl: Kubectl, *objects: dict[str, Any]) -> None:

@@ -165,6 +165,7 @@ class SimulatedKubelet:
                 api_host=server.hostname or "127.0.0.1",
                 api_port=server.port or 443,
                 backoff_seconds=options.crash_backoff_seconds,
+                record=self.recorder.event,
             )
             # A process that ends is news about its pod; so is a change of a ConfigMap or Secret
             # one of its volumes or variables names (its files are written again at once).
@@ -337,15 +338,27 @@ class SimulatedKubelet:
             blocked = await self._cannot_start(pod, volumes_made=True)
             if blocked is not None:
                 return blocked
+        deadline = _deadline(pod)
+        if deadline is not None and deadline <= 0:
+            await processes.halt(pod, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
         again = await processes.sync(pod)
-        phase, containers, ready = processes.status(pod)
-        wanted = {
+        state = processes.status(pod)
+        phase = state.phase
+        wanted: Obj = {
             "phase": phase,
-            "containerStatuses": containers,
-            "conditions": _conditions(status, ready=ready, ended=phase in ("Succeeded", "Failed")),
+            "containerStatuses": state.containers,
+            "conditions": _conditions(
+                status, ready=state.ready, ended=phase in ("Succeeded", "Failed"), pending=state.pending
+            ),
         }
+        if state.init_containers:
+            wanted["initContainerStatuses"] = state.init_containers
+        if state.reason:
+            wanted.update(reason=state.reason, message=state.message)
         if any(status.get(key) != value for key, value in wanted.items()):
             await self._write_status(pod, wanted)
+        if deadline is not None and deadline > 0:
+            again = deadline if again is None else min(again, deadline)
         if phase in ("Succeeded", "Failed"):
             self._bound.pop(uid, None)
             self._forget_names(str(meta.get("namespace")), str(meta.get("name")))
@@ -648,14 +661,29 @@ def _containers(pod: Obj) -> list[Obj]:
     return [c for c in (pod.get("spec") or {}).get("containers") or () if isinstance(c, dict)]
 
 
-def _conditions(status: Obj, *, ready: bool, ended: bool) -> list[Obj]:
-    """A local pod's conditions, each keeping its transition time while its status holds."""
+def _deadline(pod: Obj) -> float | None:
+    """Seconds left of the pod's ``activeDeadlineSeconds`` (from its start), if it has one."""
+    seconds = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+    started = timestamps.parse_time((pod.get("status") or {}).get("startTime"))
+    if not isinstance(seconds, int) or started is None:
+        return None
+    return seconds - (datetime.now(UTC) - started).total_seconds()
+
+
+def _conditions(status: Obj, *, ready: bool, ended: bool, pending: list[str] | None = None) -> list[Obj]:
+    """A local pod's conditions, each keeping its transition time while its status holds
+    (``pending``: the init containers that have not done their work)."""
     now = timestamps.now()
     before = {c.get("type"): c for c in status.get("conditions") or () if isinstance(c, dict)}
     not_ready = ("ContainersNotReady", "containers with unready status") if not ready else ("", "")
+    initializing = (
+        ("ContainersNotInitialized", f"containers with incomplete status: [{' '.join(pending)}]")
+        if pending
+        else ("", "")
+    )
     wanted = [
         ("PodReadyToStartContainers", "False" if ended else "True", "", ""),
-        ("Initialized", "True", "", ""),
+        ("Initialized", "False" if pending else "True", *initializing),
         ("Ready", "True" if ready else "False", *not_ready),
         ("ContainersReady", "True" if ready else "False", *not_ready),
         ("PodScheduled", "True", "", ""),

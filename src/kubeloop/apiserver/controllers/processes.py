@@ -36,6 +36,7 @@ import pathlib
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -53,6 +54,7 @@ from kubeloop.apiserver.controllers.podvolumes import (
     PodVolumes,
     inside,
 )
+from kubeloop.apiserver.controllers.probes import ProbeLoop, ProbeTarget, Report
 from kubeloop.containerpath import ROOT_VARIABLE
 
 log = logging.getLogger("kubeloop.apiserver.processes")
@@ -72,6 +74,10 @@ BACKOFF_RESET_SECONDS = 600.0
 #: What ``FallbackToLogsOnError`` takes from the end of a failed run's log.
 MESSAGE_LINES, MESSAGE_BYTES = 80, 2048
 
+#: The probes a container may have.
+PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
+#: Records an event: (the object, Normal or Warning, reason, message).
+Record = Callable[[Obj, str, str, str], None]
 #: A termination message is cut to this size (upstream's).
 MAX_TERMINATION_MESSAGE_BYTES = 4096
 #: Where a container finds its ServiceAccount's credentials.
@@ -102,10 +108,33 @@ class ContainerRun:
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     #: The current run has ended and its end is recorded (``terminated``, the whole log).
     ended: bool = False
+    #: The current run's startup probe has succeeded (or there is none).
+    started_ok: bool = False
+    #: The current run's readiness probe says it is ready (or there is none and it started).
+    ready: bool = False
+    #: The current run's probes (None: it has none, or it ended).
+    probing: asyncio.Task[None] | None = None
 
     @property
     def running(self) -> bool:
         return self.process is not None and not self.ended
+
+
+@dataclass(frozen=True)
+class PodState:
+    """A local pod's status as its processes have it."""
+
+    phase: str
+    containers: list[Obj]
+    init_containers: list[Obj]
+    #: Every init container has done its work (a sidecar: has started).
+    initialized: bool
+    #: The init containers still to do it.
+    pending: list[str]
+    ready: bool
+    #: Why the pod failed when the node ended it (``DeadlineExceeded``), and how it says so.
+    reason: str = ""
+    message: str = ""
 
 
 @dataclass
@@ -117,6 +146,8 @@ class PodRun:
     grace_seconds: float
     volumes: PodVolumes
     containers: dict[str, ContainerRun] = field(default_factory=dict)
+    #: The pod has been ended for good: (reason, message) of its failure.
+    halted: tuple[str, str] | None = None
 
 
 class ProcessRuntime:
@@ -134,6 +165,8 @@ class ProcessRuntime:
         api_host: str,
         api_port: int,
         backoff_seconds: float = 10.0,
+        pod_host: str = "127.0.0.1",
+        record: Record | None = None,
     ) -> None:
         self.root = root
         self.images = images
@@ -142,6 +175,10 @@ class ProcessRuntime:
         self.api_host = api_host
         self.api_port = api_port
         self.backoff_seconds = backoff_seconds
+        #: The address probes reach a pod's processes at.
+        self.pod_host = pod_host
+        #: Records an event about a pod (a stub: apiVersion, kind, name, namespace, uid).
+        self.record: Record = record or (lambda pod, kind, reason, message: None)
         self.pods: dict[tuple[str, str], PodRun] = {}
         self.changed: asyncio.Queue[Obj] = asyncio.Queue()
         self._stopping: set[asyncio.Task[None]] = set()
@@ -229,6 +266,14 @@ class ProcessRuntime:
         state.started_at = timestamps.now()
         state.started_monotonic = time.monotonic()
         state.waiting = None
+        probes = {kind: container[kind] for kind in PROBES if isinstance(container.get(kind), dict)}
+        state.started_ok = "startupProbe" not in probes
+        state.ready = state.started_ok and "readinessProbe" not in probes
+        if probes:
+            target = ProbeTarget(self.pod_host, env, cwd, container)
+            state.probing = asyncio.create_task(
+                self._probe(pod, run, state, probes, target), name=f"probes {run.name}/{name}"
+            )
         log_file = folder / f"{state.restart_count}.log"
         for old in _runs_logged(folder)[:-1]:  # the current run's log and the previous one are kept
             if old < state.restart_count - 1:
@@ -257,6 +302,10 @@ class ProcessRuntime:
         process = state.process
         assert process is not None
         code = await _exit_code(process)
+        if state.probing is not None:  # the run's probes end with it
+            state.probing.cancel()
+            await asyncio.gather(state.probing, return_exceptions=True)
+            state.probing = None
         # The last lines are in the log (what outlived the group in a session of its own and
         # holds the output does not hold the container's end).
         _, stuck = await asyncio.wait(readers, timeout=READER_GRACE_SECONDS)
@@ -286,6 +335,65 @@ class ProcessRuntime:
             state.backoff = 0.0
         state.backoff = min(MAX_BACKOFF_SECONDS, state.backoff * 2 if state.backoff else self.backoff_seconds)
         state.not_before = asyncio.get_running_loop().time() + state.backoff
+        self._changed(run)
+
+    async def _probe(
+        self, pod: Obj, run: PodRun, state: ContainerRun, probes: dict[str, Obj], target: ProbeTarget
+    ) -> None:
+        """The run's probes: startup first, until it succeeds; then readiness and liveness side
+        by side. A failed result is a Warning event (Unhealthy); startup or liveness failing
+        its threshold kills the run (Killing), whose end its restart policy then handles."""
+        meta = pod.get("metadata") or {}
+        stub = {"apiVersion": "v1", "kind": "Pod", "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid")}}
+        grace = run.grace_seconds
+
+        def reporter(kind: str) -> Report:
+            label = {"startupProbe": "Startup", "readinessProbe": "Readiness", "livenessProbe": "Liveness"}[kind]
+
+            async def report(ok: bool, message: str, verdict: bool | None) -> None:
+                if not ok:
+                    self.record(stub, "Warning", "Unhealthy", f"{label} probe failed: {message}")
+                if verdict is None:
+                    return
+                if kind == "readinessProbe":
+                    state.ready = verdict
+                    self._changed(run)
+                elif kind == "startupProbe" and verdict:
+                    state.started_ok = True
+                    state.ready = "readinessProbe" not in probes
+                    self._changed(run)
+                elif not verdict:  # startup or liveness failed: the run is killed
+                    self.record(
+                        stub,
+                        "Normal",
+                        "Killing",
+                        f"Container {state.name} failed {label.lower()} probe, will be restarted",
+                    )
+                    own = probes[kind].get("terminationGracePeriodSeconds")
+                    await self._kill(state, float(grace if own is None else own))
+
+            return report
+
+        for kind, probe in probes.items():
+            if probe.get("grpc") is not None:
+                self.record(stub, "Warning", "Unhealthy", f"{kind}: grpc probes are not run by the process node; taken as success")
+        if "startupProbe" in probes:
+            await ProbeLoop(probes["startupProbe"], target, reporter("startupProbe"), until_success=True).loop()
+        loops = [
+            ProbeLoop(probes[kind], target, reporter(kind), initial=kind == "livenessProbe").loop()
+            for kind in ("readinessProbe", "livenessProbe")
+            if kind in probes
+        ]
+        await asyncio.gather(*loops)
+
+    async def _kill(self, state: ContainerRun, grace: float) -> None:
+        """SIGTERM to the run's group, SIGKILL after ``grace`` seconds (the run's end cancels
+        the wait)."""
+        _signal_group(state, signal.SIGTERM)
+        await asyncio.sleep(grace)
+        _signal_group(state, signal.SIGKILL)
+
+    def _changed(self, run: PodRun) -> None:
         self.changed.put_nowait(
             {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": run.name, "namespace": run.namespace}}
         )
@@ -301,7 +409,19 @@ class ProcessRuntime:
         self._stopping.add(task)
         task.add_done_callback(self._stopping.discard)
 
+    async def halt(self, pod: Obj, reason: str, message: str) -> None:
+        """End the pod's processes for good, keeping their logs and statuses (its
+        ``activeDeadlineSeconds`` are over): the pod has Failed with ``reason``."""
+        run = self.pod_run(pod)
+        run.halted = (reason, message)
+        await self._end(run)
+
     async def _stop(self, run: PodRun) -> None:
+        """End the pod's processes and remove its folder."""
+        await self._end(run)
+        shutil.rmtree(run.folder, ignore_errors=True)
+
+    async def _end(self, run: PodRun) -> None:
         """SIGTERM to each container's process group (whether its leader lives or not: what it
         started goes too), SIGKILL to what is left after the grace period."""
         started = [state for state in run.containers.values() if state.running]
@@ -320,7 +440,6 @@ class ProcessRuntime:
             for task in stuck:
                 task.cancel()
             await asyncio.gather(*state.tasks, return_exceptions=True)
-        shutil.rmtree(run.folder, ignore_errors=True)
 
     async def close(self) -> None:
         """Stop every pod's processes (the server is stopping), all at once."""
@@ -329,80 +448,100 @@ class ProcessRuntime:
         await asyncio.gather(*self._stopping, return_exceptions=True)
 
     async def sync(self, pod: Obj) -> float | None:
-        """Start what has not started, and what ended and is to start again once its back-off
-        is over; in how many seconds to look again (None: when a process ends)."""
+        """Start what is to run now: the init containers one by one (a sidecar, ``restartPolicy:
+        Always``, once started, goes on beside the rest), then the containers; and what ended and
+        is to start again once its back-off is over. In how many seconds to look again (None:
+        when a process ends or a probe's verdict changes)."""
         run = self.pod_run(pod)
+        if run.halted is not None:
+            return None
         policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
-        meta = pod.get("metadata") or {}
-        loop = asyncio.get_running_loop()
         again: list[float] = []
-        for container in _containers(pod):
+        for container in _init_containers(pod):
             name = str(container.get("name"))
             state = run.containers.get(name)
-            if state is not None and state.running:
+            if container.get("restartPolicy") == "Always":  # a sidecar: runs as long as the pod
+                wait = await self._keep(pod, run, container, "Always")
+                if wait is not None:
+                    again.append(wait)
+                if state is None or not (state.running and state.started_ok):
+                    return min(again) if again else None
                 continue
-            if state is not None and state.terminated is not None:
-                failed = state.terminated.get("exitCode") != 0
-                if policy == "Never" or (policy == "OnFailure" and not failed):
-                    continue
-            if state is not None and loop.time() < state.not_before:
-                if state.waiting is None or state.waiting.get("reason") != "RunContainerError":
-                    state.waiting = {
-                        "reason": "CrashLoopBackOff",
-                        "message": f"back-off {state.backoff:g}s restarting failed container={name} "
-                        f"pod={meta.get('name')}_{meta.get('namespace')}({meta.get('uid')})",
-                    }
-                again.append(state.not_before - loop.time())
+            if _init_done(container, state):
                 continue
-            if state is not None and state.terminated is not None:
-                state.restart_count += 1
-            try:
-                await self.start(pod, container, run)
-            except CannotRun as refused:
-                state = run.containers.setdefault(name, ContainerRun(name))
-                state.waiting = {"reason": "RunContainerError", "message": str(refused)}
-                state.backoff = min(
-                    MAX_BACKOFF_SECONDS, state.backoff * 2 if state.backoff else self.backoff_seconds
-                )
-                state.not_before = loop.time() + state.backoff
-                again.append(state.backoff)
+            if state is not None and state.terminated is not None and policy == "Never" and not state.running:
+                return None  # failed, never again: the pod has failed
+            wait = await self._keep(pod, run, container, "OnFailure")
+            if wait is not None:
+                again.append(wait)
+            return min(again) if again else None
+        for container in _containers(pod):
+            wait = await self._keep(pod, run, container, policy)
+            if wait is not None:
+                again.append(wait)
         return min(again) if again else None
 
-    def status(self, pod: Obj) -> tuple[str, list[Obj], bool]:
-        """The pod's phase, its containers' statuses, and whether all of them are ready, as its
-        processes have it."""
+    async def _keep(self, pod: Obj, run: PodRun, container: Obj, policy: str) -> float | None:
+        """Start ``container`` if it has not run, or again once its back-off is over if it ended
+        and ``policy`` says so; in how many seconds to look again (None: no need)."""
+        meta = pod.get("metadata") or {}
+        loop = asyncio.get_running_loop()
+        name = str(container.get("name"))
+        state = run.containers.get(name)
+        if state is not None and state.running:
+            return None
+        if state is not None and state.terminated is not None:
+            failed = state.terminated.get("exitCode") != 0
+            if policy == "Never" or (policy == "OnFailure" and not failed):
+                return None
+        if state is not None and loop.time() < state.not_before:
+            if state.waiting is None or state.waiting.get("reason") != "RunContainerError":
+                state.waiting = {
+                    "reason": "CrashLoopBackOff",
+                    "message": f"back-off {state.backoff:g}s restarting failed container={name} "
+                    f"pod={meta.get('name')}_{meta.get('namespace')}({meta.get('uid')})",
+                }
+            return state.not_before - loop.time()
+        if state is not None and state.terminated is not None:
+            state.restart_count += 1
+        try:
+            await self.start(pod, container, run)
+        except CannotRun as refused:
+            state = run.containers.setdefault(name, ContainerRun(name))
+            state.waiting = {"reason": "RunContainerError", "message": str(refused)}
+            state.backoff = min(MAX_BACKOFF_SECONDS, state.backoff * 2 if state.backoff else self.backoff_seconds)
+            state.not_before = loop.time() + state.backoff
+            return state.backoff
+        return None
+
+    def status(self, pod: Obj) -> PodState:
+        """The pod's phase, its containers' and init containers' statuses, and its conditions'
+        inputs, as its processes have it."""
         run = self.pod_run(pod)
         policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
-        statuses = []
-        for container in _containers(pod):
-            name = str(container.get("name"))
-            state = run.containers.get(name) or ContainerRun(name)
-            entry: Obj = {
-                "name": name,
-                "image": container.get("image"),
-                "imageID": f"local://{container.get('image')}",
-                "containerID": f"kubeloop://{run.uid}/{name}",
-                "ready": state.running,
-                "started": state.running,
-                "restartCount": state.restart_count,
-            }
-            if state.running:
-                entry["state"] = {"running": {"startedAt": state.started_at}}
-                previous = state.terminated
-            elif state.waiting is not None:
-                entry["state"] = {"waiting": state.waiting}
-                previous = state.terminated
-            elif state.terminated is not None:
-                entry["state"] = {"terminated": state.terminated}
-                previous = state.last_terminated
-            else:
-                entry["state"] = {"waiting": {"reason": "ContainerCreating"}}
-                previous = None
-            entry["lastState"] = {"terminated": previous} if previous is not None else {}
-            statuses.append(entry)
-        states = [next(iter(entry["state"])) for entry in statuses]
+        inits = _init_containers(pod)
+        init_statuses = [self._container_status(run, c, initializing=False) for c in inits]
+        pending = [
+            str(c.get("name"))
+            for c in inits
+            if not _init_done(c, run.containers.get(str(c.get("name"))))
+        ]
+        initialized = not pending
+        statuses = [self._container_status(run, c, initializing=not initialized) for c in _containers(pod)]
+        init_failed = any(
+            c.get("restartPolicy") != "Always"
+            and (state := run.containers.get(str(c.get("name")))) is not None
+            and not state.running
+            and state.terminated is not None
+            and state.terminated.get("exitCode") != 0
+            for c in inits
+        )
         ended = [entry["state"]["terminated"] for entry in statuses if "terminated" in entry["state"]]
-        if len(ended) == len(statuses) and (
+        if run.halted is not None or (init_failed and policy == "Never"):
+            phase = "Failed"
+        elif not initialized:
+            phase = "Pending"
+        elif len(ended) == len(statuses) and (
             policy == "Never" or (policy == "OnFailure" and all(t.get("exitCode") == 0 for t in ended))
         ):
             phase = "Failed" if any(t.get("exitCode") != 0 for t in ended) else "Succeeded"
@@ -413,7 +552,39 @@ class ProcessRuntime:
             phase = "Pending"  # no container has run yet (a kubelet's phase until one starts)
         else:
             phase = "Running"
-        return phase, statuses, all(state_name == "running" for state_name in states)
+        sidecars_ready = all(
+            entry["ready"] for c, entry in zip(inits, init_statuses, strict=True) if c.get("restartPolicy") == "Always"
+        )
+        ready = initialized and sidecars_ready and all(entry["ready"] for entry in statuses)
+        reason, message = run.halted or ("", "")
+        return PodState(phase, statuses, init_statuses, initialized, pending, ready and run.halted is None, reason, message)
+
+    def _container_status(self, run: PodRun, container: Obj, *, initializing: bool) -> Obj:
+        name = str(container.get("name"))
+        state = run.containers.get(name) or ContainerRun(name)
+        entry: Obj = {
+            "name": name,
+            "image": container.get("image"),
+            "imageID": f"local://{container.get('image')}",
+            "containerID": f"kubeloop://{run.uid}/{name}",
+            "ready": state.running and state.ready,
+            "started": state.running and state.started_ok,
+            "restartCount": state.restart_count,
+        }
+        if state.running:
+            entry["state"] = {"running": {"startedAt": state.started_at}}
+            previous = state.terminated
+        elif state.waiting is not None:
+            entry["state"] = {"waiting": state.waiting}
+            previous = state.terminated
+        elif state.terminated is not None:
+            entry["state"] = {"terminated": state.terminated}
+            previous = state.last_terminated
+        else:
+            entry["state"] = {"waiting": {"reason": "PodInitializing" if initializing else "ContainerCreating"}}
+            previous = None
+        entry["lastState"] = {"terminated": previous} if previous is not None else {}
+        return entry
 
     # ------------------------------------------------------------------ logs
 
@@ -595,6 +766,19 @@ def _data(obj: Obj | None, kind: str) -> dict[str, str]:
 
 def _containers(pod: Obj) -> list[Obj]:
     return [c for c in (pod.get("spec") or {}).get("containers") or () if isinstance(c, dict)]
+
+
+def _init_containers(pod: Obj) -> list[Obj]:
+    return [c for c in (pod.get("spec") or {}).get("initContainers") or () if isinstance(c, dict)]
+
+
+def _init_done(container: Obj, state: ContainerRun | None) -> bool:
+    """An init container has done its work: a sidecar has started, another has succeeded."""
+    if state is None:
+        return False
+    if container.get("restartPolicy") == "Always":
+        return state.running and state.started_ok
+    return not state.running and state.terminated is not None and state.terminated.get("exitCode") == 0
 
 
 def _tail_message(log_file: pathlib.Path) -> str:

@@ -26,7 +26,12 @@ from tests.apiserver.controllers.test_process_node import (  # noqa: F401  (fixt
     pod_json,
     pods_dir,
 )
-from tests.apiserver.controllers.test_process_node_volumes import apply, events, pod
+from tests.apiserver.controllers.test_process_node_volumes import (  # noqa: F401  (kubectl: a fixture)
+    apply,
+    events,
+    kubectl,
+    pod,
+)
 from tests.apiserver.test_kubectl import Kubectl
 
 

@@ -54,7 +54,7 @@ from kubeloop.apiserver.http.errormiddleware import error_middleware
 from kubeloop.apiserver.http.handlers import APIHandlers
 from kubeloop.apiserver.http.http1 import BufferedRequest
 from kubeloop.apiserver.http.requestbodies import MAX_BODY_BYTES
-from kubeloop.apiserver.http.scope import PodLogs
+from kubeloop.apiserver.http.scope import ProcessNode
 from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
 from kubeloop.apiserver.podsecurity.admission import PodSecurityAdmission
@@ -317,7 +317,7 @@ class APIServer:
             ),
             components=self.component_health,
             auditor=auditor,
-            pod_logs=self._pod_logs,
+            node=self._process_node,
         )
         self._watchdog = ConnectionWatchdog(options.timeouts)
         middlewares: list[Middleware] = [
@@ -397,8 +397,8 @@ class APIServer:
             simulation = replace(simulation, pods_dir=data_dir / "pods")
         return simulation
 
-    def _pod_logs(self) -> PodLogs | None:
-        """The process node's logs, when it runs."""
+    def _process_node(self) -> ProcessNode | None:
+        """The process node, when it runs."""
         kubelet = self._controllers.kubelet if self._controllers is not None else None
         return kubelet.processes if kubelet is not None else None
 

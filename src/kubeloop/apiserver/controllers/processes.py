@@ -29,12 +29,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import fcntl
 import json
 import logging
 import os
 import pathlib
+import pty
 import shutil
 import signal
+import struct
+import termios
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +59,7 @@ from kubeloop.apiserver.controllers.podvolumes import (
     inside,
 )
 from kubeloop.apiserver.controllers.probes import ProbeLoop, ProbeTarget, Report
+from kubeloop.apiserver.http.scope import CommandFailed, CommandRefused
 from kubeloop.containerpath import ROOT_VARIABLE
 
 log = logging.getLogger("kubeloop.apiserver.processes")
@@ -244,10 +249,7 @@ class ProcessRuntime:
         folder = run.folder / name
         folder.mkdir(parents=True, exist_ok=True)
         root = run.volumes.container_root(pod, container, env)
-        env[ROOT_VARIABLE] = str(root)
-        if _mounts(container, SERVICE_ACCOUNT_DIR) and "KUBECONFIG" not in env:
-            env["KUBECONFIG"] = str(self._kubeconfig(folder, root, run.namespace))
-        cwd = _working_dir(container, root)
+        cwd = self._enter(env, folder, root, container, run.namespace)
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -290,6 +292,47 @@ class ProcessRuntime:
                 self._wait(run, state, container, readers, log_file), name=f"wait {run.name}/{name}"
             ),
         ]
+
+    def _enter(
+        self, env: dict[str, str], folder: pathlib.Path, root: pathlib.Path, container: Obj, namespace: str
+    ) -> str:
+        """Complete a process's environment with the container's root (and a kubeconfig of its
+        ServiceAccount's credentials); the folder it starts in."""
+        env[ROOT_VARIABLE] = str(root)
+        if _mounts(container, SERVICE_ACCOUNT_DIR) and "KUBECONFIG" not in env:
+            env["KUBECONFIG"] = str(self._kubeconfig(folder, root, namespace))
+        return _working_dir(container, root)
+
+    async def exec_in(
+        self, pod: Obj, container_name: str, command: list[str], *, stdin: bool, tty: bool
+    ) -> ExecProcess:
+        """``command`` made ready to start in a running container of ``pod`` as ``kubectl exec``
+        asks (its environment, root and folder; a terminal of its own with ``tty``).
+        CommandRefused: the container is not running here, or its image does not allow
+        commands on this machine."""
+        meta = pod.get("metadata") or {}
+        if not self.handles(pod):
+            raise CommandRefused(
+                f"pod {meta.get('name')} runs no processes: the node only simulates its images "
+                "(name them with --local-image to run them)"
+            )
+        uid = str(meta.get("uid") or "")
+        run = self.pods.get((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+        state = run.containers.get(container_name) if run is not None and run.uid == uid else None
+        if run is None or state is None or not state.running:
+            raise CommandRefused(f'container not found ("{container_name}")')
+        container = next(c for c in [*_init_containers(pod), *_containers(pod)] if c.get("name") == container_name)
+        if self.local_image(container).entrypoint is not None:
+            raise CommandRefused(
+                f"image {container.get('image')} runs {' '.join(self.local_image(container).entrypoint or ())}: "
+                "a command would run on this machine (name the image with =host to allow that)"
+            )
+        env = await self._environment(pod, container)
+        folder = run.folder / container_name
+        cwd = self._enter(env, folder, folder / "root", container, run.namespace)
+        if tty:
+            env.setdefault("TERM", "xterm")
+        return ExecProcess(command, cwd, env, stdin=stdin, tty=tty)
 
     async def _wait(
         self,
@@ -762,6 +805,89 @@ def _data(obj: Obj | None, kind: str) -> dict[str, str]:
     if kind == "Secret":
         return {key: base64.b64decode(value).decode(errors="replace") for key, value in values.items()}
     return values
+
+
+@dataclass
+class ExecProcess:
+    """A command to run in a container: started by :meth:`start`; with a terminal, ``terminal``
+    is the terminal's controlling side (its output and input; the process's streams are the
+    terminal)."""
+
+    command: list[str]
+    cwd: str
+    env: dict[str, str]
+    stdin: bool
+    tty: bool
+    terminal: int | None = None
+    _process: asyncio.subprocess.Process | None = None
+
+    @property
+    def process(self) -> asyncio.subprocess.Process:
+        assert self._process is not None, "the command has not started"
+        return self._process
+
+    async def start(self, width: int = 0, height: int = 0) -> None:
+        """Start the command (with a terminal, of that size); CommandFailed: why it could not."""
+        if not self.tty:
+            try:
+                self._process = await asyncio.create_subprocess_exec(
+                    *self.command,
+                    cwd=self.cwd,
+                    env=self.env,
+                    stdin=asyncio.subprocess.PIPE if self.stdin else asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise CommandFailed(_exec_failure(self.command, exc)) from None
+            return
+        controller, terminal = pty.openpty()
+        self.terminal = controller
+        if width and height:
+            self.resize(width, height)
+        try:
+            self._process = await asyncio.create_subprocess_exec(
+                *self.command,
+                cwd=self.cwd,
+                env=self.env,
+                stdin=terminal,
+                stdout=terminal,
+                stderr=terminal,
+                start_new_session=True,
+                preexec_fn=_take_terminal,
+            )
+        except OSError as exc:
+            raise CommandFailed(_exec_failure(self.command, exc)) from None
+        finally:
+            os.close(terminal)
+
+    def resize(self, width: int, height: int) -> None:
+        if self.terminal is not None:
+            with contextlib.suppress(OSError):
+                fcntl.ioctl(self.terminal, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+
+    def kill(self) -> None:
+        if self._process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._process.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        if self.terminal is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.terminal)
+            self.terminal = None
+
+
+def _exec_failure(command: list[str], exc: OSError) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return f'exec: "{command[0]}": executable file not found in $PATH'
+    return f'exec: "{command[0]}": {exc.strerror or exc}'
+
+
+def _take_terminal() -> None:
+    """In the child, after setsid: the terminal on its stdin becomes its controlling one."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 def _containers(pod: Obj) -> list[Obj]:

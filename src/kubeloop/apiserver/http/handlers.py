@@ -19,7 +19,7 @@ from kubeloop.apiserver.audit import requestaudit
 from kubeloop.apiserver.auth.rbacauthorizer import SUPERUSER_GROUP, Attributes, verb_of
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.catalog.resources import ResourceType
-from kubeloop.apiserver.http import deletes, podlogs, reads, subresources, watches, writes
+from kubeloop.apiserver.http import deletes, podexec, podlogs, reads, subresources, watches, writes
 from kubeloop.apiserver.http.authentication import USER
 from kubeloop.apiserver.http.http1 import BufferedRequest, HTTPRequest
 from kubeloop.apiserver.http.negotiation import JSON, json_response, status_response
@@ -29,6 +29,9 @@ from kubeloop.apiserver.openapi import discoverydocs, v2, v3
 from kubeloop.errors import InvalidSelector
 
 log = logging.getLogger("kubeloop.apiserver")
+#: Subresources that open a stream into a pod: each is authorized as ``create``, whatever the
+#: method (a WebSocket upgrade is a GET).
+CONNECT_SUBRESOURCES = frozenset(("exec", "attach", "portforward"))
 #: The audit annotation of the authorizer's decision (upstream's key).
 DECISION_ANNOTATION = "authorization.k8s.io/decision"
 
@@ -155,10 +158,11 @@ class APIHandlers(Scope):
             requestaudit.add_annotation(DECISION_ANNOTATION, "allow")
             return  # the common case (the kubeconfig's admin) costs one look
         resource = target.resource
+        verb = verb_of(request.method, named=target.name is not None, watch=truthy(request.query.get("watch")))
+        if target.subresource in CONNECT_SUBRESOURCES:
+            verb = "create"  # a WebSocket's GET too, as upstream has asked since 1.31
         attributes = Attributes(
-            verb=verb_of(
-                request.method, named=target.name is not None, watch=truthy(request.query.get("watch"))
-            ),
+            verb=verb,
             group=resource.group,
             resource=resource.plural,
             subresource=target.subresource,
@@ -240,6 +244,12 @@ class APIHandlers(Scope):
             if target.subresource == "binding":
                 return await subresources.binding(self, request, target)
             return await subresources.eviction(self, request, target)
+        if target.subresource == "exec":
+            if method not in ("GET", "POST"):
+                raise errors.MethodNotAllowed(
+                    "the server does not allow this method on the requested resource"
+                )
+            return await podexec.pod_exec(self, request, target, self.node())
         if method not in handler or (target.subresource and method == "DELETE"):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         if target.subresource == "scale":
@@ -249,7 +259,7 @@ class APIHandlers(Scope):
                 raise errors.MethodNotAllowed(
                     "the server does not allow this method on the requested resource"
                 )
-            return await podlogs.pod_log(self, request, target, self.pod_logs())
+            return await podlogs.pod_log(self, request, target, self.node())
         return await handler[method](request, target)
 
 

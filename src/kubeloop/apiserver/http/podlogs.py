@@ -23,7 +23,8 @@ from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.http.http1 import HTTPRequest
-from kubeloop.apiserver.http.scope import PodLogs, Scope, Target
+from kubeloop.apiserver.http.podcontainers import chosen_container
+from kubeloop.apiserver.http.scope import ProcessNode, Scope, Target
 
 #: How often a followed log is looked at for more.
 FOLLOW_POLL_SECONDS = 0.1
@@ -61,20 +62,7 @@ def _positive(request: HTTPRequest, name: str, *, allow_zero: bool = False) -> i
 
 def options_of(request: HTTPRequest, pod: Obj) -> LogOptions:
     """The query's options for ``pod``; 400 for a mistake, naming it."""
-    meta = pod.get("metadata") or {}
-    containers = [str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or ()]
-    init = [str(c.get("name")) for c in (pod.get("spec") or {}).get("initContainers") or ()]
-    container = request.query.get("container") or ""
-    if not container:
-        if len(containers) != 1:
-            raise errors.BadRequest(
-                f"a container name must be specified for pod {meta.get('name')}, choose one of: "
-                f"[{' '.join(containers)}]"
-                + (f" or one of the init containers: [{' '.join(init)}]" if init else "")
-            )
-        container = containers[0]
-    elif container not in containers and container not in init:
-        raise errors.BadRequest(f"container {container} is not valid for pod {meta.get('name')}")
+    container = chosen_container(request, pod)
     since_seconds = _positive(request, "sinceSeconds")
     since_time = request.query.get("sinceTime")
     if since_seconds is not None and since_time:
@@ -133,7 +121,7 @@ def _render(records: list[tuple[str, bytes]], options: LogOptions) -> Iterator[b
 
 
 async def pod_log(
-    scope: Scope, request: HTTPRequest, target: Target, logs: PodLogs | None
+    scope: Scope, request: HTTPRequest, target: Target, logs: ProcessNode | None
 ) -> web.StreamResponse:
     assert target.namespace is not None and target.name is not None
     namespace, name = target.namespace, target.name

@@ -5,11 +5,13 @@ and reviewer, the health of the cluster's components, the auditor; and the :clas
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kubeloop.api.object import Obj
 from kubeloop.apiserver.auth import reviews
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.auth.tokens import ServiceAccountTokens
@@ -30,14 +32,51 @@ class Target:
     subresource: str
 
 
-class PodLogs(Protocol):
-    """Where the node keeps its containers' logs (the process node's runtime)."""
+class CommandRefused(Exception):
+    """A command the node will not run in a container (not running, not allowed): its message
+    says why."""
+
+
+class CommandFailed(Exception):
+    """A command that could not start in its container: its message says why."""
+
+
+class ExecSession(Protocol):
+    """A command to run in a container: once started, its process, and with a terminal, the
+    terminal's controlling side (the process's streams are then the terminal)."""
+
+    terminal: int | None
+
+    @property
+    def process(self) -> asyncio.subprocess.Process: ...
+
+    async def start(self, width: int = 0, height: int = 0) -> None:
+        """Start the command (with a terminal, of that size; CommandFailed: why it could not)."""
+        ...
+
+    def resize(self, width: int, height: int) -> None: ...
+
+    def kill(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class ProcessNode(Protocol):
+    """What the node that runs pods' processes (the process node's runtime) offers requests:
+    its containers' logs, and commands run in them."""
 
     def log_file(
         self, namespace: str, name: str, uid: str, container: str, *, previous: bool = False
     ) -> pathlib.Path | None: ...
 
     def running(self, namespace: str, name: str, uid: str, container: str) -> bool: ...
+
+    async def exec_in(
+        self, pod: Obj, container_name: str, command: list[str], *, stdin: bool, tty: bool
+    ) -> ExecSession:
+        """``command``, ready to start in the container (CommandRefused: why the node will
+        not run it)."""
+        ...
 
 
 class Scope:
@@ -58,7 +97,7 @@ class Scope:
         token_reviewer: reviews.TokenReviewer | None = None,
         components: Callable[[], list[tuple[str, str | None]]] = list,
         auditor: Auditor | None = None,
-        pod_logs: Callable[[], PodLogs | None] = lambda: None,
+        node: Callable[[], ProcessNode | None] = lambda: None,
     ) -> None:
         self.registry = reg
         self.catalog = catalog
@@ -81,4 +120,4 @@ class Scope:
         #: Records requests in the audit log (None: no audit log).
         self.auditor = auditor
         #: Where the node keeps its containers' logs (None: no container writes one).
-        self.pod_logs = pod_logs
+        self.node = node

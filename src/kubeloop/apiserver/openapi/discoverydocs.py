@@ -27,6 +27,7 @@ _SUBRESOURCE_VERBS: dict[str, tuple[str, ...]] = {
     "binding": ("create",),
     "eviction": ("create",),
     "log": ("get",),
+    "exec": ("create", "get"),
     "approval": ("get", "patch", "update"),
 }
 #: Subresources that take and return a kind of their own (group, version, kind).
@@ -35,6 +36,7 @@ _SUBRESOURCE_KINDS: dict[str, tuple[str, str, str]] = {
     "token": ("authentication.k8s.io", "v1", "TokenRequest"),
     "eviction": ("policy", "v1", "Eviction"),
     "binding": ("", "", "Binding"),
+    "exec": ("", "v1", "PodExecOptions"),
 }
 
 #: Order of the built-in groups in /apis, as kube-apiserver's APIService priorities sort them.

@@ -642,6 +642,19 @@ class ProcessRuntime:
             return None
         return self.root / uid / container / f"{runs[wanted]}.log"
 
+    def address_of(self, pod: Obj) -> str:
+        """Where the pod's processes listen (CommandRefused: it runs none here, or none now)."""
+        meta = pod.get("metadata") or {}
+        if not self.handles(pod):
+            raise CommandRefused(
+                f"pod {meta.get('name')} runs no processes: the node only simulates its images "
+                "(name them with --local-image to run them)"
+            )
+        run = self.pods.get((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+        if run is None or run.uid != meta.get("uid") or not any(s.running for s in run.containers.values()):
+            raise CommandRefused(f"pod {meta.get('name')} is not running")
+        return self.pod_host
+
     def running(self, namespace: str, name: str, uid: str, container: str) -> bool:
         """Whether the container's current run, in the pod of ``uid``, goes on (its log may grow)."""
         run = self.pods.get((namespace, name))

@@ -19,7 +19,16 @@ from kubeloop.apiserver.audit import requestaudit
 from kubeloop.apiserver.auth.rbacauthorizer import SUPERUSER_GROUP, Attributes, verb_of
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.catalog.resources import ResourceType
-from kubeloop.apiserver.http import deletes, podexec, podlogs, reads, subresources, watches, writes
+from kubeloop.apiserver.http import (
+    deletes,
+    podexec,
+    podlogs,
+    podportforward,
+    reads,
+    subresources,
+    watches,
+    writes,
+)
 from kubeloop.apiserver.http.authentication import USER
 from kubeloop.apiserver.http.http1 import BufferedRequest, HTTPRequest
 from kubeloop.apiserver.http.negotiation import JSON, json_response, status_response
@@ -244,11 +253,13 @@ class APIHandlers(Scope):
             if target.subresource == "binding":
                 return await subresources.binding(self, request, target)
             return await subresources.eviction(self, request, target)
-        if target.subresource == "exec":
+        if target.subresource in ("exec", "portforward"):
             if method not in ("GET", "POST"):
                 raise errors.MethodNotAllowed(
                     "the server does not allow this method on the requested resource"
                 )
+            if target.subresource == "portforward":
+                return await podportforward.pod_port_forward(self, request, target, self.node())
             return await podexec.pod_exec(self, request, target, self.node())
         if method not in handler or (target.subresource and method == "DELETE"):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")

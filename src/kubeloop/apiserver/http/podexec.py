@@ -122,7 +122,7 @@ async def _first_size(socket: web.WebSocketResponse, early: list[bytes]) -> tupl
             message = await asyncio.wait_for(socket.receive(), left)
         except TimeoutError:
             break
-        data = _data(message)
+        data = data_of(message)
         if data is None:
             break
         if data[:1] == bytes([RESIZE]):
@@ -133,7 +133,7 @@ async def _first_size(socket: web.WebSocketResponse, early: list[bytes]) -> tupl
     return 0, 0
 
 
-def _data(message: WSMessage) -> bytes | None:
+def data_of(message: WSMessage) -> bytes | None:
     """A message's bytes (text frames carry a channel character and text, as the official
     client sends a str); None when the client has gone."""
     if message.type == WSMsgType.BINARY:
@@ -236,7 +236,7 @@ async def _terminal_output(terminal: int) -> AsyncIterator[bytes]:
 
 async def _take_input(socket: web.WebSocketResponse, session: ExecSession, protocol: str) -> None:
     """The client's messages, until it has gone."""
-    while (data := _data(await socket.receive())) is not None:
+    while (data := data_of(await socket.receive())) is not None:
         await _take(data, session, protocol)
 
 

@@ -78,6 +78,10 @@ class ProcessNode(Protocol):
         not run it)."""
         ...
 
+    def address_of(self, pod: Obj) -> str:
+        """Where the pod's processes listen (CommandRefused: it runs none here)."""
+        ...
+
 
 class Scope:
     """The server's parts a request is served with (``APIHandlers`` is one)."""

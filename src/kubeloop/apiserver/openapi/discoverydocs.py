@@ -28,6 +28,7 @@ _SUBRESOURCE_VERBS: dict[str, tuple[str, ...]] = {
     "eviction": ("create",),
     "log": ("get",),
     "exec": ("create", "get"),
+    "portforward": ("create", "get"),
     "approval": ("get", "patch", "update"),
 }
 #: Subresources that take and return a kind of their own (group, version, kind).
@@ -37,6 +38,7 @@ _SUBRESOURCE_KINDS: dict[str, tuple[str, str, str]] = {
     "eviction": ("policy", "v1", "Eviction"),
     "binding": ("", "", "Binding"),
     "exec": ("", "v1", "PodExecOptions"),
+    "portforward": ("", "v1", "PodPortForwardOptions"),
 }
 
 #: Order of the built-in groups in /apis, as kube-apiserver's APIService priorities sort them.

@@ -1,0 +1,147 @@
+"""``pods/portforward`` on the process node, with the official client's checks (its e2e
+port-forward tests, raw and HTTP, ported): several ports of one pod at once, what the pod sends
+back on each, a port nothing listens on reported on its error channel, the forwarding ending
+when the pod's side does; RBAC (``create`` on ``pods/portforward``) and upstream's 400s."""
+
+# ruff: noqa: F811  (the process node's fixtures are imported, then requested by name)
+
+from __future__ import annotations
+
+import pathlib
+import socket
+import sys
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.apiserver.controllers.test_process_node import api, node, pods_dir  # noqa: F401  (fixtures)
+from tests.apiserver.controllers.test_process_node_lifecycle import free_port
+from tests.apiserver.controllers.test_process_node_volumes import apply, pod
+from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
+from tests.conftest import ServerThread
+
+kubernetes = pytest.importorskip("kubernetes")
+from kubernetes.stream import portforward  # noqa: E402
+
+#: Two servers in one process: the first answers each line reversed, the second greets each
+#: connection and closes it; HTTP on the third (a stand-in for nginx).
+SERVERS = textwrap.dedent("""
+    import asyncio, sys, http.server, threading
+    echo, greet, web = (int(p) for p in sys.argv[1:4])
+    handler = http.server.SimpleHTTPRequestHandler
+    threading.Thread(target=http.server.HTTPServer(("127.0.0.1", web), handler).serve_forever, daemon=True).start()
+
+    async def reverse(reader, writer):
+        while line := await reader.readline():
+            writer.write(line.rstrip(b"\\n")[::-1] + b"\\n")
+            await writer.drain()
+        writer.close()
+
+    async def hello(reader, writer):
+        writer.write(b"hello from the pod\\n")
+        await writer.drain()
+        writer.close()
+
+    async def main():
+        await asyncio.start_server(reverse, "127.0.0.1", echo)
+        await asyncio.start_server(hello, "127.0.0.1", greet)
+        print("serving", flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+""")
+
+
+@pytest.fixture
+def kubectl(node: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    return Kubectl(KUBECTLS[-1], node.kubeconfig, tmp_path)
+
+
+@pytest.fixture
+def core(node: ServerThread) -> Iterator[Any]:
+    configuration = kubernetes.client.Configuration()
+    kubernetes.config.load_kube_config(config_file=str(node.kubeconfig), client_configuration=configuration)
+    with kubernetes.client.ApiClient(configuration) as client:
+        yield kubernetes.client.CoreV1Api(client)
+
+
+@pytest.fixture
+def servers(kubectl: Kubectl, namespace: str) -> tuple[int, int, int]:
+    ports = (free_port(), free_port(), free_port())
+    spec = pod("servers", namespace, "", restartPolicy="Always", container={
+        "command": [sys.executable, "-c", SERVERS, *map(str, ports)],
+        "readinessProbe": {"tcpSocket": {"port": ports[1]}, "periodSeconds": 1},
+    })  # fmt: skip
+    apply(kubectl, spec)
+    kubectl("wait", "-n", namespace, "--for=condition=Ready", "pod/servers", "--timeout=30s")
+    return ports
+
+
+def read_line(sock: socket.socket) -> bytes:
+    data = b""
+    while not data.endswith(b"\n"):
+        data += sock.recv(4096)
+    return data
+
+
+def read_all(sock: socket.socket) -> bytes:
+    data = b""
+    while chunk := sock.recv(4096):
+        data += chunk
+    return data
+
+
+def test_the_official_clients_raw_port_forward(core: Any, namespace: str, servers: tuple[int, int, int]) -> None:
+    echo, greet, _ = servers
+    closed = free_port()  # nothing listens there
+    forward = portforward(core.connect_get_namespaced_pod_portforward, "servers", namespace,
+                          ports=f"{echo},{greet},{closed}")  # fmt: skip
+    to_echo = forward.socket(echo)
+    to_echo.setblocking(True)
+    to_echo.sendall(b"forwarded\n")
+    assert to_echo.recv(100) == b"dedrawrof\n"
+    to_greet = forward.socket(greet)
+    to_greet.setblocking(True)
+    assert read_line(to_greet) == b"hello from the pod\n"  # no per-port end in v4: the line is all
+    to_closed = forward.socket(closed)
+    to_closed.setblocking(True)
+    assert read_all(to_closed) == b""
+    assert forward.error(closed) is not None and f"error forwarding port {closed} to pod" in forward.error(closed)
+    to_echo.close()
+    forward.close()
+
+
+def test_the_official_clients_http_port_forward(core: Any, namespace: str, servers: tuple[int, int, int]) -> None:
+    web = servers[2]
+    forward = portforward(core.connect_get_namespaced_pod_portforward, "servers", namespace, ports=str(web))
+    through = forward.socket(web)
+    through.setblocking(True)
+    through.sendall(b"GET / HTTP/1.0\r\nHost: servers\r\n\r\n")
+    answer = read_all(through)
+    assert answer.startswith(b"HTTP/1.0 200 OK") and b"Directory listing" in answer
+    assert forward.error(web) is None
+    forward.close()
+
+
+def test_port_forward_needs_create_and_names_its_ports(
+    api: Any, kubectl: Kubectl, namespace: str, servers: tuple[int, int, int]
+) -> None:
+    base = f"/api/v1/namespaces/{namespace}/pods/servers/portforward"
+    for query, message in {
+        "": 'query parameter "ports" is required',
+        "?ports=0": 'invalid port "0": must be a number from 1 to 65535',
+        "?ports=80,http": 'invalid port "http": must be a number from 1 to 65535',
+        f"?ports={servers[0]}": "Upgrade request required",
+    }.items():
+        answer = api.post(base + query, None)
+        assert (answer.status_code, answer.json()["message"]) == (400, message), query
+    ns = ["-n", namespace]
+    kubectl("create", "role", "look", *ns, "--verb=get", "--resource=pods,pods/portforward")
+    kubectl("create", "rolebinding", "look", *ns, "--role=look", f"--serviceaccount={namespace}:default")
+    token = kubectl("create", "token", "default", *ns).stdout.strip()
+    refused = api.session.post(api.server.url + base + f"?ports={servers[0]}",
+                               headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    assert refused.status_code == 403
+    assert 'cannot create resource "pods/portforward"' in refused.json()["message"]

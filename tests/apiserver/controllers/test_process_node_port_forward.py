@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pathlib
 import socket
+import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -145,3 +146,36 @@ def test_port_forward_needs_create_and_names_its_ports(
                                headers={"Authorization": f"Bearer {token}"})  # fmt: skip
     assert refused.status_code == 403
     assert 'cannot create resource "pods/portforward"' in refused.json()["message"]
+
+
+@pytest.mark.parametrize("tunnel", [True, False], ids=["websocket-tunnel", "spdy-upgrade"])
+def test_kubectl_port_forward_reaches_the_pod(
+    node: ServerThread, namespace: str, servers: tuple[int, int, int], tmp_path: pathlib.Path, tunnel: bool
+) -> None:
+    """kubectl 1.35 tunnels SPDY in a WebSocket; without it (its feature gate off) it upgrades
+    to SPDY itself: both reach the pod's ports, several connections each."""
+    echo, _, web = servers
+    local_echo, local_web = free_port(), free_port()
+    kubectl = Kubectl(KUBECTLS[-1], node.kubeconfig, tmp_path)
+    if not tunnel:
+        kubectl.env["KUBECTL_PORT_FORWARD_WEBSOCKETS"] = "false"
+    forwarding = subprocess.Popen(
+        [*kubectl.argv, "port-forward", "-n", namespace, "pod/servers", f"{local_echo}:{echo}", f"{local_web}:{web}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=kubectl.env,
+    )  # fmt: skip
+    try:
+        assert forwarding.stdout is not None
+        said = ""  # kubectl says "Forwarding from <address>:<port> -> <port>" once it listens
+        while not said.startswith(f"Forwarding from 127.0.0.1:{local_web} "):
+            said = forwarding.stdout.readline()
+            assert said, "kubectl port-forward ended"
+        for attempt in range(3):  # a connection per request, over one session
+            with socket.create_connection(("127.0.0.1", local_echo)) as to_echo:
+                to_echo.sendall(f"round {attempt}\n".encode())
+                assert read_line(to_echo) == f"{attempt} dnuor\n".encode()
+        with socket.create_connection(("127.0.0.1", local_web)) as to_web:
+            to_web.sendall(b"GET / HTTP/1.0\r\nHost: servers\r\n\r\n")
+            assert read_all(to_web).startswith(b"HTTP/1.0 200 OK")
+    finally:
+        forwarding.terminate()
+        forwarding.wait(30)

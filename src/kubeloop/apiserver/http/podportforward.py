@@ -1,7 +1,16 @@
-"""``pods/<name>/portforward``: a local pod's ports reached through the API server, over a
-WebSocket as the official client speaks it (``v4.channel.k8s.io``).
+"""``pods/<name>/portforward``: a local pod's ports reached through the API server, as kubectl
+and the official client ask for them.
 
-The query names the ports (``ports``, repeated or comma-separated, each from 1 to 65535). Each
+kubectl speaks SPDY (``portforward.k8s.io``): tunneled in a WebSocket whose subprotocol is
+``SPDY/3.1+portforward.k8s.io`` (1.31 and later), else after an HTTP upgrade. Each local
+connection is a pair of streams with headers ``streamtype`` (error, data), ``port`` and
+``requestid``; once both are there the node connects to the pod's port and carries the data
+stream both ways; a failure is written on the error stream (which ends kubectl's session, as
+upstream's does); the pod's end of the connection ends both streams.
+
+The official client speaks ``v4.channel.k8s.io``:
+
+The query names the ports (``ports``, for this protocol only, repeated or comma-separated, each from 1 to 65535). Each
 port ``i`` of the list has two channels: ``2i`` carries its data and ``2i+1`` its errors; the
 first message of each is the port's number (two bytes, little-endian), as the kubelet sends it.
 The node connects to the pod's address at that port when the WebSocket opens; what the client
@@ -23,9 +32,21 @@ from kubeloop import errors
 from kubeloop.apiserver.http.http1 import HTTPRequest
 from kubeloop.apiserver.http.podexec import data_of
 from kubeloop.apiserver.http.scope import CommandRefused, ProcessNode, Scope, Target
+from kubeloop.apiserver.http.spdy import SpdySession, SpdyStream
+from kubeloop.apiserver.http.spdytransport import (
+    chosen_version,
+    tunnel_protocols,
+    tunneled,
+    upgrade,
+    wants_spdy,
+)
 
 PROTOCOLS = ("v4.channel.k8s.io",)
+SPDY_PROTOCOL = "portforward.k8s.io"
+TUNNELS = tunnel_protocols(SPDY_PROTOCOL)
 READ_BYTES = 64 * 1024
+#: How long the client may go on writing to a pod's connection that has ended its side.
+READ_GRACE_SECONDS = 1.0
 
 
 def ports_of(request: HTTPRequest) -> list[int]:
@@ -57,7 +78,6 @@ async def pod_port_forward(
     assert target.namespace is not None and target.name is not None
     namespace, name = target.namespace, target.name
     pod = await scope.registry.read(lambda: scope.registry.get(target.resource, namespace, name))
-    ports = ports_of(request)
     if node is None:
         raise errors.BadRequest(
             f"pod {name} runs no processes: the node only simulates its images (run them with "
@@ -67,13 +87,33 @@ async def pod_port_forward(
         host = node.address_of(pod)
     except CommandRefused as refused:
         raise errors.BadRequest(f"unable to upgrade connection: {refused}") from None
+    label = f"pod {name}, uid {(pod.get('metadata') or {}).get('uid')}"
+    if wants_spdy(request):
+        chosen_version(request, (SPDY_PROTOCOL,))
+        session, response = await upgrade(request, SPDY_PROTOCOL)
+        try:
+            await _serve_spdy(session, host, label)
+        finally:
+            assert request.transport is not None
+            request.transport.close()
+        return response
     if not isinstance(request, web.Request) or request.headers.get("Upgrade", "").lower() != "websocket":
+        ports_of(request)  # a mistake there is said first
         raise errors.BadRequest("Upgrade request required")
-    socket = web.WebSocketResponse(protocols=PROTOCOLS, autoping=True, max_msg_size=4 * 1024 * 1024)
+    socket = web.WebSocketResponse(protocols=(*TUNNELS, *PROTOCOLS), autoping=True, max_msg_size=4 * 1024 * 1024)
     ready = socket.can_prepare(request)
     if not ready.ok or ready.protocol is None:
-        raise errors.BadRequest(f"unable to upgrade connection: the client offers none of {', '.join(PROTOCOLS)}")
+        raise errors.BadRequest(
+            f"unable to upgrade connection: the client offers none of {', '.join((*TUNNELS, *PROTOCOLS))}"
+        )
+    ports = [] if ready.protocol in TUNNELS else ports_of(request)  # SPDY names them in its streams
     await socket.prepare(request)
+    if ready.protocol in TUNNELS:
+        try:
+            await _serve_spdy(tunneled(socket), host, label)
+        finally:
+            await socket.close()
+        return socket
     forwarded = [_Port(number, index) for index, number in enumerate(ports)]
     try:
         for port in forwarded:
@@ -142,3 +182,65 @@ async def _say(socket: web.WebSocketResponse, port: _Port, message: str) -> None
     if not socket.closed:
         with contextlib.suppress(ConnectionError):
             await socket.send_bytes(bytes([2 * port.index + 1]) + message.encode())
+
+
+# ---------------------------------------------------------------------------- SPDY (kubectl)
+
+
+async def _serve_spdy(session: SpdySession, host: str, label: str) -> None:
+    """Pair each connection's error and data streams by ``requestid`` and forward each pair,
+    until the client ends the session."""
+    reading = asyncio.create_task(session.run(), name="spdy port-forward")
+    pairs: dict[str, dict[str, SpdyStream]] = {}
+    forwards: set[asyncio.Task[None]] = set()
+    try:
+        while (stream := await session.accept()) is not None:
+            kind = stream.headers.get("streamtype", "")
+            port = stream.headers.get("port", "")
+            if kind not in ("data", "error") or not port.isdigit() or not 0 < int(port) < 65536:
+                await stream.reset()
+                continue
+            request_id = stream.headers.get("requestid") or str(stream.id if kind == "error" else stream.id - 2)
+            pair = pairs.setdefault(request_id, {})
+            pair[kind] = stream
+            if len(pair) == 2:
+                del pairs[request_id]
+                task = asyncio.create_task(_forward_pair(pair["data"], pair["error"], host, int(port), label))
+                forwards.add(task)
+                task.add_done_callback(forwards.discard)
+    finally:
+        for task in (*forwards, reading):
+            task.cancel()
+        await asyncio.gather(*forwards, reading, return_exceptions=True)
+
+
+async def _forward_pair(data: SpdyStream, error: SpdyStream, host: str, port: int, label: str) -> None:
+    try:
+        reader, writer = await asyncio.open_connection(host, port)
+    except OSError as exc:
+        await error.write(f"error forwarding port {port} to {label}: {exc.strerror or exc}".encode())
+        await error.close()
+        await data.close()
+        return
+
+    async def to_pod() -> None:
+        while chunk := await data.read():
+            writer.write(chunk)
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
+        with contextlib.suppress(OSError):
+            if writer.can_write_eof():
+                writer.write_eof()
+
+    sending = asyncio.create_task(to_pod())
+    try:
+        with contextlib.suppress(ConnectionError):
+            while chunk := await reader.read(READ_BYTES):
+                await data.write(chunk)
+        await data.close()
+        await error.close()
+        await asyncio.wait({sending}, timeout=READ_GRACE_SECONDS)
+    finally:
+        sending.cancel()
+        await asyncio.gather(sending, return_exceptions=True)
+        writer.close()

@@ -35,6 +35,7 @@ def server_process(
     keep_data: bool = False,
     cpus: set[int] | None = None,
     controllers: bool = False,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[ServerProcess]:
     """``kubeloop apiserver`` on a free port, stopped on exit; in a temporary data directory
     (removed afterwards unless ``keep_data``) or in ``data_dir``; on the CPUs ``cpus`` only
@@ -59,6 +60,7 @@ def server_process(
             command.append("--no-controllers")
         if history_window is not None:
             command += ["--history-window", str(history_window)]
+        command += extra_args
         server = subprocess.Popen(
             command,
             stdout=subprocess.PIPE,

@@ -129,16 +129,12 @@ def test_kubectl_exec_streams_and_returns_the_exit_code(kubectl: Kubectl, namesp
     assert 'exec: "no-such-command": executable file not found in $PATH' in missing.stderr
 
 
-def test_kubectl_exec_it_gets_a_terminal_of_its_size(kubectl: Kubectl, namespace: str) -> None:
-    running(kubectl, "terminal", namespace)
+def in_terminal(argv: list[str], env: dict[str, str], typed: bytes = b"", size: tuple[int, int] = (33, 111)) -> tuple[int, bytes]:
+    """Run ``argv`` on a terminal of ``size`` (rows, columns), typing ``typed`` once it has
+    shown something: its exit code and what the terminal showed."""
     controller, terminal = pty.openpty()
-    os.set_blocking(controller, False)
-    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 111, 0, 0))
-    process = subprocess.Popen(
-        [*kubectl.argv, "exec", "-it", "terminal", "-n", namespace, "--",
-         "sh", "-c", "test -t 0 && echo is-a-tty; stty size; exit 5"],
-        stdin=terminal, stdout=terminal, stderr=terminal, close_fds=True, env=kubectl.env,
-    )  # fmt: skip
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
+    process = subprocess.Popen(argv, stdin=terminal, stdout=terminal, stderr=terminal, close_fds=True, env=env)
     os.close(terminal)
     seen = b""
     while process.poll() is None or select.select([controller], [], [], 0)[0]:
@@ -147,8 +143,18 @@ def test_kubectl_exec_it_gets_a_terminal_of_its_size(kubectl: Kubectl, namespace
                 seen += os.read(controller, 4096)
             except OSError:
                 break
+            if typed and seen:
+                os.write(controller, typed)
+                typed = b""
     os.close(controller)
-    assert process.wait() == 5
+    return process.wait(), seen
+
+
+def test_kubectl_exec_it_gets_a_terminal_of_its_size(kubectl: Kubectl, namespace: str) -> None:
+    running(kubectl, "terminal", namespace)
+    code, seen = in_terminal([*kubectl.argv, "exec", "-it", "terminal", "-n", namespace, "--",
+                              "sh", "-c", "test -t 0 && echo is-a-tty; stty size; exit 5"], kubectl.env)  # fmt: skip
+    assert code == 5
     assert b"is-a-tty" in seen and b"33 111" in seen
 
 

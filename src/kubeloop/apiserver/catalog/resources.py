@@ -285,7 +285,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         True,
         short_names=("po",),
         categories=("all",),
-        subresources=("status", "binding", "eviction", "log", "exec", "portforward"),
+        subresources=("status", "binding", "eviction", "log", "exec", "attach", "portforward"),
         field_selectors=_pod_fields(),
         tracks_generation=True,
         returns_deleted_object=True,

@@ -119,6 +119,15 @@ class ContainerRun:
     ready: bool = False
     #: The current run's probes (None: it has none, or it ended).
     probing: asyncio.Task[None] | None = None
+    #: The current run's input: its stdin pipe (``stdin: true``), or its terminal's controlling
+    #: side (``tty: true``), which its output is read from as well.
+    stdin: asyncio.StreamWriter | None = None
+    terminal: int | None = None
+    terminal_transport: asyncio.ReadTransport | None = None
+    #: Who is attached: each gets (stream, chunk) of the output as it comes, ("", b"") at the end.
+    listeners: set[asyncio.Queue[tuple[str, bytes]]] = field(default_factory=set)
+    #: Someone has attached to its stdin (``stdinOnce``: the stdin ends when they go).
+    stdin_attached: bool = False
 
     @property
     def running(self) -> bool:
@@ -250,18 +259,30 @@ class ProcessRuntime:
         folder.mkdir(parents=True, exist_ok=True)
         root = run.volumes.container_root(pod, container, env)
         cwd = self._enter(env, folder, root, container, run.namespace)
+        tty = bool(container.get("tty"))
+        terminal = controller = None
+        if tty:
+            controller, terminal = pty.openpty()
+            env.setdefault("TERM", "xterm")
         try:
+            # Its own session (and process group): stopping it reaches its children.
             process = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=cwd,
                 env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,  # its own process group: stopping it reaches its children
+                stdin=terminal if tty else asyncio.subprocess.PIPE if container.get("stdin") else asyncio.subprocess.DEVNULL,
+                stdout=terminal if tty else asyncio.subprocess.PIPE,
+                stderr=terminal if tty else asyncio.subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=_take_terminal if tty else None,
             )
         except OSError as exc:
+            if controller is not None:
+                os.close(controller)
             raise CannotRun(f'failed to start container "{name}": {exc.strerror or exc}: {argv[0]}') from None
+        finally:
+            if terminal is not None:
+                os.close(terminal)
         (folder / "pid").write_text(str(process.pid))
         state.process = process
         state.ended = False
@@ -280,12 +301,17 @@ class ProcessRuntime:
         for old in _runs_logged(folder)[:-1]:  # the current run's log and the previous one are kept
             if old < state.restart_count - 1:
                 (folder / f"{old}.log").unlink(missing_ok=True)
-        writer = _LogWriter(log_file)
-        assert process.stdout is not None and process.stderr is not None
-        readers = [
-            asyncio.create_task(writer.copy(process.stdout, "stdout"), name=f"log {run.name}/{name} stdout"),
-            asyncio.create_task(writer.copy(process.stderr, "stderr"), name=f"log {run.name}/{name} stderr"),
-        ]
+        writer = _LogWriter(log_file, state.listeners)
+        state.stdin, state.terminal, state.stdin_attached = process.stdin, controller, False
+        if controller is not None:  # a terminal: one stream, read from its controlling side
+            shown, state.terminal_transport = await _terminal_reader(controller)
+            readers = [asyncio.create_task(writer.copy(shown, "stdout"), name=f"log {run.name}/{name} tty")]
+        else:
+            assert process.stdout is not None and process.stderr is not None
+            readers = [
+                asyncio.create_task(writer.copy(process.stdout, "stdout"), name=f"log {run.name}/{name} stdout"),
+                asyncio.create_task(writer.copy(process.stderr, "stderr"), name=f"log {run.name}/{name} stderr"),
+            ]
         state.tasks = [
             *readers,
             asyncio.create_task(
@@ -310,18 +336,7 @@ class ProcessRuntime:
         asks (its environment, root and folder; a terminal of its own with ``tty``).
         CommandRefused: the container is not running here, or its image does not allow
         commands on this machine."""
-        meta = pod.get("metadata") or {}
-        if not self.handles(pod):
-            raise CommandRefused(
-                f"pod {meta.get('name')} runs no processes: the node only simulates its images "
-                "(name them with --local-image to run them)"
-            )
-        uid = str(meta.get("uid") or "")
-        run = self.pods.get((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
-        state = run.containers.get(container_name) if run is not None and run.uid == uid else None
-        if run is None or state is None or not state.running:
-            raise CommandRefused(f'container not found ("{container_name}")')
-        container = next(c for c in [*_init_containers(pod), *_containers(pod)] if c.get("name") == container_name)
+        run, _, container = self._running_container(pod, container_name)
         if self.local_image(container).entrypoint is not None:
             raise CommandRefused(
                 f"image {container.get('image')} runs {' '.join(self.local_image(container).entrypoint or ())}: "
@@ -357,6 +372,16 @@ class ProcessRuntime:
         pid_file = log_file.parent / "pid"
         if pid_file.exists() and pid_file.read_text().strip() == str(process.pid):
             pid_file.unlink()
+        if state.terminal_transport is not None:
+            state.terminal_transport.close()
+            state.terminal_transport = None
+        if state.terminal is not None:
+            with contextlib.suppress(OSError):
+                os.close(state.terminal)
+            state.terminal = None
+        state.stdin = None
+        for listener in state.listeners:
+            listener.put_nowait(("", b""))
         terminated: Obj = {
             "exitCode": code if code >= 0 else 128 - code,
             "reason": "Completed" if code == 0 else "Error",
@@ -642,8 +667,21 @@ class ProcessRuntime:
             return None
         return self.root / uid / container / f"{runs[wanted]}.log"
 
+    def attach_to(self, pod: Obj, container_name: str) -> Attachment:
+        """The running container's process, to attach to (CommandRefused: not running here)."""
+        _, state, container = self._running_container(pod, container_name)
+        return Attachment(state, bool(container.get("tty")), bool(container.get("stdinOnce")), state.tasks[-1])
+
     def address_of(self, pod: Obj) -> str:
         """Where the pod's processes listen (CommandRefused: it runs none here, or none now)."""
+        run = self._local_run(pod)
+        if run is None or not any(s.running for s in run.containers.values()):
+            raise CommandRefused(f"pod {(pod.get('metadata') or {}).get('name')} is not running")
+        return self.pod_host
+
+    def _local_run(self, pod: Obj) -> PodRun | None:
+        """The run of ``pod`` (this very pod, by uid), if there is one; CommandRefused when
+        the node only simulates its images."""
         meta = pod.get("metadata") or {}
         if not self.handles(pod):
             raise CommandRefused(
@@ -651,9 +689,17 @@ class ProcessRuntime:
                 "(name them with --local-image to run them)"
             )
         run = self.pods.get((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
-        if run is None or run.uid != meta.get("uid") or not any(s.running for s in run.containers.values()):
-            raise CommandRefused(f"pod {meta.get('name')} is not running")
-        return self.pod_host
+        return run if run is not None and run.uid == meta.get("uid") else None
+
+    def _running_container(self, pod: Obj, container_name: str) -> tuple[PodRun, ContainerRun, Obj]:
+        """The pod's run, the container's state and spec, while it runs (CommandRefused when
+        it does not run here)."""
+        run = self._local_run(pod)
+        state = run.containers.get(container_name) if run is not None else None
+        if run is None or state is None or not state.running or not state.tasks:
+            raise CommandRefused(f'container not found ("{container_name}")')
+        container = next(c for c in [*_init_containers(pod), *_containers(pod)] if c.get("name") == container_name)
+        return run, state, container
 
     def running(self, namespace: str, name: str, uid: str, container: str) -> bool:
         """Whether the container's current run, in the pod of ``uid``, goes on (its log may grow)."""
@@ -892,6 +938,62 @@ class ExecProcess:
             self.terminal = None
 
 
+@dataclass
+class Attachment:
+    """A running container's process as ``kubectl attach`` reaches it: its output as it comes,
+    its stdin (a pipe with ``stdin: true``, its terminal with ``tty: true``), its terminal's
+    size; ``ended`` finishes with the run."""
+
+    state: ContainerRun
+    tty: bool
+    stdin_once: bool
+    ended: asyncio.Task[None]
+
+    def listen(self) -> asyncio.Queue[tuple[str, bytes]]:
+        """A queue of (stream, chunk) of the output from now on; ("", b"") at the run's end."""
+        queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
+        self.state.listeners.add(queue)
+        if not self.state.running:
+            queue.put_nowait(("", b""))
+        return queue
+
+    def leave(self, queue: asyncio.Queue[tuple[str, bytes]], *, had_stdin: bool) -> None:
+        """Stop listening; with ``stdinOnce``, the stdin of one who had it ends as they go."""
+        self.state.listeners.discard(queue)
+        if had_stdin:
+            self.input_ended()
+
+    def input_ended(self) -> None:
+        """The attached client's input has ended: with ``stdinOnce``, so has the container's."""
+        if self.stdin_once:
+            self.close_stdin()
+
+    async def write(self, data: bytes) -> None:
+        if self.state.terminal is not None:
+            await asyncio.to_thread(_write_all, self.state.terminal, data)
+        elif self.state.stdin is not None and not self.state.stdin.is_closing():
+            self.state.stdin.write(data)
+            with contextlib.suppress(ConnectionError):
+                await self.state.stdin.drain()
+
+    def close_stdin(self) -> None:
+        if self.state.stdin is not None:
+            self.state.stdin.close()
+        elif self.state.terminal is not None:
+            with contextlib.suppress(OSError):
+                os.write(self.state.terminal, b"\x04")  # end of input at a terminal
+
+    def resize(self, width: int, height: int) -> None:
+        if self.state.terminal is not None:
+            with contextlib.suppress(OSError):
+                fcntl.ioctl(self.state.terminal, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data) :]
+
+
 def _exec_failure(command: list[str], exc: OSError) -> str:
     if isinstance(exc, FileNotFoundError):
         return f'exec: "{command[0]}": executable file not found in $PATH'
@@ -932,18 +1034,41 @@ def _tail_message(log_file: pathlib.Path) -> str:
     return ""
 
 
-class _LogWriter:
-    """Writes a run's output into its log, a line at a time with its time and stream."""
+async def _read(stream: asyncio.StreamReader) -> bytes:
+    """The stream's next bytes; b"" at its end (a terminal's ends with EIO)."""
+    try:
+        return await stream.read(65536)
+    except OSError:
+        return b""
 
-    def __init__(self, path: pathlib.Path) -> None:
+
+async def _terminal_reader(controller: int) -> tuple[asyncio.StreamReader, asyncio.ReadTransport]:
+    """A reader of what a terminal shows, from its controlling side (it ends, EIO, when every
+    process holding the terminal has gone), and its transport (closed before the terminal)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(controller, "rb", buffering=0, closefd=False)
+    )
+    return reader, transport
+
+
+class _LogWriter:
+    """Writes a run's output into its log, a line at a time with its time and stream, and gives
+    it, as it comes, to whoever is attached (``listeners``)."""
+
+    def __init__(self, path: pathlib.Path, listeners: set[asyncio.Queue[tuple[str, bytes]]]) -> None:
         self.path = path
+        self.listeners = listeners
         path.touch()
 
     async def copy(self, stream: asyncio.StreamReader, name: str) -> None:
         """Copy ``stream`` until it ends: whole lines tagged F, a line longer than 16 KiB in
         parts tagged P (the CRI's partial lines), a last line without a newline as it is."""
         pending = b""
-        while chunk := await stream.read(65536):
+        while chunk := await _read(stream):
+            for listener in self.listeners:
+                listener.put_nowait((name, chunk))
             pending += chunk
             *lines, pending = pending.split(b"\n")
             records = [(line, "F") for line in lines]

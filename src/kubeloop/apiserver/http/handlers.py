@@ -21,6 +21,7 @@ from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.http import (
     deletes,
+    podattach,
     podexec,
     podlogs,
     podportforward,
@@ -253,13 +254,15 @@ class APIHandlers(Scope):
             if target.subresource == "binding":
                 return await subresources.binding(self, request, target)
             return await subresources.eviction(self, request, target)
-        if target.subresource in ("exec", "portforward"):
+        if target.subresource in ("exec", "attach", "portforward"):
             if method not in ("GET", "POST"):
                 raise errors.MethodNotAllowed(
                     "the server does not allow this method on the requested resource"
                 )
             if target.subresource == "portforward":
                 return await podportforward.pod_port_forward(self, request, target, self.node())
+            if target.subresource == "attach":
+                return await podattach.pod_attach(self, request, target, self.node())
             return await podexec.pod_exec(self, request, target, self.node())
         if method not in handler or (target.subresource and method == "DELETE"):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")

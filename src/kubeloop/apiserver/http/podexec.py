@@ -51,7 +51,7 @@ EXIT_POLL_SECONDS = 0.2
 FIRST_SIZE_SECONDS = 1.0
 
 
-def _truthy(value: str | None) -> bool:
+def truthy(value: str | None) -> bool:
     return (value or "").lower() in ("1", "true", "yes")
 
 
@@ -64,21 +64,52 @@ async def pod_exec(
     command = list(request.query.getall("command", []))
     if not command:
         raise errors.BadRequest("you must specify at least one command for the container")
-    stdin, stdout, stderr, tty = (_truthy(request.query.get(k)) for k in ("stdin", "stdout", "stderr", "tty"))
+    stdin, stdout, stderr, tty = (truthy(request.query.get(k)) for k in ("stdin", "stdout", "stderr", "tty"))
     if not (stdin or stdout or stderr):
         raise errors.BadRequest("you must specify at least 1 of stdin, stdout, stderr")
     container = chosen_container(request, pod)
     if node is None:
-        raise errors.BadRequest(
-            f"pod {name} runs no processes: the node only simulates its images (run them with "
-            "kubeloop apiserver --simulate --local-image)"
-        )
+        raise simulated_only(name)
     # The pod's own refusals come first: kubectl tries SPDY after a refused WebSocket, and
     # must hear the same reason again.
     try:
         session = await node.exec_in(pod, container, command, stdin=stdin, tty=tty)
     except CommandRefused as refused:
         raise errors.BadRequest(f"unable to upgrade connection: {refused}") from None
+    socket, protocol = channel_socket(request)
+    assert isinstance(request, web.Request)  # an upgrade: channel_socket has seen to it
+    await socket.prepare(request)
+    try:
+        early: list[bytes] = []
+        size = (0, 0)
+        if tty:  # a terminal starts at the client's size: its first message says it
+            size = await _first_size(socket, early)
+        try:
+            await session.start(*size)
+        except CommandFailed as failed:  # said on the error channel, as the kubelet says it
+            await send_status(socket, _internal_error(str(failed)))
+        else:
+            for data in early:
+                await _take(data, session, protocol)
+            await _stream(socket, session, command, protocol, stdout=stdout, stderr=stderr and not tty)
+    finally:
+        session.kill()
+        session.close()
+        await socket.close()
+    return socket
+
+
+def simulated_only(name: str) -> errors.APIError:
+    """The 400 for a stream into a pod when the server runs no process node."""
+    return errors.BadRequest(
+        f"pod {name} runs no processes: the node only simulates its images (run them with "
+        "kubeloop apiserver --simulate --local-image)"
+    )
+
+
+def channel_socket(request: HTTPRequest) -> tuple[web.WebSocketResponse, str]:
+    """A WebSocket to answer ``request`` with, not yet prepared, and the channel protocol
+    chosen; 400 when the request is not an upgrade to one of them (SPDY's named)."""
     if not isinstance(request, web.Request) or request.headers.get("Upgrade", "").lower() != "websocket":
         offered = request.headers.get("Upgrade", "")
         raise errors.BadRequest(
@@ -91,25 +122,7 @@ async def pod_exec(
     ready = socket.can_prepare(request)
     if not ready.ok or ready.protocol is None:
         raise errors.BadRequest(f"unable to upgrade connection: the client offers none of {', '.join(PROTOCOLS)}")
-    await socket.prepare(request)
-    try:
-        early: list[bytes] = []
-        size = (0, 0)
-        if tty:  # a terminal starts at the client's size: its first message says it
-            size = await _first_size(socket, early)
-        try:
-            await session.start(*size)
-        except CommandFailed as failed:  # said on the error channel, as the kubelet says it
-            await _send_status(socket, _internal_error(str(failed)))
-        else:
-            for data in early:
-                await _take(data, session, ready.protocol)
-            await _stream(socket, session, command, ready.protocol, stdout=stdout, stderr=stderr and not tty)
-    finally:
-        session.kill()
-        session.close()
-        await socket.close()
-    return socket
+    return socket, ready.protocol
 
 
 async def _first_size(socket: web.WebSocketResponse, early: list[bytes]) -> tuple[int, int]:
@@ -126,7 +139,7 @@ async def _first_size(socket: web.WebSocketResponse, early: list[bytes]) -> tupl
         if data is None:
             break
         if data[:1] == bytes([RESIZE]):
-            size = _size(data[1:])
+            size = parse_size(data[1:])
             if size is not None:
                 return size
         early.append(data)
@@ -145,7 +158,7 @@ def data_of(message: WSMessage) -> bytes | None:
     return b""
 
 
-def _size(payload: bytes) -> tuple[int, int] | None:
+def parse_size(payload: bytes) -> tuple[int, int] | None:
     try:
         size = orjson.loads(payload)
         return int(size.get("Width") or 0), int(size.get("Height") or 0)
@@ -177,7 +190,7 @@ async def _stream(
         for task in late:
             task.cancel()
         code = waiting.result()
-        await _send_status(socket, _ended(command, code))
+        await send_status(socket, _ended(command, code))
     finally:
         for task in (*outputs, *racers):
             task.cancel()
@@ -254,7 +267,7 @@ async def _take(data: bytes, session: ExecSession, protocol: str) -> None:
             with contextlib.suppress(ConnectionError):
                 await stdin.drain()
     elif channel == RESIZE:
-        size = _size(payload)
+        size = parse_size(payload)
         if size is not None:
             session.resize(*size)
     elif channel == CLOSE and protocol.startswith("v5.") and payload[:1] == bytes([STDIN]):
@@ -294,7 +307,7 @@ def _internal_error(message: str) -> dict[str, object]:
     }
 
 
-async def _send_status(socket: web.WebSocketResponse, status: dict[str, object]) -> None:
+async def send_status(socket: web.WebSocketResponse, status: dict[str, object]) -> None:
     if not socket.closed:
         with contextlib.suppress(ConnectionError):
             await socket.send_bytes(bytes([ERROR]) + orjson.dumps(status))

@@ -30,7 +30,7 @@ from aiohttp import web
 
 from kubeloop import errors
 from kubeloop.apiserver.http.http1 import HTTPRequest
-from kubeloop.apiserver.http.podexec import data_of
+from kubeloop.apiserver.http.podexec import data_of, simulated_only
 from kubeloop.apiserver.http.scope import CommandRefused, ProcessNode, Scope, Target
 from kubeloop.apiserver.http.spdy import SpdySession, SpdyStream
 from kubeloop.apiserver.http.spdytransport import (
@@ -79,10 +79,7 @@ async def pod_port_forward(
     namespace, name = target.namespace, target.name
     pod = await scope.registry.read(lambda: scope.registry.get(target.resource, namespace, name))
     if node is None:
-        raise errors.BadRequest(
-            f"pod {name} runs no processes: the node only simulates its images (run them with "
-            "kubeloop apiserver --simulate --local-image)"
-        )
+        raise simulated_only(name)
     try:
         host = node.address_of(pod)
     except CommandRefused as refused:

@@ -61,6 +61,25 @@ class ExecSession(Protocol):
     def close(self) -> None: ...
 
 
+class AttachSession(Protocol):
+    """A running container's process to attach to: its output from now on, as (stream, chunk)
+    with ("", b"") at the end; its stdin; its terminal's size (``tty``)."""
+
+    tty: bool
+
+    def listen(self) -> asyncio.Queue[tuple[str, bytes]]: ...
+
+    def leave(self, queue: asyncio.Queue[tuple[str, bytes]], *, had_stdin: bool) -> None: ...
+
+    async def write(self, data: bytes) -> None: ...
+
+    def input_ended(self) -> None:
+        """The attached client's input has ended (with ``stdinOnce``, so has the container's)."""
+        ...
+
+    def resize(self, width: int, height: int) -> None: ...
+
+
 class ProcessNode(Protocol):
     """What the node that runs pods' processes (the process node's runtime) offers requests:
     its containers' logs, and commands run in them."""
@@ -80,6 +99,10 @@ class ProcessNode(Protocol):
 
     def address_of(self, pod: Obj) -> str:
         """Where the pod's processes listen (CommandRefused: it runs none here)."""
+        ...
+
+    def attach_to(self, pod: Obj, container_name: str) -> AttachSession:
+        """The running container's process, to attach to (CommandRefused: not running here)."""
         ...
 
 

@@ -28,6 +28,7 @@ _SUBRESOURCE_VERBS: dict[str, tuple[str, ...]] = {
     "eviction": ("create",),
     "log": ("get",),
     "exec": ("create", "get"),
+    "attach": ("create", "get"),
     "portforward": ("create", "get"),
     "approval": ("get", "patch", "update"),
 }
@@ -38,6 +39,7 @@ _SUBRESOURCE_KINDS: dict[str, tuple[str, str, str]] = {
     "eviction": ("policy", "v1", "Eviction"),
     "binding": ("", "", "Binding"),
     "exec": ("", "v1", "PodExecOptions"),
+    "attach": ("", "v1", "PodAttachOptions"),
     "portforward": ("", "v1", "PodPortForwardOptions"),
 }
 

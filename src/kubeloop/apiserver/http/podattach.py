@@ -1,0 +1,104 @@
+"""``pods/<name>/attach``: the streams of a local pod's running container, as ``kubectl attach``
+and ``kubectl run -it`` reach them, over the WebSocket channel protocol of ``pods/exec``
+(:mod:`.podexec`).
+
+The query is upstream's: ``container``, ``stdin``, ``stdout``, ``stderr``, ``tty``. What the
+container writes from now on comes on stdout and stderr (a terminal's on stdout); what the
+client sends goes to the container's stdin (its pipe, with ``stdin: true``, or its terminal,
+with ``tty: true``), a resize to its terminal. The session ends with the container's run
+(Success on the error channel) or when the client goes; with ``stdinOnce`` the container's stdin
+ends when the input of the one who had it ends, or when they go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from aiohttp import web
+
+from kubeloop import errors
+from kubeloop.apiserver.http.http1 import HTTPRequest
+from kubeloop.apiserver.http.podcontainers import chosen_container
+from kubeloop.apiserver.http.podexec import (
+    CLOSE,
+    RESIZE,
+    STDERR,
+    STDIN,
+    STDOUT,
+    channel_socket,
+    data_of,
+    parse_size,
+    send_status,
+    simulated_only,
+    truthy,
+)
+from kubeloop.apiserver.http.scope import AttachSession, CommandRefused, ProcessNode, Scope, Target
+
+
+async def pod_attach(
+    scope: Scope, request: HTTPRequest, target: Target, node: ProcessNode | None
+) -> web.StreamResponse:
+    assert target.namespace is not None and target.name is not None
+    namespace, name = target.namespace, target.name
+    pod = await scope.registry.read(lambda: scope.registry.get(target.resource, namespace, name))
+    stdin, stdout, stderr = (truthy(request.query.get(k)) for k in ("stdin", "stdout", "stderr"))
+    if not (stdin or stdout or stderr):
+        raise errors.BadRequest("you must specify at least 1 of stdin, stdout, stderr")
+    container = chosen_container(request, pod)
+    if node is None:
+        raise simulated_only(name)
+    try:
+        session = node.attach_to(pod, container)
+    except CommandRefused as refused:
+        raise errors.BadRequest(f"unable to upgrade connection: {refused}") from None
+    socket, protocol = channel_socket(request)
+    assert isinstance(request, web.Request)  # an upgrade: channel_socket has seen to it
+    await socket.prepare(request)
+    output = session.listen()
+    try:
+        sending = asyncio.create_task(_send_output(socket, output, stdout=stdout, stderr=stderr))
+        taking = asyncio.create_task(_take_input(socket, session, protocol, stdin=stdin))
+        racers: list[asyncio.Task[Any]] = [sending, taking]
+        await asyncio.wait(racers, return_when=asyncio.FIRST_COMPLETED)
+        if sending.done():  # the run has ended
+            await send_status(socket, {"metadata": {}, "status": "Success"})
+        for task in racers:
+            task.cancel()
+        await asyncio.gather(*racers, return_exceptions=True)
+    finally:
+        session.leave(output, had_stdin=stdin)
+        await socket.close()
+    return socket
+
+
+async def _send_output(
+    socket: web.WebSocketResponse, output: asyncio.Queue[tuple[str, bytes]], *, stdout: bool, stderr: bool
+) -> None:
+    """The container's output, as it comes, until its run ends."""
+    while True:
+        stream, chunk = await output.get()
+        if not chunk:
+            return
+        wanted = stdout if stream == "stdout" else stderr
+        if wanted and not socket.closed:
+            with contextlib.suppress(ConnectionError):
+                await socket.send_bytes(bytes([STDOUT if stream == "stdout" else STDERR]) + chunk)
+
+
+async def _take_input(socket: web.WebSocketResponse, session: AttachSession, protocol: str, *, stdin: bool) -> None:
+    """The client's messages, until it has gone: stdin's data (when it asked for stdin), a
+    terminal's size, stdin's end (v5)."""
+    while (data := data_of(await socket.receive())) is not None:
+        if not data:
+            continue
+        channel, payload = data[0], data[1:]
+        if channel == STDIN and stdin and payload:
+            await session.write(payload)
+        elif channel == RESIZE:
+            size = parse_size(payload)
+            if size is not None:
+                session.resize(*size)
+        elif channel == CLOSE and stdin and protocol.startswith("v5.") and payload[:1] == bytes([STDIN]):
+            session.input_ended()

@@ -271,7 +271,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.mark.parametrize("kubectl", kubectl_binaries(), ids=lambda path: path.name)
+# Durability is what this proves; kubectl versions are tests/apiserver/test_kubectl.py's.
+@pytest.mark.parametrize("kubectl", kubectl_binaries()[-1:], ids=lambda path: path.name)
 def test_the_guides_operator_on_a_durable_server_across_a_sigkill(
     kubectl: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:

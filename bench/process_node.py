@@ -27,8 +27,9 @@ import sys
 import time
 from typing import Any
 
+from _server import server_process
+
 import kubeloop
-from bench._server import server_process
 from kubeloop import APIClient, kinds, timestamps
 
 PODS = 200

@@ -129,7 +129,7 @@ def test_a_failing_liveness_probe_restarts_the_container(kubectl: Kubectl, names
     last = restarted["status"]["containerStatuses"][0]["lastState"]["terminated"]
     assert (last["exitCode"], last["reason"]) == (143, "Error")  # SIGTERM, as the kubelet sends
     assert "Container main failed liveness probe, will be restarted" in events(kubectl, "unwell", namespace, "Killing")
-    assert any(m.startswith("Liveness probe failed: dial tcp 127.0.0.1:") for m in events(kubectl, "unwell", namespace, "Unhealthy"))
+    assert any(m.startswith("Liveness probe failed: dial tcp 127.244.") for m in events(kubectl, "unwell", namespace, "Unhealthy"))
 
 
 def test_active_deadline_seconds_end_the_pod(kubectl: Kubectl, namespace: str) -> None:
@@ -140,7 +140,10 @@ def test_active_deadline_seconds_end_the_pod(kubectl: Kubectl, namespace: str) -
     assert found["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 143
 
 
-SERVER = "import http.server as s, sys; s.HTTPServer(('127.0.0.1', int(sys.argv[1])), s.SimpleHTTPRequestHandler).serve_forever()"
+#: An HTTP server on the pod's own address (its first argument) and a port (its second).
+SERVER = "import http.server as s, sys; s.HTTPServer((sys.argv[1], int(sys.argv[2])), s.SimpleHTTPRequestHandler).serve_forever()"
+#: The pod's address, as a variable its command can name: $(POD_IP).
+POD_IP = {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
 
 
 def test_rollout_status_waits_on_a_real_readiness_probe(kubectl: Kubectl, namespace: str) -> None:
@@ -150,7 +153,8 @@ def test_rollout_status_waits_on_a_real_readiness_probe(kubectl: Kubectl, namesp
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}, "template": {
             "metadata": {"labels": {"app": "web"}},
             "spec": {"containers": [{
-                "name": "web", "image": "busybox", "command": [sys.executable, "-c", SERVER, str(port)],
+                "name": "web", "image": "busybox", "command": [sys.executable, "-c", SERVER, "$(POD_IP)", str(port)],
+                "env": [POD_IP],
                 "ports": [{"name": "http", "containerPort": port}],
                 "readinessProbe": {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 1},
             }]}}},
@@ -159,7 +163,7 @@ def test_rollout_status_waits_on_a_real_readiness_probe(kubectl: Kubectl, namesp
     kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s")
     pods = json.loads(kubectl("get", "pods", "-n", namespace, "-l", "app=web", "-o", "json").stdout)["items"]
     assert [p["status"]["containerStatuses"][0]["ready"] for p in pods] == [True]
-    with socket.create_connection(("127.0.0.1", port)) as served:  # the process really serves
+    with socket.create_connection((pods[0]["status"]["podIP"], port)) as served:  # the process really serves
         served.sendall(b"GET / HTTP/1.0\r\n\r\n")
         assert served.recv(12).startswith(b"HTTP/1.0 200")
 

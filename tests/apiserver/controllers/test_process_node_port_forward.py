@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.apiserver.controllers.test_process_node import api, node, pods_dir  # noqa: F401  (fixtures)
-from tests.apiserver.controllers.test_process_node_lifecycle import free_port
+from tests.apiserver.controllers.test_process_node_lifecycle import POD_IP, free_port
 from tests.apiserver.controllers.test_process_node_volumes import apply, pod
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import ServerThread
@@ -26,13 +26,14 @@ from tests.conftest import ServerThread
 kubernetes = pytest.importorskip("kubernetes")
 from kubernetes.stream import portforward  # noqa: E402
 
-#: Two servers in one process: the first answers each line reversed, the second greets each
-#: connection and closes it; HTTP on the third (a stand-in for nginx).
+#: Servers on the pod's address (the first argument), in one process: on the first port each
+#: line is answered reversed, the second greets each connection and closes it; HTTP on the
+#: third (a stand-in for nginx).
 SERVERS = textwrap.dedent("""
     import asyncio, sys, http.server, threading
-    echo, greet, web = (int(p) for p in sys.argv[1:4])
+    address, (echo, greet, web) = sys.argv[1], (int(p) for p in sys.argv[2:5])
     handler = http.server.SimpleHTTPRequestHandler
-    threading.Thread(target=http.server.HTTPServer(("127.0.0.1", web), handler).serve_forever, daemon=True).start()
+    threading.Thread(target=http.server.HTTPServer((address, web), handler).serve_forever, daemon=True).start()
 
     async def reverse(reader, writer):
         while line := await reader.readline():
@@ -46,8 +47,8 @@ SERVERS = textwrap.dedent("""
         writer.close()
 
     async def main():
-        await asyncio.start_server(reverse, "127.0.0.1", echo)
-        await asyncio.start_server(hello, "127.0.0.1", greet)
+        await asyncio.start_server(reverse, address, echo)
+        await asyncio.start_server(hello, address, greet)
         print("serving", flush=True)
         await asyncio.Event().wait()
 
@@ -72,7 +73,7 @@ def core(node: ServerThread) -> Iterator[Any]:
 def servers(kubectl: Kubectl, namespace: str) -> tuple[int, int, int]:
     ports = (free_port(), free_port(), free_port())
     spec = pod("servers", namespace, "", restartPolicy="Always", container={
-        "command": [sys.executable, "-c", SERVERS, *map(str, ports)],
+        "command": [sys.executable, "-c", SERVERS, "$(POD_IP)", *map(str, ports)], "env": [POD_IP],
         "readinessProbe": {"tcpSocket": {"port": ports[1]}, "periodSeconds": 1},
     })  # fmt: skip
     apply(kubectl, spec)

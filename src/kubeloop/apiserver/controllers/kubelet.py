@@ -38,6 +38,7 @@ from kubeloop.apiserver.controllers.localimages import LocalImages
 from kubeloop.apiserver.controllers.podvolumes import CannotMount
 from kubeloop.apiserver.controllers.processes import ProcessRuntime
 from kubeloop.apiserver.controllers.scheduler import fits
+from kubeloop.apiserver.controllers.serviceproxy import ServiceProxy
 from kubeloop.apiserver.controllers.simulation import (
     DURATION_ANNOTATION,
     MESSAGE_ANNOTATION,
@@ -150,6 +151,10 @@ class SimulatedKubelet:
         manager.add(self.register_node, name="simulated node", need_leader_election=False)
         #: (namespace, kind, name) of a ConfigMap or Secret → the local pods that name it.
         self._named_by: dict[tuple[str, str, str], set[str]] = {}
+        #: The proxy through which local pods reach Services (None: no local images).
+        self.proxy: ServiceProxy | None = None
+        #: Local pods' own loopback addresses (127.244.x.y: many pods may listen on one port).
+        self._local_addresses = itertools.count(2)
         #: Runs the pods of local images as processes (None: every pod is simulated).
         self.processes: ProcessRuntime | None = None
         builder = (
@@ -157,6 +162,7 @@ class SimulatedKubelet:
         )
         if options.local_images:
             server = urlsplit(manager.api_reader.config.server)
+            self.proxy = ServiceProxy(self._objects)
             self.processes = ProcessRuntime(
                 options.pods_dir or pathlib.Path(tempfile.mkdtemp(prefix="kubeloop-pods-")),
                 LocalImages.parse(options.local_images),
@@ -166,6 +172,7 @@ class SimulatedKubelet:
                 api_port=server.port or 443,
                 backoff_seconds=options.crash_backoff_seconds,
                 record=self.recorder.event,
+                proxy=self.proxy,
             )
             # A process that ends is news about its pod; so is a change of a ConfigMap or Secret
             # one of its volumes or variables names (its files are written again at once).
@@ -210,6 +217,13 @@ class SimulatedKubelet:
             await stop.wait()
         finally:
             await self.processes.close()
+            if self.proxy is not None:
+                await self.proxy.close()
+
+    async def _objects(self, kind: str, namespace: str | None) -> list[Obj]:
+        """Services or Endpoints (of ``namespace``, or all), as the cache has them."""
+        found = await self.manager.client.list(GroupVersionKind("", "v1", kind), namespace=namespace)
+        return list(found["items"] if isinstance(found, dict) else found.items)
 
     async def _issue_token(
         self, namespace: str, account: str, audiences: list[str], seconds: int, pod: str, pod_uid: str
@@ -541,8 +555,12 @@ class SimulatedKubelet:
 
     def _pending(self, pod: Obj) -> Obj:
         now = timestamps.now()
-        address = next(self._addresses)
-        ip = f"10.244.{address // 250}.{address % 250 + 1}"
+        if self.processes is not None and self.processes.handles(pod):
+            address = next(self._local_addresses)
+            ip = f"127.244.{address // 250}.{address % 250 + 1}"
+        else:
+            address = next(self._addresses)
+            ip = f"10.244.{address // 250}.{address % 250 + 1}"
         return {
             "phase": "Pending",
             "hostIP": NODE_IP,

@@ -59,6 +59,7 @@ from kubeloop.apiserver.controllers.podvolumes import (
     inside,
 )
 from kubeloop.apiserver.controllers.probes import ProbeLoop, ProbeTarget, Report
+from kubeloop.apiserver.controllers.serviceproxy import ServiceProxy
 from kubeloop.apiserver.http.scope import CommandFailed, CommandRefused
 from kubeloop.containerpath import ROOT_VARIABLE
 
@@ -181,6 +182,7 @@ class ProcessRuntime:
         backoff_seconds: float = 10.0,
         pod_host: str = "127.0.0.1",
         record: Record | None = None,
+        proxy: ServiceProxy | None = None,
     ) -> None:
         self.root = root
         self.images = images
@@ -191,6 +193,8 @@ class ProcessRuntime:
         self.backoff_seconds = backoff_seconds
         #: The address probes reach a pod's processes at.
         self.pod_host = pod_host
+        #: The node's way to Services (None: pods get no proxy and no Service variables).
+        self.proxy = proxy
         #: Records an event about a pod (a stub: apiVersion, kind, name, namespace, uid).
         self.record: Record = record or (lambda pod, kind, reason, message: None)
         self.pods: dict[tuple[str, str], PodRun] = {}
@@ -293,7 +297,7 @@ class ProcessRuntime:
         state.started_ok = "startupProbe" not in probes
         state.ready = state.started_ok and "readinessProbe" not in probes
         if probes:
-            target = ProbeTarget(self.pod_host, env, cwd, container)
+            target = ProbeTarget(self._address(pod), env, cwd, container)
             state.probing = asyncio.create_task(
                 self._probe(pod, run, state, probes, target), name=f"probes {run.name}/{name}"
             )
@@ -677,7 +681,11 @@ class ProcessRuntime:
         run = self._local_run(pod)
         if run is None or not any(s.running for s in run.containers.values()):
             raise CommandRefused(f"pod {(pod.get('metadata') or {}).get('name')} is not running")
-        return self.pod_host
+        return self._address(pod)
+
+    def _address(self, pod: Obj) -> str:
+        """The pod's address (its own loopback address), else the node's."""
+        return str((pod.get("status") or {}).get("podIP") or self.pod_host)
 
     def _local_run(self, pod: Obj) -> PodRun | None:
         """The run of ``pod`` (this very pod, by uid), if there is one; CommandRefused when
@@ -766,6 +774,11 @@ class ProcessRuntime:
         namespace = str(meta.get("namespace") or "")
         env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "TZ") if key in os.environ}
         env["HOSTNAME"] = str(meta.get("name") or "")
+        if self.proxy is not None:
+            if (pod.get("spec") or {}).get("enableServiceLinks", True) is not False:
+                env.update(service_links(await self.proxy.list_objects("Service", namespace)))
+            await self.proxy.start()
+            env.update(self.proxy.environment(namespace, [self.api_host]))
         env["KUBERNETES_SERVICE_HOST"] = self.api_host
         env["KUBERNETES_SERVICE_PORT"] = str(self.api_port)
         env["KUBERNETES_SERVICE_PORT_HTTPS"] = str(self.api_port)
@@ -1003,6 +1016,34 @@ def _exec_failure(command: list[str], exc: OSError) -> str:
 def _take_terminal() -> None:
     """In the child, after setsid: the terminal on its stdin becomes its controlling one."""
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def service_links(services: list[Obj]) -> dict[str, str]:
+    """The variables a container gets for each Service of its namespace (``enableServiceLinks``),
+    as the kubelet writes them: ``<NAME>_SERVICE_HOST`` and ``_PORT`` (and ``_PORT_<PORT NAME>``),
+    and Docker's link variables (``<NAME>_PORT=tcp://<ip>:<port>``, ``<NAME>_PORT_<port>_TCP``...)."""
+    env: dict[str, str] = {}
+    for service in services:
+        spec = service.get("spec") or {}
+        ip, ports = spec.get("clusterIP"), [p for p in spec.get("ports") or () if isinstance(p, dict)]
+        if not ip or ip == "None" or not ports:
+            continue
+        name = str((service.get("metadata") or {}).get("name")).upper().replace("-", "_")
+        env[f"{name}_SERVICE_HOST"] = str(ip)
+        env[f"{name}_SERVICE_PORT"] = str(ports[0].get("port"))
+        for port in ports:
+            if port.get("name"):
+                env[f"{name}_SERVICE_PORT_{str(port['name']).upper().replace('-', '_')}"] = str(port.get("port"))
+        first = ports[0]
+        env[f"{name}_PORT"] = f"{str(first.get('protocol') or 'TCP').lower()}://{ip}:{first.get('port')}"
+        for port in ports:
+            protocol = str(port.get("protocol") or "TCP")
+            prefix = f"{name}_PORT_{port.get('port')}_{protocol}"
+            env[prefix] = f"{protocol.lower()}://{ip}:{port.get('port')}"
+            env[f"{prefix}_PROTO"] = protocol.lower()
+            env[f"{prefix}_PORT"] = str(port.get("port"))
+            env[f"{prefix}_ADDR"] = str(ip)
+    return env
 
 
 def _containers(pod: Obj) -> list[Obj]:

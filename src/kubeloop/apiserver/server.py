@@ -393,7 +393,7 @@ class APIServer:
         """The simulation's options, the local pods' folders in the data directory (if any)."""
         simulation = self.options.simulation
         data_dir = self.data_dir
-        if simulation.local_images and simulation.pods_dir is None and data_dir is not None:
+        if simulation.pods_dir is None and data_dir is not None:
             simulation = replace(simulation, pods_dir=data_dir / "pods")
         return simulation
 

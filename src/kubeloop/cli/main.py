@@ -263,7 +263,13 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
         help="with --simulate: run the containers of IMAGE (a repository without a tag: every tag) as "
         "processes on this machine, COMMAND as the image's entrypoint; IMAGE=host runs the container's "
         "own command and args here. Opt-in, image by image: they run with your user's rights, "
-        "unisolated (repeatable)",
+        "unisolated (repeatable). Images installed packages declare (entry points kubeloop.images) "
+        "run too, unless --no-installed-images",
+    )
+    parser.add_argument(
+        "--no-installed-images",
+        action="store_true",
+        help="with --simulate: simulate the images installed packages declare instead of running them",
     )
     parser.add_argument(
         "--no-controllers",
@@ -479,7 +485,9 @@ async def _serve(args: argparse.Namespace) -> int:
         print(f"kubeloop apiserver: {error}", file=sys.stderr)
         return 2
     options = ServerOptions(
-        simulation=SimulationOptions(local_images=tuple(args.local_image)),
+        simulation=SimulationOptions(
+            local_images=tuple(args.local_image), installed_images=not args.no_installed_images
+        ),
         data_dir=args.data_dir,
         memory=args.memory,
         host=args.host,

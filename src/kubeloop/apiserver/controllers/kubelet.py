@@ -160,12 +160,15 @@ class SimulatedKubelet:
         builder = (
             Builder(manager).named("simulated-kubelet").for_(POD).with_options(max_concurrent_reconciles=4)
         )
-        if options.local_images:
+        images = LocalImages.parse(options.local_images)
+        if options.installed_images:
+            images = images.with_installed()
+        if images:
             server = urlsplit(manager.api_reader.config.server)
             self.proxy = ServiceProxy(self._objects)
             self.processes = ProcessRuntime(
                 options.pods_dir or pathlib.Path(tempfile.mkdtemp(prefix="kubeloop-pods-")),
-                LocalImages.parse(options.local_images),
+                images,
                 self._config_source,
                 self._issue_token,
                 api_host=server.hostname or "127.0.0.1",

@@ -7,6 +7,16 @@ machine, as they are written (what a busybox pod of the official client's tests 
 ``IMAGE`` without a tag or digest matches every tag of its repository; ``busybox`` and
 ``docker.io/library/busybox`` are one repository, as a container runtime takes them.
 
+An installed Python package declares images of its own in the entry-point group
+``kubeloop.images``: the entry point's name is the image, its object a function that runs as the
+image's entrypoint (the container's ``args`` in ``sys.argv[1:]``, its return value the exit
+code), e.g. in ``pyproject.toml``::
+
+    [project.entry-points."kubeloop.images"]
+    "ghcr.io/example/greeter" = "greeter.main:run"
+
+An image named with ``--local-image`` wins over an installed one.
+
 Running a pod's command on the host is opt-in, image by image: a pod whose images are not all
 named stays simulated. No isolation is claimed: a local image runs with the server's user's
 rights.
@@ -14,12 +24,16 @@ rights.
 
 from __future__ import annotations
 
+import importlib.metadata
 import shlex
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 #: The ``COMMAND`` that runs a container's own command and args.
 HOST = "host"
+#: The entry-point group through which installed packages declare their images.
+ENTRY_POINT_GROUP = "kubeloop.images"
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,10 @@ class LocalImages:
     def __bool__(self) -> bool:
         return bool(self.images)
 
+    def with_installed(self) -> LocalImages:
+        """These images, then the ones installed packages declare (``kubeloop.images``)."""
+        return LocalImages([*self.images, *installed_images()])
+
     def resolve(self, image: str) -> LocalImage | None:
         """The entry that names ``image``: the same image first, then its repository."""
         for entry in self.images:
@@ -87,3 +105,21 @@ class LocalImages:
             if not _has_tag(entry.image) and repository(entry.image) == wanted:
                 return entry
         return None
+
+
+def installed_images() -> list[LocalImage]:
+    """The images installed packages declare: each runs its function with this interpreter (its
+    distribution's folder first on the path, so a package found there is found by the
+    process too)."""
+    images = []
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        module, _, attribute = entry.value.partition(":")
+        where = str(entry.dist.locate_file("")) if entry.dist is not None else ""
+        code = (
+            f"import importlib, sys; sys.path.insert(0, {where!r}); "
+            f"main = importlib.import_module({module.strip()!r})\n"
+            f"for part in {attribute.strip()!r}.split('.'): main = getattr(main, part)\n"
+            "sys.exit(main())"
+        )
+        images.append(LocalImage(entry.name, (sys.executable, "-c", code)))
+    return images

@@ -40,6 +40,8 @@ class SimulationOptions:
     #: Images whose containers run as local processes (``IMAGE=COMMAND`` or ``IMAGE=host``:
     #: ``localimages``); the pods of other images are simulated.
     local_images: tuple[str, ...] = ()
+    #: Run, as well, the images installed packages declare (entry-point group ``kubeloop.images``).
+    installed_images: bool = True
     #: The first back-off of a local container that ended and starts again (it doubles, up to
     #: five minutes).
     crash_backoff_seconds: float = 10.0

@@ -195,3 +195,15 @@ async def test_a_probes_verdict_changes_only_after_its_thresholds() -> None:
     assert reported == [
         (True, None), (False, None), (True, None), (True, True), (False, None), (False, False), (False, None), (True, None)
     ]  # fmt: skip
+
+
+def test_a_memory_limit_holds_the_process_and_none_does_not(kubectl: Kubectl, namespace: str) -> None:
+    """limits.memory is the process's RLIMIT_DATA: past it, allocations fail."""
+    hog = f"{sys.executable} -c \"b = bytearray(200 * 2**20); print('held', len(b))\""
+    limited = pod("limited", namespace, hog, container={"resources": {"limits": {"memory": "64Mi"}}})
+    apply(kubectl, limited, pod("unlimited", namespace, hog))
+    found = ended(kubectl, "limited", namespace)
+    assert (found["status"]["phase"], found["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"]) == ("Failed", 1)
+    assert "MemoryError" in kubectl("logs", "limited", "-n", namespace).stdout
+    assert ended(kubectl, "unlimited", namespace)["status"]["phase"] == "Succeeded"
+    assert kubectl("logs", "unlimited", "-n", namespace).stdout == f"held {200 * 2**20}\n"

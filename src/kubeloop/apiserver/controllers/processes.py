@@ -35,6 +35,7 @@ import logging
 import os
 import pathlib
 import pty
+import resource
 import shutil
 import signal
 import struct
@@ -278,7 +279,7 @@ class ProcessRuntime:
                 stdout=terminal if tty else asyncio.subprocess.PIPE,
                 stderr=terminal if tty else asyncio.subprocess.PIPE,
                 start_new_session=True,
-                preexec_fn=_take_terminal if tty else None,
+                preexec_fn=_preparation(tty=tty, memory=memory_limit(container)),
             )
         except OSError as exc:
             if controller is not None:
@@ -1016,6 +1017,44 @@ def _exec_failure(command: list[str], exc: OSError) -> str:
 def _take_terminal() -> None:
     """In the child, after setsid: the terminal on its stdin becomes its controlling one."""
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def memory_limit(container: Obj) -> int | None:
+    """The container's memory limit in bytes (``resources.limits.memory``), if it has one."""
+    value = ((container.get("resources") or {}).get("limits") or {}).get("memory")
+    if value is None:
+        return None
+    amount = _bytes(str(value))
+    return int(amount) if amount > 0 else None
+
+
+_QUANTITY_SUFFIXES = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+
+
+def _bytes(quantity: str) -> float:
+    number = quantity.rstrip("kKMGTi")
+    suffix = quantity[len(number) :]
+    try:
+        return float(number) * _QUANTITY_SUFFIXES.get(suffix, 0)
+    except ValueError:
+        return 0.0
+
+
+def _preparation(*, tty: bool, memory: int | None) -> Callable[[], None] | None:
+    """What the child does before it runs the container's program: take its terminal, and hold
+    its data segments (heap and private mappings: RLIMIT_DATA) to the memory limit. A process past
+    it sees its allocations fail (a MemoryError, ENOMEM), not an OOM kill; CPU limits are not
+    applied."""
+    if not tty and memory is None:
+        return None
+
+    def prepare() -> None:
+        if tty:
+            _take_terminal()
+        if memory is not None:
+            resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
+
+    return prepare
 
 
 def service_links(services: list[Obj]) -> dict[str, str]:

@@ -197,17 +197,28 @@ def test_bad_exec_requests_are_400s(api: Any, namespace: str, newest: Kubectl) -
         answer = api.post(base + query, None)
         assert (answer.status_code, answer.json()["message"]) == (400, message), query
     spdy = api.session.post(api.server.url + base + "?command=true&stdout=true",
-                            headers={"Upgrade": "SPDY/3.1", "Connection": "Upgrade"})  # fmt: skip
-    assert spdy.status_code == 400 and "only WebSocket" in spdy.json()["message"]
+                            headers={"Upgrade": "SPDY/3.1", "Connection": "Upgrade",
+                                     "X-Stream-Protocol-Version": "v2.channel.k8s.io"})  # fmt: skip
+    assert spdy.status_code == 403
+    assert "client supports ['v2.channel.k8s.io'], server supports ['v4.channel.k8s.io']" in spdy.json()["message"]
     assert found["status"]["phase"] == "Running"
 
 
-def test_kubectl_1_27_is_told_it_speaks_only_spdy(node: ServerThread, namespace: str, tmp_path: pathlib.Path) -> None:
+def test_kubectl_1_27_execs_and_attaches_over_spdy(node: ServerThread, namespace: str, tmp_path: pathlib.Path) -> None:
+    """kubectl before 1.30 speaks SPDY only: exec's output, input and exit code, and attach."""
     old = Kubectl(KUBECTLS[0], node.kubeconfig, tmp_path)
     running(old, "legacy", namespace)
-    refused = old("exec", "legacy", "-n", namespace, "--", "true", check=False)
-    assert refused.returncode == 1
-    assert "only WebSocket" in refused.stderr
+    ns = ["-n", namespace]
+    done = old("exec", "legacy", *ns, "--", "sh", "-c", "echo out; echo err >&2; exit 4", check=False)
+    assert (done.returncode, done.stdout) == (4, "out\n")
+    assert done.stderr.startswith("err\n") and "command terminated with exit code 4" in done.stderr
+    assert old("exec", "-i", "legacy", *ns, "--", "tr", "a-z", "A-Z", stdin="spdy\n").stdout == "SPDY\n"
+    code, seen = in_terminal([*old.argv, "exec", "-it", "legacy", *ns, "--", "sh", "-c", "stty size; exit 2"], old.env)
+    assert code == 2 and b"33 111" in seen
+    script = 'while read line; do echo "got $line"; done'
+    apply(old, pod("reader", namespace, script, container={"stdin": True, "stdinOnce": True}))
+    old("wait", *ns, "--for=condition=Ready", "pod/reader", "--timeout=30s")
+    assert old("attach", "-i", "reader", *ns, stdin="one\n").stdout == "got one\n"
 
 
 def test_exec_reaches_only_pods_that_run_here(newest: Kubectl, namespace: str) -> None:

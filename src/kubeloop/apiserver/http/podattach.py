@@ -13,7 +13,6 @@ ends when the input of the one who had it ends, or when they go.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 from aiohttp import web
@@ -22,19 +21,16 @@ from kubeloop import errors
 from kubeloop.apiserver.http.http1 import HTTPRequest
 from kubeloop.apiserver.http.podcontainers import chosen_container
 from kubeloop.apiserver.http.podexec import (
-    CLOSE,
-    RESIZE,
-    STDERR,
-    STDIN,
-    STDOUT,
+    WebSocketChannels,
     channel_socket,
-    data_of,
     parse_size,
     send_status,
     simulated_only,
     truthy,
 )
 from kubeloop.apiserver.http.scope import AttachSession, CommandRefused, ProcessNode, Scope, Target
+from kubeloop.apiserver.http.spdytransport import wants_spdy
+from kubeloop.apiserver.http.streamchannels import CLOSE, RESIZE, STDERR, STDIN, STDOUT, Channels, serve_spdy
 
 
 async def pod_attach(
@@ -53,44 +49,56 @@ async def pod_attach(
         session = node.attach_to(pod, container)
     except CommandRefused as refused:
         raise errors.BadRequest(f"unable to upgrade connection: {refused}") from None
+    if wants_spdy(request):  # kubectl before 1.30
+        wanted = {"error", *(["stdin"] if stdin else []), *(["stdout"] if stdout else [])}
+        wanted |= {"resize"} if session.tty else ({"stderr"} if stderr else set())
+        return await serve_spdy(
+            request, wanted, lambda channels: _attached(channels, session, stdin=stdin, stdout=stdout, stderr=stderr)
+        )
     socket, protocol = channel_socket(request)
     assert isinstance(request, web.Request)  # an upgrade: channel_socket has seen to it
     await socket.prepare(request)
+    try:
+        channels = WebSocketChannels(socket, protocol)
+        await _attached(channels, session, stdin=stdin, stdout=stdout, stderr=stderr)
+    finally:
+        await socket.close()
+    return socket
+
+
+async def _attached(channels: Channels, session: AttachSession, *, stdin: bool, stdout: bool, stderr: bool) -> None:
+    """Carry the container's streams until its run ends (Success said) or the client goes."""
     output = session.listen()
     try:
-        sending = asyncio.create_task(_send_output(socket, output, stdout=stdout, stderr=stderr))
-        taking = asyncio.create_task(_take_input(socket, session, protocol, stdin=stdin))
+        sending = asyncio.create_task(_send_output(channels, output, stdout=stdout, stderr=stderr))
+        taking = asyncio.create_task(_take_input(channels, session, stdin=stdin))
         racers: list[asyncio.Task[Any]] = [sending, taking]
         await asyncio.wait(racers, return_when=asyncio.FIRST_COMPLETED)
         if sending.done():  # the run has ended
-            await send_status(socket, {"metadata": {}, "status": "Success"})
+            await send_status(channels, {"metadata": {}, "status": "Success"})
         for task in racers:
             task.cancel()
         await asyncio.gather(*racers, return_exceptions=True)
     finally:
         session.leave(output, had_stdin=stdin)
-        await socket.close()
-    return socket
 
 
 async def _send_output(
-    socket: web.WebSocketResponse, output: asyncio.Queue[tuple[str, bytes]], *, stdout: bool, stderr: bool
+    channels: Channels, output: asyncio.Queue[tuple[str, bytes]], *, stdout: bool, stderr: bool
 ) -> None:
     """The container's output, as it comes, until its run ends."""
     while True:
         stream, chunk = await output.get()
         if not chunk:
             return
-        wanted = stdout if stream == "stdout" else stderr
-        if wanted and not socket.closed:
-            with contextlib.suppress(ConnectionError):
-                await socket.send_bytes(bytes([STDOUT if stream == "stdout" else STDERR]) + chunk)
+        if stdout if stream == "stdout" else stderr:
+            await channels.send(STDOUT if stream == "stdout" else STDERR, chunk)
 
 
-async def _take_input(socket: web.WebSocketResponse, session: AttachSession, protocol: str, *, stdin: bool) -> None:
+async def _take_input(channels: Channels, session: AttachSession, *, stdin: bool) -> None:
     """The client's messages, until it has gone: stdin's data (when it asked for stdin), a
-    terminal's size, stdin's end (v5)."""
-    while (data := data_of(await socket.receive())) is not None:
+    terminal's size, stdin's end (v5, SPDY)."""
+    while (data := await channels.receive()) is not None:
         if not data:
             continue
         channel, payload = data[0], data[1:]
@@ -100,5 +108,5 @@ async def _take_input(socket: web.WebSocketResponse, session: AttachSession, pro
             size = parse_size(payload)
             if size is not None:
                 session.resize(*size)
-        elif channel == CLOSE and stdin and protocol.startswith("v5.") and payload[:1] == bytes([STDIN]):
+        elif channel == CLOSE and stdin and channels.closes_stdin and payload[:1] == bytes([STDIN]):
             session.input_ended()

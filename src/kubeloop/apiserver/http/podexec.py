@@ -38,10 +38,20 @@ from kubeloop.apiserver.http.scope import (
     Scope,
     Target,
 )
+from kubeloop.apiserver.http.spdytransport import wants_spdy
+from kubeloop.apiserver.http.streamchannels import (
+    CLOSE,
+    ERROR,
+    RESIZE,
+    STDERR,
+    STDIN,
+    STDOUT,
+    Channels,
+    serve_spdy,
+)
 
 #: The channel protocols served, best first.
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
-STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 #: How long output may go on after the command ended (what its children still write).
 OUTPUT_GRACE_SECONDS = 2.0
 READ_BYTES = 32 * 1024
@@ -76,27 +86,60 @@ async def pod_exec(
         session = await node.exec_in(pod, container, command, stdin=stdin, tty=tty)
     except CommandRefused as refused:
         raise errors.BadRequest(f"unable to upgrade connection: {refused}") from None
+    if wants_spdy(request):  # kubectl before 1.30
+        wanted = {"error", *(["stdin"] if stdin else []), *(["stdout"] if stdout else [])}
+        wanted |= {"resize"} if tty else ({"stderr"} if stderr else set())
+        try:
+            return await serve_spdy(request, wanted, lambda channels: _run(channels, session, command, tty=tty))
+        finally:
+            session.kill()
+            session.close()
     socket, protocol = channel_socket(request)
     assert isinstance(request, web.Request)  # an upgrade: channel_socket has seen to it
     await socket.prepare(request)
     try:
-        early: list[bytes] = []
-        size = (0, 0)
-        if tty:  # a terminal starts at the client's size: its first message says it
-            size = await _first_size(socket, early)
-        try:
-            await session.start(*size)
-        except CommandFailed as failed:  # said on the error channel, as the kubelet says it
-            await send_status(socket, _internal_error(str(failed)))
-        else:
-            for data in early:
-                await _take(data, session, protocol)
-            await _stream(socket, session, command, protocol, stdout=stdout, stderr=stderr and not tty)
+        channels = WebSocketChannels(socket, protocol)
+        await _run(channels, session, command, tty=tty, stdout=stdout, stderr=stderr)
     finally:
         session.kill()
         session.close()
         await socket.close()
     return socket
+
+
+async def _run(
+    channels: Channels, session: ExecSession, command: list[str], *, tty: bool, stdout: bool = True, stderr: bool = True
+) -> None:
+    """Start the command (with a terminal, at the client's size) and carry its streams."""
+    early: list[bytes] = []
+    size = (0, 0)
+    if tty:  # a terminal starts at the client's size: its first message says it
+        size = await _first_size(channels, early)
+    try:
+        await session.start(*size)
+    except CommandFailed as failed:  # said on the error channel, as the kubelet says it
+        await send_status(channels, _internal_error(str(failed)))
+        return
+    for data in early:
+        await _take(data, session, channels.closes_stdin)
+    await _stream(channels, session, command, stdout=stdout, stderr=stderr and not tty)
+
+
+class WebSocketChannels:
+    """The channels over a prepared WebSocket: each message a channel byte, then data."""
+
+    def __init__(self, socket: web.WebSocketResponse, protocol: str) -> None:
+        self.socket = socket
+        #: v5 says stdin's end with a close message; v4 cannot.
+        self.closes_stdin = protocol.startswith("v5.")
+
+    async def send(self, channel: int, data: bytes) -> None:
+        if not self.socket.closed:
+            with contextlib.suppress(ConnectionError):
+                await self.socket.send_bytes(bytes([channel]) + data)
+
+    async def receive(self) -> bytes | None:
+        return data_of(await self.socket.receive())
 
 
 def simulated_only(name: str) -> errors.APIError:
@@ -125,17 +168,16 @@ def channel_socket(request: HTTPRequest) -> tuple[web.WebSocketResponse, str]:
     return socket, ready.protocol
 
 
-async def _first_size(socket: web.WebSocketResponse, early: list[bytes]) -> tuple[int, int]:
+async def _first_size(channels: Channels, early: list[bytes]) -> tuple[int, int]:
     """The terminal's size from the client's first resize, waited for briefly; what came
     before it is kept in ``early``."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + FIRST_SIZE_SECONDS
     while (left := deadline - loop.time()) > 0:
         try:
-            message = await asyncio.wait_for(socket.receive(), left)
+            data = await asyncio.wait_for(channels.receive(), left)
         except TimeoutError:
             break
-        data = data_of(message)
         if data is None:
             break
         if data[:1] == bytes([RESIZE]):
@@ -167,19 +209,19 @@ def parse_size(payload: bytes) -> tuple[int, int] | None:
 
 
 async def _stream(
-    socket: web.WebSocketResponse, session: ExecSession, command: list[str], protocol: str, *, stdout: bool, stderr: bool
+    channels: Channels, session: ExecSession, command: list[str], *, stdout: bool, stderr: bool
 ) -> None:
-    """Carry the session's streams over ``socket`` until the command has ended (and said all it
-    had), or the client has gone; then its end on the error channel."""
+    """Carry the session's streams over ``channels`` until the command has ended (and said all
+    it had), or the client has gone; then its end on the error channel."""
     process = session.process
     outputs: list[asyncio.Task[None]] = []
     if session.terminal is not None:
-        outputs.append(asyncio.create_task(_forward(socket, STDOUT, _terminal_output(session.terminal), True)))
+        outputs.append(asyncio.create_task(_forward(channels, STDOUT, _terminal_output(session.terminal), True)))
     else:
         assert process.stdout is not None and process.stderr is not None
-        outputs.append(asyncio.create_task(_forward(socket, STDOUT, _pipe_output(process.stdout), stdout)))
-        outputs.append(asyncio.create_task(_forward(socket, STDERR, _pipe_output(process.stderr), stderr)))
-    inputs = asyncio.create_task(_take_input(socket, session, protocol))
+        outputs.append(asyncio.create_task(_forward(channels, STDOUT, _pipe_output(process.stdout), stdout)))
+        outputs.append(asyncio.create_task(_forward(channels, STDERR, _pipe_output(process.stderr), stderr)))
+    inputs = asyncio.create_task(_take_input(channels, session))
     waiting = asyncio.create_task(_exited(process))
     racers: list[asyncio.Task[Any]] = [waiting, inputs]
     try:
@@ -190,7 +232,7 @@ async def _stream(
         for task in late:
             task.cancel()
         code = waiting.result()
-        await send_status(socket, _ended(command, code))
+        await send_status(channels, _ended(command, code))
     finally:
         for task in (*outputs, *racers):
             task.cancel()
@@ -210,13 +252,11 @@ async def _exited(process: asyncio.subprocess.Process) -> int:
     return process.returncode
 
 
-async def _forward(socket: web.WebSocketResponse, channel: int, chunks: AsyncIterator[bytes], send: bool) -> None:
+async def _forward(channels: Channels, channel: int, chunks: AsyncIterator[bytes], send: bool) -> None:
     """Each chunk of output to the client on ``channel`` (or, not ``send``, nowhere)."""
-    prefix = bytes([channel])
     async for chunk in chunks:
-        if send and not socket.closed:
-            with contextlib.suppress(ConnectionError):
-                await socket.send_bytes(prefix + chunk)
+        if send:
+            await channels.send(channel, chunk)
 
 
 async def _pipe_output(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
@@ -247,14 +287,14 @@ async def _terminal_output(terminal: int) -> AsyncIterator[bytes]:
             loop.remove_reader(terminal)
 
 
-async def _take_input(socket: web.WebSocketResponse, session: ExecSession, protocol: str) -> None:
+async def _take_input(channels: Channels, session: ExecSession) -> None:
     """The client's messages, until it has gone."""
-    while (data := data_of(await socket.receive())) is not None:
-        await _take(data, session, protocol)
+    while (data := await channels.receive()) is not None:
+        await _take(data, session, channels.closes_stdin)
 
 
-async def _take(data: bytes, session: ExecSession, protocol: str) -> None:
-    """One message of the client's: stdin's data, a terminal's size, stdin's end (v5)."""
+async def _take(data: bytes, session: ExecSession, closes_stdin: bool) -> None:
+    """One message of the client's: stdin's data, a terminal's size, stdin's end (v5, SPDY)."""
     if not data:
         return
     stdin = session.process.stdin
@@ -270,7 +310,7 @@ async def _take(data: bytes, session: ExecSession, protocol: str) -> None:
         size = parse_size(payload)
         if size is not None:
             session.resize(*size)
-    elif channel == CLOSE and protocol.startswith("v5.") and payload[:1] == bytes([STDIN]):
+    elif channel == CLOSE and closes_stdin and payload[:1] == bytes([STDIN]):
         if session.terminal is not None:
             await asyncio.to_thread(_write_all, session.terminal, b"\x04")  # end of input at a terminal
         elif stdin is not None:
@@ -307,7 +347,6 @@ def _internal_error(message: str) -> dict[str, object]:
     }
 
 
-async def send_status(socket: web.WebSocketResponse, status: dict[str, object]) -> None:
-    if not socket.closed:
-        with contextlib.suppress(ConnectionError):
-            await socket.send_bytes(bytes([ERROR]) + orjson.dumps(status))
+async def send_status(channels: Channels, status: dict[str, object]) -> None:
+    """The command's end, on the error channel (v4 and later: a Status)."""
+    await channels.send(ERROR, orjson.dumps(status))

@@ -60,8 +60,15 @@ def api(node: ServerThread) -> Client:
     return Client(node)
 
 
+@pytest.fixture
+def kubectl(node: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    """One kubectl: what most tests here prove is the node's, which every kubectl sees alike."""
+    return Kubectl(KUBECTLS[1], node.kubeconfig, tmp_path)
+
+
 @pytest.fixture(params=KUBECTLS[:2], ids=[p.name for p in KUBECTLS[:2]])
-def kubectl(request: pytest.FixtureRequest, node: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+def each_kubectl(request: pytest.FixtureRequest, node: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
+    """The oldest kubectl and a newer one, for what kubectl itself asks of the server (logs)."""
     return Kubectl(request.param, node.kubeconfig, tmp_path)
 
 
@@ -91,7 +98,8 @@ def gone(pid: int) -> bool:
     return False
 
 
-def test_a_pod_runs_its_command_with_what_a_container_sees(kubectl: Kubectl, namespace: str) -> None:
+def test_a_pod_runs_its_command_with_what_a_container_sees(each_kubectl: Kubectl, namespace: str) -> None:
+    kubectl = each_kubectl
     ns = ["-n", namespace]
     kubectl("create", "configmap", "settings", *ns, "--from-literal=level=debug", "--from-literal=mode=fast")
     kubectl("create", "secret", "generic", "creds", *ns, "--from-literal=token=s3cret")
@@ -219,7 +227,8 @@ def test_deleting_a_pod_stops_its_process_within_the_grace_period(
         time.sleep(0.05)  # SIGTERM; the stubborn one SIGKILL a second later
 
 
-def test_follow_streams_until_the_run_ends(kubectl: Kubectl, namespace: str) -> None:
+def test_follow_streams_until_the_run_ends(each_kubectl: Kubectl, namespace: str) -> None:
+    kubectl = each_kubectl
     ns = ["-n", namespace]
     kubectl("run", "counts", *ns, "--image=busybox", "--restart=Never", "--",
             "sh", "-c", "for i in 1 2 3; do echo line $i; sleep 0.3; done")  # fmt: skip
@@ -229,7 +238,8 @@ def test_follow_streams_until_the_run_ends(kubectl: Kubectl, namespace: str) -> 
     assert followed.stdout.splitlines() == ["line 1", "line 2", "line 3"]
 
 
-def test_bad_log_queries_are_400s_in_upstreams_words(kubectl: Kubectl, namespace: str) -> None:
+def test_bad_log_queries_are_400s_in_upstreams_words(each_kubectl: Kubectl, namespace: str) -> None:
+    kubectl = each_kubectl
     ns = ["-n", namespace]
     two = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "two", "namespace": namespace},
            "spec": {"containers": [{"name": "a", "image": "busybox", "command": ["sleep", "600"]},
@@ -333,3 +343,37 @@ async def test_a_pod_whose_container_has_run_is_running_while_it_backs_off(tmp_p
     (status,) = found.containers
     assert (found.phase, status["restartCount"], found.ready) == ("Running", 0, False)
     assert status["lastState"] == {"terminated": {"exitCode": 1, "reason": "Error"}}
+
+
+def test_a_pods_grace_period_holds_up_no_other_pod(kubectl: Kubectl, namespace: str, pods_dir: pathlib.Path) -> None:
+    """Pods that ignore SIGTERM, deleted together, wait out their grace periods in the
+    background: a pod created meanwhile starts while their processes still live."""
+    ns = ["-n", namespace]
+    stubborn = [f"stubborn-{i}" for i in range(5)]  # more than the kubelet's four workers
+    for name in stubborn:
+        kubectl("run", name, *ns, "--image=busybox", "--overrides",
+                '{"spec": {"terminationGracePeriodSeconds": 10}}', "--",
+                "sh", "-c", "trap '' TERM; while true; do sleep 0.1; done")  # fmt: skip
+    kubectl("wait", *ns, "--for=condition=Ready", *(f"pod/{n}" for n in stubborn), "--timeout=30s")
+    pids = [pid_of(pods_dir, pod_json(kubectl, name, namespace), name) for name in stubborn]
+    kubectl("delete", "pod", *ns, *stubborn, "--wait=false")
+    kubectl("run", "fresh", *ns, "--image=busybox", "--", "sleep", "600")
+    kubectl("wait", *ns, "--for=condition=Ready", "pod/fresh", "--timeout=30s")
+    assert not any(gone(pid) for pid in pids)  # still in their grace periods
+    while not all(gone(pid) for pid in pids):
+        time.sleep(0.1)  # then killed (the test's timeout bounds it)
+
+
+def test_the_folders_of_pods_deleted_while_no_server_ran_are_removed(tmp_path: pathlib.Path) -> None:
+    pods = tmp_path / "pods"
+    (pods / "0f0f0f0f-gone" / "main").mkdir(parents=True)
+    (pods / "0f0f0f0f-gone" / "main" / "0.log").write_text("what a pod deleted meanwhile wrote\n")
+    (pods / "claims" / "a-claim").mkdir(parents=True)
+    options = SimulationOptions(local_images=("busybox=host",), pods_dir=pods)
+    server = start_server(simulate=True, simulation=options)
+    try:
+        while (pods / "0f0f0f0f-gone").exists():
+            time.sleep(0.05)  # removed once the node has seen which pods exist
+        assert (pods / "claims" / "a-claim").is_dir()  # claims outlive pods
+    finally:
+        server.stop()

@@ -150,7 +150,8 @@ def in_terminal(argv: list[str], env: dict[str, str], typed: bytes = b"", size: 
     return process.wait(), seen
 
 
-def test_kubectl_exec_it_gets_a_terminal_of_its_size(kubectl: Kubectl, namespace: str) -> None:
+def test_kubectl_exec_it_gets_a_terminal_of_its_size(newest: Kubectl, namespace: str) -> None:
+    kubectl = newest
     running(kubectl, "terminal", namespace)
     code, seen = in_terminal([*kubectl.argv, "exec", "-it", "terminal", "-n", namespace, "--",
                               "sh", "-c", "test -t 0 && echo is-a-tty; stty size; exit 5"], kubectl.env)  # fmt: skip
@@ -158,7 +159,8 @@ def test_kubectl_exec_it_gets_a_terminal_of_its_size(kubectl: Kubectl, namespace
     assert b"is-a-tty" in seen and b"33 111" in seen
 
 
-def test_kubectl_cp_round_trips_a_file(kubectl: Kubectl, namespace: str, tmp_path: pathlib.Path) -> None:
+def test_kubectl_cp_round_trips_a_file(newest: Kubectl, namespace: str, tmp_path: pathlib.Path) -> None:
+    kubectl = newest
     running(kubectl, "files", namespace)
     source = tmp_path / "notes.txt"
     source.write_text("copied both ways\n")
@@ -170,7 +172,8 @@ def test_kubectl_cp_round_trips_a_file(kubectl: Kubectl, namespace: str, tmp_pat
 # ---------------------------------------------------------------------------- refusals
 
 
-def test_exec_needs_create_on_pods_exec(kubectl: Kubectl, namespace: str) -> None:
+def test_exec_needs_create_on_pods_exec(newest: Kubectl, namespace: str) -> None:
+    kubectl = newest
     running(kubectl, "guarded", namespace)
     ns = ["-n", namespace]
     kubectl("create", "role", "peek", *ns, "--verb=get", "--resource=pods,pods/exec")

@@ -211,11 +211,20 @@ class SimulatedKubelet:
                     del self._named_by[key]
 
     async def _own_processes(self, stop: asyncio.Event) -> None:
-        """Kill what an earlier server left running, then, when the server stops, its own."""
+        """Kill what an earlier server left running and remove the folders of its pods that are
+        gone, then, when the server stops, stop its own."""
         assert self.processes is not None
+        folders = self.processes.pod_folders()  # before any pod of this server could have made one
         killed = self.processes.clean_up_left_behind()
         if killed:
             log.warning("process node: killed %d process group(s) an earlier run left behind", len(killed))
+        if folders:
+            with contextlib.suppress(*REQUEST_ERRORS):
+                pods = await self.client.list(POD)
+                live = {str((p.get("metadata") or {}).get("uid")) for p in pods}
+                removed = self.processes.remove_folders(folders - live)
+                if removed:
+                    log.info("process node: removed the folders of %d pod(s) deleted meanwhile", removed)
         try:
             await stop.wait()
         finally:
@@ -280,7 +289,7 @@ class SimulatedKubelet:
         except errors.NotFound:
             if self.processes is not None:  # its processes go with it
                 self._forget_names(request.namespace, request.name)
-                await self.processes.stop(request.namespace, request.name)
+                self.processes.stop(request.namespace, request.name)
             return None
         meta = pod.get("metadata") or {}
         uid = str(meta.get("uid"))
@@ -289,7 +298,7 @@ class SimulatedKubelet:
             self._unmounted.pop(uid, None)
             if self.processes is not None:
                 self._forget_names(request.namespace, request.name)
-                await self.processes.stop(request.namespace, request.name)
+                self.processes.stop(request.namespace, request.name)
             return None
         spec = pod.get("spec") or {}
         node = spec.get("nodeName")

@@ -231,6 +231,21 @@ class ProcessRuntime:
             pid_file.unlink(missing_ok=True)
         return killed
 
+    def pod_folders(self) -> set[str]:
+        """The pods (by uid) that have a folder here now."""
+        if not self.root.is_dir():
+            return set()
+        return {path.name for path in self.root.iterdir() if path.is_dir() and path.name != CLAIMS}
+
+    def remove_folders(self, uids: set[str]) -> int:
+        """Remove the folders of pods that no longer exist (deleted while no server ran them),
+        unless they run now; how many went."""
+        running = {run.uid for run in self.pods.values()}
+        gone = [uid for uid in uids - running if (self.root / uid).is_dir()]
+        for uid in gone:
+            shutil.rmtree(self.root / uid, ignore_errors=True)
+        return len(gone)
+
     def pod_run(self, pod: Obj) -> PodRun:
         meta = pod.get("metadata") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
@@ -471,11 +486,12 @@ class ProcessRuntime:
             {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": run.name, "namespace": run.namespace}}
         )
 
-    async def stop(self, namespace: str, name: str) -> None:
-        """Stop the pod's processes: SIGTERM, then SIGKILL after its grace period."""
+    def stop(self, namespace: str, name: str) -> None:
+        """Stop the pod's processes: SIGTERM, then SIGKILL after its grace period, in the
+        background (the grace period holds no caller; :meth:`close` awaits it)."""
         run = self.pods.pop((namespace, name), None)
         if run is not None:
-            await self._stop(run)
+            self._stop_later(run)
 
     def _stop_later(self, run: PodRun) -> None:
         task = asyncio.create_task(self._stop(run), name=f"stop {run.namespace}/{run.name}")

@@ -85,9 +85,9 @@ def ended(kubectl: Kubectl, name: str, namespace: str) -> dict[str, Any]:
 
 def pid_of(pods_dir: pathlib.Path, pod: dict[str, Any], container: str) -> int:
     path = pods_dir / pod["metadata"]["uid"] / container / "pid"
-    while not path.exists():
+    while not (path.exists() and (written := path.read_text().split())):
         time.sleep(0.05)
-    return int(path.read_text())
+    return int(written[0])  # the id, then when it started
 
 
 def gone(pid: int) -> bool:
@@ -377,3 +377,37 @@ def test_the_folders_of_pods_deleted_while_no_server_ran_are_removed(tmp_path: p
         assert (pods / "claims" / "a-claim").is_dir()  # claims outlive pods
     finally:
         server.stop()
+
+
+def test_left_behind_processes_are_killed_only_if_they_are_the_very_ones(tmp_path: pathlib.Path) -> None:
+    """A pid file names a process by its id and start: a process that has the id now but
+    started at another time (after a reboot, or the id's reuse) is left alone."""
+    import subprocess
+
+    from kubeloop.apiserver.controllers.processes import _process_mark
+
+    async def nothing(kind: str, namespace: str, name: str) -> None:
+        return None
+
+    async def no_token(*request: object) -> tuple[str, float]:
+        raise AssertionError("no token is asked for")
+
+    runtime = ProcessRuntime(
+        tmp_path, LocalImages.parse(["busybox=host"]), nothing, no_token, api_host="127.0.0.1", api_port=1
+    )
+    bystander = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    ours = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        (tmp_path / "pod-a" / "main").mkdir(parents=True)
+        pid, started, boot = _process_mark(bystander.pid).split()
+        (tmp_path / "pod-a" / "main" / "pid").write_text(f"{pid} {int(started) + 1} {boot}")
+        (tmp_path / "pod-b" / "main").mkdir(parents=True)
+        (tmp_path / "pod-b" / "main" / "pid").write_text(_process_mark(ours.pid))
+        assert runtime.clean_up_left_behind() == [ours.pid]
+        assert ours.wait(10) == -signal.SIGKILL
+        assert bystander.poll() is None  # not the process the file meant
+    finally:
+        bystander.kill()
+        ours.kill()
+        bystander.wait()
+        ours.wait()

@@ -224,10 +224,13 @@ class ProcessRuntime:
             if pid_file.parent.parent.name == CLAIMS:
                 continue
             with contextlib.suppress(ValueError, OSError):
-                pgid = int(pid_file.read_text().strip())
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pgid, signal.SIGKILL)
-                    killed.append(pgid)
+                mark = pid_file.read_text().strip()
+                pgid = int(mark.split()[0])
+                # That very process, not one that took its id since (a reboot, the id's reuse).
+                if not mark.endswith(" unknown") and _process_mark(pgid) == mark:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(pgid, signal.SIGKILL)
+                        killed.append(pgid)
             pid_file.unlink(missing_ok=True)
         return killed
 
@@ -303,7 +306,7 @@ class ProcessRuntime:
         finally:
             if terminal is not None:
                 os.close(terminal)
-        (folder / "pid").write_text(str(process.pid))
+        (folder / "pid").write_text(_process_mark(process.pid))
         state.process = process
         state.ended = False
         state.started_at = timestamps.now()
@@ -390,7 +393,7 @@ class ProcessRuntime:
         for reader in stuck:
             reader.cancel()
         pid_file = log_file.parent / "pid"
-        if pid_file.exists() and pid_file.read_text().strip() == str(process.pid):
+        if pid_file.exists() and pid_file.read_text().split()[:1] == [str(process.pid)]:
             pid_file.unlink()
         if state.terminal_transport is not None:
             state.terminal_transport.close()
@@ -855,6 +858,19 @@ def _signal_group(state: ContainerRun, sig: int) -> None:
     if state.process is not None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(state.process.pid, sig)
+
+
+def _process_mark(pid: int) -> str:
+    """A process's id and when it started (in clock ticks since boot, from /proc): what tells it
+    from a process that has its id after a reboot or the id's reuse. Without /proc, its id only
+    (and an earlier server's groups are not killed: nothing proves they are its)."""
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+        boot = pathlib.Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return f"{pid} unknown"
+    started = stat.rpartition(")")[2].split()[19]  # field 22, counted after the command's name
+    return f"{pid} {started} {boot}"
 
 
 def _runs_logged(folder: pathlib.Path) -> list[int]:

@@ -16,11 +16,14 @@ import select
 import struct
 import subprocess
 import termios
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from kubeloop.apiserver.controllers.simulation import SimulationOptions
+from kubeloop.apiserver.http.connections import ConnectionTimeouts
 from tests.apiserver.controllers.test_process_node import (  # noqa: F401  (fixtures)
     ECHO,
     api,
@@ -30,7 +33,7 @@ from tests.apiserver.controllers.test_process_node import (  # noqa: F401  (fixt
 )
 from tests.apiserver.controllers.test_process_node_volumes import apply, pod
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
-from tests.conftest import ServerThread
+from tests.conftest import ServerThread, start_server
 
 kubernetes = pytest.importorskip("kubernetes")
 from kubernetes.stream import stream  # noqa: E402
@@ -236,3 +239,43 @@ def test_exec_reaches_only_pods_that_run_here(newest: Kubectl, namespace: str) -
     newest("wait", *ns, "--for=condition=Ready", "pod/entry", "--timeout=30s")
     entry = newest("exec", "entry", *ns, "--", "true", check=False)
     assert entry.returncode == 1 and "name the image with =host to allow that" in entry.stderr
+
+
+def test_streams_outlast_the_request_timeout(tmp_path: pathlib.Path) -> None:
+    """exec and a followed log are long-running requests, as upstream's: no request timeout
+    (here 1 s) cuts them."""
+    options = SimulationOptions(pod_start_seconds=0.1, local_images=("busybox=host",), pods_dir=tmp_path / "pods")
+    server = start_server(simulate=True, simulation=options, timeouts=ConnectionTimeouts(request=1.0))
+    try:
+        kubectl = Kubectl(KUBECTLS[-1], server.kubeconfig, tmp_path)
+        kubectl("run", "slow", "--image=busybox", "--", "sh", "-c", "echo one; sleep 2.5; echo two; exec sleep 600")
+        kubectl("wait", "--for=condition=Ready", "pod/slow", "--timeout=30s")
+        assert kubectl("exec", "slow", "--", "sh", "-c", "sleep 2.5; echo still here").stdout == "still here\n"
+        following = kubectl.start("logs", "-f", "slow")
+        assert following.stdout is not None
+        assert [following.stdout.readline() for _ in range(2)] == ["one\n", "two\n"]
+        following.kill()
+        following.wait()
+    finally:
+        server.stop()
+
+
+def test_exec_goes_through_connect_admission(newest: Kubectl, namespace: str) -> None:
+    """A ValidatingAdmissionPolicy on CONNECT of pods/exec sees the PodExecOptions and refuses
+    the commands it is written to, as kube-apiserver's admission does before the stream opens."""
+    kubectl = newest
+    running(kubectl, "admitted", namespace)
+    name = f"no-rm-{namespace}"
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": name}, "spec": {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": [
+                  {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CONNECT"], "resources": ["pods/exec"]}]},
+                  "validations": [{"expression": "object.command[0] != 'rm'", "message": "no rm here"}]}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"],
+               "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}}}  # fmt: skip
+    apply(kubectl, policy, binding)
+    ns = ["-n", namespace]
+    while (refused := kubectl("exec", "admitted", *ns, "--", "rm", "-f", "nothing", check=False)).returncode == 0:
+        time.sleep(0.1)  # the policy is in force once the server has compiled it
+    assert "no rm here" in refused.stderr
+    assert kubectl("exec", "admitted", *ns, "--", "echo", "fine").stdout == "fine\n"

@@ -396,9 +396,17 @@ class ConnectionWatchdog:
                     transport.close()
 
 
+#: Subresources whose requests stream for as long as the client wants (upstream's).
+LONG_RUNNING_SUBRESOURCES = frozenset(("attach", "exec", "log", "portforward", "proxy"))
+
+
 def is_long_running(request: HTTPRequest) -> bool:
-    """Watches stream for as long as they are asked to (upstream's long-running requests)."""
-    return request.query.get("watch", "").lower() in ("1", "true") or "/watch/" in request.path
+    """Watches, and a pod's logs, exec, attach and port-forwards, stream for as long as they are
+    asked to (upstream's long-running requests): no request timeout bounds them."""
+    if request.query.get("watch", "").lower() in ("1", "true") or "/watch/" in request.path:
+        return True
+    parts = request.path.rstrip("/").split("/")
+    return len(parts) >= 4 and parts[-1] in LONG_RUNNING_SUBRESOURCES and parts[-3] == "pods"
 
 
 def request_timeout_middleware(watchdog: ConnectionWatchdog) -> Middleware:

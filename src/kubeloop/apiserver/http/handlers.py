@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from kubeloop import errors
+from kubeloop.api.object import Obj
 from kubeloop.apiserver.audit import requestaudit
 from kubeloop.apiserver.auth.rbacauthorizer import SUPERUSER_GROUP, Attributes, verb_of
 from kubeloop.apiserver.catalog import schemas
@@ -36,12 +37,15 @@ from kubeloop.apiserver.http.negotiation import JSON, json_response, status_resp
 from kubeloop.apiserver.http.requestoptions import truthy
 from kubeloop.apiserver.http.scope import Scope, Target
 from kubeloop.apiserver.openapi import discoverydocs, v2, v3
+from kubeloop.apiserver.registry.admissionhooks import CONNECT, AdmissionAttributes
 from kubeloop.errors import InvalidSelector
 
 log = logging.getLogger("kubeloop.apiserver")
 #: Subresources that open a stream into a pod: each is authorized as ``create``, whatever the
 #: method (a WebSocket upgrade is a GET).
 CONNECT_SUBRESOURCES = frozenset(("exec", "attach", "portforward"))
+#: The options object admission sees for each.
+CONNECT_KINDS = {"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"}
 #: The audit annotation of the authorizer's decision (upstream's key).
 DECISION_ANNOTATION = "authorization.k8s.io/decision"
 
@@ -184,6 +188,39 @@ class APIHandlers(Scope):
         if not allowed:
             raise self.authorizer.forbidden(user, attributes)
 
+    async def _admit_connect(self, request: HTTPRequest, target: Target) -> None:
+        """Admission of a CONNECT (exec, attach, port-forward), as kube-apiserver runs it before
+        the stream opens: the options object (PodExecOptions...) is what webhooks and policies
+        see; a refusal is the request's answer."""
+        admission = self.registry.admission
+        user = request.get(USER)
+        if admission is None or user is None or not admission.covers(target.resource):
+            return
+        kind = CONNECT_KINDS[target.subresource]
+        options: Obj = {"kind": kind, "apiVersion": "v1"}
+        for name in ("stdin", "stdout", "stderr", "tty"):
+            if name in request.query:
+                options[name] = truthy(request.query.get(name))
+        if "container" in request.query:
+            options["container"] = request.query["container"]
+        if request.query.getall("command", []):
+            options["command"] = list(request.query.getall("command"))
+        if request.query.getall("ports", []):
+            options["ports"] = [int(p) for v in request.query.getall("ports") for p in v.split(",") if p.isdigit()]
+        attributes = AdmissionAttributes(
+            resource=target.resource,
+            subresource=target.subresource,
+            operation=CONNECT,
+            name=target.name or "",
+            namespace=target.namespace or "",
+            user=user,
+            dry_run=False,
+            options={},
+            object_kind=("", "v1", kind),
+        )
+        mutated, _ = await admission.mutate(attributes, options, None)
+        await admission.validate(attributes, mutated if isinstance(mutated, dict) else options, None)
+
     def _parse_target(self, group: str, version: str, rest: list[str]) -> Target:
         def lookup(plural: str) -> ResourceType:
             resource = self.catalog.lookup(group, version, plural)
@@ -259,6 +296,7 @@ class APIHandlers(Scope):
                 raise errors.MethodNotAllowed(
                     "the server does not allow this method on the requested resource"
                 )
+            await self._admit_connect(request, target)
             if target.subresource == "portforward":
                 return await podportforward.pod_port_forward(self, request, target, self.node())
             if target.subresource == "attach":

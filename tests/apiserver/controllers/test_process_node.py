@@ -30,6 +30,12 @@ from tests.apiserver.storage.test_durability import apiserver
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread, start_server
 
+#: A stand-in for an image whose entrypoint says which of some variables it got, then waits.
+ENV_ECHO = (
+    f"example.com/env={sys.executable} -c 'import os, sys, time; "
+    "print(sorted(k for k in os.environ if k in (\"LD_PRELOAD\", \"PYTHONPATH\", \"BASH_ENV\", \"FOO\"))); "
+    "sys.stdout.flush(); time.sleep(600)'"
+)
 #: A stand-in for an image whose entrypoint is a program: it prints its args, then waits.
 ECHO = f"example.com/echo={sys.executable} -u -c 'import sys, time; print(\"args\", sys.argv[1:]); time.sleep(600)'"
 
@@ -45,7 +51,7 @@ def node(pods_dir: pathlib.Path) -> Iterator[ServerThread]:
         pod_start_seconds=0.1,
         node_check_seconds=0.2,
         config_retry_seconds=0.1,
-        local_images=("busybox=host", ECHO),
+        local_images=("busybox=host", ECHO, ENV_ECHO),
         crash_backoff_seconds=0.3,
         pods_dir=pods_dir,
     )
@@ -312,6 +318,10 @@ def test_a_killed_server_leaves_no_process_behind_and_runs_each_pod_once(tmp_pat
             time.sleep(0.05)
         assert marker.read_text() == "run\nrun\n"  # once per server: never twice at once
         again = pid_of(data / "pods", pod, "long")
+        kubectl("run", "newer", "--image=busybox", "--", "sleep", "600")
+        kubectl("wait", "--for=condition=Ready", "pod/newer", "--timeout=30s")
+        addresses = [pod_json(kubectl, name, "default")["status"]["podIP"] for name in ("long", "newer")]
+        assert addresses[0] != addresses[1]  # the new server gives no address a kept pod has
         second.send_signal(signal.SIGTERM)  # a server that stops stops its pods
         assert second.wait(60) == 0
     assert gone(again)
@@ -411,3 +421,29 @@ def test_left_behind_processes_are_killed_only_if_they_are_the_very_ones(tmp_pat
         ours.kill()
         bystander.wait()
         ours.wait()
+
+
+def test_an_entrypoint_image_gets_no_variables_or_probes_that_would_run_other_code(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    """An IMAGE=COMMAND image runs its entrypoint only: a pod does not pass it the variables that
+    make a loader, shell or interpreter run code of the pod's choosing, and its exec probes are
+    refused (they would run on this machine)."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "guarded", "namespace": namespace},
+           "spec": {"containers": [{"name": "main", "image": "example.com/env", "env": [
+               {"name": "LD_PRELOAD", "value": "/tmp/evil.so"}, {"name": "PYTHONPATH", "value": "/tmp/evil"},
+               {"name": "BASH_ENV", "value": "/tmp/evil.sh"}, {"name": "FOO", "value": "bar"}],
+               "livenessProbe": {"exec": {"command": ["touch", "/tmp/should-not-exist"]}, "periodSeconds": 1,
+                                 "failureThreshold": 1000}}]}}  # fmt: skip
+    kubectl("apply", "-f", "-", stdin=yaml.safe_dump(pod))
+    while not (logged := kubectl("logs", "guarded", "-n", namespace, check=False).stdout):
+        time.sleep(0.05)
+    assert logged == "['FOO']\n"
+    while not (said := json.loads(kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]):
+        time.sleep(0.05)
+    while not any(e["reason"] == "Unhealthy" for e in said):
+        time.sleep(0.05)
+        said = json.loads(kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]
+    (unhealthy,) = {e["message"] for e in said if e["reason"] == "Unhealthy"}
+    assert unhealthy.startswith("Liveness probe failed: image example.com/env runs ")
+    assert unhealthy.endswith("an exec probe would run on this machine (name the image with =host to allow that)")

@@ -155,6 +155,7 @@ class SimulatedKubelet:
         self.proxy: ServiceProxy | None = None
         #: Local pods' own loopback addresses (127.244.x.y: many pods may listen on one port).
         self._local_addresses = itertools.count(2)
+        self._taken_addresses: set[str] = set()
         #: Runs the pods of local images as processes (None: every pod is simulated).
         self.processes: ProcessRuntime | None = None
         builder = (
@@ -218,19 +219,28 @@ class SimulatedKubelet:
         killed = self.processes.clean_up_left_behind()
         if killed:
             log.warning("process node: killed %d process group(s) an earlier run left behind", len(killed))
-        if folders:
-            with contextlib.suppress(*REQUEST_ERRORS):
-                pods = await self.client.list(POD)
-                live = {str((p.get("metadata") or {}).get("uid")) for p in pods}
-                removed = self.processes.remove_folders(folders - live)
-                if removed:
-                    log.info("process node: removed the folders of %d pod(s) deleted meanwhile", removed)
+        with contextlib.suppress(*REQUEST_ERRORS):
+            pods = await self.client.list(POD)
+            self._taken_addresses.update(str((p.get("status") or {}).get("podIP")) for p in pods)
+            live = {str((p.get("metadata") or {}).get("uid")) for p in pods}
+            removed = self.processes.remove_folders(folders - live)
+            if removed:
+                log.info("process node: removed the folders of %d pod(s) deleted meanwhile", removed)
         try:
             await stop.wait()
         finally:
             await self.processes.close()
             if self.proxy is not None:
                 await self.proxy.close()
+
+    def _local_address(self) -> str:
+        """A loopback address no local pod has (pods kept from an earlier server keep theirs)."""
+        while True:
+            address = next(self._local_addresses)
+            ip = f"127.244.{address // 250}.{address % 250 + 1}"
+            if ip not in self._taken_addresses:
+                self._taken_addresses.add(ip)
+                return ip
 
     async def _objects(self, kind: str, namespace: str | None) -> list[Obj]:
         """Services or Endpoints (of ``namespace``, or all), as the cache has them."""
@@ -568,8 +578,7 @@ class SimulatedKubelet:
     def _pending(self, pod: Obj) -> Obj:
         now = timestamps.now()
         if self.processes is not None and self.processes.handles(pod):
-            address = next(self._local_addresses)
-            ip = f"127.244.{address // 250}.{address % 250 + 1}"
+            ip = self._local_address()
         else:
             address = next(self._addresses)
             ip = f"10.244.{address // 250}.{address % 250 + 1}"

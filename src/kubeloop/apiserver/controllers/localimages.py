@@ -121,5 +121,6 @@ def installed_images() -> list[LocalImage]:
             f"for part in {attribute.strip()!r}.split('.'): main = getattr(main, part)\n"
             "sys.exit(main())"
         )
-        images.append(LocalImage(entry.name, (sys.executable, "-c", code)))
+        # Isolated (-I): neither the working folder nor PYTHON* variables choose what it imports.
+        images.append(LocalImage(entry.name, (sys.executable, "-I", "-c", code)))
     return images

@@ -42,6 +42,9 @@ class ProbeTarget:
     env: dict[str, str]
     cwd: str
     container: Obj
+    #: Why an exec probe may not run (its command would run on this machine though the image
+    #: allows only its entrypoint); "" when it may.
+    exec_refused: str = ""
 
 
 async def check(probe: Obj, target: ProbeTarget) -> tuple[bool, str]:
@@ -49,6 +52,8 @@ async def check(probe: Obj, target: ProbeTarget) -> tuple[bool, str]:
     event when it did not)."""
     timeout = float(probe.get("timeoutSeconds") or TIMEOUT_SECONDS)
     if isinstance(probe.get("exec"), dict):
+        if target.exec_refused:
+            return False, target.exec_refused
         return await _exec(list(probe["exec"].get("command") or ()), target, timeout)
     if isinstance(probe.get("httpGet"), dict):
         return await _http_get(probe["httpGet"], target, timeout)
@@ -88,14 +93,21 @@ async def _exec(command: list[str], target: ProbeTarget, timeout: float) -> tupl
     try:
         output, _ = await asyncio.wait_for(process.communicate(), timeout)
     except TimeoutError:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+        _kill(process)
         await process.wait()
         return False, f"command {command!r} timed out"
+    except asyncio.CancelledError:  # the run it probes has ended: the probe goes with it
+        _kill(process)
+        raise
     said = output[:OUTPUT_BYTES].decode(errors="replace").strip()
     if process.returncode == 0:
         return True, said
     return False, said or f"command {command!r} exited with {process.returncode}"
+
+
+def _kill(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 async def _http_get(action: Obj, target: ProbeTarget, timeout: float) -> tuple[bool, str]:

@@ -85,6 +85,14 @@ MESSAGE_LINES, MESSAGE_BYTES = 80, 2048
 PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 #: Records an event: (the object, Normal or Warning, reason, message).
 Record = Callable[[Obj, str, str, str], None]
+#: Variables that make a program load or run code of their choosing (dynamic loaders, shells,
+#: interpreters): a pod of an ``IMAGE=COMMAND`` image does not get them, since only the
+#: image's entrypoint is to run (LD_* and DYLD_* go too). Not a sandbox: see localimages.
+INJECTING_VARIABLES = frozenset((
+    "BASH_ENV", "ENV", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONINSPECT",
+    "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "PERL5LIB", "PERL5OPT", "PERLLIB", "RUBYOPT",
+    "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "GCONV_PATH", "PROMPT_COMMAND",
+))  # fmt: skip
 #: A termination message is cut to this size (upstream's).
 MAX_TERMINATION_MESSAGE_BYTES = 4096
 #: Where a container finds its ServiceAccount's credentials.
@@ -316,7 +324,14 @@ class ProcessRuntime:
         state.started_ok = "startupProbe" not in probes
         state.ready = state.started_ok and "readinessProbe" not in probes
         if probes:
-            target = ProbeTarget(self._address(pod), env, cwd, container)
+            entrypoint = self.local_image(container).entrypoint
+            refused = (
+                f"image {container.get('image')} runs {' '.join(entrypoint)}: an exec probe would run on "
+                "this machine (name the image with =host to allow that)"
+                if entrypoint is not None
+                else ""
+            )
+            target = ProbeTarget(self._address(pod), env, cwd, container, refused)
             state.probing = asyncio.create_task(
                 self._probe(pod, run, state, probes, target), name=f"probes {run.name}/{name}"
             )
@@ -818,6 +833,10 @@ class ProcessRuntime:
             resolved = await self._value_from(pod, container, var["valueFrom"] or {})
             if resolved is not None:
                 env[name] = resolved
+        if self.images.resolve(str(container.get("image") or "")) is not None and self.local_image(container).entrypoint:
+            # The image allows its entrypoint only: what would make that run other code goes.
+            for name in [n for n in env if n in INJECTING_VARIABLES or n.startswith(("LD_", "DYLD_"))]:
+                del env[name]
         return env
 
     async def _value_from(self, pod: Obj, container: Obj, value_from: Obj) -> str | None:

@@ -36,6 +36,8 @@ log = logging.getLogger("kubeloop.apiserver.serviceproxy")
 #: The longest request head taken.
 MAX_HEAD_BYTES = 64 * 1024
 COPY_BYTES = 64 * 1024
+#: How long a client may take to send its request's head.
+HEAD_SECONDS = 30.0
 #: How long connecting to a destination may take.
 CONNECT_SECONDS = 10.0
 CLUSTER_DOMAIN = "cluster.local"
@@ -94,8 +96,8 @@ class ServiceProxy:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_SECONDS)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, TimeoutError):
             writer.close()
             return
         try:
@@ -246,7 +248,8 @@ async def _pipe(
     upstream_reader: asyncio.StreamReader,
     upstream_writer: asyncio.StreamWriter,
 ) -> None:
-    """Copy both ways until both sides have ended."""
+    """Copy both ways until the destination has ended its side (what the client still sends
+    then goes nowhere: the connection closes)."""
 
     async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
         with contextlib.suppress(ConnectionError):
@@ -256,7 +259,10 @@ async def _pipe(
             if sink.can_write_eof():
                 sink.write_eof()
 
+    sending = asyncio.create_task(copy(reader, upstream_writer))
     try:
-        await asyncio.gather(copy(reader, upstream_writer), copy(upstream_reader, writer))
+        await copy(upstream_reader, writer)
     finally:
+        sending.cancel()
+        await asyncio.gather(sending, return_exceptions=True)
         upstream_writer.close()

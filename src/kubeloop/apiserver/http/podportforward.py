@@ -199,6 +199,9 @@ async def _serve_spdy(session: SpdySession, host: str, label: str) -> None:
                 continue
             request_id = stream.headers.get("requestid") or str(stream.id if kind == "error" else stream.id - 2)
             pair = pairs.setdefault(request_id, {})
+            if kind in pair or any(s.headers.get("port") != port for s in pair.values()):
+                await stream.reset()  # a second stream of its type, or another port: not a pair
+                continue
             pair[kind] = stream
             if len(pair) == 2:
                 del pairs[request_id]

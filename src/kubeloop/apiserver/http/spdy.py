@@ -29,9 +29,11 @@ VERSION = 3
 SYN_STREAM, SYN_REPLY, RST_STREAM, SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDATE = 1, 2, 3, 4, 6, 7, 8, 9
 FLAG_FIN = 0x01
 #: RST_STREAM status codes.
-PROTOCOL_ERROR, INVALID_STREAM, REFUSED_STREAM, CANCEL, INTERNAL_ERROR = 1, 2, 3, 5, 6
+PROTOCOL_ERROR, INVALID_STREAM, REFUSED_STREAM, CANCEL, INTERNAL_ERROR, STREAM_ALREADY_CLOSED = 1, 2, 3, 5, 6, 9
 #: The longest frame taken (a frame's length field allows 16 MiB).
 MAX_FRAME_BYTES = 16 * 1024 * 1024 - 1
+#: The most a header block may inflate to (spdystream takes 1,000 headers of at most 1 MiB).
+MAX_HEADER_BYTES = 1024 * 1024
 #: Data frames are written in pieces of at most this size.
 DATA_CHUNK_BYTES = 32 * 1024
 
@@ -149,7 +151,8 @@ class SpdySession:
         if not control:  # data: ``kind`` is the stream's id
             stream = self.streams.get(kind)
             if stream is None or stream.remote_closed:
-                await self.send_control(RST_STREAM, 0, struct.pack(">II", kind, INVALID_STREAM))
+                status = INVALID_STREAM if stream is None else STREAM_ALREADY_CLOSED
+                await self.send_control(RST_STREAM, 0, struct.pack(">II", kind, status))
                 return
             if payload:
                 stream._incoming.put_nowait(payload)
@@ -181,9 +184,11 @@ class SpdySession:
 
     def _headers(self, block: bytes) -> dict[str, str]:
         try:
-            raw = self._inflate.decompress(block)
+            raw = self._inflate.decompress(block, MAX_HEADER_BYTES)
         except zlib.error as exc:
             raise SpdyError(f"a header block does not decompress: {exc}") from None
+        if self._inflate.unconsumed_tail:
+            raise SpdyError(f"a header block is larger than {MAX_HEADER_BYTES} bytes")
         count = struct.unpack(">I", raw[:4])[0]
         position, headers = 4, {}
         for _ in range(count):

@@ -7,6 +7,7 @@ upstream's 400s; kubectl 1.27, which speaks only SPDY, told so."""
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import os
@@ -16,6 +17,7 @@ import select
 import struct
 import subprocess
 import termios
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -279,3 +281,25 @@ def test_exec_goes_through_connect_admission(newest: Kubectl, namespace: str) ->
         time.sleep(0.1)  # the policy is in force once the server has compiled it
     assert "no rm here" in refused.stderr
     assert kubectl("exec", "admitted", *ns, "--", "echo", "fine").stdout == "fine\n"
+
+
+async def test_input_a_terminal_does_not_take_waits_on_the_loop_not_a_thread(tmp_path: pathlib.Path) -> None:
+    """A command that reads nothing fills its terminal's buffer: what is written next waits
+    for the terminal (cancellable), holding no thread of the default pool."""
+    from kubeloop.apiserver.controllers.processes import ExecProcess
+
+    session = ExecProcess(["sleep", "600"], str(tmp_path), {"PATH": os.environ["PATH"]}, stdin=True, tty=True)
+    await session.start(80, 24)
+    try:
+        threads = threading.active_count()
+        writing = asyncio.create_task(session.write(b"x" * 1024 * 1024))  # far more than a terminal holds
+        for _ in range(50):
+            await asyncio.sleep(0)  # the loop turns: the write takes what the terminal holds, then waits
+        assert not writing.done()
+        assert threading.active_count() == threads  # it waits on the loop: no thread was taken
+        writing.cancel()
+        (ended,) = await asyncio.gather(writing, return_exceptions=True)
+        assert isinstance(ended, asyncio.CancelledError)
+    finally:
+        session.kill()
+        session.close()

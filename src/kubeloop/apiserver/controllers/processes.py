@@ -294,6 +294,7 @@ class ProcessRuntime:
         terminal = controller = None
         if tty:
             controller, terminal = pty.openpty()
+            os.set_blocking(controller, False)
             env.setdefault("TERM", "xterm")
         try:
             # Its own session (and process group): stopping it reaches its children.
@@ -967,6 +968,7 @@ class ExecProcess:
                 raise CommandFailed(_exec_failure(self.command, exc)) from None
             return
         controller, terminal = pty.openpty()
+        os.set_blocking(controller, False)
         self.terminal = controller
         if width and height:
             self.resize(width, height)
@@ -990,6 +992,17 @@ class ExecProcess:
         if self.terminal is not None:
             with contextlib.suppress(OSError):
                 fcntl.ioctl(self.terminal, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+
+    async def write(self, data: bytes) -> None:
+        """Input for the command (its terminal, or its stdin)."""
+        await _give(data, self.terminal, self.process.stdin)
+
+    async def end_input(self) -> None:
+        """The client's input has ended: the command's stdin closes (at a terminal, an EOF)."""
+        if self.terminal is not None:
+            await _give(b"\x04", self.terminal, None)
+        elif self.process.stdin is not None:
+            self.process.stdin.close()
 
     def kill(self) -> None:
         if self._process is not None:
@@ -1034,12 +1047,7 @@ class Attachment:
             self.close_stdin()
 
     async def write(self, data: bytes) -> None:
-        if self.state.terminal is not None:
-            await asyncio.to_thread(_write_all, self.state.terminal, data)
-        elif self.state.stdin is not None and not self.state.stdin.is_closing():
-            self.state.stdin.write(data)
-            with contextlib.suppress(ConnectionError):
-                await self.state.stdin.drain()
+        await _give(data, self.state.terminal, self.state.stdin)
 
     def close_stdin(self) -> None:
         if self.state.stdin is not None:
@@ -1054,9 +1062,27 @@ class Attachment:
                 fcntl.ioctl(self.state.terminal, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    while data:
-        data = data[os.write(fd, data) :]
+async def _give(data: bytes, terminal: int | None, stdin: asyncio.StreamWriter | None) -> None:
+    """Input for a process: to its terminal (a non-blocking descriptor: this waits, on the loop,
+    until the terminal takes it), else to its stdin pipe (drained)."""
+    if terminal is not None:
+        loop = asyncio.get_running_loop()
+        while data:
+            try:
+                data = data[os.write(terminal, data) :]
+            except BlockingIOError:
+                writable = loop.create_future()
+                loop.add_writer(terminal, writable.set_result, None)
+                try:
+                    await writable
+                finally:
+                    loop.remove_writer(terminal)
+            except OSError:
+                return  # the terminal is gone (its process ended)
+    elif stdin is not None and not stdin.is_closing():
+        stdin.write(data)
+        with contextlib.suppress(ConnectionError):
+            await stdin.drain()
 
 
 def _exec_failure(command: list[str], exc: OSError) -> str:

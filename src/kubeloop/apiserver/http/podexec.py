@@ -272,6 +272,8 @@ async def _terminal_output(terminal: int) -> AsyncIterator[bytes]:
     def readable() -> None:
         try:
             chunk = os.read(terminal, READ_BYTES)
+        except BlockingIOError:
+            return  # nothing after all: wait for the next wake
         except OSError:
             chunk = b""
         if not chunk:
@@ -297,30 +299,15 @@ async def _take(data: bytes, session: ExecSession, closes_stdin: bool) -> None:
     """One message of the client's: stdin's data, a terminal's size, stdin's end (v5, SPDY)."""
     if not data:
         return
-    stdin = session.process.stdin
     channel, payload = data[0], data[1:]
     if channel == STDIN and payload:
-        if session.terminal is not None:
-            await asyncio.to_thread(_write_all, session.terminal, payload)
-        elif stdin is not None and not stdin.is_closing():
-            stdin.write(payload)
-            with contextlib.suppress(ConnectionError):
-                await stdin.drain()
+        await session.write(payload)
     elif channel == RESIZE:
         size = parse_size(payload)
         if size is not None:
             session.resize(*size)
     elif channel == CLOSE and closes_stdin and payload[:1] == bytes([STDIN]):
-        if session.terminal is not None:
-            await asyncio.to_thread(_write_all, session.terminal, b"\x04")  # end of input at a terminal
-        elif stdin is not None:
-            stdin.close()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    while data:
-        written = os.write(fd, data)
-        data = data[written:]
+        await session.end_input()
 
 
 def _ended(command: list[str], code: int) -> dict[str, object]:

@@ -376,7 +376,7 @@ class SimulatedKubelet:
                 return blocked
         deadline = _deadline(pod)
         if deadline is not None and deadline <= 0:
-            await processes.halt(pod, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
+            processes.halt(pod, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
         again = await processes.sync(pod)
         state = processes.status(pod)
         phase = state.phase

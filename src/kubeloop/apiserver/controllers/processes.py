@@ -517,12 +517,17 @@ class ProcessRuntime:
         self._stopping.add(task)
         task.add_done_callback(self._stopping.discard)
 
-    async def halt(self, pod: Obj, reason: str, message: str) -> None:
+    def halt(self, pod: Obj, reason: str, message: str) -> None:
         """End the pod's processes for good, keeping their logs and statuses (its
-        ``activeDeadlineSeconds`` are over): the pod has Failed with ``reason``."""
+        ``activeDeadlineSeconds`` are over), in the background (a grace period holds no caller):
+        the pod has Failed with ``reason`` once they have ended."""
         run = self.pod_run(pod)
+        if run.halted is not None:
+            return
         run.halted = (reason, message)
-        await self._end(run)
+        task = asyncio.create_task(self._end(run), name=f"halt {run.namespace}/{run.name}")
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
 
     async def _stop(self, run: PodRun) -> None:
         """End the pod's processes and remove its folder."""
@@ -645,8 +650,11 @@ class ProcessRuntime:
             for c in inits
         )
         ended = [entry["state"]["terminated"] for entry in statuses if "terminated" in entry["state"]]
-        if run.halted is not None or (init_failed and policy == "Never"):
+        still_running = any(state.running for state in run.containers.values())
+        if (run.halted is not None and not still_running) or (init_failed and policy == "Never"):
             phase = "Failed"
+        elif run.halted is not None:
+            phase = "Running"  # halted: Failed once its processes have ended
         elif not initialized:
             phase = "Pending"
         elif len(ended) == len(statuses) and (
@@ -664,7 +672,7 @@ class ProcessRuntime:
             entry["ready"] for c, entry in zip(inits, init_statuses, strict=True) if c.get("restartPolicy") == "Always"
         )
         ready = initialized and sidecars_ready and all(entry["ready"] for entry in statuses)
-        reason, message = run.halted or ("", "")
+        reason, message = run.halted if run.halted is not None and phase == "Failed" else ("", "")
         return PodState(phase, statuses, init_statuses, initialized, pending, ready and run.halted is None, reason, message)
 
     def _container_status(self, run: PodRun, container: Obj, *, initializing: bool) -> Obj:

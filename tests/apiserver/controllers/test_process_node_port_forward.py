@@ -180,3 +180,26 @@ def test_kubectl_port_forward_reaches_the_pod(
     finally:
         forwarding.terminate()
         forwarding.wait(30)
+
+
+def test_a_pod_ip_written_elsewhere_does_not_aim_the_port_forward(
+    core: Any, api: Any, namespace: str, servers: tuple[int, int, int]
+) -> None:
+    """Port-forwards dial the pod's own loopback address: a status.podIP rewritten to another
+    host (by whoever may write pods/status) is not followed."""
+    echo = servers[0]
+    with socket.socket() as elsewhere:  # where a rewritten podIP would lead
+        elsewhere.bind(("127.0.0.77", echo))
+        elsewhere.listen()
+        elsewhere.setblocking(False)
+        patch = {"status": {"podIP": "127.0.0.77", "podIPs": [{"ip": "127.0.0.77"}]}}
+        answer = api.patch(f"/api/v1/namespaces/{namespace}/pods/servers/status", patch, "application/merge-patch+json")
+        assert answer.status_code == 200, answer.text
+        forward = portforward(core.connect_get_namespaced_pod_portforward, "servers", namespace, ports=str(echo))
+        to_echo = forward.socket(echo)
+        to_echo.setblocking(True)
+        assert read_all(to_echo) == b""  # the node's own address: the pod's servers are not there
+        assert f"error forwarding port {echo} to pod" in (forward.error(echo) or "")
+        with pytest.raises(BlockingIOError):
+            elsewhere.accept()  # and nothing came here
+        forward.close()

@@ -36,7 +36,7 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.localimages import LocalImages
 from kubeloop.apiserver.controllers.podvolumes import CannotMount
-from kubeloop.apiserver.controllers.processes import ProcessRuntime
+from kubeloop.apiserver.controllers.processes import LOCAL_ADDRESS_PREFIX, ProcessRuntime
 from kubeloop.apiserver.controllers.scheduler import fits
 from kubeloop.apiserver.controllers.serviceproxy import ServiceProxy
 from kubeloop.apiserver.controllers.simulation import (
@@ -237,7 +237,7 @@ class SimulatedKubelet:
         """A loopback address no local pod has (pods kept from an earlier server keep theirs)."""
         while True:
             address = next(self._local_addresses)
-            ip = f"127.244.{address // 250}.{address % 250 + 1}"
+            ip = f"{LOCAL_ADDRESS_PREFIX}{address // 250}.{address % 250 + 1}"
             if ip not in self._taken_addresses:
                 self._taken_addresses.add(ip)
                 return ip

@@ -81,6 +81,8 @@ BACKOFF_RESET_SECONDS = 600.0
 #: What ``FallbackToLogsOnError`` takes from the end of a failed run's log.
 MESSAGE_LINES, MESSAGE_BYTES = 80, 2048
 
+#: Local pods' addresses: 127.244.x.y (the kubelet gives them out).
+LOCAL_ADDRESS_PREFIX = "127.244."
 #: The probes a container may have.
 PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 #: Records an event: (the object, Normal or Warning, reason, message).
@@ -728,8 +730,11 @@ class ProcessRuntime:
         return self._address(pod)
 
     def _address(self, pod: Obj) -> str:
-        """The pod's address (its own loopback address), else the node's."""
-        return str((pod.get("status") or {}).get("podIP") or self.pod_host)
+        """The pod's address (its own loopback address, in the node's range), else the node's:
+        a ``status.podIP`` written to point elsewhere (by whoever may write pods/status) does not
+        aim probes and port-forwards at another host."""
+        address = str((pod.get("status") or {}).get("podIP") or "")
+        return address if address.startswith(LOCAL_ADDRESS_PREFIX) else self.pod_host
 
     def _local_run(self, pod: Obj) -> PodRun | None:
         """The run of ``pod`` (this very pod, by uid), if there is one; CommandRefused when

@@ -60,3 +60,36 @@ def test_bad_attach_requests_are_400s(api: object, kubectl: Kubectl, namespace: 
     }.items():
         answer = api.post(base + query, None)  # type: ignore[attr-defined]
         assert (answer.status_code, answer.json()["message"]) == (400, message), query
+
+
+async def test_a_client_that_falls_behind_is_cut_off_not_buffered() -> None:
+    """An attached client's output waits in a bounded queue: past LISTENER_CHUNKS it holds only
+    the word that the client fell behind, and the session tells the client so and ends."""
+    import asyncio
+
+    from kubeloop.apiserver.controllers.processes import LISTENER_CHUNKS, Attachment, ContainerRun, _tell
+    from kubeloop.apiserver.http import podattach
+    from kubeloop.apiserver.http.scope import TOO_SLOW
+
+    state = ContainerRun("main")
+    listening = Attachment(state, tty=False, stdin_once=False, ended=asyncio.create_task(asyncio.sleep(0))).listen()
+    for _ in range(LISTENER_CHUNKS * 3):
+        _tell(listening, ("stdout", b"x" * 1000))
+    assert listening.qsize() == 1 and listening.get_nowait() == (TOO_SLOW, b"")
+    _tell(listening, (TOO_SLOW, b""))
+
+    class Said:
+        closes_stdin = False
+        sent: list[tuple[int, bytes]] = []
+
+        async def send(self, channel: int, data: bytes) -> None:
+            self.sent.append((channel, data))
+
+        async def receive(self) -> bytes | None:
+            return None
+
+    said = Said()
+    with pytest.raises(podattach._TooSlow):
+        await podattach._send_output(said, listening, stdout=True, stderr=True)
+    ((channel, status),) = said.sent
+    assert channel == 3 and b'"reason":"TooSlow"' in status

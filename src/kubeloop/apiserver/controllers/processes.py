@@ -61,7 +61,7 @@ from kubeloop.apiserver.controllers.podvolumes import (
 )
 from kubeloop.apiserver.controllers.probes import ProbeLoop, ProbeTarget, Report
 from kubeloop.apiserver.controllers.serviceproxy import ServiceProxy
-from kubeloop.apiserver.http.scope import CommandFailed, CommandRefused
+from kubeloop.apiserver.http.scope import TOO_SLOW, CommandFailed, CommandRefused
 from kubeloop.containerpath import ROOT_VARIABLE
 
 log = logging.getLogger("kubeloop.apiserver.processes")
@@ -83,6 +83,9 @@ MESSAGE_LINES, MESSAGE_BYTES = 80, 2048
 
 #: Local pods' addresses: 127.244.x.y (the kubelet gives them out).
 LOCAL_ADDRESS_PREFIX = "127.244."
+#: How many chunks of output an attached client may fall behind before it is cut off (its
+#: memory is bounded; what it missed is in the log).
+LISTENER_CHUNKS = 1024
 #: The probes a container may have.
 PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 #: Records an event: (the object, Normal or Warning, reason, message).
@@ -422,7 +425,7 @@ class ProcessRuntime:
             state.terminal = None
         state.stdin = None
         for listener in state.listeners:
-            listener.put_nowait(("", b""))
+            _tell(listener, ("", b""))
         terminated: Obj = {
             "exitCode": code if code >= 0 else 128 - code,
             "reason": "Completed" if code == 0 else "Error",
@@ -1042,7 +1045,7 @@ class Attachment:
 
     def listen(self) -> asyncio.Queue[tuple[str, bytes]]:
         """A queue of (stream, chunk) of the output from now on; ("", b"") at the run's end."""
-        queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
+        queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue(LISTENER_CHUNKS)
         self.state.listeners.add(queue)
         if not self.state.running:
             queue.put_nowait(("", b""))
@@ -1204,6 +1207,17 @@ def _tail_message(log_file: pathlib.Path) -> str:
     return ""
 
 
+def _tell(listener: asyncio.Queue[tuple[str, bytes]], item: tuple[str, bytes]) -> None:
+    """Give an attached client the output; one that has fallen LISTENER_CHUNKS behind is told
+    so, in place of what it missed (``(TOO_SLOW, b"")``), and gets no more."""
+    try:
+        listener.put_nowait(item)
+    except asyncio.QueueFull:
+        while not listener.empty():
+            listener.get_nowait()
+        listener.put_nowait((TOO_SLOW, b""))
+
+
 async def _read(stream: asyncio.StreamReader) -> bytes:
     """The stream's next bytes; b"" at its end (a terminal's ends with EIO)."""
     try:
@@ -1238,7 +1252,7 @@ class _LogWriter:
         pending = b""
         while chunk := await _read(stream):
             for listener in self.listeners:
-                listener.put_nowait((name, chunk))
+                _tell(listener, (name, chunk))
             pending += chunk
             *lines, pending = pending.split(b"\n")
             records = [(line, "F") for line in lines]

@@ -28,7 +28,7 @@ from kubeloop.apiserver.http.podexec import (
     simulated_only,
     truthy,
 )
-from kubeloop.apiserver.http.scope import AttachSession, CommandRefused, ProcessNode, Scope, Target
+from kubeloop.apiserver.http.scope import TOO_SLOW, AttachSession, CommandRefused, ProcessNode, Scope, Target
 from kubeloop.apiserver.http.spdytransport import wants_spdy
 from kubeloop.apiserver.http.streamchannels import CLOSE, RESIZE, STDERR, STDIN, STDOUT, Channels, serve_spdy
 
@@ -74,7 +74,7 @@ async def _attached(channels: Channels, session: AttachSession, *, stdin: bool, 
         taking = asyncio.create_task(_take_input(channels, session, stdin=stdin))
         racers: list[asyncio.Task[Any]] = [sending, taking]
         await asyncio.wait(racers, return_when=asyncio.FIRST_COMPLETED)
-        if sending.done():  # the run has ended
+        if sending.done() and not sending.cancelled() and sending.exception() is None:  # the run has ended
             await send_status(channels, {"metadata": {}, "status": "Success"})
         for task in racers:
             task.cancel()
@@ -86,13 +86,23 @@ async def _attached(channels: Channels, session: AttachSession, *, stdin: bool, 
 async def _send_output(
     channels: Channels, output: asyncio.Queue[tuple[str, bytes]], *, stdout: bool, stderr: bool
 ) -> None:
-    """The container's output, as it comes, until its run ends."""
+    """The container's output, as it comes, until its run ends; a client that fell too far
+    behind is told so on the error channel (the output is in the log)."""
     while True:
         stream, chunk = await output.get()
+        if stream == TOO_SLOW:
+            await send_status(channels, {"metadata": {}, "status": "Failure", "reason": "TooSlow",
+                                         "message": "the client read the output too slowly: it was cut off "
+                                         "(kubectl logs has what it missed)"})  # fmt: skip
+            raise _TooSlow
         if not chunk:
             return
         if stdout if stream == "stdout" else stderr:
             await channels.send(STDOUT if stream == "stdout" else STDERR, chunk)
+
+
+class _TooSlow(Exception):
+    """The client fell too far behind the output."""
 
 
 async def _take_input(channels: Channels, session: AttachSession, *, stdin: bool) -> None:

@@ -69,6 +69,10 @@ class ExecSession(Protocol):
     def close(self) -> None: ...
 
 
+#: The stream name of the item that tells an attached client it fell too far behind.
+TOO_SLOW = "too-slow"
+
+
 class AttachSession(Protocol):
     """A running container's process to attach to: its output from now on, as (stream, chunk)
     with ("", b"") at the end; its stdin; its terminal's size (``tty``)."""

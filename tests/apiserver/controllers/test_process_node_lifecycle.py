@@ -137,7 +137,10 @@ def test_active_deadline_seconds_end_the_pod(kubectl: Kubectl, namespace: str) -
     found = ended(kubectl, "bounded", namespace)
     assert (found["status"]["phase"], found["status"]["reason"]) == ("Failed", "DeadlineExceeded")
     assert found["status"]["message"] == "Pod was active on the node longer than the specified deadline"
-    assert found["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 143
+    state = found["status"]["containerStatuses"][0]["state"]
+    # Killed (SIGTERM: 143); on a loaded machine the deadline may pass before the process starts,
+    # and then it never does.
+    assert state.get("terminated", {}).get("exitCode") == 143 or "waiting" in state, state
 
 
 #: An HTTP server on the pod's own address (its first argument) and a port (its second).

@@ -446,3 +446,21 @@ def test_an_entrypoint_image_gets_no_variables_or_probes_that_would_run_other_co
     (unhealthy,) = {e["message"] for e in said if e["reason"] == "Unhealthy"}
     assert unhealthy.startswith("Liveness probe failed: image example.com/env runs ")
     assert unhealthy.endswith("an exec probe would run on this machine (name the image with =host to allow that)")
+
+
+def test_a_server_that_stops_leaves_no_process_in_its_grace_period(tmp_path: pathlib.Path) -> None:
+    """A pod ignoring SIGTERM with a long grace period, being deleted when the server stops:
+    the server's stop kills it rather than leaving it behind."""
+    options = SimulationOptions(pod_start_seconds=0.1, local_images=("busybox=host",), pods_dir=tmp_path / "pods")
+    server = start_server(simulate=True, simulation=options)
+    try:
+        kubectl = Kubectl(KUBECTLS[-1], server.kubeconfig, tmp_path)
+        kubectl("run", "stubborn", "--image=busybox", "--overrides", '{"spec": {"terminationGracePeriodSeconds": 600}}',
+                "--", "sh", "-c", "trap '' TERM; while true; do sleep 0.1; done")  # fmt: skip
+        kubectl("wait", "--for=condition=Ready", "pod/stubborn", "--timeout=30s")
+        pid = pid_of(tmp_path / "pods", pod_json(kubectl, "stubborn", "default"), "stubborn")
+        kubectl("delete", "pod", "stubborn", "--wait=false")
+    finally:
+        server.stop()
+    while not gone(pid):
+        time.sleep(0.05)  # killed by the stop (the test's timeout bounds it; before, it lived on)

@@ -12,12 +12,12 @@ import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.apiserver.controllers.test_process_node import api, node, pods_dir  # noqa: F401  (fixtures)
+from tests.apiserver.controllers.test_process_node_exec import core  # noqa: F401  (a fixture)
 from tests.apiserver.controllers.test_process_node_lifecycle import POD_IP, free_port
 from tests.apiserver.controllers.test_process_node_volumes import apply, pod
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
@@ -59,14 +59,6 @@ SERVERS = textwrap.dedent("""
 @pytest.fixture
 def kubectl(node: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
     return Kubectl(KUBECTLS[-1], node.kubeconfig, tmp_path)
-
-
-@pytest.fixture
-def core(node: ServerThread) -> Iterator[Any]:
-    configuration = kubernetes.client.Configuration()
-    kubernetes.config.load_kube_config(config_file=str(node.kubeconfig), client_configuration=configuration)
-    with kubernetes.client.ApiClient(configuration) as client:
-        yield kubernetes.client.CoreV1Api(client)
 
 
 @pytest.fixture

@@ -41,9 +41,10 @@ import signal
 import struct
 import termios
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from kubeloop.api import timestamps
 from kubeloop.api.object import Obj
@@ -66,6 +67,8 @@ from kubeloop.containerpath import ROOT_VARIABLE
 
 log = logging.getLogger("kubeloop.apiserver.processes")
 
+#: The longest a stopping server waits for its pods' processes to end on SIGTERM.
+CLOSE_GRACE_SECONDS = 2.0  # within the controller manager's 5 s to stop
 #: How long a run's log readers may go on after its process ended (its last lines).
 READER_GRACE_SECONDS = 2.0
 #: How often a container whose leader may have exited while its output is held is looked at.
@@ -214,6 +217,8 @@ class ProcessRuntime:
         self.pods: dict[tuple[str, str], PodRun] = {}
         self.changed: asyncio.Queue[Obj] = asyncio.Queue()
         self._stopping: set[asyncio.Task[None]] = set()
+        #: The pods whose processes those tasks are stopping.
+        self._ending: dict[asyncio.Task[None], PodRun] = {}
 
     # ------------------------------------------------------------------ which pods
 
@@ -518,9 +523,16 @@ class ProcessRuntime:
             self._stop_later(run)
 
     def _stop_later(self, run: PodRun) -> None:
-        task = asyncio.create_task(self._stop(run), name=f"stop {run.namespace}/{run.name}")
+        self._in_background(run, self._stop(run), f"stop {run.namespace}/{run.name}")
+
+    def _in_background(self, run: PodRun, ending: Coroutine[Any, Any, None], name: str) -> None:
+        """Run ``ending`` (a pod's processes stopped) as a task the runtime owns: :meth:`close`
+        awaits it, and kills the pod's processes if its grace period outlasts the server's."""
+        task = asyncio.create_task(ending, name=name)
         self._stopping.add(task)
+        self._ending[task] = run
         task.add_done_callback(self._stopping.discard)
+        task.add_done_callback(lambda done: self._ending.pop(done, None))
 
     def halt(self, pod: Obj, reason: str, message: str) -> None:
         """End the pod's processes for good, keeping their logs and statuses (its
@@ -530,9 +542,7 @@ class ProcessRuntime:
         if run.halted is not None:
             return
         run.halted = (reason, message)
-        task = asyncio.create_task(self._end(run), name=f"halt {run.namespace}/{run.name}")
-        self._stopping.add(task)
-        task.add_done_callback(self._stopping.discard)
+        self._in_background(run, self._end(run), f"halt {run.namespace}/{run.name}")
 
     async def _stop(self, run: PodRun) -> None:
         """End the pod's processes and remove its folder."""
@@ -560,9 +570,20 @@ class ProcessRuntime:
             await asyncio.gather(*state.tasks, return_exceptions=True)
 
     async def close(self) -> None:
-        """Stop every pod's processes (the server is stopping), all at once."""
+        """Stop every pod's processes (the server is stopping), all at once: SIGTERM, and
+        SIGKILL to what is left after CLOSE_GRACE_SECONDS at most (a pod's own grace period may
+        be longer than the server is given to stop; nothing may be left behind)."""
         runs, self.pods = list(self.pods.values()), {}
-        await asyncio.gather(*(self._stop(run) for run in runs), return_exceptions=True)
+        for run in runs:
+            self._stop_later(run)
+        try:
+            if self._stopping:
+                await asyncio.wait(list(self._stopping), timeout=CLOSE_GRACE_SECONDS)
+        finally:  # also when the server's own stop cuts this short
+            for run in [*runs, *self._ending.values()]:
+                for state in run.containers.values():
+                    if state.running:
+                        _signal_group(state, signal.SIGKILL)
         await asyncio.gather(*self._stopping, return_exceptions=True)
 
     async def sync(self, pod: Obj) -> float | None:

@@ -233,6 +233,61 @@ def test_deleting_a_pod_stops_its_process_within_the_grace_period(
         time.sleep(0.05)  # SIGTERM; the stubborn one SIGKILL a second later
 
 
+def test_a_deleted_pod_is_terminating_until_its_process_has_stopped(
+    kubectl: Kubectl, namespace: str, pods_dir: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """As on a cluster: a delete marks the pod (deletionTimestamp, deletionGracePeriodSeconds)
+    and kubectl shows it Terminating while its process has its SIGTERM; a second delete does not
+    lengthen the period; the node removes the pod once the process has ended."""
+    ns = ["-n", namespace]
+    release = tmp_path / "release"
+    slow = {"spec": {"terminationGracePeriodSeconds": 60, "containers": [{
+        "name": "slow", "image": "busybox", "env": [{"name": "RELEASE", "value": str(release)}],
+        "command": ["sh", "-c", 'trap "echo stopping; while [ ! -e $RELEASE ]; do sleep 0.05; done; exit 0" TERM; '
+                    "echo ready; while true; do sleep 0.1; done"]}]}}  # fmt: skip
+    kubectl("run", "slow", *ns, "--image=busybox", "--overrides", json.dumps(slow))
+    kubectl("wait", *ns, "--for=condition=Ready", "pod/slow", "--timeout=30s")
+    pid = pid_of(pods_dir, pod_json(kubectl, "slow", namespace), "slow")
+    assert 'pod "slow" deleted' in kubectl("delete", "pod", "slow", *ns, "--wait=false").stdout
+    while "stopping" not in kubectl("logs", "slow", *ns).stdout:
+        time.sleep(0.05)  # its SIGTERM (the test's timeout bounds it)
+    kubectl("delete", "pod", "slow", *ns, "--wait=false", "--grace-period=120")
+    meta = pod_json(kubectl, "slow", namespace)["metadata"]
+    assert meta["deletionGracePeriodSeconds"] == 60 and meta["deletionTimestamp"]
+    assert "Terminating" in kubectl("get", "pod", "slow", *ns).stdout
+    assert not gone(pid)
+    release.touch()
+    kubectl("wait", *ns, "--for=delete", "pod/slow", "--timeout=30s")
+    while not gone(pid):
+        time.sleep(0.05)
+
+
+def test_a_shorter_or_forced_delete_cuts_a_pods_grace_period(
+    kubectl: Kubectl, namespace: str, pods_dir: pathlib.Path
+) -> None:
+    """A second delete with a shorter grace period brings its SIGKILL forward; ``--force
+    --grace-period=0`` removes the pod at once, and its process gets SIGKILL soon after."""
+    ns = ["-n", namespace]
+    for name in ("shortened", "forced"):
+        kubectl("run", name, *ns, "--image=busybox", "--overrides",
+                '{"spec": {"terminationGracePeriodSeconds": 600}}', "--",
+                "sh", "-c", "trap 'echo ignored' TERM; echo ready; while true; do sleep 0.1; done")  # fmt: skip
+    kubectl("wait", *ns, "--for=condition=Ready", "pod/shortened", "pod/forced", "--timeout=30s")
+    shortened = pid_of(pods_dir, pod_json(kubectl, "shortened", namespace), "shortened")
+    forced = pid_of(pods_dir, pod_json(kubectl, "forced", namespace), "forced")
+    kubectl("delete", "pod", "shortened", *ns, "--wait=false")
+    while "ignored" not in kubectl("logs", "shortened", *ns).stdout:
+        time.sleep(0.05)
+    kubectl("delete", "pod", "shortened", *ns, "--grace-period=1", "--wait=false")
+    kubectl("wait", *ns, "--for=delete", "pod/shortened", "--timeout=30s")
+    assert gone(shortened)  # SIGKILLed before the node removed the pod
+    forcing = kubectl("delete", "pod", "forced", *ns, "--grace-period=0", "--force")
+    assert 'pod "forced" force deleted' in forcing.stdout
+    assert kubectl("get", "pod", "forced", *ns, check=False).returncode != 0
+    while not gone(forced):
+        time.sleep(0.05)
+
+
 def test_follow_streams_until_the_run_ends(each_kubectl: Kubectl, namespace: str) -> None:
     kubectl = each_kubectl
     ns = ["-n", namespace]

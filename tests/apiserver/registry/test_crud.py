@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from tests.conftest import Client
@@ -477,3 +478,77 @@ def test_volumes_are_defaulted_as_upstream_does(api: Client, namespace: str) -> 
     }
     made = api.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment).json()
     assert made["spec"]["template"]["spec"]["volumes"] == expected
+
+
+POD = "/api/v1/namespaces/{ns}/pods"
+
+
+def pod(name: str, node: str | None = "node-a", finalizers: list[str] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]},
+    }
+    if node:
+        body["spec"]["nodeName"] = node
+    if finalizers:
+        body["metadata"]["finalizers"] = finalizers
+    return body
+
+
+def test_a_pod_on_a_node_is_deleted_gracefully(api: Client, namespace: str) -> None:
+    """Upstream's pod strategy, on a server with no kubelet (as envtest): a delete marks a pod
+    bound to a node (deletionTimestamp its grace period ahead, deletionGracePeriodSeconds) and
+    leaves it for its node to remove; a later delete may shorten the period, counted from the
+    first, never lengthen it; a delete with grace 0 removes it."""
+    pods = POD.format(ns=namespace)
+    assert api.post(pods, pod("bound")).status_code == 201
+    marked = api.delete(pods + "/bound")
+    assert marked.status_code == 200, marked.text
+    meta = marked.json()["metadata"]
+    assert meta["deletionGracePeriodSeconds"] == 30  # the pod's terminationGracePeriodSeconds
+    first = datetime.fromisoformat(meta["deletionTimestamp"])
+    assert abs((first - datetime.now(UTC)).total_seconds() - 30) < 5
+    assert api.get(pods + "/bound").json()["metadata"]["deletionTimestamp"] == meta["deletionTimestamp"]
+    # Pending: a longer period, or none, changes nothing.
+    for body in ({"gracePeriodSeconds": 60}, None):
+        again = api.delete(pods + "/bound", body)
+        assert again.status_code == 200
+        assert again.json()["metadata"]["deletionGracePeriodSeconds"] == 30
+        assert again.json()["metadata"]["resourceVersion"] == marked.json()["metadata"]["resourceVersion"]
+    shorter = api.delete(pods + "/bound", {"gracePeriodSeconds": 10}).json()["metadata"]
+    assert shorter["deletionGracePeriodSeconds"] == 10
+    assert (first - datetime.fromisoformat(shorter["deletionTimestamp"])).total_seconds() == 20
+    assert api.delete(pods + "/bound", {"gracePeriodSeconds": 0}).status_code == 200
+    assert api.get(pods + "/bound").status_code == 404
+
+
+def test_a_pod_on_no_node_or_ended_goes_at_once(api: Client, namespace: str) -> None:
+    pods = POD.format(ns=namespace)
+    assert api.post(pods, pod("unscheduled", node=None)).status_code == 201
+    assert api.delete(pods + "/unscheduled", {"gracePeriodSeconds": 30}).status_code == 200
+    assert api.get(pods + "/unscheduled").status_code == 404
+    created = api.post(pods, pod("done")).json()
+    created["status"] = {"phase": "Succeeded"}
+    assert api.put(pods + "/done/status", created).status_code == 200
+    assert api.delete(pods + "/done").status_code == 200
+    assert api.get(pods + "/done").status_code == 404
+
+
+def test_a_finalizer_removed_in_a_pods_grace_period_leaves_it_to_its_node(api: Client, namespace: str) -> None:
+    """Upstream removes an object when an update empties its finalizers only if its grace
+    period is over (deletionGracePeriodSeconds 0): a pod in its grace period stays."""
+    pods = POD.format(ns=namespace)
+    assert api.post(pods, pod("held", finalizers=["example.com/hold"])).status_code == 201
+    assert api.delete(pods + "/held").json()["metadata"]["deletionGracePeriodSeconds"] == 30
+    released = api.patch(pods + "/held", {"metadata": {"finalizers": None}}, "application/merge-patch+json")
+    assert released.status_code == 200, released.text
+    assert api.get(pods + "/held").json()["metadata"]["deletionGracePeriodSeconds"] == 30
+    # Grace 0 with a finalizer: kept until it goes; without one, gone.
+    assert api.post(pods, pod("held2", finalizers=["example.com/hold"])).status_code == 201
+    assert api.delete(pods + "/held2", {"gracePeriodSeconds": 0}).json()["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert api.patch(pods + "/held2", {"metadata": {"finalizers": None}}, "application/merge-patch+json").status_code == 200
+    assert api.get(pods + "/held2").status_code == 404
+    assert api.delete(pods + "/held", {"gracePeriodSeconds": 0}).status_code == 200
+    assert api.get(pods + "/held").status_code == 404

@@ -46,6 +46,7 @@ from kubeloop.apiserver.controllers.simulation import (
     OUTCOME_ANNOTATION,
     SimulationOptions,
 )
+from kubeloop.client.calloptions import Preconditions
 from kubeloop.client.rest import REQUEST_ERRORS
 from kubeloop.controller.handler import EnqueueRequestForObject, EnqueueRequestsFromMapFunc
 from kubeloop.controller.reconcile import Request, Result
@@ -64,6 +65,9 @@ CONFIG_MAP = GroupVersionKind("", "v1", "ConfigMap")
 SECRET = GroupVersionKind("", "v1", "Secret")
 NODE_IP = "10.89.0.2"
 KUBELET_VERSION = "v1.33.0"
+#: What a pod's processes are given once its object is gone (a forced delete): the shortest
+#: grace period upstream's container runtime gives.
+FORCED_GRACE_SECONDS = 2.0
 
 
 def node_object() -> Obj:
@@ -297,19 +301,14 @@ class SimulatedKubelet:
         try:
             pod = await self.manager.client.get(POD, request.name, namespace=request.namespace)
         except errors.NotFound:
-            if self.processes is not None:  # its processes go with it
+            if self.processes is not None:  # its processes go with it (forced: SIGKILL soon)
                 self._forget_names(request.namespace, request.name)
-                self.processes.stop(request.namespace, request.name)
+                self.processes.stop(request.namespace, request.name, FORCED_GRACE_SECONDS)
             return None
         meta = pod.get("metadata") or {}
         uid = str(meta.get("uid"))
         if meta.get("deletionTimestamp"):
-            self._bound.pop(uid, None)
-            self._unmounted.pop(uid, None)
-            if self.processes is not None:
-                self._forget_names(request.namespace, request.name)
-                self.processes.stop(request.namespace, request.name)
-            return None
+            return await self._finish_deletion(pod)
         spec = pod.get("spec") or {}
         node = spec.get("nodeName")
         if not node:
@@ -353,6 +352,26 @@ class SimulatedKubelet:
         failed = str(annotations.get(OUTCOME_ANNOTATION, "")).lower() == "failed"
         await self._write_status(pod, self._ended(pod, failed, str(annotations.get(MESSAGE_ANNOTATION, ""))))
         self._bound.pop(uid, None)
+        return None
+
+    async def _finish_deletion(self, pod: Obj) -> Result | None:
+        """A pod being deleted: its processes stopped within its deletionGracePeriodSeconds
+        (SIGTERM, then SIGKILL), then the pod removed (grace 0, as a kubelet does once its
+        containers are gone). A simulated pod's containers stop at once, on any node."""
+        meta = pod.get("metadata") or {}
+        namespace, name, uid = str(meta.get("namespace")), str(meta.get("name")), str(meta.get("uid"))
+        self._bound.pop(uid, None)
+        self._unmounted.pop(uid, None)
+        if self.processes is not None:
+            self._forget_names(namespace, name)
+            grace = meta.get("deletionGracePeriodSeconds")
+            if self.processes.stop(namespace, name, None if grace is None else float(grace)):
+                return None  # the runtime names the pod again once they have ended
+        if meta.get("deletionGracePeriodSeconds"):
+            with contextlib.suppress(errors.NotFound, errors.Conflict):
+                await self.manager.client.delete(
+                    POD, name, namespace=namespace, grace_period_seconds=0, preconditions=Preconditions(uid=uid)
+                )
         return None
 
     async def _run_locally(self, pod: Obj, processes: ProcessRuntime) -> Result | None:

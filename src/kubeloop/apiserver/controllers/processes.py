@@ -180,6 +180,20 @@ class PodRun:
     containers: dict[str, ContainerRun] = field(default_factory=dict)
     #: The pod has been ended for good: (reason, message) of its failure.
     halted: tuple[str, str] | None = None
+    #: When its processes are being stopped: the loop time they were told to (SIGTERM), when
+    #: what is left gets SIGKILL, and what wakes the wait when a delete shortens the period.
+    stopping_since: float | None = None
+    kill_at: float = 0.0
+    hurry: asyncio.Future[None] | None = None
+
+    def shorten_grace(self, grace_seconds: float) -> None:
+        """A later delete gave a shorter grace period: counted from the first (as upstream
+        shortens deletionTimestamp), SIGKILL comes no later than it says."""
+        self.grace_seconds = min(self.grace_seconds, grace_seconds)
+        if self.stopping_since is not None:
+            self.kill_at = min(self.kill_at, self.stopping_since + grace_seconds)
+            if self.hurry is not None and not self.hurry.done():
+                self.hurry.set_result(None)
 
 
 class ProcessRuntime:
@@ -515,12 +529,25 @@ class ProcessRuntime:
             {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": run.name, "namespace": run.namespace}}
         )
 
-    def stop(self, namespace: str, name: str) -> None:
-        """Stop the pod's processes: SIGTERM, then SIGKILL after its grace period, in the
-        background (the grace period holds no caller; :meth:`close` awaits it)."""
+    def stop(self, namespace: str, name: str, grace_seconds: float | None = None) -> bool:
+        """Stop the pod's processes: SIGTERM, then SIGKILL after ``grace_seconds`` (else its
+        terminationGracePeriodSeconds), in the background (the grace period holds no caller;
+        :meth:`close` awaits it). Whether they are still stopping: :attr:`changed` names the
+        pod once they have ended."""
         run = self.pods.pop((namespace, name), None)
         if run is not None:
+            if grace_seconds is not None:
+                run.grace_seconds = grace_seconds
             self._stop_later(run)
+        stopping = [
+            ending
+            for ending in self._ending.values()
+            if ending.namespace == namespace and ending.name == name and (namespace, name) not in self.pods
+        ]
+        if grace_seconds is not None:
+            for ending in stopping:
+                ending.shorten_grace(grace_seconds)
+        return bool(stopping)
 
     def _stop_later(self, run: PodRun) -> None:
         self._in_background(run, self._stop(run), f"stop {run.namespace}/{run.name}")
@@ -545,9 +572,14 @@ class ProcessRuntime:
         self._in_background(run, self._end(run), f"halt {run.namespace}/{run.name}")
 
     async def _stop(self, run: PodRun) -> None:
-        """End the pod's processes and remove its folder."""
-        await self._end(run)
-        shutil.rmtree(run.folder, ignore_errors=True)
+        """End the pod's processes and remove its folder; then name the pod in :attr:`changed`
+        (a pod being deleted is removed once its processes have ended)."""
+        try:
+            await self._end(run)
+            shutil.rmtree(run.folder, ignore_errors=True)
+        finally:
+            self._ending = {task: ending for task, ending in self._ending.items() if ending is not run}
+            self._changed(run)
 
     async def _end(self, run: PodRun) -> None:
         """SIGTERM to each container's process group (whether its leader lives or not: what it
@@ -555,9 +587,16 @@ class ProcessRuntime:
         started = [state for state in run.containers.values() if state.running]
         for state in started:
             _signal_group(state, signal.SIGTERM)
+        loop = asyncio.get_running_loop()
+        if run.stopping_since is None:
+            run.stopping_since = loop.time()
+            run.kill_at = run.stopping_since + run.grace_seconds
         waits = [state.tasks[-1] for state in started if state.tasks and not state.tasks[-1].done()]
-        if waits:
-            await asyncio.wait(waits, timeout=run.grace_seconds)
+        while waits and (left := run.kill_at - loop.time()) > 0:
+            run.hurry = loop.create_future()
+            await asyncio.wait([*waits, run.hurry], timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            waits = [wait for wait in waits if not wait.done()]
+        run.hurry = None
         for state in started:
             _signal_group(state, signal.SIGKILL)
         for state in run.containers.values():

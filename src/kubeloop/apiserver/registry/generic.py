@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from kubeloop import errors
@@ -838,6 +839,7 @@ class Registry:
             bool(old_meta.get("deletionTimestamp"))
             and not meta.get("finalizers")
             and not strategy.holds_deletion(new)
+            and not meta.get("deletionGracePeriodSeconds")  # a grace period runs: its node removes it
         )
         if options.dry_run:
             out = copy.deepcopy(new)
@@ -1062,7 +1064,12 @@ class Registry:
                 if meta.get("deletionTimestamp")
                 else finalizers
             )
-        graceful = bool(finalizers) or strategy.holds_deletion(obj)
+        grace = strategy.deletion_grace_seconds(obj, options.grace_period_seconds)
+        marked = _graceful_marks(meta, grace, options.grace_period_seconds)
+        if marked is None and grace is not None and meta.get("deletionGracePeriodSeconds"):
+            # Its grace period runs already and is not shortened: finalizers stay as they are.
+            return DeleteResult(await self.served(resource, obj), False, warnings)
+        graceful = bool(finalizers) or strategy.holds_deletion(obj) or bool(marked and marked[1])
         if not graceful:
             if options.dry_run:
                 return DeleteResult(await self.served(resource, obj), True, warnings)
@@ -1076,7 +1083,15 @@ class Registry:
         new_meta: Obj = new["metadata"]
         new_meta.pop("resourceVersion", None)
         changed = False
-        if not new_meta.get("deletionTimestamp"):
+        if marked is not None:
+            first = not new_meta.get("deletionTimestamp")
+            new_meta["deletionTimestamp"], new_meta["deletionGracePeriodSeconds"] = marked
+            if first:
+                if resource.tracks_generation:
+                    new_meta["generation"] = int(new_meta.get("generation", 0)) + 1
+                strategy.begin_deletion(new)
+            changed = True
+        elif not new_meta.get("deletionTimestamp"):
             new_meta["deletionTimestamp"] = timestamps.now()
             new_meta["deletionGracePeriodSeconds"] = 0
             if resource.tracks_generation:
@@ -1171,3 +1186,20 @@ def _set_managed(metadata: Obj, entries: list[fieldmanager.ManagedEntry]) -> Non
         metadata["managedFields"] = fieldmanager.encode_entries(entries)
     else:
         metadata.pop("managedFields", None)
+
+
+def _graceful_marks(meta: Obj, grace: int | None, requested: int | None) -> tuple[str, int] | None:
+    """The deletionTimestamp and deletionGracePeriodSeconds a graceful delete writes (None: it
+    writes none), as upstream's ``rest.BeforeDelete``: a first delete marks the object ``grace``
+    seconds ahead; a later one may only shorten the period, counted from the first."""
+    if grace is None:
+        return None
+    running = meta.get("deletionGracePeriodSeconds")
+    if not meta.get("deletionTimestamp"):
+        moment = datetime.now(UTC) + timedelta(seconds=grace)
+        return timestamps.format_time(moment), grace
+    if not running or requested is None or requested >= int(running):
+        return None
+    marked_at = timestamps.parse_time(meta["deletionTimestamp"]) or datetime.now(UTC)
+    moment = marked_at - timedelta(seconds=int(running)) + timedelta(seconds=max(requested, 0))
+    return timestamps.format_time(moment), max(requested, 0)

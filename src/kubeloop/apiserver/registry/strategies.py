@@ -152,6 +152,12 @@ class Strategy:
         """Whether something other than metadata.finalizers keeps a deleted object."""
         return False
 
+    def deletion_grace_seconds(self, obj: Obj, requested: int | None) -> int | None:
+        """For a kind deleted gracefully (pods), the grace period a delete gives the object
+        (``requested``: the DeleteOptions' gracePeriodSeconds); None for every other kind, which
+        goes at once (or waits only on its finalizers)."""
+        return None
+
     # ---------------------------------------------------------------- scale
 
     def scale_of(self, obj: Obj) -> Obj:
@@ -323,6 +329,22 @@ class NamespaceStrategy(BuiltinStrategy):
         return bool((obj.get("spec") or {}).get("finalizers"))
 
 
+class PodStrategy(BuiltinStrategy):
+    """Pods are deleted gracefully, as upstream's pod strategy does: a pod on a node is marked
+    (deletionTimestamp in the future, deletionGracePeriodSeconds) and its node removes it once
+    its containers have stopped; one on no node, or already ended, goes at once."""
+
+    def deletion_grace_seconds(self, obj: Obj, requested: int | None) -> int | None:
+        spec = obj.get("spec") or {}
+        if requested is not None:
+            period = requested
+        else:
+            period = int(spec.get("terminationGracePeriodSeconds") or 0)
+        if not spec.get("nodeName") or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            period = 0
+        return 1 if period < 0 else period
+
+
 class NodeStrategy(BuiltinStrategy):
     """Nodes: a create may set status too (a kubelet registers its node with it), as upstream."""
 
@@ -402,7 +424,7 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRu
     ),
     ("", "nodes"): (NodeStrategy, KindRules()),
     ("", "pods"): (
-        BuiltinStrategy,
+        PodStrategy,
         KindRules(defaults.core.pod, defaults.core.pod_status, validation.core.pod_rules),
     ),
     ("", "services"): (

@@ -40,6 +40,23 @@ ENV_ECHO = (
 ECHO = f"example.com/echo={sys.executable} -u -c 'import sys, time; print(\"args\", sys.argv[1:]); time.sleep(600)'"
 
 
+#: A container that starts a process in a session of its own (out of reach of its process
+#: group, as a daemon goes), says its id, then waits or (with an argument) ends.
+DAEMONIZING = (
+    "import subprocess, sys, time; "
+    "daemon = subprocess.Popen(['sleep', '600'], start_new_session=True); "
+    "print('daemon', daemon.pid, flush=True); "
+    "time.sleep(0 if sys.argv[1:] else 600)"
+)
+
+
+def daemon_of(kubectl: Kubectl, name: str, namespace: str) -> int:
+    while not (said := kubectl("logs", name, "-n", namespace).stdout.split()):
+        time.sleep(0.05)  # its first line (the test's timeout bounds it)
+    assert said[0] == "daemon", said
+    return int(said[1])
+
+
 @pytest.fixture(scope="module")
 def pods_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return tmp_path_factory.mktemp("pods")
@@ -288,6 +305,20 @@ def test_a_shorter_or_forced_delete_cuts_a_pods_grace_period(
         time.sleep(0.05)
 
 
+def test_what_a_container_started_in_a_session_of_its_own_ends_with_it(kubectl: Kubectl, namespace: str) -> None:
+    """A cgroup holds every process of a container, wherever it goes; here what left the
+    container's process group (``setsid``) still carries its environment, and ends when the
+    container ends (its main process exits) or its pod is deleted."""
+    ns = ["-n", namespace]
+    kubectl("run", "ends", *ns, "--image=busybox", "--restart=Never", "--", sys.executable, "-c", DAEMONIZING, "end")
+    kubectl("run", "deleted", *ns, "--image=busybox", "--", sys.executable, "-c", DAEMONIZING)
+    ended_daemon, deleted_daemon = daemon_of(kubectl, "ends", namespace), daemon_of(kubectl, "deleted", namespace)
+    assert ended(kubectl, "ends", namespace)["status"]["phase"] == "Succeeded"
+    kubectl("delete", "pod", "deleted", *ns)
+    while not (gone(ended_daemon) and gone(deleted_daemon)):
+        time.sleep(0.05)
+
+
 def test_follow_streams_until_the_run_ends(each_kubectl: Kubectl, namespace: str) -> None:
     kubectl = each_kubectl
     ns = ["-n", namespace]
@@ -358,15 +389,17 @@ def test_a_killed_server_leaves_no_process_behind_and_runs_each_pod_once(tmp_pat
     with apiserver(data, *image) as (first, _url):
         kubectl = Kubectl(KUBECTLS[-1], data / "kubeconfig", tmp_path)
         kubectl("run", "long", "--image=busybox", "--", "sh", "-c", f"echo run >> {marker}; exec sleep 600")
+        kubectl("run", "daemonizing", "--image=busybox", "--", sys.executable, "-c", DAEMONIZING)
         kubectl("wait", "--for=condition=Ready", "pod/long", "--timeout=30s")
         pod = pod_json(kubectl, "long", "default")
         pid = pid_of(data / "pods", pod, "long")
+        daemon = daemon_of(kubectl, "daemonizing", "default")
         first.send_signal(signal.SIGKILL)
         first.wait(10)
-        assert not gone(pid)  # what a killed server leaves behind
+        assert not gone(pid) and not gone(daemon)  # what a killed server leaves behind
     with apiserver(data, *image) as (second, _url):
-        while not gone(pid):
-            time.sleep(0.05)  # killed by the new server
+        while not (gone(pid) and gone(daemon)):
+            time.sleep(0.05)  # killed by the new server (the daemon out of its group too)
         while (status := pod_json(kubectl, "long", "default")["status"]["containerStatuses"][0])[
             "restartCount"
         ] < 1 or not status["ready"]:

@@ -264,6 +264,8 @@ class ProcessRuntime:
                         os.killpg(pgid, signal.SIGKILL)
                         killed.append(pgid)
             pid_file.unlink(missing_ok=True)
+        # And what they started that left their groups (none of this server's runs yet).
+        killed.extend(_kill_carrying(f"{ROOT_VARIABLE}={self.root}/", prefix=True))
         return killed
 
     def pod_folders(self) -> set[str]:
@@ -423,6 +425,8 @@ class ProcessRuntime:
         process = state.process
         assert process is not None
         code = await _exit_code(process)
+        # What it started that left its process group ends with it too (a cgroup's kill).
+        await asyncio.to_thread(_kill_carrying, f"{ROOT_VARIABLE}={run.folder / state.name / 'root'}")
         if state.probing is not None:  # the run's probes end with it
             state.probing.cancel()
             await asyncio.gather(state.probing, return_exceptions=True)
@@ -599,6 +603,7 @@ class ProcessRuntime:
         run.hurry = None
         for state in started:
             _signal_group(state, signal.SIGKILL)
+        await asyncio.to_thread(_kill_carrying, f"{ROOT_VARIABLE}={run.folder}/", prefix=True)
         for state in run.containers.values():
             # Bounded: a waiter ends once the leader is gone and the readers had their grace.
             _, stuck = (
@@ -623,6 +628,7 @@ class ProcessRuntime:
                 for state in run.containers.values():
                     if state.running:
                         _signal_group(state, signal.SIGKILL)
+            _kill_carrying(f"{ROOT_VARIABLE}={self.root}/", prefix=True)
         await asyncio.gather(*self._stopping, return_exceptions=True)
 
     async def sync(self, pod: Obj) -> float | None:
@@ -948,6 +954,42 @@ async def _exit_code(process: asyncio.subprocess.Process) -> int:
     code = process.returncode
     assert code is not None
     return code
+
+
+def _carrying(entry: str, *, prefix: bool = False) -> list[int]:
+    """The processes (other than this one) whose environment holds ``entry`` (with ``prefix``:
+    an entry that starts with it). A container's process has its root in
+    ``KUBELOOP_CONTAINER_ROOT`` and what it starts inherits it: this finds what left the
+    container's process group (``setsid``, a daemon's double fork) as a cgroup would hold it.
+    Nothing without /proc."""
+    wanted = entry.encode()
+    found = []
+    try:
+        entries = os.scandir("/proc")
+    except OSError:
+        return []
+    with entries:
+        for proc in entries:
+            if not proc.name.isdigit() or int(proc.name) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{proc.name}/environ", "rb") as environ:
+                    variables = environ.read().split(b"\0")
+            except OSError:
+                continue  # gone meanwhile, or not ours to read
+            if any(v.startswith(wanted) if prefix else v == wanted for v in variables):
+                found.append(int(proc.name))
+    return found
+
+
+def _kill_carrying(entry: str, *, prefix: bool = False) -> list[int]:
+    """SIGKILL to every process :func:`_carrying` finds; their ids."""
+    killed = []
+    for pid in _carrying(entry, prefix=prefix):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+    return killed
 
 
 def _signal_group(state: ContainerRun, sig: int) -> None:

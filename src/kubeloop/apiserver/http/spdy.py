@@ -8,7 +8,8 @@ answered with a SYN_REPLY. A stream's data is read with :meth:`SpdyStream.read` 
 client has sent FIN), written with :meth:`SpdyStream.write`, and ended with
 :meth:`SpdyStream.close` (a FIN). PINGs are answered, GOAWAY ends the session, SETTINGS and
 WINDOW_UPDATE are taken note of and not enforced (the client, spdystream, does not enforce
-windows either).
+windows either); a stream holds at most :data:`STREAM_QUEUE_FRAMES` frames its reader has not
+taken, and the session reads no more of the connection until it does.
 
 Header blocks are compressed with zlib and SPDY/3's dictionary, one stream of compression per
 direction for the whole session, each block ending at a sync flush.
@@ -36,6 +37,10 @@ MAX_FRAME_BYTES = 16 * 1024 * 1024 - 1
 MAX_HEADER_BYTES = 1024 * 1024
 #: Data frames are written in pieces of at most this size.
 DATA_CHUNK_BYTES = 32 * 1024
+#: Data frames a stream holds for its reader; past them the session stops reading the
+#: connection until the reader takes some (no flow control: what spdystream does not enforce
+#: is bounded here).
+STREAM_QUEUE_FRAMES = 64
 
 
 class SpdyError(Exception):
@@ -49,7 +54,7 @@ class SpdyStream:
     session: SpdySession
     id: int
     headers: dict[str, str]
-    _incoming: asyncio.Queue[bytes] = field(default_factory=asyncio.Queue)
+    _incoming: asyncio.Queue[bytes] = field(default_factory=lambda: asyncio.Queue(STREAM_QUEUE_FRAMES))
     #: The client has sent its last data (FIN) or reset the stream.
     remote_closed: bool = False
     #: This side has sent FIN (or a reset).
@@ -82,7 +87,9 @@ class SpdyStream:
     def _remote_end(self) -> None:
         if not self.remote_closed:
             self.remote_closed = True
-            self._incoming.put_nowait(b"")
+            # A full queue has a reader to come: it sees remote_closed once it has emptied it.
+            with contextlib.suppress(asyncio.QueueFull):
+                self._incoming.put_nowait(b"")
 
 
 class SpdySession:
@@ -155,7 +162,7 @@ class SpdySession:
                 await self.send_control(RST_STREAM, 0, struct.pack(">II", kind, status))
                 return
             if payload:
-                stream._incoming.put_nowait(payload)
+                await stream._incoming.put(payload)  # a slow reader holds the connection back
             if flags & FLAG_FIN:
                 stream._remote_end()
             return

@@ -44,19 +44,41 @@ def chosen_version(request: HTTPRequest, served: Sequence[str]) -> str:
     )
 
 
-class _RawReader:
-    """Takes the connection's bytes after the upgrade (aiohttp's parser for them)."""
+#: Bytes of the connection held for the session before the connection is no longer read
+#: (the client's writes then wait in its socket), and how few let it be read again.
+PAUSE_BYTES = 1024 * 1024
+RESUME_BYTES = 256 * 1024
 
-    def __init__(self, queue: asyncio.Queue[bytes]) -> None:
-        self.queue = queue
+
+class RawReader:
+    """Takes the connection's bytes after the upgrade (aiohttp's parser for them) and gives
+    them to the session; stops reading the connection while the session is behind."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.queue: asyncio.Queue[bytes] = asyncio.Queue()
+        self.held = 0
+        self.paused = False
 
     def feed_data(self, data: bytes) -> tuple[bool, bytes]:
         if data:
             self.queue.put_nowait(bytes(data))
+            self.held += len(data)
+            if self.held > PAUSE_BYTES and not self.paused:
+                self.paused = True
+                self.transport.pause_reading()
         return False, b""
 
     def feed_eof(self) -> None:
         self.queue.put_nowait(b"")
+
+    async def receive(self) -> bytes:
+        data = await self.queue.get()
+        self.held -= len(data)
+        if self.paused and self.held < RESUME_BYTES and not self.transport.is_closing():
+            self.paused = False
+            self.transport.resume_reading()
+        return data
 
 
 async def upgrade(request: HTTPRequest, version: str) -> tuple[SpdySession, web.StreamResponse]:
@@ -68,11 +90,11 @@ async def upgrade(request: HTTPRequest, version: str) -> tuple[SpdySession, web.
         headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1", "X-Stream-Protocol-Version": version},
     )
     await response.prepare(request)
-    incoming: asyncio.Queue[bytes] = asyncio.Queue()
     protocol = request.protocol
-    protocol.set_parser(_RawReader(incoming))  # type: ignore[arg-type]
     transport = request.transport
-    assert transport is not None
+    assert isinstance(transport, asyncio.Transport)
+    reader = RawReader(transport)
+    protocol.set_parser(reader)  # type: ignore[arg-type]
 
     async def send(data: bytes) -> None:
         if transport.is_closing():
@@ -81,7 +103,7 @@ async def upgrade(request: HTTPRequest, version: str) -> tuple[SpdySession, web.
         if protocol.writing_paused:  # a slow reader: wait until the buffer drains
             await protocol._drain_helper()
 
-    return SpdySession(incoming.get, send), response
+    return SpdySession(reader.receive, send), response
 
 
 def tunnel_protocols(protocol: str) -> tuple[str, ...]:

@@ -26,6 +26,9 @@ SPDY_PROTOCOLS = ("v4.channel.k8s.io",)
 #: How long the client may take to open the streams it asked for (the kubelet's).
 STREAMS_SECONDS = 30.0
 _TYPES = {"stdin": STDIN, "stdout": STDOUT, "stderr": STDERR, "error": ERROR, "resize": RESIZE}
+#: Messages held for the session's consumer; past them the streams are not read (and in turn the
+#: connection: see :data:`kubeloop.apiserver.http.spdy.STREAM_QUEUE_FRAMES`).
+QUEUED_MESSAGES = 64
 
 
 class Channels(Protocol):
@@ -50,7 +53,8 @@ class SpdyChannels:
 
     def __init__(self, streams: dict[str, SpdyStream]) -> None:
         self.streams = {_TYPES[kind]: stream for kind, stream in streams.items()}
-        self._messages: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._messages: asyncio.Queue[bytes | None] = asyncio.Queue(QUEUED_MESSAGES)
+        self._gone = False
         self._readers = [
             asyncio.create_task(self._read_stdin(stream), name="spdy stdin")
             for kind, stream in streams.items()
@@ -68,16 +72,20 @@ class SpdyChannels:
                 await stream.write(data)
 
     async def receive(self) -> bytes | None:
+        if self._gone and self._messages.empty():
+            return None
         return await self._messages.get()
 
     def gone(self) -> None:
-        """The session has ended: :meth:`receive` says so."""
-        self._messages.put_nowait(None)
+        """The session has ended: :meth:`receive` says so (once it has given what is queued)."""
+        self._gone = True
+        with contextlib.suppress(asyncio.QueueFull):  # a full queue: its reader sees _gone after
+            self._messages.put_nowait(None)
 
     async def _read_stdin(self, stream: SpdyStream) -> None:
         while chunk := await stream.read():
-            self._messages.put_nowait(bytes([STDIN]) + chunk)
-        self._messages.put_nowait(bytes([CLOSE, STDIN]))  # a FIN: the input has ended
+            await self._messages.put(bytes([STDIN]) + chunk)
+        await self._messages.put(bytes([CLOSE, STDIN]))  # a FIN: the input has ended
 
     async def _read_resizes(self, stream: SpdyStream) -> None:
         pending = b""
@@ -86,7 +94,7 @@ class SpdyChannels:
             *lines, pending = pending.split(b"\n")
             for line in lines:
                 if line.strip():
-                    self._messages.put_nowait(bytes([RESIZE]) + line)
+                    await self._messages.put(bytes([RESIZE]) + line)
 
     async def close(self) -> None:
         """End this side of every stream (the error stream last: the client reads it to its end)."""

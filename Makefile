@@ -9,12 +9,14 @@ STAMP := $(VENV)/.installed-test
 
 .PHONY: demo test tools lint typecheck docs unit bench clean manifests
 
-$(RUNTIME): pyproject.toml
+$(RUNTIME): pyproject.toml examples/agents/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 		|| { echo "kubeloop needs Python 3.11 or newer; $(PYTHON) is $$($(PYTHON) --version)" >&2; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 	$(PIP) -e .
+	# The agent platform's pod programs (the runner), which the demo's runs start as processes.
+	$(PIP) -e examples/agents
 	touch $(RUNTIME)
 
 $(STAMP): $(RUNTIME)
@@ -32,6 +34,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict src
 	$(BIN)/mypy --strict bench
 	for example in examples/*/main.py; do $(BIN)/mypy --strict $$example || exit 1; done
+	$(BIN)/mypy --strict examples/agents/agentruntime
 
 docs: $(STAMP)
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs build/docs

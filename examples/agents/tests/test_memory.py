@@ -17,7 +17,8 @@ import aiohttp
 import hypothesis.strategies as st
 from agentobjects import agent, agent_run, assert_writes_nothing, finished, ready, runtime
 from agentplatform.api.v1alpha1 import Agent, AgentRun
-from agentplatform.controllers.memory import MEMORY_KEY, AgentMemory, appended, parse_result
+from agentplatform.controllers.memory import MEMORY_KEY, AgentMemory, appended
+from agentplatform.controllers.runreport import RunReport
 from hypothesis import given
 
 import kubeloop
@@ -195,10 +196,18 @@ async def test_the_memory_size_is_on_the_metrics_endpoint(client: kubeloop.APICl
 
 
 def test_a_termination_message_is_split_only_when_it_is_the_json_object() -> None:
-    assert parse_result('{"result": "yes", "memory": "m"}') == ("yes", "m")
-    assert parse_result('{"result": "yes", "memory": "  "}') == ("yes", None)
-    assert parse_result('{"answer": "yes"}') == ('{"answer": "yes"}', None)
-    assert parse_result("plain words") == ("plain words", None)
+    assert RunReport.parse('{"result": "yes", "memory": "m"}') == RunReport("yes", "m")
+    assert RunReport.parse('{"result": "yes", "memory": "  "}') == RunReport("yes")
+    assert RunReport.parse('{"answer": "yes"}') == RunReport('{"answer": "yes"}')
+    assert RunReport.parse("plain words") == RunReport("plain words")
+    # The runner's: usage kept as the status holds it; a failure's reason only if it is one.
+    usage = {"promptTokens": 3, "totalTokens": 5, "turns": 1, "toolCalls": -1, "model": "m", "x": 1}
+    assert RunReport.parse(json.dumps({"result": "ok", "usage": usage})).usage == {
+        "promptTokens": 3, "totalTokens": 5, "turns": 1, "model": "m"}  # fmt: skip
+    failed = RunReport.parse('{"reason": "ModelRefused", "message": "401"}')
+    assert (failed.result, failed.reason, failed.message) == ("", "ModelRefused", "401")
+    odd = '{"reason": "not a reason", "message": "x"}'
+    assert RunReport.parse(odd) == RunReport(odd)
 
 
 entry_texts = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=400).filter(str.strip)

@@ -60,7 +60,8 @@ from .builders import (
     write_status,
 )
 from .indexes import AGENT_INDEX
-from .memory import AgentMemory, memory_config_map, memory_server, memory_url, parse_result
+from .memory import AgentMemory, memory_config_map, memory_server, memory_url
+from .runreport import RunReport
 from .sandbox import UNAVAILABLE, SandboxBackend, sandbox_of
 
 FINISHED = ("Succeeded", "Failed")
@@ -191,8 +192,15 @@ class AgentRunReconciler:
             status.update(await self.sandboxes.phase(workload, _termination_message))
         else:
             status.update(await self._phase(workload))
-        if status["phase"] == "Succeeded":
-            status["result"], status["memory"] = parse_result(str(status.get("result") or ""))
+        if status["phase"] in FINISHED:
+            report = RunReport.parse(str(status.get("result") or ""))
+            if status["phase"] == "Succeeded":
+                status["result"], status["memory"] = report.result, report.memory
+            elif report.reason:  # the runner says why it failed
+                status.update(reason=report.reason, message=report.message)
+                status.pop("result", None)
+            if report.usage:
+                status["usage"] = report.usage
         remembered = status.pop("memory", None)
         if status["phase"] == "Succeeded" and remembered and current.get("phase") != "Succeeded":
             agent = AgentSpec.model_validate(json.loads(snapshot["agent.json"]))
@@ -387,7 +395,7 @@ class AgentRunReconciler:
             config_map=input_config_map(name),
             skill_packs=[pack for pack in snapshot.get("skill-packs", "").split(",") if pack],
             mcp_urls=[url for url in snapshot.get("mcp-servers", "").split(",") if url],
-            env=[{"name": "AGENT_RUN", "value": name}, {"name": "TASK_FILE", "value": f"{CONFIG_DIR}/task"}],
+            env=_run_env(run),
             memory=memory_config_map(run.spec.agent_ref) if agent.memory and agent.memory.enabled else None,
         )
         if agent.memory and agent.memory.enabled and agent.memory.persistent:
@@ -451,6 +459,20 @@ class AgentRunReconciler:
             kinds.Pod, namespace=meta["namespace"], label_selector=f"{JOB_NAME_LABEL}={meta['name']}"
         )
         return _termination_message(*pods.items)
+
+
+def _run_env(run: AgentRun) -> list[dict[str, str]]:
+    """What the runner learns of its run: its name, its task's file, its limits."""
+    env = [
+        {"name": "AGENT_RUN", "value": run.metadata.name or ""},
+        {"name": "TASK_FILE", "value": f"{CONFIG_DIR}/task"},
+        {"name": "RUN_TIMEOUT_SECONDS", "value": str(run.spec.timeout_seconds)},
+    ]
+    if run.spec.max_turns is not None:
+        env.append({"name": "AGENT_MAX_TURNS", "value": str(run.spec.max_turns)})
+    if run.spec.max_tokens is not None:
+        env.append({"name": "AGENT_MAX_TOKENS", "value": str(run.spec.max_tokens)})
+    return env
 
 
 def _steering(annotations: dict[str, str] | None) -> dict[str, str]:

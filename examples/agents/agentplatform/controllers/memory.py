@@ -4,7 +4,7 @@ at ``/memory`` in the agent's pods and in its runs' pods.
 The ConfigMap is made once, with the memory seed of the persona pack that made the agent (its
 ``agents.kubeloop.dev/memory-seed`` annotation) if any; it goes when the agent's memory is
 turned off. A run that succeeds may leave something to remember: its termination message is
-then ``{"result": ..., "memory": ...}`` (:func:`parse_result`), and :meth:`AgentMemory.remember`
+then ``{"result": ..., "memory": ...}`` (:class:`.runreport.RunReport`), and :meth:`AgentMemory.remember`
 appends it as an entry marked with the run's name, drops the oldest entries past ``maxBytes``
 (:func:`appended`), and writes with the ConfigMap's resourceVersion, reading again and retrying
 on a Conflict, so no update is lost to another run's. An entry already there (a retried
@@ -19,7 +19,6 @@ and its runs wait, reason MemoryNotReady, until it is.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 
@@ -75,19 +74,6 @@ def memory_server(agent: str) -> str:
 
 def memory_url(agent: str, namespace: str) -> str:
     return service_url(memory_server(agent), namespace, MEMORY_PORT)
-
-
-def parse_result(message: str) -> tuple[str, str | None]:
-    """A run's answer and what it asks to remember: a termination message that is the JSON
-    object ``{"result": str, "memory": str}`` is split; any other message is the answer."""
-    try:
-        document = json.loads(message)
-    except ValueError:
-        return message, None
-    if not isinstance(document, dict) or not isinstance(document.get("result"), str):
-        return message, None
-    memory = document.get("memory")
-    return document["result"], memory if isinstance(memory, str) and memory.strip() else None
 
 
 def _entries(memory: str) -> list[str]:

@@ -26,7 +26,7 @@ from .agent import (
     SecretKeyRef,
 )
 from .agentpolicy import AgentPolicy, AgentPolicySpec
-from .agentrun import AgentRun, AgentRunSpec, AgentRunStatus, RunTrigger
+from .agentrun import AgentRun, AgentRunSpec, AgentRunStatus, RunTrigger, RunUsage
 from .agentschedule import AgentSchedule, AgentScheduleSpec, AgentScheduleStatus
 from .groupversion import GROUP, VERSION
 from .mcpserver import MCPServer, MCPServerSpec, MCPServerStatus
@@ -67,6 +67,7 @@ __all__ = [
     "PersonaPackStatus",
     "PersonaSchedule",
     "RunTrigger",
+    "RunUsage",
     "SecretKeyRef",
     "ServingRuntime",
     "ServingRuntimeSpec",

@@ -32,6 +32,22 @@ class AgentRunSpec(kubeloop.KubeModel):
     backend: Literal["job", "sandbox"] = "job"
     #: How long a finished run's Job (and its pod) stays (the Job's ttlSecondsAfterFinished).
     ttl_seconds_after_finished: Annotated[int, Field(ge=0)] = 300
+    #: The most model turns the run takes (the runner's default: 10), and the most tokens it
+    #: spends, prompt and completion together (none: no budget); past either it fails
+    #: (TurnLimitReached, BudgetExceeded).
+    max_turns: Annotated[int | None, Field(ge=1)] = None
+    max_tokens: Annotated[int | None, Field(ge=1)] = None
+
+
+class RunUsage(kubeloop.KubeModel):
+    """What a run used, as its runner counted it."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    turns: int = 0
+    tool_calls: int = 0
+    model: str = ""
 
 
 class AgentRunStatus(kubeloop.KubeModel):
@@ -41,13 +57,16 @@ class AgentRunStatus(kubeloop.KubeModel):
     sandbox_name: str | None = None
     start_time: str | None = None
     completion_time: str | None = None
-    #: Why the run is in its phase (Waiting, PodRunning, Completed, JobFailed, TimedOut...).
+    #: Why the run is in its phase (Waiting, PodRunning, Completed, JobFailed, TimedOut, or
+    #: the runner's: ModelUnreachable, ModelRefused, UnknownModel, BudgetExceeded, ToolFailed...).
     reason: str | None = None
     message: str | None = None
     #: What the agent answered: its pod's termination message.
     result: str | None = None
     #: For a run from a channel, once it ended: what its channel Deployment posts in the thread.
     reply: str | None = None
+    #: Tokens, turns and tool calls, as the runner reported them.
+    usage: RunUsage | None = None
 
 
 class AgentRun(
@@ -62,6 +81,7 @@ class AgentRun(
         PrinterColumn("Agent", ".spec.agentRef"),
         PrinterColumn("Phase", ".status.phase"),
         PrinterColumn("Reason", ".status.reason"),
+        PrinterColumn("Tokens", ".status.usage.totalTokens", type="integer"),
         AGE,
     ),
 ):

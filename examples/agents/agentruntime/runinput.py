@@ -1,0 +1,162 @@
+"""What a run's pod is given, read the way the operator lays it out: the input ConfigMap at
+``/etc/agent`` (``system-prompt``, ``task``, ``model.json``, skills under ``skills/<pack>/``),
+the agent's memory at ``/memory/MEMORY.md``, the model's key in the file ``MODEL_API_KEY_FILE``
+names, and the limits in the environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import kubeloop
+
+CONFIG_DIR = "/etc/agent"
+MEMORY_FILE = "/memory/MEMORY.md"
+TERMINATION_LOG = "/dev/termination-log"
+#: How many model turns a run takes without a limit of its own.
+DEFAULT_MAX_TURNS = 10
+DEFAULT_CALL_TIMEOUT_SECONDS = 120
+DEFAULT_MAX_RETRIES = 4
+#: Where providers that need no base URL in the Agent serve (OpenAI's is the SDK's default).
+PROVIDER_BASE_URLS = {
+    "ollama": "http://localhost:11434/v1",
+    "vllm": "http://localhost:8000/v1",
+    "llamacpp": "http://localhost:8080/v1",
+    "lmstudio": "http://localhost:1234/v1",
+}
+#: Providers that serve without a key (the SDK still sends one).
+KEYLESS_PROVIDERS = frozenset(PROVIDER_BASE_URLS)
+
+
+class InputError(Exception):
+    """What the pod was given cannot make a run; ``reason`` names it for the AgentRun."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Skill:
+    pack: str
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class RunInput:
+    run: str
+    agent: str
+    system_prompt: str
+    task: str
+    provider: str
+    model: str
+    base_url: str | None
+    api_key: str | None
+    skills: tuple[Skill, ...]
+    memory: str
+    max_turns: int
+    max_tokens: int | None
+    timeout_seconds: float | None
+    #: Each model call's own limit, and how many times a 429, a 5xx or a dropped connection is
+    #: tried again (with back-off, honouring Retry-After).
+    call_timeout_seconds: float
+    max_retries: int
+
+    @classmethod
+    def load(cls, environ: Mapping[str, str] = os.environ) -> RunInput:
+        """Read the run's input; InputError when something it cannot do without is missing."""
+        config = pathlib.Path(kubeloop.container_path(CONFIG_DIR))
+        task_file = environ.get("TASK_FILE", f"{CONFIG_DIR}/task")
+        task = _read(task_file)
+        if task is None or not task.strip():
+            raise InputError("NoTask", f"the run's task is not in {task_file}")
+        model = _model(config / "model.json")
+        provider = environ.get("MODEL_PROVIDER") or str(model.get("provider") or "openai")
+        name = environ.get("MODEL_NAME") or str(model.get("name") or "")
+        if not name:
+            raise InputError("NoModel", "no model is named (MODEL_NAME, model.json)")
+        base_url = environ.get("MODEL_BASE_URL") or model.get("baseURL") or PROVIDER_BASE_URLS.get(provider)
+        key_file = environ.get("MODEL_API_KEY_FILE")
+        api_key = (_read(key_file) or "").strip() or None if key_file else None
+        if api_key is None and provider not in KEYLESS_PROVIDERS:
+            where = f"the file {key_file}" if key_file else "no key file (MODEL_API_KEY_FILE)"
+            raise InputError("NoCredentials", f"the model's key is missing: {where}")
+        return cls(
+            run=environ.get("AGENT_RUN", ""),
+            agent=environ.get("AGENT_NAME", ""),
+            system_prompt=_read(environ.get("SYSTEM_PROMPT_FILE", f"{CONFIG_DIR}/system-prompt")) or "",
+            task=task,
+            provider=provider,
+            model=name,
+            base_url=str(base_url) if base_url else None,
+            api_key=api_key,
+            skills=_skills(config / "skills"),
+            memory=_read(MEMORY_FILE) or "",
+            max_turns=_positive(environ, "AGENT_MAX_TURNS") or DEFAULT_MAX_TURNS,
+            max_tokens=_positive(environ, "AGENT_MAX_TOKENS"),
+            timeout_seconds=_positive(environ, "RUN_TIMEOUT_SECONDS"),
+            call_timeout_seconds=_positive(environ, "MODEL_TIMEOUT_SECONDS") or DEFAULT_CALL_TIMEOUT_SECONDS,
+            max_retries=_count(environ, "MODEL_MAX_RETRIES", DEFAULT_MAX_RETRIES),
+        )
+
+    def instructions(self) -> str:
+        """The system prompt the model gets: the agent's, then its skills."""
+        parts = [self.system_prompt.strip()] if self.system_prompt.strip() else []
+        for skill in self.skills:
+            parts.append(f"## Skill: {skill.name} ({skill.pack})\n{skill.text.strip()}")
+        return "\n\n".join(parts)
+
+
+def _read(path: str) -> str | None:
+    try:
+        return pathlib.Path(kubeloop.container_path(path)).read_text()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+def _model(path: pathlib.Path) -> dict[str, object]:
+    try:
+        found = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except ValueError as exc:
+        raise InputError("InvalidInput", f"model.json is not JSON: {exc}") from None
+    return found if isinstance(found, dict) else {}
+
+
+def _skills(folder: pathlib.Path) -> tuple[Skill, ...]:
+    """Each pack's skills (a file per skill; the links a ConfigMap volume makes are skipped)."""
+    if not folder.is_dir():
+        return ()
+    found = []
+    for pack in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for skill in sorted(s for s in pack.iterdir() if s.is_file() and not s.name.startswith(".")):
+            found.append(Skill(pack.name, skill.name, skill.read_text()))
+    return tuple(found)
+
+
+def _count(environ: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number of at least 0 from the environment (``default`` without it)."""
+    value = environ.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isdigit():
+        raise InputError("InvalidInput", f"{name}={value!r} is not a whole number of at least 0")
+    return int(value)
+
+
+def _positive(environ: Mapping[str, str], name: str) -> int | None:
+    value = environ.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise InputError("InvalidInput", f"{name}={value!r} is not a whole number") from None
+    if number < 1:
+        raise InputError("InvalidInput", f"{name}={value!r} is not positive")
+    return number

@@ -1,0 +1,96 @@
+"""The tools a run offers its model: each a name, a JSON schema for its arguments, and what
+it does. A tool's failure is a :class:`ToolError`; the runner ends the run with ToolFailed.
+
+The memory tools work on the agent's ``MEMORY.md`` (mounted read-only; the runner's
+termination message carries what the run stores, and the operator appends it): entries are
+the text between ``<!-- run NAME -->`` / ``<!-- seed -->`` markers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The most of a search's answer the model gets.
+SEARCH_RESULTS = 5
+_MARKER = re.compile(r"^<!-- (?:run [^>]*|seed) -->$", re.MULTILINE)
+_WORD = re.compile(r"\w+")
+
+
+class ToolError(Exception):
+    """A tool could not do what it was asked (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: Callable[[dict[str, Any]], Awaitable[str]]
+
+    def spec(self) -> dict[str, Any]:
+        """The tool as Chat Completions declares it."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+@dataclass
+class Memory:
+    """The agent's memory as a run sees it: what it had (``known``) and what the run stores."""
+
+    known: str
+    stored: list[str] = field(default_factory=list)
+
+    def entries(self) -> list[str]:
+        pieces = _MARKER.split(self.known)
+        return [piece.strip() for piece in [*pieces, *self.stored] if piece.strip()]
+
+    def search(self, query: str) -> list[str]:
+        """Entries sharing words with ``query``, most shared first (ties: newest first)."""
+        wanted = {word.lower() for word in _WORD.findall(query)}
+        if not wanted:
+            raise ToolError("the query has no words to search for")
+        scored = []
+        for position, entry in enumerate(self.entries()):
+            words = [word.lower() for word in _WORD.findall(entry)]
+            score = sum(1 for word in words if word in wanted)
+            if score:
+                scored.append((score, position, entry))
+        scored.sort(key=lambda found: (-found[0], -found[1]))
+        return [entry for _, _, entry in scored[:SEARCH_RESULTS]]
+
+    def tools(self) -> list[Tool]:
+        async def search(arguments: dict[str, Any]) -> str:
+            found = self.search(_text(arguments, "query"))
+            return "\n---\n".join(found) if found else "nothing in memory matches"
+
+        async def store(arguments: dict[str, Any]) -> str:
+            self.stored.append(_text(arguments, "text").strip())
+            return "stored"
+
+        text_argument = {"type": "object", "additionalProperties": False}
+        return [
+            Tool(
+                "memory_search",
+                "Search the agent's memory (what earlier runs stored) for entries about a topic.",
+                {**text_argument, "properties": {"query": {"type": "string"}}, "required": ["query"]},
+                search,
+            ),
+            Tool(
+                "memory_store",
+                "Store a fact in the agent's memory for later runs.",
+                {**text_argument, "properties": {"text": {"type": "string"}}, "required": ["text"]},
+                store,
+            ),
+        ]
+
+
+def _text(arguments: dict[str, Any], name: str) -> str:
+    value = arguments.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise ToolError(f"the argument {name!r} must be a non-empty string")
+    return value

@@ -1,0 +1,181 @@
+"""The agent runner for real: AgentRuns on a server whose node runs the runner's image as a
+process (``python -m agentruntime``), the runner talking through the ``openai`` SDK to a test
+double of a model provider (``fakemodel``, scripted per run: the one party a test cannot
+reach). Each run ends as its model and limits make it: an answer with its usage, tools run and
+their results sent back, a 429 waited out for its Retry-After; or Failed with its own reason
+(the provider refusing the key, an unknown model, a model that cannot be reached, a malformed
+tool call, a turn limit, a token budget, no key at all, the run's time). The transcript is the
+pod's log, and holds no key."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import agentplatform
+import pytest
+from agentobjects import agent, agent_run, finished, runtime
+from agentplatform.api.v1alpha1 import AgentRun
+from fakemodel import FakeModel, Step, answer, refuse, stall, tool_calls
+
+import kubeloop
+from kubeloop import kinds
+from kubeloop.testing import ServerThread, SimulationOptions, start_server
+
+RUNNER_IMAGE = "ghcr.io/kubeloop/agent-python:0.1"
+KEY = "sk-test-key-never-logged"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
+    """This module's server: its node runs the runner's image as a process."""
+    options = SimulationOptions(
+        pod_start_seconds=0.05,
+        node_check_seconds=0.2,
+        config_retry_seconds=0.1,
+        local_images=(f"{RUNNER_IMAGE.split(':')[0]}={sys.executable} -m agentruntime",),
+        pods_dir=tmp_path_factory.mktemp("pods"),
+    )
+    server = start_server(simulate=True, simulation=options)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def models() -> AsyncIterator[list[FakeModel]]:
+    started: list[FakeModel] = []
+    yield started
+    for model in started:
+        await model.stop()
+
+
+async def run_with(
+    client: kubeloop.APIClient, namespace: str, models: list[FakeModel], name: str, script: list[Step],
+    *, model: dict[str, Any] | None = None, agent_spec: dict[str, Any] | None = None, **run_spec: Any,
+) -> FakeModel:  # fmt: skip
+    """An agent of its own (``<name>-agent``) whose model is a fake speaking ``script``, and a
+    run of it (``name``)."""
+    fake = await FakeModel(script).start()
+    models.append(fake)
+    await client.create(runtime(f"{namespace}-{name}", RUNNER_IMAGE, env=[{"name": "MODEL_MAX_RETRIES", "value": "2"}]))
+    spec = agent(f"{name}-agent", namespace, f"{namespace}-{name}", **(agent_spec or {}))
+    spec["spec"]["model"] = {"provider": "openai", "name": "fake-model", "baseURL": fake.url,
+                             "authSecretRef": {"name": "key", "key": "token"}, **(model or {})}  # fmt: skip
+    await client.create(spec)
+    await client.create(agent_run(name, namespace, f"{name}-agent", **run_spec))
+    return fake
+
+
+async def transcript(client: kubeloop.APIClient, run: str, namespace: str) -> list[dict[str, Any]]:
+    pods = await client.list(kinds.Pod, namespace=namespace, label_selector=f"batch.kubernetes.io/job-name={run}")
+    pod = pods.items[0]["metadata"]["name"]
+    _, log = await client.request("GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log", accept="text/plain")
+    assert KEY not in log.decode()
+    return [json.loads(line) for line in log.decode().splitlines()]
+
+
+async def with_key(client: kubeloop.APIClient, namespace: str, token: str = KEY, name: str = "key") -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace},
+              "stringData": {"token": token}}  # fmt: skip
+    await client.create(secret)
+
+
+async def test_runs_answer_run_tools_and_wait_out_a_429(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str, models: list[FakeModel]
+) -> None:
+    await with_key(client, namespace)
+    plain = await run_with(client, namespace, models, "plain", [answer("3 nodes, all Ready", 20, 5)])
+    tools = await run_with(client, namespace, models, "tools", [
+        tool_calls(("memory_store", '{"text": "the cluster has 3 nodes"}'), ("memory_search", '{"query": "nodes"}')),
+        answer("I noted it"),
+    ], agent_spec={"memory": {"enabled": True}})  # fmt: skip
+    limited = await run_with(client, namespace, models, "limited", [
+        refuse(429, "slow down", {"retry-after": "1"}), answer("after the wait"),
+    ])  # fmt: skip
+    runs = {name: await finished(client, name, namespace, timeout=60) for name in ("plain", "tools", "limited")}
+    for run in runs.values():
+        assert run.status is not None and run.status.phase == "Succeeded", run.status
+
+    status = runs["plain"].status
+    assert status is not None and status.result == "3 nodes, all Ready" and status.usage is not None
+    assert status.usage.model_dump() == {"promptTokens": 20, "completionTokens": 5, "totalTokens": 25,
+                                         "turns": 1, "toolCalls": 0, "model": "fake-model"}  # fmt: skip
+    sent = plain.requests[0]
+    assert sent.authorization == f"Bearer {KEY}" and sent.body["model"] == "fake-model"
+    assert [m["role"] for m in sent.body["messages"]] == ["system", "user"]
+    assert sent.body["messages"][0]["content"] == "You answer questions about Kubernetes."
+    assert sent.body["messages"][1]["content"] == "summarise the cluster"
+    lines = await transcript(client, "plain", namespace)
+    assert [line["event"] for line in lines] == ["start", "model", "end"]
+
+    # Two tool calls in one turn, their results sent back; what was stored reaches the memory.
+    status = runs["tools"].status
+    assert status is not None and status.result == "I noted it" and status.usage is not None
+    assert (status.usage.turns, status.usage.tool_calls, status.usage.total_tokens) == (2, 2, 65)
+    returned = [m for m in tools.requests[1].body["messages"] if m["role"] == "tool"]
+    assert [m["content"] for m in returned] == ["stored", "the cluster has 3 nodes"]
+    memory = await client.get(kinds.ConfigMap, "tools-agent-memory", namespace=namespace)
+    assert "the cluster has 3 nodes" in memory["data"]["MEMORY.md"]
+    events = [line["event"] for line in await transcript(client, "tools", namespace)]
+    assert events == ["start", "model", "tool", "tool", "model", "end"]
+
+    # The 429's Retry-After was waited out before the call was made again.
+    status = runs["limited"].status
+    assert status is not None and status.result == "after the wait"
+    first, second = limited.requests
+    assert second.arrived - first.arrived >= 1.0
+
+
+async def test_runs_that_cannot_answer_fail_with_their_own_reason(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str, models: list[FakeModel]
+) -> None:
+    await with_key(client, namespace)
+    refused = await run_with(client, namespace, models, "refused", [refuse(401, "Incorrect API key provided")])
+    await run_with(client, namespace, models, "unknown", [refuse(404, "The model does not exist")])
+    await run_with(client, namespace, models, "malformed", [tool_calls(("memory_search", "{not json"))])
+    await run_with(client, namespace, models, "undeclared", [tool_calls(("rm_rf", "{}"))])
+    await run_with(client, namespace, models, "looping", [tool_calls(("memory_search", '{"query": "x"}'))] * 2,
+                   maxTurns=2)  # fmt: skip
+    await run_with(client, namespace, models, "costly", [tool_calls(("memory_search", '{"query": "x"}'))],
+                   maxTokens=30)  # fmt: skip
+    await run_with(client, namespace, models, "unreachable", [], model={"baseURL": "http://127.0.0.1:9/v1"})
+    await run_with(client, namespace, models, "failing-tool", [tool_calls(("memory_search", '{"query": "  "}'))])
+    expected = {
+        "refused": ("ModelRefused", "Incorrect API key provided"),
+        "unknown": ("UnknownModel", "The model does not exist"),
+        "malformed": ("MalformedToolCall", "not JSON"),
+        "undeclared": ("MalformedToolCall", "'rm_rf', which is not one of its tools"),
+        "looping": ("TurnLimitReached", "within 2 turns"),
+        "costly": ("BudgetExceeded", "40 tokens, over its budget of 30"),
+        "unreachable": ("ModelUnreachable", "cannot be reached at http://127.0.0.1:9/v1"),
+        "failing-tool": ("ToolFailed", "memory_search: the argument 'query'"),
+    }
+    for name, (reason, words) in expected.items():
+        run = await finished(client, name, namespace, timeout=60)
+        assert run.status is not None and (run.status.phase, run.status.reason) == ("Failed", reason), run.status
+        assert words in (run.status.message or ""), run.status
+        assert not run.status.result
+    assert len(refused.requests) == 1  # a refused key is not tried again
+    looping = await client.get(AgentRun, "looping", namespace=namespace)
+    assert looping.status is not None and looping.status.usage is not None and looping.status.usage.turns == 2
+
+
+async def test_a_run_without_a_key_or_time_enough_fails_saying_so(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str, models: list[FakeModel]
+) -> None:
+    await with_key(client, namespace)
+    await with_key(client, namespace, token="", name="empty")
+    await run_with(client, namespace, models, "keyless", [answer("never")],
+                   model={"authSecretRef": {"name": "empty", "key": "token"}})  # fmt: skip
+    released = asyncio.Event()
+    try:
+        await run_with(client, namespace, models, "slow", [stall(released, answer("too late"))], timeoutSeconds=4)
+        keyless = await finished(client, "keyless", namespace, timeout=60)
+        assert keyless.status is not None and (keyless.status.phase, keyless.status.reason) == ("Failed", "NoCredentials")
+        slow = await finished(client, "slow", namespace, timeout=60)
+        assert slow.status is not None and (slow.status.phase, slow.status.reason) == ("Failed", "TimedOut")
+    finally:
+        released.set()

@@ -47,8 +47,12 @@ tools: $(STAMP)
 	$(BIN)/python -m tests.syscall_trace --ensure
 	$(BIN)/python -m tests.debian_packages curl chromium
 
+# Half again as many pytest workers as cores: a third of a test's time is spent waiting on the
+# servers, kubectl and processes it drives (2 cores: 3 workers ran a third faster than 2; 4 no faster).
+WORKERS ?= $(shell $(PYTHON) -c 'import os; n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1; print(n + (n + 1) // 2)')
+
 unit: tools
-	$(BIN)/pytest -q -p no:cacheprovider -n auto
+	$(BIN)/pytest -q -p no:cacheprovider -n $(WORKERS)
 
 test: lint typecheck docs unit
 

@@ -208,7 +208,17 @@ async def test_an_agent_asks_for_a_network_policy_and_gives_it_up(
     await ready(client, "fenced", namespace)
     policy = await client.get(kinds.NetworkPolicy, "fenced", namespace=namespace)
     spec = policy["spec"]
-    assert spec["podSelector"]["matchLabels"]["app.kubernetes.io/instance"] == "fenced"
+    # What it selects: the agent's pods and its runs' pods (a Job's and a Sandbox's share the
+    # template), not its MCP server's.
+    await client.create(agent_run("fenced-run", namespace, "fenced"))
+    run_job = await eventually(lambda: client.get(kinds.Job, "fenced-run", namespace=namespace))
+    selected = spec["podSelector"]["matchLabels"].items()
+    for workload, chosen in (
+        (await client.get(kinds.Deployment, "fenced", namespace=namespace), True),
+        (run_job, True),
+        (await client.get(kinds.Deployment, "tools", namespace=namespace), False),
+    ):
+        assert (selected <= workload["spec"]["template"]["metadata"]["labels"].items()) is chosen, workload
     assert spec["policyTypes"] == ["Ingress", "Egress"]
     [ingress] = spec["ingress"]
     assert ingress["ports"] == [{"protocol": "TCP", "port": 9000}]

@@ -4,8 +4,9 @@ with the runtime, the config hash, the URL, the channels and three conditions (P
 says whether the namespace's AgentPolicies allow what it uses: an agent made before a policy is
 reported, not broken). Finished runs past ``runHistoryLimit`` are deleted, the oldest first (a
 channel's run only once its reply has had ``reply_retention_seconds`` to be read). With ``networkPolicy``, a NetworkPolicy of the
-agent's name lets its pods be reached only from its channels and the operator's namespace, and
-reach only DNS, its MCP servers and its model endpoint's port.
+agent's name lets its pods (its Deployment's and its runs', which carry ``agents.kubeloop.dev/agent``)
+be reached only from its channels and the operator's namespace, and reach only DNS, its MCP
+servers and its model endpoint's port.
 
 - RuntimeResolved: True (Resolved), or False (RuntimeNotFound, RuntimeDisabled). An unresolved
   runtime is reported and nothing is changed: running workloads stay as they are, and the agent
@@ -43,6 +44,7 @@ from ..api.v1alpha1 import (
     SkillPack,
 )
 from .builders import (
+    AGENT_LABEL,
     CONFIG_HASH,
     agent_config,
     agent_pod,
@@ -365,6 +367,7 @@ class AgentReconciler:
                 container=container,
                 volumes=volumes,
             )
+            obj["spec"]["template"]["metadata"]["labels"] = {**selector, AGENT_LABEL: name}
             pod = obj["spec"]["template"]["spec"]
             set_pod_extras(pod, runtime.spec)
             run_as_own_account(pod, name)
@@ -406,7 +409,7 @@ class AgentReconciler:
             with contextlib.suppress(kubeloop.errors.NotFound):
                 servers.append(await self.client.get(MCPServer, server_name, namespace=namespace))
         spec = network_policy_spec(
-            selector,
+            {AGENT_LABEL: name},  # its Deployment's pods and its runs
             channels=labels("channel", name),
             operator_namespace=self.operator_namespace,
             port=runtime.spec.port,

@@ -47,6 +47,7 @@ from kubeloop import kinds
 
 from ..api.v1alpha1 import GROUP, Agent, AgentRun, AgentSpec, ServingRuntimeSpec
 from .builders import (
+    AGENT_LABEL,
     CONFIG_DIR,
     agent_config,
     agent_pod,
@@ -411,7 +412,7 @@ class AgentRunReconciler:
         container.pop("ports")
         container = {key: value for key, value in container.items() if value is not None}
         container["terminationMessagePolicy"] = "FallbackToLogsOnError"
-        pod_labels = labels("agentrun", name)
+        pod_labels = {**labels("agentrun", name), AGENT_LABEL: run.spec.agent_ref}  # its agent's NetworkPolicy
         annotations = {  # the agent's (from the snapshot), then the run's own
             **json.loads(snapshot.get("pod-annotations.json") or "{}"),
             **_steering(run.metadata.annotations),

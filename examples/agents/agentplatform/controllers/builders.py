@@ -26,6 +26,8 @@ MANAGED_BY = "kubeloop-agents"
 
 
 CONFIG_HASH = f"{GROUP}/config-hash"
+#: On every pod that acts as an agent (its Deployment's and its runs'): what its NetworkPolicy selects.
+AGENT_LABEL = f"{GROUP}/agent"
 
 
 def labels(component: str, instance: str) -> dict[str, str]:

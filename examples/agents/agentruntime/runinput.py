@@ -58,6 +58,8 @@ class RunInput:
     api_key: str | None
     skills: tuple[Skill, ...]
     memory: str
+    #: The agent's memory server (persistent memory), else None: its memory file is the memory.
+    memory_url: str | None
     max_turns: int
     max_tokens: int | None
     timeout_seconds: float | None
@@ -96,6 +98,7 @@ class RunInput:
             api_key=api_key,
             skills=_skills(config / "skills"),
             memory=_read(MEMORY_FILE) or "",
+            memory_url=environ.get("MEMORY_URL") or None,
             max_turns=_positive(environ, "AGENT_MAX_TURNS") or DEFAULT_MAX_TURNS,
             max_tokens=_positive(environ, "AGENT_MAX_TOKENS"),
             timeout_seconds=_positive(environ, "RUN_TIMEOUT_SECONDS"),

@@ -23,7 +23,7 @@ from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMes
 
 import kubeloop
 from agentruntime.runinput import TERMINATION_LOG, InputError, RunInput
-from agentruntime.tools import Memory, Tool, ToolError
+from agentruntime.tools import Memory, MemoryServer, Tool, ToolError
 
 #: The most a termination message holds (the kubelet's limit), and a tool result in the transcript.
 MESSAGE_BYTES = 4096
@@ -94,7 +94,9 @@ class Runner:
         self.transcript = transcript
         self.usage = Usage(model=given.model)
         self.memory = Memory(given.memory)
-        self.tools: dict[str, Tool] = {tool.name: tool for tool in self.memory.tools()}
+        self.memory_server = MemoryServer(given.memory_url, given.run) if given.memory_url else None
+        memory_tools = (self.memory_server or self.memory).tools()
+        self.tools: dict[str, Tool] = {tool.name: tool for tool in memory_tools}
         self.client = client or openai.AsyncOpenAI(
             api_key=given.api_key or "unused",
             base_url=given.base_url,
@@ -221,6 +223,8 @@ async def run_once(given: RunInput, transcript: Transcript) -> tuple[dict[str, A
         return {"reason": "TimedOut", "message": message, "usage": runner.usage.document()}, 1
     finally:
         await runner.client.close()
+        if runner.memory_server is not None:
+            await runner.memory_server.close()
     transcript.line("end", result=outcome.result, usage=runner.usage.document())
     document: dict[str, Any] = {"result": outcome.result, "usage": runner.usage.document()}
     if outcome.memory:

@@ -3,7 +3,8 @@ it does. A tool's failure is a :class:`ToolError`; the runner ends the run with 
 
 The memory tools work on the agent's ``MEMORY.md`` (mounted read-only; the runner's
 termination message carries what the run stores, and the operator appends it): entries are
-the text between ``<!-- run NAME -->`` / ``<!-- seed -->`` markers.
+the text between ``<!-- run NAME -->`` / ``<!-- seed -->`` markers. An agent with persistent
+memory has a memory server instead (``MEMORY_URL``): the same tools search and store there.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import aiohttp
 
 #: The most of a search's answer the model gets.
 SEARCH_RESULTS = 5
@@ -72,21 +75,68 @@ class Memory:
             self.stored.append(_text(arguments, "text").strip())
             return "stored"
 
-        text_argument = {"type": "object", "additionalProperties": False}
-        return [
-            Tool(
-                "memory_search",
-                "Search the agent's memory (what earlier runs stored) for entries about a topic.",
-                {**text_argument, "properties": {"query": {"type": "string"}}, "required": ["query"]},
-                search,
-            ),
-            Tool(
-                "memory_store",
-                "Store a fact in the agent's memory for later runs.",
-                {**text_argument, "properties": {"text": {"type": "string"}}, "required": ["text"]},
-                store,
-            ),
-        ]
+        return memory_tools(search, store)
+
+
+class MemoryServer:
+    """The agent's memory server (``agentruntime.memoryserver``) at ``url``; what a run stores
+    is written there at once, marked with the run's name. Reached as any URL of the pod is (the
+    proxy its environment names, on kubeloop's process node)."""
+
+    def __init__(self, url: str, run: str) -> None:
+        self.url = url.rstrip("/")
+        self.run = run
+        self._session: aiohttp.ClientSession | None = None
+
+    async def _call(self, method: str, path: str, **options: Any) -> Any:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(trust_env=True, timeout=aiohttp.ClientTimeout(total=30))
+        try:
+            async with self._session.request(method, self.url + path, **options) as answer:
+                if answer.status >= 400:
+                    raise ToolError(f"the memory server answered {answer.status}: {(await answer.text())[:200]}")
+                return await answer.json()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise ToolError(f"the memory server at {self.url} cannot be reached: {exc or type(exc).__name__}") from None
+
+    def tools(self) -> list[Tool]:
+        async def search(arguments: dict[str, Any]) -> str:
+            query = _text(arguments, "query")
+            found = await self._call("GET", "/v1/memories/search", params={"q": query, "limit": SEARCH_RESULTS})
+            texts = [str(item.get("text")) for item in found.get("items") or ()]
+            return "\n---\n".join(texts) if texts else "nothing in memory matches"
+
+        async def store(arguments: dict[str, Any]) -> str:
+            text = _text(arguments, "text").strip()
+            await self._call("POST", "/v1/memories", json={"text": text, "source": f"run {self.run}"})
+            return "stored"
+
+        return memory_tools(search, store)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+def memory_tools(
+    search: Callable[[dict[str, Any]], Awaitable[str]], store: Callable[[dict[str, Any]], Awaitable[str]]
+) -> list[Tool]:
+    """``memory_search`` and ``memory_store``, doing what ``search`` and ``store`` do."""
+    text_argument = {"type": "object", "additionalProperties": False}
+    return [
+        Tool(
+            "memory_search",
+            "Search the agent's memory (what earlier runs stored) for entries about a topic.",
+            {**text_argument, "properties": {"query": {"type": "string"}}, "required": ["query"]},
+            search,
+        ),
+        Tool(
+            "memory_store",
+            "Store a fact in the agent's memory for later runs.",
+            {**text_argument, "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            store,
+        ),
+    ]
 
 
 def _text(arguments: dict[str, Any], name: str) -> str:

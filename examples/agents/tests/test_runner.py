@@ -5,7 +5,8 @@ reach). Each run ends as its model and limits make it: an answer with its usage,
 their results sent back, a 429 waited out for its Retry-After; or Failed with its own reason
 (the provider refusing the key, an unknown model, a model that cannot be reached, a malformed
 tool call, a turn limit, a token budget, no key at all, the run's time). The transcript is the
-pod's log, and holds no key."""
+pod's log, and holds no key. An agent with persistent memory runs its memory server as a process
+too, and its runs store and search there, through the Service's name."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import agentplatform
+import agentplatform.controllers.memory
+import aiohttp
 import pytest
 from agentobjects import agent, agent_run, finished, runtime
 from agentplatform.api.v1alpha1 import AgentRun
@@ -26,6 +29,7 @@ from kubeloop import kinds
 from kubeloop.testing import ServerThread, SimulationOptions, start_server
 
 RUNNER_IMAGE = "ghcr.io/kubeloop/agent-python:0.1"
+MEMORY_SERVER_IMAGE = agentplatform.controllers.memory.MEMORY_SERVER_IMAGE
 KEY = "sk-test-key-never-logged"
 
 
@@ -36,7 +40,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
         pod_start_seconds=0.05,
         node_check_seconds=0.2,
         config_retry_seconds=0.1,
-        local_images=(f"{RUNNER_IMAGE.split(':')[0]}={sys.executable} -m agentruntime",),
+        local_images=(
+            f"{RUNNER_IMAGE.split(':')[0]}={sys.executable} -m agentruntime",
+            f"{MEMORY_SERVER_IMAGE.split(':')[0]}={sys.executable} -m agentruntime.memoryserver",
+        ),
         pods_dir=tmp_path_factory.mktemp("pods"),
     )
     server = start_server(simulate=True, simulation=options)
@@ -179,3 +186,26 @@ async def test_a_run_without_a_key_or_time_enough_fails_saying_so(
         assert slow.status is not None and (slow.status.phase, slow.status.reason) == ("Failed", "TimedOut")
     finally:
         released.set()
+
+
+async def test_a_run_stores_and_finds_in_its_agents_memory_server(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str, models: list[FakeModel]
+) -> None:
+    await with_key(client, namespace)
+    fake = await run_with(client, namespace, models, "remembers", [
+        tool_calls(("memory_store", '{"text": "the on-call engineer is Ada"}')),
+        tool_calls(("memory_search", '{"query": "who is on-call"}')),
+        answer("Ada is on call"),
+    ], agent_spec={"memory": {"enabled": True, "persistent": True}})  # fmt: skip
+    run = await finished(client, "remembers", namespace, timeout=60)
+    assert run.status is not None and (run.status.phase, run.status.result) == ("Succeeded", "Ada is on call")
+    found = [m for m in fake.requests[2].body["messages"] if m["role"] == "tool"]
+    assert found[-1]["content"] == "the on-call engineer is Ada"  # from the memory server
+    # In the server's database on the claim, marked with the run; not in the memory file.
+    pods = await client.list(kinds.Pod, namespace=namespace, label_selector="app.kubernetes.io/name=memory-server")
+    address = pods.items[0]["status"]["podIP"]
+    async with aiohttp.ClientSession() as http, http.get(f"http://{address}:8080/v1/memories") as listed:
+        items = (await listed.json())["items"]
+    assert [(item["text"], item["source"]) for item in items] == [("the on-call engineer is Ada", "run remembers")]
+    memory_file = await client.get(kinds.ConfigMap, "remembers-agent-memory", namespace=namespace)
+    assert "Ada" not in memory_file["data"]["MEMORY.md"]

@@ -161,7 +161,15 @@ class AgentMemory:
             "name": "memory",
             "image": self.image,
             "ports": http_port(MEMORY_PORT),
-            "env": [{"name": "DATA_DIR", "value": "/data"}],
+            "env": [
+                {"name": "DATA_DIR", "value": "/data"},
+                # The address it listens on (a process node's pods share the machine's ports).
+                {"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}},
+            ],
+            "readinessProbe": {
+                "httpGet": {"path": "/healthz", "port": MEMORY_PORT, "scheme": "HTTP"},
+                "periodSeconds": 2, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3,
+            },  # fmt: skip
             "volumeMounts": [{"name": "data", "mountPath": "/data"}, dict(TMP_MOUNT)],
             "securityContext": restricted_container(),
         }

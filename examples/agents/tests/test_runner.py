@@ -61,13 +61,15 @@ async def models() -> AsyncIterator[list[FakeModel]]:
 
 async def run_with(
     client: kubeloop.APIClient, namespace: str, models: list[FakeModel], name: str, script: list[Step],
-    *, model: dict[str, Any] | None = None, agent_spec: dict[str, Any] | None = None, **run_spec: Any,
+    *, model: dict[str, Any] | None = None, agent_spec: dict[str, Any] | None = None,
+    runtime_spec: dict[str, Any] | None = None, **run_spec: Any,
 ) -> FakeModel:  # fmt: skip
     """An agent of its own (``<name>-agent``) whose model is a fake speaking ``script``, and a
     run of it (``name``)."""
     fake = await FakeModel(script).start()
     models.append(fake)
-    await client.create(runtime(f"{namespace}-{name}", RUNNER_IMAGE, env=[{"name": "MODEL_MAX_RETRIES", "value": "2"}]))
+    retries = [{"name": "MODEL_MAX_RETRIES", "value": "2"}]
+    await client.create(runtime(f"{namespace}-{name}", RUNNER_IMAGE, env=retries, **(runtime_spec or {})))
     spec = agent(f"{name}-agent", namespace, f"{namespace}-{name}", **(agent_spec or {}))
     spec["spec"]["model"] = {"provider": "openai", "name": "fake-model", "baseURL": fake.url,
                              "authSecretRef": {"name": "key", "key": "token"}, **(model or {})}  # fmt: skip
@@ -94,7 +96,8 @@ async def test_runs_answer_run_tools_and_wait_out_a_429(
     client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str, models: list[FakeModel]
 ) -> None:
     await with_key(client, namespace)
-    plain = await run_with(client, namespace, models, "plain", [answer("3 nodes, all Ready", 20, 5)])
+    prices = {"pricing": {"inputPerMillion": "2.50", "outputPerMillion": "10"}}
+    plain = await run_with(client, namespace, models, "plain", [answer("3 nodes, all Ready", 20, 5)], runtime_spec=prices)
     tools = await run_with(client, namespace, models, "tools", [
         tool_calls(("memory_store", '{"text": "the cluster has 3 nodes"}'), ("memory_search", '{"query": "nodes"}')),
         answer("I noted it"),
@@ -110,6 +113,7 @@ async def test_runs_answer_run_tools_and_wait_out_a_429(
     assert status is not None and status.result == "3 nodes, all Ready" and status.usage is not None
     assert status.usage.model_dump() == {"promptTokens": 20, "completionTokens": 5, "totalTokens": 25,
                                          "turns": 1, "toolCalls": 0, "model": "fake-model"}  # fmt: skip
+    assert status.cost_estimate == "0.000100 USD"  # 20 tokens at 2.50 and 5 at 10 per million
     sent = plain.requests[0]
     assert sent.authorization == f"Bearer {KEY}" and sent.body["model"] == "fake-model"
     assert [m["role"] for m in sent.body["messages"]] == ["system", "user"]

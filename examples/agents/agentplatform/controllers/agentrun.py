@@ -62,7 +62,7 @@ from .builders import (
 )
 from .indexes import AGENT_INDEX
 from .memory import AgentMemory, memory_config_map, memory_server, memory_url
-from .runreport import RunReport
+from .runreport import RunReport, cost_estimate
 from .sandbox import UNAVAILABLE, SandboxBackend, sandbox_of
 
 FINISHED = ("Succeeded", "Failed")
@@ -202,6 +202,9 @@ class AgentRunReconciler:
                 status.pop("result", None)
             if report.usage:
                 status["usage"] = report.usage
+                pricing = json.loads(snapshot["runtime.json"]).get("pricing")
+                if (cost := cost_estimate(report.usage, pricing)) is not None:
+                    status["costEstimate"] = cost
         remembered = status.pop("memory", None)
         if status["phase"] == "Succeeded" and remembered and current.get("phase") != "Succeeded":
             agent = AgentSpec.model_validate(json.loads(snapshot["agent.json"]))

@@ -169,7 +169,7 @@ class AgentMemory:
             "readinessProbe": {
                 "httpGet": {"path": "/healthz", "port": MEMORY_PORT, "scheme": "HTTP"},
                 "periodSeconds": 2, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3,
-            },  # fmt: skip
+            },
             "volumeMounts": [{"name": "data", "mountPath": "/data"}, dict(TMP_MOUNT)],
             "securityContext": restricted_container(),
         }

@@ -2,13 +2,14 @@
 ``{"result", "memory", "usage"}`` when it answered, ``{"reason", "message", "usage"}`` when it
 did not; any other message (another image's) is the answer as it is. :meth:`RunReport.parse`
 takes only what the AgentRun's status can hold: a reason in CamelCase, counts that are whole
-non-negative numbers."""
+non-negative numbers. :func:`cost_estimate` prices the usage at the runtime's prices."""
 
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 _REASON = re.compile(r"[A-Z][A-Za-z]{0,63}")
@@ -54,3 +55,16 @@ def _usage(found: Any) -> dict[str, Any] | None:
     if isinstance(found.get("model"), str) and found["model"]:
         usage["model"] = found["model"][:253]
     return usage or None
+
+
+def cost_estimate(usage: dict[str, Any], pricing: dict[str, Any] | None) -> str | None:
+    """What ``usage`` cost at a runtime's ``pricing`` (prices per million tokens), as
+    ``"0.000350 USD"``; None without prices."""
+    if not pricing:
+        return None
+    million = Decimal(1_000_000)
+    cost = (
+        Decimal(usage.get("promptTokens", 0)) * Decimal(str(pricing["inputPerMillion"]))
+        + Decimal(usage.get("completionTokens", 0)) * Decimal(str(pricing["outputPerMillion"]))
+    ) / million
+    return f"{cost:.6f} {pricing.get('currency') or 'USD'}"

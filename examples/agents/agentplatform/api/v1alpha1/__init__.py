@@ -31,7 +31,7 @@ from .agentschedule import AgentSchedule, AgentScheduleSpec, AgentScheduleStatus
 from .groupversion import GROUP, VERSION
 from .mcpserver import MCPServer, MCPServerSpec, MCPServerStatus
 from .personapack import PersonaAgent, PersonaPack, PersonaPackSpec, PersonaPackStatus, PersonaSchedule
-from .servingruntime import ServingRuntime, ServingRuntimeSpec
+from .servingruntime import ServingRuntime, ServingRuntimeSpec, TokenPricing
 from .skillpack import Skill, SkillPack, SkillPackSpec, SkillPackStatus
 
 #: Every kind of the version, in the order their CRDs are installed.
@@ -75,4 +75,5 @@ __all__ = [
     "SkillPack",
     "SkillPackSpec",
     "SkillPackStatus",
+    "TokenPricing",
 ]

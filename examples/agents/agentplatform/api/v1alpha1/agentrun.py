@@ -67,6 +67,8 @@ class AgentRunStatus(kubeloop.KubeModel):
     reply: str | None = None
     #: Tokens, turns and tool calls, as the runner reported them.
     usage: RunUsage | None = None
+    #: The usage at the runtime's prices (``spec.pricing``), as ``"0.000350 USD"``.
+    cost_estimate: str | None = None
 
 
 class AgentRun(
@@ -82,6 +84,7 @@ class AgentRun(
         PrinterColumn("Phase", ".status.phase"),
         PrinterColumn("Reason", ".status.reason"),
         PrinterColumn("Tokens", ".status.usage.totalTokens", type="integer"),
+        PrinterColumn("Cost", ".status.costEstimate"),
         AGE,
     ),
 ):

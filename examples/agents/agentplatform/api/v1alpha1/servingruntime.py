@@ -15,6 +15,15 @@ from kubeloop.models import core_v1
 from .groupversion import AGE, GROUP, PLATFORM, VERSION, Name
 
 
+class TokenPricing(kubeloop.KubeModel):
+    """What the model costs, per million tokens (decimal text, as ``"2.50"``): a finished run's
+    ``status.costEstimate`` is counted from its usage with these."""
+
+    input_per_million: Annotated[str, Field(pattern=r"^[0-9]{1,9}(\.[0-9]{1,9})?$")]
+    output_per_million: Annotated[str, Field(pattern=r"^[0-9]{1,9}(\.[0-9]{1,9})?$")]
+    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")] = "USD"
+
+
 class ServingRuntimeSpec(kubeloop.KubeModel):
     image: Name
     command: list[str] | None = None
@@ -32,6 +41,8 @@ class ServingRuntimeSpec(kubeloop.KubeModel):
     #: uid 1000, a read-only root filesystem): a runtime that needs more says so here.
     pod_security_context: core_v1.PodSecurityContext | None = None
     security_context: core_v1.SecurityContext | None = None
+    #: Prices of the model the runtime's agents call, for runs' cost estimates.
+    pricing: TokenPricing | None = None
 
 
 class ServingRuntime(

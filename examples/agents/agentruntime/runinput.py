@@ -60,6 +60,8 @@ class RunInput:
     memory: str
     #: The agent's memory server (persistent memory), else None: its memory file is the memory.
     memory_url: str | None
+    #: The URLs of the agent's MCP servers.
+    mcp_servers: tuple[str, ...]
     max_turns: int
     max_tokens: int | None
     timeout_seconds: float | None
@@ -99,6 +101,7 @@ class RunInput:
             skills=_skills(config / "skills"),
             memory=_read(MEMORY_FILE) or "",
             memory_url=environ.get("MEMORY_URL") or None,
+            mcp_servers=tuple(url.strip() for url in environ.get("MCP_SERVERS", "").split(",") if url.strip()),
             max_turns=_positive(environ, "AGENT_MAX_TURNS") or DEFAULT_MAX_TURNS,
             max_tokens=_positive(environ, "AGENT_MAX_TOKENS"),
             timeout_seconds=_positive(environ, "RUN_TIMEOUT_SECONDS"),

@@ -11,6 +11,7 @@ model turn and tool call: ``kubectl logs`` of the run's pod. The model's key is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import pathlib
 import sys
@@ -22,6 +23,7 @@ import openai
 from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageParam
 
 import kubeloop
+from agentruntime.mcptools import MCPUnreachable, mcp_tools
 from agentruntime.runinput import TERMINATION_LOG, InputError, RunInput
 from agentruntime.tools import Memory, MemoryServer, Tool, ToolError
 
@@ -105,12 +107,26 @@ class Runner:
         )
 
     async def run(self) -> Outcome:
+        """The loop, with the tools of the agent's MCP servers connected for its length."""
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                served = await stack.enter_async_context(mcp_tools(list(self.input.mcp_servers)))
+            except MCPUnreachable as exc:
+                raise RunFailed("MCPUnreachable", str(exc)) from None
+            for tool in served:
+                name = tool.name if tool.name not in self.tools else f"mcp_{tool.name}"
+                self.tools[name] = Tool(name, tool.description, tool.parameters, tool.run)
+            return await self._loop()
+
+    async def _loop(self) -> Outcome:
         given = self.input
         messages: list[dict[str, Any]] = []
         if instructions := given.instructions():
             messages.append({"role": "system", "content": instructions})
         messages.append({"role": "user", "content": given.task})
-        self.transcript.line("start", run=given.run, agent=given.agent, model=given.model, task=given.task)
+        self.transcript.line(
+            "start", run=given.run, agent=given.agent, model=given.model, task=given.task, tools=sorted(self.tools)
+        )
         while self.usage.turns < given.max_turns:
             self.usage.turns += 1
             reply = await self._turn(messages)

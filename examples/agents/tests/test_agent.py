@@ -168,7 +168,7 @@ async def test_skill_packs_and_mcp_servers_wake_the_agents_that_use_them(
         volume = {"name": skills_volume("k8s"), "configMap": {"name": "skillpack-k8s", "defaultMode": 420}}
         assert volume in pod["volumes"]
         env = {var["name"]: var.get("value") for var in pod["containers"][0]["env"]}
-        assert env["MCP_SERVERS"] == f"http://tools.{namespace}.svc.cluster.local:3000"
+        assert env["MCP_SERVERS"] == f"http://tools.{namespace}.svc.cluster.local:3000/mcp"
 
     await eventually(mounted, timeout=20)
     skills = await client.get(kinds.ConfigMap, "skillpack-k8s", namespace=namespace)

@@ -6,7 +6,9 @@ their results sent back, a 429 waited out for its Retry-After; or Failed with it
 (the provider refusing the key, an unknown model, a model that cannot be reached, a malformed
 tool call, a turn limit, a token budget, no key at all, the run's time). The transcript is the
 pod's log, and holds no key. An agent with persistent memory runs its memory server as a process
-too, and its runs store and search there, through the Service's name."""
+too, and its runs store and search there, through the Service's name; an agent's MCP server
+(``mcp-kubernetes``, a process as well) gives its runs tools through the ``mcp`` SDK, which
+read the cluster as the server's own ServiceAccount and no further."""
 
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from kubeloop.testing import ServerThread, SimulationOptions, start_server
 
 RUNNER_IMAGE = "ghcr.io/kubeloop/agent-python:0.1"
 MEMORY_SERVER_IMAGE = agentplatform.controllers.memory.MEMORY_SERVER_IMAGE
+MCP_KUBERNETES_IMAGE = "ghcr.io/kubeloop/mcp-kubernetes:0.1"
 KEY = "sk-test-key-never-logged"
 
 
@@ -43,6 +46,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
         local_images=(
             f"{RUNNER_IMAGE.split(':')[0]}={sys.executable} -m agentruntime",
             f"{MEMORY_SERVER_IMAGE.split(':')[0]}={sys.executable} -m agentruntime.memoryserver",
+            f"{MCP_KUBERNETES_IMAGE.split(':')[0]}={sys.executable} -m agentruntime.mcpkubernetes",
         ),
         pods_dir=tmp_path_factory.mktemp("pods"),
     )
@@ -213,3 +217,42 @@ async def test_a_run_stores_and_finds_in_its_agents_memory_server(
     assert [(item["text"], item["source"]) for item in items] == [("the on-call engineer is Ada", "run remembers")]
     memory_file = await client.get(kinds.ConfigMap, "remembers-agent-memory", namespace=namespace)
     assert "Ada" not in memory_file["data"]["MEMORY.md"]
+
+
+async def test_runs_call_their_agents_mcp_server_which_reads_only_what_its_account_may(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str, models: list[FakeModel]
+) -> None:
+    await with_key(client, namespace)
+    # The account mcp-kubernetes acts as: it may read ConfigMaps, and nothing else.
+    reader = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "reader", "namespace": namespace}}
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "reader", "namespace": namespace},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "reader", "namespace": namespace},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+               "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}]}
+    inventory = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "inventory", "namespace": namespace}}
+    server = {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "MCPServer", "metadata": {"name": "k8s", "namespace": namespace},
+              "spec": {"image": MCP_KUBERNETES_IMAGE, "port": 8090, "serviceAccountName": "reader"}}  # fmt: skip
+    for obj in (reader, role, binding, inventory, server):
+        await client.create(obj)
+    tools = {"mcpServerRefs": ["k8s"]}
+    listing = json.dumps({"kind": "configmaps", "namespace": namespace})
+    inspects = await run_with(client, namespace, models, "inspects", [
+        tool_calls(("list_objects", listing)), answer("there is an inventory"),
+    ], agent_spec=tools)  # fmt: skip
+    pods = json.dumps({"kind": "pods", "namespace": namespace})
+    await run_with(client, namespace, models, "pries", [tool_calls(("list_objects", pods))], agent_spec=tools)
+    secret = json.dumps({"kind": "secret", "name": "key", "namespace": namespace})
+    await run_with(client, namespace, models, "peeks", [tool_calls(("get_object", secret))], agent_spec=tools)
+
+    run = await finished(client, "inspects", namespace, timeout=60)
+    assert run.status is not None and (run.status.phase, run.status.result) == ("Succeeded", "there is an inventory")
+    offered = {tool["function"]["name"] for tool in inspects.requests[0].body["tools"]}
+    assert offered == {"list_objects", "get_object", "namespace_events", "memory_search", "memory_store"}
+    [listed] = [m["content"] for m in inspects.requests[1].body["messages"] if m["role"] == "tool"]
+    assert "inventory" in listed.splitlines() and "kube-root-ca.crt" in listed.splitlines()
+    for name, words in (("pries", "403"), ("peeks", "Secrets are not read")):
+        failed = await finished(client, name, namespace, timeout=60)
+        assert failed.status is not None and (failed.status.phase, failed.status.reason) == ("Failed", "ToolFailed")
+        assert words in (failed.status.message or ""), failed.status

@@ -242,7 +242,9 @@ def config_map_name(pack: str) -> str:
 
 
 def url_of(server: MCPServer) -> str:
-    return service_url(server.metadata.name or "", server.metadata.namespace or "", server.spec.port)
+    """Where agents reach an MCP server: its Service, port and path."""
+    base = service_url(server.metadata.name or "", server.metadata.namespace or "", server.spec.port)
+    return base + server.spec.path
 
 
 CONFIG_DIR = "/etc/agent"

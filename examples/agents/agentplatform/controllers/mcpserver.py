@@ -53,7 +53,19 @@ class MCPServerReconciler:
             "name": "server",
             "image": server.spec.image,
             "ports": http_port(server.spec.port),
-            "env": env_list(var.to_dict() for var in server.spec.env or ()),
+            # Its port and address (a process node's pods share the machine's ports), then its own.
+            "env": env_list(
+                [
+                    {"name": "PORT", "value": str(server.spec.port)},
+                    {"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}},
+                ],
+                [var.to_dict() for var in server.spec.env or ()],
+            ),
+            # Ready once it listens (a Deployment that just rolled out is not yet serving).
+            "readinessProbe": {
+                "tcpSocket": {"port": server.spec.port},
+                "periodSeconds": 2, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3,
+            },
         }
 
         def deployment(obj: kubeloop.Obj) -> None:
@@ -67,7 +79,12 @@ class MCPServerReconciler:
                 container=container,
                 volumes=[],
             )
-            run_as_own_account(obj["spec"]["template"]["spec"], request.name)
+            pod = obj["spec"]["template"]["spec"]
+            if server.spec.service_account_name:  # it acts on the cluster as that account
+                pod["serviceAccountName"] = server.spec.service_account_name
+                pod["automountServiceAccountToken"] = True
+            else:
+                run_as_own_account(pod, request.name)
 
         def account(obj: kubeloop.Obj) -> None:
             kubeloop.set_controller_reference(server, obj)

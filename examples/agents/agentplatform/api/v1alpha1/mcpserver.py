@@ -16,8 +16,14 @@ from .groupversion import AGE, CATEGORIES, GROUP, VERSION, Name, name_rule
 class MCPServerSpec(kubeloop.KubeModel):
     image: Name
     port: Annotated[int, Field(ge=1, le=65535)] = 8080
+    #: Where it serves MCP on its port: streamable HTTP, or SSE for a path ending in ``/sse``.
+    path: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._~/-]*$", max_length=253)] = "/mcp"
     env: Annotated[list[core_v1.EnvVar] | None, ListType("map", keys=("name",))] = None
     replicas: Annotated[int, Field(ge=0)] = 1
+    #: The ServiceAccount its pods run as, with its API token: for a server that acts on the
+    #: cluster (``mcp-kubernetes``), bind what it may do to this account. Without it, an account
+    #: of the server's own with no token.
+    service_account_name: Name | None = None
 
 
 class MCPServerStatus(kubeloop.KubeModel):

@@ -71,12 +71,13 @@ class RunInput:
     max_retries: int
 
     @classmethod
-    def load(cls, environ: Mapping[str, str] = os.environ) -> RunInput:
-        """Read the run's input; InputError when something it cannot do without is missing."""
+    def load(cls, environ: Mapping[str, str] = os.environ, *, task: bool = True) -> RunInput:
+        """Read the run's input (without ``task``: an agent's, which serves conversations);
+        InputError when something it cannot do without is missing."""
         config = pathlib.Path(kubeloop.container_path(CONFIG_DIR))
         task_file = environ.get("TASK_FILE", f"{CONFIG_DIR}/task")
-        task = _read(task_file)
-        if task is None or not task.strip():
+        given_task = _read(task_file) if task else ""
+        if task and (given_task is None or not given_task.strip()):
             raise InputError("NoTask", f"the run's task is not in {task_file}")
         model = _model(config / "model.json")
         provider = environ.get("MODEL_PROVIDER") or str(model.get("provider") or "openai")
@@ -93,7 +94,7 @@ class RunInput:
             run=environ.get("AGENT_RUN", ""),
             agent=environ.get("AGENT_NAME", ""),
             system_prompt=_read(environ.get("SYSTEM_PROMPT_FILE", f"{CONFIG_DIR}/system-prompt")) or "",
-            task=task,
+            task=given_task or "",
             provider=provider,
             model=name,
             base_url=str(base_url) if base_url else None,

@@ -106,8 +106,18 @@ class Runner:
             max_retries=given.max_retries,
         )
 
+    async def close(self) -> None:
+        await self.client.close()
+        if self.memory_server is not None:
+            await self.memory_server.close()
+
     async def run(self) -> Outcome:
-        """The loop, with the tools of the agent's MCP servers connected for its length."""
+        """The run's task, answered."""
+        return await self.converse([{"role": "user", "content": self.input.task}])
+
+    async def converse(self, conversation: list[dict[str, Any]]) -> Outcome:
+        """The answer to ``conversation`` (after the agent's instructions), with the tools of the
+        agent's MCP servers connected for the loop's length."""
         async with contextlib.AsyncExitStack() as stack:
             try:
                 served = await stack.enter_async_context(mcp_tools(list(self.input.mcp_servers)))
@@ -116,16 +126,17 @@ class Runner:
             for tool in served:
                 name = tool.name if tool.name not in self.tools else f"mcp_{tool.name}"
                 self.tools[name] = Tool(name, tool.description, tool.parameters, tool.run)
-            return await self._loop()
+            return await self._loop(conversation)
 
-    async def _loop(self) -> Outcome:
+    async def _loop(self, conversation: list[dict[str, Any]]) -> Outcome:
         given = self.input
         messages: list[dict[str, Any]] = []
         if instructions := given.instructions():
             messages.append({"role": "system", "content": instructions})
-        messages.append({"role": "user", "content": given.task})
+        messages.extend(conversation)
+        last = next((m.get("content") for m in reversed(conversation) if m.get("role") == "user"), "")
         self.transcript.line(
-            "start", run=given.run, agent=given.agent, model=given.model, task=given.task, tools=sorted(self.tools)
+            "start", run=given.run, agent=given.agent, model=given.model, task=last, tools=sorted(self.tools)
         )
         while self.usage.turns < given.max_turns:
             self.usage.turns += 1
@@ -238,9 +249,7 @@ async def run_once(given: RunInput, transcript: Transcript) -> tuple[dict[str, A
         transcript.line("end", reason="TimedOut", message=message, usage=runner.usage.document())
         return {"reason": "TimedOut", "message": message, "usage": runner.usage.document()}, 1
     finally:
-        await runner.client.close()
-        if runner.memory_server is not None:
-            await runner.memory_server.close()
+        await runner.close()
     transcript.line("end", result=outcome.result, usage=runner.usage.document())
     document: dict[str, Any] = {"result": outcome.result, "usage": runner.usage.document()}
     if outcome.memory:

@@ -21,8 +21,9 @@ from typing import Any
 import agentplatform
 import agentplatform.controllers.memory
 import aiohttp
+import openai
 import pytest
-from agentobjects import agent, agent_run, finished, runtime
+from agentobjects import agent, agent_run, finished, ready, runtime
 from agentplatform.api.v1alpha1 import AgentRun
 from fakemodel import FakeModel, Step, answer, refuse, stall, tool_calls
 
@@ -256,3 +257,44 @@ async def test_runs_call_their_agents_mcp_server_which_reads_only_what_its_accou
         failed = await finished(client, name, namespace, timeout=60)
         assert failed.status is not None and (failed.status.phase, failed.status.reason) == ("Failed", "ToolFailed")
         assert words in (failed.status.message or ""), failed.status
+
+
+async def test_the_official_openai_client_talks_to_an_agent_that_answers_with_its_tools(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str, models: list[FakeModel]
+) -> None:
+    """Server mode: the Agent's Deployment runs the same image as its runs, which serves the agent
+    as an OpenAI-compatible endpoint: its callers' key, its rate limit, its tools."""
+    await with_key(client, namespace)
+    await with_key(client, namespace, token="let-me-in", name="callers")
+    fake = await FakeModel([
+        tool_calls(("memory_store", '{"text": "a caller came"}')), answer("hello from the agent", 30, 10),
+    ]).start()  # fmt: skip
+    models.append(fake)
+    await client.create(runtime(f"{namespace}-served", RUNNER_IMAGE, port=8085))
+    spec = agent("served", namespace, f"{namespace}-served",
+                 endpoint={"authSecretRef": {"name": "callers", "key": "token"}, "rateLimitPerMinute": 2})  # fmt: skip
+    spec["spec"]["model"] = {"provider": "openai", "name": "fake-model", "baseURL": fake.url,
+                             "authSecretRef": {"name": "key", "key": "token"}}  # fmt: skip
+    await client.create(spec)
+    await ready(client, "served", namespace)  # its server listens
+    pods = await client.list(kinds.Pod, namespace=namespace, label_selector="app.kubernetes.io/instance=served")
+    base_url = f"http://{pods.items[0]['status']['podIP']}:8085/v1"
+
+    async with openai.AsyncOpenAI(base_url=base_url, api_key="let-me-in", max_retries=0) as caller:
+        listed = await caller.models.list()
+        assert [model.id for model in listed.data] == ["served"]
+        answered = await caller.chat.completions.create(
+            model="served", messages=[{"role": "user", "content": "note that I came"}]
+        )
+        assert answered.choices[0].message.content == "hello from the agent"
+        assert answered.usage is not None and answered.usage.total_tokens == 40 + 40  # both turns
+        sent = fake.requests[0].body["messages"]
+        assert sent[0]["role"] == "system" and sent[-1] == {"role": "user", "content": "note that I came"}
+        assert [m["content"] for m in fake.requests[1].body["messages"] if m["role"] == "tool"] == ["stored"]
+        with pytest.raises(openai.BadRequestError, match="messages"):
+            await caller.chat.completions.create(model="served", messages=[])
+        with pytest.raises(openai.RateLimitError):  # two a minute: the answer and the bad request
+            await caller.chat.completions.create(model="served", messages=[{"role": "user", "content": "again"}])
+    async with openai.AsyncOpenAI(base_url=base_url, api_key="wrong", max_retries=0) as stranger:
+        with pytest.raises(openai.AuthenticationError):
+            await stranger.chat.completions.create(model="served", messages=[{"role": "user", "content": "hi"}])

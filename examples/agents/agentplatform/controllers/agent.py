@@ -59,6 +59,7 @@ from .builders import (
     resolve_runtime,
     resolve_tools,
     run_as_own_account,
+    serve_endpoint,
     service_url,
     set_deployment,
     set_pod_extras,
@@ -354,6 +355,7 @@ class AgentReconciler:
             memory=memory,
             env=[{"name": "MEMORY_URL", "value": memory_url(name, namespace)}] if _persistent(agent) else (),
         )
+        serve_endpoint(container, volumes, agent.spec.endpoint, runtime.spec.port)
 
         def deployment(obj: kubeloop.Obj) -> None:
             kubeloop.set_controller_reference(agent, obj)

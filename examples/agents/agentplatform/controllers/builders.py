@@ -16,6 +16,7 @@ import kubeloop
 from ..api.v1alpha1 import (
     GROUP,
     AgentSpec,
+    EndpointSpec,
     MCPServer,
     ServingRuntime,
     ServingRuntimeSpec,
@@ -325,6 +326,9 @@ def agent_pod(
     ``env``), then the agent's: a later one wins by name; sorted, so the template is stable."""
     platform_env: list[dict[str, Any]] = [
         {"name": "AGENT_NAME", "value": name},
+        # Where to listen: its port, and its own address (a process node's pods share the machine's ports).
+        {"name": "PORT", "value": str(runtime.port)},
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}},
         {"name": "MODEL_PROVIDER", "value": spec.model.provider},
         {"name": "MODEL_NAME", "value": spec.model.name},
         {"name": "SYSTEM_PROMPT_FILE", "value": f"{CONFIG_DIR}/system-prompt"},
@@ -372,6 +376,34 @@ def agent_pod(
         else restricted_container(),
     }
     return container, volumes
+
+
+#: Where an agent's pods find the key callers of its endpoint must present (``AGENT_API_KEY_FILE``).
+ENDPOINT_CREDENTIALS_DIR = "/var/run/secrets/agents.kubeloop.dev/endpoint"
+
+
+def serve_endpoint(
+    container: dict[str, Any], volumes: list[dict[str, Any]], endpoint: EndpointSpec | None, port: int
+) -> None:
+    """What an Agent's Deployment adds to its container for the agent's endpoint: its rate
+    limit, its callers' key as a file, and Ready once its port listens."""
+    endpoint = endpoint or EndpointSpec()
+    env = [{"name": "AGENT_RATE_LIMIT", "value": str(endpoint.rate_limit_per_minute)}]
+    secret = endpoint.auth_secret_ref
+    if secret is not None:
+        env.append({"name": "AGENT_API_KEY_FILE", "value": f"{ENDPOINT_CREDENTIALS_DIR}/api-key"})
+        container["volumeMounts"].insert(
+            -1, {"name": "endpoint-credentials", "mountPath": ENDPOINT_CREDENTIALS_DIR, "readOnly": True}
+        )
+        items = [{"key": secret.key, "path": "api-key"}]
+        volumes.insert(
+            -1, {"name": "endpoint-credentials", "secret": {"secretName": secret.name, "items": items, "defaultMode": 420}}
+        )
+    container["env"] = env_list(env, container["env"])
+    container["readinessProbe"] = {
+        "tcpSocket": {"port": port},
+        "periodSeconds": 2, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3,
+    }  # fmt: skip
 
 
 def set_pod_extras(pod: dict[str, Any], runtime: ServingRuntimeSpec) -> None:

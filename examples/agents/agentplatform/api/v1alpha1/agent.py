@@ -73,6 +73,15 @@ class MemorySpec(kubeloop.KubeModel):
     storage: Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")] = "1Gi"
 
 
+class EndpointSpec(kubeloop.KubeModel):
+    """The agent's own OpenAI-compatible endpoint, which its Deployment serves behind its
+    Service (``POST /v1/chat/completions``)."""
+
+    #: The key callers must present as their bearer token (none: any caller that reaches it).
+    auth_secret_ref: SecretKeyRef | None = None
+    rate_limit_per_minute: Annotated[int, Field(ge=1, le=100_000)] = 60
+
+
 class AgentSpec(kubeloop.KubeModel):
     runtime_ref: Name
     model: ModelSpec
@@ -91,6 +100,8 @@ class AgentSpec(kubeloop.KubeModel):
     network_policy: bool = False
     #: One channel per type.
     channels: Annotated[list[ChannelSpec] | None, ListType("map", keys=("type",))] = None
+    #: Who may call the agent's endpoint, and how often.
+    endpoint: EndpointSpec | None = None
 
 
 class AgentStatus(kubeloop.KubeModel):

@@ -35,8 +35,9 @@ from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.localimages import LocalImages
+from kubeloop.apiserver.controllers.podaddresses import PodAddresses
 from kubeloop.apiserver.controllers.podvolumes import CannotMount
-from kubeloop.apiserver.controllers.processes import LOCAL_ADDRESS_PREFIX, ProcessRuntime
+from kubeloop.apiserver.controllers.processes import ProcessRuntime
 from kubeloop.apiserver.controllers.scheduler import fits
 from kubeloop.apiserver.controllers.serviceproxy import ServiceProxy
 from kubeloop.apiserver.controllers.simulation import (
@@ -158,8 +159,7 @@ class SimulatedKubelet:
         #: The proxy through which local pods reach Services (None: no local images).
         self.proxy: ServiceProxy | None = None
         #: Local pods' own loopback addresses (127.244.x.y: many pods may listen on one port).
-        self._local_addresses = itertools.count(2)
-        self._taken_addresses: set[str] = set()
+        self.addresses = PodAddresses()
         #: Runs the pods of local images as processes (None: every pod is simulated).
         self.processes: ProcessRuntime | None = None
         builder = (
@@ -225,7 +225,9 @@ class SimulatedKubelet:
             log.warning("process node: killed %d process group(s) an earlier run left behind", len(killed))
         with contextlib.suppress(*REQUEST_ERRORS):
             pods = await self.client.list(POD)
-            self._taken_addresses.update(str((p.get("status") or {}).get("podIP")) for p in pods)
+            for kept in pods:
+                if address := (kept.get("status") or {}).get("podIP"):
+                    self.addresses.keep(str(address))
             live = {str((p.get("metadata") or {}).get("uid")) for p in pods}
             removed = self.processes.remove_folders(folders - live)
             if removed:
@@ -236,15 +238,7 @@ class SimulatedKubelet:
             await self.processes.close()
             if self.proxy is not None:
                 await self.proxy.close()
-
-    def _local_address(self) -> str:
-        """A loopback address no local pod has (pods kept from an earlier server keep theirs)."""
-        while True:
-            address = next(self._local_addresses)
-            ip = f"{LOCAL_ADDRESS_PREFIX}{address // 250}.{address % 250 + 1}"
-            if ip not in self._taken_addresses:
-                self._taken_addresses.add(ip)
-                return ip
+            self.addresses.close()
 
     async def _objects(self, kind: str, namespace: str | None) -> list[Obj]:
         """Services or Endpoints (of ``namespace``, or all), as the cache has them."""
@@ -597,7 +591,7 @@ class SimulatedKubelet:
     def _pending(self, pod: Obj) -> Obj:
         now = timestamps.now()
         if self.processes is not None and self.processes.handles(pod):
-            ip = self._local_address()
+            ip = self.addresses.take()
         else:
             address = next(self._addresses)
             ip = f"10.244.{address // 250}.{address % 250 + 1}"

@@ -51,6 +51,7 @@ from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.downwardapi import field_value, resource_value
 from kubeloop.apiserver.controllers.expansion import expand
 from kubeloop.apiserver.controllers.localimages import LocalImage, LocalImages
+from kubeloop.apiserver.controllers.podaddresses import PREFIX
 from kubeloop.apiserver.controllers.podvolumes import (
     CLAIMS,
     DEFAULT_TERMINATION_MESSAGE_PATH,
@@ -84,8 +85,8 @@ BACKOFF_RESET_SECONDS = 600.0
 #: What ``FallbackToLogsOnError`` takes from the end of a failed run's log.
 MESSAGE_LINES, MESSAGE_BYTES = 80, 2048
 
-#: Local pods' addresses: 127.244.x.y (the kubelet gives them out).
-LOCAL_ADDRESS_PREFIX = "127.244."
+#: Local pods' addresses: 127.244.x.y (the kubelet gives them out: ``podaddresses``).
+LOCAL_ADDRESS_PREFIX = PREFIX
 #: How many chunks of output an attached client may fall behind before it is cut off (its
 #: memory is bounded; what it missed is in the log).
 LISTENER_CHUNKS = 1024

@@ -9,6 +9,8 @@ memory has a memory server instead (``MEMORY_URL``): the same tools search and s
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -18,6 +20,8 @@ import aiohttp
 
 #: The most of a search's answer the model gets.
 SEARCH_RESULTS = 5
+#: How long a memory server that is not ready is tried again.
+RETRY_SECONDS = 15.0
 _MARKER = re.compile(r"^<!-- (?:run [^>]*|seed) -->$", re.MULTILINE)
 _WORD = re.compile(r"\w+")
 
@@ -89,15 +93,27 @@ class MemoryServer:
         self._session: aiohttp.ClientSession | None = None
 
     async def _call(self, method: str, path: str, **options: Any) -> Any:
+        """The server's answer; a server that cannot be reached or is not ready (502-504: its
+        Service has no ready endpoint yet, it restarts) is tried again for RETRY_SECONDS."""
         if self._session is None:
             self._session = aiohttp.ClientSession(trust_env=True, timeout=aiohttp.ClientTimeout(total=30))
-        try:
-            async with self._session.request(method, self.url + path, **options) as answer:
-                if answer.status >= 400:
-                    raise ToolError(f"the memory server answered {answer.status}: {(await answer.text())[:200]}")
-                return await answer.json()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise ToolError(f"the memory server at {self.url} cannot be reached: {exc or type(exc).__name__}") from None
+        loop = asyncio.get_running_loop()
+        deadline, delay = loop.time() + RETRY_SECONDS, 0.1
+        while True:
+            try:
+                async with self._session.request(method, self.url + path, **options) as answer:
+                    text = await answer.text()
+                    if answer.status < 400:
+                        return json.loads(text)
+                    failure = f"the memory server answered {answer.status}: {text[:200].strip()}"
+                    if answer.status not in (502, 503, 504):
+                        raise ToolError(failure)
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                failure = f"the memory server at {self.url} cannot be reached: {exc or type(exc).__name__}"
+            if loop.time() + delay > deadline:
+                raise ToolError(failure)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
     def tools(self) -> list[Tool]:
         async def search(arguments: dict[str, Any]) -> str:

@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import agentplatform
-import agentplatform.controllers.memory
 import aiohttp
 import openai
 import pytest
 from agentobjects import agent, agent_run, finished, ready, runtime
 from agentplatform.api.v1alpha1 import AgentRun
+from agentruntime.images import local_images
 from fakemodel import FakeModel, Step, answer, refuse, stall, tool_calls
 
 import kubeloop
@@ -32,23 +31,18 @@ from kubeloop import kinds
 from kubeloop.testing import ServerThread, SimulationOptions, start_server
 
 RUNNER_IMAGE = "ghcr.io/kubeloop/agent-python:0.1"
-MEMORY_SERVER_IMAGE = agentplatform.controllers.memory.MEMORY_SERVER_IMAGE
 MCP_KUBERNETES_IMAGE = "ghcr.io/kubeloop/mcp-kubernetes:0.1"
 KEY = "sk-test-key-never-logged"
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
-    """This module's server: its node runs the runner's image as a process."""
+    """This module's server: its node runs the platform's images as processes."""
     options = SimulationOptions(
         pod_start_seconds=0.05,
         node_check_seconds=0.2,
         config_retry_seconds=0.1,
-        local_images=(
-            f"{RUNNER_IMAGE.split(':')[0]}={sys.executable} -m agentruntime",
-            f"{MEMORY_SERVER_IMAGE.split(':')[0]}={sys.executable} -m agentruntime.memoryserver",
-            f"{MCP_KUBERNETES_IMAGE.split(':')[0]}={sys.executable} -m agentruntime.mcpkubernetes",
-        ),
+        local_images=local_images(),
         pods_dir=tmp_path_factory.mktemp("pods"),
     )
     server = start_server(simulate=True, simulation=options)
@@ -207,7 +201,8 @@ async def test_a_run_stores_and_finds_in_its_agents_memory_server(
         answer("Ada is on call"),
     ], agent_spec={"memory": {"enabled": True, "persistent": True}})  # fmt: skip
     run = await finished(client, "remembers", namespace, timeout=60)
-    assert run.status is not None and (run.status.phase, run.status.result) == ("Succeeded", "Ada is on call")
+    assert run.status is not None
+    assert (run.status.phase, run.status.result) == ("Succeeded", "Ada is on call"), run.status.message
     found = [m for m in fake.requests[2].body["messages"] if m["role"] == "tool"]
     assert found[-1]["content"] == "the on-call engineer is Ada"  # from the memory server
     # In the server's database on the claim, marked with the run; not in the memory file.

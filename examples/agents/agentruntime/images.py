@@ -1,0 +1,20 @@
+"""The images this package's programs are built into, by repository, and the module each one's
+entry point runs (``python -m MODULE``): what ``images/<name>/Dockerfile`` builds, what the
+operator's defaults and the samples name, and what kubeloop's process node runs for them
+(:func:`local_images`, for ``kubeloop apiserver --local-image``)."""
+
+from __future__ import annotations
+
+import sys
+
+IMAGES = {
+    # A run's pod (AGENT_RUN set) and an Agent's Deployment (its endpoint).
+    "ghcr.io/kubeloop/agent-python": "agentruntime",
+    "ghcr.io/kubeloop-dev/agent-memory-server": "agentruntime.memoryserver",
+    "ghcr.io/kubeloop/mcp-kubernetes": "agentruntime.mcpkubernetes",
+}
+
+
+def local_images(python: str = sys.executable) -> tuple[str, ...]:
+    """``--local-image IMAGE=COMMAND`` for each image: its module, run by ``python``."""
+    return tuple(f"{image}={python} -m {module}" for image, module in IMAGES.items())

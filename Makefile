@@ -66,6 +66,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/reconcile_latency.py
 	$(BIN)/python bench/b3_cache.py
 	$(BIN)/python bench/process_node.py
+	$(BIN)/python bench/agent_runs.py
 	$(BIN)/python bench/b2_custom_resources.py --runs 3
 	$(BIN)/python bench/openapi_documents.py
 	$(BIN)/python bench/typed_decoding.py

@@ -9,13 +9,13 @@ STAMP := $(VENV)/.installed-test
 
 .PHONY: demo test tools lint typecheck docs unit bench clean manifests
 
+# kubeloop, and the agent platform's pod programs (agentruntime), which the demo runs as processes.
 $(RUNTIME): pyproject.toml examples/agents/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 		|| { echo "kubeloop needs Python 3.11 or newer; $(PYTHON) is $$($(PYTHON) --version)" >&2; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 	$(PIP) -e .
-	# The agent platform's pod programs (the runner), which the demo's runs start as processes.
 	$(PIP) -e examples/agents
 	touch $(RUNTIME)
 

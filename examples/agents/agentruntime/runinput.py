@@ -5,6 +5,7 @@ names, and the limits in the environment."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import pathlib
@@ -69,6 +70,10 @@ class RunInput:
     #: tried again (with back-off, honouring Retry-After).
     call_timeout_seconds: float
     max_retries: int
+    #: Which tools the model may be offered (names or shell-style patterns; none: all), and
+    #: which never (these win).
+    allow_tools: tuple[str, ...] = ()
+    deny_tools: tuple[str, ...] = ()
 
     @classmethod
     def load(cls, environ: Mapping[str, str] = os.environ, *, task: bool = True) -> RunInput:
@@ -102,13 +107,20 @@ class RunInput:
             skills=_skills(config / "skills"),
             memory=_read(MEMORY_FILE) or "",
             memory_url=environ.get("MEMORY_URL") or None,
-            mcp_servers=tuple(url.strip() for url in environ.get("MCP_SERVERS", "").split(",") if url.strip()),
+            mcp_servers=_names(environ, "MCP_SERVERS"),
+            allow_tools=_names(environ, "AGENT_ALLOW_TOOLS"),
+            deny_tools=_names(environ, "AGENT_DENY_TOOLS"),
             max_turns=_positive(environ, "AGENT_MAX_TURNS") or DEFAULT_MAX_TURNS,
             max_tokens=_positive(environ, "AGENT_MAX_TOKENS"),
             timeout_seconds=_positive(environ, "RUN_TIMEOUT_SECONDS"),
             call_timeout_seconds=_positive(environ, "MODEL_TIMEOUT_SECONDS") or DEFAULT_CALL_TIMEOUT_SECONDS,
             max_retries=_count(environ, "MODEL_MAX_RETRIES", DEFAULT_MAX_RETRIES),
         )
+
+    def offers(self, tool: str) -> bool:
+        """Whether the model may be offered ``tool`` (allowTools, then denyTools)."""
+        allowed = not self.allow_tools or any(fnmatch.fnmatchcase(tool, p) for p in self.allow_tools)
+        return allowed and not any(fnmatch.fnmatchcase(tool, p) for p in self.deny_tools)
 
     def instructions(self) -> str:
         """The system prompt the model gets: the agent's, then its skills."""
@@ -144,6 +156,11 @@ def _skills(folder: pathlib.Path) -> tuple[Skill, ...]:
         for skill in sorted(s for s in pack.iterdir() if s.is_file() and not s.name.startswith(".")):
             found.append(Skill(pack.name, skill.name, skill.read_text()))
     return tuple(found)
+
+
+def _names(environ: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """A comma-separated list from the environment."""
+    return tuple(part.strip() for part in environ.get(name, "").split(",") if part.strip())
 
 
 def _count(environ: Mapping[str, str], name: str, default: int) -> int:

@@ -130,6 +130,8 @@ class Runner:
             for tool in served:
                 name = tool.name if tool.name not in self.tools else f"mcp_{tool.name}"
                 self.tools[name] = Tool(name, tool.description, tool.parameters, tool.run)
+            # The agent's allowTools and denyTools: what is not offered cannot be called.
+            self.tools = {name: tool for name, tool in self.tools.items() if self.input.offers(name)}
             return await self._loop(conversation)
 
     async def _loop(self, conversation: list[dict[str, Any]]) -> Outcome:

@@ -241,6 +241,9 @@ async def test_runs_call_their_agents_mcp_server_which_reads_only_what_its_accou
     await run_with(client, namespace, models, "pries", [tool_calls(("list_objects", pods))], agent_spec=tools)
     secret = json.dumps({"kind": "secret", "name": "key", "namespace": namespace})
     await run_with(client, namespace, models, "peeks", [tool_calls(("get_object", secret))], agent_spec=tools)
+    # An agent that allows some tools and denies others: only those are offered, or can be called.
+    narrowed = await run_with(client, namespace, models, "narrowed", [tool_calls(("get_object", secret))],
+                              agent_spec={**tools, "allowTools": ["*_objects", "memory_*"], "denyTools": ["get_*", "memory_store"]})  # fmt: skip
 
     run = await finished(client, "inspects", namespace, timeout=60)
     assert run.status is not None and (run.status.phase, run.status.result) == ("Succeeded", "there is an inventory")
@@ -248,6 +251,10 @@ async def test_runs_call_their_agents_mcp_server_which_reads_only_what_its_accou
     assert offered == {"list_objects", "get_object", "namespace_events", "memory_search", "memory_store"}
     [listed] = [m["content"] for m in inspects.requests[1].body["messages"] if m["role"] == "tool"]
     assert "inventory" in listed.splitlines() and "kube-root-ca.crt" in listed.splitlines()
+    failed = await finished(client, "narrowed", namespace, timeout=60)
+    assert {tool["function"]["name"] for tool in narrowed.requests[0].body["tools"]} == {"list_objects", "memory_search"}
+    assert failed.status is not None and failed.status.reason == "MalformedToolCall", failed.status
+    assert "'get_object', which is not one of its tools" in (failed.status.message or "")
     for name, words in (("pries", "403"), ("peeks", "Secrets are not read")):
         failed = await finished(client, name, namespace, timeout=60)
         assert failed.status is not None and (failed.status.phase, failed.status.reason) == ("Failed", "ToolFailed")

@@ -338,6 +338,10 @@ def agent_pod(
         platform_env.append({"name": "MODEL_BASE_URL", "value": spec.model.base_url})
     if mcp_urls:
         platform_env.append({"name": "MCP_SERVERS", "value": ",".join(mcp_urls)})
+    if spec.allow_tools:
+        platform_env.append({"name": "AGENT_ALLOW_TOOLS", "value": ",".join(sorted(spec.allow_tools))})
+    if spec.deny_tools:
+        platform_env.append({"name": "AGENT_DENY_TOOLS", "value": ",".join(sorted(spec.deny_tools))})
     runtime_env = [var.to_dict() for var in runtime.env or ()]
     agent_env = [var.to_dict() for var in spec.env or ()]
     mounts = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]

@@ -91,6 +91,10 @@ class AgentSpec(kubeloop.KubeModel):
     env: Annotated[list[core_v1.EnvVar] | None, ListType("map", keys=("name",))] = None
     skill_pack_refs: Annotated[list[str], ListType("set")] = []
     mcp_server_refs: Annotated[list[str], ListType("set")] = []
+    #: The tools the agent may offer its model, of its MCP servers and its own (memory_search...),
+    #: by name or shell-style pattern (``list_*``): empty, every tool; ``denyTools`` wins.
+    allow_tools: Annotated[list[Annotated[str, Field(min_length=1, max_length=128)]], ListType("set")] = []
+    deny_tools: Annotated[list[Annotated[str, Field(min_length=1, max_length=128)]], ListType("set")] = []
     memory: MemorySpec | None = None
     #: Finished runs kept per agent (the oldest are deleted past it); a schedule's own limits
     #: apply to its runs too.

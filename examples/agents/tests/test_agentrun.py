@@ -6,6 +6,8 @@ Invalid, without a retry loop; the metrics endpoint counts runs by phase and tim
 
 from __future__ import annotations
 
+import json
+
 import agentplatform
 import aiohttp
 import pytest
@@ -264,3 +266,34 @@ async def test_each_way_a_job_ends_is_the_runs_reason(
     assert phase["reason"] == reason
     if job_condition["type"] == "Failed" and job_condition["status"] == "True":
         assert (phase["phase"], phase["message"]) == ("Failed", job_condition["message"])
+
+
+async def test_a_runs_limits_are_the_smallest_of_its_own_its_agents_and_its_policies(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    """maxTurns and maxTokens: a run's own, its agent's and every AgentPolicy's of its namespace,
+    the smallest winning, recorded in its snapshot and given to its pod."""
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(agent("bounded", namespace, f"{namespace}-rt", maxTurns=5, maxTokens=900))
+    for name, spec in (("loose", {"maxTurns": 8}), ("tight", {"maxTurns": 3, "maxTokens": 2000})):
+        await client.create({"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "AgentPolicy",
+                             "metadata": {"name": name, "namespace": namespace}, "spec": spec})  # fmt: skip
+    await client.create(agent_run("capped", namespace, "bounded", maxTurns=4))
+    await client.create(agent_run("own", namespace, "bounded", maxTokens=100))
+
+    async def limits_of(run: str) -> tuple[dict[str, int], dict[str, str]]:
+        job = await client.get(kinds.Job, run, namespace=namespace)
+        env = {var["name"]: var.get("value") for var in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+        snapshot = await client.get(kinds.ConfigMap, f"{run}-input", namespace=namespace)
+        return json.loads(snapshot["data"]["limits.json"]), env
+
+    snapshot, env = await eventually(lambda: limits_of("capped"), timeout=20)
+    assert snapshot == {"maxTurns": 3, "maxTokens": 900}  # the tight policy's turns, the agent's tokens
+    assert (env["AGENT_MAX_TURNS"], env["AGENT_MAX_TOKENS"]) == ("3", "900")
+    snapshot, env = await eventually(lambda: limits_of("own"), timeout=20)
+    assert snapshot == {"maxTurns": 3, "maxTokens": 100}  # its own tokens
+    assert (env["AGENT_MAX_TURNS"], env["AGENT_MAX_TOKENS"]) == ("3", "100")
+    # The agent's endpoint gets the agent's own limits.
+    deployment = await client.get(kinds.Deployment, "bounded", namespace=namespace)
+    env = {var["name"]: var.get("value") for var in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert (env["AGENT_MAX_TURNS"], env["AGENT_MAX_TOKENS"]) == ("5", "900")

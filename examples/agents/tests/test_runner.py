@@ -148,7 +148,7 @@ async def test_runs_that_cannot_answer_fail_with_their_own_reason(
     await run_with(client, namespace, models, "malformed", [tool_calls(("memory_search", "{not json"))])
     await run_with(client, namespace, models, "undeclared", [tool_calls(("rm_rf", "{}"))])
     await run_with(client, namespace, models, "looping", [tool_calls(("memory_search", '{"query": "x"}'))] * 2,
-                   maxTurns=2)  # fmt: skip
+                   agent_spec={"maxTurns": 2})  # fmt: skip  (the agent's limit)
     await run_with(client, namespace, models, "costly", [tool_calls(("memory_search", '{"query": "x"}'))],
                    maxTokens=30)  # fmt: skip
     await run_with(client, namespace, models, "unreachable", [], model={"baseURL": "http://127.0.0.1:9/v1"})

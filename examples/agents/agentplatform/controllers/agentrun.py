@@ -45,7 +45,7 @@ from prometheus_client import Counter, Histogram
 import kubeloop
 from kubeloop import kinds
 
-from ..api.v1alpha1 import GROUP, Agent, AgentRun, AgentSpec, ServingRuntimeSpec
+from ..api.v1alpha1 import GROUP, Agent, AgentPolicy, AgentRun, AgentSpec, ServingRuntimeSpec
 from .builders import (
     AGENT_LABEL,
     CONFIG_DIR,
@@ -289,6 +289,11 @@ class AgentRunReconciler:
             server = memory_server(agent.metadata.name or "")
             return None, f"{MEMORY_NOT_READY}: the memory server {server} is not ready"
         packs, mcp_urls = await resolve_tools(self.client, namespace, agent.spec)
+        policies = (await self.client.list(AgentPolicy, namespace=namespace)).items
+        limits = {
+            "maxTurns": _smallest(run.spec.max_turns, agent.spec.max_turns, *(p.spec.max_turns for p in policies)),
+            "maxTokens": _smallest(run.spec.max_tokens, agent.spec.max_tokens, *(p.spec.max_tokens for p in policies)),
+        }
         data = {
             **agent_config(agent.spec),
             "task": run.spec.task,
@@ -297,6 +302,9 @@ class AgentRunReconciler:
             "skill-packs": ",".join(packs),
             "mcp-servers": ",".join(mcp_urls),
             "pod-annotations.json": json.dumps(_steering(agent.metadata.annotations), sort_keys=True),
+            # The run's limits as they stood at its start: the smallest of its own, its agent's
+            # and its namespace's AgentPolicies'.
+            "limits.json": json.dumps({k: v for k, v in limits.items() if v is not None}, sort_keys=True),
         }
         config = named(kinds.ConfigMap, name, namespace)
         config["metadata"]["labels"] = labels("agentrun", run.metadata.name or "")
@@ -399,7 +407,7 @@ class AgentRunReconciler:
             config_map=input_config_map(name),
             skill_packs=[pack for pack in snapshot.get("skill-packs", "").split(",") if pack],
             mcp_urls=[url for url in snapshot.get("mcp-servers", "").split(",") if url],
-            env=_run_env(run),
+            env=_run_env(run, json.loads(snapshot.get("limits.json") or "{}")),
             memory=memory_config_map(run.spec.agent_ref) if agent.memory and agent.memory.enabled else None,
         )
         if agent.memory and agent.memory.enabled and agent.memory.persistent:
@@ -465,18 +473,26 @@ class AgentRunReconciler:
         return _termination_message(*pods.items)
 
 
-def _run_env(run: AgentRun) -> list[dict[str, str]]:
-    """What the runner learns of its run: its name, its task's file, its limits."""
+def _run_env(run: AgentRun, limits: dict[str, int]) -> list[dict[str, str]]:
+    """What the runner learns of its run: its name, its task's file, its limits (``limits``:
+    the snapshot's; a snapshot from before it had them: the run's own)."""
     env = [
         {"name": "AGENT_RUN", "value": run.metadata.name or ""},
         {"name": "TASK_FILE", "value": f"{CONFIG_DIR}/task"},
         {"name": "RUN_TIMEOUT_SECONDS", "value": str(run.spec.timeout_seconds)},
     ]
-    if run.spec.max_turns is not None:
-        env.append({"name": "AGENT_MAX_TURNS", "value": str(run.spec.max_turns)})
-    if run.spec.max_tokens is not None:
-        env.append({"name": "AGENT_MAX_TOKENS", "value": str(run.spec.max_tokens)})
+    turns = limits.get("maxTurns", run.spec.max_turns)
+    tokens = limits.get("maxTokens", run.spec.max_tokens)
+    if turns is not None:
+        env.append({"name": "AGENT_MAX_TURNS", "value": str(turns)})
+    if tokens is not None:
+        env.append({"name": "AGENT_MAX_TOKENS", "value": str(tokens)})
     return env
+
+
+def _smallest(*limits: int | None) -> int | None:
+    given = [limit for limit in limits if limit is not None]
+    return min(given) if given else None
 
 
 def _steering(annotations: dict[str, str] | None) -> dict[str, str]:

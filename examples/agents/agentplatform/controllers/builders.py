@@ -332,6 +332,9 @@ def agent_pod(
         {"name": "MODEL_PROVIDER", "value": spec.model.provider},
         {"name": "MODEL_NAME", "value": spec.model.name},
         {"name": "SYSTEM_PROMPT_FILE", "value": f"{CONFIG_DIR}/system-prompt"},
+        # The agent's own limits (a conversation with its endpoint); a run's ``env`` lowers them.
+        *({"name": name, "value": str(limit)} for name, limit in
+          (("AGENT_MAX_TURNS", spec.max_turns), ("AGENT_MAX_TOKENS", spec.max_tokens)) if limit is not None),
         *env,
     ]
     if spec.model.base_url:

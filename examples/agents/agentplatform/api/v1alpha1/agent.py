@@ -106,6 +106,10 @@ class AgentSpec(kubeloop.KubeModel):
     channels: Annotated[list[ChannelSpec] | None, ListType("map", keys=("type",))] = None
     #: Who may call the agent's endpoint, and how often.
     endpoint: EndpointSpec | None = None
+    #: The most model turns and tokens a run of the agent (or a conversation with it) takes;
+    #: a run's own limits and the namespace's AgentPolicies may only lower them.
+    max_turns: Annotated[int | None, Field(ge=1)] = None
+    max_tokens: Annotated[int | None, Field(ge=1)] = None
 
 
 class AgentStatus(kubeloop.KubeModel):

@@ -24,6 +24,10 @@ class AgentPolicySpec(kubeloop.KubeModel):
     allowed_images: Annotated[list[str] | None, ListType("set")] = None
     model_providers: Annotated[list[str] | None, ListType("set")] = None
     max_timeout_seconds: Annotated[int | None, Field(ge=1)] = None
+    #: The most model turns and tokens any run in the namespace takes (the smallest of the run's,
+    #: its agent's and every policy's wins).
+    max_turns: Annotated[int | None, Field(ge=1)] = None
+    max_tokens: Annotated[int | None, Field(ge=1)] = None
     allowed_skill_packs: Annotated[list[str] | None, ListType("set")] = None
     allowed_mcp_servers: Annotated[list[str] | None, ListType("set")] = None
     #: Environment variable names an agent may not set.

@@ -24,7 +24,8 @@ from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMes
 
 import kubeloop
 from agentruntime.runinput import TERMINATION_LOG, InputError, RunInput
-from agentruntime.tools import Memory, MemoryServer, Tool, ToolError
+from agentruntime.tools import Memory, MemoryServer, Tool, ToolError, kubernetes_tools
+from kubeloop.client.config import ConfigError
 
 #: The most a termination message holds (the kubelet's limit), and a tool result in the transcript.
 MESSAGE_BYTES = 4096
@@ -98,6 +99,10 @@ class Runner:
         self.memory_server = MemoryServer(given.memory_url, given.run) if given.memory_url else None
         memory_tools = (self.memory_server or self.memory).tools()
         self.tools: dict[str, Tool] = {tool.name: tool for tool in memory_tools}
+        # Kubernetes reads as the pod's ServiceAccount, when it has one's credentials.
+        self.kubernetes = _kubernetes_client()
+        if self.kubernetes is not None:
+            self.tools.update((tool.name, tool) for tool in kubernetes_tools(self.kubernetes))
         self.client = client or openai.AsyncOpenAI(
             api_key=given.api_key or "unused",
             base_url=given.base_url,
@@ -109,6 +114,8 @@ class Runner:
         await self.client.close()
         if self.memory_server is not None:
             await self.memory_server.close()
+        if self.kubernetes is not None:
+            await self.kubernetes.close()
 
     async def run(self) -> Outcome:
         """The run's task, answered."""
@@ -213,6 +220,15 @@ class Runner:
             seconds=round(time.monotonic() - started, 3),
         )  # fmt: skip
         return result
+
+
+def _kubernetes_client() -> kubeloop.APIClient | None:
+    """A client acting as the pod's ServiceAccount; None when the pod has no credentials (an
+    Agent's Deployment mounts no token)."""
+    try:
+        return kubeloop.APIClient(kubeloop.load_config())
+    except ConfigError:
+        return None
 
 
 def _call_line(call: Any) -> dict[str, str]:

@@ -160,3 +160,43 @@ def _text(arguments: dict[str, Any], name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ToolError(f"the argument {name!r} must be a non-empty string")
     return value
+
+
+def kubernetes_tools(client: Any) -> list[Tool]:
+    """Read-only Kubernetes tools acting as the pod's ServiceAccount (``client``: a
+    ``kubeloop.APIClient`` with its credentials): a run's own Role is what limits them."""
+    from agentruntime import kubernetesreads as reads
+
+    async def refused_as_error(read: Awaitable[str]) -> str:
+        try:
+            return await read
+        except reads.ReadRefused as refused:
+            raise ToolError(str(refused)) from None
+
+    async def list_objects(arguments: dict[str, Any]) -> str:
+        return await refused_as_error(
+            reads.list_objects(client, _text(arguments, "kind"), str(arguments.get("namespace") or ""))
+        )
+
+    async def get_object(arguments: dict[str, Any]) -> str:
+        kind, name = _text(arguments, "kind"), _text(arguments, "name")
+        return await refused_as_error(reads.get_object(client, kind, name, str(arguments.get("namespace") or "")))
+
+    async def events(arguments: dict[str, Any]) -> str:
+        limit = arguments.get("limit", 20)
+        return await refused_as_error(
+            reads.namespace_events(client, _text(arguments, "namespace"), limit if isinstance(limit, int) else 20)
+        )
+
+    def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+        return {"type": "object", "additionalProperties": False, "properties": properties, "required": required}
+
+    text = {"type": "string"}
+    return [
+        Tool("k8s_list_objects", "List the objects of a kind (pods, deployments, configmaps, jobs, events...) "
+             "in a namespace, as this run may see them.", schema({"kind": text, "namespace": text}, ["kind"]), list_objects),
+        Tool("k8s_get_object", "Read one object of a kind by name, as JSON, as this run may see it.",
+             schema({"kind": text, "name": text, "namespace": text}, ["kind", "name"]), get_object),
+        Tool("k8s_namespace_events", "The latest events of a namespace, newest first.",
+             schema({"namespace": text, "limit": {"type": "integer"}}, ["namespace"]), events),
+    ]  # fmt: skip

@@ -243,12 +243,13 @@ async def test_runs_call_their_agents_mcp_server_which_reads_only_what_its_accou
     await run_with(client, namespace, models, "peeks", [tool_calls(("get_object", secret))], agent_spec=tools)
     # An agent that allows some tools and denies others: only those are offered, or can be called.
     narrowed = await run_with(client, namespace, models, "narrowed", [tool_calls(("get_object", secret))],
-                              agent_spec={**tools, "allowTools": ["*_objects", "memory_*"], "denyTools": ["get_*", "memory_store"]})  # fmt: skip
+                              agent_spec={**tools, "allowTools": ["list_*", "memory_*"], "denyTools": ["memory_store"]})  # fmt: skip
 
     run = await finished(client, "inspects", namespace, timeout=60)
     assert run.status is not None and (run.status.phase, run.status.result) == ("Succeeded", "there is an inventory")
     offered = {tool["function"]["name"] for tool in inspects.requests[0].body["tools"]}
-    assert offered == {"list_objects", "get_object", "namespace_events", "memory_search", "memory_store"}
+    own = {"k8s_list_objects", "k8s_get_object", "k8s_namespace_events", "memory_search", "memory_store"}
+    assert offered == {"list_objects", "get_object", "namespace_events"} | own
     [listed] = [m["content"] for m in inspects.requests[1].body["messages"] if m["role"] == "tool"]
     assert "inventory" in listed.splitlines() and "kube-root-ca.crt" in listed.splitlines()
     failed = await finished(client, "narrowed", namespace, timeout=60)
@@ -300,3 +301,24 @@ async def test_the_official_openai_client_talks_to_an_agent_that_answers_with_it
     async with openai.AsyncOpenAI(base_url=base_url, api_key="wrong", max_retries=0) as stranger:
         with pytest.raises(openai.AuthenticationError):
             await stranger.chat.completions.create(model="served", messages=[{"role": "user", "content": "hi"}])
+
+
+async def test_a_run_reads_kubernetes_as_its_own_account_and_no_further(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str, models: list[FakeModel]
+) -> None:
+    """The runner's own Kubernetes tools act as the run's ServiceAccount: its Role lets it read
+    its own input, and nothing else."""
+    await with_key(client, namespace)
+    own_input = json.dumps({"kind": "configmap", "name": "reader-input", "namespace": namespace})
+    reader = await run_with(client, namespace, models, "reader", [
+        tool_calls(("k8s_get_object", own_input)), answer("read it"),
+    ])  # fmt: skip
+    others = json.dumps({"kind": "configmaps", "namespace": namespace})
+    await run_with(client, namespace, models, "nosy", [tool_calls(("k8s_list_objects", others))])
+    run = await finished(client, "reader", namespace, timeout=60)
+    assert run.status is not None and run.status.phase == "Succeeded", run.status
+    [read] = [m["content"] for m in reader.requests[1].body["messages"] if m["role"] == "tool"]
+    assert json.loads(read)["data"]["task"] == "summarise the cluster"  # its own snapshot, read as itself
+    nosy = await finished(client, "nosy", namespace, timeout=60)
+    assert nosy.status is not None and (nosy.status.phase, nosy.status.reason) == ("Failed", "ToolFailed")
+    assert "403" in (nosy.status.message or ""), nosy.status

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,6 +22,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
+from agentruntime.runinput import passes
 from agentruntime.tools import Tool, ToolError
 
 CONNECT_SECONDS = 30.0
@@ -41,15 +42,23 @@ async def _session(url: str) -> AsyncIterator[ClientSession]:
 
 
 @contextlib.asynccontextmanager
-async def mcp_tools(urls: list[str], connect_seconds: float = CONNECT_SECONDS) -> AsyncIterator[list[Tool]]:
-    """The tools of the servers at ``urls``, usable until the block ends (then disconnected)."""
+async def mcp_tools(
+    urls: list[str],
+    filters: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    connect_seconds: float = CONNECT_SECONDS,
+) -> AsyncIterator[list[Tool]]:
+    """The tools of the servers at ``urls`` that their ``filters`` (URL → ``allow``/``deny``
+    lists) let through, usable until the block ends (then disconnected)."""
     async with contextlib.AsyncExitStack() as stack:
         tools: list[Tool] = []
         taken: set[str] = set()
         for url in urls:
             session = await _connect(stack, url, connect_seconds)
             listed = await session.list_tools()
+            chosen = (filters or {}).get(url, {})
             for declared in listed.tools:
+                if not passes(declared.name, chosen.get("allow", ()), chosen.get("deny", ())):
+                    continue  # the MCPServer's own allowTools/denyTools
                 name = declared.name
                 if name in taken:
                     name = f"{urlsplit(url).hostname or 'server'}".split(".")[0] + f"_{declared.name}"

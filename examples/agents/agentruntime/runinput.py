@@ -9,8 +9,8 @@ import fnmatch
 import json
 import os
 import pathlib
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import kubeloop
 
@@ -74,6 +74,8 @@ class RunInput:
     #: which never (these win).
     allow_tools: tuple[str, ...] = ()
     deny_tools: tuple[str, ...] = ()
+    #: Each MCP server's own filters (URL → ``{"allow": [...], "deny": [...]}``).
+    mcp_filters: Mapping[str, Mapping[str, Sequence[str]]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, environ: Mapping[str, str] = os.environ, *, task: bool = True) -> RunInput:
@@ -110,6 +112,7 @@ class RunInput:
             mcp_servers=_names(environ, "MCP_SERVERS"),
             allow_tools=_names(environ, "AGENT_ALLOW_TOOLS"),
             deny_tools=_names(environ, "AGENT_DENY_TOOLS"),
+            mcp_filters=_filters(environ.get("MCP_TOOL_FILTERS", "")),
             max_turns=_positive(environ, "AGENT_MAX_TURNS") or DEFAULT_MAX_TURNS,
             max_tokens=_positive(environ, "AGENT_MAX_TOKENS"),
             timeout_seconds=_positive(environ, "RUN_TIMEOUT_SECONDS"),
@@ -118,9 +121,8 @@ class RunInput:
         )
 
     def offers(self, tool: str) -> bool:
-        """Whether the model may be offered ``tool`` (allowTools, then denyTools)."""
-        allowed = not self.allow_tools or any(fnmatch.fnmatchcase(tool, p) for p in self.allow_tools)
-        return allowed and not any(fnmatch.fnmatchcase(tool, p) for p in self.deny_tools)
+        """Whether the model may be offered ``tool`` (the agent's allowTools, then denyTools)."""
+        return passes(tool, self.allow_tools, self.deny_tools)
 
     def instructions(self) -> str:
         """The system prompt the model gets: the agent's, then its skills."""
@@ -156,6 +158,28 @@ def _skills(folder: pathlib.Path) -> tuple[Skill, ...]:
         for skill in sorted(s for s in pack.iterdir() if s.is_file() and not s.name.startswith(".")):
             found.append(Skill(pack.name, skill.name, skill.read_text()))
     return tuple(found)
+
+
+def _filters(text: str) -> dict[str, dict[str, list[str]]]:
+    if not text.strip():
+        return {}
+    try:
+        found = json.loads(text)
+    except ValueError as exc:
+        raise InputError("InvalidInput", f"MCP_TOOL_FILTERS is not JSON: {exc}") from None
+    if not isinstance(found, dict):
+        raise InputError("InvalidInput", "MCP_TOOL_FILTERS is not a JSON object")
+    return {
+        str(url): {key: [str(n) for n in names] for key, names in dict(lists).items() if isinstance(names, list)}
+        for url, lists in found.items()
+        if isinstance(lists, dict)
+    }
+
+
+def passes(tool: str, allow: Sequence[str], deny: Sequence[str]) -> bool:
+    """Whether ``tool`` is allowed (no ``allow``: every tool) and not denied (patterns)."""
+    allowed = not allow or any(fnmatch.fnmatchcase(tool, p) for p in allow)
+    return allowed and not any(fnmatch.fnmatchcase(tool, p) for p in deny)
 
 
 def _names(environ: Mapping[str, str], name: str) -> tuple[str, ...]:

@@ -131,7 +131,9 @@ class Runner:
                 from agentruntime.mcptools import MCPUnreachable, mcp_tools
 
                 try:
-                    served = await stack.enter_async_context(mcp_tools(list(self.input.mcp_servers)))
+                    served = await stack.enter_async_context(
+                        mcp_tools(list(self.input.mcp_servers), self.input.mcp_filters)
+                    )
                 except MCPUnreachable as exc:
                     raise RunFailed("MCPUnreachable", str(exc)) from None
             for tool in served:

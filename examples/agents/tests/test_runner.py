@@ -229,7 +229,8 @@ async def test_runs_call_their_agents_mcp_server_which_reads_only_what_its_accou
                "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}]}
     inventory = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "inventory", "namespace": namespace}}
     server = {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "MCPServer", "metadata": {"name": "k8s", "namespace": namespace},
-              "spec": {"image": MCP_KUBERNETES_IMAGE, "port": 8090, "serviceAccountName": "reader"}}  # fmt: skip
+              "spec": {"image": MCP_KUBERNETES_IMAGE, "port": 8090, "serviceAccountName": "reader",
+                       "denyTools": ["namespace_*"]}}  # fmt: skip  (the server's own filter)
     for obj in (reader, role, binding, inventory, server):
         await client.create(obj)
     tools = {"mcpServerRefs": ["k8s"]}
@@ -249,7 +250,7 @@ async def test_runs_call_their_agents_mcp_server_which_reads_only_what_its_accou
     assert run.status is not None and (run.status.phase, run.status.result) == ("Succeeded", "there is an inventory")
     offered = {tool["function"]["name"] for tool in inspects.requests[0].body["tools"]}
     own = {"k8s_list_objects", "k8s_get_object", "k8s_namespace_events", "memory_search", "memory_store"}
-    assert offered == {"list_objects", "get_object", "namespace_events"} | own
+    assert offered == {"list_objects", "get_object"} | own  # not namespace_events: its server denies it
     [listed] = [m["content"] for m in inspects.requests[1].body["messages"] if m["role"] == "tool"]
     assert "inventory" in listed.splitlines() and "kube-root-ca.crt" in listed.splitlines()
     failed = await finished(client, "narrowed", namespace, timeout=60)

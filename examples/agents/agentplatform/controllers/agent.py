@@ -233,8 +233,8 @@ class AgentReconciler:
         else:
             status["runtimeName"] = runtime.metadata.name
             status["url"] = service_url(request.name, request.namespace, runtime.spec.port)
-            packs, mcp_urls = await resolve_tools(self.client, request.namespace, agent.spec)
-            digest = config_hash(runtime.spec.to_dict(), agent.spec.to_dict(), packs, mcp_urls)
+            packs, mcp_urls, mcp_filters = await resolve_tools(self.client, request.namespace, agent.spec)
+            digest = config_hash(runtime.spec.to_dict(), agent.spec.to_dict(), packs, mcp_urls, mcp_filters)
             status["configHash"] = digest
             last = kubeloop.find_status_condition(conditions, "Ready") or {}
             if last.get("reason") == "Invalid" and agent.status and agent.status.config_hash == digest:
@@ -243,7 +243,7 @@ class AgentReconciler:
                 await write_status(self.client, agent, unchanged)
                 return True  # refused, and nothing it was made from has changed since
             try:
-                deployment = await self._converge(agent, runtime, packs, mcp_urls, digest, memory)
+                deployment = await self._converge(agent, runtime, packs, mcp_urls, mcp_filters, digest, memory)
             except (kubeloop.errors.Invalid, kubeloop.NotControlledError) as refused:
                 # The user's to fix: reported; an Invalid is not retried, a conflict looked at again.
                 why = "Invalid" if isinstance(refused, kubeloop.errors.Invalid) else "NameConflict"
@@ -331,6 +331,7 @@ class AgentReconciler:
         runtime: ServingRuntime,
         packs: dict[str, dict[str, str]],
         mcp_urls: list[str],
+        mcp_filters: dict[str, dict[str, list[str]]],
         digest: str,
         memory: str | None,
     ) -> kubeloop.Obj:
@@ -352,6 +353,7 @@ class AgentReconciler:
             config_map=config_map_of(name),
             skill_packs=packs,
             mcp_urls=mcp_urls,
+            mcp_filters=mcp_filters,
             memory=memory,
             env=[{"name": "MEMORY_URL", "value": memory_url(name, namespace)}] if _persistent(agent) else (),
         )

@@ -270,10 +270,17 @@ async def resolve_runtime(client: kubeloop.Client, name: str) -> tuple[ServingRu
     return runtime, "Resolved", f"ServingRuntime {name}"
 
 
+def tool_filters(server: MCPServer) -> dict[str, list[str]]:
+    """An MCP server's allowTools and denyTools, as the runner takes them (empty: none)."""
+    found = {"allow": sorted(server.spec.allow_tools), "deny": sorted(server.spec.deny_tools)}
+    return {key: names for key, names in found.items() if names}
+
+
 async def resolve_tools(
     client: kubeloop.Client, namespace: str, spec: AgentSpec
-) -> tuple[dict[str, dict[str, str]], list[str]]:
-    """The skill packs an agent lists that exist (name → skills) and its MCP servers' URLs.
+) -> tuple[dict[str, dict[str, str]], list[str], dict[str, dict[str, list[str]]]]:
+    """The skill packs an agent lists that exist (name → skills), its MCP servers' URLs, and
+    the tool filters of those that have some (URL → ``{"allow": [...], "deny": [...]}``).
     Missing ones are left out: their watches wake the agent when they appear."""
     packs: dict[str, dict[str, str]] = {}
     for pack_name in sorted(spec.skill_pack_refs):
@@ -283,12 +290,16 @@ async def resolve_tools(
             continue
         packs[pack_name] = {skill.name: skill.text for skill in pack.spec.skills}
     urls = []
+    filters: dict[str, dict[str, list[str]]] = {}
     for server_name in sorted(spec.mcp_server_refs):
         try:
-            urls.append(url_of(await client.get(MCPServer, server_name, namespace=namespace)))
+            server = await client.get(MCPServer, server_name, namespace=namespace)
+            urls.append(url_of(server))
+            if found := tool_filters(server):
+                filters[url_of(server)] = found
         except kubeloop.errors.NotFound:
             continue
-    return packs, urls
+    return packs, urls, filters
 
 
 def agent_config(spec: AgentSpec) -> dict[str, str]:
@@ -313,6 +324,7 @@ def agent_pod(
     config_map: str,
     skill_packs: Iterable[str],
     mcp_urls: list[str],
+    mcp_filters: dict[str, dict[str, list[str]]] | None = None,
     env: Iterable[dict[str, Any]] = (),
     memory: str | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -341,6 +353,8 @@ def agent_pod(
         platform_env.append({"name": "MODEL_BASE_URL", "value": spec.model.base_url})
     if mcp_urls:
         platform_env.append({"name": "MCP_SERVERS", "value": ",".join(mcp_urls)})
+    if mcp_filters:
+        platform_env.append({"name": "MCP_TOOL_FILTERS", "value": json.dumps(mcp_filters, sort_keys=True)})
     if spec.allow_tools:
         platform_env.append({"name": "AGENT_ALLOW_TOOLS", "value": ",".join(sorted(spec.allow_tools))})
     if spec.deny_tools:

@@ -24,6 +24,10 @@ class MCPServerSpec(kubeloop.KubeModel):
     #: cluster (``mcp-kubernetes``), bind what it may do to this account. Without it, an account
     #: of the server's own with no token.
     service_account_name: Name | None = None
+    #: The tools of this server agents may offer their models, by name or shell-style pattern
+    #: (empty: all it declares); ``denyTools`` wins. An agent's own lists apply too.
+    allow_tools: Annotated[list[Annotated[str, Field(min_length=1, max_length=128)]], ListType("set")] = []
+    deny_tools: Annotated[list[Annotated[str, Field(min_length=1, max_length=128)]], ListType("set")] = []
 
 
 class MCPServerStatus(kubeloop.KubeModel):

@@ -15,6 +15,7 @@ import json
 import os
 import pathlib
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -552,3 +553,25 @@ def test_a_server_that_stops_leaves_no_process_in_its_grace_period(tmp_path: pat
         server.stop()
     while not gone(pid):
         time.sleep(0.05)  # killed by the stop (the test's timeout bounds it; before, it lived on)
+
+
+def test_a_relative_data_dir_gives_pods_a_root_they_can_reach(tmp_path: pathlib.Path) -> None:
+    """``kubeloop apiserver --data-dir data`` as a user types it: a container runs in a folder of
+    its own, so the root named in its environment must not be relative to the server's."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "kubeloop.cli.main", "apiserver", "--data-dir", "data", "--port", "0",
+         "--simulate", "--local-image", "busybox=host"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None and "ready" in server.stdout.readline()
+        kubectl = Kubectl(KUBECTLS[0], tmp_path / "data" / "kubeconfig", tmp_path)
+        script = 'cd / && echo "written from $PWD" > "$KUBELOOP_CONTAINER_ROOT/dev/termination-log"'
+        kubectl("run", "rooted", "--image=busybox", "--restart=Never", "--", "sh", "-c", script)
+        pod = ended(kubectl, "rooted", "default")
+        assert pod["status"]["phase"] == "Succeeded", pod["status"]
+        terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert terminated["message"] == "written from /\n"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(30)

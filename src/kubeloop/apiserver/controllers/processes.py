@@ -216,7 +216,8 @@ class ProcessRuntime:
         record: Record | None = None,
         proxy: ServiceProxy | None = None,
     ) -> None:
-        self.root = root
+        # Absolute: a container runs in a folder of its own, and its root is named in its env.
+        self.root = root.absolute()
         self.images = images
         self.lookup = lookup
         self.issue_token = issue_token

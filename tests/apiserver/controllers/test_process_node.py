@@ -575,3 +575,30 @@ def test_a_relative_data_dir_gives_pods_a_root_they_can_reach(tmp_path: pathlib.
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(30)
+
+
+def test_kubectl_logs_of_a_job_reads_that_jobs_own_pod(kubectl: Kubectl, namespace: str) -> None:
+    """Two Jobs whose pods carry the same labels: each Job's generated selector (its uid) picks
+    its own pod, so ``kubectl logs job/<name>`` never reads the other's."""
+    for name in ("first", "second"):
+        job = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "template": {
+                    "metadata": {"labels": {"app": "same"}},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "c", "image": "busybox", "command": ["echo", f"I am {name}"]}],
+                    },
+                }
+            },
+        }
+        kubectl("apply", "-f", "-", stdin=json.dumps(job))
+    for name in ("first", "second"):
+        while kubectl("get", "job", name, "-n", namespace, "-o", "jsonpath={.status.succeeded}").stdout != "1":
+            time.sleep(0.05)  # the pod's run (the test's timeout bounds it)
+        assert kubectl("logs", f"job/{name}", "-n", namespace).stdout == f"I am {name}\n"
+        selector = json.loads(kubectl("get", "job", name, "-n", namespace, "-o", "json").stdout)["spec"]["selector"]
+        assert list(selector["matchLabels"]) == ["batch.kubernetes.io/controller-uid"]

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.apiserver.registry.validation.objects import update_causes
+from tests.apiserver.registry.validation.objects import strategy, update_causes, validate_object
+
+UID = "0b6f5c1e-6d43-4b59-9d2c-3c1f0f7f2a11"
 
 
 def job(**spec: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "j", "namespace": "a"},
+    """A Job as a create leaves it: its selector generated from its uid."""
+    obj: dict[str, Any] = {
+        "metadata": {"name": "j", "namespace": "a", "uid": UID},
         "spec": {
             "template": {
                 "metadata": {"labels": {"run": "j"}},
@@ -18,6 +21,49 @@ def job(**spec: Any) -> dict[str, Any]:
             **spec,
         },
     }
+    strategy("batch", "Job").prepare_for_create(obj)
+    return obj
+
+
+def test_a_create_selects_the_jobs_own_uid() -> None:
+    created = job()
+    assert created["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": UID}}
+    assert created["spec"]["template"]["metadata"]["labels"] == {
+        "run": "j",
+        "batch.kubernetes.io/job-name": "j",
+        "job-name": "j",
+        "batch.kubernetes.io/controller-uid": UID,
+        "controller-uid": UID,
+    }
+    assert validate_object("batch", "Job", created) == []
+
+
+def test_a_generated_selector_must_rest_on_the_uid() -> None:
+    wrong = job()
+    wrong["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"] = "other"
+    wrong["spec"]["template"]["metadata"]["labels"].pop("job-name")
+    causes = [(c.field, c.message) for c in validate_object("batch", "Job", wrong)]
+    assert ("spec.template.metadata.labels[job-name]", "Required value: must be 'j'") in causes
+    assert (
+        "spec.selector.matchLabels[batch.kubernetes.io/controller-uid]",
+        f"Invalid value: \"other\": must be '{UID}'",
+    ) in causes
+    # The selector asks for another uid than the template's labels carry.
+    assert any(
+        field == "spec.template.metadata.labels" and message.endswith("`selector` does not match template `labels`")
+        for field, message in causes
+    )
+
+
+def test_a_manual_selector_is_the_users_own() -> None:
+    manual = job(manualSelector=True, selector={"matchLabels": {"run": "j"}})
+    assert manual["spec"]["selector"] == {"matchLabels": {"run": "j"}}
+    assert "controller-uid" not in manual["spec"]["template"]["metadata"]["labels"]
+    assert validate_object("batch", "Job", manual) == []
+    unmatched = job(manualSelector=True, selector={"matchLabels": {"run": "other"}})
+    assert [c.field for c in validate_object("batch", "Job", unmatched)] == ["spec.template.metadata.labels"]
+    missing = job(manualSelector=True)
+    assert [c.field for c in validate_object("batch", "Job", missing)] == ["spec.selector"]
 
 
 def test_a_jobs_template_and_policies_are_fixed() -> None:

@@ -18,14 +18,69 @@ from kubeloop.apiserver.registry.validation.causes import (
     required,
 )
 from kubeloop.apiserver.registry.validation.core import pod_template_spec_rules
-from kubeloop.apiserver.registry.validation.selectors import go_label_selector
+from kubeloop.apiserver.registry.validation.selectors import (
+    Selector,
+    go_label_selector,
+    validate_label_selector,
+)
 from kubeloop.errors import StatusCause
 
 __all__ = ["cron_job_rules", "job_rules", "job_update_rules"]
 
 
+#: The labels a Job's generated selector rests on (``batch.ControllerUidLabel`` and its legacy
+#: form), and those naming the Job on its pods.
+CONTROLLER_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
+JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+
+
 def job_rules(obj: Mapping[str, Any]) -> list[StatusCause]:
-    return pod_template_spec_rules(as_dict(as_dict(obj.get("spec")).get("template")), "spec.template")
+    """``validateJob``: the selector (required, valid, matching the template's labels), the
+    labels a generated selector rests on, and the pod template."""
+    spec = as_dict(obj.get("spec"))
+    template = as_dict(spec.get("template"))
+    labels = as_dict(as_dict(template.get("metadata")).get("labels"))
+    causes: list[StatusCause] = []
+    raw_selector = spec.get("selector")
+    if raw_selector is None:
+        causes.append(required("spec.selector"))
+    else:
+        causes.extend(validate_label_selector(as_dict(raw_selector), "spec.selector"))
+        selector = Selector(raw_selector)
+        if selector.valid and not selector.empty and not selector.matches(labels):
+            causes.append(
+                invalid(
+                    "spec.template.metadata.labels", labels, "`selector` does not match template `labels`"
+                )
+            )
+    if spec.get("manualSelector") is not True:
+        causes.extend(_generated_selector_rules(obj, labels))
+    return causes + pod_template_spec_rules(template, "spec.template")
+
+
+def _generated_selector_rules(obj: Mapping[str, Any], labels: Mapping[str, Any]) -> list[StatusCause]:
+    """``validateGeneratedSelector``: without ``manualSelector``, the template carries the Job's
+    uid and name and the selector picks the uid, so no other Job's pods can match."""
+    meta = as_dict(obj.get("metadata"))
+    uid, name = str(meta.get("uid") or ""), str(meta.get("name") or "")
+    expected = {**dict.fromkeys(CONTROLLER_UID_LABELS, uid), **dict.fromkeys(JOB_NAME_LABELS, name)}
+    causes = [
+        _has_label(labels, "spec.template.metadata.labels", key, value) for key, value in expected.items()
+    ]
+    match_labels = as_dict(as_dict(obj.get("spec")).get("selector")).get("matchLabels")
+    causes.append(
+        _has_label(as_dict(match_labels), "spec.selector.matchLabels", CONTROLLER_UID_LABELS[0], uid)
+    )
+    return [cause for cause in causes if cause is not None]
+
+
+def _has_label(labels: Mapping[str, Any], path: str, key: str, value: str) -> StatusCause | None:
+    """``ValidateHasLabel``."""
+    if key not in labels:
+        return required(f"{path}[{key}]", f"must be '{value}'")
+    if labels[key] != value:
+        return invalid(f"{path}[{key}]", labels[key], f"must be '{value}'")
+    return None
 
 
 def cron_job_rules(obj: Mapping[str, Any]) -> list[StatusCause]:

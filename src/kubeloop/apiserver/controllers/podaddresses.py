@@ -2,10 +2,12 @@
 machine share one, whichever kubeloop server runs them.
 
 Addresses come in blocks of 250, one block per third octet. A server holds a block through a
-lock file (``flock``) in a folder of the user's temporary directory for as long as it runs: two
-servers on one machine (tests in parallel, two projects) take different blocks, and a block is
-free again the moment its server ends, however it ends. A server that starts again with pods
-kept from before takes their blocks first, so they keep their addresses.
+lock file (``flock``) in a folder of the machine's ``/tmp`` (whatever ``TMPDIR`` says: the
+addresses are the machine's) for as long as it runs: two servers on one machine (tests in
+parallel, two projects) take different blocks, and a block is free again the moment its server
+ends, however it ends. A server that starts again with pods kept from before takes their blocks
+first, so they keep their addresses. An address some socket is bound to already (a process that
+outlived its server, a server that keeps its locks elsewhere) is never given out.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import fcntl
 import os
 import pathlib
 import tempfile
+from collections.abc import Callable
 
 PREFIX = "127.244."
 BLOCKS = 256
@@ -22,14 +25,34 @@ PER_BLOCK = 250
 
 
 def default_folder() -> pathlib.Path:
-    return pathlib.Path(tempfile.gettempdir()) / f"kubeloop-pod-addresses-{os.getuid()}"
+    shared = pathlib.Path("/tmp")
+    base = shared if os.access(shared, os.W_OK | os.X_OK) else pathlib.Path(tempfile.gettempdir())
+    return base / f"kubeloop-pod-addresses-{os.getuid()}"
+
+
+def bound_addresses(table: pathlib.Path = pathlib.Path("/proc/net/tcp")) -> set[str]:
+    """The IPv4 addresses TCP sockets of the machine are bound to (listening or connected)."""
+    try:
+        lines = table.read_text().splitlines()[1:]
+    except OSError:
+        return set()
+    found = set()
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 1 and len(host := fields[1].partition(":")[0]) == 8:
+            with contextlib.suppress(ValueError):
+                found.add(".".join(str(octet) for octet in reversed(bytes.fromhex(host))))
+    return found
 
 
 class PodAddresses:
     """The addresses one server gives its local pods."""
 
-    def __init__(self, folder: pathlib.Path | None = None) -> None:
+    def __init__(
+        self, folder: pathlib.Path | None = None, bound: Callable[[], set[str]] = bound_addresses
+    ) -> None:
         self.folder = folder or default_folder()
+        self.bound = bound
         self._held: dict[int, int] = {}  # block → the lock file's descriptor
         self._given: set[str] = set()
         self._next: dict[int, int] = {}
@@ -44,13 +67,14 @@ class PodAddresses:
 
     def take(self) -> str:
         """An address no other pod on the machine has."""
+        bound = self.bound()
         for block in [*sorted(self._held), *range(BLOCKS)]:
             if block not in self._held and not self._claim(block):
                 continue
             while (host := self._next.get(block, 1)) <= PER_BLOCK:
                 self._next[block] = host + 1
                 address = f"{PREFIX}{block}.{host}"
-                if address not in self._given:
+                if address not in self._given and address not in bound:
                     self._given.add(address)
                     return address
         raise RuntimeError(f"every block of local pod addresses ({PREFIX}0-{BLOCKS - 1}.x) is taken")

@@ -49,10 +49,11 @@ tools: $(STAMP)
 
 # Half again as many pytest workers as cores: a third of a test's time is spent waiting on the
 # servers, kubectl and processes it drives (2 cores: 3 workers ran a third faster than 2; 4 no faster).
+# Tests marked with an xdist_group run on one worker, one after another (the demos).
 WORKERS ?= $(shell $(PYTHON) -c 'import os; n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1; print(n + (n + 1) // 2)')
 
 unit: tools
-	$(BIN)/pytest -q -p no:cacheprovider -n $(WORKERS)
+	$(BIN)/pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadgroup
 
 test: lint typecheck docs unit
 

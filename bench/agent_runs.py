@@ -40,7 +40,8 @@ from agentplatform.api.v1alpha1 import AgentRun  # noqa: E402
 from agentruntime.images import local_images  # noqa: E402
 from agentruntime.memoryserver import MemoryStore  # noqa: E402
 from agentruntime.runinput import RunInput  # noqa: E402
-from agentruntime.runner import Runner, Transcript  # noqa: E402
+from agentruntime.runner import Runner  # noqa: E402
+from agentruntime.transcript import Transcript  # noqa: E402
 from fakemodel import FakeModel, answer, tool_calls  # noqa: E402
 
 import kubeloop  # noqa: E402

@@ -219,8 +219,12 @@ def test_the_deployments_command_runs_the_operator(
             namespace = doc["metadata"]["name"]
             subprocess.run(["kubectl", "create", "namespace", namespace], env=reader_env, capture_output=True)
     [container] = deployment["spec"]["template"]["spec"]["containers"]
-    command = [str(app) if part == "/app" else part for part in container["command"]]
-    probe_port = container["readinessProbe"]["httpGet"]["port"]
+    # Its ports, as a pod has them to itself, are free ones here: the machine is shared with
+    # other tests' servers and pods (a pod of the process node listens on its address's :8080).
+    ports = {f":{container['readinessProbe']['httpGet']['port']}": f":{_free_port()}"}
+    ports.update((f":{p['containerPort']}", f":{_free_port()}") for p in container.get("ports") or ())
+    command = [str(app) if part == "/app" else ports.get(part, part) for part in container["command"]]
+    probe_port = int(ports[f":{container['readinessProbe']['httpGet']['port']}"][1:])
     reader = Reader(tmp_path, reader_env)
     reader.start(" ".join(f"'{part}'" for part in command))
     try:

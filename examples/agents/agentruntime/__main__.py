@@ -5,9 +5,17 @@ conversations until the pod ends. (Each imports only what it uses: a run's start
 import os
 import sys
 
-if os.environ.get("AGENT_RUN"):
-    from agentruntime.runner import main
-else:
-    from agentruntime.agentserver import main
 
-sys.exit(main())
+def main() -> int:
+    """The agent image's entry point (also the ``kubeloop.images`` entry point of its image)."""
+    if os.environ.get("AGENT_RUN"):
+        from agentruntime.runner import main as run
+
+        return run()
+    from agentruntime.agentserver import main as serve
+
+    return serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

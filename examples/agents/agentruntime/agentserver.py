@@ -33,7 +33,7 @@ from aiohttp import web
 
 import kubeloop
 from agentruntime.runinput import InputError, RunInput
-from agentruntime.runner import RunFailed, Runner, Transcript
+from agentruntime.transcript import Transcript
 
 DEFAULT_PORT = 8080
 DEFAULT_RATE_PER_MINUTE = 60
@@ -106,6 +106,10 @@ def application(
             given = RunInput.load(environ, task=False)  # again each time: the memory file moves
         except InputError as bad:
             return _error(503, str(bad), bad.reason)
+        # Imported at the first conversation: the model's SDK is most of a start's 0.9 s, and an
+        # agent's pods start (and are Ready) before anyone talks to them.
+        from agentruntime.runner import RunFailed, Runner
+
         runner = Runner(given, transcript)
         try:
             outcome = await runner.converse(conversation)

@@ -12,6 +12,8 @@ IMAGES = {
     "ghcr.io/kubeloop/agent-python": "agentruntime",
     "ghcr.io/kubeloop-dev/agent-memory-server": "agentruntime.memoryserver",
     "ghcr.io/kubeloop/mcp-kubernetes": "agentruntime.mcpkubernetes",
+    # The stand-in for a model provider the samples and the demo use when no real one is named.
+    "ghcr.io/kubeloop/scripted-model": "agentruntime.scriptedmodel",
 }
 
 

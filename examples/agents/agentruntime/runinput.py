@@ -76,6 +76,8 @@ class RunInput:
     deny_tools: tuple[str, ...] = ()
     #: Each MCP server's own filters (URL → ``{"allow": [...], "deny": [...]}``).
     mcp_filters: Mapping[str, Mapping[str, Sequence[str]]] = field(default_factory=dict)
+    #: The namespace the pod runs in (the downward API's ``metadata.namespace``), told to the model.
+    namespace: str = ""
 
     @classmethod
     def load(cls, environ: Mapping[str, str] = os.environ, *, task: bool = True) -> RunInput:
@@ -113,6 +115,7 @@ class RunInput:
             allow_tools=_names(environ, "AGENT_ALLOW_TOOLS"),
             deny_tools=_names(environ, "AGENT_DENY_TOOLS"),
             mcp_filters=_filters(environ.get("MCP_TOOL_FILTERS", "")),
+            namespace=environ.get("POD_NAMESPACE", ""),
             max_turns=_positive(environ, "AGENT_MAX_TURNS") or DEFAULT_MAX_TURNS,
             max_tokens=_positive(environ, "AGENT_MAX_TOKENS"),
             timeout_seconds=_positive(environ, "RUN_TIMEOUT_SECONDS"),
@@ -125,10 +128,13 @@ class RunInput:
         return passes(tool, self.allow_tools, self.deny_tools)
 
     def instructions(self) -> str:
-        """The system prompt the model gets: the agent's, then its skills."""
+        """The system prompt the model gets: the agent's, then its skills, then where it runs."""
         parts = [self.system_prompt.strip()] if self.system_prompt.strip() else []
         for skill in self.skills:
             parts.append(f"## Skill: {skill.name} ({skill.pack})\n{skill.text.strip()}")
+        if self.namespace:
+            who = f"the agent {self.agent}" if self.agent else "an agent"
+            parts.append(f"You are {who} in the Kubernetes namespace {self.namespace}.")
         return "\n\n".join(parts)
 
 

@@ -17,7 +17,7 @@ import pathlib
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, TextIO, cast
+from typing import Any, cast
 
 import openai
 from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageParam
@@ -25,6 +25,7 @@ from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMes
 import kubeloop
 from agentruntime.runinput import TERMINATION_LOG, InputError, RunInput
 from agentruntime.tools import Memory, MemoryServer, Tool, ToolError, kubernetes_tools
+from agentruntime.transcript import Transcript
 from kubeloop.client.config import ConfigError
 
 #: The most a termination message holds (the kubelet's limit), and a tool result in the transcript.
@@ -69,17 +70,6 @@ class Usage:
             "toolCalls": self.tool_calls,
             "model": self.model,
         }
-
-
-class Transcript:
-    """JSON lines on ``out``: what each turn said and each tool did."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-
-    def line(self, event: str, **fields: Any) -> None:
-        self.out.write(json.dumps({"event": event, **fields}, ensure_ascii=False) + "\n")
-        self.out.flush()
 
 
 @dataclass
@@ -238,12 +228,15 @@ def _call_line(call: Any) -> dict[str, str]:
 
 
 def _said(exc: openai.APIStatusError) -> str:
-    """What the provider said, as its error body has it (else its status line)."""
+    """What the provider said, as its error body has it (else its text, else its status line)."""
     body = exc.body
     if isinstance(body, dict):
         error = body.get("error", body)
         if isinstance(error, dict) and error.get("message"):
             return str(error["message"])
+    with contextlib.suppress(Exception):  # a body that is not JSON: a proxy's or a gateway's words
+        if text := exc.response.text.strip():
+            return text[:300]
     return str(exc.message)
 
 

@@ -39,7 +39,7 @@ async def test_an_agent_becomes_ready_with_everything_it_owns(
     assert [var["name"] for var in container["env"]] == sorted(env)  # sorted: a stable template
     assert env["LOG_LEVEL"]["value"] == "debug"  # the agent's value wins over the runtime's
     # The model's key is a file, in no variable a tool the agent runs would inherit.
-    assert [var["name"] for var in container["env"] if "valueFrom" in var] == ["POD_IP"]  # the downward API's
+    assert [var["name"] for var in container["env"] if "valueFrom" in var] == ["POD_IP", "POD_NAMESPACE"]  # the downward API's
     assert env["MODEL_API_KEY_FILE"]["value"] == "/var/run/secrets/agents.kubeloop.dev/model/api-key"
     pod = deployment["spec"]["template"]["spec"]
     (credentials,) = [volume for volume in pod["volumes"] if volume["name"] == "model-credentials"]

@@ -5,6 +5,8 @@ are those. (No Docker engine runs on these machines: the images are run as proce
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import importlib.util
 import json
 import pathlib
@@ -36,6 +38,18 @@ def test_each_image_is_built_with_the_entry_point_the_process_node_runs() -> Non
             for path in source.split():
                 assert (ROOT / path).exists(), path
     assert local_images("py") == tuple(f"{image}=py -m {module}" for image, module in IMAGES.items())
+
+
+def test_the_installed_package_declares_its_images_to_the_process_node() -> None:
+    """Installed (``make demo`` does it), the package names its images in the entry-point group
+    ``kubeloop.images``, so an embedded server runs them with no ``--local-image``: each runs
+    the module its Dockerfile runs."""
+    declared = {entry.name: entry.value for entry in importlib.metadata.entry_points(group="kubeloop.images")}
+    assert set(declared) == set(IMAGES)
+    for image, module in IMAGES.items():
+        target, _, function = declared[image].partition(":")
+        assert target in (module, f"{module}.__main__") and function == "main"
+        assert callable(getattr(importlib.import_module(target), function))
 
 
 def test_the_operator_and_the_samples_name_these_images() -> None:

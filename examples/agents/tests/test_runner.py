@@ -116,7 +116,10 @@ async def test_runs_answer_run_tools_and_wait_out_a_429(
     sent = plain.requests[0]
     assert sent.authorization == f"Bearer {KEY}" and sent.body["model"] == "fake-model"
     assert [m["role"] for m in sent.body["messages"]] == ["system", "user"]
-    assert sent.body["messages"][0]["content"] == "You answer questions about Kubernetes."
+    # The agent's prompt, then where it runs (its namespace, from the downward API).
+    assert sent.body["messages"][0]["content"] == (
+        f"You answer questions about Kubernetes.\n\nYou are the agent plain-agent in the Kubernetes namespace {namespace}."
+    )
     assert sent.body["messages"][1]["content"] == "summarise the cluster"
     lines = await transcript(client, "plain", namespace)
     assert [line["event"] for line in lines] == ["start", "model", "end"]

@@ -1,33 +1,42 @@
 """``kubeloop demo``: the agent platform operator on the embedded server, shown live.
 
-It starts the embedded API server with workload simulation (pods run, Jobs finish), installs the
-operator's CRDs, runs its manager, applies the samples (``examples/agents/config/samples``: two
-runtimes, a skill pack, an MCP server, three agents, a persona pack, a schedule firing every
-minute, one run and an AgentPolicy) into the namespace ``demo`` with the operator's admission
-webhooks installed and its policies enforced, posts one delivery to the operator's run webhook
-(as a chat bot would) and two chat messages to triage's channel (one becomes a run whose reply
-and memory show, one the channel's rule refuses), asks for an agent the policy refuses and prints
-why, runs a task in a Sandbox when agent-sandbox's controller (``examples/agent_sandbox``) is
-beside the operator (its CRD installed, its controller on the same manager), and shows a live
-view: the objects with their conditions and phases, each controller's reconciles and queue
-depth, and the latest events. The kubeconfig's path and a curl
-command for the webhook are printed, so kubectl and curl can be used beside it.
+It starts the embedded API server with its node (pods of the images installed packages declare
+run as local processes: the platform's agent runner, agent server, MCP server, memory server and
+scripted model once ``examples/agents`` is installed; others are simulated), installs the
+operator's CRDs, runs its manager, applies the samples (``examples/agents/config/samples``: a
+scripted model, a runtime, a skill pack, an MCP server, three agents, a persona pack, a schedule
+firing every minute, one run and an AgentPolicy) into the namespace ``demo`` with the operator's
+admission webhooks installed and its policies enforced, posts one delivery to the operator's run
+webhook (as a chat bot would) and two chat messages to triage's channel (one becomes a run whose
+reply and memory show, one the channel's rule refuses), asks for an agent the policy refuses and
+prints why, runs a task in a Sandbox when agent-sandbox's controller (``examples/agent_sandbox``)
+is beside the operator (its CRD installed, its controller on the same manager), and shows a live
+view: the objects with their conditions and phases, each run's tokens, tool calls and cost, each
+controller's reconciles and queue depth, and the latest events. The kubeconfig's path, a
+``kubectl logs`` of a run's transcript and a curl command for the webhook are printed, so
+kubectl and curl can be used beside it.
+
+The agents' model is the samples' scripted one unless the environment names a real provider
+(:class:`DemoModel`: ``OPENAI_API_KEY``, ``AGENTS_MODEL_BASE_URL``, ``AGENTS_MODEL``).
 
 ``--once`` waits until everything has converged (every agent and MCP server ready for its
 current generation, the packs observed, the sample and webhook runs finished, the schedules
 planned),
 prints the view once and exits 0; or exits 1 naming what did not converge in ``--timeout``.
+SIGTERM ends it as Ctrl-C does: the server stops its pods' processes on the way out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import inspect
+import os
 import pathlib
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import ModuleType
@@ -89,20 +98,84 @@ ROGUE_AGENT: Obj = {
 SANDBOXED_RUN: Obj = {
     "apiVersion": f"{GROUP}/{VERSION}",
     "kind": "AgentRun",
-    "metadata": {
-        "name": "isolated-tests",
-        "annotations": {
-            "kubeloop.dev/duration": "2",
-            "kubeloop.dev/termination-message": "Ran the suite in a sandbox: 48 passed, nothing left behind.",
-        },
-    },
+    "metadata": {"name": "isolated-tests"},
     "spec": {
         "agentRef": "writer",
-        "task": "Run the project's test suite in isolation.",
+        "task": "Draft a changelog entry for running tests in a sandbox.",
         "backend": "sandbox",
     },
 }
+#: The samples' kinds that start runs: applied once the model serves.
+WORK_KINDS = ("AgentRun", "AgentSchedule")
+#: The samples' scripted model (``00-model.yaml``): its Deployment and Service are named so.
+SCRIPTED_MODEL = "scripted-model"
+#: The model a real provider is asked for unless ``AGENTS_MODEL`` names another.
+DEFAULT_REAL_MODEL = "gpt-4o-mini"
+#: The Secret the samples' agents take their model's key from.
+CREDENTIALS = "llm-credentials"
+
+
+@dataclass(frozen=True)
+class DemoModel:
+    """The model the demo's agents call: the samples' scripted one, or a real provider named by
+    the environment (``OPENAI_API_KEY``; ``AGENTS_MODEL_BASE_URL`` for any OpenAI-compatible
+    server, e.g. a local Ollama's ``http://localhost:11434/v1``; ``AGENTS_MODEL`` its name)."""
+
+    name: str
+    base_url: str | None = None
+    api_key: str | None = None
+
+    @property
+    def scripted(self) -> bool:
+        return self.api_key is None and self.base_url is None
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> DemoModel:
+        base_url = environ.get("AGENTS_MODEL_BASE_URL") or None
+        api_key = environ.get("OPENAI_API_KEY") or None
+        if base_url is None and api_key is None:
+            return cls("scripted")
+        return cls(environ.get("AGENTS_MODEL") or DEFAULT_REAL_MODEL, base_url, api_key or "unused")
+
+    def describe(self) -> str:
+        if self.scripted:
+            return (
+                f"scripted model (Service {SCRIPTED_MODEL}: replies that call the MCP and memory tools;"
+                " set OPENAI_API_KEY or AGENTS_MODEL_BASE_URL for a real one)"
+            )
+        return f"{self.name} at {self.base_url or 'https://api.openai.com/v1'}"
+
+    def applied_to(self, samples: list[Obj]) -> list[Obj]:
+        """``samples`` with every agent's model this one (the scripted model's objects dropped and
+        the key in the credentials Secret when it is a real one)."""
+        if self.scripted:
+            return samples
+        model: dict[str, Any] = {
+            "provider": "openai",
+            "name": self.name,
+            "authSecretRef": {"name": CREDENTIALS, "key": "token"},
+        }
+        if self.base_url:
+            model["baseURL"] = self.base_url
+        kept: list[Obj] = []
+        for obj in samples:
+            kind, name = obj.get("kind"), obj["metadata"]["name"]
+            if kind in ("Deployment", "Service") and name == SCRIPTED_MODEL:
+                continue
+            obj = copy.deepcopy(obj)
+            if kind == "Agent":
+                obj["spec"]["model"] = dict(model)
+            elif kind == "PersonaPack":
+                for member in obj["spec"].get("agents") or ():
+                    member["spec"]["model"] = dict(model)
+            elif kind == "Secret" and name == CREDENTIALS:
+                obj["stringData"] = {"token": self.api_key}
+            kept.append(obj)
+        return kept
+
+
 CONFIG_MAP = GroupVersionKind("", "v1", "ConfigMap")
+ENDPOINTS = GroupVersionKind("", "v1", "Endpoints")
 MUTATING = GroupVersionKind("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
 VALIDATING = GroupVersionKind("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")
 NAMESPACE_KIND = GroupVersionKind("", "v1", "Namespace")
@@ -305,10 +378,22 @@ def render(state: State, manager: Manager, *, header: str) -> Group:
         )
 
     runs = Table(title="Runs", title_justify="left", expand=True)
-    for column in ("name", "agent", "from", "phase", "reason", "age", "result"):
+    for column in (
+        "name",
+        "agent",
+        "from",
+        "phase",
+        "reason",
+        "age",
+        "tokens",
+        "tool calls",
+        "cost",
+        "result",
+    ):
         runs.add_column(column, overflow="fold" if column == "result" else "ellipsis")
     for run in state.runs:
         status = run.get("status") or {}
+        usage = status.get("usage") or {}
         sandboxed = run["spec"].get("backend") == "sandbox"
         runs.add_row(
             _name(run),
@@ -317,6 +402,9 @@ def render(state: State, manager: Manager, *, header: str) -> Group:
             _status_text(str(status.get("phase") or "-"), ("Succeeded",), ("Failed",)),
             str(status.get("reason") or "-"),
             _age(run["metadata"].get("creationTimestamp"), now),
+            str(usage.get("totalTokens", "-")),
+            str(usage.get("toolCalls", "-")),
+            str(status.get("costEstimate") or "-"),
             str(status.get("reply") or status.get("result") or status.get("message") or ""),
         )
 
@@ -395,7 +483,8 @@ async def run_demo(
     operator = operator or default_operator()
     module, attribute = load_target(str(operator))
     setup = getattr(module, attribute)
-    samples = load_samples(operator / "config" / "samples")
+    model = DemoModel.from_environment(os.environ)
+    samples = model.applied_to(load_samples(operator / "config" / "samples"))
     sample_runs = [_name(obj) for obj in samples if obj.get("kind") == "AgentRun"]
     started = time.monotonic()
     options = ServerOptions(memory=data_dir is None, data_dir=data_dir, port=port, simulate=True)
@@ -404,6 +493,7 @@ async def run_demo(
         console.print(f"[bold]kubeloop demo[/]: embedded API server at {server.url}")
         console.print(f"  kubeconfig: {kubeconfig}")
         console.print(f"  try: kubectl --kubeconfig {kubeconfig} get agents,agentruns,all -n {NAMESPACE}")
+        console.print(f"  model: {model.describe()}")
         async with APIClient(load_config(str(kubeconfig))) as client:
             installed = await install_crds(client, *module_crds(module))
             console.print(f"  installed {len(installed)} CRDs from {operator}")
@@ -432,7 +522,13 @@ async def run_demo(
                     console.print(
                         f"  installed {len(installed_hooks)} webhook configuration(s) of the operator"
                     )
-                await _apply(client, samples)
+                # The work (runs, schedules) once the model serves: a run started before would
+                # spend its retries on a Service with no endpoint yet.
+                work = [obj for obj in samples if obj.get("kind") in WORK_KINDS]
+                await _apply(client, [obj for obj in samples if obj.get("kind") not in WORK_KINDS])
+                if model.scripted and not await _model_serving(client, started + timeout):
+                    console.print(f"  [red]the scripted model is not serving after {timeout:g}s[/]")
+                await _apply(client, work)
                 console.print(f"  applied {len(samples)} sample objects into namespace {NAMESPACE}")
                 if agent_sandbox is not None:
                     await client.apply(SANDBOXED_RUN, field_manager=FIELD_MANAGER, namespace=NAMESPACE)
@@ -443,7 +539,13 @@ async def run_demo(
                     )
                 if extra:
                     console.print(f"  {await _refused_by_policy(client)}", soft_wrap=True)
-                header = f"kubeloop demo — {server.url} — kubeconfig {kubeconfig}"
+                first_run = next(iter(sample_runs), None)
+                if first_run is not None:
+                    console.print(
+                        f"  try: kubectl --kubeconfig {kubeconfig} logs job/{first_run} -n {NAMESPACE}"
+                        " (a run's transcript: each model turn and tool call)"
+                    )
+                header = f"kubeloop demo — {server.url} — kubeconfig {kubeconfig} — model: {model.describe()}"
                 if webhook is not None:
                     await asyncio.wait_for(webhook.serving.wait(), timeout)
                     url = f"http://127.0.0.1:{webhook.port}/runs"
@@ -565,6 +667,19 @@ async def _refused_by_policy(client: APIClient) -> str:
         return f"policy: Agent rogue refused: {refused}"
     await client.delete(AGENT, "rogue", namespace=NAMESPACE)
     return "policy: Agent rogue was allowed (no AgentPolicy forbids it)"
+
+
+async def _model_serving(client: APIClient, deadline: float) -> bool:
+    """Wait until the scripted model's Service has a ready endpoint, what a run reaches it through
+    (False: not by ``deadline``)."""
+    while True:
+        with contextlib.suppress(errors.NotFound):
+            endpoints = await client.get(ENDPOINTS, SCRIPTED_MODEL, namespace=NAMESPACE)
+            if any(subset.get("addresses") for subset in endpoints.get("subsets") or ()):
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.2)
 
 
 async def _apply(client: APIClient, samples: list[Obj]) -> None:

@@ -434,18 +434,24 @@ def _command(args: argparse.Namespace) -> int:
         if not args.verbose:  # the view says what happens; only warnings are logged beside it
             logging.getLogger().setLevel(logging.WARNING)
 
-        try:
-            code = eventloop.run(
-                run_demo(
-                    once=args.once,
-                    data_dir=args.data_dir,
-                    port=args.port,
-                    timeout=args.timeout,
-                    operator=args.operator,
-                    webhook_port=args.webhook_port,
-                )
+        async def demo_until_stopped() -> int:
+            # SIGTERM (a process manager's stop, `timeout`) ends it as Ctrl-C does: the server
+            # stops its pods' processes on the way out rather than leaving them behind.
+            task = asyncio.current_task()
+            assert task is not None
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+            return await run_demo(
+                once=args.once,
+                data_dir=args.data_dir,
+                port=args.port,
+                timeout=args.timeout,
+                operator=args.operator,
+                webhook_port=args.webhook_port,
             )
-        except KeyboardInterrupt:
+
+        try:
+            code = eventloop.run(demo_until_stopped())
+        except (KeyboardInterrupt, asyncio.CancelledError):
             code = 0
         if args.once:
             return code

@@ -341,6 +341,8 @@ def agent_pod(
         # Where to listen: its port, and its own address (a process node's pods share the machine's ports).
         {"name": "PORT", "value": str(runtime.port)},
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}},
+        # Its namespace, told to the model (where its Kubernetes tools look first).
+        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
         {"name": "MODEL_PROVIDER", "value": spec.model.provider},
         {"name": "MODEL_NAME", "value": spec.model.name},
         {"name": "SYSTEM_PROMPT_FILE", "value": f"{CONFIG_DIR}/system-prompt"},

@@ -1258,7 +1258,8 @@ def _preparation(*, tty: bool, memory: int | None) -> Callable[[], None]:
 
 #: ``prctl``'s option that asks for a signal when the parent dies (linux/prctl.h).
 _PR_SET_PDEATHSIG = 1
-_LIBC = ctypes.CDLL(None, use_errno=True)
+#: ``prctl`` where the C library has it (Linux); elsewhere the children outlive a killed server.
+_PRCTL = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
 
 
 def _die_with_server(server: int) -> None:
@@ -1266,7 +1267,9 @@ def _die_with_server(server: int) -> None:
     so a server that is SIGKILLed, or stopped before it could stop its pods, leaves no container's
     main process (and no listening port) behind; one whose server died before this line ends at
     once. (What left the container's process group is found by its environment instead.)"""
-    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if _PRCTL is None:
+        return
+    _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != server:
         os._exit(137)
 

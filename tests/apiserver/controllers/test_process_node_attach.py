@@ -27,7 +27,7 @@ def kubectl(node: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
 def test_kubectl_attach_feeds_stdin_and_streams_output(kubectl: Kubectl, namespace: str) -> None:
     script = 'echo before; while read line; do echo "got $line"; echo "err $line" >&2; done; echo after'
     apply(kubectl, pod("reader", namespace, script, container={"stdin": True, "stdinOnce": True}))
-    while not kubectl("logs", "reader", "-n", namespace).stdout:
+    while not kubectl("logs", "reader", "-n", namespace, check=False).stdout:  # 400 while it is created
         time.sleep(0.05)  # it has started (and said "before", which an attach from now on misses)
     attached = kubectl("attach", "-i", "reader", "-n", namespace, stdin="one\ntwo\n")
     assert attached.stdout == "got one\ngot two\nafter\n"

@@ -581,7 +581,7 @@ def test_a_relative_data_dir_gives_pods_a_root_they_can_reach(tmp_path: pathlib.
         server.wait(30)
 
 
-def test_kubectl_logs_of_a_job_reads_that_jobs_own_pod(kubectl: Kubectl, namespace: str) -> None:
+def test_kubectl_logs_of_a_job_reads_that_jobs_own_pod(each_kubectl: Kubectl, namespace: str) -> None:
     """Two Jobs whose pods carry the same labels: each Job's generated selector (its uid) picks
     its own pod, so ``kubectl logs job/<name>`` never reads the other's."""
     for name in ("first", "second"):
@@ -599,10 +599,10 @@ def test_kubectl_logs_of_a_job_reads_that_jobs_own_pod(kubectl: Kubectl, namespa
                 }
             },
         }
-        kubectl("apply", "-f", "-", stdin=json.dumps(job))
+        each_kubectl("apply", "-f", "-", stdin=json.dumps(job))
     for name in ("first", "second"):
-        while kubectl("get", "job", name, "-n", namespace, "-o", "jsonpath={.status.succeeded}").stdout != "1":
+        while each_kubectl("get", "job", name, "-n", namespace, "-o", "jsonpath={.status.succeeded}").stdout != "1":
             time.sleep(0.05)  # the pod's run (the test's timeout bounds it)
-        assert kubectl("logs", f"job/{name}", "-n", namespace).stdout == f"I am {name}\n"
-        selector = json.loads(kubectl("get", "job", name, "-n", namespace, "-o", "json").stdout)["spec"]["selector"]
+        assert each_kubectl("logs", f"job/{name}", "-n", namespace).stdout == f"I am {name}\n"
+        selector = json.loads(each_kubectl("get", "job", name, "-n", namespace, "-o", "json").stdout)["spec"]["selector"]
         assert list(selector["matchLabels"]) == ["batch.kubernetes.io/controller-uid"]

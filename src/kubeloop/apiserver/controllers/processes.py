@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import ctypes
 import fcntl
 import json
 import logging
@@ -1084,7 +1083,6 @@ class ExecProcess:
                     stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.PIPE,
                     start_new_session=True,
-                    preexec_fn=_preparation(tty=False, memory=None),
                 )
             except OSError as exc:
                 raise CommandFailed(_exec_failure(self.command, exc)) from None
@@ -1103,7 +1101,7 @@ class ExecProcess:
                 stdout=terminal,
                 stderr=terminal,
                 start_new_session=True,
-                preexec_fn=_preparation(tty=True, memory=None),
+                preexec_fn=_take_terminal,
             )
         except OSError as exc:
             raise CommandFailed(_exec_failure(self.command, exc)) from None
@@ -1239,39 +1237,21 @@ def _bytes(quantity: str) -> float:
         return 0.0
 
 
-def _preparation(*, tty: bool, memory: int | None) -> Callable[[], None]:
-    """What the child does before it runs the container's program: end with the server
-    (:func:`_die_with_server`), take its terminal, and hold its data segments (heap and private
-    mappings: RLIMIT_DATA) to the memory limit. A process past it sees its allocations fail (a
-    MemoryError, ENOMEM), not an OOM kill; CPU limits are not applied."""
-    server = os.getpid()
+def _preparation(*, tty: bool, memory: int | None) -> Callable[[], None] | None:
+    """What the child does before it runs the container's program: take its terminal, and hold
+    its data segments (heap and private mappings: RLIMIT_DATA) to the memory limit. A process past
+    it sees its allocations fail (a MemoryError, ENOMEM), not an OOM kill; CPU limits are not
+    applied."""
+    if not tty and memory is None:
+        return None
 
     def prepare() -> None:
-        _die_with_server(server)
         if tty:
             _take_terminal()
         if memory is not None:
             resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
 
     return prepare
-
-
-#: ``prctl``'s option that asks for a signal when the parent dies (linux/prctl.h).
-_PR_SET_PDEATHSIG = 1
-#: ``prctl`` where the C library has it (Linux); elsewhere the children outlive a killed server.
-_PRCTL = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
-
-
-def _die_with_server(server: int) -> None:
-    """In the child: SIGKILL when the server's thread that started it ends (``PR_SET_PDEATHSIG``),
-    so a server that is SIGKILLed, or stopped before it could stop its pods, leaves no container's
-    main process (and no listening port) behind; one whose server died before this line ends at
-    once. (What left the container's process group is found by its environment instead.)"""
-    if _PRCTL is None:
-        return
-    _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != server:
-        os._exit(137)
 
 
 def service_links(services: list[Obj]) -> dict[str, str]:

@@ -255,6 +255,35 @@ async def test_a_tenant_runs_only_allowed_images_and_names_only_secrets_it_may_r
         }
         refused = await apply(tool)
         assert forbidden("spec.env[0].valueFrom.secretKeyRef.name", "db-admin") in refused.stderr
+        # A server at a URL sends its headers there: the same holds for their Secrets.
+        remote = {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "MCPServer",
+                  "metadata": {"name": "remote", "namespace": namespace},
+                  "spec": {"url": "https://mcp.example.com/mcp", "headers": [
+                      {"name": "Authorization", "secretKeyRef": {"name": "db-admin", "key": "password"}}]}}  # fmt: skip
+        refused = await apply(remote)
+        assert forbidden("spec.headers[0].secretKeyRef.name", "db-admin") in refused.stderr
+        remote["spec"]["headers"][0]["secretKeyRef"] = {"name": "llm", "key": "token"}
+        made = await apply(remote)
+        assert made.returncode == 0, made.stderr
+        # What an admin keyed with db-admin, the tenant may edit, but not point somewhere else.
+        trusted = {**remote, "metadata": {"name": "trusted", "namespace": namespace},
+                   "spec": {**remote["spec"], "headers": [
+                       {"name": "Authorization", "secretKeyRef": {"name": "db-admin", "key": "password"}}]}}  # fmt: skip
+        keyed_agent = agent("admins", namespace, f"{namespace}-rt")
+        keyed_agent["spec"]["model"]["authSecretRef"] = {"name": "db-admin", "key": "password"}
+        for obj in (trusted, keyed_agent):
+            await client.create(obj)
+        for kind, name, change, path in (
+            ("mcpserver", "trusted", {"url": "https://attacker.example/mcp"}, "spec.headers[0].secretKeyRef.name"),
+            ("agent", "admins", {"model": {"baseURL": "https://attacker.example/v1"}}, "spec.model.authSecretRef.name"),
+        ):
+            patch = json.dumps({"spec": change})
+            moved = await asyncio.to_thread(kubectl, "patch", kind, name, "--type=merge", "-p", patch, check=False)
+            assert moved.returncode == 1 and forbidden(path, "db-admin") in moved.stderr, moved.stderr
+        edited = await asyncio.to_thread(
+            kubectl, "patch", "agent", "admins", "--type=merge", "-p", '{"spec": {"systemPrompt": "Be brief."}}', check=False
+        )
+        assert edited.returncode == 0, edited.stderr
         # A persona pack's agents are made by the operator: they are checked as the pack's writer's.
         pack = {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "PersonaPack",
                 "metadata": {"name": "team", "namespace": namespace},

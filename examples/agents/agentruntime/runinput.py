@@ -76,6 +76,9 @@ class RunInput:
     deny_tools: tuple[str, ...] = ()
     #: Each MCP server's own filters (URL → ``{"allow": [...], "deny": [...]}``).
     mcp_filters: Mapping[str, Mapping[str, Sequence[str]]] = field(default_factory=dict)
+    #: The headers requests to an MCP server carry (URL → header → value), read from the files
+    #: ``MCP_HEADERS`` names. Secrets: never logged.
+    mcp_headers: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
     #: The namespace the pod runs in (the downward API's ``metadata.namespace``), told to the model.
     namespace: str = ""
 
@@ -115,6 +118,7 @@ class RunInput:
             allow_tools=_names(environ, "AGENT_ALLOW_TOOLS"),
             deny_tools=_names(environ, "AGENT_DENY_TOOLS"),
             mcp_filters=_filters(environ.get("MCP_TOOL_FILTERS", "")),
+            mcp_headers=_headers(environ.get("MCP_HEADERS", "")),
             namespace=environ.get("POD_NAMESPACE", ""),
             max_turns=_positive(environ, "AGENT_MAX_TURNS") or DEFAULT_MAX_TURNS,
             max_tokens=_positive(environ, "AGENT_MAX_TOKENS"),
@@ -180,6 +184,27 @@ def _filters(text: str) -> dict[str, dict[str, list[str]]]:
         for url, lists in found.items()
         if isinstance(lists, dict)
     }
+
+
+def _headers(text: str) -> dict[str, dict[str, str]]:
+    """URL → header → value, from ``MCP_HEADERS`` (URL → header → the file holding its value)."""
+    if not text.strip():
+        return {}
+    try:
+        found = json.loads(text)
+    except ValueError as exc:
+        raise InputError("InvalidInput", f"MCP_HEADERS is not JSON: {exc}") from None
+    if not isinstance(found, dict) or not all(isinstance(files, dict) for files in found.values()):
+        raise InputError("InvalidInput", "MCP_HEADERS is not a JSON object of objects (URL → header → file)")
+    headers: dict[str, dict[str, str]] = {}
+    for url, files in found.items():
+        headers[str(url)] = {}
+        for header, path in files.items():
+            value = _read(str(path))
+            if value is None:
+                raise InputError("InvalidInput", f"the {header} header of the MCP server at {url} is not in {path}")
+            headers[str(url)][str(header)] = value.strip()
+    return headers
 
 
 def passes(tool: str, allow: Sequence[str], deny: Sequence[str]) -> bool:

@@ -122,10 +122,12 @@ class Runner:
 
                 try:
                     served = await stack.enter_async_context(
-                        mcp_tools(list(self.input.mcp_servers), self.input.mcp_filters)
+                        mcp_tools(
+                            list(self.input.mcp_servers), self.input.mcp_filters, headers=self.input.mcp_headers
+                        )
                     )
-                except MCPUnreachable as exc:
-                    raise RunFailed("MCPUnreachable", str(exc)) from None
+                except MCPUnreachable as exc:  # or refused
+                    raise RunFailed(exc.reason, str(exc)) from None
             for tool in served:
                 name = tool.name if tool.name not in self.tools else f"mcp_{tool.name}"
                 self.tools[name] = Tool(name, tool.description, tool.parameters, tool.run)

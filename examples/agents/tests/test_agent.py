@@ -7,6 +7,8 @@ MCP server writes nothing."""
 
 from __future__ import annotations
 
+import json
+
 import agentplatform
 import pytest
 from agentobjects import agent, assert_writes_nothing, condition, exists, pod_hash, ready, runtime
@@ -234,6 +236,62 @@ async def test_a_deleted_agent_takes_its_objects_runs_and_schedules(
             assert not await exists(client, kind, name, namespace), (kind, name)
 
     await eventually(gone, timeout=20)
+
+
+async def test_an_mcp_server_at_a_url_runs_nothing_and_its_header_reaches_pods_as_a_file(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    """A server that runs elsewhere: what its image made goes, its URL is its status, and the
+    agents that use it get the URL and, as a file from the Secret, the header its requests carry."""
+    server = {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "MCPServer",
+              "metadata": {"name": "tools", "namespace": namespace}, "spec": {"image": "ghcr.io/example/mcp:1"}}  # fmt: skip
+    await client.create(server)
+    await eventually(lambda: client.get(kinds.Deployment, "tools", namespace=namespace))
+    url = "https://mcp.example.com:9443/mcp"
+    header = {"name": "Authorization", "secretKeyRef": {"name": "mcp-token", "key": "token"}}
+    await client.create(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mcp-token", "namespace": namespace},
+         "stringData": {"token": "Bearer never-in-a-spec"}}
+    )  # fmt: skip
+    await client.patch(MCPServer, "tools", {"spec": {"image": None, "url": url, "headers": [header]}}, namespace=namespace)
+
+    async def remote() -> None:
+        found = await client.get(MCPServer, "tools", namespace=namespace)
+        assert found.status is not None and (found.status.url, found.status.ready_replicas) == (url, None)
+        for kind in (kinds.Deployment, kinds.Service, kinds.ServiceAccount):
+            assert not await exists(client, kind, "tools", namespace), kind
+
+    await eventually(remote, timeout=20)
+    await assert_writes_nothing(platform.mcp_servers, kubeloop.Request(namespace, "tools"))
+
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(agent("caller", namespace, f"{namespace}-rt", mcpServerRefs=["tools"]))
+    await ready(client, "caller", namespace)
+    pod = (await client.get(kinds.Deployment, "caller", namespace=namespace))["spec"]["template"]["spec"]
+    env = {var["name"]: var for var in pod["containers"][0]["env"]}
+    assert env["MCP_SERVERS"]["value"] == url
+    where = "/var/run/secrets/agents.kubeloop.dev/mcp-headers"
+    assert json.loads(env["MCP_HEADERS"]["value"]) == {url: {"Authorization": f"{where}/0/Authorization"}}
+    [volume] = [v for v in pod["volumes"] if v["name"] == "mcp-headers"]
+    sources = [{"secret": {"name": "mcp-token", "items": [{"key": "token", "path": "0/Authorization"}]}}]
+    assert volume["projected"]["sources"] == sources
+    assert {"name": "mcp-headers", "mountPath": where, "readOnly": True} in pod["containers"][0]["volumeMounts"]
+    assert not any("mcp-token" in json.dumps(var) for var in env.values())  # a file, never a variable
+
+    # Exactly one of image and url; what only a server run here has; a URL that is one.
+    refused = [
+        ({"image": "ghcr.io/example/mcp:1", "url": url}, "spec: Invalid value: \"object\": exactly one of image"),
+        ({}, "spec: Invalid value: \"object\": exactly one of image"),
+        ({"url": url, "serviceAccountName": "reader"}, "env and serviceAccountName are for a server the platform runs"),
+        ({"url": "ftp://mcp.example.com/mcp"}, "spec.url: Invalid value: \"ftp://mcp.example.com/mcp\""),
+        ({"url": "https://a.example.com/x,y"}, "spec.url: Invalid value"),
+        ({"url": url, "headers": [{**header, "name": "Bad Header"}]}, "spec.headers[0].name: Invalid value"),
+    ]
+    for spec, message in refused:
+        bad = {**server, "metadata": {"name": "bad", "namespace": namespace}, "spec": spec}
+        with pytest.raises(kubeloop.errors.Invalid) as invalid:
+            await client.create(bad)
+        assert message in invalid.value.message, (spec, invalid.value.message)
 
 
 async def test_names_the_platform_cannot_use_are_refused_at_the_api(

@@ -202,7 +202,11 @@ async def test_an_agent_asks_for_a_network_policy_and_gives_it_up(
         {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "MCPServer",
          "metadata": {"name": "tools", "namespace": namespace}, "spec": {"image": "example.com/tools:1", "port": 7000}}
     )  # fmt: skip
-    fenced = agent("fenced", namespace, f"{namespace}-rt", networkPolicy=True, mcpServerRefs=["tools"])
+    await client.create(
+        {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "MCPServer",
+         "metadata": {"name": "remote", "namespace": namespace}, "spec": {"url": "https://mcp.example.com:9443/mcp"}}
+    )  # fmt: skip
+    fenced = agent("fenced", namespace, f"{namespace}-rt", networkPolicy=True, mcpServerRefs=["tools", "remote"])
     fenced["spec"]["model"]["baseURL"] = "https://llm.example.com:8443/v1"
     await client.create(fenced)
     await ready(client, "fenced", namespace)
@@ -226,8 +230,9 @@ async def test_an_agent_asks_for_a_network_policy_and_gives_it_up(
     assert {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "channel", "app.kubernetes.io/instance": "fenced",
             "app.kubernetes.io/managed-by": "kubeloop-agents"}}} in sources  # fmt: skip
     assert any("namespaceSelector" in source for source in sources)
-    dns, tools, model = spec["egress"]
+    dns, remote, tools, model = spec["egress"]
     assert {"protocol": "UDP", "port": 53} in dns["ports"]
+    assert remote == {"ports": [{"protocol": "TCP", "port": 9443}]}  # at a URL: wherever it resolves
     assert tools["ports"] == [{"protocol": "TCP", "port": 7000}]
     assert tools["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/instance"] == "tools"
     assert model == {"ports": [{"protocol": "TCP", "port": 8443}]}

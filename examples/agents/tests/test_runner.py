@@ -25,6 +25,7 @@ from agentobjects import agent, agent_run, finished, ready, runtime
 from agentplatform.api.v1alpha1 import AgentRun
 from agentruntime.images import local_images
 from fakemodel import FakeModel, Step, answer, refuse, stall, tool_calls
+from remotemcp import RemoteMCP
 
 import kubeloop
 from kubeloop import kinds
@@ -264,6 +265,52 @@ async def test_runs_call_their_agents_mcp_server_which_reads_only_what_its_accou
         failed = await finished(client, name, namespace, timeout=60)
         assert failed.status is not None and (failed.status.phase, failed.status.reason) == ("Failed", "ToolFailed")
         assert words in (failed.status.message or ""), failed.status
+
+
+async def test_runs_reach_mcp_servers_at_a_url_with_the_header_from_their_secret(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str, models: list[FakeModel]
+) -> None:
+    """MCPServers that run elsewhere (``remotemcp``: the SDK's server in this process, standing in
+    for a hosted tool service), over streamable HTTP and SSE: the runner sends the header its
+    Secret holds, and nothing of it reaches the run's input or transcript. A wrong one is
+    refused at once (MCPRefused), not waited on."""
+    await with_key(client, namespace)
+    remote = await RemoteMCP("Bearer remote-s3cret").start()
+    try:
+        for name, token in (("mcp-token", "Bearer remote-s3cret"), ("guessed-token", "Bearer guess")):
+            await client.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace},
+                                 "stringData": {"token": token}})  # fmt: skip
+        for name, url, secret in (("hosted", remote.url, "mcp-token"), ("hosted-sse", remote.sse_url, "mcp-token"),
+                                  ("guessing", remote.url, "guessed-token")):  # fmt: skip
+            header = {"name": "Authorization", "secretKeyRef": {"name": secret, "key": "token"}}
+            await client.create({"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "MCPServer",
+                                 "metadata": {"name": name, "namespace": namespace},
+                                 "spec": {"url": url, "headers": [header]}})  # fmt: skip
+        asked = {}
+        for run, server in (("asks-remote", "hosted"), ("asks-sse", "hosted-sse")):
+            asked[run] = await run_with(client, namespace, models, run, [
+                tool_calls(("deploy_status", '{"service": "shop"}')), answer("shop is at v42"),
+            ], agent_spec={"mcpServerRefs": [server]})  # fmt: skip
+        await run_with(client, namespace, models, "guesses", [answer("never asked")],
+                       agent_spec={"mcpServerRefs": ["guessing"]})  # fmt: skip
+
+        for run, fake in asked.items():
+            done = await finished(client, run, namespace, timeout=60)
+            assert done.status is not None and (done.status.phase, done.status.result) == ("Succeeded", "shop is at v42"), done.status
+            assert [m["content"] for m in fake.requests[1].body["messages"] if m["role"] == "tool"] == ["shop: deployed at v42"]
+            lines = await transcript(client, run, namespace)
+            assert [line["name"] for line in lines if line["event"] == "tool"] == ["deploy_status"]
+            assert "remote-s3cret" not in json.dumps(lines)
+            snapshot = await client.get(kinds.ConfigMap, f"{run}-input", namespace=namespace)
+            assert "remote-s3cret" not in json.dumps(snapshot)
+        refused = await finished(client, "guesses", namespace, timeout=60)
+        assert refused.status is not None and (refused.status.phase, refused.status.reason) == ("Failed", "MCPRefused")
+        assert refused.status.message == (
+            f"the MCP server at {remote.url} refused the run (401 Unauthorized), with the headers Authorization"
+        )
+        assert "Bearer guess" in remote.seen and set(remote.seen) <= {"Bearer remote-s3cret", "Bearer guess"}
+    finally:
+        await remote.stop()
 
 
 async def test_the_official_openai_client_talks_to_an_agent_that_answers_with_its_tools(

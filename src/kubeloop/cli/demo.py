@@ -279,7 +279,10 @@ class State:
                     waiting.append(f"Agent {_name(agent)}: {channel['type']} channel {channel.get('phase')}")
         for server in self.mcp_servers:
             status = server.get("status") or {}
-            if not _observed(server) or status.get("readyReplicas") != server["spec"].get("replicas", 1):
+            remote = bool(server["spec"].get("url"))  # runs elsewhere: nothing here to be ready
+            if not _observed(server) or (
+                not remote and status.get("readyReplicas") != server["spec"].get("replicas", 1)
+            ):
                 waiting.append(f"MCPServer {_name(server)}: {status.get('readyReplicas') or 0} ready")
         for pack in (*self.skill_packs, *self.persona_packs):
             if not _observed(pack):
@@ -422,9 +425,8 @@ def render(state: State, manager: Manager, *, header: str) -> Group:
         )
     for server in state.mcp_servers:
         status = server.get("status") or {}
-        platform.add_row(
-            "MCPServer", _name(server), f"{status.get('readyReplicas', 0)} ready at {status.get('url', '-')}"
-        )
+        serving = "remote" if server["spec"].get("url") else f"{status.get('readyReplicas', 0)} ready"
+        platform.add_row("MCPServer", _name(server), f"{serving} at {status.get('url', '-')}")
     for pack in state.skill_packs:
         platform.add_row("SkillPack", _name(pack), f"{(pack.get('status') or {}).get('skills', 0)} skills")
     for pack in state.persona_packs:

@@ -26,6 +26,7 @@ AgentRuns and AgentSchedules before the agent goes.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -46,12 +47,14 @@ from ..api.v1alpha1 import (
 from .builders import (
     AGENT_LABEL,
     CONFIG_HASH,
+    AgentTools,
     agent_config,
     agent_pod,
     config_hash,
     config_map_of,
     deployment_ready,
     labels,
+    mcp_server_peer,
     model_port,
     named,
     network_policy_spec,
@@ -233,8 +236,8 @@ class AgentReconciler:
         else:
             status["runtimeName"] = runtime.metadata.name
             status["url"] = service_url(request.name, request.namespace, runtime.spec.port)
-            packs, mcp_urls, mcp_filters = await resolve_tools(self.client, request.namespace, agent.spec)
-            digest = config_hash(runtime.spec.to_dict(), agent.spec.to_dict(), packs, mcp_urls, mcp_filters)
+            tools = await resolve_tools(self.client, request.namespace, agent.spec)
+            digest = config_hash(runtime.spec.to_dict(), agent.spec.to_dict(), dataclasses.asdict(tools))
             status["configHash"] = digest
             last = kubeloop.find_status_condition(conditions, "Ready") or {}
             if last.get("reason") == "Invalid" and agent.status and agent.status.config_hash == digest:
@@ -243,7 +246,7 @@ class AgentReconciler:
                 await write_status(self.client, agent, unchanged)
                 return True  # refused, and nothing it was made from has changed since
             try:
-                deployment = await self._converge(agent, runtime, packs, mcp_urls, mcp_filters, digest, memory)
+                deployment = await self._converge(agent, runtime, tools, digest, memory)
             except (kubeloop.errors.Invalid, kubeloop.NotControlledError) as refused:
                 # The user's to fix: reported; an Invalid is not retried, a conflict looked at again.
                 why = "Invalid" if isinstance(refused, kubeloop.errors.Invalid) else "NameConflict"
@@ -329,9 +332,7 @@ class AgentReconciler:
         self,
         agent: Agent,
         runtime: ServingRuntime,
-        packs: dict[str, dict[str, str]],
-        mcp_urls: list[str],
-        mcp_filters: dict[str, dict[str, list[str]]],
+        tools: AgentTools,
         digest: str,
         memory: str | None,
     ) -> kubeloop.Obj:
@@ -351,9 +352,7 @@ class AgentReconciler:
             agent.spec,
             runtime.spec,
             config_map=config_map_of(name),
-            skill_packs=packs,
-            mcp_urls=mcp_urls,
-            mcp_filters=mcp_filters,
+            tools=tools,
             memory=memory,
             env=[{"name": "MEMORY_URL", "value": memory_url(name, namespace)}] if _persistent(agent) else (),
         )
@@ -417,7 +416,7 @@ class AgentReconciler:
             channels=labels("channel", name),
             operator_namespace=self.operator_namespace,
             port=runtime.spec.port,
-            mcp_servers=[(labels("mcp-server", s.metadata.name or ""), s.spec.port) for s in servers]
+            mcp_servers=[mcp_server_peer(server) for server in servers]
             + ([(labels("memory-server", name), MEMORY_PORT)] if _persistent(agent) else []),
             model_port=model_port(agent.spec.model.base_url),
         )

@@ -49,6 +49,7 @@ from ..api.v1alpha1 import GROUP, Agent, AgentPolicy, AgentRun, AgentSpec, Servi
 from .builders import (
     AGENT_LABEL,
     CONFIG_DIR,
+    AgentTools,
     agent_config,
     agent_pod,
     config_map_name,
@@ -288,7 +289,7 @@ class AgentRunReconciler:
         if persistent and not (agent.status and agent.status.memory_ready):
             server = memory_server(agent.metadata.name or "")
             return None, f"{MEMORY_NOT_READY}: the memory server {server} is not ready"
-        packs, mcp_urls, mcp_filters = await resolve_tools(self.client, namespace, agent.spec)
+        tools = await resolve_tools(self.client, namespace, agent.spec)
         policies = (await self.client.list(AgentPolicy, namespace=namespace)).items
         limits = {
             "maxTurns": _smallest(run.spec.max_turns, agent.spec.max_turns, *(p.spec.max_turns for p in policies)),
@@ -299,9 +300,7 @@ class AgentRunReconciler:
             "task": run.spec.task,
             "agent.json": json.dumps(agent.spec.to_dict(), sort_keys=True),
             "runtime.json": json.dumps(runtime.spec.to_dict(), sort_keys=True),
-            "skill-packs": ",".join(packs),
-            "mcp-servers": ",".join(mcp_urls),
-            "mcp-tool-filters.json": json.dumps(mcp_filters, sort_keys=True),
+            **tools.snapshot(),
             "pod-annotations.json": json.dumps(_steering(agent.metadata.annotations), sort_keys=True),
             # The run's limits as they stood at its start: the smallest of its own, its agent's
             # and its namespace's AgentPolicies'.
@@ -406,9 +405,7 @@ class AgentRunReconciler:
             agent,
             runtime,
             config_map=input_config_map(name),
-            skill_packs=[pack for pack in snapshot.get("skill-packs", "").split(",") if pack],
-            mcp_urls=[url for url in snapshot.get("mcp-servers", "").split(",") if url],
-            mcp_filters=json.loads(snapshot.get("mcp-tool-filters.json") or "{}"),
+            tools=AgentTools.from_snapshot(snapshot),
             env=_run_env(run, json.loads(snapshot.get("limits.json") or "{}")),
             memory=memory_config_map(run.spec.agent_ref) if agent.memory and agent.memory.enabled else None,
         )

@@ -5,6 +5,7 @@ Controllers import this module, never each other."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -104,10 +105,25 @@ def set_deployment(
 
 def model_port(base_url: str | None) -> int:
     """The port a model endpoint is reached on (443 when no base URL is given: a hosted API)."""
-    if not base_url:
-        return 443
-    parts = urlsplit(base_url)
-    return parts.port or (80 if parts.scheme == "http" else 443)
+    return url_port(base_url) if base_url else 443
+
+
+def url_port(url: str) -> int:
+    """The port an http(s) URL is reached on (its scheme's when it names none, or none valid)."""
+    parts = urlsplit(url)
+    try:
+        given = parts.port
+    except ValueError:  # out of range: the connection fails, and says so, in the pod
+        given = None
+    return given or (80 if parts.scheme == "http" else 443)
+
+
+def mcp_server_peer(server: MCPServer) -> tuple[dict[str, str] | None, int]:
+    """Where a NetworkPolicy lets an agent reach ``server``: its pods on its port, or (a server
+    at a URL) any address on the URL's port."""
+    if server.spec.url:
+        return None, url_port(server.spec.url)
+    return labels("mcp-server", server.metadata.name or ""), server.spec.port
 
 
 def network_policy_spec(
@@ -116,12 +132,13 @@ def network_policy_spec(
     channels: dict[str, str],
     operator_namespace: str,
     port: int,
-    mcp_servers: list[tuple[dict[str, str], int]],
+    mcp_servers: list[tuple[dict[str, str] | None, int]],
     model_port: int,
 ) -> dict[str, Any]:
     """An agent's NetworkPolicy: in from its channels' pods and the operator's namespace on its
     port; out to the cluster's DNS, the pods of ``mcp_servers`` (its MCP servers, and its memory
-    server) on their ports, and any address on its model endpoint's port."""
+    server; labels None: a server at a URL, any address) on their ports, and any address on its
+    model endpoint's port."""
     tcp = "TCP"
     egress: list[dict[str, Any]] = [
         {
@@ -129,10 +146,9 @@ def network_policy_spec(
             "ports": [{"protocol": "UDP", "port": 53}, {"protocol": tcp, "port": 53}],
         }
     ]
-    egress += [
-        {"to": [{"podSelector": {"matchLabels": labels}}], "ports": [{"protocol": tcp, "port": server_port}]}
-        for labels, server_port in mcp_servers
-    ]
+    for selected, server_port in mcp_servers:
+        to = {"to": [{"podSelector": {"matchLabels": selected}}]} if selected is not None else {}
+        egress.append({**to, "ports": [{"protocol": tcp, "port": server_port}]})
     egress.append({"ports": [{"protocol": tcp, "port": model_port}]})
     return {
         "podSelector": {"matchLabels": selector},
@@ -243,7 +259,10 @@ def config_map_name(pack: str) -> str:
 
 
 def url_of(server: MCPServer) -> str:
-    """Where agents reach an MCP server: its Service, port and path."""
+    """Where agents reach an MCP server: its URL, or (one the platform runs) its Service, port
+    and path."""
+    if server.spec.url:
+        return server.spec.url
     base = service_url(server.metadata.name or "", server.metadata.namespace or "", server.spec.port)
     return base + server.spec.path
 
@@ -253,6 +272,8 @@ MEMORY_DIR = "/memory"
 #: Where an agent's pods find the model's API key, as a file (``MODEL_API_KEY_FILE``): no
 #: environment variable holds it, so the tools a pod runs do not inherit it.
 MODEL_CREDENTIALS_DIR = f"/var/run/secrets/{GROUP}/model"
+#: Where they find the values of their MCP servers' headers, a file each (``MCP_HEADERS`` says which).
+MCP_HEADERS_DIR = f"/var/run/secrets/{GROUP}/mcp-headers"
 
 
 def config_map_of(agent: str) -> str:
@@ -276,30 +297,83 @@ def tool_filters(server: MCPServer) -> dict[str, list[str]]:
     return {key: names for key, names in found.items() if names}
 
 
-async def resolve_tools(
-    client: kubeloop.Client, namespace: str, spec: AgentSpec
-) -> tuple[dict[str, dict[str, str]], list[str], dict[str, dict[str, list[str]]]]:
-    """The skill packs an agent lists that exist (name → skills), its MCP servers' URLs, and
-    the tool filters of those that have some (URL → ``{"allow": [...], "deny": [...]}``).
-    Missing ones are left out: their watches wake the agent when they appear."""
-    packs: dict[str, dict[str, str]] = {}
+@dataclasses.dataclass(frozen=True)
+class AgentTools:
+    """What an agent's pods call tools with, resolved from the objects its spec names."""
+
+    #: Its skill packs that exist: name → skill → text.
+    packs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    #: Its MCP servers' URLs.
+    mcp_urls: list[str] = dataclasses.field(default_factory=list)
+    #: The tool filters of those that have some: URL → ``{"allow": [...], "deny": [...]}``.
+    mcp_filters: dict[str, dict[str, list[str]]] = dataclasses.field(default_factory=dict)
+    #: The headers of those that send some: URL → header → ``{"name": <Secret>, "key": <key>}``.
+    mcp_headers: dict[str, dict[str, dict[str, str]]] = dataclasses.field(default_factory=dict)
+
+    def snapshot(self) -> dict[str, str]:
+        """As a run's input ConfigMap holds them (names of Secrets, never their values)."""
+        return {
+            "skill-packs": ",".join(self.packs),
+            "mcp-servers": ",".join(self.mcp_urls),
+            "mcp-tool-filters.json": json.dumps(self.mcp_filters, sort_keys=True),
+            "mcp-headers.json": json.dumps(self.mcp_headers, sort_keys=True),
+        }
+
+    @classmethod
+    def from_snapshot(cls, data: Mapping[str, str]) -> AgentTools:
+        """Read back from a run's input (the packs' names only: their ConfigMaps are mounted)."""
+        return cls(
+            packs={pack: {} for pack in data.get("skill-packs", "").split(",") if pack},
+            mcp_urls=[url for url in data.get("mcp-servers", "").split(",") if url],
+            mcp_filters=json.loads(data.get("mcp-tool-filters.json") or "{}"),
+            mcp_headers=json.loads(data.get("mcp-headers.json") or "{}"),
+        )
+
+
+async def resolve_tools(client: kubeloop.Client, namespace: str, spec: AgentSpec) -> AgentTools:
+    """The skill packs and MCP servers an agent lists that exist. Missing ones are left out:
+    their watches wake the agent when they appear."""
+    tools = AgentTools()
     for pack_name in sorted(spec.skill_pack_refs):
         try:
             pack = await client.get(SkillPack, pack_name, namespace=namespace)
         except kubeloop.errors.NotFound:
             continue
-        packs[pack_name] = {skill.name: skill.text for skill in pack.spec.skills}
-    urls = []
-    filters: dict[str, dict[str, list[str]]] = {}
+        tools.packs[pack_name] = {skill.name: skill.text for skill in pack.spec.skills}
     for server_name in sorted(spec.mcp_server_refs):
         try:
             server = await client.get(MCPServer, server_name, namespace=namespace)
-            urls.append(url_of(server))
-            if found := tool_filters(server):
-                filters[url_of(server)] = found
         except kubeloop.errors.NotFound:
             continue
-    return packs, urls, filters
+        url = url_of(server)
+        tools.mcp_urls.append(url)
+        if found := tool_filters(server):
+            tools.mcp_filters[url] = found
+        if server.spec.headers:
+            tools.mcp_headers[url] = {
+                header.name: {"name": header.secret_key_ref.name, "key": header.secret_key_ref.key}
+                for header in server.spec.headers
+            }
+    return tools
+
+
+def mcp_headers_mount(
+    headers: Mapping[str, Mapping[str, Mapping[str, str]]],
+) -> tuple[dict[str, dict[str, str]], dict[str, Any]] | None:
+    """The ``MCP_HEADERS`` a pod reads (URL → header → the file holding its value) and the
+    projected volume of those files (``<n>/<header>``, n the URL's place in sorted order);
+    None when no server sends a header."""
+    if not headers:
+        return None
+    files: dict[str, dict[str, str]] = {}
+    sources: list[dict[str, Any]] = []
+    for index, url in enumerate(sorted(headers)):
+        files[url] = {}
+        for header, secret in sorted(headers[url].items()):
+            path = f"{index}/{header}"
+            files[url][header] = f"{MCP_HEADERS_DIR}/{path}"
+            sources.append({"secret": {"name": secret["name"], "items": [{"key": secret["key"], "path": path}]}})
+    return files, {"name": "mcp-headers", "projected": {"sources": sources, "defaultMode": 292}}
 
 
 def agent_config(spec: AgentSpec) -> dict[str, str]:
@@ -322,16 +396,15 @@ def agent_pod(
     runtime: ServingRuntimeSpec,
     *,
     config_map: str,
-    skill_packs: Iterable[str],
-    mcp_urls: list[str],
-    mcp_filters: dict[str, dict[str, list[str]]] | None = None,
+    tools: AgentTools,
     env: Iterable[dict[str, Any]] = (),
     memory: str | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The container and volumes of a pod serving agent ``name`` (an Agent's Deployment or an
     AgentRun's Job): ``config_map`` mounted at /etc/agent, the model's key (if any) as a file
-    under ``MODEL_CREDENTIALS_DIR``, each skill pack under skills/, the ``memory`` ConfigMap (if
-    any) at /memory, a writable /tmp; the restricted security context
+    under ``MODEL_CREDENTIALS_DIR``, its MCP servers' headers as files under
+    ``MCP_HEADERS_DIR``, each skill pack under skills/, the ``memory`` ConfigMap (if any) at
+    /memory, a writable /tmp; the restricted security context
     unless the runtime gives its own (``set_pod_extras`` does the pod's part).
 
     The environment is the runtime's, then the platform's (model, prompt file, MCP servers,
@@ -353,10 +426,10 @@ def agent_pod(
     ]
     if spec.model.base_url:
         platform_env.append({"name": "MODEL_BASE_URL", "value": spec.model.base_url})
-    if mcp_urls:
-        platform_env.append({"name": "MCP_SERVERS", "value": ",".join(mcp_urls)})
-    if mcp_filters:
-        platform_env.append({"name": "MCP_TOOL_FILTERS", "value": json.dumps(mcp_filters, sort_keys=True)})
+    if tools.mcp_urls:
+        platform_env.append({"name": "MCP_SERVERS", "value": ",".join(tools.mcp_urls)})
+    if tools.mcp_filters:
+        platform_env.append({"name": "MCP_TOOL_FILTERS", "value": json.dumps(tools.mcp_filters, sort_keys=True)})
     if spec.allow_tools:
         platform_env.append({"name": "AGENT_ALLOW_TOOLS", "value": ",".join(sorted(spec.allow_tools))})
     if spec.deny_tools:
@@ -376,10 +449,15 @@ def agent_pod(
                 "secret": {"secretName": secret.name, "items": items, "defaultMode": 420},
             }
         )
+    if (headers := mcp_headers_mount(tools.mcp_headers)) is not None:  # files too, for the same reason
+        files, headers_volume = headers
+        platform_env.append({"name": "MCP_HEADERS", "value": json.dumps(files, sort_keys=True)})
+        mounts.append({"name": headers_volume["name"], "mountPath": MCP_HEADERS_DIR, "readOnly": True})
+        volumes.append(headers_volume)
     if memory is not None:  # the agent's MEMORY.md, read-only: the operator writes it
         mounts.append({"name": "memory", "mountPath": MEMORY_DIR, "readOnly": True})
         volumes.append(config_map_volume("memory", memory))
-    for pack_name in skill_packs:
+    for pack_name in tools.packs:
         volume = skills_volume(pack_name)
         mounts.append({"name": volume, "mountPath": f"{CONFIG_DIR}/skills/{pack_name}", "readOnly": True})
         volumes.append(config_map_volume(volume, config_map_name(pack_name)))

@@ -1,8 +1,14 @@
 """MCPServer → an owned Deployment and ClusterIP Service of its name, its pods running as a
-ServiceAccount of that name with no API token mounted; its URL and ready replicas in status. A Deployment or Service of that name it does not control is left alone: a Warning
-Event (NameConflict) says so, and the server is looked at again every 10 s."""
+ServiceAccount of that name with no API token mounted; its URL and ready replicas in status. A
+Deployment or Service of that name it does not control is left alone: a Warning Event
+(NameConflict) says so, and the server is looked at again every 10 s.
+
+A server at a ``url`` runs elsewhere: nothing is made for it (what an earlier ``image`` made goes),
+and its status holds that URL."""
 
 from __future__ import annotations
+
+import contextlib
 
 import kubeloop
 from kubeloop import kinds
@@ -48,6 +54,11 @@ class MCPServerReconciler:
         return None
 
     async def _converge(self, request: kubeloop.Request, server: MCPServer) -> None:
+        if server.spec.url:
+            await self._remove_workload(request, server)
+            status = {"observedGeneration": server.metadata.generation, "url": server.spec.url, "readyReplicas": None}
+            await write_status(self.client, server, status)
+            return
         selector = labels("mcp-server", request.name)
         container = {
             "name": "server",
@@ -113,6 +124,15 @@ class MCPServerReconciler:
             "readyReplicas": ready,
         }
         await write_status(self.client, server, status)
+
+
+    async def _remove_workload(self, request: kubeloop.Request, server: MCPServer) -> None:
+        """Delete the Deployment, Service and ServiceAccount the server's image had (its own only)."""
+        for kind in (kinds.Deployment, kinds.Service, kinds.ServiceAccount):
+            with contextlib.suppress(kubeloop.errors.NotFound):
+                found = await self.client.get(kind, request.name, namespace=request.namespace)
+                if kubeloop.is_controlled_by(found, server):
+                    await self.client.delete(found)
 
 
 def setup(manager: kubeloop.Manager) -> MCPServerReconciler:

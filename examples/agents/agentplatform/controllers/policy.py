@@ -199,9 +199,10 @@ async def agent_images(
             server = await client.get(MCPServer, name, namespace=namespace)
         except kubeloop.errors.NotFound:
             continue
-        uses.append(
-            ImageUse(f"{prefix}.mcpServerRefs[{index}]", name, server.spec.image, "its MCP server's image")
-        )
+        if server.spec.image:  # one at a URL runs nothing here
+            uses.append(
+                ImageUse(f"{prefix}.mcpServerRefs[{index}]", name, server.spec.image, "its MCP server's image")
+            )
     if spec.memory is not None and spec.memory.enabled and spec.memory.persistent:
         image = platform.memory_server
         uses.append(ImageUse(f"{prefix}.memory.persistent", "true", image, "its memory server's image"))
@@ -317,6 +318,11 @@ class AgentPolicyValidator:
 
     async def validate_update(self, old: Agent, new: Agent) -> None:
         named = _newly_named(agent_secrets(old.spec), agent_secrets(new.spec))
+        key = new.spec.model.auth_secret_ref
+        key_named = ("spec.model.authSecretRef.name", key.name) if key is not None else None
+        endpoint = (new.spec.model.base_url, new.spec.model.provider)
+        if key_named and key_named not in named and endpoint != (old.spec.model.base_url, old.spec.model.provider):
+            named.append(key_named)  # the model's key would go to another endpoint: asked again
         refused = await self.secrets.refused(new.metadata.namespace or "", named)
         before = await _agent_causes(self.client, old, self.platform)
         _deny(new, [*refused, *_new(before, await _agent_causes(self.client, new, self.platform))])
@@ -341,11 +347,22 @@ class SkillPackPolicyValidator:
 def server_violations(server: MCPServer, policies: Sequence[AgentPolicy]) -> list[StatusCause]:
     """An MCP server's image against ``allowedImages``: it runs whether or not an agent uses it."""
     causes = []
+    image = server.spec.image
     for policy in policies:
         allowed = policy.spec.allowed_images
-        if allowed is not None and not image_allowed(server.spec.image, allowed):
-            causes.append(field.invalid("spec.image", server.spec.image, _shown(policy, allowed)))
+        if image is not None and allowed is not None and not image_allowed(image, allowed):
+            causes.append(field.invalid("spec.image", image, _shown(policy, allowed)))
     return causes
+
+
+def server_secrets(server: MCPServer) -> list[tuple[str, str]]:
+    """(field path, Secret name) of each Secret an MCP server hands on: its pods' environment,
+    and the headers its callers send (to wherever its URL points)."""
+    headers = [
+        (f"spec.headers[{index}].secretKeyRef.name", header.secret_key_ref.name)
+        for index, header in enumerate(server.spec.headers)
+    ]
+    return _env_secrets(server.spec.env, "spec") + headers
 
 
 class MCPServerPolicyValidator:
@@ -355,12 +372,14 @@ class MCPServerPolicyValidator:
 
     async def validate_create(self, server: MCPServer) -> None:
         namespace = server.metadata.namespace or ""
-        refused = await self.secrets.refused(namespace, _env_secrets(server.spec.env, "spec"))
+        refused = await self.secrets.refused(namespace, server_secrets(server))
         _deny(server, [*refused, *server_violations(server, await _policies(self.client, namespace))])
 
     async def validate_update(self, old: MCPServer, new: MCPServer) -> None:
         namespace = new.metadata.namespace or ""
-        named = _newly_named(_env_secrets(old.spec.env, "spec"), _env_secrets(new.spec.env, "spec"))
+        named = _newly_named(server_secrets(old), server_secrets(new))
+        if old.spec.url != new.spec.url:  # its headers would go somewhere new: asked again
+            named = server_secrets(new)
         policies = await _policies(self.client, namespace)
         causes = _new(server_violations(old, policies), server_violations(new, policies))
         _deny(new, [*await self.secrets.refused(namespace, named), *causes])

@@ -5,7 +5,8 @@ Their CRDs are generated from these classes (``kubeloop crd examples/agents``):
 - ``ServingRuntime`` (cluster-scoped, passive): how to run an agent — image, command, port,
   resources. Nothing runs for it; Agents read it.
 - ``SkillPack``: named skills (text) → one owned ConfigMap that agents mount.
-- ``MCPServer``: a tool server → an owned Deployment and Service; its URL in status.
+- ``MCPServer``: a tool server → an owned Deployment and Service, or one at a URL (with headers
+  from Secrets); its URL in status.
 - ``Agent`` (active): a runtime, a model and a prompt → an owned ConfigMap, Deployment and Service;
   each chat channel → a Deployment that posts its messages to the operator.
 - ``AgentRun``: one task for an agent → a Job and what it needs; ``AgentSchedule``: runs on a cron
@@ -30,7 +31,7 @@ from .agentpolicy import AgentPolicy, AgentPolicySpec
 from .agentrun import AgentRun, AgentRunSpec, AgentRunStatus, RunTrigger, RunUsage
 from .agentschedule import AgentSchedule, AgentScheduleSpec, AgentScheduleStatus
 from .groupversion import GROUP, VERSION
-from .mcpserver import MCPServer, MCPServerSpec, MCPServerStatus
+from .mcpserver import MCPHeader, MCPServer, MCPServerSpec, MCPServerStatus
 from .personapack import PersonaAgent, PersonaPack, PersonaPackSpec, PersonaPackStatus, PersonaSchedule
 from .servingruntime import ServingRuntime, ServingRuntimeSpec, TokenPricing
 from .skillpack import Skill, SkillPack, SkillPackSpec, SkillPackStatus
@@ -58,6 +59,7 @@ __all__ = [
     "ChannelType",
     "EndpointSpec",
     "LocalObjectRef",
+    "MCPHeader",
     "MCPServer",
     "MCPServerSpec",
     "MCPServerStatus",

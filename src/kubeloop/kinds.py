@@ -50,6 +50,9 @@ ClusterRoleBinding = GroupVersionKind("rbac.authorization.k8s.io", "v1", "Cluste
 Role = GroupVersionKind("rbac.authorization.k8s.io", "v1", "Role")
 RoleBinding = GroupVersionKind("rbac.authorization.k8s.io", "v1", "RoleBinding")
 
+# discovery.k8s.io/v1
+EndpointSlice = GroupVersionKind("discovery.k8s.io", "v1", "EndpointSlice")
+
 # networking.k8s.io/v1
 Ingress = GroupVersionKind("networking.k8s.io", "v1", "Ingress")
 IngressClass = GroupVersionKind("networking.k8s.io", "v1", "IngressClass")

@@ -348,13 +348,18 @@ def test_a_namespaced_install_acts_only_in_its_namespaces(
     namespaced_rules = roles[("Role", watched, f"{FULLNAME}-manager")]["rules"]
     cluster_rules = roles[("ClusterRole", None, f"{FULLNAME}-manager")]["rules"]
     election_rules = roles[("Role", NAMESPACE, f"{FULLNAME}-leader-election")]["rules"]
+    api_server_rules = roles[("Role", "default", f"{FULLNAME}-api-server")]["rules"]
 
     def granted(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
         return {(group, resource, verb) for rule in rules for group in rule["apiGroups"]
                 for resource in rule["resources"] for verb in rule["verbs"]}  # fmt: skip
 
     generated = yaml.safe_load((AGENTS / "config/rbac/role.yaml").read_text())["rules"]
-    assert granted(namespaced_rules) | granted(cluster_rules) | granted(election_rules) == granted(generated)
+    assert granted(namespaced_rules) | granted(cluster_rules) | granted(election_rules) | granted(
+        api_server_rules
+    ) == granted(generated)
+    assert api_server_rules == [{"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+                                 "verbs": ["get"], "resourceNames": ["kubernetes"]}]  # fmt: skip
     for name in (watched, other):
         kube("create", "namespace", name)
         kube("create", "secret", "generic", "llm", "-n", name, "--from-literal=token=t")

@@ -230,11 +230,16 @@ async def test_an_agent_asks_for_a_network_policy_and_gives_it_up(
     assert {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "channel", "app.kubernetes.io/instance": "fenced",
             "app.kubernetes.io/managed-by": "kubeloop-agents"}}} in sources  # fmt: skip
     assert any("namespaceSelector" in source for source in sources)
-    dns, remote, tools, model = spec["egress"]
+    dns, remote, tools, api_server, model = spec["egress"]
     assert {"protocol": "UDP", "port": 53} in dns["ports"]
     assert remote == {"ports": [{"protocol": "TCP", "port": 9443}]}  # at a URL: wherever it resolves
     assert tools["ports"] == [{"protocol": "TCP", "port": 7000}]
     assert tools["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/instance"] == "tools"
+    # Its runs read the cluster as their own accounts: the API server where its EndpointSlice says.
+    endpoints = await client.get(kinds.EndpointSlice, "kubernetes", namespace="default")
+    [address] = endpoints["endpoints"][0]["addresses"]
+    assert api_server == {"to": [{"ipBlock": {"cidr": f"{address}/32"}}],
+                          "ports": [{"protocol": "TCP", "port": endpoints["ports"][0]["port"]}]}  # fmt: skip
     assert model == {"ports": [{"protocol": "TCP", "port": 8443}]}
     await assert_writes_nothing(platform.agents, kubeloop.Request(namespace, "fenced"))
 

@@ -75,6 +75,8 @@ from .indexes import AGENT_INDEX, MCP_INDEX, RUNTIME_INDEX, SKILLS_INDEX
 from .memory import MEMORY_PORT, AgentMemory, memory_url
 from .policy import PlatformImages, compliance
 
+#: How often an agent with a NetworkPolicy reads the API server's addresses again.
+API_SERVER_RECHECK_SECONDS = 600.0
 FINALIZER = f"{GROUP}/runs"
 FINISHED_PHASES = ("Succeeded", "Failed")
 
@@ -135,6 +137,7 @@ class AgentReconciler:
         builder.complete(self.reconcile)
         for kind in (AgentRun, AgentSchedule):  # the finalizer deletes the agent's runs and schedules
             manager.permissions.allow(kind, "list", "delete")
+        manager.permissions.allow(kinds.EndpointSlice, "get")  # the API server's, for NetworkPolicies
 
     async def _agents_in_namespace(self, policy: kubeloop.Obj) -> list[kubeloop.Request]:
         agents = await self.client.list(Agent, namespace=policy["metadata"]["namespace"])
@@ -192,6 +195,8 @@ class AgentReconciler:
         if not await self._reconcile(request, agent, channels, memory, memory_ready):
             return kubeloop.Result(requeue_after=recheck)
         again = [prune_again] if prune_again is not None else []
+        if agent.spec.network_policy:  # the API server's addresses may move: no watch says so
+            again.append(API_SERVER_RECHECK_SECONDS)
         if self.channels.settings.pending(channels):  # a pod that cannot start changes no Deployment
             again.append(self.channels.settings.recheck_seconds)
         return kubeloop.Result(requeue_after=min(again)) if again else None
@@ -411,6 +416,13 @@ class AgentReconciler:
         for server_name in sorted(agent.spec.mcp_server_refs):
             with contextlib.suppress(kubeloop.errors.NotFound):
                 servers.append(await self.client.get(MCPServer, server_name, namespace=namespace))
+        api_server = await self._api_server()
+        if api_server is None:
+            self.recorder.event(
+                agent, kubeloop.WARNING, "APIServerUnknown",
+                "the API server's addresses (EndpointSlice default/kubernetes) cannot be read:"
+                " the NetworkPolicy lets the agent's runs reach no API server",
+            )  # fmt: skip
         spec = network_policy_spec(
             {AGENT_LABEL: name},  # its Deployment's pods and its runs
             channels=labels("channel", name),
@@ -419,6 +431,7 @@ class AgentReconciler:
             mcp_servers=[mcp_server_peer(server) for server in servers]
             + ([(labels("memory-server", name), MEMORY_PORT)] if _persistent(agent) else []),
             model_port=model_port(agent.spec.model.base_url),
+            api_server=api_server,
         )
 
         def policy(obj: kubeloop.Obj) -> None:
@@ -429,6 +442,20 @@ class AgentReconciler:
         await kubeloop.create_or_update(
             self.client, named(kinds.NetworkPolicy, name, namespace), policy, controlled_by=agent
         )
+
+    async def _api_server(self) -> tuple[list[str], int] | None:
+        """The API server's addresses and port, as the ``kubernetes`` Service's EndpointSlice
+        names them (read past the cache: one object, not every slice of the cluster); None when
+        it cannot be read."""
+        try:
+            found = await self.manager.api_reader.get(kinds.EndpointSlice, "kubernetes", namespace="default")
+        except (kubeloop.errors.NotFound, kubeloop.errors.Forbidden):
+            return None
+        addresses = sorted(
+            {str(address) for endpoint in found.get("endpoints") or () for address in endpoint.get("addresses") or ()}
+        )
+        ports = [int(port["port"]) for port in found.get("ports") or () if port.get("port")]
+        return (addresses, ports[0]) if addresses and ports else None
 
     async def _finalize(self, agent: Agent) -> None:
         """Delete the agent's runs and schedules, then let it go."""

@@ -134,11 +134,13 @@ def network_policy_spec(
     port: int,
     mcp_servers: list[tuple[dict[str, str] | None, int]],
     model_port: int,
+    api_server: tuple[list[str], int] | None = None,
 ) -> dict[str, Any]:
     """An agent's NetworkPolicy: in from its channels' pods and the operator's namespace on its
     port; out to the cluster's DNS, the pods of ``mcp_servers`` (its MCP servers, and its memory
-    server; labels None: a server at a URL, any address) on their ports, and any address on its
-    model endpoint's port."""
+    server; labels None: a server at a URL, any address) on their ports, the ``api_server``'s
+    addresses on its port (its runs read the cluster as their own accounts), and any address on
+    its model endpoint's port."""
     tcp = "TCP"
     egress: list[dict[str, Any]] = [
         {
@@ -149,6 +151,14 @@ def network_policy_spec(
     for selected, server_port in mcp_servers:
         to = {"to": [{"podSelector": {"matchLabels": selected}}]} if selected is not None else {}
         egress.append({**to, "ports": [{"protocol": tcp, "port": server_port}]})
+    if api_server is not None:
+        addresses, api_port = api_server
+        egress.append(
+            {
+                "to": [{"ipBlock": {"cidr": f"{address}/{128 if ':' in address else 32}"}} for address in addresses],
+                "ports": [{"protocol": tcp, "port": api_port}],
+            }
+        )
     egress.append({"ports": [{"protocol": tcp, "port": model_port}]})
     return {
         "podSelector": {"matchLabels": selector},

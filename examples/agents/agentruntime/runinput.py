@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import kubeloop
+from agentruntime.skilltools import CommandTool
 
 CONFIG_DIR = "/etc/agent"
 MEMORY_FILE = "/memory/MEMORY.md"
@@ -81,6 +82,8 @@ class RunInput:
     mcp_headers: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
     #: The namespace the pod runs in (the downward API's ``metadata.namespace``), told to the model.
     namespace: str = ""
+    #: The tools the skills declare (commands run in the pod), as their packs list them.
+    skill_tools: tuple[CommandTool, ...] = ()
 
     @classmethod
     def load(cls, environ: Mapping[str, str] = os.environ, *, task: bool = True) -> RunInput:
@@ -112,6 +115,7 @@ class RunInput:
             base_url=str(base_url) if base_url else None,
             api_key=api_key,
             skills=_skills(config / "skills"),
+            skill_tools=_skill_tools(config / "skills"),
             memory=_read(MEMORY_FILE) or "",
             memory_url=environ.get("MEMORY_URL") or None,
             mcp_servers=_names(environ, "MCP_SERVERS"),
@@ -167,6 +171,38 @@ def _skills(folder: pathlib.Path) -> tuple[Skill, ...]:
     for pack in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
         for skill in sorted(s for s in pack.iterdir() if s.is_file() and not s.name.startswith(".")):
             found.append(Skill(pack.name, skill.name, skill.read_text()))
+    return tuple(found)
+
+
+#: Where a pack's ConfigMap lists its skills' tools.
+SKILL_TOOLS_FILE = ".tools.json"
+
+
+def _skill_tools(folder: pathlib.Path) -> tuple[CommandTool, ...]:
+    """Each pack's skills' tools, from the pack's ``.tools.json`` (packs in order)."""
+    if not folder.is_dir():
+        return ()
+    found: list[CommandTool] = []
+    for pack in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        listing = pack / SKILL_TOOLS_FILE
+        if not listing.is_file():
+            continue
+        try:
+            declared = json.loads(listing.read_text())
+            found.extend(
+                CommandTool(
+                    pack=pack.name,
+                    skill=str(tool["skill"]),
+                    name=str(tool["name"]),
+                    description=str(tool.get("description") or ""),
+                    parameters=dict(tool.get("parameters") or {"type": "object", "properties": {}}),
+                    command=tuple(str(part) for part in tool["command"]),
+                    timeout_seconds=float(tool.get("timeoutSeconds") or 30),
+                )
+                for tool in declared
+            )
+        except (ValueError, TypeError, KeyError) as exc:
+            raise InputError("InvalidInput", f"the tools of skill pack {pack.name} cannot be read: {exc!r}") from None
     return tuple(found)
 
 

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import pathlib
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -93,6 +94,11 @@ class Runner:
         self.kubernetes = _kubernetes_client()
         if self.kubernetes is not None:
             self.tools.update((tool.name, tool) for tool in kubernetes_tools(self.kubernetes))
+        for declared in given.skill_tools:  # a name the platform's tools took: the pack's before it
+            name = declared.name
+            if name in self.tools:  # as a function's name may be: [a-zA-Z0-9_-], at most 64
+                name = re.sub(r"[^a-zA-Z0-9_-]", "_", f"{declared.pack}_{declared.name}")[-64:]
+            self.tools[name] = declared.tool(name)
         self.client = client or openai.AsyncOpenAI(
             api_key=given.api_key or "unused",
             base_url=given.base_url,

@@ -12,7 +12,7 @@ import json
 import agentplatform
 import pytest
 from agentobjects import agent, assert_writes_nothing, condition, exists, pod_hash, ready, runtime
-from agentplatform.api.v1alpha1 import Agent, AgentRun, AgentSchedule, MCPServer, ServingRuntime
+from agentplatform.api.v1alpha1 import Agent, AgentRun, AgentSchedule, MCPServer, ServingRuntime, SkillPack
 from agentplatform.controllers.builders import CONFIG_HASH, skills_volume
 
 import kubeloop
@@ -292,6 +292,40 @@ async def test_an_mcp_server_at_a_url_runs_nothing_and_its_header_reaches_pods_a
         with pytest.raises(kubeloop.errors.Invalid) as invalid:
             await client.create(bad)
         assert message in invalid.value.message, (spec, invalid.value.message)
+
+
+async def test_a_skill_packs_tools_are_listed_beside_its_skills_and_checked_at_the_api(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
+) -> None:
+    tool = {"name": "disk_usage", "command": ["df", "-h"]}
+    pack = {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "SkillPack",
+            "metadata": {"name": "ops", "namespace": namespace},
+            "spec": {"skills": [{"name": "disks", "text": "Look at the disks.", "tools": [tool]}]}}  # fmt: skip
+    await client.create(pack)
+
+    async def listed() -> None:
+        found = await client.get(SkillPack, "ops", namespace=namespace)
+        assert found.status is not None and (found.status.skills, found.status.tools) == (1, 1)
+        config = await client.get(kinds.ConfigMap, "skillpack-ops", namespace=namespace)
+        parameters = {"type": "object", "properties": {}}
+        assert json.loads(config["data"][".tools.json"]) == [
+            {"skill": "disks", "name": "disk_usage", "description": "", "parameters": parameters,
+             "command": ["df", "-h"], "timeoutSeconds": 30}
+        ]  # fmt: skip
+
+    await eventually(listed, timeout=20)
+    refused = [
+        ({"name": ".tools.json", "text": "x"}, "spec.skills[0].name: Invalid value"),
+        ({"name": "s", "text": "x", "tools": [{**tool, "parameters": {"type": "string"}}]},
+         "spec.skills[0].tools[0].parameters: Invalid value: \"object\": a tool's parameters are an object's JSON schema"),
+        ({"name": "s", "text": "x", "tools": [{**tool, "name": "no spaces"}]}, "spec.skills[0].tools[0].name: Invalid value"),
+        ({"name": "s", "text": "x", "tools": [{**tool, "command": []}]}, "spec.skills[0].tools[0].command"),
+    ]  # fmt: skip
+    for skill, message in refused:
+        bad = {**pack, "metadata": {"name": "bad", "namespace": namespace}, "spec": {"skills": [skill]}}
+        with pytest.raises(kubeloop.errors.Invalid) as invalid:
+            await client.create(bad)
+        assert message in invalid.value.message, (skill, invalid.value.message)
 
 
 async def test_names_the_platform_cannot_use_are_refused_at_the_api(

@@ -313,6 +313,48 @@ async def test_runs_reach_mcp_servers_at_a_url_with_the_header_from_their_secret
         await remote.stop()
 
 
+async def test_runs_offer_their_skills_tools_and_run_them_in_the_pod(
+    client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str, models: list[FakeModel]
+) -> None:
+    """A skill pack's skill declares tools: commands the runner runs in the run's pod, the model's
+    arguments on stdin. One answers, one fails (ToolFailed, in its own words), one outlives its
+    time (killed, ToolFailed)."""
+    await with_key(client, namespace)
+    echo = {"name": "echo_arguments", "description": "Says back what it was given.",
+            "parameters": {"type": "object", "properties": {"service": {"type": "string"}}, "required": ["service"]},
+            "command": ["sh", "-c", "cat"]}  # fmt: skip
+    broken = {"name": "check_disk", "command": ["sh", "-c", "echo 'disk /var is full' >&2; exit 3"]}
+    slow = {"name": "wait_forever", "command": ["sleep", "600"], "timeoutSeconds": 1}
+    pack = {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "SkillPack",
+            "metadata": {"name": "ops", "namespace": namespace},
+            "spec": {"skills": [{"name": "triage", "text": "Echo first.", "tools": [echo, broken, slow]}]}}  # fmt: skip
+    await client.create(pack)
+    skilled = {"skillPackRefs": ["ops"]}
+    arguments = json.dumps({"service": "shop"})
+    asks = await run_with(client, namespace, models, "echoes", [
+        tool_calls(("echo_arguments", arguments)), answer("it echoed"),
+    ], agent_spec=skilled)  # fmt: skip
+    await run_with(client, namespace, models, "breaks", [tool_calls(("check_disk", "{}"))], agent_spec=skilled)
+    await run_with(client, namespace, models, "waits", [tool_calls(("wait_forever", "{}"))], agent_spec=skilled)
+
+    config = await client.get(kinds.ConfigMap, "skillpack-ops", namespace=namespace)
+    assert [tool["name"] for tool in json.loads(config["data"][".tools.json"])] == [
+        "echo_arguments", "check_disk", "wait_forever",
+    ]  # fmt: skip
+    run = await finished(client, "echoes", namespace, timeout=60)
+    assert run.status is not None and (run.status.phase, run.status.result) == ("Succeeded", "it echoed"), run.status
+    offered = {tool["function"]["name"]: tool["function"] for tool in asks.requests[0].body["tools"]}
+    assert offered["echo_arguments"]["parameters"] == echo["parameters"]
+    assert {"check_disk", "wait_forever"} <= offered.keys()
+    assert "Echo first." in asks.requests[0].body["messages"][0]["content"]
+    assert [m["content"] for m in asks.requests[1].body["messages"] if m["role"] == "tool"] == [arguments]
+    for name, message in (("breaks", "check_disk: sh exited with 3: disk /var is full"),
+                          ("waits", "wait_forever: sleep did not finish within 1 s: killed")):  # fmt: skip
+        failed = await finished(client, name, namespace, timeout=60)
+        assert failed.status is not None and (failed.status.phase, failed.status.reason) == ("Failed", "ToolFailed")
+        assert failed.status.message == message, failed.status
+
+
 async def test_the_official_openai_client_talks_to_an_agent_that_answers_with_its_tools(
     client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str, models: list[FakeModel]
 ) -> None:

@@ -1,14 +1,21 @@
-"""SkillPack → one owned ConfigMap, ``skillpack-<name>``, a key per skill. A ConfigMap of that name
-it does not control is left alone: a Warning Event (NameConflict) says so, and the pack is
-looked at again every 10 s."""
+"""SkillPack → one owned ConfigMap, ``skillpack-<name>``, a key per skill (its text), and the
+tools its skills declare in ``.tools.json`` (a list, each with its skill's name). A ConfigMap of
+that name it does not control is left alone: a Warning Event (NameConflict) says so, and the
+pack is looked at again every 10 s."""
 
 from __future__ import annotations
+
+import json
 
 import kubeloop
 from kubeloop import kinds
 
 from ..api.v1alpha1 import SkillPack
 from .builders import config_map_name, labels, named, write_status
+
+#: The key of a pack's ConfigMap that lists its skills' tools (a file the runner does not take
+#: for a skill: skills' names do not start with ".").
+TOOLS_KEY = ".tools.json"
 
 
 class SkillPackReconciler:
@@ -29,11 +36,14 @@ class SkillPackReconciler:
         except kubeloop.errors.NotFound:
             return None  # its ConfigMap goes with it
         name = config_map_name(request.name)
+        tools = [{"skill": skill.name, **tool.to_dict()} for skill in pack.spec.skills for tool in skill.tools]
 
         def mutate(config: kubeloop.Obj) -> None:
             kubeloop.set_controller_reference(pack, config)
             config["metadata"]["labels"] = labels("skillpack", request.name)
             config["data"] = {skill.name: skill.text for skill in pack.spec.skills}
+            if tools:
+                config["data"][TOOLS_KEY] = json.dumps(tools, sort_keys=True)
 
         try:
             await kubeloop.create_or_update(
@@ -46,6 +56,7 @@ class SkillPackReconciler:
             "observedGeneration": pack.metadata.generation,
             "configMapName": name,
             "skills": len(pack.spec.skills),
+            "tools": len(tools),
         }
         await write_status(self.client, pack, status)
         return None

@@ -4,7 +4,8 @@ Their CRDs are generated from these classes (``kubeloop crd examples/agents``):
 
 - ``ServingRuntime`` (cluster-scoped, passive): how to run an agent — image, command, port,
   resources. Nothing runs for it; Agents read it.
-- ``SkillPack``: named skills (text) → one owned ConfigMap that agents mount.
+- ``SkillPack``: named skills (text, and tools: commands run in the pod) → one owned ConfigMap
+  that agents mount.
 - ``MCPServer``: a tool server → an owned Deployment and Service, or one at a URL (with headers
   from Secrets); its URL in status.
 - ``Agent`` (active): a runtime, a model and a prompt → an owned ConfigMap, Deployment and Service;
@@ -34,7 +35,7 @@ from .groupversion import GROUP, VERSION
 from .mcpserver import MCPHeader, MCPServer, MCPServerSpec, MCPServerStatus
 from .personapack import PersonaAgent, PersonaPack, PersonaPackSpec, PersonaPackStatus, PersonaSchedule
 from .servingruntime import ServingRuntime, ServingRuntimeSpec, TokenPricing
-from .skillpack import Skill, SkillPack, SkillPackSpec, SkillPackStatus
+from .skillpack import Skill, SkillPack, SkillPackSpec, SkillPackStatus, SkillTool
 
 #: Every kind of the version, in the order their CRDs are installed.
 ALL = (ServingRuntime, SkillPack, MCPServer, Agent, AgentRun, AgentSchedule, PersonaPack, AgentPolicy)
@@ -79,5 +80,6 @@ __all__ = [
     "SkillPack",
     "SkillPackSpec",
     "SkillPackStatus",
+    "SkillTool",
     "TokenPricing",
 ]

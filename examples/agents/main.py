@@ -10,7 +10,7 @@ Deployments, Services, Jobs and RBAC; a webhook turns posts into AgentRuns.
     helm install agents examples/agents/chart -n agents-system --create-namespace   # or with Helm
 """
 
-from agentplatform import WebhookOptions, setup
+from agentplatform import ChannelSettings, WebhookOptions, setup
 from agentplatform.api.v1alpha1 import (
     Agent,
     AgentPolicy,
@@ -27,6 +27,7 @@ __all__ = [
     "AgentPolicy",
     "AgentRun",
     "AgentSchedule",
+    "ChannelSettings",
     "MCPServer",
     "PersonaPack",
     "ServingRuntime",

@@ -14,6 +14,10 @@ IMAGES = {
     "ghcr.io/kubeloop/mcp-kubernetes": "agentruntime.mcpkubernetes",
     # The stand-in for a model provider the samples and the demo use when no real one is named.
     "ghcr.io/kubeloop/scripted-model": "agentruntime.scriptedmodel",
+    # An agent's channels, one image per chat type (the operator's DEFAULT_IMAGES).
+    "ghcr.io/kubeloop-dev/agent-channel-webhook": "agentruntime.channels.webhook",
+    "ghcr.io/kubeloop-dev/agent-channel-telegram": "agentruntime.channels.telegram",
+    "ghcr.io/kubeloop-dev/agent-channel-slack": "agentruntime.channels.slack",
 }
 
 

@@ -6,6 +6,7 @@ Written with kubeloop's public testing kit only, as an operator author's tests a
 
 from __future__ import annotations
 
+import pathlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Protocol
 
@@ -14,6 +15,7 @@ import pytest
 from agentplatform.api.v1alpha1 import Agent, AgentRun
 from agentplatform.controllers.builders import CONFIG_HASH
 from agentplatform.controllers.channels import INBOUND_AUDIENCE
+from agentruntime.images import local_images
 
 import kubeloop
 from kubeloop import kinds
@@ -29,6 +31,19 @@ def cluster() -> Iterator[ServerThread]:
     server = start_server(simulate=True, simulation=FAST)
     yield server
     server.stop()
+
+
+def process_node_server(pods_dir: pathlib.Path) -> ServerThread:
+    """A server whose node runs the platform's images as processes (the runner, the memory
+    server, mcp-kubernetes, the channels: ``agentruntime.images``), its pods' folders in ``pods_dir``."""
+    options = SimulationOptions(
+        pod_start_seconds=0.05,
+        node_check_seconds=0.2,
+        config_retry_seconds=0.1,
+        local_images=local_images(),
+        pods_dir=pods_dir,
+    )
+    return start_server(simulate=True, simulation=options)
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from localserver import serve_locally
 
 Step = Callable[[dict[str, Any]], Awaitable[web.Response]]
 
@@ -88,11 +89,7 @@ class FakeModel:
     async def start(self) -> FakeModel:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._complete)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._runner, port = await serve_locally(app)
         self.url = f"http://127.0.0.1:{port}/v1"
         return self
 

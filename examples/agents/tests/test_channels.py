@@ -115,7 +115,16 @@ async def test_a_channel_is_a_hardened_deployment_connected_once_its_secret_exis
     [container] = pod["containers"]
     assert container["image"] == "example.com/slack-bridge:2"
     # The channel's Secret as files, a key each: no variable holds a credential.
-    assert "envFrom" not in container and not [var for var in container["env"] if "valueFrom" in var]
+    assert "envFrom" not in container
+    assert [var["valueFrom"] for var in container["env"] if "valueFrom" in var] == [
+        {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}  # where it listens: no credential
+    ]
+    # Slack calls it: it listens on its port, Ready once it does, behind a Service of its name.
+    assert container["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
+    assert container["readinessProbe"]["tcpSocket"] == {"port": 8080}
+    service = await client.get(kinds.Service, "helper-channel-slack", namespace=namespace)
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert service["spec"]["ports"][0]["port"] == 8080
     (credentials,) = [volume for volume in pod["volumes"] if volume["name"] == "credentials"]
     assert credentials["secret"] == {"secretName": "slack-creds", "defaultMode": 420}
     env = {var["name"]: var.get("value") for var in container["env"]}

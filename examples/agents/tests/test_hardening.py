@@ -70,8 +70,8 @@ async def test_the_platforms_pods_are_admitted_where_restricted_is_enforced(
     )
     await client.create(runtime(f"{namespace}-rt"))
     await client.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hook", "namespace": namespace},
-                         "stringData": {"TOKEN": "t"}})  # fmt: skip
-    channels = [{"type": "webhook", "secretRef": {"name": "hook"}}]
+                         "stringData": {"WEBHOOK_SIGNING_KEY": "k"}})  # fmt: skip
+    channels = [{"type": "webhook", "secretRef": {"name": "hook"}}]  # its program runs: a process
     memory = {"enabled": True, "maxBytes": 4096, "persistent": True, "storage": "1Gi"}
     await client.create(agent("locked", namespace, f"{namespace}-rt", channels=channels, memory=memory))
     await ready(client, "locked", namespace)

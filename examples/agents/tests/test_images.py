@@ -12,6 +12,7 @@ import json
 import pathlib
 import re
 
+import agentplatform.controllers.channels
 import agentplatform.controllers.memory
 import yaml
 from agentruntime.images import IMAGES, local_images
@@ -54,6 +55,8 @@ def test_the_installed_package_declares_its_images_to_the_process_node() -> None
 
 def test_the_operator_and_the_samples_name_these_images() -> None:
     assert repository(agentplatform.controllers.memory.MEMORY_SERVER_IMAGE) in IMAGES
+    channels = agentplatform.controllers.channels.DEFAULT_IMAGES
+    assert {kind for kind, image in channels.items() if repository(image) in IMAGES} == {"webhook", "telegram", "slack"}
     samples = [
         doc
         for path in sorted((FOLDER / "config" / "samples").glob("*.yaml"))

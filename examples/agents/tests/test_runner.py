@@ -21,15 +21,14 @@ import agentplatform
 import aiohttp
 import openai
 import pytest
-from agentobjects import agent, agent_run, finished, ready, runtime
+from agentobjects import agent, agent_run, finished, process_node_server, ready, runtime
 from agentplatform.api.v1alpha1 import AgentRun
-from agentruntime.images import local_images
 from fakemodel import FakeModel, Step, answer, refuse, stall, tool_calls
 from remotemcp import RemoteMCP
 
 import kubeloop
 from kubeloop import kinds
-from kubeloop.testing import ServerThread, SimulationOptions, start_server
+from kubeloop.testing import ServerThread
 
 RUNNER_IMAGE = "ghcr.io/kubeloop/agent-python:0.1"
 MCP_KUBERNETES_IMAGE = "ghcr.io/kubeloop/mcp-kubernetes:0.1"
@@ -39,14 +38,7 @@ KEY = "sk-test-key-never-logged"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
     """This module's server: its node runs the platform's images as processes."""
-    options = SimulationOptions(
-        pod_start_seconds=0.05,
-        node_check_seconds=0.2,
-        config_retry_seconds=0.1,
-        local_images=local_images(),
-        pods_dir=tmp_path_factory.mktemp("pods"),
-    )
-    server = start_server(simulate=True, simulation=options)
+    server = process_node_server(tmp_path_factory.mktemp("pods"))
     yield server
     server.stop()
 

@@ -1,15 +1,16 @@
 """``kubeloop demo``: the agent platform operator on the embedded server, shown live.
 
 It starts the embedded API server with its node (pods of the images installed packages declare
-run as local processes: the platform's agent runner, agent server, MCP server, memory server and
-scripted model once ``examples/agents`` is installed; others are simulated), installs the
-operator's CRDs, runs its manager, applies the samples (``examples/agents/config/samples``: a
-scripted model, a runtime, a skill pack, an MCP server, three agents, a persona pack, a schedule
-firing every minute, one run and an AgentPolicy) into the namespace ``demo`` with the operator's
-admission webhooks installed and its policies enforced, posts one delivery to the operator's run
-webhook (as a chat bot would) and two chat messages to triage's channel (one becomes a run whose
-reply and memory show, one the channel's rule refuses), asks for an agent the policy refuses and
-prints why, runs a task in a Sandbox when agent-sandbox's controller (``examples/agent_sandbox``)
+run as local processes: the platform's agent runner, agent server, MCP server, memory server,
+channel programs and scripted model once ``examples/agents`` is installed; others are
+simulated), installs the operator's CRDs, runs its manager, applies the samples
+(``examples/agents/config/samples``: a scripted model, a runtime, a skill pack, an MCP server,
+three agents, a persona pack, a schedule firing every minute, one run and an AgentPolicy) into
+the namespace ``demo`` with the operator's admission webhooks installed and its policies
+enforced, posts one delivery to the operator's run webhook (as a chat bot would) and two signed
+chat messages to triage's webhook channel, whose program (a process of the channel's Deployment)
+posts them to the operator's inbound endpoint (one becomes a run whose reply and memory show,
+one the channel's rule refuses), asks for an agent the policy refuses and prints why, runs a task in a Sandbox when agent-sandbox's controller (``examples/agent_sandbox``)
 is beside the operator (its CRD installed, its controller on the same manager), and shows a live
 view: the objects with their conditions and phases, each run's tokens, tool calls and cost, each
 controller's reconciles and queue depth, and the latest events. The kubeconfig's path, a
@@ -31,10 +32,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import hashlib
+import hmac
 import inspect
 import os
 import pathlib
 import secrets
+import socket
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -79,9 +83,9 @@ DELIVERY_ID = "demo-1"
 DELIVERY = {"agent": "writer", "task": "Draft the release notes for 0.1.", "namespace": NAMESPACE}
 #: The chat messages the demo posts to triage's channel: one its rule takes, one it refuses.
 CHAT = ("triage", "webhook")
-#: A channel posts with a token of its ServiceAccount for this audience (its pod has it projected).
-CHAT_AUDIENCE = "agents.kubeloop.dev/inbound"
-SERVICE_ACCOUNT = GroupVersionKind("", "v1", "ServiceAccount")
+#: Where the webhook channel's program listens, and the key it checks posts are signed with.
+CHANNEL_PORT = 8080
+SIGNING_KEY = "WEBHOOK_SIGNING_KEY"
 CHAT_MESSAGES = (
     ("demo-chat-1", {"text": "@triage why is checkout slow?", "user": "alice", "thread": "C-1"}),
     ("demo-chat-2", {"text": "@triage delete the namespace", "user": "mallory", "thread": "C-2"}),
@@ -176,6 +180,7 @@ class DemoModel:
 
 CONFIG_MAP = GroupVersionKind("", "v1", "ConfigMap")
 ENDPOINTS = GroupVersionKind("", "v1", "Endpoints")
+DEPLOYMENT = GroupVersionKind("apps", "v1", "Deployment")
 MUTATING = GroupVersionKind("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
 VALIDATING = GroupVersionKind("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")
 NAMESPACE_KIND = GroupVersionKind("", "v1", "Namespace")
@@ -514,6 +519,11 @@ async def run_demo(
             if options_type is None:  # an operator without the run webhook
                 platform = setup(manager, **extra)
             else:
+                # Its port chosen now: the channels' programs (processes) post to it.
+                webhook_port = webhook_port or _free_port()
+                settings_type = getattr(module, "ChannelSettings", None)
+                if settings_type is not None and "channel_settings" in inspect.signature(setup).parameters:
+                    extra["channel_settings"] = settings_type(inbound_url=f"http://127.0.0.1:{webhook_port}")
                 options = options_type(token, bind_address=f"127.0.0.1:{webhook_port}", namespace=NAMESPACE)
                 platform = setup(manager, webhook_options=options, **extra)
             webhook = getattr(platform, "webhook", None)
@@ -528,7 +538,7 @@ async def run_demo(
                 # spend its retries on a Service with no endpoint yet.
                 work = [obj for obj in samples if obj.get("kind") in WORK_KINDS]
                 await _apply(client, [obj for obj in samples if obj.get("kind") not in WORK_KINDS])
-                if model.scripted and not await _model_serving(client, started + timeout):
+                if model.scripted and await _serving(client, SCRIPTED_MODEL, started + timeout) is None:
                     console.print(f"  [red]the scripted model is not serving after {timeout:g}s[/]")
                 await _apply(client, work)
                 console.print(f"  applied {len(samples)} sample objects into namespace {NAMESPACE}")
@@ -554,8 +564,7 @@ async def run_demo(
                     run = await _post_delivery(url, token)
                     sample_runs.append(run)
                     console.print(f"  posted delivery {DELIVERY_ID} to the run webhook {url}: AgentRun {run}")
-                    channel_token = await _channel_token(client, started + timeout)
-                    for line in await _chat(f"http://127.0.0.1:{webhook.port}", channel_token, sample_runs):
+                    for line in await _chat(client, _signing_key(samples), sample_runs, started + timeout):
                         console.print(f"  {line}", soft_wrap=True)
                     example = orjson.dumps({"agent": "triage", "task": "Is the ingress healthy?"}).decode()
                     # The last line written here on the loop: the view is written by a thread.
@@ -615,49 +624,68 @@ async def _forget_earlier_webhooks(client: APIClient) -> None:
                     await client.delete(configuration)
 
 
-async def _channel_token(client: APIClient, deadline: float) -> str:
-    """A token of triage's channel's ServiceAccount for the inbound endpoint, as the kubelet
-    projects it into the channel's pod (once the operator has made the account)."""
-    agent, kind = CHAT
-    request = {
-        "apiVersion": "authentication.k8s.io/v1",
-        "kind": "TokenRequest",
-        "spec": {"audiences": [CHAT_AUDIENCE]},
-    }
-    while True:
-        try:
-            issued = await client.create(
-                request,
-                of=SERVICE_ACCOUNT,
-                name=f"{agent}-channel-{kind}",
-                subresource="token",
-                namespace=NAMESPACE,
-            )
-            return str(issued["status"]["token"])
-        except errors.NotFound:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.1)  # the operator has not made the channel's account yet
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
-async def _chat(base: str, token: str, sample_runs: list[str]) -> list[str]:
-    """Post the demo's chat messages to triage's channel endpoint with the channel's own
-    token, as its channel Deployment would; what became of each (a run taken, added to
-    ``sample_runs``)."""
+def _signing_key(samples: list[Obj]) -> str:
+    """The key the samples give triage's webhook channel to check posts with (in its Secret)."""
+    agent_name, kind = CHAT
+    agent = next(o for o in samples if o.get("kind") == "Agent" and _name(o) == agent_name)
+    channel = next(c for c in agent["spec"].get("channels") or () if c.get("type") == kind)
+    secret = next(
+        o for o in samples if o.get("kind") == "Secret" and _name(o) == channel["secretRef"]["name"]
+    )
+    return str((secret.get("stringData") or {})[SIGNING_KEY])
+
+
+async def _chat(client: APIClient, key: str, sample_runs: list[str], deadline: float) -> list[str]:
+    """Post the demo's chat messages to triage's webhook channel, as a chat's bot would: to its
+    program's ``/messages`` (a process of the channel's Deployment), signed with the channel's key.
+    What became of each (a run taken, added to ``sample_runs``)."""
     agent, kind = CHAT
-    url = f"{base}/channels/{NAMESPACE}/{agent}/{kind}"
-    said = []
+    service = f"{agent}-channel-{kind}"
+    said: list[str] = []
     async with aiohttp.ClientSession() as session:
         for delivery, message in CHAT_MESSAGES:
-            headers = {"Authorization": f"Bearer {token}", "X-Delivery-ID": delivery}
-            async with session.post(url, json=message, headers=headers) as answer:
-                body = await answer.json()
+            body = orjson.dumps(message)
+            signature = "sha256=" + hmac.new(key.encode(), body, hashlib.sha256).hexdigest()
+            headers = {
+                "X-Signature-256": signature,
+                "X-Delivery-ID": delivery,
+                "Content-Type": "application/json",
+            }
+            found: dict[str, Any] | None = None
+            # Posted again until its pod answers (the delivery id makes a second post of a
+            # message no second run), once its Deployment has rolled out: on a data dir an
+            # earlier demo left, the earlier pod posts to that demo's inbound port.
+            while found is None:
+                address = (
+                    await _serving(client, service, deadline)
+                    if await _rolled_out(client, service, deadline)
+                    else None
+                )
+                if address is None:
+                    return [*said, f"chat: the {kind} channel of {agent} is not serving; no message posted"]
+                url = f"http://{address}:{CHANNEL_PORT}/messages?wait=0"  # the reply: in the run's status
+                try:
+                    async with session.post(url, data=body, headers=headers) as answer:
+                        found = await answer.json()
+                except (aiohttp.ClientError, ValueError):
+                    if time.monotonic() >= deadline:
+                        return [
+                            *said,
+                            f"chat: the {kind} channel of {agent} did not answer; no message posted",
+                        ]
+                    await asyncio.sleep(0.2)
             who = f"{message['user']} on {agent}'s {kind} channel ({message['text']!r})"
-            if body.get("accepted"):
-                sample_runs.append(str(body["run"]))
-                said.append(f"chat: {who} became AgentRun {body['run']}; its reply will be in its status")
+            if found.get("accepted"):
+                sample_runs.append(str(found["run"]))
+                said.append(f"chat: {who} became AgentRun {found['run']}; its reply will be in its status")
             else:
-                said.append(f"chat: {who} was refused: {body.get('reason') or body.get('error')}")
+                said.append(f"chat: {who} was refused: {found.get('reason') or found.get('error')}")
     return said
 
 
@@ -671,16 +699,36 @@ async def _refused_by_policy(client: APIClient) -> str:
     return "policy: Agent rogue was allowed (no AgentPolicy forbids it)"
 
 
-async def _model_serving(client: APIClient, deadline: float) -> bool:
-    """Wait until the scripted model's Service has a ready endpoint, what a run reaches it through
+async def _rolled_out(client: APIClient, name: str, deadline: float) -> bool:
+    """Wait until Deployment ``name`` runs its current template only, every replica available
     (False: not by ``deadline``)."""
     while True:
         with contextlib.suppress(errors.NotFound):
-            endpoints = await client.get(ENDPOINTS, SCRIPTED_MODEL, namespace=NAMESPACE)
-            if any(subset.get("addresses") for subset in endpoints.get("subsets") or ()):
+            found = await client.get(DEPLOYMENT, name, namespace=NAMESPACE)
+            wanted, status = int(found["spec"].get("replicas", 1)), found.get("status") or {}
+            if (
+                int(status.get("observedGeneration") or 0) >= int(found["metadata"].get("generation") or 0)
+                and int(status.get("updatedReplicas") or 0) == wanted
+                and int(status.get("availableReplicas") or 0) == wanted
+                and int(status.get("replicas") or 0) == wanted
+            ):
                 return True
         if time.monotonic() >= deadline:
             return False
+        await asyncio.sleep(0.2)
+
+
+async def _serving(client: APIClient, service: str, deadline: float) -> str | None:
+    """Wait until ``service`` has a ready endpoint (the scripted model's, which runs reach; the
+    channel's, which the demo posts to); its address (None: not by ``deadline``)."""
+    while True:
+        with contextlib.suppress(errors.NotFound):
+            endpoints = await client.get(ENDPOINTS, service, namespace=NAMESPACE)
+            for subset in endpoints.get("subsets") or ():
+                for address in subset.get("addresses") or ():
+                    return str(address["ip"])
+        if time.monotonic() >= deadline:
+            return None
         await asyncio.sleep(0.2)
 
 

@@ -10,6 +10,10 @@ Each channel of ``spec.channels`` becomes, owned by the agent:
   audience ``agents.kubeloop.dev/inbound`` (projected, refreshed by the kubelet; the endpoint
   takes it for this channel only), and ``INBOUND_CA_FILE``, the CA the endpoint's certificate
   is signed by (from the ConfigMap ``<agent>-channel-<type>``, when the platform has one);
+- for the types whose chat calls the channel (``SERVING_TYPES``: webhook, slack, whatsapp), a
+  Service of the same name in front of the pods, which listen on ``PORT`` (8080) of ``POD_IP``
+  and are Ready once they do (what exposes the Service to the chat — an Ingress, a tunnel — is
+  the cluster's admin's);
 - a ServiceAccount of the same name, and a Role and RoleBinding that let it read exactly its
   agent's runs, by name (the runs' replies are what it posts back): the Role follows the runs as
   they come and go, and holds no rule while there are none — a rule with no names would allow
@@ -47,11 +51,13 @@ from .builders import (
     TMP_MOUNT,
     TMP_VOLUME,
     deployment_ready,
+    http_port,
     labels,
     named,
     restricted_container,
     restricted_pod,
     set_deployment,
+    set_service,
 )
 from .indexes import AGENT_INDEX
 
@@ -78,6 +84,11 @@ CREDENTIALS_MOUNT = f"/var/run/secrets/{GROUP}/channel"
 INBOUND_TOKEN_SECONDS = 3600
 #: The images the platform runs for each type, unless ChannelSettings or the channel say otherwise.
 DEFAULT_IMAGES = {kind: f"ghcr.io/kubeloop-dev/agent-channel-{kind}:0.1.0" for kind in CHANNEL_TYPES}
+#: The types whose chat calls the channel (a webhook's sender, Slack's Events API, WhatsApp's
+#: Cloud API): their pods serve on this port, behind a Service of the channel's name. The others
+#: (Telegram's long polling, Discord's gateway) call out and serve nothing.
+SERVING_TYPES = frozenset({"webhook", "slack", "whatsapp"})
+CHANNEL_PORT = 8080
 
 
 @dataclass(frozen=True)
@@ -227,7 +238,7 @@ class AgentChannels:
             obj["subjects"] = [{"kind": "ServiceAccount", "name": own, "namespace": namespace}]
 
         inbound = f"{self.settings.inbound_url.rstrip('/')}/channels/{namespace}/{name}/{channel.type}"
-        env = [
+        env: list[dict[str, Any]] = [
             {"name": "AGENT_NAME", "value": name},
             {"name": "AGENT_NAMESPACE", "value": namespace},
             {"name": "CHANNEL_TYPE", "value": channel.type},
@@ -248,6 +259,10 @@ class AgentChannels:
         if ca is not None:
             env.append({"name": "INBOUND_CA_FILE", "value": f"{INBOUND_MOUNT}/ca.crt"})
             credentials.append({"configMap": {"name": own, "items": [{"key": "ca.crt", "path": "ca.crt"}]}})
+        serving = channel.type in SERVING_TYPES
+        if serving:  # where it listens: its port, its own address (a process node's pods share ports)
+            env.append({"name": "PORT", "value": str(CHANNEL_PORT)})
+            env.append({"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}})
         container = {
             "name": "channel",
             "image": channel.image or self.settings.images.get(channel.type) or DEFAULT_IMAGES[channel.type],
@@ -259,6 +274,12 @@ class AgentChannels:
                 {"name": "inbound", "mountPath": INBOUND_MOUNT, "readOnly": True},
             ],
         }
+        if serving:  # Ready once it listens: its Service sends nothing to a pod that does not
+            container["ports"] = http_port(CHANNEL_PORT)
+            container["readinessProbe"] = {
+                "tcpSocket": {"port": CHANNEL_PORT},
+                "periodSeconds": 2, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3,
+            }  # fmt: skip
         volumes = [
             TMP_VOLUME,
             {"name": "credentials", "secret": {"secretName": channel.secret_ref.name, "defaultMode": 420}},
@@ -289,6 +310,13 @@ class AgentChannels:
         _, made = await kubeloop.create_or_update(
             client, named(kinds.Deployment, own, namespace), deployment, **mine
         )
+        if serving:
+
+            def service(obj: kubeloop.Obj) -> None:
+                owned(obj)
+                set_service(obj, selector, CHANNEL_PORT)
+
+            await kubeloop.create_or_update(client, named(kinds.Service, own, namespace), service, **mine)
         return made
 
     async def _phase(
@@ -327,7 +355,9 @@ class AgentChannels:
         """Delete the objects of the agent's channels that are no longer in its spec (only what
         the agent controls: a label alone is not ownership)."""
         selector = f"app.kubernetes.io/name=channel,app.kubernetes.io/instance={agent.metadata.name}"
-        for kind in (kinds.Deployment, kinds.ConfigMap, kinds.RoleBinding, kinds.Role, kinds.ServiceAccount):
+        for kind in (
+            kinds.Deployment, kinds.Service, kinds.ConfigMap, kinds.RoleBinding, kinds.Role, kinds.ServiceAccount
+        ):  # fmt: skip
             for obj in await self.client.list(
                 kind, namespace=agent.metadata.namespace, label_selector=selector
             ):

@@ -18,6 +18,8 @@ IMAGES = {
     "ghcr.io/kubeloop-dev/agent-channel-webhook": "agentruntime.channels.webhook",
     "ghcr.io/kubeloop-dev/agent-channel-telegram": "agentruntime.channels.telegram",
     "ghcr.io/kubeloop-dev/agent-channel-slack": "agentruntime.channels.slack",
+    "ghcr.io/kubeloop-dev/agent-channel-whatsapp": "agentruntime.channels.whatsapp",
+    "ghcr.io/kubeloop-dev/agent-channel-discord": "agentruntime.channels.discord",
 }
 
 

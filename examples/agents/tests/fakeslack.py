@@ -1,19 +1,15 @@
-"""A test double of Slack's Web API (the chat service a test cannot reach): a local server
-answering ``POST /api/chat.postMessage`` as Slack does (``{"ok": true, "ts"}``), recording each
-message with the bot token it came with; a wrong token is ``{"ok": false, "error":
-"invalid_auth"}``. The Events API's side is the test's own: it signs and posts events to the
-channel's pod as Slack would (:func:`signed`)."""
+"""A test double of Slack (the chat service a test cannot reach): its Web API's
+``chat.postMessage``, answered as Slack does (``{"ok": true, "ts"}``; a wrong bot token
+``{"ok": false, "error": "invalid_auth"}``), and the Events API's side, which the test plays:
+it signs and posts events to the channel's pod as Slack would (:func:`signed`)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
-from localserver import serve_locally
+from recordingapi import RecordingAPI
 from slack_sdk.signature import SignatureVerifier
 
 
@@ -27,35 +23,12 @@ def signed(secret: str, payload: dict[str, Any], *, at: float | None = None) -> 
     return body, headers
 
 
-@dataclass
-class FakeSlack:
-    token: str
-    url: str = ""
-    posted: list[dict[str, Any]] = field(default_factory=list)
-    _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
-    _runner: web.AppRunner | None = None
+def fake_slack(token: str) -> RecordingAPI:
+    """Slack's Web API for the bot ``token``; the SDK's base URL is its ``url`` + ``/api/``."""
 
-    async def start(self) -> FakeSlack:
-        app = web.Application()
-        app.router.add_post("/api/chat.postMessage", self._post_message)
-        self._runner, port = await serve_locally(app)
-        self.url = f"http://127.0.0.1:{port}/api/"
-        return self
+    def posted(body: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "channel": body.get("channel"), "ts": f"{time.time():.6f}"}
 
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    async def wait_posted(self, count: int) -> list[dict[str, Any]]:
-        async with self._changed:
-            await self._changed.wait_for(lambda: len(self.posted) >= count)
-        return self.posted
-
-    async def _post_message(self, request: web.Request) -> web.Response:
-        if request.headers.get("Authorization") != f"Bearer {self.token}":
-            return web.json_response({"ok": False, "error": "invalid_auth"})
-        body = await request.json()
-        async with self._changed:
-            self.posted.append(body)
-            self._changed.notify_all()
-        return web.json_response({"ok": True, "channel": body.get("channel"), "ts": f"{time.time():.6f}"})
+    return RecordingAPI(
+        {("POST", "/api/chat.postMessage"): posted}, token=token, refusal=(200, {"ok": False, "error": "invalid_auth"})
+    )

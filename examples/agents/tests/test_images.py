@@ -56,7 +56,7 @@ def test_the_installed_package_declares_its_images_to_the_process_node() -> None
 def test_the_operator_and_the_samples_name_these_images() -> None:
     assert repository(agentplatform.controllers.memory.MEMORY_SERVER_IMAGE) in IMAGES
     channels = agentplatform.controllers.channels.DEFAULT_IMAGES
-    assert {kind for kind, image in channels.items() if repository(image) in IMAGES} == {"webhook", "telegram", "slack"}
+    assert all(repository(image) in IMAGES for image in channels.values())  # every type has its program
     samples = [
         doc
         for path in sorted((FOLDER / "config" / "samples").glob("*.yaml"))

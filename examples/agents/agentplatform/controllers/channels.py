@@ -10,7 +10,7 @@ Each channel of ``spec.channels`` becomes, owned by the agent:
   audience ``agents.kubeloop.dev/inbound`` (projected, refreshed by the kubelet; the endpoint
   takes it for this channel only), and ``INBOUND_CA_FILE``, the CA the endpoint's certificate
   is signed by (from the ConfigMap ``<agent>-channel-<type>``, when the platform has one);
-- for the types whose chat calls the channel (``SERVING_TYPES``: webhook, slack, whatsapp), a
+- for the types whose chat calls the channel (``SERVING_TYPES``: all but telegram), a
   Service of the same name in front of the pods, which listen on ``PORT`` (8080) of ``POD_IP``
   and are Ready once they do (what exposes the Service to the chat — an Ingress, a tunnel — is
   the cluster's admin's);
@@ -85,9 +85,9 @@ INBOUND_TOKEN_SECONDS = 3600
 #: The images the platform runs for each type, unless ChannelSettings or the channel say otherwise.
 DEFAULT_IMAGES = {kind: f"ghcr.io/kubeloop-dev/agent-channel-{kind}:0.1.0" for kind in CHANNEL_TYPES}
 #: The types whose chat calls the channel (a webhook's sender, Slack's Events API, WhatsApp's
-#: Cloud API): their pods serve on this port, behind a Service of the channel's name. The others
-#: (Telegram's long polling, Discord's gateway) call out and serve nothing.
-SERVING_TYPES = frozenset({"webhook", "slack", "whatsapp"})
+#: Cloud API, Discord's interactions): their pods serve on this port, behind a Service of the
+#: channel's name. Telegram's long polling calls out and serves nothing.
+SERVING_TYPES = frozenset({"webhook", "slack", "whatsapp", "discord"})
 CHANNEL_PORT = 8080
 
 

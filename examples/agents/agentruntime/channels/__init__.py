@@ -12,5 +12,9 @@ to the chat. Credentials are the channel Secret's keys, a file each in ``CHANNEL
   answered with the reply;
 - ``telegram``: the Bot API's long polling (``getUpdates``), replies by ``sendMessage``;
 - ``slack``: the Events API (``POST /slack/events``, signed), replies in the thread by
-  ``chat.postMessage`` through the official ``slack_sdk``.
+  ``chat.postMessage`` through the official ``slack_sdk``;
+- ``whatsapp``: Meta's Cloud API webhook (``/whatsapp/webhook``, verified and signed), replies
+  to the sender through the Graph API;
+- ``discord``: a slash command through the Interactions endpoint (``POST
+  /discord/interactions``, Ed25519-signed), answered in place of its deferred response.
 """

@@ -183,6 +183,23 @@ class Bridge:
             await asyncio.sleep(delay)
             delay = min(delay * 1.5, 3.0)
 
+    async def ask(self, message: Message) -> tuple[str, str] | None:
+        """Post ``message`` and wait for its run's reply: (run, reply). None, logged, when it was
+        not posted, the channel's rule refused it, it was posted before (its reply went out then),
+        or its run has no reply in time."""
+        try:
+            posted = await self.post(message)
+        except InboundRefused as refused:
+            self.log("not posted", delivery=message.delivery, error=str(refused))
+            return None
+        if not posted.accepted or posted.duplicate:
+            return None
+        reply = await self.reply(posted.run)
+        if reply is None:
+            self.log("no reply", run=posted.run)
+            return None
+        return posted.run, reply
+
     def spawn(self, work: Coroutine[Any, Any, None], what: str) -> None:
         """Do ``work`` (a message's handling) in the background, owned by the bridge: its failure
         is logged, and it is cancelled and awaited when the bridge closes."""
@@ -207,12 +224,16 @@ def _retry_after(value: str | None) -> float:
 
 def serve(build: Callable[[Bridge], web.Application], default_port: int = 8080) -> int:
     """Serve the application ``build`` makes for a bridge (reading the credentials it needs:
-    SystemExit when one is missing) on ``POD_IP:PORT`` until SIGTERM, the pod's end; the bridge
-    is open while it serves, and closes (its handlings cancelled) with it."""
+    SystemExit when one is missing), and ``GET /healthz``, on ``POD_IP:PORT`` until SIGTERM, the
+    pod's end; the bridge is open while it serves, and closes (its handlings cancelled) with it."""
+
+    async def healthz(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
 
     async def application() -> web.Application:
         bridge = Bridge()
         app = build(bridge)
+        app.router.add_get("/healthz", healthz)
         await bridge.__aenter__()
 
         async def close(_: web.Application) -> None:

@@ -25,7 +25,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agentruntime.channels.bridge import Bridge, InboundRefused, Message, serve
+from agentruntime.channels.bridge import Bridge, Message, serve
 
 DEFAULT_PORT = 8080
 DEFAULT_API_URL = "https://slack.com/api/"
@@ -65,23 +65,16 @@ class SlackChannel:
     async def take(self, event_id: str, event: dict[str, Any]) -> None:
         thread = str(event.get("thread_ts") or event.get("ts") or "")
         message = Message(str(event["text"]), str(event.get("user") or ""), thread, f"slack-{event_id}")
-        try:
-            posted = await self.bridge.post(message)
-        except InboundRefused as refused:
-            self.bridge.log("not posted", delivery=message.delivery, error=str(refused))
+        answered = await self.bridge.ask(message)
+        if answered is None:
             return
-        if not posted.accepted or posted.duplicate:
-            return
-        reply = await self.bridge.reply(posted.run)
-        if reply is None:
-            self.bridge.log("no reply", run=posted.run)
-            return
+        run, reply = answered
         try:
             await self.web.chat_postMessage(channel=str(event.get("channel")), thread_ts=thread, text=reply)
         except SlackApiError as failed:
-            self.bridge.log("reply not sent", run=posted.run, error=str(failed.response.get("error")))
+            self.bridge.log("reply not sent", run=run, error=str(failed.response.get("error")))
             return
-        self.bridge.log("replied", run=posted.run, thread=thread)
+        self.bridge.log("replied", run=run, thread=thread)
 
 
 def application(bridge: Bridge) -> web.Application:
@@ -91,10 +84,6 @@ def application(bridge: Bridge) -> web.Application:
     channel = SlackChannel(bridge, SignatureVerifier(secret), AsyncWebClient(token=token, base_url=api_url))
     app = web.Application(client_max_size=MAX_BODY_BYTES)
 
-    async def healthz(request: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    app.router.add_get("/healthz", healthz)
     app.router.add_post("/slack/events", channel.events)
     return app
 

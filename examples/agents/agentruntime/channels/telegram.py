@@ -23,6 +23,8 @@ from agentruntime.channels.bridge import Bridge, InboundRefused, Message
 DEFAULT_API_URL = "https://api.telegram.org"
 #: How long one getUpdates waits for a message (Telegram's long polling).
 POLL_SECONDS = 25
+#: The most of a message Telegram takes: a longer reply is cut.
+MAX_TEXT = 4096
 
 
 class TelegramRefused(Exception):
@@ -95,7 +97,7 @@ class TelegramBot:
         if reply is None:
             self.bridge.log("no reply", run=run)
             return
-        payload: dict[str, Any] = {"chat_id": chat, "text": reply}
+        payload: dict[str, Any] = {"chat_id": chat, "text": reply[:MAX_TEXT]}
         if message_id is not None:
             payload["reply_parameters"] = {"message_id": message_id, "allow_sending_without_reply": True}
         try:

@@ -43,9 +43,6 @@ def _answer(status: int, body: dict[str, Any]) -> web.Response:
 
 
 def application(bridge: Bridge, key: str) -> web.Application:
-    async def healthz(request: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
     async def message(request: web.Request) -> web.Response:
         try:
             body = await request.read()
@@ -72,7 +69,6 @@ def application(bridge: Bridge, key: str) -> web.Application:
         return _answer(200 if reply is not None else 202, {"accepted": True, "run": posted.run, "reply": reply})
 
     app = web.Application(client_max_size=MAX_BODY_BYTES)
-    app.router.add_get("/healthz", healthz)
     app.router.add_post("/messages", message)
     return app
 

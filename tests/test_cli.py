@@ -28,6 +28,7 @@ import pytest
 from kubeloop.cli import demo as demo_module
 from kubeloop.cli import eventloop
 from kubeloop.client.rest import APIClient
+from kubeloop.testing import pod_processes
 from tests.apiserver.test_kubectl import KUBECTLS
 
 #: The demos run a dozen processes each: one at a time (on one worker), beside other tests.
@@ -170,21 +171,6 @@ def test_help_lists_commands() -> None:
     assert "apiserver" in result.stdout and "demo" in result.stdout
 
 
-def _container_processes(root: pathlib.Path) -> list[int]:
-    """The processes that run in a pod of a process node whose pods are under ``root`` (each
-    carries its container's root in ``KUBELOOP_CONTAINER_ROOT``)."""
-    found = []
-    for environ in pathlib.Path("/proc").glob("[0-9]*/environ"):
-        try:
-            variables = environ.read_bytes().split(b"\0")
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-        for variable in variables:
-            if variable.startswith(b"KUBELOOP_CONTAINER_ROOT=" + str(root).encode()):
-                found.append(int(environ.parent.name))
-    return found
-
-
 @pytest.mark.timeout(300)
 def test_the_demo_serves_until_ctrl_c_and_then_exits_cleanly(tmp_path: pathlib.Path) -> None:
     """Without --once (and without a terminal) the view is printed every 10 s; the curl command it
@@ -242,7 +228,7 @@ def test_the_demo_serves_until_ctrl_c_and_then_exits_cleanly(tmp_path: pathlib.P
         assert transcript[-1]["result"].startswith("(scripted model) On 'Why does the payments pod")
         assert transcript[-1]["usage"]["toolCalls"] == 3
         assert "demo-not-a-real-key" not in kubectl_out("logs", "job/first-question")
-        assert _container_processes(tmp_path)  # the agents, the model, the MCP server: running
+        assert pod_processes(tmp_path)  # the agents, the model, the MCP server: running
         demo.send_signal(signal.SIGINT)
         try:
             code = demo.wait(30)
@@ -250,7 +236,7 @@ def test_the_demo_serves_until_ctrl_c_and_then_exits_cleanly(tmp_path: pathlib.P
             demo.kill()
             raise AssertionError(f"the demo did not stop on SIGINT:\n{demo.communicate()[1][-5000:]}") from None
         assert code == 0
-        assert _container_processes(tmp_path) == []
+        assert pod_processes(tmp_path) == []
     finally:
         demo.kill()
         demo.wait()
@@ -361,10 +347,10 @@ def test_a_stalled_output_holds_up_the_view_alone(tmp_path: pathlib.Path) -> Non
         assert phase == "Succeeded", described.stdout
         # SIGTERM (a process manager's stop) ends it as Ctrl-C does, though a view is stuck in a
         # write nobody will read: its pods' processes end with it.
-        assert _container_processes(tmp_path)
+        assert pod_processes(tmp_path)
         demo.send_signal(signal.SIGTERM)
         assert demo.wait(30) == 0
-        assert _container_processes(tmp_path) == []
+        assert pod_processes(tmp_path) == []
     finally:
         demo.kill()
         demo.wait()

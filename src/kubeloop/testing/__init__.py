@@ -25,6 +25,9 @@ uses against a cluster:
   (envtest's WebhookInstallOptions);
 - :func:`write_serving_certificate` writes a serving certificate, signed by a fresh CA, for a
   test's own HTTPS server (a webhook's or any other the operator serves);
+- :func:`pod_processes` lists the processes a process node's pods still run (the node runs the
+  images installed packages declare as processes): a test shows with it that none outlives its
+  pod;
 - :func:`eventually` waits until what the operator does can be seen::
 
       manager = kubeloop.Manager(kube_client, namespace=kube_namespace)
@@ -39,6 +42,7 @@ from kubeloop.testing.converge import assert_converged
 from kubeloop.testing.fakeclient import fake_client, fake_manager
 from kubeloop.testing.installedwebhooks import webhooks_installed
 from kubeloop.testing.interceptor import conflict, intercepted, unavailable
+from kubeloop.testing.podprocesses import pod_processes
 from kubeloop.testing.polling import eventually
 from kubeloop.testing.serverthread import ServerThread, start_server
 from kubeloop.testing.servingcerts import write_serving_certificate
@@ -53,6 +57,7 @@ __all__ = [
     "fake_client",
     "fake_manager",
     "intercepted",
+    "pod_processes",
     "settled",
     "start_server",
     "unavailable",

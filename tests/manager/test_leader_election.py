@@ -316,3 +316,51 @@ async def test_a_controller_that_needs_no_lease_runs_on_every_replica() -> None:
 def _leads(manager: object) -> None:
     elector = getattr(manager, "elector", None)
     assert elector is not None and elector.is_leader
+
+
+async def test_a_leader_that_stops_releases_its_lease_to_the_next_at_once(
+    shared_server: ServerThread, namespace: str
+) -> None:
+    """``release_on_cancel``: a leader stopped cleanly empties the Lease's holder once its
+    controllers have stopped, and the next candidate takes over at its next try, long before
+    the sixty-second lease would have run out (the Lease's own times say so: no clock in the
+    test). A leader that stops without it leaves the lease to run out."""
+    from kubeloop.client.config import load_kubeconfig
+    from kubeloop.client.rest import APIClient as AsyncClient
+    from kubeloop.manager.leaderelection import LEASE, LeaderElectionConfig
+    from kubeloop.manager.manager import Manager
+    from kubeloop.testing import eventually
+
+    def election(identity: str, lease: str, release: bool) -> LeaderElectionConfig:
+        return LeaderElectionConfig(lease, namespace=namespace, identity=identity, lease_duration=60,
+                                    renew_deadline=40, retry_period=0.2, release_on_cancel=release)  # fmt: skip
+
+    async def hand_over(client: AsyncClient, lease: str, release: bool) -> None:
+        first = Manager(client, leader_election=election("first", lease, release))
+        second = Manager(client, leader_election=election("second", lease, release))
+        assert first.elector is not None and second.elector is not None
+        leader, candidate = first.elector, second.elector
+        await first.start()
+        await eventually(lambda: leader.is_leader)
+        await second.start()
+        try:
+            # The second has read the lease and found the first holding it.
+            await eventually(lambda: candidate.observed_holder == "first")
+            last = (await client.get(LEASE, lease, namespace=namespace))["spec"]["renewTime"]
+            await first.stop()
+            stopped = (await client.get(LEASE, lease, namespace=namespace))["spec"]
+            if not release:
+                assert stopped["holderIdentity"] == "first"  # the lease stays until it runs out
+                assert not candidate.is_leader
+                return
+            assert "holderIdentity" not in stopped or stopped["holderIdentity"] == "second", stopped
+            await eventually(lambda: candidate.is_leader)
+            taken = (await client.get(LEASE, lease, namespace=namespace))["spec"]
+            assert taken["holderIdentity"] == "second" and taken["leaseTransitions"] == 1
+            assert micro_time(taken["acquireTime"]) < micro_time(last) + 60
+        finally:
+            await second.stop()
+
+    async with AsyncClient(load_kubeconfig(shared_server.kubeconfig)) as client:
+        await hand_over(client, "handover", release=True)
+        await hand_over(client, "kept", release=False)

@@ -135,6 +135,7 @@ class ManagerFlags:
             election = LeaderElectionConfig(
                 self.leader_election_id,
                 namespace=self.leader_election_namespace or self.single_namespace or default_namespace,
+                release_on_cancel=True,  # the process ends with the manager: the next leads at once
             )
         port = self.webhook_port if self.webhook_port is not None else 0 if embedded else DEFAULT_PORT
         if self.metrics_cert_path and not self.metrics_secure:

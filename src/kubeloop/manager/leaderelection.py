@@ -7,6 +7,11 @@ change, so clocks need not agree. A leader that cannot renew within ``renew_dead
 ``on_stopped_leading`` runs (the manager ends the process, as controller-runtime does). Every
 write is an update at the read resourceVersion, so two candidates never both win one round.
 Defaults are controller-runtime's: 15 s, 10 s, 2 s; identity ``hostname_uuid``.
+
+With ``release_on_cancel`` (controller-runtime's ``LeaderElectionReleaseOnCancel``), a leader
+that stops cleanly empties the Lease's holder once its controllers have stopped, so the next
+candidate takes over at its next try rather than a lease duration later. A leader that is paused,
+killed or cut off releases nothing: the others wait the lease out, as before.
 """
 
 from __future__ import annotations
@@ -56,6 +61,9 @@ class LeaderElectionConfig:
     renew_deadline: float = 10.0
     #: Seconds between tries to acquire or renew.
     retry_period: float = 2.0
+    #: Empty the Lease's holder when the manager stops cleanly (after its controllers have
+    #: stopped): safe only when the process ends with the manager, as ``kubeloop run`` does.
+    release_on_cancel: bool = False
 
 
 class LeaderElector:
@@ -173,8 +181,8 @@ class LeaderElector:
             return False
         transitions = int(spec.get("leaseTransitions") or 0)
         acquire_time = spec.get("acquireTime") or now
-        if holder != config.identity:
-            transitions += 1 if holder else 0
+        if holder != config.identity:  # a new leader (after a lapse, or a release): one more
+            transitions += 1
             acquire_time = now
         lease["spec"] = self._spec(str(acquire_time), now, transitions)
         try:
@@ -184,6 +192,34 @@ class LeaderElector:
             return False
         self._observed = (config.identity, now)
         self._observed_at = time.monotonic()
+        return True
+
+    async def release(self) -> bool:
+        """Give the lease up, if this replica still holds it: its holder emptied, its duration one
+        second (client-go's ``release``). Whether it was released; a failure is logged (the lease
+        then runs out as it would have)."""
+        if not self.lease_held():
+            return False
+        config = self.config
+        try:
+            async with asyncio.timeout(config.renew_deadline):
+                lease = await self.client.get(LEASE, config.lease_name, namespace=config.namespace)
+                spec: dict[str, Any] = lease.get("spec") or {}
+                if spec.get("holderIdentity") != config.identity:
+                    return False
+                now = timestamps.now(micro=True)
+                lease["spec"] = {
+                    "leaseDurationSeconds": 1,
+                    "acquireTime": now,
+                    "renewTime": now,
+                    "leaseTransitions": int(spec.get("leaseTransitions") or 0),
+                }
+                await self.client.update(lease)
+        except (*REQUEST_ERRORS, TimeoutError) as exc:
+            log.warning("%s: could not release lease %s: %s", config.identity, config.lease_name, exc)
+            return False
+        self.is_leader = False
+        log.info("%s: released lease %s", config.identity, config.lease_name)
         return True
 
     def _spec(self, acquire_time: str, renew_time: str, transitions: int) -> dict[str, Any]:

@@ -308,14 +308,16 @@ class Manager:
     async def stop(self, *, cancel_reconciles: bool = False) -> None:
         """Stop in reverse order: leader election, the leader's runnables and controllers
         (in-flight reconciles get the grace period, or are cancelled with ``cancel_reconciles``:
-        they are idempotent, and reconcile again once the operator is back), the other
-        runnables, then caches."""
+        they are idempotent, and reconcile again once the operator is back), the lease released
+        with ``release_on_cancel``, the other runnables, then caches."""
         election, self._election = self._election, []
         await cancel_and_wait(election)
         await self._leader_runnables.stop(self.graceful_shutdown_timeout)
         grace = 0.0 if cancel_reconciles or self._cancel_reconciles else self.graceful_shutdown_timeout
         for controller in reversed(list(self.controllers.values())):
             await controller.stop(timeout=grace)
+        if self.elector is not None and self.elector.config.release_on_cancel and not self.lost_leadership:
+            await self.elector.release()  # nothing of the leader's runs any more: the next may lead
         await self._runnables.stop(self.graceful_shutdown_timeout)
         for recorder in self._recorders.values():
             await recorder.stop()

@@ -29,9 +29,11 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
   generator and ``install_crds``);
 - helpers (controller-runtime's ``controllerutil``): ``create_or_update``, ``create_or_patch``,
   ``OperationResult`` (``NotControlledError`` for ``controlled_by``), ``set_controller_reference``, ``set_owner_reference``, ``is_controlled_by``,
-  ``add_finalizer``, ``remove_finalizer``, ``contains_finalizer``, ``set_status_condition``,
+  ``has_owner_reference``, ``has_controller_reference``, ``remove_owner_reference``,
+  ``remove_controller_reference``, ``add_finalizer``, ``remove_finalizer``, ``contains_finalizer``, ``set_status_condition``,
   ``find_status_condition``, ``is_status_condition_true``, ``remove_status_condition``,
   ``AlreadyOwnedError``; ``finalizer`` (apply and cleanup around a finalizer, as kube-rs'),
+  ``Finalizers`` and ``FinalizerResult`` (several named finalizers, controller-runtime's registry),
   ``logger`` (a logger bound to the reconcile, as ``log.FromContext``);
 - an operator's own HTTP server: ``GuardedSite`` and ``guarded_runner`` (aiohttp's, with the
   API server's limits on slow clients: ``ConnectionLimits``);
@@ -67,6 +69,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Result": ("kubeloop.controller.reconcile", "Result"),
     "logger": ("kubeloop.controller.reconcilelog", "logger"),
     "finalizer": ("kubeloop.controller.finalizer", "finalizer"),
+    "Finalizers": ("kubeloop.controller.finalizer", "Finalizers"),
+    "FinalizerResult": ("kubeloop.controller.finalizer", "FinalizerResult"),
     "TerminalError": ("kubeloop.controller.reconcile", "TerminalError"),
     "DeadlineExceeded": ("kubeloop.client.deadline", "DeadlineExceeded"),
     "reconcile_time_left": ("kubeloop.client.deadline", "time_left"),
@@ -106,6 +110,10 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "OperationResult": ("kubeloop.controller.controllerutil", "OperationResult"),
     "set_controller_reference": ("kubeloop.controller.controllerutil", "set_controller_reference"),
     "set_owner_reference": ("kubeloop.controller.controllerutil", "set_owner_reference"),
+    "has_owner_reference": ("kubeloop.controller.controllerutil", "has_owner_reference"),
+    "has_controller_reference": ("kubeloop.controller.controllerutil", "has_controller_reference"),
+    "remove_owner_reference": ("kubeloop.controller.controllerutil", "remove_owner_reference"),
+    "remove_controller_reference": ("kubeloop.controller.controllerutil", "remove_controller_reference"),
     "is_controlled_by": ("kubeloop.controller.controllerutil", "is_controlled_by"),
     "add_finalizer": ("kubeloop.controller.controllerutil", "add_finalizer"),
     "remove_finalizer": ("kubeloop.controller.controllerutil", "remove_finalizer"),
@@ -146,6 +154,8 @@ __all__ = [
     "CustomResource",
     "DeadlineExceeded",
     "EventRecorder",
+    "FinalizerResult",
+    "Finalizers",
     "GroupVersionKind",
     "GuardedSite",
     "KubeModel",
@@ -180,6 +190,8 @@ __all__ = [
     "find_status_condition",
     "guarded_runner",
     "handler",
+    "has_controller_reference",
+    "has_owner_reference",
     "is_controlled_by",
     "is_status_condition_true",
     "kinds",
@@ -188,7 +200,9 @@ __all__ = [
     "models",
     "predicate",
     "reconcile_time_left",
+    "remove_controller_reference",
     "remove_finalizer",
+    "remove_owner_reference",
     "remove_status_condition",
     "set_controller_reference",
     "set_owner_reference",
@@ -246,15 +260,19 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
         create_or_patch,
         create_or_update,
         find_status_condition,
+        has_controller_reference,
+        has_owner_reference,
         is_controlled_by,
         is_status_condition_true,
+        remove_controller_reference,
         remove_finalizer,
+        remove_owner_reference,
         remove_status_condition,
         set_controller_reference,
         set_owner_reference,
         set_status_condition,
     )
-    from kubeloop.controller.finalizer import finalizer
+    from kubeloop.controller.finalizer import FinalizerResult, Finalizers, finalizer
     from kubeloop.controller.reconcile import Request, Result, TerminalError
     from kubeloop.controller.reconcilelog import logger
     from kubeloop.httpguard import ConnectionLimits, GuardedSite, guarded_runner

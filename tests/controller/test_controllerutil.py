@@ -147,6 +147,43 @@ def test_owner_and_controller_references() -> None:
         cu.set_owner_reference({"apiVersion": "v1", "kind": "X", "metadata": {"name": "n"}}, child)
 
 
+def test_owner_references_are_found_and_removed_by_group_kind_and_name() -> None:
+    """controller-runtime's HasOwnerReference, RemoveOwnerReference and RemoveControllerReference:
+    an owner is matched by API group, kind and name (not version or uid); removing a reference
+    that is not there, or a controller reference to an owner that does not control, is an error
+    naming both, and changes nothing."""
+    child: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}}
+    assert not cu.has_controller_reference(child) and not cu.has_owner_reference(child, owner("a"))
+    cu.set_controller_reference(owner("a"), child)
+    cu.set_owner_reference(owner("b"), child)
+    renamed_version = {**owner("a"), "apiVersion": "apps/v2", "metadata": {"name": "a", "namespace": "ns", "uid": "other"}}
+    assert cu.has_owner_reference(child, renamed_version)  # the group, kind and name are what count
+    other_group = {**owner("a"), "apiVersion": "extensions/v1beta1"}
+    assert not cu.has_owner_reference(child, other_group) and not cu.has_owner_reference(child, owner("z"))
+    assert cu.has_controller_reference(child)
+    before = [dict(ref) for ref in child["metadata"]["ownerReferences"]]
+    with pytest.raises(ValueError, match=r"^Deployment b is not the controller of ns/c$"):
+        cu.remove_controller_reference(owner("b"), child)
+    with pytest.raises(ValueError, match=r"^ns/c has no owner reference to Deployment z$"):
+        cu.remove_owner_reference(owner("z"), child)
+    assert child["metadata"]["ownerReferences"] == before
+    cu.remove_controller_reference(owner("a"), child)
+    assert not cu.has_controller_reference(child) and [r["name"] for r in child["metadata"]["ownerReferences"]] == ["b"]
+    with pytest.raises(ValueError, match=r"^ns/c has no controller reference$"):
+        cu.remove_controller_reference(owner("b"), child)
+    cu.remove_owner_reference(owner("b"), child)
+    assert child["metadata"]["ownerReferences"] == []
+    # A model is changed the same way.
+    import kubeloop
+    from kubeloop.models import core_v1
+
+    typed = core_v1.ConfigMap(metadata=kubeloop.ObjectMeta(name="c", namespace="ns"))
+    cu.set_controller_reference(owner("a"), typed)
+    assert cu.has_owner_reference(typed, owner("a"))
+    cu.remove_controller_reference(owner("a"), typed)
+    assert not typed.metadata.owner_references and not cu.has_controller_reference(typed)
+
+
 def test_references_from_typed_owners_match_those_from_their_dicts() -> None:
     """Owners given as models (a built-in kind, a custom resource) make the same references as
     their JSON forms, and a namespaced model owner still refuses another namespace's object."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 import kubeloop
 from kubeloop.client.rest import APIClient
 from kubeloop.models import core_v1, meta_v1
@@ -121,3 +123,53 @@ async def test_removing_the_finalizer_from_a_stale_copy_is_a_conflict(
     await kubeloop.finalizer(kube_client, stored, FINALIZER, apply=lambda o: "ok", cleanup=cleaned.append)
     after = await kube_client.get(core_v1.ConfigMap, "racing", namespace=kube_namespace)
     assert after.metadata.finalizers == ["example.com/other"]
+
+
+async def test_a_registry_of_finalizers_adds_runs_and_removes_each(
+    kube_client: APIClient, kube_namespace: str
+) -> None:
+    """``kubeloop.Finalizers`` (controller-runtime's finalizer registry): a living object gets
+    every registered finalizer; deleted, each finalizer's function runs in turn and its finalizer
+    goes, except one that fails (it stays, its error reported, the others still run), until it
+    succeeds and the object goes. What the functions change is reported for the caller to write."""
+    finalizers = kubeloop.Finalizers()
+    ran: list[str] = []
+    failing = {"bucket": True}
+
+    async def unpublish(obj: core_v1.ConfigMap) -> None:
+        ran.append("dns")
+
+    def empty_bucket(obj: core_v1.ConfigMap) -> kubeloop.FinalizerResult:
+        ran.append("bucket")
+        if failing["bucket"]:
+            raise RuntimeError("the bucket is not empty yet")
+        return kubeloop.FinalizerResult(status_updated=True)
+
+    finalizers.register("example.com/dns", unpublish)
+    finalizers.register("example.com/bucket", empty_bucket)
+    with pytest.raises(ValueError, match=r"'example\.com/dns' is registered already"):
+        finalizers.register("example.com/dns", unpublish)
+    obj = await kube_client.create(config_map("site", kube_namespace))
+    result = await finalizers.finalize(obj)
+    assert (result.updated, result.status_updated, result.errors, ran) == (True, False, (), [])
+    obj = await kube_client.update(obj)
+    assert obj.metadata.finalizers == ["example.com/dns", "example.com/bucket"]
+    assert not (await finalizers.finalize(obj)).updated  # all there: nothing to write
+
+    await kube_client.delete(obj)
+    obj = await kube_client.get(core_v1.ConfigMap, "site", namespace=kube_namespace)
+    result = await finalizers.finalize(obj)
+    assert ran == ["dns", "bucket"] and result.updated and [str(e) for e in result.errors] == ["the bucket is not empty yet"]
+    with pytest.raises(ExceptionGroup, match="1 finalizer"):
+        result.raise_errors()
+    obj = await kube_client.update(obj)
+    assert obj.metadata.finalizers == ["example.com/bucket"]  # the failed one stays
+
+    failing["bucket"] = False
+    result = await finalizers.finalize(obj)
+    assert (result.updated, result.status_updated, result.errors) == (True, True, ())
+    assert ran == ["dns", "bucket", "bucket"]  # dns's finalizer had gone: not run again
+    result.raise_errors()
+    await kube_client.update(obj)
+    with pytest.raises(kubeloop.errors.NotFound):
+        await kube_client.get(core_v1.ConfigMap, "site", namespace=kube_namespace)

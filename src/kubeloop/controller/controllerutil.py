@@ -337,6 +337,53 @@ def set_owner_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) -> No
         )
 
 
+def has_owner_reference(obj: Mapping[str, Any] | KubeModel, owner: Mapping[str, Any] | KubeModel) -> bool:
+    """Whether ``obj`` has an owner reference to ``owner``: its API group, kind and name (not
+    its uid or version), as controller-runtime's ``HasOwnerReference`` compares."""
+    wanted = _owner_view(owner)
+    ref = {"apiVersion": wanted.get("apiVersion"), "kind": wanted.get("kind"), "name": _metadata(owner).get("name")}
+    return any(_same_owner(existing, ref) for existing in _metadata(obj).get("ownerReferences") or ())
+
+
+def has_controller_reference(obj: Mapping[str, Any] | KubeModel) -> bool:
+    """Whether ``obj`` has a controller owner reference (to anyone)."""
+    return any(ref.get("controller") for ref in _metadata(obj).get("ownerReferences") or ())
+
+
+def remove_owner_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) -> None:
+    """Remove ``obj``'s owner reference to ``owner`` (by API group, kind and name); ValueError if
+    it has none (controller-runtime's ``RemoveOwnerReference``)."""
+    _remove_reference(owner, obj, controller=False)
+
+
+def remove_controller_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) -> None:
+    """Remove ``obj``'s controller reference, which must be to ``owner``; ValueError if ``obj``
+    has no controller, no reference to ``owner``, or ``owner`` is not its controller
+    (controller-runtime's ``RemoveControllerReference``)."""
+    if not has_controller_reference(obj):
+        raise ValueError(f"{_describe(_metadata(obj))} has no controller reference")
+    _remove_reference(owner, obj, controller=True)
+
+
+def _describe(metadata: Mapping[str, Any]) -> str:
+    return f"{metadata.get('namespace')}/{metadata.get('name')}" if metadata.get("namespace") else str(metadata.get("name"))
+
+
+def _remove_reference(owner: Mapping[str, Any] | KubeModel, obj: Object, *, controller: bool) -> None:
+    owner_data = _owner_view(owner)
+    name = _metadata(owner).get("name")
+    ref = {"apiVersion": owner_data.get("apiVersion"), "kind": owner_data.get("kind"), "name": name}
+    with _editing_metadata(obj) as metadata:
+        refs: list[Obj] = list(metadata.get("ownerReferences") or ())
+        found = next((i for i, existing in enumerate(refs) if _same_owner(existing, ref)), None)
+        if found is None:
+            raise ValueError(f"{_describe(metadata)} has no owner reference to {ref['kind']} {name}")
+        if controller and not refs[found].get("controller"):
+            raise ValueError(f"{ref['kind']} {name} is not the controller of {_describe(metadata)}")
+        del refs[found]
+        metadata["ownerReferences"] = refs
+
+
 def _upsert_reference(refs: list[Obj], ref: Obj) -> None:
     for index, existing in enumerate(refs):
         if _same_owner(existing, ref):

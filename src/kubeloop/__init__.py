@@ -21,7 +21,9 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
 - clients: ``Client`` (the protocol helpers take), ``APIClient``, ``CachedClient``,
   ``BlockingClient``, ``SyncClient``, ``ObjectList``, ``PatchType``, ``Preconditions``,
   ``load_config``, ``ClientConfig``, ``container_path`` (a path as a container sees it, also on
-  kubeloop's process node);
+  kubeloop's process node); ``with_field_owner``, ``namespaced`` and ``dry_run`` (a client whose
+  every write names a field manager, whose every call is in one namespace, or whose every write
+  is a dry run: controller-runtime's wrapper clients);
 - kinds and objects: ``kinds`` (a constant per built-in kind), ``models`` (typed models:
   ``models.apps_v1.Deployment``), ``GroupVersionKind``, ``CustomResource`` (a custom resource
   model that generates its CRD), ``KubeModel`` (the base of the models of its parts),
@@ -97,6 +99,9 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "load_config": ("kubeloop.client.config", "load_config"),
     "ClientConfig": ("kubeloop.client.config", "ClientConfig"),
     "container_path": ("kubeloop.containerpath", "container_path"),
+    "with_field_owner": ("kubeloop.client.wrappers", "with_field_owner"),
+    "namespaced": ("kubeloop.client.wrappers", "namespaced"),
+    "dry_run": ("kubeloop.client.wrappers", "dry_run"),
     # kinds and objects
     "GroupVersionKind": ("kubeloop.api.gvk", "GroupVersionKind"),
     "CustomResource": ("kubeloop.api.customresource", "CustomResource"),
@@ -184,6 +189,7 @@ __all__ = [
     "create_or_patch",
     "create_or_update",
     "cron",
+    "dry_run",
     "errors",
     "field",
     "finalizer",
@@ -198,6 +204,7 @@ __all__ = [
     "load_config",
     "logger",
     "models",
+    "namespaced",
     "predicate",
     "reconcile_time_left",
     "remove_controller_reference",
@@ -211,6 +218,7 @@ __all__ = [
     "timestamps",
     "webhook",
     "with_authentication_and_authorization",
+    "with_field_owner",
 ]
 
 
@@ -249,6 +257,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     from kubeloop.client.interface import Client, ObjectList
     from kubeloop.client.rest import APIClient, PatchType
     from kubeloop.client.sync import BlockingClient, SyncClient
+    from kubeloop.client.wrappers import dry_run, namespaced, with_field_owner
     from kubeloop.containerpath import container_path
     from kubeloop.controller import handler, predicate, source
     from kubeloop.controller.controllerutil import (

@@ -217,6 +217,53 @@ async def test_dicts_for_a_kind_constant_and_a_patch_computed_from_them(
     assert made["data"] == {"kept": "y"}  # a dict's removals are kept: it dropped nothing by accident
 
 
+async def test_defaulters_and_validators_see_the_request_they_answer(
+    kube_client: kubeloop.APIClient, kube_namespace: str
+) -> None:
+    """``kubeloop.webhook.current_request()`` (controller-runtime's ``admission.RequestFromContext``)
+    as the API server sends it: who asks (a validator refuses a user by name), the operation,
+    ``dryRun`` (a defaulter keeps its side effect for real writes), the old object on an update."""
+    side_effects: list[str] = []
+    seen: list[tuple[str, bool, str | None]] = []
+    mallory_user = f"system:serviceaccount:{kube_namespace}:mallory"
+
+    def stamp(config_map: kubeloop.Obj) -> None:
+        request = kubeloop.webhook.current_request()
+        if config_map["metadata"].get("namespace") != kube_namespace:
+            return
+        if not request.dry_run:
+            side_effects.append(config_map["metadata"]["name"])  # e.g. a record kept elsewhere
+        old = (request.old_object or {}).get("data")
+        seen.append((request.operation, request.dry_run, (old or {}).get("v")))
+
+    class NotMallory:
+        def validate_create(self, obj: kubeloop.Obj) -> None:
+            if kubeloop.webhook.current_request().user_info.get("username") == mallory_user:
+                raise kubeloop.errors.Forbidden("mallory may not make ConfigMaps here")
+
+    manager = kubeloop.Manager(kube_client, webhook_server=kubeloop.WebhookServer(port=0))
+    kubeloop.WebhookBuilder(manager).for_(kinds.ConfigMap).with_defaulter(stamp).with_validator(NotMallory()).complete()
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": kube_namespace}, "data": {"v": "1"}}
+    async with manager, webhooks_installed(kube_client, manager):
+        await kube_client.create(body, dry_run=True)
+        made = await kube_client.create(body)
+        made["data"]["v"] = "2"
+        await kube_client.update(made)
+        await kube_client.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "mallory", "namespace": kube_namespace}})
+        await kube_client.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                                  "metadata": {"name": "mallory", "namespace": kube_namespace},
+                                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+                                  "subjects": [{"kind": "ServiceAccount", "name": "mallory", "namespace": kube_namespace}]})  # fmt: skip
+        token = await kube_client.create({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+                                         of=kinds.ServiceAccount, name="mallory", subresource="token", namespace=kube_namespace)  # fmt: skip
+        async with kubeloop.APIClient(kube_client.config.with_token(token["status"]["token"])) as mallory:
+            with pytest.raises(kubeloop.errors.Forbidden) as refused:
+                await mallory.create({**body, "metadata": {**body["metadata"], "name": "m"}})
+    assert "mallory may not make ConfigMaps here" in refused.value.message
+    assert side_effects == ["c", "c", "m"]  # not for the dry run
+    assert seen[:3] == [("CREATE", True, None), ("CREATE", False, None), ("UPDATE", False, "1")]
+
+
 async def test_the_manager_reports_its_webhooks_in_metrics_and_readiness(
     operator: kubeloop.Manager, kube_client: kubeloop.APIClient, kube_namespace: str
 ) -> None:

@@ -364,3 +364,52 @@ async def test_a_leader_that_stops_releases_its_lease_to_the_next_at_once(
     async with AsyncClient(load_kubeconfig(shared_server.kubeconfig)) as client:
         await hand_over(client, "handover", release=True)
         await hand_over(client, "kept", release=False)
+
+
+def test_leader_election_timings_are_checked_as_client_go_checks_them() -> None:
+    import pytest
+
+    from kubeloop.manager.leaderelection import LeaderElectionConfig
+
+    refused = [
+        ({"lease_duration": 10, "renew_deadline": 10}, "leaseDuration must be greater than renewDeadline"),
+        ({"renew_deadline": 9, "retry_period": 7.5}, r"renewDeadline must be greater than retryPeriod\*JitterFactor\(1.2\)"),
+        ({"lease_duration": 60, "renew_deadline": 10, "retry_period": 9}, r"retryPeriod\*JitterFactor"),  # 9 × 1.2 > 10
+        ({"retry_period": 0}, "retryPeriod must be greater than zero"),
+        ({"identity": ""}, "Lock identity is empty"),
+    ]
+    for timings, message in refused:
+        with pytest.raises(ValueError, match=message):
+            LeaderElectionConfig("lease", **timings)
+    LeaderElectionConfig("lease", lease_duration=60, renew_deadline=11, retry_period=9)  # 11 > 10.8: room enough
+
+
+async def test_the_lease_carries_its_labels_and_lives_where_its_client_points() -> None:
+    """controller-runtime's LeaderElectionLabels and LeaderElectionConfig (a rest.Config of its
+    own): the Lease is made with the labels, through the election's client (another server
+    here), and the manager's own cluster holds none."""
+    from kubeloop.client.config import load_kubeconfig
+    from kubeloop.client.rest import APIClient as AsyncClient
+    from kubeloop.manager.leaderelection import LEASE, LeaderElectionConfig
+    from kubeloop.manager.manager import Manager
+    from kubeloop.testing import eventually
+    from tests.conftest import start_server
+
+    workloads, elections = start_server(), start_server()
+    try:
+        async with (
+            AsyncClient(load_kubeconfig(workloads.kubeconfig)) as client,
+            AsyncClient(load_kubeconfig(elections.kubeconfig)) as election_client,
+        ):
+            election = LeaderElectionConfig("elsewhere", identity="me", retry_period=0.2, labels={"team": "platform"})
+            manager = Manager(client, leader_election=election, leader_election_client=election_client)
+            assert manager.elector is not None
+            leader = manager.elector
+            async with manager:
+                await eventually(lambda: leader.is_leader)
+                lease = await election_client.get(LEASE, "elsewhere", namespace="default")
+                assert lease["metadata"]["labels"] == {"team": "platform"} and lease["spec"]["holderIdentity"] == "me"
+                assert not (await client.list(LEASE, namespace="default")).items
+    finally:
+        workloads.stop()
+        elections.stop()

@@ -22,11 +22,11 @@ import math
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeloop import errors
+from kubeloop import errors, jitter
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.rest import REQUEST_ERRORS, APIClient
@@ -34,6 +34,8 @@ from kubeloop.client.rest import REQUEST_ERRORS, APIClient
 log = logging.getLogger("kubeloop.leaderelection")
 
 LEASE = GroupVersionKind("coordination.k8s.io", "v1", "Lease")
+#: A candidate's tries to acquire wait ``retry_period`` and up to this factor more (client-go's).
+JITTER_FACTOR = 1.2
 
 
 def default_identity() -> str:
@@ -64,12 +66,31 @@ class LeaderElectionConfig:
     #: Empty the Lease's holder when the manager stops cleanly (after its controllers have
     #: stopped): safe only when the process ends with the manager, as ``kubeloop run`` does.
     release_on_cancel: bool = False
+    #: Labels the Lease carries (controller-runtime's ``LeaderElectionLabels``).
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """client-go's checks (``NewLeaderElector``), in its words: a renewal must fit in the
+        renew deadline after a jittered retry, and the deadline inside the lease."""
+        if not self.lease_name:
+            raise ValueError("leader election requires a lease name")
+        if not self.identity:
+            raise ValueError("Lock identity is empty")
+        if self.lease_duration <= self.renew_deadline:
+            raise ValueError("leaseDuration must be greater than renewDeadline")
+        if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
+            raise ValueError(f"renewDeadline must be greater than retryPeriod*JitterFactor({JITTER_FACTOR})")
+        for name, value in (
+            ("leaseDuration", self.lease_duration),
+            ("renewDeadline", self.renew_deadline),
+            ("retryPeriod", self.retry_period),
+        ):
+            if value <= 0:
+                raise ValueError(f"{name} must be greater than zero")
 
 
 class LeaderElector:
     def __init__(self, client: APIClient, config: LeaderElectionConfig) -> None:
-        if config.renew_deadline >= config.lease_duration:
-            raise ValueError("renew_deadline must be shorter than lease_duration")
         self.client = client
         self.config = config
         self.is_leader = False
@@ -106,7 +127,8 @@ class LeaderElector:
             if await self._try_acquire_or_renew():
                 self.renewed_at = sent
                 break
-            await asyncio.sleep(self.config.retry_period)
+            # Jittered, as client-go's: candidates that started together do not try in step.
+            await asyncio.sleep(self.config.retry_period * (1 + jitter.uniform(0, JITTER_FACTOR)))
         self.is_leader = True
         log.info("%s: became the leader of lease %s", self.config.identity, self.config.lease_name)
         await on_started_leading()
@@ -154,14 +176,13 @@ class LeaderElector:
             lease = await self.client.get(LEASE, config.lease_name, namespace=config.namespace)
         except errors.NotFound:
             try:
+                metadata: dict[str, Any] = {"name": config.lease_name, "namespace": config.namespace}
+                if config.labels:
+                    metadata["labels"] = dict(config.labels)
                 await self.client.create(
-                    {
-                        "apiVersion": "coordination.k8s.io/v1",
-                        "kind": "Lease",
-                        "metadata": {"name": config.lease_name, "namespace": config.namespace},
-                        "spec": self._spec(now, now, 0),
-                    }
-                )
+                    {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata,
+                     "spec": self._spec(now, now, 0)}
+                )  # fmt: skip
             except REQUEST_ERRORS as exc:
                 log.debug("creating lease failed: %s", exc)
                 return False
@@ -185,6 +206,8 @@ class LeaderElector:
             transitions += 1
             acquire_time = now
         lease["spec"] = self._spec(str(acquire_time), now, transitions)
+        if config.labels:  # kept on a Lease another made, or made before they were asked for
+            lease["metadata"]["labels"] = {**(lease["metadata"].get("labels") or {}), **config.labels}
         try:
             await self.client.update(lease)
         except REQUEST_ERRORS as exc:

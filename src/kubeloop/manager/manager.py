@@ -68,7 +68,8 @@ class Manager:
 
     ``client`` is the API client of the cluster; ``namespace`` limits the cache to one namespace
     (a shorthand for ``cache=CacheOptions(default_namespaces=[namespace])``). ``leader_election``
-    runs the controllers only while this replica holds a Lease. ``metrics_bind_address`` and
+    runs the controllers only while this replica holds a Lease, through ``leader_election_client``
+    when the Lease lives elsewhere (another cluster, another account). ``metrics_bind_address`` and
     ``health_probe_bind_address`` ("host:port", ":0" for a free port) serve ``/metrics`` and
     ``/healthz``, ``/readyz``; ``metrics`` (:class:`MetricsServerOptions`) serves ``/metrics``
     over HTTPS, its callers authenticated and authorized by the API server
@@ -89,6 +90,7 @@ class Manager:
         cache_sync_timeout: float = 120.0,
         graceful_shutdown_timeout: float = 30.0,
         leader_election: LeaderElectionConfig | None = None,
+        leader_election_client: APIClient | None = None,
         metrics_bind_address: str | None = None,
         metrics: MetricsServerOptions | None = None,
         health_probe_bind_address: str | None = None,
@@ -125,7 +127,10 @@ class Manager:
         self._started = False
         self._stopping = asyncio.Event()
         self._cancel_reconciles = False
-        self.elector = LeaderElector(client, leader_election) if leader_election is not None else None
+        # The Lease may live elsewhere (controller-runtime's LeaderElectionConfig: another
+        # cluster's, or another account's client); by default the manager's own.
+        election_client = leader_election_client or client
+        self.elector = LeaderElector(election_client, leader_election) if leader_election is not None else None
         #: Shuts the leader's writes and reconciles the moment its lease may have passed on.
         self.fence = LeaderFence(self.elector) if self.elector is not None else None
         self._election: list[asyncio.Task[None]] = []

@@ -83,7 +83,7 @@ class Cache:
                 field_selector=scope.field_selector,
                 transform=scope.transform,
                 metadata_only=metadata_only,
-                resync_period=self.options.sync_period,
+                resync_period=scope.sync_period,
             )
             self._informers[(gvk, metadata_only)] = informer
             if self._started:

@@ -31,6 +31,8 @@ class ByObject:
     field_selector: str | None = None
     transform: Transform | None = None
     strip_managed_fields: bool | None = None
+    #: Seconds between this kind's resyncs (None: the cache's ``sync_period``).
+    sync_period: float | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,10 @@ class CacheOptions:
     sync_period: float | None = DEFAULT_SYNC_PERIOD
     #: Reading a kind no informer was created for fails instead of creating one.
     reader_fails_on_missing_informer: bool = False
+    #: Kinds the manager's client reads straight from the API server, never cached
+    #: (controller-runtime's client ``Cache.DisableFor``): Secrets, say, of which a controller
+    #: reads a few by name, rather than every Secret of the cluster held in memory.
+    disable_for: Collection[Any] = ()
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,7 @@ class Scope:
     label_selector: str | None
     field_selector: str | None
     transform: Transform | None
+    sync_period: float | None = None
 
     @classmethod
     def of(cls, options: CacheOptions, by_object: ByObject | None) -> Scope:
@@ -83,6 +90,7 @@ class Scope:
             label_selector=by_object.label_selector or options.default_label_selector,
             field_selector=by_object.field_selector or options.default_field_selector,
             transform=_compose(strip_managed_fields, transform) if strip else transform,
+            sync_period=by_object.sync_period if by_object.sync_period is not None else options.sync_period,
         )
 
 

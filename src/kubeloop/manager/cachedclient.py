@@ -7,21 +7,22 @@ comes back is a fresh copy, so a reconciler may change it freely — a model whe
 model class or a model. ``list`` filters by namespace, a label selector (the full grammar) and
 ``match_labels``, a field selector on indexed fields (``manager.add_index``) or an ``index``
 value. ``metadata_only`` reads go through a metadata-only informer (dicts with ``apiVersion``,
-``kind`` and ``metadata``). Writes are ``APIClient``'s own methods. ``manager.api_reader`` is
+``kind`` and ``metadata``). The kinds of ``CacheOptions.disable_for`` are read from the API
+server instead, never cached. Writes are ``APIClient``'s own methods. ``manager.api_reader`` is
 the plain API client, for reads that must see the server's latest state.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, Unpack, overload
+from typing import TYPE_CHECKING, Any, Literal, Unpack, cast, overload
 
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.model import KubeObject
 from kubeloop.api.object import Obj
 from kubeloop.cache.cache import Cache
 from kubeloop.client.calloptions import ListOptions
-from kubeloop.client.interface import Client, KindRef, M, ObjectList, model_class
+from kubeloop.client.interface import Client, KindRef, M, ObjectList, gvk_of, model_class
 from kubeloop.client.rest import APIClient
 
 
@@ -35,6 +36,8 @@ class CachedClient:
 
     def __init__(self, cache: Cache, writer: APIClient) -> None:
         self.cache = cache
+        #: The kinds read from the API server instead of the cache.
+        self.uncached = frozenset(gvk_of(kind) for kind in cache.options.disable_for)
         #: The API client the writes go to.
         self.writer = writer
         self.create = writer.create
@@ -77,7 +80,11 @@ class CachedClient:
     async def get(
         self, kind: KindRef, name: str, *, namespace: str | None = None, metadata_only: bool = False
     ) -> Obj | KubeObject:
-        """The cached object; NotFound if absent (``cache.OutOfScope`` outside the cache's namespaces)."""
+        """The cached object; NotFound if absent (``cache.OutOfScope`` outside the cache's namespaces).
+        A kind of the cache's ``disable_for`` is read from the API server."""
+        if self._uncached(kind):
+            found: Obj | KubeObject = await self.writer.get(cast(Any, kind), name, namespace=namespace)
+            return found
         obj = await self.cache.get(kind, name, namespace=namespace, metadata_only=metadata_only)
         cls = None if metadata_only else model_class(kind)
         return cls.model_validate(obj) if cls is not None else obj
@@ -124,7 +131,13 @@ class CachedClient:
         metadata_only: bool = False,
         **options: Unpack[ListOptions],
     ) -> ObjectList[Any]:
-        """Cached objects of ``kind`` matching every filter (see ``Cache.list``), ordered by key."""
+        """Cached objects of ``kind`` matching every filter (see ``Cache.list``), ordered by key.
+        A kind of the cache's ``disable_for`` is listed by the API server (no ``index`` then)."""
+        if self._uncached(kind):
+            if index is not None:
+                raise ValueError(f"{gvk_of(kind).kind} is not cached (disable_for): it has no index to list by")
+            listed: ObjectList[Any] = await self.writer.list(cast(Any, kind), namespace=namespace, **options)
+            return listed
         objects = await self.cache.list(
             kind,
             namespace=namespace,
@@ -136,6 +149,10 @@ class CachedClient:
         if cls is not None:
             return ObjectList([cls.model_validate(obj) for obj in objects])
         return ObjectList(objects)
+
+
+    def _uncached(self, kind: KindRef) -> bool:
+        return bool(self.uncached) and gvk_of(kind) in self.uncached
 
 
 if TYPE_CHECKING:  # mypy proves both clients implement the protocol helpers take

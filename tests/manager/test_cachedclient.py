@@ -3,7 +3,6 @@ writes to the server, and the uncached reader."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -21,12 +20,6 @@ from tests.accounts import account_token
 from tests.conftest import ServerThread, eventually
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
-
-
-@pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
-    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
-        yield c
 
 
 def by_owner_team(obj: dict[str, Any]) -> list[str]:

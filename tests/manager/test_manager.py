@@ -7,14 +7,13 @@ import asyncio
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.client.config import ClientConfig, load_kubeconfig
+from kubeloop.client.config import ClientConfig
 from kubeloop.client.rest import APIClient
 from kubeloop.controller import predicate
 from kubeloop.controller.handler import (
@@ -32,12 +31,6 @@ from tests.conftest import ServerThread, eventually
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
 SECRET = GroupVersionKind("", "v1", "Secret")
 DEPLOYMENT = GroupVersionKind("apps", "v1", "Deployment")
-
-
-@pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
-    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
-        yield c
 
 
 async def create_owned_configmap(

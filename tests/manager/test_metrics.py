@@ -6,7 +6,6 @@ import asyncio
 import re
 import socket
 from collections import Counter
-from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
@@ -15,22 +14,16 @@ from hypothesis import strategies as st
 from prometheus_client.core import HistogramMetricFamily
 
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.client.config import ClientConfig, load_kubeconfig
+from kubeloop.client.config import ClientConfig
 from kubeloop.client.rest import APIClient
 from kubeloop.controller.reconcile import Request, TerminalError
 from kubeloop.histogram import LocalHistogram
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import Manager
-from tests.conftest import ServerThread, eventually
+from tests.conftest import eventually
 
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
-
-
-@pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
-    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
-        yield c
 
 
 def sample(text: str, metric: str, **labels: str) -> float:

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.manager.manager import Manager
 from kubeloop.manager.recorder import NORMAL, WARNING, EventRecorder
 from tests.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401  (fixture)
-from tests.conftest import ServerThread
-
-
-@pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
-    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
-        yield c
 
 
 async def test_events_are_recorded_and_aggregated(

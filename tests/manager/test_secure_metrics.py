@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pathlib
 import ssl
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
@@ -16,24 +15,17 @@ import aiohttp
 import pytest
 
 from kubeloop import kinds
-from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.manager.manager import Manager
 from kubeloop.manager.metricsserver import MetricsServerOptions, with_authentication_and_authorization
 from kubeloop.testing import intercepted, unavailable, write_serving_certificate
 from tests.accounts import account_token
-from tests.conftest import ServerThread, eventually
+from tests.conftest import eventually
 
 RBAC = "rbac.authorization.k8s.io/v1"
 SECURE = MetricsServerOptions(
     bind_address="127.0.0.1:0", secure_serving=True, filter_provider=with_authentication_and_authorization
 )
-
-
-@pytest.fixture
-async def client(shared_server: ServerThread) -> AsyncIterator[APIClient]:
-    async with APIClient(load_kubeconfig(shared_server.kubeconfig)) as c:
-        yield c
 
 
 async def reader_token(client: APIClient, name: str, namespace: str) -> str:

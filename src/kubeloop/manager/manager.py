@@ -35,6 +35,7 @@ from kubeloop.controller.controller import Controller
 from kubeloop.controller.reconcilelog import RECONCILE_LOG
 from kubeloop.lifecycle import cancel_and_wait, start_or_stop
 from kubeloop.manager.cachedclient import CachedClient
+from kubeloop.manager.eventsrecorder import EventsV1Recorder
 from kubeloop.manager.healthz import Check, Checks
 from kubeloop.manager.leaderelection import LeaderElectionConfig, LeaderElector, LeaderFence
 from kubeloop.manager.metrics import Metrics
@@ -137,6 +138,7 @@ class Manager:
         self.lost_leadership = False
         self.metrics = Metrics(self.controllers, self.elector, self.api_reader)
         self._recorders: dict[str, EventRecorder] = {}
+        self._events_v1_recorders: dict[str, EventsV1Recorder] = {}
         if metrics is not None and metrics_bind_address is not None:
             raise ValueError("give metrics_bind_address or metrics (MetricsServerOptions), not both")
         #: How ``/metrics`` is served (``metrics_bind_address`` is a shorthand for its address).
@@ -197,6 +199,16 @@ class Manager:
             recorder = self._recorders[component] = EventRecorder(self.api_reader, component)
         return recorder
 
+    def events_v1_recorder(self, name: str) -> EventsV1Recorder:
+        """The ``events.k8s.io/v1`` recorder whose ``reportingController`` is ``name``
+        (controller-runtime's ``GetEventRecorder``; one per name; stopped with the manager,
+        writing what is pending). ``event_recorder`` writes core/v1 Events instead."""
+        recorder = self._events_v1_recorders.get(name)
+        if recorder is None:
+            self.permissions.allow(EVENTS[1], "create", "patch")
+            recorder = self._events_v1_recorders[name] = EventsV1Recorder(self.api_reader, name)
+        return recorder
+
     def busy(self) -> list[str]:
         """What the manager has left to do now, one phrase each (empty: idle): caches not yet
         synced, controllers' queued requests and running reconciles, events not yet written.
@@ -204,11 +216,9 @@ class Manager:
         reasons = [f"cache of {kind} not synced" for kind in self.cache.unsynced()]
         for controller in self.controllers.values():
             reasons.extend(controller.busy())
-        reasons.extend(
-            f"event recorder {name}: {recorder.pending} events to write"
-            for name, recorder in self._recorders.items()
-            if recorder.pending
-        )
+        pending = [(name, recorder.pending) for name, recorder in self._recorders.items()]
+        pending += [(f"{name} (events.k8s.io)", r.pending) for name, r in self._events_v1_recorders.items()]
+        reasons.extend(f"event recorder {name}: {count} events to write" for name, count in pending if count)
         return reasons
 
     def add(self, runnable: Runnable, *, name: str | None = None, need_leader_election: bool = True) -> None:
@@ -326,6 +336,8 @@ class Manager:
         await self._runnables.stop(self.graceful_shutdown_timeout)
         for recorder in self._recorders.values():
             await recorder.stop()
+        for events_recorder in self._events_v1_recorders.values():
+            await events_recorder.stop()
         await self.cache.stop()
         if self._webhook_server is not None:
             await self._webhook_server.stop()

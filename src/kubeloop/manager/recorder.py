@@ -17,7 +17,6 @@ What it remembers is bounded, as client-go's ``EventCorrelator`` bounds it:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import OrderedDict
@@ -28,9 +27,8 @@ from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.model import KubeModel, as_dict
-from kubeloop.client.fence import WriteFence, current_write_fence
-from kubeloop.client.rest import REQUEST_ERRORS, APIClient
-from kubeloop.lifecycle import cancel_and_wait
+from kubeloop.client.rest import APIClient
+from kubeloop.manager.fencedqueue import FencedQueue
 
 log = logging.getLogger("kubeloop.recorder")
 
@@ -49,6 +47,19 @@ _Key = tuple[str, str, str, str, str, str]
 _SpamKey = tuple[str, str, str, str, str, str]
 K = TypeVar("K")
 V = TypeVar("V")
+
+
+#: An ObjectReference's fields, as events name the objects they are about.
+REFERENCE_FIELDS = ("apiVersion", "kind", "namespace", "name", "uid", "resourceVersion")
+
+
+def object_reference(obj: Mapping[str, Any] | KubeModel) -> dict[str, str]:
+    """The ``ObjectReference`` of ``obj`` (a dict or a model): the fields it has."""
+    data = as_dict(obj)
+    meta = data.get("metadata") or {}
+    found = {"apiVersion": data.get("apiVersion"), "kind": data.get("kind"),
+             **{field: meta.get(field) for field in REFERENCE_FIELDS[2:]}}  # fmt: skip
+    return {field: str(value) for field, value in found.items() if value}
 
 
 class _LRU(Generic[K, V]):
@@ -123,17 +134,16 @@ class EventRecorder:
         self.spam_burst = spam_burst
         self.spam_qps = spam_qps
         self._clock = clock
-        # Each event carries the write fence of the code that recorded it (a leader's reconcile: its
-        # lease; a runnable on every replica: none), and is written under that fence.
-        self._pending: asyncio.Queue[tuple[_Key, dict[str, Any], WriteFence | None]] = asyncio.Queue()
+        # Each event is written under the write fence of the code that recorded it.
+        self._queue: FencedQueue[tuple[_Key, dict[str, Any]]] = FencedQueue(
+            f"event recorder {component}", self._write_item, self._not_written
+        )
         #: key → (namespace, event name, count) of the Events written last.
         self._written: _LRU[_Key, tuple[str, str, int]] = _LRU(cache_size)
         #: (kind, namespace, name, uid, apiVersion, type) → its spam filter's bucket.
         self._buckets: _LRU[_SpamKey, _TokenBucket] = _LRU(cache_size)
         #: Events the spam filter refused.
         self.dropped = 0
-        self._worker: asyncio.Task[None] | None = None
-        self._unwritten = 0
 
     @property
     def remembered(self) -> int:
@@ -144,7 +154,7 @@ class EventRecorder:
     @property
     def pending(self) -> int:
         """Events recorded and not written yet (being written included)."""
-        return self._unwritten
+        return self._queue.pending
 
     def event(self, obj: Mapping[str, Any] | KubeModel, event_type: str, reason: str, message: str) -> None:
         """Record an event about ``obj`` (a dict or a model; ``NORMAL`` or ``WARNING``); never blocks.
@@ -153,16 +163,7 @@ class EventRecorder:
         """
         if event_type not in (NORMAL, WARNING):
             raise ValueError(f"event type must be {NORMAL} or {WARNING}, not {event_type!r}")
-        obj = as_dict(obj)
-        meta = obj.get("metadata") or {}
-        involved = {
-            "apiVersion": obj.get("apiVersion", ""),
-            "kind": obj.get("kind", ""),
-            "namespace": meta.get("namespace", ""),
-            "name": meta.get("name", ""),
-            "uid": meta.get("uid", ""),
-            "resourceVersion": meta.get("resourceVersion", ""),
-        }
+        involved = {field: "" for field in REFERENCE_FIELDS} | object_reference(obj)
         key: _Key = (
             str(involved["kind"]),
             str(involved["namespace"]),
@@ -181,10 +182,7 @@ class EventRecorder:
                 key[2],
             )
             return
-        self._pending.put_nowait((key, {k: v for k, v in involved.items() if v}, current_write_fence.get()))
-        self._unwritten += 1
-        if self._worker is None:
-            self._worker = asyncio.create_task(self._write_events(), name=f"event recorder {self.component}")
+        self._queue.put((key, {k: v for k, v in involved.items() if v}))
 
     def _accept(self, involved: Mapping[str, Any], event_type: str) -> bool:
         """The spam filter (client-go's ``EventSourceObjectSpamFilter``): does this source's
@@ -206,31 +204,19 @@ class EventRecorder:
 
     async def flush(self) -> None:
         """Wait until every event recorded so far has been written (or failed to be)."""
-        await self._pending.join()
+        await self._queue.flush()
 
     async def stop(self, timeout: float = 5.0) -> None:
         """Write what is pending (up to ``timeout`` seconds), then end the writer task."""
-        if self._worker is None:
-            return
-        try:
-            await asyncio.wait_for(self._pending.join(), timeout)
-        except TimeoutError:
-            log.warning("%s: %d events not written", self.component, self._pending.qsize())
-        worker, self._worker = self._worker, None
-        await cancel_and_wait([worker])
+        unwritten = self._queue.pending
+        if not await self._queue.stop(timeout):
+            log.warning("%s: events not written (of %d pending)", self.component, unwritten)
 
-    async def _write_events(self) -> None:
-        while True:
-            key, involved, fence = await self._pending.get()
-            token = current_write_fence.set(fence)
-            try:
-                await self._write(key, involved)
-            except REQUEST_ERRORS as exc:
-                log.warning("%s: could not record event %s: %s", self.component, key[4], exc)
-            finally:
-                current_write_fence.reset(token)
-                self._unwritten -= 1
-                self._pending.task_done()
+    def _not_written(self, item: tuple[_Key, dict[str, Any]], exc: BaseException) -> None:
+        log.warning("%s: could not record event %s: %s", self.component, item[0][4], exc)
+
+    async def _write_item(self, item: tuple[_Key, dict[str, Any]]) -> None:
+        await self._write(*item)
 
     async def _write(self, key: _Key, involved: dict[str, Any]) -> None:
         now = timestamps.now()

@@ -413,3 +413,38 @@ async def test_the_lease_carries_its_labels_and_lives_where_its_client_points() 
     finally:
         workloads.stop()
         elections.stop()
+
+
+async def test_a_leader_renews_as_it_wrote_and_reads_again_only_when_that_fails(
+    shared_server: ServerThread, namespace: str
+) -> None:
+    """client-go's fast path: a leader renews the Lease as it last wrote it (one update, no read);
+    once someone else has written it (a label, here), that update conflicts, the leader reads it
+    again (the slow path, counted: leader_election_slowpath_total) and keeps leading."""
+    from kubeloop.client.config import load_kubeconfig
+    from kubeloop.client.rest import APIClient as AsyncClient
+    from kubeloop.manager.leaderelection import LEASE, LeaderElectionConfig
+    from kubeloop.manager.manager import Manager
+    from kubeloop.testing import eventually
+
+    async with AsyncClient(load_kubeconfig(shared_server.kubeconfig)) as client:
+        manager = Manager(client, leader_election=LeaderElectionConfig("fast", namespace=namespace, retry_period=0.1))
+        assert manager.elector is not None
+        leader = manager.elector
+        async with manager:
+            await eventually(lambda: leader.is_leader)
+            first = (await client.get(LEASE, "fast", namespace=namespace))["metadata"]["resourceVersion"]
+            await eventually(lambda: _renewed_since(client, namespace, first), timeout=5)
+            assert leader.slow_path == 0  # renewed, never read first
+            await client.patch(LEASE, "fast", {"metadata": {"labels": {"touched": "yes"}}}, namespace=namespace)
+            await eventually(lambda: leader.slow_path == 1)
+            touched = (await client.get(LEASE, "fast", namespace=namespace))["metadata"]
+            await eventually(lambda: _renewed_since(client, namespace, touched["resourceVersion"]), timeout=5)
+            assert leader.is_leader and leader.slow_path == 1  # back on the fast path
+
+
+async def _renewed_since(client: object, namespace: str, version: str) -> bool:
+    from kubeloop.manager.leaderelection import LEASE
+
+    lease = await client.get(LEASE, "fast", namespace=namespace)  # type: ignore[attr-defined]
+    return int(lease["metadata"]["resourceVersion"]) > int(version)

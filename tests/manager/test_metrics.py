@@ -91,7 +91,7 @@ async def test_metrics_and_probes(client: APIClient, namespace: str) -> None:
         assert sample(text, "controller_runtime_reconcile_time_seconds_count", **c) >= 2
         assert sample(text, "workqueue_adds_total", **q) >= 2
         assert sample(text, "workqueue_retries_total", **q) == 3  # the terminal error is not retried
-        assert sample(text, "workqueue_depth", **q) == 0
+        assert sample(text, "workqueue_depth", priority="", **q) == 0
         assert sample(text, "workqueue_queue_duration_seconds_count", **q) >= 2
         assert sample(text, "workqueue_work_duration_seconds_count", **q) >= 2
         # Histograms: cumulative buckets up to +Inf (= the count), a sum, client-go's bounds.
@@ -161,3 +161,71 @@ def test_local_histogram_buckets_are_cumulative_and_inclusive(values: list[float
         assert buckets[label] == sum(1 for v in values if v <= bound)  # Prometheus's le is inclusive
     assert buckets["+Inf"] == len(values)
     assert [s.value for s in family.samples if s.name == "h_sum"] == [pytest.approx(sum(values))]
+
+
+#: controller-runtime's metric names and label names, taken from its source (HEAD after v0.24):
+#: pkg/internal/controller/metrics/metrics.go, pkg/internal/metrics/workqueue.go,
+#: pkg/metrics/client_go_adapter.go (the one family it registers by default),
+#: pkg/metrics/leaderelection.go, pkg/certwatcher/metrics/metrics.go,
+#: pkg/webhook/internal/metrics/metrics.go, pkg/webhook/{admission,conversion}/metrics/metrics.go.
+UPSTREAM_METRICS = {
+    "controller_runtime_reconcile_total": {"controller", "result"},
+    "controller_runtime_reconcile_errors_total": {"controller"},
+    "controller_runtime_terminal_reconcile_errors_total": {"controller"},
+    "controller_runtime_reconcile_panics_total": {"controller"},
+    "controller_runtime_reconcile_time_seconds": {"controller"},
+    "controller_runtime_max_concurrent_reconciles": {"controller"},
+    "controller_runtime_active_workers": {"controller"},
+    "controller_runtime_reconcile_timeouts_total": {"controller"},
+    "workqueue_depth": {"name", "controller", "priority"},
+    "workqueue_adds_total": {"name", "controller"},
+    "workqueue_queue_duration_seconds": {"name", "controller"},
+    "workqueue_work_duration_seconds": {"name", "controller"},
+    "workqueue_unfinished_work_seconds": {"name", "controller"},
+    "workqueue_longest_running_processor_seconds": {"name", "controller"},
+    "workqueue_retries_total": {"name", "controller"},
+    "rest_client_requests_total": {"code", "method", "host"},
+    "leader_election_master_status": {"name"},
+    "leader_election_slowpath_total": {"name"},
+    "certwatcher_read_certificate_total": set(),
+    "certwatcher_read_certificate_errors_total": set(),
+    "controller_runtime_webhook_requests_total": {"webhook", "code"},
+    "controller_runtime_webhook_requests_in_flight": {"webhook"},
+    "controller_runtime_webhook_latency_seconds": {"webhook"},
+    "controller_runtime_webhook_panics_total": set(),
+    "controller_runtime_conversion_webhook_panics_total": set(),
+}
+
+
+async def test_metric_names_and_labels_are_controller_runtimes(client: APIClient, namespace: str) -> None:
+    """Every family controller-runtime registers by default is served, under its name and with
+    its label names, by a manager with a controller, leader election and a webhook server (its
+    webhook asked once), so a dashboard made for a Go operator reads a kubeloop one."""
+    import kubeloop
+    from kubeloop import kinds
+    from kubeloop.testing import webhooks_installed
+
+    manager = Manager(
+        client,
+        metrics_bind_address="127.0.0.1:0",
+        leader_election=LeaderElectionConfig(f"names-{namespace}", namespace=namespace, retry_period=0.2),
+        webhook_server=kubeloop.WebhookServer(port=0),
+    )
+    Builder(manager).for_(CONFIGMAP).complete(lambda request: None)
+    kubeloop.WebhookBuilder(manager).for_(kinds.ConfigMap).with_defaulter(lambda obj: None).complete()
+    async with manager, webhooks_installed(client, manager):
+        await client.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "asked", "namespace": namespace}})
+        await eventually(lambda: manager.elector is not None and manager.elector.is_leader)
+        async with aiohttp.ClientSession() as http, http.get(f"http://{manager.metrics_address}/metrics") as response:
+            text = await response.text()
+    served: dict[str, set[str]] = {}
+    for line in text.splitlines():
+        found = re.match(r"^([a-z_]+)(?:\{(.*)\})? ", line)
+        if found is None:
+            continue
+        name = re.sub(r"_(bucket|sum|count)$", "", found[1]) if found[1].endswith(("_bucket", "_sum", "_count")) else found[1]
+        labels = {pair.split("=", 1)[0] for pair in re.findall(r'[a-z_]+="[^"]*"', found[2] or "")} - {"le"}
+        served.setdefault(name, set()).update(labels)
+    missing = {name for name in UPSTREAM_METRICS if name not in served}
+    assert not missing, missing
+    assert {name: served[name] for name in UPSTREAM_METRICS} == UPSTREAM_METRICS

@@ -6,7 +6,10 @@ period. A candidate takes a Lease over only when its holder has not renewed it f
 change, so clocks need not agree. A leader that cannot renew within ``renew_deadline`` has lost:
 ``on_stopped_leading`` runs (the manager ends the process, as controller-runtime does). Every
 write is an update at the read resourceVersion, so two candidates never both win one round.
-Defaults are controller-runtime's: 15 s, 10 s, 2 s; identity ``hostname_uuid``.
+Defaults are controller-runtime's: 15 s, 10 s, 2 s; identity ``hostname_uuid``. A leader renews
+the Lease as it last wrote it (client-go's fast path: one update, its resourceVersion the proof
+that nobody wrote since), and reads it first only when that fails (``slow_path`` counts those
+renewals: ``leader_election_slowpath_total``).
 
 With ``release_on_cancel`` (controller-runtime's ``LeaderElectionReleaseOnCancel``), a leader
 that stops cleanly empties the Lease's holder once its controllers have stopped, so the next
@@ -17,6 +20,7 @@ killed or cut off releases nothing: the others wait the lease out, as before.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import math
 import socket
@@ -103,6 +107,11 @@ class LeaderElector:
         self.stopped = False
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0
+        #: The Lease as this replica last wrote it: a leader renews it as it is (client-go's fast
+        #: path, one request), reading it again only when that fails.
+        self._written: dict[str, Any] | None = None
+        #: Renewals that needed the lease read first (leader_election_slowpath_total).
+        self.slow_path = 0
 
     async def run(
         self,
@@ -172,6 +181,9 @@ class LeaderElector:
     async def _attempt(self) -> bool:
         config = self.config
         now = timestamps.now(micro=True)
+        renewable = self.is_leader and self._written is not None and self.lease_held()
+        if renewable and await self._renew_as_written(now):  # else read, the slow path
+            return True
         try:
             lease = await self.client.get(LEASE, config.lease_name, namespace=config.namespace)
         except errors.NotFound:
@@ -179,7 +191,7 @@ class LeaderElector:
                 metadata: dict[str, Any] = {"name": config.lease_name, "namespace": config.namespace}
                 if config.labels:
                     metadata["labels"] = dict(config.labels)
-                await self.client.create(
+                self._written = await self.client.create(
                     {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata,
                      "spec": self._spec(now, now, 0)}
                 )  # fmt: skip
@@ -205,15 +217,34 @@ class LeaderElector:
         if holder != config.identity:  # a new leader (after a lapse, or a release): one more
             transitions += 1
             acquire_time = now
+        elif self.is_leader:
+            self.slow_path += 1
         lease["spec"] = self._spec(str(acquire_time), now, transitions)
         if config.labels:  # kept on a Lease another made, or made before they were asked for
             lease["metadata"]["labels"] = {**(lease["metadata"].get("labels") or {}), **config.labels}
         try:
-            await self.client.update(lease)
+            self._written = await self.client.update(lease)
         except REQUEST_ERRORS as exc:
             log.debug("updating lease failed: %s", exc)
             return False
         self._observed = (config.identity, now)
+        self._observed_at = time.monotonic()
+        return True
+
+    async def _renew_as_written(self, now: str) -> bool:
+        """The fast path: update the Lease as this leader last wrote it (its resourceVersion
+        proves nobody else wrote since); False when that fails (then it is read again)."""
+        assert self._written is not None
+        lease = copy.deepcopy(self._written)
+        spec = lease.get("spec") or {}
+        lease["spec"] = self._spec(str(spec.get("acquireTime") or now), now, int(spec.get("leaseTransitions") or 0))
+        try:
+            self._written = await self.client.update(lease)
+        except REQUEST_ERRORS as exc:
+            log.debug("renewing the lease as written failed (%s): reading it again", exc)
+            self._written = None
+            return False
+        self._observed = (self.config.identity, now)
         self._observed_at = time.monotonic()
         return True
 

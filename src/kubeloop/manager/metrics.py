@@ -22,6 +22,7 @@ from kubeloop.client.rest import APIClient
 from kubeloop.controller.controller import Controller
 from kubeloop.histogram import LocalHistogram
 from kubeloop.manager.leaderelection import LeaderElector
+from kubeloop.webhook.webhookmetrics import process_counts
 
 _QUEUE_BUCKETS = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0)  # client-go's 10ns … 10s
 _RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7,
@@ -173,7 +174,7 @@ class _StateCollector(Collector):
             labels=["controller"],
         )
         depth = GaugeMetricFamily(
-            "workqueue_depth", "Current depth of workqueue", labels=["name", "controller"]
+            "workqueue_depth", "Current depth of workqueue", labels=["name", "controller", "priority"]
         )
         unfinished = GaugeMetricFamily(
             "workqueue_unfinished_work_seconds",
@@ -195,7 +196,7 @@ class _StateCollector(Collector):
             timeouts.add_metric([c.name], c.timeouts)
             workers.add_metric([c.name], c.active_workers)
             maximum.add_metric([c.name], c.max_concurrent_reconciles)
-            depth.add_metric([c.name, c.name], len(c.queue))
+            depth.add_metric([c.name, c.name, ""], len(c.queue))  # "": a queue without priorities
             running = [now - since for since in c.queue.processing_since()]
             unfinished.add_metric([c.name, c.name], sum(running))
             longest.add_metric([c.name, c.name], max(running, default=0.0))
@@ -205,10 +206,27 @@ class _StateCollector(Collector):
             "Whether this process is the leader (1) or not (0)",
             labels=["name"],
         )
+        slow_path = CounterMetricFamily(
+            "leader_election_slowpath",
+            "Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease. Please make sure to group by name.",
+            labels=["name"],
+        )
         elector = self.elector
         if elector is not None:
             leader.add_metric([elector.config.lease_name], 1.0 if elector.is_leader else 0.0)
+            slow_path.add_metric([elector.config.lease_name], elector.slow_path)
         yield leader
+        yield slow_path
+        counts = process_counts
+        for name, help_text, value in (
+            ("controller_runtime_webhook_panics", "Total number of webhook panics", counts.admission_panics),
+            ("controller_runtime_conversion_webhook_panics", "Total number of conversion webhook panics",
+             counts.conversion_panics),
+            ("certwatcher_read_certificate", "Total number of certificate reads", counts.certificate_reads),
+            ("certwatcher_read_certificate_errors", "Total number of certificate read errors",
+             counts.certificate_read_errors),
+        ):  # fmt: skip
+            yield CounterMetricFamily(name, help_text, value=value)
         requests = CounterMetricFamily(
             "rest_client_requests",
             "Number of HTTP requests, partitioned by status code, method, and host.",

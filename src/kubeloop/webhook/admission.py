@@ -25,7 +25,7 @@ import orjson
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.webhook.jsonpatchdiff import Operation, create_patch
-from kubeloop.webhook.webhookmetrics import WebhookMetrics, measured_response
+from kubeloop.webhook.webhookmetrics import WebhookMetrics, measured_response, process_counts
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -234,6 +234,7 @@ class AdmissionWebhook:
         except errors.APIError as error:
             return from_error(error)
         except Exception as error:
+            process_counts.admission_panics += 1
             log.exception(
                 "admission webhook %s failed on %s %s", self.path, request.operation, request.kind.kind
             )

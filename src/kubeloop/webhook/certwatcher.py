@@ -17,6 +17,7 @@ import pathlib
 import ssl
 
 from kubeloop import certs
+from kubeloop.webhook.webhookmetrics import process_counts
 
 log = logging.getLogger("kubeloop.webhook.certwatcher")
 
@@ -49,9 +50,11 @@ class CertWatcher:
         return self._loaded[0]
 
     def _read(self) -> tuple[bytes, bytes] | None:
+        process_counts.certificate_reads += 1
         try:
             return self.cert_path.read_bytes(), self.key_path.read_bytes()
         except OSError:
+            process_counts.certificate_read_errors += 1
             return None
 
     def reload_if_changed(self) -> bool:
@@ -65,6 +68,7 @@ class CertWatcher:
             certs.load_pair(certs.serving_context(), *pair)
             certs.load_pair(self.context, *pair)
         except (ssl.SSLError, ValueError, OSError) as error:
+            process_counts.certificate_read_errors += 1
             log.warning(
                 "the webhook certificate in %s does not load yet (%s); still serving the old one",
                 self.cert_path,

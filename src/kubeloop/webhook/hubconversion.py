@@ -25,7 +25,7 @@ import pydantic
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.model import KubeObject, scheme
 from kubeloop.api.models.meta_v1 import ObjectMeta
-from kubeloop.webhook.webhookmetrics import WebhookMetrics, measured_response
+from kubeloop.webhook.webhookmetrics import WebhookMetrics, measured_response, process_counts
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -182,6 +182,7 @@ class ConversionWebhook:
         except ValueError as error:  # what convert() found wrong (a ValidationError is one)
             return _failure(200, version, uid, str(error))
         except Exception as error:  # the user's conversion code failed: that is the answer
+            process_counts.conversion_panics += 1
             log.exception("conversion to %s failed", desired)
             return _failure(200, version, uid, f"{type(error).__name__}: {error}")
         response = {"uid": uid, "convertedObjects": converted, "result": {"status": "Success"}}

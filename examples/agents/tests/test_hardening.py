@@ -241,6 +241,8 @@ async def test_an_agent_asks_for_a_network_policy_and_gives_it_up(
     assert api_server == {"to": [{"ipBlock": {"cidr": f"{address}/32"}}],
                           "ports": [{"protocol": "TCP", "port": endpoints["ports"][0]["port"]}]}  # fmt: skip
     assert model == {"ports": [{"protocol": "TCP", "port": 8443}]}
+    # Converged once its run has ended too (a run ending is news to its agent: it may prune).
+    await finished(client, "fenced-run", namespace)
     await assert_writes_nothing(platform.agents, kubeloop.Request(namespace, "fenced"))
 
     await client.patch(Agent, "fenced", {"spec": {"networkPolicy": False}}, namespace=namespace)

@@ -78,6 +78,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "reconcile_time_left": ("kubeloop.client.deadline", "time_left"),
     "LeaderElectionConfig": ("kubeloop.manager.leaderelection", "LeaderElectionConfig"),
     "MetricsServerOptions": ("kubeloop.manager.metricsserver", "MetricsServerOptions"),
+    "debug_handlers": ("kubeloop.manager.debugendpoints", "debug_handlers"),
     "with_authentication_and_authorization": (
         "kubeloop.manager.metricsserver",
         "with_authentication_and_authorization",
@@ -189,6 +190,7 @@ __all__ = [
     "create_or_patch",
     "create_or_update",
     "cron",
+    "debug_handlers",
     "dry_run",
     "errors",
     "field",
@@ -287,6 +289,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     from kubeloop.httpguard import ConnectionLimits, GuardedSite, guarded_runner
     from kubeloop.manager.builder import Builder
     from kubeloop.manager.cachedclient import CachedClient
+    from kubeloop.manager.debugendpoints import debug_handlers
     from kubeloop.manager.leaderelection import LeaderElectionConfig
     from kubeloop.manager.manager import Manager
     from kubeloop.manager.metricsserver import MetricsServerOptions, with_authentication_and_authorization

@@ -133,3 +133,37 @@ async def test_the_operator_is_granted_the_reviews_it_asks(client: APIClient) ->
 
 async def _never(gvk: object) -> object:
     raise AssertionError(f"no kind is resolved: {gvk}")
+
+
+async def test_the_debugging_endpoints_answer_behind_the_same_checks(client: APIClient, namespace: str) -> None:
+    """``debug_handlers()`` beside /metrics (Python's answer to controller-runtime's pprof): the
+    loop's tasks with their stacks, the threads, tracemalloc started, read, diffed and stopped;
+    only for a caller allowed ``get`` on ``/debug/*``, not one allowed /metrics alone."""
+    import kubeloop
+    from tests.accounts import account_token as token_of
+
+    debugger = await token_of(client, "debugger", namespace, [])
+    role = f"{namespace}-debugger"
+    await client.create({"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": role},
+                         "rules": [{"nonResourceURLs": ["/debug/*"], "verbs": ["get"]}]})  # fmt: skip
+    await client.create({"apiVersion": RBAC, "kind": "ClusterRoleBinding", "metadata": {"name": role},
+                         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                         "subjects": [{"kind": "ServiceAccount", "name": "debugger", "namespace": namespace}]})  # fmt: skip
+    reader = await reader_token(client, "scraper-only", namespace)
+    options = replace(SECURE, extra_handlers=kubeloop.debug_handlers())
+    manager = Manager(client, metrics=options)
+    async with manager:
+        base = f"https://{manager.metrics_address}"
+        status, tasks = await scrape(f"{base}/debug/tasks", debugger)
+        assert status == 200 and "tasks" in tasks.splitlines()[0] and "--- task " in tasks, tasks
+        status, threads = await scrape(f"{base}/debug/threads", debugger)
+        assert status == 200 and "--- thread MainThread" in threads
+        assert (await scrape(f"{base}/debug/tracemalloc", debugger))[1].startswith("tracemalloc is not tracing")
+        assert (await scrape(f"{base}/debug/tracemalloc?start=2", debugger))[1] == "tracemalloc started (2 frames)\n"
+        status, top = await scrape(f"{base}/debug/tracemalloc", debugger)
+        assert status == 200 and "the 25 biggest places" in top
+        assert "since the previous snapshot" in (await scrape(f"{base}/debug/tracemalloc?diff", debugger))[1]
+        assert (await scrape(f"{base}/debug/tracemalloc?stop", debugger))[1] == "tracemalloc stopped\n"
+        assert (await scrape(f"{base}/debug/tasks", reader))[0] == 403  # /metrics only
+        assert (await scrape(f"{base}/debug/tasks"))[0] == 401
+        assert (await scrape(f"{base}/metrics", debugger))[0] == 403  # and the other way round

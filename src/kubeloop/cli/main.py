@@ -89,6 +89,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "and allows get on /metrics (SubjectAccessReview), as kubebuilder v4 deploys operators",
     )
     run.add_argument(
+        "--debug-endpoints",
+        action="store_true",
+        help="serve /debug/tasks, /debug/threads and /debug/tracemalloc on the metrics server (behind "
+        "--metrics-secure's checks: bind get on the nonResourceURL /debug/* to who may look)",
+    )
+    run.add_argument(
         "--metrics-cert-path",
         help="with --metrics-secure: the directory of tls.crt and tls.key, reloaded when they change "
         "(default: a certificate made for the process)",
@@ -355,6 +361,7 @@ def _command(args: argparse.Namespace) -> int:
             metrics_bind_address=args.metrics_bind_address,
             metrics_secure=args.metrics_secure,
             metrics_cert_path=args.metrics_cert_path,
+            debug_endpoints=args.debug_endpoints,
             health_probe_bind_address=args.health_probe_bind_address,
             leader_elect=args.leader_elect,
             leader_election_id=args.leader_election_id,

@@ -9,7 +9,8 @@ The manager flags are those of a kubebuilder project's ``main.go``: ``--namespac
 scope: one namespace, or several comma-separated, as ``cache.Options.DefaultNamespaces``), ``--metrics-bind-address``, ``--health-probe-bind-address`` ("0" or empty: off) and
 ``--leader-elect`` with ``--leader-election-id``/``--leader-election-namespace``;
 ``--metrics-secure`` (with ``--metrics-cert-path``) serves the metrics over HTTPS to callers the
-API server authenticates and authorizes.
+API server authenticates and authorizes; ``--debug-endpoints`` adds ``/debug/tasks``,
+``/debug/threads`` and ``/debug/tracemalloc`` beside them, behind the same checks.
 ``--install-crds`` first applies the CRDs of the custom resource models the target's module
 defines or imports (and ``--crds FILE`` ones), waiting until they serve.
 
@@ -67,6 +68,7 @@ from kubeloop.client.restmapper import NoKindMatch
 from kubeloop.errors import APIError
 from kubeloop.gcpause import tune_for_serving
 from kubeloop.lifecycle import cancel_and_wait
+from kubeloop.manager.debugendpoints import debug_handlers
 from kubeloop.manager.leaderelection import LeaderElectionConfig
 from kubeloop.manager.manager import IncompleteBuilder, Manager
 from kubeloop.manager.metricsserver import MetricsServerOptions, with_authentication_and_authorization
@@ -96,6 +98,8 @@ class ManagerFlags:
     #: /metrics over HTTPS, callers authenticated and authorized by the API server.
     metrics_secure: bool = False
     metrics_cert_path: str | None = None
+    #: /debug/tasks, /debug/threads and /debug/tracemalloc on the metrics server.
+    debug_endpoints: bool = False
     health_probe_bind_address: str | None = None
     leader_elect: bool = False
     leader_election_id: str | None = None
@@ -154,6 +158,7 @@ class ManagerFlags:
                 secure_serving=self.metrics_secure,
                 cert_dir=self.metrics_cert_path,
                 filter_provider=with_authentication_and_authorization if self.metrics_secure else None,
+                extra_handlers=debug_handlers() if self.debug_endpoints else {},
             ),
             health_probe_bind_address=_address(self.health_probe_bind_address),
             # An embedded server calls the webhooks over loopback: nothing else should reach them.

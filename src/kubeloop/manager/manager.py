@@ -376,16 +376,11 @@ class Manager:
                 issued = certs.issue_serving_certificate(certs.DEFAULT_HOSTS)
                 context = certs.serving_context()
                 certs.load_pair(context, issued.cert_pem, issued.key_pem)
-        handler = self._metrics
+        routes = {"/metrics": self._metrics, **options.extra_handlers}
         if options.filter_provider is not None:
             judge = options.filter_provider(self.api_reader)
-
-            async def judged(request: web.Request) -> web.Response:
-                refused = await judge(request)
-                return refused if refused is not None else await self._metrics(request)
-
-            handler = judged
-        return await self._serve(options.bind_address, {"/metrics": handler}, ssl_context=context)
+            routes = {path: _judged_by(judge, handler) for path, handler in routes.items()}
+        return await self._serve(options.bind_address, routes, ssl_context=context)
 
     async def _serve(
         self,
@@ -470,3 +465,16 @@ class Manager:
         if self._failure is not None:
             name, error = self._failure
             raise RunnableFailed(f"runnable {name} failed: {error}") from error
+
+
+def _judged_by(
+    judge: Callable[[web.Request], Awaitable[web.Response | None]],
+    handler: Callable[[web.Request], Awaitable[web.Response]],
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """``handler``, each request judged first (its refusal answered instead)."""
+
+    async def judged(request: web.Request) -> web.Response:
+        refused = await judge(request)
+        return refused if refused is not None else await handler(request)
+
+    return judged

@@ -22,8 +22,8 @@ import asyncio
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kubeloop import errors
@@ -58,6 +58,9 @@ class MetricsServerOptions:
     #: Makes the filter every request passes first, given the manager's API client (None:
     #: every caller is answered).
     filter_provider: FilterProvider | None = None
+    #: More GET endpoints by path, served beside ``/metrics`` behind the same filter
+    #: (controller-runtime's ``ExtraHandlers``): ``debug_handlers()``, say.
+    extra_handlers: Mapping[str, Callable[[web.Request], Awaitable[web.Response]]] = field(default_factory=dict)
 
     @property
     def serves(self) -> bool:

@@ -167,3 +167,21 @@ async def test_the_debugging_endpoints_answer_behind_the_same_checks(client: API
         assert (await scrape(f"{base}/debug/tasks", reader))[0] == 403  # /metrics only
         assert (await scrape(f"{base}/debug/tasks"))[0] == 401
         assert (await scrape(f"{base}/metrics", debugger))[0] == 403  # and the other way round
+
+
+async def test_kubeloop_run_serves_the_debugging_endpoints_when_asked(client: APIClient) -> None:
+    """``kubeloop run --debug-endpoints``: the flag parses, and the manager it makes serves
+    /debug/tasks beside /metrics (plain HTTP here: no --metrics-secure); without it, 404."""
+    from kubeloop.cli.main import _build_parser
+    from kubeloop.cli.run import ManagerFlags
+
+    args = _build_parser().parse_args(["run", "operator.py", "--debug-endpoints"])
+    assert args.debug_endpoints is True
+    for asked, expected in ((True, 200), (False, 404)):
+        flags = ManagerFlags(metrics_bind_address="127.0.0.1:0", debug_endpoints=asked)
+        manager = flags.manager(client, "default", embedded=True)
+        async with manager:
+            status, text = await scrape(f"http://{manager.metrics_address}/debug/tasks")
+        assert status == expected, text
+        if asked:
+            assert "--- task " in text

@@ -1,10 +1,12 @@
 """Generate the typed models of the built-in kinds operators use from the upstream OpenAPI schemas.
 
 Reads the definitions kubernetes-validate ships (the release ``kubeloop.apiserver.catalog.schemas`` serves)
-and writes one module per group-version under ``src/kubeloop/api/models/``: meta/v1, core/v1,
-apps/v1, batch/v1, coordination/v1. Run ``python scripts/generate_models.py`` after changing
-this script or the kubernetes-validate version; ``tests/api/test_models.py`` checks the output is
-up to date.
+and writes one module per group-version under ``src/kubeloop/api/models/``: meta/v1 and every GA
+group-version the embedded server serves (``BUILTIN_RESOURCES``). It writes from the same list
+the facades that name them: ``kubeloop/models.py`` (the modules, loaded on first use) and
+``kubeloop/kinds.py`` (a GroupVersionKind constant per kind). Run
+``python scripts/generate_models.py`` after changing this script, the catalog or the
+kubernetes-validate version; ``tests/api/test_models.py`` checks the output is up to date.
 """
 
 from __future__ import annotations
@@ -18,23 +20,57 @@ from collections.abc import Mapping
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-OUT = ROOT / "src" / "kubeloop" / "api" / "models"
+MODELS = pathlib.Path("src/kubeloop/api/models")
+META_PREFIX = "io.k8s.apimachinery.pkg.apis.meta.v1."
+GA_VERSION = re.compile(r"^v\d+$")
 
-#: definition prefix → (module name, group, version)
-PACKAGES = {
-    "io.k8s.apimachinery.pkg.apis.meta.v1.": ("meta_v1", "meta.k8s.io", "v1"),
-    "io.k8s.api.core.v1.": ("core_v1", "", "v1"),
-    "io.k8s.api.apps.v1.": ("apps_v1", "apps", "v1"),
-    "io.k8s.api.batch.v1.": ("batch_v1", "batch", "v1"),
-    "io.k8s.api.coordination.v1.": ("coordination_v1", "coordination.k8s.io", "v1"),
-}
+#: Where two group-versions serve a kind of the same name, the one ``kubeloop.kinds`` names: the
+#: core group's Event (what ``kubectl get events`` lists) and the preferred autoscaling version.
+PREFERRED = {"Event": ("", "v1"), "HorizontalPodAutoscaler": ("autoscaling", "v2")}
+
+
+def module_name(group: str, version: str) -> str:
+    """client-go's package alias, as a module name: ``rbac.authorization.k8s.io``/v1 → ``rbac_v1``."""
+    return f"{group.split('.')[0] or 'core'}_{version}"
+
+
+def served_kinds() -> dict[tuple[str, str], list[str]]:
+    """Every GA group-version the embedded server serves → its kinds (subresources left out)."""
+    from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES
+
+    served: dict[tuple[str, str], list[str]] = {}
+    for resource in BUILTIN_RESOURCES:
+        if "/" in resource.plural or not GA_VERSION.match(resource.version):
+            continue
+        kinds = served.setdefault((resource.group, resource.version), [])
+        if resource.kind not in kinds:
+            kinds.append(resource.kind)
+    return {gv: sorted(kinds) for gv, kinds in sorted(served.items())}
+
+
+def packages(
+    definitions: Mapping[str, Any], served: Mapping[tuple[str, str], list[str]]
+) -> dict[str, tuple[str, str, str]]:
+    """definition prefix → (module name, group, version): meta/v1, then each served group-version
+    (found through the ``x-kubernetes-group-version-kind`` of its kinds' definitions)."""
+    found: dict[str, tuple[str, str, str]] = {META_PREFIX: ("meta_v1", "meta.k8s.io", "v1")}
+    for name, definition in definitions.items():
+        for gvk in definition.get("x-kubernetes-group-version-kind") or ():
+            group, version, kind = gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", "")
+            if kind in served.get((group, version), ()) and name.endswith("." + kind):
+                found.setdefault(name[: -len(kind)], (module_name(group, version), group, version))
+    missing = {gv for gv in served} - {(g, v) for _, g, v in found.values()}
+    if missing:
+        raise ValueError(f"no upstream definitions for the served group-versions {sorted(missing)}")
+    return dict(sorted(found.items(), key=lambda item: item[1][0]))
+
 
 #: Definitions that are JSON scalars or free-form, as Python types (and the imports they need).
 SPECIAL = {
     "io.k8s.apimachinery.pkg.api.resource.Quantity": "Quantity",
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": "IntOrString",
-    "io.k8s.apimachinery.pkg.apis.meta.v1.Time": "datetime",
-    "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": "datetime",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Time": "Time",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": "MicroTime",
     "io.k8s.apimachinery.pkg.apis.meta.v1.Duration": "str",
     "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1": "dict[str, Any]",
     "io.k8s.apimachinery.pkg.runtime.RawExtension": "Any",
@@ -45,12 +81,14 @@ RESERVED = {
     "copy", "dict", "json", "schema", "construct", "validate", "fields", "model_config", "model_fields",
     "parse_obj", "parse_raw", "from_orm", "update_forward_refs", "to_dict", "from_dict",
 }  # fmt: skip
+#: Names the annotations use (a field ``bool`` would hide the type in its own class's scope).
+SHADOWING = {"bool", "int", "float", "str", "list", "dict", "datetime", "Any", "Field", "Time", "MicroTime"}
 
 
 def snake(name: str) -> str:
     text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
     text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text).lower().replace("-", "_").replace("$", "")
-    if keyword.iskeyword(text) or text in RESERVED:
+    if keyword.iskeyword(text) or text in RESERVED or text in SHADOWING:
         text += "_"
     return text
 
@@ -63,11 +101,13 @@ def ref_name(node: Mapping[str, Any]) -> str | None:
 
 
 class Generator:
-    def __init__(self, definitions: Mapping[str, Any]) -> None:
+    def __init__(self, definitions: Mapping[str, Any], served: Mapping[tuple[str, str], list[str]]) -> None:
         self.definitions = definitions
+        self.served = served
+        self.packages = packages(definitions, served)
 
     def module_of(self, definition: str) -> tuple[str, str] | None:
-        for prefix, (module, _, _) in PACKAGES.items():
+        for prefix, (module, _, _) in self.packages.items():
             if definition.startswith(prefix):
                 return module, definition[len(prefix) :]
         return None
@@ -80,6 +120,8 @@ class Generator:
             target = self.module_of(name)
             if target is None:
                 return "dict[str, Any]"
+            if "properties" not in self.definitions.get(name, {}):
+                return "Any"  # free-form JSON (apiextensions' JSON, JSONSchemaPropsOrBool, ...)
             module, cls = target
             if module == here:
                 return cls
@@ -173,43 +215,118 @@ class Generator:
             "from pydantic import Field",
             "",
             "from kubeloop.api.gvk import GroupVersionKind",
-            "from kubeloop.api.model import IntOrString, KubeModel, KubeObject, Quantity",
+            "from kubeloop.api.model import IntOrString, KubeModel, KubeObject, MicroTime, Quantity, Time",
         ]
         for other in sorted(imports - {module}):
             header.append(f"from kubeloop.api.models import {other}")
         body = "\n\n\n".join(classes)
         return "\n".join(header) + "\n\n\n" + body + "\n"
 
-    def write(self, out: pathlib.Path = OUT) -> list[pathlib.Path]:
-        out.mkdir(parents=True, exist_ok=True)
-        written = []
-        init = out / "__init__.py"
-        init.write_text(
-            '"""Generated typed models of the built-in kinds operators use, one module per group-version\n'
-            '(import the module you need; nothing is imported here so that ``import kubeloop`` stays cheap)."""\n'
+    def models_init(self) -> str:
+        modules = "".join(
+            f"    ({group!r}, {version!r}): {module!r},\n"
+            for module, group, version in self.packages.values()
         )
-        written.append(init)
-        for prefix, (module, group, version) in PACKAGES.items():
-            path = out / f"{module}.py"
-            path.write_text(self.module(module, group, version, prefix))
-            written.append(path)
+        return (
+            '"""Generated typed models of the built-in kinds, one module per group-version (import the\n'
+            "module you need; nothing is imported here so that ``import kubeloop`` stays cheap).\n"
+            '\nGenerated by scripts/generate_models.py; do not edit."""\n\n'
+            "#: (group, version) → the module of its models, in this package.\n"
+            f"MODULES: dict[tuple[str, str], str] = {{\n{modules}}}\n"
+        )
+
+    def models_facade(self) -> str:
+        names = [module for module, _, _ in self.packages.values()]
+        listed = ", ".join(names)
+        quoted = ", ".join(repr(name) for name in names)
+        return f'''"""Typed models of the built-in kinds, one module per group-version, loaded on first use::
+
+    from kubeloop.models import apps_v1, core_v1
+    deployment = await manager.client.get(apps_v1.Deployment, "web", namespace="default")
+
+A module per GA group-version the server serves, named as client-go's package aliases
+(``rbac.authorization.k8s.io/v1`` is ``rbac_v1``). They live in ``kubeloop.api.models``; this
+module lets an operator reach them as ``kubeloop.models`` without importing any it does not use.
+
+Generated by scripts/generate_models.py; do not edit.
+"""
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from kubeloop.api.models import {listed}
+
+__all__ = [{quoted}]
+
+
+def __getattr__(name: str) -> "ModuleType":
+    if name not in __all__:
+        raise AttributeError(f"module 'kubeloop.models' has no attribute {{name!r}}")
+    module: ModuleType = __import__(f"kubeloop.api.models.{{name}}", fromlist=["__name__"])
+    globals()[name] = module
+    return module
+'''
+
+    def kinds_module(self) -> str:
+        lines = [
+            '"""Kind constants: the ``GroupVersionKind`` of every built-in kind, by its name::',
+            "",
+            "    from kubeloop import kinds",
+            "    Builder(manager).for_(kinds.ConfigMap).owns(kinds.Deployment).complete(reconcile)",
+            "",
+            "A constant is usable wherever a kind is (reads answer dicts); the model classes of",
+            "``kubeloop.models`` are usable there too (reads answer models) and carry the same GVK in",
+            "``__gvk__``. Every kind of every GA group-version the server serves has one. Where two",
+            "group-versions serve a kind of the same name, the constant names the core group's Event and",
+            "autoscaling/v2's HorizontalPodAutoscaler; ``models.events_v1.Event`` and",
+            "``models.autoscaling_v1.HorizontalPodAutoscaler`` name the others. Custom resources declare",
+            "their own.",
+            "",
+            "Generated by scripts/generate_models.py; do not edit.",
+            '"""',
+            "",
+            "from __future__ import annotations",
+            "",
+            "from kubeloop.api.gvk import GroupVersionKind",
+        ]
+        for (group, version), kinds in self.served.items():
+            chosen = [k for k in kinds if PREFERRED.get(k, (group, version)) == (group, version)]
+            if not chosen:
+                continue
+            lines += ["", f"# {group + '/' if group else 'core/'}{version}"]
+            lines += [f"{kind} = GroupVersionKind({group!r}, {version!r}, {kind!r})" for kind in chosen]
+        return "\n".join(lines) + "\n"
+
+    def write(self, root: pathlib.Path = ROOT) -> list[pathlib.Path]:
+        """Write every generated file under ``root``; the paths are relative to it."""
+        out = root / MODELS
+        out.mkdir(parents=True, exist_ok=True)
+        files = {MODELS / "__init__.py": self.models_init()}
+        for prefix, (module, group, version) in self.packages.items():
+            files[MODELS / f"{module}.py"] = self.module(module, group, version, prefix)
+        files[pathlib.Path("src/kubeloop/models.py")] = self.models_facade()
+        files[pathlib.Path("src/kubeloop/kinds.py")] = self.kinds_module()
+        for relative, text in files.items():
+            (root / relative).parent.mkdir(parents=True, exist_ok=True)
+            (root / relative).write_text(text)
         # Unused imports out, imports sorted, formatted: the output passes the project's lint as is.
-        paths = [str(p) for p in written]
+        paths = [str(root / relative) for relative in files]
         ruff = [sys.executable, "-m", "ruff"]
         config = ["--config", str(ROOT / "pyproject.toml")]
         subprocess.run(
             [*ruff, "check", *config, "--fix", "--select", "I,F401", "--quiet", *paths], check=True
         )
         subprocess.run([*ruff, "format", *config, "--quiet", *paths], check=True)
-        return written
+        return list(files)
 
 
 def main() -> int:
     sys.path.insert(0, str(ROOT / "src"))
     from kubeloop.apiserver.catalog import schemas
 
-    for path in Generator(schemas.definitions()).write():
-        print(path.relative_to(ROOT))
+    for path in Generator(schemas.definitions(), served_kinds()).write():
+        print(path)
     return 0
 
 

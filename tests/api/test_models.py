@@ -32,11 +32,14 @@ def test_generated_models_are_up_to_date(tmp_path: pathlib.Path) -> None:
     spec.loader.exec_module(generator)
     from kubeloop.apiserver.catalog import schemas
 
-    for path in generator.Generator(schemas.definitions()).write(tmp_path):
-        committed = ROOT / "src" / "kubeloop" / "api" / "models" / path.name
-        assert committed.read_text() == path.read_text(), (
-            f"{path.name} is stale: run scripts/generate_models.py"
+    written = generator.Generator(schemas.definitions(), generator.served_kinds()).write(tmp_path)
+    assert {str(path) for path in written} >= {"src/kubeloop/kinds.py", "src/kubeloop/models.py"}
+    for path in written:
+        assert (ROOT / path).read_text() == (tmp_path / path).read_text(), (
+            f"{path} is stale: run scripts/generate_models.py"
         )
+    generated = {path.name for path in written if path.parent.name == "models"}
+    assert {path.name for path in (ROOT / "src/kubeloop/api/models").glob("*.py")} == generated
 
 
 def test_import_kubeloop_loads_no_models_or_pydantic() -> None:
@@ -76,6 +79,20 @@ def test_aliases_types_and_unknown_fields() -> None:
     assert out["metadata"]["futureField"] == {"x": 1}  # unknown fields survive a round trip
     assert out["spec"]["terminationGracePeriodSeconds"] == 0  # zero is not "unset"
     assert out["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "500m", "memory": 1024}}
+    # metav1.Time in whole seconds; MicroTime always with six digits, as the server's decoder
+    # wants them (a MicroTime without them is refused: "cannot parse "Z" as ".000000"").
+    from datetime import UTC, datetime
+
+    from kubeloop.api.models import coordination_v1
+
+    moment = datetime(2026, 11, 28, 10, 0, 0, tzinfo=UTC)
+    lease = coordination_v1.LeaseSpec(acquire_time=moment, renew_time=moment.replace(microsecond=1500))
+    assert lease.to_dict() == {
+        "acquireTime": "2026-11-28T10:00:00.000000Z",
+        "renewTime": "2026-11-28T10:00:00.001500Z",
+    }
+    stamped = meta_v1.ObjectMeta(creation_timestamp=moment.replace(microsecond=999_999))
+    assert stamped.to_dict() == {"creationTimestamp": "2026-11-28T10:00:00Z"}
     built = core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name="d"))
     assert built.to_dict() == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}}
 

@@ -12,17 +12,27 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import Any, ClassVar, Self
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PlainSerializer
 from pydantic.alias_generators import to_camel
 
 from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.api.models import MODULES
+from kubeloop.api.timestamps import format_time
 
 #: resource.Quantity in JSON: "500m", "1Gi", or a bare number.
 Quantity = str | int | float
 #: intstr.IntOrString: a port number or name, a count or a percentage.
 IntOrString = int | str
+#: metav1.Time: a datetime, written as RFC 3339 in whole seconds, UTC ("2024-05-01T12:00:00Z").
+Time = Annotated[datetime, PlainSerializer(format_time, return_type=str, when_used="json")]
+#: metav1.MicroTime: a datetime, written with six digits of microseconds, as the API server's
+#: decoder requires ("2024-05-01T12:00:00.000000Z"), even when they are zero.
+MicroTime = Annotated[
+    datetime, PlainSerializer(lambda moment: format_time(moment, micro=True), return_type=str, when_used="json")
+]
 
 
 class KubeModel(BaseModel):
@@ -81,11 +91,7 @@ class KubeObject(KubeModel):
 
 #: Modules of the generated built-in models, by group/version; imported on first use.
 BUILTIN_MODULES: dict[tuple[str, str], str] = {
-    ("", "v1"): "kubeloop.api.models.core_v1",
-    ("apps", "v1"): "kubeloop.api.models.apps_v1",
-    ("batch", "v1"): "kubeloop.api.models.batch_v1",
-    ("coordination.k8s.io", "v1"): "kubeloop.api.models.coordination_v1",
-    ("meta.k8s.io", "v1"): "kubeloop.api.models.meta_v1",
+    group_version: f"kubeloop.api.models.{module}" for group_version, module in MODULES.items()
 }
 
 

@@ -3,13 +3,12 @@ OpenAPI schemas; do not edit)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pydantic import Field
 
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.api.model import IntOrString, KubeModel, KubeObject
+from kubeloop.api.model import IntOrString, KubeModel, KubeObject, Time
 from kubeloop.api.models import core_v1, meta_v1
 
 
@@ -47,7 +46,7 @@ class DaemonSet(KubeObject):
 class DaemonSetCondition(KubeModel):
     """DaemonSetCondition describes the state of a DaemonSet at a certain point."""
 
-    last_transition_time: datetime | None = Field(default=None, alias="lastTransitionTime")
+    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
     message: str | None = None
     reason: str | None = None
     status: str | None = None
@@ -109,8 +108,8 @@ class Deployment(KubeObject):
 class DeploymentCondition(KubeModel):
     """DeploymentCondition describes the state of a deployment at a certain point."""
 
-    last_transition_time: datetime | None = Field(default=None, alias="lastTransitionTime")
-    last_update_time: datetime | None = Field(default=None, alias="lastUpdateTime")
+    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
+    last_update_time: Time | None = Field(default=None, alias="lastUpdateTime")
     message: str | None = None
     reason: str | None = None
     status: str | None = None
@@ -174,7 +173,7 @@ class ReplicaSet(KubeObject):
 class ReplicaSetCondition(KubeModel):
     """ReplicaSetCondition describes the state of a replica set at a certain point."""
 
-    last_transition_time: datetime | None = Field(default=None, alias="lastTransitionTime")
+    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
     message: str | None = None
     reason: str | None = None
     status: str | None = None
@@ -246,7 +245,7 @@ class StatefulSet(KubeObject):
 class StatefulSetCondition(KubeModel):
     """StatefulSetCondition describes the state of a statefulset at a certain point."""
 
-    last_transition_time: datetime | None = Field(default=None, alias="lastTransitionTime")
+    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
     message: str | None = None
     reason: str | None = None
     status: str | None = None

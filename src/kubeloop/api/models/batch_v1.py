@@ -3,13 +3,12 @@ OpenAPI schemas; do not edit)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pydantic import Field
 
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.api.model import KubeModel, KubeObject
+from kubeloop.api.model import KubeModel, KubeObject, Time
 from kubeloop.api.models import core_v1, meta_v1
 
 
@@ -50,8 +49,8 @@ class CronJobStatus(KubeModel):
     """CronJobStatus represents the current state of a cron job."""
 
     active: list[core_v1.ObjectReference] | None = None
-    last_schedule_time: datetime | None = Field(default=None, alias="lastScheduleTime")
-    last_successful_time: datetime | None = Field(default=None, alias="lastSuccessfulTime")
+    last_schedule_time: Time | None = Field(default=None, alias="lastScheduleTime")
+    last_successful_time: Time | None = Field(default=None, alias="lastSuccessfulTime")
 
 
 class Job(KubeObject):
@@ -68,8 +67,8 @@ class Job(KubeObject):
 class JobCondition(KubeModel):
     """JobCondition describes current state of a job."""
 
-    last_probe_time: datetime | None = Field(default=None, alias="lastProbeTime")
-    last_transition_time: datetime | None = Field(default=None, alias="lastTransitionTime")
+    last_probe_time: Time | None = Field(default=None, alias="lastProbeTime")
+    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
     message: str | None = None
     reason: str | None = None
     status: str
@@ -121,12 +120,12 @@ class JobStatus(KubeModel):
 
     active: int | None = None
     completed_indexes: str | None = Field(default=None, alias="completedIndexes")
-    completion_time: datetime | None = Field(default=None, alias="completionTime")
+    completion_time: Time | None = Field(default=None, alias="completionTime")
     conditions: list[JobCondition] | None = None
     failed: int | None = None
     failed_indexes: str | None = Field(default=None, alias="failedIndexes")
     ready: int | None = None
-    start_time: datetime | None = Field(default=None, alias="startTime")
+    start_time: Time | None = Field(default=None, alias="startTime")
     succeeded: int | None = None
     terminating: int | None = None
     uncounted_terminated_pods: UncountedTerminatedPods | None = Field(

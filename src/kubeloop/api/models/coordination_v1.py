@@ -3,12 +3,10 @@ OpenAPI schemas; do not edit)."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pydantic import Field
 
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.api.model import KubeModel, KubeObject
+from kubeloop.api.model import KubeModel, KubeObject, MicroTime
 from kubeloop.api.models import meta_v1
 
 
@@ -34,10 +32,10 @@ class LeaseList(KubeModel):
 class LeaseSpec(KubeModel):
     """LeaseSpec is a specification of a Lease."""
 
-    acquire_time: datetime | None = Field(default=None, alias="acquireTime")
+    acquire_time: MicroTime | None = Field(default=None, alias="acquireTime")
     holder_identity: str | None = Field(default=None, alias="holderIdentity")
     lease_duration_seconds: int | None = Field(default=None, alias="leaseDurationSeconds")
     lease_transitions: int | None = Field(default=None, alias="leaseTransitions")
     preferred_holder: str | None = Field(default=None, alias="preferredHolder")
-    renew_time: datetime | None = Field(default=None, alias="renewTime")
+    renew_time: MicroTime | None = Field(default=None, alias="renewTime")
     strategy: str | None = None

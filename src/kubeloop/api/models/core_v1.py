@@ -3,12 +3,10 @@ OpenAPI schemas; do not edit)."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pydantic import Field
 
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.api.model import IntOrString, KubeModel, KubeObject, Quantity
+from kubeloop.api.model import IntOrString, KubeModel, KubeObject, MicroTime, Quantity, Time
 from kubeloop.api.models import meta_v1
 
 
@@ -353,7 +351,7 @@ class ContainerState(KubeModel):
 class ContainerStateRunning(KubeModel):
     """ContainerStateRunning is a running state of a container."""
 
-    started_at: datetime | None = Field(default=None, alias="startedAt")
+    started_at: Time | None = Field(default=None, alias="startedAt")
 
 
 class ContainerStateTerminated(KubeModel):
@@ -361,11 +359,11 @@ class ContainerStateTerminated(KubeModel):
 
     container_id: str | None = Field(default=None, alias="containerID")
     exit_code: int = Field(alias="exitCode")
-    finished_at: datetime | None = Field(default=None, alias="finishedAt")
+    finished_at: Time | None = Field(default=None, alias="finishedAt")
     message: str | None = None
     reason: str | None = None
     signal: int | None = None
-    started_at: datetime | None = Field(default=None, alias="startedAt")
+    started_at: Time | None = Field(default=None, alias="startedAt")
 
 
 class ContainerStateWaiting(KubeModel):
@@ -558,11 +556,11 @@ class Event(KubeObject):
     action: str | None = None
     api_version: str = Field(default="v1", alias="apiVersion")
     count: int | None = None
-    event_time: datetime | None = Field(default=None, alias="eventTime")
-    first_timestamp: datetime | None = Field(default=None, alias="firstTimestamp")
+    event_time: MicroTime | None = Field(default=None, alias="eventTime")
+    first_timestamp: Time | None = Field(default=None, alias="firstTimestamp")
     involved_object: ObjectReference = Field(alias="involvedObject")
     kind: str = "Event"
-    last_timestamp: datetime | None = Field(default=None, alias="lastTimestamp")
+    last_timestamp: Time | None = Field(default=None, alias="lastTimestamp")
     message: str | None = None
     metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
     reason: str | None = None
@@ -587,7 +585,7 @@ class EventSeries(KubeModel):
     """EventSeries contain information on series of events, i.e. thing that was/is happening continuously for some time."""
 
     count: int | None = None
-    last_observed_time: datetime | None = Field(default=None, alias="lastObservedTime")
+    last_observed_time: MicroTime | None = Field(default=None, alias="lastObservedTime")
 
 
 class EventSource(KubeModel):
@@ -910,7 +908,7 @@ class Namespace(KubeObject):
 class NamespaceCondition(KubeModel):
     """NamespaceCondition contains details about state of namespace."""
 
-    last_transition_time: datetime | None = Field(default=None, alias="lastTransitionTime")
+    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
     message: str | None = None
     reason: str | None = None
     status: str
@@ -995,8 +993,8 @@ class NodeAllocatableResourceClaimStatus(KubeModel):
 class NodeCondition(KubeModel):
     """NodeCondition contains condition information for a node."""
 
-    last_heartbeat_time: datetime | None = Field(default=None, alias="lastHeartbeatTime")
-    last_transition_time: datetime | None = Field(default=None, alias="lastTransitionTime")
+    last_heartbeat_time: Time | None = Field(default=None, alias="lastHeartbeatTime")
+    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
     message: str | None = None
     reason: str | None = None
     status: str
@@ -1179,8 +1177,8 @@ class PersistentVolumeClaim(KubeObject):
 class PersistentVolumeClaimCondition(KubeModel):
     """PersistentVolumeClaimCondition contains details about state of pvc"""
 
-    last_probe_time: datetime | None = Field(default=None, alias="lastProbeTime")
-    last_transition_time: datetime | None = Field(default=None, alias="lastTransitionTime")
+    last_probe_time: Time | None = Field(default=None, alias="lastProbeTime")
+    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
     message: str | None = None
     reason: str | None = None
     status: str
@@ -1294,7 +1292,7 @@ class PersistentVolumeSpec(KubeModel):
 class PersistentVolumeStatus(KubeModel):
     """PersistentVolumeStatus is the current status of a persistent volume."""
 
-    last_phase_transition_time: datetime | None = Field(default=None, alias="lastPhaseTransitionTime")
+    last_phase_transition_time: Time | None = Field(default=None, alias="lastPhaseTransitionTime")
     message: str | None = None
     phase: str | None = None
     reason: str | None = None
@@ -1367,8 +1365,8 @@ class PodCertificateProjection(KubeModel):
 class PodCondition(KubeModel):
     """PodCondition contains details for the current condition of this pod."""
 
-    last_probe_time: datetime | None = Field(default=None, alias="lastProbeTime")
-    last_transition_time: datetime | None = Field(default=None, alias="lastTransitionTime")
+    last_probe_time: Time | None = Field(default=None, alias="lastProbeTime")
+    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
     message: str | None = None
     observed_generation: int | None = Field(default=None, alias="observedGeneration")
     reason: str | None = None
@@ -1551,7 +1549,7 @@ class PodStatus(KubeModel):
         default=None, alias="resourceClaimStatuses"
     )
     resources: ResourceRequirements | None = None
-    start_time: datetime | None = Field(default=None, alias="startTime")
+    start_time: Time | None = Field(default=None, alias="startTime")
     volume_health: list[PodVolumeHealth] | None = Field(default=None, alias="volumeHealth")
 
 
@@ -1585,7 +1583,7 @@ class PodVolumeHealth(KubeModel):
     """PodVolumeHealth contains health information for a volume used by a pod, reported by the CSI node plugin via the kubelet."""
 
     health_conditions: list[VolumeHealthCondition] | None = Field(default=None, alias="healthConditions")
-    last_transition_time: datetime | None = Field(default=None, alias="lastTransitionTime")
+    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
     name: str
 
 
@@ -1686,7 +1684,7 @@ class ReplicationController(KubeObject):
 class ReplicationControllerCondition(KubeModel):
     """ReplicationControllerCondition describes the state of a replication controller at a certain point."""
 
-    last_transition_time: datetime | None = Field(default=None, alias="lastTransitionTime")
+    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
     message: str | None = None
     reason: str | None = None
     status: str
@@ -2082,7 +2080,7 @@ class Taint(KubeModel):
 
     effect: str
     key: str
-    time_added: datetime | None = Field(default=None, alias="timeAdded")
+    time_added: Time | None = Field(default=None, alias="timeAdded")
     value: str | None = None
 
 
@@ -2202,7 +2200,7 @@ class VolumeHealthStatus(KubeModel):
     """VolumeHealthStatus contains health information for a volume reported by the CSI controller plugin."""
 
     health_conditions: list[VolumeHealthCondition] | None = Field(default=None, alias="healthConditions")
-    last_transition_time: datetime | None = Field(default=None, alias="lastTransitionTime")
+    last_transition_time: Time | None = Field(default=None, alias="lastTransitionTime")
 
 
 class VolumeMount(KubeModel):

@@ -3,13 +3,12 @@ OpenAPI schemas; do not edit)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pydantic import Field
 
 from kubeloop.api.gvk import GroupVersionKind
-from kubeloop.api.model import KubeModel, KubeObject
+from kubeloop.api.model import KubeModel, KubeObject, Time
 
 
 class APIGroup(KubeModel):
@@ -71,7 +70,7 @@ class APIVersions(KubeModel):
 class Condition(KubeModel):
     """Condition contains details for one aspect of the current state of this API Resource."""
 
-    last_transition_time: datetime = Field(alias="lastTransitionTime")
+    last_transition_time: Time = Field(alias="lastTransitionTime")
     message: str
     observed_generation: int | None = Field(default=None, alias="observedGeneration")
     reason: str
@@ -150,16 +149,16 @@ class ManagedFieldsEntry(KubeModel):
     manager: str | None = None
     operation: str | None = None
     subresource: str | None = None
-    time: datetime | None = None
+    time: Time | None = None
 
 
 class ObjectMeta(KubeModel):
     """ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create."""
 
     annotations: dict[str, str] | None = None
-    creation_timestamp: datetime | None = Field(default=None, alias="creationTimestamp")
+    creation_timestamp: Time | None = Field(default=None, alias="creationTimestamp")
     deletion_grace_period_seconds: int | None = Field(default=None, alias="deletionGracePeriodSeconds")
-    deletion_timestamp: datetime | None = Field(default=None, alias="deletionTimestamp")
+    deletion_timestamp: Time | None = Field(default=None, alias="deletionTimestamp")
     finalizers: list[str] | None = None
     generate_name: str | None = Field(default=None, alias="generateName")
     generation: int | None = None

@@ -28,7 +28,9 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
   ``models.apps_v1.Deployment``), ``GroupVersionKind``, ``CustomResource`` (a custom resource
   model that generates its CRD), ``KubeModel`` (the base of the models of its parts),
   ``KubeObject``, ``Obj`` (an object as a dict), ``ObjectMeta``, and ``crd`` (CRD markers, the
-  generator and ``install_crds``);
+  generator and ``install_crds``); ``applyconfigurations`` (for server-side apply, every field
+  optional: ``applyconfigurations.apps_v1.Deployment``, ``extract_deployment``),
+  ``apply_configuration`` (a custom resource's) and ``extract``;
 - helpers (controller-runtime's ``controllerutil``): ``create_or_update``, ``create_or_patch``,
   ``OperationResult`` (``NotControlledError`` for ``controlled_by``), ``set_controller_reference``, ``set_owner_reference``, ``is_controlled_by``,
   ``has_owner_reference``, ``has_controller_reference``, ``remove_owner_reference``,
@@ -110,6 +112,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "KubeModel": ("kubeloop.api.model", "KubeModel"),
     "ObjectMeta": ("kubeloop.api.models.meta_v1", "ObjectMeta"),
     "Obj": ("kubeloop.api.object", "Obj"),
+    "apply_configuration": ("kubeloop.api.applyconfiguration", "apply_configuration"),
+    "extract": ("kubeloop.api.applyconfiguration", "extract"),
     # controllerutil
     "create_or_update": ("kubeloop.controller.controllerutil", "create_or_update"),
     "create_or_patch": ("kubeloop.controller.controllerutil", "create_or_patch"),
@@ -134,6 +138,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "kinds": ("kubeloop.kinds", None),
     "crd": ("kubeloop.crd", None),
     "models": ("kubeloop.models", None),
+    "applyconfigurations": ("kubeloop.applyconfigurations", None),
     "errors": ("kubeloop.errors", None),
     "field": ("kubeloop.api.fielderrors", None),
     "webhook": ("kubeloop.webhook", None),
@@ -184,6 +189,8 @@ __all__ = [
     "WebhookServer",
     "__version__",
     "add_finalizer",
+    "apply_configuration",
+    "applyconfigurations",
     "container_path",
     "contains_finalizer",
     "crd",
@@ -193,6 +200,7 @@ __all__ = [
     "debug_handlers",
     "dry_run",
     "errors",
+    "extract",
     "field",
     "finalizer",
     "find_status_condition",
@@ -240,12 +248,14 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load lazily
+    import kubeloop.applyconfigurations as applyconfigurations
     import kubeloop.crd as crd
     import kubeloop.kinds as kinds
     import kubeloop.models as models
     from kubeloop import errors, webhook
     from kubeloop.api import fielderrors as field
     from kubeloop.api import timestamps
+    from kubeloop.api.applyconfiguration import apply_configuration, extract
     from kubeloop.api.customresource import CustomResource
     from kubeloop.api.gvk import GroupVersionKind
     from kubeloop.api.model import KubeModel, KubeObject

@@ -38,12 +38,13 @@ def test_generated_models_are_up_to_date(tmp_path: pathlib.Path) -> None:
         assert (ROOT / path).read_text() == (tmp_path / path).read_text(), (
             f"{path} is stale: run scripts/generate_models.py"
         )
-    generated = {path.name for path in written if path.parent.name == "models"}
-    assert {path.name for path in (ROOT / "src/kubeloop/api/models").glob("*.py")} == generated
+    for package in ("models", "applyconfigurations"):
+        generated = {path.name for path in written if path.parent.name == package}
+        assert {path.name for path in (ROOT / "src/kubeloop/api" / package).glob("*.py")} == generated
 
 
 def test_import_kubeloop_loads_no_models_or_pydantic() -> None:
-    code = "import sys, kubeloop, kubeloop.client; print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'kubeloop.api.models'))))"
+    code = "import sys, kubeloop, kubeloop.client; print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'kubeloop.api.models', 'kubeloop.api.apply'))))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

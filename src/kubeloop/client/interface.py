@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, Unpack, overload
 
+from kubeloop.api.applyconfiguration import ObjectApplyConfiguration
 from kubeloop.api.fields import FieldSelector
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
@@ -27,6 +28,8 @@ KindRef = GroupVersionKind | Mapping[str, Any] | type[KubeObject] | KubeObject
 #: What a write takes: an object dict or a model.
 ObjectRef = Mapping[str, Any] | KubeObject
 M = TypeVar("M", bound=KubeObject)
+#: What an apply takes: an object dict, a model, or an apply configuration (only its set fields).
+ApplyRef = ObjectRef | ObjectApplyConfiguration[Any]
 T = TypeVar("T")
 
 
@@ -82,7 +85,7 @@ def gvk_of(kind: KindRef) -> GroupVersionKind:
                 "kubeloop.CustomResource with group, version and kind"
             )
         return gvk
-    if isinstance(kind, KubeObject):
+    if isinstance(kind, KubeObject | ObjectApplyConfiguration):
         return type(kind).__gvk__
     return GroupVersionKind.of_object(kind)
 
@@ -93,6 +96,8 @@ def model_class(kind: KindRef) -> type[KubeObject] | None:
         return kind
     if isinstance(kind, KubeObject):
         return type(kind)
+    if isinstance(kind, ObjectApplyConfiguration):
+        return type(kind).__model__  # an apply is answered with the kind's model
     return None
 
 
@@ -262,6 +267,18 @@ class Writer(Protocol):
     @overload
     async def apply(
         self,
+        obj: ObjectApplyConfiguration[M],
+        *,
+        field_manager: str,
+        force: bool = False,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        **options: Unpack[ApplyOptions],
+    ) -> M: ...
+
+    @overload
+    async def apply(
+        self,
         obj: Mapping[str, Any],
         *,
         field_manager: str,
@@ -273,7 +290,7 @@ class Writer(Protocol):
 
     async def apply(
         self,
-        obj: ObjectRef,
+        obj: ApplyRef,
         *,
         field_manager: str,
         force: bool = False,
@@ -282,7 +299,9 @@ class Writer(Protocol):
         **options: Unpack[ApplyOptions],
     ) -> Any:
         """Server-side apply ``obj`` (the fields this ``field_manager`` owns); ``force`` takes
-        fields another manager owns instead of answering ``Conflict``."""
+        fields another manager owns instead of answering ``Conflict``. An apply configuration
+        (``kubeloop.applyconfigurations``) sends only the fields set in it and is answered with
+        its kind's model."""
 
     async def delete(
         self,

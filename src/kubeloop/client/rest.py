@@ -24,11 +24,12 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Unpack, overload
+from typing import TYPE_CHECKING, Any, Literal, Unpack, cast, overload
 
 import orjson
 
 from kubeloop import errors
+from kubeloop.api.applyconfiguration import ObjectApplyConfiguration
 from kubeloop.api.fields import FieldSelector
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
@@ -46,7 +47,7 @@ from kubeloop.client.calloptions import (
 from kubeloop.client.config import ClientConfig, Credentials, ssl_context
 from kubeloop.client.connectionpool import BodyStream, ConnectionPool, Response
 from kubeloop.client.fence import check_write
-from kubeloop.client.interface import KindRef, M, ObjectList, ObjectRef, gvk_of, model_class
+from kubeloop.client.interface import ApplyRef, KindRef, M, ObjectList, ObjectRef, gvk_of, model_class
 from kubeloop.client.ratelimit import TokenBucket
 from kubeloop.client.restmapper import ResourceMapping, RESTMapper
 from kubeloop.client.watch import Watch, WatchOptions
@@ -469,7 +470,7 @@ class APIClient:
     ) -> Obj | KubeObject:
         """PATCH with any patch type; ``patch`` is a dict/list/model (encoded as JSON) or raw bytes."""
         _check_typed_subresource(kind, subresource)
-        obj = _identity(kind) if isinstance(kind, Mapping | KubeObject) else None
+        obj = _identity(kind) if isinstance(kind, Mapping | KubeModel) else None
         path = await self._object_path(kind, name or _name_of(obj), namespace, subresource, obj)
         params = write_params(options, options.get("force"))
         if isinstance(patch, KubeModel):
@@ -493,6 +494,18 @@ class APIClient:
     @overload
     async def apply(
         self,
+        obj: ObjectApplyConfiguration[M],
+        *,
+        field_manager: str,
+        force: bool = False,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        **options: Unpack[ApplyOptions],
+    ) -> M: ...
+
+    @overload
+    async def apply(
+        self,
         obj: Mapping[str, Any],
         *,
         field_manager: str,
@@ -504,7 +517,7 @@ class APIClient:
 
     async def apply(
         self,
-        obj: ObjectRef,
+        obj: ApplyRef,
         *,
         field_manager: str,
         force: bool = False,
@@ -512,10 +525,11 @@ class APIClient:
         subresource: str | None = None,
         **options: Unpack[ApplyOptions],
     ) -> Obj | KubeObject:
-        """Server-side apply of ``obj`` (the fields this manager wants to own, nothing else)."""
-        body = _as_dict(obj)
+        """Server-side apply of ``obj`` (the fields this manager wants to own, nothing else); an
+        apply configuration sends the fields set in it and is answered with its kind's model."""
+        body = obj.to_dict() if isinstance(obj, ObjectApplyConfiguration) else _as_dict(obj)
         return await self.patch(
-            obj,
+            cast(KubeObject, obj),  # an apply configuration names its kind as its model does
             _name_of(body),
             body,
             patch_type=PatchType.APPLY,

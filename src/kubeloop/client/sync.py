@@ -29,7 +29,7 @@ from kubeloop.api.object import Obj
 from kubeloop.client.calloptions import ApplyOptions, DeleteOptions, PatchOptions, WriteOptions
 from kubeloop.client.config import ClientConfig
 from kubeloop.client.deadline import current_deadline
-from kubeloop.client.interface import KindRef, ObjectList, ObjectRef
+from kubeloop.client.interface import ApplyRef, KindRef, ObjectList, ObjectRef
 from kubeloop.client.rest import APIClient, PatchType
 from kubeloop.client.watch import WatchEvent
 
@@ -123,7 +123,7 @@ class BlockingClient:
 
     def apply(
         self,
-        obj: ObjectRef,
+        obj: ApplyRef,
         *,
         field_manager: str,
         force: bool = False,

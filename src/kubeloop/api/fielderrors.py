@@ -51,8 +51,12 @@ class GoStruct(dict[str, Any]):
     sorted). Internal types have no JSON tags, so their fields print with Go's names."""
 
 
-def _go_json(value: Any) -> str:
+def go_json(value: Any) -> str:
     """``json.Marshal`` as Go prints it in ``Invalid value: ...`` (maps sorted, HTML escaped)."""
+    return _go_json(value)
+
+
+def _go_json(value: Any) -> str:
     try:
         text = json.dumps(
             value,

@@ -102,7 +102,13 @@ class CustomResourceStrategy(Strategy):
         return self.root.source
 
     def decode(
-        self, body: Obj, *, field_validation: str, duplicates: tuple[str, ...], owned: bool = False
+        self,
+        body: Obj,
+        *,
+        field_validation: str,
+        duplicates: tuple[str, ...],
+        owned: bool = False,
+        converter: bool = False,
     ) -> tuple[Obj, list[str]]:
         obj = body if owned else copy_json(body)  # pruning changes it
         unknown = [f'unknown field "{path}"' for path in structural.prune(obj, self.root)]

@@ -217,7 +217,13 @@ def _compile(
             )
     additional = schema.get("additionalProperties")
     if additional is not None:
-        if isinstance(properties, Mapping) and properties and additional is not False:
+        # Upstream forbids the pair when additionalProperties is false or a schema; ``true``
+        # beside properties keeps unknown fields (Allows without a Schema).
+        if (
+            isinstance(properties, Mapping)
+            and properties
+            and (additional is False or isinstance(additional, Mapping))
+        ):
             causes.append(
                 StatusCause(
                     "FieldValueForbidden",

@@ -145,7 +145,8 @@ def _merge_member(original: dict[str, Any], key: str, value: Any, field: _Field,
     if value is None:
         original.pop(key, None)
         return
-    _check_type(field, value, path)
+    # A value of another type than the schema's replaces the member, as upstream's mergeMap
+    # does; the result's decoding refuses it ("cannot restore map from string").
     current = original.get(key)
     new: Any
     if isinstance(current, dict) and isinstance(value, dict) and field.strategy != "replace":
@@ -475,16 +476,6 @@ def _field(node: Schema | None, name: str) -> _Field:
     strategy = next((s for s in strategies if s != "retainKeys"), "")
     merge_key = sub.get("x-kubernetes-patch-merge-key")
     return _Field(sub, strategy, merge_key if isinstance(merge_key, str) else "")
-
-
-def _check_type(field: _Field, value: Any, path: str) -> None:
-    if field.node is None:
-        return
-    types = schemas.node_types(field.node)
-    if types == ("object",) and not isinstance(value, dict):
-        raise _bad(path, f"expected an object, got {_json_type(value)} {_show(value)}")
-    if types == ("array",) and not isinstance(value, list):
-        raise _bad(path, f"expected a list, got {_json_type(value)} {_show(value)}")
 
 
 def _key(value: Any) -> Hashable:

@@ -23,10 +23,10 @@ from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import decoding
 from kubeloop.apiserver.catalog import schemas
-from kubeloop.apiserver.catalog.mediatypes import APPLY_PATCH, JSON_PATCH
+from kubeloop.apiserver.catalog.mediatypes import APPLY_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.patch import fieldmanager
-from kubeloop.apiserver.registry import listing, patching
+from kubeloop.apiserver.registry import listing, patching, validation
 from kubeloop.apiserver.registry.admissionhooks import (
     CREATE,
     DELETE,
@@ -271,10 +271,12 @@ class Registry:
         subresource: str = "",
         owned: bool = False,
         shallow: bool = False,
+        converter: bool = False,
     ) -> tuple[Obj, list[str]]:
         """The body as the kind's stored type, checked and pruned; ``owned``: the body is a value
         made for this write (a patch's result), which may become the object, not a copy of it;
-        ``shallow``: the body is known to nest no deeper than the limit."""
+        ``shallow``: the body is known to nest no deeper than the limit; ``converter``: type errors
+        worded as a strategic merge patch's are upstream."""
         if not isinstance(body, dict):
             raise errors.BadRequest(
                 f"the body of the request was in an unknown format: expected a {resource.kind} object"
@@ -296,7 +298,11 @@ class Registry:
                 f"({resource.api_version})"
             )
         body, warnings = self.strategy(resource).decode(
-            body, field_validation=options.field_validation, duplicates=options.duplicate_fields, owned=owned
+            body,
+            field_validation=options.field_validation,
+            duplicates=options.duplicate_fields,
+            owned=owned,
+            converter=converter,
         )
         body["apiVersion"] = resource.api_version
         body["kind"] = resource.kind
@@ -650,9 +656,19 @@ class Registry:
         # A merge patch's result (strategic or not) is made of the stored object's parts and the
         # patch's, each within the depth limit, at the paths they had: it nests no deeper.
         shallow = patch_type != JSON_PATCH
-        obj, warnings = self._decode(
-            resource, patched, options, subresource=subresource, owned=True, shallow=shallow
-        )
+        try:
+            obj, warnings = self._decode(
+                resource,
+                patched,
+                options,
+                subresource=subresource,
+                # A strict error shows the patched object as it was, before pruning.
+                owned=options.field_validation != "Strict",
+                shallow=shallow,
+                converter=patch_type == STRATEGIC_MERGE_PATCH,
+            )
+        except validation.DecodingError as failed:
+            raise patching.undecodable(patch_type, patch, patched, failed.detail) from None
         obj = await self.stored(resource, obj)
         metadata = obj["metadata"]
         if metadata.get("name") != name:

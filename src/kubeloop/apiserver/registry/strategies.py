@@ -60,10 +60,18 @@ class Strategy:
     # ---------------------------------------------------------------- forms
 
     def decode(
-        self, body: Obj, *, field_validation: str, duplicates: tuple[str, ...], owned: bool = False
+        self,
+        body: Obj,
+        *,
+        field_validation: str,
+        duplicates: tuple[str, ...],
+        owned: bool = False,
+        converter: bool = False,
     ) -> tuple[Obj, list[str]]:
         """The request body as the kind's type: (an object the caller owns, warnings). ``owned``:
-        the body is the caller's to give away (a patch's result), so it is not copied."""
+        the body is the caller's to give away (a patch's result), so it is not copied;
+        ``converter``: type errors worded as the unstructured converter words them (a strategic
+        merge patch's result)."""
         return (body if owned else copy_json(body)), []
 
     def to_served(self, stored: Obj, *, defaulted: bool = False) -> Obj:
@@ -253,7 +261,13 @@ class BuiltinStrategy(Strategy):
             obj["status"] = {**(status or {}), **missing}
 
     def decode(
-        self, body: Obj, *, field_validation: str, duplicates: tuple[str, ...], owned: bool = False
+        self,
+        body: Obj,
+        *,
+        field_validation: str,
+        duplicates: tuple[str, ...],
+        owned: bool = False,
+        converter: bool = False,
     ) -> tuple[Obj, list[str]]:
         if self._schema is None:
             return super().decode(body, field_validation=field_validation, duplicates=duplicates, owned=owned)
@@ -264,6 +278,7 @@ class BuiltinStrategy(Strategy):
             version=self.resource.version,
             mode=field_validation,
             duplicates=list(duplicates),
+            converter=converter,
         )
 
     def prepare_for_create(self, obj: Obj) -> None:

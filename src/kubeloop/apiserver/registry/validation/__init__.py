@@ -28,9 +28,14 @@ from kubeloop.apiserver.registry.validation.causes import deduplicated
 from kubeloop.apiserver.registry.validation.duplicates import find_duplicate_fields
 from kubeloop.apiserver.registry.validation.objectmeta import validate_object_meta
 from kubeloop.apiserver.registry.validation.required import validate_required
-from kubeloop.apiserver.registry.validation.typeddecoding import StrictDecodingError, decode_against_schema
+from kubeloop.apiserver.registry.validation.typeddecoding import (
+    DecodingError,
+    StrictDecodingError,
+    decode_against_schema,
+)
 
 __all__ = [
+    "DecodingError",
     "StrictDecodingError",
     "admissionregistration",
     "apps",

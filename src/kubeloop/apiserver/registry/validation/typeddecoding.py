@@ -20,22 +20,39 @@ from kubeloop.api.naming import go_quote
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.registry.validation.causes import go_number
 
-__all__ = ["Plan", "StrictDecodingError", "decode_against_schema", "go_base64", "root_plan", "schema_kind"]
+__all__ = [
+    "DecodingError",
+    "Plan",
+    "StrictDecodingError",
+    "decode_against_schema",
+    "go_base64",
+    "root_plan",
+    "schema_kind",
+]
 
 
 #: sigs.k8s.io/json stops collecting strict errors after this many.
 _MAX_STRICT_ERRORS = 100
 
 
-class StrictDecodingError(errors.BadRequest):
-    """400 for ``fieldValidation=Strict``; ``errors`` keeps the individual strict errors.
+class DecodingError(errors.BadRequest):
+    """400 for a body the kind's type cannot hold: ``detail`` is the decoder's own error, without
+    the "X in version ... cannot be handled" prefix that a create or an update puts before it.
 
-    PATCH answers strict errors differently upstream (422 on field ``patch``), so the handler can
-    rebuild its own answer from :attr:`errors`.
+    A PATCH answers it differently upstream (422 on the field ``patch``), so the registry can
+    rebuild its own answer from :attr:`detail`.
     """
 
-    def __init__(self, message: str, strict_errors: list[str]) -> None:
+    def __init__(self, message: str, detail: str) -> None:
         super().__init__(message)
+        self.detail = detail
+
+
+class StrictDecodingError(DecodingError):
+    """400 for ``fieldValidation=Strict``; ``errors`` keeps the individual strict errors."""
+
+    def __init__(self, message: str, strict_errors: list[str], detail: str = "") -> None:
+        super().__init__(message, detail or "strict decoding error: " + ", ".join(strict_errors))
         self.errors = strict_errors
 
 
@@ -256,14 +273,55 @@ class _Fatal(Exception):
         self.message = message
 
 
-class _Decoder:
-    __slots__ = ("collect", "dups", "saved", "strict")
+def _go_kind(value: Any) -> str:
+    """The reflect.Kind of a decoded JSON value in Go (an unstructured object's leaves)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "slice"
+    return "map"
 
-    def __init__(self, collect: bool, dups: set[str]) -> None:
+
+class _Decoder:
+    """Go's typed decoding of a JSON value. ``converter``: word its errors as apimachinery's
+    ``runtime.DefaultUnstructuredConverter`` does (what a strategic merge patch's result goes
+    through upstream: "cannot restore map from string"), stopping at the first, instead of
+    ``encoding/json``'s ("json: cannot unmarshal string into Go struct field ...")."""
+
+    __slots__ = ("collect", "converter", "dups", "saved", "strict")
+
+    def __init__(self, collect: bool, dups: set[str], converter: bool = False) -> None:
         self.collect = collect
         self.dups = dups
+        self.converter = converter
         self.saved: str | None = None
         self.strict: list[str] = []
+
+    def _mismatch(self, item: Any, plan: Plan, path: _Path, struct: str, value_desc: str = "") -> None:
+        """A value of the wrong JSON type: saved as ``encoding/json`` does, or (converter) the
+        converter's error at once."""
+        if not self.converter:
+            self._save(self._type_error(value_desc or _json_kind(item), plan.go_type, path, struct))
+            return
+        kind = _go_kind(item)
+        if plan.kind == MAP:
+            raise _Fatal(f"cannot restore map from {kind}")
+        if plan.kind in (ARRAY, _BYTES):
+            raise _Fatal(f"cannot restore slice from {kind}")
+        if plan.kind == STRUCT:
+            raise _Fatal(f"cannot restore struct from: {kind}")
+        target = plan.go_type
+        # reflect's ConvertibleTo: an integer converts to a string, a float to an integer, and
+        # the converter then refuses what JSON would not do.
+        if (kind == "int64" and plan.kind == _STRING) or (kind == "float64" and plan.kind == _INT):
+            raise _Fatal(f"cannot convert {kind} to {target}")
+        raise _Fatal(f"unrecognized type: {target}")
 
     # -- errors
 
@@ -363,7 +421,7 @@ class _Decoder:
             return self._bytes(item, plan, path, struct)
         else:  # _ANY
             return _copy_json(item)
-        self._save(self._type_error(_json_kind(item), plan.go_type, path, struct))
+        self._mismatch(item, plan, path, struct)
         return _DROP
 
     def _map(self, item: dict[Any, Any], plan: Plan, path: _Path, struct: str) -> dict[str, Any]:
@@ -385,18 +443,21 @@ class _Decoder:
 
     def _int(self, item: Any, plan: Plan, path: _Path, struct: str) -> Any:
         if isinstance(item, bool) or not isinstance(item, int | float):
-            self._save(self._type_error(_json_kind(item), plan.go_type, path, struct))
+            self._mismatch(item, plan, path, struct)
             return _DROP
         number = _as_int(item)
         low, high = _INT_LIMITS[plan.bits]
         if number is None or not low <= number <= high:
-            self._save(self._type_error(f"number {go_number(item)}", plan.go_type, path, struct))
+            self._mismatch(item, plan, path, struct, f"number {go_number(item)}")
             return _DROP
         return number
 
     def _int_or_string(self, item: Any, path: _Path, struct: str) -> Any:
         # IntOrString.UnmarshalJSON: a JSON string, or json.Unmarshal into an int32; its error is
-        # returned (decoding stops) and gets the outer field as context.
+        # returned (decoding stops) and gets the outer field as context (not from the converter,
+        # which calls UnmarshalJSON on the value alone).
+        if self.converter:
+            path, struct = None, ""
         if isinstance(item, str):
             return item
         if isinstance(item, int | float) and not isinstance(item, bool):
@@ -407,6 +468,8 @@ class _Decoder:
         raise _Fatal(self._type_error(_json_kind(item), "int32", path, struct))
 
     def _time(self, item: Any, micro: bool, path: _Path, struct: str) -> Any:
+        if self.converter:
+            path, struct = None, ""
         if not isinstance(item, str):
             raise _Fatal(self._type_error(_json_kind(item), "string", path, struct))
         problem, canonical = _parse_go_time(item, micro)
@@ -418,6 +481,8 @@ class _Decoder:
         if isinstance(item, str):
             decoded = go_base64(item)
             if isinstance(decoded, int):
+                if self.converter:
+                    raise _Fatal(f"error decoding from json: illegal base64 data at input byte {decoded}")
                 self._save(f"illegal base64 data at input byte {decoded}")
                 return _DROP
             return base64.b64encode(decoded).decode("ascii")
@@ -435,7 +500,7 @@ class _Decoder:
                 self._save(self._type_error(desc, "uint8", (path, _INDEX, index), struct))
                 return _DROP
             return base64.b64encode(bytes(out)).decode("ascii")
-        self._save(self._type_error(_json_kind(item), plan.go_type, path, struct))
+        self._mismatch(item, plan, path, struct)
         return _DROP
 
 
@@ -486,8 +551,11 @@ def decode_against_schema(
     version: str,
     mode: str,
     duplicates: Iterable[str] | None = None,
+    converter: bool = False,
 ) -> tuple[dict[str, Any], list[str]]:
     """Decode a request body as Go decodes it into the kind's type: (pruned copy, warnings).
+    ``converter``: word type errors as apimachinery's unstructured converter does (a strategic
+    merge patch's result, upstream), else as ``encoding/json`` does.
 
     ``mode`` is the ``fieldValidation`` directive. Unknown (and, given ``duplicates`` from
     :func:`find_duplicate_fields`, repeated) fields raise :class:`StrictDecodingError` under
@@ -503,18 +571,18 @@ def decode_against_schema(
     prefix = f'{kind} in version "{version}" cannot be handled as a {kind}: '
     plan = root_plan(schema, kind, version)
     collect = directive != "Ignore"
-    decoder = _Decoder(collect, set(duplicates or ()) if collect else set())
+    decoder = _Decoder(collect, set(duplicates or ()) if collect else set(), converter)
     try:
         if obj is None:
             pruned: Any = {}
         else:
             pruned = decoder.value(obj, plan, None, "")
     except _Fatal as fatal:
-        raise errors.BadRequest(prefix + fatal.message) from None
+        raise DecodingError(prefix + fatal.message, fatal.message) from None
     except RecursionError:
-        raise errors.BadRequest(prefix + "json: exceeded max depth") from None
+        raise DecodingError(prefix + "json: exceeded max depth", "json: exceeded max depth") from None
     if decoder.saved is not None:
-        raise errors.BadRequest(prefix + decoder.saved)
+        raise DecodingError(prefix + decoder.saved, decoder.saved)
     if not isinstance(pruned, dict):  # a bare value of the root plan: nothing to keep
         pruned = {}
     if decoder.strict:

@@ -91,7 +91,7 @@ async def test_metrics_and_probes(client: APIClient, namespace: str) -> None:
         assert sample(text, "controller_runtime_reconcile_time_seconds_count", **c) >= 2
         assert sample(text, "workqueue_adds_total", **q) >= 2
         assert sample(text, "workqueue_retries_total", **q) == 3  # the terminal error is not retried
-        assert sample(text, "workqueue_depth", priority="", **q) == 0
+        assert sample(text, "workqueue_depth", priority="0", **q) == 0  # the priority queue, the default
         assert sample(text, "workqueue_queue_duration_seconds_count", **q) >= 2
         assert sample(text, "workqueue_work_duration_seconds_count", **q) >= 2
         # Histograms: cumulative buckets up to +Inf (= the count), a sum, client-go's bounds.

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
+from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kubeloop.workqueue.priority import LOW_PRIORITY, PriorityQueue
@@ -15,11 +17,11 @@ from kubeloop.workqueue.queue import ShutDown
 
 async def test_priority_then_fifo() -> None:
     queue: PriorityQueue[str] = PriorityQueue()
-    queue.add("initial-1", priority=LOW_PRIORITY)
-    queue.add("initial-2", priority=LOW_PRIORITY)
+    queue.add_with_options("initial-1", priority=LOW_PRIORITY)
+    queue.add_with_options("initial-2", priority=LOW_PRIORITY)
     queue.add("change-1")
     queue.add("change-2")
-    queue.add("urgent", priority=10)
+    queue.add_with_options("urgent", priority=10)
     assert [queue.get_nowait() for _ in range(5)] == [
         "urgent",
         "change-1",
@@ -31,15 +33,15 @@ async def test_priority_then_fifo() -> None:
 
 async def test_entries_merge_to_max_priority_and_earliest_time() -> None:
     queue: PriorityQueue[str] = PriorityQueue()
-    queue.add("k", priority=LOW_PRIORITY)
+    queue.add_with_options("k", priority=LOW_PRIORITY)
     queue.add("other")
-    queue.add("k", priority=5)  # raised: now ahead of "other"
-    queue.add("k", priority=1)  # lower: ignored
+    queue.add_with_options("k", priority=5)  # raised: now ahead of "other"
+    queue.add_with_options("k", priority=1)  # lower: ignored
     assert len(queue) == 2
     assert queue.get_nowait() == "k"
 
-    queue.add("later", after=10)
-    queue.add("later", after=0.05)  # earlier time wins
+    queue.add_with_options("later", after=10)
+    queue.add_with_options("later", after=0.05)  # earlier time wins
     loop = asyncio.get_running_loop()
     started = loop.time()
     assert queue.get_nowait() == "other"
@@ -51,11 +53,11 @@ async def test_no_key_twice_and_readd_after_done() -> None:
     queue: PriorityQueue[str] = PriorityQueue()
     queue.add("k")
     key = queue.get_nowait()
-    queue.add("k", priority=LOW_PRIORITY)
-    queue.add("k", priority=7)  # merged while processing
+    queue.add_with_options("k", priority=LOW_PRIORITY)
+    queue.add_with_options("k", priority=7)  # merged while processing
     with pytest.raises(asyncio.QueueEmpty):
         queue.get_nowait()  # not handed out while a worker holds it
-    queue.add("x", priority=3)
+    queue.add_with_options("x", priority=3)
     queue.done(key)
     assert queue.get_nowait() == "k"  # came back with priority 7, ahead of x (3)
     assert queue.get_nowait() == "x"
@@ -65,7 +67,7 @@ async def test_shutdown_wakes_getters() -> None:
     queue: PriorityQueue[str] = PriorityQueue()
     waiting = asyncio.ensure_future(queue.get())
     await asyncio.sleep(0.01)
-    queue.add("after-never", after=5)
+    queue.add_with_options("after-never", after=5)
     queue.shut_down()
     with pytest.raises(ShutDown):
         await asyncio.wait_for(waiting, 1)
@@ -79,7 +81,7 @@ def test_order_matches_a_model(adds: list[tuple[str, int]]) -> None:
         best: dict[str, int] = {}
         first_seen: dict[str, int] = {}
         for index, (key, priority) in enumerate(adds):
-            queue.add(key, priority=priority)
+            queue.add_with_options(key, priority=priority)
             best[key] = max(priority, best.get(key, priority))
             first_seen.setdefault(key, index)
         expected = sorted(best, key=lambda k: (-best[k], first_seen[k]))
@@ -92,3 +94,100 @@ def test_order_matches_a_model(adds: list[tuple[str, int]]) -> None:
         assert got == expected
 
     asyncio.run(run())
+
+
+# One step of a controller's life: an add at a priority, or a worker taking the next key (and
+# finishing it at once, or holding it while more adds come).
+_steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.sampled_from("abcde"), st.sampled_from([LOW_PRIORITY, -1, 0, 0, 3])),
+        st.tuples(st.just("get"), st.booleans(), st.just(0)),
+        st.tuples(st.just("done"), st.just(""), st.just(0)),
+    ),
+    max_size=60,
+)
+
+
+L = LOW_PRIORITY
+
+
+@settings(max_examples=300, deadline=None)
+@given(_steps)
+# A raise leaves a FIFO entry behind; the key, handed out and added again, must not take it.
+@example(
+    [("add", "k", L), ("add", "j", L), ("add", "k", 0), ("get", False, 0), ("add", "k", L), ("get", False, 0)]
+)
+# A key raised twice leaves a heap entry behind; raised again later, it keeps its new place.
+@example(
+    [
+        *[("add", "k", L), ("add", "k", 0), ("add", "k", 3), ("get", False, 0)],
+        *[("add", "j", 0), ("add", "k", L), ("add", "k", 0), ("get", False, 0), ("get", False, 0)],
+    ]
+)
+def test_raises_hand_outs_and_re_adds_match_a_model(steps: list[tuple[str, Any, int]]) -> None:
+    """Against a plain model (a dict of key → (priority, first-added), scanned on every get):
+    the FIFOs, the heaps of raised keys and the leftovers they skip hand out the same keys."""
+
+    async def run() -> None:
+        queue: PriorityQueue[str] = PriorityQueue()
+        waiting: dict[str, tuple[int, int]] = {}
+        processing: set[str] = set()
+        again: dict[str, int] = {}  # added while processing: max priority
+        held: list[str] = []
+        counter = 0
+
+        def model_add(key: str, priority: int) -> None:
+            nonlocal counter
+            if key in processing:
+                again[key] = max(priority, again.get(key, priority))
+            elif key in waiting:
+                waiting[key] = (max(priority, waiting[key][0]), waiting[key][1])
+            else:
+                counter += 1
+                waiting[key] = (priority, counter)
+
+        def model_done(key: str) -> None:
+            processing.discard(key)
+            if key in again:
+                model_add(key, again.pop(key))
+
+        for kind, arg, priority in steps:
+            if kind == "add":
+                if priority == 0:
+                    queue.add(arg)
+                else:
+                    queue.add_with_options(arg, priority=priority)
+                model_add(arg, priority)
+            elif kind == "get":
+                expected = min(waiting, key=lambda k: (-waiting[k][0], waiting[k][1])) if waiting else None
+                if expected is None:
+                    with pytest.raises(asyncio.QueueEmpty):
+                        queue.get_nowait()
+                    continue
+                assert queue.get_nowait() == expected
+                del waiting[expected]
+                processing.add(expected)
+                if arg:  # held by the worker for now
+                    held.append(expected)
+                else:
+                    queue.done(expected)
+                    model_done(expected)
+            elif held:
+                key = held.pop(0)
+                queue.done(key)
+                model_done(key)
+            assert len(queue) == len(waiting)
+            assert queue.depth_by_priority() == dict(Counter(p for p, _ in waiting.values()))
+
+    asyncio.run(run())
+
+
+async def test_a_key_due_later_takes_its_first_added_place_when_due() -> None:
+    queue: PriorityQueue[str] = PriorityQueue()
+    queue.add_with_options("early", after=0.02)
+    queue.add("later")
+    waiting = asyncio.get_running_loop().create_future()
+    asyncio.get_running_loop().call_later(0.05, waiting.set_result, None)
+    await waiting
+    assert queue.ready_count() == 2
+    assert [queue.get_nowait(), queue.get_nowait()] == ["early", "later"]

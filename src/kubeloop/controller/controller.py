@@ -114,7 +114,7 @@ class Controller:
         reconcile_timeout: float | None = None,
         queue_metrics: QueueMetrics = NO_METRICS,
         on_reconciled: Callable[[float], None] | None = None,
-        use_priority_queue: bool = False,
+        use_priority_queue: bool = True,
         reconcile_logger: logging.Logger = RECONCILE_LOG,
         need_leader_election: bool = True,
     ) -> None:

@@ -43,10 +43,14 @@ class Kind:
         predicates = self.predicates
         informer = self.informer
         low: RequestQueue = _LowPriority(queue) if isinstance(queue, PriorityQueue) else queue
+        # The objects the informer already holds are replayed as adds when the handler is
+        # registered (a manager starts its controllers once its caches have synced, a new
+        # leader its own then): they are the initial list, as upstream's ``isInInitialList``.
+        replaying = True
 
         def on_add(obj: Obj) -> None:
             if all(p.create(obj) for p in predicates):
-                handler.create(obj, queue if informer.has_synced else low)
+                handler.create(obj, low if replaying or not informer.has_synced else queue)
 
         def on_update(old: Obj, new: Obj) -> None:
             if all(p.update(old, new) for p in predicates):
@@ -68,6 +72,7 @@ class Kind:
                 on_add=on_add, on_update_new=on_update_new, on_delete=on_delete
             )
         informer.add_handler(events)
+        replaying = False
 
     @property
     def pending(self) -> int:
@@ -128,7 +133,7 @@ class _LowPriority:
         self.queue = queue
 
     def add(self, item: Request) -> None:
-        self.queue.add(item, priority=LOW_PRIORITY)
+        self.queue.add_with_options(item, priority=LOW_PRIORITY)
 
 
 async def _stop_handler(handler: EventHandler) -> None:

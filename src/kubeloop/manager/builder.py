@@ -46,7 +46,7 @@ class Builder:
         self._rate_limiter: RateLimiter | None = None
         self._timeout: float | None = None
         self._need_leader_election = True
-        self._priority = False
+        self._priority: bool | None = None  # the manager's default
         manager.incomplete_builders[id(self)] = "a controller"
 
     def _describe(self, kind: KindRef) -> None:
@@ -107,10 +107,12 @@ class Builder:
         need_leader_election: bool | None = None,
     ) -> Self:
         """How the controller works: ``max_concurrent_reconciles`` workers (default 1), the
-        back-off ``rate_limiter`` (default: per-item exponential 5 ms → 1000 s with an overall
-        10 qps bucket, as controller-runtime), a ``reconcile_timeout`` in seconds (default
-        none; a reconcile past it is cancelled, or told through its blocking client if it runs
-        in a thread, and its key is requeued only once it has returned), the priority queue (initial lists and resyncs after live changes), and whether
+        back-off ``rate_limiter`` (default, as controller-runtime's: per-item exponential
+        5 ms → 1000 s, with an overall 10 qps bucket only without the priority queue), a
+        ``reconcile_timeout`` in seconds (default none; a reconcile past it is cancelled, or
+        told through its blocking client if it runs in a thread, and its key is requeued only
+        once it has returned), ``use_priority_queue`` (default the manager's, True: initial
+        lists and resyncs wait behind live changes; False: a plain FIFO), and whether
         it runs only on the elected leader (``need_leader_election``, default True; False runs
         it on every replica, for work that is safe to do twice or is each replica's own)."""
         if need_leader_election is not None:
@@ -157,7 +159,7 @@ class Builder:
             reconcile_timeout=self._timeout,
             queue_metrics=self.manager.metrics.queue_metrics(name),
             on_reconciled=self.manager.metrics.reconcile_observer(name),
-            use_priority_queue=self._priority,
+            use_priority_queue=self.manager.use_priority_queue if self._priority is None else self._priority,
             reconcile_logger=self.manager.reconcile_logger,
             need_leader_election=self._need_leader_election,
         )

@@ -78,8 +78,11 @@ class Manager:
     (default: ``WebhookServer()``, port 9443 with a development certificate); it starts only when
     a webhook is registered, and then ``/readyz`` includes ``webhook``. ``logger`` takes the manager's own messages (default:
     ``kubeloop.manager``), ``reconcile_logger`` its controllers' line per reconcile (default
-    ``kubeloop.reconcile``). ``run()`` serves until a signal; in tests, ``async with manager:``
-    starts it and stops it at the end of the block.
+    ``kubeloop.reconcile``). ``use_priority_queue`` (default True, as controller-runtime since
+    v0.23) gives every controller the priority queue unless its builder says otherwise: after a
+    restart or a leader change, the initial list's objects wait behind live changes. ``run()``
+    serves until a signal; in tests, ``async with manager:`` starts it and stops it at the end of
+    the block.
     """
 
     def __init__(
@@ -98,8 +101,12 @@ class Manager:
         webhook_server: WebhookServer | None = None,
         logger: logging.Logger | None = None,
         reconcile_logger: logging.Logger | None = None,
+        use_priority_queue: bool = True,
     ) -> None:
         options = cache or CacheOptions()
+        #: Whether controllers queue requests in the priority queue unless their builder says
+        #: otherwise (controller-runtime's ``Controller.UsePriorityQueue``, on by default).
+        self.use_priority_queue = use_priority_queue
         #: Where the manager's own messages go (controller-runtime's ``Options.Logger``).
         self.log = logger or log
         #: Where its controllers log a line per reconcile (default ``kubeloop.reconcile``).

@@ -196,7 +196,12 @@ class _StateCollector(Collector):
             timeouts.add_metric([c.name], c.timeouts)
             workers.add_metric([c.name], c.active_workers)
             maximum.add_metric([c.name], c.max_concurrent_reconciles)
-            depth.add_metric([c.name, c.name, ""], len(c.queue))  # "": a queue without priorities
+            by_priority = getattr(c.queue, "depth_by_priority", None)
+            if by_priority is None:
+                depth.add_metric([c.name, c.name, ""], len(c.queue))  # "": a queue without priorities
+            else:  # the priority queue's, per priority as upstream's (0 always, the rest when present)
+                for priority, count in sorted({0: 0, **by_priority()}.items()):
+                    depth.add_metric([c.name, c.name, str(priority)], count)
             running = [now - since for since in c.queue.processing_since()]
             unfinished.add_metric([c.name, c.name], sum(running))
             longest.add_metric([c.name, c.name], max(running, default=0.0))

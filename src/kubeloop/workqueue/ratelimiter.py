@@ -90,3 +90,10 @@ class MaxOfRateLimiter:
 def default_controller_rate_limiter() -> MaxOfRateLimiter:
     """Per-key exponential 5 ms → 1000 s, and 10 qps with a burst of 100 overall."""
     return MaxOfRateLimiter(ItemExponentialFailureRateLimiter(0.005, 1000.0), BucketRateLimiter(10.0, 100))
+
+
+def priority_queue_rate_limiter() -> ItemExponentialFailureRateLimiter:
+    """Per-key exponential 5 ms → 1000 s, no overall bucket: controller-runtime's default with
+    its priority queue (a burst of changes is reconciled as fast as the workers go; a key that
+    keeps failing still backs off)."""
+    return ItemExponentialFailureRateLimiter(0.005, 1000.0)

@@ -15,7 +15,8 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
 
 - the manager and controllers: ``Manager``, ``Builder``, ``Request``, ``Result``,
   ``TerminalError``, ``DeadlineExceeded`` and ``reconcile_time_left`` (a reconcile's timeout,
-  ``with_options(reconcile_timeout=...)``), ``LeaderElectionConfig``, ``CacheOptions``, ``ByObject``, ``EventRecorder``
+  ``with_options(reconcile_timeout=...)``), ``LeaderElectionConfig``, ``CacheOptions``, ``ByObject``, ``Cluster`` (another cluster's
+  client and cache: ``manager.add_cluster``), ``EventRecorder``
   with ``NORMAL``/``WARNING``, ``MetricsServerOptions`` and ``with_authentication_and_authorization``
   (secure metrics);
 - clients: ``Client`` (the protocol helpers take), ``APIClient``, ``CachedClient``,
@@ -86,6 +87,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
         "with_authentication_and_authorization",
     ),
     "CacheOptions": ("kubeloop.cache.options", "CacheOptions"),
+    "Cluster": ("kubeloop.manager.cluster", "Cluster"),
     "ByObject": ("kubeloop.cache.options", "ByObject"),
     "EventRecorder": ("kubeloop.manager.recorder", "EventRecorder"),
     "NORMAL": ("kubeloop.manager.recorder", "NORMAL"),
@@ -161,6 +163,7 @@ __all__ = [
     "CachedClient",
     "Client",
     "ClientConfig",
+    "Cluster",
     "ConnectionLimits",
     "CustomResource",
     "DeadlineExceeded",
@@ -299,6 +302,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     from kubeloop.httpguard import ConnectionLimits, GuardedSite, guarded_runner
     from kubeloop.manager.builder import Builder
     from kubeloop.manager.cachedclient import CachedClient
+    from kubeloop.manager.cluster import Cluster
     from kubeloop.manager.debugendpoints import debug_handlers
     from kubeloop.manager.leaderelection import LeaderElectionConfig
     from kubeloop.manager.manager import Manager

@@ -35,6 +35,7 @@ from kubeloop.controller.controller import Controller
 from kubeloop.controller.reconcilelog import RECONCILE_LOG
 from kubeloop.lifecycle import cancel_and_wait, start_or_stop
 from kubeloop.manager.cachedclient import CachedClient
+from kubeloop.manager.cluster import Cluster
 from kubeloop.manager.eventsrecorder import EventsV1Recorder
 from kubeloop.manager.healthz import Check, Checks
 from kubeloop.manager.leaderelection import LeaderElectionConfig, LeaderElector, LeaderFence
@@ -126,6 +127,8 @@ class Manager:
         self.cache_sync_timeout = cache_sync_timeout
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.controllers: dict[str, Controller] = {}
+        #: Other clusters the operator watches or writes (``add_cluster``), by name.
+        self.clusters: dict[str, Cluster] = {}
         #: What the operator needs RBAC to allow (``kubeloop rbac`` prints it as a ClusterRole).
         self.permissions = Permissions()
         #: The custom resource models the operator's setup watches, owns or admits (``uses``).
@@ -221,12 +224,24 @@ class Manager:
         synced, controllers' queued requests and running reconciles, events not yet written.
         ``kubeloop.testing.settled`` waits for this to be empty and the caches to be current."""
         reasons = [f"cache of {kind} not synced" for kind in self.cache.unsynced()]
+        for cluster in self.clusters.values():
+            reasons.extend(f"cache of {kind} not synced" for kind in cluster.unsynced())
         for controller in self.controllers.values():
             reasons.extend(controller.busy())
         pending = [(name, recorder.pending) for name, recorder in self._recorders.items()]
         pending += [(f"{name} (events.k8s.io)", r.pending) for name, r in self._events_v1_recorders.items()]
         reasons.extend(f"event recorder {name}: {count} events to write" for name, count in pending if count)
         return reasons
+
+    def add_cluster(self, cluster: Cluster) -> None:
+        """Run ``cluster`` (another cluster's client and cache) with the manager, as
+        controller-runtime's ``mgr.Add(cluster)``: its cache starts with the manager's, on every
+        replica, and has synced before any controller starts; it stops with the manager's."""
+        if cluster.name in self.clusters:
+            raise ValueError(f"a cluster named {cluster.name} is added already")
+        if self._started:
+            raise RuntimeError(f"add the cluster {cluster.name} before the manager starts")
+        self.clusters[cluster.name] = cluster
 
     def add(self, runnable: Runnable, *, name: str | None = None, need_leader_election: bool = True) -> None:
         """Run ``runnable(stop)`` with the manager; it should return once ``stop`` is set.
@@ -294,6 +309,8 @@ class Manager:
         if unsynced:
             kinds = ", ".join(map(str, unsynced))
             raise TimeoutError(f"the cache of {kinds} did not sync within {self.cache_sync_timeout}s")
+        for cluster in self.clusters.values():
+            await cluster.start()
         self._runnables.start()
         if self.elector is None:
             await self._start_controllers()
@@ -345,6 +362,8 @@ class Manager:
             await recorder.stop()
         for events_recorder in self._events_v1_recorders.values():
             await events_recorder.stop()
+        for cluster in reversed(list(self.clusters.values())):
+            await cluster.stop()
         await self.cache.stop()
         if self._webhook_server is not None:
             await self._webhook_server.stop()
@@ -420,6 +439,8 @@ class Manager:
 
     def _caches_synced(self) -> None:
         unsynced = self.cache.unsynced()
+        for cluster in self.clusters.values():
+            unsynced.extend(cluster.unsynced())
         if not self._started or unsynced:
             raise RuntimeError("caches not synced: " + ", ".join(unsynced))
 

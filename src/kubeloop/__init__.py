@@ -15,7 +15,7 @@ Names are loaded on first use, so ``import kubeloop`` costs next to nothing. Wha
 
 - the manager and controllers: ``Manager``, ``Builder``, ``Request``, ``Result``,
   ``TerminalError``, ``DeadlineExceeded`` and ``reconcile_time_left`` (a reconcile's timeout,
-  ``with_options(reconcile_timeout=...)``), ``LeaderElectionConfig``, ``CacheOptions``, ``ByObject``, ``Cluster`` (another cluster's
+  ``with_options(reconcile_timeout=...)``), ``LeaderElectionConfig``, ``CacheOptions``, ``ByObject``, ``NamespaceConfig``, ``Cluster`` (another cluster's
   client and cache: ``manager.add_cluster``), ``EventRecorder``
   with ``NORMAL``/``WARNING``, ``MetricsServerOptions`` and ``with_authentication_and_authorization``
   (secure metrics);
@@ -89,6 +89,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "CacheOptions": ("kubeloop.cache.options", "CacheOptions"),
     "Cluster": ("kubeloop.manager.cluster", "Cluster"),
     "ByObject": ("kubeloop.cache.options", "ByObject"),
+    "NamespaceConfig": ("kubeloop.cache.options", "NamespaceConfig"),
     "EventRecorder": ("kubeloop.manager.recorder", "EventRecorder"),
     "NORMAL": ("kubeloop.manager.recorder", "NORMAL"),
     "WARNING": ("kubeloop.manager.recorder", "WARNING"),
@@ -177,6 +178,7 @@ __all__ = [
     "LeaderElectionConfig",
     "Manager",
     "MetricsServerOptions",
+    "NamespaceConfig",
     "NotControlledError",
     "Obj",
     "ObjectList",
@@ -264,7 +266,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     from kubeloop.api.model import KubeModel, KubeObject
     from kubeloop.api.models.meta_v1 import ObjectMeta
     from kubeloop.api.object import Obj
-    from kubeloop.cache.options import ByObject, CacheOptions
+    from kubeloop.cache.options import ByObject, CacheOptions, NamespaceConfig
     from kubeloop.client.calloptions import Preconditions
     from kubeloop.client.config import ClientConfig, load_config
     from kubeloop.client.deadline import DeadlineExceeded

@@ -84,6 +84,8 @@ class Cache:
                 transform=scope.transform,
                 metadata_only=metadata_only,
                 resync_period=scope.sync_period,
+                namespace_selectors=scope.namespace_selectors,
+                watch_error_handler=self.options.watch_error_handler,
             )
             self._informers[(gvk, metadata_only)] = informer
             if self._started:

@@ -97,8 +97,14 @@ class Informer:
         transform: Transform | None = strip_managed_fields,
         resync_period: float | None = None,
         inactivity_timeout: float = 90.0,
+        namespace_selectors: Mapping[str, tuple[str | None, str | None]] | None = None,
+        watch_error_handler: Callable[[GroupVersionKind, BaseException], None] | None = None,
     ) -> None:
         self.client = client
+        #: A namespace's own (label, field) selectors, where it has them (else the informer's).
+        self.namespace_selectors = dict(namespace_selectors or {})
+        #: Told of each failed list or watch (client-go's ``WatchErrorHandler``).
+        self.watch_error_handler = watch_error_handler
         self.kind: GroupVersionKind = gvk_of(kind)
         self.namespaces: tuple[str, ...] | None = tuple(sorted(set(namespaces))) if namespaces else None
         self.metadata_only = metadata_only
@@ -164,11 +170,10 @@ class Informer:
                 await asyncio.sleep(delay)
         scopes: tuple[str | None, ...] = self.namespaces if self.namespaced and self.namespaces else (None,)
         self.reflectors = [
-            Reflector(self.client, self.kind, self, replace(self.options, namespace=scope))
-            for scope in scopes
+            Reflector(self.client, self.kind, self, self._list_watch_options(scope)) for scope in scopes
         ]
         for reflector in self.reflectors:
-            reflector.on_failure = self._failed
+            reflector.on_failure = self._watch_failed
         tasks = [
             asyncio.create_task(
                 reflector.run(), name=f"reflector {self.kind} {reflector.options.namespace or ''}"
@@ -203,6 +208,22 @@ class Informer:
         if self.refusal is not None:
             raise copy.copy(self.refusal).with_traceback(None)  # each reader's own
         return False
+
+    def _list_watch_options(self, namespace: str | None) -> ListWatchOptions:
+        """What the reflector of ``namespace`` lists and watches: the namespace's own selectors
+        where it has them."""
+        own = self.namespace_selectors.get(namespace) if namespace is not None else None
+        if own is None:
+            return replace(self.options, namespace=namespace)
+        return replace(self.options, namespace=namespace, label_selector=own[0], field_selector=own[1])
+
+    def _watch_failed(self, error: BaseException) -> None:
+        self._failed(error)
+        if self.watch_error_handler is not None:
+            try:
+                self.watch_error_handler(self.kind, error)
+            except Exception:
+                log.exception("%s: the watch error handler failed", self.kind)
 
     def _failed(self, error: BaseException) -> None:
         """A list, watch or kind lookup failed: a refusal is kept until the informer syncs."""

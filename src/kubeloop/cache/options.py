@@ -2,7 +2,11 @@
 
 Defaults apply to every kind; ``by_object`` overrides them for one kind. An informer sees only
 what its scope selects on the server (namespaces, label and field selectors), so a controller of
-a few labelled objects in one namespace does not cache the whole cluster. ``metadata.managedFields``
+a few labelled objects in one namespace does not cache the whole cluster. Namespaces may be
+given as a mapping to a :class:`NamespaceConfig` each, with selectors of their own (upstream's
+``DefaultNamespaces map[string]Config``): ``{"prod": NamespaceConfig(label_selector="tier=web"),
+"dev": NamespaceConfig()}``. ``watch_error_handler`` is told of every failed list or watch
+(client-go's ``WatchErrorHandler``), beside the informer's own log line and retry. ``metadata.managedFields``
 is stripped before objects are stored unless ``strip_managed_fields`` is off (it is most of an
 object's size and controllers never read it); a ``transform`` then runs on every object (a
 ``ByObject`` transform replaces the default one, as in controller-runtime).
@@ -10,7 +14,7 @@ object's size and controllers never read it); a ``transform`` then runs on every
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,11 +26,28 @@ from kubeloop.client.interface import gvk_of
 DEFAULT_SYNC_PERIOD = 10 * 60 * 60.0
 
 
+#: Told of a failed list or watch: the kind and the error (the informer retries after it).
+WatchErrorHandler = Callable[[GroupVersionKind, BaseException], None]
+
+
+@dataclass(frozen=True)
+class NamespaceConfig:
+    """The selectors of one namespace of a cache's (controller-runtime's ``cache.Config``); a
+    selector left None takes the kind's or the cache's default."""
+
+    label_selector: str | None = None
+    field_selector: str | None = None
+
+
+#: Namespaces: their names, or each with its own selectors.
+Namespaces = Collection[str] | Mapping[str, NamespaceConfig]
+
+
 @dataclass(frozen=True)
 class ByObject:
     """The cache scope of one kind; a field left None takes the cache's default."""
 
-    namespaces: Collection[str] | None = None
+    namespaces: Namespaces | None = None
     label_selector: str | None = None
     field_selector: str | None = None
     transform: Transform | None = None
@@ -42,8 +63,9 @@ class CacheOptions:
     The defaults apply to every kind; ``by_object`` overrides them for one kind.
     """
 
-    #: Namespaces every namespaced kind is cached in (None: all namespaces).
-    default_namespaces: Collection[str] | None = None
+    #: Namespaces every namespaced kind is cached in (None: all namespaces), as names or each
+    #: with its own selectors (a mapping to :class:`NamespaceConfig`).
+    default_namespaces: Namespaces | None = None
     #: Only objects matching this label selector are cached (None: all).
     default_label_selector: str | None = None
     #: Only objects matching this field selector are cached (None: all).
@@ -63,6 +85,9 @@ class CacheOptions:
     #: (controller-runtime's client ``Cache.DisableFor``): Secrets, say, of which a controller
     #: reads a few by name, rather than every Secret of the cluster held in memory.
     disable_for: Collection[Any] = ()
+    #: Told of every failed list or watch of every informer (client-go's ``WatchErrorHandler``,
+    #: controller-runtime's ``DefaultWatchErrorHandler``): to count them, or to alert.
+    watch_error_handler: WatchErrorHandler | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +99,8 @@ class Scope:
     field_selector: str | None
     transform: Transform | None
     sync_period: float | None = None
+    #: Each namespace's own (label, field) selectors, where it has them.
+    namespace_selectors: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, options: CacheOptions, by_object: ByObject | None) -> Scope:
@@ -85,12 +112,24 @@ class Scope:
             if by_object.strip_managed_fields is not None
             else options.strip_managed_fields
         )
+        label_selector = by_object.label_selector or options.default_label_selector
+        field_selector = by_object.field_selector or options.default_field_selector
+        selectors: dict[str, tuple[str | None, str | None]] = {}
+        if isinstance(namespaces, Mapping):
+            for namespace, config in namespaces.items():
+                if not isinstance(config, NamespaceConfig):
+                    raise TypeError(f"namespace {namespace}: a NamespaceConfig is needed, not {config!r}")
+                selectors[namespace] = (
+                    config.label_selector or label_selector,
+                    config.field_selector or field_selector,
+                )
         return cls(
-            namespaces=namespaces or None,
-            label_selector=by_object.label_selector or options.default_label_selector,
-            field_selector=by_object.field_selector or options.default_field_selector,
+            namespaces=list(namespaces) or None if namespaces is not None else None,
+            label_selector=label_selector,
+            field_selector=field_selector,
             transform=_compose(strip_managed_fields, transform) if strip else transform,
             sync_period=by_object.sync_period if by_object.sync_period is not None else options.sync_period,
+            namespace_selectors=selectors,
         )
 
 

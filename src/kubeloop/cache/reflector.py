@@ -63,9 +63,11 @@ class Reflector:
         while True:
             try:
                 await self._list_and_watch()
-            except errors.ResourceExpired:
+            except errors.ResourceExpired as expired:
                 log.info("%s: resourceVersion %s expired; relisting", self.kind, self.last_resource_version)
                 failures = 0
+                if self.on_failure is not None:
+                    self.on_failure(expired)
             except REQUEST_ERRORS as exc:
                 delay = min(self.options.max_backoff, 0.5 * 2**failures) * uniform(0.5, 1.0)
                 failures += 1

@@ -112,7 +112,7 @@ def test_openapi_v2_as_protobuf_and_as_json(api: Client) -> None:
         response = api.get("/openapi/v2", headers={"Accept": accept} if accept else {})
         assert response.status_code == 200 and response.headers["Content-Type"].startswith("application/json")
         document = response.json()
-        assert document["swagger"] == "2.0" and document["paths"] == {}
+        assert document["swagger"] == "2.0"
         definitions = document["definitions"]
         deployment = definitions["io.k8s.api.apps.v1.Deployment"]
         assert deployment["x-kubernetes-group-version-kind"] == [
@@ -125,8 +125,46 @@ def test_openapi_v2_as_protobuf_and_as_json(api: Client) -> None:
         assert "enum" not in deployment["properties"]["kind"]
         assert definitions["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["format"] == "int-or-string"
         found: set[str] = set()
-        _refs(definitions, found)
+        _refs(document, found)  # the paths' references too
         assert not [r for r in found if r.removeprefix("#/definitions/") not in definitions]
+        assert b"/api/v1/namespaces/{namespace}/configmaps" not in protobuf.content  # definitions only
+    # The JSON form carries the paths, with upstream's words (generators read Swagger 2.0).
+    paths = document["paths"]
+    listing = paths["/api/v1/namespaces/{namespace}/configmaps"]["get"]
+    assert listing["description"] == "list or watch objects of kind ConfigMap"
+    assert listing["operationId"] == "listCoreV1NamespacedConfigMap"
+    assert listing["x-kubernetes-action"] == "list"
+    by_name = {parameter["name"]: parameter for parameter in listing["parameters"]}
+    assert by_name["labelSelector"] == {
+        "description": "A selector to restrict the list of returned objects by their labels. Defaults to everything.",
+        "in": "query",
+        "name": "labelSelector",
+        "type": "string",
+        "uniqueItems": True,
+    }
+    assert by_name["fieldSelector"]["description"] == (
+        "A selector to restrict the list of returned objects by their fields. Defaults to everything."
+    )
+    assert by_name["limit"]["type"] == "integer"
+    assert listing["responses"]["200"] == {
+        "description": "OK",
+        "schema": {"$ref": "#/definitions/io.k8s.api.core.v1.ConfigMapList"},
+    }
+    assert "application/json" in listing["produces"] and listing["schemes"] == ["https"]
+    create = paths["/api/v1/namespaces/{namespace}/configmaps"]["post"]
+    assert create["parameters"][0] == {
+        "in": "body",
+        "name": "body",
+        "required": True,
+        "schema": {"$ref": "#/definitions/io.k8s.api.core.v1.ConfigMap"},
+    }
+    one = paths["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]
+    assert {(p["name"], p["in"], p.get("required")) for p in one["parameters"]} >= {
+        ("name", "path", True),
+        ("namespace", "path", True),
+    }
+    assert "application/apply-patch+yaml" in one["patch"]["consumes"]
+    assert "/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale" in paths
     refused = api.get("/openapi/v2", headers={"Accept": "application/xml"})
     assert refused.status_code == 406 and refused.json()["reason"] == "NotAcceptable"
 

@@ -4,7 +4,10 @@ kubectl 1.27 and 1.28 validate ``create``/``apply`` against it and ask for the p
 (``application/com.github.proto-openapi.spec.v2@v1.0+protobuf``); other clients (helm,
 kubeconform, older tools) read the JSON. The document carries the definitions of every served
 kind, custom resources' included (with ``x-kubernetes-group-version-kind``, which clients look
-kinds up by); paths are left out — kubectl 1.29+ and every other client read ``/openapi/v3``.
+kinds up by). The JSON form also carries every path, converted from the ``/openapi/v3``
+documents with upstream's descriptions (parameters such as "A selector to restrict the list of
+returned objects by their labels"), for generators and tools that read Swagger 2.0; the protobuf
+form, which kubectl 1.27–1.28 read only for the definitions, leaves the paths out.
 
 Definitions come in two forms and leave in one (:func:`v2_schema`): built-in kinds from
 kubernetes-validate's JSON-schema copies of upstream's, and custom resources' OpenAPI v3
@@ -28,6 +31,7 @@ import yaml
 
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
+from kubeloop.apiserver.openapi import v3
 from kubeloop.apiserver.protobuf import wire
 
 MEDIA_TYPE = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
@@ -167,11 +171,111 @@ def _definitions(catalog: ResourceCatalog, extra_definitions: Mapping[str, Any])
     return dict(sorted(out.items()))
 
 
-def _json_document(definitions: Mapping[str, Node]) -> bytes:
+_V3_REF = "#/components/schemas/"
+
+
+def _v2_refs(node: Any) -> Any:
+    """``node`` with OpenAPI 3's component references made Swagger 2.0's definition ones."""
+    if isinstance(node, dict):
+        out = {key: _v2_refs(value) for key, value in node.items()}
+        ref = out.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_V3_REF):
+            out["$ref"] = "#/definitions/" + ref[len(_V3_REF) :]
+        return out
+    if isinstance(node, list):
+        return [_v2_refs(item) for item in node]
+    return node
+
+
+def _v2_parameter(parameter: Mapping[str, Any]) -> Node:
+    """A query or path parameter: its schema's type inline, as Swagger 2.0 has it."""
+    out: Node = {key: parameter[key] for key in ("description", "in", "name", "required") if key in parameter}
+    schema = parameter.get("schema") or {}
+    for key in ("type", "format", "uniqueItems"):
+        if key in schema:
+            out[key] = schema[key]
+    return out
+
+
+def _first_schema(content: Mapping[str, Any]) -> Any:
+    """The schema of a request's or response's content (every media type has the same)."""
+    for entry in content.values():
+        if isinstance(entry, Mapping):
+            return entry.get("schema")
+    return None
+
+
+def _v2_operation(operation: Mapping[str, Any]) -> Node:
+    """An OpenAPI 3 operation as Swagger 2.0's: the request body a ``body`` parameter, media
+    types as ``consumes``/``produces``, responses with their schema."""
+    out: Node = {
+        key: _v2_refs(value)
+        for key, value in operation.items()
+        if key not in ("parameters", "requestBody", "responses")
+    }
+    parameters = [_v2_parameter(parameter) for parameter in operation.get("parameters") or ()]
+    consumes = ["*/*"]
+    body = operation.get("requestBody")
+    if isinstance(body, Mapping):
+        content: Mapping[str, Any] = body.get("content") or {}
+        schema = _first_schema(content)
+        parameters.insert(
+            0, {"in": "body", "name": "body", "required": True, "schema": _v2_refs(schema or {})}
+        )
+        if len(content) > 1:  # a patch: its patch media types
+            consumes = list(content)
+    produces: list[str] = []
+    responses: Node = {}
+    for code, response in (operation.get("responses") or {}).items():
+        answer: Node = {"description": response.get("description", "")}
+        media: Mapping[str, Any] = response.get("content") or {}
+        for media_type in media:
+            if media_type not in produces:
+                produces.append(media_type)
+        schema = _first_schema(media)
+        if schema:
+            answer["schema"] = _v2_refs(schema)
+        responses[code] = answer
+    out["consumes"] = consumes
+    if produces:
+        out["produces"] = produces
+    out["schemes"] = ["https"]
+    if parameters:
+        out["parameters"] = parameters
+    out["responses"] = responses
+    return out
+
+
+def _paths(
+    catalog: ResourceCatalog, extra_definitions: Mapping[str, Any]
+) -> tuple[dict[str, Node], dict[str, Node]]:
+    """Every path of every served group-version, from its ``/openapi/v3`` document, and the
+    schemas those documents define (options, Status, WatchEvent, ...: the paths refer to them)."""
+    paths: dict[str, Node] = {}
+    components: dict[str, Node] = {}
+    for path in v3.openapi_v3_index(catalog, extra_definitions)["paths"]:
+        raw = v3.openapi_v3_document(catalog, path, extra_definitions)
+        if raw is None:
+            continue
+        document = orjson.loads(raw)
+        for name, schema in ((document.get("components") or {}).get("schemas") or {}).items():
+            components.setdefault(name, schema)
+        for route, item in (document.get("paths") or {}).items():
+            converted: Node = {}
+            for key, value in item.items():
+                if key == "parameters":
+                    converted[key] = [_v2_parameter(parameter) for parameter in value]
+                elif isinstance(value, Mapping) and key in ("get", "put", "post", "patch", "delete"):
+                    converted[key] = _v2_operation(value)
+            paths[route] = converted
+    return dict(sorted(paths.items())), components
+
+
+def _json_document(definitions: Mapping[str, Node], paths: Mapping[str, Node]) -> bytes:
     document = {
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": f"v{schemas.schema_release()}"},
-        "paths": {},
+        "paths": paths,
         "definitions": definitions,
         "securityDefinitions": {
             "BearerToken": {
@@ -238,39 +342,58 @@ def _protobuf_document(definitions: Mapping[str, Node]) -> bytes:
 
 
 class _Documents:
-    """The last document built, in both forms, with what it was built from."""
+    """The last document built, in both forms (the JSON one on first use: only it carries the
+    paths), with what it was built from."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.key: tuple[Any, ...] | None = None
-        self.forms: tuple[bytes, bytes] = (b"", b"")
+        self.definitions: dict[str, Node] = {}
+        self.protobuf = b""
+        self.json: bytes | None = None
 
 
 _documents = _Documents()
 
 
-def _built(catalog: ResourceCatalog, extra_definitions: Mapping[str, Any] | None) -> tuple[bytes, bytes]:
-    """(JSON, protobuf) of the document, built once per catalog and custom resource schemas."""
-    extras = extra_definitions or {}
+def _key(catalog: ResourceCatalog, extras: Mapping[str, Any]) -> tuple[Any, ...]:
     fingerprint = hashlib.sha256(orjson.dumps(extras, option=orjson.OPT_SORT_KEYS)).hexdigest()
-    key = (tuple(sorted((r.group, r.version, r.kind) for r in catalog.all())), fingerprint)
+    return (tuple(sorted((r.group, r.version, r.kind) for r in catalog.all())), fingerprint)
+
+
+def _current(catalog: ResourceCatalog, extras: Mapping[str, Any]) -> _Documents:
+    """The documents of this catalog and these custom resource schemas (built once)."""
+    key = _key(catalog, extras)
     with _documents.lock:
         if _documents.key == key:
-            return _documents.forms
+            return _documents
     definitions = _definitions(catalog, extras)
-    forms = (_json_document(definitions), _protobuf_document(definitions))
+    protobuf = _protobuf_document(definitions)
     with _documents.lock:
-        _documents.key, _documents.forms = key, forms
-    return forms
+        _documents.key, _documents.definitions, _documents.protobuf = key, definitions, protobuf
+        _documents.json = None
+    return _documents
 
 
 def openapi_v2_json(catalog: ResourceCatalog, extra_definitions: Mapping[str, Any] | None = None) -> bytes:
-    """The document as JSON."""
-    return _built(catalog, extra_definitions)[0]
+    """The document as JSON, with the paths."""
+    extras = extra_definitions or {}
+    documents = _current(catalog, extras)
+    with documents.lock:
+        if documents.json is not None:
+            return documents.json
+        definitions = documents.definitions
+    paths, components = _paths(catalog, extras)
+    merged = {name: v2_schema(node) for name, node in components.items() if name not in definitions}
+    built = _json_document(dict(sorted({**merged, **definitions}.items())), paths)
+    with documents.lock:
+        if documents.key == _key(catalog, extras):
+            documents.json = built
+    return built
 
 
 def openapi_v2_protobuf(
     catalog: ResourceCatalog, extra_definitions: Mapping[str, Any] | None = None
 ) -> bytes:
-    """The document as an encoded openapi.v2.Document."""
-    return _built(catalog, extra_definitions)[1]
+    """The document as an encoded openapi.v2.Document (definitions only)."""
+    return _current(catalog, extra_definitions or {}).protobuf

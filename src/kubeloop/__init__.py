@@ -258,6 +258,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load
     import kubeloop.kinds as kinds
     import kubeloop.models as models
     from kubeloop import errors, webhook
+    from kubeloop.api import cronschedule as cron
     from kubeloop.api import fielderrors as field
     from kubeloop.api import timestamps
     from kubeloop.api.applyconfiguration import apply_configuration, extract

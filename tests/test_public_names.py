@@ -1,0 +1,47 @@
+"""The facade's public names come from one list: ``kubeloop._EXPORTS``. ``__all__`` and the
+imports type checkers read (under ``TYPE_CHECKING``) must name the same things, and each name
+must load as what those imports say (a name missing from them is ``Any`` to a type checker)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pathlib
+
+import kubeloop
+
+SOURCE = pathlib.Path(kubeloop.__file__)
+
+
+def type_checking_imports() -> dict[str, tuple[str, str | None]]:
+    """Name → (module, attribute) of the ``if TYPE_CHECKING:`` block's imports."""
+    names: dict[str, tuple[str, str | None]] = {}
+    for node in ast.parse(SOURCE.read_text()).body:
+        if not (
+            isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        ):
+            continue
+        for statement in node.body:
+            if isinstance(statement, ast.ImportFrom) and statement.module and statement.module != "typing":
+                for alias in statement.names:
+                    names[alias.asname or alias.name] = (statement.module, alias.name)
+            elif isinstance(statement, ast.Import):
+                for alias in statement.names:
+                    names[alias.asname or alias.name] = (alias.name, None)
+    return names
+
+
+def test_all_the_exports_and_the_type_checking_imports_name_the_same_things() -> None:
+    exports = kubeloop._EXPORTS
+    assert set(kubeloop.__all__) == set(exports) | {"__version__"}
+    imported = type_checking_imports()
+    assert set(imported) == set(exports), (set(exports) - set(imported), set(imported) - set(exports))
+    for name, (module, attribute) in imported.items():
+        if attribute is None:
+            expected = importlib.import_module(module)
+        else:
+            owner = importlib.import_module(module)
+            expected = getattr(owner, attribute, None)
+            if expected is None:  # ``from package import submodule``
+                expected = importlib.import_module(f"{module}.{attribute}")
+        assert getattr(kubeloop, name) is expected, name

@@ -43,8 +43,7 @@ from typing import Any
 
 from aiohttp import web
 
-from kubeloop import errors
-from kubeloop.api.gvk import GroupVersionKind
+from kubeloop import errors, kinds
 from kubeloop.api.object import Obj
 from kubeloop.cli.controllerseries import ControllerSeries
 from kubeloop.client.rest import APIClient
@@ -52,7 +51,7 @@ from kubeloop.controller.controller import Controller
 from kubeloop.httpguard import GuardedSite, guarded_runner
 from kubeloop.manager.manager import Manager
 
-EVENT = GroupVersionKind("", "v1", "Event")
+EVENT = kinds.Event
 
 #: What the page and /api/reconciles and /api/events show at most.
 LATEST = 50

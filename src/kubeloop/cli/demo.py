@@ -54,7 +54,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from kubeloop import errors
+from kubeloop import errors, kinds
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.api.timestamps import parse_time
@@ -77,7 +77,7 @@ AGENT = GroupVersionKind(GROUP, VERSION, "Agent")
 RUN = GroupVersionKind(GROUP, VERSION, "AgentRun")
 SCHEDULE = GroupVersionKind(GROUP, VERSION, "AgentSchedule")
 PERSONA_PACK = GroupVersionKind(GROUP, VERSION, "PersonaPack")
-EVENT = GroupVersionKind("", "v1", "Event")
+EVENT = kinds.Event
 #: The delivery the demo posts to the run webhook, as a chat bot would.
 DELIVERY_ID = "demo-1"
 DELIVERY = {"agent": "writer", "task": "Draft the release notes for 0.1.", "namespace": NAMESPACE}
@@ -178,12 +178,12 @@ class DemoModel:
         return kept
 
 
-CONFIG_MAP = GroupVersionKind("", "v1", "ConfigMap")
-ENDPOINTS = GroupVersionKind("", "v1", "Endpoints")
-DEPLOYMENT = GroupVersionKind("apps", "v1", "Deployment")
-MUTATING = GroupVersionKind("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
-VALIDATING = GroupVersionKind("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")
-NAMESPACE_KIND = GroupVersionKind("", "v1", "Namespace")
+CONFIG_MAP = kinds.ConfigMap
+ENDPOINTS = kinds.Endpoints
+DEPLOYMENT = kinds.Deployment
+MUTATING = kinds.MutatingWebhookConfiguration
+VALIDATING = kinds.ValidatingWebhookConfiguration
+NAMESPACE_KIND = kinds.Namespace
 
 
 def default_operator() -> pathlib.Path:

@@ -11,13 +11,13 @@ from typing import Any
 
 import yaml
 
+from kubeloop import kinds
 from kubeloop.api.crdgen import definitions
 from kubeloop.api.customresource import CustomResource
-from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.client.interface import Client
 
-CRD_KIND = GroupVersionKind("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
+CRD_KIND = kinds.CustomResourceDefinition
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
 #: What ``install_crds`` takes: a model class, a file or folder of manifests, or a CRD as a dict.

@@ -30,14 +30,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeloop import errors, jitter
+from kubeloop import errors, jitter, kinds
 from kubeloop.api import timestamps
-from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.rest import REQUEST_ERRORS, APIClient
 
 log = logging.getLogger("kubeloop.leaderelection")
 
-LEASE = GroupVersionKind("coordination.k8s.io", "v1", "Lease")
+LEASE = kinds.Lease
 #: A candidate's tries to acquire wait ``retry_period`` and up to this factor more (client-go's).
 JITTER_FACTOR = 1.2
 

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kubeloop import kinds
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.interface import KindRef, gvk_of
 
@@ -26,7 +27,7 @@ WRITE = ("create", "update", "patch", "delete")
 #: The verbs of the for_ kind: read, and update its metadata (finalizers) and status.
 RECONCILED = (*READ, "update", "patch")
 EVENTS = (GroupVersionKind("", "v1", "Event"), GroupVersionKind("events.k8s.io", "v1", "Event"))
-LEASE = GroupVersionKind("coordination.k8s.io", "v1", "Lease")
+LEASE = kinds.Lease
 #: Verbs in the order kubectl and kubebuilder print them.
 _VERB_ORDER = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
 

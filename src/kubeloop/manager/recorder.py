@@ -23,16 +23,15 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-from kubeloop import errors
+from kubeloop import errors, kinds
 from kubeloop.api import timestamps
-from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.model import KubeModel, as_dict
 from kubeloop.client.rest import APIClient
 from kubeloop.manager.fencedqueue import FencedQueue
 
 log = logging.getLogger("kubeloop.recorder")
 
-EVENT = GroupVersionKind("", "v1", "Event")
+EVENT = kinds.Event
 NORMAL = "Normal"
 WARNING = "Warning"
 

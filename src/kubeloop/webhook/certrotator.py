@@ -31,17 +31,16 @@ import pathlib
 from collections.abc import Sequence
 from typing import Any
 
-from kubeloop import certs, errors
-from kubeloop.api.gvk import GroupVersionKind
+from kubeloop import certs, errors, kinds
 from kubeloop.api.object import Obj
 from kubeloop.client.rest import APIClient
 
 log = logging.getLogger("kubeloop.webhook.certificates")
 
-SECRET = GroupVersionKind("", "v1", "Secret")
-MUTATING = GroupVersionKind("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
-VALIDATING = GroupVersionKind("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")
-CRD = GroupVersionKind("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
+SECRET = kinds.Secret
+MUTATING = kinds.MutatingWebhookConfiguration
+VALIDATING = kinds.ValidatingWebhookConfiguration
+CRD = kinds.CustomResourceDefinition
 
 #: The Secret's keys (cert-controller's).
 CA_CERT, CA_KEY, TLS_CERT, TLS_KEY = "ca.crt", "ca.key", "tls.crt", "tls.key"

@@ -12,8 +12,7 @@ what ``edit`` grants, as on a cluster.
 
 from __future__ import annotations
 
-from kubeloop import errors
-from kubeloop.api.gvk import GroupVersionKind
+from kubeloop import errors, kinds
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.auth.rbacauthorizer import aggregated_rules, aggregation_selectors
 from kubeloop.controller.handler import EnqueueRequestsFromMapFunc
@@ -21,7 +20,7 @@ from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 
-CLUSTER_ROLE = GroupVersionKind("rbac.authorization.k8s.io", "v1", "ClusterRole")
+CLUSTER_ROLE = kinds.ClusterRole
 FIELD_MANAGER = "clusterrole-aggregation-controller"
 
 

@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubeloop import errors
+from kubeloop import errors, kinds
 from kubeloop.api import timestamps
 from kubeloop.api.cronschedule import ScheduleError, parse, time_zone
-from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.podcontrol import controlled_by
 from kubeloop.controller.reconcile import Request, Result
@@ -32,8 +31,8 @@ from kubeloop.manager.manager import Manager
 
 log = logging.getLogger("kubeloop.controllers.cronjobs")
 
-CRONJOB = GroupVersionKind("batch", "v1", "CronJob")
-JOB = GroupVersionKind("batch", "v1", "Job")
+CRONJOB = kinds.CronJob
+JOB = kinds.Job
 SCHEDULED_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 
 

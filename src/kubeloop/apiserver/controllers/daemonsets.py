@@ -19,8 +19,7 @@ import copy
 import logging
 from typing import Any
 
-from kubeloop import errors
-from kubeloop.api.gvk import GroupVersionKind
+from kubeloop import errors, kinds
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.deployments import scaled
 from kubeloop.apiserver.controllers.podcontrol import (
@@ -42,9 +41,9 @@ from kubeloop.manager.manager import Manager
 
 log = logging.getLogger("kubeloop.controllers.daemonsets")
 
-DAEMONSET = GroupVersionKind("apps", "v1", "DaemonSet")
-POD = GroupVersionKind("", "v1", "Pod")
-NODE = GroupVersionKind("", "v1", "Node")
+DAEMONSET = kinds.DaemonSet
+POD = kinds.Pod
+NODE = kinds.Node
 TEMPLATE_GENERATION_LABEL = "pod-template-generation"
 
 #: What upstream's daemon pods tolerate, whatever their template says.

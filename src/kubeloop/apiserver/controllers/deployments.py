@@ -24,9 +24,8 @@ from typing import Any
 
 import orjson
 
-from kubeloop import errors
+from kubeloop import errors, kinds
 from kubeloop.api import timestamps
-from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.podcontrol import controlled_by
 from kubeloop.controller.reconcile import Request, Result
@@ -35,8 +34,8 @@ from kubeloop.manager.manager import Manager
 
 log = logging.getLogger("kubeloop.controllers.deployments")
 
-DEPLOYMENT = GroupVersionKind("apps", "v1", "Deployment")
-REPLICASET = GroupVersionKind("apps", "v1", "ReplicaSet")
+DEPLOYMENT = kinds.Deployment
+REPLICASET = kinds.ReplicaSet
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 DESIRED = "deployment.kubernetes.io/desired-replicas"

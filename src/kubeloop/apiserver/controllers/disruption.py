@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from kubeloop import errors
+from kubeloop import errors, kinds
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
@@ -34,8 +34,8 @@ from kubeloop.errors import InvalidSelector
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 
-BUDGET = GroupVersionKind("policy", "v1", "PodDisruptionBudget")
-POD = GroupVersionKind("", "v1", "Pod")
+BUDGET = kinds.PodDisruptionBudget
+POD = kinds.Pod
 #: Workloads whose scale is a budget's expected count, by controller reference kind.
 SCALED = {
     "ReplicaSet": GroupVersionKind("apps", "v1", "ReplicaSet"),

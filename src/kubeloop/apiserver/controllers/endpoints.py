@@ -18,8 +18,7 @@ import contextlib
 import logging
 from typing import Any
 
-from kubeloop import errors
-from kubeloop.api.gvk import GroupVersionKind
+from kubeloop import errors, kinds
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.podcontrol import ready
@@ -30,10 +29,10 @@ from kubeloop.manager.manager import Manager
 
 log = logging.getLogger("kubeloop.controllers.endpoints")
 
-SERVICE = GroupVersionKind("", "v1", "Service")
-ENDPOINTS = GroupVersionKind("", "v1", "Endpoints")
-ENDPOINT_SLICE = GroupVersionKind("discovery.k8s.io", "v1", "EndpointSlice")
-POD = GroupVersionKind("", "v1", "Pod")
+SERVICE = kinds.Service
+ENDPOINTS = kinds.Endpoints
+ENDPOINT_SLICE = kinds.EndpointSlice
+POD = kinds.Pod
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MANAGED_BY = "endpointslice-controller.k8s.io"

@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeloop import errors
+from kubeloop import errors, kinds
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.cache.informer import EventHandler
@@ -46,7 +46,7 @@ log = logging.getLogger("kubeloop.controllers.garbagecollector")
 
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"
-CRDS = GroupVersionKind("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
+CRDS = kinds.CustomResourceDefinition
 #: Owners found absent, remembered so that their many dependents need not each ask (upstream: 500).
 ABSENT_OWNERS_REMEMBERED = 500
 #: Failures that a later attempt may not meet (the server or the connection).

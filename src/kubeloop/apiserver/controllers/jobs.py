@@ -19,9 +19,8 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from kubeloop import errors
+from kubeloop import errors, kinds
 from kubeloop.api import timestamps
-from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.podcontrol import (
     CreateRefused,
@@ -38,8 +37,8 @@ from kubeloop.manager.manager import Manager
 
 log = logging.getLogger("kubeloop.controllers.jobs")
 
-JOB = GroupVersionKind("batch", "v1", "Job")
-POD = GroupVersionKind("", "v1", "Pod")
+JOB = kinds.Job
+POD = kinds.Pod
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 DEFAULT_BACKOFF_LIMIT = 6

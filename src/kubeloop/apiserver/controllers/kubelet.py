@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubeloop import errors
+from kubeloop import errors, kinds
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
@@ -59,11 +59,11 @@ from kubeloop.version import __version__
 
 log = logging.getLogger("kubeloop.controllers.kubelet")
 
-NODE = GroupVersionKind("", "v1", "Node")
-POD = GroupVersionKind("", "v1", "Pod")
-SERVICE_ACCOUNT = GroupVersionKind("", "v1", "ServiceAccount")
-CONFIG_MAP = GroupVersionKind("", "v1", "ConfigMap")
-SECRET = GroupVersionKind("", "v1", "Secret")
+NODE = kinds.Node
+POD = kinds.Pod
+SERVICE_ACCOUNT = kinds.ServiceAccount
+CONFIG_MAP = kinds.ConfigMap
+SECRET = kinds.Secret
 NODE_IP = "10.89.0.2"
 KUBELET_VERSION = "v1.33.0"
 #: What a pod's processes are given once its object is gone (a forced delete): the shortest

@@ -19,7 +19,7 @@ import contextlib
 import logging
 from typing import Any
 
-from kubeloop import errors
+from kubeloop import errors, kinds
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
@@ -30,7 +30,7 @@ from kubeloop.manager.manager import Manager
 
 log = logging.getLogger("kubeloop.controllers.namespace")
 
-NAMESPACE = GroupVersionKind("", "v1", "Namespace")
+NAMESPACE = kinds.Namespace
 FINALIZER = "kubernetes"
 
 #: The conditions this controller keeps, in upstream's order, with their reason and message when

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import contextlib
 
-from kubeloop import errors
-from kubeloop.api.gvk import GroupVersionKind
+from kubeloop import errors, kinds
 from kubeloop.api.object import Obj
 from kubeloop.controller.handler import EnqueueRequestsFromMapFunc
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 
-NAMESPACE = GroupVersionKind("", "v1", "Namespace")
-SERVICE_ACCOUNT = GroupVersionKind("", "v1", "ServiceAccount")
-CONFIG_MAP = GroupVersionKind("", "v1", "ConfigMap")
+NAMESPACE = kinds.Namespace
+SERVICE_ACCOUNT = kinds.ServiceAccount
+CONFIG_MAP = kinds.ConfigMap
 DEFAULT_SERVICE_ACCOUNT = "default"
 ROOT_CA_CONFIG_MAP = "kube-root-ca.crt"
 ROOT_CA_DESCRIPTION = (

@@ -16,14 +16,14 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubeloop import errors
+from kubeloop import errors, kinds
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.client.calloptions import Preconditions
 from kubeloop.client.rest import APIClient
 from kubeloop.manager.recorder import WARNING, EventRecorder
 
-POD = GroupVersionKind("", "v1", "Pod")
+POD = kinds.Pod
 FAILED_CREATE = "FailedCreate"
 
 

@@ -20,9 +20,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kubeloop import errors
+from kubeloop import errors, kinds
 from kubeloop.api import timestamps
-from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.labels import LabelSelector
 from kubeloop.apiserver.controllers.podcontrol import (
     FAILED_CREATE,
@@ -42,9 +41,9 @@ from kubeloop.manager.recorder import NORMAL
 
 log = logging.getLogger("kubeloop.controllers.replicasets")
 
-REPLICASET = GroupVersionKind("apps", "v1", "ReplicaSet")
-REPLICATIONCONTROLLER = GroupVersionKind("", "v1", "ReplicationController")
-POD = GroupVersionKind("", "v1", "Pod")
+REPLICASET = kinds.ReplicaSet
+REPLICATIONCONTROLLER = kinds.ReplicationController
+POD = kinds.Pod
 REPLICA_FAILURE = "ReplicaFailure"
 
 

@@ -13,14 +13,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Collection
 
-from kubeloop import errors
-from kubeloop.api.gvk import GroupVersionKind
+from kubeloop import errors, kinds
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.deployments import template_hash
 from kubeloop.apiserver.controllers.podcontrol import controlled_by
 from kubeloop.client.rest import APIClient
 
-CONTROLLER_REVISION = GroupVersionKind("apps", "v1", "ControllerRevision")
+CONTROLLER_REVISION = kinds.ControllerRevision
 HASH_LABEL = "controller-revision-hash"
 
 

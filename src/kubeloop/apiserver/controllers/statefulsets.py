@@ -23,8 +23,7 @@ import logging
 import re
 from typing import Any
 
-from kubeloop import errors
-from kubeloop.api.gvk import GroupVersionKind
+from kubeloop import errors, kinds
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.controllers.podcontrol import (
     CreateRefused,
@@ -43,9 +42,9 @@ from kubeloop.manager.manager import Manager
 
 log = logging.getLogger("kubeloop.controllers.statefulsets")
 
-STATEFULSET = GroupVersionKind("apps", "v1", "StatefulSet")
-POD = GroupVersionKind("", "v1", "Pod")
-PVC = GroupVersionKind("", "v1", "PersistentVolumeClaim")
+STATEFULSET = kinds.StatefulSet
+POD = kinds.Pod
+PVC = kinds.PersistentVolumeClaim
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 import contextlib
 from datetime import UTC, datetime, timedelta
 
-from kubeloop import errors
-from kubeloop.api.gvk import GroupVersionKind
+from kubeloop import errors, kinds
 from kubeloop.api.object import Obj
 from kubeloop.api.timestamps import parse_time
 from kubeloop.client.calloptions import Preconditions
@@ -19,7 +18,7 @@ from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 
-JOB = GroupVersionKind("batch", "v1", "Job")
+JOB = kinds.Job
 
 
 def finished_at(job: Obj) -> datetime | None:

@@ -24,6 +24,7 @@ from kubeloop.api import fielderrors, naming, timestamps
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.naming import go_quote
 from kubeloop.api.object import Obj
+from kubeloop.apiserver import decoding
 from kubeloop.apiserver.apiextensions import celrules, structural
 from kubeloop.apiserver.catalog import mediatypes
 from kubeloop.apiserver.catalog.resources import PrinterColumn, ResourceCatalog, ResourceType
@@ -115,7 +116,7 @@ class CustomResourceStrategy(Strategy):
         unknown.extend(f'duplicate field "{path}"' for path in duplicates)
         if unknown and field_validation == "Strict":
             kind = self.resource.kind
-            raise validation.StrictDecodingError(
+            raise decoding.StrictDecodingError(
                 f'{kind} in version "{self.resource.version}" cannot be handled as a {kind}: '
                 f"strict decoding error: {', '.join(unknown)}",
                 unknown,

@@ -19,7 +19,6 @@ from kubeloop.apiserver.http.negotiation import (
     JSON,
 )
 from kubeloop.apiserver.protobuf import codec, descriptors
-from kubeloop.apiserver.registry import validation
 from kubeloop.apiserver.registry.verboptions import WriteOptions
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -68,7 +67,7 @@ async def decode_write(
         if not isinstance(body, dict):
             raise decoding.not_an_object(kind, body, raw)
         if options.field_validation != "Ignore" and b'"' in raw:
-            duplicates = tuple(validation.find_duplicate_fields(raw, body))
+            duplicates = tuple(decoding.find_duplicate_fields(raw, body))
             if duplicates:
                 options = replace(options, duplicate_fields=duplicates)
         return body, options

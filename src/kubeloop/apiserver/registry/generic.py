@@ -26,7 +26,7 @@ from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.catalog.mediatypes import APPLY_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.patch import fieldmanager
-from kubeloop.apiserver.registry import listing, patching, validation
+from kubeloop.apiserver.registry import listing, patching
 from kubeloop.apiserver.registry.admissionhooks import (
     CREATE,
     DELETE,
@@ -667,7 +667,7 @@ class Registry:
                 shallow=shallow,
                 converter=patch_type == STRATEGIC_MERGE_PATCH,
             )
-        except validation.DecodingError as failed:
+        except decoding.DecodingError as failed:
             raise patching.undecodable(patch_type, patch, patched, failed.detail) from None
         obj = await self.stored(resource, obj)
         metadata = obj["metadata"]

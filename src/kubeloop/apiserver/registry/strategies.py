@@ -20,6 +20,7 @@ from typing import Any
 from kubeloop import errors
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
+from kubeloop.apiserver import decoding
 from kubeloop.apiserver.catalog import eventconversion, hpaconversion, mediatypes, schemas
 from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.patch.mergepatch import copy_json
@@ -271,7 +272,7 @@ class BuiltinStrategy(Strategy):
     ) -> tuple[Obj, list[str]]:
         if self._schema is None:
             return super().decode(body, field_validation=field_validation, duplicates=duplicates, owned=owned)
-        return validation.decode_against_schema(
+        return decoding.decode_against_schema(
             body,
             self._schema,
             kind=self.resource.kind,
@@ -452,7 +453,7 @@ class HorizontalPodAutoscalerV1Strategy(BuiltinStrategy):
         converted = hpaconversion.v1_to_v2(served)
         if self._stored_schema is None:
             return converted
-        decoded, _warnings = validation.decode_against_schema(
+        decoded, _warnings = decoding.decode_against_schema(
             converted,
             self._stored_schema,
             kind=self.resource.kind,

@@ -9,9 +9,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from kubeloop.apiserver import decoding
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceType
-from kubeloop.apiserver.registry import validation
 from kubeloop.apiserver.registry.strategies import BuiltinStrategy, builtin_strategy
 from kubeloop.errors import StatusCause
 
@@ -86,7 +86,7 @@ def deployment(**spec_overrides: Any) -> dict[str, Any]:
 
 
 def decode(obj: Any, mode: str = "Strict", schema: Any = None, kind: str = "Deployment", **kw: Any) -> Any:
-    return validation.decode_against_schema(
+    return decoding.decode_against_schema(
         obj, schema or DEPLOYMENT, kind=kind, version="v1", mode=mode, **kw
     )
 

@@ -1,6 +1,6 @@
 """Validation of built-in kinds, the way kube-apiserver does it, in the order a write meets it.
 
-* :mod:`.duplicates` and :mod:`.typeddecoding` — Go's typed JSON decoding of the body;
+* (Go's typed decoding of the body comes first: :mod:`kubeloop.apiserver.decoding`);
 * :mod:`.objectmeta` — ``ObjectMeta``, as apimachinery's ``objectmeta.go``;
 * :mod:`.required` — fields the OpenAPI schema lists as required;
 * the rules of each API group, as ``pkg/apis/<group>/validation``: :mod:`.core`, :mod:`.apps`,
@@ -25,27 +25,17 @@ from kubeloop.apiserver.registry.validation import (
     rbac,
 )
 from kubeloop.apiserver.registry.validation.causes import deduplicated
-from kubeloop.apiserver.registry.validation.duplicates import find_duplicate_fields
 from kubeloop.apiserver.registry.validation.objectmeta import validate_object_meta
 from kubeloop.apiserver.registry.validation.required import validate_required
-from kubeloop.apiserver.registry.validation.typeddecoding import (
-    DecodingError,
-    StrictDecodingError,
-    decode_against_schema,
-)
 
 __all__ = [
-    "DecodingError",
-    "StrictDecodingError",
     "admissionregistration",
     "apps",
     "autoscaling",
     "batch",
     "coordination",
     "core",
-    "decode_against_schema",
     "deduplicated",
-    "find_duplicate_fields",
     "policy",
     "rbac",
     "validate_object_meta",

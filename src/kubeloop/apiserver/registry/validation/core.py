@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubeloop.api import naming, quantity
+from kubeloop.apiserver.decoding.typed import go_base64
 from kubeloop.apiserver.registry.validation.causes import (
     NOT_FOUND,
     as_dict,
@@ -27,7 +28,6 @@ from kubeloop.apiserver.registry.validation.causes import (
     too_long,
 )
 from kubeloop.apiserver.registry.validation.objectmeta import validate_annotations, validate_labels
-from kubeloop.apiserver.registry.validation.typeddecoding import go_base64
 from kubeloop.errors import StatusCause
 
 __all__ = [

@@ -8,8 +8,7 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from kubeloop.apiserver.registry.validation.causes import required
-from kubeloop.apiserver.registry.validation.typeddecoding import (
+from kubeloop.apiserver.decoding.typed import (
     ARRAY,
     BOOL,
     MAP,
@@ -18,6 +17,7 @@ from kubeloop.apiserver.registry.validation.typeddecoding import (
     root_plan,
     schema_kind,
 )
+from kubeloop.apiserver.registry.validation.causes import required
 from kubeloop.errors import StatusCause
 
 __all__ = ["validate_required"]

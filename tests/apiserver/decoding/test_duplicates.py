@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver.registry import validation
+from kubeloop.apiserver import decoding
 from tests.apiserver.registry.validation.objects import json_values
 
 
@@ -29,13 +29,13 @@ from tests.apiserver.registry.validation.objects import json_values
     ],
 )
 def test_find_duplicate_fields(raw: bytes, expected: list[str]) -> None:
-    assert validation.find_duplicate_fields(raw) == expected
+    assert decoding.find_duplicate_fields(raw) == expected
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=64) | json_values.map(lambda v: json.dumps(v).encode()))
 def test_find_duplicate_fields_never_raises(raw: bytes) -> None:
-    assert isinstance(validation.find_duplicate_fields(raw), list)
+    assert isinstance(decoding.find_duplicate_fields(raw), list)
 
 
 @settings(max_examples=200, deadline=None)
@@ -44,7 +44,7 @@ def test_find_duplicate_fields_reports_each_repeated_key_once(pairs: list[tuple[
     raw = ("{" + ",".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in pairs) + "}").encode()
     keys = [k for k, _ in pairs]
     expected = [k for k in dict.fromkeys(keys) if keys.count(k) > 1]
-    assert validation.find_duplicate_fields(raw) == expected
+    assert decoding.find_duplicate_fields(raw) == expected
 
 
 _KEYS = st.sampled_from(["a", "b", 'q":', "\\", "é", 'x\\":'])
@@ -75,4 +75,4 @@ def test_find_duplicate_fields_answers_alike_with_the_decoded_body(
     """The shortcut from orjson's reading (a key count) finds what the full parse finds, with
     keys and values holding quotes, colons and backslashes, and with spaces before colons."""
     raw = _render(pairs, spaced).encode() if pairs else b"{}"
-    assert validation.find_duplicate_fields(raw, orjson.loads(raw)) == validation.find_duplicate_fields(raw)
+    assert decoding.find_duplicate_fields(raw, orjson.loads(raw)) == decoding.find_duplicate_fields(raw)

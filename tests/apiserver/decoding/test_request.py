@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeloop import errors
-from kubeloop.apiserver import decoding
-from kubeloop.apiserver.decoding import MAX_DEPTH, check_depth, decode_json, decode_yaml
+from kubeloop.apiserver.decoding import request as decoding
+from kubeloop.apiserver.decoding.request import MAX_DEPTH, check_depth, decode_json, decode_yaml
 
 #: Text YAML can carry through a dump and a load (control characters such as NEL are line breaks).
 yaml_text = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")))

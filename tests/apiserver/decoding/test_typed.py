@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubeloop import errors
+from kubeloop.apiserver import decoding
 from kubeloop.apiserver.registry import validation
 from kubeloop.errors import StatusCause
 from tests.apiserver.registry.validation.objects import (
@@ -32,7 +33,7 @@ from tests.apiserver.registry.validation.objects import (
 
 def test_unknown_field_strict_lists_all_in_order() -> None:
     obj = deployment(foo=1, bar={"x": 1})
-    with pytest.raises(validation.StrictDecodingError) as info:
+    with pytest.raises(decoding.StrictDecodingError) as info:
         decode(obj, "Strict")
     assert info.value.code == 400
     assert info.value.message == (
@@ -68,7 +69,7 @@ def test_nested_unknown_field_in_container_has_indexed_path() -> None:
     obj = deployment()
     container(obj)["foo"] = "x"
     container(obj)["ports"][0]["bogus"] = 1
-    with pytest.raises(validation.StrictDecodingError) as info:
+    with pytest.raises(decoding.StrictDecodingError) as info:
         decode(obj, "Strict")
     assert info.value.errors == [
         'unknown field "spec.template.spec.containers[0].ports[0].bogus"',
@@ -103,7 +104,7 @@ def test_free_form_fields_are_kept_but_fieldless_structs_are_not() -> None:
 
 def test_strict_error_count_is_capped_at_100() -> None:
     obj = deployment(**{f"f{i}": i for i in range(150)})
-    with pytest.raises(validation.StrictDecodingError) as info:
+    with pytest.raises(decoding.StrictDecodingError) as info:
         decode(obj)
     assert len(info.value.errors) == 100
 
@@ -113,9 +114,9 @@ def test_duplicates_reported_in_strict_error() -> None:
         b'{"metadata":{"name":"a","name":"b"},"spec":{"foo":1,"replicas":1,'
         b'"selector":{"matchLabels":{"app":"a","app":"b"}}}}'
     )
-    duplicates = validation.find_duplicate_fields(raw)
+    duplicates = decoding.find_duplicate_fields(raw)
     assert duplicates == ["metadata.name", "spec.selector.matchLabels.app"]
-    with pytest.raises(validation.StrictDecodingError) as info:
+    with pytest.raises(decoding.StrictDecodingError) as info:
         decode(orjson.loads(raw), "Strict", duplicates=duplicates)
     assert info.value.message == PREFIX + (
         'strict decoding error: duplicate field "metadata.name", unknown field "spec.foo", '
@@ -184,7 +185,7 @@ def test_wrong_type_messages(mutate: Any, message: str) -> None:
         with pytest.raises(errors.BadRequest) as info:
             decode(obj, mode)
         assert info.value.message == message
-        assert not isinstance(info.value, validation.StrictDecodingError)
+        assert not isinstance(info.value, decoding.StrictDecodingError)
 
 
 def test_root_must_be_an_object() -> None:

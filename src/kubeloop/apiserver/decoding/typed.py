@@ -16,9 +16,9 @@ from typing import Any
 
 from kubeloop import errors
 from kubeloop.api import quantity, timestamps
+from kubeloop.api.fielderrors import go_number
 from kubeloop.api.naming import go_quote
 from kubeloop.apiserver.catalog import schemas
-from kubeloop.apiserver.registry.validation.causes import go_number
 
 __all__ = [
     "DecodingError",

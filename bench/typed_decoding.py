@@ -15,8 +15,8 @@ import statistics
 import time
 from typing import Any
 
+from kubeloop.apiserver import decoding
 from kubeloop.apiserver.catalog.schemas import kind_schema
-from kubeloop.apiserver.registry import validation
 
 
 def deployment() -> dict[str, Any]:
@@ -55,7 +55,7 @@ def main() -> None:
     obj = deployment()
 
     def decode(mode: str) -> object:
-        return validation.decode_against_schema(obj, schema, kind="Deployment", version="v1", mode=mode)
+        return decoding.decode_against_schema(obj, schema, kind="Deployment", version="v1", mode=mode)
 
     decode("Strict")  # compiles the plans
     rounds = []

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kubeloop.api import fielderrors
-from kubeloop.apiserver.apiextensions import celrules
 from kubeloop.apiserver.auth import celauthorizer
+from kubeloop.apiserver.cel import rules as celrules
 from kubeloop.apiserver.registry.strategies import BuiltinStrategy, Strategy
 from kubeloop.errors import StatusCause
 

@@ -48,11 +48,11 @@ from kubeloop.apiserver.admissionpolicy.policies import (
     PolicyStore,
     Validation,
 )
-from kubeloop.apiserver.apiextensions import celrules
 from kubeloop.apiserver.audit import requestaudit
 from kubeloop.apiserver.auth import celauthorizer
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.cel import rules as celrules
 from kubeloop.apiserver.registry.admissionhooks import AdmissionAttributes
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import ListOptions

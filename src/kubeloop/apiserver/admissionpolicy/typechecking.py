@@ -19,9 +19,9 @@ from typing import Any
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.apiextensions import celtypes
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.cel import typecheck as celtypes
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import WriteOptions
 from kubeloop.apiserver.retryloop import RetryLoop

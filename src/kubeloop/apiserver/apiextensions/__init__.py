@@ -4,8 +4,8 @@
 establishing controllers set later (accepted names, the NamesAccepted and Established
 conditions, stored versions); it builds each served version's strategy from its compiled schema.
 ``structural`` checks and compiles a version's ``openAPIV3Schema`` into the tree that prunes,
-defaults and validates every write of the custom resources; ``celrules`` runs its
-``x-kubernetes-validations`` (``celsyntax`` reads CEL's optional syntax, ``celtypes`` checks a
-rule's types before it is accepted). ``crdcontroller`` puts the served versions into the
+defaults and validates every write of the custom resources, its ``x-kubernetes-validations``
+run by the shared CEL engine (``kubeloop.apiserver.cel``: rules, their type check, the
+optional syntax). ``crdcontroller`` puts the served versions into the
 catalog once a CRD write is durable, and removes a deleted CRD's objects before the CRD goes.
 """

@@ -25,9 +25,10 @@ from kubeloop.api.labels import LabelSelector
 from kubeloop.api.naming import go_quote
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import decoding
-from kubeloop.apiserver.apiextensions import celrules, structural
+from kubeloop.apiserver.apiextensions import structural
 from kubeloop.apiserver.catalog import mediatypes
 from kubeloop.apiserver.catalog.resources import PrinterColumn, ResourceCatalog, ResourceType
+from kubeloop.apiserver.cel import rules as celrules
 from kubeloop.apiserver.patch.mergepatch import copy_json
 from kubeloop.apiserver.registry import validation
 from kubeloop.apiserver.registry.strategies import BuiltinStrategy, KindRules, Strategy, scale_document

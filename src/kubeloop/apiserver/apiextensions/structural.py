@@ -27,7 +27,7 @@ import re2
 from kubeloop.api import naming
 from kubeloop.api.fielderrors import json_type
 from kubeloop.api.naming import go_quote
-from kubeloop.apiserver.apiextensions import celrules
+from kubeloop.apiserver.cel import rules as celrules
 from kubeloop.errors import StatusCause
 
 _TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean"})

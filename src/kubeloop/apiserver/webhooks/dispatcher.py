@@ -31,10 +31,10 @@ import orjson
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.apiextensions import celrules
 from kubeloop.apiserver.auth import celauthorizer
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.cel import rules as celrules
 from kubeloop.apiserver.patch.jsonpatch import apply_json_patch
 from kubeloop.apiserver.registry.admissionhooks import AdmissionAttributes
 from kubeloop.apiserver.registry.generic import Registry

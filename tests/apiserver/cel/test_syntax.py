@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver.apiextensions import celsyntax
+from kubeloop.apiserver.cel import syntax as celsyntax
 
 _KEYS = st.sampled_from(["a", "b", "c"])
 _VALUES = st.recursive(
@@ -125,7 +125,7 @@ def test_raw_strings_hold_no_escapes() -> None:
 
 
 def test_a_rule_nested_too_deep_to_rewrite_is_refused_with_a_cause() -> None:
-    from kubeloop.apiserver.apiextensions import celrules
+    from kubeloop.apiserver.cel import rules as celrules
 
     rule = "(" * 400 + "self.?a.hasValue()" + ")" * 400
     causes: list[Any] = []
@@ -142,7 +142,7 @@ def test_a_rule_nested_too_deep_to_rewrite_is_refused_with_a_cause() -> None:
 
 
 def test_metadata_fields_named_in_strings_are_not_selections() -> None:
-    from kubeloop.apiserver.apiextensions import celrules
+    from kubeloop.apiserver.cel import rules as celrules
 
     assert celrules._hidden_metadata_field("self.metadata.name != 'self.metadata.labels'") is None
     assert celrules._hidden_metadata_field("// self.metadata.labels\nself.metadata.name == 'a'") is None

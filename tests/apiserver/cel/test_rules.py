@@ -673,7 +673,7 @@ def test_a_stored_crd_written_before_the_type_check_is_still_served(
 ) -> None:
     # A CRD stored by a server without the static check (simulated by turning it off for the
     # write) keeps serving after a restart: only writes of the CRD are type-checked.
-    from kubeloop.apiserver.apiextensions import celtypes
+    from kubeloop.apiserver.cel import typecheck as celtypes
     from tests.conftest import start_server
 
     group = "stored.typed.example.com"

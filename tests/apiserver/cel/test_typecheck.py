@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver.apiextensions.celrules import cel_interpreter
-from kubeloop.apiserver.apiextensions.celtypes import (
+from kubeloop.apiserver.cel.rules import cel_interpreter
+from kubeloop.apiserver.cel.typecheck import (
     _Parser,
     check_message_expression,
     check_rule,

@@ -46,7 +46,8 @@ import re2
 
 from kubeloop.api import quantity
 from kubeloop.api.naming import go_quote
-from kubeloop.apiserver.apiextensions import celsyntax, celtypes
+from kubeloop.apiserver.cel import syntax as celsyntax
+from kubeloop.apiserver.cel import typecheck as celtypes
 from kubeloop.errors import StatusCause
 
 #: Upstream's per-call cost limit and per-object runtime budget (celconfig).

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubeloop.apiserver.apiextensions.celsyntax import CELSyntaxError, tokens_at
+from kubeloop.apiserver.cel.syntax import CELSyntaxError, tokens_at
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,3 +45,28 @@ def test_all_the_exports_and_the_type_checking_imports_name_the_same_things() ->
             if expected is None:  # ``from package import submodule``
                 expected = importlib.import_module(f"{module}.{attribute}")
         assert getattr(kubeloop, name) is expected, name
+
+
+def undocumented(package: str) -> list[str]:
+    """Public classes, functions and methods of ``package`` without a docstring."""
+    missing: list[str] = []
+
+    def visit(file: str, nodes: list[ast.stmt], prefix: str) -> None:
+        for node in nodes:
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                continue
+            if node.name.startswith("_"):
+                continue
+            if ast.get_docstring(node) is None:
+                missing.append(f"{file}:{node.lineno} {prefix}{node.name}")
+            if isinstance(node, ast.ClassDef):
+                visit(file, node.body, f"{prefix}{node.name}.")
+
+    for path in sorted((SOURCE.parent / package).glob("*.py")):
+        visit(path.name, ast.parse(path.read_text()).body, "")
+    return missing
+
+
+def test_every_public_definition_of_the_work_queues_says_what_it_is() -> None:
+    # The packages operator authors read most get one each (issue 50): workqueue is done.
+    assert undocumented("workqueue") == []

@@ -17,6 +17,10 @@ T = TypeVar("T", bound=Hashable)
 
 
 class DelayingQueue(WorkQueue[T]):
+    """The work queue with ``add_after(key, seconds)`` (client-go's ``DelayingInterface``): a key is
+    queued once its time comes; added again sooner, it keeps the earlier time.
+    """
+
     __slots__ = ("_timers",)
 
     def __init__(self, metrics: QueueMetrics = NO_METRICS) -> None:
@@ -54,6 +58,7 @@ class DelayingQueue(WorkQueue[T]):
             timer.cancel()
 
     def shut_down(self) -> None:
+        """Accept no more keys and drop the ones still waiting for their time."""
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()

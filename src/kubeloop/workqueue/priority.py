@@ -44,6 +44,15 @@ class _Level(Generic[T]):
 
 
 class PriorityQueue(Generic[T]):
+    """The priority queue of this module's docstring: ``add(key)`` at priority 0 now,
+    ``add_with_options`` with a priority or a delay, ``get`` the highest ready key::
+
+        queue = PriorityQueue()
+        queue.add_with_options("ns/initial", priority=LOW_PRIORITY)
+        queue.add("ns/changed")
+        assert await queue.get() == "ns/changed"
+    """
+
     __slots__ = (
         "_after_done",
         "_below",
@@ -108,6 +117,7 @@ class PriorityQueue(Generic[T]):
 
     @property
     def shutting_down(self) -> bool:
+        """Whether ``shut_down`` was called (adds are ignored from then on)."""
         return self._shutting_down
 
     def add(self, key: T) -> None:
@@ -182,16 +192,20 @@ class PriorityQueue(Generic[T]):
         self._delayed[key] = (priority, sequence, due, timer)
 
     def add_after(self, key: T, delay: float) -> None:
+        """Queue ``key`` in ``delay`` seconds at priority 0 (a requeue after)."""
         self.add_with_options(key, after=delay)
 
     def add_rate_limited(self, key: T, *, priority: int = 0) -> None:
+        """Queue ``key`` after the rate limiter's back-off for it (a failed reconcile's retry)."""
         self.metrics.retried()
         self.add_with_options(key, priority=priority, after=self.rate_limiter.when(key))
 
     def forget(self, key: T) -> None:
+        """Reset ``key``'s back-off (its reconcile succeeded)."""
         self.rate_limiter.forget(key)
 
     def num_requeues(self, key: T) -> int:
+        """How many times ``key`` was retried since it was last forgotten."""
         return self.rate_limiter.num_requeues(key)
 
     def get_nowait(self) -> T:
@@ -288,12 +302,15 @@ class PriorityQueue(Generic[T]):
             self._drained.set()
 
     def is_processing(self, key: T) -> bool:
+        """Whether a worker holds ``key`` (handed out, not yet ``done``)."""
         return key in self._processing
 
     def processing_since(self) -> list[float]:
+        """When each key now held by a worker was handed out (``time.perf_counter``)."""
         return list(self._started_at.values())
 
     async def shut_down_with_drain(self) -> None:
+        """Shut down, then wait until every key handed out is ``done``."""
         self.shut_down()
         if self._processing:
             self._drained = asyncio.Event()

@@ -25,13 +25,17 @@ class ShutDown(Exception):
 class QueueMetrics(Protocol):
     """What a queue reports (client-go's ``workqueue`` metrics provider); see ``NO_METRICS``."""
 
-    def added(self, depth: int) -> None: ...
+    def added(self, depth: int) -> None:
+        """A key was added; ``depth`` keys wait now."""
 
-    def handed_out(self, waited: float, depth: int) -> None: ...
+    def handed_out(self, waited: float, depth: int) -> None:
+        """A key was handed to a worker after ``waited`` seconds in the queue; ``depth`` keys wait now."""
 
-    def finished(self, worked: float) -> None: ...
+    def finished(self, worked: float) -> None:
+        """A worker finished a key after ``worked`` seconds."""
 
-    def retried(self) -> None: ...
+    def retried(self) -> None:
+        """A key was queued again for a retry (rate-limited)."""
 
 
 class _NoMetrics:
@@ -52,6 +56,15 @@ NO_METRICS: QueueMetrics = _NoMetrics()
 
 
 class WorkQueue(Generic[T]):
+    """The deduplicating work queue of this module's docstring::
+
+        queue: WorkQueue[str] = WorkQueue()
+        queue.add("ns/a"); queue.add("ns/a")  # one entry
+        key = await queue.get()
+        ...  # reconcile it
+        queue.done(key)
+    """
+
     __slots__ = (
         "_added_at",
         "_dirty",
@@ -84,6 +97,7 @@ class WorkQueue(Generic[T]):
 
     @property
     def shutting_down(self) -> bool:
+        """Whether ``shut_down`` was called (adds are ignored from then on)."""
         return self._shutting_down
 
     def add(self, item: T) -> None:
@@ -159,6 +173,7 @@ class WorkQueue(Generic[T]):
             await self._drained.wait()
 
     def is_processing(self, item: T) -> bool:
+        """Whether a worker holds ``item`` (handed out, not yet ``done``)."""
         return item in self._processing
 
     def processing_since(self) -> list[float]:

@@ -17,20 +17,30 @@ from typing import Protocol
 
 
 class RateLimiter(Protocol):
-    def when(self, item: Hashable) -> float: ...
+    """How long a key waits before its retry (client-go's ``workqueue.RateLimiter``)."""
 
-    def forget(self, item: Hashable) -> None: ...
+    def when(self, item: Hashable) -> float:
+        """Seconds ``item`` waits before its next retry (each call counts one more failure)."""
 
-    def num_requeues(self, item: Hashable) -> int: ...
+    def forget(self, item: Hashable) -> None:
+        """Reset ``item``'s failures (it succeeded)."""
+
+    def num_requeues(self, item: Hashable) -> int:
+        """How many failures of ``item`` are counted now."""
 
 
 class ItemExponentialFailureRateLimiter:
+    """Per key: ``base_delay`` doubled on each failure, at most ``max_delay`` (5 ms → 1000 s by
+    default, controller-runtime's).
+    """
+
     def __init__(self, base_delay: float = 0.005, max_delay: float = 1000.0) -> None:
         self.base_delay = base_delay
         self.max_delay = max_delay
         self._failures: dict[Hashable, int] = {}
 
     def when(self, item: Hashable) -> float:
+        """``base_delay × 2^failures`` (at most ``max_delay``), counting this failure."""
         failures = self._failures.get(item, 0)
         self._failures[item] = failures + 1
         if failures >= 64:  # 2**64 × base overflows any sensible cap
@@ -38,9 +48,11 @@ class ItemExponentialFailureRateLimiter:
         return float(min(self.max_delay, self.base_delay * (2**failures)))
 
     def forget(self, item: Hashable) -> None:
+        """Reset ``item``'s failures."""
         self._failures.pop(item, None)
 
     def num_requeues(self, item: Hashable) -> int:
+        """How many failures of ``item`` are counted now."""
         return self._failures.get(item, 0)
 
 
@@ -57,6 +69,7 @@ class BucketRateLimiter:
         self._updated = clock()
 
     def when(self, item: Hashable) -> float:
+        """Seconds until the bucket has a token for this retry (reserving it)."""
         now = self._clock()
         self._tokens = min(float(self.burst), self._tokens + (now - self._updated) * self.qps)
         self._updated = now
@@ -64,26 +77,35 @@ class BucketRateLimiter:
         return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
 
     def forget(self, item: Hashable) -> None:
+        """Nothing to forget: the bucket is shared by all keys."""
         return None
 
     def num_requeues(self, item: Hashable) -> int:
+        """Always 0: the bucket counts no key's failures."""
         return 0
 
 
 class MaxOfRateLimiter:
+    """The longest wait of several limiters (client-go's ``MaxOfRateLimiter``): the default
+    controller limiter is per-key exponential back-off and an overall bucket together.
+    """
+
     def __init__(self, *limiters: RateLimiter) -> None:
         if not limiters:
             raise ValueError("MaxOfRateLimiter needs at least one limiter")
         self.limiters = limiters
 
     def when(self, item: Hashable) -> float:
+        """The longest of the limiters' waits (each counts this failure)."""
         return max(limiter.when(item) for limiter in self.limiters)
 
     def forget(self, item: Hashable) -> None:
+        """Reset ``item`` in every limiter."""
         for limiter in self.limiters:
             limiter.forget(item)
 
     def num_requeues(self, item: Hashable) -> int:
+        """The most failures any limiter counts for ``item``."""
         return max(limiter.num_requeues(item) for limiter in self.limiters)
 
 

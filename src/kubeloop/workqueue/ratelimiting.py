@@ -13,6 +13,10 @@ T = TypeVar("T", bound=Hashable)
 
 
 class RateLimitingQueue(DelayingQueue[T]):
+    """The delaying queue with back-off (client-go's ``RateLimitingInterface``): a failed key is
+    queued again with ``add_rate_limited`` after its limiter's wait, and ``forget`` once it succeeds.
+    """
+
     __slots__ = ("rate_limiter",)
 
     def __init__(self, rate_limiter: RateLimiter | None = None, metrics: QueueMetrics = NO_METRICS) -> None:
@@ -29,4 +33,5 @@ class RateLimitingQueue(DelayingQueue[T]):
         self.rate_limiter.forget(item)
 
     def num_requeues(self, item: T) -> int:
+        """How many times ``item`` was retried since it was last forgotten."""
         return self.rate_limiter.num_requeues(item)

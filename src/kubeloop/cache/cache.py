@@ -57,6 +57,16 @@ class NotCached(LookupError):
 
 
 class Cache:
+    """The informer cache of a manager (controller-runtime's ``cache.Cache``): an informer per
+    kind, created on first use in the kind's scope, and the reader a cached client asks::
+
+        cache = Cache(client, CacheOptions(default_namespaces=["shop"]))
+        cache.informer_for(kinds.ConfigMap)
+        cache.start()
+        await cache.wait_for_sync(30)
+        settings = await cache.get(kinds.ConfigMap, "settings", namespace="shop")
+    """
+
     def __init__(
         self, client: APIClient, options: CacheOptions | None = None, *, sync_timeout: float = 120.0
     ) -> None:
@@ -100,11 +110,13 @@ class Cache:
             await informer.stop()
 
     def scope_of(self, kind: KindRef) -> Scope:
+        """What ``kind``'s informer holds: the cache's defaults merged with its ``ByObject``."""
         gvk = gvk_of(kind)
         return Scope.of(self.options, self._by_object.get(gvk))
 
     @property
     def informers(self) -> dict[tuple[GroupVersionKind, bool], Informer]:
+        """Every informer, by (kind, metadata only)."""
         return dict(self._informers)
 
     def add_index(self, kind: KindRef, field: str, index: IndexFunc, *, metadata_only: bool = False) -> None:
@@ -116,9 +128,11 @@ class Cache:
 
     @property
     def started(self) -> bool:
+        """Whether ``start`` was called (informers made later start at once)."""
         return self._started
 
     def start(self) -> None:
+        """Start every informer (and those made from now on)."""
         self._started = True
         for informer in self._informers.values():
             informer.start()
@@ -131,12 +145,15 @@ class Cache:
 
     @property
     def has_synced(self) -> bool:
+        """Whether every informer has listed its objects once."""
         return all(informer.has_synced for informer in self._informers.values())
 
     def unsynced(self) -> list[str]:
+        """The kinds whose informers have not synced yet, as text."""
         return [str(gvk) for (gvk, _), informer in self._informers.items() if not informer.has_synced]
 
     async def stop(self) -> None:
+        """Stop every informer, the newest first."""
         for informer in reversed(list(self._informers.values())):
             await informer.stop()
         self._started = False

@@ -60,6 +60,9 @@ Transform = Callable[[Obj], Obj]
 
 
 def strip_managed_fields(obj: Obj) -> Obj:
+    """``obj`` without ``metadata.managedFields`` (most of an object's size; controllers never
+    read it): the cache's default transform, as controller-runtime's.
+    """
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
         meta = dict(meta)
@@ -84,6 +87,11 @@ class EventHandler:
 
 
 class Informer:
+    """A shared informer (client-go's ``SharedIndexInformer``): a reflector per namespace in scope
+    lists and watches ``kind`` into one indexed store, and every handler added hears of each add,
+    update and delete (objects already stored arrive as adds).
+    """
+
     def __init__(
         self,
         client: APIClient,
@@ -137,6 +145,7 @@ class Informer:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
+        """Start listing and watching (once; a second call does nothing)."""
         if self._tasks:
             return
         self._tasks.append(asyncio.create_task(self._run(), name=f"informer {self.kind}"))
@@ -144,6 +153,7 @@ class Informer:
             self._tasks.append(asyncio.create_task(self._resync_loop(), name=f"resync {self.kind}"))
 
     async def stop(self) -> None:
+        """Stop its reflectors and wait until they have."""
         tasks, self._tasks = self._tasks, []
         await cancel_and_wait(tasks)
 
@@ -187,6 +197,7 @@ class Informer:
 
     @property
     def has_synced(self) -> bool:
+        """Whether the first list of every namespace in scope is in the store."""
         return self._has_synced
 
     async def wait_for_sync(self, timeout: float | None = None, *, fail_on_refusal: bool = False) -> bool:
@@ -277,6 +288,7 @@ class Informer:
             self._refused.clear()
 
     def event(self, event: WatchEvent) -> None:
+        """A watch event from a reflector: into the store, then to the handlers."""
         obj = self._transform(event.object)
         if event.type == "DELETED":
             self.store.delete(obj)

@@ -104,6 +104,7 @@ class Scope:
 
     @classmethod
     def of(cls, options: CacheOptions, by_object: ByObject | None) -> Scope:
+        """``options``' defaults merged with ``by_object`` (a field it leaves None takes the default)."""
         by_object = by_object or ByObject()
         namespaces = by_object.namespaces if by_object.namespaces is not None else options.default_namespaces
         transform = by_object.transform if by_object.transform is not None else options.default_transform
@@ -144,4 +145,5 @@ def _compose(first: Transform, then: Transform | None) -> Transform:
 
 
 def by_object_scopes(options: CacheOptions) -> dict[GroupVersionKind, ByObject]:
+    """``options.by_object`` keyed by GroupVersionKind, whatever named each kind."""
     return {gvk_of(kind): scope for kind, scope in options.by_object.items()}

@@ -27,15 +27,24 @@ log = logging.getLogger("kubeloop.cache.reflector")
 
 
 class Sink(Protocol):
-    def list_page(self, items: list[Obj], namespace: str | None) -> None: ...
+    """Where a reflector puts what it lists and watches (the informer)."""
 
-    def list_done(self, resource_version: str, namespace: str | None) -> None: ...
+    def list_page(self, items: list[Obj], namespace: str | None) -> None:
+        """One page of a (re)list of ``namespace`` (None: everything in scope)."""
 
-    def event(self, event: WatchEvent) -> None: ...
+    def list_done(self, resource_version: str, namespace: str | None) -> None:
+        """The (re)list of ``namespace`` is complete at ``resource_version``."""
+
+    def event(self, event: WatchEvent) -> None:
+        """One watch event, in order."""
 
 
 @dataclass(frozen=True)
 class ListWatchOptions:
+    """What one reflector lists and watches: a namespace, selectors, the page size, how long a
+    silent watch is trusted, the longest back-off, and whether it asks for metadata only.
+    """
+
     namespace: str | None = None
     label_selector: str | None = None
     field_selector: str | None = None
@@ -48,6 +57,10 @@ class ListWatchOptions:
 
 
 class Reflector:
+    """client-go's ``Reflector``: list ``kind`` (in pages), then watch from the list's
+    resourceVersion; relist when the watch expires (410), back off and retry when it fails.
+    """
+
     def __init__(self, client: APIClient, kind: KindRef, sink: Sink, options: ListWatchOptions) -> None:
         self.client = client
         self.kind: GroupVersionKind = gvk_of(kind)
@@ -59,6 +72,7 @@ class Reflector:
         self.on_failure: Callable[[BaseException], None] | None = None
 
     async def run(self) -> None:
+        """List and watch until cancelled, relisting and retrying as client-go's reflector does."""
         failures = 0
         while True:
             try:

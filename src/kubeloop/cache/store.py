@@ -43,6 +43,14 @@ def namespace_of_key(key: str) -> str:
 
 
 class Indexer:
+    """The store of this module's docstring: objects by ``namespace/name``, kept encoded,
+    and the indices its index functions compute::
+
+        store = Indexer({"by-app": lambda obj: [obj["metadata"]["labels"]["app"]]})
+        store.upsert(configmap)
+        store.by_index("by-app", "web")
+    """
+
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._items: dict[str, bytes] = {}
         self._by_namespace: dict[str, set[str]] = {}
@@ -61,6 +69,7 @@ class Indexer:
 
     @property
     def index_names(self) -> list[str]:
+        """The names of the indices (the namespace one included)."""
         return [NAMESPACE_INDEX, *self._index_funcs]
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
@@ -105,6 +114,7 @@ class Indexer:
         return old
 
     def delete(self, obj: Mapping[str, Any]) -> bytes | None:
+        """Remove ``obj``; returns its encoded object, if it was stored."""
         return self.delete_key(object_key(obj))
 
     def delete_key(self, key: str) -> bytes | None:
@@ -126,19 +136,24 @@ class Indexer:
     # ------------------------------------------------------------------ reads (fresh copies)
 
     def get(self, key: str) -> Obj | None:
+        """The object at ``key`` (a fresh copy), or None."""
         encoded = self._items.get(key)
         return _decode(encoded) if encoded is not None else None
 
     def get_encoded(self, key: str) -> bytes | None:
+        """The object at ``key`` as stored (compact JSON bytes), or None."""
         return self._items.get(key)
 
     def list_keys(self) -> list[str]:
+        """Every key stored."""
         return list(self._items)
 
     def keys_in_namespace(self, namespace: str) -> list[str]:
+        """The keys of ``namespace``'s objects, sorted."""
         return sorted(self._by_namespace.get(namespace, ()))
 
     def keys_by_index(self, index: str, value: str) -> list[str]:
+        """The keys ``index`` finds under ``value``, sorted (KeyError for an unknown index)."""
         if index == NAMESPACE_INDEX:
             return self.keys_in_namespace(value)
         if index not in self._indices:
@@ -156,10 +171,12 @@ class Indexer:
         return indexed[position] if indexed is not None else ()
 
     def objects(self) -> list[Obj]:
+        """Every object stored (fresh copies)."""
         with gc_paused():
             return [_decode(encoded) for encoded in self._items.values()]
 
     def by_index(self, index: str, value: str) -> list[Obj]:
+        """The objects ``index`` finds under ``value`` (fresh copies)."""
         keys = self.keys_by_index(index, value)
         with gc_paused():
             return [_decode(self._items[key]) for key in keys]

@@ -209,16 +209,11 @@ def _configured(annotation: Any) -> Any:
     return origin[converted if len(converted) > 1 else converted[0]]
 
 
-def model_of(config: ObjectApplyConfiguration[M]) -> type[M]:
-    """The model class ``config``'s kind is answered in."""
-    return cast("type[M]", type(config).__model__)
-
 
 __all__ = [
     "ApplyConfiguration",
     "ObjectApplyConfiguration",
     "apply_configuration",
     "extract",
-    "model_of",
     "owned_fields",
 ]

@@ -53,10 +53,6 @@ class GoStruct(dict[str, Any]):
 
 def go_json(value: Any) -> str:
     """``json.Marshal`` as Go prints it in ``Invalid value: ...`` (maps sorted, HTML escaped)."""
-    return _go_json(value)
-
-
-def _go_json(value: Any) -> str:
     try:
         text = json.dumps(
             value,
@@ -84,7 +80,7 @@ def render(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return go_number(value)
-    return _go_json(value)
+    return go_json(value)
 
 
 def go_number(value: float) -> str:

@@ -11,6 +11,10 @@ writes the whole request without yielding; through a proxy (``proxied``, on aioh
 checks it as it goes out, aiohttp holding the headers back until then. A process paused anywhere before
 that moment (waiting for a connection, say) cannot send the write once it resumes. A
 fenced write raises :class:`WriteFenced` instead of reaching the server.
+
+What a client alone cannot close is the few instructions between that last check and the send
+system call: a pause landing exactly there sends that one write as the process resumes, built
+before the pause. Every write built after resuming is refused.
 """
 
 from __future__ import annotations

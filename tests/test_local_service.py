@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kubeloop.apiserver.controllers.simulation import SimulationOptions
+from kubeloop.node.simulation import SimulationOptions
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import ServerThread, start_server
 

@@ -25,7 +25,7 @@ def output() -> Iterator[tuple[io.StringIO, list[int]]]:
     stream = io.StringIO()
     root = logging.getLogger()
     saved = (list(root.handlers), root.level)
-    names = ("kubeloop.reconcile", "kubeloop.apiserver.controllers.reconcile", "aiohttp", "asyncio")
+    names = ("kubeloop.reconcile", "kubeloop.controllermanager.reconcile", "aiohttp", "asyncio")
     levels = {name: logging.getLogger(name).level for name in names}
     yield stream, []
     for handler in list(root.handlers):
@@ -77,7 +77,7 @@ async def test_a_line_per_reconcile_with_its_writes_at_v(
     assert mine[0].split(" ok ", 1)[1].split(" ", 1)[1] == "(ConfigMap/a-copy created)"
     assert any(line.endswith(f"INFO my.operator: copying [copier {kube_namespace}/a]") for line in lines)
     # The embedded cluster's reconciles (its namespace controller's, ...) are not shown.
-    assert not [line for line in lines if "kubeloop.apiserver.controllers.reconcile" in line]
+    assert not [line for line in lines if "kubeloop.controllermanager.reconcile" in line]
 
 
 async def test_default_verbosity_has_no_reconcile_lines(

@@ -39,9 +39,6 @@ from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.auth.tokens import DEFAULT_MAX_EXPIRATION_SECONDS, ServiceAccountTokens, review_token
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.catalog.schemas import schema_release
-from kubeloop.apiserver.controllers.controllermanager import USER as CONTROLLER_MANAGER_USER
-from kubeloop.apiserver.controllers.controllermanager import ControllerManager
-from kubeloop.apiserver.controllers.simulation import SimulationOptions
 from kubeloop.apiserver.datadir import DataDirectory
 from kubeloop.apiserver.http.auditing import Auditor
 from kubeloop.apiserver.http.authentication import Authenticator, auth_middleware
@@ -54,7 +51,6 @@ from kubeloop.apiserver.http.errormiddleware import error_middleware
 from kubeloop.apiserver.http.handlers import APIHandlers
 from kubeloop.apiserver.http.http1 import BufferedRequest
 from kubeloop.apiserver.http.requestbodies import MAX_BODY_BYTES
-from kubeloop.apiserver.http.scope import ProcessNode
 from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
 from kubeloop.apiserver.podsecurity.admission import PodSecurityAdmission
@@ -66,7 +62,11 @@ from kubeloop.apiserver.storage.watchcache import DEFAULT_HISTORY_BYTES, DEFAULT
 from kubeloop.apiserver.userinfo import UserInfo
 from kubeloop.apiserver.webhooks.conversion import WebhookConverter
 from kubeloop.apiserver.webhooks.dispatcher import WebhookAdmission
+from kubeloop.controllermanager.controllermanager import USER as CONTROLLER_MANAGER_USER
+from kubeloop.controllermanager.controllermanager import ControllerManager
 from kubeloop.lifecycle import cancel_and_wait, start_or_stop
+from kubeloop.node.sessions import ProcessNode
+from kubeloop.node.simulation import SimulationOptions
 
 log = logging.getLogger("kubeloop.apiserver")
 

@@ -93,7 +93,7 @@ def configure(*, verbose: int = 0, json_format: bool, stream: TextIO | None = No
         logging.DEBUG if level >= 2 else logging.INFO if level == 1 else logging.WARNING
     )
     # The embedded cluster's own control loops: their reconciles are not the operator's news.
-    logging.getLogger("kubeloop.apiserver.controllers.reconcile").setLevel(
+    logging.getLogger("kubeloop.controllermanager.reconcile").setLevel(
         logging.DEBUG if level >= 2 else logging.WARNING
     )
     for name in _CHATTY:

@@ -486,8 +486,8 @@ async def _serve(args: argparse.Namespace) -> int:
         except AuditPolicyError as error:
             print(f"kubeloop apiserver: {error}", file=sys.stderr)
             return 2
-    from kubeloop.apiserver.controllers.localimages import LocalImages
-    from kubeloop.apiserver.controllers.simulation import SimulationOptions
+    from kubeloop.node.localimages import LocalImages
+    from kubeloop.node.simulation import SimulationOptions
 
     if args.local_image and not args.simulate:
         print("kubeloop apiserver: --local-image needs --simulate (a node to run them on)", file=sys.stderr)

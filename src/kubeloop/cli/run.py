@@ -205,7 +205,7 @@ async def run(
 ) -> int:
     flags = flags or ManagerFlags()
     if local_images:
-        from kubeloop.apiserver.controllers.localimages import LocalImages
+        from kubeloop.node.localimages import LocalImages
 
         if not (embedded and simulate):
             raise UsageError("--local-image needs --embedded --simulate", "a node of this process runs them")
@@ -219,8 +219,8 @@ async def run(
     signals.install()
     try:
         if embedded:
-            from kubeloop.apiserver.controllers.simulation import SimulationOptions
             from kubeloop.apiserver.server import APIServer, ServerOptions
+            from kubeloop.node.simulation import SimulationOptions
 
             options = ServerOptions(
                 memory=data_dir is None,

@@ -37,7 +37,7 @@ uses against a cluster:
           await eventually(lambda: kube_client.get(kinds.Deployment, "web", namespace=kube_namespace))
 """
 
-from kubeloop.apiserver.controllers.simulation import SimulationOptions
+from kubeloop.node.simulation import SimulationOptions
 from kubeloop.testing.converge import assert_converged
 from kubeloop.testing.fakeclient import fake_client, fake_manager
 from kubeloop.testing.installedwebhooks import webhooks_installed

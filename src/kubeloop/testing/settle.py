@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import asyncio
 
-from kubeloop.apiserver.controllers.controllermanager import ControllerManager
 from kubeloop.cache.informer import Informer
 from kubeloop.cache.store import object_key
 from kubeloop.client.rest import APIClient
 from kubeloop.controller.controller import Controller
+from kubeloop.controllermanager.controllermanager import ControllerManager
 from kubeloop.manager.manager import Manager
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.auth.rbacauthorizer import aggregated_rules, aggregation_selectors
+from kubeloop.controllermanager.clusterroleaggregation import aggregated_rules, aggregation_selectors
 
 READ = ["get", "list", "watch"]
 WRITE = ["create", "delete", "deletecollection", "patch", "update"]

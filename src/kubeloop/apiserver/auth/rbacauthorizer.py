@@ -5,7 +5,8 @@ ClusterRoleBinding to the user (by name, by one of its groups, or as a ServiceAc
 ``system:serviceaccount:<namespace>:<name>``), and — for a namespaced request — of every Role or
 ClusterRole bound by a RoleBinding in that namespace. A ClusterRole with an ``aggregationRule``
 grants the ``rules`` it holds, which the ClusterRole aggregation controller keeps equal to
-:func:`aggregated_rules` (as upstream's authorizer reads only ``rules``). Members of
+``controllermanager.clusterroleaggregation.aggregated_rules`` (as upstream's authorizer reads
+only ``rules``). Members of
 ``system:masters`` are allowed everything without a look. The roles are read from the store as
 they are at the moment of the request: a binding written is in force for the next request.
 """
@@ -17,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeloop import errors
-from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.storage.watchcache import ObjectStore
@@ -135,32 +135,6 @@ class RBACAuthorizer:
         rules = self.role_rules(str(ref.get("kind", "")), str(ref.get("name", "")), namespace or "")
         return rules or []
 
-
-
-def aggregation_selectors(role: Mapping[str, Any]) -> list[Any]:
-    """The ``clusterRoleSelectors`` of a ClusterRole's ``aggregationRule`` (none: not aggregating)."""
-    return list((role.get("aggregationRule") or {}).get("clusterRoleSelectors") or ())
-
-
-def aggregated_rules(role: Mapping[str, Any], roles: Iterable[Mapping[str, Any]]) -> list[Obj]:
-    """The rules an aggregating ClusterRole holds, as upstream's aggregation controller computes
-    them: selector by selector, the rules of the matching ``roles`` other than itself, taken in
-    name order, each rule once. Raises ``InvalidSelector`` for a selector that cannot match."""
-    name = (role.get("metadata") or {}).get("name")
-    by_name = sorted(roles, key=lambda other: str((other.get("metadata") or {}).get("name") or ""))
-    rules: list[Obj] = []
-    for selector in aggregation_selectors(role):
-        if not isinstance(selector, Mapping):
-            continue
-        matcher = LabelSelector.from_label_selector_dict(selector)
-        for other in by_name:
-            meta = other.get("metadata") or {}
-            if meta.get("name") == name or not matcher.matches(meta.get("labels") or {}):
-                continue
-            for rule in _rules(other):
-                if rule not in rules:
-                    rules.append(rule)
-    return rules
 
 
 def _rules(role: Mapping[str, Any]) -> Iterable[Obj]:

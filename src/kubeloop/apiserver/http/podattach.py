@@ -28,9 +28,10 @@ from kubeloop.apiserver.http.podexec import (
     simulated_only,
     truthy,
 )
-from kubeloop.apiserver.http.scope import TOO_SLOW, AttachSession, CommandRefused, ProcessNode, Scope, Target
+from kubeloop.apiserver.http.scope import Scope, Target
 from kubeloop.apiserver.http.spdytransport import wants_spdy
 from kubeloop.apiserver.http.streamchannels import CLOSE, RESIZE, STDERR, STDIN, STDOUT, Channels, serve_spdy
+from kubeloop.node.sessions import TOO_SLOW, AttachSession, CommandRefused, ProcessNode
 
 
 async def pod_attach(

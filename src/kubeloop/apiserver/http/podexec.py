@@ -30,14 +30,7 @@ from aiohttp import WSMessage, WSMsgType, web
 from kubeloop import errors
 from kubeloop.apiserver.http.http1 import HTTPRequest
 from kubeloop.apiserver.http.podcontainers import chosen_container
-from kubeloop.apiserver.http.scope import (
-    CommandFailed,
-    CommandRefused,
-    ExecSession,
-    ProcessNode,
-    Scope,
-    Target,
-)
+from kubeloop.apiserver.http.scope import Scope, Target
 from kubeloop.apiserver.http.spdytransport import wants_spdy
 from kubeloop.apiserver.http.streamchannels import (
     CLOSE,
@@ -49,6 +42,7 @@ from kubeloop.apiserver.http.streamchannels import (
     Channels,
     serve_spdy,
 )
+from kubeloop.node.sessions import CommandFailed, CommandRefused, ExecSession, ProcessNode
 
 #: The channel protocols served, best first.
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")

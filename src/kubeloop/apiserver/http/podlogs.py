@@ -24,7 +24,8 @@ from kubeloop.api import timestamps
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.http.http1 import HTTPRequest
 from kubeloop.apiserver.http.podcontainers import chosen_container
-from kubeloop.apiserver.http.scope import ProcessNode, Scope, Target
+from kubeloop.apiserver.http.scope import Scope, Target
+from kubeloop.node.sessions import ProcessNode
 
 #: How often a followed log is looked at for more.
 FOLLOW_POLL_SECONDS = 0.1

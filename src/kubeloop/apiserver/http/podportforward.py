@@ -31,7 +31,7 @@ from aiohttp import web
 from kubeloop import errors
 from kubeloop.apiserver.http.http1 import HTTPRequest
 from kubeloop.apiserver.http.podexec import data_of, simulated_only
-from kubeloop.apiserver.http.scope import CommandRefused, ProcessNode, Scope, Target
+from kubeloop.apiserver.http.scope import Scope, Target
 from kubeloop.apiserver.http.spdy import SpdySession, SpdyStream
 from kubeloop.apiserver.http.spdytransport import (
     chosen_version,
@@ -40,6 +40,7 @@ from kubeloop.apiserver.http.spdytransport import (
     upgrade,
     wants_spdy,
 )
+from kubeloop.node.sessions import CommandRefused, ProcessNode
 
 PROTOCOLS = ("v4.channel.k8s.io",)
 SPDY_PROTOCOL = "portforward.k8s.io"

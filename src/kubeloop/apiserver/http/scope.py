@@ -5,13 +5,10 @@ and reviewer, the health of the cluster's components, the auditor; and the :clas
 
 from __future__ import annotations
 
-import asyncio
-import pathlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from kubeloop.api.object import Obj
 from kubeloop.apiserver.auth import reviews
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.auth.tokens import ServiceAccountTokens
@@ -20,6 +17,7 @@ from kubeloop.apiserver.http.auditing import Auditor
 from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
 from kubeloop.apiserver.registry.generic import Registry
+from kubeloop.node.sessions import ProcessNode
 
 
 @dataclass(frozen=True)
@@ -30,92 +28,6 @@ class Target:
     namespace: str | None
     name: str | None
     subresource: str
-
-
-class CommandRefused(Exception):
-    """A command the node will not run in a container (not running, not allowed): its message
-    says why."""
-
-
-class CommandFailed(Exception):
-    """A command that could not start in its container: its message says why."""
-
-
-class ExecSession(Protocol):
-    """A command to run in a container: once started, its process, and with a terminal, the
-    terminal's controlling side (the process's streams are then the terminal)."""
-
-    terminal: int | None
-
-    @property
-    def process(self) -> asyncio.subprocess.Process: ...
-
-    async def start(self, width: int = 0, height: int = 0) -> None:
-        """Start the command (with a terminal, of that size; CommandFailed: why it could not)."""
-        ...
-
-    def resize(self, width: int, height: int) -> None: ...
-
-    async def write(self, data: bytes) -> None:
-        """Input for the command (waits while it takes none)."""
-        ...
-
-    async def end_input(self) -> None:
-        """The client's input has ended."""
-        ...
-
-    def kill(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
-#: The stream name of the item that tells an attached client it fell too far behind.
-TOO_SLOW = "too-slow"
-
-
-class AttachSession(Protocol):
-    """A running container's process to attach to: its output from now on, as (stream, chunk)
-    with ("", b"") at the end; its stdin; its terminal's size (``tty``)."""
-
-    tty: bool
-
-    def listen(self) -> asyncio.Queue[tuple[str, bytes]]: ...
-
-    def leave(self, queue: asyncio.Queue[tuple[str, bytes]], *, had_stdin: bool) -> None: ...
-
-    async def write(self, data: bytes) -> None: ...
-
-    def input_ended(self) -> None:
-        """The attached client's input has ended (with ``stdinOnce``, so has the container's)."""
-        ...
-
-    def resize(self, width: int, height: int) -> None: ...
-
-
-class ProcessNode(Protocol):
-    """What the node that runs pods' processes (the process node's runtime) offers requests:
-    its containers' logs, and commands run in them."""
-
-    def log_file(
-        self, namespace: str, name: str, uid: str, container: str, *, previous: bool = False
-    ) -> pathlib.Path | None: ...
-
-    def running(self, namespace: str, name: str, uid: str, container: str) -> bool: ...
-
-    async def exec_in(
-        self, pod: Obj, container_name: str, command: list[str], *, stdin: bool, tty: bool
-    ) -> ExecSession:
-        """``command``, ready to start in the container (CommandRefused: why the node will
-        not run it)."""
-        ...
-
-    def address_of(self, pod: Obj) -> str:
-        """Where the pod's processes listen (CommandRefused: it runs none here)."""
-        ...
-
-    def attach_to(self, pod: Obj, container_name: str) -> AttachSession:
-        """The running container's process, to attach to (CommandRefused: not running here)."""
-        ...
 
 
 class Scope:

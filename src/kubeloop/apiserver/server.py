@@ -26,12 +26,13 @@ from aiohttp.typedefs import Middleware
 from kubeloop import certs, errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import kubeconfig, kubernetesservice
-from kubeloop.apiserver.admission.serviceaccount import ServiceAccountAdmission
-from kubeloop.apiserver.admissionpolicy.expressioncheck import KINDS as EXPRESSION_KINDS
-from kubeloop.apiserver.admissionpolicy.expressioncheck import with_compiled_expressions
-from kubeloop.apiserver.admissionpolicy.policyadmission import PolicyAdmission
-from kubeloop.apiserver.admissionpolicy.typechecking import TypeCheckingController
+from kubeloop.apiserver.admission.admissionpolicy.expressioncheck import KINDS as EXPRESSION_KINDS
+from kubeloop.apiserver.admission.admissionpolicy.expressioncheck import with_compiled_expressions
+from kubeloop.apiserver.admission.admissionpolicy.typechecking import TypeCheckingController
+from kubeloop.apiserver.admission.chain import builtin_chain
+from kubeloop.apiserver.admission.webhooks.dispatcher import WebhookAdmission
 from kubeloop.apiserver.apiextensions.crdcontroller import CRDController
+from kubeloop.apiserver.apiextensions.webhookconversion import WebhookConverter
 from kubeloop.apiserver.audit.logwriter import AuditLogWriter
 from kubeloop.apiserver.audit.policy import METADATA_FOR_ALL, AuditPolicy
 from kubeloop.apiserver.auth import bootstrap
@@ -53,15 +54,11 @@ from kubeloop.apiserver.http.http1 import BufferedRequest
 from kubeloop.apiserver.http.requestbodies import MAX_BODY_BYTES
 from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
-from kubeloop.apiserver.podsecurity.admission import PodSecurityAdmission
-from kubeloop.apiserver.registry.admissionhooks import AdmissionChain
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import WriteOptions
 from kubeloop.apiserver.storage.log import Log, MemoryLog, SQLiteLog, StorageError
 from kubeloop.apiserver.storage.watchcache import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS, ObjectStore
 from kubeloop.apiserver.userinfo import UserInfo
-from kubeloop.apiserver.webhooks.conversion import WebhookConverter
-from kubeloop.apiserver.webhooks.dispatcher import WebhookAdmission
 from kubeloop.controllermanager.controllermanager import USER as CONTROLLER_MANAGER_USER
 from kubeloop.controllermanager.controllermanager import ControllerManager
 from kubeloop.lifecycle import cancel_and_wait, start_or_stop
@@ -236,17 +233,12 @@ class APIServer:
             assert admission_kind is not None
             self.registry.set_strategy(with_compiled_expressions(self.registry.strategy(admission_kind)))
         self._webhooks = WebhookAdmission(self.registry, self.catalog)
-        # kube-apiserver's order: ServiceAccount, PodSecurity, then webhooks and policies (each
-        # plugin mutates in turn, then each validates). Pods get their account's credentials
-        # where the cluster keeps the accounts and the CA they need (as envtest, without a
-        # controller manager, leaves the ServiceAccount plugin off).
-        latest = int(schema_release().split(".")[1])
-        accounts = options.controllers and options.namespace_defaults
-        self.registry.admission = AdmissionChain(
-            *([ServiceAccountAdmission(self.registry, self.catalog)] if accounts else []),
-            PodSecurityAdmission(self.registry, self.catalog, latest),
-            PolicyAdmission(self.registry, self.catalog),
+        self.registry.admission = builtin_chain(
+            self.registry,
+            self.catalog,
             self._webhooks,
+            service_accounts=options.controllers and options.namespace_defaults,
+            pod_security_release=int(schema_release().split(".")[1]),
         )
         caller = self._webhooks.caller
         self._crds = CRDController(self.registry, webhook_converter=lambda crd: WebhookConverter(crd, caller))

@@ -7,8 +7,8 @@ after the patch or body is applied), then **validating** admission on the object
 will be stored, just before the write. A delete runs both with the stored object as the old one
 and no new one. Requests a client made go through admission (their options name a user);
 what the server writes for itself (a bootstrap object, an eviction's delete, a CRD's cleanup)
-does not. What plugs in here (webhooks, admission policies) implements :class:`Admission`;
-it sees and returns objects in their served form.
+does not. What plugs in here implements :class:`Admission` (the server plugs in
+``admission.chain.AdmissionChain``); it sees and returns objects in their served form.
 """
 
 from __future__ import annotations
@@ -69,31 +69,3 @@ class Admission(Protocol):
         """The warnings validating admission has for the client; raises an ``APIError`` to refuse
         the request. Nothing may change the object any more."""
         ...
-
-
-class AdmissionChain:
-    """Several admission plugins in kube-apiserver's order: each mutates in turn, then each
-    validates in turn (the first refusal answers)."""
-
-    def __init__(self, *plugins: Admission) -> None:
-        self.plugins = plugins
-
-    def covers(self, resource: ResourceType) -> bool:
-        return any(plugin.covers(resource) for plugin in self.plugins)
-
-    async def mutate(
-        self, attributes: AdmissionAttributes, obj: Obj | None, old: Obj | None
-    ) -> tuple[Obj | None, list[str]]:
-        warnings: list[str] = []
-        for plugin in self.plugins:
-            if plugin.covers(attributes.resource):
-                obj, said = await plugin.mutate(attributes, obj, old)
-                warnings.extend(said)
-        return obj, warnings
-
-    async def validate(self, attributes: AdmissionAttributes, obj: Obj | None, old: Obj | None) -> list[str]:
-        warnings: list[str] = []
-        for plugin in self.plugins:
-            if plugin.covers(attributes.resource):
-                warnings.extend(await plugin.validate(attributes, obj, old))
-        return warnings

@@ -2,7 +2,7 @@
 
 kube-apiserver's webhook admission plugins: ``configurations`` reads and keeps the stored
 configurations, ``matching`` decides which webhooks a request calls (rules, selectors, match
-policy), ``review`` builds the AdmissionReview and checks the answer, ``caller`` reaches the
-webhook over TLS, and ``dispatcher`` runs the mutating webhooks in turn and the validating ones at
-once as the registry's admission chain.
+policy), ``review`` builds the AdmissionReview and checks the answer, and ``dispatcher`` runs the
+mutating webhooks in turn and the validating ones at once, calling them over TLS through
+``webhookclient``.
 """

@@ -16,8 +16,8 @@ from typing import Any
 import kubernetes
 import pytest
 
+from tests.apiserver.admission.webhooks.webhookserver import WebhookServer
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
-from tests.apiserver.webhooks.webhookserver import WebhookServer
 from tests.conftest import Client, ServerThread
 
 GROUP = "conv.kubeloop.test"
@@ -586,7 +586,7 @@ async def test_a_waiter_cancelled_leaves_the_call_and_the_other_waiters_alone() 
     other waiters finish as if nothing happened."""
     import asyncio
 
-    from kubeloop.apiserver.webhooks.conversion import WebhookConverter
+    from kubeloop.apiserver.apiextensions.webhookconversion import WebhookConverter
 
     answer = asyncio.Event()
 

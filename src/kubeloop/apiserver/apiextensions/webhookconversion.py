@@ -31,8 +31,8 @@ from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.apiextensions import structural
 from kubeloop.apiserver.registry.validation.objectmeta import validate_annotations, validate_labels
-from kubeloop.apiserver.webhooks.caller import Caller, CallError
-from kubeloop.apiserver.webhooks.configurations import client_config_of
+from kubeloop.apiserver.webhookclient.caller import Caller, CallError
+from kubeloop.apiserver.webhookclient.clientconfig import client_config_of
 from kubeloop.uuids import random_uuid
 
 #: Upstream's webhook client timeout for conversion calls.

@@ -19,9 +19,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver.podsecurity import standards
-from kubeloop.apiserver.podsecurity.namespacepolicy import policy_of
-from kubeloop.apiserver.podsecurity.standards import (
+from kubeloop.apiserver.admission.podsecurity import standards
+from kubeloop.apiserver.admission.podsecurity.namespacepolicy import policy_of
+from kubeloop.apiserver.admission.podsecurity.standards import (
     BASELINE,
     PRIVILEGED,
     RESTRICTED,

@@ -18,10 +18,10 @@ from typing import Protocol
 from kubeloop import errors
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
+from kubeloop.apiserver.admission.webhooks.configurations import Rule
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.registry.admissionhooks import CREATE, UPDATE, AdmissionAttributes
 from kubeloop.apiserver.registry.generic import Registry
-from kubeloop.apiserver.webhooks.configurations import Rule
 
 #: Kinds no webhook is called for (upstream's ``IsExemptAdmissionConfigurationResource``).
 EXEMPT_KINDS = frozenset(

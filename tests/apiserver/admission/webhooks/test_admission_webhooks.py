@@ -17,8 +17,8 @@ from typing import Any
 import kubernetes
 import pytest
 
+from tests.apiserver.admission.webhooks.webhookserver import WebhookServer, allow, deny, json_patch
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
-from tests.apiserver.webhooks.webhookserver import WebhookServer, allow, deny, json_patch
 from tests.conftest import Client, ServerThread
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"

@@ -40,7 +40,7 @@ from typing import Any
 from kubeloop import errors
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.admissionpolicy.policies import (
+from kubeloop.apiserver.admission.admissionpolicy.policies import (
     Binding,
     Compiled,
     Criteria,
@@ -48,6 +48,8 @@ from kubeloop.apiserver.admissionpolicy.policies import (
     PolicyStore,
     Validation,
 )
+from kubeloop.apiserver.admission.webhooks.matching import Matcher, exempt, in_version
+from kubeloop.apiserver.admission.webhooks.review import review_request
 from kubeloop.apiserver.audit import requestaudit
 from kubeloop.apiserver.auth import celauthorizer
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
@@ -56,8 +58,6 @@ from kubeloop.apiserver.cel import rules as celrules
 from kubeloop.apiserver.registry.admissionhooks import AdmissionAttributes
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import ListOptions
-from kubeloop.apiserver.webhooks.matching import Matcher, exempt, in_version
-from kubeloop.apiserver.webhooks.review import review_request
 
 #: The code of each reason a validation may give (upstream's ``reasonToCode``).
 _CODES = {"Unauthorized": 401, "Forbidden": 403, "RequestEntityTooLarge": 413, "Invalid": 422}

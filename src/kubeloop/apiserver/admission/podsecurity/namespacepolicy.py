@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kubeloop.api import fielderrors
-from kubeloop.apiserver.podsecurity.standards import LEVELS, PRIVILEGED
+from kubeloop.apiserver.admission.podsecurity.standards import LEVELS, PRIVILEGED
 from kubeloop.errors import StatusCause
 
 PREFIX = "pod-security.kubernetes.io/"

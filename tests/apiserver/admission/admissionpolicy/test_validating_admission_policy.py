@@ -13,7 +13,7 @@ from typing import Any
 import kubernetes
 import pytest
 
-from kubeloop.apiserver.admissionpolicy.policyadmission import PolicyAdmission
+from kubeloop.apiserver.admission.admissionpolicy.policyadmission import PolicyAdmission
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread
 

@@ -27,7 +27,7 @@ from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.registry.generic import Registry
-from kubeloop.apiserver.webhooks.configurations import ClientConfig, url_parts
+from kubeloop.apiserver.webhookclient.clientconfig import ClientConfig, url_parts
 from kubeloop.client.connectionpool import ConnectionPool
 
 #: Bytes of a webhook's answer kept in an error message.

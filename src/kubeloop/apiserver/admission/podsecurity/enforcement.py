@@ -28,10 +28,8 @@ from typing import Any
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.audit import requestaudit
-from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
-from kubeloop.apiserver.podsecurity.namespacepolicy import LevelVersion, Policy, policy_of
-from kubeloop.apiserver.podsecurity.standards import (
+from kubeloop.apiserver.admission.podsecurity.namespacepolicy import LevelVersion, Policy, policy_of
+from kubeloop.apiserver.admission.podsecurity.standards import (
     LEVELS,
     PRIVILEGED,
     Violation,
@@ -39,6 +37,8 @@ from kubeloop.apiserver.podsecurity.standards import (
     forbidden_detail,
     forbidden_reasons,
 )
+from kubeloop.apiserver.audit import requestaudit
+from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.registry.admissionhooks import CREATE, UPDATE, AdmissionAttributes
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.validation.causes import as_dict

@@ -15,12 +15,12 @@ from typing import Any
 
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
+from kubeloop.apiserver.admission.webhooks.configurations import Rule, rule_of
 from kubeloop.apiserver.auth import celauthorizer
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.cel import rules as celrules
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import ListOptions
-from kubeloop.apiserver.webhooks.configurations import Rule, rule_of
 
 GROUP = "admissionregistration.k8s.io"
 POLICIES = "validatingadmissionpolicies"

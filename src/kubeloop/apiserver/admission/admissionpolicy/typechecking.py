@@ -26,7 +26,7 @@ from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import WriteOptions
 from kubeloop.apiserver.retryloop import RetryLoop
 
-log = logging.getLogger("kubeloop.apiserver.admissionpolicy")
+log = logging.getLogger("kubeloop.apiserver.admission.admissionpolicy")
 
 #: How deep references are followed: past it a field is ``dyn`` (nothing is refused there).
 _DEPTH = 12

@@ -8,9 +8,6 @@ through its commit listeners, so a configuration written is in force for the nex
 
 from __future__ import annotations
 
-import base64
-import binascii
-import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,6 +16,7 @@ from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import ListOptions
+from kubeloop.apiserver.webhookclient.clientconfig import ClientConfig, client_config_of
 
 GROUP = "admissionregistration.k8s.io"
 VALIDATING = "validatingwebhookconfigurations"
@@ -36,24 +34,6 @@ class Rule:
     scope: str
     #: Only objects of these names (a policy's NamedRuleWithOperations); empty: any.
     resource_names: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ServiceReference:
-    namespace: str
-    name: str
-    path: str
-    port: int
-
-
-@dataclass(frozen=True)
-class ClientConfig:
-    """Where a webhook is called: a URL, or a Service of the cluster; the CA that signs it."""
-
-    url: str | None
-    service: ServiceReference | None
-    #: PEM certificates the webhook's serving certificate is verified with (None: the system's).
-    ca_bundle: bytes | None
 
 
 @dataclass(frozen=True)
@@ -94,30 +74,6 @@ def rule_of(raw: object) -> Rule:
 
 def _strings(value: object) -> tuple[str, ...]:
     return tuple(str(item) for item in value) if isinstance(value, list) else ()
-
-
-def client_config_of(config: object) -> ClientConfig:
-    """A webhook's ``clientConfig`` (an admission webhook's, or a CRD's conversion webhook's)."""
-    config = config if isinstance(config, dict) else {}
-    ca_bundle: bytes | None = None
-    raw = config.get("caBundle")
-    if isinstance(raw, str) and raw:
-        try:
-            ca_bundle = base64.b64decode(raw, validate=True)
-        except (binascii.Error, ValueError):
-            ca_bundle = None  # validation refuses such a configuration when it is written
-    service = config.get("service")
-    reference = None
-    if isinstance(service, dict):
-        path = service.get("path")
-        reference = ServiceReference(
-            namespace=str(service.get("namespace") or ""),
-            name=str(service.get("name") or ""),
-            path=str(path) if isinstance(path, str) else "",
-            port=int(service.get("port") or 443),
-        )
-    url = config.get("url")
-    return ClientConfig(url=url if isinstance(url, str) else None, service=reference, ca_bundle=ca_bundle)
 
 
 def webhooks_of(configuration: Obj, *, mutating: bool) -> list[Webhook]:
@@ -193,10 +149,3 @@ class Configurations:
 
     def _resource(self, plural: str) -> ResourceType | None:
         return self.catalog.lookup(GROUP, "v1", plural)
-
-
-def url_parts(url: str) -> tuple[str, int, str]:
-    """(host, port, path and query) of a webhook's https URL."""
-    parsed = urllib.parse.urlsplit(url)
-    path = parsed.path or "/"
-    return parsed.hostname or "", parsed.port or 443, path

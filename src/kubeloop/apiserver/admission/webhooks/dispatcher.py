@@ -31,17 +31,9 @@ import orjson
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.auth import celauthorizer
-from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
-from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
-from kubeloop.apiserver.cel import rules as celrules
-from kubeloop.apiserver.patch.jsonpatch import apply_json_patch
-from kubeloop.apiserver.registry.admissionhooks import AdmissionAttributes
-from kubeloop.apiserver.registry.generic import Registry
-from kubeloop.apiserver.webhooks.caller import Caller, CallError
-from kubeloop.apiserver.webhooks.configurations import Configurations, Webhook
-from kubeloop.apiserver.webhooks.matching import Matcher, exempt, in_version
-from kubeloop.apiserver.webhooks.review import (
+from kubeloop.apiserver.admission.webhooks.configurations import Configurations, Webhook
+from kubeloop.apiserver.admission.webhooks.matching import Matcher, exempt, in_version
+from kubeloop.apiserver.admission.webhooks.review import (
     SUPPORTED_VERSIONS,
     Answer,
     InvalidResponse,
@@ -49,6 +41,14 @@ from kubeloop.apiserver.webhooks.review import (
     review_request,
     review_version,
 )
+from kubeloop.apiserver.auth import celauthorizer
+from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
+from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.cel import rules as celrules
+from kubeloop.apiserver.patch.jsonpatch import apply_json_patch
+from kubeloop.apiserver.registry.admissionhooks import AdmissionAttributes
+from kubeloop.apiserver.registry.generic import Registry
+from kubeloop.apiserver.webhookclient.caller import Caller, CallError
 
 log = logging.getLogger("kubeloop.apiserver.webhooks")
 

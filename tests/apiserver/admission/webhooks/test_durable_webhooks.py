@@ -14,10 +14,15 @@ from typing import Any
 
 import pytest
 
+from tests.apiserver.admission.webhooks.webhookserver import WebhookServer, deny
+from tests.apiserver.apiextensions.test_conversion_webhooks import (
+    GROUP,
+    V1ALPHA1,
+    convert_widgets,
+    widget_crd,
+)
 from tests.apiserver.storage.test_durability import apiserver, session_for
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
-from tests.apiserver.webhooks.test_conversion_webhooks import GROUP, V1ALPHA1, convert_widgets, widget_crd
-from tests.apiserver.webhooks.webhookserver import WebhookServer, deny
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

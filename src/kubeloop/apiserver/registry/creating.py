@@ -1,0 +1,121 @@
+"""What a create means (upstream's ``rest.BeforeCreate`` and the store's ``Create``): the body
+decoded and defaulted, system metadata cleared and set (uid, creationTimestamp, generation, a
+generated name), admission, validation, and an object written only where none is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubeloop import errors
+from kubeloop.api import naming, timestamps
+from kubeloop.api.object import Obj
+from kubeloop.apiserver.catalog.resources import ResourceType
+from kubeloop.apiserver.patch import fieldmanager
+from kubeloop.apiserver.registry.admissionhooks import (
+    CREATE,
+)
+from kubeloop.apiserver.registry.admitting import AdmissionPoints
+from kubeloop.apiserver.registry.registrybase import (
+    recorded_update,
+    set_managed,
+)
+from kubeloop.apiserver.registry.verboptions import (
+    WriteOptions,
+    WriteResult,
+)
+from kubeloop.apiserver.storage.watchcache import PreconditionFailed
+from kubeloop.uuids import random_uuid
+
+
+class Creating(AdmissionPoints):
+    """Create."""
+
+    async def create(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        body: Any,
+        options: WriteOptions,
+        *,
+        managed: list[fieldmanager.ManagedEntry] | None = None,
+        patch: bool = False,
+    ) -> WriteResult:
+        """Create an object. ``managed``: its managedFields as an apply recorded them;
+        ``patch``: the create is an apply's (admission is told of PatchOptions)."""
+        obj, warnings = self._decode(resource, body, options)
+        obj = await self.stored(resource, obj)
+        metadata: Obj = obj["metadata"]
+        if metadata.get("resourceVersion"):
+            raise errors.BadRequest("resourceVersion should not be set on objects to be created")
+        self._check_namespace(resource, namespace, obj, creating=True)
+        for key in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
+            metadata.pop(key, None)
+        strategy = self.strategy(resource)
+        if self._admits(resource, options.user):
+            # Mutating admission sees the decoded, defaulted object, before the strategy
+            # prepares it, its name is generated and its uid set (upstream's order).
+            strategy.default(obj)
+            obj, admitted = await self._mutated(
+                resource, CREATE, obj, None, options, subresource="", patch=patch
+            )
+            warnings = warnings + admitted
+            metadata = obj["metadata"]
+            self._check_namespace(resource, namespace, obj, creating=True)
+        generate_name = metadata.get("generateName")
+        if not metadata.get("name") and not generate_name:
+            raise errors.invalid(
+                resource.group,
+                resource.kind,
+                "",
+                [
+                    errors.StatusCause(
+                        "FieldValueRequired",
+                        "Required value: name or generateName is required",
+                        "metadata.name",
+                    )
+                ],
+            )
+        metadata["uid"] = random_uuid()
+        metadata["creationTimestamp"] = timestamps.now()
+        if resource.tracks_generation:
+            metadata["generation"] = 1
+        strategy.prepare_for_create(obj)
+        strategy.default(obj)
+        if managed is None:
+            managed = recorded_update(strategy, None, await self._served_writing(resource, obj), options, "")
+        set_managed(metadata, managed)
+        attempts = 0
+        while True:
+            if (generate_name and not metadata.get("name")) or attempts:
+                metadata["name"] = (generate_name or "") + naming.generate_name_suffix()
+            served = await self._served_writing(resource, obj)
+            self._validate(resource, served)
+            if options.admit is not None:
+                options.admit(served, None)
+            key = resource.key(metadata.get("namespace"), metadata["name"])
+            if self.store.get(key) is not None:
+                if generate_name and attempts < 8 and not body.get("metadata", {}).get("name"):
+                    attempts += 1
+                    continue
+                raise errors.already_exists(resource.group, resource.plural, metadata["name"])
+            break
+        if self._admits(resource, options.user):
+            warnings = warnings + await self._validated(
+                resource, CREATE, served, None, options, subresource="", patch=patch
+            )
+        strategy.finish(obj, None)
+        if options.dry_run:
+            return WriteResult(await self.served(resource, obj), warnings, created=True)
+        try:
+            event = await self.store.write(key, obj, expected_revision=0)
+        except PreconditionFailed:
+            raise errors.already_exists(resource.group, resource.plural, metadata["name"]) from None
+        self._committed(strategy, event.obj, None)
+        return WriteResult(await self.served(resource, event.obj), warnings, created=True)

@@ -1,0 +1,385 @@
+"""The registry's foundation: the store and catalog it serves, each resource's strategy, the
+served and stored forms (with conversion by webhook), reads, and what every write does first:
+decode and validate a body, check its namespace, retry a read-modify-write that lost a race
+(upstream's ``GuaranteedUpdate``), tell commit listeners.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from kubeloop import errors
+from kubeloop.api.fields import FieldSelector, object_fields
+from kubeloop.api.labels import LabelSelector
+from kubeloop.api.object import Obj
+from kubeloop.apiserver import decoding
+from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.patch import fieldmanager
+from kubeloop.apiserver.registry import listing
+from kubeloop.apiserver.registry.admissionhooks import (
+    Admission,
+)
+from kubeloop.apiserver.registry.serviceips import ServiceAllocator
+from kubeloop.apiserver.registry.strategies import Strategy, builtin_strategy
+from kubeloop.apiserver.registry.verboptions import (
+    ListOptions,
+    ListResult,
+    WriteOptions,
+)
+from kubeloop.apiserver.registry.versionconversion import ConversionPending
+from kubeloop.apiserver.storage.watchcache import ObjectStore
+
+T = TypeVar("T")
+
+#: Read-modify-write attempts before a write that keeps losing races answers 409.
+_MAX_ATTEMPTS = 64
+#: Conversions one read may need before its objects are all converted (each round converts
+#: every object the read is missing; more happen only when writes land meanwhile).
+_CONVERSION_ROUNDS = 16
+_NAMESPACES = ResourceType("", "v1", "namespaces", "namespace", "Namespace", False)
+
+
+class StaleRead(Exception):
+    """A read-modify-write read an object that another write replaced before it could write."""
+
+
+def recorded_update(
+    strategy: Strategy, old: Obj | None, new: Obj, options: WriteOptions, subresource: str
+) -> list[fieldmanager.ManagedEntry]:
+    """The managedFields after this write, as an Update operation of its manager."""
+    return fieldmanager.record_update(
+        fieldmanager.starting_entries(old, new),
+        old,
+        new,
+        strategy.schema,
+        manager=options.field_manager or options.default_manager,
+        api_version=strategy.resource.api_version,
+        subresource=subresource,
+        has_status=strategy.resource.has_status,
+    )
+
+
+def set_managed(metadata: Obj, entries: list[fieldmanager.ManagedEntry]) -> None:
+    if entries:
+        metadata["managedFields"] = fieldmanager.encode_entries(entries)
+    else:
+        metadata.pop("managedFields", None)
+
+
+class RegistryBase:
+    """Object semantics over an :class:`ObjectStore` for the resources of a catalog: the
+    state and the steps every verb shares (:class:`~kubeloop.apiserver.registry.generic.Registry`
+    adds the verbs)."""
+
+    def __init__(self, store: ObjectStore, catalog: ResourceCatalog) -> None:
+        self.store = store
+        self.catalog = catalog
+        self._strategies: dict[tuple[str, str, str], Strategy] = {}  # built-in ones, made on first use
+        self._set_strategies: dict[tuple[str, str, str], Strategy] = {}  # custom resources' (set_strategy)
+        #: Cluster IPs and node ports of Services.
+        self.services = ServiceAllocator(store)
+        #: The admission chain every write goes through (webhooks; None: none).
+        self.admission: Admission | None = None
+        self._commit_listeners: dict[tuple[str, str], list[Callable[[], None]]] = {}
+
+    def add_commit_listener(self, group: str, plural: str, listener: Callable[[], None]) -> None:
+        """Call ``listener`` whenever a write of the resource ``group``/``plural`` (any version)
+        has committed, before it is answered: what keeps a cache of such objects current."""
+        self._commit_listeners.setdefault((group, plural), []).append(listener)
+
+    def _committed(self, strategy: Strategy, obj: Obj | None, old: Obj | None) -> None:
+        strategy.after_commit(obj, old)
+        for listener in self._commit_listeners.get((strategy.resource.group, strategy.resource.plural), ()):
+            listener()
+
+    def strategy(self, resource: ResourceType) -> Strategy:
+        """The strategy of a resource: one set with :meth:`set_strategy`, else the built-in one.
+
+        A set strategy answers for its group/version/plural even when asked with an older
+        ``ResourceType`` of it: a watch or request that began before its CRD changed gets the
+        current schema, and never puts a built-in strategy in its place.
+        """
+        key = (resource.group, resource.version, resource.plural)
+        strategy = self._set_strategies.get(key)
+        if strategy is not None:
+            return strategy
+        strategy = self._strategies.get(key)
+        if strategy is None or strategy.resource is not resource:
+            strategy = self._strategies[key] = builtin_strategy(resource, self.services)
+        return strategy
+
+    def set_strategy(self, strategy: Strategy) -> None:
+        """Serve ``strategy.resource`` with ``strategy`` (custom resources; replaces any earlier)."""
+        resource = strategy.resource
+        self._set_strategies[(resource.group, resource.version, resource.plural)] = strategy
+
+    def drop_strategy(self, resource: ResourceType) -> None:
+        key = (resource.group, resource.version, resource.plural)
+        self._set_strategies.pop(key, None)
+        self._strategies.pop(key, None)
+
+    def to_served(self, resource: ResourceType, stored: Obj) -> Obj:
+        """The stored form as the resource's group/version serves it."""
+        return self.strategy(resource).to_served(stored)
+
+    def _served_while_writing(self, resource: ResourceType, obj: Obj) -> Obj:
+        """An object being written, defaulted on its way in, as its group/version serves it."""
+        return self.strategy(resource).to_served(obj, defaulted=True)
+
+    def to_stored(self, resource: ResourceType, served: Obj) -> Obj:
+        return self.strategy(resource).to_stored(served)
+
+    async def read(self, read: Callable[[], T]) -> T:
+        """``read()`` (a get, list or scale read), after converting by webhook what its objects
+        need (``ConversionPending``): reads are synchronous, conversion webhooks are not."""
+        for _ in range(_CONVERSION_ROUNDS):
+            try:
+                return read()
+            except ConversionPending as pending:
+                await pending.convert()
+        raise errors.internal_error("the objects' conversion did not settle")
+
+    async def served(self, resource: ResourceType, stored: Obj) -> Obj:
+        """``to_served``, converting by webhook first when the kind needs it."""
+        return await self.read(lambda: self.to_served(resource, stored))
+
+    async def _served_writing(self, resource: ResourceType, obj: Obj) -> Obj:
+        return await self.read(lambda: self._served_while_writing(resource, obj))
+
+    async def prepare_served(self, resource: ResourceType, stored: list[Obj]) -> None:
+        """Convert by webhook, in one call, what ``to_served`` of these objects needs; nothing
+        for a kind converted in process."""
+        if self.strategy(resource).converter is None:
+            return
+
+        def served_all() -> None:
+            pending: ConversionPending | None = None
+            for obj in stored:
+                try:
+                    self.to_served(resource, obj)
+                except ConversionPending as missing:
+                    pending = missing if pending is None else pending.merged(missing)
+            if pending is not None:
+                raise pending
+
+        await self.read(served_all)
+
+    async def stored(self, resource: ResourceType, served: Obj) -> Obj:
+        """``to_stored``, converting by webhook first when the kind needs it."""
+        return await self.read(lambda: self.to_stored(resource, served))
+
+    def supported_fields(self, resource: ResourceType) -> list[str]:
+        fields = ["metadata.name"]
+        if resource.namespaced:
+            fields.append("metadata.namespace")
+        fields.extend(resource.field_selectors)
+        return fields
+
+    def matcher(
+        self,
+        resource: ResourceType,
+        label_selector: LabelSelector | None,
+        field_selector: FieldSelector | None,
+    ) -> Callable[[Obj], bool] | None:
+        """A predicate over served objects for the selectors, or None when nothing is filtered."""
+        labels = label_selector if label_selector is not None and not label_selector.is_empty else None
+        fields = field_selector if field_selector is not None and field_selector.requirements else None
+        if fields is not None:
+            fields.check_supported(self.supported_fields(resource))
+        if labels is None and fields is None:
+            return None
+
+        def matches(obj: Obj) -> bool:
+            if labels is not None and not labels.matches((obj.get("metadata") or {}).get("labels") or {}):
+                return False
+            if fields is not None:
+                values = object_fields(obj, resource.namespaced, resource.field_selectors)
+                if not fields.matches(values):
+                    return False
+            return True
+
+        return matches
+
+    def get(
+        self, resource: ResourceType, namespace: str | None, name: str, resource_version: str = ""
+    ) -> Obj:
+        """The current object; a ``resource_version`` (not older than) ahead of the store is a 504."""
+        if resource_version:
+            revision = listing.parse_resource_version(resource_version)
+            if revision > self.store.revision:
+                raise listing.too_large(revision, self.store.revision)
+        stored = self.store.get(resource.key(namespace, name))
+        if stored is None:
+            raise errors.not_found(resource.group, resource.plural, name)
+        return self.to_served(resource, stored.obj)
+
+    def list_objects(self, resource: ResourceType, namespace: str | None, options: ListOptions) -> ListResult:
+        prefix = resource.key_prefix(namespace)
+        match = self.matcher(resource, options.label_selector, options.field_selector)
+        revision, start_suffix = listing.list_start(
+            options, self.store.revision, self.store.compacted_revision
+        )
+        start = prefix + start_suffix if start_suffix else ""
+        if options.limit < 0:
+            raise errors.BadRequest("limit: Invalid value: must be a non-negative integer")
+        exact_name = options.field_selector.exact_value("metadata.name") if options.field_selector else None
+        items: list[Obj] = []
+        next_key = ""
+        remaining: int | None = None
+        if revision is None:
+            revision = self.store.revision
+            source: list[tuple[str, Obj]] | None = None
+            if exact_name is not None and (namespace or not resource.namespaced):
+                stored = self.store.get(prefix + exact_name)
+                source = [(prefix + exact_name, stored.obj)] if stored is not None else []
+            iterator = iter(source) if source is not None else self.store.items(prefix, start=start)
+        else:
+            iterator = iter(self.store.list_at(prefix, revision, start=start))
+        pending: ConversionPending | None = None
+        for key, stored_obj in iterator:
+            try:
+                obj = self.to_served(resource, stored_obj)
+            except ConversionPending as missing:  # every object's, then one conversion for all
+                pending = missing if pending is None else pending.merged(missing)
+                continue
+            if match is not None and not match(obj):
+                continue
+            if options.limit and len(items) >= options.limit:
+                next_key = key
+                break
+            items.append(obj)
+        if pending is not None:
+            raise pending
+        if next_key:
+            if match is None:
+                remaining = (
+                    self.store.count_with_prefix(prefix, next_key)
+                    if revision == self.store.revision
+                    else None
+                )
+            token = listing.encode_continue(revision, next_key[len(prefix) :])
+            return ListResult(items, revision, token, remaining)
+        return ListResult(items, revision)
+
+    def _decode(
+        self,
+        resource: ResourceType,
+        body: Any,
+        options: WriteOptions,
+        *,
+        subresource: str = "",
+        owned: bool = False,
+        shallow: bool = False,
+        converter: bool = False,
+    ) -> tuple[Obj, list[str]]:
+        """The body as the kind's stored type, checked and pruned; ``owned``: the body is a value
+        made for this write (a patch's result), which may become the object, not a copy of it;
+        ``shallow``: the body is known to nest no deeper than the limit; ``converter``: type errors
+        worded as a strategic merge patch's are upstream."""
+        if not isinstance(body, dict):
+            raise errors.BadRequest(
+                f"the body of the request was in an unknown format: expected a {resource.kind} object"
+            )
+        if not shallow:
+            decoding.check_depth(body, "the object")  # a JSON patch can nest what its body did not
+        api_version = body.get("apiVersion")
+        kind = body.get("kind")
+        if kind is not None and kind != resource.kind:
+            raise errors.BadRequest(
+                f"the API version in the data ({api_version}) does not match the expected API version "
+                f"({resource.api_version})"
+                if api_version != resource.api_version
+                else f'kind: Invalid value: "{kind}": must be {resource.kind}'
+            )
+        if api_version is not None and api_version != resource.api_version:
+            raise errors.BadRequest(
+                f"the API version in the data ({api_version}) does not match the expected API version "
+                f"({resource.api_version})"
+            )
+        body, warnings = self.strategy(resource).decode(
+            body,
+            field_validation=options.field_validation,
+            duplicates=options.duplicate_fields,
+            owned=owned,
+            converter=converter,
+        )
+        body["apiVersion"] = resource.api_version
+        body["kind"] = resource.kind
+        metadata = body.get("metadata")
+        if metadata is None:
+            body["metadata"] = {}
+        return body, warnings
+
+    def _validate(
+        self, resource: ResourceType, obj: Obj, old: Obj | None = None, subresource: str = ""
+    ) -> None:
+        strategy = self.strategy(resource)
+        causes = strategy.validate_write(obj, old)
+        if causes and old is not None and subresource in ("status", "binding"):
+            # A status write carries the stored spec: as upstream's status strategies (which check
+            # metadata and status only), it is not refused for what the stored object already
+            # broke — an object kept from before a rule existed, say, whose controllers must
+            # still report on it. A binding likewise (upstream assigns the node in storage,
+            # checking nothing of the pod): such a pod is still scheduled. Only in the rare
+            # refused case is the old object checked.
+            before = {(cause.field, cause.message) for cause in strategy.validate_write(old, None)}
+            causes = [cause for cause in causes if (cause.field, cause.message) not in before]
+        if causes:
+            name = (obj.get("metadata") or {}).get("name") or ""
+            raise errors.invalid(resource.group, resource.kind, name, causes)
+
+    def _check_namespace(
+        self, resource: ResourceType, namespace: str | None, obj: Obj, *, creating: bool
+    ) -> None:
+        if not resource.namespaced:
+            return
+        metadata = obj["metadata"]
+        body_namespace = metadata.get("namespace")
+        if body_namespace and namespace and body_namespace != namespace:
+            raise errors.BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        if namespace:
+            metadata["namespace"] = namespace
+        if not metadata.get("namespace"):
+            raise errors.BadRequest(
+                "the server could not find the requested resource: a namespace is required"
+            )
+        if creating:
+            ns_obj = self.store.get(_NAMESPACES.key(None, metadata["namespace"]))
+            if ns_obj is None:
+                raise errors.not_found("", "namespaces", metadata["namespace"])
+            if (ns_obj.obj.get("metadata") or {}).get("deletionTimestamp"):
+                raise errors.Forbidden(
+                    f'{resource.plural} "{metadata.get("name") or metadata.get("generateName", "")}" is forbidden: '
+                    f"unable to create new content in namespace {metadata['namespace']} because it is being terminated",
+                    name=metadata.get("name", ""),
+                    group=resource.group,
+                    kind=resource.plural,
+                    causes=[
+                        errors.StatusCause(
+                            "NamespaceTerminating",
+                            f"namespace {metadata['namespace']} is being terminated",
+                            "metadata.namespace",
+                        )
+                    ],
+                )
+
+    async def _guaranteed(
+        self, resource: ResourceType, namespace: str | None, name: str, attempt: Callable[[], Awaitable[T]]
+    ) -> T:
+        """Run a read-modify-write until its read was current when it wrote (GuaranteedUpdate).
+
+        An attempt that read an object another write then replaced raises ``StaleRead``; it is
+        tried again on the new object, where a precondition the client set (a resourceVersion in
+        the body or a delete precondition) fails with 409 as it should.
+        """
+        key = resource.key(namespace, name)
+        for _ in range(_MAX_ATTEMPTS):
+            await self.store.settled(key)
+            try:
+                return await attempt()
+            except StaleRead:
+                continue
+        raise errors.conflict(resource.group, resource.plural, name)  # it kept losing the race

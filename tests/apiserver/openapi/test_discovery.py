@@ -6,7 +6,7 @@ import datetime
 from typing import Any
 
 from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceCatalog
-from kubeloop.apiserver.printing import tables
+from kubeloop.apiserver.printing import cells, tables
 from tests.conftest import Client
 
 
@@ -236,7 +236,7 @@ def test_human_duration() -> None:
         3 * 365 * 86400: "3y",
     }
     for seconds, text in cases.items():
-        assert tables.human_duration(seconds) == text, seconds
+        assert cells.human_duration(seconds) == text, seconds
 
 
 def test_table_accept_header_over_http(api: Client, namespace: str) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceCatalog, ResourceType
 from kubeloop.apiserver.printing import tables
+from kubeloop.apiserver.printing.cells import human_duration
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0, tzinfo=datetime.UTC)
 
@@ -59,7 +60,7 @@ def ago(seconds: float) -> str:
     ],
 )
 def test_human_duration(seconds: float, text: str) -> None:
-    assert tables.human_duration(seconds) == text
+    assert human_duration(seconds) == text
 
 
 def pods() -> ResourceType:

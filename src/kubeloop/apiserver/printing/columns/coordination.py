@@ -1,0 +1,21 @@
+"""coordination.k8s.io kinds' columns: Leases."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kubeloop.apiserver.printing.cells import Column, age_column, field_column, name_column
+
+
+def lease_columns() -> list[Column]:
+    return [
+        name_column(),
+        field_column("Holder", "io.k8s.api.coordination.v1.LeaseSpec", "spec.holderIdentity"),
+        age_column(),
+    ]
+
+
+#: The column set of each of the group's resources that has one, by (group, plural).
+COLUMN_SETS: dict[tuple[str, str], Callable[[], list[Column]]] = {
+    ("coordination.k8s.io", "leases"): lease_columns,
+}

@@ -1,0 +1,29 @@
+"""scheduling.k8s.io kinds' columns: PriorityClasses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kubeloop.apiserver.printing.cells import Column, age_column, api_doc, field_column, name_column, value_at
+
+
+def priorityclass_columns() -> list[Column]:
+    kind = "io.k8s.api.scheduling.v1.PriorityClass"
+    return [
+        name_column(),
+        field_column("Value", kind, "value", "integer"),
+        Column(
+            "Global-Default",
+            "boolean",
+            lambda o, n: bool(value_at(o, "globalDefault", False)),
+            api_doc(kind, "globalDefault"),
+        ),
+        age_column(),
+        field_column("PreemptionPolicy", kind, "preemptionPolicy"),
+    ]
+
+
+#: The column set of each of the group's resources that has one, by (group, plural).
+COLUMN_SETS: dict[tuple[str, str], Callable[[], list[Column]]] = {
+    ("scheduling.k8s.io", "priorityclasses"): priorityclass_columns,
+}

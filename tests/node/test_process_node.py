@@ -482,7 +482,7 @@ def test_left_behind_processes_are_killed_only_if_they_are_the_very_ones(tmp_pat
     started at another time (after a reboot, or the id's reuse) is left alone."""
     import subprocess
 
-    from kubeloop.node.processes import _process_mark
+    from kubeloop.node.processgroups import process_mark
 
     async def nothing(kind: str, namespace: str, name: str) -> None:
         return None
@@ -497,10 +497,10 @@ def test_left_behind_processes_are_killed_only_if_they_are_the_very_ones(tmp_pat
     ours = subprocess.Popen(["sleep", "600"], start_new_session=True)
     try:
         (tmp_path / "pod-a" / "main").mkdir(parents=True)
-        pid, started, boot = _process_mark(bystander.pid).split()
+        pid, started, boot = process_mark(bystander.pid).split()
         (tmp_path / "pod-a" / "main" / "pid").write_text(f"{pid} {int(started) + 1} {boot}")
         (tmp_path / "pod-b" / "main").mkdir(parents=True)
-        (tmp_path / "pod-b" / "main" / "pid").write_text(_process_mark(ours.pid))
+        (tmp_path / "pod-b" / "main" / "pid").write_text(process_mark(ours.pid))
         assert runtime.clean_up_left_behind() == [ours.pid]
         assert ours.wait(10) == -signal.SIGKILL
         assert bystander.poll() is None  # not the process the file meant

@@ -68,15 +68,16 @@ async def test_a_client_that_falls_behind_is_cut_off_not_buffered() -> None:
     import asyncio
 
     from kubeloop.apiserver.http import podattach
-    from kubeloop.node.processes import LISTENER_CHUNKS, Attachment, ContainerRun, _tell
+    from kubeloop.node.execsessions import LISTENER_CHUNKS, Attachment, tell
+    from kubeloop.node.podruns import ContainerRun
     from kubeloop.node.sessions import TOO_SLOW
 
     state = ContainerRun("main")
     listening = Attachment(state, tty=False, stdin_once=False, ended=asyncio.create_task(asyncio.sleep(0))).listen()
     for _ in range(LISTENER_CHUNKS * 3):
-        _tell(listening, ("stdout", b"x" * 1000))
+        tell(listening, ("stdout", b"x" * 1000))
     assert listening.qsize() == 1 and listening.get_nowait() == (TOO_SLOW, b"")
-    _tell(listening, (TOO_SLOW, b""))
+    tell(listening, (TOO_SLOW, b""))
 
     class Said:
         closes_stdin = False

@@ -286,7 +286,7 @@ def test_exec_goes_through_connect_admission(newest: Kubectl, namespace: str) ->
 async def test_input_a_terminal_does_not_take_waits_on_the_loop_not_a_thread(tmp_path: pathlib.Path) -> None:
     """A command that reads nothing fills its terminal's buffer: what is written next waits
     for the terminal (cancellable), holding no thread of the default pool."""
-    from kubeloop.node.processes import ExecProcess
+    from kubeloop.node.execsessions import ExecProcess
 
     session = ExecProcess(["sleep", "600"], str(tmp_path), {"PATH": os.environ["PATH"]}, stdin=True, tty=True)
     await session.start(80, 24)

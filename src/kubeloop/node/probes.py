@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import aiohttp
 
 from kubeloop.api.object import Obj
+from kubeloop.node.podruns import ContainerRun, PodRun, Record
+from kubeloop.node.processgroups import kill_run
 
 #: The kubelet's defaults.
 PERIOD_SECONDS, TIMEOUT_SECONDS, SUCCESS_THRESHOLD, FAILURE_THRESHOLD = 10, 1, 1, 3
@@ -200,3 +202,61 @@ class ProbeLoop:
             if self.until_success and self.ok:
                 return
             await asyncio.sleep(period)
+
+
+async def probe_run(
+    pod: Obj,
+    run: PodRun,
+    state: ContainerRun,
+    probes: dict[str, Obj],
+    target: ProbeTarget,
+    *,
+    record: Record,
+    changed: Callable[[], None],
+) -> None:
+    """The run's probes: startup first, until it succeeds; then readiness and liveness side
+    by side. A failed result is a Warning event (Unhealthy); startup or liveness failing
+    its threshold kills the run (Killing), whose end its restart policy then handles. ``record``
+    writes an event; ``changed`` says the run's status changed."""
+    meta = pod.get("metadata") or {}
+    stub = {"apiVersion": "v1", "kind": "Pod", "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid")}}
+    grace = run.grace_seconds
+
+    def reporter(kind: str) -> Report:
+        label = {"startupProbe": "Startup", "readinessProbe": "Readiness", "livenessProbe": "Liveness"}[kind]
+
+        async def report(ok: bool, message: str, verdict: bool | None) -> None:
+            if not ok:
+                record(stub, "Warning", "Unhealthy", f"{label} probe failed: {message}")
+            if verdict is None:
+                return
+            if kind == "readinessProbe":
+                state.ready = verdict
+                changed()
+            elif kind == "startupProbe" and verdict:
+                state.started_ok = True
+                state.ready = "readinessProbe" not in probes
+                changed()
+            elif not verdict:  # startup or liveness failed: the run is killed
+                record(
+                    stub,
+                    "Normal",
+                    "Killing",
+                    f"Container {state.name} failed {label.lower()} probe, will be restarted",
+                )
+                own = probes[kind].get("terminationGracePeriodSeconds")
+                await kill_run(state, float(grace if own is None else own))
+
+        return report
+
+    for kind, probe in probes.items():
+        if probe.get("grpc") is not None:
+            record(stub, "Warning", "Unhealthy", f"{kind}: grpc probes are not run by the process node; taken as success")
+    if "startupProbe" in probes:
+        await ProbeLoop(probes["startupProbe"], target, reporter("startupProbe"), until_success=True).loop()
+    loops = [
+        ProbeLoop(probes[kind], target, reporter(kind), initial=kind == "livenessProbe").loop()
+        for kind in ("readinessProbe", "livenessProbe")
+        if kind in probes
+    ]
+    await asyncio.gather(*loops)

@@ -20,7 +20,8 @@ from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.calloptions import Preconditions
 from kubeloop.client.config import ClientConfig, Credentials, load_kubeconfig
-from kubeloop.client.rest import REQUEST_ERRORS, APIClient, PatchType, RetryPolicy
+from kubeloop.client.rest import APIClient, PatchType
+from kubeloop.client.restclient import REQUEST_ERRORS, RetryPolicy
 from kubeloop.client.restmapper import NoKindMatch
 from tests.conftest import ServerThread, eventually
 

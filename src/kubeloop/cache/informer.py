@@ -40,7 +40,8 @@ from kubeloop.api.object import Obj
 from kubeloop.cache.reflector import ListWatchOptions, Reflector
 from kubeloop.cache.store import Indexer, IndexFunc, object_key
 from kubeloop.client.interface import KindRef, gvk_of
-from kubeloop.client.rest import REQUEST_ERRORS, APIClient
+from kubeloop.client.rest import APIClient
+from kubeloop.client.restclient import REQUEST_ERRORS
 from kubeloop.client.restmapper import NoKindMatch
 from kubeloop.client.watch import WatchEvent
 from kubeloop.jitter import uniform

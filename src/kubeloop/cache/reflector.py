@@ -19,7 +19,8 @@ from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.client.interface import KindRef, gvk_of
-from kubeloop.client.rest import REQUEST_ERRORS, APIClient
+from kubeloop.client.rest import APIClient
+from kubeloop.client.restclient import REQUEST_ERRORS
 from kubeloop.client.watch import WatchEvent
 from kubeloop.jitter import uniform
 

@@ -23,7 +23,8 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.client.config import ClientConfig
 from kubeloop.client.credentials import CredentialError, TokenFileCredentials
 from kubeloop.client.execplugin import ExecCredentials
-from kubeloop.client.rest import APIClient, RetryPolicy
+from kubeloop.client.rest import APIClient
+from kubeloop.client.restclient import RetryPolicy
 from kubeloop.client.restmapper import NoKindMatch
 
 

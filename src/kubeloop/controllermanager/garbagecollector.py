@@ -35,7 +35,7 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.cache.informer import EventHandler
 from kubeloop.client.calloptions import Preconditions
-from kubeloop.client.rest import REQUEST_ERRORS
+from kubeloop.client.restclient import REQUEST_ERRORS
 from kubeloop.client.restmapper import NoKindMatch, ResourceMapping
 from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.manager.manager import Manager

@@ -23,7 +23,7 @@ from kubeloop import errors, kinds
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
-from kubeloop.client.rest import REQUEST_ERRORS
+from kubeloop.client.restclient import REQUEST_ERRORS
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager

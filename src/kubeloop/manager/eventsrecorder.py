@@ -27,7 +27,8 @@ from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.model import KubeModel
-from kubeloop.client.rest import REQUEST_ERRORS, APIClient
+from kubeloop.client.rest import APIClient
+from kubeloop.client.restclient import REQUEST_ERRORS
 from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.manager.fencedqueue import FencedQueue
 from kubeloop.manager.recorder import NORMAL, WARNING, object_reference

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 from kubeloop.client.fence import WriteFence, current_write_fence
-from kubeloop.client.rest import REQUEST_ERRORS
+from kubeloop.client.restclient import REQUEST_ERRORS
 from kubeloop.lifecycle import cancel_and_wait
 
 T = TypeVar("T")

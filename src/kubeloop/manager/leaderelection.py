@@ -32,7 +32,8 @@ from typing import Any
 
 from kubeloop import errors, jitter, kinds
 from kubeloop.api import timestamps
-from kubeloop.client.rest import REQUEST_ERRORS, APIClient
+from kubeloop.client.rest import APIClient
+from kubeloop.client.restclient import REQUEST_ERRORS
 
 log = logging.getLogger("kubeloop.leaderelection")
 

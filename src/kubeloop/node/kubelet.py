@@ -35,7 +35,7 @@ from kubeloop.api import timestamps
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.client.calloptions import Preconditions
-from kubeloop.client.rest import REQUEST_ERRORS
+from kubeloop.client.restclient import REQUEST_ERRORS
 from kubeloop.controller.handler import EnqueueRequestForObject, EnqueueRequestsFromMapFunc
 from kubeloop.controller.reconcile import Request, Result
 from kubeloop.controller.source import Channel

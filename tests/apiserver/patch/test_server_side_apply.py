@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubeloop.apiserver.patch import fieldmanager
+from kubeloop.apiserver.patch import fieldmanager, fieldsets, serversideapply
 from tests.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401  (fixture)
 from tests.conftest import Client, ServerThread
 
@@ -258,8 +258,8 @@ _paths = st.lists(_elements, min_size=1, max_size=4).map(tuple)
 
 @given(st.sets(_paths, max_size=12))
 def test_fields_v1_round_trip(paths: set[tuple[str, ...]]) -> None:
-    encoded = fieldmanager.encode_fields_v1(paths)
-    assert fieldmanager.decode_fields_v1(json.loads(json.dumps(encoded))) == paths
+    encoded = fieldsets.encode_fields_v1(paths)
+    assert fieldsets.decode_fields_v1(json.loads(json.dumps(encoded))) == paths
 
 
 @given(
@@ -271,7 +271,7 @@ def test_fields_v1_round_trip(paths: set[tuple[str, ...]]) -> None:
 )
 def test_decoding_garbage_raises_value_error_only(document: Any) -> None:
     with contextlib.suppress(ValueError):
-        fieldmanager.decode_fields_v1(document)
+        fieldsets.decode_fields_v1(document)
 
 
 @pytest.mark.parametrize(
@@ -286,7 +286,7 @@ def test_decoding_garbage_raises_value_error_only(document: Any) -> None:
     ],
 )
 def test_path_strings(path: tuple[str, ...], text: str) -> None:
-    assert fieldmanager.path_string(path) == text
+    assert fieldsets.path_string(path) == text
 
 
 # ---------------------------------------------------------------------------- updates by difference
@@ -298,12 +298,12 @@ def _whole_set_changes(
     """What an Update changes, from both objects' whole field sets (the definition)."""
     old_maps: set[tuple[str, ...]] = set()
     new_maps: set[tuple[str, ...]] = set()
-    before = fieldmanager._scoped(fieldmanager.field_set(old, schema, old_maps), subresource, has_status)
-    after = fieldmanager._scoped(fieldmanager.field_set(new, schema, new_maps), subresource, has_status)
-    changed, removed = fieldmanager.changed_paths(before, after)
+    before = fieldmanager.scoped(fieldsets.field_set(old, schema, old_maps), subresource, has_status)
+    after = fieldmanager.scoped(fieldsets.field_set(new, schema, new_maps), subresource, has_status)
+    changed, removed = fieldsets.changed_paths(before, after)
     in_scope = set(
-        fieldmanager._scoped(
-            {p: fieldmanager.Member(None, False) for p in new_maps | old_maps}, subresource, has_status
+        fieldmanager.scoped(
+            {p: fieldsets.Member(None, False) for p in new_maps | old_maps}, subresource, has_status
         )
     )
     changed |= {p for p in new_maps & in_scope if p not in old_maps and p not in before}
@@ -411,11 +411,11 @@ def test_updates_by_difference_match_whole_field_sets(
     old, new = pair
     schema = schemas.kind_schema("apps", "v1", "Deployment")
     scope = fieldmanager._scope_test(subresource, has_status)
-    assert fieldmanager.update_changes(old, new, schema, scope) == _whole_set_changes(
+    assert fieldsets.update_changes(old, new, schema, scope) == _whole_set_changes(
         old, new, schema, subresource, has_status
     )
     untyped: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    assert fieldmanager.update_changes(old, new, untyped, scope) == _whole_set_changes(
+    assert fieldsets.update_changes(old, new, untyped, scope) == _whole_set_changes(
         old, new, untyped, subresource, has_status
     )
 
@@ -620,7 +620,7 @@ def _fields(obj: dict[str, Any], schema: Any) -> dict[tuple[str, ...], Any]:
     """The object's field set with each leaf's value (a container member: just its path)."""
     return {
         path: member.value if member.leaf else None
-        for path, member in fieldmanager.field_set(obj, schema).items()
+        for path, member in fieldsets.field_set(obj, schema).items()
     }
 
 
@@ -633,7 +633,7 @@ def test_applies_by_one_manager_leave_exactly_the_last_configuration(configs: li
     live: dict[str, Any] | None = None
     entries: list[fieldmanager.ManagedEntry] = []
     for config in configs:
-        result = fieldmanager.apply(
+        result = serversideapply.apply(
             live,
             copy.deepcopy(config),
             entries,
@@ -651,7 +651,7 @@ def test_applies_by_one_manager_leave_exactly_the_last_configuration(configs: li
         assert live is not None
         assert _fields(live, _WIDGET_SCHEMA) == _fields(config, _WIDGET_SCHEMA)
         assert [(e.manager, e.operation) for e in entries] == [("lk", "Apply")]
-        assert entries[0].paths == set(fieldmanager.field_set(config, _WIDGET_SCHEMA))
+        assert entries[0].paths == set(fieldsets.field_set(config, _WIDGET_SCHEMA))
 
 
 def test_kubectl_applies_keys_into_a_map_it_applied_empty(

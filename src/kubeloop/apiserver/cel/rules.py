@@ -32,38 +32,37 @@ syntax (``a.?b``, ``m[?k]``); ``celsyntax`` rewrites it into library calls befor
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
-import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-import re2
-
-from kubeloop.api import quantity
 from kubeloop.api.naming import go_quote
 from kubeloop.apiserver.cel import syntax as celsyntax
 from kubeloop.apiserver.cel import typecheck as celtypes
+
+#: Upstream's per-call cost limit and per-object runtime budget (celconfig).
+from kubeloop.apiserver.cel.library import library_functions
 from kubeloop.errors import StatusCause
 
 #: Upstream's per-call cost limit and per-object runtime budget (celconfig).
 PER_CALL_LIMIT = 1_000_000
-RUNTIME_BUDGET = 10_000_000
-REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
-_COMPREHENSION = re.compile(r"\.\s*(all|exists|exists_one|map|filter)\s*\(")
 
+RUNTIME_BUDGET = 10_000_000
+
+REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
+
+_COMPREHENSION = re.compile(r"\.\s*(all|exists|exists_one|map|filter)\s*\(")
 
 #: How the interpreter reports an exception raised by a library function.
 _LIBRARY_FAILURE = re.compile(r"Python function call failed: \w+: (.*?)(?:\. Check function arguments|$)")
 
-
 #: What a root rule may read of the object's metadata (upstream's CEL type of the root's
 #: ObjectMeta has these two fields only).
 ROOT_METADATA_FIELDS = ("name", "generateName")
+
 _METADATA_SELECT = re.compile(r"\b(?:self|oldSelf)\s*\.\??\s*metadata\s*(\.)\??\s*([A-Za-z_]\w*)\b(?!\s*\()")
 
 
@@ -79,10 +78,6 @@ def _hidden_metadata_field(rule: str) -> str | None:
         column = offset - (rule.rfind("\n", 0, offset) + 1) + 1
         return f"<input>:{line}:{column}: undefined field '{field_name}'"
     return None
-
-
-class LibraryError(ValueError):
-    """A library function's error, worded as upstream's (``no such overload``, ...)."""
 
 
 class RuleOverBudget(Exception):
@@ -399,7 +394,7 @@ def _compile(cel: Any, source: str) -> Any:
 
 
 def _library_calls(*programs: Any) -> tuple[str, ...]:
-    library = _library()
+    library = library_functions()
     called = {
         name for program in programs if program is not None for name in program.references()["functions"]
     }
@@ -457,9 +452,6 @@ def _comprehension_depth(rule: str) -> int:
 def _encloses(depth_at: list[int], outer: int, inner: int) -> bool:
     opened = depth_at[outer]
     return all(depth_at[i] >= opened for i in range(outer, inner + 1))
-
-
-# --------------------------------------------------------------------------- evaluation
 
 
 def size_of(value: Any) -> int:
@@ -557,7 +549,7 @@ def _activation(functions: tuple[str, ...], variables: dict[str, Any], *, force:
     if not functions and not force:
         return variables
     context = cel_interpreter().Context()
-    library = _library()
+    library = library_functions()
     for name in functions:
         context.add_function(name, library[name])
     for name, value in variables.items():
@@ -626,9 +618,6 @@ def _for_reason(reason: str, path: str, node_type: str, detail: str) -> StatusCa
     return _invalid(path, node_type, detail)
 
 
-# --------------------------------------------------------------------------- the interpreter and Kubernetes' libraries
-
-
 @lru_cache(maxsize=1)
 def cel_interpreter() -> Any:
     """The interpreter, imported on first use (servers without rules never load it).
@@ -640,174 +629,3 @@ def cel_interpreter() -> Any:
 
     logging.getLogger("cel").setLevel(logging.ERROR)
     return cel
-
-
-@lru_cache(maxsize=1)
-def _library() -> dict[str, Any]:
-    from cel.stdlib import EXTENSIONS
-
-    functions: dict[str, Any] = {}
-    for library in EXTENSIONS.values():
-        functions.update(library)
-    functions.update(KUBERNETES_LIBRARY)
-    functions.update(celsyntax.FUNCTIONS)
-    return functions
-
-
-def _is_sorted(items: list[Any]) -> bool:
-    if not isinstance(items, list):
-        raise LibraryError("no such overload")
-    return all(a <= b for a, b in itertools.pairwise(items))
-
-
-def _index_of(receiver: Any, item: Any, *rest: Any) -> int:
-    if isinstance(receiver, str):
-        start = rest[0] if rest else 0
-        if not 0 <= start <= len(receiver):
-            raise LibraryError(f"index out of range: {start}")
-        return receiver.find(item, start)
-    for index, candidate in enumerate(receiver):
-        if candidate == item and type(candidate) is type(item):
-            return index
-    return -1
-
-
-def _last_index_of(receiver: Any, item: Any, *rest: Any) -> int:
-    if isinstance(receiver, str):
-        return receiver.rfind(item) if not rest else receiver.rfind(item, 0, rest[0] + len(item))
-    for index in range(len(receiver) - 1, -1, -1):
-        if receiver[index] == item and type(receiver[index]) is type(item):
-            return index
-    return -1
-
-
-@lru_cache(maxsize=256)
-def _regex(pattern: str) -> Any:
-    """RE2, as cel-go's regex library: linear time whatever the pattern (patterns come from data)."""
-    try:
-        return re2.compile(pattern)
-    except re2.error as error:
-        raise LibraryError(f"error parsing regexp: {error}") from None
-
-
-def _find(text: str, pattern: str) -> str:
-    found = _regex(pattern).search(text)
-    return str(found.group(0)) if found else ""
-
-
-def _find_all(text: str, pattern: str, *limit: int) -> list[str]:
-    matches = [str(m.group(0)) for m in _regex(pattern).finditer(text)]
-    return matches[: limit[0]] if limit and limit[0] >= 0 else matches
-
-
-# URLs are maps with a marker key (the interpreter's functions return plain values only).
-_URL = "__kubeloop_url__"
-
-
-def _url(text: str) -> dict[str, Any]:
-    if not _is_url(text):
-        raise LibraryError(f"URL parse error during conversion from string: parse {go_quote(text)}")
-    return {_URL: text}
-
-
-def _is_url(text: str) -> bool:
-    try:
-        parts = urllib.parse.urlsplit(text)
-    except ValueError:
-        return False
-    return bool(parts.scheme and (parts.netloc or parts.path)) or text.startswith("/")
-
-
-def _url_text(url: Any) -> str:
-    if not isinstance(url, Mapping) or not isinstance(url.get(_URL), str):
-        raise LibraryError("no such overload")
-    return str(url[_URL])
-
-
-def _url_part(url: Any, part: str) -> str:
-    parts = urllib.parse.urlsplit(_url_text(url))
-    if part == "host":
-        return parts.netloc.rpartition("@")[2]
-    if part == "hostname":
-        return parts.hostname or ""
-    if part == "port":
-        return str(parts.port) if parts.port is not None else ""
-    if part == "path":
-        return parts.path
-    return parts.scheme
-
-
-def _url_query(url: Any) -> dict[str, list[str]]:
-    return urllib.parse.parse_qs(urllib.parse.urlsplit(_url_text(url)).query, keep_blank_values=True)
-
-
-# Quantities: maps holding the exact value as a fraction's text.
-_QUANTITY = "__kubeloop_quantity__"
-
-
-def _parse_quantity(text: str) -> Fraction:
-    try:
-        return quantity.parse(text)
-    except quantity.QuantityError as error:
-        raise LibraryError(str(error)) from None
-
-
-def _quantity(text: str) -> dict[str, Any]:
-    return {_QUANTITY: str(_parse_quantity(text))}
-
-
-def _q(value: Any) -> Fraction:
-    if isinstance(value, Mapping) and _QUANTITY in value:
-        return Fraction(value[_QUANTITY])
-    if isinstance(value, int) and not isinstance(value, bool):
-        return Fraction(value)
-    raise LibraryError("no such overload")
-
-
-def _compare(a: Any, b: Any) -> int:
-    left, right = _q(a), _q(b)
-    return (left > right) - (left < right)
-
-
-def _as_integer(value: Any) -> int:
-    exact = _q(value)
-    if exact.denominator != 1 or not -(2**63) <= exact.numerator < 2**63:
-        raise LibraryError("cannot convert value to integer")
-    return exact.numerator
-
-
-def _sign(value: Any) -> int:
-    exact = _q(value)
-    return (exact > 0) - (exact < 0)
-
-
-KUBERNETES_LIBRARY: dict[str, Any] = {
-    # lists
-    "isSorted": _is_sorted,
-    "indexOf": _index_of,
-    "lastIndexOf": _last_index_of,
-    # regex
-    "find": _find,
-    "findAll": _find_all,
-    # urls
-    "url": _url,
-    "isURL": _is_url,
-    "getScheme": lambda u: _url_part(u, "scheme"),
-    "getHost": lambda u: _url_part(u, "host"),
-    "getHostname": lambda u: _url_part(u, "hostname"),
-    "getPort": lambda u: _url_part(u, "port"),
-    "getEscapedPath": lambda u: _url_part(u, "path"),
-    "getQuery": _url_query,
-    # quantities
-    "quantity": _quantity,
-    "isQuantity": quantity.is_quantity,
-    "isInteger": lambda q: _q(q).denominator == 1,
-    "asInteger": _as_integer,
-    "asApproximateFloat": lambda q: float(_q(q)),
-    "sign": _sign,
-    "compareTo": _compare,
-    "isGreaterThan": lambda a, b: _compare(a, b) > 0,
-    "isLessThan": lambda a, b: _compare(a, b) < 0,
-    "add": lambda a, b: {_QUANTITY: str(_q(a) + _q(b))},
-    "sub": lambda a, b: {_QUANTITY: str(_q(a) - _q(b))},
-}

@@ -14,7 +14,7 @@ from kubeloop.api.object import Obj
 from kubeloop.apiserver import decoding
 from kubeloop.apiserver.catalog.mediatypes import APPLY_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH
 from kubeloop.apiserver.catalog.resources import ResourceType
-from kubeloop.apiserver.patch import fieldmanager
+from kubeloop.apiserver.patch import fieldmanager, serversideapply
 from kubeloop.apiserver.registry import listing, patching
 from kubeloop.apiserver.registry.admissionhooks import (
     UPDATE,
@@ -198,7 +198,7 @@ class Updating(Creating):
         if live is None and subresource:
             raise errors.not_found(resource.group, resource.plural, name)
         entries = fieldmanager.starting_entries(live, {})
-        result = fieldmanager.apply(
+        result = serversideapply.apply(
             live,
             applied,
             entries,

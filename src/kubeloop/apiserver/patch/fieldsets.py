@@ -1,0 +1,349 @@
+"""Field sets: the paths of an object's fields as a schema resolves them (map keys, list items by
+their merge keys or values), their ``FieldsV1`` encoding in managedFields, and which of them a
+write changed.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple, TypeVar
+
+import orjson
+
+from kubeloop.api.object import Obj
+from kubeloop.apiserver.catalog import schemas
+
+Path = tuple[str, ...]
+
+#: Paths upstream strips from every manager's set (stripmeta.go) — they belong to the server.
+STRIPPED = frozenset(
+    {
+        ("f:apiVersion",),
+        ("f:kind",),
+        ("f:metadata",),
+        ("f:metadata", "f:name"),
+        ("f:metadata", "f:namespace"),
+        ("f:metadata", "f:creationTimestamp"),
+        ("f:metadata", "f:selfLink"),
+        ("f:metadata", "f:uid"),
+        ("f:metadata", "f:generation"),
+        ("f:metadata", "f:managedFields"),
+        ("f:metadata", "f:resourceVersion"),
+        ("f:metadata", "f:deletionTimestamp"),
+        ("f:metadata", "f:deletionGracePeriodSeconds"),
+    }
+)
+
+
+def encode_fields_v1(paths: Iterable[Path]) -> Obj:
+    """A field set as FieldsV1."""
+    root: Obj = {}
+    members: set[int] = set()
+    for path in paths:
+        node = root
+        for element in path:
+            node = node.setdefault(element, {})
+        members.add(id(node))
+    _mark_members(root, members)
+    return root
+
+
+def _mark_members(node: Obj, members: set[int]) -> None:
+    """Add "." to the nodes with children that are members themselves. (Module-level, not a
+    recursive closure: a closure that calls itself is a reference cycle, left to the cyclic
+    GC after every call; one per write was a quarter of the server's gen-0 collections.)"""
+    for key, child in node.items():
+        if key == ".":
+            continue
+        _mark_members(child, members)
+        if child and id(child) in members:
+            child["."] = {}
+
+
+def sorted_in_steps(paths: Iterable[Path], step: int = 4096) -> list[Path]:
+    """``sorted(paths)``, in sorts of ``step`` paths merged by Python code: one C sort of tens of
+    thousands of paths (a map of that many keys) holds the interpreter lock long enough to stall
+    every thread."""
+    items = list(paths)
+    if len(items) <= step:
+        return sorted(items)
+    runs = [sorted(items[i : i + step]) for i in range(0, len(items), step)]
+    return list(heapq.merge(*runs))
+
+
+def decode_fields_v1(document: Any) -> set[Path]:
+    """A FieldsV1 object as a set of paths; ValueError when it is not one."""
+    paths: set[Path] = set()
+    _collect_paths(document, (), paths)
+    return paths
+
+
+def _collect_paths(node: Any, prefix: Path, paths: set[Path]) -> None:
+    """The paths of FieldsV1 ``node`` (at ``prefix``) into ``paths`` (module-level: see _mark_members)."""
+    if not isinstance(node, dict):
+        raise ValueError(f"expected an object at {'.'.join(prefix) or 'the root'}")
+    if not node and prefix:
+        paths.add(prefix)
+    for key, child in node.items():
+        if key == ".":
+            if child != {}:
+                raise ValueError('"." must map to {}')
+            paths.add(prefix)
+            continue
+        if not isinstance(key, str) or key[:2] not in ("f:", "k:", "v:", "i:"):
+            raise ValueError(f"{key!r} is not a FieldsV1 path element")
+        if key[:2] in ("k:", "v:"):
+            try:
+                orjson.loads(key[2:])
+            except orjson.JSONDecodeError:
+                raise ValueError(f"{key!r} does not hold JSON") from None
+        _collect_paths(child, (*prefix, key), paths)
+
+
+def path_string(path: Path) -> str:
+    """structured-merge-diff's rendering: ``.spec.containers[name="c"].image``."""
+    out = []
+    for element in path:
+        kind, value = element[:2], element[2:]
+        if kind == "f:":
+            out.append(f".{value}")
+        elif kind == "k:":
+            keys = orjson.loads(value)
+            out.append("[" + ",".join(f"{k}={orjson.dumps(v).decode()}" for k, v in keys.items()) + "]")
+        elif kind == "v:":
+            out.append(f"[={value}]")
+        else:
+            out.append(f"[{value}]")
+    return "".join(out)
+
+
+R = TypeVar("R")
+
+_RESOLVED: dict[int, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+
+_LIST_KINDS: dict[int, tuple[Mapping[str, Any], tuple[str, list[str]]]] = {}
+
+
+def _per_node(
+    cache: dict[int, tuple[Mapping[str, Any], R]],
+    node: Mapping[str, Any],
+    compute: Callable[[Mapping[str, Any]], R],
+) -> R:
+    """``compute(node)`` memoised per schema node (nodes live as long as the loaded schemas;
+    the node kept beside the answer tells a reused id apart)."""
+    cached = cache.get(id(node))
+    if cached is not None and cached[0] is node:
+        return cached[1]
+    found = compute(node)
+    cache[id(node)] = (node, found)
+    return found
+
+
+def resolve(node: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """``schemas.resolve`` of a schema node, memoised."""
+    return _per_node(_RESOLVED, node, schemas.resolve) if node else {}
+
+
+class Member(NamedTuple):
+    value: Any
+    leaf: bool  # a scalar or atomic value: compared by value; otherwise a container that is a member
+
+
+def list_kind(node: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """How a list of schema ``node`` merges: ("map", its keys), ("set", []) or ("atomic", []);
+    memoised (callers do not change the keys)."""
+    return _per_node(_LIST_KINDS, node, _list_kind_of) if node else _list_kind_of(node)
+
+
+def _list_kind_of(node: Mapping[str, Any]) -> tuple[str, list[str]]:
+    kind = node.get("x-kubernetes-list-type")
+    if kind == "map":
+        return "map", list(node.get("x-kubernetes-list-map-keys") or ())
+    if kind in ("set", "atomic"):
+        return str(kind), []
+    strategies = str(node.get("x-kubernetes-patch-strategy", "")).split(",")
+    if "merge" in strategies:
+        key = node.get("x-kubernetes-patch-merge-key")
+        if key:
+            return "map", [str(key)]
+        return "set", []
+    return "atomic", []
+
+
+#: Defaults of list-map key fields the upstream schemas declare (``+default="TCP"`` on the ports'
+#: protocol) but kubernetes-validate's copies leave out; a schema's own ``default`` wins.
+_KEY_DEFAULTS = {"protocol": "TCP"}
+
+
+def element_key(item: Any, keys: list[str], item_node: Mapping[str, Any] | None = None) -> str:
+    """``k:{...}`` of a list-map element; a missing key field takes its default, as upstream."""
+    present: Obj = {}
+    properties: Mapping[str, Any] = (item_node or {}).get("properties") or {}
+    for key in sorted(keys):
+        if isinstance(item, dict) and key in item:
+            present[key] = item[key]
+        elif isinstance(properties.get(key), Mapping) and "default" in properties[key]:
+            present[key] = properties[key]["default"]
+        elif key in _KEY_DEFAULTS and key in properties:
+            present[key] = _KEY_DEFAULTS[key]
+    return "k:" + orjson.dumps(present).decode()
+
+
+def value_key(item: Any) -> str:
+    return "v:" + orjson.dumps(item, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def field_set(
+    obj: Any, schema: Mapping[str, Any] | None, maps: set[Path] | None = None
+) -> dict[Path, Member]:
+    """The member paths of ``obj`` (structured-merge-diff's ToFieldSet), with their values.
+
+    ``maps`` collects the paths of the maps (not structs) the object holds, which an Update that
+    creates them owns as members too.
+    """
+    out: dict[Path, Member] = {}
+    _walk(obj, resolve(schema), (), out, maps if maps is not None else set())
+    for stripped in STRIPPED:
+        out.pop(stripped, None)
+    return out
+
+
+def _walk(value: Any, node: Mapping[str, Any], path: Path, out: dict[Path, Member], maps: set[Path]) -> None:
+    if isinstance(value, dict):
+        if node.get("x-kubernetes-map-type") == "atomic":
+            if path:
+                out[path] = Member(value, True)
+            return
+        properties: Mapping[str, Any] = node.get("properties") or {}
+        if path and not properties:
+            maps.add(path)
+        extra = node.get("additionalProperties")
+        for key, child in value.items():
+            _walk_field(key, child, properties, extra, path, out, maps)
+        return
+    if isinstance(value, list):
+        kind, keys = list_kind(node)
+        items = node.get("items")
+        item_node = resolve(items) if isinstance(items, Mapping) else {}
+        if kind == "atomic":
+            if path:
+                out[path] = Member(value, True)
+            return
+        for item in value:
+            if kind == "set":
+                out[(*path, value_key(item))] = Member(item, True)
+                continue
+            element = (*path, element_key(item, keys, item_node))
+            _walk(item, item_node, element, out, maps)
+            out[element] = Member(item, False)
+        return
+    if path:
+        out[path] = Member(value, True)
+
+
+def field_node(key: str, properties: Mapping[str, Any], extra: Any) -> tuple[Mapping[str, Any], bool]:
+    """The resolved schema of an object's field ``key``, and whether the schema declares it."""
+    declared = key in properties
+    child_node = properties.get(key) if declared else extra if isinstance(extra, Mapping) else {}
+    return resolve(child_node), declared
+
+
+def _walk_field(
+    key: str,
+    child: Any,
+    properties: Mapping[str, Any],
+    extra: Any,
+    path: Path,
+    out: dict[Path, Member],
+    maps: set[Path],
+) -> None:
+    """The members of one field of an object: the field's value and what lies below it."""
+    child_path = (*path, f"f:{key}")
+    resolved, declared = field_node(key, properties, extra)
+    _walk(child, resolved, child_path, out, maps)
+    if child is None or (isinstance(child, dict) and not child):
+        out[child_path] = Member(child, True)
+    elif not declared and child_path not in out:
+        out[child_path] = Member(child, False)
+
+
+def changed_paths(old: dict[Path, Member], new: dict[Path, Member]) -> tuple[set[Path], set[Path]]:
+    """(added or modified, removed) between two field sets."""
+    changed = {p for p, m in new.items() if p not in old or (m.leaf and old[p].value != m.value)}
+    removed = set(old) - set(new)
+    return changed, removed
+
+
+_ABSENT: Any = object()
+
+
+def update_changes(
+    old: Obj, new: Obj, schema: Mapping[str, Any] | None, in_scope: Callable[[str], bool]
+) -> tuple[set[Path], set[Path]]:
+    """(added or modified, removed) member paths between ``old`` and ``new``, as ``changed_paths``
+    of their whole field sets gives them (maps an update creates or removes included), walking
+    only the parts that differ: an update of one field costs that field, not the object.
+    ``in_scope`` says which top-level fields count."""
+    changed: set[Path] = set()
+    removed: set[Path] = set()
+    resolved = resolve(schema)
+    properties: Mapping[str, Any] = resolved.get("properties") or {}
+    extra = resolved.get("additionalProperties")
+    for key in {**old, **new}:
+        if in_scope(key):
+            _diff_field(
+                key, old.get(key, _ABSENT), new.get(key, _ABSENT), properties, extra, (), changed, removed
+            )
+    return changed, removed
+
+
+def _diff_field(
+    key: str,
+    before: Any,
+    after: Any,
+    properties: Mapping[str, Any],
+    extra: Any,
+    path: Path,
+    changed: set[Path],
+    removed: set[Path],
+) -> None:
+    if before is after or (before is not _ABSENT and after is not _ABSENT and before == after):
+        return
+    if isinstance(before, dict) and isinstance(after, dict) and before and after:
+        resolved, _ = field_node(key, properties, extra)
+        if resolved.get("x-kubernetes-map-type") != "atomic":
+            # Both non-empty objects: the field is a member on both sides (or on neither) and a
+            # map on both sides (or on neither); only what differs below it can change.
+            child_path = (*path, f"f:{key}")
+            child_properties: Mapping[str, Any] = resolved.get("properties") or {}
+            child_extra = resolved.get("additionalProperties")
+            for child_key in {**before, **after}:
+                _diff_field(
+                    child_key,
+                    before.get(child_key, _ABSENT),
+                    after.get(child_key, _ABSENT),
+                    child_properties,
+                    child_extra,
+                    child_path,
+                    changed,
+                    removed,
+                )
+            return
+    old_set: dict[Path, Member] = {}
+    new_set: dict[Path, Member] = {}
+    old_maps: set[Path] = set()
+    new_maps: set[Path] = set()
+    if before is not _ABSENT:
+        _walk_field(key, before, properties, extra, path, old_set, old_maps)
+    if after is not _ABSENT:
+        _walk_field(key, after, properties, extra, path, new_set, new_maps)
+    if not path or path[0] == "f:metadata":
+        for stripped in STRIPPED:
+            old_set.pop(stripped, None)
+            new_set.pop(stripped, None)
+    added, gone = changed_paths(old_set, new_set)
+    changed |= added
+    removed |= gone
+    changed.update(p for p in new_maps if p not in old_maps and p not in old_set)
+    removed.update(p for p in old_maps if p not in new_maps and p not in new_set)

@@ -44,6 +44,8 @@ from kubeloop.manager.manager import Manager
 from kubeloop.manager.recorder import WARNING
 from kubeloop.node.localimages import LocalImages
 from kubeloop.node.podaddresses import PodAddresses
+from kubeloop.node.podphases import ended_status, pod_condition, running_status, waiting_statuses
+from kubeloop.node.podruns import containers_of
 from kubeloop.node.podvolumes import CannotMount
 from kubeloop.node.processes import ProcessRuntime
 from kubeloop.node.scheduler import fits
@@ -335,7 +337,7 @@ class SimulatedKubelet:
             blocked = await self._cannot_start(pod)
             if blocked is not None:
                 return blocked
-            await self._write_status(pod, self._running(pod))
+            await self._write_status(pod, running_status(pod))
         if restart == "Always":
             return None
         annotations = meta.get("annotations") or {}
@@ -344,7 +346,7 @@ class SimulatedKubelet:
         if left > 0:
             return Result(requeue_after=left)
         failed = str(annotations.get(OUTCOME_ANNOTATION, "")).lower() == "failed"
-        await self._write_status(pod, self._ended(pod, failed, str(annotations.get(MESSAGE_ANNOTATION, ""))))
+        await self._write_status(pod, ended_status(pod, failed, str(annotations.get(MESSAGE_ANNOTATION, ""))))
         self._bound.pop(uid, None)
         return None
 
@@ -440,8 +442,8 @@ class SimulatedKubelet:
             else {"reason": "CreateContainerConfigError", "message": missing}
         )
         statuses = (pod.get("status") or {}).get("containerStatuses") or ()
-        if [c.get("state", {}).get("waiting") for c in statuses] != [waiting for _ in _containers(pod)]:
-            await self._write_status(pod, {"containerStatuses": self._waiting(pod, waiting)})
+        if [c.get("state", {}).get("waiting") for c in statuses] != [waiting for _ in containers_of(pod)]:
+            await self._write_status(pod, {"containerStatuses": waiting_statuses(pod, waiting)})
         return Result(requeue_after=self.options.config_retry_seconds)
 
     async def _unmountable(self, pod: Obj) -> str | None:
@@ -500,7 +502,7 @@ class SimulatedKubelet:
                     found[(kind, name)] = None
             return found[(kind, name)]
 
-        containers = [*((pod.get("spec") or {}).get("initContainers") or ()), *_containers(pod)]
+        containers = [*((pod.get("spec") or {}).get("initContainers") or ()), *containers_of(pod)]
         for container in containers:
             for source in container.get("envFrom") or ():
                 for field, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
@@ -529,21 +531,6 @@ class SimulatedKubelet:
                         return f"couldn't find key {ref.get('key')} in {kind} {namespace}/{ref.get('name')}"
         return None
 
-    def _waiting(self, pod: Obj, waiting: Obj) -> list[Obj]:
-        """The containers' statuses while they wait (``waiting``: reason and message)."""
-        return [
-            {
-                "name": c.get("name"),
-                "image": c.get("image"),
-                "imageID": "",
-                "ready": False,
-                "restartCount": 0,
-                "started": False,
-                "state": {"waiting": waiting},
-            }
-            for c in _containers(pod)
-        ]
-
     async def _schedule(self, pod: Obj) -> Result | None:
         """Bind the pod to the node if it fits there (selector, affinity, taints); otherwise
         mark it unschedulable, as the scheduler does, and look again later."""
@@ -561,7 +548,7 @@ class SimulatedKubelet:
         scheduled = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
         if scheduled is None or scheduled.get("reason") != "Unschedulable":
             now = timestamps.now()
-            condition = _condition("PodScheduled", "False", now, "Unschedulable", message)
+            condition = pod_condition("PodScheduled", "False", now, "Unschedulable", message)
             kept = [c for c in conditions if c.get("type") != "PodScheduled"]
             await self._write_status(pod, {"conditions": [*kept, condition]})
         return Result(requeue_after=self.options.node_check_seconds)
@@ -603,85 +590,16 @@ class SimulatedKubelet:
             "podIPs": [{"ip": ip}],
             "startTime": now,
             "conditions": [
-                _condition("PodReadyToStartContainers", "False", now),
-                _condition("Initialized", "True", now),
-                _condition("Ready", "False", now, "ContainersNotReady", "containers with unready status"),
-                _condition(
+                pod_condition("PodReadyToStartContainers", "False", now),
+                pod_condition("Initialized", "True", now),
+                pod_condition("Ready", "False", now, "ContainersNotReady", "containers with unready status"),
+                pod_condition(
                     "ContainersReady", "False", now, "ContainersNotReady", "containers with unready status"
                 ),
-                _condition("PodScheduled", "True", now),
+                pod_condition("PodScheduled", "True", now),
             ],
-            "containerStatuses": self._waiting(pod, {"reason": "ContainerCreating"}),
+            "containerStatuses": waiting_statuses(pod, {"reason": "ContainerCreating"}),
         }
-
-    def _running(self, pod: Obj) -> Obj:
-        now = timestamps.now()
-        status = dict(pod.get("status") or {})
-        status["phase"] = "Running"
-        status["conditions"] = [
-            _condition("PodReadyToStartContainers", "True", now),
-            _condition("Initialized", "True", now),
-            _condition("Ready", "True", now),
-            _condition("ContainersReady", "True", now),
-            _condition("PodScheduled", "True", now),
-        ]
-        status["containerStatuses"] = [
-            {
-                "name": c.get("name"),
-                "image": c.get("image"),
-                "imageID": f"simulated://{c.get('image')}",
-                "containerID": f"kubeloop://{c.get('name')}",
-                "ready": True,
-                "restartCount": 0,
-                "started": True,
-                "state": {"running": {"startedAt": now}},
-            }
-            for c in _containers(pod)
-        ]
-        return status
-
-    def _ended(self, pod: Obj, failed: bool, message: str) -> Obj:
-        now = timestamps.now()
-        status = dict(pod.get("status") or {})
-        status["phase"] = "Failed" if failed else "Succeeded"
-        reason = "PodFailed" if failed else "PodCompleted"
-        status["conditions"] = [
-            _condition("PodReadyToStartContainers", "False", now),
-            _condition("Initialized", "True", now, reason),
-            _condition("Ready", "False", now, reason),
-            _condition("ContainersReady", "False", now, reason),
-            _condition("PodScheduled", "True", now),
-        ]
-        started = next(
-            (
-                s.get("state", {}).get("running", {}).get("startedAt")
-                for s in status.get("containerStatuses") or ()
-            ),
-            now,
-        )
-        terminated: dict[str, Any] = {
-            "exitCode": 1 if failed else 0,
-            "reason": "Error" if failed else "Completed",
-            "startedAt": started,
-            "finishedAt": now,
-            "containerID": "",
-        }
-        if message:
-            terminated["message"] = message
-        status["containerStatuses"] = [
-            {
-                "name": c.get("name"),
-                "image": c.get("image"),
-                "imageID": f"simulated://{c.get('image')}",
-                "containerID": f"kubeloop://{c.get('name')}",
-                "ready": False,
-                "restartCount": 0,
-                "started": False,
-                "state": {"terminated": {**terminated, "containerID": f"kubeloop://{c.get('name')}"}},
-            }
-            for c in _containers(pod)
-        ]
-        return status
 
 
 def _names(pod: Obj) -> set[tuple[str, str]]:
@@ -707,10 +625,6 @@ def _names(pod: Obj) -> set[tuple[str, str]]:
                 if isinstance(value_from.get(field), dict):
                     named.add((kind, str(value_from[field].get("name"))))
     return named
-
-
-def _containers(pod: Obj) -> list[Obj]:
-    return [c for c in (pod.get("spec") or {}).get("containers") or () if isinstance(c, dict)]
 
 
 def _deadline(pod: Obj) -> float | None:
@@ -744,17 +658,8 @@ def _conditions(status: Obj, *, ready: bool, ended: bool, pending: list[str] | N
     for kind, value, reason, message in wanted:
         old = before.get(kind) or {}
         since = old.get("lastTransitionTime") if old.get("status") == value else now
-        conditions.append(_condition(kind, value, str(since or now), reason, message))
+        conditions.append(pod_condition(kind, value, str(since or now), reason, message))
     return conditions
-
-
-def _condition(kind: str, status: str, now: str, reason: str = "", message: str = "") -> Obj:
-    condition: Obj = {"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": now}
-    if reason:
-        condition["reason"] = reason
-    if message:
-        condition["message"] = message
-    return condition
 
 
 def _seconds(value: Any, default: float) -> float:

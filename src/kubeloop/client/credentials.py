@@ -39,6 +39,9 @@ class Credentials:
 
 
 class CredentialSource(Protocol):
+    """Where a client's credentials come from (a kubeconfig's token or certificates, a token file,
+    an exec plugin): asked before each request, and again after a 401."""
+
     async def get(self) -> Credentials:
         """The current credentials: cached, renewed by the source once they expire."""
         ...
@@ -59,9 +62,11 @@ class StaticCredentials:
         self._credentials = credentials
 
     async def get(self) -> Credentials:
+        """The configured credentials."""
         return self._credentials
 
     async def refresh(self) -> Credentials:
+        """The configured credentials again (they cannot change)."""
         return self._credentials
 
 
@@ -102,11 +107,14 @@ class TokenFileCredentials:
         self._read_at = 0.0
 
     async def get(self) -> Credentials:
+        """The token read from the file, read again once ``max_age`` has passed."""
         if self._credentials is None or time.monotonic() - self._read_at >= self.max_age:
             return await self.refresh()
         return self._credentials
 
     async def refresh(self) -> Credentials:
+        """The token read from the file now (a projected token the kubelet rotated); the last one
+        read (or the fallback) while the file cannot be read."""
         try:
             token = await asyncio.to_thread(read_token_file, self.path)
         except CredentialError as exc:

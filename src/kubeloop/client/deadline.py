@@ -31,6 +31,7 @@ class Deadline:
 
     @classmethod
     def after(cls, timeout: float, what: str = "the reconcile") -> Deadline:
+        """A deadline ``timeout`` seconds from now, for ``what`` (named in its error)."""
         return cls(timeout, what, time.monotonic())
 
     def remaining(self) -> float:
@@ -38,6 +39,7 @@ class Deadline:
         return self.started + self.timeout - time.monotonic()
 
     def exceeded(self) -> DeadlineExceeded:
+        """The error that says ``what`` ran past its timeout."""
         return DeadlineExceeded(f"{self.what} ran past its timeout of {self.timeout:g}s")
 
     def check(self) -> None:

@@ -131,12 +131,15 @@ class ExecCredentials:
         self._running: asyncio.Task[Credentials] | None = None
 
     async def get(self) -> Credentials:
+        """The plugin's last credentials until they expire; then it is run again (one run at a
+        time, shared by every caller)."""
         cached = self._cached
         if cached is not None and not _expired(cached):
             return cached
         return await self._shared_run()
 
     async def refresh(self) -> Credentials:
+        """Run the plugin for new credentials (the server refused the last ones)."""
         # A run already under way gives new credentials too: join it rather than start another.
         return await self._shared_run()
 

@@ -26,6 +26,8 @@ from kubeloop.errors import APIError
 
 
 class WriteFence(Protocol):
+    """What may stop a write from being sent: a leader's lease, as its own clock tells."""
+
     def writes_allowed(self) -> bool:
         """Whether writes may be sent now (the lease is held, as this process's clock tells)."""
 

@@ -37,6 +37,7 @@ class FencedBody(BytesPayload):
         self._request = (method, path)
 
     async def write_with_length(self, writer: Any, content_length: int | None) -> None:
+        """Write the body, once the fence allows it at this moment (WriteFenced if not)."""
         if not self._fence.writes_allowed():
             raise WriteFenced(*self._request, self._fence.describe())
         await super().write_with_length(writer, content_length)
@@ -128,6 +129,7 @@ class ProxiedTransport:
         return _ProxiedStream(await _translated(start))
 
     async def close(self) -> None:
+        """Close the aiohttp session and its connections."""
         await self._session.close()
 
 

@@ -23,6 +23,7 @@ class TokenBucket:
         self._lock = asyncio.Lock()
 
     async def acquire(self) -> None:
+        """Take a token, waiting (in turn with other callers) until one is there."""
         async with self._lock:  # waiters are served in order
             now = time.monotonic()
             self._tokens = min(self.burst, self._tokens + (now - self._updated) * self.qps)

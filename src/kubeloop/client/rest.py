@@ -73,6 +73,7 @@ class APIClient(RESTClient):
     # ------------------------------------------------------------------ addressing
 
     async def mapping(self, kind: KindRef) -> ResourceMapping:
+        """The resource serving ``kind``: its plural, scope, verbs and paths (from discovery)."""
         return await self.mapper.mapping(gvk_of(kind))
 
     async def preferred_resources(self) -> list[ResourceMapping]:

@@ -162,6 +162,7 @@ class RESTClient:
         await self.close()
 
     async def close(self) -> None:
+        """Close the connections (those in use once their exchange ends)."""
         transport, self._transport = self._transport, None
         await _close(transport)
 

@@ -59,6 +59,7 @@ class ResourceMapping:
 
     @property
     def gvr(self) -> GroupVersionResource:
+        """The resource's group, version and plural."""
         return GroupVersionResource(self.gvk.group, self.gvk.version, self.resource)
 
     def collection_path(self, namespace: str | None) -> str:
@@ -70,6 +71,10 @@ class ResourceMapping:
 
 
 class RESTMapper:
+    """Kinds to resources, from the server's discovery (client-go's ``DeferredDiscoveryRESTMapper``):
+    a group-version is read on first use and read again once when a kind is not in it (a CRD
+    installed since)."""
+
     def __init__(self, fetch: Fetch, not_found: type[Exception]) -> None:
         self._fetch = fetch
         self._not_found = not_found

@@ -82,10 +82,12 @@ class BlockingClient:
         return self._run(self.client.get(kind, name, namespace=namespace, **options))
 
     def list(self, kind: KindRef, *, namespace: str | None = None, **options: Any) -> ObjectList[Any]:
+        """The objects of ``kind`` (models or dicts, as ``kind`` asks), every page read."""
         result: ObjectList[Any] = self._run(self.client.list(kind, namespace=namespace, **options))
         return result
 
     def create(self, obj: ObjectRef, *, namespace: str | None = None, **options: Unpack[WriteOptions]) -> Any:
+        """Create ``obj``; the object as the server stored it."""
         return self._run(self.client.create(obj, namespace=namespace, **options))
 
     def update(
@@ -96,6 +98,8 @@ class BlockingClient:
         subresource: str | None = None,
         **options: Unpack[WriteOptions],
     ) -> Any:
+        """Replace the object (or its ``subresource``) with ``obj``; a stale resourceVersion is a
+        Conflict."""
         return self._run(self.client.update(obj, namespace=namespace, subresource=subresource, **options))
 
     def patch(
@@ -109,6 +113,7 @@ class BlockingClient:
         subresource: str | None = None,
         **options: Unpack[PatchOptions],
     ) -> Any:
+        """Patch the object (merge patch unless ``patch_type`` says otherwise)."""
         return self._run(
             self.client.patch(
                 kind,
@@ -131,6 +136,7 @@ class BlockingClient:
         subresource: str | None = None,
         **options: Unpack[ApplyOptions],
     ) -> Any:
+        """Server-side apply ``obj`` as ``field_manager`` (``force`` takes fields others own)."""
         call = self.client.apply(
             obj,
             field_manager=field_manager,
@@ -149,6 +155,7 @@ class BlockingClient:
         namespace: str | None = None,
         **options: Unpack[DeleteOptions],
     ) -> Obj:
+        """Delete the object; the server's answer (the object, or a Status)."""
         result: Obj = self._run(self.client.delete(kind, name, namespace=namespace, **options))
         return result
 
@@ -161,6 +168,7 @@ class BlockingClient:
         field_selector: str | FieldSelector | None = None,
         **options: Unpack[DeleteOptions],
     ) -> Obj:
+        """Delete every object of ``kind`` the selectors match."""
         call = self.client.delete_collection(
             kind, namespace=namespace, label_selector=label_selector, field_selector=field_selector, **options
         )

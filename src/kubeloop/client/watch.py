@@ -30,11 +30,15 @@ class WatchTransport(Protocol):
     """What a watch needs of its client (``APIClient`` is one): the kind's path, and a GET
     whose body is handed over as it arrives."""
 
-    async def mapping(self, kind: KindRef) -> ResourceMapping: ...
+    async def mapping(self, kind: KindRef) -> ResourceMapping:
+        """The resource serving ``kind``."""
+        ...
 
     async def stream(
         self, path: str, params: Mapping[str, str], *, timeout: float | None = ..., accept: str = ...
-    ) -> BodyStream: ...
+    ) -> BodyStream:
+        """A GET whose body is read as it arrives."""
+        ...
 
 
 log = logging.getLogger("kubeloop.client.watch")
@@ -46,16 +50,22 @@ _METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,applic
 
 @dataclass(frozen=True)
 class WatchEvent:
+    """One event of a watch: its type (ADDED, MODIFIED, DELETED or BOOKMARK) and object."""
+
     type: str  # ADDED, MODIFIED, DELETED or BOOKMARK
     object: Obj
 
     @property
     def resource_version(self) -> str:
+        """The object's resourceVersion (a bookmark's is where the watch has got to)."""
         return str((self.object.get("metadata") or {}).get("resourceVersion") or "")
 
 
 @dataclass(frozen=True)
 class WatchOptions:
+    """What a watch asks for: scope, selectors, where to start (``resource_version``; with
+    ``send_initial_events``, the current objects first), and how it keeps itself alive."""
+
     namespace: str | None = None
     label_selector: str | None = None
     field_selector: str | None = None
@@ -88,6 +98,7 @@ class Watch:
         return self._events()
 
     async def close(self) -> None:
+        """End the watch: the stream is closed and iteration stops."""
         self._closed = True
         if self._response is not None:
             self._response.close()

@@ -98,12 +98,28 @@ def new_reconcile_id() -> str:
 
 
 class Source(Protocol):
-    def start(self, queue: RateLimitingQueue[Request] | PriorityQueue[Request]) -> None: ...
+    """What a controller watches (controller-runtime's ``source.Source``): started with the
+    controller's queue, it adds requests to it until stopped (``source.Kind``, ``source.Channel``)."""
 
-    async def stop(self) -> None: ...
+    def start(self, queue: RateLimitingQueue[Request] | PriorityQueue[Request]) -> None:
+        """Begin adding requests to ``queue``."""
+        ...
+
+    async def stop(self) -> None:
+        """Stop adding requests, and end what runs for it."""
+        ...
 
 
 class Controller:
+    """A work queue of requests and the workers that reconcile them (controller-runtime's
+    ``controller.Controller``): events from its sources put requests on the queue (duplicates
+    merged), ``max_concurrent_reconciles`` workers take them one at a time per request, and a
+    failed or requeued request comes back after the rate limiter's back-off. A manager starts
+    it; most code makes one with ``Builder``::
+
+        controller = Builder(manager).for_(Widget).owns(kinds.ConfigMap).complete(reconcile)
+    """
+
     def __init__(
         self,
         name: str,
@@ -175,11 +191,13 @@ class Controller:
         return reasons
 
     def watch(self, source: Source) -> None:
+        """Watch ``source`` too (started at once when the controller already runs)."""
         self._sources.append(source)
         if self._workers:
             source.start(self.queue)
 
     async def start(self) -> None:
+        """Start the sources and the workers (a manager does, once its caches have synced)."""
         if self._workers:
             raise RuntimeError(f"controller {self.name} already started")
         for source in self._sources:

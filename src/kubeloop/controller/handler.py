@@ -31,17 +31,37 @@ log = logging.getLogger("kubeloop.controller.handler")
 
 
 class RequestQueue(Protocol):
-    def add(self, item: Request) -> None: ...
+    """Where a handler puts requests: a controller's work queue (duplicates are merged)."""
+
+    def add(self, item: Request) -> None:
+        """Queue ``item`` for a reconcile."""
+        ...
 
 
 class EventHandler(Protocol):
-    def create(self, obj: Obj, queue: RequestQueue) -> None: ...
+    """What an event on a watched object enqueues (controller-runtime's ``handler.EventHandler``).
+    Given to ``Builder.watches`` with the watched kind::
 
-    def update(self, old: Obj, new: Obj, queue: RequestQueue) -> None: ...
+        Builder(manager).for_(App).watches(
+            kinds.ConfigMap, handler.EnqueueRequestsFromMapFunc(app_of)
+        ).complete(reconcile)
+    """
 
-    def delete(self, obj: Obj, queue: RequestQueue) -> None: ...
+    def create(self, obj: Obj, queue: RequestQueue) -> None:
+        """``obj`` was created (or listed by an informer's first list)."""
+        ...
 
-    def generic(self, obj: Obj, queue: RequestQueue) -> None: ...
+    def update(self, old: Obj, new: Obj, queue: RequestQueue) -> None:
+        """``old`` became ``new``."""
+        ...
+
+    def delete(self, obj: Obj, queue: RequestQueue) -> None:
+        """``obj`` was deleted (its last known state)."""
+        ...
+
+    def generic(self, obj: Obj, queue: RequestQueue) -> None:
+        """A generic event (from a channel source) about ``obj``."""
+        ...
 
 
 def reads_old_object(part: object) -> bool:
@@ -51,6 +71,7 @@ def reads_old_object(part: object) -> bool:
 
 
 def request_for(obj: Mapping[str, Any]) -> Request:
+    """The request naming ``obj`` (its namespace and name)."""
     meta = obj.get("metadata") or {}
     return Request(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
@@ -82,12 +103,16 @@ class _MapHandler:
 
 
 class EnqueueRequestForObject(_MapHandler):
+    """Enqueues the object itself (controller-runtime's ``handler.EnqueueRequestForObject``): what
+    ``Builder.for_`` uses."""
+
     reads_old_object = False
 
     def _requests(self, obj: Obj) -> Iterable[Request]:
         return [request_for(obj)]
 
     def update(self, old: Obj, new: Obj, queue: RequestQueue) -> None:
+        """Enqueue ``new`` (an update does not move an object: the old one names the same)."""
         queue.add(request_for(new))
 
 
@@ -140,7 +165,13 @@ class EnqueueRequestsFromMapFunc(_MapHandler):
 
     ``map_func`` may be a plain function or an ``async`` one; an async one runs in a task per
     event (so it may await cached reads), which :meth:`stop` — called when the watch's source
-    stops — cancels and awaits.
+    stops — cancels and awaits::
+
+        def app_of(config_map: Obj) -> list[Request]:
+            app = (config_map["metadata"].get("labels") or {}).get("app")
+            return [Request(config_map["metadata"]["namespace"], app)] if app else []
+
+        handler.EnqueueRequestsFromMapFunc(app_of)
     """
 
     def __init__(self, map_func: MapFunc) -> None:
@@ -169,24 +200,28 @@ class EnqueueRequestsFromMapFunc(_MapHandler):
             queue.add(request)
 
     def create(self, obj: Obj, queue: RequestQueue) -> None:
+        """Enqueue what the map function gives for the create event's object."""
         if self.is_async:
             self._map_later((obj,), queue)
         else:
             super().create(obj, queue)
 
     def update(self, old: Obj, new: Obj, queue: RequestQueue) -> None:
+        """Enqueue what the map function gives for the update event's objects."""
         if self.is_async:
             self._map_later((old, new), queue)
         else:
             super().update(old, new, queue)
 
     def delete(self, obj: Obj, queue: RequestQueue) -> None:
+        """Enqueue what the map function gives for the delete event's object."""
         if self.is_async:
             self._map_later((obj,), queue)
         else:
             super().delete(obj, queue)
 
     def generic(self, obj: Obj, queue: RequestQueue) -> None:
+        """Enqueue what the map function gives for the generic event's object."""
         if self.is_async:
             self._map_later((obj,), queue)
         else:
@@ -204,7 +239,12 @@ class EnqueueRequestsFromMapFunc(_MapHandler):
 
 @dataclass
 class Funcs:
-    """controller-runtime's ``handler.Funcs``: the functions given are called, other events ignored."""
+    """controller-runtime's ``handler.Funcs``: the functions given are called, other events ignored.
+
+    Example::
+
+        handler.Funcs(on_delete=lambda obj, queue: queue.add(Request("", "cleanup")))
+    """
 
     on_create: Callable[[Obj, RequestQueue], None] | None = None
     on_update: Callable[[Obj, Obj, RequestQueue], None] | None = None
@@ -212,17 +252,21 @@ class Funcs:
     on_generic: Callable[[Obj, RequestQueue], None] | None = None
 
     def create(self, obj: Obj, queue: RequestQueue) -> None:
+        """Call ``on_create(obj, queue)``, if given."""
         if self.on_create is not None:
             self.on_create(obj, queue)
 
     def update(self, old: Obj, new: Obj, queue: RequestQueue) -> None:
+        """Call ``on_update(old, new, queue)``, if given."""
         if self.on_update is not None:
             self.on_update(old, new, queue)
 
     def delete(self, obj: Obj, queue: RequestQueue) -> None:
+        """Call ``on_delete(obj, queue)``, if given."""
         if self.on_delete is not None:
             self.on_delete(obj, queue)
 
     def generic(self, obj: Obj, queue: RequestQueue) -> None:
+        """Call ``on_generic(obj, queue)``, if given."""
         if self.on_generic is not None:
             self.on_generic(obj, queue)

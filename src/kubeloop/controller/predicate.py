@@ -17,13 +17,27 @@ from kubeloop.controller.handler import reads_old_object
 
 
 class Predicate(Protocol):
-    def create(self, obj: Obj) -> bool: ...
+    """Whether an event goes on to the handlers (controller-runtime's ``predicate.Predicate``).
+    Given to ``Builder.with_event_filter`` (every watch) or a watch's ``predicates``::
 
-    def update(self, old: Obj, new: Obj) -> bool: ...
+        Builder(manager).for_(Widget, predicate.GenerationChanged()).complete(reconcile)
+    """
 
-    def delete(self, obj: Obj) -> bool: ...
+    def create(self, obj: Obj) -> bool:
+        """Whether the creation of ``obj`` is handled."""
+        ...
 
-    def generic(self, obj: Obj) -> bool: ...
+    def update(self, old: Obj, new: Obj) -> bool:
+        """Whether the change from ``old`` to ``new`` is handled."""
+        ...
+
+    def delete(self, obj: Obj) -> bool:
+        """Whether the deletion of ``obj`` is handled."""
+        ...
+
+    def generic(self, obj: Obj) -> bool:
+        """Whether a generic event (a channel source's) for ``obj`` is handled."""
+        ...
 
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
@@ -50,7 +64,12 @@ class _PassAll:
 
 @dataclass
 class Funcs(_PassAll):
-    """A predicate from functions; an event without a function passes."""
+    """A predicate from functions; an event without a function passes.
+
+    Example::
+
+        only_labelled = predicate.Funcs(on_create=lambda obj: "team" in obj["metadata"].get("labels", {}))
+    """
 
     reads_old_object = True
 
@@ -60,15 +79,19 @@ class Funcs(_PassAll):
     on_generic: Callable[[Obj], bool] | None = None
 
     def create(self, obj: Obj) -> bool:
+        """``on_create(obj)``, or True without it."""
         return self.on_create(obj) if self.on_create else True
 
     def update(self, old: Obj, new: Obj) -> bool:
+        """``on_update(old, new)``, or True without it."""
         return self.on_update(old, new) if self.on_update else True
 
     def delete(self, obj: Obj) -> bool:
+        """``on_delete(obj)``, or True without it."""
         return self.on_delete(obj) if self.on_delete else True
 
     def generic(self, obj: Obj) -> bool:
+        """``on_generic(obj)``, or True without it."""
         return self.on_generic(obj) if self.on_generic else True
 
 
@@ -78,6 +101,7 @@ class ResourceVersionChanged(_PassAll):
     reads_old_object = True
 
     def update(self, old: Obj, new: Obj) -> bool:
+        """Whether the resourceVersion differs (a resync's update does not)."""
         return _meta(old).get("resourceVersion") != _meta(new).get("resourceVersion")
 
 
@@ -87,20 +111,27 @@ class GenerationChanged(_PassAll):
     reads_old_object = True
 
     def update(self, old: Obj, new: Obj) -> bool:
+        """Whether ``metadata.generation`` differs."""
         return _meta(old).get("generation") != _meta(new).get("generation")
 
 
 class LabelsChanged(_PassAll):
+    """Updates only when the labels changed."""
+
     reads_old_object = True
 
     def update(self, old: Obj, new: Obj) -> bool:
+        """Whether the labels differ."""
         return (_meta(old).get("labels") or {}) != (_meta(new).get("labels") or {})
 
 
 class AnnotationsChanged(_PassAll):
+    """Updates only when the annotations changed."""
+
     reads_old_object = True
 
     def update(self, old: Obj, new: Obj) -> bool:
+        """Whether the annotations differ."""
         return (_meta(old).get("annotations") or {}) != (_meta(new).get("annotations") or {})
 
 
@@ -122,67 +153,104 @@ class LabelSelectorPredicate(_PassAll):
         return self.selector.matches(_meta(obj).get("labels") or {})
 
     def create(self, obj: Obj) -> bool:
+        """Whether ``obj``'s labels match."""
         return self._matches(obj)
 
     def update(self, old: Obj, new: Obj) -> bool:
+        """Whether ``new``'s labels match."""
         return self._matches(new)
 
     def delete(self, obj: Obj) -> bool:
+        """Whether ``obj``'s labels match."""
         return self._matches(obj)
 
     def generic(self, obj: Obj) -> bool:
+        """Whether ``obj``'s labels match."""
         return self._matches(obj)
 
 
 class And(_PassAll):
+    """Events that every predicate lets through.
+
+    Example::
+
+        predicate.And(predicate.GenerationChanged(), predicate.LabelSelectorPredicate("tier=web"))
+    """
+
     def __init__(self, *predicates: Predicate) -> None:
         self.predicates = predicates
         self.reads_old_object = any(reads_old_object(p) for p in predicates)
 
     def create(self, obj: Obj) -> bool:
+        """Whether every predicate passes the create event."""
         return all(p.create(obj) for p in self.predicates)
 
     def update(self, old: Obj, new: Obj) -> bool:
+        """Whether every predicate passes the update event."""
         return all(p.update(old, new) for p in self.predicates)
 
     def delete(self, obj: Obj) -> bool:
+        """Whether every predicate passes the delete event."""
         return all(p.delete(obj) for p in self.predicates)
 
     def generic(self, obj: Obj) -> bool:
+        """Whether every predicate passes the generic event."""
         return all(p.generic(obj) for p in self.predicates)
 
 
 class Or(_PassAll):
+    """Events that any of the predicates lets through.
+
+    Example::
+
+        predicate.Or(predicate.GenerationChanged(), predicate.LabelSelectorPredicate("tier=web"))
+    """
+
     def __init__(self, *predicates: Predicate) -> None:
         self.predicates = predicates
         self.reads_old_object = any(reads_old_object(p) for p in predicates)
 
     def create(self, obj: Obj) -> bool:
+        """Whether any predicate passes the create event."""
         return any(p.create(obj) for p in self.predicates)
 
     def update(self, old: Obj, new: Obj) -> bool:
+        """Whether any predicate passes the update event."""
         return any(p.update(old, new) for p in self.predicates)
 
     def delete(self, obj: Obj) -> bool:
+        """Whether any predicate passes the delete event."""
         return any(p.delete(obj) for p in self.predicates)
 
     def generic(self, obj: Obj) -> bool:
+        """Whether any predicate passes the generic event."""
         return any(p.generic(obj) for p in self.predicates)
 
 
 class Not(_PassAll):
+    """Events the predicate refuses.
+
+    Example::
+
+        predicate.Not(predicate.LabelSelectorPredicate("kubeloop.dev/ignore"))
+    """
+
     def __init__(self, predicate: Predicate) -> None:
         self.predicate = predicate
         self.reads_old_object = reads_old_object(predicate)
 
     def create(self, obj: Obj) -> bool:
+        """Whether the predicate refuses the create event."""
         return not self.predicate.create(obj)
 
     def update(self, old: Obj, new: Obj) -> bool:
+        """Whether the predicate refuses the update event."""
         return not self.predicate.update(old, new)
 
     def delete(self, obj: Obj) -> bool:
+        """Whether the predicate refuses the delete event."""
         return not self.predicate.delete(obj)
 
     def generic(self, obj: Obj) -> bool:
+        """Whether the predicate refuses the generic event."""
         return not self.predicate.generic(obj)

@@ -60,6 +60,7 @@ class ReconcileLogger(logging.LoggerAdapter[logging.Logger]):
     """A logger whose records carry the current reconcile's controller and object."""
 
     def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+        """The record's ``extra`` with the current reconcile's ``controller`` and ``object``."""
         scope = current_reconcile.get()
         if scope is not None:
             extra = dict(kwargs.get("extra") or {})
@@ -76,4 +77,5 @@ def logger(name: str | None = None) -> ReconcileLogger:
 
 
 def milliseconds(seconds: float) -> str:
+    """``seconds`` as whole milliseconds, as reconcile lines print durations (``12ms``)."""
     return f"{seconds * 1000:.0f}ms"

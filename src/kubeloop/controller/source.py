@@ -32,6 +32,14 @@ log = logging.getLogger("kubeloop.controller.source")
 
 
 class Kind:
+    """The events of an informer's kind, through predicates, to a handler (controller-runtime's
+    ``source.Kind``): what ``Builder.for_``, ``owns`` and ``watches`` make. Objects the informer
+    already holds arrive as creates at low priority (the initial list waits behind live changes)::
+
+        informer = manager.cache.informer_for(kinds.ConfigMap)
+        controller.watch(source.Kind(informer, handler.EnqueueRequestForObject()))
+    """
+
     def __init__(self, informer: Informer, handler: EventHandler, *predicates: Predicate) -> None:
         self.informer = informer
         self.handler = handler
@@ -86,6 +94,17 @@ class Kind:
 
 
 class Channel:
+    """Generic events from outside the cluster (controller-runtime's ``source.Channel``): each
+    object put on an ``asyncio.Queue`` (or yielded by an async iterable) goes, through predicates,
+    to the handler's ``generic``::
+
+        alerts: asyncio.Queue[Obj] = asyncio.Queue()
+        Builder(manager).for_(Agent).watches_raw_source(
+            source.Channel(alerts, handler.EnqueueRequestForObject())
+        ).complete(reconcile)
+        await alerts.put({"metadata": {"namespace": "shop", "name": "triage"}})
+    """
+
     def __init__(
         self, events: asyncio.Queue[Obj] | AsyncIterable[Obj], handler: EventHandler, *predicates: Predicate
     ) -> None:
@@ -95,6 +114,7 @@ class Channel:
         self._task: asyncio.Task[None] | None = None
 
     def start(self, queue: RequestQueue) -> None:
+        """Deliver the channel's objects to ``queue`` from a task of its own."""
         if self._task is None:
             self._task = asyncio.create_task(self._deliver(queue), name="channel source")
 
@@ -106,6 +126,7 @@ class Channel:
         return waiting + int(getattr(self.handler, "pending", 0))
 
     async def stop(self) -> None:
+        """Stop delivering (cancel and await the task) and end the handler's own tasks."""
         task, self._task = self._task, None
         if task is not None:
             await cancel_and_wait([task])

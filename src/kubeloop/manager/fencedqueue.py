@@ -17,6 +17,10 @@ T = TypeVar("T")
 
 
 class FencedQueue(Generic[T]):
+    """Writes made in the background (events, their series) one at a time, each under the write
+    fence of the code that queued it: a leader's write queued before it lost its lease is not
+    sent after."""
+
     def __init__(
         self, name: str, write: Callable[[T], Awaitable[None]], failed: Callable[[T, BaseException], None]
     ) -> None:
@@ -35,6 +39,7 @@ class FencedQueue(Generic[T]):
 
     @property
     def started(self) -> bool:
+        """Whether its worker runs."""
         return self._worker is not None
 
     def put(self, item: T) -> None:

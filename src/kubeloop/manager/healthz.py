@@ -22,11 +22,21 @@ Check = Callable[[], Awaitable[None] | None]
 
 
 class Checks:
+    """The named checks of one probe endpoint (``/healthz`` or ``/readyz``), as controller-runtime's
+    ``healthz.Handler``: each passes when it returns (or its awaitable does) without raising::
+
+        async def database_reachable() -> None:
+            await asyncio.wait_for(database.ping(), 1)  # raising: not ready
+
+        manager.add_readyz_check("database", database_reachable)
+    """
+
     def __init__(self, endpoint: str) -> None:
         self.endpoint = endpoint
         self._checks: dict[str, Check] = {}
 
     def add(self, name: str, check: Check) -> None:
+        """Add the check ``name`` (unique, without ``/``)."""
         if not name or "/" in name:
             raise ValueError(f"a check name must be non-empty and free of '/': {name!r}")
         if name in self._checks:
@@ -34,6 +44,8 @@ class Checks:
         self._checks[name] = check
 
     async def handle(self, request: web.Request) -> web.Response:
+        """Answer the endpoint (every check) or ``<endpoint>/<name>`` (that one): 200 with a line
+        per check when all pass, else 500 naming the failures."""
         from aiohttp import web  # loaded with the probe server, which only a manager asked for starts
 
         only = request.match_info.get("name")

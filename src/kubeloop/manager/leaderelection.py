@@ -94,6 +94,10 @@ class LeaderElectionConfig:
 
 
 class LeaderElector:
+    """Acquires and renews a Lease (client-go's ``leaderelection.LeaderElector``): tries every
+    ``retry_period`` until it holds the lease, renews it within ``renew_deadline``, and counts
+    as leader by its own monotonic clock only while a renewal is that recent."""
+
     def __init__(self, client: APIClient, config: LeaderElectionConfig) -> None:
         self.client = client
         self.config = config
@@ -296,9 +300,11 @@ class LeaderFence:
         self._poll = poll_interval
 
     def writes_allowed(self) -> bool:
+        """Whether the lease is held, as this process's clock tells."""
         return self.elector.lease_held()
 
     def describe(self) -> str:
+        """Why writes are held back: the lease is not held, or its last renewal is too old."""
         elector = self.elector
         if elector.lost or not elector.is_leader:
             return f"{elector.config.identity} does not hold lease {elector.config.lease_name}"

@@ -43,21 +43,25 @@ class QueuePrometheusMetrics:
         self.work_duration = LocalHistogram(_QUEUE_BUCKETS)
 
     def added(self, depth: int) -> None:
+        """An item was added (workqueue_adds_total)."""
         self.adds += 1
 
     # The two observations below inline LocalHistogram.observe: they run for every item.
 
     def handed_out(self, waited: float, depth: int) -> None:
+        """An item left the queue after ``waited`` seconds (workqueue_queue_duration_seconds)."""
         histogram = self.queue_duration
         histogram.counts[bisect_left(histogram.bounds, waited)] += 1
         histogram.total += waited
 
     def finished(self, worked: float) -> None:
+        """An item's work took ``worked`` seconds (workqueue_work_duration_seconds)."""
         histogram = self.work_duration
         histogram.counts[bisect_left(histogram.bounds, worked)] += 1
         histogram.total += worked
 
     def retried(self) -> None:
+        """An item was added again after a back-off (workqueue_retries_total)."""
         self.retries += 1
 
 
@@ -75,12 +79,14 @@ class Metrics:
         self.registry.register(_DurationCollector(self))
 
     def queue_metrics(self, controller: str) -> QueuePrometheusMetrics:
+        """The work-queue metrics of ``controller`` (made on first use)."""
         metrics = self.queues.get(controller)
         if metrics is None:
             metrics = self.queues[controller] = QueuePrometheusMetrics(controller)
         return metrics
 
     def reconcile_observer(self, controller: str) -> LocalHistogram:
+        """The reconcile-time histogram of ``controller`` (controller_runtime_reconcile_time_seconds)."""
         histogram = self.reconcile_times.get(controller)
         if histogram is None:
             histogram = self.reconcile_times[controller] = LocalHistogram(_RECONCILE_BUCKETS)

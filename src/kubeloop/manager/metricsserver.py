@@ -64,6 +64,7 @@ class MetricsServerOptions:
 
     @property
     def serves(self) -> bool:
+        """Whether metrics are served at all (``bind_address`` "0" or "" turns them off)."""
         return self.bind_address not in ("", "0")
 
 

@@ -91,6 +91,8 @@ def load_setup(target: str) -> Setup:
 
 
 def setup_of(target: str, module: ModuleType, attribute: str) -> Setup:
+    """The setup function ``attribute`` of ``module`` (a TargetError, naming ``target``, when it is
+    missing or not a function)."""
     setup = getattr(module, attribute, None)
     if setup is None:
         where = getattr(module, "__file__", None) or target

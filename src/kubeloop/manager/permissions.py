@@ -97,6 +97,8 @@ class Permissions:
         ]
 
     async def cluster_role(self, name: str, resolve: Resolve) -> dict[str, Any]:
+        """A ClusterRole ``name`` granting these permissions (kinds resolved to resources by
+        ``resolve``), as ``kubeloop rbac`` writes it."""
         return {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",

@@ -22,6 +22,10 @@ Runnable = Callable[[asyncio.Event], Awaitable[None]]
 
 
 class RunnableGroup:
+    """Runnables started and stopped together (controller-runtime's ``runnableGroup``): each runs
+    in a task of its own until the group's stop event is set; a failure is reported to
+    ``on_error``. Leader-only groups start each runnable once the lease is held."""
+
     def __init__(
         self, on_error: Callable[[str, BaseException], None], *, fence: WriteFence | None = None
     ) -> None:
@@ -43,6 +47,7 @@ class RunnableGroup:
             self._launch(name, runnable)
 
     def start(self) -> None:
+        """Start every runnable (those added later start as they are added)."""
         if self._started:
             return
         self._started = True

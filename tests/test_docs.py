@@ -106,7 +106,7 @@ def reader_environment(tmp_path: pathlib.Path, kubeconfig: pathlib.Path) -> dict
         "PYTHONUNBUFFERED": "1",
         # A generated project's make targets use kubeloop's environment as it is (the Makefile
         # takes VENV from the environment so): that the first `make test` makes the project's
-        # .venv from nothing is test_scaffold.py's README test; making it twice cost a minute.
+        # .venv from nothing is tests/cli/test_scaffold.py's README test; making it twice cost a minute.
         "VENV": str(VENV_BIN.parent),
     }
 

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from tests.conftest import ServerThread
-from tests.test_hello_label import REPLICASET, kubectl, stop_operator, wait_for_label
+from tests.examples.test_hello_label import REPLICASET, kubectl, stop_operator, wait_for_label
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BLOCK = re.compile(r"^(?P<indent> *)```python\n(?P<code>.*?)^(?P=indent)```", re.S | re.M)

@@ -24,7 +24,7 @@ import kubeloop
 from kubeloop import kinds
 from kubeloop.testing import ServerThread, eventually
 
-AGENTS = pathlib.Path(__file__).parents[2] / "examples" / "agents"
+AGENTS = pathlib.Path(__file__).parents[3] / "examples" / "agents"
 
 
 def generated_role() -> dict[str, Any]:

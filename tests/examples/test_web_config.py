@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ServerThread
-from tests.test_hello_label import KUBECTLS, ROOT, kubectl, ready_line, start_operator, stop_operator
+from tests.examples.test_hello_label import KUBECTLS, ROOT, kubectl, ready_line, start_operator, stop_operator
 
 
 def config_map(name: str, image: str, replicas: int | str, *, labelled: bool = True) -> str:

@@ -24,7 +24,7 @@ import yaml
 from agentobjects import FAST
 
 from kubeloop.testing import ServerThread, start_server
-from tests.agents.operator_pod import AGENTS, Kube, OperatorPod
+from tests.examples.agents.operator_pod import AGENTS, Kube, OperatorPod
 from tests.apiserver.test_kubectl import KUBECTLS
 from tests.kubectl_finder import helm_binary
 

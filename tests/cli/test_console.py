@@ -32,7 +32,7 @@ from kubeloop.testing import eventually
 from tests.apiserver.test_kubectl import KUBECTLS
 from tests.browser import Browser
 
-WEB_CONFIG = pathlib.Path(__file__).parent.parent / "examples" / "web_config"
+WEB_CONFIG = pathlib.Path(__file__).parents[2] / "examples" / "web_config"
 
 #: The rows of a table on the page, as lists of cell texts.
 ROWS = "Array.from(document.querySelectorAll('#{table} tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent))"

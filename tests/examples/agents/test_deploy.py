@@ -20,7 +20,7 @@ from agentobjects import FAST, agent, runtime
 import kubeloop
 from kubeloop.cli.demo import load_samples
 from kubeloop.testing import ServerThread, start_server
-from tests.agents.operator_pod import AGENTS, Kube, OperatorPod
+from tests.examples.agents.operator_pod import AGENTS, Kube, OperatorPod
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 
 

@@ -18,7 +18,7 @@ import requests
 from tests.conftest import ServerThread
 from tests.kubectl_finder import kubectl_binaries
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 KUBECTLS = kubectl_binaries()
 KUBECTL_HOME = tempfile.mkdtemp(prefix="kubeloop-kubectl-home-")
 

@@ -29,7 +29,7 @@ import yaml
 from kubeloop.testing import ServerThread
 from tests.apiserver.test_kubectl import Kubectl
 
-AGENTS = pathlib.Path(__file__).parents[2] / "examples" / "agents"
+AGENTS = pathlib.Path(__file__).parents[3] / "examples" / "agents"
 #: Where the image has the operator (examples/agents/Dockerfile).
 IMAGE_PATH = "/app/examples/agents"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pathlib
 import sys
 
-AGENTS = pathlib.Path(__file__).parents[2] / "examples" / "agents"
+AGENTS = pathlib.Path(__file__).parents[3] / "examples" / "agents"
 sys.path[:0] = [str(AGENTS), str(AGENTS / "tests")]
 
 from agentobjects import client, cluster, namespace, platform  # noqa: E402, F401  (fixtures)

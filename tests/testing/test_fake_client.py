@@ -32,7 +32,7 @@ from kubeloop.testing import ServerThread, conflict, fake_client, fake_manager, 
 def _example() -> ModuleType:
     """examples/web_config/main.py, under a name of its own (other tests import other main.py files)."""
     spec = importlib.util.spec_from_file_location(
-        "web_config_example", pathlib.Path(__file__).parent.parent / "examples" / "web_config" / "main.py"
+        "web_config_example", pathlib.Path(__file__).parents[2] / "examples" / "web_config" / "main.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

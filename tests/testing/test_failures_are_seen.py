@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 CASES = {
     "a thread": """

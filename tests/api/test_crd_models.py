@@ -280,14 +280,14 @@ def test_generated_crd_and_its_rules_on_a_durable_server_across_sigkills(
     data = tmp_path / "data"
     kubectl = Kubectl(binary, data / "kubeconfig", tmp_path)
     module = tmp_path / "budgets.py"
-    module.write_text("from tests.test_crd_models import Budget\n")
+    module.write_text("from tests.api.test_crd_models import Budget\n")
     printed = subprocess.run(
         [sys.executable, "-m", "kubeloop.cli.main", "crd", str(module)],
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=pathlib.Path(__file__).parent.parent,
-        env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parent.parent)},
+        cwd=pathlib.Path(__file__).parents[2],
+        env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parents[2])},
     )
     assert printed.returncode == 0, printed.stderr
     crd_file = tmp_path / "crd.yaml"

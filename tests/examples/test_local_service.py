@@ -19,7 +19,7 @@ from kubeloop.node.simulation import SimulationOptions
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import ServerThread, start_server
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "local_service"
 ANSWER = "greeter.example.com/answer"
 

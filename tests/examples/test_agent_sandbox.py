@@ -22,7 +22,7 @@ from kubeloop.manager.operatortarget import Setup, load_target
 from kubeloop.testing import ServerThread, SimulationOptions, eventually, start_server
 from tests.kubectl_finder import newest_kubectl
 
-EXAMPLE = pathlib.Path(__file__).parent.parent / "examples" / "agent_sandbox"
+EXAMPLE = pathlib.Path(__file__).parents[2] / "examples" / "agent_sandbox"
 module, _ = load_target(str(EXAMPLE))
 Sandbox, HASH_LABEL = module.Sandbox, module.HASH_LABEL
 SANDBOX = Sandbox.__gvk__

@@ -24,8 +24,8 @@ import yaml
 from agentobjects import FAST
 
 from kubeloop.testing import ServerThread, start_server
-from tests.examples.agents.operator_pod import AGENTS, Kube, OperatorPod
 from tests.apiserver.test_kubectl import KUBECTLS
+from tests.examples.agents.operator_pod import AGENTS, Kube, OperatorPod
 from tests.kubectl_finder import helm_binary
 
 CHART = AGENTS / "chart"

@@ -20,8 +20,8 @@ from agentobjects import FAST, agent, runtime
 import kubeloop
 from kubeloop.cli.demo import load_samples
 from kubeloop.testing import ServerThread, start_server
-from tests.examples.agents.operator_pod import AGENTS, Kube, OperatorPod
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
+from tests.examples.agents.operator_pod import AGENTS, Kube, OperatorPod
 
 
 def test_the_checked_in_manifests_are_what_the_operator_generates(tmp_path: pathlib.Path) -> None:

@@ -29,7 +29,7 @@ from kubeloop.controllermanager.podcontrol import controlled_by
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 
-log = logging.getLogger("kubeloop.controllers.cronjobs")
+log = logging.getLogger("kubeloop.controllermanager.cronjobs")
 
 CRONJOB = kinds.CronJob
 JOB = kinds.Job

@@ -39,7 +39,7 @@ from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 from kubeloop.node.scheduler import fits, required_node_name
 
-log = logging.getLogger("kubeloop.controllers.daemonsets")
+log = logging.getLogger("kubeloop.controllermanager.daemonsets")
 
 DAEMONSET = kinds.DaemonSet
 POD = kinds.Pod

@@ -32,7 +32,7 @@ from kubeloop.controllermanager.podcontrol import controlled_by
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 
-log = logging.getLogger("kubeloop.controllers.deployments")
+log = logging.getLogger("kubeloop.controllermanager.deployments")
 
 DEPLOYMENT = kinds.Deployment
 REPLICASET = kinds.ReplicaSet

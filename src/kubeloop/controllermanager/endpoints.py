@@ -27,7 +27,7 @@ from kubeloop.controllermanager.podcontrol import ready
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 
-log = logging.getLogger("kubeloop.controllers.endpoints")
+log = logging.getLogger("kubeloop.controllermanager.endpoints")
 
 SERVICE = kinds.Service
 ENDPOINTS = kinds.Endpoints

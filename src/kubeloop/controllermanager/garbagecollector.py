@@ -42,7 +42,7 @@ from kubeloop.manager.manager import Manager
 from kubeloop.manager.recorder import WARNING
 from kubeloop.workqueue.ratelimiting import RateLimitingQueue
 
-log = logging.getLogger("kubeloop.controllers.garbagecollector")
+log = logging.getLogger("kubeloop.controllermanager.garbagecollector")
 
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"

@@ -35,7 +35,7 @@ from kubeloop.controllermanager.podcontrol import (
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 
-log = logging.getLogger("kubeloop.controllers.jobs")
+log = logging.getLogger("kubeloop.controllermanager.jobs")
 
 JOB = kinds.Job
 POD = kinds.Pod

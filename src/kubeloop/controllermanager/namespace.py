@@ -28,7 +28,7 @@ from kubeloop.controller.reconcile import Request, Result
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 
-log = logging.getLogger("kubeloop.controllers.namespace")
+log = logging.getLogger("kubeloop.controllermanager.namespace")
 
 NAMESPACE = kinds.Namespace
 FINALIZER = "kubernetes"

@@ -39,7 +39,7 @@ from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 from kubeloop.manager.recorder import NORMAL
 
-log = logging.getLogger("kubeloop.controllers.replicasets")
+log = logging.getLogger("kubeloop.controllermanager.replicasets")
 
 REPLICASET = kinds.ReplicaSet
 REPLICATIONCONTROLLER = kinds.ReplicationController

@@ -40,7 +40,7 @@ from kubeloop.controllermanager.revisions import CONTROLLER_REVISION, HASH_LABEL
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
 
-log = logging.getLogger("kubeloop.controllers.statefulsets")
+log = logging.getLogger("kubeloop.controllermanager.statefulsets")
 
 STATEFULSET = kinds.StatefulSet
 POD = kinds.Pod

@@ -59,7 +59,7 @@ from kubeloop.node.simulation import (
 )
 from kubeloop.version import __version__
 
-log = logging.getLogger("kubeloop.controllers.kubelet")
+log = logging.getLogger("kubeloop.node.kubelet")
 
 NODE = kinds.Node
 POD = kinds.Pod

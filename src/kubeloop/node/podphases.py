@@ -5,26 +5,11 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from kubeloop import kinds
 from kubeloop.api import timestamps
 from kubeloop.api.object import Obj
 from kubeloop.node.podruns import containers_of
-
-log = logging.getLogger("kubeloop.controllers.kubelet")
-
-NODE = kinds.Node
-POD = kinds.Pod
-SERVICE_ACCOUNT = kinds.ServiceAccount
-CONFIG_MAP = kinds.ConfigMap
-SECRET = kinds.Secret
-NODE_IP = "10.89.0.2"
-KUBELET_VERSION = "v1.33.0"
-#: What a pod's processes are given once its object is gone (a forced delete): the shortest
-#: grace period upstream's container runtime gives.
-FORCED_GRACE_SECONDS = 2.0
 
 
 def waiting_statuses(pod: Obj, waiting: Obj) -> list[Obj]:

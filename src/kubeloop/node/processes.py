@@ -127,14 +127,11 @@ class ProcessRuntime:
         self.images = images
         self.lookup = lookup
         self.issue_token = issue_token
-        self.api_host = api_host
-        self.api_port = api_port
         self.backoff_seconds = backoff_seconds
         #: The address probes reach a pod's processes at.
         self.pod_host = pod_host
-        #: The node's way to Services (None: pods get no proxy and no Service variables).
-        self.proxy = proxy
-        #: What each container's process is given (argv, environment, a kubeconfig).
+        #: What each container's process is given (argv, environment with the API server's
+        #: address and, through the node's proxy, the Services', a kubeconfig).
         self.setup = ContainerSetup(images, lookup, api_host=api_host, api_port=api_port, proxy=proxy)
         #: Records an event about a pod (a stub: apiVersion, kind, name, namespace, uid).
         self.record: Record = record or (lambda pod, kind, reason, message: None)

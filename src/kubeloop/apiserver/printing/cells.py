@@ -1,4 +1,8 @@
-"""What a Table's columns are made of: :class:`Column`, the cells' values read from an object (fields, durations as kubectl prints them, labels and selectors, containers), and the columns many kinds share (name, age, a field described as upstream's API docs describe it, a pod template's containers)."""
+"""What a Table's columns are made of: :class:`Column`, the cells' values read from an object
+(fields, durations as kubectl prints them, labels and selectors, containers), and the columns
+many kinds share (name, age, a field described as upstream's API docs describe it, a pod
+template's containers).
+"""
 
 from __future__ import annotations
 
@@ -146,7 +150,7 @@ def selector_or_none(selector: Any) -> str:
     return format_label_selector(selector) or "<none>"
 
 
-def containers_of(obj: Obj, path: str) -> tuple[str, str]:
+def container_cells(obj: Obj, path: str) -> tuple[str, str]:
     """``layoutContainerCells``: comma-separated container names and images."""
     containers = [c for c in list_at(obj, path) if isinstance(c, Mapping)]
     return (
@@ -271,8 +275,8 @@ def field_column(
 
 def template_columns(path: str, selector: str | None, selector_doc: str = "") -> list[Column]:
     columns = [
-        Column("Containers", "string", lambda o, n: containers_of(o, path)[0], TEMPLATE_NAMES, 1),
-        Column("Images", "string", lambda o, n: containers_of(o, path)[1], TEMPLATE_IMAGES, 1),
+        Column("Containers", "string", lambda o, n: container_cells(o, path)[0], TEMPLATE_NAMES, 1),
+        Column("Images", "string", lambda o, n: container_cells(o, path)[1], TEMPLATE_IMAGES, 1),
     ]
     if selector is not None:
         columns.append(

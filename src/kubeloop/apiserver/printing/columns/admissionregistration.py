@@ -1,4 +1,6 @@
-"""admissionregistration.k8s.io kinds' columns: webhook configurations, admission policies and their bindings."""
+"""admissionregistration.k8s.io kinds' columns: webhook configurations, admission policies and
+their bindings.
+"""
 
 from __future__ import annotations
 

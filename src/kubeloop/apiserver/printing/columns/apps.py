@@ -1,4 +1,5 @@
-"""apps/v1 kinds' columns: Deployments, ReplicaSets, StatefulSets, DaemonSets, ControllerRevisions."""
+"""apps/v1 kinds' columns: Deployments, ReplicaSets, StatefulSets, DaemonSets, ControllerRevisions.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""certificates.k8s.io kinds' columns: CertificateSigningRequests, ClusterTrustBundles, PodCertificateRequests."""
+"""certificates.k8s.io kinds' columns: CertificateSigningRequests, ClusterTrustBundles,
+PodCertificateRequests.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Core (v1) kinds' columns, as kubectl's printers print them: pods, services, events, nodes, volumes and claims, and the rest of the core group."""
+"""Core (v1) kinds' columns, as kubectl's printers print them: pods, services, events, nodes,
+volumes and claims, and the rest of the core group.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from kubeloop.apiserver.printing.cells import (
     Obj,
     age_column,
     api_doc,
-    containers_of,
+    container_cells,
     field_column,
     format_labels,
     generic_columns,
@@ -591,8 +593,8 @@ def podtemplate_columns() -> list[Column]:
     path = "template.spec.containers"
     return [
         name_column(),
-        Column("Containers", "string", lambda o, n: containers_of(o, path)[0], TEMPLATE_NAMES),
-        Column("Images", "string", lambda o, n: containers_of(o, path)[1], TEMPLATE_IMAGES),
+        Column("Containers", "string", lambda o, n: container_cells(o, path)[0], TEMPLATE_NAMES),
+        Column("Images", "string", lambda o, n: container_cells(o, path)[1], TEMPLATE_IMAGES),
         Column(
             "Pod Labels",
             "string",

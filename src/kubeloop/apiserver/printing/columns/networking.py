@@ -1,4 +1,6 @@
-"""networking.k8s.io kinds' columns: Ingresses, IngressClasses, NetworkPolicies, IPAddresses, ServiceCIDRs."""
+"""networking.k8s.io kinds' columns: Ingresses, IngressClasses, NetworkPolicies, IPAddresses,
+ServiceCIDRs.
+"""
 
 from __future__ import annotations
 

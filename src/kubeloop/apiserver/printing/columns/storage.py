@@ -1,4 +1,6 @@
-"""storage.k8s.io kinds' columns: StorageClasses, CSI drivers, nodes and capacities, VolumeAttachments, VolumeAttributesClasses."""
+"""storage.k8s.io kinds' columns: StorageClasses, CSI drivers, nodes and capacities,
+VolumeAttachments, VolumeAttributesClasses.
+"""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ import time
 
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
+from kubeloop.apiserver.groups import builtin_resources
 from kubeloop.apiserver.openapi import v3
 
 
@@ -32,7 +33,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     schemas.definitions()
-    catalog = ResourceCatalog()
+    catalog = ResourceCatalog(builtin_resources())
     results: dict[str, object] = {"bench": "openapi_documents", "repeats": args.repeats}
     for group_version in ("apis/apps/v1", "api/v1"):
         times = [build_ms(catalog, group_version) for _ in range(args.repeats)]

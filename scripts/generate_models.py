@@ -2,10 +2,10 @@
 
 Reads the definitions kubernetes-validate ships (the release ``kubeloop.apiserver.catalog.schemas`` serves)
 and writes one module per group-version under ``src/kubeloop/api/models/``: meta/v1 and every GA
-group-version the embedded server serves (``BUILTIN_RESOURCES``). It writes from the same list
+group-version the embedded server serves (``apiserver.groups``). It writes from the same list
 the facades that name them: ``kubeloop/models.py`` (the modules, loaded on first use) and
 ``kubeloop/kinds.py`` (a GroupVersionKind constant per kind). Run
-``python scripts/generate_models.py`` after changing this script, the catalog or the
+``python scripts/generate_models.py`` after changing this script, the API groups or the
 kubernetes-validate version; ``tests/api/test_models.py`` checks the output is up to date.
 """
 
@@ -36,10 +36,10 @@ def module_name(group: str, version: str) -> str:
 
 def served_kinds() -> dict[tuple[str, str], list[str]]:
     """Every GA group-version the embedded server serves → its kinds (subresources left out)."""
-    from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES
+    from kubeloop.apiserver.groups import builtin_resources
 
     served: dict[tuple[str, str], list[str]] = {}
-    for resource in BUILTIN_RESOURCES:
+    for resource in builtin_resources():
         if "/" in resource.plural or not GA_VERSION.match(resource.version):
             continue
         kinds = served.setdefault((resource.group, resource.version), [])

@@ -25,7 +25,7 @@ from aiohttp.typedefs import Middleware
 
 from kubeloop import certs, errors
 from kubeloop.api.object import Obj
-from kubeloop.apiserver import kubeconfig, kubernetesservice
+from kubeloop.apiserver import groups, kubeconfig, kubernetesservice
 from kubeloop.apiserver.admission.admissionpolicy.expressioncheck import KINDS as EXPRESSION_KINDS
 from kubeloop.apiserver.admission.admissionpolicy.expressioncheck import with_compiled_expressions
 from kubeloop.apiserver.admission.admissionpolicy.typechecking import TypeCheckingController
@@ -160,7 +160,7 @@ class APIServer:
 
     def __init__(self, options: ServerOptions | None = None) -> None:
         self.options = options or ServerOptions()
-        self.catalog = ResourceCatalog()
+        self.catalog = ResourceCatalog(groups.builtin_resources())
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
         self._runner: web.AppRunner | None = None
         self._log: Log | None = None
@@ -227,7 +227,7 @@ class APIServer:
         )
         await asyncio.to_thread(store.load)
         self.store = store
-        self.registry = Registry(store, self.catalog)
+        self.registry = Registry(store, self.catalog, groups.builtin_strategy)
         for plural in EXPRESSION_KINDS:
             admission_kind = self.catalog.lookup("admissionregistration.k8s.io", "v1", plural)
             assert admission_kind is not None

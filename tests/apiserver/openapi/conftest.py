@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
+from kubeloop.apiserver.groups import builtin_resources
 
 
 @pytest.fixture
 def catalog() -> ResourceCatalog:
     """A fresh catalog of the built-in resources (a test may add CRDs' kinds to it)."""
-    return ResourceCatalog()
+    return ResourceCatalog(builtin_resources())

@@ -5,8 +5,10 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceCatalog
-from kubeloop.apiserver.printing import cells, tables
+from kubeloop.apiserver.catalog.resources import ResourceCatalog
+from kubeloop.apiserver.groups import builtin_resources
+from kubeloop.apiserver.printing import cells
+from tests.apiserver.printing.printed import to_table
 from tests.conftest import Client
 
 
@@ -44,7 +46,7 @@ def test_version_and_group_discovery(api: Client) -> None:
 
 
 def test_every_builtin_resource_is_discoverable(api: Client) -> None:
-    for resource in BUILTIN_RESOURCES:
+    for resource in builtin_resources():
         path = f"/apis/{resource.group}/{resource.version}" if resource.group else "/api/v1"
         listed = {r["name"]: r for r in api.get(path).json()["resources"]}
         entry = listed[resource.plural]
@@ -170,7 +172,7 @@ def test_openapi_v2_as_protobuf_and_as_json(api: Client) -> None:
 
 
 def test_table_columns_for_pods_and_deployments() -> None:
-    catalog = ResourceCatalog()
+    catalog = ResourceCatalog(builtin_resources())
     pods = catalog.lookup("", "v1", "pods")
     deployments = catalog.lookup("apps", "v1", "deployments")
     assert pods is not None and deployments is not None
@@ -197,7 +199,7 @@ def test_table_columns_for_pods_and_deployments() -> None:
         "spec": {"containers": [{}]},
         "status": {"phase": "Running"},
     }
-    table = tables.to_table(pods, [crashing, terminating], now=now)
+    table = to_table(pods, [crashing, terminating], now=now)
     assert [c["name"] for c in table["columnDefinitions"] if c["priority"] == 0] == [
         "Name",
         "Ready",
@@ -218,7 +220,7 @@ def test_table_columns_for_pods_and_deployments() -> None:
         },
         "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2},
     }
-    row = tables.to_table(deployments, [deployment], now=now)["rows"][0]["cells"]
+    row = to_table(deployments, [deployment], now=now)["rows"][0]["cells"]
     assert row == ["p", "2/3", 3, 2, "3m", "c", "nginx", "app=w"]
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kubeloop.apiserver.catalog import schemas
-from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceCatalog, ResourceType
+from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.groups import builtin_resources
 from kubeloop.apiserver.openapi import discoverydocs
 
 
@@ -34,7 +35,7 @@ def test_group_list_and_groups(catalog: ResourceCatalog) -> None:
     groups = discoverydocs.api_group_list(catalog)
     assert groups["kind"] == "APIGroupList" and groups["apiVersion"] == "v1"
     names = [g["name"] for g in groups["groups"]]
-    expected = {r.group for r in BUILTIN_RESOURCES if r.group}
+    expected = {r.group for r in builtin_resources() if r.group}
     assert set(names) == expected
     assert "" not in names
     assert names.index("apps") < names.index("batch")  # kube-apiserver's priority order
@@ -52,7 +53,7 @@ def test_group_list_and_groups(catalog: ResourceCatalog) -> None:
 
 
 def test_preferred_version_is_kube_aware() -> None:
-    catalog = ResourceCatalog()
+    catalog = ResourceCatalog(builtin_resources())
     for version in ("v1beta1", "v2alpha1", "v1", "v10"):
         catalog.add(ResourceType("stable.example.com", version, "widgets", "widget", "Widget", True))
     group = discoverydocs.api_group(catalog, "stable.example.com")
@@ -61,7 +62,7 @@ def test_preferred_version_is_kube_aware() -> None:
     assert group["preferredVersion"]["version"] == "v10"
 
 
-@pytest.mark.parametrize("resource", BUILTIN_RESOURCES, ids=lambda r: f"{r.group or 'core'}/{r.plural}")
+@pytest.mark.parametrize("resource", builtin_resources(), ids=lambda r: f"{r.group or 'core'}/{r.plural}")
 def test_every_builtin_resource_is_discoverable(catalog: ResourceCatalog, resource: ResourceType) -> None:
     listing = discoverydocs.api_resource_list(catalog, resource.group, resource.version)
     assert listing is not None

@@ -9,7 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceCatalog, ResourceType
+from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.groups import builtin_resources
 from kubeloop.apiserver.openapi import v3
 
 
@@ -33,7 +34,7 @@ def document(catalog: ResourceCatalog, path: str, extra: dict[str, Any] | None =
 def test_index_lists_every_group_version(catalog: ResourceCatalog) -> None:
     index = v3.openapi_v3_index(catalog)
     paths = index["paths"]
-    expected = {f"apis/{r.group}/{r.version}" if r.group else f"api/{r.version}" for r in BUILTIN_RESOURCES}
+    expected = {f"apis/{r.group}/{r.version}" if r.group else f"api/{r.version}" for r in builtin_resources()}
     assert set(paths) == expected
     assert "api/v1" in paths and "apis/apps/v1" in paths
     for path, entry in paths.items():
@@ -42,7 +43,7 @@ def test_index_lists_every_group_version(catalog: ResourceCatalog) -> None:
         raw = v3.openapi_v3_document(catalog, path)
         assert raw is not None
         assert url.endswith(v3.document_hash(raw))
-    assert v3.openapi_v3_index(ResourceCatalog()) == index  # stable content hash
+    assert v3.openapi_v3_index(ResourceCatalog(builtin_resources())) == index  # stable content hash
 
 
 def test_document_paths_are_tolerant_and_unknown_ones_are_none(catalog: ResourceCatalog) -> None:
@@ -57,13 +58,13 @@ def test_document_paths_are_tolerant_and_unknown_ones_are_none(catalog: Resource
 
 def test_documents_are_cached(catalog: ResourceCatalog) -> None:
     first = v3.openapi_v3_document(catalog, "apis/apps/v1")
-    second = v3.openapi_v3_document(ResourceCatalog(), "apis/apps/v1")
+    second = v3.openapi_v3_document(ResourceCatalog(builtin_resources()), "apis/apps/v1")
     assert second is first  # the same object: built once (bench/openapi_documents.py times a build)
 
 
 def test_catalog_change_rebuilds_only_the_changed_document(catalog: ResourceCatalog) -> None:
     before = v3.openapi_v3_index(catalog)["paths"]
-    changed = ResourceCatalog()
+    changed = ResourceCatalog(builtin_resources())
     changed.remove(changed.lookup("apps", "v1", "daemonsets"))  # type: ignore[arg-type]
     after = v3.openapi_v3_index(changed)["paths"]
     assert after["apis/apps/v1"] != before["apis/apps/v1"]
@@ -321,7 +322,7 @@ CRD_SCHEMA = {
 
 
 def crd_catalog() -> ResourceCatalog:
-    catalog = ResourceCatalog()
+    catalog = ResourceCatalog(builtin_resources())
     catalog.add(
         ResourceType(
             "stable.example.com",

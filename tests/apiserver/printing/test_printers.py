@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceType
-from kubeloop.apiserver.printing import tables
+from kubeloop.apiserver.catalog.resources import ResourceType
+from kubeloop.apiserver.groups import builtin_resources
+from tests.apiserver.printing.printed import columns_for, to_table
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0, tzinfo=datetime.UTC)
 AN_HOUR_AGO = "2024-05-01T11:00:00Z"
@@ -18,7 +19,7 @@ AN_HOUR_AGO = "2024-05-01T11:00:00Z"
 def resource(group: str, plural: str, version: str = "") -> ResourceType:
     return next(
         r
-        for r in BUILTIN_RESOURCES
+        for r in builtin_resources()
         if r.group == group and r.plural == plural and (not version or r.version == version)
     )
 
@@ -26,7 +27,7 @@ def resource(group: str, plural: str, version: str = "") -> ResourceType:
 def cells(group: str, plural: str, obj: dict[str, Any], version: str = "") -> dict[str, Any]:
     obj.setdefault("metadata", {}).setdefault("name", "x")
     obj["metadata"].setdefault("creationTimestamp", AN_HOUR_AGO)
-    table = tables.to_table(resource(group, plural, version), [obj], now=NOW)
+    table = to_table(resource(group, plural, version), [obj], now=NOW)
     names = [c["name"] for c in table["columnDefinitions"]]
     return dict(zip(names, table["rows"][0]["cells"], strict=True))
 
@@ -378,8 +379,8 @@ def test_every_builtin_column_is_described_as_upstream_describes_its_field() -> 
 
     undescribed = {
         (r.plural, c.name)
-        for r in BUILTIN_RESOURCES
-        for c in tables.columns_for(r)
+        for r in builtin_resources()
+        for c in columns_for(r)
         if not c.definition()["description"]
     }
     assert undescribed == {("runtimeclasses", "Handler")}  # upstream's printer has none either
@@ -388,7 +389,7 @@ def test_every_builtin_column_is_described_as_upstream_describes_its_field() -> 
         return str(schemas.definitions()[definition]["properties"][field]["description"])
 
     def described(group: str, plural: str, column: str) -> str:
-        return next(c.description for c in tables.columns_for(resource(group, plural)) if c.name == column)
+        return next(c.description for c in columns_for(resource(group, plural)) if c.name == column)
 
     assert described("apps", "replicasets", "Current") == field_doc(
         "io.k8s.api.apps.v1.ReplicaSetStatus", "replicas"

@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
-from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceCatalog, ResourceType
+from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
+from kubeloop.apiserver.groups import builtin_resources
 from kubeloop.apiserver.printing import tables
 from kubeloop.apiserver.printing.cells import human_duration
+from tests.apiserver.printing.printed import to_table
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0, tzinfo=datetime.UTC)
 
@@ -64,7 +66,7 @@ def test_human_duration(seconds: float, text: str) -> None:
 
 
 def pods() -> ResourceType:
-    resource = ResourceCatalog().lookup("", "v1", "pods")
+    resource = ResourceCatalog(builtin_resources()).lookup("", "v1", "pods")
     assert resource is not None
     return resource
 
@@ -89,13 +91,13 @@ def running(name: str, ready: bool = True, restarts: int = 0) -> dict[str, Any]:
 
 
 def cells(resource: ResourceType, obj: dict[str, Any]) -> list[Any]:
-    table = tables.to_table(resource, [obj], now=NOW)
+    table = to_table(resource, [obj], now=NOW)
     row_cells: list[Any] = table["rows"][0]["cells"]
     return row_cells
 
 
 def test_pod_table_columns() -> None:
-    table = tables.to_table(pods(), [], now=NOW, resource_version="7")
+    table = to_table(pods(), [], now=NOW, resource_version="7")
     assert table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"
     assert table["metadata"] == {"resourceVersion": "7"}
     assert table["rows"] == []
@@ -188,7 +190,7 @@ def test_pod_rows() -> None:
         },
         deletionTimestamp=ago(1),
     )
-    row = tables.to_table(pods(), [done], now=NOW)["rows"][0]
+    row = to_table(pods(), [done], now=NOW)["rows"][0]
     assert row["cells"][:3] == ["done", "0/1", "Completed"]
     assert row["conditions"] == [
         {
@@ -270,17 +272,17 @@ def test_pod_init_containers_and_gates() -> None:
 
 def test_include_object_variants() -> None:
     obj = pod("web", {"phase": "Running"}, resourceVersion="12", labels={"app": "web"})
-    metadata_row = tables.to_table(pods(), [obj], now=NOW)["rows"][0]
+    metadata_row = to_table(pods(), [obj], now=NOW)["rows"][0]
     assert metadata_row["object"] == {
         "kind": "PartialObjectMetadata",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": obj["metadata"],
     }
-    assert tables.to_table(pods(), [obj], include_object="Object", now=NOW)["rows"][0]["object"] == obj
-    assert "object" not in tables.to_table(pods(), [obj], include_object="None", now=NOW)["rows"][0]
-    single = tables.to_table(pods(), [obj], now=NOW)
+    assert to_table(pods(), [obj], include_object="Object", now=NOW)["rows"][0]["object"] == obj
+    assert "object" not in to_table(pods(), [obj], include_object="None", now=NOW)["rows"][0]
+    single = to_table(pods(), [obj], now=NOW)
     assert single["metadata"] == {"resourceVersion": "12"}
-    listed = tables.to_table(pods(), [obj, obj], resource_version="20", continue_token="abc", now=NOW)
+    listed = to_table(pods(), [obj, obj], resource_version="20", continue_token="abc", now=NOW)
     assert listed["metadata"] == {"resourceVersion": "20", "continue": "abc"}
 
 
@@ -298,13 +300,13 @@ def test_partial_object_metadata_list() -> None:
 
 
 def resource(group: str, plural: str) -> ResourceType:
-    found = next((r for r in BUILTIN_RESOURCES if r.group == group and r.plural == plural), None)
+    found = next((r for r in builtin_resources() if r.group == group and r.plural == plural), None)
     assert found is not None
     return found
 
 
 def column_names(group: str, plural: str) -> list[str]:
-    return [c["name"] for c in tables.to_table(resource(group, plural), [], now=NOW)["columnDefinitions"]]
+    return [c["name"] for c in to_table(resource(group, plural), [], now=NOW)["columnDefinitions"]]
 
 
 def test_deployment_rows() -> None:
@@ -598,7 +600,7 @@ def test_rbac_rows() -> None:
         "ns1/sa",
     ]
     role = {"metadata": {"name": "reader", "creationTimestamp": "2024-04-30T10:00:00+02:00"}}
-    table = tables.to_table(resource("rbac.authorization.k8s.io", "roles"), [role], now=NOW)
+    table = to_table(resource("rbac.authorization.k8s.io", "roles"), [role], now=NOW)
     assert [(c["name"], c["type"]) for c in table["columnDefinitions"]] == [
         ("Name", "string"),
         ("Created At", "date"),
@@ -616,13 +618,13 @@ def test_custom_resources_without_printer_columns_get_name_and_age() -> None:
         True,
         definition="crontabs.stable.example.com",
     )
-    table = tables.to_table(crd, [{"metadata": {"name": "c", "creationTimestamp": ago(3600 * 5)}}], now=NOW)
+    table = to_table(crd, [{"metadata": {"name": "c", "creationTimestamp": ago(3600 * 5)}}], now=NOW)
     assert [(c["name"], c["type"]) for c in table["columnDefinitions"]] == [
         ("Name", "string"),
         ("Age", "date"),
     ]
     assert table["rows"][0]["cells"] == ["c", "5h"]
-    assert tables.to_table(crd, [{"metadata": {"name": "d"}}], now=NOW)["rows"][0]["cells"] == [
+    assert to_table(crd, [{"metadata": {"name": "d"}}], now=NOW)["rows"][0]["cells"] == [
         "d",
         "<unknown>",
     ]

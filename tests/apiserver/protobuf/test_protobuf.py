@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubeloop.apiserver.groups import builtin_resources
 from kubeloop.apiserver.protobuf import codec, descriptors, wire
 from tests.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401  (fixture)
 from tests.conftest import Client
@@ -383,12 +384,11 @@ def test_special_types_round_trip(message_tables: descriptors.MessageTables) -> 
 def test_the_shipped_tables_cover_every_built_in_kind() -> None:
     """Every built-in kind has its message, but the two whose types live outside k8s.io/api
     (their objects are answered in JSON, which clients decode by the Content-Type)."""
-    from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES
 
     tables = descriptors.load_tables()
     missing = {
         (resource.api_version, resource.kind)
-        for resource in BUILTIN_RESOURCES
+        for resource in builtin_resources()
         if tables.for_kind(resource.api_version, resource.kind) is None
     }
     assert missing == {

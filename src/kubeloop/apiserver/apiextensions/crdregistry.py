@@ -29,10 +29,10 @@ from kubeloop.apiserver.apiextensions import structural
 from kubeloop.apiserver.catalog import mediatypes
 from kubeloop.apiserver.catalog.resources import PrinterColumn, ResourceCatalog, ResourceType
 from kubeloop.apiserver.cel import rules as celrules
+from kubeloop.apiserver.groups.admissionregistration import validation as admissionregistration
 from kubeloop.apiserver.patch.mergepatch import copy_json
 from kubeloop.apiserver.registry import validation
 from kubeloop.apiserver.registry.strategies import BuiltinStrategy, KindRules, Strategy, scale_document
-from kubeloop.apiserver.registry.validation import admissionregistration
 from kubeloop.apiserver.registry.versionconversion import ConversionPending, VersionConverter
 from kubeloop.errors import StatusCause
 

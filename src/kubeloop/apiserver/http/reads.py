@@ -43,7 +43,12 @@ async def get(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamR
         )
     accept = accept_of(request)
     if accept.table:
-        return json_response(tables.to_table(target.resource, [obj], include_object=accept.include_object))
+        return json_response(tables.to_table(
+                target.resource,
+                [obj],
+                printer=scope.registry.strategy(target.resource).printer,
+                include_object=accept.include_object,
+            ))
     if accept.partial_metadata:
         return json_response(
             {
@@ -72,6 +77,7 @@ async def list_objects(scope: Scope, request: HTTPRequest, target: Target) -> we
             tables.to_table(
                 target.resource,
                 result.items,
+                printer=scope.registry.strategy(target.resource).printer,
                 include_object=accept.include_object,
                 resource_version=rv,
                 continue_token=result.continue_token,

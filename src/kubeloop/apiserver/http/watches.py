@@ -52,11 +52,12 @@ async def watch(scope: Scope, request: HTTPRequest, target: Target) -> web.Strea
     encode = None
     if accept.table:
         resource = target.resource
+        printer = scope.registry.strategy(resource).printer
 
         def encode(kind: str, obj: Obj) -> bytes:
             if kind in ("ERROR", "BOOKMARK"):
                 return orjson.dumps({"type": kind, "object": obj}) + b"\n"
-            table = tables.to_table(resource, [obj], include_object=accept.include_object)
+            table = tables.to_table(resource, [obj], printer=printer, include_object=accept.include_object)
             return orjson.dumps({"type": kind, "object": table}) + b"\n"
 
     elif accept.partial_metadata:

@@ -2,21 +2,22 @@
 
 Columns and cells follow kube-apiserver's printers (kubernetes ``pkg/printers/internalversion``),
 which the server always runs in wide mode: the ``priority: 1`` columns are in every row and
-kubectl shows them only with ``-o wide``. Built-in kinds upstream has no printer for (Roles,
-LimitRanges, CRDs) use the generic convertor (Name, Created At); custom resources without
-``additionalPrinterColumns`` get Name and Age. Objects are printed in the form upstream's
-printers read (core Events, autoscaling/v2 HorizontalPodAutoscalers). Ages are rendered like apimachinery's ``duration.HumanDuration``.
+kubectl shows them only with ``-o wide``. Each built-in kind's :class:`KindPrinter` is declared
+by its API group (``apiserver.groups``); kinds upstream has no printer for (Roles, LimitRanges,
+CRDs) use the generic convertor (Name, Created At); custom resources without
+``additionalPrinterColumns`` get Name and Age. Ages are rendered like apimachinery's
+``duration.HumanDuration``.
 """
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from kubeloop.apiserver.catalog import hpaconversion
 from kubeloop.apiserver.catalog.resources import PrinterColumn, ResourceType
 from kubeloop.apiserver.printing import jsonpath
 from kubeloop.apiserver.printing.cells import (
@@ -31,67 +32,29 @@ from kubeloop.apiserver.printing.cells import (
     since_text,
     text_at,
 )
-from kubeloop.apiserver.printing.columns import (
-    admissionregistration,
-    apiextensions,
-    apiregistration,
-    apps,
-    autoscaling,
-    batch,
-    certificates,
-    coordination,
-    core,
-    discovery,
-    events,
-    flowcontrol,
-    networking,
-    node,
-    policy,
-    rbac,
-    resource,
-    scheduling,
-    storage,
-    storagemigration,
-)
-from kubeloop.apiserver.printing.columns.core import (
-    POD_CONDITIONS,
-    core_event,
-    last_summary,
-)
 
 META_API_VERSION = "meta.k8s.io/v1"
 
-#: Custom resources without printer columns: Name and Age.
-_DEFAULT_KEY = ("*", "*")
+#: A row's conditions (``kubectl get`` greys out rows whose Completed condition is true).
+RowConditions = Callable[[Obj], list[Obj] | None]
+#: The form a kind's columns read, from the served one.
+PrintedForm = Callable[[Obj], Obj]
 
-#: Built-in kinds without a printer: apiserver's default table convertor.
-_BUILTIN_DEFAULT_KEY = ("*", "builtin")
 
-_COLUMN_SETS: dict[tuple[str, str], Callable[[], list[Column]]] = {
-    **admissionregistration.COLUMN_SETS,
-    **apiextensions.COLUMN_SETS,
-    **apiregistration.COLUMN_SETS,
-    **apps.COLUMN_SETS,
-    **autoscaling.COLUMN_SETS,
-    **batch.COLUMN_SETS,
-    **certificates.COLUMN_SETS,
-    **coordination.COLUMN_SETS,
-    **core.COLUMN_SETS,
-    **discovery.COLUMN_SETS,
-    **events.COLUMN_SETS,
-    **flowcontrol.COLUMN_SETS,
-    **networking.COLUMN_SETS,
-    **node.COLUMN_SETS,
-    **policy.COLUMN_SETS,
-    **rbac.COLUMN_SETS,
-    **resource.COLUMN_SETS,
-    **scheduling.COLUMN_SETS,
-    **storage.COLUMN_SETS,
-    **storagemigration.COLUMN_SETS,
-    _BUILTIN_DEFAULT_KEY: generic_columns,
-}
+@dataclass(frozen=True)
+class KindPrinter:
+    """How a built-in kind is printed (upstream's printer handler for it): its columns, the form
+    they read when it is not the served one (core Events for events.k8s.io, autoscaling/v2 for
+    v1 HorizontalPodAutoscalers, as upstream prints the internal version) and a row's
+    conditions."""
 
-_column_cache: dict[tuple[str, str], list[Column]] = {}
+    columns: Callable[[], list[Column]]
+    printed_form: PrintedForm | None = None
+    row_conditions: RowConditions | None = None
+
+
+#: Each column set built, by the function that builds it.
+_built: dict[Callable[[], list[Column]], list[Column]] = {}
 
 
 def _custom_cell(column: PrinterColumn) -> CellFn:
@@ -136,16 +99,19 @@ def _custom_columns(resource: ResourceType) -> list[Column]:
     ]
 
 
-def columns_for(resource: ResourceType) -> list[Column]:
-    """The columns of a resource's Table (built once per kind of printer)."""
+def columns_for(resource: ResourceType, printer: KindPrinter | None = None) -> list[Column]:
+    """The columns of a resource's Table: its printer's (built once), a CRD's declared ones, Name
+    and Age for a CRD that declares none, Name and Created At for a built-in kind without a
+    printer (apiserver's default table convertor)."""
     if resource.printer_columns is not None:
         return _custom_columns(resource)
-    key = (resource.group, resource.plural)
-    if key not in _COLUMN_SETS:
-        key = _DEFAULT_KEY if resource.definition else _BUILTIN_DEFAULT_KEY
-    columns = _column_cache.get(key)
+    if printer is None:
+        make = default_columns if resource.definition else generic_columns
+    else:
+        make = printer.columns
+    columns = _built.get(make)
     if columns is None:
-        columns = _column_cache[key] = _COLUMN_SETS.get(key, default_columns)()
+        columns = _built[make] = make()
     return columns
 
 
@@ -172,31 +138,15 @@ def _list_meta(
     return metadata
 
 
-def _printed_form(resource: ResourceType, obj: Obj) -> Obj:
-    """The form a kind's printer reads, as upstream prints the internal version: core Events,
-    autoscaling/v2 HorizontalPodAutoscalers."""
-    if resource.plural == "events":
-        return core_event(obj)
-    if (
-        resource.plural == "horizontalpodautoscalers"
-        and obj.get("apiVersion") == hpaconversion.V1_API_VERSION
-    ):
-        return hpaconversion.v1_to_v2(obj)
-    return obj
-
-
 def _row(
-    resource: ResourceType, columns: Sequence[Column], obj: Obj, include_object: str, now: datetime.datetime
+    printer: KindPrinter | None, columns: Sequence[Column], obj: Obj, include_object: str, now: datetime.datetime
 ) -> dict[str, Any]:
-    view = _printed_form(resource, obj)
+    view = obj if printer is None or printer.printed_form is None else printer.printed_form(obj)
     row: dict[str, Any] = {"cells": [column.cell(view, now) for column in columns]}
-    last_summary.clear()
-    if resource.group == "" and resource.plural == "pods":
-        phase = text_at(obj, "status.phase")
-        if phase in POD_CONDITIONS:
-            row["conditions"] = [
-                {"type": "Completed", "status": "True", "reason": phase, "message": POD_CONDITIONS[phase]}
-            ]
+    if printer is not None and printer.row_conditions is not None:
+        conditions = printer.row_conditions(obj)
+        if conditions is not None:
+            row["conditions"] = conditions
     if include_object == "Metadata":
         row["object"] = partial_object_metadata(obj)
     elif include_object == "Object":
@@ -208,6 +158,7 @@ def to_table(
     resource: ResourceType,
     objects: Sequence[Obj],
     *,
+    printer: KindPrinter | None = None,
     include_object: str = "Metadata",
     resource_version: str = "",
     continue_token: str = "",
@@ -216,14 +167,15 @@ def to_table(
 ) -> dict[str, Any]:
     """A meta.k8s.io/v1 Table of ``objects``.
 
-    ``include_object`` is the ``includeObject`` parameter: ``Metadata`` (the default; each row
+    ``printer``: the kind's (its strategy's); None for custom resources and built-in kinds
+    without one. ``include_object`` is the ``includeObject`` parameter: ``Metadata`` (the default; each row
     carries a PartialObjectMetadata), ``Object`` (the full object) or ``None`` (no object). Without
     a ``resource_version``, a one-object table (GET, watch events) takes the object's.
     """
     now = now or datetime.datetime.now(datetime.UTC)
     if now.tzinfo is None:
         now = now.replace(tzinfo=datetime.UTC)
-    columns = columns_for(resource)
+    columns = columns_for(resource, printer)
     if not resource_version and len(objects) == 1:
         resource_version = text_at(objects[0], "metadata.resourceVersion")
     return {
@@ -231,7 +183,7 @@ def to_table(
         "apiVersion": META_API_VERSION,
         "metadata": _list_meta(resource_version, continue_token, remaining_item_count),
         "columnDefinitions": [column.definition() for column in columns],
-        "rows": [_row(resource, columns, obj, include_object, now) for obj in objects],
+        "rows": [_row(printer, columns, obj, include_object, now) for obj in objects],
     }
 
 

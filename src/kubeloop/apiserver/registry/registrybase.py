@@ -21,7 +21,7 @@ from kubeloop.apiserver.registry.admissionhooks import (
     Admission,
 )
 from kubeloop.apiserver.registry.serviceips import ServiceAllocator
-from kubeloop.apiserver.registry.strategies import Strategy, builtin_strategy
+from kubeloop.apiserver.registry.strategies import BuiltinStrategies, Strategy
 from kubeloop.apiserver.registry.verboptions import (
     ListOptions,
     ListResult,
@@ -72,9 +72,11 @@ class RegistryBase:
     state and the steps every verb shares (:class:`~kubeloop.apiserver.registry.generic.Registry`
     adds the verbs)."""
 
-    def __init__(self, store: ObjectStore, catalog: ResourceCatalog) -> None:
+    def __init__(self, store: ObjectStore, catalog: ResourceCatalog, builtin_strategy: BuiltinStrategies) -> None:
         self.store = store
         self.catalog = catalog
+        #: Makes the strategy of a built-in resource (what the server's API groups declare).
+        self._builtin_strategy = builtin_strategy
         self._strategies: dict[tuple[str, str, str], Strategy] = {}  # built-in ones, made on first use
         self._set_strategies: dict[tuple[str, str, str], Strategy] = {}  # custom resources' (set_strategy)
         #: Cluster IPs and node ports of Services.
@@ -106,7 +108,7 @@ class RegistryBase:
             return strategy
         strategy = self._strategies.get(key)
         if strategy is None or strategy.resource is not resource:
-            strategy = self._strategies[key] = builtin_strategy(resource, self.services)
+            strategy = self._strategies[key] = self._builtin_strategy(resource, self.services)
         return strategy
 
     def set_strategy(self, strategy: Strategy) -> None:

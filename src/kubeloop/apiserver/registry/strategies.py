@@ -5,9 +5,9 @@ object per resource: how a body is decoded (Go's typed decoding for built-in kin
 schema for custom resources), the form served versus stored, what a create resets and seeds,
 what an update of the main resource or of a subresource may change, defaults, validation,
 when the generation moves, what deleting means (a Namespace terminates first) and the Scale
-view. :data:`BUILTIN_STRATEGIES` binds each built-in kind to its defaults, its status at create
-and its rules — the one place to read what is particular to a kind; a CustomResourceDefinition
-version gets a strategy built from its schema (``customresources``).
+view. A built-in kind's :class:`BuiltinStrategy` is made from what its API group declares
+(``apiserver.groups``: its defaults, status at create, rules and printer); a
+CustomResourceDefinition version gets a strategy built from its schema (``apiextensions``).
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubeloop import errors
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import decoding
-from kubeloop.apiserver.catalog import eventconversion, hpaconversion, mediatypes, schemas
+from kubeloop.apiserver.catalog import mediatypes, schemas
 from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.patch.mergepatch import copy_json
-from kubeloop.apiserver.registry import defaults, validation
+from kubeloop.apiserver.printing.tables import KindPrinter
+from kubeloop.apiserver.registry import validation
 from kubeloop.apiserver.registry.serviceips import ServiceAllocator
 from kubeloop.apiserver.registry.versionconversion import VersionConverter
 from kubeloop.errors import StatusCause
@@ -33,8 +33,6 @@ Rules = Callable[[Mapping[str, Any]], list[StatusCause]]
 UpdateRules = Callable[[Mapping[str, Any], Mapping[str, Any]], list[StatusCause]]
 Mutation = Callable[[Obj], None]
 
-#: Namespaces that exist from the start and may not be deleted.
-PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 _NOT_SPEC = frozenset({"metadata", "status", "apiVersion", "kind"})
 
 
@@ -57,6 +55,15 @@ class Strategy:
     def schema(self) -> schemas.Schema | None:
         """The kind's OpenAPI schema (list types, merge keys, required fields), if it has one."""
         return None
+
+    @property
+    def printer(self) -> KindPrinter | None:
+        """How ``kubectl get`` prints the kind; None: a CRD's columns, or the generic ones."""
+        return None
+
+    def attach_services(self, services: ServiceAllocator | None) -> None:
+        """Given the server's allocator of cluster IPs and node ports when the strategy is made;
+        the kinds that allocate them (Services) keep it."""
 
     # ---------------------------------------------------------------- forms
 
@@ -193,7 +200,7 @@ class Strategy:
 _ZERO_OF_TYPE: dict[str, Any] = {"integer": 0, "number": 0, "boolean": False}
 
 
-def _required_zeros(schema: schemas.Schema | None, field: str) -> dict[str, Any]:
+def required_zeros(schema: schemas.Schema | None, field: str) -> dict[str, Any]:
     """The zero value of each required scalar field of ``schema``'s ``field`` object."""
     node = schemas.property_schema(schema, field) if schema is not None else None
     if node is None:
@@ -233,6 +240,8 @@ class KindRules:
     rules: Rules | None = None
     #: Upstream's rules about a change (``Validate<Kind>Update``): fields that may not change.
     update_rules: UpdateRules | None = None
+    #: How ``kubectl get`` prints the kind (None: the generic columns).
+    printer: KindPrinter | None = None
 
 
 class BuiltinStrategy(Strategy):
@@ -242,11 +251,15 @@ class BuiltinStrategy(Strategy):
         super().__init__(resource)
         self.kind = kind
         self._schema = schemas.kind_schema(resource.group, resource.version, resource.kind)
-        self._status_zeros = _required_zeros(self._schema, "status")
+        self._status_zeros = required_zeros(self._schema, "status")
 
     @property
     def schema(self) -> schemas.Schema | None:
         return self._schema
+
+    @property
+    def printer(self) -> KindPrinter | None:
+        return self.kind.printer
 
     def finish(self, obj: Obj, old: Obj | None) -> None:
         """Go's encoding: a status's required numbers and booleans (fields without ``omitempty``,
@@ -314,365 +327,6 @@ class BuiltinStrategy(Strategy):
         return validation.deduplicated(causes)
 
 
-class NamespaceStrategy(BuiltinStrategy):
-    """Namespaces: status and spec (its finalizers) change only through /status and /finalize;
-    deleting one makes it Terminating until the namespace controller has emptied it."""
-
-    def prepare_for_update(self, new: Obj, old: Obj, subresource: str) -> Obj:
-        if subresource == "finalize":
-            finalizers = (new.get("spec") or {}).get("finalizers")
-            kept = copy.deepcopy(old)
-            kept.setdefault("spec", {})["finalizers"] = finalizers or []
-            return kept
-        if subresource == "":
-            new["status"] = old.get("status", {"phase": "Active"})
-            new["spec"] = old.get("spec", {})
-            return new
-        return super().prepare_for_update(new, old, subresource)
-
-    def check_delete(self, name: str) -> None:
-        if name in PROTECTED_NAMESPACES:
-            raise errors.Forbidden(
-                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
-                name=name,
-                kind="namespaces",
-            )
-
-    def begin_deletion(self, obj: Obj) -> None:
-        obj.setdefault("status", {})["phase"] = "Terminating"
-
-    def holds_deletion(self, obj: Obj) -> bool:
-        return bool((obj.get("spec") or {}).get("finalizers"))
-
-
-class PodStrategy(BuiltinStrategy):
-    """Pods are deleted gracefully, as upstream's pod strategy does: a pod on a node is marked
-    (deletionTimestamp in the future, deletionGracePeriodSeconds) and its node removes it once
-    its containers have stopped; one on no node, or already ended, goes at once."""
-
-    def deletion_grace_seconds(self, obj: Obj, requested: int | None) -> int | None:
-        spec = obj.get("spec") or {}
-        if requested is not None:
-            period = requested
-        else:
-            period = int(spec.get("terminationGracePeriodSeconds") or 0)
-        if not spec.get("nodeName") or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            period = 0
-        return 1 if period < 0 else period
-
-
-class JobStrategy(BuiltinStrategy):
-    """Jobs: unless ``manualSelector``, a create labels the template with the Job's uid and name
-    and selects the uid (upstream's ``generateSelector``), so a Job's selector (``kubectl logs
-    job/x``, the controller) finds its own pods and never another's of the same labels."""
-
-    def prepare_for_create(self, obj: Obj) -> None:
-        super().prepare_for_create(obj)
-        spec = obj.get("spec")
-        if not isinstance(spec, dict) or spec.get("manualSelector") is True:
-            return
-        meta = obj.get("metadata") or {}
-        uid, name = str(meta.get("uid") or ""), str(meta.get("name") or "")
-        template = spec.get("template")
-        if not isinstance(template, dict):
-            return
-        template_meta = template.setdefault("metadata", {})
-        if not isinstance(template_meta, dict):
-            return
-        labels = template_meta.get("labels")
-        labels = dict(labels) if isinstance(labels, dict) else {}
-        for key in validation.batch.JOB_NAME_LABELS:
-            labels.setdefault(key, name)
-        for key in validation.batch.CONTROLLER_UID_LABELS:
-            labels.setdefault(key, uid)
-        template_meta["labels"] = labels
-        selector = spec.get("selector")
-        selector = dict(selector) if isinstance(selector, dict) else {}
-        match_labels = selector.get("matchLabels")
-        match_labels = dict(match_labels) if isinstance(match_labels, dict) else {}
-        match_labels.setdefault(validation.batch.CONTROLLER_UID_LABELS[0], uid)
-        selector["matchLabels"] = match_labels
-        spec["selector"] = selector
-
-
-class NodeStrategy(BuiltinStrategy):
-    """Nodes: a create may set status too (a kubelet registers its node with it), as upstream."""
-
-    def prepare_for_create(self, obj: Obj) -> None:
-        status = obj.get("status")
-        super().prepare_for_create(obj)
-        if status is not None:
-            obj["status"] = status
-
-
-class ServiceStrategy(BuiltinStrategy):
-    """Services: a cluster IP and node ports allocated on create, kept by updates."""
-
-    allocator: ServiceAllocator | None = None
-
-    def finish(self, obj: Obj, old: Obj | None) -> None:
-        super().finish(obj, old)
-        if self.allocator is not None:
-            self.allocator.allocate(obj, old)
-
-
-class ReplicationControllerStrategy(BuiltinStrategy):
-    """ReplicationControllers: their selector is a plain label map, not a LabelSelector."""
-
-    def selector_of(self, selector: Any) -> LabelSelector:
-        return LabelSelector.from_set(selector)
-
-
-class EventsV1Strategy(BuiltinStrategy):
-    """events.k8s.io/v1 Events: the core/v1 Events' storage, converted on the way in and out."""
-
-    def to_served(self, stored: Obj, *, defaulted: bool = False) -> Obj:
-        return eventconversion.core_to_events_v1(stored)
-
-    def to_stored(self, served: Obj) -> Obj:
-        return eventconversion.events_v1_to_core(served)
-
-
-class HorizontalPodAutoscalerV1Strategy(BuiltinStrategy):
-    """autoscaling/v1 HorizontalPodAutoscalers: the v2 objects' storage, converted on the way in
-    and out; the rules (upstream's, which see the internal form) run on the v2 form."""
-
-    def __init__(self, resource: ResourceType, kind: KindRules) -> None:
-        super().__init__(resource, kind)
-        self._stored_schema = schemas.kind_schema(resource.group, resource.stored_version, resource.kind)
-        # finish() completes the stored form: v2's required status fields.
-        self._status_zeros = _required_zeros(self._stored_schema, "status")
-
-    def to_served(self, stored: Obj, *, defaulted: bool = False) -> Obj:
-        return hpaconversion.v2_to_v1(stored)
-
-    def to_stored(self, served: Obj) -> Obj:
-        """The v2 object, decoded as Go decodes v2: what the round-trip annotations carried is
-        typed like any body (a string for a number is a 400 naming the field), as upstream's
-        conversion unmarshals them into typed structs."""
-        converted = hpaconversion.v1_to_v2(served)
-        if self._stored_schema is None:
-            return converted
-        decoded, _warnings = decoding.decode_against_schema(
-            converted,
-            self._stored_schema,
-            kind=self.resource.kind,
-            version=self.resource.stored_version,
-            mode="Ignore",
-        )
-        return decoded
-
-    def kind_rules(self, obj: Mapping[str, Any]) -> list[StatusCause]:
-        return super().kind_rules(hpaconversion.v1_to_v2(obj))
-
-
-#: Each built-in resource's rules, by (group, plural).
-BUILTIN_STRATEGIES: Mapping[tuple[str, str], tuple[type[BuiltinStrategy], KindRules]] = {
-    ("", "namespaces"): (
-        NamespaceStrategy,
-        KindRules(defaults.core.namespace, initial_status=defaults.core.namespace_status),
-    ),
-    ("", "nodes"): (NodeStrategy, KindRules()),
-    ("", "pods"): (
-        PodStrategy,
-        KindRules(defaults.core.pod, defaults.core.pod_status, validation.core.pod_rules),
-    ),
-    ("", "services"): (
-        ServiceStrategy,
-        KindRules(defaults.core.service, defaults.core.service_status, validation.core.service_rules),
-    ),
-    ("", "configmaps"): (
-        BuiltinStrategy,
-        KindRules(
-            rules=validation.core.config_map_rules, update_rules=validation.core.config_map_update_rules
-        ),
-    ),
-    ("", "secrets"): (
-        BuiltinStrategy,
-        KindRules(
-            defaults.core.secret,
-            rules=validation.core.secret_rules,
-            update_rules=validation.core.secret_update_rules,
-        ),
-    ),
-    ("apps", "deployments"): (
-        BuiltinStrategy,
-        KindRules(
-            defaults.apps.deployment,
-            defaults.empty_status,
-            validation.apps.deployment_rules,
-            validation.apps.selector_update_rules,
-        ),
-    ),
-    ("apps", "replicasets"): (
-        BuiltinStrategy,
-        KindRules(
-            defaults.apps.replica_set,
-            defaults.empty_status,
-            validation.apps.replica_set_rules,
-            validation.apps.selector_update_rules,
-        ),
-    ),
-    ("apps", "statefulsets"): (
-        BuiltinStrategy,
-        KindRules(
-            defaults.apps.stateful_set,
-            defaults.empty_status,
-            validation.apps.stateful_set_rules,
-            validation.apps.stateful_set_update_rules,
-        ),
-    ),
-    ("apps", "daemonsets"): (
-        BuiltinStrategy,
-        KindRules(
-            defaults.apps.daemon_set,
-            defaults.empty_status,
-            validation.apps.daemon_set_rules,
-            validation.apps.selector_update_rules,
-        ),
-    ),
-    ("batch", "jobs"): (
-        JobStrategy,
-        KindRules(
-            defaults.batch.job,
-            defaults.empty_status,
-            validation.batch.job_rules,
-            validation.batch.job_update_rules,
-        ),
-    ),
-    ("batch", "cronjobs"): (
-        BuiltinStrategy,
-        KindRules(defaults.batch.cron_job, defaults.empty_status, validation.batch.cron_job_rules),
-    ),
-    ("coordination.k8s.io", "leases"): (
-        BuiltinStrategy,
-        KindRules(rules=validation.coordination.lease_rules),
-    ),
-    ("events.k8s.io", "events"): (EventsV1Strategy, KindRules()),
-    ("", "persistentvolumeclaims"): (
-        BuiltinStrategy,
-        KindRules(defaults.core.persistent_volume_claim, defaults.core.pending_status),
-    ),
-    ("", "persistentvolumes"): (
-        BuiltinStrategy,
-        KindRules(defaults.core.persistent_volume, defaults.core.pending_status),
-    ),
-    ("", "replicationcontrollers"): (
-        ReplicationControllerStrategy,
-        KindRules(defaults.core.replication_controller, defaults.empty_status),
-    ),
-    ("", "podtemplates"): (BuiltinStrategy, KindRules(defaults.core.pod_template)),
-    ("autoscaling", "horizontalpodautoscalers"): (
-        BuiltinStrategy,
-        KindRules(
-            defaults.autoscaling.horizontal_pod_autoscaler,
-            defaults.empty_status,
-            validation.autoscaling.horizontal_pod_autoscaler_rules,
-        ),
-    ),
-    ("apps", "controllerrevisions"): (
-        BuiltinStrategy,
-        KindRules(update_rules=validation.apps.controller_revision_update_rules),
-    ),
-    ("policy", "poddisruptionbudgets"): (
-        BuiltinStrategy,
-        KindRules(rules=validation.policy.pod_disruption_budget_rules),
-    ),
-    ("rbac.authorization.k8s.io", "roles"): (BuiltinStrategy, KindRules(rules=validation.rbac.role_rules)),
-    ("rbac.authorization.k8s.io", "clusterroles"): (
-        BuiltinStrategy,
-        KindRules(rules=validation.rbac.cluster_role_rules),
-    ),
-    ("rbac.authorization.k8s.io", "rolebindings"): (
-        BuiltinStrategy,
-        KindRules(
-            defaults.rbac.role_binding,
-            None,
-            validation.rbac.role_binding_rules,
-            validation.rbac.binding_update_rules,
-        ),
-    ),
-    ("rbac.authorization.k8s.io", "clusterrolebindings"): (
-        BuiltinStrategy,
-        KindRules(
-            defaults.rbac.role_binding,
-            None,
-            validation.rbac.cluster_role_binding_rules,
-            validation.rbac.binding_update_rules,
-        ),
-    ),
-    ("networking.k8s.io", "networkpolicies"): (
-        BuiltinStrategy,
-        KindRules(defaults.networking.network_policy),
-    ),
-    ("discovery.k8s.io", "endpointslices"): (BuiltinStrategy, KindRules(defaults.discovery.endpoint_slice)),
-    ("storage.k8s.io", "storageclasses"): (BuiltinStrategy, KindRules(defaults.storage.storage_class)),
-    ("storage.k8s.io", "csidrivers"): (BuiltinStrategy, KindRules(defaults.storage.csi_driver)),
-    ("scheduling.k8s.io", "priorityclasses"): (
-        BuiltinStrategy,
-        KindRules(defaults.scheduling.priority_class),
-    ),
-    ("flowcontrol.apiserver.k8s.io", "flowschemas"): (
-        BuiltinStrategy,
-        KindRules(defaults.flowcontrol.flow_schema),
-    ),
-    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): (
-        BuiltinStrategy,
-        KindRules(defaults.flowcontrol.priority_level_configuration),
-    ),
-    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): (
-        BuiltinStrategy,
-        KindRules(
-            defaults.admissionregistration.webhook_configuration,
-            rules=validation.admissionregistration.validating_webhook_configuration_rules,
-        ),
-    ),
-    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): (
-        BuiltinStrategy,
-        KindRules(
-            defaults.admissionregistration.webhook_configuration,
-            rules=validation.admissionregistration.mutating_webhook_configuration_rules,
-        ),
-    ),
-    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): (
-        BuiltinStrategy,
-        KindRules(
-            defaults.admissionregistration.admission_policy,
-            rules=validation.admissionregistration.validating_admission_policy_rules,
-        ),
-    ),
-    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): (
-        BuiltinStrategy,
-        KindRules(
-            defaults.admissionregistration.admission_policy_binding,
-            rules=validation.admissionregistration.validating_admission_policy_binding_rules,
-        ),
-    ),
-    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): (
-        BuiltinStrategy,
-        KindRules(defaults.admissionregistration.admission_policy),
-    ),
-    ("resource.k8s.io", "resourceclaims"): (BuiltinStrategy, KindRules(defaults.resource.resource_claim)),
-    ("resource.k8s.io", "resourceclaimtemplates"): (
-        BuiltinStrategy,
-        KindRules(defaults.resource.resource_claim_template),
-    ),
-}
-
-
-#: Resources served as a view of another version's storage: their strategy, by (group, version,
-#: plural). The kind's rules stay those of its (group, plural).
-VERSION_VIEWS: Mapping[tuple[str, str, str], type[BuiltinStrategy]] = {
-    ("autoscaling", "v1", "horizontalpodautoscalers"): HorizontalPodAutoscalerV1Strategy,
-}
-
-
-def builtin_strategy(resource: ResourceType, services: ServiceAllocator | None = None) -> BuiltinStrategy:
-    """The strategy of a built-in resource (kinds without rules of their own get an empty set);
-    Services take their cluster IPs and node ports from ``services``."""
-    cls, kind = BUILTIN_STRATEGIES.get((resource.group, resource.plural), (BuiltinStrategy, KindRules()))
-    cls = VERSION_VIEWS.get((resource.group, resource.version, resource.plural), cls)
-    strategy = cls(resource, kind)
-    if isinstance(strategy, ServiceStrategy):
-        strategy.allocator = services
-    return strategy
+#: Makes the strategy of a built-in resource, given the server's Service allocator (the server's
+#: API groups declare what it is made of: ``apiserver.groups.builtin_strategy``).
+BuiltinStrategies = Callable[[ResourceType, ServiceAllocator | None], BuiltinStrategy]

@@ -11,14 +11,15 @@ from hypothesis import strategies as st
 
 from kubeloop.apiserver import decoding
 from kubeloop.apiserver.catalog import schemas
-from kubeloop.apiserver.catalog.resources import BUILTIN_RESOURCES, ResourceType
-from kubeloop.apiserver.registry.strategies import BuiltinStrategy, builtin_strategy
+from kubeloop.apiserver.catalog.resources import ResourceType
+from kubeloop.apiserver.groups import builtin_resources, builtin_strategy
+from kubeloop.apiserver.registry.strategies import BuiltinStrategy
 from kubeloop.errors import StatusCause
 
 
 def strategy(group: str, kind: str) -> BuiltinStrategy:
     """The strategy the server serves a built-in kind with (a made-up kind gets the empty one)."""
-    for resource in BUILTIN_RESOURCES:
+    for resource in builtin_resources():
         if resource.group == group and resource.kind == kind:
             return builtin_strategy(resource)
     return builtin_strategy(ResourceType(group, "v1", kind.lower() + "s", kind.lower(), kind, True))

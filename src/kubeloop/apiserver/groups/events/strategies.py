@@ -1,0 +1,17 @@
+"""events.k8s.io/v1 Events: a view of the core Events' storage."""
+
+from __future__ import annotations
+
+from kubeloop.api.object import Obj
+from kubeloop.apiserver.groups.core import eventconversion
+from kubeloop.apiserver.registry.strategies import BuiltinStrategy
+
+
+class EventsV1Strategy(BuiltinStrategy):
+    """events.k8s.io/v1 Events: the core/v1 Events' storage, converted on the way in and out."""
+
+    def to_served(self, stored: Obj, *, defaulted: bool = False) -> Obj:
+        return eventconversion.core_to_events_v1(stored)
+
+    def to_stored(self, served: Obj) -> Obj:
+        return eventconversion.events_v1_to_core(served)

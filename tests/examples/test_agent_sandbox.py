@@ -127,9 +127,11 @@ async def test_at_its_shutdown_time_a_sandbox_releases_its_pod(
     kube_client: kubeloop.APIClient, kube_namespace: str, kube_operator: kubeloop.Manager, policy: str
 ) -> None:
     namespace = kube_namespace
+    await kube_client.create(sandbox("brief", namespace, shutdownPolicy=policy))
+    await reaches(kube_client, "brief", namespace, "True", "DependenciesReady")
+    # The shutdown time is set once the sandbox is ready, so a slow machine cannot reach it first.
     soon = (datetime.now(UTC) + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    await kube_client.create(sandbox("brief", namespace, shutdownTime=soon, shutdownPolicy=policy))
-    await reaches(kube_client, "brief", namespace, "True", "DependenciesReady")  # before its time
+    await kube_client.patch(SANDBOX, "brief", {"spec": {"shutdownTime": soon}}, namespace=namespace)
 
     async def released() -> None:
         assert not (await kube_client.list(kinds.Pod, namespace=namespace)).items

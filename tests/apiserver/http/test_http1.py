@@ -4,6 +4,7 @@ does not read comes (a watch, a large body, a malformed head)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import socket
@@ -11,11 +12,17 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kubeloop.apiserver.http import http1
-from kubeloop.apiserver.http.connections import ConnectionTimeouts
+from kubeloop.apiserver.http.connections import (
+    ANSWER_SLICE_BYTES,
+    ConnectionTimeouts,
+    ConnectionWatchdog,
+    ServerConnection,
+)
 from tests.apiserver.http.test_slow_clients import closed_within, connect, request_head
 from tests.conftest import Client, ServerThread, start_server
 
@@ -325,3 +332,72 @@ def test_a_client_that_sends_and_never_reads_is_held_to_a_bound(server: ServerTh
     assert len(connection._unread) <= MAX_PENDING_BYTES + 256 * 1024 + 65536
     assert sent < 16 * 1024 * 1024  # the client was made to wait, not drained into memory
     sock.close()
+
+
+class RecordingTransport(asyncio.Transport):
+    """A connection's transport that keeps what is written, and notes, at each write, how many
+    callbacks the loop has run since the answer began (other requests' turns)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+        self.turns_at_write: list[int] = []
+        self.turns = 0
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.writes.append(bytes(data))
+        self.turns_at_write.append(self.turns)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return default
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+async def test_a_large_answer_is_written_in_slices_with_the_loop_serving_between() -> None:
+    """A 3 MB answer goes out a slice at a time and the loop runs other callbacks between the
+    slices (written whole, its encryption held every other request up); the bytes are the whole
+    answer, in order, and the connection stays open for the next request."""
+    body = bytes(range(256)) * (3 * 1024 * 1024 // 256)
+
+    async def serve(request: http1.BufferedRequest) -> web.StreamResponse:
+        return web.Response(body=body, content_type="application/json")
+
+    watchdog = ConnectionWatchdog(ConnectionTimeouts())
+    connection = ServerConnection(lambda: asyncio.Protocol(), serve, watchdog)
+    transport = RecordingTransport()
+    connection.connection_made(transport)
+    loop = asyncio.get_running_loop()
+    answered = loop.create_future()
+
+    def other_requests_turn() -> None:  # what another connection's request would get
+        transport.turns += 1
+        if not answered.done():
+            loop.call_soon(other_requests_turn)
+
+    loop.call_soon(other_requests_turn)
+    original = transport.write
+
+    def write(data: bytes | bytearray | memoryview) -> None:
+        original(data)
+        if sum(map(len, transport.writes)) >= len(body) and not answered.done():
+            answered.set_result(None)
+
+    transport.write = write  # type: ignore[method-assign]
+    connection.data_received(b"GET /api/v1/configmaps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n\r\n")
+    await answered
+    head, _, sent = b"".join(transport.writes).partition(b"\r\n\r\n")
+    assert sent == body and b"Content-Length: %d" % len(body) in head
+    assert len(transport.writes) > len(body) // ANSWER_SLICE_BYTES
+    assert all(len(data) <= ANSWER_SLICE_BYTES for data in transport.writes[1:])
+    # Between the first slice and the last, the loop served others more than once.
+    assert transport.turns_at_write[-1] - transport.turns_at_write[1] >= len(transport.writes) - 2
+    assert not transport.closed

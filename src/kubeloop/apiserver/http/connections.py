@@ -62,6 +62,10 @@ class ConnectionTimeouts:
 
 #: While a request is answered, a client may send this much more before reading pauses.
 MAX_PENDING_BYTES = 256 * 1024
+#: Answers larger than this are written a slice of it at a time, the loop serving other
+#: requests between slices: written whole, a 12 MB list was encrypted in one go, ~25 ms in which
+#: nothing else was answered (``bench/stall.py``).
+ANSWER_SLICE_BYTES = 256 * 1024
 
 SmallRequestHandler = Callable[[BufferedRequest], Awaitable[web.StreamResponse]]
 
@@ -202,13 +206,14 @@ class ServerConnection(asyncio.Protocol):
     async def _answer(self, request: http1.BufferedRequest) -> None:
         assert self.transport is not None and self._serve_small is not None
         keep_alive = request.head.keep_alive
+        body = b""
         try:
             try:
                 response = await self._serve_small(request)
                 if not isinstance(response, web.Response):
                     raise TypeError(f"a small request was answered with a {type(response).__name__}")
                 keep_alive = keep_alive and response.keep_alive is not False
-                data = http1.encode_response(response, keep_alive=keep_alive)
+                data, body = http1.response_parts(response, keep_alive=keep_alive)
             except asyncio.CancelledError:
                 if not self._timed_out:
                     raise  # the server is stopping
@@ -224,8 +229,11 @@ class ServerConnection(asyncio.Protocol):
                 log.exception("internal error serving %s %s", request.method, request.path)
                 keep_alive = False
                 data = _status_answer(errors.InternalError(f"Internal error occurred: {exc}"))
-            if not self.transport.is_closing():
-                self.transport.write(data)
+            if len(body) <= ANSWER_SLICE_BYTES:
+                if not self.transport.is_closing():
+                    self.transport.write(data + body if body else data)
+            else:
+                await self._write_in_slices(data, body)
         finally:
             self._answering = None
             self.request_finished()
@@ -233,6 +241,24 @@ class ServerConnection(asyncio.Protocol):
                 self.transport.close()
         if keep_alive:
             self._read_request()
+
+    async def _write_in_slices(self, head: bytes, body: bytes) -> None:
+        """Write a large answer a slice at a time, other requests served between slices; an
+        answer cut short (the server stopping) closes the connection, which cannot be reused."""
+        assert self.transport is not None
+        transport = self.transport
+        try:
+            if transport.is_closing():
+                return
+            transport.write(head)
+            for start in range(0, len(body), ANSWER_SLICE_BYTES):
+                await asyncio.sleep(0)
+                if transport.is_closing():
+                    return
+                transport.write(body[start : start + ANSWER_SLICE_BYTES])
+        except BaseException:
+            transport.close()
+            raise
 
     def _limit_intake(self) -> None:
         """Requests sent ahead of their answers wait here up to a bound: past it the connection

@@ -224,6 +224,12 @@ _SKIPPED_HEADERS = frozenset({"content-length", "transfer-encoding", "connection
 
 def encode_response(response: web.Response, *, keep_alive: bool) -> bytes:
     """``response`` (a handler's whole answer) as HTTP/1.1 bytes, head and body."""
+    head, body = response_parts(response, keep_alive=keep_alive)
+    return head + body
+
+
+def response_parts(response: web.Response, *, keep_alive: bool) -> tuple[bytes, bytes]:
+    """``response`` as HTTP/1.1: its head (ending in the blank line) and its body."""
     body = response.body
     if not isinstance(body, bytes | bytearray):
         raise TypeError(f"a buffered answer needs a bytes body, not {type(body).__name__}")
@@ -236,5 +242,5 @@ def encode_response(response: web.Response, *, keep_alive: bool) -> bytes:
     if not keep_alive:
         lines.append(b"Connection: close")
     lines.append(b"")
-    lines.append(bytes(body))
-    return b"\r\n".join(lines)
+    lines.append(b"")
+    return b"\r\n".join(lines), bytes(body)

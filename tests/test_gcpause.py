@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import threading
 
-from kubeloop.gcpause import gc_paused, gc_resumed
+import pytest
+
+from kubeloop.gcpause import gc_paused, gc_resumed, waited
+from kubeloop.testing import eventually
 
 
 def test_pauses_are_counted_across_threads_and_restore_the_gc() -> None:
@@ -55,3 +59,44 @@ def test_a_serving_process_hides_what_it_loaded_and_collects_less_often() -> Non
         "assert gc.get_freeze_count() > 1_000, gc.get_freeze_count()\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+async def test_a_short_wait_keeps_the_pause_and_a_long_one_gives_it_up() -> None:
+    """Inside a pause, a wait that ends at once keeps the GC off throughout (resuming it let the
+    first pass walk everything the paused work held: a 100 ms stall of every thread); a wait
+    longer than ``held_for`` gives the pause up until it ends (a stalled disk never keeps the GC
+    off), and the pause holds again after."""
+    loop = asyncio.get_running_loop()
+    with gc_paused():
+        seen: list[bool] = []
+
+        async def at_once() -> int:
+            seen.append(gc.isenabled())
+            return 1
+
+        assert await waited(at_once()) == 1
+        assert seen == [False]
+        long: asyncio.Future[int] = loop.create_future()
+
+        async def end_it_once_the_gc_runs() -> None:
+            await eventually(gc.isenabled)  # waited gives the pause up
+            long.set_result(2)
+
+        ender = asyncio.create_task(end_it_once_the_gc_runs())
+        assert await waited(long, held_for=0.05) == 2
+        await ender
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+async def test_cancelling_a_waiter_cancels_what_it_waits_for() -> None:
+    loop = asyncio.get_running_loop()
+    with gc_paused():
+        never: asyncio.Future[None] = loop.create_future()
+        waiter = asyncio.create_task(waited(never))
+        await asyncio.sleep(0)
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert never.cancelled() and not gc.isenabled()
+    assert gc.isenabled()

@@ -32,7 +32,7 @@ import orjson
 from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.storage.log import DoneCallback, Log, LogRecord, StorageError
-from kubeloop.gcpause import gc_resumed
+from kubeloop.gcpause import waited
 
 log = logging.getLogger("kubeloop.apiserver.storage.log")
 T = TypeVar("T")
@@ -313,8 +313,8 @@ class ObjectStore:
     async def settled(self, key: str) -> None:
         """Wait until no write of ``key`` is in flight (so a read of it is not about to be stale)."""
         if (home := self._home()) is not None:
-            with gc_resumed():  # waiting: the worker loop's GC pause must not span it
-                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.settled(key), home))
+            # The worker loop's GC pause is kept for a short wait only (gcpause.waited).
+            await waited(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.settled(key), home)))
             return
         while (inflight := self._inflight.get(key)) is not None:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -333,8 +333,8 @@ class ObjectStore:
         """
         if (home := self._home()) is not None:
             forwarded = self.write(key, obj, expected_revision=expected_revision)
-            with gc_resumed():  # waiting for the storage: the worker loop's GC pause must not span it
-                return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(forwarded, home))
+            # The worker loop's GC pause is kept for a short wait only (gcpause.waited).
+            return await waited(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(forwarded, home)))
         if key in self._inflight:
             await self.settled(key)
         current = self._objects.get(key)

@@ -3,10 +3,12 @@ observedGeneration, on the embedded server: kubeloop beside kopf, in one run.
 
 The server runs as its own process (in memory, and without its control loops unless
 ``--controllers``: the bench measures the operators, as on a kube-apiserver). The CRD is
-generated from the ``Widget`` model below and installed; the widgets are created before the
-operator starts, so the measure is how long an operator takes from its start until every widget
-has its ConfigMap and ``status.observedGeneration`` (checked afterwards by listing both), and
-its peak RSS (VmHWM: each operator runs in its own process).
+generated from the ``Widget`` model below and installed. By default the widgets are created
+before the operator starts (a backlog), so the measure is how long an operator takes from its
+start until every widget has its ConfigMap and ``status.observedGeneration`` (checked afterwards
+by listing both); with ``--stream`` they are created while it runs, by 50 clients at once, as in
+a busy cluster, and the measure starts at the first creation. And its peak RSS (VmHWM: each
+operator runs in its own process).
 
 - ``kubeloop``: the way the docs teach it: ``Builder.for_(Widget, GenerationChanged()).owns(ConfigMap)``
   (kubebuilder's idiom: a controller's own status writes do not wake it), typed models,
@@ -47,6 +49,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from typing import Any
@@ -92,7 +95,14 @@ def peak_rss_mib() -> float:
     return 0.0
 
 
-async def operate_kubeloop(kubeconfig: str, namespace: str, count: int, workers: int) -> dict[str, Any]:
+def say_ready() -> None:
+    """Tell the bench (``--stream``) that the operator runs: it starts creating widgets now."""
+    print("ready", flush=True)
+
+
+async def operate_kubeloop(
+    kubeconfig: str, namespace: str, count: int, workers: int, stream: bool = False
+) -> dict[str, Any]:
     from kubeloop.models import core_v1
 
     done: set[str] = set()
@@ -131,6 +141,9 @@ async def operate_kubeloop(kubeconfig: str, namespace: str, count: int, workers:
         )
         started, cpu_started = time.perf_counter(), cpu_seconds()
         await manager.start()
+        if stream:  # measured from the first widget's creation, as the cluster sees it
+            say_ready()
+            started, cpu_started = time.perf_counter(), cpu_seconds()
         try:
             await finished.wait()
             converged, run_cpu = time.perf_counter() - started, cpu_seconds() - cpu_started
@@ -163,7 +176,7 @@ def count_aiohttp_requests() -> Counter[str]:
 
 
 async def operate_kopf(
-    kubeconfig: str, namespace: str, count: int, workers: int, handler: str = "async"
+    kubeconfig: str, namespace: str, count: int, workers: int, handler: str = "async", stream: bool = False
 ) -> dict[str, Any]:
     """kopf at its fastest documented setup: an async handler with an async client
     (kubernetes_asyncio), event posting off, and the status written as kopf writes it (the
@@ -249,11 +262,15 @@ async def operate_kopf(
             settings.queueing.worker_limit = workers
             settings.queueing.idle_timeout = 0.1
 
-    stop = asyncio.Event()
+    stop, ready = asyncio.Event(), asyncio.Event()
     started, cpu_started = time.perf_counter(), cpu_seconds()
     operator = asyncio.create_task(
-        kopf.operator(registry=registry, standalone=True, namespaces=[namespace], stop_flag=stop)
+        kopf.operator(registry=registry, standalone=True, namespaces=[namespace], stop_flag=stop, ready_flag=ready)
     )
+    if stream:  # measured from the first widget's creation, as the cluster sees it
+        await ready.wait()
+        say_ready()
+        started, cpu_started = time.perf_counter(), cpu_seconds()
     try:
         await finished.wait()
         converged, run_cpu = time.perf_counter() - started, cpu_seconds() - cpu_started
@@ -291,6 +308,23 @@ async def prepare(kubeconfig: str, namespace: str, count: int) -> None:
         await asyncio.gather(*(create(i) for i in range(count)))
 
 
+#: Clients creating the widgets at once in ``--stream`` (a busy cluster's writers).
+STREAM_CLIENTS = 50
+
+
+async def create_widgets(kubeconfig: str, namespace: str, count: int, clients: int) -> None:
+    """``count`` widgets created by ``clients`` clients at once, each with its own connections."""
+    async with contextlib.AsyncExitStack() as stack:
+        apis = [await stack.enter_async_context(kubeloop.APIClient(load_kubeconfig(kubeconfig))) for _ in range(clients)]
+
+        async def write(which: int) -> None:
+            for index in range(which, count, clients):
+                widget = Widget(metadata=kubeloop.ObjectMeta(name=f"w-{index:05d}"), spec=WidgetSpec(size=index))
+                await apis[which].create(widget, namespace=namespace)
+
+        await asyncio.gather(*(write(which) for which in range(clients)))
+
+
 async def verify(kubeconfig: str, namespace: str, count: int) -> bool:
     """Every widget has its owned ConfigMap and an observedGeneration equal to its generation."""
     async with kubeloop.APIClient(load_kubeconfig(kubeconfig)) as client:
@@ -326,8 +360,12 @@ def run_operator(
     cpus: set[int] | None = None,
     kopf_workers: int = 0,
     kopf_handler: str = "async",
+    stream: bool = False,
 ) -> dict[str, Any]:
+    """One operator's run in its own process; with ``stream`` the widgets are created (by
+    :data:`STREAM_CLIENTS` clients, from this process) once it says it runs."""
     command = [sys.executable, __file__, "--operator", label, kubeconfig, namespace, "--count", str(count)]
+    command += ["--stream"] if stream else []
     command += [
         "--workers",
         str(workers),
@@ -336,18 +374,25 @@ def run_operator(
         "--kopf-handler",
         kopf_handler,
     ]
-    out = subprocess.run(
+    with tempfile.TemporaryFile("w+") as errors, subprocess.Popen(
         command,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=errors,  # a file: a full pipe would hold the operator up while widgets are made
         text=True,
-        timeout=3600,
         env={**os.environ},
-        check=False,
         preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"{label} operator failed:\n{out.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    ) as operator:
+        assert operator.stdout is not None
+        if stream:
+            if operator.stdout.readline() != "ready\n":
+                operator.kill()
+            else:
+                asyncio.run(create_widgets(kubeconfig, namespace, count, STREAM_CLIENTS))
+        out, _ = operator.communicate(timeout=3600)
+        if operator.returncode != 0:
+            errors.seek(0)
+            raise RuntimeError(f"{label} operator failed:\n{errors.read()[-3000:]}")
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return result
 
 
@@ -357,7 +402,7 @@ def measure_once(args: argparse.Namespace, labels: list[str]) -> dict[str, dict[
     with server_process(memory=True, cpus={0} if args.pin else None, controllers=args.controllers) as server:
         for label in labels:
             namespace = f"b2-{label}"
-            asyncio.run(prepare(server.kubeconfig, namespace, args.count))
+            asyncio.run(prepare(server.kubeconfig, namespace, 0 if args.stream else args.count))
             server_cpu = process_cpu_seconds(server.pid)
             run = run_operator(
                 label,
@@ -368,6 +413,7 @@ def measure_once(args: argparse.Namespace, labels: list[str]) -> dict[str, dict[
                 {1} if args.pin else None,
                 args.kopf_workers,
                 args.kopf_handler,
+                args.stream,
             )
             run["server_cpu_s"] = round(process_cpu_seconds(server.pid) - server_cpu, 2)
             run["verified"] = asyncio.run(verify(server.kubeconfig, namespace, args.count))
@@ -434,6 +480,13 @@ def main() -> None:
         "by default it serves the API alone, as kube-apiserver",
     )
     parser.add_argument(
+        "--stream",
+        action="store_true",
+        help=f"create the widgets while the operator runs ({STREAM_CLIENTS} clients at once), as a busy "
+        "cluster does, and time from the first creation until all are reconciled; by default they "
+        "are all created before the operator starts (a backlog)",
+    )
+    parser.add_argument(
         "--operator", nargs=3, metavar=("LABEL", "KUBECONFIG", "NAMESPACE"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
@@ -441,14 +494,18 @@ def main() -> None:
     if args.operator:
         label, kubeconfig, namespace = args.operator
         if label == "kubeloop":
-            print(json.dumps(asyncio.run(operate_kubeloop(kubeconfig, namespace, args.count, args.workers))))
+            kubeloop_run = operate_kubeloop(kubeconfig, namespace, args.count, args.workers, args.stream)
+            print(json.dumps(asyncio.run(kubeloop_run)))
         else:
-            kopf_run = operate_kopf(kubeconfig, namespace, args.count, args.kopf_workers, args.kopf_handler)
+            kopf_run = operate_kopf(
+                kubeconfig, namespace, args.count, args.kopf_workers, args.kopf_handler, args.stream
+            )
             print(json.dumps(asyncio.run(kopf_run)))
         return
     results: dict[str, Any] = {
         "bench": "b2_custom_resources",
         "count": args.count,
+        "mode": "stream" if args.stream else "backlog",
         "pinned": args.pin,
         "server_controllers": args.controllers,
         "kubeloop_workers": args.workers,

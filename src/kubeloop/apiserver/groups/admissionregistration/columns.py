@@ -101,7 +101,6 @@ def policy_binding_columns() -> list[Column]:
     ]
 
 
-
 validating_admission_policy_columns = admission_policy_columns(
     "Validations",
     "spec.validations",

@@ -43,4 +43,3 @@ def apiservice_columns() -> list[Column]:
         Column("Available", "string", _apiservice_available, "Whether this service is available."),
         age_column(),
     ]
-

@@ -140,4 +140,3 @@ def controllerrevision_columns() -> list[Column]:
         ),
         age_column(),
     ]
-

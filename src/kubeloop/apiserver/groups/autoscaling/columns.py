@@ -100,4 +100,3 @@ def hpa_columns() -> list[Column]:
         ),
         age_column(),
     ]
-

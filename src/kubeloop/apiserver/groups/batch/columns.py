@@ -100,4 +100,3 @@ def cronjob_columns() -> list[Column]:
             api_doc(BATCH + "JobSpec", "selector"),
         ),
     ]
-

@@ -110,4 +110,3 @@ def podcertificaterequest_columns() -> list[Column]:
             api_doc(spec, "unverifiedUserAnnotations"),
         ),
     ]
-

@@ -11,4 +11,3 @@ def lease_columns() -> list[Column]:
         field_column("Holder", "io.k8s.api.coordination.v1.LeaseSpec", "spec.holderIdentity"),
         age_column(),
     ]
-

@@ -1,5 +1,5 @@
-"""The core (v1) API group: Namespaces, Nodes, ConfigMaps, Secrets, Services, ServiceAccounts, Pods,
-Events, Endpoints, ResourceQuotas, LimitRanges, Bindings, ComponentStatuses,
+"""The core (v1) API group: Namespaces, Nodes, ConfigMaps, Secrets, Services, ServiceAccounts,
+Pods, Events, Endpoints, ResourceQuotas, LimitRanges, Bindings, ComponentStatuses,
 PersistentVolumeClaims, PersistentVolumes, PodTemplates and ReplicationControllers."""
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ def _pod_fields() -> Mapping[str, str]:
             "status.nominatedNodeName": "status.nominatedNodeName",
         }
     )
+
 
 def _event_fields() -> Mapping[str, str]:
     return MappingProxyType(

@@ -643,4 +643,3 @@ def resourcequota_columns() -> list[Column]:
         ),
         age_column(),
     ]
-

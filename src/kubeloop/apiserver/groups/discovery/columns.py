@@ -43,4 +43,3 @@ def endpointslice_columns() -> list[Column]:
         Column("Endpoints", "string", _slice_endpoints, api_doc(kind, "endpoints")),
         age_column(),
     ]
-

@@ -88,4 +88,3 @@ def prioritylevel_columns() -> list[Column]:
         ),
         age_column(),
     ]
-

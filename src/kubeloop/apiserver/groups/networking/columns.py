@@ -154,4 +154,3 @@ def servicecidr_columns() -> list[Column]:
         ),
         age_column(),
     ]
-

@@ -8,4 +8,3 @@ from kubeloop.apiserver.printing.cells import Column, age_column, name_column, t
 def runtimeclass_columns() -> list[Column]:
     # Upstream's description is ObjectMeta's (missing) "handler" doc: empty.
     return [name_column(), Column("Handler", "string", lambda o, n: text_at(o, "handler"), ""), age_column()]
-

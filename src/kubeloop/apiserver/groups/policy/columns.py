@@ -29,4 +29,3 @@ def pdb_columns() -> list[Column]:
         ),
         age_column(),
     ]
-

@@ -50,7 +50,6 @@ def binding_columns(kind: str) -> list[Column]:
     ]
 
 
-
 def rolebinding_columns() -> list[Column]:
     return binding_columns("RoleBinding")
 

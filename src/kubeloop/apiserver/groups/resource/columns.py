@@ -74,4 +74,3 @@ def resourceslice_columns() -> list[Column]:
         field_column("Pool", _RESOURCE + "ResourcePool", "spec.pool.name"),
         age_column(),
     ]
-

@@ -19,4 +19,3 @@ def priorityclass_columns() -> list[Column]:
         age_column(),
         field_column("PreemptionPolicy", kind, "preemptionPolicy"),
     ]
-

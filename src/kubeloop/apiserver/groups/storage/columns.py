@@ -135,4 +135,3 @@ def volumeattributesclass_columns() -> list[Column]:
         field_column("DriverName", _STORAGE + "VolumeAttributesClass", "driverName"),
         age_column(),
     ]
-

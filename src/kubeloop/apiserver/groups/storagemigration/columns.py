@@ -39,4 +39,3 @@ def storageversionmigration_columns() -> list[Column]:
         Column("Resource", "string", group_resource, "GroupResource to migrate"),
         Column("Status", "string", _migration_status, "Status of the migration"),
     ]
-

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import socket
+import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -14,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeloop.apiserver.http.watchstream import WatchSettings
+from kubeloop.apiserver.storage.watchcache import Watcher
 from tests.conftest import Client, ServerThread, start_server
 
 CM = "/api/v1/namespaces/{ns}/configmaps"
@@ -393,3 +396,85 @@ def test_a_get_of_one_object_with_watch_is_a_watch_of_that_object(api: Client, n
         count=10,
     )
     assert names(none) == []
+
+
+class _WatchReader:
+    """The events of a watch response on a raw connection: its head, then its chunks."""
+
+    def __init__(self, sock: ssl.SSLSocket) -> None:
+        self._sock = sock
+        sock.settimeout(30)
+        self._data = self._until(b"\r\n\r\n", b"")
+        head, _, self._data = self._data.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), head
+        self._lines = b""
+
+    def _until(self, marker: bytes, data: bytes) -> bytes:
+        while marker not in data:
+            data += self._sock.recv(65536)
+        return data
+
+    def events(self, count: int) -> list[dict[str, Any]]:
+        while self._lines.count(b"\n") < count:
+            size_line, _, data = self._until(b"\r\n", self._data).partition(b"\r\n")
+            size = int(size_line, 16)
+            while len(data) < size + 2:
+                data += self._sock.recv(65536)
+            self._lines += data[:size]
+            self._data = data[size + 2 :]
+        lines = self._lines.split(b"\n")
+        self._lines = b"\n".join(lines[count:])
+        return [orjson.loads(line) for line in lines[:count]]
+
+
+def test_a_watcher_that_falls_behind_and_catches_up_gets_every_event_once_in_order(
+    shared_server: ServerThread, api: Client, namespace: str
+) -> None:
+    """While the client keeps up, the store writes each tick's events straight to the
+    connection; when it falls behind, the stream's task takes over and waits for it; once it has
+    caught up, the store writes again. No event is lost, repeated or reordered on the way."""
+    store = shared_server.server.store
+    assert store is not None
+    path = CM.format(ns=namespace)
+    rv = api.get(path).json()["metadata"]["resourceVersion"]
+    host, port = shared_server.url.split("://", 1)[1].rsplit(":", 1)
+    raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.connect((host, int(port)))
+    sock = ssl.create_default_context(cafile=shared_server.ca_file).wrap_socket(raw, server_hostname=host)
+    head = f"GET {path}?watch=1&resourceVersion={rv} HTTP/1.1\r\nHost: kubeloop\r\n"
+    sock.sendall(f"{head}Authorization: Bearer {shared_server.token}\r\n\r\n".encode())
+
+    def ours() -> list[Watcher]:
+        return [w for w in list(store._watchers) if f"/{namespace}/" in w.prefix and "configmaps" in w.prefix]
+
+    def poll(check: Callable[[], bool], failure: str) -> None:
+        deadline = time.monotonic() + 30  # bounds a test that would otherwise hang
+        while not check():
+            assert time.monotonic() < deadline, failure
+            time.sleep(0.01)
+
+    poll(lambda: len(ours()) == 1, "the watch never started")
+    watcher = ours()[0]
+    api.post(path, configmap("first"))
+    poll(lambda: watcher.sink is not None, "the store never wrote to the connection itself")
+    value = "x" * 400_000
+    created = ["first"]
+    for i in range(24):  # ~10 MB the client does not read yet: more than the sockets hold
+        assert api.post(path, configmap(f"big{i}", v=value)).status_code == 201
+        created.append(f"big{i}")
+    poll(lambda: watcher.sink is None, "the store went on writing to a client that fell behind")
+    reader = _WatchReader(sock)
+    events = reader.events(len(created))
+    for name in ("after0", "after1", "after2"):
+        assert api.post(path, configmap(name)).status_code == 201
+        created.append(name)
+    events += reader.events(3)
+    poll(lambda: watcher.sink is not None, "the store never wrote to the connection again")
+    api.post(path, configmap("last"))
+    created.append("last")
+    events += reader.events(1)
+    sock.close()
+    assert [(event["type"], event["object"]["metadata"]["name"]) for event in events] == [
+        ("ADDED", name) for name in created
+    ]

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import sqlite3
+from collections.abc import Sequence
 
 import pytest
 
 from kubeloop import errors
 from kubeloop.apiserver.storage.log import MemoryLog, SQLiteLog, StorageError
-from kubeloop.apiserver.storage.watchcache import ObjectStore, PreconditionFailed
+from kubeloop.apiserver.storage.watchcache import Event, ObjectStore, PreconditionFailed
 from kubeloop.testing import eventually
 
 
@@ -100,6 +101,58 @@ async def test_watch_backlog_then_live_without_gap_or_duplicate() -> None:
     await store.write("/x/c", obj("c"), expected_revision=0)
     await watcher.wait(1)
     assert [e.key for e in watcher.drain()] == ["/r/b"]
+    store.stop_watch(watcher)
+
+
+async def test_a_sink_gets_the_events_of_a_tick_in_one_call_in_order_without_a_wake() -> None:
+    store = ObjectStore(MemoryLog())
+    store.load()
+    _backlog, watcher = store.watch("/r/", 0)
+    calls: list[list[int]] = []
+
+    def sink(events: Sequence[Event]) -> bool:
+        calls.append([event.revision for event in events])
+        return True
+
+    watcher.sink = sink
+    waiting = asyncio.ensure_future(watcher.wait(None))
+    await asyncio.gather(*(store.write(f"/r/{i}", obj(str(i)), expected_revision=0) for i in range(5)))
+    await store.write("/x/other", obj("other"), expected_revision=0)
+    await store.write("/r/5", obj("5"), expected_revision=0)
+    # One call for the five writes committed together, one for the next under the prefix.
+    assert calls == [[1, 2, 3, 4, 5], [7]]
+    assert not watcher.events and not waiting.done()  # the stream's task slept through it all
+    store.stop_watch(watcher)
+    await waiting
+
+
+async def test_a_sink_that_cannot_take_events_leaves_them_queued_and_wakes_the_task() -> None:
+    store = ObjectStore(MemoryLog())
+    store.load()
+    _backlog, watcher = store.watch("/r/", 0)
+    watcher.sink = lambda events: False
+    waiting = asyncio.ensure_future(watcher.wait(None))
+    await store.write("/r/a", obj("a"), expected_revision=0)
+    await waiting  # woken: the task writes from here
+    assert watcher.sink is None
+    await store.write("/r/b", obj("b"), expected_revision=0)
+    assert [event.key for event in watcher.drain()] == ["/r/a", "/r/b"]
+    store.stop_watch(watcher)
+
+
+async def test_a_failing_sink_leaves_the_events_to_the_task(caplog: pytest.LogCaptureFixture) -> None:
+    store = ObjectStore(MemoryLog())
+    store.load()
+    _backlog, watcher = store.watch("/r/", 0)
+
+    def sink(events: Sequence[Event]) -> bool:
+        raise ValueError("cannot encode")
+
+    watcher.sink = sink
+    await store.write("/r/a", obj("a"), expected_revision=0)
+    await watcher.wait(None)
+    assert watcher.sink is None and [event.key for event in watcher.drain()] == ["/r/a"]
+    assert "writing a watch's events failed" in caplog.text
     store.stop_watch(watcher)
 
 

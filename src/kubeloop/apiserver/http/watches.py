@@ -4,7 +4,9 @@ lines, Tables or PartialObjectMetadata, until the client or the server's timeout
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
+from typing import cast
 
 import orjson
 from aiohttp import web
@@ -25,6 +27,31 @@ from kubeloop.apiserver.http.requestoptions import (
 from kubeloop.apiserver.http.scope import Scope, Target
 from kubeloop.apiserver.http.watchstream import WatchOptions, WatchStream
 from kubeloop.apiserver.printing import tables
+
+#: Past this many bytes unsent to a watcher, its events wait for it in the store's queue instead
+#: of the connection's send buffer (aiohttp drains its writes at the same mark).
+_SEND_BUFFER_MARK = 64 * 1024
+
+
+class _ChunkedTransport:
+    """A watch response's connection after its head was sent: each part one HTTP/1.1 chunk,
+    written straight to the transport (aiohttp's writer would cost a task step per watcher and
+    event, ~half the cost of a watch's fan-out)."""
+
+    __slots__ = ("_transport",)
+
+    def __init__(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.WriteTransport, transport)
+
+    def write_now(self, chunk: bytes) -> bool:
+        transport = self._transport
+        if transport.is_closing():
+            return False
+        transport.write(b"%x\r\n%b\r\n" % (len(chunk), chunk))
+        return True
+
+    def has_room(self) -> bool:
+        return self._transport.get_write_buffer_size() < _SEND_BUFFER_MARK
 
 
 async def watch(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamResponse:
@@ -69,8 +96,15 @@ async def watch(scope: Scope, request: HTTPRequest, target: Target) -> web.Strea
 
     # Watches are never read as small requests (http1.read_head leaves them to aiohttp).
     assert isinstance(request, web.Request)
+    transport = request.transport
     stream = WatchStream(
-        scope.registry, target.resource, target.namespace, options, scope.watch_settings, encode=encode
+        scope.registry,
+        target.resource,
+        target.namespace,
+        options,
+        scope.watch_settings,
+        encode=encode,
+        writer=None if transport is None else _ChunkedTransport(transport),
     )
     response = web.StreamResponse(status=200)
     response.content_type = JSON

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import orjson
 
@@ -31,6 +32,20 @@ from kubeloop.jitter import uniform
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 #: Objects of the initial state encoded per chunk of the stream.
 _SNAPSHOT_SLICE = 500
+
+
+class ChunkWriter(Protocol):
+    """The stream's connection, written from the store's fan-out without waking the stream's
+    task (see ``Watcher.sink``)."""
+
+    def write_now(self, chunk: bytes) -> bool:
+        """Send ``chunk`` as the stream's next part; False when the connection is closing and
+        nothing was sent."""
+        ...
+
+    def has_room(self) -> bool:
+        """Whether the connection's send buffer is below its high-water mark."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -86,8 +101,10 @@ class WatchStream:
         settings: WatchSettings,
         *,
         encode: Callable[[str, Obj], bytes] | None = None,
+        writer: ChunkWriter | None = None,
     ) -> None:
         validate_watch_options(options)
+        self._writer = writer
         self._registry = registry
         self._store = registry.store
         self._resource = resource
@@ -178,6 +195,31 @@ class WatchStream:
             return self._line("DELETED", gone)
         return None
 
+    def _converts_in_process(self) -> bool:
+        """Whether every line can be encoded now (no conversion webhook to wait for)."""
+        return self._registry.strategy(self._resource).converter is None
+
+    def _attach_sink(self, watcher: Watcher) -> None:
+        """Let the store write the events straight to the connection, while the queue is empty
+        and the client keeps up (else the task writes, waiting for the client between writes)."""
+        writer = self._writer
+        if writer is not None and not watcher.events and writer.has_room() and self._converts_in_process():
+            watcher.sink = self._write_now
+
+    def _write_now(self, events: Sequence[Event]) -> bool:
+        """The watcher's sink: the events' lines in one write."""
+        writer = self._writer
+        if writer is None or not self._converts_in_process():
+            return False
+        lines = [line for event in events if (line := self._event_line(event)) is not None]
+        if not lines:
+            return True
+        if not writer.write_now(b"".join(lines)):
+            return False
+        if not writer.has_room() and self._watcher is not None:
+            self._watcher.sink = None  # the client is behind: the task writes, waiting for it
+        return True
+
     async def _converted(self, objects: list[Obj]) -> bytes:
         """Convert by webhook what the kind needs before its lines are encoded; an ERROR event
         with the failure when the conversion fails (b"" when it did not)."""
@@ -234,7 +276,9 @@ class WatchStream:
                 wait_for = deadline - now
                 if self._options.allow_bookmarks:
                     wait_for = min(wait_for, max(0.0, next_bookmark - now))
+                self._attach_sink(watcher)
                 await watcher.wait(wait_for)
+                watcher.sink = None  # the task writes from here until it waits again
                 if watcher.overflowed:
                     yield self._line(
                         "ERROR",

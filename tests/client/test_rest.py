@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import ssl
 import time
@@ -13,15 +14,17 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
+import orjson
 import pytest
 from aiohttp import web
 
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
+from kubeloop.api.models import core_v1
 from kubeloop.client.calloptions import Preconditions
 from kubeloop.client.config import ClientConfig, Credentials, load_kubeconfig
 from kubeloop.client.rest import APIClient, PatchType
-from kubeloop.client.restclient import REQUEST_ERRORS, RetryPolicy
+from kubeloop.client.restclient import PAUSED_DECODE_BYTES, REQUEST_ERRORS, RetryPolicy, decode_json
 from kubeloop.client.restmapper import NoKindMatch
 from tests.conftest import ServerThread, eventually
 
@@ -145,6 +148,52 @@ async def test_pagination_of_1000_objects(client: APIClient, namespace: str) -> 
     removed = await client.delete_collection(CONFIGMAP, namespace=namespace, label_selector="parity=odd")
     assert len(removed["items"]) == 500
     assert len((await client.list(CONFIGMAP, namespace=namespace)).items) == 500
+
+
+def test_a_large_answer_is_decoded_with_the_gc_paused() -> None:
+    """Hundreds of thousands of acyclic dicts made at once: with the GC running, its passes over
+    them took ten times the decoding (``bench/client_throughput.py``)."""
+    payload = orjson.dumps(
+        {"items": [{"metadata": {"name": f"o{i}", "labels": {"a": "b"}}} for i in range(20_000)]}
+    )
+    assert len(payload) > PAUSED_DECODE_BYTES
+    collections: list[int] = []
+
+    def record(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(10)  # with the GC on, decoding would set off thousands of passes
+    gc.callbacks.append(record)
+    try:
+        decoded = decode_json(payload)
+        during = list(collections)
+        decode_json(b'{"small": [' + b"[1]," * 100 + b"[2]]}")  # under the bound: the GC runs as ever
+    finally:
+        gc.callbacks.remove(record)
+        gc.set_threshold(*threshold)
+    assert len(decoded["items"]) == 20_000 and gc.isenabled()
+    # A pass or two as the pause begins and ends; thousands had the GC run while decoding.
+    assert len(during) <= 2
+    assert len(collections) > len(during)
+
+
+async def test_a_list_of_models_is_made_with_the_gc_paused(
+    client: APIClient, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await asyncio.gather(*(client.create(configmap(f"m{i}", namespace)) for i in range(20)))
+    made_with_gc: list[bool] = []
+    validate = core_v1.ConfigMap.model_validate
+
+    def recording(obj: Any, *args: Any, **kwargs: Any) -> core_v1.ConfigMap:
+        made_with_gc.append(gc.isenabled())
+        return validate(obj, *args, **kwargs)
+
+    monkeypatch.setattr(core_v1.ConfigMap, "model_validate", recording)
+    listed = await client.list(core_v1.ConfigMap, namespace=namespace)
+    assert [item.metadata.name for item in listed.items] == sorted(f"m{i}" for i in range(20))
+    assert made_with_gc == [False] * 20 and gc.isenabled()
 
 
 async def test_metadata_only_list_and_watch(client: APIClient, namespace: str) -> None:

@@ -40,6 +40,7 @@ from kubeloop.client.interface import ApplyRef, KindRef, M, ObjectList, ObjectRe
 from kubeloop.client.restclient import JSON, RESTClient
 from kubeloop.client.restmapper import ResourceMapping
 from kubeloop.client.watch import Watch, WatchOptions
+from kubeloop.gcpause import gc_paused
 
 if TYPE_CHECKING:
     pass
@@ -200,7 +201,8 @@ class APIClient(RESTClient):
         cls = model_class(kind)
         if cls is None or metadata_only:
             return ObjectList(listed["items"], snapshot)
-        return ObjectList([cls.model_validate(item) for item in listed["items"]], snapshot)
+        with gc_paused():  # thousands of models made at once hold no cycles (see decode_json)
+            return ObjectList([cls.model_validate(item) for item in listed["items"]], snapshot)
 
     async def _list_dict(
         self,

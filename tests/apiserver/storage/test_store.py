@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 
 from kubeloop import errors
-from kubeloop.apiserver.storage.log import MemoryLog, SQLiteLog, StorageError
+from kubeloop.apiserver.storage.log import LogRecord, MemoryLog, SQLiteLog, StorageError
 from kubeloop.apiserver.storage.watchcache import Event, ObjectStore, PreconditionFailed
 from kubeloop.testing import eventually
 
@@ -182,6 +182,43 @@ async def test_sqlite_log_recovers_state_and_history(tmp_path: pathlib.Path) -> 
     assert again.get("/r/1") is None
     events = again.events_after("/r/", 50)
     assert [(e.type, e.key) for e in events] == [("MODIFIED", "/r/0"), ("DELETED", "/r/1")]
+    await reopened.close()
+
+
+async def submitted(log: SQLiteLog, records: list[LogRecord]) -> list[StorageError | None]:
+    """Each record's outcome, the records submitted as one job (one transaction)."""
+    loop = asyncio.get_running_loop()
+    outcomes: list[asyncio.Future[StorageError | None]] = [loop.create_future() for _ in records]
+    log.submit([(record, outcome.set_result) for record, outcome in zip(records, outcomes, strict=True)])
+    return list(await asyncio.gather(*outcomes))
+
+
+def create_record(revision: int, name: str) -> LogRecord:
+    return LogRecord(revision, f"/r/{name}", True, False, revision, revision - 1, b'{"v": 1}')
+
+
+@pytest.mark.parametrize("count", [5, 300])
+async def test_a_batch_commits_whole_and_a_row_that_breaks_the_guard_fails_alone(
+    tmp_path: pathlib.Path, count: int
+) -> None:
+    """Small batches are one INSERT, large ones several in one transaction; either way every row
+    is durable, and a row the compare-and-swap guard refuses fails alone."""
+    log = SQLiteLog(tmp_path / "state.db")
+    assert await submitted(log, [create_record(i, f"a{i}") for i in range(1, count + 1)]) == [None] * count
+    # The second row names the same (key, previous revision) as a committed one: refused alone.
+    clash = LogRecord(count + 2, "/r/a1", False, False, 1, 0, b'{"v": 2}')
+    batch = [
+        create_record(count + 1, "b1"),
+        clash,
+        *(create_record(i, f"c{i}") for i in range(count + 3, 2 * count + 3)),
+    ]
+    outcomes = await submitted(log, batch)
+    assert outcomes[0] is None and all(outcome is None for outcome in outcomes[2:])
+    assert outcomes[1] is not None and outcomes[1].reason == "constraint"
+    await log.close()
+    reopened = SQLiteLog(tmp_path / "state.db")
+    revisions = [row[0] for row in reopened.rows()]
+    assert revisions == [r for r in range(1, 2 * count + 3) if r != count + 2]
     await reopened.close()
 
 

@@ -69,6 +69,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/event_to_queue.py
 	$(BIN)/python bench/b5_startup.py
 	$(BIN)/python bench/b4_apiserver_writes.py
+	$(BIN)/python bench/b4_apiserver_writes.py --watchers 1000 --rate 200
 	$(BIN)/python bench/stall.py
 	$(BIN)/python bench/client_throughput.py
 	$(BIN)/python bench/reconcile_latency.py
@@ -76,6 +77,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/process_node.py
 	$(BIN)/python bench/agent_runs.py
 	$(BIN)/python bench/b2_custom_resources.py --runs 3
+	$(BIN)/python bench/b2_custom_resources.py --stream --runs 3
 	$(BIN)/python bench/openapi_documents.py
 	$(BIN)/python bench/typed_decoding.py
 	$(BIN)/python bench/reload.py

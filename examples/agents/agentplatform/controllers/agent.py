@@ -469,7 +469,9 @@ class AgentReconciler:
                 with contextlib.suppress(kubeloop.errors.NotFound):
                     await self.client.delete(obj)
         kubeloop.remove_finalizer(agent, FINALIZER)
-        await self.client.update(agent)
+        # Gone already: the pass before this one removed the finalizer and the server deleted
+        # the Agent, whose DELETED event had not reached the cache this pass read from.
+        await kubeloop.errors.ignore_not_found(self.client.update(agent))
 
 
 def setup(

@@ -73,8 +73,20 @@ def _insert_statement(rows: int) -> str:
     )
 
 
-def _row(r: LogRecord) -> tuple[object, ...]:
-    return (r.revision, r.key, int(r.created), int(r.deleted), r.create_revision, r.prev_revision, r.value)
+def _insert_rows(conn: sqlite3.Connection, records: Sequence[LogRecord]) -> None:
+    """One INSERT of up to ``_ROWS_PER_STATEMENT`` records."""
+    values: list[object] = []
+    for r in records:
+        values += (
+            r.revision,
+            r.key,
+            int(r.created),
+            int(r.deleted),
+            r.create_revision,
+            r.prev_revision,
+            r.value,
+        )
+    conn.execute(_insert_statement(len(records)), values)
 
 
 StorageErrorReason = Literal["full", "busy", "io", "constraint", "closed", "other"]
@@ -372,13 +384,12 @@ class SQLiteLog:
         if len(records) <= _ROWS_PER_STATEMENT:
             # One statement is its own transaction: the GIL given up once for the whole commit
             # (BEGIN and COMMIT as statements of their own would take it back twice more).
-            conn.execute(_insert_statement(len(records)), [value for r in records for value in _row(r)])
+            _insert_rows(conn, records)
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
             for start in range(0, len(records), _ROWS_PER_STATEMENT):
-                rows = records[start : start + _ROWS_PER_STATEMENT]
-                conn.execute(_insert_statement(len(rows)), [value for r in rows for value in _row(r)])
+                _insert_rows(conn, records[start : start + _ROWS_PER_STATEMENT])
             conn.execute("COMMIT")
         except BaseException:
             _rollback(conn)

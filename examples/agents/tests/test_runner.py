@@ -329,11 +329,13 @@ async def test_runs_offer_their_skills_tools_and_run_them_in_the_pod(
     await run_with(client, namespace, models, "breaks", [tool_calls(("check_disk", "{}"))], agent_spec=skilled)
     await run_with(client, namespace, models, "waits", [tool_calls(("wait_forever", "{}"))], agent_spec=skilled)
 
+    # The operator writes the pack's ConfigMap as it reconciles the pack; a run that offered the
+    # pack's tools (below) had it mounted, so it is there by then.
+    run = await finished(client, "echoes", namespace, timeout=60)
     config = await client.get(kinds.ConfigMap, "skillpack-ops", namespace=namespace)
     assert [tool["name"] for tool in json.loads(config["data"][".tools.json"])] == [
         "echo_arguments", "check_disk", "wait_forever",
     ]  # fmt: skip
-    run = await finished(client, "echoes", namespace, timeout=60)
     assert run.status is not None and (run.status.phase, run.status.result) == ("Succeeded", "it echoed"), run.status
     offered = {tool["function"]["name"]: tool["function"] for tool in asks.requests[0].body["tools"]}
     assert offered["echo_arguments"]["parameters"] == echo["parameters"]

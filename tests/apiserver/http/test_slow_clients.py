@@ -4,6 +4,7 @@ the server keeps serving everyone else (upstream: 32 s to send headers, 90 s idl
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import pathlib
 import socket
@@ -13,8 +14,10 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from aiohttp import web
 
-from kubeloop.apiserver.http.connections import ConnectionTimeouts
+from kubeloop.apiserver.http import http1
+from kubeloop.apiserver.http.connections import ConnectionTimeouts, ConnectionWatchdog, ServerConnection
 from tests.conftest import Client, ServerThread, start_server
 
 TIMEOUTS = ConnectionTimeouts(header=0.6, idle=1.0, request=1.0, write=1.0)
@@ -190,7 +193,9 @@ def test_a_client_that_vanishes_mid_body_is_not_a_server_error(
     sock = connect(server)
     sock.sendall(create_head(server, 100_000) + b"{" + b" " * 20000)
     # The server is in the request, reading its body, when the client goes.
-    poll_until(lambda: any(c.active_requests for c in list(watchdog.connections.values())), "no request began")
+    poll_until(
+        lambda: any(c.active_requests for c in list(watchdog.connections.values())), "no request began"
+    )
     sock.close()
 
     def disconnected() -> bool:
@@ -250,3 +255,67 @@ def test_a_large_answer_to_a_slow_but_reading_client_is_not_cut_off(plain_server
             time.sleep(0.1)  # ~160 KB/s
     assert len(body) == length
     sock.close()
+
+
+class _SocketTransport(asyncio.Transport):
+    """A connection's transport over one end of a real socket pair: the watchdog asks the
+    kernel what waits on it."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self.sock = sock
+        self.closed = False
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return self.sock if name == "socket" else default
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+def _served_connection() -> tuple[ServerConnection, socket.socket, socket.socket]:
+    """A connection that has answered one request and gone idle, and the client's end."""
+
+    async def never(request: http1.BufferedRequest) -> web.StreamResponse:
+        raise AssertionError("nothing is answered here")
+
+    ours, theirs = socket.socketpair()
+    connection = ServerConnection(asyncio.Protocol, never, ConnectionWatchdog(TIMEOUTS))
+    connection.connection_made(_SocketTransport(ours))
+    connection.request_started()
+    connection.request_finished()
+    return connection, ours, theirs
+
+
+def test_a_request_the_loop_has_not_read_yet_is_not_idleness() -> None:
+    """The sweep can run before the loop reads a request that came in time: closing then would
+    reset the connection under the client's request (what a busy CI machine hit)."""
+    connection, ours, theirs = _served_connection()
+    later = connection.idle_since + TIMEOUTS.idle + 0.5
+    assert connection.overdue(TIMEOUTS, later) == "idle for 1s"
+    theirs.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert connection.overdue(TIMEOUTS, later) is None
+    ours.recv(65536)  # read: idle again
+    assert connection.overdue(TIMEOUTS, later) == "idle for 1s"
+    ours.close()
+    theirs.close()
+
+
+def test_a_heads_bound_counts_from_its_first_byte() -> None:
+    """Upstream's ReadHeaderTimeout starts when the next request's first bytes come, not when
+    the last answer went: a request sent after a quiet spell is not cut off at once."""
+    connection, ours, theirs = _served_connection()
+    quiet = TIMEOUTS.header + 0.2  # idle longer than the head's bound, shorter than the idle one
+    connection.idle_since -= quiet
+    connection.data_received(b"GET /version HTTP/1.1\r\nHost: x\r\n")  # the head, in part
+    now = time.monotonic()
+    assert connection.overdue(TIMEOUTS, now) is None
+    assert connection.overdue(TIMEOUTS, now + TIMEOUTS.header + 0.1) == "no complete request head within 0.6s"
+    ours.close()
+    theirs.close()

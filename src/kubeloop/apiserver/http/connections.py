@@ -90,6 +90,8 @@ class ServerConnection(asyncio.Protocol):
         now = time.monotonic()
         self.idle_since = now
         self.received_while_idle = 0
+        #: When the first byte of the next request came (the head's bound counts from there).
+        self.head_began = now
         self.active_requests = 0
         self.served = 0
         self.write_blocked_since: float | None = None
@@ -114,6 +116,8 @@ class ServerConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if not self.active_requests:
+            if not self.received_while_idle:
+                self.head_began = time.monotonic()
             self.received_while_idle += len(data)
         if self.inner is not None:
             self.inner.data_received(data)
@@ -338,10 +342,18 @@ class ServerConnection(asyncio.Protocol):
             return f"the client read nothing for {timeouts.write:g}s"
         if self.active_requests or self.write_blocked_since is not None:
             return None  # a response the client is still taking is not idleness
+        if self.received_while_idle:  # a request is coming: its head has a bound from its first byte
+            if now - self.head_began > timeouts.header:
+                return f"no complete request head within {timeouts.header:g}s"
+            return None
         waited = now - self.idle_since
-        if (self.received_while_idle or not self.served) and waited > timeouts.header:
-            return f"no complete request head within {timeouts.header:g}s"
-        if waited > timeouts.idle:
+        if (waited > timeouts.header and not self.served) or waited > timeouts.idle:
+            if self.transport is not None and _kernel_unread(self.transport):
+                # A request arrived that the loop has not read yet (the sweep ran first): closing
+                # now would reset the connection under it. It is read next, and timed from there.
+                return None
+            if not self.served:
+                return f"no complete request head within {timeouts.header:g}s"
             return f"idle for {timeouts.idle:g}s"
         return None
 
@@ -352,14 +364,23 @@ def _status_answer(error: errors.APIError) -> bytes:
     return http1.encode_response(response, keep_alive=False)
 
 
+def _kernel_unread(transport: asyncio.BaseTransport) -> int:
+    """Bytes the kernel holds from the peer that the loop has not read yet (0 where unknown)."""
+    return _socket_queue(transport, termios.FIONREAD)
+
+
 def _kernel_unsent(transport: asyncio.BaseTransport) -> int:
     """Bytes the kernel still holds for the peer (Linux ``SIOCOUTQ``; 0 where unknown). A client
     reading slowly drains this first: the transport's own buffer may not move for seconds."""
+    return _socket_queue(transport, termios.TIOCOUTQ)
+
+
+def _socket_queue(transport: asyncio.BaseTransport, request: int) -> int:
     sock = transport.get_extra_info("socket")
     if sock is None:
         return 0
     try:
-        return int.from_bytes(fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"), sys.byteorder)
+        return int.from_bytes(fcntl.ioctl(sock.fileno(), request, b"\0\0\0\0"), sys.byteorder)
     except (OSError, ValueError):
         return 0
 

@@ -111,9 +111,10 @@ async def test_the_operator_runs_as_a_service_account_bound_to_only_that_role(
                 "agents.kubeloop.dev",
                 namespace=namespace,
                 identity=identity,
-                lease_duration=2.0,
-                renew_deadline=1.5,
+                lease_duration=15.0,  # upstream's defaults: a busy machine fences no write
+                renew_deadline=10.0,
                 retry_period=0.2,
+                release_on_cancel=True,  # the role lets a leader empty the Lease as it stops
             )
             manager = kubeloop.Manager(operator_client, leader_election=election)
             agentplatform.setup(manager)
@@ -157,7 +158,7 @@ async def test_the_operator_runs_as_a_service_account_bound_to_only_that_role(
 
             await eventually(gone, timeout=20)
             assert sum(sum(c.results.values()) for c in standby.controllers.values()) == 0
-        try:  # the leader has stopped: the standby takes over once the Lease lapses
+        try:  # the leader has stopped and emptied the Lease: the standby takes it
             await eventually(lambda: _expect(holder(), "replica-b"), timeout=10)
             await client.create(agent("successor", namespace, f"{namespace}-rt"))
             await ready(client, "successor", namespace)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import pathlib
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -376,35 +377,34 @@ def test_an_object_kept_from_before_a_rule_still_runs_and_reports(tmp_path: path
         assert "NotFound" in new("get", "pod", "legacy", check=False).stderr
 
 
-def test_no_read_shows_a_write_before_it_is_durable(
-    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The log's commit of one create is held (a hook on the real storage path: the write is in
-    flight, not on disk). Meanwhile, over HTTPS: a GET does not find it, a LIST neither, nor
-    does its resourceVersion move, a read at the next revision is refused, and a watch that the
-    server ends meanwhile shows no event of it. Once the commit goes through, all of them do."""
+def test_no_read_shows_a_write_before_it_is_durable(tmp_path: pathlib.Path) -> None:
+    """The storage writer process is stopped (SIGSTOP) while one create is in flight: the write
+    is not on disk. Meanwhile, over HTTPS: a GET does not find it, a LIST neither, nor does its
+    resourceVersion move, a read at the next revision is refused, and a watch that the server
+    ends meanwhile shows no event of it. Once the writer goes on (SIGCONT), all of them do."""
     server = start_server(tmp_path / "data", controllers=False)
     try:
         log = server.server._log
-        assert isinstance(log, SQLiteLog)
-        entered, release = threading.Event(), threading.Event()
-        commit = log._commit
+        assert isinstance(log, SQLiteLog) and log.writer_pid is not None
+        writer_pid = log.writer_pid
+        store = server.server.store
+        assert store is not None
 
-        def held_commit(writes: Any) -> Any:
-            if any(record.key.endswith("/pending") for record, _done in writes):
-                entered.set()
-                release.wait(timeout=60)
-            return commit(writes)
+        def in_flight() -> bool:
+            return any(key.endswith("/pending") for key in store._inflight) and log.appends_in_flight > 0
 
-        monkeypatch.setattr(log, "_commit", held_commit)
         api = Client(server)
         cms = "/api/v1/namespaces/default/configmaps"
         before = api.get(cms).json()["metadata"]["resourceVersion"]
         answers: list[Any] = []
         writer = threading.Thread(target=lambda: answers.append(api.post(cms, configmap("pending"))))
+        os.kill(writer_pid, signal.SIGSTOP)
         writer.start()
         try:
-            assert entered.wait(timeout=30), "the create never reached the log"
+            deadline = time.monotonic() + 30  # a guard: the create is to reach the log
+            while not in_flight():
+                assert time.monotonic() < deadline, "the create never reached the log"
+                time.sleep(0.01)
             assert api.get(f"{cms}/pending").status_code == 404
             listed = api.get(cms).json()
             assert listed["metadata"]["resourceVersion"] == before
@@ -426,7 +426,7 @@ def test_no_read_shows_a_write_before_it_is_durable(
             ] == []
             assert not answers
         finally:
-            release.set()
+            os.kill(writer_pid, signal.SIGCONT)
             writer.join(30)
         [created] = answers
         assert created.status_code == 201, created.text

@@ -301,9 +301,9 @@ async def test_a_write_is_invisible_until_durable(tmp_path: pathlib.Path) -> Non
     _backlog, watcher = store.watch("/r/", store.revision)
     with LockHolder(tmp_path / "state.db"):
         pending = asyncio.ensure_future(store.write("/r/b", obj("b"), expected_revision=0))
-        # The write is in flight, and the log's writer thread is in its commit, waiting for the
-        # database lock another process holds.
-        await eventually(lambda: "/r/b" in store._inflight and log._lock.locked())
+        # The write is in flight: sent to the log's writer, which waits for the database lock
+        # another process holds.
+        await eventually(lambda: "/r/b" in store._inflight and log.appends_in_flight == 1)
         assert not pending.done()
         # Not durable yet: no read, list, revision or watch shows it.
         assert store.get("/r/b") is None
@@ -323,7 +323,7 @@ async def test_a_write_is_invisible_until_durable(tmp_path: pathlib.Path) -> Non
 async def test_a_failed_write_fails_alone_and_the_next_succeeds(tmp_path: pathlib.Path) -> None:
     log, store = sqlite_store(tmp_path)
     log.busy_timeout_seconds = 0.2
-    log.pragma("busy_timeout", 200)
+    await log.pragma("busy_timeout", 200)
     await store.write("/r/a", obj("a"), expected_revision=0)
     with LockHolder(tmp_path / "state.db"):
         with pytest.raises(errors.ServiceUnavailable) as failed:
@@ -352,15 +352,15 @@ async def test_a_failed_write_fails_alone_and_the_next_succeeds(tmp_path: pathli
 async def test_a_full_disk_fails_writes_with_its_cause_and_recovers(tmp_path: pathlib.Path) -> None:
     log, store = sqlite_store(tmp_path)
     await store.write("/r/small", obj("small"), expected_revision=0)
-    pages = int(log.pragma("page_count"))  # type: ignore[call-overload]
-    log.pragma("max_page_count", pages + 2)  # SQLite reports SQLITE_FULL beyond this size
+    pages = int(await log.pragma("page_count"))  # type: ignore[call-overload]
+    await log.pragma("max_page_count", pages + 2)  # SQLite reports SQLITE_FULL beyond this size
     big = {"kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"v": "x" * 200_000}}
     with pytest.raises(errors.InternalError) as full:
         await store.write("/r/big", big, expected_revision=0)
     assert full.value.code == 500 and "database or disk is full" in full.value.message
     assert store.get("/r/big") is None and store.storage_error is not None
     assert store.storage_error.reason == "full"
-    log.pragma("max_page_count", 1_000_000)
+    await log.pragma("max_page_count", 1_000_000)
     await store.probe()
     assert store.storage_error is None
     await store.write("/r/big", big, expected_revision=0)
@@ -459,9 +459,9 @@ def test_storage_files_are_private(tmp_path: pathlib.Path) -> None:
         await store.write("/r/a", obj("a"), expected_revision=0)
         for path in (tmp_path / "data").glob("state.db*"):
             assert path.stat().st_mode & 0o777 == 0o600, path
-        assert log.pragma("journal_mode") == "wal"
-        assert log.pragma("synchronous") == 2  # FULL: every commit fsyncs the WAL
-        assert log.pragma("secure_delete") == 1
+        assert await log.pragma("journal_mode") == "wal"
+        assert await log.pragma("synchronous") == 2  # FULL: every commit fsyncs the WAL
+        assert await log.pragma("secure_delete") == 1
         await log.close()
 
     asyncio.run(main())
@@ -479,7 +479,7 @@ async def test_compaction_gives_the_space_back_to_the_file_system(tmp_path: path
     big = (tmp_path / "state.db").stat().st_size
     store.compact_history(store.revision)
     await store.compact()
-    assert log.pragma("freelist_count") == 0
+    assert await log.pragma("freelist_count") == 0
     assert (tmp_path / "state.db").stat().st_size < big / 4
     assert (tmp_path / "state.db-wal").stat().st_size == 0
     await log.close()
@@ -502,7 +502,7 @@ def test_a_database_from_before_incremental_vacuum_is_converted(tmp_path: pathli
 
     async def main() -> None:
         log, store = sqlite_store(tmp_path)
-        assert log.pragma("auto_vacuum") == 2
+        assert await log.pragma("auto_vacuum") == 2
         assert store.get("/r/a") is not None and store.revision == 1
         await store.write("/r/a", None, expected_revision=1)
         await store.write("/r/a", obj("a"), expected_revision=0)  # the old create row had prev 0

@@ -8,12 +8,14 @@ carrying the object's last state) names the row it replaces; a create names the 
 own (kine's rule when no tombstone is at hand): no earlier row of that key can carry it, so a key
 deleted and created again — any number of times, compacted or not — never trips the guard.
 
-Writes are group-committed: one writer thread takes every pending batch, commits it in one
-transaction and only then reports each write done. With ``synchronous=FULL`` in WAL mode that
-commit fsyncs the WAL, so nothing is reported durable before it is on disk. A batch that breaks a
-constraint is retried one write at a time, so only the offending write fails; any other storage
-error (a full disk, a database locked by another process, an I/O error) fails the batch with a
-:class:`StorageError` that says why, and the next batch tries again — nothing latches.
+Writes are group-committed by the storage writer, a process of its own (``writer.py``): it takes
+every batch sent since its last commit, commits them in one transaction and only then answers
+each. With ``synchronous=FULL`` in WAL mode that commit fsyncs the WAL, so nothing is reported
+durable before it is on disk. A batch that breaks a constraint is retried one write at a time, so
+only the offending write fails; any other storage error (a full disk, a database locked by another
+process, an I/O error) fails the batch with a :class:`StorageError` that says why, and the next
+batch tries again — nothing latches. A writer that dies leaves no write in doubt: each one it had
+not answered is settled by whether its row is in the log, and the next write starts another.
 
 Compaction removes superseded rows at or below a revision and the tombstones there; with
 ``secure_delete`` the freed pages are zeroed, the WAL is truncated and free pages are returned to the
@@ -27,92 +29,22 @@ plays that role) and the log stays the source of truth.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
-import functools
+import fcntl
 import os
 import pathlib
-import queue
-import sqlite3
-import threading
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS kine (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        name TEXT NOT NULL,
-        created INTEGER NOT NULL,
-        deleted INTEGER NOT NULL,
-        create_revision INTEGER NOT NULL,
-        prev_revision INTEGER NOT NULL,
-        lease INTEGER NOT NULL DEFAULT 0,
-        value BLOB,
-        old_value BLOB
-    )""",
-    "CREATE UNIQUE INDEX IF NOT EXISTS kine_name_prev_revision_uindex ON kine (name, prev_revision)",
-    "CREATE INDEX IF NOT EXISTS kine_name_index ON kine (name)",
-    "CREATE TABLE IF NOT EXISTS kine_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
-)
-_COLUMNS = "k.id, k.name, k.created, k.deleted, k.create_revision, k.prev_revision, k.value"
-#: Files SQLite keeps beside the database in WAL mode.
-_SIDE_FILES = ("-wal", "-shm", "-journal")
-
-#: Rows inserted by one statement. The writer thread gives up the GIL while SQLite steps a
-#: statement and must queue behind the serving loop to take it back: ``executemany`` steps once
-#: per row, one multi-row INSERT once per commit (B4, six runs alternated: +2-15 % writes/s, each
-#: run ahead). 128 rows are 896 parameters, under the 999 of SQLite builds before 3.32.
-_ROWS_PER_STATEMENT = 128
-
-
-@functools.lru_cache(maxsize=_ROWS_PER_STATEMENT)
-def _insert_statement(rows: int) -> str:
-    return (
-        "INSERT INTO kine (id, name, created, deleted, create_revision, prev_revision, value) VALUES "
-        + ",".join(["(?, ?, ?, ?, ?, ?, ?)"] * rows)
-    )
-
-
-def _insert_rows(conn: sqlite3.Connection, records: Sequence[LogRecord]) -> None:
-    """One INSERT of up to ``_ROWS_PER_STATEMENT`` records."""
-    values: list[object] = []
-    for r in records:
-        values += (
-            r.revision,
-            r.key,
-            int(r.created),
-            int(r.deleted),
-            r.create_revision,
-            r.prev_revision,
-            r.value,
-        )
-    conn.execute(_insert_statement(len(records)), values)
-
-
-StorageErrorReason = Literal["full", "busy", "io", "constraint", "closed", "other"]
-
-
-class StorageError(Exception):
-    """A write that did not become durable; ``reason`` says why in one word."""
-
-    def __init__(self, message: str, *, reason: StorageErrorReason) -> None:
-        super().__init__(message)
-        self.message = message
-        self.reason: StorageErrorReason = reason
-
-    @classmethod
-    def from_sqlite(cls, exc: sqlite3.Error) -> StorageError:
-        name = getattr(exc, "sqlite_errorname", "") or ""
-        text = str(exc)
-        if name.startswith("SQLITE_FULL") or "disk is full" in text:
-            return cls(f"{text} (the data directory's file system has no space left)", reason="full")
-        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in text:
-            return cls(f"{text} (another process holds the database's write lock)", reason="busy")
-        if name.startswith("SQLITE_CONSTRAINT") or isinstance(exc, sqlite3.IntegrityError):
-            return cls(text, reason="constraint")
-        if name.startswith(("SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN")):
-            return cls(text, reason="io")
-        return cls(text, reason="other")
+from kubeloop.apiserver.storage import kine
+from kubeloop.apiserver.storage.kine import StorageError as StorageError  # the log's error, to its users
+from kubeloop.apiserver.storage.writer import FrameReader, frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,310 +117,370 @@ class MemoryLog:
         return None
 
 
-@dataclass(eq=False)
-class _Job:
-    kind: Literal["append", "probe", "compact", "stop"]
-    loop: asyncio.AbstractEventLoop | None = None
-    writes: Sequence[tuple[LogRecord, DoneCallback]] = ()
-    revision: int = 0
-    future: asyncio.Future[None] | None = None
-
-
 class SQLiteLog:
-    """The kine-style log in a SQLite database in WAL mode, written by one group-commit thread."""
+    """The kine-style log in a SQLite database in WAL mode. Appends, probes and compaction are
+    done by the storage writer, a process of its own (``storage/writer.py``) started on first
+    use; the server's own connection reads the log at start-up."""
 
     #: How long a write waits for a lock another process holds before failing (busy).
     busy_timeout_seconds = 2.0
     #: Bytes a probe writes (and removes in the same transaction) to prove space is available.
     probe_bytes = 64 * 1024
+    #: How long opening the log waits for a stopped server's writer to finish and exit.
+    lock_wait_seconds = 30.0
 
     def __init__(self, path: pathlib.Path, *, durable: bool = True) -> None:
         self._path = path
         self._durable = durable
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _create_private(path)
-        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._conn = self._connect()
-        for suffix in _SIDE_FILES:
-            with contextlib.suppress(FileNotFoundError):
-                os.chmod(f"{path}{suffix}", 0o600)
-        self._thread: threading.Thread | None = None
+        kine.create_private(path)
+        # Held by this server and inherited by its writer: released when both have gone, so a
+        # server started again reads the log only once the last commit of the one before is over.
+        self._lock_fd = _hold_lock(pathlib.Path(f"{path}.lock"), self.lock_wait_seconds)
+        try:
+            self._conn = kine.connect(path, durable=durable, busy_timeout=self.busy_timeout_seconds)
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
+        self._writer: _Writer | None = None
         self._closed = False
 
     @property
     def path(self) -> pathlib.Path:
         return self._path
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            self._path, check_same_thread=False, isolation_level=None, timeout=self.busy_timeout_seconds
-        )
-        # Before the first table exists: pages freed by compaction can go back to the file system.
-        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
-        conn.execute("PRAGMA journal_mode=WAL")
-        # FULL: the WAL is fsynced at every commit, so an acknowledged write survives power loss too.
-        conn.execute(f"PRAGMA synchronous={'FULL' if self._durable else 'NORMAL'}")
-        # Deleted rows (compacted history, deleted Secrets) are overwritten with zeros on disk.
-        conn.execute("PRAGMA secure_delete=ON")
-        for statement in _SCHEMA:
-            conn.execute(statement)
-        if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
-            # A database from before incremental auto-vacuum: convert it once.
-            conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
-            conn.execute("VACUUM")
-        return conn
+    @property
+    def writer_pid(self) -> int | None:
+        """The storage writer's process id, once it runs."""
+        return self._writer.process.pid if self._writer is not None else None
 
-    def pragma(self, name: str, value: int | None = None) -> object:
-        """Read (or set) a PRAGMA on the live connection: diagnostics, and tests that limit the
-        database's size (``max_page_count``) to make SQLite report a full disk."""
+    @property
+    def appends_in_flight(self) -> int:
+        """Appends sent to the writer and not yet answered."""
+        return self._writer.appends_in_flight if self._writer is not None else 0
+
+    async def pragma(self, name: str, value: int | None = None) -> object:
+        """Read (or set) a PRAGMA on the writer's connection: diagnostics, and tests that limit
+        the database's size (``max_page_count``) to make SQLite report a full disk."""
         if not name.replace("_", "").isalpha():
             raise ValueError(f"not a pragma name: {name!r}")
-        statement = f"PRAGMA {name}" if value is None else f"PRAGMA {name}={int(value)}"
-        with self._lock:
-            row = self._conn.execute(statement).fetchone()
-        return row[0] if row else None
+        return await self._call(("pragma", name, value))
 
     # ------------------------------------------------------------------ start-up
 
     def load(self) -> LoadedState:
         conn = self._conn
-        with self._lock:
-            row = conn.execute("SELECT value FROM kine_meta WHERE key = 'compact_revision'").fetchone()
-            compacted = int(row[0]) if row else 0
-            current = [
-                _record(r)
-                for r in conn.execute(
-                    f"SELECT {_COLUMNS} FROM kine k "
-                    "WHERE k.id IN (SELECT MAX(id) FROM kine GROUP BY name) AND k.deleted = 0"
-                )
-            ]
-            top = max(
-                compacted,
-                _scalar(conn, "SELECT MAX(id) FROM kine"),
-                _scalar(conn, "SELECT seq FROM sqlite_sequence WHERE name = 'kine'"),
+        row = conn.execute("SELECT value FROM kine_meta WHERE key = 'compact_revision'").fetchone()
+        compacted = int(row[0]) if row else 0
+        current = [
+            LogRecord(r[0], r[1], bool(r[2]), bool(r[3]), r[4], r[5], r[6])
+            for r in conn.execute(
+                f"SELECT {kine.COLUMNS} FROM kine k "
+                "WHERE k.id IN (SELECT MAX(id) FROM kine GROUP BY name) AND k.deleted = 0"
             )
+        ]
+        top = max(
+            compacted,
+            kine.scalar(conn, "SELECT MAX(id) FROM kine"),
+            kine.scalar(conn, "SELECT seq FROM sqlite_sequence WHERE name = 'kine'"),
+        )
         return LoadedState(current, self._history(compacted), compacted, top)
 
     def _history(self, compacted: int) -> Iterator[tuple[LogRecord, bytes | None]]:
         # The replaced row's value (rows written by earlier versions kept it in old_value).
         cursor = self._conn.execute(
-            f"SELECT {_COLUMNS}, COALESCE(p.value, k.old_value) FROM kine k "
+            f"SELECT {kine.COLUMNS}, COALESCE(p.value, k.old_value) FROM kine k "
             "LEFT JOIN kine p ON k.created = 0 AND p.id = k.prev_revision AND p.name = k.name "
             "WHERE k.id > ? ORDER BY k.id",
             (compacted,),
         )
         for r in cursor:
-            yield _record(r[:7]), (None if r[2] else r[7])
+            yield LogRecord(r[0], r[1], bool(r[2]), bool(r[3]), r[4], r[5], r[6]), (None if r[2] else r[7])
 
-    # ------------------------------------------------------------------ the writer thread
+    # ------------------------------------------------------------------ the writer
 
-    def _ensure_thread(self) -> None:
+    def _writer_on(self, loop: asyncio.AbstractEventLoop) -> _Writer:
         if self._closed:
             raise StorageError("the storage is closed", reason="closed")
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="kubeloop-storage-writer", daemon=True)
-            self._thread.start()
+        writer = self._writer
+        if writer is not None and writer.loop is not loop:
+            writer.abandon()  # its loop has gone (a test's, or a server restarted in-process)
+            writer = self._writer = None
+        if writer is None:
+            try:
+                writer = _Writer(self, loop)
+            except OSError as exc:
+                raise StorageError(f"the storage writer did not start: {exc}", reason="other") from exc
+            self._writer = writer
+        return writer
 
     def submit(self, writes: Sequence[tuple[LogRecord, DoneCallback]]) -> None:
         loop = asyncio.get_running_loop()
         try:
-            self._ensure_thread()
+            writer = self._writer_on(loop)
         except StorageError as error:
             failed: list[tuple[DoneCallback, StorageError | None]] = [
                 (on_done, error) for _r, on_done in writes
             ]
             loop.call_soon(_deliver, failed)
             return
-        self._jobs.put(_Job("append", loop, writes))
+        writer.append(writes)
 
-    async def _call(self, job: _Job) -> None:
-        self._ensure_thread()
-        job.loop = asyncio.get_running_loop()
-        job.future = job.loop.create_future()
-        self._jobs.put(job)
-        await job.future
+    async def _call(self, request: tuple[object, ...]) -> object:
+        loop = asyncio.get_running_loop()
+        return await self._writer_on(loop).call(request)
 
     async def probe(self) -> None:
-        await self._call(_Job("probe"))
+        await self._call(("probe", self.probe_bytes))
 
     async def compact(self, revision: int) -> None:
-        await self._call(_Job("compact", revision=revision))
+        await self._call(("compact", revision))
 
-    def _run(self) -> None:
-        while True:
-            jobs = [self._jobs.get()]
-            while True:
-                try:
-                    jobs.append(self._jobs.get_nowait())
-                except queue.Empty:
-                    break
-            appends: list[_Job] = []
-            for job in jobs:
-                if job.kind == "append":
-                    appends.append(job)
-                    continue
-                self._append_batch(appends)
-                appends = []
-                if job.kind == "stop":
-                    return
-                self._run_call(job)
-            self._append_batch(appends)
+    def _writer_gone(self, writer: _Writer) -> None:
+        if self._writer is writer:
+            self._writer = None
 
-    def _append_batch(self, batch: list[_Job]) -> None:
-        if not batch:
-            return
-        writes = [write for job in batch for write in job.writes]
-        results: list[tuple[DoneCallback, StorageError | None]]
-        with self._lock:
-            try:
-                results = self._commit(writes)
-            except BaseException as exc:  # the thread must live on: every waiting write hears of it
-                error = StorageError(f"{type(exc).__name__}: {exc}", reason="other")
-                results = [(on_done, error) for _record, on_done in writes]
-        # Results are in the order of the writes, job after job; each goes back to its job's loop.
-        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[DoneCallback, StorageError | None]]] = {}
-        offset = 0
-        for job in batch:
-            assert job.loop is not None
-            by_loop.setdefault(job.loop, []).extend(results[offset : offset + len(job.writes)])
-            offset += len(job.writes)
-        for loop, own in by_loop.items():
-            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting
-                loop.call_soon_threadsafe(_deliver, own)
-
-    def _commit(
-        self, writes: list[tuple[LogRecord, DoneCallback]]
-    ) -> list[tuple[DoneCallback, StorageError | None]]:
-        """Insert the writes in one transaction; each write's outcome, in order."""
-        try:
-            self._insert([record for record, _done in writes])
-        except sqlite3.IntegrityError:
-            # One write broke the compare-and-swap guard: commit the others one by one.
-            results: list[tuple[DoneCallback, StorageError | None]] = []
-            for record, on_done in writes:
-                try:
-                    self._insert((record,))
-                except sqlite3.Error as exc:
-                    results.append((on_done, StorageError.from_sqlite(exc)))
-                else:
-                    results.append((on_done, None))
-            return results
-        except sqlite3.Error as exc:
-            error = StorageError.from_sqlite(exc)
-            return [(on_done, error) for _record, on_done in writes]
-        return [(on_done, None) for _record, on_done in writes]
-
-    def _insert(self, records: Sequence[LogRecord]) -> None:
-        conn = self._conn
-        if len(records) <= _ROWS_PER_STATEMENT:
-            # One statement is its own transaction: the GIL given up once for the whole commit
-            # (BEGIN and COMMIT as statements of their own would take it back twice more).
-            _insert_rows(conn, records)
-            return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for start in range(0, len(records), _ROWS_PER_STATEMENT):
-                _insert_rows(conn, records[start : start + _ROWS_PER_STATEMENT])
-            conn.execute("COMMIT")
-        except BaseException:
-            _rollback(conn)
-            raise
-
-    def _run_call(self, job: _Job) -> None:
-        error: BaseException | None = None
-        try:
-            with self._lock:
-                if job.kind == "probe":
-                    self._probe_sync()
-                else:
-                    self._compact_sync(job.revision)
-        except sqlite3.Error as exc:
-            error = StorageError.from_sqlite(exc)
-        except BaseException as exc:  # reported to the caller
-            error = exc
-        assert job.loop is not None and job.future is not None
-        with contextlib.suppress(RuntimeError):
-            job.loop.call_soon_threadsafe(_settle, job.future, error)
-
-    def _probe_sync(self) -> None:
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute("CREATE TABLE IF NOT EXISTS kine_probe (data BLOB)")
-            conn.execute("INSERT INTO kine_probe (data) VALUES (zeroblob(?))", (self.probe_bytes,))
-            conn.execute("DELETE FROM kine_probe")
-            conn.execute("COMMIT")
-        except BaseException:
-            _rollback(conn)
-            raise
-
-    def _compact_sync(self, revision: int) -> None:
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            # Rows replaced by a later row at or below the compaction point, then old tombstones.
-            conn.execute(
-                "DELETE FROM kine WHERE id IN (SELECT prev_revision FROM kine "
-                "WHERE id <= ? AND created = 0 AND prev_revision > 0)",
-                (revision,),
-            )
-            conn.execute("DELETE FROM kine WHERE id <= ? AND deleted = 1", (revision,))
-            # Databases written by earlier versions kept each replaced value a second time.
-            conn.execute(
-                "UPDATE kine SET old_value = NULL WHERE id <= ? AND old_value IS NOT NULL", (revision,)
-            )
-            conn.execute(
-                "INSERT INTO kine_meta (key, value) VALUES ('compact_revision', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = MAX(value, excluded.value)",
-                (revision,),
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            _rollback(conn)
-            raise
-        # Give freed pages back and empty the WAL: old values leave the disk, not only the table.
-        # (executescript steps the pragma to its end; one execute() frees a single page.)
-        conn.executescript("PRAGMA incremental_vacuum;")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    def committed(self, records: Sequence[LogRecord]) -> set[int]:
+        """The revisions among ``records`` that are in the log: what a writer that died before
+        it answered had made durable."""
+        found: set[int] = set()
+        for start in range(0, len(records), 500):
+            chunk = records[start : start + 500]
+            rows = self._conn.execute(
+                f"SELECT id, name FROM kine WHERE id IN ({','.join('?' * len(chunk))})",
+                [r.revision for r in chunk],
+            ).fetchall()
+            keys = {r.revision: r.key for r in chunk}
+            found.update(revision for revision, key in rows if keys.get(revision) == key)
+        return found
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        if self._thread is not None:
-            self._jobs.put(_Job("stop"))
-            await asyncio.to_thread(self._thread.join)
-            self._thread = None
-        with self._lock:
+        writer, self._writer = self._writer, None
+        try:
+            if writer is not None:
+                if writer.loop is asyncio.get_running_loop():
+                    await writer.finish()
+                else:
+                    writer.abandon()
+        finally:
             self._conn.close()
+            os.close(self._lock_fd)
 
     def rows(self) -> list[tuple[int, str, int]]:
         """(revision, key, deleted) of every row, oldest first; for tests and diagnostics."""
-        with self._lock:
-            return list(self._conn.execute("SELECT id, name, deleted FROM kine ORDER BY id").fetchall())
+        return list(self._conn.execute("SELECT id, name, deleted FROM kine ORDER BY id").fetchall())
 
 
-def _create_private(path: pathlib.Path) -> None:
-    """Create the database file 0600 (SQLite gives its WAL the same mode), or make it 0600."""
+@dataclass(eq=False)
+class _Append:
+    writes: Sequence[tuple[LogRecord, DoneCallback]]
+
+
+@dataclass(eq=False)
+class _Call:
+    answer: asyncio.Future[object]
+
+
+class _Writer:
+    """The server's side of one storage writer process: requests out, answers back in order."""
+
+    def __init__(self, log: SQLiteLog, loop: asyncio.AbstractEventLoop) -> None:
+        self.log = log
+        self.loop = loop
+        ours, theirs = socket.socketpair()
+        try:
+            command = [
+                sys.executable,
+                "-m",
+                "kubeloop.apiserver.storage.writer",
+                str(log.path),
+                "--fd",
+                str(theirs.fileno()),
+                "--busy-timeout",
+                str(log.busy_timeout_seconds),
+            ]
+            if not log._durable:
+                command.append("--no-fsync")
+            self.process = subprocess.Popen(
+                command, pass_fds=(theirs.fileno(), log._lock_fd), stdin=subprocess.DEVNULL
+            )
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        ours.setblocking(False)
+        self.sock = ours
+        self.pending: collections.deque[_Append | _Call] = collections.deque()
+        self.appends_in_flight = 0
+        self._unsent = bytearray()
+        self._frames = FrameReader()
+        self._finishing = False
+        self._ended = False
+        self._how = "ended"
+        self.gone: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(ours.fileno(), self._readable)
+
+    # ------------------------------------------------------------------ requests
+
+    def append(self, writes: Sequence[tuple[LogRecord, DoneCallback]]) -> None:
+        rows = [
+            (r.revision, r.key, int(r.created), int(r.deleted), r.create_revision, r.prev_revision, r.value)
+            for r, _done in writes
+        ]
+        self.pending.append(_Append(writes))
+        self.appends_in_flight += 1
+        self._send(frame(("append", rows)))
+
+    async def call(self, request: tuple[object, ...]) -> object:
+        answer: asyncio.Future[object] = self.loop.create_future()
+        self.pending.append(_Call(answer))
+        self._send(frame(request))
+        return await answer
+
+    def _send(self, data: bytes) -> None:
+        if self._ended:
+            self._answer_unanswered()  # it died with this request queued: answer it at once
+            return
+        if self._unsent:
+            self._unsent += data
+            return
+        try:
+            sent = self.sock.send(data)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            return  # the writer has gone: its end-of-file comes to the reader
+        if sent < len(data):
+            self._unsent += data[sent:]
+            self.loop.add_writer(self.sock.fileno(), self._writable)
+
+    def _writable(self) -> None:
+        try:
+            sent = self.sock.send(self._unsent)
+        except BlockingIOError:
+            return
+        except OSError:
+            sent = len(self._unsent)
+        del self._unsent[:sent]
+        if not self._unsent:
+            self.loop.remove_writer(self.sock.fileno())
+            if self._finishing:
+                self._shut_down_sending()
+
+    # ------------------------------------------------------------------ answers
+
+    def _readable(self) -> None:
+        try:
+            data = self.sock.recv(1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._end()
+            return
+        for answer in self._frames.feed(data):
+            entry = self.pending.popleft()
+            if isinstance(entry, _Append):
+                self.appends_in_flight -= 1
+                _deliver(
+                    [
+                        (on_done, None if result is None else StorageError(result[1], reason=result[0]))
+                        for (_record, on_done), result in zip(entry.writes, answer, strict=True)
+                    ]
+                )
+            elif answer[0] == "ok":
+                _settle(entry.answer, None, answer[1])
+            else:
+                _settle(entry.answer, StorageError(answer[2], reason=answer[1]))
+
+    def _end(self) -> None:
+        """The writer's end closed: it exited. Each write it did not answer is settled by what
+        the log holds (a commit it made before it died is durable), and the next request starts
+        another writer."""
+        self._ended = True
+        fd = self.sock.fileno()
+        self.loop.remove_reader(fd)
+        if self._unsent:
+            self.loop.remove_writer(fd)
+            self._unsent.clear()
+        self.sock.close()
+        # Its socket closes last, as it exits; one that lingers is killed. No commit can come
+        # after this: each unanswered write is settled against the log as it now is.
+        try:
+            code = self.process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait()
+        self._how = f"signal {-code}" if code < 0 else f"exit code {code}"
+        self._answer_unanswered()
+        self.log._writer_gone(self)
+        if not self.gone.done():
+            self.gone.set_result(None)
+
+    def _answer_unanswered(self) -> None:
+        message = f"the storage writer process ended ({self._how}) before it answered"
+        while self.pending:
+            entry = self.pending.popleft()
+            if isinstance(entry, _Call):
+                _settle(entry.answer, StorageError(message, reason="io"))
+                continue
+            self.appends_in_flight -= 1
+            records = [record for record, _done in entry.writes]
+            durable = self.log.committed(records)
+            error = StorageError(message, reason="io")
+            _deliver([(on_done, None if r.revision in durable else error) for r, on_done in entry.writes])
+
+    # ------------------------------------------------------------------ ending
+
+    async def finish(self) -> None:
+        """Let the writer answer what it was sent, then exit."""
+        if not self._ended:
+            self._finishing = True
+            if not self._unsent:
+                self._shut_down_sending()
+        await self.gone
+
+    def _shut_down_sending(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_WR)  # end-of-file: it answers, then exits
+
+    def abandon(self) -> None:
+        """Its loop has gone: end the writer without waiting for answers nobody can receive."""
+        if self._ended:
+            return
+        self._ended = True
+        with contextlib.suppress(Exception):
+            self.loop.remove_reader(self.sock.fileno())
+            self.loop.remove_writer(self.sock.fileno())
+        self.sock.close()  # end-of-file: it commits what it read whole and exits
+        self.process.wait()
+        self.pending.clear()
+        self.appends_in_flight = 0
+        self.log._writer_gone(self)
+
+
+def _hold_lock(path: pathlib.Path, wait: float) -> int:
+    """An exclusive ``flock`` on ``path``, waited for up to ``wait`` seconds."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    # SQLite may already have rolled back (a full disk does): a second ROLLBACK would raise
-    # "cannot rollback - no transaction is active" and hide the real error.
-    if conn.in_transaction:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-
-
-def _scalar(conn: sqlite3.Connection, sql: str) -> int:
-    row = conn.execute(sql).fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise StorageError(
+                    f"{path} is held by another process (a server on this log, or its writer still "
+                    f"finishing) after {wait:g}s",
+                    reason="busy",
+                ) from None
+            time.sleep(0.02)
 
 
 def _deliver(results: list[tuple[DoneCallback, StorageError | None]]) -> None:
@@ -496,22 +488,10 @@ def _deliver(results: list[tuple[DoneCallback, StorageError | None]]) -> None:
         on_done(error)
 
 
-def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
+def _settle(done: asyncio.Future[object], error: BaseException | None, value: object = None) -> None:
     if done.done():
         return
     if error is None:
-        done.set_result(None)
+        done.set_result(value)
     else:
         done.set_exception(error)
-
-
-def _record(row: tuple[int, str, int, int, int, int, bytes]) -> LogRecord:
-    return LogRecord(
-        revision=row[0],
-        key=row[1],
-        created=bool(row[2]),
-        deleted=bool(row[3]),
-        create_revision=row[4],
-        prev_revision=row[5],
-        value=row[6],
-    )

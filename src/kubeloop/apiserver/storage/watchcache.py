@@ -403,7 +403,7 @@ class ObjectStore:
             entry.change.value,
         )
         # Every write of this loop tick goes to the log as one job (one transaction): submitted
-        # one by one, the writer thread would wake at the first and commit smaller groups.
+        # one by one, the storage writer would wake at the first and commit smaller groups.
         self._unsubmitted.append((record, lambda error: self._appended(entry, error)))
         if len(self._unsubmitted) == 1:
             asyncio.get_running_loop().call_soon(self._submit)

@@ -1,0 +1,128 @@
+"""The storage writer, a process of its own: what a dead, stopped or interrupted writer leaves
+behind. A write it did not answer is settled by the log itself; a server started again waits
+until the previous one's writer has gone; Ctrl-C to the process group is the server's to handle."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pathlib
+import signal
+import sqlite3
+
+import pytest
+
+from kubeloop import errors
+from kubeloop.apiserver.storage.log import SQLiteLog, StorageError
+from kubeloop.apiserver.storage.watchcache import ObjectStore
+from kubeloop.testing import eventually
+from tests.apiserver.storage.test_durability import apiserver, session_for
+
+
+def obj(name: str, value: str = "") -> dict[str, object]:
+    return {"kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": value}}
+
+
+def opened(path: pathlib.Path) -> tuple[SQLiteLog, ObjectStore]:
+    log = SQLiteLog(path / "state.db")
+    store = ObjectStore(log)
+    store.load()
+    return log, store
+
+
+async def test_a_writer_killed_before_it_commits_fails_the_write_and_the_next_starts_another(
+    tmp_path: pathlib.Path,
+) -> None:
+    log, store = opened(tmp_path)
+    await store.write("/r/a", obj("a"), expected_revision=0)
+    first = log.writer_pid
+    assert first is not None
+    os.kill(first, signal.SIGSTOP)  # it reads nothing more: the next write waits, uncommitted
+    pending = asyncio.ensure_future(store.write("/r/b", obj("b"), expected_revision=0))
+    await eventually(lambda: log.appends_in_flight == 1)
+    os.kill(first, signal.SIGKILL)
+    with pytest.raises(errors.InternalError) as failed:
+        await pending
+    assert "the storage writer process ended (signal 9) before it answered" in failed.value.message
+    assert store.get("/r/b") is None and store.revision == 1
+    # The next write starts another writer, and the log holds what was acknowledged.
+    written = await store.write("/r/b", obj("b"), expected_revision=0)
+    assert log.writer_pid not in (None, first)
+    assert written.revision == 3
+    await log.close()
+    log, again = opened(tmp_path)
+    assert sorted(k for k, _ in again.items("/r/")) == ["/r/a", "/r/b"]
+    assert [row[0] for row in log.rows()] == [1, 3]
+    await log.close()
+
+
+async def test_a_write_the_dead_writer_had_committed_is_acknowledged(tmp_path: pathlib.Path) -> None:
+    """A writer can die between its commit and its answer: the row is in the log, and the write
+    is reported done (failing it would leave the store and the log disagreeing on that key)."""
+    log, store = opened(tmp_path)
+    await store.write("/r/a", obj("a"), expected_revision=0)
+    pid = log.writer_pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    pending = asyncio.ensure_future(store.write("/r/a", obj("a", "changed"), expected_revision=1))
+    await eventually(lambda: log.appends_in_flight == 1)
+    # What the writer would have committed, committed for it; then it dies unanswered.
+    value = b'{"kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"2"},"data":{"v":"changed"}}'
+    with sqlite3.connect(tmp_path / "state.db") as other:
+        other.execute(
+            "INSERT INTO kine (id, name, created, deleted, create_revision, prev_revision, value) "
+            "VALUES (2, '/r/a', 0, 0, 1, 1, ?)",
+            (value,),
+        )
+    os.kill(pid, signal.SIGKILL)
+    written = await pending
+    assert written.revision == 2 and store.get("/r/a").obj["data"] == {"v": "changed"}  # type: ignore[union-attr]
+    # The store and the log agree: the next update of the key commits.
+    await store.write("/r/a", obj("a", "again"), expected_revision=2)
+    await log.close()
+
+
+async def test_ctrl_c_to_the_process_group_leaves_the_writer_to_the_server(tmp_path: pathlib.Path) -> None:
+    log, store = opened(tmp_path)
+    await store.write("/r/a", obj("a"), expected_revision=0)
+    pid = log.writer_pid
+    assert pid is not None
+    os.kill(pid, signal.SIGINT)
+    os.kill(pid, signal.SIGTERM)
+    await store.write("/r/b", obj("b"), expected_revision=0)
+    assert log.writer_pid == pid  # the same writer answered
+    await log.close()
+    with pytest.raises(ProcessLookupError):  # closing the log ended its writer, and reaped it
+        os.kill(pid, 0)
+
+
+def test_a_server_started_again_waits_for_the_last_ones_writer(tmp_path: pathlib.Path) -> None:
+    """The server is SIGKILLed while its writer is stopped: the log stays locked (the writer
+    inherited the lock) and opening it fails as busy, until the writer has gone; then every
+    acknowledged write is there."""
+    data = tmp_path / "data"
+    with apiserver(data) as (server, url):
+        session = session_for(data)
+        created = session.post(
+            url + "/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "acked"}}, timeout=30
+        )
+        assert created.status_code == 201, created.text
+        (writer_pid,) = (
+            int(pid) for pid in pathlib.Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+        )
+        os.kill(writer_pid, signal.SIGSTOP)
+        server.kill()
+        server.wait(10)
+    SQLiteLog.lock_wait_seconds, wait = 0.2, SQLiteLog.lock_wait_seconds
+    try:
+        with pytest.raises(StorageError) as held:
+            SQLiteLog(data / "state.db")
+        assert held.value.reason == "busy" and "state.db.lock is held by another process" in held.value.message
+    finally:
+        SQLiteLog.lock_wait_seconds = wait
+    os.kill(writer_pid, signal.SIGCONT)  # it reads the end of its socket and exits
+    log = SQLiteLog(data / "state.db")  # waits for that
+    store = ObjectStore(log)
+    store.load()
+    assert store.get("/registry/configmaps/default/acked") is not None
+    asyncio.run(log.close())

@@ -224,7 +224,7 @@ def test_a_large_answer_to_a_slow_but_reading_client_is_not_cut_off(plain_server
     api = Client(server)
     namespace = "slow-reader"
     api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    value = "y" * 2500
+    value = "y" * 10_000
 
     def create(i: int) -> None:
         api.post(
@@ -233,7 +233,7 @@ def test_a_large_answer_to_a_slow_but_reading_client_is_not_cut_off(plain_server
         )
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        list(pool.map(create, range(2400)))  # a ~7 MB list: more than loopback's socket buffers
+        list(pool.map(create, range(700)))  # a ~7 MB list: more than loopback's socket buffers
     sock = connect(server, tls=False, rcvbuf=16384)
     sock.sendall(request_head(server, "GET", f"/api/v1/namespaces/{namespace}/configmaps"))
     sock.settimeout(10)

@@ -70,6 +70,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/b5_startup.py
 	$(BIN)/python bench/b4_apiserver_writes.py
 	$(BIN)/python bench/b4_apiserver_writes.py --watchers 1000 --rate 200
+	$(BIN)/python bench/storage_writer.py
 	$(BIN)/python bench/stall.py
 	$(BIN)/python bench/client_throughput.py
 	$(BIN)/python bench/reconcile_latency.py

@@ -9,9 +9,11 @@ import concurrent.futures
 import contextlib
 import json
 import pathlib
+import queue
 import signal
 import socket
 import ssl
+import threading
 
 import pytest
 import requests
@@ -137,20 +139,35 @@ def test_watched_concurrent_patches_and_repeated_keys_on_the_durable_server_acro
         columns = ["-o", "custom-columns=RV:.metadata.resourceVersion", "--no-headers"]
         watch = kubectl.start("get", "configmap", "hot", "--watch", *columns)
         assert watch.stdout is not None
+        printed: queue.Queue[int] = queue.Queue()
+        reader = threading.Thread(target=lambda: [printed.put(int(line)) for line in watch.stdout], daemon=True)
+        reader.start()
+
+        def next_printed() -> int:
+            return printed.get(timeout=60)  # a guard: kubectl is to print every change
+
         try:
             # kubectl GETs the object and prints it, then watches it from resourceVersion 0 (the
-            # state when its watch arrives): a change before that would be folded into one line.
-            # A first change it prints shows its watch is open; every later one is a line of its own.
-            watch.stdout.readline()
-            opened = session.patch(
-                f"{url}{base}/hot",
-                data=json.dumps({"metadata": {"labels": {"opened": "x"}}}),
-                headers={"Content-Type": "application/merge-patch+json"},
-                timeout=10,
-            ).json()["metadata"]["resourceVersion"]
-            seen = [int(watch.stdout.readline())]
+            # state when its watch arrives), whose first event it does not print: a change made
+            # before its watch arrived is folded into that one. Changes are made until one is
+            # printed (its watch is open); from then on every change is a line of its own.
+            next_printed()
+            attempt = 0
+            while True:
+                opened = session.patch(
+                    f"{url}{base}/hot",
+                    data=json.dumps({"metadata": {"labels": {"opened": str(attempt)}}}),
+                    headers={"Content-Type": "application/merge-patch+json"},
+                    timeout=10,
+                ).json()["metadata"]["resourceVersion"]
+                try:
+                    seen = [printed.get(timeout=0.5)]  # only paces the attempts
+                except queue.Empty:
+                    attempt += 1
+                    continue
+                break
             while seen[-1] != int(opened):
-                seen = [int(watch.stdout.readline())]
+                seen = [next_printed()]
 
             def label(i: int) -> None:
                 patched = session.patch(
@@ -172,10 +189,11 @@ def test_watched_concurrent_patches_and_repeated_keys_on_the_durable_server_acro
                 timeout=10,
             ).json()["metadata"]["resourceVersion"]
             while seen[-1] != int(marker):
-                seen.append(int(watch.stdout.readline()))
+                seen.append(next_printed())
         finally:
             watch.terminate()
-            watch.communicate(timeout=10)
+            watch.wait(timeout=10)
+            reader.join(10)  # it reads to the end of kubectl's output
         # The first change, then one line per change: none lost, none repeated, in order.
         assert len(seen) == 1 + 48 + 1 and seen == sorted(set(seen)), seen
         # Another race, cut by a SIGKILL: what was acknowledged survives.

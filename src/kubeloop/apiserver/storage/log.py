@@ -304,8 +304,14 @@ class _Writer:
             ]
             if not log._durable:
                 command.append("--no-fsync")
+            # Its stderr is the server's (a traceback belongs beside the server's own); it never
+            # writes to stdout, which it must not hold open (a reader of the server's output
+            # would wait for it to exit).
             self.process = subprocess.Popen(
-                command, pass_fds=(theirs.fileno(), log._lock_fd), stdin=subprocess.DEVNULL
+                command,
+                pass_fds=(theirs.fileno(), log._lock_fd),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
             )
         except BaseException:
             ours.close()

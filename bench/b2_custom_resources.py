@@ -23,6 +23,11 @@ operator runs in its own process).
   alternating: async 42.9 and 40.8 s, sync 40.4 and 42.2 s; kopf spends ~4 ms of CPU a widget
   either way).
 
+Each operator runs in its own process as its command runs it: on uvloop (`kubeloop run` and `kopf
+run` both use it where it is installed), kubeloop's with the GC tuned as `kubeloop run` tunes it
+(``gcpause.tune_for_serving``). The widgets of ``--stream`` come from this process, on uvloop too
+(asyncio's TLS in Python took a third of a core from the operators).
+
 Each operator counts the requests it sends (kubeloop's client; every aiohttp request of the kopf
 process, kopf's own and its client's): ``requests_per_widget``.
 
@@ -54,6 +59,8 @@ import time
 from collections import Counter
 from typing import Any
 
+import uvloop
+
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _kopf import register_login
 from _server import server_process
@@ -61,6 +68,7 @@ from _server import server_process
 import kubeloop
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.crd import install_crds
+from kubeloop.gcpause import tune_for_serving
 
 GROUP = "bench.kubeloop.dev"
 
@@ -139,6 +147,7 @@ async def operate_kubeloop(
             .with_options(max_concurrent_reconciles=workers)
             .complete(reconcile)
         )
+        tune_for_serving()  # as `kubeloop run` does once the operator is set up
         started, cpu_started = time.perf_counter(), cpu_seconds()
         await manager.start()
         if stream:  # measured from the first widget's creation, as the cluster sees it
@@ -387,7 +396,7 @@ def run_operator(
             if operator.stdout.readline() != "ready\n":
                 operator.kill()
             else:
-                asyncio.run(create_widgets(kubeconfig, namespace, count, STREAM_CLIENTS))
+                uvloop.run(create_widgets(kubeconfig, namespace, count, STREAM_CLIENTS))
         out, _ = operator.communicate(timeout=3600)
         if operator.returncode != 0:
             errors.seek(0)
@@ -493,14 +502,15 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     if args.operator:
         label, kubeconfig, namespace = args.operator
+        # Each on the loop its command line runs it on: uvloop, for `kubeloop run` and `kopf run` alike.
         if label == "kubeloop":
             kubeloop_run = operate_kubeloop(kubeconfig, namespace, args.count, args.workers, args.stream)
-            print(json.dumps(asyncio.run(kubeloop_run)))
+            print(json.dumps(uvloop.run(kubeloop_run)))
         else:
             kopf_run = operate_kopf(
                 kubeconfig, namespace, args.count, args.kopf_workers, args.kopf_handler, args.stream
             )
-            print(json.dumps(asyncio.run(kopf_run)))
+            print(json.dumps(uvloop.run(kopf_run)))
         return
     results: dict[str, Any] = {
         "bench": "b2_custom_resources",

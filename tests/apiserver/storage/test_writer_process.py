@@ -5,12 +5,15 @@ until the previous one's writer has gone; Ctrl-C to the process group is the ser
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import pathlib
 import signal
 import sqlite3
+import time
 
 import pytest
+import requests
 
 from kubeloop import errors
 from kubeloop.apiserver.storage.log import SQLiteLog, StorageError
@@ -126,3 +129,57 @@ def test_a_server_started_again_waits_for_the_last_ones_writer(tmp_path: pathlib
     store.load()
     assert store.get("/registry/configmaps/default/acked") is not None
     asyncio.run(log.close())
+
+
+def _names(session: requests.Session, url: str) -> set[str]:
+    return {item["metadata"]["name"] for item in session.get(url, timeout=30).json()["items"]}
+
+
+def _writer_of(server_pid: int) -> int:
+    (pid,) = (int(p) for p in pathlib.Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split())
+    return pid
+
+
+def test_a_writer_killed_mid_burst_loses_and_invents_nothing_and_the_server_goes_on(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Over HTTPS, with creates racing: the storage writer is SIGKILLed. Every create answered
+    201 is there, then and after a restart; a create answered 500 (the writer ended before it
+    answered) is not; the server goes on writing with a new writer."""
+    data = tmp_path / "data"
+    configmaps = "/api/v1/namespaces/default/configmaps"
+    acknowledged: list[str] = []
+    refused: list[str] = []
+    with apiserver(data) as (server, url):
+        session = session_for(data)
+        writer = _writer_of(server.pid)
+
+        def create(name: str) -> None:
+            answer = session.post(url + configmaps, json={"metadata": {"name": name}}, timeout=30)
+            if answer.status_code == 201:
+                acknowledged.append(name)
+            else:
+                assert answer.status_code == 500, answer.text
+                assert "the storage writer process ended (signal 9) before it answered" in answer.text
+                refused.append(name)
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            burst = [pool.submit(create, f"c{i}") for i in range(300)]
+            while len(acknowledged) < 50:  # mid-burst
+                assert not any(f.done() and f.exception() for f in burst), [f.exception() for f in burst]
+                time.sleep(0.005)
+            os.kill(writer, signal.SIGKILL)
+            for future in burst:
+                future.result()
+        assert len(acknowledged) + len(refused) == 300
+        created = session.post(url + configmaps, json={"metadata": {"name": "after"}}, timeout=30)
+        assert created.status_code == 201, created.text
+        assert _writer_of(server.pid) != writer
+
+        now = _names(session, url + configmaps)
+        assert now >= {*acknowledged, "after"} and not now & set(refused)
+        server.kill()
+        server.wait(10)
+    with apiserver(data) as (server, url):
+        after_restart = _names(session_for(data), url + configmaps)
+    assert after_restart >= {*acknowledged, "after"} and not after_restart & set(refused)

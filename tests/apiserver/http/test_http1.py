@@ -289,7 +289,17 @@ def test_a_client_that_vanishes_mid_body_leaves_nothing_behind(
     while held():
         assert time.monotonic() < deadline, "the connection was never dropped"
         time.sleep(0.05)
-    assert not watchdog.answering
+
+    def orphans() -> set[object]:  # requests being answered for a connection that has gone
+        live = {connection._answering for connection in list(watchdog.connections.values())}
+        return set(watchdog.answering) - live
+
+    # Others' requests (the server's control loops') come and go meanwhile: only what belongs to
+    # no live connection is left behind, and a request that ends leaves the set at once.
+    deadline = time.monotonic() + 5
+    while orphans():
+        assert time.monotonic() < deadline, orphans()
+        time.sleep(0.01)
     assert Client(server).get("/api/v1/namespaces/default").status_code == 200
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("kubeloop")]
     assert not errors, [r.getMessage() for r in errors]

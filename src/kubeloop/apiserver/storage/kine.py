@@ -99,12 +99,16 @@ def connect(path: pathlib.Path, *, durable: bool, busy_timeout: float) -> sqlite
     return conn
 
 
-def pragma(conn: sqlite3.Connection, name: str, value: int | None = None) -> object:
-    """Read (or set) a PRAGMA; ValueError for anything but a pragma's name."""
+def pragma_statement(name: str, value: int | None = None) -> str:
+    """The statement that reads (or sets) a PRAGMA; ValueError for anything but a pragma's name."""
     if not name.replace("_", "").isalpha():
         raise ValueError(f"not a pragma name: {name!r}")
-    statement = f"PRAGMA {name}" if value is None else f"PRAGMA {name}={int(value)}"
-    row = conn.execute(statement).fetchone()
+    return f"PRAGMA {name}" if value is None else f"PRAGMA {name}={int(value)}"
+
+
+def pragma(conn: sqlite3.Connection, name: str, value: int | None = None) -> object:
+    """Read (or set) a PRAGMA."""
+    row = conn.execute(pragma_statement(name, value)).fetchone()
     return row[0] if row else None
 
 

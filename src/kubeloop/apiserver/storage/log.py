@@ -162,8 +162,7 @@ class SQLiteLog:
     async def pragma(self, name: str, value: int | None = None) -> object:
         """Read (or set) a PRAGMA on the writer's connection: diagnostics, and tests that limit
         the database's size (``max_page_count``) to make SQLite report a full disk."""
-        if not name.replace("_", "").isalpha():
-            raise ValueError(f"not a pragma name: {name!r}")
+        kine.pragma_statement(name, value)  # a name that is not a pragma's is refused here
         return await self._call(("pragma", name, value))
 
     # ------------------------------------------------------------------ start-up

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver.cel.rules import cel_interpreter
+from kubeloop.apiserver.cel.interpreter import cel_interpreter
 from kubeloop.apiserver.cel.typecheck import (
     _Parser,
     check_message_expression,

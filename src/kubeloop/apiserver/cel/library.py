@@ -18,6 +18,7 @@ import re2
 from kubeloop.api import quantity
 from kubeloop.api.naming import go_quote
 from kubeloop.apiserver.cel import syntax as celsyntax
+from kubeloop.apiserver.cel.interpreter import cel_standard_library
 
 #: Upstream's per-call cost limit and per-object runtime budget (celconfig).
 
@@ -28,10 +29,8 @@ class LibraryError(ValueError):
 
 @lru_cache(maxsize=1)
 def library_functions() -> dict[str, Any]:
-    from cel.stdlib import EXTENSIONS
-
     functions: dict[str, Any] = {}
-    for library in EXTENSIONS.values():
+    for library in cel_standard_library().values():
         functions.update(library)
     functions.update(KUBERNETES_LIBRARY)
     functions.update(celsyntax.FUNCTIONS)

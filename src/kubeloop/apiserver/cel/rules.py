@@ -32,16 +32,15 @@ syntax (``a.?b``, ``m[?k]``); ``celsyntax`` rewrites it into library calls befor
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from kubeloop.api.naming import go_quote
 from kubeloop.apiserver.cel import syntax as celsyntax
 from kubeloop.apiserver.cel import typecheck as celtypes
+from kubeloop.apiserver.cel.interpreter import cel_interpreter
 
 #: Upstream's per-call cost limit and per-object runtime budget (celconfig).
 from kubeloop.apiserver.cel.library import library_functions
@@ -616,16 +615,3 @@ def _for_reason(reason: str, path: str, node_type: str, detail: str) -> StatusCa
     if reason == "FieldValueDuplicate":
         return StatusCause(reason, f"Duplicate value: {go_quote(node_type)}", path or "<root>")
     return _invalid(path, node_type, detail)
-
-
-@lru_cache(maxsize=1)
-def cel_interpreter() -> Any:
-    """The interpreter, imported on first use (servers without rules never load it).
-
-    It logs a warning for every exception a library function raises (a malformed quantity, an
-    absent optional field of the wrong type): the rule's cause reports it already, and a client
-    could fill the server's log with them at will, so its logger is kept to errors."""
-    import cel
-
-    logging.getLogger("cel").setLevel(logging.ERROR)
-    return cel

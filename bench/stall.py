@@ -3,18 +3,24 @@
 A prober GETs a small ConfigMap every 5 ms on its own connection while one heavy request runs;
 the prober runs in a process of its own, so only the server's stalls show; the figure per scenario
 is the worst probe latency seen (and the heavy request's own time and
-status). The server runs as its own process (durable, TLS). Prints one JSON line; the target is
-that no request stalls others for more than ~100 ms. Scenarios: large YAML and JSON bodies,
+status). The server runs as its own process (durable, TLS). Scenarios: large YAML and JSON bodies,
 nesting far beyond the limit, server-side apply and merge patch of a 1 MB object, an
 unpaginated list of 20,000 objects and a watch that starts with them.
+
+``--runs N`` (default 3) measures N times, each on a new server, and prints one JSON line: per
+scenario each run's worst wait and their median; the figure S1 (target in
+docs/design/performance.md: ≤ 50 ms) is the median over the runs of each run's worst wait
+(``worst_other_request_ms``), and ``worst_of_all_runs_ms`` the largest wait seen.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import multiprocessing
 import ssl
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -198,7 +204,8 @@ async def measure(url: str, token: str, ca: str | None, probe: Connection) -> di
     return results
 
 
-def main() -> None:
+def measure_on_a_new_server() -> dict[str, object]:
+    """Every scenario once, on a server of its own, with the prober in a process of its own."""
     with server_process() as server:
         ours, theirs = multiprocessing.Pipe()
         probing = multiprocessing.get_context("spawn").Process(
@@ -206,13 +213,44 @@ def main() -> None:
         )
         probing.start()
         try:
-            scenarios = asyncio.run(measure(server.url, server.token, server.ca_file, ours))
+            return asyncio.run(measure(server.url, server.token, server.ca_file, ours))
         finally:
             probing.join(30)
             if probing.is_alive():
                 probing.kill()
-    worst = max(float(s["worst_other_request_ms"]) for s in scenarios.values())  # type: ignore[index]
-    print(json.dumps({"bench": "stall", "worst_other_request_ms": worst, "scenarios": scenarios}))
+
+
+def worst_wait(scenarios: dict[str, object]) -> float:
+    return max(float(s["worst_other_request_ms"]) for s in scenarios.values())  # type: ignore[index]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3, help="runs, each on a new server; medians printed")
+    args = parser.parse_args()
+    runs = [measure_on_a_new_server() for _ in range(args.runs)]
+    scenarios: dict[str, object] = {}
+    for name in runs[0]:
+        each = [run[name] for run in runs]
+        waits = [float(s["worst_other_request_ms"]) for s in each]  # type: ignore[index]
+        scenarios[name] = {
+            **each[-1],  # type: ignore[dict-item]
+            "request_ms": statistics.median(float(s["request_ms"]) for s in each),  # type: ignore[index]
+            "worst_other_request_ms": statistics.median(waits),
+            "each_run_worst_other_request_ms": waits,
+        }
+    print(
+        json.dumps(
+            {
+                "bench": "stall",
+                "runs": args.runs,
+                "worst_other_request_ms": statistics.median(worst_wait(run) for run in runs),
+                "each_run_worst_other_request_ms": [worst_wait(run) for run in runs],
+                "worst_of_all_runs_ms": max(worst_wait(run) for run in runs),
+                "scenarios": scenarios,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ __all__ = ["Client", "ServerThread", "eventually", "start_server"]
 def pytest_configure(config: pytest.Config) -> None:
     """Each test process hosts embedded servers (``ServerThread``) for its whole run, as a serving
     process does: its GC is tuned as ``kubeloop apiserver`` tunes its own (what is loaded by now
-    frozen, young passes every 20,000 allocations). With CPython's thresholds, GC passes took
+    frozen, passes less often: ``gcpause.tune_for_serving``). With CPython's thresholds, GC passes took
     about 10 s of each worker's ~50 s of CPU in tests/apiserver (full passes over the heap the
     servers had built, 220 ms each); 3.5 s tuned (measured with ``gc.callbacks``)."""
     tune_for_serving()

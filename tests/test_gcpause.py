@@ -46,7 +46,7 @@ def test_a_holder_resumes_the_gc_while_it_waits() -> None:
 
 
 def test_a_serving_process_hides_what_it_loaded_and_collects_less_often() -> None:
-    """What it loaded is frozen; young passes come every 20,000 allocations, and the middle
+    """What it loaded is frozen; young passes come every 5,000 allocations, and the middle
     generation (what outlived a young pass) is walked at every third pass, so that no pass walks
     more than two young passes' survivors; the oldest is not walked meanwhile."""
     import subprocess

@@ -21,6 +21,7 @@ from agentobjects import (
     runtime,
 )
 from agentplatform.api.v1alpha1 import Agent, AgentRun
+from agentplatform.controllers.builders import write_status
 
 import kubeloop
 from kubeloop import kinds
@@ -241,6 +242,22 @@ async def test_runs_are_counted_by_phase_and_timed_on_the_metrics_endpoint(
             assert 'agentplatform_run_duration_seconds_count{phase="Failed"} 1.0' in text
 
         await eventually(scraped)
+
+
+async def test_a_new_phase_is_written_only_onto_the_run_as_it_was_read(
+    client: kubeloop.APIClient, namespace: str
+) -> None:
+    """A phase is counted once written (``write_status(..., if_unchanged=True)``): written onto a
+    run read before its last change, the patch is refused as a Conflict and changes nothing (a
+    reconcile on a cache behind its own writes would count the phase again)."""
+    await client.create(agent_run("stale", namespace, "nobody"))
+    read = await client.get(AgentRun, "stale", namespace=namespace)
+    assert await write_status(client, read, {"phase": "Pending", "reason": "Waiting"}, if_unchanged=True)
+    with pytest.raises(kubeloop.errors.Conflict):
+        await write_status(client, read, {"phase": "Running"}, if_unchanged=True)
+    now = await client.get(AgentRun, "stale", namespace=namespace)
+    assert now.status is not None and now.status.phase == "Pending"
+    assert await write_status(client, now, {"phase": "Running"}, if_unchanged=True)
 
 
 @pytest.mark.parametrize(

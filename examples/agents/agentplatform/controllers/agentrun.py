@@ -178,9 +178,7 @@ class AgentRunReconciler:
                 waiting.partition(": ") if waiting.startswith(MEMORY_NOT_READY) else ("Waiting", "", waiting)
             )
             pending = {"phase": "Pending", "reason": reason, "message": said}
-            if current.get("phase") != "Pending":
-                self._record(run, pending)
-            await write_status(self.client, run, pending)
+            await self._write(run, current, pending)
             return None  # the agent's watch wakes it
         now = datetime.now(UTC)
         started = kubeloop.timestamps.parse_time(current.get("startTime")) or now
@@ -230,9 +228,7 @@ class AgentRunReconciler:
             status["completionTime"] = current.get("completionTime") or kubeloop.timestamps.now()
             if run.spec.trigger is not None:
                 status["reply"] = reply_of(status)
-        if status["phase"] != current.get("phase"):
-            self._record(run, status)
-        await write_status(self.client, run, status)
+        await self._write(run, current, status)
         if status["phase"] in FINISHED:
             return None
         return kubeloop.Result(requeue_after=max(0.0, (deadline - now).total_seconds()))
@@ -242,14 +238,22 @@ class AgentRunReconciler:
         failed["completionTime"] = kubeloop.timestamps.now()
         if run.spec.trigger is not None:
             failed["reply"] = reply_of(failed)
-        self._record(run, failed)
-        await write_status(self.client, run, failed)
+        await self._write(run, run.status.to_dict() if run.status else {}, failed)
 
-    def _record(self, run: AgentRun, status: dict[str, Any]) -> None:
+    async def _write(self, run: AgentRun, current: dict[str, Any], status: dict[str, Any]) -> None:
+        """Write ``status``; a new phase only onto the run as it was read (``current`` its
+        status), and said (:meth:`_record`) once written: a reconcile on a cache that has not
+        seen its own last write yet would otherwise count that phase twice."""
+        if status["phase"] == current.get("phase"):
+            await write_status(self.client, run, status)
+        elif await write_status(self.client, run, status, if_unchanged=True):
+            await self._record(run, status)
+
+    async def _record(self, run: AgentRun, status: dict[str, Any]) -> None:
         """Say what a run's new phase is: an Event, and the metrics (labelled by its agent only
         when that agent exists: a run may name any agent, and labels must stay bounded)."""
         phase = status["phase"]
-        self.runs.labels(self._agent_label(run), phase).inc()
+        self.runs.labels(await self._agent_label(run), phase).inc()
         started = kubeloop.timestamps.parse_time(status.get("startTime"))
         ended = kubeloop.timestamps.parse_time(status.get("completionTime"))
         if phase in FINISHED and started is not None and ended is not None:
@@ -264,11 +268,17 @@ class AgentRunReconciler:
         elif phase == "Failed":
             self.recorder.event(run, kubeloop.WARNING, status["reason"], status.get("message", ""))
 
-    def _agent_label(self, run: AgentRun) -> str:
-        """The run's agent as a metric label: "" when the cache holds no Agent of that name."""
+    async def _agent_label(self, run: AgentRun) -> str:
+        """The run's agent as a metric label: "" when no Agent has that name (asked of the API
+        server when the cache has none: its watch of Agents may lag behind the runs')."""
         key = f"{run.metadata.namespace}/{run.spec.agent_ref}"
-        informer = self.manager.informer_for(Agent)
-        return run.spec.agent_ref if informer.store.get(key) is not None else ""
+        if self.manager.informer_for(Agent).store.get(key) is not None:
+            return run.spec.agent_ref
+        try:
+            await self.manager.api_reader.get(Agent, run.spec.agent_ref, namespace=run.metadata.namespace)
+        except kubeloop.errors.NotFound:
+            return ""
+        return run.spec.agent_ref
 
     async def _snapshot(self, run: AgentRun) -> tuple[dict[str, str] | None, str]:
         """The run's input ConfigMap's data, made from the agent and runtime when the run starts;

@@ -251,14 +251,22 @@ def deployment_ready(deployment: kubeloop.Obj | None) -> tuple[bool, int, str]:
     return True, ready, f"{available} of {wanted} replicas available"
 
 
-async def write_status(client: kubeloop.Client, obj: kubeloop.KubeObject, status: dict[str, Any]) -> bool:
+async def write_status(
+    client: kubeloop.Client, obj: kubeloop.KubeObject, status: dict[str, Any], *, if_unchanged: bool = False
+) -> bool:
     """Merge-patch ``status`` through /status if it differs from the object's; whether it did
-    (not when the object is gone meanwhile: there is nothing left to report on)."""
+    (not when the object is gone meanwhile: there is nothing left to report on). With
+    ``if_unchanged`` the patch holds ``obj``'s resourceVersion: Conflict (the reconcile is
+    retried) when the object changed since it was read, as a cache behind the writes just made
+    would have it write again what it already wrote."""
     current = obj.to_dict().get("status") or {}
     if all(current.get(key) == value for key, value in status.items()):
         return False
+    patch: dict[str, Any] = {"status": status}
+    if if_unchanged:
+        patch["metadata"] = {"resourceVersion": (obj.to_dict().get("metadata") or {}).get("resourceVersion")}
     try:
-        await client.patch(obj, None, {"status": status}, subresource="status")
+        await client.patch(obj, None, patch, subresource="status")
     except kubeloop.errors.NotFound:
         return False
     return True

@@ -217,7 +217,8 @@ async def test_what_the_server_refuses_fails_the_run_and_marks_the_agent(
 async def test_runs_are_counted_by_phase_and_timed_on_the_metrics_endpoint(
     client: kubeloop.APIClient, namespace: str
 ) -> None:
-    manager = kubeloop.Manager(client, metrics_bind_address="127.0.0.1:0")
+    # Its own namespace only: the shared server holds other tests' runs, which would be timed too.
+    manager = kubeloop.Manager(client, metrics_bind_address="127.0.0.1:0", namespace=namespace)
     agentplatform.setup(manager)
     async with manager:
         await client.create(runtime(f"{namespace}-rt"))

@@ -259,12 +259,13 @@ async def write_status(
     ``if_unchanged`` the patch holds ``obj``'s resourceVersion: Conflict (the reconcile is
     retried) when the object changed since it was read, as a cache behind the writes just made
     would have it write again what it already wrote."""
-    current = obj.to_dict().get("status") or {}
+    read = obj.to_dict()
+    current = read.get("status") or {}
     if all(current.get(key) == value for key, value in status.items()):
         return False
     patch: dict[str, Any] = {"status": status}
     if if_unchanged:
-        patch["metadata"] = {"resourceVersion": (obj.to_dict().get("metadata") or {}).get("resourceVersion")}
+        patch["metadata"] = {"resourceVersion": (read.get("metadata") or {}).get("resourceVersion")}
     try:
         await client.patch(obj, None, patch, subresource="status")
     except kubeloop.errors.NotFound:

@@ -45,7 +45,7 @@ async def main(kubeconfig: str, namespace: str, identity: str, log_path: str, mo
             # process's own clock as the reconcile started (which must never happen).
             fenced = manager.fence is not None and not manager.fence.writes_allowed()
             with open(log_path, "a") as log:
-                log.write(f"{time.time():.3f} {identity}{' fenced' if fenced else ''}\n")
+                log.write(f"{time.time():.6f} {identity}{' fenced' if fenced else ''}\n")
 
         def reconcile(request: Request) -> Result:  # a plain function: it runs in a worker thread
             log_action()
@@ -53,7 +53,7 @@ async def main(kubeconfig: str, namespace: str, identity: str, log_path: str, mo
 
         async def reconcile_and_write(request: Request) -> Result:
             log_action()  # when the reconcile starts
-            patch = {"metadata": {"annotations": {"writer": identity, "at": f"{time.time():.3f}"}}}
+            patch = {"metadata": {"annotations": {"writer": identity, "at": f"{time.time():.6f}"}}}
             await client.patch(CONFIGMAP, request.name, patch, namespace=request.namespace)
             return Result(requeue_after=0.05)
 

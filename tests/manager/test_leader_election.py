@@ -241,11 +241,13 @@ def test_a_paused_leader_resumes_fenced_and_writes_nothing(
         # The one worker's reconcile the pause caught mid-way may log after resuming — fenced,
         # when the pause fell between the controller's fence check and the reconcile's first
         # line. No other reconcile starts after resuming, and none anywhere starts fenced.
+        # (Stamps have microseconds: at milliseconds, the caught reconcile, logged as the process
+        # wakes, could round down to before resumed_at and pass for a fenced start while leading.)
         late = [stamp for stamp, who in actors(log) if who == leader and stamp >= resumed_at]
         assert len(late) <= 1, f"{len(late)} reconciles started after resuming"
-        caught_by_the_pause = [f"{stamp:.3f} {leader} fenced" for stamp in late]
+        caught_by_the_pause = [f"{stamp:.6f} {leader} fenced" for stamp in late]
         unexpected = [line for line in fenced_starts(log) if line not in caught_by_the_pause]
-        assert not unexpected, unexpected
+        assert not unexpected, (unexpected, f"{leader} paused, resumed at {resumed_at:.6f}")
         assert any(writer == successor and rv > first_successor_write for rv, writer in writes)
     finally:
         stop_watching.set()

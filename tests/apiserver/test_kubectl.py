@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import subprocess
 from typing import Any
 
@@ -213,3 +214,32 @@ def test_strict_validation_rejects_unknown_fields(kubectl: Kubectl, api: Client,
     assert result.returncode != 0
     assert 'unknown field "spec.bogus"' in result.stderr
     assert api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").status_code == 404
+
+
+_REQUESTED_PATH = re.compile(r'https://[^/\s"]+(/[^?\s"]*)')
+_DISCOVERY_PATH = re.compile(r"/api(/v1)?|/apis(/[^/]+){0,2}")
+
+
+def discovery_requests(verbose_stderr: str) -> list[str]:
+    """The discovery paths a kubectl run with ``-v=6`` asked for, in order (1.27 logs
+    ``GET https://…``, later versions ``url="https://…"``)."""
+    return [path for path in _REQUESTED_PATH.findall(verbose_stderr) if _DISCOVERY_PATH.fullmatch(path)]
+
+
+def test_a_cold_kubectl_discovers_the_api_in_two_requests(kubectl: Kubectl, api: Client, namespace: str) -> None:
+    """Aggregated discovery: with no cache, kubectl learns every group, version and resource from
+    ``/api`` and ``/apis`` alone (it made one request per group-version before), and its cache
+    still learns of a CRD created after it was filled."""
+    cold = kubectl("get", "configmaps", "-n", namespace, "-v=6")
+    assert discovery_requests(cold.stderr) == ["/api", "/apis"]
+    warm = kubectl("get", "configmaps", "-n", namespace, "-v=6")
+    assert discovery_requests(warm.stderr) == []
+
+    # Imported here: that module imports this one's kubectl list.
+    from tests.apiserver.apiextensions.test_custom_resources import create_crd
+
+    group = f"{namespace}.example.com"
+    create_crd(api, group)
+    api.post(f"/apis/{group}/v1/namespaces/{namespace}/widgets", {"metadata": {"name": "w1"}})
+    listed = kubectl("get", f"widgets.{group}", "-n", namespace, "-o", "name")
+    assert listed.stdout.split() == [f"widget.{group}/w1"]

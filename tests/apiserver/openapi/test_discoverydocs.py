@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kubeloop.apiserver.catalog import schemas
@@ -108,3 +110,139 @@ def test_subresource_entries(catalog: ResourceCatalog) -> None:
     # Upstream's hash for apps/v1 Deployment.
     assert by_name["deployments"]["storageVersionHash"] == "8aSe+NMegvE="
     assert discoverydocs.api_resource_list(catalog, "apps", "v9") is None
+
+
+def _split_aggregated(
+    document: dict[str, Any],
+) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """client-go's ``SplitGroupsAndResources``: an aggregated document as the groups and resource
+    lists the unaggregated documents give (what kubectl builds its REST mapping from)."""
+    groups, resources = [], {}
+    for item in document["items"]:
+        name = item["metadata"].get("name", "")
+        versions = []
+        for version in item["versions"]:
+            assert version["freshness"] == "Current"
+            group_version = f"{name}/{version['version']}" if name else version["version"]
+            versions.append({"groupVersion": group_version, "version": version["version"]})
+            listing = []
+            for entry in version["resources"]:
+                kind = entry["responseKind"]
+                parent = {
+                    "name": entry["resource"],
+                    "singularName": entry["singularResource"],
+                    "namespaced": entry["scope"] == "Namespaced",
+                    "group": kind["group"],
+                    "version": kind["version"],
+                    "kind": kind["kind"],
+                    "verbs": entry["verbs"],
+                    "shortNames": entry.get("shortNames", []),
+                    "categories": entry.get("categories", []),
+                }
+                listing.append(parent)
+                for sub in entry.get("subresources", []):
+                    listing.append(
+                        {
+                            **parent,
+                            "name": f"{entry['resource']}/{sub['subresource']}",
+                            "singularName": "",  # client-go copies the parent's; upstream's v1 has ""
+                            "shortNames": [],
+                            "categories": [],
+                            "verbs": sub["verbs"],
+                            **sub["responseKind"],
+                        }
+                    )
+            resources[group_version] = listing
+        groups.append({"name": name, "versions": versions, "preferredVersion": versions[0]})
+    return groups, resources
+
+
+def _unaggregated_entry(entry: dict[str, Any], group: str, version: str) -> dict[str, Any]:
+    """A v1 APIResource as the aggregated form carries it (no storage version hash; the group
+    and version as its kind's, empty when they are the list's own for a built-in)."""
+    return {
+        "name": entry["name"],
+        "singularName": entry["singularName"],
+        "namespaced": entry["namespaced"],
+        "group": entry.get("group", group),
+        "version": entry.get("version", version),
+        "kind": entry["kind"],
+        "verbs": entry["verbs"],
+        "shortNames": entry.get("shortNames", []),
+        "categories": entry.get("categories", []),
+    }
+
+
+@pytest.mark.parametrize("version", discoverydocs.AGGREGATED_VERSIONS)
+def test_aggregated_discovery_says_what_the_unaggregated_documents_say(version: str) -> None:
+    catalog = ResourceCatalog(builtin_resources())
+    for served in ("v1", "v2beta1"):
+        catalog.add(
+            ResourceType(
+                "stable.example.com",
+                served,
+                "widgets",
+                "widget",
+                "Widget",
+                True,
+                short_names=("wd",),
+                categories=("all",),
+                subresources=("status", "scale"),
+                definition="widgets.stable.example.com",
+            )
+        )
+    core = discoverydocs.aggregated_discovery(catalog, core=True, version=version)
+    named = discoverydocs.aggregated_discovery(catalog, core=False, version=version)
+    for document in (core, named):
+        assert document["kind"] == "APIGroupDiscoveryList"
+        assert document["apiVersion"] == f"apidiscovery.k8s.io/{version}"
+    core_groups, core_resources = _split_aggregated(core)
+    groups, resources = _split_aggregated(named)
+    assert core_groups == [
+        {
+            "name": "",
+            "versions": [{"groupVersion": "v1", "version": "v1"}],
+            "preferredVersion": {"groupVersion": "v1", "version": "v1"},
+        }
+    ]
+    assert groups == discoverydocs.api_group_list(catalog)["groups"]  # the same groups, order, preference
+    resources.update(core_resources)
+    assert set(resources) == {
+        f"{g}/{v}" if g else v for g, vs in catalog.group_versions().items() for v in vs
+    }
+    for group_version, listing in resources.items():
+        group, _, version_name = group_version.rpartition("/")
+        unaggregated = discoverydocs.api_resource_list(catalog, group, version_name)
+        assert unaggregated is not None
+        custom = group == "stable.example.com"
+        expected = [
+            _unaggregated_entry(entry, group if custom else "", version_name if custom else "")
+            for entry in unaggregated["resources"]
+        ]
+        assert listing == expected, group_version
+
+
+def test_aggregated_discovery_names_a_subresources_kind() -> None:
+    catalog = ResourceCatalog(builtin_resources())
+    named = discoverydocs.aggregated_discovery(catalog, core=False)
+    apps = next(item for item in named["items"] if item["metadata"]["name"] == "apps")
+    assert apps["metadata"] == {"name": "apps", "creationTimestamp": None}
+    v1 = next(v for v in apps["versions"] if v["version"] == "v1")
+    deployments = next(r for r in v1["resources"] if r["resource"] == "deployments")
+    assert deployments["responseKind"] == {"group": "", "version": "", "kind": "Deployment"}
+    assert deployments["scope"] == "Namespaced" and deployments["singularResource"] == "deployment"
+    assert deployments["subresources"] == [
+        {
+            "subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": ["get", "patch", "update"],
+        },
+        {
+            "subresource": "status",
+            "responseKind": {"group": "", "version": "", "kind": "Deployment"},
+            "verbs": ["get", "patch", "update"],
+        },
+    ]
+    assert discoverydocs.aggregated_media_type("v2") == (
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    )

@@ -21,6 +21,7 @@ from kubeloop.apiserver.auth.rbacauthorizer import SUPERUSER_GROUP, Attributes, 
 from kubeloop.apiserver.catalog import schemas
 from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.http import (
+    aggregateddiscovery,
     deletes,
     podattach,
     podexec,
@@ -82,10 +83,16 @@ class APIHandlers(Scope):
         return _health_response(request, name, [("ping", None), ("storage", self.readiness())])
 
     async def core_versions(self, request: HTTPRequest) -> web.Response:
-        return json_response(discoverydocs.core_api_versions(self.server_address))
+        aggregated = self._aggregated_discovery.answer(request, core=True)
+        return aggregated or json_response(discoverydocs.core_api_versions(self.server_address))
 
     async def group_list(self, request: HTTPRequest) -> web.Response:
-        return json_response(discoverydocs.api_group_list(self.catalog))
+        aggregated = self._aggregated_discovery.answer(request, core=False)
+        return aggregated or json_response(discoverydocs.api_group_list(self.catalog))
+
+    @functools.cached_property
+    def _aggregated_discovery(self) -> aggregateddiscovery.AggregatedDiscovery:
+        return aggregateddiscovery.AggregatedDiscovery(self.catalog)
 
     async def openapi_index(self, request: HTTPRequest) -> web.Response:
         return json_response(v3.openapi_v3_index(self.catalog, self.extra_definitions()))

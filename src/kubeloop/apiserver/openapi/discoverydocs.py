@@ -1,8 +1,11 @@
 """Discovery documents as kube-apiserver serves them, built from a :class:`ResourceCatalog`.
 
 ``/version`` (version.Info), ``/api`` (APIVersions), ``/apis`` (APIGroupList), ``/apis/G`` (APIGroup)
-and ``/api/v1`` / ``/apis/G/V`` (APIResourceList). Aggregated discovery (v2) is not served: client-go
-asks for it in ``Accept`` and falls back to these documents when the answer is plain JSON.
+and ``/api/v1`` / ``/apis/G/V`` (APIResourceList); and aggregated discovery (APIGroupDiscoveryList,
+``apidiscovery.k8s.io`` v2 and v2beta1): ``/api`` and ``/apis`` answer with every group, version and
+resource in one document when the client's ``Accept`` asks for it, as client-go does (kubectl 1.27
+asks for v2beta1, 1.30 and later for v2 first), so a cold client makes two requests, not one per
+group-version.
 
 Everything here is a pure function of its arguments.
 """
@@ -224,4 +227,88 @@ def api_resource_list(catalog: ResourceCatalog, group: str, version: str) -> dic
         "apiVersion": "v1",
         "groupVersion": group_version,
         "resources": entries,
+    }
+
+
+#: The aggregated discovery versions served (``apidiscovery.k8s.io``); their documents differ only
+#: in ``apiVersion``.
+AGGREGATED_VERSIONS = ("v2", "v2beta1")
+
+
+def aggregated_media_type(version: str) -> str:
+    """The Content-Type of an aggregated discovery answer: client-go reads the body as
+    APIGroupDiscoveryList only when the ``g``, ``v`` and ``as`` parameters say so."""
+    return f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+
+
+def aggregated_discovery(catalog: ResourceCatalog, *, core: bool, version: str = "v2") -> dict[str, Any]:
+    """``/api`` (``core``: the legacy group, named "") or ``/apis`` (the named groups, in
+    kube-apiserver's priority order) as an APIGroupDiscoveryList of ``version``. Each group lists
+    its versions in preference order, each version its resources sorted by name with their
+    subresources inside (upstream's ``ConvertGroupVersionIntoToDiscovery``)."""
+    served = catalog.group_versions()
+    groups = [""] if core else sorted((name for name in served if name), key=_group_order)
+    items = [_group_discovery(catalog, group, served[group]) for group in groups if served.get(group)]
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": f"apidiscovery.k8s.io/{version}",
+        "metadata": {},
+        "items": items,
+    }
+
+
+def _group_discovery(catalog: ResourceCatalog, group: str, versions: list[str]) -> dict[str, Any]:
+    metadata: dict[str, Any] = (
+        {"name": group, "creationTimestamp": None} if group else {"creationTimestamp": None}
+    )
+    return {
+        "metadata": metadata,
+        "versions": [
+            {
+                "version": version,
+                "resources": [
+                    _resource_discovery(resource)
+                    for resource in sorted(catalog.in_group_version(group, version), key=lambda r: r.plural)
+                ],
+                "freshness": "Current",
+            }
+            for version in sorted(versions, key=version_sort_key)
+        ],
+    }
+
+
+def _resource_discovery(resource: ResourceType) -> dict[str, Any]:
+    # Built-in resources name their kind alone (the group and version are the list's), as the
+    # unaggregated documents do; a CustomResourceDefinition's resources name all three, as
+    # apiextensions-apiserver's discovery does.
+    group, version = (resource.group, resource.version) if resource.definition else ("", "")
+    entry: dict[str, Any] = {
+        "resource": resource.plural,
+        "responseKind": {"group": group, "version": version, "kind": resource.kind},
+        "scope": "Namespaced" if resource.namespaced else "Cluster",
+        "singularResource": resource.singular,
+        "verbs": list(resource.verbs),
+    }
+    if resource.short_names:
+        entry["shortNames"] = list(resource.short_names)
+    if resource.categories:
+        entry["categories"] = list(resource.categories)
+    if resource.subresources:
+        entry["subresources"] = [
+            _subresource_discovery(resource, subresource, group, version)
+            for subresource in sorted(resource.subresources)
+        ]
+    return entry
+
+
+def _subresource_discovery(
+    resource: ResourceType, subresource: str, group: str, version: str
+) -> dict[str, Any]:
+    unaggregated = _subresource_entry(resource, subresource)
+    if "group" in unaggregated:  # a kind of another group (autoscaling/v1 Scale, policy/v1 Eviction)
+        group, version = unaggregated["group"], unaggregated["version"]
+    return {
+        "subresource": subresource,
+        "responseKind": {"group": group, "version": version, "kind": unaggregated["kind"]},
+        "verbs": unaggregated["verbs"],
     }

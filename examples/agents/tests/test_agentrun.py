@@ -7,6 +7,7 @@ Invalid, without a retry loop; the metrics endpoint counts runs by phase and tim
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import agentplatform
 import aiohttp
@@ -136,8 +137,12 @@ async def test_a_run_fails_with_its_pods_message(
         "JobFailed",
         "model quota exceeded",
     )
-    events = await client.list(kinds.Event, namespace=namespace)
-    assert any(e["reason"] == "JobFailed" and e["involvedObject"]["name"] == "doomed" for e in events.items)
+
+    async def said() -> None:  # events are written after the status, by the recorder's own task
+        events = await client.list(kinds.Event, namespace=namespace)
+        assert any(e["reason"] == "JobFailed" and e["involvedObject"]["name"] == "doomed" for e in events.items)
+
+    await eventually(said, timeout=20)
 
 
 async def test_a_run_past_its_timeout_fails_and_its_pod_is_stopped(
@@ -199,11 +204,17 @@ async def test_what_the_server_refuses_fails_the_run_and_marks_the_agent(
     errors_before = platform.agents.manager.controllers["agent"].results.get("error", 0)
     await assert_writes_nothing(platform.agents, kubeloop.Request(namespace, "verbose"))
     assert platform.agents.manager.controllers["agent"].results.get("error", 0) == errors_before
-    warnings = [
-        e
-        for e in (await client.list(kinds.Event, namespace=namespace)).items
-        if e["reason"] == "Invalid" and e["involvedObject"]["name"] == "verbose"
-    ]
+
+    async def warned() -> list[dict[str, Any]]:  # written by the recorder's own task
+        warnings = [
+            e
+            for e in (await client.list(kinds.Event, namespace=namespace)).items
+            if e["reason"] == "Invalid" and e["involvedObject"]["name"] == "verbose"
+        ]
+        assert warnings
+        return warnings
+
+    warnings = await eventually(warned, timeout=20)
     assert len(warnings) == 1 and warnings[0]["count"] == 1
 
     await client.create(agent("chatty", namespace, f"{namespace}-rt", systemPrompt="y" * 400_000))

@@ -509,3 +509,38 @@ def test_a_database_from_before_incremental_vacuum_is_converted(tmp_path: pathli
         await log.close()
 
     asyncio.run(main())
+
+
+async def test_stored_objects_and_the_history_are_out_of_the_gcs_sight(tmp_path: pathlib.Path) -> None:
+    """Stored objects are acyclic and never mutated: a GC pass walking them finds nothing, so
+    none walks them (a full pass over 20,000 ConfigMaps held the server up for ~55 ms)."""
+    import gc
+
+    def tracked_parts(value: object) -> list[object]:
+        found, stack = [], [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict | list):
+                if gc.is_tracked(item):
+                    found.append(item)
+                stack.extend(item.values() if isinstance(item, dict) else item)
+        return found
+
+    body = {"kind": "ConfigMap", "metadata": {"name": "a", "finalizers": ["x"], "managedFields": [{"fieldsV1": {"f:data": {}}}]}}
+    log = SQLiteLog(tmp_path / "state.db")
+    store = ObjectStore(log)
+    store.load()
+    await store.write("/registry/configmaps/ns/a", body, expected_revision=0)
+    await store.write("/registry/configmaps/ns/a", {**body, "data": {"k": "v"}}, expected_revision=1)
+    stored = store.get("/registry/configmaps/ns/a")
+    assert stored is not None and stored.obj["data"] == {"k": "v"}
+    assert not gc.is_tracked(stored) and tracked_parts(stored.obj) == []
+    assert not any(gc.is_tracked(change) for change in store._history)
+    await log.close()
+
+    reloaded = ObjectStore(SQLiteLog(tmp_path / "state.db"))
+    reloaded.load()  # and so are the objects a restart reads back
+    again = reloaded.get("/registry/configmaps/ns/a")
+    assert again is not None and again.obj == stored.obj
+    assert not gc.is_tracked(again) and tracked_parts(again.obj) == []
+    assert not any(gc.is_tracked(change) for change in reloaded._history)

@@ -14,7 +14,8 @@ every five minutes); a watch or list from a revision older than it gets 410 Expi
 history are kept as the JSON bytes the log wrote, decoded only when an old revision is asked for.
 
 Stored objects are plain dicts that nobody mutates after they are stored (copy-on-write):
-readers may serialise them without copying.
+readers may serialise them without copying. Being acyclic and immutable, they are kept out of
+the cyclic GC's sight (:mod:`kubeloop.gcuntrack`), and so is the history.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.storage.log import DoneCallback, Log, LogRecord, StorageError
 from kubeloop.gcpause import waited
+from kubeloop.gcuntrack import untrack, untrack_json
 
 log = logging.getLogger("kubeloop.apiserver.storage.log")
 T = TypeVar("T")
@@ -248,9 +250,7 @@ class ObjectStore:
         """Rebuild memory from the log (current objects and the history after compaction)."""
         state = self._log.load()
         for record in state.current:
-            self._objects[record.key] = StoredObject(
-                orjson.loads(record.value), record.revision, record.create_revision
-            )
+            self._objects[record.key] = _stored(orjson.loads(record.value), record.revision, record.create_revision)
         self._sorted_keys = sorted(self._objects)
         self._compacted = self._log_compacted = state.compacted
         top = state.top
@@ -465,7 +465,7 @@ class ObjectStore:
         else:
             if event.type == "ADDED":
                 bisect.insort(self._sorted_keys, key)
-            self._objects[key] = StoredObject(event.obj, event.revision, entry.create_revision)
+            self._objects[key] = _stored(event.obj, event.revision, entry.create_revision)
         self._committed = event.revision
         self._remember(entry.change)
         for watcher in self._watchers:
@@ -499,6 +499,7 @@ class ObjectStore:
     # ----------------------------------------------------------------- history and compaction
 
     def _remember(self, change: _Change) -> None:
+        untrack(change)  # plain values: no GC pass needs to walk the history
         self._history.append(change)
         self._history_size += change.size
         self._trim(0)
@@ -579,6 +580,15 @@ class ObjectStore:
     def close_all_watchers(self) -> None:
         for watcher in list(self._watchers):
             self.stop_watch(watcher)
+
+
+def _stored(obj: Obj, revision: int, create_revision: int) -> StoredObject:
+    """A committed object as the store keeps it: out of the cyclic GC's sight (``gcuntrack``),
+    which would otherwise walk every stored object's dicts and lists at every full pass."""
+    untrack_json(obj)
+    stored = StoredObject(obj, revision, create_revision)
+    untrack(stored)
+    return stored
 
 
 class PreconditionFailed(Exception):

@@ -86,6 +86,11 @@ class ManagedEntry:
 _PARSED: OrderedDict[int, tuple[list[Any], list[ManagedEntry]]] = OrderedDict()
 
 _PARSED_LIMIT = 16384
+#: Lists with more paths than this in all are not kept: parsing them again at the next write costs
+#: less than keeping them, since the GC pass that first finds their path tuples walks them all
+#: with every thread held up (a 1 MB ConfigMap's 30,000 paths: a 15 ms pass; a 2.9 MB body the
+#: server refused still had its 87,000 kept, a 44 ms pass: ``bench/stall.py``).
+_PARSED_MAX_PATHS = 4096
 
 _PARSED_LOCK = threading.Lock()
 
@@ -166,6 +171,8 @@ def encode_entries(entries: list[ManagedEntry]) -> list[Obj]:
 
 
 def _remember(raw: list[Any], entries: list[ManagedEntry]) -> None:
+    if sum(len(entry.paths) for entry in entries) > _PARSED_MAX_PATHS:
+        return
     with _PARSED_LOCK:  # large writes run on the worker loop's thread too
         while len(_PARSED) >= _PARSED_LIMIT:
             _PARSED.popitem(

@@ -78,7 +78,6 @@ bench: $(STAMP)
 	$(BIN)/python bench/process_node.py
 	$(BIN)/python bench/agent_runs.py
 	$(BIN)/python bench/b2_custom_resources.py --runs 3
-	$(BIN)/python bench/b2_custom_resources.py --runs 3 --stream
 	$(BIN)/python bench/b2_custom_resources.py --stream --runs 3
 	$(BIN)/python bench/openapi_documents.py
 	$(BIN)/python bench/typed_decoding.py

@@ -8,6 +8,8 @@ import sqlite3
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubeloop import errors
 from kubeloop.apiserver.storage.log import LogRecord, MemoryLog, SQLiteLog, StorageError
@@ -544,3 +546,32 @@ async def test_stored_objects_and_the_history_are_out_of_the_gcs_sight(tmp_path:
     assert again is not None and again.obj == stored.obj
     assert not gc.is_tracked(again) and tracked_parts(again.obj) == []
     assert not any(gc.is_tracked(change) for change in reloaded._history)
+
+
+_KEY_TEXT = st.text(alphabet=["a", "b", "/", "0", "\U0010ffff"], max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys=st.sets(_KEY_TEXT, max_size=12), prefix=_KEY_TEXT, start=_KEY_TEXT)
+def test_a_prefix_range_holds_exactly_the_keys_under_the_prefix_from_start(
+    keys: set[str], prefix: str, start: str
+) -> None:
+    """Listing by two bisections (the keys from the prefix to its successor) agrees with
+    filtering every key, for any prefix: ending in the last code point, which has no successor,
+    or empty, and any start."""
+
+    async def listed() -> tuple[list[str], list[str], int]:
+        store = ObjectStore(MemoryLog())
+        store.load()
+        for key in keys:
+            await store.write(key, obj(key), expected_revision=0)
+        return (
+            [key for key, _ in store.items(prefix, start=start)],
+            list(store.keys_with_prefix(prefix, start)),
+            store.count_with_prefix(prefix, start),
+        )
+
+    expected = sorted(key for key in keys if key.startswith(prefix) and key >= start)
+    items, keys_found, count = asyncio.run(listed())
+    assert items == keys_found == expected
+    assert count == len(expected)

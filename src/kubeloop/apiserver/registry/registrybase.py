@@ -239,9 +239,10 @@ class RegistryBase:
         else:
             iterator = iter(self.store.list_at(prefix, revision, start=start))
         pending: ConversionPending | None = None
+        to_served = self.strategy(resource).to_served  # once, not per object: lists run on the serving loop
         for key, stored_obj in iterator:
             try:
-                obj = self.to_served(resource, stored_obj)
+                obj = to_served(stored_obj)
             except ConversionPending as missing:  # every object's, then one conversion for all
                 pending = missing if pending is None else pending.merged(missing)
                 continue

@@ -47,6 +47,7 @@ MAX_OBJECT_BYTES = 1536 * 1024
 #: Defaults: changes kept for watches and lists from an older resourceVersion.
 DEFAULT_HISTORY_EVENTS = 100_000
 DEFAULT_HISTORY_BYTES = 128 * 1024 * 1024
+_LAST_CHARACTER = chr(0x10FFFF)
 
 
 @dataclass(slots=True)
@@ -283,25 +284,31 @@ class ObjectStore:
         return self._objects.get(key)
 
     def keys_with_prefix(self, prefix: str, start: str = "") -> Iterator[str]:
-        keys = self._sorted_keys
-        i = bisect.bisect_left(keys, max(prefix, start))
-        while i < len(keys) and keys[i].startswith(prefix):
-            yield keys[i]
-            i += 1
+        low, high = self._key_range(prefix, start)
+        return iter(self._sorted_keys[low:high])
 
     def items(self, prefix: str, *, start: str = "") -> Iterator[tuple[str, Obj]]:
         """Current objects under a prefix in key order, from key ``start`` on."""
-        for key in self.keys_with_prefix(prefix, start):
-            yield key, self._objects[key].obj
+        keys, objects = self._sorted_keys, self._objects
+        low, high = self._key_range(prefix, start)
+        for index in range(low, high):
+            key = keys[index]
+            yield key, objects[key].obj
 
     def count_with_prefix(self, prefix: str, start: str = "") -> int:
         """How many keys under ``prefix`` sort at or after ``start`` (two bisections)."""
+        low, high = self._key_range(prefix, start)
+        return max(0, high - low)
+
+    def _key_range(self, prefix: str, start: str) -> tuple[int, int]:
+        """Where the sorted keys under ``prefix`` from ``start`` on begin and end (two bisections:
+        the keys under a prefix are those at or after it and before its successor)."""
         keys = self._sorted_keys
         low = bisect.bisect_left(keys, max(prefix, start))
-        if not prefix:
-            return len(keys) - low
-        high = bisect.bisect_left(keys, prefix[:-1] + chr(ord(prefix[-1]) + 1))
-        return max(0, high - low)
+        end = prefix.rstrip(_LAST_CHARACTER)  # no successor past the last code point
+        if not end:
+            return low, len(keys)
+        return low, max(low, bisect.bisect_left(keys, end[:-1] + chr(ord(end[-1]) + 1)))
 
     def list_at(self, prefix: str, revision: int, *, start: str = "") -> Iterable[tuple[str, Obj]]:
         """The objects under a prefix as they were at ``revision`` (a consistent snapshot).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -575,3 +575,56 @@ def test_a_prefix_range_holds_exactly_the_keys_under_the_prefix_from_start(
     items, keys_found, count = asyncio.run(listed())
     assert items == keys_found == expected
     assert count == len(expected)
+
+
+class HeldLog(MemoryLog):
+    """A memory log whose appends complete only when the test releases them."""
+
+    def __init__(self) -> None:
+        self.held: list[tuple[LogRecord, Callable[[StorageError | None], None]]] = []
+
+    def submit(self, writes: Sequence[tuple[LogRecord, Callable[[StorageError | None], None]]]) -> None:
+        self.held.extend(writes)
+
+    def release(self) -> None:
+        held, self.held = self.held, []
+        for _record, done in held:
+            done(None)
+
+
+async def test_commit_hooks_see_every_change_in_order_whoever_waits_for_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """What keeps the server's caches (served CRDs, webhook and policy configurations) current:
+    a hook sees each change as it is applied, in revision order, before its writer resumes —
+    also when the writer was cancelled while its write was in flight; a failing hook is logged
+    and changes nothing of the write or of the other hooks."""
+    log = HeldLog()
+    store = ObjectStore(log)
+    store.load()
+    seen: list[tuple[int, str, str]] = []
+
+    def failing(event: Event) -> None:
+        raise RuntimeError("a broken hook")
+
+    store.add_commit_hook(failing)
+    store.add_commit_hook(lambda event: seen.append((event.revision, event.type, event.key)))
+    first = asyncio.ensure_future(store.write("/r/a", obj("a"), expected_revision=0))
+    second = asyncio.ensure_future(store.write("/r/b", obj("b"), expected_revision=0))
+    await eventually(lambda: len(log.held) == 2)
+    first.cancel()  # its request went away; the write is already on its way to the log
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    log.release()
+    written = await second
+    assert written.revision == 2
+    assert seen == [(1, "ADDED", "/r/a"), (2, "ADDED", "/r/b")]
+    assert store.get("/r/a") is not None
+    assert "a commit hook failed on /r/a at revision 1" in caplog.text
+
+    deleting = asyncio.ensure_future(store.write("/r/a", None, expected_revision=1))
+    await eventually(lambda: len(log.held) == 1)
+    assert seen[-1][0] == 2  # not applied, not seen, until durable
+    log.release()
+    await deleting
+    assert seen[-1] == (3, "DELETED", "/r/a")

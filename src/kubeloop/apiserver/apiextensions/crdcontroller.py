@@ -29,7 +29,8 @@ log = logging.getLogger("kubeloop.apiserver.crds")
 
 
 class CRDController:
-    """Owns the CRD strategy's after-commit hook and one cleanup task (``start``/``stop``)."""
+    """Keeps the catalog to the CRDs committed (a registry commit listener) and owns one
+    cleanup task (``start``/``stop``)."""
 
     def __init__(
         self,
@@ -47,7 +48,8 @@ class CRDController:
         if crds is None:
             raise RuntimeError("the catalog does not serve CustomResourceDefinitions")
         self._crds = crds
-        registry.set_strategy(CRDStrategy(crds, registry.catalog, self.committed))
+        registry.set_strategy(CRDStrategy(crds, registry.catalog))
+        registry.add_commit_listener("apiextensions.k8s.io", "customresourcedefinitions", self.committed)
         #: CRD name → the resources it serves now.
         self._served: dict[str, list[ResourceType]] = {}
         self._definitions: dict[str, dict[str, Any]] = {}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kubeloop import errors
@@ -322,15 +322,9 @@ class CRDStrategy(BuiltinStrategy):
     #: fills in the server's resourceVersion first, so it is not refused.)
     allow_unconditional_update = False
 
-    def __init__(
-        self,
-        resource: ResourceType,
-        catalog: ResourceCatalog,
-        committed: Callable[[Obj | None, Obj | None], None],
-    ) -> None:
+    def __init__(self, resource: ResourceType, catalog: ResourceCatalog) -> None:
         super().__init__(resource, KindRules())
         self.catalog = catalog
-        self._committed = committed
 
     def default(self, obj: Obj) -> None:
         spec = obj.get("spec")
@@ -428,9 +422,6 @@ class CRDStrategy(BuiltinStrategy):
             if resource.plural == names.get("plural"):
                 return f'"{names.get("plural")}" is already in use'
         return ""
-
-    def after_commit(self, obj: Obj | None, old: Obj | None) -> None:
-        self._committed(obj, old)
 
 
 def validate_crd(obj: Obj) -> list[StatusCause]:

@@ -117,5 +117,4 @@ class Creating(AdmissionPoints):
             event = await self.store.write(key, obj, expected_revision=0)
         except PreconditionFailed:
             raise errors.already_exists(resource.group, resource.plural, metadata["name"]) from None
-        self._committed(strategy, event.obj, None)
         return WriteResult(await self.served(resource, event.obj), warnings, created=True)

@@ -114,7 +114,6 @@ class Deleting(AdmissionPoints):
                 event = await self.store.write(key, None, expected_revision=current.revision)
             except PreconditionFailed:
                 raise StaleRead from None
-            self._committed(strategy, None, obj)
             return DeleteResult(await self.served(resource, event.obj), True, warnings)
         new = copy.deepcopy(obj)
         new_meta: Obj = new["metadata"]
@@ -144,7 +143,6 @@ class Deleting(AdmissionPoints):
             event = await self.store.write(key, new, expected_revision=current.revision)
         except PreconditionFailed:
             raise StaleRead from None
-        self._committed(strategy, event.obj, obj)
         return DeleteResult(await self.served(resource, event.obj), False, warnings)
 
     async def delete_collection(

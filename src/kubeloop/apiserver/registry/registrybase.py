@@ -28,9 +28,11 @@ from kubeloop.apiserver.registry.verboptions import (
     WriteOptions,
 )
 from kubeloop.apiserver.registry.versionconversion import ConversionPending
-from kubeloop.apiserver.storage.watchcache import ObjectStore
+from kubeloop.apiserver.storage.watchcache import Event, ObjectStore
 
 T = TypeVar("T")
+#: Told of a committed write: ``(new, old)``, ``new`` None for a delete, ``old`` None for a create.
+CommitListener = Callable[[Obj | None, Obj | None], None]
 
 #: Read-modify-write attempts before a write that keeps losing races answers 409.
 _MAX_ATTEMPTS = 64
@@ -83,17 +85,33 @@ class RegistryBase:
         self.services = ServiceAllocator(store)
         #: The admission chain every write goes through (webhooks; None: none).
         self.admission: Admission | None = None
-        self._commit_listeners: dict[tuple[str, str], list[Callable[[], None]]] = {}
+        #: Storage key prefix ("/registry/[group/]plural/") → what to call on its commits.
+        self._commit_listeners: dict[str, list[CommitListener]] = {}
+        store.add_commit_hook(self._applied)
 
-    def add_commit_listener(self, group: str, plural: str, listener: Callable[[], None]) -> None:
-        """Call ``listener`` whenever a write of the resource ``group``/``plural`` (any version)
-        has committed, before it is answered: what keeps a cache of such objects current."""
-        self._commit_listeners.setdefault((group, plural), []).append(listener)
+    def add_commit_listener(self, group: str, plural: str, listener: CommitListener) -> None:
+        """Call ``listener(new, old)`` for every committed write of the objects stored as
+        ``group``/``plural`` (whichever version or resource sharing that storage wrote them;
+        ``new`` None: deleted, ``old`` None: created), in revision order, before the write is
+        answered: what keeps a cache of such objects current. It is the store's commit hook
+        (:meth:`ObjectStore.add_commit_hook`): it runs on the store's loop, whoever wrote, and
+        must neither block nor await."""
+        prefix = f"/registry/{group}/{plural}/" if group else f"/registry/{plural}/"
+        self._commit_listeners.setdefault(prefix, []).append(listener)
 
-    def _committed(self, strategy: Strategy, obj: Obj | None, old: Obj | None) -> None:
-        strategy.after_commit(obj, old)
-        for listener in self._commit_listeners.get((strategy.resource.group, strategy.resource.plural), ()):
-            listener()
+    def _applied(self, event: Event) -> None:
+        listeners = self._commit_listeners
+        if not listeners:
+            return
+        # "/registry/<group>/<plural>/…" or "/registry/<plural>/…": no built-in group is named
+        # like a core resource, and a CRD's group has a dot.
+        parts = event.key.split("/", 4)
+        if len(parts) < 4:
+            return
+        found = listeners.get(f"/registry/{parts[2]}/{parts[3]}/") or listeners.get(f"/registry/{parts[2]}/")
+        new = None if event.type == "DELETED" else event.obj
+        for listener in found or ():
+            listener(new, event.prev)
 
     def strategy(self, resource: ResourceType) -> Strategy:
         """The strategy of a resource: one set with :meth:`set_strategy`, else the built-in one.

@@ -141,9 +141,6 @@ class Strategy:
         """Complete a valid object just before it is written (what a controller would otherwise
         set moments later: a CRD's established status)."""
 
-    def after_commit(self, obj: Obj | None, old: Obj | None) -> None:
-        """Called once a write is durable, before it is answered (``obj`` None: deleted)."""
-
     def generation_changed(self, old: Obj, new: Obj) -> bool:
         """Whether an update of the main resource bumps metadata.generation: the spec (all but
         metadata and status) changed, or annotations for kinds declared to count them."""

@@ -344,12 +344,10 @@ class Updating(Creating):
         try:
             if deleting:
                 event = await self.store.write(key, None, expected_revision=old_revision)
-                self._committed(strategy, None, old)
                 return WriteResult(await self.served(resource, _merge_final(event.obj, new)), warnings)
             event = await self.store.write(key, new, expected_revision=old_revision)
         except PreconditionFailed:
             raise StaleRead from None
-        self._committed(strategy, event.obj, old)
         return WriteResult(await self.served(resource, event.obj), warnings)
 
 

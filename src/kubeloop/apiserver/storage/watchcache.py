@@ -238,6 +238,7 @@ class ObjectStore:
         self.compaction_due = asyncio.Event()
         #: The last storage error, until a write or a probe succeeds again.
         self.storage_error: StorageError | None = None
+        self._commit_hooks: list[Callable[[Event], None]] = []
         #: The loop the store lives on; writes from another loop (the worker loop that handles
         #: large requests) are forwarded to it.
         try:
@@ -349,6 +350,14 @@ class ObjectStore:
         return [change.event() for change in out]
 
     # ----------------------------------------------------------------- writes
+
+    def add_commit_hook(self, hook: Callable[[Event], None]) -> None:
+        """Call ``hook`` with every committed change, in revision order, as it is applied to
+        memory: before its writer is answered and before any watcher is sent it, whichever
+        loop or task made the write (a cancelled request's write included). It runs on the
+        store's loop and must neither block nor raise: a hook's exception is logged, and the
+        change stays committed."""
+        self._commit_hooks.append(hook)
 
     def _home(self) -> asyncio.AbstractEventLoop | None:
         """The store's own loop when the caller runs on another one, else None."""
@@ -475,6 +484,11 @@ class ObjectStore:
             self._objects[key] = _stored(event.obj, event.revision, entry.create_revision)
         self._committed = event.revision
         self._remember(entry.change)
+        for hook in self._commit_hooks:
+            try:
+                hook(event)
+            except Exception:
+                log.exception("a commit hook failed on %s at revision %d", key, event.revision)
         for watcher in self._watchers:
             if key.startswith(watcher.prefix) and watcher.offer(event):
                 if not self._unflushed:

@@ -87,10 +87,10 @@ class PolicyStore:
         registry.add_commit_listener(GROUP, POLICIES, self._forget_policies)
         registry.add_commit_listener(GROUP, BINDINGS, self._forget_bindings)
 
-    def _forget_policies(self) -> None:
+    def _forget_policies(self, new: Obj | None, old: Obj | None) -> None:
         self._policies = None
 
-    def _forget_bindings(self) -> None:
+    def _forget_bindings(self, new: Obj | None, old: Obj | None) -> None:
         self._bindings = None
 
     def bindings(self) -> list[Binding]:

@@ -146,7 +146,7 @@ class TypeCheckingController:
         self.catalog = catalog
         self._loop = RetryLoop(self._check, what="admission-policy-status", log=log)
         registry.add_commit_listener(
-            "admissionregistration.k8s.io", "validatingadmissionpolicies", self._changed
+            "admissionregistration.k8s.io", "validatingadmissionpolicies", lambda new, old: self._changed()
         )
 
     def _resource(self) -> ResourceType:

@@ -126,8 +126,8 @@ class Configurations:
         for plural in (VALIDATING, MUTATING):
             registry.add_commit_listener(GROUP, plural, self._forget(plural == MUTATING))
 
-    def _forget(self, mutating: bool) -> Callable[[], None]:
-        def forget() -> None:
+    def _forget(self, mutating: bool) -> Callable[[Obj | None, Obj | None], None]:
+        def forget(new: Obj | None, old: Obj | None) -> None:
             self._cached.pop(mutating, None)
 
         return forget

@@ -24,6 +24,7 @@ from kubeloop.apiserver.registry.verboptions import (
     WriteOptions,
     WriteResult,
 )
+from kubeloop.apiserver.storage.claims import ClaimTaken
 from kubeloop.apiserver.storage.watchcache import PreconditionFailed
 from kubeloop.uuids import random_uuid
 
@@ -117,4 +118,6 @@ class Creating(AdmissionPoints):
             event = await self.store.write(key, obj, expected_revision=0)
         except PreconditionFailed:
             raise errors.already_exists(resource.group, resource.plural, metadata["name"]) from None
+        except ClaimTaken as taken:
+            raise strategy.claim_taken(obj, taken) from None
         return WriteResult(await self.served(resource, event.obj), warnings, created=True)

@@ -1,6 +1,11 @@
 """What kube-apiserver allocates to a Service: a cluster IP from the service CIDR (with its IP
 family fields) and, for NodePort and LoadBalancer Services, a node port per port; kept across
 updates that leave them out, immutable once set, and unique among the stored Services.
+
+Uniqueness is the store's to decide (:mod:`kubeloop.apiserver.storage.claims`): every Service
+claims its cluster IPs and node ports there, and a write claiming a value another Service holds,
+stored or still being written, fails — two creates asking for one address at once cannot both
+get it. The allocator picks values no one holds, and says which field a refused value was in.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from typing import Any
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
+from kubeloop.apiserver.storage.claims import ClaimTaken
 from kubeloop.apiserver.storage.watchcache import ObjectStore
 from kubeloop.errors import StatusCause
 
@@ -27,42 +33,48 @@ def _invalid(field: str, value: Any, detail: str) -> StatusCause:
     return StatusCause("FieldValueInvalid", f'Invalid value: "{value}": {detail}', field)
 
 
+def service_claims(service: Obj) -> Iterator[str]:
+    """What a stored Service holds alone: ``ip/<cluster IP>`` and ``nodeport/<port>``."""
+    spec = service.get("spec") or {}
+    for ip in spec.get("clusterIPs") or ():
+        if ip != "None":
+            yield f"ip/{ip}"
+    for port in spec.get("ports") or ():
+        if isinstance(port, dict) and port.get("nodePort"):
+            yield f"nodeport/{int(port['nodePort'])}"
+
+
 class ServiceAllocator:
-    """Hands out cluster IPs and node ports not used by any stored Service. A cursor moves
-    forward through each range, so that two creates in flight never receive the same value."""
+    """Hands out cluster IPs and node ports no other Service holds (the store's claims, which
+    refuse a write that takes a value held meanwhile). A cursor moves forward through each
+    range, so that creates in flight are offered different values."""
 
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
         self._next_ip = 2  # .1 is the kubernetes Service's
         self._next_port = 0
+        store.add_claims(SERVICES_PREFIX, service_claims)
 
-    def _services(self) -> Iterator[Obj]:
-        for _key, obj in self.store.items(SERVICES_PREFIX):
-            yield obj
+    def _held_by_another(self, claim: str, key: str) -> bool:
+        holder = self.store.claim_holder(claim)
+        return holder is not None and holder != key
 
-    def _used(self, skip_uid: str) -> tuple[set[str], set[int]]:
-        """The cluster IPs and node ports of every stored Service but ``skip_uid``."""
-        ips: set[str] = set()
-        ports: set[int] = set()
-        for service in self._services():
-            if (service.get("metadata") or {}).get("uid") == skip_uid:
-                continue
-            spec = service.get("spec") or {}
-            ips.update(str(ip) for ip in spec.get("clusterIPs") or () if ip != "None")
-            ports.update(int(p["nodePort"]) for p in spec.get("ports") or () if p.get("nodePort"))
-        return ips, ports
-
-    @staticmethod
-    def _unchanged(spec: Obj, old_spec: Obj) -> bool:
-        """Whether an update asks for nothing new: the same type, IP and ports (a status write,
-        a label change); then no Service needs to be looked at."""
-        if not old_spec or spec.get("type") != old_spec.get("type"):
-            return False
-        if spec.get("clusterIP", old_spec.get("clusterIP")) != old_spec.get("clusterIP"):
-            return False
-        if spec.get("clusterIPs", old_spec.get("clusterIPs")) != old_spec.get("clusterIPs"):
-            return False
-        return spec.get("ports") == old_spec.get("ports")
+    def claim_taken(self, service: Obj, taken: ClaimTaken) -> errors.APIError:
+        """The 422 for a Service the store refused: another Service took ``taken.claim`` while
+        this one was being decided (the field and words upstream's allocators use)."""
+        name = str((service.get("metadata") or {}).get("name") or "")
+        kind, _, value = taken.claim.partition("/")
+        spec = service.get("spec") or {}
+        if kind == "ip":
+            cause = _invalid(
+                "spec.clusterIPs", f'[]string{{"{value}"}}', f"failed to allocate IP {value}: provided IP is already allocated"
+            )
+        else:
+            index = next(
+                (i for i, port in enumerate(spec.get("ports") or ()) if str(port.get("nodePort")) == value), 0
+            )
+            cause = _invalid(f"spec.ports[{index}].nodePort", int(value), "provided port is already allocated")
+        return errors.invalid("", "Service", name, [cause])
 
     def allocate(self, service: Obj, old: Obj | None) -> None:
         """Fill a Service's cluster IP, IP family fields and node ports (keeping ``old``'s where
@@ -70,21 +82,17 @@ class ServiceAllocator:
         spec = service.get("spec")
         if not isinstance(spec, dict):
             return
-        name = str((service.get("metadata") or {}).get("name") or "")
-        uid = str((service.get("metadata") or {}).get("uid") or "")
+        metadata = service.get("metadata") or {}
+        name = str(metadata.get("name") or "")
+        key = f"{SERVICES_PREFIX}{metadata.get('namespace') or ''}/{name}"
         old_spec = (old or {}).get("spec") or {}
         kind = spec.get("type") or "ClusterIP"
-        if self._unchanged(spec, old_spec):
-            used_ips: set[str] = set()  # what it keeps is its own
-            used_ports: set[int] = set()
-        else:
-            used_ips, used_ports = self._used(uid)
         causes: list[StatusCause] = []
         if kind == "ExternalName":
             for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
                 spec.pop(key, None)
         else:
-            self._cluster_ip(spec, old_spec, used_ips, causes)
+            self._cluster_ip(spec, old_spec, key, causes)
             spec.setdefault("ipFamilies", ["IPv4"])
             spec.setdefault("ipFamilyPolicy", "SingleStack")
             spec.setdefault("internalTrafficPolicy", "Cluster")
@@ -93,7 +101,7 @@ class ServiceAllocator:
             if kind == "LoadBalancer":
                 spec.setdefault("allocateLoadBalancerNodePorts", True)
             if kind == "NodePort" or spec.get("allocateLoadBalancerNodePorts"):
-                self._node_ports(spec, old_spec, used_ports, causes)
+                self._node_ports(spec, old_spec, key, causes)
         else:
             for port in spec.get("ports") or ():
                 if isinstance(port, dict):
@@ -101,7 +109,7 @@ class ServiceAllocator:
         if causes:
             raise errors.invalid("", "Service", name, causes)
 
-    def _cluster_ip(self, spec: Obj, old_spec: Obj, used: set[str], causes: list[StatusCause]) -> None:
+    def _cluster_ip(self, spec: Obj, old_spec: Obj, key: str, causes: list[StatusCause]) -> None:
         old_ip = old_spec.get("clusterIP")
         wanted = spec.get("clusterIP") or ((spec.get("clusterIPs") or [None])[0])
         if not wanted and old_ip:
@@ -129,7 +137,7 @@ class ServiceAllocator:
                     )
                 )
                 return
-            if str(address) in used:
+            if self._held_by_another(f"ip/{address}", key):
                 causes.append(
                     _invalid(
                         "spec.clusterIPs",
@@ -139,27 +147,27 @@ class ServiceAllocator:
                 )
                 return
         if not wanted:
-            wanted = self._free_ip(used)
+            wanted = self._free_ip(key)
         spec["clusterIP"] = wanted
         spec["clusterIPs"] = [wanted]
 
-    def _free_ip(self, used: set[str]) -> str:
+    def _free_ip(self, key: str) -> str:
         size = SERVICE_CIDR.num_addresses - 2
         for _ in range(size):
             offset = self._next_ip
             self._next_ip = 2 if self._next_ip >= size else self._next_ip + 1
             candidate = str(SERVICE_CIDR.network_address + offset)
-            if candidate not in used:
+            if not self._held_by_another(f"ip/{candidate}", key):
                 return candidate
         raise errors.InternalError(f"failed to allocate a serviceIP: range {SERVICE_CIDR} is full")
 
-    def _node_ports(self, spec: Obj, old_spec: Obj, used: set[int], causes: list[StatusCause]) -> None:
+    def _node_ports(self, spec: Obj, old_spec: Obj, key: str, causes: list[StatusCause]) -> None:
         previous = {
             (p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
             for p in old_spec.get("ports") or ()
             if isinstance(p, dict) and p.get("nodePort")
         }
-        taken = set(used)
+        taken: set[int] = set()  # by this Service's earlier ports
         for index, port in enumerate(spec.get("ports") or ()):
             if not isinstance(port, dict):
                 continue
@@ -175,7 +183,9 @@ class ServiceAllocator:
                         )
                     )
                     continue
-                if wanted in taken and wanted not in previous.values():
+                if (wanted in taken and wanted not in previous.values()) or self._held_by_another(
+                    f"nodeport/{wanted}", key
+                ):
                     causes.append(
                         _invalid(
                             f"spec.ports[{index}].nodePort", wanted, "provided port is already allocated"
@@ -183,14 +193,14 @@ class ServiceAllocator:
                     )
                     continue
             else:
-                wanted = self._free_port(taken)
+                wanted = self._free_port(taken, key)
             port["nodePort"] = wanted
             taken.add(wanted)
 
-    def _free_port(self, taken: set[int]) -> int:
+    def _free_port(self, taken: set[int], key: str) -> int:
         for _ in range(len(NODE_PORTS)):
             candidate = NODE_PORTS[self._next_port]
             self._next_port = (self._next_port + 1) % len(NODE_PORTS)
-            if candidate not in taken:
+            if candidate not in taken and not self._held_by_another(f"nodeport/{candidate}", key):
                 return candidate
         raise errors.InternalError("failed to allocate a nodePort: range is full")

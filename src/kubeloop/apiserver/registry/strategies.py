@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubeloop import errors
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver import decoding
@@ -27,6 +28,7 @@ from kubeloop.apiserver.printing.tables import KindPrinter
 from kubeloop.apiserver.registry import validation
 from kubeloop.apiserver.registry.serviceips import ServiceAllocator
 from kubeloop.apiserver.registry.versionconversion import VersionConverter
+from kubeloop.apiserver.storage.claims import ClaimTaken
 from kubeloop.errors import StatusCause
 
 Rules = Callable[[Mapping[str, Any]], list[StatusCause]]
@@ -140,6 +142,11 @@ class Strategy:
     def finish(self, obj: Obj, old: Obj | None) -> None:
         """Complete a valid object just before it is written (what a controller would otherwise
         set moments later: a CRD's established status)."""
+
+    def claim_taken(self, obj: Obj, taken: ClaimTaken) -> errors.APIError:
+        """The error for ``obj``, which the store refused: another object holds a value it claims
+        (``ObjectStore.add_claims``)."""
+        return errors.Conflict(f"{taken.claim.partition('/')[2] or taken.claim} is already in use")
 
     def generation_changed(self, old: Obj, new: Obj) -> bool:
         """Whether an update of the main resource bumps metadata.generation: the spec (all but

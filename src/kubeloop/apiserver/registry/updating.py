@@ -31,6 +31,7 @@ from kubeloop.apiserver.registry.verboptions import (
     WriteResult,
     check_patch_options,
 )
+from kubeloop.apiserver.storage.claims import ClaimTaken
 from kubeloop.apiserver.storage.watchcache import PreconditionFailed
 
 
@@ -348,6 +349,8 @@ class Updating(Creating):
             event = await self.store.write(key, new, expected_revision=old_revision)
         except PreconditionFailed:
             raise StaleRead from None
+        except ClaimTaken as taken:
+            raise strategy.claim_taken(new, taken) from None
         return WriteResult(await self.served(resource, event.obj), warnings)
 
 

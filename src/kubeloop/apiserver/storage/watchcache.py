@@ -33,6 +33,7 @@ import orjson
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
+from kubeloop.apiserver.storage.claims import Claims, ClaimsOf, Reservation
 from kubeloop.apiserver.storage.log import DoneCallback, Log, LogRecord, StorageError
 from kubeloop.gcpause import waited
 from kubeloop.gcuntrack import untrack, untrack_json
@@ -197,6 +198,8 @@ class _InFlight:
     error: StorageError | None = None
     #: Other requests waiting for the key to settle (see ``ObjectStore.settled``).
     waiters: list[asyncio.Future[None]] | None = None
+    #: The values the write takes and gives up (see ``storage.claims``), when a rule covers its key.
+    claims: Reservation | None = None
 
 
 class ObjectStore:
@@ -239,6 +242,7 @@ class ObjectStore:
         #: The last storage error, until a write or a probe succeeds again.
         self.storage_error: StorageError | None = None
         self._commit_hooks: list[Callable[[Event], None]] = []
+        self._claims = Claims()
         #: The loop the store lives on; writes from another loop (the worker loop that handles
         #: large requests) are forwarded to it.
         try:
@@ -351,6 +355,15 @@ class ObjectStore:
 
     # ----------------------------------------------------------------- writes
 
+    def add_claims(self, prefix: str, claims_of: ClaimsOf) -> None:
+        """Objects under ``prefix`` hold the values ``claims_of(obj)`` alone: a write claiming a
+        value another key holds, committed or in flight, fails with :class:`ClaimTaken`."""
+        self._claims.add_rule(prefix, claims_of, self.items(prefix))
+
+    def claim_holder(self, claim: str) -> str | None:
+        """The key holding ``claim`` (committed, or in a write in flight), or None."""
+        return self._claims.holder(claim)
+
     def add_commit_hook(self, hook: Callable[[Event], None]) -> None:
         """Call ``hook`` with every committed change, in revision order, as it is applied to
         memory: before its writer is answered and before any watcher is sent it, whichever
@@ -384,8 +397,10 @@ class ObjectStore:
 
         Returns once the write is durable and visible. Raises :class:`PreconditionFailed` when the
         committed object's revision is not ``expected_revision`` (the registry turns that into a
-        Status error with the right names), and a Status error (500, or 503 when another process
-        holds the database) when the storage could not make the write durable.
+        Status error with the right names), :class:`~kubeloop.apiserver.storage.claims.ClaimTaken`
+        when the object claims a value another key holds (``add_claims``), and a Status error
+        (500, or 503 when another process holds the database) when the storage could not make
+        the write durable.
         """
         if (home := self._home()) is not None:
             forwarded = self.write(key, obj, expected_revision=expected_revision)
@@ -404,6 +419,7 @@ class ObjectStore:
                 f"Request entity too large: the object is {len(entry.change.value)} bytes, more than the "
                 f"{MAX_OBJECT_BYTES} bytes storage takes"
             )
+        entry.claims = self._claims.reserve(key, obj)  # ClaimTaken: nothing of the write was taken
         self._allocated = revision
         self._inflight[key] = entry
         self._queue.append(entry)
@@ -459,6 +475,8 @@ class ObjectStore:
             key = head.event.key
             if self._inflight.get(key) is head:
                 del self._inflight[key]
+            if head.claims is not None:
+                self._claims.settle(head.claims, committed=head.error is None)
             if head.error is None:
                 self._commit(head)
                 self.storage_error = None

@@ -12,6 +12,7 @@ from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.registry.serviceips import ServiceAllocator
 from kubeloop.apiserver.registry.strategies import BuiltinStrategy
+from kubeloop.apiserver.storage.claims import ClaimTaken
 
 #: Namespaces that exist from the start and may not be deleted.
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -86,6 +87,11 @@ class ServiceStrategy(BuiltinStrategy):
         super().finish(obj, old)
         if self.allocator is not None:
             self.allocator.allocate(obj, old)
+
+    def claim_taken(self, obj: Obj, taken: ClaimTaken) -> errors.APIError:
+        if self.allocator is None:
+            return super().claim_taken(obj, taken)
+        return self.allocator.claim_taken(obj, taken)
 
 
 class ReplicationControllerStrategy(BuiltinStrategy):

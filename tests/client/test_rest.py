@@ -674,7 +674,9 @@ async def test_preferred_resources_list_each_groups_preferred_version(client: AP
     }
     await client.create(crd)
     try:
+        requests_before = sum(client.requests.values())
         found = {(m.gvk.group, m.gvk.version, m.gvk.kind): m for m in await client.preferred_resources()}
+        assert sum(client.requests.values()) - requests_before == 2  # /api and /apis, aggregated
         config_maps = found[("", "v1", "ConfigMap")]
         assert config_maps.resource == "configmaps" and config_maps.namespaced
         assert {

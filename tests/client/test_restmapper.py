@@ -85,3 +85,86 @@ async def test_an_unknown_kind_names_the_served_kind_it_was_probably_meant_to_be
     assert refused.value.suggestion == suggested
     hint = f" (did you mean {suggested}?)" if suggested else ""
     assert str(refused.value) == f'no matches for kind "{asked}" in version "batch/v1"{hint}'
+
+
+def aggregated(*groups: tuple[str, list[tuple[str, str, list[tuple[str, str, bool]]]]]) -> dict[str, Any]:
+    """An APIGroupDiscoveryList: (group, [(version, freshness, [(plural, kind, namespaced)])])."""
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "items": [
+            {
+                "metadata": {"name": group} if group else {},
+                "versions": [
+                    {
+                        "version": version,
+                        "freshness": freshness,
+                        "resources": [
+                            {
+                                "resource": plural,
+                                "responseKind": {"group": "", "version": "", "kind": kind},
+                                "scope": "Namespaced" if namespaced else "Cluster",
+                                "verbs": ["get", "list"],
+                                "subresources": [{"subresource": "status", "verbs": ["get"]}],
+                            }
+                            for plural, kind, namespaced in resources
+                        ],
+                    }
+                    for version, freshness, resources in versions
+                ],
+            }
+            for group, versions in groups
+        ],
+    }
+
+
+async def test_every_groups_resources_come_from_two_aggregated_documents() -> None:
+    served = {
+        "/api": aggregated(("", [("v1", "Current", [("pods", "Pod", True)])])),
+        "/apis": aggregated(
+            ("stale.example.com", [("v2", "Stale", [("olds", "Old", True)]), ("v1", "Current", [("news", "New", True)])]),
+            ("apps", [("v1", "Current", [("deployments", "Deployment", True)]), ("v1beta1", "Current", [("betas", "Beta", False)])]),
+        ),
+    }
+    reads: list[str] = []
+
+    async def fetch(path: str) -> Mapping[str, Any]:
+        reads.append(path)
+        raise AssertionError(f"an unaggregated read of {path}")
+
+    async def fetch_aggregated(path: str) -> Mapping[str, Any]:
+        reads.append(path)
+        return served[path]
+
+    mapper = RESTMapper(fetch, Gone, fetch_aggregated=fetch_aggregated)
+    found = {(m.gvk.group, m.gvk.version, m.gvk.kind): m for m in await mapper.preferred_resources()}
+    assert reads == ["/api", "/apis"]
+    # The preferred (first fresh) version of each group; a stale version is passed over.
+    assert set(found) == {("", "v1", "Pod"), ("stale.example.com", "v1", "New"), ("apps", "v1", "Deployment")}
+    assert found[("", "v1", "Pod")].subresources == {"status"} and found[("", "v1", "Pod")].namespaced
+    # Every version was remembered: a kind of another version needs no read.
+    beta = await mapper.mapping(GroupVersionKind("apps", "v1beta1", "Beta"))
+    assert not beta.namespaced and beta.collection_path("ns") == "/apis/apps/v1beta1/betas"
+    assert reads == ["/api", "/apis"]
+
+
+async def test_a_server_without_aggregated_discovery_is_read_group_version_by_group_version() -> None:
+    served: dict[str, Mapping[str, Any]] = {
+        "/api": {"kind": "APIVersions", "versions": ["v1"]},
+        "/apis": {
+            "kind": "APIGroupList",
+            "groups": [{"name": "apps", "preferredVersion": {"groupVersion": "apps/v1"}}],
+        },
+        "/api/v1": document(("pods", "Pod", True)),
+        "/apis/apps/v1": document(("deployments", "Deployment", True)),
+    }
+    reads: list[str] = []
+
+    async def fetch(path: str) -> Mapping[str, Any]:
+        reads.append(path)
+        return served[path]
+
+    mapper = RESTMapper(fetch, Gone, fetch_aggregated=fetch)  # it answers the plain documents
+    found = {(m.gvk.group, m.gvk.kind) for m in await mapper.preferred_resources()}
+    assert found == {("", "Pod"), ("apps", "Deployment")}
+    assert reads == ["/api", "/apis", "/api/v1", "/apis/apps/v1"]

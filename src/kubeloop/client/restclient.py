@@ -26,7 +26,7 @@ from kubeloop.client.config import ClientConfig, Credentials, ssl_context
 from kubeloop.client.connectionpool import BodyStream, ConnectionPool, Response
 from kubeloop.client.fence import check_write
 from kubeloop.client.ratelimit import TokenBucket
-from kubeloop.client.restmapper import RESTMapper
+from kubeloop.client.restmapper import AGGREGATED_ACCEPT, RESTMapper
 from kubeloop.client.writejournal import note_write
 from kubeloop.gcpause import gc_paused
 from kubeloop.jitter import uniform
@@ -152,7 +152,7 @@ class RESTClient:
         self.config = config
         self.retry = retry or RetryPolicy()
         self.request_timeout = request_timeout
-        self.mapper = RESTMapper(self._discovery, errors.NotFound)
+        self.mapper = RESTMapper(self._discovery, errors.NotFound, fetch_aggregated=self._aggregated_discovery)
         self._limiter = TokenBucket(config.qps, config.burst) if config.qps else None
         self._transport: ConnectionPool | ProxiedTransport | None = None
         self._base_path = urllib.parse.urlsplit(config.server).path.rstrip("/")
@@ -181,6 +181,9 @@ class RESTClient:
 
     async def _discovery(self, path: str) -> Obj:
         return await self._json("GET", path)
+
+    async def _aggregated_discovery(self, path: str) -> Obj:
+        return await self._json("GET", path, accept=AGGREGATED_ACCEPT)
 
     async def _json(
         self,

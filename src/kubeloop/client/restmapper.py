@@ -3,7 +3,9 @@
 A kind's URL needs its plural resource name and scope, which only discovery tells. The mapper
 reads ``/api/v1`` or ``/apis/<group>/<version>`` the first time a kind of that group-version is
 used and reads it again when a kind is not in it (a CRD installed after the first read), as
-controller-runtime's lazy dynamic RESTMapper does. A kind it still does not serve is
+controller-runtime's lazy dynamic RESTMapper does. Every group's resources at once (the garbage
+collector's and the namespace controller's question) come from aggregated discovery where the
+server serves it: two requests, ``/api`` and ``/apis``, as client-go makes them. A kind it still does not serve is
 ``NoKindMatch``, with the served kind of that group-version it was probably meant to be
 (``Cronjob`` → "did you mean CronJob?").
 """
@@ -20,6 +22,10 @@ from kubeloop.api.gvk import GroupVersionKind, GroupVersionResource
 
 #: Fetches a discovery document by path (``/api/v1``); raises the client's NotFound when absent.
 Fetch = Callable[[str], Awaitable[Mapping[str, Any]]]
+
+#: What a client asks ``/api`` and ``/apis`` for to get every group's resources in one answer
+#: (client-go's ``AcceptV2``), the unaggregated documents from a server without it.
+AGGREGATED_ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
 
 class NoKindMatch(LookupError):
@@ -75,8 +81,10 @@ class RESTMapper:
     a group-version is read on first use and read again once when a kind is not in it (a CRD
     installed since)."""
 
-    def __init__(self, fetch: Fetch, not_found: type[Exception]) -> None:
+    def __init__(self, fetch: Fetch, not_found: type[Exception], *, fetch_aggregated: Fetch | None = None) -> None:
         self._fetch = fetch
+        #: Fetches ``/api`` and ``/apis`` asking for aggregated discovery (``AGGREGATED_ACCEPT``).
+        self._fetch_aggregated = fetch_aggregated
         self._not_found = not_found
         self._by_group_version: dict[str, dict[str, ResourceMapping]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -94,10 +102,14 @@ class RESTMapper:
 
     async def preferred_resources(self) -> list[ResourceMapping]:
         """Every resource of the server's preferred version of each group (client-go's
-        ``ServerPreferredResources``): ``/api``, ``/apis``, then each preferred group-version,
-        read afresh and remembered for later lookups."""
-        core = await self._fetch("/api")
-        groups = await self._fetch("/apis")
+        ``ServerPreferredResources``), read afresh and remembered for later lookups: from
+        ``/api`` and ``/apis`` alone when the server answers them in aggregated form, else from
+        them and then each preferred group-version's document."""
+        fetch = self._fetch_aggregated or self._fetch
+        core = await fetch("/api")
+        groups = await fetch("/apis")
+        if core.get("kind") == groups.get("kind") == "APIGroupDiscoveryList":
+            return self._aggregated(core, groups)
         api_versions = [f"{version}" for version in core.get("versions") or ()][:1]
         for group in groups.get("groups") or ():
             preferred = (group.get("preferredVersion") or {}).get("groupVersion")
@@ -117,6 +129,22 @@ class RESTMapper:
             kinds = _mappings(group, version, document)
             self._by_group_version[api_version] = kinds
             found.extend(kinds.values())
+        return found
+
+    def _aggregated(self, *documents: Mapping[str, Any]) -> list[ResourceMapping]:
+        """The preferred version's resources of each group of APIGroupDiscoveryLists; every
+        version's are remembered. A version marked stale is passed over, as client-go does."""
+        found: list[ResourceMapping] = []
+        for document in documents:
+            for item in document.get("items") or ():
+                group = str((item.get("metadata") or {}).get("name") or "")
+                fresh = [v for v in item.get("versions") or () if v.get("freshness") != "Stale"]
+                for index, entry in enumerate(fresh):
+                    version = str(entry.get("version") or "")
+                    kinds = _aggregated_mappings(group, version, entry.get("resources") or ())
+                    self._by_group_version[f"{group}/{version}" if group else version] = kinds
+                    if index == 0:
+                        found.extend(kinds.values())
         return found
 
     def forget(self, api_version: str | None = None) -> None:
@@ -165,5 +193,23 @@ def _mappings(group: str, version: str, document: Mapping[str, Any]) -> dict[str
             namespaced=bool(entry.get("namespaced")),
             verbs=frozenset(str(v) for v in entry.get("verbs") or ()),
             subresources=frozenset(subresources.get(name, ())),
+        )
+    return kinds
+
+
+def _aggregated_mappings(group: str, version: str, resources: Iterable[Mapping[str, Any]]) -> dict[str, ResourceMapping]:
+    """One version's resources of an APIGroupDiscovery as mappings; a resource without a kind
+    (only the parent of its subresources) maps nothing, as client-go leaves it out."""
+    kinds: dict[str, ResourceMapping] = {}
+    for entry in resources:
+        kind = str((entry.get("responseKind") or {}).get("kind") or "")
+        if not kind or kind in kinds:
+            continue
+        kinds[kind] = ResourceMapping(
+            gvk=GroupVersionKind(group, version, kind),
+            resource=str(entry.get("resource") or ""),
+            namespaced=entry.get("scope") == "Namespaced",
+            verbs=frozenset(str(v) for v in entry.get("verbs") or ()),
+            subresources=frozenset(str(sub.get("subresource")) for sub in entry.get("subresources") or ()),
         )
     return kinds

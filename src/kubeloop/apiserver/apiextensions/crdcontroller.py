@@ -144,7 +144,7 @@ class CRDController:
             await registry.delete_collection(
                 resource, None, ListOptions(), DeleteOptions(propagation_policy="Background")
             )
-            remaining += sum(1 for _ in registry.store.keys_with_prefix(resource.key_prefix(None)))
+            remaining += registry.store.count_with_prefix(resource.key_prefix(None))
         if remaining:
             return False
         body = dict(stored.obj)

@@ -178,10 +178,7 @@ def _resource_entry(resource: ResourceType) -> dict[str, Any]:
         "kind": resource.kind,
         "verbs": list(resource.verbs),
     }
-    if resource.short_names:
-        entry["shortNames"] = list(resource.short_names)
-    if resource.categories:
-        entry["categories"] = list(resource.categories)
+    _add_names(entry, resource)
     # Resources sharing storage (events.k8s.io events stored as core events) report the hash of the
     # storage version, like upstream.
     if "watch" not in resource.verbs:
@@ -191,6 +188,14 @@ def _resource_entry(resource: ResourceType) -> dict[str, Any]:
     )
     entry["storageVersionHash"] = storage_version_hash(storage_group, storage_version, storage_kind)
     return entry
+
+
+def _add_names(entry: dict[str, Any], resource: ResourceType) -> None:
+    """The short names and categories a discovery entry carries when the resource has any."""
+    if resource.short_names:
+        entry["shortNames"] = list(resource.short_names)
+    if resource.categories:
+        entry["categories"] = list(resource.categories)
 
 
 def _subresource_entry(resource: ResourceType, subresource: str) -> dict[str, Any]:
@@ -289,10 +294,7 @@ def _resource_discovery(resource: ResourceType) -> dict[str, Any]:
         "singularResource": resource.singular,
         "verbs": list(resource.verbs),
     }
-    if resource.short_names:
-        entry["shortNames"] = list(resource.short_names)
-    if resource.categories:
-        entry["categories"] = list(resource.categories)
+    _add_names(entry, resource)
     if resource.subresources:
         entry["subresources"] = [
             _subresource_discovery(resource, subresource, group, version)

@@ -33,6 +33,14 @@ def _invalid(field: str, value: Any, detail: str) -> StatusCause:
     return StatusCause("FieldValueInvalid", f'Invalid value: "{value}": {detail}', field)
 
 
+def _ip_allocated(ip: str) -> StatusCause:
+    return _invalid("spec.clusterIPs", f'[]string{{"{ip}"}}', f"failed to allocate IP {ip}: provided IP is already allocated")
+
+
+def _port_allocated(index: int, port: int) -> StatusCause:
+    return _invalid(f"spec.ports[{index}].nodePort", port, "provided port is already allocated")
+
+
 def service_claims(service: Obj) -> Iterator[str]:
     """What a stored Service holds alone: ``ip/<cluster IP>`` and ``nodeport/<port>``."""
     spec = service.get("spec") or {}
@@ -66,14 +74,12 @@ class ServiceAllocator:
         kind, _, value = taken.claim.partition("/")
         spec = service.get("spec") or {}
         if kind == "ip":
-            cause = _invalid(
-                "spec.clusterIPs", f'[]string{{"{value}"}}', f"failed to allocate IP {value}: provided IP is already allocated"
-            )
+            cause = _ip_allocated(value)
         else:
             index = next(
                 (i for i, port in enumerate(spec.get("ports") or ()) if str(port.get("nodePort")) == value), 0
             )
-            cause = _invalid(f"spec.ports[{index}].nodePort", int(value), "provided port is already allocated")
+            cause = _port_allocated(index, int(value))
         return errors.invalid("", "Service", name, [cause])
 
     def allocate(self, service: Obj, old: Obj | None) -> None:
@@ -89,8 +95,8 @@ class ServiceAllocator:
         kind = spec.get("type") or "ClusterIP"
         causes: list[StatusCause] = []
         if kind == "ExternalName":
-            for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
-                spec.pop(key, None)
+            for field in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+                spec.pop(field, None)
         else:
             self._cluster_ip(spec, old_spec, key, causes)
             spec.setdefault("ipFamilies", ["IPv4"])
@@ -138,13 +144,7 @@ class ServiceAllocator:
                 )
                 return
             if self._held_by_another(f"ip/{address}", key):
-                causes.append(
-                    _invalid(
-                        "spec.clusterIPs",
-                        f'[]string{{"{wanted}"}}',
-                        f"failed to allocate IP {wanted}: provided IP is already allocated",
-                    )
-                )
+                causes.append(_ip_allocated(wanted))
                 return
         if not wanted:
             wanted = self._free_ip(key)
@@ -186,11 +186,7 @@ class ServiceAllocator:
                 if (wanted in taken and wanted not in previous.values()) or self._held_by_another(
                     f"nodeport/{wanted}", key
                 ):
-                    causes.append(
-                        _invalid(
-                            f"spec.ports[{index}].nodePort", wanted, "provided port is already allocated"
-                        )
-                    )
+                    causes.append(_port_allocated(index, wanted))
                     continue
             else:
                 wanted = self._free_port(taken, key)

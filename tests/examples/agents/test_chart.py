@@ -195,7 +195,7 @@ def test_helm_install_runs_the_operator_and_its_policy(
         assert f"{FULLNAME}-webhook.{NAMESPACE}.svc in Secret {NAMESPACE}/{FULLNAME}-webhook-cert" in line
         replica.wait_for_line("controller(s) starting")
         while not replica.ready():
-            assert replica.process is not None and replica.process.poll() is None
+            assert replica.process is not None and replica.process.poll() is None, replica.output_so_far()
         while not ca_bundle(kube):
             pass  # injected once the manager runs
         assert_policy_enforced(kube)
@@ -389,7 +389,7 @@ def test_a_namespaced_install_acts_only_in_its_namespaces(
     try:
         replica.wait_for_line("controller(s) starting")
         while not replica.ready():
-            assert replica.process is not None and replica.process.poll() is None
+            assert replica.process is not None and replica.process.poll() is None, replica.output_so_far()
         for namespace in (other, watched):  # the one it ignores first: no later event is about it
             kube(
                 "apply",

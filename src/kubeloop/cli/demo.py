@@ -23,7 +23,8 @@ The agents' model is the samples' scripted one unless the environment names a re
 ``--once`` waits until everything has converged (every agent and MCP server ready for its
 current generation, the packs observed, the sample and webhook runs finished, the schedules
 planned),
-prints the view once and exits 0; or exits 1 naming what did not converge in ``--timeout``.
+prints the view once and exits 0; or exits 1 naming what did not converge in ``--timeout``,
+or as soon as all that is left is Agents refused for a reason only a user can change.
 SIGTERM ends it as Ctrl-C does: the server stops its pods' processes on the way out.
 """
 
@@ -272,12 +273,7 @@ class State:
 
     def not_converged(self, sample_runs: Iterable[str]) -> list[str]:
         """What has not converged yet (nothing: all has)."""
-        waiting: list[str] = []
-        for agent in self.agents:
-            ready, resolved = _condition(agent, "Ready"), _condition(agent, "RuntimeResolved")
-            if not _observed(agent) or ready.get("status") != "True":
-                why = resolved if resolved.get("status") == "False" else ready
-                waiting.append(f"Agent {_name(agent)}: {why.get('message') or 'not reconciled yet'}")
+        waiting = [why for agent in self.agents if (why := _agent_waiting(agent)) is not None]
         for agent in self.agents:
             for channel in (agent.get("status") or {}).get("channels") or ():
                 if channel.get("phase") != "Connected":
@@ -307,6 +303,32 @@ class State:
             if not schedule["spec"].get("suspend") and not status.get("nextScheduleTime"):
                 waiting.append(f"AgentSchedule {_name(schedule)}: not planned yet")
         return waiting
+
+
+    def refused(self) -> list[str]:
+        """Agents refused for a reason only a user can change (``REFUSED_REASONS``), worded as
+        :meth:`not_converged` words them: when nothing else is waiting, waiting longer is futile."""
+        return [
+            why
+            for agent in self.agents
+            if _observed(agent)
+            and _condition(agent, "Ready").get("reason") in REFUSED_REASONS
+            and (why := _agent_waiting(agent)) is not None
+        ]
+
+
+#: An Agent's Ready reasons that no reconcile changes: an object of its names it does not control
+#: (NameConflict), an object of it the server refused (Invalid).
+REFUSED_REASONS = frozenset({"NameConflict", "Invalid"})
+
+
+def _agent_waiting(agent: Obj) -> str | None:
+    """Why an Agent is not ready yet (None: it is)."""
+    ready, resolved = _condition(agent, "Ready"), _condition(agent, "RuntimeResolved")
+    if _observed(agent) and ready.get("status") == "True":
+        return None
+    why = resolved if resolved.get("status") == "False" else ready
+    return f"Agent {_name(agent)}: {why.get('message') or 'not reconciled yet'}"
 
 
 def _name(obj: Obj) -> str:
@@ -758,7 +780,8 @@ async def _converge(
         if not waiting:
             show(console, render(state, manager, header=f"kubeloop demo: converged in {took:.1f}s"))
             return 0
-        if time.monotonic() >= deadline:
+        # All else converged and what is left waits for a user: said now, not after the timeout.
+        if time.monotonic() >= deadline or waiting == state.refused():
             show(console, render(state, manager, header=f"kubeloop demo: not converged after {took:.1f}s"))
             console.print("[red]kubeloop demo: did not converge:[/]")
             for reason in waiting:

@@ -57,7 +57,8 @@ from kubeloop.apiserver.http.workerloop import WorkerLoop
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import WriteOptions
 from kubeloop.apiserver.storage.log import Log, MemoryLog, SQLiteLog, StorageError
-from kubeloop.apiserver.storage.watchcache import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS, ObjectStore
+from kubeloop.apiserver.storage.objectstore import ObjectStore
+from kubeloop.apiserver.storage.watchcache import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS
 from kubeloop.apiserver.userinfo import UserInfo
 from kubeloop.controllermanager.controllermanager import USER as CONTROLLER_MANAGER_USER
 from kubeloop.controllermanager.controllermanager import ControllerManager

@@ -11,7 +11,7 @@ import pytest
 
 from kubeloop.apiserver.storage.claims import Claims, ClaimTaken
 from kubeloop.apiserver.storage.log import MemoryLog, StorageError
-from kubeloop.apiserver.storage.watchcache import ObjectStore
+from kubeloop.apiserver.storage.objectstore import ObjectStore
 from kubeloop.testing import eventually
 from tests.apiserver.storage.test_store import HeldLog
 

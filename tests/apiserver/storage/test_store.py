@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from kubeloop import errors
 from kubeloop.apiserver.storage.log import LogRecord, MemoryLog, SQLiteLog, StorageError
-from kubeloop.apiserver.storage.watchcache import Event, ObjectStore, PreconditionFailed
+from kubeloop.apiserver.storage.objectstore import ObjectStore, PreconditionFailed
+from kubeloop.apiserver.storage.watchcache import Event
 from kubeloop.testing import eventually
 
 

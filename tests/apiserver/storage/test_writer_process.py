@@ -17,7 +17,7 @@ import requests
 
 from kubeloop import errors
 from kubeloop.apiserver.storage.log import SQLiteLog, StorageError
-from kubeloop.apiserver.storage.watchcache import ObjectStore
+from kubeloop.apiserver.storage.objectstore import ObjectStore
 from kubeloop.testing import eventually
 from tests.apiserver.storage.test_durability import apiserver, session_for
 

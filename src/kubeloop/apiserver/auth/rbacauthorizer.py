@@ -20,7 +20,7 @@ from typing import Any
 from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
-from kubeloop.apiserver.storage.watchcache import ObjectStore
+from kubeloop.apiserver.storage.objectstore import ObjectStore
 from kubeloop.apiserver.userinfo import UserInfo
 
 SUPERUSER_GROUP = "system:masters"

@@ -25,7 +25,7 @@ from kubeloop.apiserver.registry.verboptions import (
     WriteResult,
 )
 from kubeloop.apiserver.storage.claims import ClaimTaken
-from kubeloop.apiserver.storage.watchcache import PreconditionFailed
+from kubeloop.apiserver.storage.objectstore import PreconditionFailed
 from kubeloop.uuids import random_uuid
 
 

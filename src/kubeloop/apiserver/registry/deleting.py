@@ -25,7 +25,7 @@ from kubeloop.apiserver.registry.verboptions import (
     ListOptions,
     propagation_policy,
 )
-from kubeloop.apiserver.storage.watchcache import PreconditionFailed
+from kubeloop.apiserver.storage.objectstore import PreconditionFailed
 
 
 class Deleting(AdmissionPoints):

@@ -28,7 +28,8 @@ from kubeloop.apiserver.registry.verboptions import (
     WriteOptions,
 )
 from kubeloop.apiserver.registry.versionconversion import ConversionPending
-from kubeloop.apiserver.storage.watchcache import Event, ObjectStore
+from kubeloop.apiserver.storage.objectstore import ObjectStore
+from kubeloop.apiserver.storage.watchcache import Event
 
 T = TypeVar("T")
 #: Told of a committed write: ``(new, old)``, ``new`` None for a delete, ``old`` None for a create.

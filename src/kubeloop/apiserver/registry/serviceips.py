@@ -17,7 +17,7 @@ from typing import Any
 from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.storage.claims import ClaimTaken
-from kubeloop.apiserver.storage.watchcache import ObjectStore
+from kubeloop.apiserver.storage.objectstore import ObjectStore
 from kubeloop.errors import StatusCause
 
 #: kube-apiserver's default --service-cluster-ip-range.

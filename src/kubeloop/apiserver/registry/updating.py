@@ -32,7 +32,7 @@ from kubeloop.apiserver.registry.verboptions import (
     check_patch_options,
 )
 from kubeloop.apiserver.storage.claims import ClaimTaken
-from kubeloop.apiserver.storage.watchcache import PreconditionFailed
+from kubeloop.apiserver.storage.objectstore import PreconditionFailed
 
 
 class Updating(Creating):

@@ -2,7 +2,9 @@
 
 ``log`` is the append-only SQLite table in kine's style (``kine``: its SQL; ``writer``: the
 process that group-commits it, one fsync per batch), or its in-memory twin;
-``watchcache.ObjectStore`` keeps the committed objects, the key index, the history of recent
-changes and the watchers' buffers, and shows only writes the log made durable. The registry
-above decides what a write means; storage only orders and keeps it.
+``watchcache.WatchCache`` keeps the committed objects, the key index, the history of recent
+changes and the watchers' buffers; ``objectstore.ObjectStore`` is the watch cache of the process
+that orders writes, and shows only writes the log made durable; ``feed`` carries its committed
+changes to the watch caches of other processes. ``claims`` keeps values unique across keys. The
+registry above decides what a write means; storage only orders and keeps it.
 """

@@ -1,13 +1,13 @@
-"""The in-memory object store: committed objects, a window of recent changes, and watch fan-out.
+"""The watch cache: committed objects, a window of recent changes, and watch fan-out.
 
-It is the server's watch cache. Reads (get, list, list at an older revision, watch start) are
-served from memory and see **only durable writes**, as etcd never shows an uncommitted one: every
-write goes through :meth:`ObjectStore.write`, which waits for any write of the same key still in
-flight, checks the compare-and-swap precondition against the committed object, takes the next
-revision, hands the row to the durable :class:`~kubeloop.apiserver.storage.Log` and — once the row
-is on disk — applies it to memory, records it in the history and fans it out to watchers, strictly
-in revision order. A write the log could not make durable fails alone: nothing of it was applied,
-its revision is never shown to anyone, and the next write tries the storage again.
+Reads (get, list, list at an older revision, watch start) are served from it, as kube-apiserver
+serves them from its watch cache in front of etcd, and it shows **only committed changes**, which
+it is handed in revision order: by the :class:`~kubeloop.apiserver.storage.objectstore.ObjectStore`
+that orders writes (a watch cache itself, in the process that owns the log) once the log made them
+durable, or by that store's feed (:mod:`~kubeloop.apiserver.storage.feed`) in another process.
+Each applied change updates the objects and the key index, is recorded in the history, is passed
+to the commit hooks and is fanned out to watchers; :meth:`WatchCache.wait_for_revision` waits for
+a revision to be applied.
 
 The history of changes is bounded by count, by bytes and by compaction (kube-apiserver compacts
 every five minutes); a watch or list from a revision older than it gets 410 Expired. Changes in the
@@ -23,6 +23,8 @@ from __future__ import annotations
 import asyncio
 import bisect
 import collections
+import heapq
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -33,9 +35,7 @@ import orjson
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.storage.claims import Claims, ClaimsOf, Reservation
-from kubeloop.apiserver.storage.log import DoneCallback, Log, LogRecord, StorageError
-from kubeloop.gcpause import waited
+from kubeloop.apiserver.storage.log import LoadedState, LogRecord
 from kubeloop.gcuntrack import untrack, untrack_json
 
 log = logging.getLogger("kubeloop.apiserver.storage.log")
@@ -43,8 +43,6 @@ T = TypeVar("T")
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
-#: The largest object stored, as JSON (etcd's default request limit, --max-request-bytes).
-MAX_OBJECT_BYTES = 1536 * 1024
 #: Defaults: changes kept for watches and lists from an older resourceVersion.
 DEFAULT_HISTORY_EVENTS = 100_000
 DEFAULT_HISTORY_BYTES = 128 * 1024 * 1024
@@ -72,14 +70,16 @@ class Event:
 
 
 @dataclass(slots=True, frozen=True)
-class _Change:
-    """A committed change as the history keeps it: the JSON of the new and the previous state."""
+class Change:
+    """A committed change as the history keeps it and the feed carries it: the JSON of the new
+    state (a delete's: the object's last state at the delete's revision) and of the previous one."""
 
     revision: int
     type: EventType
     key: str
     value: bytes
     prev_value: bytes | None
+    create_revision: int
 
     @property
     def size(self) -> int:
@@ -88,6 +88,10 @@ class _Change:
     def event(self) -> Event:
         prev = orjson.loads(self.prev_value) if self.prev_value is not None else None
         return Event(self.revision, self.type, self.key, orjson.loads(self.value), prev)
+
+
+class ReplicaDiverged(Exception):
+    """A change that cannot follow what the cache holds (out of order, or of a key it lacks)."""
 
 
 #: Delivers a watcher's queued events at once (see ``Watcher.sink``): True when it took them all,
@@ -184,95 +188,75 @@ def _settle(future: asyncio.Future[T], result: T) -> None:
         future.set_result(result)
 
 
-@dataclass(slots=True, eq=False)
-class _InFlight:
-    """A write handed to the log and not yet settled."""
-
-    event: Event
-    change: _Change
-    create_revision: int
-    #: Resolved with None (durable and applied) or the storage error; only its writer awaits it
-    #: (a writer cancelled meanwhile cancels it: the write goes on regardless).
-    outcome: asyncio.Future[StorageError | None]
-    appended: bool = False
-    error: StorageError | None = None
-    #: Other requests waiting for the key to settle (see ``ObjectStore.settled``).
-    waiters: list[asyncio.Future[None]] | None = None
-    #: The values the write takes and gives up (see ``storage.claims``), when a rule covers its key.
-    claims: Reservation | None = None
-
-
-class ObjectStore:
-    """Committed objects by key, the recent history, the watchers, and the writes in flight."""
+class WatchCache:
+    """Committed objects by key, the recent history and the watchers, fed committed changes."""
 
     def __init__(
         self,
-        log: Log,
         *,
         history_window: int = DEFAULT_HISTORY_EVENTS,
         history_bytes: int = DEFAULT_HISTORY_BYTES,
         watcher_buffer: int = 10_000,
     ) -> None:
-        self._log = log
         self._objects: dict[str, StoredObject] = {}
         self._sorted_keys: list[str] = []
-        self._history: collections.deque[_Change] = collections.deque()
+        self._history: collections.deque[Change] = collections.deque()
         self._history_size = 0
         self._history_window = history_window
         self._history_bytes = history_bytes
         self._watcher_buffer = watcher_buffer
-        #: The newest revision handed out (also to writes still in flight or that failed).
-        self._allocated = 0
-        #: The newest durable revision: what reads are served at.
+        #: The newest committed revision applied: what reads are served at.
         self._committed = 0
         self._compacted = 0
-        self._log_compacted = 0
         self._watchers: set[Watcher] = set()
         #: Watchers with sinks that have events queued since the last flush.
         self._unflushed: list[Watcher] = []
         #: When the next flush may run (see ``_schedule_flush``).
         self._next_flush_at = 0.0
-        self._queue: collections.deque[_InFlight] = collections.deque()
-        self._inflight: dict[str, _InFlight] = {}
-        self._unsubmitted: list[tuple[LogRecord, DoneCallback]] = []
-        #: Bytes of history dropped from memory since the log was last compacted.
-        self._dropped_bytes = 0
-        #: Set when enough history was dropped that the log should be compacted now.
-        self.compaction_due = asyncio.Event()
-        #: The last storage error, until a write or a probe succeeds again.
-        self.storage_error: StorageError | None = None
         self._commit_hooks: list[Callable[[Event], None]] = []
-        self._claims = Claims()
-        #: The loop the store lives on; writes from another loop (the worker loop that handles
-        #: large requests) are forwarded to it.
-        try:
-            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            self._loop = None
+        #: (revision, tie-breaker, future) of ``wait_for_revision``, lowest revision first.
+        self._revision_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._waiter_count = itertools.count()
 
     # ----------------------------------------------------------------- start-up
 
-    def load(self) -> None:
-        """Rebuild memory from the log (current objects and the history after compaction)."""
-        state = self._log.load()
+    def load_state(self, state: LoadedState) -> None:
+        """Fill the cache from a log's state (at start-up) or the store's snapshot (a replica's)."""
         for record in state.current:
             self._objects[record.key] = _stored(orjson.loads(record.value), record.revision, record.create_revision)
         self._sorted_keys = sorted(self._objects)
-        self._compacted = self._log_compacted = state.compacted
+        self._compacted = state.compacted
         top = state.top
         for record, prev_value in state.history:
             kind: EventType = "DELETED" if record.deleted else ("ADDED" if record.created else "MODIFIED")
-            self._remember(_Change(record.revision, kind, record.key, record.value, prev_value))
+            self._remember(Change(record.revision, kind, record.key, record.value, prev_value, record.create_revision))
             top = max(top, record.revision)
-        self._allocated = self._committed = top
-        if self._compacted > self._log_compacted:
-            self.compaction_due.set()
+        self._committed = top
+        self._revision_reached()
+
+    def snapshot(self) -> LoadedState:
+        """What the cache holds, as a log's state: a replica's start (:meth:`load_state`)."""
+        current = [
+            LogRecord(stored.revision, key, False, False, stored.create_revision, 0, orjson.dumps(stored.obj))
+            for key, stored in self._objects.items()
+        ]
+        history = [
+            (
+                LogRecord(
+                    change.revision, change.key, change.type == "ADDED", change.type == "DELETED",
+                    change.create_revision, 0, change.value,
+                ),
+                change.prev_value,
+            )
+            for change in self._history
+        ]  # fmt: skip
+        return LoadedState(current, iter(history), self._compacted, self._committed)
 
     # ----------------------------------------------------------------- reads
 
     @property
     def revision(self) -> int:
-        """The newest durable revision: lists are read at it, and nothing newer has been shown."""
+        """The newest committed revision: lists are read at it, and nothing newer has been shown."""
         return self._committed
 
     @property
@@ -344,7 +328,7 @@ class ObjectStore:
         """Committed events under a prefix with revision in (revision, current revision]."""
         if revision < self._compacted:
             raise errors.expired(revision, self._compacted + 1)
-        out: list[_Change] = []
+        out: list[Change] = []
         for change in reversed(self._history):
             if change.revision <= revision:
                 break
@@ -353,145 +337,40 @@ class ObjectStore:
         out.reverse()
         return [change.event() for change in out]
 
-    # ----------------------------------------------------------------- writes
-
-    def add_claims(self, prefix: str, claims_of: ClaimsOf) -> None:
-        """Objects under ``prefix`` hold the values ``claims_of(obj)`` alone: a write claiming a
-        value another key holds, committed or in flight, fails with :class:`ClaimTaken`."""
-        self._claims.add_rule(prefix, claims_of, self.items(prefix))
-
-    def claim_holder(self, claim: str) -> str | None:
-        """The key holding ``claim`` (committed, or in a write in flight), or None."""
-        return self._claims.holder(claim)
+    # ----------------------------------------------------------------- applying changes
 
     def add_commit_hook(self, hook: Callable[[Event], None]) -> None:
         """Call ``hook`` with every committed change, in revision order, as it is applied to
         memory: before its writer is answered and before any watcher is sent it, whichever
         loop or task made the write (a cancelled request's write included). It runs on the
-        store's loop and must neither block nor raise: a hook's exception is logged, and the
+        cache's loop and must neither block nor raise: a hook's exception is logged, and the
         change stays committed."""
         self._commit_hooks.append(hook)
 
-    def _home(self) -> asyncio.AbstractEventLoop | None:
-        """The store's own loop when the caller runs on another one, else None."""
-        loop = asyncio.get_running_loop()
-        if self._loop is None:
-            self._loop = loop
-        return self._loop if loop is not self._loop else None
-
-    async def settled(self, key: str) -> None:
-        """Wait until no write of ``key`` is in flight (so a read of it is not about to be stale)."""
-        if (home := self._home()) is not None:
-            # The worker loop's GC pause is kept for a short wait only (gcpause.waited).
-            await waited(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.settled(key), home)))
+    async def wait_for_revision(self, revision: int) -> None:
+        """Wait until the change at ``revision`` (or a later one) has been applied."""
+        if revision <= self._committed:
             return
-        while (inflight := self._inflight.get(key)) is not None:
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            if inflight.waiters is None:
-                inflight.waiters = []
-            inflight.waiters.append(waiter)
-            await waiter
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._revision_waiters, (revision, next(self._waiter_count), waiter))
+        await waiter  # a cancelled waiter stays in the heap until its revision comes: harmless
 
-    async def write(self, key: str, obj: Obj | None, *, expected_revision: int) -> Event:
-        """Create (expected 0), update (expected = the committed revision) or delete (obj None) a key.
+    def apply(self, change: Change) -> Event:
+        """Apply a change committed by the store in another process (its feed), in revision order."""
+        current = self._objects.get(change.key)
+        if change.revision <= self._committed:
+            raise ReplicaDiverged(f"change at revision {change.revision} after revision {self._committed}")
+        if (current is None) != (change.type == "ADDED"):
+            raise ReplicaDiverged(f"{change.type} of {change.key} at revision {change.revision}: "
+                                  f"{'absent' if current is None else 'present'} here")  # fmt: skip
+        event = Event(
+            change.revision, change.type, change.key, orjson.loads(change.value),
+            current.obj if current is not None else None,
+        )  # fmt: skip
+        self._apply(event, change)
+        return event
 
-        Returns once the write is durable and visible. Raises :class:`PreconditionFailed` when the
-        committed object's revision is not ``expected_revision`` (the registry turns that into a
-        Status error with the right names), :class:`~kubeloop.apiserver.storage.claims.ClaimTaken`
-        when the object claims a value another key holds (``add_claims``), and a Status error
-        (500, or 503 when another process holds the database) when the storage could not make
-        the write durable.
-        """
-        if (home := self._home()) is not None:
-            forwarded = self.write(key, obj, expected_revision=expected_revision)
-            # The worker loop's GC pause is kept for a short wait only (gcpause.waited).
-            return await waited(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(forwarded, home)))
-        if key in self._inflight:
-            await self.settled(key)
-        current = self._objects.get(key)
-        actual = current.revision if current is not None else 0
-        if actual != expected_revision or (obj is None and current is None):
-            raise PreconditionFailed(actual)
-        revision = self._allocated + 1
-        entry = self._prepare(key, obj, current, revision)
-        if len(entry.change.value) > MAX_OBJECT_BYTES:
-            raise errors.RequestEntityTooLarge(
-                f"Request entity too large: the object is {len(entry.change.value)} bytes, more than the "
-                f"{MAX_OBJECT_BYTES} bytes storage takes"
-            )
-        entry.claims = self._claims.reserve(key, obj)  # ClaimTaken: nothing of the write was taken
-        self._allocated = revision
-        self._inflight[key] = entry
-        self._queue.append(entry)
-        record = LogRecord(
-            revision,
-            key,
-            entry.event.type == "ADDED",
-            entry.event.type == "DELETED",
-            entry.create_revision,
-            # A create names the revision before it (kine's rule without a tombstone at hand): no
-            # earlier row of this key can carry it, so re-creating a deleted key never collides.
-            current.revision if current is not None else revision - 1,
-            entry.change.value,
-        )
-        # Every write of this loop tick goes to the log as one job (one transaction): submitted
-        # one by one, the storage writer would wake at the first and commit smaller groups.
-        self._unsubmitted.append((record, lambda error: self._appended(entry, error)))
-        if len(self._unsubmitted) == 1:
-            asyncio.get_running_loop().call_soon(self._submit)
-        # Awaited bare (a shield would cost every write): nobody else awaits this future.
-        error = await entry.outcome
-        if error is not None:
-            raise storage_failure(error)
-        return entry.event
-
-    def _submit(self) -> None:
-        writes, self._unsubmitted = self._unsubmitted, []
-        self._log.submit(writes)
-
-    def _prepare(self, key: str, obj: Obj | None, current: StoredObject | None, revision: int) -> _InFlight:
-        outcome: asyncio.Future[StorageError | None] = asyncio.get_running_loop().create_future()
-        if obj is None:
-            assert current is not None
-            final = _with_revision(current.obj, revision)
-            event = Event(revision, "DELETED", key, final, current.obj)
-            change = _Change(revision, "DELETED", key, orjson.dumps(final), orjson.dumps(current.obj))
-            return _InFlight(event, change, current.create_revision, outcome)
-        obj = _with_revision(obj, revision)
-        value = orjson.dumps(obj)
-        if current is None:
-            event = Event(revision, "ADDED", key, obj, None)
-            return _InFlight(event, _Change(revision, "ADDED", key, value, None), revision, outcome)
-        event = Event(revision, "MODIFIED", key, obj, current.obj)
-        change = _Change(revision, "MODIFIED", key, value, orjson.dumps(current.obj))
-        return _InFlight(event, change, current.create_revision, outcome)
-
-    def _appended(self, entry: _InFlight, error: StorageError | None) -> None:
-        entry.appended = True
-        entry.error = error
-        # Apply and fan out strictly in revision order, whatever order appends finish in.
-        while self._queue and self._queue[0].appended:
-            head = self._queue.popleft()
-            key = head.event.key
-            if self._inflight.get(key) is head:
-                del self._inflight[key]
-            if head.claims is not None:
-                self._claims.settle(head.claims, committed=head.error is None)
-            if head.error is None:
-                self._commit(head)
-                self.storage_error = None
-            elif head.error.reason == "constraint":
-                log.error("storage refused a write: %s", head.error)  # that write's fault, not the storage's
-            else:
-                if self.storage_error is None:
-                    log.error("storage write failed: %s", head.error)
-                self.storage_error = head.error
-            _settle(head.outcome, head.error)
-            for waiter in head.waiters or ():
-                _settle(waiter, None)
-
-    def _commit(self, entry: _InFlight) -> None:
-        event = entry.event
+    def _apply(self, event: Event, change: Change) -> None:
         key = event.key
         if event.type == "DELETED":
             del self._objects[key]
@@ -499,9 +378,9 @@ class ObjectStore:
         else:
             if event.type == "ADDED":
                 bisect.insort(self._sorted_keys, key)
-            self._objects[key] = _stored(event.obj, event.revision, entry.create_revision)
+            self._objects[key] = _stored(event.obj, event.revision, change.create_revision)
         self._committed = event.revision
-        self._remember(entry.change)
+        self._remember(change)
         for hook in self._commit_hooks:
             try:
                 hook(event)
@@ -512,6 +391,14 @@ class ObjectStore:
                 if not self._unflushed:
                     self._schedule_flush()
                 self._unflushed.append(watcher)
+        if self._revision_waiters:
+            self._revision_reached()
+
+    def _revision_reached(self) -> None:
+        """End the waits for revisions the cache has reached."""
+        waiters = self._revision_waiters
+        while waiters and waiters[0][0] <= self._committed:
+            _settle(heapq.heappop(waiters)[2], None)
 
     def _schedule_flush(self) -> None:
         """The next flush: this tick, or once the loop has had as long for other work as the
@@ -537,15 +424,17 @@ class ObjectStore:
 
     # ----------------------------------------------------------------- history and compaction
 
-    def _remember(self, change: _Change) -> None:
+    def _remember(self, change: Change) -> None:
         untrack(change)  # plain values: no GC pass needs to walk the history
         self._history.append(change)
         self._history_size += change.size
         self._trim(0)
 
-    def _trim(self, through: int) -> None:
-        """Drop changes beyond the count and byte bounds, and those at or below ``through``."""
+    def _trim(self, through: int) -> int:
+        """Drop changes beyond the count and byte bounds, and those at or below ``through``;
+        the bytes dropped."""
         history = self._history
+        dropped_bytes = 0
         while history and (
             len(history) > self._history_window
             or self._history_size > self._history_bytes
@@ -553,41 +442,15 @@ class ObjectStore:
         ):
             dropped = history.popleft()
             self._history_size -= dropped.size
-            self._dropped_bytes += dropped.size
+            dropped_bytes += dropped.size
             self._compacted = max(self._compacted, dropped.revision)
         if through > self._compacted:
             self._compacted = min(through, self._committed)
-        if self._dropped_bytes > self._history_bytes:
-            self.compaction_due.set()
+        return dropped_bytes
 
     def compact_history(self, revision: int) -> None:
         """Forget changes at or below ``revision``: watches and lists from older revisions get 410."""
         self._trim(revision)
-
-    async def compact(self) -> None:
-        """Remove the log rows superseded at or below the compacted revision (and their values)."""
-        self.compaction_due.clear()
-        target = self._compacted
-        if target <= self._log_compacted:
-            return
-        dropped, self._dropped_bytes = self._dropped_bytes, 0
-        try:
-            await self._log.compact(target)
-        except BaseException:
-            self._dropped_bytes += dropped
-            if self._dropped_bytes > self._history_bytes:
-                self.compaction_due.set()
-            raise
-        self._log_compacted = target
-
-    async def probe(self) -> None:
-        """Try a small write; clears :attr:`storage_error` when the storage accepts writes again."""
-        try:
-            await self._log.probe()
-        except StorageError as error:
-            self.storage_error = error
-            raise
-        self.storage_error = None
 
     # ----------------------------------------------------------------- watch
 
@@ -628,27 +491,3 @@ def _stored(obj: Obj, revision: int, create_revision: int) -> StoredObject:
     stored = StoredObject(obj, revision, create_revision)
     untrack(stored)
     return stored
-
-
-class PreconditionFailed(Exception):
-    """The key's revision was not the expected one (``actual`` 0: it does not exist)."""
-
-    def __init__(self, actual: int) -> None:
-        super().__init__(actual)
-        self.actual = actual
-
-
-def storage_failure(error: StorageError) -> errors.APIError:
-    """The Status error for a write the storage refused: 503 when it is busy, else 500."""
-    message = f"storage write failed: {error.message}"
-    if error.reason == "busy":
-        return errors.ServiceUnavailable(message, retry_after_seconds=1)
-    return errors.InternalError(message)
-
-
-def _with_revision(obj: Obj, revision: int) -> Obj:
-    metadata = dict(obj.get("metadata") or {})
-    metadata["resourceVersion"] = str(revision)
-    out = dict(obj)
-    out["metadata"] = metadata
-    return out

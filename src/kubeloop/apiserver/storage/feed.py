@@ -1,0 +1,150 @@
+"""The store's feed: committed changes carried to the watch caches of other processes.
+
+The process that orders writes publishes (:class:`FeedPublisher`, a change listener of its
+:class:`~kubeloop.apiserver.storage.objectstore.ObjectStore`); a front-end process's
+:class:`~kubeloop.apiserver.storage.watchcache.WatchCache` follows it (:func:`follow`), as each
+kube-apiserver's watch cache follows etcd. A follower is sent, on a stream of its own:
+
+- a snapshot of the store's cache at one revision: the current objects, the history (with each
+  change's previous value, which a watch needs to tell that an object left its selector) and
+  the compacted revision;
+- then every change committed after that revision, in revision order, and every compaction of
+  the history, in the order they happened: the changes of one loop tick in one write.
+
+Frames are the storage writer's (a 4-byte length and a pickle): both ends are processes of one
+server, started by it. A follower more than ``max_unsent`` bytes behind is cut off rather than
+let the store's memory grow without bound; :func:`follow` then fails with :class:`FeedLost`, as
+it does whenever the feed ends, since a cache no longer fed must not serve reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from kubeloop.apiserver.storage.log import LoadedState
+from kubeloop.apiserver.storage.objectstore import ObjectStore
+from kubeloop.apiserver.storage.watchcache import Change, WatchCache
+from kubeloop.apiserver.storage.writer import FrameReader, frame
+
+log = logging.getLogger("kubeloop.apiserver.storage.feed")
+
+#: How far a follower may fall behind (bytes written to it and not yet taken) before it is cut off.
+DEFAULT_MAX_UNSENT = 64 * 1024 * 1024
+
+
+class FeedLost(Exception):
+    """The feed ended or could not be followed: the cache it fed is stale from here on."""
+
+
+class FeedPublisher:
+    """Sends an :class:`ObjectStore`'s snapshot and committed changes to its followers."""
+
+    def __init__(self, store: ObjectStore, *, max_unsent: int = DEFAULT_MAX_UNSENT) -> None:
+        self._store = store
+        self._max_unsent = max_unsent
+        #: Each follower's stream and the revision of its snapshot, until its first flush.
+        self._followers: list[tuple[asyncio.StreamWriter, int]] = []
+        #: Messages since the last flush, in order: ("changes", [change tuples]) and ("compact", revision).
+        self._pending: list[tuple[Any, ...]] = []
+        store.add_change_listener(self)
+
+    @property
+    def followers(self) -> int:
+        return len(self._followers)
+
+    def attach(self, writer: asyncio.StreamWriter) -> None:
+        """Start feeding the follower at the other end of ``writer``: the snapshot now, then
+        every change after it. Nothing is awaited in between, so no change falls in a gap; the
+        changes of this tick already in the snapshot (it may be attached from a commit hook,
+        between commits of one tick) are left out of its first flush."""
+        state = self._store.snapshot()
+        writer.write(frame(("snapshot", state.current, list(state.history), state.compacted, state.top)))
+        self._followers.append((writer, state.top))
+
+    def committed(self, change: Change) -> None:
+        pending = self._pending
+        if not pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        if pending and pending[-1][0] == "changes":
+            pending[-1][1].append(_as_tuple(change))
+        else:
+            pending.append(("changes", [_as_tuple(change)]))
+
+    def compacted(self, revision: int) -> None:
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._pending.append(("compact", revision))
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if not pending or not self._followers:
+            return
+        data = b"".join(frame(message) for message in pending)
+        kept: list[tuple[asyncio.StreamWriter, int]] = []
+        for writer, snapshot_revision in self._followers:
+            if writer.is_closing():
+                continue
+            if writer.transport.get_write_buffer_size() > self._max_unsent:
+                log.error("a watch cache fell more than %d bytes behind the store's feed: cut off", self._max_unsent)
+                writer.close()
+                continue
+            writer.write(data if not snapshot_revision else _after(pending, snapshot_revision))
+            kept.append((writer, 0))
+        self._followers = kept
+
+    async def close(self) -> None:
+        """Flush what is pending, end every follower's stream and wait until each is closed."""
+        self._flush()
+        followers, self._followers = [writer for writer, _ in self._followers], []
+        for writer in followers:
+            writer.close()
+        for writer in followers:
+            with contextlib.suppress(ConnectionError, OSError):  # the follower went first
+                await writer.wait_closed()
+
+
+async def follow(cache: WatchCache, reader: asyncio.StreamReader) -> None:
+    """Fill ``cache`` from the feed's snapshot, then apply every change it sends, until the
+    feed ends (:class:`FeedLost`) or the caller cancels. ``cache`` must be empty."""
+    frames = FrameReader()
+    snapshot_loaded = False
+    while True:
+        data = await reader.read(1 << 20)
+        if not data:
+            raise FeedLost("the store's feed ended")
+        for message in frames.feed(data):
+            if message[0] == "snapshot":
+                if snapshot_loaded:
+                    raise FeedLost("the store's feed sent a second snapshot")
+                _, current, history, compacted, top = message
+                cache.load_state(LoadedState(current, iter(history), compacted, top))
+                snapshot_loaded = True
+            elif not snapshot_loaded:
+                raise FeedLost(f"the store's feed sent {message[0]!r} before its snapshot")
+            elif message[0] == "changes":
+                for fields in message[1]:
+                    cache.apply(Change(*fields))
+            elif message[0] == "compact":
+                cache.compact_history(message[1])
+            else:
+                raise FeedLost(f"the store's feed sent an unknown message {message[0]!r}")
+
+
+def _after(pending: list[tuple[Any, ...]], revision: int) -> bytes:
+    """The frames of ``pending`` without the changes at or below ``revision`` (in a snapshot)."""
+    kept: list[tuple[Any, ...]] = []
+    for message in pending:
+        if message[0] == "changes":
+            changes = [fields for fields in message[1] if fields[0] > revision]
+            if changes:
+                kept.append(("changes", changes))
+        else:
+            kept.append(message)
+    return b"".join(frame(message) for message in kept)
+
+
+def _as_tuple(change: Change) -> tuple[Any, ...]:
+    return (change.revision, change.type, change.key, change.value, change.prev_value, change.create_revision)

@@ -19,6 +19,7 @@ from kubeloop.apiserver.storage.feed import FeedLost, FeedPublisher, follow
 from kubeloop.apiserver.storage.log import MemoryLog, SQLiteLog
 from kubeloop.apiserver.storage.objectstore import ObjectStore, PreconditionFailed
 from kubeloop.apiserver.storage.watchcache import Change, Event, ReplicaDiverged, WatchCache
+from kubeloop.testing import eventually
 
 
 def obj(name: str, value: str = "", labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -329,3 +330,36 @@ async def test_writes_refused_by_the_store_never_reach_the_follower() -> None:
         await follower.caught_up(store.revision)
         assert [(e.revision, e.obj["data"]["v"]) for e in seen] == [(1, "1"), (2, "2")]
 
+
+
+async def test_the_storages_health_reaches_followers(tmp_path: pathlib.Path) -> None:
+    """A full disk: a follower's cache reports the storage's error (what its ``readyz`` says), a
+    follower attached meanwhile learns it from its snapshot, and both hear of the recovery."""
+    log = SQLiteLog(tmp_path / "db", durable=False)
+    store = ObjectStore(log)
+    store.load()
+    publisher = FeedPublisher(store)
+    first, later = Follower(publisher), Follower(publisher)
+    await first.start()
+    try:
+        await store.write("/r/small", obj("small"), expected_revision=0)
+        pages = int(await log.pragma("page_count"))  # type: ignore[call-overload]
+        await log.pragma("max_page_count", pages + 2)  # SQLite reports SQLITE_FULL beyond this size
+        with pytest.raises(errors.InternalError):
+            await store.write("/r/big", obj("big", "x" * 200_000), expected_revision=0)
+        await eventually(lambda: first.cache.storage_error is not None)
+        assert first.cache.storage_error is not None and first.cache.storage_error.reason == "full"
+        assert "database or disk is full" in first.cache.storage_error.message
+        await later.start()
+        await later.caught_up(store.revision)
+        assert later.cache.storage_error is not None and later.cache.storage_error.reason == "full"
+        await log.pragma("max_page_count", 1_000_000)
+        await store.probe()
+        for follower in (first, later):
+            await eventually(lambda f=follower: f.cache.storage_error is None)  # type: ignore[misc]
+        assert first.task is not None and not first.task.done()
+    finally:
+        await first.stop()
+        await later.stop()
+        await publisher.close()
+        await log.close()

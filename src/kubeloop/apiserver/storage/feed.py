@@ -8,8 +8,9 @@ kube-apiserver's watch cache follows etcd. A follower is sent, on a stream of it
 - a snapshot of the store's cache at one revision: the current objects, the history (with each
   change's previous value, which a watch needs to tell that an object left its selector) and
   the compacted revision;
-- then every change committed after that revision, in revision order, and every compaction of
-  the history, in the order they happened: the changes of one loop tick in one write.
+- then every change committed after that revision, in revision order, every compaction of the
+  history and every change of the storage's health (``readyz`` says when the storage refuses
+  writes), in the order they happened: what one loop tick brought in one write.
 
 Frames are the storage writer's (a 4-byte length and a pickle): both ends are processes of one
 server, started by it. A follower more than ``max_unsent`` bytes behind is cut off rather than
@@ -24,7 +25,8 @@ import contextlib
 import logging
 from typing import Any
 
-from kubeloop.apiserver.storage.log import LoadedState
+from kubeloop.apiserver.storage.kine import StorageErrorReason
+from kubeloop.apiserver.storage.log import LoadedState, StorageError
 from kubeloop.apiserver.storage.objectstore import ObjectStore
 from kubeloop.apiserver.storage.watchcache import Change, WatchCache
 from kubeloop.apiserver.storage.writer import FrameReader, frame
@@ -47,7 +49,8 @@ class FeedPublisher:
         self._max_unsent = max_unsent
         #: Each follower's stream and the revision of its snapshot, until its first flush.
         self._followers: list[tuple[asyncio.StreamWriter, int]] = []
-        #: Messages since the last flush, in order: ("changes", [change tuples]) and ("compact", revision).
+        #: Messages since the last flush, in order: ("changes", [change tuples]), ("compact",
+        #: revision) and ("health", None or (reason, message)).
         self._pending: list[tuple[Any, ...]] = []
         store.add_change_listener(self)
 
@@ -61,7 +64,8 @@ class FeedPublisher:
         changes of this tick already in the snapshot (it may be attached from a commit hook,
         between commits of one tick) are left out of its first flush."""
         state = self._store.snapshot()
-        writer.write(frame(("snapshot", state.current, list(state.history), state.compacted, state.top)))
+        health = _health(self._store.storage_error)
+        writer.write(frame(("snapshot", state.current, list(state.history), state.compacted, state.top, health)))
         self._followers.append((writer, state.top))
 
     def committed(self, change: Change) -> None:
@@ -77,6 +81,11 @@ class FeedPublisher:
         if not self._pending:
             asyncio.get_running_loop().call_soon(self._flush)
         self._pending.append(("compact", revision))
+
+    def health(self, error: StorageError | None) -> None:
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._pending.append(("health", _health(error)))
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
@@ -119,8 +128,9 @@ async def follow(cache: WatchCache, reader: asyncio.StreamReader) -> None:
             if message[0] == "snapshot":
                 if snapshot_loaded:
                     raise FeedLost("the store's feed sent a second snapshot")
-                _, current, history, compacted, top = message
+                _, current, history, compacted, top, health = message
                 cache.load_state(LoadedState(current, iter(history), compacted, top))
+                cache.storage_error = _error(health)
                 snapshot_loaded = True
             elif not snapshot_loaded:
                 raise FeedLost(f"the store's feed sent {message[0]!r} before its snapshot")
@@ -129,6 +139,8 @@ async def follow(cache: WatchCache, reader: asyncio.StreamReader) -> None:
                     cache.apply(Change(*fields))
             elif message[0] == "compact":
                 cache.compact_history(message[1])
+            elif message[0] == "health":
+                cache.storage_error = _error(message[1])
             else:
                 raise FeedLost(f"the store's feed sent an unknown message {message[0]!r}")
 
@@ -144,6 +156,14 @@ def _after(pending: list[tuple[Any, ...]], revision: int) -> bytes:
         else:
             kept.append(message)
     return b"".join(frame(message) for message in kept)
+
+
+def _health(error: StorageError | None) -> tuple[str, str] | None:
+    return (error.reason, error.message) if error is not None else None
+
+
+def _error(health: tuple[StorageErrorReason, str] | None) -> StorageError | None:
+    return StorageError(health[1], reason=health[0]) if health is not None else None
 
 
 def _as_tuple(change: Change) -> tuple[Any, ...]:

@@ -46,12 +46,14 @@ MAX_OBJECT_BYTES = 1536 * 1024
 
 
 class ChangeListener(Protocol):
-    """Told of every committed change, in revision order, and of every compaction of the history
-    (the feed to other processes' watch caches)."""
+    """Told of every committed change, in revision order, of every compaction of the history and
+    of every change of the storage's health (the feed to other processes' watch caches)."""
 
     def committed(self, change: Change) -> None: ...
 
     def compacted(self, revision: int) -> None: ...
+
+    def health(self, error: StorageError | None) -> None: ...
 
 
 @dataclass(slots=True, eq=False)
@@ -94,8 +96,6 @@ class ObjectStore(WatchCache):
         self._dropped_bytes = 0
         #: Set when enough history was dropped that the log should be compacted now.
         self.compaction_due = asyncio.Event()
-        #: The last storage error, until a write or a probe succeeds again.
-        self.storage_error: StorageError | None = None
         self._claims = Claims()
         self._listeners: list[ChangeListener] = []
         #: The loop the store lives on; writes from another loop (the worker loop that handles
@@ -239,13 +239,14 @@ class ObjectStore(WatchCache):
                 self._claims.settle(head.claims, committed=head.error is None)
             if head.error is None:
                 self._commit(head)
-                self.storage_error = None
+                if self.storage_error is not None:
+                    self._storage_health(None)
             elif head.error.reason == "constraint":
                 log.error("storage refused a write: %s", head.error)  # that write's fault, not the storage's
             else:
                 if self.storage_error is None:
                     log.error("storage write failed: %s", head.error)
-                self.storage_error = head.error
+                self._storage_health(head.error)
             _settle(head.outcome, head.error)
             for waiter in head.waiters or ():
                 _settle(waiter, None)
@@ -290,9 +291,17 @@ class ObjectStore(WatchCache):
         try:
             await self._log.probe()
         except StorageError as error:
-            self.storage_error = error
+            self._storage_health(error)
             raise
-        self.storage_error = None
+        self._storage_health(None)
+
+    def _storage_health(self, error: StorageError | None) -> None:
+        """Keep the storage's last error (None: it accepts writes) and tell the listeners of a change."""
+        if error is self.storage_error:
+            return
+        self.storage_error = error
+        for listener in self._listeners:
+            listener.health(error)
 
 
 class PreconditionFailed(Exception):

@@ -35,7 +35,7 @@ import orjson
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.storage.log import LoadedState, LogRecord
+from kubeloop.apiserver.storage.log import LoadedState, LogRecord, StorageError
 from kubeloop.gcuntrack import untrack, untrack_json
 
 log = logging.getLogger("kubeloop.apiserver.storage.log")
@@ -217,6 +217,9 @@ class WatchCache:
         #: (revision, tie-breaker, future) of ``wait_for_revision``, lowest revision first.
         self._revision_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._waiter_count = itertools.count()
+        #: The storage's last error, until a write or a probe succeeds again (``readyz``): the
+        #: ordering store's own, or the one its feed reports.
+        self.storage_error: StorageError | None = None
 
     # ----------------------------------------------------------------- start-up
 

@@ -2,7 +2,9 @@
 
 ``str(uuid.uuid4())`` asks the OS for 16 bytes and builds a ``UUID`` object on the way to its
 text; :func:`random_uuid` draws 256 at a time and formats the bytes itself, a fraction of the
-cost for the same UUIDs (RFC 4122 version 4, from ``os.urandom``).
+cost for the same UUIDs (RFC 4122 version 4, from ``os.urandom``). A forked child (a front-end
+process of ``kubeloop apiserver --workers``) drops the ones its parent drew: two processes
+handing out the same uids would make two objects one.
 """
 
 from __future__ import annotations
@@ -24,3 +26,10 @@ def random_uuid() -> str:
     raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
     text = raw.hex()
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+def _forget_drawn() -> None:
+    _drawn.clear()
+
+
+os.register_at_fork(after_in_child=_forget_drawn)

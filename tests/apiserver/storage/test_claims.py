@@ -25,6 +25,23 @@ def claims_of(obj: dict[str, Any]) -> list[str]:
     return [f"ip/{ip}" for ip in spec["clusterIPs"]] + [f"nodeport/{p['nodePort']}" for p in spec["ports"]]
 
 
+def test_a_replicas_index_records_committed_changes_as_they_come() -> None:
+    """A front-end's index (``Claims.record``): what a key claims follows its committed changes,
+    values it gave up are free, a delete frees all, and keys no rule covers are ignored."""
+    claims = Claims()
+    claims.add_rule("/s/", claims_of, [])
+    claims.record("/s/a", service("10.0.0.1", 30001, 30002))
+    claims.record("/other/x", service("10.0.0.9"))
+    assert claims.holder("ip/10.0.0.1") == "/s/a" and claims.holder("ip/10.0.0.9") is None
+    claims.record("/s/a", service("10.0.0.1", 30003))  # an update giving two ports up, taking one
+    assert [claims.holder(f"nodeport/{port}") for port in (30001, 30002, 30003)] == [None, None, "/s/a"]
+    claims.record("/s/b", service("10.0.0.2", 30001))  # the freed port, taken by another
+    assert claims.holder("nodeport/30001") == "/s/b"
+    claims.record("/s/a", None)
+    assert claims.holder("ip/10.0.0.1") is None and claims.holder("nodeport/30003") is None
+    assert claims.holder("ip/10.0.0.2") == "/s/b"
+
+
 def test_a_value_is_held_by_one_key_until_its_write_fails_or_gives_it_up() -> None:
     claims = Claims()
     claims.add_rule("/s/", claims_of, [("/s/a", service("10.0.0.1", 30001))])

@@ -56,6 +56,24 @@ class Claims:
             for value in values:
                 self._holders.setdefault(value, key)
 
+    def record(self, key: str, obj: Obj | None) -> None:
+        """Record a change committed by the store of another process (an index of its committed
+        claims, which that store has checked): ``key`` now holds what ``obj`` claims (None: nothing)."""
+        claims_of = next((rule for prefix, rule in self._rules if key.startswith(prefix)), None)
+        if claims_of is None:
+            return
+        before = self._held.get(key, _NONE)
+        after = frozenset(claims_of(obj)) if obj is not None else _NONE
+        for value in before - after:
+            if self._holders.get(value) == key:
+                del self._holders[value]
+        for value in after - before:
+            self._holders[value] = key
+        if after:
+            self._held[key] = after
+        else:
+            self._held.pop(key, None)
+
     def holder(self, claim: str) -> str | None:
         """The key holding ``claim`` (committed or in flight), or None."""
         return self._holders.get(claim)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from kubeloop.apiserver.storage.kine import StorageErrorReason
@@ -115,13 +116,23 @@ class FeedPublisher:
                 await writer.wait_closed()
 
 
-async def follow(cache: WatchCache, reader: asyncio.StreamReader) -> None:
-    """Fill ``cache`` from the feed's snapshot, then apply every change it sends, until the
-    feed ends (:class:`FeedLost`) or the caller cancels. ``cache`` must be empty."""
+async def follow(
+    cache: WatchCache,
+    reader: asyncio.StreamReader,
+    *,
+    loaded: Callable[[], None] | None = None,
+    other: Callable[[tuple[Any, ...]], None] | None = None,
+) -> None:
+    """Fill ``cache`` from the feed's snapshot (then call ``loaded``), then apply every change
+    it sends, until the feed ends (:class:`FeedLost`) or the caller cancels. Messages that are
+    not the feed's (a store's answers sharing the stream) go to ``other``. ``cache`` must be empty."""
     frames = FrameReader()
     snapshot_loaded = False
     while True:
-        data = await reader.read(1 << 20)
+        try:
+            data = await reader.read(1 << 20)
+        except (ConnectionError, OSError) as error:
+            raise FeedLost(f"the store's feed broke: {error}") from error
         if not data:
             raise FeedLost("the store's feed ended")
         for message in frames.feed(data):
@@ -132,6 +143,10 @@ async def follow(cache: WatchCache, reader: asyncio.StreamReader) -> None:
                 cache.load_state(LoadedState(current, iter(history), compacted, top))
                 cache.storage_error = _error(health)
                 snapshot_loaded = True
+                if loaded is not None:
+                    loaded()
+            elif other is not None and message[0] not in _FEED_MESSAGES:
+                other(message)
             elif not snapshot_loaded:
                 raise FeedLost(f"the store's feed sent {message[0]!r} before its snapshot")
             elif message[0] == "changes":
@@ -156,6 +171,9 @@ def _after(pending: list[tuple[Any, ...]], revision: int) -> bytes:
         else:
             kept.append(message)
     return b"".join(frame(message) for message in kept)
+
+
+_FEED_MESSAGES = frozenset({"snapshot", "changes", "compact", "health"})
 
 
 def _health(error: StorageError | None) -> tuple[str, str] | None:

@@ -98,12 +98,6 @@ class ObjectStore(WatchCache):
         self.compaction_due = asyncio.Event()
         self._claims = Claims()
         self._listeners: list[ChangeListener] = []
-        #: The loop the store lives on; writes from another loop (the worker loop that handles
-        #: large requests) are forwarded to it.
-        try:
-            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            self._loop = None
 
     # ----------------------------------------------------------------- start-up
 
@@ -130,13 +124,6 @@ class ObjectStore(WatchCache):
     def claim_holder(self, claim: str) -> str | None:
         """The key holding ``claim`` (committed, or in a write in flight), or None."""
         return self._claims.holder(claim)
-
-    def _home(self) -> asyncio.AbstractEventLoop | None:
-        """The store's own loop when the caller runs on another one, else None."""
-        loop = asyncio.get_running_loop()
-        if self._loop is None:
-            self._loop = loop
-        return self._loop if loop is not self._loop else None
 
     async def settled(self, key: str) -> None:
         """Wait until no write of ``key`` is in flight (so a read of it is not about to be stale)."""

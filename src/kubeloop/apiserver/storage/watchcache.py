@@ -220,6 +220,12 @@ class WatchCache:
         #: The storage's last error, until a write or a probe succeeds again (``readyz``): the
         #: ordering store's own, or the one its feed reports.
         self.storage_error: StorageError | None = None
+        #: The loop the cache lives on; writes from another loop (the worker loop that handles
+        #: large requests) are forwarded to it.
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
 
     # ----------------------------------------------------------------- start-up
 
@@ -349,6 +355,13 @@ class WatchCache:
         cache's loop and must neither block nor raise: a hook's exception is logged, and the
         change stays committed."""
         self._commit_hooks.append(hook)
+
+    def _home(self) -> asyncio.AbstractEventLoop | None:
+        """The cache's own loop when the caller runs on another one, else None."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        return self._loop if loop is not self._loop else None
 
     async def wait_for_revision(self, revision: int) -> None:
         """Wait until the change at ``revision`` (or a later one) has been applied."""

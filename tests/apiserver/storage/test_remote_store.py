@@ -43,6 +43,7 @@ class StoreProcess:
         self.service = StoreService(store, self.publisher)
         self.serving: list[asyncio.Task[None]] = []
         self.writers: list[asyncio.StreamWriter] = []
+        self.transports: dict[RemoteStore, asyncio.WriteTransport] = {}
 
     async def front_end(self) -> RemoteStore:
         theirs, ours = socket.socketpair()
@@ -52,7 +53,18 @@ class StoreProcess:
         front_reader, front_writer = await asyncio.open_connection(sock=ours)
         remote = RemoteStore(front_reader, front_writer)
         await remote.start()
+        self.transports[remote] = front_writer.transport
         return remote
+
+    @contextlib.contextmanager
+    def unfed(self, remote: RemoteStore) -> Iterator[None]:
+        """Nothing the store sends reaches ``remote`` (neither its feed nor its answers) inside."""
+        transport = self.transports[remote]
+        transport.pause_reading()
+        try:
+            yield
+        finally:
+            transport.resume_reading()
 
     async def stop(self) -> None:
         for task in self.serving:

@@ -20,7 +20,7 @@ from typing import Any
 from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
-from kubeloop.apiserver.storage.objectstore import ObjectStore
+from kubeloop.apiserver.storage.store import Store
 from kubeloop.apiserver.userinfo import UserInfo
 
 SUPERUSER_GROUP = "system:masters"
@@ -65,7 +65,7 @@ def verb_of(method: str, *, named: bool, watch: bool) -> str:
 class RBACAuthorizer:
     """Decides requests from the RBAC objects in ``store`` (resources found in ``catalog``)."""
 
-    def __init__(self, store: ObjectStore, catalog: ResourceCatalog) -> None:
+    def __init__(self, store: Store, catalog: ResourceCatalog) -> None:
         self.store = store
         self.catalog = catalog
 

@@ -36,6 +36,7 @@ async def get(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamR
         obj = found[0]
     else:
         name = target.name
+        await scope.registry.caught_up(request.query.get("resourceVersion", ""))
         obj = await scope.registry.read(
             lambda: scope.registry.get(
                 target.resource, target.namespace, name, request.query.get("resourceVersion", "")
@@ -67,6 +68,7 @@ async def list_objects(scope: Scope, request: HTTPRequest, target: Target) -> we
         items = [o for o in synthesized(scope, target) if matches is None or matches(o)]
         result = ListResult(items, scope.registry.store.revision, "", None)
     else:
+        await scope.registry.caught_up(options.resource_version, continued=bool(options.continue_token))
         result = await scope.registry.read(
             lambda: scope.registry.list_objects(target.resource, target.namespace, options)
         )

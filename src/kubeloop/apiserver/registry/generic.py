@@ -15,7 +15,7 @@ from kubeloop.apiserver.registry.scaling import Scaling
 
 
 class Registry(Scaling, Deleting):
-    """Object semantics over an :class:`~kubeloop.apiserver.storage.objectstore.ObjectStore` for
+    """Object semantics over a :class:`~kubeloop.apiserver.storage.store.Store` for
     the resources of a catalog: reads (``registrybase``), create (``creating``), update, patch
     and apply (``updating``), scale (``scaling``), delete (``deleting``), each calling admission
     where kube-apiserver does (``admitting``)."""

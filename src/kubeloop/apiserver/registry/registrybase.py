@@ -28,7 +28,7 @@ from kubeloop.apiserver.registry.verboptions import (
     WriteOptions,
 )
 from kubeloop.apiserver.registry.versionconversion import ConversionPending
-from kubeloop.apiserver.storage.objectstore import ObjectStore
+from kubeloop.apiserver.storage.store import Store
 from kubeloop.apiserver.storage.watchcache import Event
 
 T = TypeVar("T")
@@ -71,11 +71,11 @@ def set_managed(metadata: Obj, entries: list[fieldmanager.ManagedEntry]) -> None
 
 
 class RegistryBase:
-    """Object semantics over an :class:`ObjectStore` for the resources of a catalog: the
+    """Object semantics over a :class:`Store` for the resources of a catalog: the
     state and the steps every verb shares (:class:`~kubeloop.apiserver.registry.generic.Registry`
     adds the verbs)."""
 
-    def __init__(self, store: ObjectStore, catalog: ResourceCatalog, builtin_strategy: BuiltinStrategies) -> None:
+    def __init__(self, store: Store, catalog: ResourceCatalog, builtin_strategy: BuiltinStrategies) -> None:
         self.store = store
         self.catalog = catalog
         #: Makes the strategy of a built-in resource (what the server's API groups declare).
@@ -95,7 +95,7 @@ class RegistryBase:
         ``group``/``plural`` (whichever version or resource sharing that storage wrote them;
         ``new`` None: deleted, ``old`` None: created), in revision order, before the write is
         answered: what keeps a cache of such objects current. It is the store's commit hook
-        (:meth:`ObjectStore.add_commit_hook`): it runs on the store's loop, whoever wrote, and
+        (:meth:`Store.add_commit_hook`): it runs on the store's loop, whoever wrote, and
         must neither block nor await."""
         prefix = f"/registry/{group}/{plural}/" if group else f"/registry/{plural}/"
         self._commit_listeners.setdefault(prefix, []).append(listener)
@@ -221,6 +221,18 @@ class RegistryBase:
             return True
 
         return matches
+
+    async def caught_up(self, resource_version: str, *, continued: bool = False) -> None:
+        """Wait for what a read asks of the store before it is answered from the cache: without
+        a resourceVersion (a consistent read), every write committed before it; with one newer
+        than the cache, that one, for a while (the read then answers 504 if it is still ahead).
+        A continued list reads at its token's revision, which it has seen already."""
+        if continued:
+            return
+        if not resource_version:
+            await self.store.sync()
+        elif resource_version.isdigit():
+            await self.store.fresh(int(resource_version))
 
     def get(
         self, resource: ResourceType, namespace: str | None, name: str, resource_version: str = ""

@@ -17,7 +17,7 @@ from typing import Any
 from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.storage.claims import ClaimTaken
-from kubeloop.apiserver.storage.objectstore import ObjectStore
+from kubeloop.apiserver.storage.store import Store
 from kubeloop.errors import StatusCause
 
 #: kube-apiserver's default --service-cluster-ip-range.
@@ -57,7 +57,7 @@ class ServiceAllocator:
     refuse a write that takes a value held meanwhile). A cursor moves forward through each
     range, so that creates in flight are offered different values."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._next_ip = 2  # .1 is the kubernetes Service's
         self._next_port = 0

@@ -28,13 +28,13 @@ from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.storage.claims import Claims, ClaimsOf, Reservation
 from kubeloop.apiserver.storage.log import DoneCallback, Log, LogRecord, StorageError
+from kubeloop.apiserver.storage.store import Store
 from kubeloop.apiserver.storage.watchcache import (
     DEFAULT_HISTORY_BYTES,
     DEFAULT_HISTORY_EVENTS,
     Change,
     Event,
     StoredObject,
-    WatchCache,
     _settle,
 )
 from kubeloop.gcpause import waited
@@ -73,7 +73,7 @@ class _InFlight:
     claims: Reservation | None = None
 
 
-class ObjectStore(WatchCache):
+class ObjectStore(Store):
     """The watch cache that orders writes: revisions, compare-and-swap, claims, the log."""
 
     def __init__(
@@ -137,6 +137,12 @@ class ObjectStore(WatchCache):
                 inflight.waiters = []
             inflight.waiters.append(waiter)
             await waiter
+
+    async def sync(self) -> None:
+        """Nothing to wait for: this cache is where writes are committed."""
+
+    def _may_reach(self, revision: int) -> bool:
+        return revision <= self._allocated  # a write in flight has it; no other will come soon
 
     async def write(self, key: str, obj: Obj | None, *, expected_revision: int) -> Event:
         """Create (expected 0), update (expected = the committed revision) or delete (obj None) a key.

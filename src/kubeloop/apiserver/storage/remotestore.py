@@ -41,12 +41,12 @@ from kubeloop.api.object import Obj
 from kubeloop.apiserver.storage.claims import Claims, ClaimsOf, ClaimTaken
 from kubeloop.apiserver.storage.feed import FeedLost, FeedPublisher, follow
 from kubeloop.apiserver.storage.objectstore import ObjectStore, PreconditionFailed
+from kubeloop.apiserver.storage.store import Store
 from kubeloop.apiserver.storage.watchcache import (
     DEFAULT_HISTORY_BYTES,
     DEFAULT_HISTORY_EVENTS,
     Change,
     Event,
-    WatchCache,
     _settle,
 )
 from kubeloop.apiserver.storage.writer import FrameReader, frame
@@ -117,7 +117,7 @@ class _RemoteWrite:
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
 
-class RemoteStore(WatchCache):
+class RemoteStore(Store):
     """A front-end's store: a watch cache following the store process, which takes its writes."""
 
     def __init__(

@@ -56,8 +56,11 @@ from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.verboptions import WriteOptions
+from kubeloop.apiserver.storage.feed import FeedPublisher
 from kubeloop.apiserver.storage.log import Log, MemoryLog, SQLiteLog, StorageError
 from kubeloop.apiserver.storage.objectstore import ObjectStore
+from kubeloop.apiserver.storage.remotestore import RemoteStore, StoreService
+from kubeloop.apiserver.storage.store import Store
 from kubeloop.apiserver.storage.watchcache import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS
 from kubeloop.apiserver.userinfo import UserInfo
 from kubeloop.controllermanager.controllermanager import USER as CONTROLLER_MANAGER_USER
@@ -156,11 +159,34 @@ def small_requests(
     return answered
 
 
-class APIServer:
-    """A running embedded API server; use as ``async with APIServer(options) as server``."""
+#: A new connection to the store service of the server that owns the store.
+StoreConnector = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
 
-    def __init__(self, options: ServerOptions | None = None) -> None:
+
+@dataclass(frozen=True)
+class FrontEndOf:
+    """What a front-end shares with the server that owns the store (:meth:`APIServer.front_end_of`):
+    its credentials (CA, serving certificate, admin token), the controllers' token, and a way to
+    reach its store service."""
+
+    credentials: certs.ServerCredentials
+    controllers_token: str
+    connect: StoreConnector
+
+
+class APIServer:
+    """A running embedded API server; use as ``async with APIServer(options) as server``.
+
+    With ``front_end_of`` it is a front-end of another server (``--workers``): its store is a
+    :class:`~kubeloop.apiserver.storage.remotestore.RemoteStore` over that server's, it serves
+    HTTP with that server's credentials, and what a cluster does once (the log, bootstrap
+    objects, the ``kubernetes`` Service, compaction, the CRD cleanup, the policies' status, the
+    controllers, the node, the kubeconfig) is left to that server.
+    """
+
+    def __init__(self, options: ServerOptions | None = None, *, front_end_of: FrontEndOf | None = None) -> None:
         self.options = options or ServerOptions()
+        self._front_end_of = front_end_of
         self.catalog = ResourceCatalog(groups.builtin_resources())
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
         self._runner: web.AppRunner | None = None
@@ -183,7 +209,12 @@ class APIServer:
         self.url = ""
         self.kubeconfig_path = pathlib.Path()
         self.credentials: certs.ServerCredentials | None = None
-        self.store: ObjectStore | None = None
+        self.store: Store | None = None
+        #: The store this server orders writes in (None for a front-end of another server's).
+        self._object_store: ObjectStore | None = None
+        self._store_service: StoreService | None = None
+        self._store_connections: list[asyncio.Task[None]] = []
+        self._controllers_token = ""
         self.registry: Registry | None = None
 
     @property
@@ -207,7 +238,8 @@ class APIServer:
     ) -> None:
         await self.stop()
 
-    async def start(self) -> None:
+    async def _open_store(self) -> ObjectStore:
+        """The data directory, the log, and the store loaded from it (a server that owns its store)."""
         options = self.options
         data_dir = self.data_dir
         if data_dir is not None:
@@ -227,6 +259,62 @@ class APIServer:
             watcher_buffer=options.watcher_buffer,
         )
         await asyncio.to_thread(store.load)
+        return store
+
+    async def _follow_store(self, front_end_of: FrontEndOf) -> RemoteStore:
+        """A front-end's store: a watch cache following the owning server's store."""
+        options = self.options
+        reader, writer = await front_end_of.connect()
+        store = RemoteStore(
+            reader,
+            writer,
+            history_window=options.history_window,
+            history_bytes=options.history_bytes,
+            watcher_buffer=options.watcher_buffer,
+        )
+        try:
+            await store.start()
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def front_end_of(self) -> FrontEndOf:
+        """What a front-end of this server needs (:class:`FrontEndOf`); each call of its
+        ``connect`` is served here, on this server's loop, until the server stops."""
+        store = self._object_store
+        if store is None or self.credentials is None:
+            raise RuntimeError("only a running server that owns its store has front-ends")
+        if self._store_service is None:
+            self._store_service = StoreService(store, FeedPublisher(store))
+        service = self._store_service
+        loop = asyncio.get_running_loop()
+
+        async def serve(sock: socket.socket) -> None:
+            reader, writer = await asyncio.open_connection(sock=sock)
+            task = asyncio.create_task(service.serve(reader, writer), name="kubeloop-store-service")
+            self._store_connections.append(task)
+            task.add_done_callback(self._store_connections.remove)
+
+        async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+            ours, theirs = socket.socketpair()
+            if asyncio.get_running_loop() is loop:
+                await serve(ours)
+            else:
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(serve(ours), loop))
+            return await asyncio.open_connection(sock=theirs)
+
+        return FrontEndOf(self.credentials, self._controllers_token, connect)
+
+    async def start(self) -> None:
+        options = self.options
+        data_dir = self.data_dir
+        front_end_of = self._front_end_of
+        store: Store
+        if front_end_of is None:
+            store = self._object_store = await self._open_store()
+        else:
+            store = await self._follow_store(front_end_of)
         self.store = store
         self.registry = Registry(store, self.catalog, groups.builtin_strategy)
         for plural in EXPRESSION_KINDS:
@@ -243,15 +331,19 @@ class APIServer:
         )
         caller = self._webhooks.caller
         self._crds = CRDController(self.registry, webhook_converter=lambda crd: WebhookConverter(crd, caller))
-        self._crds.start()
-        self._policy_status = TypeCheckingController(self.registry, self.catalog)
-        self._policy_status.start()
-        await self._bootstrap()
-
-        hosts = [options.host] if options.host not in ("0.0.0.0", "::", "") else [socket.gethostname()]
-        pki_dir = data_dir / "pki" if data_dir is not None else None
-        self.credentials = await asyncio.to_thread(certs.load_or_create_credentials, pki_dir, hosts)
-        controllers_token = secrets.token_urlsafe(32)
+        self._crds.start(clean_up=front_end_of is None)
+        if front_end_of is None:
+            self._policy_status = TypeCheckingController(self.registry, self.catalog)
+            self._policy_status.start()
+            await self._bootstrap()
+            hosts = [options.host] if options.host not in ("0.0.0.0", "::", "") else [socket.gethostname()]
+            pki_dir = data_dir / "pki" if data_dir is not None else None
+            self.credentials = await asyncio.to_thread(certs.load_or_create_credentials, pki_dir, hosts)
+            self._controllers_token = secrets.token_urlsafe(32)
+        else:
+            self.credentials = front_end_of.credentials
+            self._controllers_token = front_end_of.controllers_token
+        controllers_token = self._controllers_token
         service_accounts = self.catalog.lookup("", "v1", "serviceaccounts")
         assert service_accounts is not None
 
@@ -286,7 +378,8 @@ class APIServer:
         if options.host in ("0.0.0.0", "::"):
             host_in_url = "127.0.0.1"
         self.url = f"{scheme}://{host_in_url}:{port}"
-        await self._publish_kubernetes_service(kubernetesservice.advertised_address(options.host), port)
+        if front_end_of is None:
+            await self._publish_kubernetes_service(kubernetesservice.advertised_address(options.host), port)
 
         auditor: Auditor | None = None
         if options.audit_log_path is not None:
@@ -354,6 +447,8 @@ class APIServer:
             backlog=512,
         )
         self._watchdog.start()
+        if front_end_of is not None:
+            return  # the owning server writes the kubeconfig and runs what a cluster runs once
 
         if options.kubeconfig is not None:
             self.kubeconfig_path = options.kubeconfig
@@ -484,7 +579,7 @@ class APIServer:
         """kube-apiserver's compactor: every interval, forget history up to the revision the
         previous round saw; in between, compact the log at once when dropped history passes its
         byte bound."""
-        store = self.store
+        store = self._object_store
         assert store is not None
         loop = asyncio.get_running_loop()
         interval = self.options.compaction_interval
@@ -507,7 +602,7 @@ class APIServer:
     async def _probe_storage(self) -> None:
         """While the last write failed, try a small write now and then: /readyz turns ok again (and
         stays failing) by what the storage does, not only when a client happens to write."""
-        store = self.store
+        store = self._object_store
         assert store is not None
         while True:
             await asyncio.sleep(self.options.storage_probe_interval)
@@ -554,6 +649,10 @@ class APIServer:
             self._policy_status = None
         await cancel_and_wait(self._background)
         self._background.clear()
+        await cancel_and_wait(list(self._store_connections))
+        self._store_service = None
+        if isinstance(self.store, RemoteStore):
+            await self.store.close()
         await cancel_and_wait(list(self._handshakes))
         self._serve_connection = self._loop = None
         if self._listener is not None:

@@ -122,8 +122,12 @@ class CRDController:
         if self._started:  # start() queues what is terminating
             self._cleanup.queue(name)
 
-    def start(self) -> None:
+    def start(self, *, clean_up: bool = True) -> None:
+        """Serve the stored CRDs; with ``clean_up``, also delete the objects of terminating ones
+        (the server that owns the store does that; its front-ends only serve)."""
         self.load()
+        if not clean_up:
+            return
         for _key, obj in self._registry.store.items(self._crds.key_prefix()):
             if (obj.get("metadata") or {}).get("deletionTimestamp"):
                 self._cleanup.queue(obj["metadata"]["name"])

@@ -140,6 +140,11 @@ class RemoteStore(Store):
         #: Why the store can no longer be reached (every request fails with it), or None.
         self.lost: FeedLost | None = None
 
+    @property
+    def requests_in_flight(self) -> int:
+        """Requests sent to the store process and not answered yet (writes, and syncs)."""
+        return len(self._answers)
+
     async def start(self) -> None:
         """Follow the store process's feed; returns once the cache holds its snapshot."""
         loaded = asyncio.get_running_loop().create_future()

@@ -1,0 +1,190 @@
+"""A front-end server over another server's store (the start of ``--workers``): each serves HTTP
+on its own port, and clients see one cluster whichever they talk to — reads after writes made
+through the other, watches, conflicts, RBAC with the owner's tokens, CRDs, unique addresses."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import pathlib
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from kubeloop import errors
+from kubeloop.apiserver import kubeconfig
+from kubeloop.apiserver.server import APIServer, ServerOptions
+from kubeloop.apiserver.storage.remotestore import RemoteStore
+from kubeloop.client.config import load_config
+from kubeloop.client.rest import APIClient
+from kubeloop.testing import eventually
+from tests.accounts import account_token
+from tests.kubectl_finder import newest_kubectl
+
+
+@dataclasses.dataclass
+class Cluster:
+    owner: APIServer
+    front: APIServer
+    at_owner: APIClient
+    at_front: APIClient
+    #: The front-end's connection to the owner's store (its feed, and the answers to its requests).
+    to_store: asyncio.StreamWriter
+
+    @contextlib.contextmanager
+    def unfed(self) -> Iterator[None]:
+        """Nothing the owner's store sends reaches the front-end inside."""
+        self.to_store.transport.pause_reading()  # type: ignore[attr-defined]
+        try:
+            yield
+        finally:
+            self.to_store.transport.resume_reading()  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+async def cluster(tmp_path: pathlib.Path) -> AsyncIterator[Cluster]:
+    options = ServerOptions(port=0, data_dir=tmp_path / "data", controllers=False, fsync=False)
+    async with APIServer(options) as owner:
+        of = await owner.front_end_of()
+        connections: list[asyncio.StreamWriter] = []
+
+        async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+            reader, writer = await of.connect()
+            connections.append(writer)
+            return reader, writer
+
+        front = APIServer(ServerOptions(port=0), front_end_of=dataclasses.replace(of, connect=connect))
+        async with front:
+            config = load_config(owner.kubeconfig_path)
+            async with (
+                APIClient(config) as at_owner,
+                APIClient(dataclasses.replace(config, server=front.url)) as at_front,
+            ):
+                yield Cluster(owner, front, at_owner, at_front, connections[0])
+
+
+def configmap(name: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": data}
+
+
+async def test_writes_through_either_are_read_at_once_through_the_other(cluster: Cluster) -> None:
+    assert cluster.front.url != cluster.owner.url
+    for writer, reader in ((cluster.at_front, cluster.at_owner), (cluster.at_owner, cluster.at_front)):
+        for i in range(20):
+            created = await writer.create(configmap(f"from-{id(writer)}-{i}", n=str(i)))
+            read = await reader.get(created, created["metadata"]["name"], namespace="default")  # consistent: no waiting
+            assert read["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    listed = await cluster.at_front.list(configmap("x"), namespace="default")
+    assert len(listed.items) >= 40
+
+
+async def test_a_read_through_the_front_end_waits_for_what_the_owner_committed(cluster: Cluster) -> None:
+    """With the front-end's feed held up, a get through it of what was just created through the
+    owner waits (it asked the store for its revision) and then finds it: never a 404."""
+    remote = cluster.front.store
+    assert isinstance(remote, RemoteStore)
+    with cluster.unfed():
+        created = await cluster.at_owner.create(configmap("just-made"))
+        reading = asyncio.create_task(cluster.at_front.get(created, "just-made", namespace="default"))
+        await eventually(lambda: remote.requests_in_flight == 1)
+        assert not reading.done()
+    read = await reading
+    assert read["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+async def test_a_watch_on_the_front_end_sees_the_owners_writes_in_order(cluster: Cluster) -> None:
+    first = await cluster.at_owner.create(configmap("watched", v="0"))
+    seen: list[tuple[str, str]] = []
+
+    async def watch() -> None:
+        async for event in cluster.at_front.watch(
+            configmap("watched"), namespace="default", resource_version=first["metadata"]["resourceVersion"]
+        ):
+            seen.append((event.type, event.object["data"]["v"]))
+            if event.type == "DELETED":
+                return
+
+    watching = asyncio.create_task(watch())
+    current = first
+    for value in range(1, 6):
+        current = await cluster.at_owner.update({**current, "data": {"v": str(value)}})
+    await cluster.at_owner.delete(current)
+    await watching
+    assert seen == [("MODIFIED", str(v)) for v in range(1, 6)] + [("DELETED", "5")]
+
+
+async def test_a_stale_update_through_the_front_end_is_a_conflict(cluster: Cluster) -> None:
+    created = await cluster.at_front.create(configmap("contested", v="0"))
+    await cluster.at_owner.update({**created, "data": {"v": "owner"}})
+    with pytest.raises(errors.Conflict):
+        await cluster.at_front.update({**created, "data": {"v": "stale"}})
+    assert (await cluster.at_front.get(created, "contested", namespace="default"))["data"] == {"v": "owner"}
+
+
+async def test_the_owners_tokens_and_rbac_hold_on_the_front_end(cluster: Cluster) -> None:
+    """A ServiceAccount token the owner issued authenticates on the front-end, whose RBAC reads
+    the bindings made through the owner."""
+    rules = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]
+    token = await account_token(cluster.at_owner, "reader", "default", rules)
+    async with APIClient(cluster.at_front.config.with_token(token)) as as_reader:
+        await as_reader.list(configmap("x"), namespace="default")
+        with pytest.raises(errors.Forbidden):
+            await as_reader.create(configmap("not-allowed"))
+        with pytest.raises(errors.Forbidden):
+            await as_reader.list({"apiVersion": "v1", "kind": "Secret"}, namespace="default")
+    async with APIClient(cluster.at_front.config.with_token("not-a-token")) as stranger:
+        with pytest.raises(errors.Unauthorized):
+            await stranger.list(configmap("x"), namespace="default")
+
+
+async def test_a_crd_made_through_the_owner_is_served_by_the_front_end(cluster: Cluster) -> None:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
+    }  # fmt: skip
+    await cluster.at_owner.create(crd)
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}}
+    # The front-end serves the kind once its cache has the CRD, as kube-apiservers each do once
+    # their informer has it.
+    await eventually(lambda: cluster.at_front.create(widget))
+    assert (await cluster.at_owner.get(widget, "w", namespace="default"))["metadata"]["name"] == "w"
+
+
+async def test_one_cluster_ip_asked_through_both_goes_to_one_service(cluster: Cluster) -> None:
+    def service(name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"clusterIP": "10.96.0.77", "ports": [{"port": 80}]},
+        }  # fmt: skip
+
+    outcomes = await asyncio.gather(
+        *(client.create(service(f"ip-{n}-{i}")) for i in range(5) for n, client in enumerate((cluster.at_front, cluster.at_owner))),
+        return_exceptions=True,
+    )
+    created = [o for o in outcomes if isinstance(o, dict)]
+    refused = [o for o in outcomes if isinstance(o, errors.Invalid)]
+    assert len(created) == 1 and len(refused) == 9, outcomes
+    assert all("provided IP is already allocated" in str(r) for r in refused)
+
+
+async def test_kubectl_through_the_front_end(cluster: Cluster, tmp_path: pathlib.Path) -> None:
+    credentials = cluster.owner.credentials
+    assert credentials is not None
+    config = tmp_path / "front-end.kubeconfig"
+    kubeconfig.write_kubeconfig(
+        config, server_url=cluster.front.url, ca_pem=credentials.ca_cert_pem, token=credentials.admin_token
+    )
+    await cluster.at_owner.create(configmap("for-kubectl", shown="yes"))
+    kubectl = await asyncio.create_subprocess_exec(
+        str(newest_kubectl()), "--kubeconfig", str(config), "get", "configmap", "for-kubectl",
+        "-o", "jsonpath={.data.shown}",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await kubectl.communicate()
+    assert (kubectl.returncode, out) == (0, b"yes"), err

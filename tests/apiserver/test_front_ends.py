@@ -11,6 +11,7 @@ import pathlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import orjson
 import pytest
 
 from kubeloop import errors
@@ -188,3 +189,27 @@ async def test_kubectl_through_the_front_end(cluster: Cluster, tmp_path: pathlib
     )  # fmt: skip
     out, err = await kubectl.communicate()
     assert (kubectl.returncode, out) == (0, b"yes"), err
+
+
+async def test_the_owner_and_its_front_end_append_to_one_audit_log(tmp_path: pathlib.Path) -> None:
+    """Each server's audit writer appends whole lines (O_APPEND): requests through both are in the
+    one file, every line whole JSON, each request's events under its own audit ID."""
+    audit = tmp_path / "audit.log"
+    options = ServerOptions(port=0, memory=True, controllers=False, audit_log_path=audit)
+    async with APIServer(options) as owner:
+        front = APIServer(options, front_end_of=await owner.front_end_of())
+        async with front:
+            config = load_config(owner.kubeconfig_path)
+            async with APIClient(config) as at_owner, APIClient(dataclasses.replace(config, server=front.url)) as at_front:
+                await asyncio.gather(
+                    *(client.create(configmap(f"audited-{n}-{i}")) for i in range(30) for n, client in enumerate((at_owner, at_front)))
+                )
+    events = [orjson.loads(line) for line in audit.read_bytes().splitlines()]
+    created = {
+        e["objectRef"]["name"] for e in events
+        if e["stage"] == "ResponseComplete" and e["verb"] == "create" and e["objectRef"].get("resource") == "configmaps"
+    }  # fmt: skip
+    assert created == {f"audited-{n}-{i}" for i in range(30) for n in (0, 1)}
+    assert len({e["auditID"] for e in events if e["stage"] == "ResponseComplete"}) == len(
+        [e for e in events if e["stage"] == "ResponseComplete"]
+    )

@@ -20,6 +20,7 @@ from kubeloop.apiserver.server import APIServer, ServerOptions
 from kubeloop.apiserver.storage.remotestore import RemoteStore
 from kubeloop.client.config import load_config
 from kubeloop.client.rest import APIClient
+from kubeloop.client.restclient import RetryPolicy
 from kubeloop.testing import eventually
 from tests.accounts import account_token
 from tests.kubectl_finder import newest_kubectl
@@ -93,6 +94,29 @@ async def test_a_read_through_the_front_end_waits_for_what_the_owner_committed(c
         assert not reading.done()
     read = await reading
     assert read["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+async def test_a_front_end_that_lost_its_store_answers_503_and_is_not_ready(cluster: Cluster) -> None:
+    """Its cache is no longer fed: a read from it would be stale, so none is answered (not even
+    one at resourceVersion 0, which never asks the store), a write is refused, /readyz fails;
+    the owner serves on."""
+    await cluster.at_front.create(configmap("before"))
+    cluster.at_front.retry = RetryPolicy(max_retries=0)  # the 503s as answered, not retried
+    cluster.to_store.transport.abort()
+    remote = cluster.front.store
+    assert isinstance(remote, RemoteStore)
+    await eventually(lambda: remote.lost is not None)
+    for attempt in (
+        cluster.at_front.get(configmap("x"), "before", namespace="default"),
+        cluster.at_front.list(configmap("x"), namespace="default", resource_version="0"),
+        cluster.at_front.create(configmap("after")),
+    ):
+        with pytest.raises(errors.ServiceUnavailable) as refused:
+            await attempt
+        assert "the store cannot be reached" in refused.value.message
+    unready = cluster.front.readiness()  # what its /readyz reports
+    assert unready is not None and "the store cannot be reached" in unready
+    assert (await cluster.at_owner.get(configmap("x"), "before", namespace="default"))["metadata"]["name"] == "before"
 
 
 async def test_a_watch_on_the_front_end_sees_the_owners_writes_in_order(cluster: Cluster) -> None:

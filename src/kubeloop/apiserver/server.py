@@ -213,6 +213,7 @@ class APIServer:
         #: The store this server orders writes in (None for a front-end of another server's).
         self._object_store: ObjectStore | None = None
         self._store_service: StoreService | None = None
+        self._feed: FeedPublisher | None = None
         self._store_connections: list[asyncio.Task[None]] = []
         self._controllers_token = ""
         self.registry: Registry | None = None
@@ -286,25 +287,38 @@ class APIServer:
         if store is None or self.credentials is None:
             raise RuntimeError("only a running server that owns its store has front-ends")
         if self._store_service is None:
-            self._store_service = StoreService(store, FeedPublisher(store))
+            self._feed = FeedPublisher(store)
+            self._store_service = StoreService(store, self._feed)
         service = self._store_service
         loop = asyncio.get_running_loop()
 
         async def serve(sock: socket.socket) -> None:
+            if self._store_service is not service:
+                raise RuntimeError("the server that owns the store has stopped")
             reader, writer = await asyncio.open_connection(sock=sock)
             task = asyncio.create_task(service.serve(reader, writer), name="kubeloop-store-service")
             self._store_connections.append(task)
-            task.add_done_callback(self._store_connections.remove)
+            task.add_done_callback(self._store_connection_ended)
 
         async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
             ours, theirs = socket.socketpair()
-            if asyncio.get_running_loop() is loop:
-                await serve(ours)
-            else:
-                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(serve(ours), loop))
+            try:
+                if asyncio.get_running_loop() is loop:
+                    await serve(ours)
+                else:
+                    await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(serve(ours), loop))
+            except BaseException:
+                ours.close()
+                theirs.close()
+                raise
             return await asyncio.open_connection(sock=theirs)
 
         return FrontEndOf(self.credentials, self._controllers_token, connect)
+
+    def _store_connection_ended(self, task: asyncio.Task[None]) -> None:
+        self._store_connections.remove(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("serving a front-end's store connection failed", exc_info=task.exception())
 
     async def start(self) -> None:
         options = self.options
@@ -649,10 +663,11 @@ class APIServer:
             self._policy_status = None
         await cancel_and_wait(self._background)
         self._background.clear()
-        await cancel_and_wait(list(self._store_connections))
         self._store_service = None
-        if isinstance(self.store, RemoteStore):
-            await self.store.close()
+        await cancel_and_wait(list(self._store_connections))
+        if self._feed is not None:
+            await self._feed.close()
+            self._feed = None
         await cancel_and_wait(list(self._handshakes))
         self._serve_connection = self._loop = None
         if self._listener is not None:
@@ -672,6 +687,8 @@ class APIServer:
         if self._worker is not None:
             await self._worker.stop()
             self._worker = None
+        if isinstance(self.store, RemoteStore):  # once no request can ask it anything
+            await self.store.close()
         if self._audit_log is not None:
             await self._audit_log.stop()
             self._audit_log = None

@@ -250,6 +250,9 @@ async def test_wait_for_revision_waits_for_that_change_and_no_longer() -> None:
         at_two = asyncio.ensure_future(cache.wait_for_revision(2))
         await asyncio.sleep(0)
         cancelled.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await cancelled
+        assert len(cache._revision_waiters) == 2  # the cancelled wait is let go at once
         await store.write("/r/b", obj("b"), expected_revision=0)
         await at_two
         assert cache.revision == 2 and not waiting.done()
@@ -363,3 +366,46 @@ async def test_the_storages_health_reaches_followers(tmp_path: pathlib.Path) -> 
         await later.stop()
         await publisher.close()
         await log.close()
+
+
+async def test_a_snapshot_larger_than_the_bound_does_not_cut_its_follower_off() -> None:
+    """The bound on unsent bytes counts what falls behind after the snapshot: a follower whose
+    snapshot alone is larger than ``max_unsent`` stays attached and follows on."""
+    store = ObjectStore(MemoryLog())
+    store.load()
+    for i in range(40):
+        await store.write(f"/r/{i}", obj(str(i), "x" * 64 * 1024), expected_revision=0)
+    publisher = FeedPublisher(store, max_unsent=256 * 1024)  # the snapshot is ~5 MB
+    follower = Follower(publisher)
+    await follower.start()
+    try:
+        marker = await store.write("/r/marker", obj("marker"), expected_revision=0)
+        assert publisher.followers == 1
+        await follower.caught_up(marker.revision)
+        assert_holds_the_same(follower.cache, store)
+    finally:
+        await follower.stop()
+        await publisher.close()
+
+
+async def test_a_change_listener_that_fails_is_logged_and_the_writes_stand(caplog: pytest.LogCaptureFixture) -> None:
+    """A listener's exception (it runs in the log's callback, among other writes' settling) is
+    logged; every write of the batch is still answered and applied."""
+
+    class Failing:
+        def committed(self, change: Change) -> None:
+            raise RuntimeError("listener broke")
+
+        def compacted(self, revision: int) -> None:
+            raise RuntimeError("listener broke")
+
+        def health(self, error: object) -> None:
+            raise RuntimeError("listener broke")
+
+    store = ObjectStore(MemoryLog())
+    store.load()
+    store.add_change_listener(Failing())
+    events = await asyncio.gather(*(store.write(f"/r/{i}", obj(str(i)), expected_revision=0) for i in range(3)))
+    store.compact_history(1)
+    assert [e.revision for e in events] == [1, 2, 3] and store.revision == 3
+    assert caplog.text.count("a change listener failed") == 4

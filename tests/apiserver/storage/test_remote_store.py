@@ -201,6 +201,7 @@ async def test_a_front_end_whose_store_goes_away_fails_its_requests_with_feed_lo
     answered from a cache nobody feeds any more."""
     async with two_front_ends() as (process, one, _two):
         await one.write("/r/a", obj("a"), expected_revision=0)
+        _, watcher = one.watch("/r/", 1)
         waiting = asyncio.ensure_future(one.wait_for_revision(100))
         syncing = asyncio.ensure_future(one.sync())
         await asyncio.sleep(0)
@@ -212,7 +213,12 @@ async def test_a_front_end_whose_store_goes_away_fails_its_requests_with_feed_lo
             await syncing
         with pytest.raises(FeedLost):
             await one.write("/r/b", obj("b"), expected_revision=0)
-        assert one.get("/r/a") is not None  # what it held stays (its process stops serving)
+        # Its watches end, it says it is not ready, and reads are refused with a 503.
+        assert watcher.closed
+        assert one.storage_error is not None and "cannot be reached" in one.storage_error.message
+        with pytest.raises(errors.ServiceUnavailable) as refused:
+            one.unavailable()
+        assert refused.value.code == 503
 
 
 async def test_a_write_from_another_loop_is_made_on_the_stores_loop() -> None:

@@ -94,8 +94,9 @@ async def watch(scope: Scope, request: HTTPRequest, target: Target) -> web.Strea
                 obj = tables.partial_object_metadata(obj)
             return orjson.dumps({"type": kind, "object": obj}) + b"\n"
 
-    if options.resource_version not in ("", "0"):
-        await scope.registry.caught_up(options.resource_version)  # a watch from a newer revision
+    # A watch from a revision newer than the cache waits for it; one from "" or "0" starts where
+    # the cache is (a 503 either way when the cache is not fed).
+    await scope.registry.caught_up(options.resource_version if options.resource_version != "" else "0")
     # Watches are never read as small requests (http1.read_head leaves them to aiohttp).
     assert isinstance(request, web.Request)
     transport = request.transport

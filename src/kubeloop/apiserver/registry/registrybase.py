@@ -226,7 +226,9 @@ class RegistryBase:
         """Wait for what a read asks of the store before it is answered from the cache: without
         a resourceVersion (a consistent read), every write committed before it; with one newer
         than the cache, that one, for a while (the read then answers 504 if it is still ahead).
-        A continued list reads at its token's revision, which it has seen already."""
+        A continued list reads at its token's revision, which it has seen already. A store
+        that must not be read from (a front-end's, its store gone) answers 503."""
+        self.store.unavailable()
         if continued:
             return
         if not resource_version:

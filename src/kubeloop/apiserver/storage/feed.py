@@ -13,9 +13,10 @@ kube-apiserver's watch cache follows etcd. A follower is sent, on a stream of it
   writes), in the order they happened: what one loop tick brought in one write.
 
 Frames are the storage writer's (a 4-byte length and a pickle): both ends are processes of one
-server, started by it. A follower more than ``max_unsent`` bytes behind is cut off rather than
-let the store's memory grow without bound; :func:`follow` then fails with :class:`FeedLost`, as
-it does whenever the feed ends, since a cache no longer fed must not serve reads.
+server, started by it. A follower more than ``max_unsent`` bytes behind (beyond its snapshot)
+is cut off rather than let the store's memory grow without bound; :func:`follow` then fails with
+:class:`FeedLost` (a 503 to whoever asked), as it does whenever the feed ends, since a cache no
+longer fed must not serve reads.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from kubeloop import errors
 from kubeloop.apiserver.storage.kine import StorageErrorReason
 from kubeloop.apiserver.storage.log import LoadedState, StorageError
 from kubeloop.apiserver.storage.objectstore import ObjectStore
@@ -38,8 +40,12 @@ log = logging.getLogger("kubeloop.apiserver.storage.feed")
 DEFAULT_MAX_UNSENT = 64 * 1024 * 1024
 
 
-class FeedLost(Exception):
-    """The feed ended or could not be followed: the cache it fed is stale from here on."""
+class FeedLost(errors.ServiceUnavailable):
+    """The feed ended or could not be followed: the cache it fed is stale from here on (a 503
+    for whoever asked the front-end it served)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"the store cannot be reached: {message}", retry_after_seconds=1)
 
 
 class FeedPublisher:
@@ -48,8 +54,9 @@ class FeedPublisher:
     def __init__(self, store: ObjectStore, *, max_unsent: int = DEFAULT_MAX_UNSENT) -> None:
         self._store = store
         self._max_unsent = max_unsent
-        #: Each follower's stream and the revision of its snapshot, until its first flush.
-        self._followers: list[tuple[asyncio.StreamWriter, int]] = []
+        #: Each follower's stream, the revision of its snapshot (until its first flush) and how
+        #: many bytes its snapshot was (which may wait unsent beyond ``max_unsent``).
+        self._followers: list[tuple[asyncio.StreamWriter, int, int]] = []
         #: Messages since the last flush, in order: ("changes", [change tuples]), ("compact",
         #: revision) and ("health", None or (reason, message)).
         self._pending: list[tuple[Any, ...]] = []
@@ -66,8 +73,9 @@ class FeedPublisher:
         between commits of one tick) are left out of its first flush."""
         state = self._store.snapshot()
         health = _health(self._store.storage_error)
-        writer.write(frame(("snapshot", state.current, list(state.history), state.compacted, state.top, health)))
-        self._followers.append((writer, state.top))
+        snapshot = frame(("snapshot", state.current, list(state.history), state.compacted, state.top, health))
+        writer.write(snapshot)
+        self._followers.append((writer, state.top, len(snapshot)))
 
     def committed(self, change: Change) -> None:
         pending = self._pending
@@ -93,22 +101,23 @@ class FeedPublisher:
         if not pending or not self._followers:
             return
         data = b"".join(frame(message) for message in pending)
-        kept: list[tuple[asyncio.StreamWriter, int]] = []
-        for writer, snapshot_revision in self._followers:
+        kept: list[tuple[asyncio.StreamWriter, int, int]] = []
+        for writer, snapshot_revision, snapshot_bytes in self._followers:
             if writer.is_closing():
                 continue
-            if writer.transport.get_write_buffer_size() > self._max_unsent:
+            if writer.transport.get_write_buffer_size() > self._max_unsent + snapshot_bytes:
                 log.error("a watch cache fell more than %d bytes behind the store's feed: cut off", self._max_unsent)
-                writer.close()
+                writer.transport.abort()  # what it has not taken is dropped now, not kept for it
                 continue
             writer.write(data if not snapshot_revision else _after(pending, snapshot_revision))
-            kept.append((writer, 0))
+            kept.append((writer, 0, snapshot_bytes))
         self._followers = kept
 
     async def close(self) -> None:
         """Flush what is pending, end every follower's stream and wait until each is closed."""
         self._flush()
-        followers, self._followers = [writer for writer, _ in self._followers], []
+        self._store.remove_change_listener(self)
+        followers, self._followers = [writer for writer, _, _ in self._followers], []
         for writer in followers:
             writer.close()
         for writer in followers:

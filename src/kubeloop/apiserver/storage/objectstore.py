@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Protocol
@@ -111,8 +112,14 @@ class ObjectStore(Store):
             self.compaction_due.set()
 
     def add_change_listener(self, listener: ChangeListener) -> None:
-        """Tell ``listener`` of every change committed from now on and of every compaction."""
+        """Tell ``listener`` of every change committed from now on, of every compaction and of
+        every change of the storage's health. It must not block; an exception it raises is
+        logged, and the write it was told of stays committed."""
         self._listeners.append(listener)
+
+    def remove_change_listener(self, listener: ChangeListener) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
 
     # ----------------------------------------------------------------- writes
 
@@ -247,7 +254,10 @@ class ObjectStore(Store):
     def _commit(self, entry: _InFlight) -> None:
         self._apply(entry.event, entry.change)
         for listener in self._listeners:
-            listener.committed(entry.change)
+            try:
+                listener.committed(entry.change)
+            except Exception:
+                log.exception("a change listener failed at revision %d", entry.change.revision)
 
     # ----------------------------------------------------------------- history and compaction
 
@@ -261,7 +271,10 @@ class ObjectStore(Store):
     def compact_history(self, revision: int) -> None:
         super().compact_history(revision)
         for listener in self._listeners:
-            listener.compacted(revision)
+            try:
+                listener.compacted(revision)
+            except Exception:
+                log.exception("a change listener failed at compaction to revision %d", revision)
 
     async def compact(self) -> None:
         """Remove the log rows superseded at or below the compacted revision (and their values)."""
@@ -294,7 +307,10 @@ class ObjectStore(Store):
             return
         self.storage_error = error
         for listener in self._listeners:
-            listener.health(error)
+            try:
+                listener.health(error)
+            except Exception:
+                log.exception("a change listener failed on the storage's health")
 
 
 class PreconditionFailed(Exception):

@@ -40,6 +40,7 @@ from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.storage.claims import Claims, ClaimsOf, ClaimTaken
 from kubeloop.apiserver.storage.feed import FeedLost, FeedPublisher, follow
+from kubeloop.apiserver.storage.log import StorageError
 from kubeloop.apiserver.storage.objectstore import ObjectStore, PreconditionFailed
 from kubeloop.apiserver.storage.store import Store
 from kubeloop.apiserver.storage.watchcache import (
@@ -53,6 +54,14 @@ from kubeloop.apiserver.storage.writer import FrameReader, frame
 from kubeloop.gcpause import waited
 
 log = logging.getLogger("kubeloop.apiserver.storage.remotestore")
+
+
+async def _read(reader: asyncio.StreamReader) -> bytes:
+    """The next bytes a front-end sent; none when it has gone (a reset included)."""
+    try:
+        return await reader.read(1 << 20)
+    except (ConnectionError, OSError):
+        return b""
 
 
 class StoreService:
@@ -69,7 +78,7 @@ class StoreService:
         frames = FrameReader()
         writes: set[asyncio.Task[None]] = set()
         try:
-            while data := await reader.read(1 << 20):
+            while data := await _read(reader):
                 for message in frames.feed(data):
                     if message[0] == "write":
                         task = asyncio.create_task(self._write(writer, *message[1:]))
@@ -161,7 +170,7 @@ class RemoteStore(Store):
         """Stop following the store (its requests in flight fail) and close the connection."""
         if self._following is not None:
             self._following.cancel()
-            with contextlib.suppress(asyncio.CancelledError, FeedLost):
+            with contextlib.suppress(asyncio.CancelledError, Exception):  # its end was reported
                 await self._following
         self._writer.close()
         with contextlib.suppress(ConnectionError, OSError):
@@ -250,7 +259,13 @@ class RemoteStore(Store):
         else:
             error = task.exception()
             lost = error if isinstance(error, FeedLost) else FeedLost(f"following the store failed: {error!r}")
+        if not task.cancelled() and not isinstance(task.exception(), FeedLost):
+            log.error("following the store failed", exc_info=task.exception())
         self.lost = lost
+        # Not ready, and nothing more served from a cache nobody feeds: watches end, reads and
+        # writes are 503s (``unavailable``).
+        self.storage_error = StorageError(lost.message, reason="other")
+        self.close_all_watchers()
         for answer in self._answers.values():
             if not answer.done():
                 answer.set_exception(lost)
@@ -264,6 +279,10 @@ class RemoteStore(Store):
             raise self.lost
         await super().wait_for_revision(revision)
 
+    def unavailable(self) -> None:
+        if self.lost is not None:
+            raise self.lost
+
     # ----------------------------------------------------------------- applying changes
 
     def _apply(self, event: Event, change: Change) -> None:
@@ -271,4 +290,7 @@ class RemoteStore(Store):
         entry = self._inflight.get(event.key)
         if entry is not None:
             entry.events[event.revision] = event
-        self._claims.record(event.key, event.obj if event.type != "DELETED" else None)
+        try:
+            self._claims.record(event.key, event.obj if event.type != "DELETED" else None)
+        except Exception:  # a rule's fault: the change stays applied
+            log.exception("indexing the claims of %s at revision %d failed", event.key, event.revision)

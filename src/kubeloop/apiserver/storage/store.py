@@ -15,6 +15,7 @@ import asyncio
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.storage.claims import ClaimsOf
 from kubeloop.apiserver.storage.watchcache import Event, WatchCache
+from kubeloop.gcpause import waited
 
 #: How long a read of a resourceVersion newer than the cache waits for it (kube-apiserver's
 #: watch cache blocks 3 s before it answers "Too large resource version").
@@ -46,10 +47,17 @@ class Store(WatchCache, abc.ABC):
     def claim_holder(self, claim: str) -> str | None:
         """The key holding ``claim``, or None."""
 
+    def unavailable(self) -> None:
+        """Raise the Status error for reads this cache must not answer (a front-end whose store
+        cannot be reached); nothing when it may serve."""
+
     async def fresh(self, revision: int) -> None:
         """Wait, up to :data:`FRESH_WAIT_SECONDS`, for the cache to reach ``revision`` (a read
         "not older than" it); the read then answers from where the cache is."""
         if revision <= self._committed or not self._may_reach(revision):
+            return
+        if (home := self._home()) is not None:
+            await waited(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.fresh(revision), home)))
             return
         try:
             await asyncio.wait_for(self.wait_for_revision(revision), FRESH_WAIT_SECONDS)

@@ -368,8 +368,16 @@ class WatchCache:
         if revision <= self._committed:
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._revision_waiters, (revision, next(self._waiter_count), waiter))
-        await waiter  # a cancelled waiter stays in the heap until its revision comes: harmless
+        entry = (revision, next(self._waiter_count), waiter)
+        heapq.heappush(self._revision_waiters, entry)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            waiters = self._revision_waiters
+            if entry in waiters:  # a revision that may never come (a read timed out): let it go
+                waiters.remove(entry)
+                heapq.heapify(waiters)
+            raise
 
     def apply(self, change: Change) -> Event:
         """Apply a change committed by the store in another process (its feed), in revision order."""

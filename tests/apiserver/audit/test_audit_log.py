@@ -52,9 +52,11 @@ class AuditLog:
         self.path = path
 
     def read(self) -> list[dict[str, Any]]:
+        """The events whose lines are whole: the writer's thread may be half-way through one."""
         if not self.path.exists():
             return []
-        return [json.loads(line) for line in self.path.read_text().splitlines() if line]
+        whole = self.path.read_text().rpartition("\n")[0]
+        return [json.loads(line) for line in whole.splitlines() if line]
 
     def wait(self, found: Callable[[list[dict[str, Any]]], bool]) -> list[dict[str, Any]]:
         """The events, once ``found`` holds of them (they are written by a thread of their own)."""

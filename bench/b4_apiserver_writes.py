@@ -168,10 +168,14 @@ def main() -> None:
     parser.add_argument("--insecure-http", action="store_true", help="plain HTTP (isolates TLS cost)")
     parser.add_argument("--rate", type=float, default=0.0, help="writes/s in all (0: as fast as answered)")
     parser.add_argument("--runs", type=int, default=3, help="runs, each on a new server; medians printed")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="processes serving the port (kubeloop apiserver --workers)"
+    )
     args = parser.parse_args()
     runs = []
     for _ in range(args.runs):
-        with server_process(fsync=not args.no_fsync, tls=not args.insecure_http) as server:
+        workers = ("--workers", str(args.workers)) if args.workers > 1 else ()
+        with server_process(fsync=not args.no_fsync, tls=not args.insecure_http, extra_args=workers) as server:
             runs.append(
                 uvloop.run(
                     run(
@@ -198,6 +202,7 @@ def main() -> None:
                 "durable": not args.no_fsync,
                 "tls": not args.insecure_http,
                 "clients": args.clients,
+                "workers": args.workers,
                 "watchers": args.watchers,
                 "rate": args.rate or None,
                 "runs": args.runs,

@@ -41,6 +41,7 @@ from kubeloop.apiserver.auth.tokens import DEFAULT_MAX_EXPIRATION_SECONDS, Servi
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.catalog.schemas import schema_release
 from kubeloop.apiserver.datadir import DataDirectory
+from kubeloop.apiserver.frontends import FrontEndProcesses
 from kubeloop.apiserver.http.auditing import Auditor
 from kubeloop.apiserver.http.authentication import Authenticator, auth_middleware
 from kubeloop.apiserver.http.connections import (
@@ -62,6 +63,7 @@ from kubeloop.apiserver.storage.objectstore import ObjectStore
 from kubeloop.apiserver.storage.remotestore import RemoteStore, StoreService
 from kubeloop.apiserver.storage.store import Store
 from kubeloop.apiserver.storage.watchcache import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS
+from kubeloop.apiserver.storage.writer import frame
 from kubeloop.apiserver.userinfo import UserInfo
 from kubeloop.controllermanager.controllermanager import USER as CONTROLLER_MANAGER_USER
 from kubeloop.controllermanager.controllermanager import ControllerManager
@@ -91,6 +93,11 @@ class ServerOptions:
     host: str = "127.0.0.1"
     #: 0 picks a free port.
     port: int = 6443
+    #: Processes serving the port: this one, and ``workers - 1`` front-end processes over its
+    #: store (``kubeloop apiserver --workers``; the kernel spreads connections, SO_REUSEPORT).
+    workers: int = 1
+    #: Share the port with other processes of this server (SO_REUSEPORT; set for ``workers``).
+    reuse_port: bool = False
     #: Where to write the kubeconfig. Default: <data-dir>/kubeconfig (a temporary directory with --memory).
     kubeconfig: pathlib.Path | None = None
     #: Serve plain HTTP instead of HTTPS (bearer tokens still required). For benchmarks only.
@@ -216,6 +223,8 @@ class APIServer:
         self._feed: FeedPublisher | None = None
         self._store_connections: list[asyncio.Task[None]] = []
         self._controllers_token = ""
+        self._port = 0
+        self._front_ends: FrontEndProcesses | None = None
         self.registry: Registry | None = None
 
     @property
@@ -297,8 +306,7 @@ class APIServer:
                 raise RuntimeError("the server that owns the store has stopped")
             reader, writer = await asyncio.open_connection(sock=sock)
             task = asyncio.create_task(service.serve(reader, writer), name="kubeloop-store-service")
-            self._store_connections.append(task)
-            task.add_done_callback(self._store_connection_ended)
+            self._serving_store(task)
 
         async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
             ours, theirs = socket.socketpair()
@@ -314,6 +322,23 @@ class APIServer:
             return await asyncio.open_connection(sock=theirs)
 
         return FrontEndOf(self.credentials, self._controllers_token, connect)
+
+    def _serving_store(self, task: asyncio.Task[None]) -> None:
+        """Own ``task``, which serves a front-end's store connection: cancelled when the server stops."""
+        self._store_connections.append(task)
+        task.add_done_callback(self._store_connection_ended)
+
+    async def serve_front_end(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Serve a front-end process's store connection (``frontends``): what it shares with
+        this server (:class:`FrontEndOf`'s credentials and token, its options), then the store."""
+        of = await self.front_end_of()  # the service exists from here on
+        assert self._store_service is not None
+        options = replace(self.options, port=self._port, workers=1, reuse_port=True, kubeconfig=None)
+        writer.write(frame(("welcome", of.credentials, of.controllers_token, options)))
+        task = asyncio.current_task()
+        assert task is not None
+        self._serving_store(task)
+        await self._store_service.serve(reader, writer)
 
     def _store_connection_ended(self, task: asyncio.Task[None]) -> None:
         self._store_connections.remove(task)
@@ -385,8 +410,10 @@ class APIServer:
 
         sock = socket.socket(socket.AF_INET6 if ":" in options.host else socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if options.reuse_port or options.workers > 1:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((options.host, options.port))
-        port = sock.getsockname()[1]
+        port = self._port = sock.getsockname()[1]
         scheme = "http" if options.insecure_http else "https"
         host_in_url = f"[{options.host}]" if ":" in options.host else options.host
         if options.host in ("0.0.0.0", "::"):
@@ -490,6 +517,14 @@ class APIServer:
                 simulation=self._simulation() if options.simulate else None,
             )
             await self._controllers.start()
+        if options.workers > 1:
+            self._front_ends = FrontEndProcesses(self, options.workers - 1)
+            await self._front_ends.start()
+
+    @property
+    def front_end_pids(self) -> list[int]:
+        """The front-end processes serving this server's port beside it (``workers``)."""
+        return self._front_ends.pids if self._front_ends is not None else []
 
     def _simulation(self) -> SimulationOptions:
         """The simulation's options, the local pods' folders in the data directory (if any)."""
@@ -650,6 +685,9 @@ class APIServer:
         return None
 
     async def stop(self) -> None:
+        if self._front_ends is not None:
+            await self._front_ends.stop()
+            self._front_ends = None
         if self._controllers is not None:
             await self._controllers.stop()
             self._controllers = None

@@ -284,6 +284,14 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
         "(kube-apiserver without kube-controller-manager)",
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes serving the port (default 1): this one, which keeps the store, and "
+        "WORKERS-1 front-end processes over it (not yet with --simulate: pods' logs and exec are "
+        "served by the process that runs them)",
+    )
+    parser.add_argument(
         "--history-window",
         type=int,
         default=100_000,
@@ -489,6 +497,16 @@ async def _serve(args: argparse.Namespace) -> int:
     from kubeloop.node.localimages import LocalImages
     from kubeloop.node.simulation import SimulationOptions
 
+    if args.workers < 1:
+        print("kubeloop apiserver: --workers must be at least 1", file=sys.stderr)
+        return 2
+    if args.workers > 1 and args.simulate:
+        print(
+            "kubeloop apiserver: --workers with --simulate is not served yet: a pod's logs, exec, "
+            "attach and port-forward must reach the process that runs it",
+            file=sys.stderr,
+        )
+        return 2
     if args.local_image and not args.simulate:
         print("kubeloop apiserver: --local-image needs --simulate (a node to run them on)", file=sys.stderr)
         return 2
@@ -505,6 +523,7 @@ async def _serve(args: argparse.Namespace) -> int:
         memory=args.memory,
         host=args.host,
         port=args.port,
+        workers=args.workers,
         kubeconfig=args.kubeconfig,
         fsync=not args.no_fsync,
         insecure_http=args.insecure_http,

@@ -18,7 +18,7 @@ from kubernetes import watch
 from kubernetes.client.rest import ApiException
 
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
-from tests.conftest import Client, ServerThread
+from tests.conftest import Client, ServerThread, start_server
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}"
 
@@ -248,6 +248,26 @@ def test_kubectl_as_each_account_is_told_what_it_may_do(
 ) -> None:
     """`kubectl auth can-i ... --as` for every cell, and the real commands: allowed as the account
     whose Role grants the cell, refused with upstream's words as one without it."""
+    kubectl_rbac(kubectl, api, namespace)
+
+
+@pytest.fixture(scope="module")
+def two_processes() -> Iterator[ServerThread]:
+    """A server of two processes (``--workers 2``): the owner of the store and a front-end."""
+    server = start_server(workers=2)
+    yield server
+    server.stop()
+
+
+def test_kubectl_rbac_holds_on_two_processes(two_processes: ServerThread, tmp_path: pathlib.Path) -> None:
+    """The same, each kubectl call a new connection to either process: a Role made through one
+    holds on the other at once."""
+    api = Client(two_processes)
+    assert api.post("/api/v1/namespaces", {"metadata": {"name": "rbac-two"}}).status_code == 201
+    kubectl_rbac(Kubectl(KUBECTLS[-1], two_processes.kubeconfig, tmp_path), api, "rbac-two")
+
+
+def kubectl_rbac(kubectl: Kubectl, api: Client, namespace: str) -> None:
     objects(api, namespace)
     accounts = Accounts(api, namespace)
     nobody = accounts.make("nobody", [])

@@ -271,18 +271,20 @@ def server_pid(proc: subprocess.Popen[str], wrapped: bool) -> int:
     return int(pathlib.Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0])
 
 
-def test_kill_cycles_lose_no_acknowledged_write_and_show_none_that_vanish(tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"], ids=["one-process", "two-processes"])
+def test_kill_cycles_lose_no_acknowledged_write_and_show_none_that_vanish(tmp_path: pathlib.Path, workers: str) -> None:
     """SIGKILL under concurrent writers and readers, again and again. Every other cycle runs on a
     slow disk (each fsync delayed 20 ms by strace's fault injection) and is killed the moment a
     reader sees an object before its creator's 201 — where a server that shows writes before they
-    are durable loses them."""
+    are durable loses them. With two processes, the writers' and readers' connections are spread
+    over the owner of the store and its front-end, and the owner is killed."""
     seen = Observations()
     total_acked = 0
     strace = syscall_trace.strace()
     for cycle in range(KILL_CYCLES):
         slow_disk = cycle % 2 == 1
         wrapper = (strace, *syscall_trace.SLOW_FSYNC) if slow_disk else ()
-        with apiserver(tmp_path, wrapper=wrapper) as (proc, url):
+        with apiserver(tmp_path, "--workers", workers, wrapper=wrapper) as (proc, url):
             session = session_for(tmp_path)
             if cycle == 0:
                 created = session.post(
@@ -295,7 +297,7 @@ def test_kill_cycles_lose_no_acknowledged_write_and_show_none_that_vanish(tmp_pa
                 url, session, cycle, seen, kill, acks=KILL_ACKS + 50 * (cycle % 3), eager=cycle % 2 == 1
             )
             proc.wait(10)
-        with apiserver(tmp_path) as (_proc, url):
+        with apiserver(tmp_path, "--workers", workers) as (_proc, url):
             listed = (
                 session_for(tmp_path).get(url + "/api/v1/namespaces/default/configmaps", timeout=30).json()
             )

@@ -148,6 +148,7 @@ class RemoteStore(Store):
         self._following: asyncio.Task[None] | None = None
         #: Why the store can no longer be reached (every request fails with it), or None.
         self.lost: FeedLost | None = None
+        self._lost = asyncio.Event()
 
     @property
     def requests_in_flight(self) -> int:
@@ -262,6 +263,7 @@ class RemoteStore(Store):
         if not task.cancelled() and not isinstance(task.exception(), FeedLost):
             log.error("following the store failed", exc_info=task.exception())
         self.lost = lost
+        self._lost.set()
         # Not ready, and nothing more served from a cache nobody feeds: watches end, reads and
         # writes are 503s (``unavailable``).
         self.storage_error = StorageError(lost.message, reason="other")
@@ -282,6 +284,10 @@ class RemoteStore(Store):
     def unavailable(self) -> None:
         if self.lost is not None:
             raise self.lost
+
+    async def wait_lost(self) -> None:
+        """Wait until the store can no longer be reached (:attr:`lost` says why)."""
+        await self._lost.wait()
 
     # ----------------------------------------------------------------- applying changes
 

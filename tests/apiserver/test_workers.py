@@ -1,0 +1,167 @@
+"""``kubeloop apiserver --workers 2``: two processes serve one port (the owner of the store and a
+front-end over it); the kernel spreads connections over both, clients see one cluster through
+any connection, and a front-end that dies is replaced while the owner serves on."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import socket
+import ssl
+import subprocess
+import time
+from collections.abc import Iterator
+
+import orjson
+import pytest
+import requests
+
+from tests.apiserver.storage.test_durability import apiserver, session_for
+from tests.kubectl_finder import newest_kubectl
+
+
+def front_ends(owner: int) -> list[int]:
+    """The owner's front-end processes (its other children run the storage writer)."""
+    children = pathlib.Path(f"/proc/{owner}/task/{owner}/children").read_text().split()
+    return [
+        int(pid) for pid in children
+        if b"kubeloop.apiserver.frontends" in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]  # fmt: skip
+
+
+def exited(pid: int) -> bool:
+    """Whether process ``pid`` has ended (gone, or a zombie: its sockets are closed)."""
+    try:
+        return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def established(pid: int, port: int) -> int:
+    """How many TCP connections to ``port`` process ``pid`` holds (accepted ones: their local
+    port is the server's)."""
+    inodes = set()
+    for fd in pathlib.Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in pathlib.Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local_port = int(fields[1].rsplit(":", 1)[1], 16)
+            if local_port == port and fields[3] == "01" and fields[9] in inodes:
+                count += 1
+    return count
+
+
+def open_connections(url: str, ca: pathlib.Path, count: int) -> Iterator[ssl.SSLSocket]:
+    host, port = url.removeprefix("https://").rsplit(":", 1)
+    context = ssl.create_default_context(cafile=str(ca))
+    for _ in range(count):
+        raw = socket.create_connection((host, int(port)))
+        yield context.wrap_socket(raw, server_hostname=host)
+
+
+@pytest.fixture
+def two_processes(tmp_path: pathlib.Path) -> Iterator[tuple[subprocess.Popen[str], str, requests.Session]]:
+    with apiserver(tmp_path, "--workers", "2", "--no-controllers") as (proc, url):
+        yield proc, url, session_for(tmp_path)
+
+
+def test_connections_are_spread_over_both_and_each_sees_every_acknowledged_write(
+    two_processes: tuple[subprocess.Popen[str], str, requests.Session], tmp_path: pathlib.Path
+) -> None:
+    proc, url, session = two_processes
+    [front_end] = front_ends(proc.pid)
+    port = int(url.rsplit(":", 1)[1])
+    held = list(open_connections(url, tmp_path / "pki" / "ca.crt", 40))
+    try:
+        # Forty connections, each accepted by one process or the other (by the kernel's hash
+        # of its addresses: all on one would be a chance of one in 2^39).
+        spread = {pid: established(pid, port) for pid in (proc.pid, front_end)}
+        assert sum(spread.values()) == 40 and all(spread.values()), spread
+        token = session.headers["Authorization"]
+        base = "/api/v1/namespaces/default/configmaps"
+        for number, (writer, reader) in enumerate(zip(held[::2], held[1::2], strict=True)):
+            body = orjson.dumps({"metadata": {"name": f"spread-{number}"}, "data": {"n": str(number)}})
+            created = exchange(writer, "POST", base, token, body)
+            assert created[0] == 201, created
+            read = exchange(reader, "GET", f"{base}/spread-{number}", token)
+            assert read[0] == 200 and orjson.loads(read[1])["data"] == {"n": str(number)}, read
+    finally:
+        for connection in held:
+            connection.close()
+
+
+def exchange(connection: ssl.SSLSocket, method: str, path: str, token: str | bytes, body: bytes = b"") -> tuple[int, bytes]:
+    """One HTTP/1.1 request on an open connection, and its answer (a Content-Length body)."""
+    head = (
+        f"{method} {path} HTTP/1.1\r\nHost: kubeloop\r\nAuthorization: {token!s}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    connection.sendall(head.encode() + body)
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += connection.recv(65536)
+    header, _, rest = answer.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in header.split(b"\r\n") if line.lower().startswith(b"content-length:")))
+    while len(rest) < length:
+        rest += connection.recv(65536)
+    return int(header.split(b" ")[1]), rest[:length]
+
+
+def test_a_killed_front_end_is_replaced_and_the_owner_serves_meanwhile(
+    two_processes: tuple[subprocess.Popen[str], str, requests.Session],
+) -> None:
+    proc, url, session = two_processes
+    [front_end] = front_ends(proc.pid)
+    os.kill(front_end, signal.SIGKILL)
+    # Connections the kernel had queued for its listener are reset with it (as an apiserver's
+    # behind a load balancer are): new ones go to the owner once its sockets are closed.
+    while exited(front_end) is False:
+        time.sleep(0.01)
+    base = url + "/api/v1/namespaces/default/configmaps"
+    for number in range(20):  # new connections: the kernel sends them to a listener still there
+        fresh = requests.Session()
+        fresh.headers.update(session.headers)
+        fresh.verify = session.verify
+        fresh.trust_env = False
+        created = fresh.post(base, json={"metadata": {"name": f"meanwhile-{number}"}})
+        assert created.status_code == 201, created.text
+    replaced: list[int] = []
+    while not replaced:  # the owner starts another (after a second's pause)
+        replaced = [pid for pid in front_ends(proc.pid) if pid != front_end]
+        time.sleep(0.1)
+    listed = session.get(base).json()
+    assert {f"meanwhile-{n}" for n in range(20)} <= {item["metadata"]["name"] for item in listed["items"]}
+
+
+def test_the_owner_stops_its_front_ends_and_a_front_end_leaves_when_the_owner_dies(tmp_path: pathlib.Path) -> None:
+    with apiserver(tmp_path, "--workers", "3", "--no-controllers") as (proc, _url):
+        children = front_ends(proc.pid)
+        assert len(children) == 2
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        assert not [pid for pid in children if pathlib.Path(f"/proc/{pid}").exists()]
+    with apiserver(tmp_path, "--workers", "2", "--no-controllers") as (proc, _url):
+        [orphan] = front_ends(proc.pid)
+        proc.kill()
+        proc.wait(10)
+        # Its store gone, the front-end has nothing current to serve: it exits by itself.
+        while not exited(orphan):
+            time.sleep(0.05)
+
+
+def test_kubectl_with_two_processes(tmp_path: pathlib.Path) -> None:
+    with apiserver(tmp_path, "--workers", "2", "--no-controllers") as (_proc, _url):
+        kubeconfig = str(tmp_path / "kubeconfig")
+        kubectl = [str(newest_kubectl()), "--kubeconfig", kubeconfig]
+        for number in range(10):  # each kubectl is a new connection
+            subprocess.run([*kubectl, "create", "configmap", f"k-{number}", f"--from-literal=n={number}"], check=True, capture_output=True)
+            shown = subprocess.run([*kubectl, "get", "configmap", f"k-{number}", "-o", "jsonpath={.data.n}"], check=True, capture_output=True, text=True)
+            assert shown.stdout == str(number)

@@ -198,6 +198,25 @@ async def test_one_cluster_ip_asked_through_both_goes_to_one_service(cluster: Cl
     assert all("provided IP is already allocated" in str(r) for r in refused)
 
 
+async def test_services_made_at_once_through_both_get_addresses_of_their_own(cluster: Cluster) -> None:
+    """Each process chooses cluster IPs and node ports from its own cursor, so creates made at
+    once through both choose the same values; the store refuses the later of each pair, and a
+    value the server chose (not one the client asked for) is chosen again: every create succeeds."""
+
+    def service(name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"type": "NodePort", "ports": [{"port": 80}]},
+        }  # fmt: skip
+
+    created = await asyncio.gather(
+        *(client.create(service(f"auto-{n}-{i}")) for i in range(10) for n, client in enumerate((cluster.at_front, cluster.at_owner)))
+    )
+    ips = [s["spec"]["clusterIP"] for s in created]
+    ports = [s["spec"]["ports"][0]["nodePort"] for s in created]
+    assert len(set(ips)) == len(set(ports)) == 20
+
+
 async def test_kubectl_through_the_front_end(cluster: Cluster, tmp_path: pathlib.Path) -> None:
     credentials = cluster.owner.credentials
     assert credentials is not None

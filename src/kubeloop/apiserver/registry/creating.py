@@ -5,6 +5,7 @@ generated name), admission, validation, and an object written only where none is
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from kubeloop import errors
@@ -27,6 +28,10 @@ from kubeloop.apiserver.registry.verboptions import (
 from kubeloop.apiserver.storage.claims import ClaimTaken
 from kubeloop.apiserver.storage.objectstore import PreconditionFailed
 from kubeloop.uuids import random_uuid
+
+#: How often a create is tried again when a value the server chose for it (a Service's cluster IP
+#: or node port) was taken meanwhile by another front-end's write.
+_CLAIM_ATTEMPTS = 8
 
 
 class Creating(AdmissionPoints):
@@ -111,13 +116,21 @@ class Creating(AdmissionPoints):
             warnings = warnings + await self._validated(
                 resource, CREATE, served, None, options, subresource="", patch=patch
             )
+        requested = strategy.claims_requested(obj)
+        unfinished = copy.deepcopy(obj) if requested is not None else None
         strategy.finish(obj, None)
         if options.dry_run:
             return WriteResult(await self.served(resource, obj), warnings, created=True)
-        try:
-            event = await self.store.write(key, obj, expected_revision=0)
-        except PreconditionFailed:
-            raise errors.already_exists(resource.group, resource.plural, metadata["name"]) from None
-        except ClaimTaken as taken:
-            raise strategy.claim_taken(obj, taken) from None
+        for attempt in range(1, _CLAIM_ATTEMPTS + 1):
+            try:
+                event = await self.store.write(key, obj, expected_revision=0)
+                break
+            except PreconditionFailed:
+                raise errors.already_exists(resource.group, resource.plural, metadata["name"]) from None
+            except ClaimTaken as taken:
+                # A value the server chose, taken meanwhile by another process's write: choose again.
+                if unfinished is None or requested is None or taken.claim in requested or attempt == _CLAIM_ATTEMPTS:
+                    raise strategy.claim_taken(obj, taken) from None
+                obj = copy.deepcopy(unfinished)
+                strategy.finish(obj, None)
         return WriteResult(await self.served(resource, event.obj), warnings, created=True)

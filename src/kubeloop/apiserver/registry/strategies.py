@@ -143,6 +143,12 @@ class Strategy:
         """Complete a valid object just before it is written (what a controller would otherwise
         set moments later: a CRD's established status)."""
 
+    def claims_requested(self, obj: Obj) -> frozenset[str] | None:
+        """The values ``obj``, as it was asked for (before ``finish``), claims itself; None when
+        the kind claims none. A value ``finish`` chose that another process's write took
+        meanwhile is chosen again; one the client asked for is refused (``claim_taken``)."""
+        return None
+
     def claim_taken(self, obj: Obj, taken: ClaimTaken) -> errors.APIError:
         """The error for ``obj``, which the store refused: another object holds a value it claims
         (``ObjectStore.add_claims``)."""

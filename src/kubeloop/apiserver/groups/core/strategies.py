@@ -10,7 +10,7 @@ from typing import Any
 from kubeloop import errors
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.registry.serviceips import ServiceAllocator
+from kubeloop.apiserver.registry.serviceips import ServiceAllocator, service_claims
 from kubeloop.apiserver.registry.strategies import BuiltinStrategy
 from kubeloop.apiserver.storage.claims import ClaimTaken
 
@@ -87,6 +87,13 @@ class ServiceStrategy(BuiltinStrategy):
         super().finish(obj, old)
         if self.allocator is not None:
             self.allocator.allocate(obj, old)
+
+    def claims_requested(self, obj: Obj) -> frozenset[str] | None:
+        if self.allocator is None:
+            return None
+        ip = (obj.get("spec") or {}).get("clusterIP")
+        asked = {f"ip/{ip}"} if isinstance(ip, str) and ip not in ("", "None") else set()
+        return frozenset(service_claims(obj)) | asked
 
     def claim_taken(self, obj: Obj, taken: ClaimTaken) -> errors.APIError:
         if self.allocator is None:

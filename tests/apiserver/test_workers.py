@@ -76,6 +76,7 @@ def two_processes(tmp_path: pathlib.Path) -> Iterator[tuple[subprocess.Popen[str
 def test_connections_are_spread_over_both_and_each_sees_every_acknowledged_write(
     two_processes: tuple[subprocess.Popen[str], str, requests.Session], tmp_path: pathlib.Path
 ) -> None:
+    """Raw connections, then kubectl (each call a new connection)."""
     proc, url, session = two_processes
     [front_end] = front_ends(proc.pid)
     port = int(url.rsplit(":", 1)[1])
@@ -96,6 +97,11 @@ def test_connections_are_spread_over_both_and_each_sees_every_acknowledged_write
     finally:
         for connection in held:
             connection.close()
+    kubectl = [str(newest_kubectl()), "--kubeconfig", str(tmp_path / "kubeconfig")]
+    for number in range(10):
+        subprocess.run([*kubectl, "create", "configmap", f"k-{number}", f"--from-literal=n={number}"], check=True, capture_output=True)
+        shown = subprocess.run([*kubectl, "get", "configmap", f"k-{number}", "-o", "jsonpath={.data.n}"], check=True, capture_output=True, text=True)
+        assert shown.stdout == str(number)
 
 
 def exchange(connection: ssl.SSLSocket, method: str, path: str, token: str | bytes, body: bytes = b"") -> tuple[int, bytes]:
@@ -155,13 +161,3 @@ def test_the_owner_stops_its_front_ends_and_a_front_end_leaves_when_the_owner_di
         # Its store gone, the front-end has nothing current to serve: it exits by itself.
         while not exited(orphan):
             time.sleep(0.05)
-
-
-def test_kubectl_with_two_processes(tmp_path: pathlib.Path) -> None:
-    with apiserver(tmp_path, "--workers", "2", "--no-controllers") as (_proc, _url):
-        kubeconfig = str(tmp_path / "kubeconfig")
-        kubectl = [str(newest_kubectl()), "--kubeconfig", kubeconfig]
-        for number in range(10):  # each kubectl is a new connection
-            subprocess.run([*kubectl, "create", "configmap", f"k-{number}", f"--from-literal=n={number}"], check=True, capture_output=True)
-            shown = subprocess.run([*kubectl, "get", "configmap", f"k-{number}", "-o", "jsonpath={.data.n}"], check=True, capture_output=True, text=True)
-            assert shown.stdout == str(number)

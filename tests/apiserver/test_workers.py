@@ -10,6 +10,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
@@ -161,3 +162,28 @@ def test_the_owner_stops_its_front_ends_and_a_front_end_leaves_when_the_owner_di
         # Its store gone, the front-end has nothing current to serve: it exits by itself.
         while not exited(orphan):
             time.sleep(0.05)
+
+
+def test_a_front_end_is_told_to_stop_when_its_owner_dies(tmp_path: pathlib.Path) -> None:
+    """The backstop beside the store connection's end (die_with_parent, Linux's PDEATHSIG): a
+    process that called it gets SIGTERM once the process that started it is gone."""
+    pid_file = tmp_path / "child"
+    (tmp_path / "child.py").write_text(
+        "import os, sys, time\n"
+        "from kubeloop.apiserver.frontends import die_with_parent\n"
+        "die_with_parent()\n"
+        "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+        "time.sleep(300)\n"
+    )
+    (tmp_path / "parent.py").write_text(
+        "import os, subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, sys.argv[1], sys.argv[2]])\n"
+        "while not os.path.exists(sys.argv[2]) or not open(sys.argv[2]).read():\n"
+        "    time.sleep(0.01)\n"
+    )
+    subprocess.run(
+        [sys.executable, str(tmp_path / "parent.py"), str(tmp_path / "child.py"), str(pid_file)], check=True, timeout=60
+    )
+    orphan = int(pid_file.read_text())
+    while not exited(orphan):  # without the backstop it would sleep its five minutes
+        time.sleep(0.05)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 import pathlib
@@ -42,6 +43,7 @@ log = logging.getLogger("kubeloop.apiserver.frontends")
 #: again: its port or options are wrong), but after this long.
 RESTART_DELAY_SECONDS = 1.0
 _LENGTH = struct.Struct("<I")
+_PR_SET_PDEATHSIG = 1
 
 
 class FrontEndProcesses:
@@ -118,6 +120,19 @@ class FrontEndProcesses:
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
+def die_with_parent() -> None:
+    """Have the kernel send this process SIGTERM when its parent (the owner) dies (Linux's
+    PR_SET_PDEATHSIG): a backstop beside the store connection's end, which a front-end also
+    leaves on. Nothing elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        log.warning("PR_SET_PDEATHSIG failed: errno %d", ctypes.get_errno())
+    if os.getppid() == 1:  # the owner died before the call
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 async def _read_frame(reader: asyncio.StreamReader) -> Any:
     (length,) = _LENGTH.unpack(await reader.readexactly(4))
     return pickle.loads(await reader.readexactly(length))
@@ -146,6 +161,7 @@ async def serve(store_path: str) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
+    die_with_parent()
     loop.add_signal_handler(signal.SIGINT, lambda: None)  # a Ctrl-C is the owner's to act on
     server = APIServer(options, front_end_of=FrontEndOf(credentials, controllers_token, connect))
     async with server:

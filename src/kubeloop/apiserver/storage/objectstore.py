@@ -38,7 +38,6 @@ from kubeloop.apiserver.storage.watchcache import (
     StoredObject,
     _settle,
 )
-from kubeloop.gcpause import waited
 
 log = logging.getLogger("kubeloop.apiserver.storage.log")
 
@@ -135,9 +134,7 @@ class ObjectStore(Store):
     async def settled(self, key: str) -> None:
         """Wait until no write of ``key`` is in flight (so a read of it is not about to be stale)."""
         if (home := self._home()) is not None:
-            # The worker loop's GC pause is kept for a short wait only (gcpause.waited).
-            await waited(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.settled(key), home)))
-            return
+            return await self._at_home(self.settled(key), home)
         while (inflight := self._inflight.get(key)) is not None:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             if inflight.waiters is None:
@@ -162,9 +159,7 @@ class ObjectStore(Store):
         the write durable.
         """
         if (home := self._home()) is not None:
-            forwarded = self.write(key, obj, expected_revision=expected_revision)
-            # The worker loop's GC pause is kept for a short wait only (gcpause.waited).
-            return await waited(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(forwarded, home)))
+            return await self._at_home(self.write(key, obj, expected_revision=expected_revision), home)
         if key in self._inflight:
             await self.settled(key)
         current = self._objects.get(key)

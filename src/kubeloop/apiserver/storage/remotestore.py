@@ -51,7 +51,6 @@ from kubeloop.apiserver.storage.watchcache import (
     _settle,
 )
 from kubeloop.apiserver.storage.writer import FrameReader, frame
-from kubeloop.gcpause import waited
 
 log = logging.getLogger("kubeloop.apiserver.storage.remotestore")
 
@@ -183,8 +182,7 @@ class RemoteStore(Store):
         """As :meth:`ObjectStore.write <kubeloop.apiserver.storage.objectstore.ObjectStore.write>`,
         the store process deciding; returns once this process's cache has applied the write."""
         if (home := self._home()) is not None:
-            forwarded = self.write(key, obj, expected_revision=expected_revision)
-            return await waited(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(forwarded, home)))
+            return await self._at_home(self.write(key, obj, expected_revision=expected_revision), home)
         while key in self._inflight:
             await self.settled(key)
         entry = self._inflight[key] = _RemoteWrite()
@@ -208,8 +206,7 @@ class RemoteStore(Store):
     async def settled(self, key: str) -> None:
         """Wait until no write of ``key`` by this process is in flight."""
         if (home := self._home()) is not None:
-            await waited(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.settled(key), home)))
-            return
+            return await self._at_home(self.settled(key), home)
         while (entry := self._inflight.get(key)) is not None:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             entry.waiters.append(waiter)
@@ -219,8 +216,7 @@ class RemoteStore(Store):
         """Wait until the cache has applied everything the store had committed when asked: a
         consistent read's wait."""
         if (home := self._home()) is not None:
-            await waited(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.sync(), home)))
-            return
+            return await self._at_home(self.sync(), home)
         outcome = await self._ask(("revision",))
         await self.wait_for_revision(outcome[1])
 

@@ -15,7 +15,6 @@ import asyncio
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.storage.claims import ClaimsOf
 from kubeloop.apiserver.storage.watchcache import Event, WatchCache
-from kubeloop.gcpause import waited
 
 #: How long a read of a resourceVersion newer than the cache waits for it (kube-apiserver's
 #: watch cache blocks 3 s before it answers "Too large resource version").
@@ -57,8 +56,7 @@ class Store(WatchCache, abc.ABC):
         if revision <= self._committed or not self._may_reach(revision):
             return
         if (home := self._home()) is not None:
-            await waited(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.fresh(revision), home)))
-            return
+            return await self._at_home(self.fresh(revision), home)
         try:
             await asyncio.wait_for(self.wait_for_revision(revision), FRESH_WAIT_SECONDS)
         except TimeoutError:

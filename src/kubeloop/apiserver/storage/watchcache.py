@@ -27,15 +27,16 @@ import heapq
 import itertools
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import orjson
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.storage.log import LoadedState, LogRecord, StorageError
+from kubeloop.gcpause import waited
 from kubeloop.gcuntrack import untrack, untrack_json
 
 log = logging.getLogger("kubeloop.apiserver.storage.log")
@@ -362,6 +363,12 @@ class WatchCache:
         if self._loop is None:
             self._loop = loop
         return self._loop if loop is not self._loop else None
+
+    async def _at_home(self, call: Coroutine[Any, Any, T], home: asyncio.AbstractEventLoop) -> T:
+        """Run ``call`` on the cache's own loop (from the worker loop, which handles large
+        requests) and wait for it there; the worker loop's GC pause is kept for a short wait
+        only (``gcpause.waited``)."""
+        return await waited(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, home)))
 
     async def wait_for_revision(self, revision: int) -> None:
         """Wait until the change at ``revision`` (or a later one) has been applied."""

@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import faulthandler
 import logging
 import os
 import pathlib
@@ -163,6 +164,7 @@ async def serve(store_path: str) -> int:
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     die_with_parent()
     loop.add_signal_handler(signal.SIGINT, lambda: None)  # a Ctrl-C is the owner's to act on
+    faulthandler.register(signal.SIGQUIT, all_threads=True)  # stacks to stderr, as the owner's
     server = APIServer(options, front_end_of=FrontEndOf(credentials, controllers_token, connect))
     async with server:
         tune_for_serving()

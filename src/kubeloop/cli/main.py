@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import faulthandler
 import logging
 import os
 import pathlib
@@ -540,6 +541,9 @@ async def _serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    # SIGQUIT prints every thread's stack to stderr and the server goes on (a Go server's
+    # goroutine dump, without the exit): what a stalled server is doing, without a debugger.
+    faulthandler.register(signal.SIGQUIT, all_threads=True)
     server = APIServer(options)
     try:
         await server.start()

@@ -3,16 +3,19 @@ write shown that later vanishes across SIGKILLs under load; every answer synced 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pathlib
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import IO
 
 import orjson
 import pytest
@@ -20,6 +23,7 @@ import requests
 import requests.adapters
 import yaml
 
+from kubeloop.testing import eventually
 from tests import syscall_trace
 
 KUBELOOP = [sys.executable, "-m", "kubeloop.cli.main"]
@@ -29,23 +33,45 @@ KUBELOOP = [sys.executable, "-m", "kubeloop.cli.main"]
 def apiserver(
     data_dir: pathlib.Path, *extra: str, wrapper: tuple[str, ...] = (), env: dict[str, str] | None = None
 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    proc = subprocess.Popen(
-        [*wrapper, *KUBELOOP, "apiserver", "--data-dir", str(data_dir), "--port", "0", *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "ready" in line, (line, proc.stderr.read() if proc.stderr else "")
-        url = line.split(" at ", 1)[1].split()[0]
-        yield proc, url
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
+    # Its log goes to a file (appended to, whatever the offset we read at): a pipe nobody reads
+    # would stop the server once 64 kB were logged.
+    with tempfile.TemporaryFile(mode="a+b") as log:
+        proc = subprocess.Popen(
+            [*wrapper, *KUBELOOP, "apiserver", "--data-dir", str(data_dir), "--port", "0", *extra],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env=env,
+        )
+        _server_logs[proc.pid] = log
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            assert "ready" in line, (line, server_log(proc))
+            url = line.split(" at ", 1)[1].split()[0]
+            yield proc, url
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(10)
+            del _server_logs[proc.pid]
+
+
+_server_logs: dict[int, IO[bytes]] = {}
+
+
+def server_log(proc: subprocess.Popen[str]) -> str:
+    """What a server started by :func:`apiserver` has logged so far."""
+    log = _server_logs[proc.pid]
+    log.seek(0)
+    return log.read().decode(errors="replace")
+
+
+def server_stacks(proc: subprocess.Popen[str]) -> str:
+    """Every thread's stack in a running server (SIGQUIT; the server goes on), with its log."""
+    os.kill(proc.pid, signal.SIGQUIT)
+    asyncio.run(eventually(lambda: "in <module>" in server_log(proc) or proc.poll() is not None))
+    return server_log(proc)
 
 
 def session_for(data_dir: pathlib.Path) -> requests.Session:
@@ -73,6 +99,10 @@ def test_ready_line_kubeconfig_mode_and_sigterm(tmp_path: pathlib.Path) -> None:
             timeout=10,
         )
         assert created.status_code == 201, created.text
+        # SIGQUIT: every thread's stack to stderr, and the server goes on.
+        stacks = server_stacks(proc)
+        assert "Current thread" in stacks and "kubeloop/cli/main.py" in stacks, stacks
+        assert session.get(url + "/api/v1/namespaces/default/configmaps/kept", timeout=10).status_code == 200
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(15) == 0  # a clean stop, then the process leaves without tearing down
     with apiserver(tmp_path) as (_, url):

@@ -41,6 +41,32 @@ async def test_revisions_are_global_and_cas_guards_writes() -> None:
     assert store.get("/registry/configmaps/ns/a") is None
 
 
+async def test_a_write_that_fails_to_apply_is_answered_and_the_writes_after_it_go_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Writes are applied in revision order: one whose apply raised (a bug) must still be
+    answered and let the next go, or every later write would wait for it forever."""
+    store = ObjectStore(MemoryLog())
+    store.load()
+    apply = store._apply
+
+    def failing_for_a(event: Event, change: object) -> None:
+        if event.key.endswith("/a"):
+            raise RuntimeError("broken on purpose")
+        apply(event, change)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "_apply", failing_for_a)
+    a, b = await asyncio.gather(
+        store.write("/registry/configmaps/ns/a", obj("a"), expected_revision=0),
+        store.write("/registry/configmaps/ns/b", obj("b"), expected_revision=0),
+        return_exceptions=True,
+    )
+    assert isinstance(a, errors.InternalError) and "applying the write failed" in a.message, a
+    assert isinstance(b, Event) and b.revision == 2
+    assert "applying the write at revision 1 failed" in caplog.text
+    assert (await store.write("/registry/configmaps/ns/c", obj("c"), expected_revision=0)).revision == 3
+
+
 async def test_prefix_listing_is_sorted_and_scoped() -> None:
     store = ObjectStore(MemoryLog())
     store.load()

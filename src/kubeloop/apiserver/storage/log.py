@@ -32,19 +32,23 @@ import asyncio
 import collections
 import contextlib
 import fcntl
+import logging
 import os
 import pathlib
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from kubeloop.apiserver.storage import kine
 from kubeloop.apiserver.storage.kine import StorageError as StorageError  # the log's error, to its users
 from kubeloop.apiserver.storage.writer import FrameReader, frame
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,13 +249,29 @@ class SQLiteLog:
         found: set[int] = set()
         for start in range(0, len(records), 500):
             chunk = records[start : start + 500]
-            rows = self._conn.execute(
+            rows = self._read_retrying(
                 f"SELECT id, name FROM kine WHERE id IN ({','.join('?' * len(chunk))})",
                 [r.revision for r in chunk],
-            ).fetchall()
+            )
             keys = {r.revision: r.key for r in chunk}
             found.update(revision for revision, key in rows if keys.get(revision) == key)
         return found
+
+    #: How often a read that settles a dead writer's writes is tried before it fails.
+    read_attempts = 5
+
+    def _read_retrying(self, sql: str, parameters: Sequence[object]) -> list[Any]:
+        """A read of the log on the server's own connection, tried again while SQLite reports
+        the database locked or busy (a writer that died mid-commit can leave the WAL's index for
+        the next reader to rebuild, under a lock); each try waits up to the busy timeout."""
+        attempt = 1
+        while True:
+            try:
+                return list(self._conn.execute(sql, parameters).fetchall())
+            except sqlite3.OperationalError as exc:
+                if attempt >= self.read_attempts or kine.StorageError.from_sqlite(exc).reason != "busy":
+                    raise
+                attempt += 1
 
     async def close(self) -> None:
         if self._closed:
@@ -414,18 +434,22 @@ class _Writer:
             self.loop.remove_writer(fd)
             self._unsent.clear()
         self.sock.close()
-        # Its socket closes last, as it exits; one that lingers is killed. No commit can come
-        # after this: each unanswered write is settled against the log as it now is.
         try:
-            code = self.process.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait()
-        self._how = f"signal {-code}" if code < 0 else f"exit code {code}"
-        self._answer_unanswered()
-        self.log._writer_gone(self)
-        if not self.gone.done():
-            self.gone.set_result(None)
+            # Its socket closes last, as it exits; one that lingers is killed. No commit can come
+            # after this: each unanswered write is settled against the log as it now is.
+            try:
+                code = self.process.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                code = self.process.wait()
+            self._how = f"signal {-code}" if code < 0 else f"exit code {code}"
+            self._answer_unanswered()
+        finally:
+            # Whatever failed above, the next request starts another writer: a log left holding
+            # this one would fail (or, worse, never answer) every later write.
+            self.log._writer_gone(self)
+            if not self.gone.done():
+                self.gone.set_result(None)
 
     def _answer_unanswered(self) -> None:
         message = f"the storage writer process ended ({self._how}) before it answered"
@@ -436,8 +460,16 @@ class _Writer:
                 continue
             self.appends_in_flight -= 1
             records = [record for record, _done in entry.writes]
-            durable = self.log.committed(records)
             error = StorageError(message, reason="io")
+            try:
+                durable = self.log.committed(records)
+            except sqlite3.Error as exc:
+                # The log cannot say (it stays unreadable past the retries): the writes fail, and
+                # the error says their outcome is unknown, as etcd's timeouts do. They must be
+                # answered all the same: the store applies writes in revision order, and one
+                # never answered would hold every later write back.
+                durable = set()
+                error = StorageError(f"{message}, and whether it committed is unknown: {exc}", reason="io")
             _deliver([(on_done, None if r.revision in durable else error) for r, on_done in entry.writes])
 
     # ------------------------------------------------------------------ ending
@@ -490,7 +522,10 @@ def _hold_lock(path: pathlib.Path, wait: float) -> int:
 
 def _deliver(results: list[tuple[DoneCallback, StorageError | None]]) -> None:
     for on_done, error in results:
-        on_done(error)
+        try:
+            on_done(error)
+        except Exception:  # the others are answered all the same
+            log.exception("a storage write's callback failed")
 
 
 def _settle(done: asyncio.Future[object], error: BaseException | None, value: object = None) -> None:

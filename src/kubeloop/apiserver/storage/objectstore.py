@@ -227,24 +227,33 @@ class ObjectStore(Store):
         # Apply and fan out strictly in revision order, whatever order appends finish in.
         while self._queue and self._queue[0].appended:
             head = self._queue.popleft()
-            key = head.event.key
-            if self._inflight.get(key) is head:
-                del self._inflight[key]
-            if head.claims is not None:
-                self._claims.settle(head.claims, committed=head.error is None)
-            if head.error is None:
-                self._commit(head)
-                if self.storage_error is not None:
-                    self._storage_health(None)
-            elif head.error.reason == "constraint":
-                log.error("storage refused a write: %s", head.error)  # that write's fault, not the storage's
-            else:
-                if self.storage_error is None:
-                    log.error("storage write failed: %s", head.error)
-                self._storage_health(head.error)
-            _settle(head.outcome, head.error)
-            for waiter in head.waiters or ():
-                _settle(waiter, None)
+            try:
+                self._conclude(head)
+            except Exception as exc:  # a bug: answered all the same, or every later write would wait
+                log.exception("applying the write at revision %d failed", head.change.revision)
+                head.error = StorageError(f"applying the write failed: {exc!r}", reason="other")
+            finally:
+                _settle(head.outcome, head.error)
+                for waiter in head.waiters or ():
+                    _settle(waiter, None)
+
+    def _conclude(self, head: _InFlight) -> None:
+        """A write the log has answered: its claims settled, and applied when it committed."""
+        key = head.event.key
+        if self._inflight.get(key) is head:
+            del self._inflight[key]
+        if head.claims is not None:
+            self._claims.settle(head.claims, committed=head.error is None)
+        if head.error is None:
+            self._commit(head)
+            if self.storage_error is not None:
+                self._storage_health(None)
+        elif head.error.reason == "constraint":
+            log.error("storage refused a write: %s", head.error)  # that write's fault, not the storage's
+        else:
+            if self.storage_error is None:
+                log.error("storage write failed: %s", head.error)
+            self._storage_health(head.error)
 
     def _commit(self, entry: _InFlight) -> None:
         self._apply(entry.event, entry.change)

@@ -39,9 +39,7 @@ def exited(pid: int) -> bool:
         return True
 
 
-def established(pid: int, port: int) -> int:
-    """How many TCP connections to ``port`` process ``pid`` holds (accepted ones: their local
-    port is the server's)."""
+def socket_inodes(pid: int) -> set[str]:
     inodes = set()
     for fd in pathlib.Path(f"/proc/{pid}/fd").iterdir():
         try:
@@ -50,6 +48,25 @@ def established(pid: int, port: int) -> int:
             continue
         if target.startswith("socket:["):
             inodes.add(target[8:-1])
+    return inodes
+
+
+def unix_socket_names(pid: int) -> list[str]:
+    """The names of the Unix sockets process ``pid`` holds (a path, or @name in the abstract
+    namespace); sockets of a socket pair have none."""
+    inodes = socket_inodes(pid)
+    names = []
+    for line in pathlib.Path("/proc/net/unix").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[6] in inodes and len(fields) > 7:
+            names.append(fields[7])
+    return names
+
+
+def established(pid: int, port: int) -> int:
+    """How many TCP connections to ``port`` process ``pid`` holds (accepted ones: their local
+    port is the server's)."""
+    inodes = socket_inodes(pid)
     count = 0
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in pathlib.Path(table).read_text().splitlines()[1:]:
@@ -152,6 +169,9 @@ def test_the_owner_stops_its_front_ends_and_a_front_end_leaves_when_the_owner_di
     with apiserver(tmp_path, "--workers", "3", "--no-controllers") as (proc, _url):
         children = front_ends(proc.pid)
         assert len(children) == 2
+        # The store is reached over socket pairs: no socket by a name another process could
+        # connect to, and nothing in the file system that a SIGKILL would leave behind.
+        assert [unix_socket_names(pid) for pid in (proc.pid, *children)] == [[], [], []]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
         assert not [pid for pid in children if pathlib.Path(f"/proc/{pid}").exists()]

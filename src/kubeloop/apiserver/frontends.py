@@ -2,10 +2,10 @@
 
 The server that owns the store (the log, revisions, claims; what a cluster runs once) starts
 ``N - 1`` front-end processes (:class:`FrontEndProcesses`), as kube-apiservers sit in front of
-one etcd. Each is ``python -m kubeloop.apiserver.frontends --store PATH``: it connects to the
-owner's store service on a private Unix socket, is sent what it shares with the owner (the
-credentials, the controllers' token, the server's options and its port), and serves that port
-too (``SO_REUSEPORT``: the kernel spreads new connections over the processes) with an
+one etcd. Each is ``python -m kubeloop.apiserver.frontends --store-fd N``: it inherits its end
+of a socket pair to the owner's store service (nothing in the file system), is sent what it
+shares with the owner (the credentials, the controllers' token, the server's options and its
+port), and serves that port too (``SO_REUSEPORT``: the kernel spreads new connections over the processes) with an
 :class:`~kubeloop.apiserver.server.APIServer` whose store follows the owner's
 (:class:`~kubeloop.apiserver.storage.remotestore.RemoteStore`). Every process keeps the
 promises one does: a write is acknowledged once durable, no read sees it before, a read
@@ -25,13 +25,11 @@ import ctypes
 import faulthandler
 import logging
 import os
-import pathlib
 import pickle
-import shutil
 import signal
+import socket
 import struct
 import sys
-import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -48,14 +46,11 @@ _PR_SET_PDEATHSIG = 1
 
 
 class FrontEndProcesses:
-    """The owner's front-end processes and the Unix socket they reach its store on."""
+    """The owner's front-end processes, each with its store connection (a socket pair)."""
 
     def __init__(self, owner: APIServer, count: int) -> None:
         self._owner = owner
         self._count = count
-        self._folder = pathlib.Path(tempfile.mkdtemp(prefix="kubeloop-store-"))  # 0700, short path
-        self.socket_path = self._folder / "store.sock"
-        self._listener: asyncio.AbstractServer | None = None
         self._supervisors: list[asyncio.Task[None]] = []
         self._processes: dict[int, asyncio.subprocess.Process] = {}
         self._stopping = False
@@ -66,9 +61,7 @@ class FrontEndProcesses:
         return [pid for pid, process in self._processes.items() if process.returncode is None]
 
     async def start(self) -> None:
-        """Listen for front-ends, start them, and return once each serves the port."""
-        self._listener = await asyncio.start_unix_server(self._owner.serve_front_end, path=str(self.socket_path))
-        os.chmod(self.socket_path, 0o600)
+        """Start the front-ends, and return once each serves the port."""
         ready = [asyncio.get_running_loop().create_future() for _ in range(self._count)]
         for number, started in enumerate(ready):
             self._supervisors.append(
@@ -79,11 +72,21 @@ class FrontEndProcesses:
     async def _supervise(self, ready: asyncio.Future[None]) -> None:
         """Run one front-end process, and another whenever it ends, until stopped."""
         while not self._stopping:
-            process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "kubeloop.apiserver.frontends", "--store", str(self.socket_path),
-                stdout=asyncio.subprocess.PIPE,
-            )  # fmt: skip
+            # Its store connection is a socket pair: nothing in the file system to guard or to
+            # leave behind, and no other process can reach the store (or the credentials) by it.
+            ours, theirs = socket.socketpair()
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "kubeloop.apiserver.frontends", "--store-fd", str(theirs.fileno()),
+                    stdout=asyncio.subprocess.PIPE, pass_fds=(theirs.fileno(),),
+                )  # fmt: skip
+            except BaseException:
+                ours.close()
+                raise
+            finally:
+                theirs.close()
             self._processes[process.pid] = process
+            self._owner.serve_front_end(ours)
             try:
                 assert process.stdout is not None
                 line = await process.stdout.readline()
@@ -105,7 +108,7 @@ class FrontEndProcesses:
             await asyncio.sleep(RESTART_DELAY_SECONDS)
 
     async def stop(self) -> None:
-        """Stop the front-ends (SIGTERM, awaited) and stop listening."""
+        """Stop the front-ends (SIGTERM, awaited)."""
         self._stopping = True
         for process in list(self._processes.values()):
             with contextlib.suppress(ProcessLookupError):
@@ -114,11 +117,6 @@ class FrontEndProcesses:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._supervisors.clear()
-        if self._listener is not None:
-            self._listener.close()
-            await self._listener.wait_closed()
-            self._listener = None
-        shutil.rmtree(self._folder, ignore_errors=True)
 
 
 def die_with_parent() -> None:
@@ -139,14 +137,14 @@ async def _read_frame(reader: asyncio.StreamReader) -> Any:
     return pickle.loads(await reader.readexactly(length))
 
 
-async def serve(store_path: str) -> int:
-    """A front-end process: serve the owner's port over its store until SIGTERM (0) or until
-    the owner goes away (1)."""
+async def serve(store_fd: int) -> int:
+    """A front-end process: serve the owner's port over its store (the connection on
+    ``store_fd``, inherited) until SIGTERM (0) or until the owner goes away (1)."""
     from kubeloop.apiserver.server import APIServer, FrontEndOf
     from kubeloop.apiserver.storage.remotestore import RemoteStore
     from kubeloop.gcpause import tune_for_serving
 
-    reader, writer = await asyncio.open_unix_connection(store_path)
+    reader, writer = await asyncio.open_connection(sock=socket.socket(fileno=store_fd))
     kind, credentials, controllers_token, options = await _read_frame(reader)
     if kind != "welcome":
         raise RuntimeError(f"the store sent {kind!r} first")
@@ -184,10 +182,12 @@ async def serve(store_path: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m kubeloop.apiserver.frontends")
-    parser.add_argument("--store", required=True, help="the owner's store socket")
+    parser.add_argument(
+        "--store-fd", type=int, required=True, help="this process's end of the owner's store connection"
+    )
     options = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="kubeloop front-end %(process)d: %(message)s")
-    sys.exit(asyncio.run(serve(options.store)))
+    sys.exit(asyncio.run(serve(options.store_fd)))
 
 
 if __name__ == "__main__":

@@ -328,16 +328,24 @@ class APIServer:
         self._store_connections.append(task)
         task.add_done_callback(self._store_connection_ended)
 
-    async def serve_front_end(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Serve a front-end process's store connection (``frontends``): what it shares with
-        this server (:class:`FrontEndOf`'s credentials and token, its options), then the store."""
+    def serve_front_end(self, connection: socket.socket) -> None:
+        """Serve a front-end process's store connection (``frontends``; this server's end of a
+        socket pair whose other end the process inherited): what it shares with this server
+        (:class:`FrontEndOf`'s credentials and token, its options), then the store, until
+        either end closes or this server stops."""
+        task = asyncio.create_task(self._serve_front_end(connection), name="kubeloop-front-end-store")
+        self._serving_store(task)
+
+    async def _serve_front_end(self, connection: socket.socket) -> None:
+        try:
+            reader, writer = await asyncio.open_connection(sock=connection)
+        except BaseException:
+            connection.close()
+            raise
         of = await self.front_end_of()  # the service exists from here on
         assert self._store_service is not None
         options = replace(self.options, port=self._port, workers=1, reuse_port=True, kubeconfig=None)
         writer.write(frame(("welcome", of.credentials, of.controllers_token, options)))
-        task = asyncio.current_task()
-        assert task is not None
-        self._serving_store(task)
         await self._store_service.serve(reader, writer)
 
     def _store_connection_ended(self, task: asyncio.Task[None]) -> None:

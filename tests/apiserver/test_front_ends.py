@@ -217,6 +217,28 @@ async def test_services_made_at_once_through_both_get_addresses_of_their_own(clu
     assert len(set(ips)) == len(set(ports)) == 20
 
 
+async def test_an_update_through_the_front_end_chooses_again_a_port_taken_meanwhile(cluster: Cluster) -> None:
+    """An update that makes the server choose (type ClusterIP to NodePort) chooses again when
+    another process took that port first, as a create does. With the front-end's feed held up,
+    the owner gives the port the front-end will choose (its cursor's first) to another Service;
+    the front-end's update chooses it, the store refuses it, and the update succeeds with the
+    next one."""
+    remote = cluster.front.store
+    assert isinstance(remote, RemoteStore)
+
+    def service(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+    turned = await cluster.at_front.create(service("turned", {"ports": [{"port": 80}]}))
+    with cluster.unfed():
+        await cluster.at_owner.create(service("first", {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30000}]}))
+        turned["spec"]["type"] = "NodePort"  # an update (PUT) reads no newer state: it writes at once
+        updating = asyncio.create_task(cluster.at_front.update(turned))
+        await eventually(lambda: remote.requests_in_flight == 1)
+    updated = await updating
+    assert updated["spec"]["ports"][0]["nodePort"] == 30001
+
+
 async def test_kubectl_through_the_front_end(cluster: Cluster, tmp_path: pathlib.Path) -> None:
     credentials = cluster.owner.credentials
     assert credentials is not None

@@ -5,7 +5,6 @@ generated name), admission, validation, and an object written only where none is
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from kubeloop import errors
@@ -17,6 +16,7 @@ from kubeloop.apiserver.registry.admissionhooks import (
     CREATE,
 )
 from kubeloop.apiserver.registry.admitting import AdmissionPoints
+from kubeloop.apiserver.registry.claimretry import ClaimRetry
 from kubeloop.apiserver.registry.registrybase import (
     recorded_update,
     set_managed,
@@ -28,10 +28,6 @@ from kubeloop.apiserver.registry.verboptions import (
 from kubeloop.apiserver.storage.claims import ClaimTaken
 from kubeloop.apiserver.storage.objectstore import PreconditionFailed
 from kubeloop.uuids import random_uuid
-
-#: How often a create is tried again when a value the server chose for it (a Service's cluster IP
-#: or node port) was taken meanwhile by another front-end's write.
-_CLAIM_ATTEMPTS = 8
 
 
 class Creating(AdmissionPoints):
@@ -116,21 +112,17 @@ class Creating(AdmissionPoints):
             warnings = warnings + await self._validated(
                 resource, CREATE, served, None, options, subresource="", patch=patch
             )
-        requested = strategy.claims_requested(obj)
-        unfinished = copy.deepcopy(obj) if requested is not None else None
+        retry = ClaimRetry(strategy, obj)
         strategy.finish(obj, None)
         if options.dry_run:
             return WriteResult(await self.served(resource, obj), warnings, created=True)
-        for attempt in range(1, _CLAIM_ATTEMPTS + 1):
+        while True:
             try:
                 event = await self.store.write(key, obj, expected_revision=0)
                 break
             except PreconditionFailed:
                 raise errors.already_exists(resource.group, resource.plural, metadata["name"]) from None
             except ClaimTaken as taken:
-                # A value the server chose, taken meanwhile by another process's write: choose again.
-                if unfinished is None or requested is None or taken.claim in requested or attempt == _CLAIM_ATTEMPTS:
-                    raise strategy.claim_taken(obj, taken) from None
-                obj = copy.deepcopy(unfinished)
+                obj = retry.again(obj, taken)
                 strategy.finish(obj, None)
         return WriteResult(await self.served(resource, event.obj), warnings, created=True)

@@ -19,6 +19,7 @@ from kubeloop.apiserver.registry import listing, patching
 from kubeloop.apiserver.registry.admissionhooks import (
     UPDATE,
 )
+from kubeloop.apiserver.registry.claimretry import ClaimRetry
 from kubeloop.apiserver.registry.creating import Creating
 from kubeloop.apiserver.registry.registrybase import (
     StaleRead,
@@ -326,9 +327,8 @@ class Updating(Creating):
             warnings = warnings + await self._validated(
                 resource, UPDATE, served_new, served_old, options, subresource=subresource, patch=patch
             )
-        strategy.finish(new, old)
-        if not meta.get("finalizers"):
-            meta.pop("finalizers", None)
+        retry = ClaimRetry(strategy, new)
+        _finish(strategy, new, old)
         if _same_object(old, new):
             # A no-op update does not write (and keeps the resourceVersion), like upstream.
             return WriteResult(await self.served(resource, old), warnings)
@@ -342,16 +342,26 @@ class Updating(Creating):
             out = copy.deepcopy(new)
             out["metadata"]["resourceVersion"] = str(old_revision)
             return WriteResult(await self.served(resource, out), warnings)
-        try:
-            if deleting:
-                event = await self.store.write(key, None, expected_revision=old_revision)
-                return WriteResult(await self.served(resource, _merge_final(event.obj, new)), warnings)
-            event = await self.store.write(key, new, expected_revision=old_revision)
-        except PreconditionFailed:
-            raise StaleRead from None
-        except ClaimTaken as taken:
-            raise strategy.claim_taken(new, taken) from None
+        while True:
+            try:
+                if deleting:
+                    event = await self.store.write(key, None, expected_revision=old_revision)
+                    return WriteResult(await self.served(resource, _merge_final(event.obj, new)), warnings)
+                event = await self.store.write(key, new, expected_revision=old_revision)
+                break
+            except PreconditionFailed:
+                raise StaleRead from None
+            except ClaimTaken as taken:
+                new = retry.again(new, taken)
+                _finish(strategy, new, old)
         return WriteResult(await self.served(resource, event.obj), warnings)
+
+
+def _finish(strategy: Strategy, new: Obj, old: Obj) -> None:
+    strategy.finish(new, old)
+    meta = new["metadata"]
+    if not meta.get("finalizers"):
+        meta.pop("finalizers", None)
 
 
 def _same_object(old: Obj, new: Obj) -> bool:

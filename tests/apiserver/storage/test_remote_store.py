@@ -22,6 +22,8 @@ from kubeloop.apiserver.storage.log import MemoryLog, SQLiteLog
 from kubeloop.apiserver.storage.objectstore import MAX_OBJECT_BYTES, ObjectStore, PreconditionFailed
 from kubeloop.apiserver.storage.remotestore import RemoteStore, StoreService
 from kubeloop.apiserver.storage.writer import FrameReader, frame
+from kubeloop.testing import eventually
+from tests.apiserver.storage.test_store import HeldLog
 
 
 def obj(name: str, value: str = "", **extra: Any) -> dict[str, Any]:
@@ -107,6 +109,36 @@ async def test_a_write_is_read_at_once_where_it_was_made_and_after_a_sync_elsewh
         deleted = await two.write("/r/a", None, expected_revision=updated.revision)
         assert deleted.type == "DELETED" and deleted.obj["metadata"]["resourceVersion"] == "3"
         assert two.get("/r/a") is None and process.store.get("/r/a") is None
+
+
+async def test_a_write_of_a_key_another_front_end_is_writing_waits_for_it_then_is_judged() -> None:
+    """The store takes a front-end's write at once unless a write of that key is in flight;
+    then it waits until that one settles and is judged against it: a create of the same key
+    is refused as existing, an update at the winner's revision succeeds."""
+    log = HeldLog()
+    store = ObjectStore(log)
+    store.load()
+    async with two_front_ends(store) as (_process, one, two):
+        first = asyncio.ensure_future(one.write("/r/a", obj("a", "one"), expected_revision=0))
+        await eventually(lambda: len(log.held) == 1)
+        racing = asyncio.ensure_future(two.write("/r/a", obj("a", "two"), expected_revision=0))
+        await eventually(lambda: two.requests_in_flight == 1)
+        assert len(log.held) == 1  # held at the store behind the first, not taken
+        log.release()
+        assert (await first).revision == 1
+        with pytest.raises(PreconditionFailed) as refused:
+            await racing
+        assert refused.value.actual == 1
+        update = asyncio.ensure_future(one.write("/r/a", obj("a", "again"), expected_revision=1))
+        await eventually(lambda: len(log.held) == 1)
+        following = asyncio.ensure_future(two.write("/r/a", obj("a", "after"), expected_revision=2))
+        await eventually(lambda: two.requests_in_flight == 1)
+        log.release()
+        assert (await update).revision == 2
+        await eventually(lambda: len(log.held) == 1)
+        log.release()
+        written = await following
+        assert written.revision == 3 and two.get("/r/a").obj["data"] == {"v": "after"}  # type: ignore[union-attr]
 
 
 async def test_concurrent_updates_from_two_front_ends_lose_none_and_a_refusal_shows_the_winner() -> None:

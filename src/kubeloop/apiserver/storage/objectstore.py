@@ -56,6 +56,15 @@ class ChangeListener(Protocol):
     def health(self, error: StorageError | None) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class PendingWrite:
+    """A write :meth:`ObjectStore.begin_write` took: its event, and what settles it (None: it is
+    durable and applied; else the storage's error, which :func:`storage_failure` words)."""
+
+    event: Event
+    outcome: asyncio.Future[StorageError | None]
+
+
 @dataclass(slots=True, eq=False)
 class _InFlight:
     """A write handed to the log and not yet settled."""
@@ -162,6 +171,24 @@ class ObjectStore(Store):
             return await self._at_home(self.write(key, obj, expected_revision=expected_revision), home)
         if key in self._inflight:
             await self.settled(key)
+        entry = self._start(key, obj, expected_revision)
+        # Awaited bare (a shield would cost every write): nobody else awaits this future.
+        error = await entry.outcome
+        if error is not None:
+            raise storage_failure(error)
+        return entry.event
+
+    def begin_write(self, key: str, obj: Obj | None, *, expected_revision: int) -> PendingWrite | None:
+        """:meth:`write` without a coroutine (a front-end's write, served with no task of its
+        own): the write taken, raising as ``write`` raises, and what settles it; None when a
+        write of ``key`` is in flight or the caller is on another loop (await ``write`` then)."""
+        if key in self._inflight or self._home() is not None:
+            return None
+        entry = self._start(key, obj, expected_revision)
+        return PendingWrite(entry.event, entry.outcome)
+
+    def _start(self, key: str, obj: Obj | None, expected_revision: int) -> _InFlight:
+        """Check, take and queue a write (no write of ``key`` is in flight)."""
         current = self._objects.get(key)
         actual = current.revision if current is not None else 0
         if actual != expected_revision or (obj is None and current is None):
@@ -193,11 +220,7 @@ class ObjectStore(Store):
         self._unsubmitted.append((record, lambda error: self._appended(entry, error)))
         if len(self._unsubmitted) == 1:
             asyncio.get_running_loop().call_soon(self._submit)
-        # Awaited bare (a shield would cost every write): nobody else awaits this future.
-        error = await entry.outcome
-        if error is not None:
-            raise storage_failure(error)
-        return entry.event
+        return entry
 
     def _submit(self) -> None:
         writes, self._unsubmitted = self._unsubmitted, []

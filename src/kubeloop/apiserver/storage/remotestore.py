@@ -41,7 +41,7 @@ from kubeloop.api.object import Obj
 from kubeloop.apiserver.storage.claims import Claims, ClaimsOf, ClaimTaken
 from kubeloop.apiserver.storage.feed import FeedLost, FeedPublisher, follow
 from kubeloop.apiserver.storage.log import StorageError
-from kubeloop.apiserver.storage.objectstore import ObjectStore, PreconditionFailed
+from kubeloop.apiserver.storage.objectstore import ObjectStore, PreconditionFailed, storage_failure
 from kubeloop.apiserver.storage.store import Store
 from kubeloop.apiserver.storage.watchcache import (
     DEFAULT_HISTORY_BYTES,
@@ -74,45 +74,100 @@ class StoreService:
         """Serve one front-end until it disconnects. Its writes still in flight then complete
         (a write the store has taken commits whoever waits for it) and are awaited here."""
         self._publisher.attach(writer)
+        connection = _FrontEndConnection(self._store, writer)
         frames = FrameReader()
-        writes: set[asyncio.Task[None]] = set()
         try:
             while data := await _read(reader):
                 for message in frames.feed(data):
                     if message[0] == "write":
-                        task = asyncio.create_task(self._write(writer, *message[1:]))
-                        writes.add(task)
-                        task.add_done_callback(writes.discard)
+                        connection.write(*message[1:])
                     elif message[0] == "revision":
-                        writer.write(frame(("answer", message[1], ("revision", self._store.revision))))
+                        connection.answer(message[1], ("revision", self._store.revision))
                     else:
                         log.error("a front-end sent %r: its connection is closed", message[0])
                         return
         finally:
-            if writes:
-                await asyncio.gather(*writes, return_exceptions=True)
+            await connection.finish()
             writer.close()
 
-    async def _write(
-        self, writer: asyncio.StreamWriter, request: int, key: str, value: bytes | None, expected_revision: int
-    ) -> None:
-        outcome: tuple[Any, ...]
+
+class _FrontEndConnection:
+    """One front-end's writes in the store process, and the answers to its requests: sent
+    together once per loop tick (one frame each, one send for all)."""
+
+    def __init__(self, store: ObjectStore, writer: asyncio.StreamWriter) -> None:
+        self._store = store
+        self._writer = writer
+        self._answers: list[bytes] = []
+        #: Writes taken and not yet settled (each answered when it is).
+        self._pending: set[asyncio.Future[StorageError | None]] = set()
+        #: Writes of a key that had a write in flight: they wait for it, in a task of their own.
+        self._waiting: set[asyncio.Task[None]] = set()
+
+    def write(self, request: int, key: str, value: bytes | None, expected_revision: int) -> None:
+        """Take a front-end's write; its answer is sent once it is settled."""
         try:
             obj = orjson.loads(value) if value is not None else None
-            event = await self._store.write(key, obj, expected_revision=expected_revision)
-            outcome = ("ok", event.revision)
-        except PreconditionFailed as failed:
-            outcome = ("precondition", failed.actual, self._store.revision)
-        except ClaimTaken as taken:
-            outcome = ("claim", taken.claim, taken.holder)
-        except errors.APIError as error:
-            outcome = ("status", error.code, error.to_status())
+            pending = self._store.begin_write(key, obj, expected_revision=expected_revision)
         except Exception as error:
-            log.exception("a front-end's write of %s failed", key)
-            failure = errors.internal_error(f"{type(error).__name__}: {error}")
-            outcome = ("status", failure.code, failure.to_status())
-        if not writer.is_closing():
-            writer.write(frame(("answer", request, outcome)))
+            self.answer(request, _refusal(key, error, self._store))
+            return
+        if pending is None:  # a write of the key is in flight: this one waits for it
+            task = asyncio.create_task(self._write_after(request, key, obj, expected_revision))
+            self._waiting.add(task)
+            task.add_done_callback(self._waiting.discard)
+            return
+        revision = pending.event.revision
+        outcome = pending.outcome
+        self._pending.add(outcome)
+
+        def settled(done: asyncio.Future[StorageError | None]) -> None:
+            self._pending.discard(done)
+            if done.cancelled():  # nobody cancels it here; were it cancelled, its end is unknown
+                self.answer(request, _refusal(key, RuntimeError("the write was cancelled"), self._store))
+            elif (error := done.result()) is None:
+                self.answer(request, ("ok", revision))
+            else:
+                self.answer(request, _refusal(key, storage_failure(error), self._store))
+
+        outcome.add_done_callback(settled)
+
+    async def _write_after(self, request: int, key: str, obj: Obj | None, expected_revision: int) -> None:
+        try:
+            event = await self._store.write(key, obj, expected_revision=expected_revision)
+        except Exception as error:
+            self.answer(request, _refusal(key, error, self._store))
+        else:
+            self.answer(request, ("ok", event.revision))
+
+    def answer(self, request: int, outcome: tuple[Any, ...]) -> None:
+        self._answers.append(frame(("answer", request, outcome)))
+        if len(self._answers) == 1:
+            asyncio.get_running_loop().call_soon(self._send)
+
+    def _send(self) -> None:
+        answers, self._answers = self._answers, []
+        if not self._writer.is_closing():
+            self._writer.write(b"".join(answers))
+
+    async def finish(self) -> None:
+        """Wait for the writes still in flight (the front-end has gone; they commit anyway)."""
+        waits: list[asyncio.Future[Any]] = [*self._pending, *self._waiting]
+        if waits:
+            await asyncio.gather(*waits, return_exceptions=True)
+
+
+def _refusal(key: str, error: Exception, store: ObjectStore) -> tuple[Any, ...]:
+    """The answer to a write the store refused, as the front-end raises it again."""
+    if isinstance(error, PreconditionFailed):
+        return ("precondition", error.actual, store.revision)
+    if isinstance(error, ClaimTaken):
+        return ("claim", error.claim, error.holder)
+    if isinstance(error, errors.APIError):
+        return ("status", error.code, error.to_status())
+    log.error("a front-end's write of %s failed", key, exc_info=error)
+    failure = errors.internal_error(f"{type(error).__name__}: {error}")
+    return ("status", failure.code, failure.to_status())
 
 
 @dataclass(eq=False)

@@ -39,7 +39,8 @@ async def test_a_writer_killed_before_it_commits_fails_the_write_and_the_next_st
     log, store = opened(tmp_path)
     await store.write("/r/a", obj("a"), expected_revision=0)
     first = log.writer_pid
-    assert first is not None
+    assert first is not None and log._writer is not None
+    first_socket = log._writer.sock
     os.kill(first, signal.SIGSTOP)  # it reads nothing more: the next write waits, uncommitted
     pending = asyncio.ensure_future(store.write("/r/b", obj("b"), expected_revision=0))
     await eventually(lambda: log.appends_in_flight == 1)
@@ -48,9 +49,14 @@ async def test_a_writer_killed_before_it_commits_fails_the_write_and_the_next_st
         await pending
     assert "the storage writer process ended (signal 9) before it answered" in failed.value.message
     assert store.get("/r/b") is None and store.revision == 1
+    # The dead writer's socket stays open meanwhile: the next writer's cannot take its number.
+    dead_number = first_socket.fileno()
+    assert dead_number != -1
     # The next write starts another writer, and the log holds what was acknowledged.
     written = await store.write("/r/b", obj("b"), expected_revision=0)
-    assert log.writer_pid not in (None, first)
+    assert log.writer_pid not in (None, first) and log._writer is not None
+    assert log._writer.sock.fileno() != dead_number
+    assert first_socket.fileno() == -1  # closed once the new writer had answered
     assert written.revision == 3
     await log.close()
     log, again = opened(tmp_path)

@@ -147,6 +147,8 @@ class SQLiteLog:
             os.close(self._lock_fd)
             raise
         self._writer: _Writer | None = None
+        #: Ended writers' sockets, kept open until the next writer has answered (see ``_Writer._end``).
+        self._retired: list[socket.socket] = []
         self._closed = False
 
     @property
@@ -243,6 +245,18 @@ class SQLiteLog:
         if self._writer is writer:
             self._writer = None
 
+    def _retire(self, sock: socket.socket) -> None:
+        """Keep an ended writer's socket open (its descriptor number taken) until the next
+        writer has answered: a new socket given the same number at once was seen never to be
+        read again under uvloop (its registration dropped, so every later write waited)."""
+        self._retired.append(sock)
+
+    def _writer_answered(self) -> None:
+        """A writer answered: its socket is read, and no stale registration can reach it."""
+        retired, self._retired = self._retired, []
+        for sock in retired:
+            sock.close()
+
     def committed(self, records: Sequence[LogRecord]) -> set[int]:
         """The revisions among ``records`` that are in the log: what a writer that died before
         it answered had made durable."""
@@ -285,6 +299,7 @@ class SQLiteLog:
                 else:
                     writer.abandon()
         finally:
+            self._writer_answered()
             self._conn.close()
             os.close(self._lock_fd)
 
@@ -408,6 +423,8 @@ class _Writer:
         if not data:
             self._end()
             return
+        if self.log._retired:
+            self.log._writer_answered()
         for answer in self._frames.feed(data):
             entry = self.pending.popleft()
             if isinstance(entry, _Append):
@@ -433,7 +450,7 @@ class _Writer:
         if self._unsent:
             self.loop.remove_writer(fd)
             self._unsent.clear()
-        self.sock.close()
+        self.log._retire(self.sock)
         try:
             # Its socket closes last, as it exits; one that lingers is killed. No commit can come
             # after this: each unanswered write is settled against the log as it now is.

@@ -16,9 +16,9 @@ refuses it): its token cannot be issued until the account exists, which the kube
 from __future__ import annotations
 
 import copy
-import random
 
 from kubeloop import errors
+from kubeloop.api import naming
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.registry.admissionhooks import CREATE, AdmissionAttributes
@@ -31,8 +31,6 @@ MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 TOKEN_EXPIRATION_SECONDS = 3607
 ROOT_CA_CONFIG_MAP = "kube-root-ca.crt"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-#: The letters of generated names (upstream's: no vowels, no look-alikes).
-_NAME_LETTERS = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def access_volume(name: str) -> Obj:
@@ -115,7 +113,7 @@ def _mount_credentials(spec: Obj) -> None:
         ),
         None,
     )
-    name = existing or VOLUME_PREFIX + "".join(random.choices(_NAME_LETTERS, k=5))
+    name = existing or VOLUME_PREFIX + naming.generate_name_suffix()  # upstream's utilrand.String(5)
     needed = False
     for field in ("initContainers", "containers"):
         for container in spec.get(field) or ():

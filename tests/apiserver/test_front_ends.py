@@ -181,15 +181,14 @@ async def test_a_crd_made_through_the_owner_is_served_by_the_front_end(cluster: 
     assert (await cluster.at_owner.get(widget, "w", namespace="default"))["metadata"]["name"] == "w"
 
 
-async def test_one_cluster_ip_asked_through_both_goes_to_one_service(cluster: Cluster) -> None:
-    def service(name: str) -> dict[str, Any]:
-        return {
-            "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"clusterIP": "10.96.0.77", "ports": [{"port": 80}]},
-        }  # fmt: skip
+def service(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
 
+
+async def test_one_cluster_ip_asked_through_both_goes_to_one_service(cluster: Cluster) -> None:
+    spec = {"clusterIP": "10.96.0.77", "ports": [{"port": 80}]}
     outcomes = await asyncio.gather(
-        *(client.create(service(f"ip-{n}-{i}")) for i in range(5) for n, client in enumerate((cluster.at_front, cluster.at_owner))),
+        *(client.create(service(f"ip-{n}-{i}", spec)) for i in range(5) for n, client in enumerate((cluster.at_front, cluster.at_owner))),
         return_exceptions=True,
     )
     created = [o for o in outcomes if isinstance(o, dict)]
@@ -202,15 +201,9 @@ async def test_services_made_at_once_through_both_get_addresses_of_their_own(clu
     """Each process chooses cluster IPs and node ports from its own cursor, so creates made at
     once through both choose the same values; the store refuses the later of each pair, and a
     value the server chose (not one the client asked for) is chosen again: every create succeeds."""
-
-    def service(name: str) -> dict[str, Any]:
-        return {
-            "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"type": "NodePort", "ports": [{"port": 80}]},
-        }  # fmt: skip
-
+    spec = {"type": "NodePort", "ports": [{"port": 80}]}
     created = await asyncio.gather(
-        *(client.create(service(f"auto-{n}-{i}")) for i in range(10) for n, client in enumerate((cluster.at_front, cluster.at_owner)))
+        *(client.create(service(f"auto-{n}-{i}", spec)) for i in range(10) for n, client in enumerate((cluster.at_front, cluster.at_owner)))
     )
     ips = [s["spec"]["clusterIP"] for s in created]
     ports = [s["spec"]["ports"][0]["nodePort"] for s in created]
@@ -225,10 +218,6 @@ async def test_an_update_through_the_front_end_chooses_again_a_port_taken_meanwh
     next one."""
     remote = cluster.front.store
     assert isinstance(remote, RemoteStore)
-
-    def service(name: str, spec: dict[str, Any]) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
-
     turned = await cluster.at_front.create(service("turned", {"ports": [{"port": 80}]}))
     with cluster.unfed():
         await cluster.at_owner.create(service("first", {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30000}]}))

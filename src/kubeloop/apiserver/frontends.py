@@ -2,14 +2,17 @@
 
 The server that owns the store (the log, revisions, claims; what a cluster runs once) starts
 ``N - 1`` front-end processes (:class:`FrontEndProcesses`), as kube-apiservers sit in front of
-one etcd. Each is ``python -m kubeloop.apiserver.frontends --store-fd N``: it inherits its end
-of a socket pair to the owner's store service (nothing in the file system), is sent what it
-shares with the owner (the credentials, the controllers' token, the server's options and its
-port), and serves that port too (``SO_REUSEPORT``: the kernel spreads new connections over the processes) with an
+one etcd. Each is ``python -m kubeloop.apiserver.frontends --store-fd N --node-fd M``: it
+inherits its end of a socket pair to the owner's store service (nothing in the file system), is
+sent what it shares with the owner (the credentials, the controllers' token, the server's
+options and its port), and serves that port too (``SO_REUSEPORT``: the kernel spreads new connections over the processes) with an
 :class:`~kubeloop.apiserver.server.APIServer` whose store follows the owner's
 (:class:`~kubeloop.apiserver.storage.remotestore.RemoteStore`). Every process keeps the
 promises one does: a write is acknowledged once durable, no read sees it before, a read
-without a resourceVersion sees every write acknowledged before it, anywhere.
+without a resourceVersion sees every write acknowledged before it, anywhere. The node (``--simulate``)
+runs in the owner: a front-end relays pods' logs, exec, attach and port-forwards to it over
+connections it hands over a channel all front-ends inherit
+(:mod:`~kubeloop.apiserver.connectionhandoff`, :mod:`~kubeloop.apiserver.http.nodestreams`).
 
 A front-end that dies is started again; the others serve meanwhile. A front-end whose owner
 has gone (its store connection ends) stops serving and exits: it has nothing current to serve.
@@ -33,6 +36,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kubeloop.apiserver.connectionhandoff import ConnectionReceiver, ConnectionSender, channel_pair
+
 if TYPE_CHECKING:
     from kubeloop.apiserver.server import APIServer
 
@@ -54,6 +59,10 @@ class FrontEndProcesses:
         self._supervisors: list[asyncio.Task[None]] = []
         self._processes: dict[int, asyncio.subprocess.Process] = {}
         self._stopping = False
+        #: The channel front-ends hand the owner connections by, to relay pods' streams: the
+        #: owner's end, and the end each front-end inherits.
+        self._node_channel: ConnectionReceiver | None = None
+        self._node_channel_end: socket.socket | None = None
 
     @property
     def pids(self) -> list[int]:
@@ -62,6 +71,10 @@ class FrontEndProcesses:
 
     async def start(self) -> None:
         """Start the front-ends, and return once each serves the port."""
+        await self._owner.front_end_of()  # its store service and node endpoint, before any front-end
+        receiving, self._node_channel_end = channel_pair()
+        self._node_channel = ConnectionReceiver(receiving, self._owner.serve_node_connection)
+        self._node_channel.start()
         ready = [asyncio.get_running_loop().create_future() for _ in range(self._count)]
         for number, started in enumerate(ready):
             self._supervisors.append(
@@ -75,10 +88,13 @@ class FrontEndProcesses:
             # Its store connection is a socket pair: nothing in the file system to guard or to
             # leave behind, and no other process can reach the store (or the credentials) by it.
             ours, theirs = socket.socketpair()
+            node_channel = self._node_channel_end
+            assert node_channel is not None
             try:
                 process = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "kubeloop.apiserver.frontends", "--store-fd", str(theirs.fileno()),
-                    stdout=asyncio.subprocess.PIPE, pass_fds=(theirs.fileno(),),
+                    sys.executable, "-m", "kubeloop.apiserver.frontends",
+                    "--store-fd", str(theirs.fileno()), "--node-fd", str(node_channel.fileno()),
+                    stdout=asyncio.subprocess.PIPE, pass_fds=(theirs.fileno(), node_channel.fileno()),
                 )  # fmt: skip
             except BaseException:
                 ours.close()
@@ -117,6 +133,12 @@ class FrontEndProcesses:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._supervisors.clear()
+        if self._node_channel is not None:
+            self._node_channel.close()
+            self._node_channel = None
+        if self._node_channel_end is not None:
+            self._node_channel_end.close()
+            self._node_channel_end = None
 
 
 def die_with_parent() -> None:
@@ -137,9 +159,10 @@ async def _read_frame(reader: asyncio.StreamReader) -> Any:
     return pickle.loads(await reader.readexactly(length))
 
 
-async def serve(store_fd: int) -> int:
+async def serve(store_fd: int, node_fd: int) -> int:
     """A front-end process: serve the owner's port over its store (the connection on
-    ``store_fd``, inherited) until SIGTERM (0) or until the owner goes away (1)."""
+    ``store_fd``, inherited) until SIGTERM (0) or until the owner goes away (1); pods' streams
+    go to the owner's node by connections handed over the channel on ``node_fd``."""
     from kubeloop.apiserver.server import APIServer, FrontEndOf
     from kubeloop.apiserver.storage.remotestore import RemoteStore
     from kubeloop.gcpause import tune_for_serving
@@ -163,7 +186,8 @@ async def serve(store_fd: int) -> int:
     die_with_parent()
     loop.add_signal_handler(signal.SIGINT, lambda: None)  # a Ctrl-C is the owner's to act on
     faulthandler.register(signal.SIGQUIT, all_threads=True)  # stacks to stderr, as the owner's
-    server = APIServer(options, front_end_of=FrontEndOf(credentials, controllers_token, connect))
+    node = ConnectionSender(socket.socket(fileno=node_fd))
+    server = APIServer(options, front_end_of=FrontEndOf(credentials, controllers_token, connect, node.connect))
     async with server:
         tune_for_serving()
         store = server.store
@@ -174,6 +198,7 @@ async def serve(store_fd: int) -> int:
         await asyncio.wait({lost, stopped}, return_when=asyncio.FIRST_COMPLETED)
         lost.cancel()
         stopped.cancel()
+    node.close()
     if stop.is_set():
         return 0
     log.error("the store went away: this front-end stops")
@@ -185,9 +210,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--store-fd", type=int, required=True, help="this process's end of the owner's store connection"
     )
+    parser.add_argument(
+        "--node-fd", type=int, required=True, help="this process's end of the channel to the owner's node"
+    )
     options = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="kubeloop front-end %(process)d: %(message)s")
-    sys.exit(asyncio.run(serve(options.store_fd)))
+    sys.exit(asyncio.run(serve(options.store_fd, options.node_fd)))
 
 
 if __name__ == "__main__":

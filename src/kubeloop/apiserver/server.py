@@ -52,6 +52,7 @@ from kubeloop.apiserver.http.connections import (
 from kubeloop.apiserver.http.errormiddleware import error_middleware
 from kubeloop.apiserver.http.handlers import APIHandlers
 from kubeloop.apiserver.http.http1 import BufferedRequest
+from kubeloop.apiserver.http.nodestreams import NodeStreamEndpoint, NodeStreamRelay
 from kubeloop.apiserver.http.requestbodies import MAX_BODY_BYTES
 from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
@@ -173,12 +174,14 @@ StoreConnector = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.Stre
 @dataclass(frozen=True)
 class FrontEndOf:
     """What a front-end shares with the server that owns the store (:meth:`APIServer.front_end_of`):
-    its credentials (CA, serving certificate, admin token), the controllers' token, and a way to
-    reach its store service."""
+    its credentials (CA, serving certificate, admin token), the controllers' token, a way to
+    reach its store service, and one to reach its node (pods' logs, exec, attach, port-forwards;
+    None: they are served by the front-end's own, empty, node)."""
 
     credentials: certs.ServerCredentials
     controllers_token: str
     connect: StoreConnector
+    dial_node: Callable[[], Awaitable[socket.socket]] | None = None
 
 
 class APIServer:
@@ -225,6 +228,9 @@ class APIServer:
         self._controllers_token = ""
         self._port = 0
         self._front_ends: FrontEndProcesses | None = None
+        #: Where front-ends relay pods' streams to (once the server has front-ends).
+        self._node_endpoint: NodeStreamEndpoint | None = None
+        self._handlers: APIHandlers | None = None
         self.registry: Registry | None = None
 
     @property
@@ -298,6 +304,11 @@ class APIServer:
         if self._store_service is None:
             self._feed = FeedPublisher(store)
             self._store_service = StoreService(store, self._feed)
+        if self._node_endpoint is None:
+            assert self._handlers is not None
+            endpoint = NodeStreamEndpoint(self._handlers.relayed_pod_stream)
+            await endpoint.start()
+            self._node_endpoint = endpoint
         service = self._store_service
         loop = asyncio.get_running_loop()
 
@@ -321,7 +332,29 @@ class APIServer:
                 raise
             return await asyncio.open_connection(sock=theirs)
 
-        return FrontEndOf(self.credentials, self._controllers_token, connect)
+        async def dial_node() -> socket.socket:
+            ours, theirs = socket.socketpair()
+            try:
+                if asyncio.get_running_loop() is loop:
+                    self.serve_node_connection(ours)
+                else:
+                    await asyncio.wrap_future(
+                        asyncio.run_coroutine_threadsafe(_called(self.serve_node_connection, ours), loop)
+                    )
+            except BaseException:
+                ours.close()
+                theirs.close()
+                raise
+            return theirs
+
+        return FrontEndOf(self.credentials, self._controllers_token, connect, dial_node)
+
+    def serve_node_connection(self, connection: socket.socket) -> None:
+        """Serve a connection a front-end opened to relay a pod's stream to this server's node
+        (handed over by a front-end process, or in-process :attr:`FrontEndOf.dial_node`)."""
+        if self._node_endpoint is None:
+            raise RuntimeError("this server has no front-ends")
+        self._node_endpoint.serve(connection)
 
     def _serving_store(self, task: asyncio.Task[None]) -> None:
         """Own ``task``, which serves a front-end's store connection: cancelled when the server stops."""
@@ -453,7 +486,13 @@ class APIServer:
             components=self.component_health,
             auditor=auditor,
             node=self._process_node,
+            node_relay=(
+                NodeStreamRelay(front_end_of.dial_node)
+                if front_end_of is not None and front_end_of.dial_node is not None
+                else None
+            ),
         )
+        self._handlers = handlers
         self._watchdog = ConnectionWatchdog(options.timeouts)
         middlewares: list[Middleware] = [
             request_timeout_middleware(self._watchdog),
@@ -696,6 +735,9 @@ class APIServer:
         if self._front_ends is not None:
             await self._front_ends.stop()
             self._front_ends = None
+        if self._node_endpoint is not None:
+            await self._node_endpoint.stop()
+            self._node_endpoint = None
         if self._controllers is not None:
             await self._controllers.stop()
             self._controllers = None
@@ -747,6 +789,11 @@ class APIServer:
         if self._tempdir is not None:
             self._tempdir.cleanup()
             self._tempdir = None
+
+
+async def _called(function: Callable[[socket.socket], None], argument: socket.socket) -> None:
+    """``function(argument)`` on the loop that runs this."""
+    function(argument)
 
 
 def _handshake_done(

@@ -288,9 +288,8 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         default=1,
-        help="processes serving the port (default 1): this one, which keeps the store, and "
-        "WORKERS-1 front-end processes over it (not yet with --simulate: pods' logs and exec are "
-        "served by the process that runs them)",
+        help="processes serving the port (default 1): this one, which keeps the store and runs the "
+        "node, and WORKERS-1 front-end processes over it",
     )
     parser.add_argument(
         "--history-window",
@@ -500,13 +499,6 @@ async def _serve(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         print("kubeloop apiserver: --workers must be at least 1", file=sys.stderr)
-        return 2
-    if args.workers > 1 and args.simulate:
-        print(
-            "kubeloop apiserver: --workers with --simulate is not served yet: a pod's logs, exec, "
-            "attach and port-forward must reach the process that runs it",
-            file=sys.stderr,
-        )
         return 2
     if args.local_image and not args.simulate:
         print("kubeloop apiserver: --local-image needs --simulate (a node to run them on)", file=sys.stderr)

@@ -35,6 +35,7 @@ from kubeloop.apiserver.http import (
 from kubeloop.apiserver.http.authentication import USER
 from kubeloop.apiserver.http.http1 import BufferedRequest, HTTPRequest
 from kubeloop.apiserver.http.negotiation import JSON, json_response, status_response
+from kubeloop.apiserver.http.nodestreams import NODE_STREAMS
 from kubeloop.apiserver.http.requestoptions import truthy
 from kubeloop.apiserver.http.scope import Scope, Target
 from kubeloop.apiserver.openapi import discoverydocs, v2, v3
@@ -298,28 +299,44 @@ class APIHandlers(Scope):
             if target.subresource == "binding":
                 return await subresources.binding(self, request, target)
             return await subresources.eviction(self, request, target)
-        if target.subresource in ("exec", "attach", "portforward"):
-            if method not in ("GET", "POST"):
-                raise errors.MethodNotAllowed(
-                    "the server does not allow this method on the requested resource"
-                )
-            await self._admit_connect(request, target)
-            if target.subresource == "portforward":
-                return await podportforward.pod_port_forward(self, request, target, self.node())
-            if target.subresource == "attach":
-                return await podattach.pod_attach(self, request, target, self.node())
-            return await podexec.pod_exec(self, request, target, self.node())
+        if target.subresource in NODE_STREAMS:
+            return await self._pod_stream(request, target)
         if method not in handler or (target.subresource and method == "DELETE"):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         if target.subresource == "scale":
             return await subresources.scale(self, request, target)
-        if target.subresource == "log":
-            if method != "GET":
-                raise errors.MethodNotAllowed(
-                    "the server does not allow this method on the requested resource"
-                )
-            return await podlogs.pod_log(self, request, target, self.node())
         return await handler[method](request, target)
+
+    async def _pod_stream(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
+        """A pod's log, exec, attach or port-forward: admitted here, served by the node (on a
+        front-end, relayed to the server that runs it)."""
+        if request.method not in (("GET",) if target.subresource == "log" else ("GET", "POST")):
+            raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+        if target.subresource in CONNECT_SUBRESOURCES:
+            await self._admit_connect(request, target)
+        if self.node_relay is not None:
+            return await self.node_relay.relay(request)
+        return await self._on_node(request, target)
+
+    async def _on_node(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
+        node = self.node()
+        if target.subresource == "portforward":
+            return await podportforward.pod_port_forward(self, request, target, node)
+        if target.subresource == "attach":
+            return await podattach.pod_attach(self, request, target, node)
+        if target.subresource == "exec":
+            return await podexec.pod_exec(self, request, target, node)
+        return await podlogs.pod_log(self, request, target, node)
+
+    async def relayed_pod_stream(self, request: web.Request) -> web.StreamResponse:
+        """A pod stream a front-end relayed (the node's endpoint,
+        :class:`~kubeloop.apiserver.http.nodestreams.NodeStreamEndpoint`): the front-end
+        authenticated, authorized and admitted it; this server runs the stream."""
+        info = request.match_info
+        target = self._parse_target("", "v1", ["namespaces", info["namespace"], "pods", info["name"], info["subresource"]])
+        if target.subresource not in NODE_STREAMS:
+            raise errors.NotFound("the server could not find the requested resource")
+        return await self._on_node(request, target)
 
 
 def _health_response(request: HTTPRequest, name: str, checks: list[tuple[str, str | None]]) -> web.Response:

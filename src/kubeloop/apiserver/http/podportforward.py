@@ -92,8 +92,8 @@ async def pod_port_forward(
         try:
             await _serve_spdy(session, host, label)
         finally:
-            assert request.transport is not None
-            request.transport.close()
+            if request.transport is not None:  # None: the client has gone
+                request.transport.close()
         return response
     if not isinstance(request, web.Request) or request.headers.get("Upgrade", "").lower() != "websocket":
         ports_of(request)  # a mistake there is said first

@@ -14,6 +14,7 @@ from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
 from kubeloop.apiserver.auth.tokens import ServiceAccountTokens
 from kubeloop.apiserver.catalog.resources import ResourceCatalog, ResourceType
 from kubeloop.apiserver.http.auditing import Auditor
+from kubeloop.apiserver.http.nodestreams import NodeStreamRelay
 from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.http.workerloop import WorkerLoop
 from kubeloop.apiserver.registry.generic import Registry
@@ -49,6 +50,7 @@ class Scope:
         components: Callable[[], list[tuple[str, str | None]]] = list,
         auditor: Auditor | None = None,
         node: Callable[[], ProcessNode | None] = lambda: None,
+        node_relay: NodeStreamRelay | None = None,
     ) -> None:
         self.registry = reg
         self.catalog = catalog
@@ -72,3 +74,6 @@ class Scope:
         self.auditor = auditor
         #: Where the node keeps its containers' logs (None: no container writes one).
         self.node = node
+        #: A front-end's way to the node, which runs in the server that owns the store: pods'
+        #: logs, exec, attach and port-forwards go there (None: served here, on ``node``).
+        self.node_relay = node_relay

@@ -6,7 +6,7 @@ anywhere)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import WSMsgType, web
 
@@ -90,9 +90,16 @@ async def upgrade(request: HTTPRequest, version: str) -> tuple[SpdySession, web.
         headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1", "X-Stream-Protocol-Version": version},
     )
     await response.prepare(request)
+    receive, send = taken_over(request)
+    return SpdySession(receive, send), response
+
+
+def taken_over(request: web.Request) -> tuple[Callable[[], Awaitable[bytes]], Callable[[bytes], Awaitable[None]]]:
+    """The connection of ``request``, once a 101 is out, as bytes: what the client sends (b""
+    once it has ended) and a way to send it bytes (waiting while it is slow to read them)."""
     protocol = request.protocol
     transport = request.transport
-    assert isinstance(transport, asyncio.Transport)
+    assert transport is not None  # (uvloop's transports are not asyncio.Transport subclasses)
     reader = RawReader(transport)
     protocol.set_parser(reader)  # type: ignore[arg-type]
 
@@ -103,7 +110,7 @@ async def upgrade(request: HTTPRequest, version: str) -> tuple[SpdySession, web.
         if protocol.writing_paused:  # a slow reader: wait until the buffer drains
             await protocol._drain_helper()
 
-    return SpdySession(reader.receive, send), response
+    return reader.receive, send
 
 
 def tunnel_protocols(protocol: str) -> tuple[str, ...]:

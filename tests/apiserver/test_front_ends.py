@@ -164,21 +164,60 @@ async def test_the_owners_tokens_and_rbac_hold_on_the_front_end(cluster: Cluster
             await stranger.list(configmap("x"), namespace="default")
 
 
-async def test_a_crd_made_through_the_owner_is_served_by_the_front_end(cluster: Cluster) -> None:
-    crd = {
+def crd_of(plural: str, kind: str) -> dict[str, Any]:
+    return {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
+        "metadata": {"name": f"{plural}.example.com"},
         "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                 "names": {"plural": plural, "singular": plural.rstrip("s"), "kind": kind},
                  "versions": [{"name": "v1", "served": True, "storage": True,
                                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
     }  # fmt: skip
-    await cluster.at_owner.create(crd)
+
+
+def conditions(crd: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in crd["status"]["conditions"]}
+
+
+async def test_a_crd_made_through_the_owner_is_served_by_the_front_end(cluster: Cluster) -> None:
+    await cluster.at_owner.create(crd_of("widgets", "Widget"))
     widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}}
     # The front-end serves the kind once its cache has the CRD, as kube-apiservers each do once
     # their informer has it.
     await eventually(lambda: cluster.at_front.create(widget))
     assert (await cluster.at_owner.get(widget, "w", namespace="default"))["metadata"]["name"] == "w"
+
+
+async def test_of_two_crds_naming_one_kind_at_once_the_later_is_refused_everywhere(cluster: Cluster) -> None:
+    """Each process judges a CRD's names against what it serves: with the front-end's feed held
+    up, a CRD naming a kind the owner has just accepted is accepted through the front-end too.
+    The owner then refuses the later one (NamesAccepted False, KindConflict), neither process
+    serves it, and once the first is gone it is judged again and served."""
+    with cluster.unfed():
+        first = await cluster.at_owner.create(crd_of("gadgets", "Gadget"))
+        assert conditions(first)["Established"] == ("True", "InitialNamesAccepted")
+        later = asyncio.create_task(cluster.at_front.create(crd_of("gizmos", "Gadget")))
+        await eventually(lambda: cluster.at_owner.get(crd_of("gizmos", "Gadget"), "gizmos.example.com"))
+    assert conditions(await later)["Established"] == ("True", "InitialNamesAccepted")  # judged blind
+
+    async def refused(client: APIClient) -> bool:
+        crd = await client.get(crd_of("gizmos", "Gadget"), "gizmos.example.com")
+        return conditions(crd).get("NamesAccepted") == ("False", "KindConflict")
+
+    for client in (cluster.at_owner, cluster.at_front):
+        await eventually(lambda client=client: refused(client))  # type: ignore[misc]
+        assert conditions(await client.get(crd_of("gizmos", "Gadget"), "gizmos.example.com"))["Established"][0] == "False"
+        with pytest.raises(errors.NotFound):
+            await client.request("GET", "/apis/example.com/v1/namespaces/default/gizmos")
+        await client.request("GET", "/apis/example.com/v1/namespaces/default/gadgets")
+    await cluster.at_owner.delete(crd_of("gadgets", "Gadget"), "gadgets.example.com")
+
+    async def served(client: APIClient) -> bool:
+        crd = await client.get(crd_of("gizmos", "Gadget"), "gizmos.example.com")
+        return conditions(crd)["Established"][0] == "True"
+
+    for client in (cluster.at_owner, cluster.at_front):
+        await eventually(lambda client=client: served(client))  # type: ignore[misc]
 
 
 def service(name: str, spec: dict[str, Any]) -> dict[str, Any]:

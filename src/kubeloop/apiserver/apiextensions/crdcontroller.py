@@ -6,11 +6,19 @@ when a version stops being served), so discovery, OpenAPI and the resource paths
 once. A CRD marked deleted stops taking new objects; a background task deletes its objects
 (waiting for their finalizers) and then removes the ``customresourcecleanup`` finalizer, after
 which the CRD goes and its kinds leave the catalog — what upstream's finalizing controller does.
+
+A CRD's names are judged when it is written, against the catalog of the process that takes the
+write; two processes (``--workers``) can each accept one of two CRDs that name one kind at once.
+Every process applies commits in revision order, so each serves the first and not the later;
+the server that owns the store then writes the later one's status again (``NamesAccepted``
+False, ``KindConflict``), and when the first goes, the later is judged again and served — what
+upstream's naming controller does.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -54,6 +62,8 @@ class CRDController:
         self._served: dict[str, list[ResourceType]] = {}
         self._definitions: dict[str, dict[str, Any]] = {}
         self._cleanup = RetryLoop(self._clean_up, what="crd-cleanup", log=log, retry_interval=retry_interval)
+        #: CRDs whose names are judged again (the owner's: a write that could not see another).
+        self._naming = RetryLoop(self._judge_names, what="crd-naming", log=log, retry_interval=retry_interval)
         self._started = False
 
     def definitions(self) -> Mapping[str, Any]:
@@ -64,8 +74,11 @@ class CRDController:
         return merged
 
     def load(self) -> None:
-        """Serve the CRDs already stored (at start-up)."""
-        for _key, obj in self._registry.store.items(self._crds.key_prefix()):
+        """Serve the CRDs already stored (at start-up): the oldest first, so that of two naming one
+        kind the first keeps it."""
+        stored = [obj for _key, obj in self._registry.store.items(self._crds.key_prefix())]
+        stored.sort(key=lambda obj: (str(obj["metadata"].get("creationTimestamp") or ""), obj["metadata"]["name"]))
+        for obj in stored:
             self.committed(obj, None)
 
     def committed(self, obj: Obj | None, old: Obj | None) -> None:
@@ -73,14 +86,15 @@ class CRDController:
         name = ((obj or old or {}).get("metadata") or {}).get("name", "")
         if obj is None:
             self._unserve(name)
+            self._judge_group_again(old)
             return
-        established = any(
-            c.get("type") == "Established" and c.get("status") == "True"
-            for c in (obj.get("status") or {}).get("conditions") or ()
-            if isinstance(c, dict)
-        )
-        if not established:
+        if not _condition(obj, "Established", "True"):
             self._unserve(name)
+            self._judge_group_again(old)
+            return
+        if self._served_with_names_of(name, obj):
+            self._unserve(name)  # the first to name its kind keeps it
+            self._queue_naming(name)
             return
         served = served_resources(obj, self._converter(name, obj))
         terminating = bool((obj.get("metadata") or {}).get("deletionTimestamp"))
@@ -97,6 +111,47 @@ class CRDController:
         self._definitions[name] = crd_definitions(obj)
         if terminating:
             self._queue(name)
+
+    def _served_with_names_of(self, name: str, crd: Obj) -> bool:
+        """Whether another CRD served here has the kind or plural ``crd`` names, in its group."""
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        return any(
+            resource.group == spec.get("group")
+            and (resource.kind == names.get("kind") or resource.plural == names.get("plural"))
+            for other, resources in self._served.items()
+            if other != name
+            for resource in resources
+        )
+
+    def _judge_group_again(self, crd: Obj | None) -> None:
+        """A CRD of ``crd``'s group stopped being served: judge again those refused for a conflict."""
+        if crd is None or not self._started:
+            return
+        group = (crd.get("spec") or {}).get("group")
+        for _key, other in self._registry.store.items(self._crds.key_prefix()):
+            if (other.get("spec") or {}).get("group") == group and _condition(
+                other, "NamesAccepted", "False", "KindConflict"
+            ):
+                self._naming.queue(other["metadata"]["name"])
+
+    def _queue_naming(self, name: str) -> None:
+        if self._started:  # the owner writes; front-ends see the result
+            self._naming.queue(name)
+
+    async def _judge_names(self, name: str) -> bool:
+        """Write a CRD's status again: its strategy judges its names against this catalog."""
+        stored = self._registry.store.get(self._crds.key(None, name))
+        if stored is None:
+            return True
+        try:
+            body = copy.deepcopy(stored.obj)
+            await self._registry.update(self._crds, None, name, body, WriteOptions(), subresource="status")
+        except errors.NotFound:
+            return True
+        except errors.Conflict:
+            return False  # written meanwhile: judged with that write; once more to be sure
+        return True
 
     def _converter(self, name: str, crd: Obj) -> VersionConverter | None:
         conversion = (crd.get("spec") or {}).get("conversion") or {}
@@ -133,9 +188,15 @@ class CRDController:
                 self._cleanup.queue(obj["metadata"]["name"])
         self._started = True
         self._cleanup.start()
+        self._naming.start()
+        for _key, obj in self._registry.store.items(self._crds.key_prefix()):
+            name = obj["metadata"]["name"]
+            if name not in self._served and _condition(obj, "Established", "True"):
+                self._naming.queue(name)  # refused at load for a conflict, its status not yet written
 
     async def stop(self) -> None:
         await self._cleanup.stop()
+        await self._naming.stop()
 
     async def _clean_up(self, name: str) -> bool:
         """Delete a terminating CRD's objects, then let it go; True when nothing is left to do."""
@@ -158,3 +219,12 @@ class CRDController:
         with contextlib.suppress(errors.NotFound):
             await registry.update(self._crds, None, name, body, WriteOptions())
         return True
+
+
+def _condition(crd: Obj, kind: str, status: str, reason: str | None = None) -> bool:
+    """Whether ``crd`` has condition ``kind`` at ``status`` (and for ``reason``, if given)."""
+    return any(
+        c.get("type") == kind and c.get("status") == status and (reason is None or c.get("reason") == reason)
+        for c in (crd.get("status") or {}).get("conditions") or ()
+        if isinstance(c, dict)
+    )

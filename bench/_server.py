@@ -60,6 +60,8 @@ def server_process(
             command.append("--no-controllers")
         if history_window is not None:
             command += ["--history-window", str(history_window)]
+        if "--workers" not in extra_args:
+            command += ["--workers", "1"]  # what is measured is one process, unless asked
         command += extra_args
         server = subprocess.Popen(
             command,

@@ -174,7 +174,7 @@ def main() -> None:
     args = parser.parse_args()
     runs = []
     for _ in range(args.runs):
-        workers = ("--workers", str(args.workers)) if args.workers > 1 else ()
+        workers = ("--workers", str(args.workers))
         with server_process(fsync=not args.no_fsync, tls=not args.insecure_http, extra_args=workers) as server:
             runs.append(
                 uvloop.run(

@@ -207,3 +207,25 @@ def test_a_front_end_is_told_to_stop_when_its_owner_dies(tmp_path: pathlib.Path)
     orphan = int(pid_file.read_text())
     while not exited(orphan):  # without the backstop it would sleep its five minutes
         time.sleep(0.05)
+
+
+#: Runs the command after it on the CPUs named by ``KUBELOOP_TEST_CPUS`` (its affinity).
+ON_CPUS = (
+    sys.executable, "-c",
+    "import os, sys; os.sched_setaffinity(0, map(int, os.environ['KUBELOOP_TEST_CPUS'].split(','))); "
+    "os.execvp(sys.argv[1], sys.argv[1:])",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("memory", [False, True], ids=["durable", "memory"])
+def test_without_workers_a_process_serves_for_each_core_and_one_in_memory(
+    memory: bool, tmp_path: pathlib.Path
+) -> None:
+    """``kubeloop apiserver`` as users start it: a process for each core it may run on (its CPU
+    affinity, two here if the machine has them), and one with ``--memory``."""
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    env = {**os.environ, "KUBELOOP_TEST_CPUS": ",".join(map(str, cpus))}
+    flags = ("--memory",) if memory else ()
+    with apiserver(tmp_path, "--no-controllers", *flags, wrapper=ON_CPUS, env=env, default_workers=True) as (proc, url):
+        assert len(front_ends(proc.pid)) == (0 if memory else len(cpus) - 1)
+        assert session_for(tmp_path).get(f"{url}/readyz", timeout=30).text == "ok"

@@ -63,45 +63,65 @@ class FrontEndProcesses:
         #: owner's end, and the end each front-end inherits.
         self._node_channel: ConnectionReceiver | None = None
         self._node_channel_end: socket.socket | None = None
+        #: Processes launched, waiting for :meth:`start` to serve them.
+        self._launched: list[tuple[asyncio.subprocess.Process, socket.socket]] = []
 
     @property
     def pids(self) -> list[int]:
         """The running front-end processes."""
         return [pid for pid, process in self._processes.items() if process.returncode is None]
 
-    async def start(self) -> None:
-        """Start the front-ends, and return once each serves the port."""
-        await self._owner.front_end_of()  # its store service and node endpoint, before any front-end
+    async def launch(self) -> None:
+        """Start the front-end processes without serving them yet: called as the owner starts, so
+        that their imports overlap its start-up; :meth:`start` serves them."""
         receiving, self._node_channel_end = channel_pair()
         self._node_channel = ConnectionReceiver(receiving, self._owner.serve_node_connection)
+        for _ in range(self._count):
+            self._launched.append(await self._launch())
+
+    async def start(self) -> None:
+        """Serve the front-ends (launched first if they are not), and return once each serves the port."""
+        if self._node_channel is None:
+            await self.launch()
+        assert self._node_channel is not None
+        await self._owner.front_end_of()  # its store service and node endpoint, before any front-end
         self._node_channel.start()
         ready = [asyncio.get_running_loop().create_future() for _ in range(self._count)]
         for number, started in enumerate(ready):
+            launched = self._launched.pop()
             self._supervisors.append(
-                asyncio.create_task(self._supervise(started), name=f"kubeloop-front-end-{number + 1}")
+                asyncio.create_task(self._supervise(started, launched), name=f"kubeloop-front-end-{number + 1}")
             )
         await asyncio.gather(*ready)
 
-    async def _supervise(self, ready: asyncio.Future[None]) -> None:
-        """Run one front-end process, and another whenever it ends, until stopped."""
+    async def _launch(self) -> tuple[asyncio.subprocess.Process, socket.socket]:
+        """A new front-end process, and the owner's end of its store connection."""
+        # Its store connection is a socket pair: nothing in the file system to guard or to
+        # leave behind, and no other process can reach the store (or the credentials) by it.
+        ours, theirs = socket.socketpair()
+        node_channel = self._node_channel_end
+        assert node_channel is not None
+        try:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "kubeloop.apiserver.frontends",
+                "--store-fd", str(theirs.fileno()), "--node-fd", str(node_channel.fileno()),
+                stdout=asyncio.subprocess.PIPE, pass_fds=(theirs.fileno(), node_channel.fileno()),
+            )  # fmt: skip
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self._processes[process.pid] = process
+        return process, ours
+
+    async def _supervise(
+        self, ready: asyncio.Future[None], launched: tuple[asyncio.subprocess.Process, socket.socket] | None
+    ) -> None:
+        """Serve one front-end process (``launched``), and another whenever it ends, until stopped."""
         while not self._stopping:
-            # Its store connection is a socket pair: nothing in the file system to guard or to
-            # leave behind, and no other process can reach the store (or the credentials) by it.
-            ours, theirs = socket.socketpair()
-            node_channel = self._node_channel_end
-            assert node_channel is not None
-            try:
-                process = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "kubeloop.apiserver.frontends",
-                    "--store-fd", str(theirs.fileno()), "--node-fd", str(node_channel.fileno()),
-                    stdout=asyncio.subprocess.PIPE, pass_fds=(theirs.fileno(), node_channel.fileno()),
-                )  # fmt: skip
-            except BaseException:
-                ours.close()
-                raise
-            finally:
-                theirs.close()
-            self._processes[process.pid] = process
+            process, ours = launched if launched is not None else await self._launch()
+            launched = None
             self._owner.serve_front_end(ours)
             try:
                 assert process.stdout is not None
@@ -110,11 +130,7 @@ class FrontEndProcesses:
                     ready.set_result(None)
                 code = await process.wait()
             finally:
-                if process.returncode is None:  # cancelled: the owner stops
-                    with contextlib.suppress(ProcessLookupError):
-                        process.terminate()
-                    await process.wait()
-                del self._processes[process.pid]
+                await self._ended(process)
             if self._stopping:
                 return
             if not ready.done():
@@ -122,6 +138,14 @@ class FrontEndProcesses:
                 return
             log.error("front-end process %d exited (%d): starting another", process.pid, code)
             await asyncio.sleep(RESTART_DELAY_SECONDS)
+
+    async def _ended(self, process: asyncio.subprocess.Process) -> None:
+        """Wait for ``process`` to end (SIGTERM first, if it runs: the owner stops)."""
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+            await process.wait()
+        self._processes.pop(process.pid, None)
 
     async def stop(self) -> None:
         """Stop the front-ends (SIGTERM, awaited)."""
@@ -133,12 +157,24 @@ class FrontEndProcesses:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._supervisors.clear()
+        while self._launched:  # launched, never served: the owner's start failed
+            process, ours = self._launched.pop()
+            ours.close()
+            await self._ended(process)
         if self._node_channel is not None:
             self._node_channel.close()
             self._node_channel = None
         if self._node_channel_end is not None:
             self._node_channel_end.close()
             self._node_channel_end = None
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity; the machine's elsewhere): how many
+    processes ``kubeloop apiserver`` serves its port from unless told."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 def die_with_parent() -> None:

@@ -263,6 +263,11 @@ class APIServer:
             # the same resourceVersions.
             self._data_dir = DataDirectory(data_dir)
             self._data_dir.open()
+        if options.workers > 1:
+            # Launched once the data directory is this server's, so that their imports overlap
+            # the rest of its start-up; served at its end.
+            self._front_ends = FrontEndProcesses(self, options.workers - 1)
+            await self._front_ends.launch()
         if options.memory:
             self._log = MemoryLog()
         else:
@@ -564,8 +569,7 @@ class APIServer:
                 simulation=self._simulation() if options.simulate else None,
             )
             await self._controllers.start()
-        if options.workers > 1:
-            self._front_ends = FrontEndProcesses(self, options.workers - 1)
+        if self._front_ends is not None:
             await self._front_ends.start()
 
     @property

@@ -287,9 +287,10 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers",
         type=int,
-        default=1,
-        help="processes serving the port (default 1): this one, which keeps the store and runs the "
-        "node, and WORKERS-1 front-end processes over it",
+        default=None,
+        help="processes serving the port (default: the cores this process may run on; 1 with "
+        "--memory): this one, which keeps the store and runs the node, and WORKERS-1 front-end "
+        "processes over it",
     )
     parser.add_argument(
         "--history-window",
@@ -480,6 +481,7 @@ def _command(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace) -> int:
     from kubeloop.apiserver.audit.policy import AuditPolicyError, load_policy
     from kubeloop.apiserver.datadir import DataDirectoryInUse
+    from kubeloop.apiserver.frontends import available_cores
     from kubeloop.apiserver.kubeconfig import KubeconfigError
     from kubeloop.apiserver.server import APIServer, ServerOptions
     from kubeloop.gcpause import tune_for_serving
@@ -497,6 +499,8 @@ async def _serve(args: argparse.Namespace) -> int:
     from kubeloop.node.localimages import LocalImages
     from kubeloop.node.simulation import SimulationOptions
 
+    if args.workers is None:
+        args.workers = 1 if args.memory else available_cores()
     if args.workers < 1:
         print("kubeloop apiserver: --workers must be at least 1", file=sys.stderr)
         return 2

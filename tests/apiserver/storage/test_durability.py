@@ -31,8 +31,17 @@ KUBELOOP = [sys.executable, "-m", "kubeloop.cli.main"]
 
 @contextmanager
 def apiserver(
-    data_dir: pathlib.Path, *extra: str, wrapper: tuple[str, ...] = (), env: dict[str, str] | None = None
+    data_dir: pathlib.Path,
+    *extra: str,
+    wrapper: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    default_workers: bool = False,
 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``kubeloop apiserver`` on ``data_dir`` and a free port, as one process unless ``extra``
+    says ``--workers`` or ``default_workers`` leaves it to the server (a process a core: the
+    suite's servers would cost a front-end's start-up each)."""
+    if not default_workers and "--workers" not in extra:
+        extra = (*extra, "--workers", "1")
     # Its log goes to a file (appended to, whatever the offset we read at): a pipe nobody reads
     # would stop the server once 64 kB were logged.
     with tempfile.TemporaryFile(mode="a+b") as log:

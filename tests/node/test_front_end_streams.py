@@ -188,39 +188,36 @@ def test_exec_over_websocket_and_spdy_with_input_and_exit_codes(
     assert len(execs) == 4 and len({e["auditID"] for e in execs}) == 4, execs
 
 
-def test_attach_feeds_and_reads_the_running_container(newest: Kubectl, oldest: Kubectl) -> None:
+def test_attach_feeds_and_reads_the_running_container(newest: Kubectl) -> None:
+    """(Once: after the upgrade the relay carries bytes whatever the protocol, as exec shows for both.)"""
     newest("create", "namespace", "attach")
-    for number, kubectl in enumerate((newest, oldest)):
-        name = f"reader-{number}"
-        script = "echo before; while read line; do echo got $line; done; echo after"
-        apply(kubectl, pod(name, "attach", script, container={"stdin": True, "stdinOnce": True}))
-        while not kubectl("logs", "-n", "attach", name, check=False).stdout:  # it has started
-            time.sleep(0.05)
-        attached = kubectl("attach", "-n", "attach", "-i", name, stdin="one\ntwo\n")
-        assert attached.stdout == "got one\ngot two\nafter\n", attached.stderr
+    script = "echo before; while read line; do echo got $line; done; echo after"
+    apply(newest, pod("reader", "attach", script, container={"stdin": True, "stdinOnce": True}))
+    while not newest("logs", "-n", "attach", "reader", check=False).stdout:  # it has started
+        time.sleep(0.05)
+    attached = newest("attach", "-n", "attach", "-i", "reader", stdin="one\ntwo\n")
+    assert attached.stdout == "got one\ngot two\nafter\n", attached.stderr
 
 
-@pytest.mark.parametrize("which", ["newest", "oldest"])
-def test_port_forward_reaches_the_pod(which: str, request: pytest.FixtureRequest) -> None:
-    kubectl: Kubectl = request.getfixturevalue(which)
-    namespace = f"forward-{which}"
-    kubectl("create", "namespace", namespace)
+def test_port_forward_reaches_the_pod_over_spdy_and_websocket(newest: Kubectl, oldest: Kubectl) -> None:
+    newest("create", "namespace", "forward")
     port = free_port()
     container = {"command": [sys.executable, "-c", WEB, "$(POD_IP)", str(port)], "env": [POD_IP],
                  "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 1}}  # fmt: skip
-    running(kubectl, "web", namespace, "", container=container)
-    local = free_port()
-    forwarding = kubectl.start("port-forward", "-n", namespace, "pod/web", f"{local}:{port}")
-    try:
-        assert forwarding.stdout is not None
-        assert "Forwarding from" in forwarding.stdout.readline()
-        for path in ("/one", "/two"):
-            with socket.create_connection(("127.0.0.1", local)) as web:
-                web.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())
-                answer = b""
-                while chunk := web.recv(65536):
-                    answer += chunk
-            assert answer.startswith(b"HTTP/1.0 200") and answer.endswith(f"hello from {path}".encode()), answer
-    finally:
-        forwarding.terminate()
-        forwarding.wait(10)
+    running(newest, "web", "forward", "", container=container)
+    for kubectl in (newest, oldest):  # a SPDY session tunneled in a WebSocket; an upgrade to SPDY
+        local = free_port()
+        forwarding = kubectl.start("port-forward", "-n", "forward", "pod/web", f"{local}:{port}")
+        try:
+            assert forwarding.stdout is not None
+            assert "Forwarding from" in forwarding.stdout.readline()
+            for path in ("/one", "/two"):
+                with socket.create_connection(("127.0.0.1", local)) as web:
+                    web.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+                    answer = b""
+                    while chunk := web.recv(65536):
+                        answer += chunk
+                assert answer.startswith(b"HTTP/1.0 200") and answer.endswith(f"hello from {path}".encode()), answer
+        finally:
+            forwarding.terminate()
+            forwarding.wait(10)

@@ -56,7 +56,7 @@ def start_candidates(
             [sys.executable, str(CANDIDATE), str(kubeconfig), namespace, f"candidate-{i}", str(log), *mode],
             env=env,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=pathlib.Path(f"{log}.candidate-{i}.stderr").open("w"),  # a pipe nobody reads fills
             text=True,
         )
         for i in range(count)
@@ -221,7 +221,7 @@ def test_a_paused_leader_resumes_fenced_and_writes_nothing(
             code = processes[leader].wait(20)
         except subprocess.TimeoutExpired:
             code = None
-        assert code == 3, (code, processes[leader].stderr.read()[-3000:] if code is not None else "")  # type: ignore[union-attr]
+        assert code == 3, (code, pathlib.Path(f"{log}.{leader}.stderr").read_text()[-3000:])
         # A marker written after the old leader exited: once the watch has shown it, it has shown
         # every write before it (events come in resourceVersion order).
         api.patch(

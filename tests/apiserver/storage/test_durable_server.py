@@ -202,7 +202,7 @@ def test_default_data_directory_is_private(tmp_path: pathlib.Path) -> None:
         [sys.executable, "-m", "kubeloop.cli.main", "apiserver", "--port", "0"],
         env=env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=(tmp_path / "stderr.txt").open("w"),  # a file: a pipe nobody reads fills at 64 kB
         text=True,
     )
     try:
@@ -277,7 +277,7 @@ def test_kubeconfig_flag_merges_into_the_users_file(tmp_path: pathlib.Path) -> N
             "--data-dir", str(tmp_path / "data"), "--port", "0", "--kubeconfig", str(kubeconfig),
         ],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=(tmp_path / "stderr.txt").open("w"),  # a file: a pipe nobody reads fills at 64 kB
         text=True,
     )  # fmt: skip
     try:

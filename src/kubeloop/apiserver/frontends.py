@@ -51,16 +51,19 @@ _PR_SET_PDEATHSIG = 1
 
 
 class FrontEndProcesses:
-    """The owner's front-end processes, each with its store connection (a socket pair)."""
+    """The owner's front-end processes, each with its store connection (a socket pair):
+    launched (:meth:`launch`) as early as the owner can, so that their imports overlap its own
+    and its start-up, then served by it (:meth:`start`)."""
 
-    def __init__(self, owner: APIServer, count: int) -> None:
-        self._owner = owner
+    def __init__(self, count: int) -> None:
+        self._owner: APIServer | None = None
         self._count = count
         self._supervisors: list[asyncio.Task[None]] = []
         self._processes: dict[int, asyncio.subprocess.Process] = {}
         self._stopping = False
         #: The channel front-ends hand the owner connections by, to relay pods' streams: the
-        #: owner's end, and the end each front-end inherits.
+        #: owner's end (read once it serves them), and the end each front-end inherits.
+        self._node_channel_ours: socket.socket | None = None
         self._node_channel: ConnectionReceiver | None = None
         self._node_channel_end: socket.socket | None = None
         #: Processes launched, waiting for :meth:`start` to serve them.
@@ -71,20 +74,27 @@ class FrontEndProcesses:
         """The running front-end processes."""
         return [pid for pid, process in self._processes.items() if process.returncode is None]
 
+    @property
+    def count(self) -> int:
+        return self._count
+
     async def launch(self) -> None:
-        """Start the front-end processes without serving them yet: called as the owner starts, so
-        that their imports overlap its start-up; :meth:`start` serves them."""
-        receiving, self._node_channel_end = channel_pair()
-        self._node_channel = ConnectionReceiver(receiving, self._owner.serve_node_connection)
+        """Start the front-end processes without serving them yet (they import, then wait for
+        the owner's welcome); :meth:`start` serves them."""
+        self._node_channel_ours, self._node_channel_end = channel_pair()
         for _ in range(self._count):
             self._launched.append(await self._launch())
 
-    async def start(self) -> None:
-        """Serve the front-ends (launched first if they are not), and return once each serves the port."""
-        if self._node_channel is None:
+    async def start(self, owner: APIServer) -> None:
+        """Serve the front-ends from ``owner`` (launched first if they are not), and return once
+        each serves the port."""
+        if self._node_channel_ours is None:
             await self.launch()
-        assert self._node_channel is not None
-        await self._owner.front_end_of()  # its store service and node endpoint, before any front-end
+        assert self._node_channel_ours is not None
+        self._owner = owner
+        await owner.front_end_of()  # its store service and node endpoint, before any front-end
+        self._node_channel = ConnectionReceiver(self._node_channel_ours, owner.serve_node_connection)
+        self._node_channel_ours = None
         self._node_channel.start()
         ready = [asyncio.get_running_loop().create_future() for _ in range(self._count)]
         for number, started in enumerate(ready):
@@ -122,6 +132,7 @@ class FrontEndProcesses:
         while not self._stopping:
             process, ours = launched if launched is not None else await self._launch()
             launched = None
+            assert self._owner is not None
             self._owner.serve_front_end(ours)
             try:
                 assert process.stdout is not None
@@ -164,6 +175,9 @@ class FrontEndProcesses:
         if self._node_channel is not None:
             self._node_channel.close()
             self._node_channel = None
+        if self._node_channel_ours is not None:
+            self._node_channel_ours.close()
+            self._node_channel_ours = None
         if self._node_channel_end is not None:
             self._node_channel_end.close()
             self._node_channel_end = None

@@ -194,9 +194,17 @@ class APIServer:
     controllers, the node, the kubeconfig) is left to that server.
     """
 
-    def __init__(self, options: ServerOptions | None = None, *, front_end_of: FrontEndOf | None = None) -> None:
+    def __init__(
+        self,
+        options: ServerOptions | None = None,
+        *,
+        front_end_of: FrontEndOf | None = None,
+        front_ends: FrontEndProcesses | None = None,
+    ) -> None:
         self.options = options or ServerOptions()
         self._front_end_of = front_end_of
+        if front_ends is not None and front_ends.count != self.options.workers - 1:
+            raise ValueError(f"{front_ends.count} front-end processes for {self.options.workers} workers")
         self.catalog = ResourceCatalog(groups.builtin_resources())
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
         self._runner: web.AppRunner | None = None
@@ -227,7 +235,9 @@ class APIServer:
         self._store_connections: list[asyncio.Task[None]] = []
         self._controllers_token = ""
         self._port = 0
-        self._front_ends: FrontEndProcesses | None = None
+        #: The front-end processes of ``workers`` (launched early by ``kubeloop apiserver``,
+        #: before it imports this module; else as the data directory is taken).
+        self._front_ends: FrontEndProcesses | None = front_ends
         #: Where front-ends relay pods' streams to (once the server has front-ends).
         self._node_endpoint: NodeStreamEndpoint | None = None
         self._handlers: APIHandlers | None = None
@@ -263,10 +273,10 @@ class APIServer:
             # the same resourceVersions.
             self._data_dir = DataDirectory(data_dir)
             self._data_dir.open()
-        if options.workers > 1:
+        if options.workers > 1 and self._front_ends is None:
             # Launched once the data directory is this server's, so that their imports overlap
             # the rest of its start-up; served at its end.
-            self._front_ends = FrontEndProcesses(self, options.workers - 1)
+            self._front_ends = FrontEndProcesses(options.workers - 1)
             await self._front_ends.launch()
         if options.memory:
             self._log = MemoryLog()
@@ -570,7 +580,7 @@ class APIServer:
             )
             await self._controllers.start()
         if self._front_ends is not None:
-            await self._front_ends.start()
+            await self._front_ends.start(self)
 
     @property
     def front_end_pids(self) -> list[int]:

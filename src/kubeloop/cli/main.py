@@ -12,9 +12,14 @@ import pathlib
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from kubeloop.cli import eventloop
 from kubeloop.version import __version__
+
+if TYPE_CHECKING:
+    from kubeloop.apiserver.audit.policy import AuditPolicy
+    from kubeloop.apiserver.frontends import FrontEndProcesses
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -480,11 +485,8 @@ def _command(args: argparse.Namespace) -> int:
 
 async def _serve(args: argparse.Namespace) -> int:
     from kubeloop.apiserver.audit.policy import AuditPolicyError, load_policy
-    from kubeloop.apiserver.datadir import DataDirectoryInUse
-    from kubeloop.apiserver.frontends import available_cores
-    from kubeloop.apiserver.kubeconfig import KubeconfigError
-    from kubeloop.apiserver.server import APIServer, ServerOptions
-    from kubeloop.gcpause import tune_for_serving
+    from kubeloop.apiserver.frontends import FrontEndProcesses, available_cores
+    from kubeloop.node.localimages import LocalImages
 
     audit_policy = None
     if args.audit_policy_file is not None:
@@ -496,9 +498,6 @@ async def _serve(args: argparse.Namespace) -> int:
         except AuditPolicyError as error:
             print(f"kubeloop apiserver: {error}", file=sys.stderr)
             return 2
-    from kubeloop.node.localimages import LocalImages
-    from kubeloop.node.simulation import SimulationOptions
-
     if args.workers is None:
         args.workers = 1 if args.memory else available_cores()
     if args.workers < 1:
@@ -512,6 +511,27 @@ async def _serve(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"kubeloop apiserver: {error}", file=sys.stderr)
         return 2
+    # The front-ends are launched before this process imports the server, so that all of them
+    # import it at once (on as many cores): served once this one has started.
+    front_ends = FrontEndProcesses(args.workers - 1) if args.workers > 1 else None
+    if front_ends is not None:
+        await front_ends.launch()
+    try:
+        return await _serve_from(args, audit_policy, front_ends)
+    finally:
+        if front_ends is not None:
+            await front_ends.stop()
+
+
+async def _serve_from(
+    args: argparse.Namespace, audit_policy: AuditPolicy | None, front_ends: FrontEndProcesses | None
+) -> int:
+    from kubeloop.apiserver.datadir import DataDirectoryInUse
+    from kubeloop.apiserver.kubeconfig import KubeconfigError
+    from kubeloop.apiserver.server import APIServer, ServerOptions
+    from kubeloop.gcpause import tune_for_serving
+    from kubeloop.node.simulation import SimulationOptions
+
     options = ServerOptions(
         simulation=SimulationOptions(
             local_images=tuple(args.local_image), installed_images=not args.no_installed_images
@@ -540,7 +560,7 @@ async def _serve(args: argparse.Namespace) -> int:
     # SIGQUIT prints every thread's stack to stderr and the server goes on (a Go server's
     # goroutine dump, without the exit): what a stalled server is doing, without a debugger.
     faulthandler.register(signal.SIGQUIT, all_threads=True)
-    server = APIServer(options)
+    server = APIServer(options, front_ends=front_ends)
     try:
         await server.start()
     except (DataDirectoryInUse, KubeconfigError, OSError) as error:

@@ -35,7 +35,7 @@ def exited(pid: int) -> bool:
     """Whether process ``pid`` has ended (gone, or a zombie: its sockets are closed)."""
     try:
         return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before, or while, it was read
         return True
 
 
@@ -61,6 +61,17 @@ def unix_socket_names(pid: int) -> list[str]:
         if fields[6] in inodes and len(fields) > 7:
             names.append(fields[7])
     return names
+
+
+def listening(port: int) -> set[str]:
+    """The inodes of the sockets listening on ``port`` (whoever holds them)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in pathlib.Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+                inodes.add(fields[9])
+    return inodes
 
 
 def established(pid: int, port: int) -> int:
@@ -144,10 +155,15 @@ def test_a_killed_front_end_is_replaced_and_the_owner_serves_meanwhile(
 ) -> None:
     proc, url, session = two_processes
     [front_end] = front_ends(proc.pid)
+    port = int(url.rsplit(":", 1)[1])
+    its_listener = listening(port) & socket_inodes(front_end)
+    assert its_listener
     os.kill(front_end, signal.SIGKILL)
     # Connections the kernel had queued for its listener are reset with it (as an apiserver's
-    # behind a load balancer are): new ones go to the owner once its sockets are closed.
-    while exited(front_end) is False:
+    # behind a load balancer are): new ones go to the owner once its listener is closed. That
+    # can be a moment after the process has gone: its io_uring (uvloop's) holds the socket
+    # until the kernel has torn the ring down.
+    while listening(port) & its_listener:
         time.sleep(0.01)
     base = url + "/api/v1/namespaces/default/configmaps"
     for number in range(20):  # new connections: the kernel sends them to a listener still there

@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -66,11 +67,13 @@ from kubeloop.apiserver.storage.store import Store
 from kubeloop.apiserver.storage.watchcache import DEFAULT_HISTORY_BYTES, DEFAULT_HISTORY_EVENTS
 from kubeloop.apiserver.storage.writer import frame
 from kubeloop.apiserver.userinfo import UserInfo
-from kubeloop.controllermanager.controllermanager import USER as CONTROLLER_MANAGER_USER
-from kubeloop.controllermanager.controllermanager import ControllerManager
+from kubeloop.controllermanager import USER as CONTROLLER_MANAGER_USER
 from kubeloop.lifecycle import cancel_and_wait, start_or_stop
 from kubeloop.node.sessions import ProcessNode
 from kubeloop.node.simulation import SimulationOptions
+
+if TYPE_CHECKING:
+    from kubeloop.controllermanager.controllermanager import ControllerManager
 
 log = logging.getLogger("kubeloop.apiserver")
 
@@ -571,6 +574,9 @@ class APIServer:
         self._background.append(asyncio.create_task(self._compact_forever(), name="kubeloop-compaction"))
         self._background.append(asyncio.create_task(self._probe_storage(), name="kubeloop-storage-probe"))
         if options.controllers:
+            # Loaded here: a front-end, or a server without controllers, never needs them.
+            from kubeloop.controllermanager.controllermanager import ControllerManager
+
             self._controllers = ControllerManager(
                 self.url,
                 ca_pem=None if options.insecure_http else self.credentials.ca_cert_pem,

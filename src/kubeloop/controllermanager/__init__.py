@@ -9,3 +9,7 @@ holds them to it), so they are also examples of the runtime and a steady test of
 ``ControllerManager`` builds the manager, with the node's kubelet (:mod:`kubeloop.node`) when
 workloads are simulated, and owns the loops' lifetime.
 """
+
+#: Who the controllers are to the server (kube-controller-manager's user): here, so that a server
+#: that runs none names it without loading them.
+USER = "system:kube-controller-manager"

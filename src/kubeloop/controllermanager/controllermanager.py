@@ -29,7 +29,6 @@ from kubeloop.node.kubelet import SimulatedKubelet
 from kubeloop.node.simulation import SimulationOptions
 
 #: Who the controllers are to the server.
-USER = "system:kube-controller-manager"
 
 
 #: Where the cluster's own control loops log their reconciles: kept out of an operator's -v.

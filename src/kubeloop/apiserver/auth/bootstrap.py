@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubeloop.api.clusterroles import aggregated_rules, aggregation_selectors
 from kubeloop.api.object import Obj
-from kubeloop.controllermanager.clusterroleaggregation import aggregated_rules, aggregation_selectors
 
 READ = ["get", "list", "watch"]
 WRITE = ["create", "delete", "deletecollection", "patch", "update"]

@@ -139,6 +139,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             yield Cluster(proc, port, data)
         finally:
             port.close()
+            proc.terminate()  # a server that stops stops its pods (a killed one leaves them running)
+            proc.wait(60)
         assert "Traceback" not in server_log(proc), server_log(proc)
 
 

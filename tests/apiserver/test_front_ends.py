@@ -306,3 +306,19 @@ async def test_the_owner_and_its_front_end_append_to_one_audit_log(tmp_path: pat
     assert len({e["auditID"] for e in events if e["stage"] == "ResponseComplete"}) == len(
         [e for e in events if e["stage"] == "ResponseComplete"]
     )
+
+
+async def test_a_front_ends_way_to_the_node_reaches_the_owners_pod_streams(cluster: Cluster) -> None:
+    """``FrontEndOf.dial_node`` in-process: a connection the owner's node endpoint serves, which
+    answers pods' streams (here a missing pod's log: the owner's 404) and nothing else."""
+    of = await cluster.owner.front_end_of()
+    assert of.dial_node is not None
+    answers = {}
+    for path in ("/api/v1/namespaces/default/pods/nothing/log", "/api/v1/namespaces"):
+        reader, writer = await asyncio.open_connection(sock=await of.dial_node())
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: node\r\nConnection: close\r\n\r\n".encode())
+        answers[path] = await reader.read()
+        writer.close()
+    log = answers["/api/v1/namespaces/default/pods/nothing/log"]
+    assert log.startswith(b"HTTP/1.1 404") and orjson.loads(log.split(b"\r\n\r\n", 1)[1])["message"] == 'pods "nothing" not found'
+    assert answers["/api/v1/namespaces"].startswith(b"HTTP/1.1 404")  # not a pod's stream: not served there

@@ -16,10 +16,10 @@ import secrets
 import socket
 import ssl
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -337,33 +337,14 @@ class APIServer:
             task = asyncio.create_task(service.serve(reader, writer), name="kubeloop-store-service")
             self._serving_store(task)
 
+        async def serve_node(sock: socket.socket) -> None:
+            self.serve_node_connection(sock)
+
         async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-            ours, theirs = socket.socketpair()
-            try:
-                if asyncio.get_running_loop() is loop:
-                    await serve(ours)
-                else:
-                    await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(serve(ours), loop))
-            except BaseException:
-                ours.close()
-                theirs.close()
-                raise
-            return await asyncio.open_connection(sock=theirs)
+            return await asyncio.open_connection(sock=await _served_pair(loop, serve))
 
         async def dial_node() -> socket.socket:
-            ours, theirs = socket.socketpair()
-            try:
-                if asyncio.get_running_loop() is loop:
-                    self.serve_node_connection(ours)
-                else:
-                    await asyncio.wrap_future(
-                        asyncio.run_coroutine_threadsafe(_called(self.serve_node_connection, ours), loop)
-                    )
-            except BaseException:
-                ours.close()
-                theirs.close()
-                raise
-            return theirs
+            return await _served_pair(loop, serve_node)
 
         return FrontEndOf(self.credentials, self._controllers_token, connect, dial_node)
 
@@ -811,9 +792,22 @@ class APIServer:
             self._tempdir = None
 
 
-async def _called(function: Callable[[socket.socket], None], argument: socket.socket) -> None:
-    """``function(argument)`` on the loop that runs this."""
-    function(argument)
+async def _served_pair(
+    loop: asyncio.AbstractEventLoop, serve: Callable[[socket.socket], Coroutine[Any, Any, None]]
+) -> socket.socket:
+    """One end of a new socket pair whose other end ``serve`` takes, on ``loop`` (the server's;
+    the caller may run on another thread's)."""
+    ours, theirs = socket.socketpair()
+    try:
+        if asyncio.get_running_loop() is loop:
+            await serve(ours)
+        else:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(serve(ours), loop))
+    except BaseException:
+        ours.close()
+        theirs.close()
+        raise
+    return theirs
 
 
 def _handshake_done(

@@ -97,6 +97,10 @@ class Node:
             await response.prepare(request)
             for line in (b"one\n", b"two\n", b"three\n"):
                 await response.write(line)
+                if request.query.get("die") == "true":  # the node's server dies mid-stream
+                    assert request.transport is not None
+                    request.transport.abort()
+                    return response
             await response.write_eof()
             return response
         # exec: an upgrade to a protocol that answers each piece reversed until the client's end
@@ -224,3 +228,18 @@ async def test_an_unreachable_node_is_a_503_status() -> None:
         status = orjson.loads(await answer.read())
     assert answer.status == 503 and status["kind"] == "Status" and status["code"] == 503
     assert "the node's server cannot be reached" in status["message"]
+
+
+async def test_a_stream_the_node_breaks_off_ends_unfinished_for_the_client(relayed: tuple[str, Node, list[int]]) -> None:
+    """The node's server dies while a log is followed: the client gets what was written and
+    then the connection's end with no last chunk (as from a kubelet that dies), not an error
+    written into the stream nor a clean end."""
+    url, _, _ = relayed
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(b"GET /api/v1/namespaces/default/pods/p/log?follow=true&die=true HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    answer = await reader.read()
+    writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and b"chunked" in head.lower()
+    assert body == b"4\r\none\n\r\n", body

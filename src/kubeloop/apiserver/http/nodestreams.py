@@ -51,6 +51,8 @@ _CREDENTIALS = ("authorization", "impersonate-")
 _SERVERS_OWN = frozenset(("date", "server"))
 
 Dial = Callable[[], Awaitable[socket.socket]]
+#: How an answer from the node's server breaks off: it went, or what came was not HTTP.
+_CUT_SHORT = (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)
 
 
 class NodeStreamRelay:
@@ -72,7 +74,7 @@ class NodeStreamRelay:
             writer.write(_request_head(request, upgrade))
             try:
                 status, headers = await _response_head(reader)
-            except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as error:
+            except _CUT_SHORT as error:
                 raise errors.ServiceUnavailable(f"the node's server did not answer: {error!r}") from None
             if status == 101 and upgrade is not None:
                 return await _tunnel(request, headers, reader, writer)
@@ -123,12 +125,15 @@ async def _answer(
 ) -> web.StreamResponse:
     """The owner's answer, not an upgrade: whole, or (chunked: a followed log) as it comes."""
     chunked = "chunked" in headers.get("Transfer-Encoding", "").lower()
-    if not chunked:
-        length = headers.get("Content-Length")
-        body = await (reader.readexactly(int(length)) if length is not None else reader.read())
-        return web.Response(status=status, body=body, headers=_passed_on(headers))
-    if not isinstance(request, web.Request):  # read whole by the connection: answered whole
-        body = b"".join([chunk async for chunk in _chunks(reader)])
+    if not chunked or not isinstance(request, web.Request):  # (read whole by the connection: answered whole)
+        try:
+            if chunked:
+                body = b"".join([chunk async for chunk in _chunks(reader)])
+            else:
+                length = headers.get("Content-Length")
+                body = await (reader.readexactly(int(length)) if length is not None else reader.read())
+        except _CUT_SHORT as error:
+            raise errors.ServiceUnavailable(f"the node's server ended its answer early: {error!r}") from None
         return web.Response(status=status, body=body, headers=_passed_on(headers))
     response = web.StreamResponse(status=status, headers=_passed_on(headers))
     response.enable_chunked_encoding()
@@ -136,7 +141,11 @@ async def _answer(
     try:
         async for chunk in _chunks(reader):
             await response.write(chunk)
-    except ConnectionError:  # the client went: so does the owner's side (the connection closes)
+    except _CUT_SHORT:  # (ConnectionError among them)
+        # The client went, or the node's server did mid-stream: the stream ends unfinished, with
+        # no last chunk (as a kubelet's does when it dies), not with an error written into it.
+        if request.transport is not None:
+            request.transport.abort()
         return response
     await response.write_eof()
     return response

@@ -1,14 +1,16 @@
 """``ControllerManager``: the embedded server's kube-controller-manager.
 
-It is an ordinary kubeloop ``Manager`` whose client reaches the server over HTTPS with an
-identity of its own (``system:kube-controller-manager``), running the cluster's control loops.
+It is an ordinary kubeloop ``Manager`` whose client reaches the server with an identity of its
+own (``system:kube-controller-manager``), running the cluster's control loops. The server hands
+it connections that never leave the process (``dial``: kube-apiserver's loopback client), so it
+makes no TLS handshake; a manager given only a URL reaches the server over the network.
 """
 
 from __future__ import annotations
 
 import logging
 
-from kubeloop.client.config import ClientConfig
+from kubeloop.client.config import ClientConfig, Dial
 from kubeloop.client.credentials import Credentials, StaticCredentials
 from kubeloop.client.rest import APIClient
 from kubeloop.controllermanager.clusterroleaggregation import ClusterRoleAggregation
@@ -37,7 +39,8 @@ RECONCILE_LOGGER = "kubeloop.controllermanager.reconcile"
 
 class ControllerManager:
     """Starts the control loops against the server at ``url`` (``ca_pem`` verifies it, None
-    over plain HTTP; ``root_ca_pem`` is the CA every namespace's ``kube-root-ca.crt`` publishes, None:
+    over plain HTTP; ``dial``: how to connect instead of over TCP to ``url``'s port, which the
+    pods of the node still reach the server at; ``root_ca_pem`` is the CA every namespace's ``kube-root-ca.crt`` publishes, None:
     namespaces get no defaults);
     ``stop`` ends them. The garbage collector, the namespace, disruption, ClusterRole
     aggregation and TTL-after-finished controllers always run; with ``simulation``, workloads are simulated too: a node
@@ -52,12 +55,14 @@ class ControllerManager:
         token: str,
         root_ca_pem: bytes | None,
         simulation: SimulationOptions | None = None,
+        dial: Dial | None = None,
     ) -> None:
         config = ClientConfig(
             server=url,
             ca_pem=ca_pem,
             credentials=StaticCredentials(Credentials(token=token)),
             user_agent="kube-controller-manager (kubeloop)",
+            dial=dial,
         )
         self.client = APIClient(config)
         self.manager = Manager(

@@ -253,6 +253,12 @@ def _source_ips(request: HTTPRequest) -> list[str]:
     ]
     transport = request.transport
     peer = transport.get_extra_info("peername") if transport is not None else None
-    if isinstance(peer, tuple) and peer and str(peer[0]) not in addresses:
-        addresses.append(str(peer[0]))
+    if isinstance(peer, tuple) and peer:
+        address = str(peer[0])
+    elif transport is not None and peer is not None:
+        address = "127.0.0.1"  # one end of a socket pair: a client in this process (its loopback)
+    else:
+        return addresses
+    if address not in addresses:
+        addresses.append(address)
     return addresses

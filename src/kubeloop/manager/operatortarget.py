@@ -24,19 +24,11 @@ from kubeloop.api.crdgen import custom_resources_in, definitions
 from kubeloop.api.structuralschema import SchemaConversionError
 from kubeloop.client.interface import KindError
 from kubeloop.manager.manager import Manager
+from kubeloop.manager.targeterror import TargetError as TargetError
 
 Setup = Callable[[Manager], Any]
 #: The file a folder TARGET is loaded from.
 ENTRY_FILE = "main.py"
-
-
-class TargetError(Exception):
-    """A TARGET, setup or model that cannot be used: what is wrong, and a hint."""
-
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(f"{message} ({hint})" if hint else message)
-        self.message = message
-        self.hint = hint
 
 
 def load_target(target: str) -> tuple[ModuleType, str]:

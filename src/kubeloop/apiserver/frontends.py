@@ -239,7 +239,7 @@ async def serve(store_fd: int, node_fd: int) -> int:
     node = ConnectionSender(socket.socket(fileno=node_fd))
     server = APIServer(options, front_end_of=FrontEndOf(credentials, controllers_token, connect, node.connect))
     async with server:
-        tune_for_serving()
+        tune_for_serving(collect_first=False)
         store = server.store
         assert isinstance(store, RemoteStore)
         print("serving", flush=True)
@@ -264,6 +264,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--node-fd", type=int, required=True, help="this process's end of the channel to the owner's node"
     )
     options = parser.parse_args(argv)
+    from kubeloop.gcpause import start_up_without_gc
+
+    start_up_without_gc()  # until tune_for_serving, once the server has started
     logging.basicConfig(level=logging.WARNING, format="kubeloop front-end %(process)d: %(message)s")
     sys.exit(asyncio.run(serve(options.store_fd, options.node_fd)))
 

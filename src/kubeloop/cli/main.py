@@ -341,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     from kubeloop.cli.logs import configure
     from kubeloop.cli.usage import UsageError
-    from kubeloop.manager.operatortarget import TargetError
+    from kubeloop.manager.targeterror import TargetError
 
     configure(verbose=args.verbose, json_format=args.log_format == "json")
     try:
@@ -358,6 +358,9 @@ def _command(args: argparse.Namespace) -> int:
     if args.command in ("init", "create", "manifests"):
         return _scaffold(args)
     if args.command == "apiserver":
+        from kubeloop.gcpause import start_up_without_gc
+
+        start_up_without_gc()  # until tune_for_serving, once the server has started
         code = eventloop.run(_serve(args))
         # The server has stopped cleanly (watchers closed, the log flushed and closed). Tearing
         # the interpreter down would now free every stored object one by one — 6 s for 20,000
@@ -567,7 +570,7 @@ async def _serve_from(
         await server.stop()
         print(f"kubeloop apiserver: {error}", file=sys.stderr, flush=True)
         return 1
-    tune_for_serving()
+    tune_for_serving(collect_first=False)
     async with server:
         print(f"kubeloop apiserver ready at {server.url} kubeconfig={server.kubeconfig_path}", flush=True)
         await stop.wait()

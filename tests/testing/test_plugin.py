@@ -128,3 +128,28 @@ async def test_eventually_retries_pytests_failures_too() -> None:
 
     with pytest.raises(pytest.fail.Exception, match="not yet"):
         await eventually(never, timeout=0.05, interval=0.01)
+
+
+def test_the_plugin_loads_nothing_of_kubeloop_until_a_test_asks(tmp_path: Any) -> None:
+    """The plugin loads with every pytest run where kubeloop is installed, whether its tests use
+    kubeloop or not: a run of tests that use none of it loads neither the server, the client nor
+    the manager (they took ~1 s of CPU at every start), and the kit's names still import."""
+    import subprocess
+    import sys
+
+    (tmp_path / "test_plain.py").write_text(
+        "import sys\n\n\n"
+        "def test_plain():\n"
+        "    loaded = [m for m in ('kubeloop.apiserver.server', 'kubeloop.client.rest', 'kubeloop.manager.manager',"
+        " 'kubeloop.testing.serverthread') if m in sys.modules]\n"
+        "    assert loaded == []\n\n\n"
+        "def test_the_kits_names():\n"
+        "    from kubeloop.testing import ServerThread, eventually, fake_client\n\n"
+        "    assert callable(eventually) and callable(fake_client) and ServerThread.__name__ == 'ServerThread'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "2 passed" in done.stdout

@@ -37,16 +37,56 @@ uses against a cluster:
           await eventually(lambda: kube_client.get(kinds.Deployment, "web", namespace=kube_namespace))
 """
 
-from kubeloop.node.simulation import SimulationOptions
-from kubeloop.testing.converge import assert_converged
-from kubeloop.testing.fakeclient import fake_client, fake_manager
-from kubeloop.testing.installedwebhooks import webhooks_installed
-from kubeloop.testing.interceptor import conflict, intercepted, unavailable
-from kubeloop.testing.podprocesses import pod_processes
-from kubeloop.testing.polling import eventually
-from kubeloop.testing.serverthread import ServerThread, start_server
-from kubeloop.testing.servingcerts import write_serving_certificate
-from kubeloop.testing.settle import settled
+# The pytest plugin (``kubeloop.testing.plugin``) loads with every pytest run where kubeloop is
+# installed, and this package with it: what it exports loads when first used.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: Public name → its module.
+_EXPORTS: dict[str, str] = {
+    "SimulationOptions": "kubeloop.node.simulation",
+    "assert_converged": "kubeloop.testing.converge",
+    "fake_client": "kubeloop.testing.fakeclient",
+    "fake_manager": "kubeloop.testing.fakeclient",
+    "webhooks_installed": "kubeloop.testing.installedwebhooks",
+    "conflict": "kubeloop.testing.interceptor",
+    "intercepted": "kubeloop.testing.interceptor",
+    "unavailable": "kubeloop.testing.interceptor",
+    "pod_processes": "kubeloop.testing.podprocesses",
+    "eventually": "kubeloop.testing.polling",
+    "ServerThread": "kubeloop.testing.serverthread",
+    "start_server": "kubeloop.testing.serverthread",
+    "write_serving_certificate": "kubeloop.testing.servingcerts",
+    "settled": "kubeloop.testing.settle",
+}
+
+
+def __getattr__(name: str) -> "Any":
+    try:
+        module_name = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'kubeloop.testing' has no attribute {name!r}") from None
+    value = getattr(__import__(module_name, fromlist=["__name__"]), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load lazily
+    from kubeloop.node.simulation import SimulationOptions
+    from kubeloop.testing.converge import assert_converged
+    from kubeloop.testing.fakeclient import fake_client, fake_manager
+    from kubeloop.testing.installedwebhooks import webhooks_installed
+    from kubeloop.testing.interceptor import conflict, intercepted, unavailable
+    from kubeloop.testing.podprocesses import pod_processes
+    from kubeloop.testing.polling import eventually
+    from kubeloop.testing.serverthread import ServerThread, start_server
+    from kubeloop.testing.servingcerts import write_serving_certificate
+    from kubeloop.testing.settle import settled
 
 __all__ = [
     "ServerThread",

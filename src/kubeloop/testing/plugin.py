@@ -27,23 +27,22 @@ import itertools
 import sys
 from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from kubeloop import errors
-from kubeloop.client.config import load_kubeconfig
-from kubeloop.client.crdinstall import install_crds
-from kubeloop.client.preflight import unserved_kinds
-from kubeloop.client.rest import APIClient
-from kubeloop.controller import controller as controller_module
-from kubeloop.controller.reconcile import Request
-from kubeloop.manager.manager import Manager
-from kubeloop.manager.operatortarget import Setup, TargetError, load_target, module_crds, run_setup, setup_of
-from kubeloop.testing import serverthread as server_threads
-from kubeloop.testing.installedwebhooks import webhooks_installed
-from kubeloop.testing.serverthread import ServerThread, start_server
-from kubeloop.webhook.server import WebhookServer
+if TYPE_CHECKING:
+    from kubeloop.client.rest import APIClient
+    from kubeloop.controller.reconcile import Request
+    from kubeloop.manager.manager import Manager
+    from kubeloop.manager.operatortarget import Setup
+    from kubeloop.testing.serverthread import ServerThread
+
+# This module loads with every pytest run where kubeloop is installed, whether its tests use
+# kubeloop or not: what the fixtures need loads when a test first asks for them (the server,
+# the client and the manager took ~1 s of CPU to import).
+_CONTROLLER = "kubeloop.controller.controller"
+_SERVER_THREADS = "kubeloop.testing.serverthread"
 
 _namespaces = itertools.count(1)
 
@@ -75,6 +74,8 @@ class _Servers:
         self.started: dict[bool, ServerThread] = {}
 
     def get(self, simulate: bool) -> ServerThread:
+        from kubeloop.testing.serverthread import start_server
+
         if simulate not in self.started:
             self.started[simulate] = start_server(simulate=simulate)
         return self.started[simulate]
@@ -115,10 +116,16 @@ def _server_of(request: pytest.FixtureRequest, default: ServerThread) -> ServerT
 _LOOP_ERRORS = pytest.StashKey[list[str]]()
 
 
+def _running_servers() -> set[ServerThread]:
+    """The embedded servers running in this process (none unless the kit's server was loaded)."""
+    server_threads = sys.modules.get(_SERVER_THREADS)
+    return set(server_threads.running) if server_threads is not None else set()
+
+
 def _server_errors_since(seen: dict[ServerThread, int]) -> list[str]:
     return [
         error
-        for server in dict.fromkeys([*seen, *server_threads.running])
+        for server in dict.fromkeys([*seen, *_running_servers()])
         for error in server.loop_errors[seen.get(server, 0) :]
     ]
 
@@ -126,6 +133,9 @@ def _server_errors_since(seen: dict[ServerThread, int]) -> list[str]:
 def _is_a_reconcile_failure(error: BaseException) -> bool:
     """A failed ``assert`` or pytest check in a reconcile, or a bug (``controller.PANICS``): not
     what a reconciler raises on purpose (a failed call, an error it means to retry)."""
+    from kubeloop import errors
+    from kubeloop.controller import controller as controller_module
+
     outcome = getattr(sys.modules.get("_pytest.outcomes"), "OutcomeException", None)
     if isinstance(outcome, type) and isinstance(error, outcome):
         return True
@@ -139,13 +149,16 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     or a pytest check, or hit a bug (a ``TypeError``, ``KeyError``, ...): the controller logs and
     retries those, and the test would pass without them noticed. A test that means its reconciles
     to raise such errors says so: ``@pytest.mark.kubeloop(reconcile_failures=True)``."""
-    seen = {server: len(server.loop_errors) for server in server_threads.running}
+    seen = {server: len(server.loop_errors) for server in _running_servers()}
     reported = item.stash.setdefault(_LOOP_ERRORS, [])
     failed: list[str] = []
 
     def listen(controller: str, request: Request, error: BaseException) -> None:
         if _is_a_reconcile_failure(error):
             failed.append(f"{controller}: reconcile {request}: {type(error).__name__}: {error}")
+
+    # Listened to even when not loaded yet: a test may be the first to import the controller.
+    from kubeloop.controller import controller as controller_module
 
     controller_module.failure_listeners.append(listen)
     try:
@@ -175,12 +188,16 @@ async def kube_client(
     """An async :class:`~kubeloop.APIClient` of the session's server, closed after the test. While
     the test runs, what its loop reports unhandled (a task's exception nobody retrieved, a
     callback that raised) fails it."""
+    from kubeloop.client.config import load_kubeconfig
+    from kubeloop.client.rest import APIClient
+    from kubeloop.testing.serverthread import unhandled_error_text
+
     loop = asyncio.get_running_loop()
     reported = request.node.stash.setdefault(_LOOP_ERRORS, [])
     previous = loop.get_exception_handler()
 
     def unhandled(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        reported.append(server_threads.unhandled_error_text(context))
+        reported.append(unhandled_error_text(context))
         if previous is not None:
             previous(loop, context)
         else:
@@ -207,6 +224,8 @@ async def kube_namespace(kube_client: APIClient) -> str:
 def kube_operator_module(request: pytest.FixtureRequest) -> tuple[ModuleType, str] | None:
     """The module ``kubeloop_setup`` names and its setup function's name, loaded once per
     session (a file is executed once); None when the configuration names none."""
+    from kubeloop.manager.operatortarget import TargetError, load_target
+
     target = str(request.config.getini("kubeloop_setup") or "")
     if not target:
         return None
@@ -221,6 +240,8 @@ def kube_setup(request: pytest.FixtureRequest, kube_operator_module: tuple[Modul
     """The operator's ``setup(manager)``: the ``kubeloop_setup`` configuration value
     (``module:function``, a file or a folder with main.py) loaded. Override the fixture to
     hand another."""
+    from kubeloop.manager.operatortarget import TargetError, setup_of
+
     target = str(request.config.getini("kubeloop_setup") or "")
     if kube_operator_module is None:
         pytest.fail(
@@ -247,6 +268,13 @@ async def kube_operator(
     admits, and its webhooks (if it registers any) served and installed into the server while
     the test runs; stopped after the test. A kind the server does not serve fails the test at
     once, naming it."""
+    from kubeloop.client.crdinstall import install_crds
+    from kubeloop.client.preflight import unserved_kinds
+    from kubeloop.manager.manager import Manager
+    from kubeloop.manager.operatortarget import module_crds, run_setup
+    from kubeloop.testing.installedwebhooks import webhooks_installed
+    from kubeloop.webhook.server import WebhookServer
+
     if kube_operator_module is not None:
         module: ModuleType | None = kube_operator_module[0]
     else:

@@ -381,6 +381,41 @@ async def test_a_streamed_body_is_handed_over_as_it_arrives_and_its_connection_i
         server.close()
 
 
+async def test_a_stream_after_a_request_takes_its_kept_alive_connection() -> None:
+    """An informer's list and then its watch: one connection (one TLS handshake), as Go's
+    transport gives a watch an idle connection; the stream's connection is not kept after it."""
+
+    def script(request: bytes) -> tuple[list[bytes], bool]:
+        if request.startswith(b"GET /watch"):
+            return [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\ne\n\r\n0\r\n\r\n"], False
+        return [answer(b"listed")], False
+
+    async with scripted(script) as (pool, recorder):
+        assert (await pool.request("GET", "/list", [], None, timeout=5)).body == b"listed"
+        stream = await pool.stream("/watch?watch=true", [], timeout=5)
+        assert await _read_to_end(stream) == b"e\n"
+        assert recorder.connections == 1
+        assert (await pool.request("GET", "/list", [], None, timeout=5)).body == b"listed"
+        assert recorder.connections == 2  # the stream's connection went with it
+
+
+async def test_a_stream_on_a_connection_the_server_closed_is_sent_again_on_a_new_one() -> None:
+    """The server closes a kept-alive connection just as the watch is written on it: the GET
+    goes once more, on a new connection, and the caller sees only the stream."""
+    answers_left = [
+        ([answer(b"listed")], False),
+        ([], True),  # the watch's request arrives and the connection is closed unanswered
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\ne\n\r\n0\r\n\r\n"], False),
+    ]
+    async with scripted(lambda request: answers_left.pop(0)) as (pool, recorder):
+        assert (await pool.request("GET", "/list", [], None, timeout=5)).body == b"listed"
+        stream = await pool.stream("/watch?watch=true", [], timeout=5)
+        assert await _read_to_end(stream) == b"e\n"
+        assert recorder.connections == 2
+        watch = b"/watch?watch=true"
+        assert [r.split(b" ")[1] for r in recorder.requests] == [b"/list", watch, watch]
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     body=st.binary(max_size=3000),

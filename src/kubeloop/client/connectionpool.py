@@ -15,8 +15,8 @@ arrives. The pool does what the API client needs and no more:
 - a deadline over the whole exchange (connecting included); a connection whose exchange did not
   finish (timeout, cancellation, a malformed answer) is closed, never reused;
 - a streamed body is read with flow control (the socket is paused while more than
-  :data:`STREAM_HIGH_WATER` bytes wait unread); a stream has a new connection of its own,
-  closed with it;
+  :data:`STREAM_HIGH_WATER` bytes wait unread); a stream takes an idle connection if there is
+  one (sent again once on a new one if the server had closed it), and closes it when it ends;
 - the write fence checked synchronously right before the request is handed to the socket, so a
   paused leader that resumes cannot send a write.
 
@@ -562,16 +562,26 @@ class ConnectionPool:
         """Send a GET and return its answer once the head is in; the body is read from it.
 
         ``timeout`` bounds connecting and the head; the body may then take as long as it takes.
-        The stream has a new connection of its own, closed with it.
+        The stream takes an idle kept-alive connection if there is one (as Go's transport gives
+        a watch one: an informer's list and then its watch make one TLS handshake, not two), else
+        a new one; the connection is closed with the stream.
         """
         request = self._encode("GET", target, headers, None)
-        # A connection of its own, as a watch has on client-go's and aiohttp's transports: the
-        # server then sees a stream as the first request of its connection.
-        connection: _Connection | None = None
+        connection = self._idle_connection()
         try:
             async with asyncio.timeout(timeout):
-                connection = await self._connect()
-                return await connection.send_streaming(request)
+                if connection is None:
+                    connection = await self._connect()
+                    return await connection.send_streaming(request)
+                try:
+                    return await connection.send_streaming(request)
+                except ServerDisconnectedError:
+                    # The server closed the kept-alive connection as the request went out: a
+                    # GET is sent again, once, on a new connection (Go's transport does so too).
+                    connection.close()
+                    connection = None
+                    connection = await self._connect()
+                    return await connection.send_streaming(request)
         except BaseException:
             if connection is not None:
                 connection.close()

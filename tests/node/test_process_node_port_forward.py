@@ -7,11 +7,13 @@ when the pod's side does; RBAC (``create`` on ``pods/portforward``) and upstream
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import socket
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -62,15 +64,31 @@ def kubectl(node: ServerThread, tmp_path: pathlib.Path) -> Kubectl:
 
 
 @pytest.fixture
-def servers(kubectl: Kubectl, namespace: str) -> tuple[int, int, int]:
-    ports = (free_port(), free_port(), free_port())
+def servers(kubectl: Kubectl, namespace: str) -> Iterator[tuple[int, int, int]]:
+    """The pod's three servers' ports, listening on its own address. Each port stays bound on
+    the node's address (127.0.0.1), not listening, while the test runs: a connection there is
+    refused, and no other process of the suite (a server on port 0) can take it meanwhile."""
+    with contextlib.ExitStack() as held:
+        ports = tuple(reserved_port(held) for _ in range(3))
+        yield started_servers(kubectl, namespace, ports)
+
+
+def reserved_port(held: contextlib.ExitStack) -> int:
+    """A port bound on 127.0.0.1 (and so taken there, and on every address, from others) as long
+    as ``held`` lasts; the pod can still listen on it at its own address."""
+    sock = held.enter_context(socket.socket())
+    sock.bind(("127.0.0.1", 0))
+    return int(sock.getsockname()[1])
+
+
+def started_servers(kubectl: Kubectl, namespace: str, ports: tuple[int, ...]) -> tuple[int, int, int]:
     spec = pod("servers", namespace, "", restartPolicy="Always", container={
         "command": [sys.executable, "-c", SERVERS, "$(POD_IP)", *map(str, ports)], "env": [POD_IP],
         "readinessProbe": {"tcpSocket": {"port": ports[1]}, "periodSeconds": 1},
     })  # fmt: skip
     apply(kubectl, spec)
     kubectl("wait", "-n", namespace, "--for=condition=Ready", "pod/servers", "--timeout=30s")
-    return ports
+    return ports[0], ports[1], ports[2]
 
 
 def read_line(sock: socket.socket) -> bytes:
@@ -89,22 +107,23 @@ def read_all(sock: socket.socket) -> bytes:
 
 def test_the_official_clients_raw_port_forward(core: Any, namespace: str, servers: tuple[int, int, int]) -> None:
     echo, greet, _ = servers
-    closed = free_port()  # nothing listens there
-    forward = portforward(core.connect_get_namespaced_pod_portforward, "servers", namespace,
-                          ports=f"{echo},{greet},{closed}")  # fmt: skip
-    to_echo = forward.socket(echo)
-    to_echo.setblocking(True)
-    to_echo.sendall(b"forwarded\n")
-    assert to_echo.recv(100) == b"dedrawrof\n"
-    to_greet = forward.socket(greet)
-    to_greet.setblocking(True)
-    assert read_line(to_greet) == b"hello from the pod\n"  # no per-port end in v4: the line is all
-    to_closed = forward.socket(closed)
-    to_closed.setblocking(True)
-    assert read_all(to_closed) == b""
-    assert forward.error(closed) is not None and f"error forwarding port {closed} to pod" in forward.error(closed)
-    to_echo.close()
-    forward.close()
+    with contextlib.ExitStack() as held:
+        closed = reserved_port(held)  # nothing listens there, nor can while the test runs
+        forward = portforward(core.connect_get_namespaced_pod_portforward, "servers", namespace,
+                              ports=f"{echo},{greet},{closed}")  # fmt: skip
+        to_echo = forward.socket(echo)
+        to_echo.setblocking(True)
+        to_echo.sendall(b"forwarded\n")
+        assert to_echo.recv(100) == b"dedrawrof\n"
+        to_greet = forward.socket(greet)
+        to_greet.setblocking(True)
+        assert read_line(to_greet) == b"hello from the pod\n"  # no per-port end in v4: the line is all
+        to_closed = forward.socket(closed)
+        to_closed.setblocking(True)
+        assert read_all(to_closed) == b""
+        assert forward.error(closed) is not None and f"error forwarding port {closed} to pod" in forward.error(closed)
+        to_echo.close()
+        forward.close()
 
 
 def test_the_official_clients_http_port_forward(core: Any, namespace: str, servers: tuple[int, int, int]) -> None:

@@ -26,7 +26,7 @@ from kubeloop import errors, kinds
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.models import apps_v1, core_v1, meta_v1
-from kubeloop.testing import ServerThread, conflict, fake_client, fake_manager, intercepted
+from kubeloop.testing import ServerThread, conflict, eventually, fake_client, fake_manager, intercepted
 
 
 def _example() -> ModuleType:
@@ -188,10 +188,11 @@ async def test_a_conflict_injected_into_a_unit_tested_reconciler() -> None:
 
 
 async def test_a_tls_server_on_another_threads_loop_is_dialed_too(
-    kube_apiserver: ServerThread, kube_namespace: str
+    kube_apiserver: ServerThread, kube_client: APIClient, kube_namespace: str
 ) -> None:
     """``ClientConfig.dial`` of any server: the session's, which serves TLS on its own loop in a
-    thread; the request, and a watch (aiohttp's side of the server), go through socket pairs."""
+    thread; a watch (aiohttp's side of the server) and, while it holds its connection, a request
+    go through socket pairs of their own."""
     families: list[socket.AddressFamily] = []
 
     async def dial() -> socket.socket:
@@ -201,18 +202,23 @@ async def test_a_tls_server_on_another_threads_loop_is_dialed_too(
 
     config = dataclasses.replace(load_kubeconfig(kube_apiserver.kubeconfig), dial=dial)
     assert config.server.startswith("https://")
+    namespace = await kube_client.get(core_v1.Namespace, kube_namespace)
     async with APIClient(config) as client:
-        namespace = await client.get(core_v1.Namespace, kube_namespace)
         watch = client.watch(
             core_v1.ConfigMap, namespace=kube_namespace, resource_version=namespace.metadata.resource_version
         )
-        try:
-            await client.create(
-                core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name="dialed", namespace=kube_namespace))
-            )
+
+        async def dialed() -> None:
             async for event in watch:
                 if event.object["metadata"]["name"] == "dialed":
-                    break
+                    return
+
+        seen = asyncio.create_task(dialed())
+        try:
+            await eventually(lambda: families)  # the watch has its connection
+            await client.create(core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name="dialed", namespace=kube_namespace)))
+            await seen
         finally:
+            seen.cancel()
             await watch.close()
-    assert len(families) >= 2 and set(families) == {socket.AF_UNIX}
+    assert families == [socket.AF_UNIX, socket.AF_UNIX]

@@ -599,17 +599,7 @@ class APIServer:
         loop = self._loop
         if self._serve_connection is None or loop is None:
             raise RuntimeError("the API server is not running")
-        ours, theirs = socket.socketpair()
-        try:
-            if loop is asyncio.get_running_loop():
-                await self._accept(ours)
-            else:
-                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._accept(ours), loop))
-        except BaseException:
-            ours.close()
-            theirs.close()
-            raise
-        return theirs
+        return await _served_pair(loop, self._accept)
 
     async def _dial_loopback(self) -> socket.socket:
         """A plain-HTTP connection to this server that never leaves the process, for its own

@@ -568,18 +568,19 @@ class ConnectionPool:
         """
         request = self._encode("GET", target, headers, None)
         connection = self._idle_connection()
+        reused = connection is not None
         try:
             async with asyncio.timeout(timeout):
                 if connection is None:
                     connection = await self._connect()
-                    return await connection.send_streaming(request)
                 try:
                     return await connection.send_streaming(request)
                 except ServerDisconnectedError:
+                    if not reused:
+                        raise
                     # The server closed the kept-alive connection as the request went out: a
                     # GET is sent again, once, on a new connection (Go's transport does so too).
                     connection.close()
-                    connection = None
                     connection = await self._connect()
                     return await connection.send_streaming(request)
         except BaseException:

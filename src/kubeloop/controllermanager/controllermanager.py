@@ -39,9 +39,9 @@ RECONCILE_LOGGER = "kubeloop.controllermanager.reconcile"
 
 class ControllerManager:
     """Starts the control loops against the server at ``url`` (``ca_pem`` verifies it, None
-    over plain HTTP; ``dial``: how to connect instead of over TCP to ``url``'s port, which the
-    pods of the node still reach the server at; ``root_ca_pem`` is the CA every namespace's ``kube-root-ca.crt`` publishes, None:
-    namespaces get no defaults);
+    over plain HTTP; ``dial``: how to connect instead of over TCP to ``url``'s port, where the
+    node's pods still reach the server; ``root_ca_pem`` is the CA every namespace's
+    ``kube-root-ca.crt`` publishes, None: namespaces get no defaults);
     ``stop`` ends them. The garbage collector, the namespace, disruption, ClusterRole
     aggregation and TTL-after-finished controllers always run; with ``simulation``, workloads are simulated too: a node
     and its kubelet, the Job, CronJob, ReplicaSet, ReplicationController, Deployment, StatefulSet

@@ -67,7 +67,6 @@ from _server import server_process
 
 import kubeloop
 from kubeloop.client.config import load_kubeconfig
-from kubeloop.crd import install_crds
 from kubeloop.gcpause import tune_for_serving
 
 GROUP = "bench.kubeloop.dev"
@@ -302,6 +301,8 @@ async def operate_kopf(
 
 
 async def prepare(kubeconfig: str, namespace: str, count: int) -> None:
+    from kubeloop.crd import install_crds  # the bench's, not the operators' (their processes skip it)
+
     async with kubeloop.APIClient(load_kubeconfig(kubeconfig)) as client:
         await install_crds(client, Widget)
         await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})

@@ -20,8 +20,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Self
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
 from kubeloop.api.crdgen import custom_resources_in
 from kubeloop.api.model import KubeObject
 from kubeloop.cache.cache import Cache
@@ -44,11 +42,11 @@ from kubeloop.manager.metricsserver import MetricsServerOptions
 from kubeloop.manager.permissions import EVENTS, LEASE, READ, Permissions
 from kubeloop.manager.recorder import EventRecorder
 from kubeloop.manager.runnable import Runnable, RunnableGroup
-from kubeloop.webhook.certwatcher import CertWatcher
-from kubeloop.webhook.server import WebhookServer
 
 if TYPE_CHECKING:
     from aiohttp import web
+
+    from kubeloop.webhook.server import WebhookServer
 
 log = logging.getLogger("kubeloop.manager")
 
@@ -180,6 +178,8 @@ class Manager:
     def webhook_server(self) -> WebhookServer:
         """The server of the operator's webhooks (controller-runtime's ``GetWebhookServer()``)."""
         if self._webhook_server is None:
+            from kubeloop.webhook.server import WebhookServer  # loaded when an operator has webhooks
+
             self._webhook_server = WebhookServer()
         return self._webhook_server
 
@@ -390,6 +390,7 @@ class Manager:
         context = None
         if options.secure_serving:
             from kubeloop import certs
+            from kubeloop.webhook.certwatcher import CertWatcher
 
             if options.cert_dir is not None:
                 folder = pathlib.Path(options.cert_dir)
@@ -433,6 +434,7 @@ class Manager:
 
     async def _metrics(self, request: web.Request) -> web.Response:
         from aiohttp import web
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
         body = generate_latest(self.metrics.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -39,9 +39,9 @@ uses against a cluster:
 
 # The pytest plugin (``kubeloop.testing.plugin``) loads with every pytest run where kubeloop is
 # installed, and this package with it: what it exports loads when first used.
+from kubeloop.lazyexports import lazy_getattr
+
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 #: Public name → its module.
 _EXPORTS: dict[str, str] = {
@@ -61,15 +61,7 @@ _EXPORTS: dict[str, str] = {
     "settled": "kubeloop.testing.settle",
 }
 
-
-def __getattr__(name: str) -> "Any":
-    try:
-        module_name = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module 'kubeloop.testing' has no attribute {name!r}") from None
-    value = getattr(__import__(module_name, fromlist=["__name__"]), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

@@ -16,27 +16,65 @@
   ``kubeloop webhook TARGET`` prints the configurations that make kube-apiserver call them.
 """
 
-from kubeloop.webhook.admission import (
-    CONNECT,
-    CREATE,
-    DELETE,
-    UPDATE,
-    AdmissionRequest,
-    AdmissionResponse,
-    AdmissionWebhook,
-    allowed,
-    current_request,
-    denied,
-    errored,
-    from_error,
-    patched,
-)
-from kubeloop.webhook.certrotator import CertRotator
-from kubeloop.webhook.certwatcher import CertWatcher
-from kubeloop.webhook.defaulting import CustomDefaulter
-from kubeloop.webhook.hubconversion import ConversionWebhook, Convertible, Hub
-from kubeloop.webhook.server import WebhookServer
-from kubeloop.webhook.validating import invalid
+# The manager imports ``server`` and ``certwatcher``; an operator serving no webhook loads nothing more.
+from kubeloop.lazyexports import lazy_getattr
+
+TYPE_CHECKING = False
+
+#: Public name → its module.
+_EXPORTS: dict[str, str] = {
+    "CONNECT": "kubeloop.webhook.admission",
+    "CREATE": "kubeloop.webhook.admission",
+    "DELETE": "kubeloop.webhook.admission",
+    "UPDATE": "kubeloop.webhook.admission",
+    "AdmissionRequest": "kubeloop.webhook.admission",
+    "AdmissionResponse": "kubeloop.webhook.admission",
+    "AdmissionWebhook": "kubeloop.webhook.admission",
+    "allowed": "kubeloop.webhook.admission",
+    "current_request": "kubeloop.webhook.admission",
+    "denied": "kubeloop.webhook.admission",
+    "errored": "kubeloop.webhook.admission",
+    "from_error": "kubeloop.webhook.admission",
+    "patched": "kubeloop.webhook.admission",
+    "CertRotator": "kubeloop.webhook.certrotator",
+    "CertWatcher": "kubeloop.webhook.certwatcher",
+    "CustomDefaulter": "kubeloop.webhook.defaulting",
+    "ConversionWebhook": "kubeloop.webhook.hubconversion",
+    "Convertible": "kubeloop.webhook.hubconversion",
+    "Hub": "kubeloop.webhook.hubconversion",
+    "WebhookServer": "kubeloop.webhook.server",
+    "invalid": "kubeloop.webhook.validating",
+}
+
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load lazily
+    from kubeloop.webhook.admission import (
+        CONNECT,
+        CREATE,
+        DELETE,
+        UPDATE,
+        AdmissionRequest,
+        AdmissionResponse,
+        AdmissionWebhook,
+        allowed,
+        current_request,
+        denied,
+        errored,
+        from_error,
+        patched,
+    )
+    from kubeloop.webhook.certrotator import CertRotator
+    from kubeloop.webhook.certwatcher import CertWatcher
+    from kubeloop.webhook.defaulting import CustomDefaulter
+    from kubeloop.webhook.hubconversion import ConversionWebhook, Convertible, Hub
+    from kubeloop.webhook.server import WebhookServer
+    from kubeloop.webhook.validating import invalid
 
 __all__ = [
     "CONNECT",

@@ -25,7 +25,8 @@ import orjson
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.webhook.jsonpatchdiff import Operation, create_patch
-from kubeloop.webhook.webhookmetrics import WebhookMetrics, measured_response, process_counts
+from kubeloop.webhook.processcounts import process_counts
+from kubeloop.webhook.webhookmetrics import WebhookMetrics, measured_response
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -17,7 +17,7 @@ import pathlib
 import ssl
 
 from kubeloop import certs
-from kubeloop.webhook.webhookmetrics import process_counts
+from kubeloop.webhook.processcounts import process_counts
 
 log = logging.getLogger("kubeloop.webhook.certwatcher")
 

@@ -25,7 +25,8 @@ import pydantic
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.model import KubeObject, scheme
 from kubeloop.api.models.meta_v1 import ObjectMeta
-from kubeloop.webhook.webhookmetrics import WebhookMetrics, measured_response, process_counts
+from kubeloop.webhook.processcounts import process_counts
+from kubeloop.webhook.webhookmetrics import WebhookMetrics, measured_response
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -19,23 +19,6 @@ from kubeloop.histogram import LocalHistogram
 if TYPE_CHECKING:
     from aiohttp import web
 
-class ProcessCounts:
-    """Counts kept for the whole process, as controller-runtime keeps them in its global
-    registry: admission and conversion webhooks whose code raised
-    (``controller_runtime_webhook_panics_total``, ``controller_runtime_conversion_webhook_panics_total``),
-    certificate reads by the certificate watchers and those that failed
-    (``certwatcher_read_certificate_total``, ``certwatcher_read_certificate_errors_total``)."""
-
-    def __init__(self) -> None:
-        self.admission_panics = 0
-        self.conversion_panics = 0
-        self.certificate_reads = 0
-        self.certificate_read_errors = 0
-
-
-#: The process's counts (the manager's metrics report them).
-process_counts = ProcessCounts()
-
 #: Prometheus's default buckets, which controller-runtime's webhook histogram uses.
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 

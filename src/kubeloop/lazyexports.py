@@ -1,0 +1,30 @@
+"""A package's public names imported when first used (PEP 562's module ``__getattr__``).
+
+A package whose ``__init__`` imported everything it exports would load all of it for whoever
+imports one of its modules: an operator that serves no webhook would load the admission
+machinery because the manager imports ``kubeloop.webhook.server``. Such a package lists its
+names and their modules, and binds ``__getattr__`` to :func:`lazy_getattr`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def lazy_getattr(package: str, exports: Mapping[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package``: ``exports`` maps each name to the module defining
+    it; the first lookup imports that module and keeps the value in ``namespace`` (the package's
+    ``globals()``), so later lookups do not call it again."""
+
+    def __getattr__(name: str) -> Any:
+        try:
+            module_name = exports[name]
+        except KeyError:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+        value = getattr(importlib.import_module(module_name), name)
+        namespace[name] = value
+        return value
+
+    return __getattr__

@@ -9,6 +9,7 @@ ending the pod (DeadlineExceeded); ``kubectl rollout status`` waiting on a real 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import pathlib
 import socket
@@ -47,9 +48,20 @@ def until(kubectl: Kubectl, name: str, namespace: str, check: Any) -> dict[str, 
 
 
 def free_port() -> int:
+    """A port free now, for a process to listen on (another may take it first: where nothing
+    must listen, use ``reserved_port``)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def reserved_port(held: contextlib.ExitStack) -> int:
+    """A port bound on 127.0.0.1 (and so taken there, and on every address, from others) as long
+    as ``held`` lasts, not listening: a connection there is refused, and no other process of the
+    suite (a server on port 0) takes it meanwhile; a pod can still listen on it at its own address."""
+    sock = held.enter_context(socket.socket())
+    sock.bind(("127.0.0.1", 0))
+    return int(sock.getsockname()[1])
 
 
 def test_init_containers_run_one_by_one_before_the_containers(
@@ -120,12 +132,13 @@ def test_startup_and_readiness_probes_drive_started_and_ready(
 
 
 def test_a_failing_liveness_probe_restarts_the_container(kubectl: Kubectl, namespace: str) -> None:
-    spec = pod("unwell", namespace, "exec sleep 600", restartPolicy="Always", container={
-        "livenessProbe": {"tcpSocket": {"port": free_port()}, "periodSeconds": 1, "failureThreshold": 2},
-    }, terminationGracePeriodSeconds=1)  # fmt: skip
-    apply(kubectl, spec)
-    restarted = until(kubectl, "unwell", namespace,
-                      lambda p: (p["status"].get("containerStatuses") or [{}])[0].get("restartCount", 0) >= 1)  # fmt: skip
+    with contextlib.ExitStack() as held:  # the probe's port: nothing listens there meanwhile
+        spec = pod("unwell", namespace, "exec sleep 600", restartPolicy="Always", container={
+            "livenessProbe": {"tcpSocket": {"port": reserved_port(held)}, "periodSeconds": 1, "failureThreshold": 2},
+        }, terminationGracePeriodSeconds=1)  # fmt: skip
+        apply(kubectl, spec)
+        restarted = until(kubectl, "unwell", namespace,
+                          lambda p: (p["status"].get("containerStatuses") or [{}])[0].get("restartCount", 0) >= 1)  # fmt: skip
     last = restarted["status"]["containerStatuses"][0]["lastState"]["terminated"]
     assert (last["exitCode"], last["reason"]) == (143, "Error")  # SIGTERM, as the kubelet sends
     assert "Container main failed liveness probe, will be restarted" in events(kubectl, "unwell", namespace, "Killing")

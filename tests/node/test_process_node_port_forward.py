@@ -22,7 +22,7 @@ from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import ServerThread
 from tests.node.test_process_node import api, node, pods_dir  # noqa: F401  (fixtures)
 from tests.node.test_process_node_exec import core  # noqa: F401  (a fixture)
-from tests.node.test_process_node_lifecycle import POD_IP, free_port
+from tests.node.test_process_node_lifecycle import POD_IP, free_port, reserved_port
 from tests.node.test_process_node_volumes import apply, pod
 
 kubernetes = pytest.importorskip("kubernetes")
@@ -71,14 +71,6 @@ def servers(kubectl: Kubectl, namespace: str) -> Iterator[tuple[int, int, int]]:
     with contextlib.ExitStack() as held:
         ports = tuple(reserved_port(held) for _ in range(3))
         yield started_servers(kubectl, namespace, ports)
-
-
-def reserved_port(held: contextlib.ExitStack) -> int:
-    """A port bound on 127.0.0.1 (and so taken there, and on every address, from others) as long
-    as ``held`` lasts; the pod can still listen on it at its own address."""
-    sock = held.enter_context(socket.socket())
-    sock.bind(("127.0.0.1", 0))
-    return int(sock.getsockname()[1])
 
 
 def started_servers(kubectl: Kubectl, namespace: str, ports: tuple[int, ...]) -> tuple[int, int, int]:

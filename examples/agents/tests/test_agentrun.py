@@ -322,7 +322,7 @@ async def test_a_runs_limits_are_the_smallest_of_its_own_its_agents_and_its_poli
     snapshot, env = await eventually(lambda: limits_of("own"), timeout=20)
     assert snapshot == {"maxTurns": 3, "maxTokens": 100}  # its own tokens
     assert (env["AGENT_MAX_TURNS"], env["AGENT_MAX_TOKENS"]) == ("3", "100")
-    # The agent's endpoint gets the agent's own limits.
-    deployment = await client.get(kinds.Deployment, "bounded", namespace=namespace)
+    # The agent's endpoint gets the agent's own limits (its controller makes it meanwhile).
+    deployment = await eventually(lambda: client.get(kinds.Deployment, "bounded", namespace=namespace), timeout=20)
     env = {var["name"]: var.get("value") for var in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert (env["AGENT_MAX_TURNS"], env["AGENT_MAX_TOKENS"]) == ("5", "900")

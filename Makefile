@@ -6,7 +6,11 @@ unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+# Packages go in with uv, itself installed by the venv's pip: on a fresh machine it makes .venv in
+# ~25 s where pip took 65-70 s (it downloads in parallel, and compiles the bytecode on both cores).
+# uv reads no pip.conf: an index of your own goes in UV_INDEX_URL / UV_EXTRA_INDEX_URL.
+UV := $(BIN)/uv
+INSTALL := UV_LINK_MODE=copy $(UV) pip install --quiet --python $(BIN)/python --compile-bytecode
 # What the demo needs (kubeloop and its run-time dependencies), then what the tests add.
 RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed-test
@@ -18,13 +22,12 @@ $(RUNTIME): pyproject.toml examples/agents/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 		|| { echo "kubeloop needs Python 3.11 or newer; $(PYTHON) is $$($(PYTHON) --version)" >&2; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) --upgrade pip
-	$(PIP) -e .
-	$(PIP) -e examples/agents
+	test -x $(UV) || $(BIN)/python -m pip install --quiet --disable-pip-version-check uv
+	$(INSTALL) -e . -e examples/agents
 	touch $(RUNTIME)
 
 $(STAMP): $(RUNTIME)
-	$(PIP) -e '.[test]'
+	$(INSTALL) -e '.[test]'
 	touch $(STAMP)
 
 demo: $(RUNTIME)

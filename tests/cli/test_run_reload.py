@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import os
 import pathlib
+import queue
 import signal
 import subprocess
 import sys
+import threading
 from typing import IO
 
 import pytest
@@ -35,15 +37,30 @@ def setup(manager):
 """
 
 
-def read_until(stream: IO[str], wanted: str) -> list[str]:
-    """The lines up to and including the first that holds ``wanted``."""
-    lines = []
-    while True:
-        line = stream.readline()
-        assert line, f"ended before {wanted!r}: {lines}"
-        lines.append(line)
-        if wanted in line:
-            return lines
+class Lines:
+    """A pipe's lines, read as they come by a thread of their own: the process never waits on a
+    full pipe, whichever of its two streams the test reads at the time."""
+
+    def __init__(self, stream: IO[str] | None) -> None:
+        assert stream is not None
+        self._lines: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._reader.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._lines.put(line)
+        self._lines.put("")  # the end
+
+    def until(self, wanted: str) -> list[str]:
+        """The lines up to and including the first that holds ``wanted``."""
+        lines = []
+        while True:
+            line = self._lines.get()
+            assert line, f"ended before {wanted!r}: {lines}"
+            lines.append(line)
+            if wanted in line:
+                return lines
 
 
 def edit(path: pathlib.Path, text: str) -> None:
@@ -65,9 +82,9 @@ def test_an_edit_reloads_the_operator_on_the_same_server(tmp_path: pathlib.Path,
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "HOME": str(tmp_path)},
     )  # fmt: skip
-    assert run.stdout is not None and run.stderr is not None
+    stdout, stderr = Lines(run.stdout), Lines(run.stderr)
     try:
-        started = read_until(run.stdout, "controller(s) starting")
+        started = stdout.until("controller(s) starting")
         kubeconfig = started[0].split("kubeconfig=", 1)[1].strip()
         assert started[1] == f"kubeloop run: --reload: watching the .py files under {tmp_path}\n"
 
@@ -89,20 +106,20 @@ def test_an_edit_reloads_the_operator_on_the_same_server(tmp_path: pathlib.Path,
 
         labelled("first", "one")
         edit(operator, OPERATOR.replace('VALUE = "one"', 'VALUE = "two"'))
-        reloaded = read_until(run.stdout, "controller(s) starting")
+        reloaded = stdout.until("controller(s) starting")
         assert reloaded[0] == "kubeloop run: op.py changed: reloading\n"
         assert "embedded apiserver ready" not in "".join(reloaded)  # the same server: not started again
         labelled("second", "two")
         assert "first" in kube("get", "configmaps", "-o", "name")
 
         edit(operator, OPERATOR.replace('VALUE = "one"', 'VALUE = "two'))
-        refused = read_until(run.stderr, "does not load")[-1]
+        refused = stderr.until("does not load")[-1]
         assert refused == (
             "kubeloop run: op.py does not load: unterminated string literal (detected at line 4) "
             f"({tmp_path}/op.py, line 4); waiting for a change\n"
         )
         edit(operator, OPERATOR.replace('VALUE = "one"', 'VALUE = "three"'))
-        read_until(run.stdout, "controller(s) starting")
+        stdout.until("controller(s) starting")
         labelled("third", "three")
     finally:
         run.send_signal(signal.SIGTERM)
@@ -146,9 +163,9 @@ def test_a_reload_cancels_a_stuck_reconcile_and_turns_the_webhooks_off_while_the
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "HOME": str(tmp_path)},
     )  # fmt: skip
-    assert run.stdout is not None and run.stderr is not None
+    stdout, stderr = Lines(run.stdout), Lines(run.stderr)
     try:
-        started = read_until(run.stdout, "webhooks at")
+        started = stdout.until("webhooks at")
         kubeconfig = started[0].split("kubeconfig=", 1)[1].strip()
         assert started[-1].startswith("kubeloop run: webhooks at 127.0.0.1:")  # loopback only
 
@@ -160,24 +177,24 @@ def test_a_reload_cancels_a_stuck_reconcile_and_turns_the_webhooks_off_while_the
         assert "refused by the webhook" in kube("create", "configmap", "denied-1").stderr
         assert kube("create", "configmap", "stuck").returncode == 0
         edit(operator, STUCK_WITH_WEBHOOK.replace('VALUE = "one"', 'VALUE = "two"'))
-        reloading = read_until(run.stdout, "controller(s) starting")
+        reloading = stdout.until("controller(s) starting")
         assert reloading[:3] == [
             "kubeloop run: cancelling the reconciles in flight (1 of configmap) to reload\n",
             "kubeloop run: webhooks off until the operator is back: "
             "ValidatingWebhookConfiguration/validating-webhook-configuration\n",
             "kubeloop run: op.py changed: reloading\n",
         ], reloading
-        read_until(run.stdout, "webhooks at")  # the new code's webhooks installed again
+        stdout.until("webhooks at")  # the new code's webhooks installed again
         assert "refused by the webhook" in kube("create", "configmap", "denied-2").stderr
 
         edit(operator, STUCK_WITH_WEBHOOK.replace('VALUE = "one"', 'VALUE = "two'))
-        read_until(run.stderr, "does not load")
+        stderr.until("does not load")
         # No operator serves the webhook now: writes of its kind go through, not "connection refused".
         allowed = kube("create", "configmap", "denied-3")
         assert allowed.returncode == 0, allowed.stderr
         # Fixed, and no longer stuck: the stop below need not wait out the graceful shutdown.
         edit(operator, STUCK_WITH_WEBHOOK.replace("await asyncio.Event().wait()", "return"))
-        read_until(run.stdout, "webhooks at")
+        stdout.until("webhooks at")
         assert "refused by the webhook" in kube("create", "configmap", "denied-4").stderr
     finally:
         run.send_signal(signal.SIGTERM)

@@ -16,6 +16,7 @@ from kubeloop.apiserver.catalog import mediatypes
 from kubeloop.apiserver.http.http1 import HTTPRequest
 from kubeloop.apiserver.registry import patching
 from kubeloop.apiserver.registry.verboptions import DeleteOptions, ListOptions, WriteOptions
+from kubeloop.apiserver.userinfo import UserInfo
 
 
 def truthy(value: str | None) -> bool:
@@ -55,7 +56,8 @@ def list_options(request: HTTPRequest) -> ListOptions:
     )
 
 
-def write_options(request: HTTPRequest) -> WriteOptions:
+def write_options(request: HTTPRequest, user: UserInfo | None = None) -> WriteOptions:
+    """The write options the request's query gives, for ``user`` (who asks)."""
     query = request.query
     mode = query.get("fieldValidation", "Warn")
     normalized = {"strict": "Strict", "warn": "Warn", "ignore": "Ignore"}.get(mode.lower())
@@ -86,6 +88,7 @@ def write_options(request: HTTPRequest) -> WriteOptions:
         default_manager=request.headers.get("User-Agent", "").split("/", 1)[0][:128] or "unknown",
         force=None if force is None else truthy(force),
         field_validation=normalized,
+        user=user,
     )
 
 

@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from aiohttp import web
 
 from kubeloop import errors
@@ -59,7 +57,7 @@ async def scale(scope: Scope, request: HTTPRequest, target: Target) -> web.Strea
 
 def _admitted(request: HTTPRequest) -> WriteOptions:
     """The write options of a request admission sees (it names who asks)."""
-    return replace(write_options(request), user=request.get(USER))
+    return write_options(request, request.get(USER))
 
 
 async def review(

@@ -46,7 +46,7 @@ def write_options_for(scope: Scope, request: HTTPRequest, target: Target) -> Wri
     """The request's write options and who asks, with RBAC's escalation check as the admission
     of writes of roles and bindings by anyone outside ``system:masters``."""
     user = request.get(USER)
-    options = replace(write_options(request), user=user)
+    options = write_options(request, user)
     if scope.authorizer is None or target.resource.group != RBAC_GROUP:
         return options
     if user is None or SUPERUSER_GROUP in user.groups:

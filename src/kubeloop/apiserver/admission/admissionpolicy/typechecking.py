@@ -146,7 +146,7 @@ class TypeCheckingController:
         self.catalog = catalog
         self._loop = RetryLoop(self._check, what="admission-policy-status", log=log)
         registry.add_commit_listener(
-            "admissionregistration.k8s.io", "validatingadmissionpolicies", lambda new, old: self._changed()
+            "admissionregistration.k8s.io", "validatingadmissionpolicies", lambda new, old: self._written(new)
         )
 
     def _resource(self) -> ResourceType:
@@ -154,17 +154,20 @@ class TypeCheckingController:
         assert resource is not None
         return resource
 
-    def _changed(self) -> None:
-        """Queue every policy whose status has not seen its generation."""
-        resource = self._resource()
-        for _key, obj in self.registry.store.items(resource.key_prefix(None)):
-            metadata = obj.get("metadata") or {}
-            if (obj.get("status") or {}).get("observedGeneration") != metadata.get("generation"):
-                self._loop.queue(str(metadata.get("name") or ""))
+    def _written(self, policy: Obj | None) -> None:
+        """Queue ``policy`` (just written; None: deleted) if its status has not seen its
+        generation: one policy's write does not scan the others."""
+        if policy is None:
+            return
+        metadata = policy.get("metadata") or {}
+        if (policy.get("status") or {}).get("observedGeneration") != metadata.get("generation"):
+            self._loop.queue(str(metadata.get("name") or ""))
 
     def start(self) -> None:
+        """Start, with every policy stored whose status has not seen its generation queued."""
         self._loop.start()
-        self._changed()
+        for _key, policy in self.registry.store.items(self._resource().key_prefix(None)):
+            self._written(policy)
 
     async def stop(self) -> None:
         await self._loop.stop()

@@ -205,7 +205,9 @@ KUBELOOP ?= $kubeloop
 # lists (its test extra too). VENV=path on the command line uses an environment as it is.
 VENV ?= .venv
 BIN := $$(VENV)/bin
-PIP := $$(BIN)/python -m pip install --quiet --disable-pip-version-check
+# Packages go in with uv, itself installed by the environment's pip (uv reads no pip.conf: an
+# index of your own goes in UV_INDEX_URL / UV_EXTRA_INDEX_URL).
+INSTALL := UV_LINK_MODE=copy $$(BIN)/uv pip install --quiet --python $$(BIN)/python --compile-bytecode
 ifeq ($$(origin VENV),file)
 ENVIRONMENT := $$(VENV)/.installed
 endif
@@ -214,8 +216,8 @@ endif
 
 $$(VENV)/.installed: pyproject.toml
 \ttest -x $$(BIN)/python || $$(PYTHON) -m venv $$(VENV)
-\t$$(PIP) $$(KUBELOOP)
-\t$$(PIP) -e '.[test]'
+\ttest -x $$(BIN)/uv || $$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
+\t$$(INSTALL) $$(KUBELOOP) -e '.[test]'
 \ttouch $$@
 
 run: $$(ENVIRONMENT) ## Run the operator on an embedded API server, workloads simulated, reloaded on every edit

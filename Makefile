@@ -8,9 +8,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 # Packages go in with uv, itself installed by the venv's pip: on a fresh machine it makes .venv in
 # ~25 s where pip took 65-70 s (it downloads in parallel, and compiles the bytecode on both cores).
-# uv reads no pip.conf: an index of your own goes in UV_INDEX_URL / UV_EXTRA_INDEX_URL.
+# uv reads no pip.conf: an index of your own goes in UV_INDEX_URL / UV_EXTRA_INDEX_URL. It trusts
+# the system's certificates (UV_NATIVE_TLS), as pip does, so a proxy's own CA works for both.
 UV := $(BIN)/uv
-INSTALL := UV_LINK_MODE=copy $(UV) pip install --quiet --python $(BIN)/python --compile-bytecode
+INSTALL := UV_LINK_MODE=copy UV_NATIVE_TLS=1 $(UV) pip install --quiet --python $(BIN)/python --compile-bytecode
 # What the demo needs (kubeloop and its run-time dependencies), then what the tests add.
 RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed-test

@@ -15,10 +15,10 @@ import kubeloop
 SOURCE = pathlib.Path(kubeloop.__file__)
 
 
-def type_checking_imports() -> dict[str, tuple[str, str | None]]:
+def type_checking_imports(source: pathlib.Path = SOURCE) -> dict[str, tuple[str, str | None]]:
     """Name → (module, attribute) of the ``if TYPE_CHECKING:`` block's imports."""
     names: dict[str, tuple[str, str | None]] = {}
-    for node in ast.parse(SOURCE.read_text()).body:
+    for node in ast.parse(source.read_text()).body:
         if not (
             isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
         ):
@@ -47,6 +47,20 @@ def test_all_the_exports_and_the_type_checking_imports_name_the_same_things() ->
             if expected is None:  # ``from package import submodule``
                 expected = importlib.import_module(f"{module}.{attribute}")
         assert getattr(kubeloop, name) is expected, name
+
+
+@pytest.mark.parametrize("package", ["kubeloop.webhook", "kubeloop.testing"])
+def test_a_lazy_packages_exports_all_and_type_checking_imports_name_the_same_things(package: str) -> None:
+    """The packages that export lazily (``kubeloop.lazyexports``) hold to the facade's rule."""
+    module = importlib.import_module(package)
+    exports: dict[str, str] = module._EXPORTS
+    assert set(module.__all__) == set(exports) and dir(module) == sorted(exports)
+    imported = type_checking_imports(pathlib.Path(str(module.__file__)))
+    assert imported == {name: (where, name) for name, where in exports.items()}
+    for name, where in exports.items():
+        assert getattr(module, name) is getattr(importlib.import_module(where), name), name
+    with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'missing'"):
+        module.missing  # noqa: B018
 
 
 def undocumented(package: str) -> list[str]:

@@ -3,7 +3,7 @@
 A package whose ``__init__`` imported everything it exports would load all of it for whoever
 imports one of its modules: an operator that serves no webhook would load the admission
 machinery because the manager imports ``kubeloop.webhook.server``. Such a package lists its
-names and their modules, and binds ``__getattr__`` to :func:`lazy_getattr`.
+names and their modules, and binds ``__getattr__`` and ``__dir__`` to :func:`lazy_exports`'s.
 """
 
 from __future__ import annotations
@@ -13,10 +13,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def lazy_getattr(package: str, exports: Mapping[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for ``package``: ``exports`` maps each name to the module defining
-    it; the first lookup imports that module and keeps the value in ``namespace`` (the package's
-    ``globals()``), so later lookups do not call it again."""
+def lazy_exports(
+    package: str, exports: Mapping[str, str], namespace: dict[str, Any]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A module ``__getattr__`` and ``__dir__`` for ``package``: ``exports`` maps each name to the
+    module defining it; the first lookup imports that module and keeps the value in ``namespace``
+    (the package's ``globals()``), so later lookups do not call it again. ``__dir__`` lists the
+    package's ``__all__``."""
 
     def __getattr__(name: str) -> Any:
         try:
@@ -27,4 +30,7 @@ def lazy_getattr(package: str, exports: Mapping[str, str], namespace: dict[str, 
         namespace[name] = value
         return value
 
-    return __getattr__
+    def __dir__() -> list[str]:
+        return sorted(namespace["__all__"])
+
+    return __getattr__, __dir__

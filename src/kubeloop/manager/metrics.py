@@ -1,10 +1,10 @@
 """Prometheus metrics with controller-runtime's names, so existing dashboards work.
 
 Everything is kept in plain Python numbers on the hot path and turned into Prometheus families
-only at scrape time, by collectors: counters and gauges the controllers and queues keep anyway
-(reconcile results, errors, active workers, queue depth, leadership; ``metricscollectors``), and ``LocalHistogram``s —
-a bucket index found by bisection and two additions per observation — for the reconcile time,
-queue wait and work time. ``prometheus_client``'s own Counter/Histogram take a lock per update,
+only at scrape time, by the collectors of ``metricscollectors``: counters and gauges the
+controllers and queues keep anyway (reconcile results, errors, active workers, queue depth,
+leadership), and ``LocalHistogram``s — a bucket index found by bisection and two additions per
+observation — for the reconcile time, queue wait and work time. ``prometheus_client``'s own Counter/Histogram take a lock per update,
 which would multiply the cost of a queue's add+get+done (benchmark B1).
 """
 

@@ -69,12 +69,10 @@ class _StateCollector(Collector):
     """Counters and gauges read from the controllers, queues and elector at scrape time."""
 
     def __init__(self, metrics: Metrics) -> None:
-        self.controllers = metrics.controllers
-        self.elector = metrics.elector
-        self.client = metrics.client
+        self.metrics = metrics
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
-        controllers = list(self.controllers.values())
+        controllers = list(self.metrics.controllers.values())
         total = CounterMetricFamily(
             "controller_runtime_reconcile",
             "Total number of reconciliations per controller",
@@ -153,7 +151,7 @@ class _StateCollector(Collector):
             "Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease. Please make sure to group by name.",
             labels=["name"],
         )
-        elector = self.elector
+        elector = self.metrics.elector
         if elector is not None:
             leader.add_metric([elector.config.lease_name], 1.0 if elector.is_leader else 0.0)
             slow_path.add_metric([elector.config.lease_name], elector.slow_path)
@@ -174,7 +172,7 @@ class _StateCollector(Collector):
             "Number of HTTP requests, partitioned by status code, method, and host.",
             labels=["code", "method", "host"],
         )
-        api = self.client
+        api = self.metrics.client
         for (method, code), count in sorted(api.requests.items()):
             requests.add_metric([code, method, api.config.server], count)
         yield requests

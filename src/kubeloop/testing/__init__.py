@@ -39,7 +39,7 @@ uses against a cluster:
 
 # The pytest plugin (``kubeloop.testing.plugin``) loads with every pytest run where kubeloop is
 # installed, and this package with it: what it exports loads when first used.
-from kubeloop.lazyexports import lazy_getattr
+from kubeloop.lazyexports import lazy_exports
 
 TYPE_CHECKING = False
 
@@ -61,11 +61,7 @@ _EXPORTS: dict[str, str] = {
     "settled": "kubeloop.testing.settle",
 }
 
-__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load lazily

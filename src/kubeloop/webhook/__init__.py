@@ -17,7 +17,7 @@
 """
 
 # The manager imports ``server`` and ``certwatcher``; an operator serving no webhook loads nothing more.
-from kubeloop.lazyexports import lazy_getattr
+from kubeloop.lazyexports import lazy_exports
 
 TYPE_CHECKING = False
 
@@ -46,11 +46,7 @@ _EXPORTS: dict[str, str] = {
     "invalid": "kubeloop.webhook.validating",
 }
 
-__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time the names load lazily

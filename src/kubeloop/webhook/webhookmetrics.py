@@ -19,6 +19,7 @@ from kubeloop.histogram import LocalHistogram
 if TYPE_CHECKING:
     from aiohttp import web
 
+
 #: Prometheus's default buckets, which controller-runtime's webhook histogram uses.
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 

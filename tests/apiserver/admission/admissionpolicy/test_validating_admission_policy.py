@@ -639,3 +639,62 @@ def test_a_webhook_match_condition_past_the_budget_follows_its_failure_policy(ap
         )
     finally:
         api.delete(f"{ADMISSION}/validatingwebhookconfigurations/{name}")
+
+
+async def test_a_policy_whose_status_lags_is_type_checked_when_a_server_starts_on_its_data(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A policy stored without the status of its generation (written by a server that stopped
+    before its controller got to it) is checked by the next server on that data directory: its
+    controller's start looks at every stored policy, not only at the ones written while it runs."""
+    from kubeloop.api.gvk import GroupVersionKind
+    from kubeloop.apiserver.admission.admissionpolicy.typechecking import TypeCheckingController
+    from kubeloop.client.config import load_kubeconfig
+    from kubeloop.client.rest import APIClient
+    from kubeloop.testing import eventually
+    from tests.conftest import start_server
+
+    looked_at: list[str] = []
+
+    async def look_only(controller: TypeCheckingController, name: str) -> bool:
+        looked_at.append(name)  # and writes no status, as a server stopped in time would not
+        return True
+
+    monkeypatch.setattr(TypeCheckingController, "_check", look_only)
+    data = tmp_path / "data"
+    policies = GroupVersionKind("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy")
+    body = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "lagging.example.com"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [DEPLOYMENTS]},
+            "validations": [{"expression": "object.spec.replicass <= 5"}],
+        },
+    }
+    server = start_server(data)
+    try:
+        async with APIClient(load_kubeconfig(server.kubeconfig)) as client:
+            await client.create(body)
+            await eventually(lambda: looked_at == ["lagging.example.com"])
+            stored = await client.get(policies, "lagging.example.com")
+            assert "status" not in stored or not stored["status"].get("observedGeneration")
+    finally:
+        server.stop()
+    monkeypatch.undo()
+
+    server = start_server(data)
+    try:
+        async with APIClient(load_kubeconfig(server.kubeconfig)) as client:
+
+            async def checked() -> dict[str, Any]:
+                status = (await client.get(policies, "lagging.example.com")).get("status") or {}
+                assert status.get("observedGeneration") == 1
+                return dict(status)
+
+            status = await eventually(checked, timeout=30)
+            [warning] = status["typeChecking"]["expressionWarnings"]
+            assert warning["fieldRef"] == "spec.validations[0].expression"
+            assert "undefined field 'replicass'" in warning["warning"]
+    finally:
+        server.stop()

@@ -175,14 +175,15 @@ async def test_skill_packs_and_mcp_servers_wake_the_agents_that_use_them(
     await eventually(mounted, timeout=20)
     skills = await client.get(kinds.ConfigMap, "skillpack-k8s", namespace=namespace)
     assert skills["data"] == {"debug-pods": "Read the events first."}
-    # The MCP server's pods run as its own account, with no token: they reach no API.
-    tools = (await client.get(kinds.Deployment, "tools", namespace=namespace))["spec"]["template"]["spec"]
+    # The MCP server's pods run as its own account, with no token: they reach no API. (Its
+    # controller makes the account, then the Deployment, on its own schedule: waited for.)
+    mcp = await eventually(lambda: client.get(kinds.Deployment, "tools", namespace=namespace))
+    tools = mcp["spec"]["template"]["spec"]
     assert (tools["serviceAccountName"], tools["automountServiceAccountToken"]) == ("tools", False)
     account = await client.get(kinds.ServiceAccount, "tools", namespace=namespace)
     assert account["automountServiceAccountToken"] is False
     assert account["metadata"]["ownerReferences"][0]["kind"] == "MCPServer"
-    mcp = await eventually(lambda: client.get(kinds.Deployment, "tools", namespace=namespace))
-    assert mcp["spec"]["template"]["spec"]["containers"][0]["image"] == "ghcr.io/example/mcp:1"
+    assert tools["containers"][0]["image"] == "ghcr.io/example/mcp:1"
     assert await pod_hash(client, "skilled", namespace) != before
     assert await pod_hash(client, "plain", namespace) == plain
 

@@ -97,6 +97,7 @@ def test_connection_close_and_defaults() -> None:
         b"GET /api HTTP/1.1\r\nX-A: b\r\n folded\r\n\r\n",
         b"GET /api HTTP/1.1\r\nX-A : b\r\n\r\n",
         b"GET /api HTTP/1.1\r\nno colon\r\n\r\n",
+        b"GET /api HTTP/1.1\r\nHost: a\r\nHost\r\n\r\n",  # a name read before, without its colon now
         b"GET /api HTTP/1.1\r\nX-A: " + b"b" * (http1.MAX_HEAD_BYTES + 1) + b"\r\n\r\n",
         b"GET /api HTTP/1.1\r\nX-A: " + b"b" * (http1.MAX_HEAD_BYTES + 1),
     ],
@@ -104,6 +105,12 @@ def test_connection_close_and_defaults() -> None:
 def test_what_is_left_to_aiohttp(raw: bytes) -> None:
     with pytest.raises(http1.NotForUs):
         http1.read_head(raw)
+
+
+def test_the_field_names_remembered_stay_bounded() -> None:
+    for index in range(2 * http1._NAMES_SEEN_MAX):
+        assert http1.read_head(f"GET /api HTTP/1.1\r\nX-Made-Up-{index}: v\r\n\r\n".encode()) is not None
+    assert len(http1._NAMES_SEEN) <= http1._NAMES_SEEN_MAX
 
 
 _token = st.text(

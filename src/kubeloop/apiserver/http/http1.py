@@ -39,9 +39,12 @@ SMALL_BODY_BYTES = 64 * 1024
 MAX_HEAD_BYTES = 16 * 1024
 #: The control characters a head may hold only as its CRLFs (a tab is fine in a field value).
 _CONTROLS = bytes(c for c in range(0x20) if c != 0x09) + b"\x7f"
-_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-#: Header fields, each with its CRLF.
-_FIELDS = re.compile(rf"(?:{_TOKEN}:[^\r\n]*\r\n)*")
+#: A header field's name.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+#: Field names already found to be tokens (clients send the same few): one set lookup each
+#: instead of a match. Bounded, so that a client's made-up names cannot grow it.
+_NAMES_SEEN: set[str] = set()
+_NAMES_SEEN_MAX = 256
 #: A request line read here. Its path has no percent escapes and no dot or empty segments
 #: (nothing yarl would rewrite), its query only URL characters.
 _REQUEST_LINE = re.compile(
@@ -117,19 +120,24 @@ def read_head(buffer: bytes | bytearray) -> RequestHead | None:
     head = bytes(buffer[: end + 2])  # each line with its CRLF
     if len(head) - len(head.translate(None, _CONTROLS)) != 2 * head.count(b"\r\n"):
         raise NotForUs("a control character in the head")
-    text = head.decode("utf-8", "surrogateescape")
-    line_end = text.index("\r\n")
-    request_line = _REQUEST_LINE.fullmatch(text, 0, line_end)
+    # Every control character is a CRLF's: no line below holds a CR or LF of its own.
+    lines = head.decode("utf-8", "surrogateescape").split("\r\n")
+    request_line = _REQUEST_LINE.fullmatch(lines[0])
     if request_line is None:
         raise NotForUs("not a request line of a method, path and query read here, in HTTP/1.1")
     method, path, query_string = request_line.groups("")
-    fields = text[line_end + 2 :]
-    if not _FIELDS.fullmatch(fields):
-        raise NotForUs("a malformed header field")
-    headers: CIMultiDict[str] = CIMultiDict()
-    for line in fields.split("\r\n")[:-1]:
-        name, _, value = line.partition(":")
-        headers.add(name, value.strip(" \t"))
+    fields: list[tuple[str, str]] = []
+    for line in lines[1:-1]:  # the last is the empty rest after the final CRLF
+        name, colon, value = line.partition(":")
+        if not colon:
+            raise NotForUs("a malformed header field")
+        if name not in _NAMES_SEEN:
+            if _TOKEN.fullmatch(name) is None:
+                raise NotForUs("a malformed header field")
+            if len(_NAMES_SEEN) < _NAMES_SEEN_MAX:
+                _NAMES_SEEN.add(name)
+        fields.append((name, value.strip(" \t")))
+    headers: CIMultiDict[str] = CIMultiDict(fields)
     if "Transfer-Encoding" in headers or "Expect" in headers or "Upgrade" in headers:
         raise NotForUs("a framing this module does not read")
     lengths = headers.getall("Content-Length", ())

@@ -46,7 +46,8 @@ def test_every_built_in_kind_has_a_configuration_and_an_extractor() -> None:
     for name in kubeloop.models.__all__:
         models = getattr(kubeloop.models, name)
         configs = getattr(ac, name)
-        for attribute, model in vars(models).items():
+        for attribute in models.__all__:  # each class made as it is asked for (lazyclasses)
+            model = getattr(models, attribute)
             if isinstance(model, type) and issubclass(model, kubeloop.KubeObject) and model.__module__ == models.__name__:
                 config = getattr(configs, attribute)
                 assert issubclass(config, ObjectApplyConfiguration) and config.__model__ is model

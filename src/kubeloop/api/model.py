@@ -114,7 +114,8 @@ class Scheme:
         if found is None:
             module = BUILTIN_MODULES.get((gvk.group, gvk.version))
             if module is not None:
-                importlib.import_module(module)
+                # A generated module makes its classes when first asked for (``lazyclasses``).
+                getattr(importlib.import_module(module), gvk.kind, None)
                 found = self._by_gvk.get(gvk)
         return found
 

@@ -110,3 +110,24 @@ def test_a_made_class_is_an_ordinary_class_of_its_module() -> None:
     assert set(apps_v1.__all__) <= set(dir(apps_v1))
     with pytest.raises(AttributeError, match="Podd"):
         core_v1.Podd  # noqa: B018
+
+
+def test_an_extractor_makes_its_configuration_class_when_called_first() -> None:
+    extracted = fresh(
+        """
+        import json
+        from kubeloop.applyconfigurations import apps_v1
+        before = "Deployment" in vars(apps_v1)
+        deployment = {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default", "managedFields": [{
+                "manager": "deployer", "operation": "Apply", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:spec": {"f:replicas": {}}},
+            }]},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}},
+        }
+        configuration = apps_v1.extract_deployment(deployment, "deployer")
+        print(json.dumps([before, type(configuration).__qualname__, configuration.to_dict()["spec"]]))
+        """
+    )
+    assert extracted == [False, "Deployment", {"replicas": 3}]

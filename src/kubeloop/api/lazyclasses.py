@@ -1,4 +1,4 @@
-"""The classes of a generated models module, made when first used.
+"""The classes of a generated module (models, apply configurations), made when first used.
 
 ``kubeloop.api.models.core_v1`` defines 229 models; an operator uses a handful. Making a pydantic
 model costs ~1 ms and ~14 KB whether it is used or not, so a generated module defines each class

@@ -238,11 +238,10 @@ class Generator:
 
     @staticmethod
     def lazy_header(needs: Mapping[str, set[str]], functions: Sequence[str] = ()) -> list[str]:
-        """A generated module's ``__all__`` (its classes, then ``functions``' names) and the
+        """A generated module's ``__all__`` (its classes, then the ``functions`` named) and the
         ``LazyClasses`` that makes its classes when first asked for, with what each needs."""
         listed = "".join(f"    {cls!r}: ({''.join(f'{n!r}, ' for n in sorted(used))}),\n" for cls, used in needs.items())
-        named = [*needs, *(f.split("(", 1)[0].removeprefix("def ") for f in functions)]
-        names = "".join(f"    {name!r},\n" for name in named)
+        names = "".join(f"    {name!r},\n" for name in [*needs, *functions])
         return [
             f"__all__ = [\n{names}]",
             f"_lazy = LazyClasses.of(\n    __name__,\n    {{\n{listed}    }},\n)",
@@ -255,6 +254,7 @@ class Generator:
         imports: set[str] = set()
         classes: list[str] = []
         extractors: list[str] = []
+        extractor_names: list[str] = []
         #: class → the configurations of this module its fields name (made with it: ``lazyclasses``).
         needs: dict[str, set[str]] = {}
         api_version = f"{group}/{version}" if group else version
@@ -274,8 +274,9 @@ class Generator:
             if kind:
                 lines.append(f"    __gvk__ = GroupVersionKind({group!r}, {version!r}, {cls!r})")
                 lines.append(f"    __model__ = models.{cls}")
+                extractor_names.append(f"extract_{snake(cls).rstrip('_')}")
                 extractors.append(
-                    f"def extract_{snake(cls).rstrip('_')}(\n"
+                    f"def {extractor_names[-1]}(\n"
                     f"    obj: models.{cls} | Mapping[str, Any], field_manager: str, subresource: str = \"\"\n"
                     f") -> {cls}:\n"
                     f'    """The fields of ``obj`` that ``field_manager`` owns through apply, as a {cls}\n'
@@ -315,7 +316,7 @@ class Generator:
         for other in sorted(imports - {module}):
             header.append(f"from kubeloop.api.applyconfigurations import {other}")
         body = "\n\n\n".join(classes + extractors)
-        return "\n".join(header) + "\n\n" + "\n\n".join(self.lazy_header(needs, extractors)) + "\n\n\n" + body + "\n"
+        return "\n".join(header) + "\n\n" + "\n\n".join(self.lazy_header(needs, extractor_names)) + "\n\n\n" + body + "\n"
 
     def facade(self, package: str, what: str, example: str) -> str:
         names = [module for module, _, _ in self.packages.values()]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import requests
+from hypothesis import HealthCheck, settings
 
 from kubeloop.gcpause import tune_for_serving
 from kubeloop.testing import eventually
@@ -20,6 +21,12 @@ from kubeloop.testing.serverthread import ServerThread
 from kubeloop.testing.serverthread import start_server as start_cluster
 
 __all__ = ["Client", "ServerThread", "eventually", "start_server"]
+
+# No wall-clock limits in the tests: a machine that pauses (two cores shared by three workers and
+# the servers they start) must not fail a property. Hypothesis's deadline and its "input
+# generation is slow" check are both timed; a test's own @settings may still set others.
+settings.register_profile("kubeloop", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("kubeloop")
 
 
 def pytest_configure(config: pytest.Config) -> None:

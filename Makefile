@@ -43,6 +43,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict bench
 	for example in examples/*/main.py; do $(BIN)/mypy --strict $$example || exit 1; done
 	$(BIN)/mypy --strict examples/agents/agentruntime
+	$(BIN)/mypy --strict tests/typing
 
 docs: $(STAMP)
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs build/docs

@@ -11,14 +11,20 @@ import asyncio
 import inspect
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
 
 
-async def eventually(
-    check: Callable[[], Awaitable[T] | T], *, timeout: float = 10.0, interval: float = 0.02
-) -> T:
+@overload
+async def eventually(check: Callable[[], Awaitable[T]], *, timeout: float = 10.0, interval: float = 0.02) -> T: ...
+
+
+@overload
+async def eventually(check: Callable[[], T], *, timeout: float = 10.0, interval: float = 0.02) -> T: ...
+
+
+async def eventually(check: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.02) -> Any:
     """Call ``check()`` (awaiting it if it is async) until it passes; return what it returned.
 
     The rule: **a check passes when it returns without raising a value that is truthy or None.**

@@ -284,6 +284,13 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
         help="with --simulate: simulate the images installed packages declare instead of running them",
     )
     parser.add_argument(
+        "--no-fork-server",
+        action="store_true",
+        help="with --simulate: start every local container's process anew, Python images' too "
+        "(by default a warm interpreter forks them, with the libraries their package requires "
+        "imported once)",
+    )
+    parser.add_argument(
         "--no-controllers",
         action="store_true",
         help="serve the API alone: no garbage collector or namespace controller "
@@ -537,7 +544,9 @@ async def _serve_from(
 
     options = ServerOptions(
         simulation=SimulationOptions(
-            local_images=tuple(args.local_image), installed_images=not args.no_installed_images
+            local_images=tuple(args.local_image),
+            installed_images=not args.no_installed_images,
+            fork_server=not args.no_fork_server,
         ),
         data_dir=args.data_dir,
         memory=args.memory,

@@ -183,6 +183,7 @@ class SimulatedKubelet:
                 backoff_seconds=options.crash_backoff_seconds,
                 record=self.recorder.event,
                 proxy=self.proxy,
+                fork_server=options.fork_server,
             )
             # A process that ends is news about its pod; so is a change of a ConfigMap or Secret
             # one of its volumes or variables names (its files are written again at once).

@@ -42,6 +42,8 @@ class LocalImage:
 
     image: str
     entrypoint: tuple[str, ...] | None
+    #: The package an installed image's function is in (what the fork server preloads for).
+    package: str | None = None
 
     @classmethod
     def parse(cls, spec: str) -> LocalImage:
@@ -122,5 +124,7 @@ def installed_images() -> list[LocalImage]:
             "sys.exit(main())"
         )
         # Isolated (-I): neither the working folder nor PYTHON* variables choose what it imports.
-        images.append(LocalImage(entry.name, (sys.executable, "-I", "-c", code)))
+        images.append(
+            LocalImage(entry.name, (sys.executable, "-I", "-c", code), package=module.strip().partition(".")[0])
+        )
     return images

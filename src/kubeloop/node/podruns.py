@@ -9,6 +9,7 @@ import asyncio
 import pathlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kubeloop.api.object import Obj
 from kubeloop.node.podvolumes import (
@@ -17,6 +18,23 @@ from kubeloop.node.podvolumes import (
 
 #: Records an event: (the object, Normal or Warning, reason, message).
 Record = Callable[[Obj, str, str, str], None]
+
+
+class ContainerProcess(Protocol):
+    """A container's running process: one of its own (:class:`asyncio.subprocess.Process`) or
+    one the fork server forked (``forkserver``)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    stdin: asyncio.StreamWriter | None
+    stdout: asyncio.StreamReader | None
+    stderr: asyncio.StreamReader | None
+
+    async def wait(self) -> int: ...
 
 
 class CannotRun(Exception):
@@ -29,7 +47,7 @@ class ContainerRun:
 
     name: str
     restart_count: int = 0
-    process: asyncio.subprocess.Process | None = None
+    process: ContainerProcess | None = None
     started_at: str | None = None
     started_monotonic: float = 0.0
     #: The state of the last run that ended (``terminated``), and the one before it.

@@ -6,7 +6,9 @@ then its args, ``$(VAR)`` expanded as Kubernetes does), its environment (literal
 ``valueFrom`` ConfigMap and Secret keys and ``fieldRef``, ``envFrom``, and
 ``KUBERNETES_SERVICE_HOST``/``_PORT`` naming the embedded server), and ``workingDir`` when it
 exists on this machine (else the pod's own folder). It runs in a session of its own, so that
-stopping it reaches whatever it started.
+stopping it reaches whatever it started. A Python image's process (this interpreter running a
+module or code) is forked by the node's fork server, which has its package's libraries imported
+already (``forkserver``), where that makes the process ``python`` would have made.
 
 Its output goes, line by line with the time it was written, into the container's log, a file
 per run in the pod's folder (``<root>/<pod uid>/<container>/<restart>.log``, in the CRI's
@@ -43,10 +45,12 @@ from kubeloop.api.object import Obj
 from kubeloop.containerpath import ROOT_VARIABLE
 from kubeloop.node.containerlogs import LogWriter, runs_logged, tail_message, termination_message
 from kubeloop.node.execsessions import Attachment, ExecProcess, tell, terminal_reader
+from kubeloop.node.forkserver import ForkedProcess, ForkServer, ForkServerUnavailable, python_program
 from kubeloop.node.localimages import LocalImage, LocalImages
 from kubeloop.node.podaddresses import PREFIX
 from kubeloop.node.podruns import (
     CannotRun,
+    ContainerProcess,
     ContainerRun,
     PodRun,
     PodState,
@@ -121,6 +125,7 @@ class ProcessRuntime:
         pod_host: str = "127.0.0.1",
         record: Record | None = None,
         proxy: ServiceProxy | None = None,
+        fork_server: bool = True,
     ) -> None:
         # Absolute: a container runs in a folder of its own, and its root is named in its env.
         self.root = root.absolute()
@@ -136,6 +141,8 @@ class ProcessRuntime:
         #: Records an event about a pod (a stub: apiVersion, kind, name, namespace, uid).
         self.record: Record = record or (lambda pod, kind, reason, message: None)
         self.pods: dict[tuple[str, str], PodRun] = {}
+        #: Forks the processes of Python images from a warm interpreter (None: each starts anew).
+        self.fork_server = ForkServer() if fork_server else None
         self.changed: asyncio.Queue[Obj] = asyncio.Queue()
         self._stopping: set[asyncio.Task[None]] = set()
         #: The pods whose processes those tasks are stopping.
@@ -217,25 +224,27 @@ class ProcessRuntime:
             controller, terminal = pty.openpty()
             os.set_blocking(controller, False)
             env.setdefault("TERM", "xterm")
-        try:
-            # Its own session (and process group): stopping it reaches its children.
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=cwd,
-                env=env,
-                stdin=terminal if tty else asyncio.subprocess.PIPE if container.get("stdin") else asyncio.subprocess.DEVNULL,
-                stdout=terminal if tty else asyncio.subprocess.PIPE,
-                stderr=terminal if tty else asyncio.subprocess.PIPE,
-                start_new_session=True,
-                preexec_fn=preparation(tty=tty, memory=memory_limit(container)),
-            )
-        except OSError as exc:
-            if controller is not None:
-                os.close(controller)
-            raise CannotRun(f'failed to start container "{name}": {exc.strerror or exc}: {argv[0]}') from None
-        finally:
-            if terminal is not None:
-                os.close(terminal)
+        process: ContainerProcess | None = await self._forked(container, argv, env, cwd) if not tty else None
+        if process is None:
+            try:
+                # Its own session (and process group): stopping it reaches its children.
+                process = await asyncio.create_subprocess_exec(
+                    *argv,
+                    cwd=cwd,
+                    env=env,
+                    stdin=terminal if tty else asyncio.subprocess.PIPE if container.get("stdin") else asyncio.subprocess.DEVNULL,
+                    stdout=terminal if tty else asyncio.subprocess.PIPE,
+                    stderr=terminal if tty else asyncio.subprocess.PIPE,
+                    start_new_session=True,
+                    preexec_fn=preparation(tty=tty, memory=memory_limit(container)),
+                )
+            except OSError as exc:
+                if controller is not None:
+                    os.close(controller)
+                raise CannotRun(f'failed to start container "{name}": {exc.strerror or exc}: {argv[0]}') from None
+            finally:
+                if terminal is not None:
+                    os.close(terminal)
         (folder / "pid").write_text(process_mark(process.pid))
         state.process = process
         state.ended = False
@@ -278,6 +287,24 @@ class ProcessRuntime:
                 self._wait(run, state, container, readers, log_file), name=f"wait {run.name}/{name}"
             ),
         ]
+
+    async def _forked(
+        self, container: Obj, argv: list[str], env: dict[str, str], cwd: str
+    ) -> ForkedProcess | None:
+        """The container's process forked by the fork server, if its command is a Python program
+        the fork server runs as ``python`` would (``forkserver``); None: start it anew."""
+        if self.fork_server is None or container.get("stdin") or memory_limit(container) is not None:
+            return None
+        program = python_program(
+            argv, env, package=self.local_image(container).package, fork_env=self.fork_server.env
+        )
+        if program is None:
+            return None
+        try:
+            return await self.fork_server.launch(program, env=env, cwd=cwd)
+        except ForkServerUnavailable as exc:
+            log.warning("process node: starting %s without the fork server: %s", argv[0], exc)
+            return None
 
     def _enter(
         self, env: dict[str, str], folder: pathlib.Path, root: pathlib.Path, container: Obj, namespace: str
@@ -440,7 +467,11 @@ class ProcessRuntime:
                     if state.running:
                         signal_group(state, signal.SIGKILL)
             kill_carrying(f"{ROOT_VARIABLE}={self.root}/", prefix=True)
-        await asyncio.gather(*self._stopping, return_exceptions=True)
+        try:
+            await asyncio.gather(*self._stopping, return_exceptions=True)
+        finally:  # once their ends are known: the fork server reports those of what it forked
+            if self.fork_server is not None:
+                await self.fork_server.close()
 
     async def sync(self, pod: Obj) -> float | None:
         """Start what is to run now: the init containers one by one (a sidecar, ``restartPolicy:

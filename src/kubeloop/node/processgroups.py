@@ -12,7 +12,7 @@ import pathlib
 import signal
 
 from kubeloop.containerpath import ROOT_VARIABLE
-from kubeloop.node.podruns import ContainerRun, PodRun
+from kubeloop.node.podruns import ContainerProcess, ContainerRun, PodRun
 from kubeloop.node.podvolumes import CLAIMS
 
 #: How often a container whose leader may have exited while its output is held is looked at.
@@ -22,7 +22,7 @@ EXIT_POLL_SECONDS = 0.2
 READER_GRACE_SECONDS = 2.0
 
 
-async def exit_code(process: asyncio.subprocess.Process) -> int:
+async def exit_code(process: ContainerProcess) -> int:
     """The leader's exit code, as soon as it exits (``process.wait()`` would wait for whatever
     still holds its output too). A container ends with its main process: the rest of its group
     is killed, as a kubelet ends every process of the container."""

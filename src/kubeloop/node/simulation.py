@@ -47,3 +47,6 @@ class SimulationOptions:
     crash_backoff_seconds: float = 10.0
     #: Where local pods keep their folders and logs (None: a folder of the process's own).
     pods_dir: pathlib.Path | None = None
+    #: Fork the processes of Python images from a warm interpreter that has imported the
+    #: libraries their package requires (``forkserver``); False: each starts anew.
+    fork_server: bool = True

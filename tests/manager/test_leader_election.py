@@ -376,6 +376,53 @@ async def test_a_leader_that_stops_releases_its_lease_to_the_next_at_once(
         await hand_over(client, "kept", release=False)
 
 
+async def test_a_release_overtaken_by_a_late_renewal_reads_the_lease_again(
+    shared_server: ServerThread, namespace: str
+) -> None:
+    """A renewal cancelled as the elector stopped may still reach the server after ``release``
+    read the lease: the release's update then conflicts, and it reads the lease again (still
+    held by this replica) and releases it, instead of leaving it to run out."""
+    import asyncio
+
+    from kubeloop.api import timestamps
+    from kubeloop.client.config import load_kubeconfig
+    from kubeloop.client.rest import APIClient as AsyncClient
+    from kubeloop.manager.leaderelection import LEASE, LeaderElectionConfig, LeaderElector
+    from kubeloop.testing import eventually
+
+    class LateRenewal(AsyncClient):
+        """A client whose first read of the lease is overtaken by a renewal in flight."""
+
+        overtaken = False
+
+        async def get(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
+            found = await super().get(*args, **kwargs)  # type: ignore[arg-type]
+            if not self.overtaken:
+                self.overtaken = True
+                renewed = {**found, "spec": {**found["spec"], "renewTime": timestamps.now(micro=True)}}
+                await self.update(renewed)
+            return found
+
+    config = LeaderElectionConfig("overtaken", namespace=namespace, identity="leader", lease_duration=60,
+                                  renew_deadline=40, retry_period=0.2, release_on_cancel=True)  # fmt: skip
+    async with LateRenewal(load_kubeconfig(shared_server.kubeconfig)) as client:
+        elector = LeaderElector(client, config)
+        client.overtaken = True  # acquiring reads as usual
+        async def nothing() -> None:
+            return None
+
+        election = asyncio.create_task(elector.run(nothing, nothing))
+        try:
+            await eventually(lambda: elector.is_leader)
+        finally:
+            election.cancel()
+            await asyncio.gather(election, return_exceptions=True)
+        client.overtaken = False
+        assert await elector.release()
+        released = (await client.get(LEASE, "overtaken", namespace=namespace))["spec"]
+        assert "holderIdentity" not in released and released["leaseDurationSeconds"] == 1
+
+
 def test_leader_election_timings_are_checked_as_client_go_checks_them() -> None:
     import pytest
 

@@ -35,6 +35,9 @@ from kubeloop.api import timestamps
 from kubeloop.client.rest import APIClient
 from kubeloop.client.restclient import REQUEST_ERRORS
 
+#: How many times a release that conflicts reads the lease again and tries once more.
+RELEASE_ATTEMPTS = 3
+
 log = logging.getLogger("kubeloop.leaderelection")
 
 LEASE = kinds.Lease
@@ -255,24 +258,33 @@ class LeaderElector:
     async def release(self) -> bool:
         """Give the lease up, if this replica still holds it: its holder emptied, its duration one
         second (client-go's ``release``). Whether it was released; a failure is logged (the lease
-        then runs out as it would have)."""
+        then runs out as it would have).
+
+        A conflict is tried again with the lease read anew, while this replica still holds it: a
+        renewal cancelled as the elector stopped may still reach the server after the read."""
         if not self.lease_held():
             return False
         config = self.config
         try:
             async with asyncio.timeout(config.renew_deadline):
-                lease = await self.client.get(LEASE, config.lease_name, namespace=config.namespace)
-                spec: dict[str, Any] = lease.get("spec") or {}
-                if spec.get("holderIdentity") != config.identity:
-                    return False
-                now = timestamps.now(micro=True)
-                lease["spec"] = {
-                    "leaseDurationSeconds": 1,
-                    "acquireTime": now,
-                    "renewTime": now,
-                    "leaseTransitions": int(spec.get("leaseTransitions") or 0),
-                }
-                await self.client.update(lease)
+                for attempt in range(RELEASE_ATTEMPTS):
+                    lease = await self.client.get(LEASE, config.lease_name, namespace=config.namespace)
+                    spec: dict[str, Any] = lease.get("spec") or {}
+                    if spec.get("holderIdentity") != config.identity:
+                        return False
+                    now = timestamps.now(micro=True)
+                    lease["spec"] = {
+                        "leaseDurationSeconds": 1,
+                        "acquireTime": now,
+                        "renewTime": now,
+                        "leaseTransitions": int(spec.get("leaseTransitions") or 0),
+                    }
+                    try:
+                        await self.client.update(lease)
+                        break
+                    except errors.Conflict:
+                        if attempt == RELEASE_ATTEMPTS - 1:
+                            raise
         except (*REQUEST_ERRORS, TimeoutError) as exc:
             log.warning("%s: could not release lease %s: %s", config.identity, config.lease_name, exc)
             return False

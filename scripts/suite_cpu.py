@@ -34,6 +34,8 @@ KINDS = [
     (r"kubeloop\.apiserver\.frontends", "kubeloop apiserver front-end"),
     (r"kubeloop\.apiserver\.storage\.writer", "storage writer"),
     (r"kubeloop(?:\.cli\.main)? (\w[\w-]*)", "kubeloop {0}"),
+    # The node's fork server and what it forks (its children keep its command line).
+    (r"kubeloop/node/zygote\.py", "pod: forked by the fork server (and the fork server)"),
     (r"-m (agentruntime[\w.]*)", "pod: python -m {0}"),
     (r"importlib\.import_module\('(\w[\w.]*)'\)", "pod: installed image {0}"),
     (r"kubectl", "kubectl"),

@@ -209,6 +209,18 @@ async def test_a_fork_server_that_dies_takes_its_processes_and_the_next_launch_s
     assert await again.wait() == -signal.SIGKILL
 
 
+async def test_a_closed_fork_server_kills_what_it_ran_and_refuses_launches(tmp_path: pathlib.Path) -> None:
+    fork_server = ForkServer()
+    env = container_env(tmp_path)
+    waiting = python_program([sys.executable, "-c", PROBE, "wait"], env)
+    assert waiting is not None
+    running = await fork_server.launch(waiting, env=env, cwd=str(tmp_path))
+    await fork_server.close()
+    assert await running.wait() == -signal.SIGKILL
+    with pytest.raises(ForkServerUnavailable, match="closed"):
+        await fork_server.launch(waiting, env=env, cwd=str(tmp_path))
+
+
 async def test_a_launch_too_large_for_one_message_is_refused(fork_server: ForkServer, tmp_path: pathlib.Path) -> None:
     env = {**container_env(tmp_path), "HUGE": "x" * 200_000}
     program = python_program([sys.executable, "-c", "pass"], env)

@@ -171,8 +171,7 @@ class ForkServer:
         self._early: dict[int, int] = {}
         #: Processes started for a launch that was given up meanwhile (killed at once).
         self._abandoned: set[int] = set()
-        #: Launches forked, all told (tests and the console read it).
-        self.forked = 0
+        self._closed = False
 
     async def _start(self) -> socket.socket:
         if self._channel is not None:
@@ -266,6 +265,8 @@ class ForkServer:
         if len(request) > zygote.MAX_LAUNCH_BYTES:
             raise ForkServerUnavailable("the launch is too large for one message")
         async with self._lock:
+            if self._closed:
+                raise ForkServerUnavailable("the fork server is closed")
             try:
                 channel = await self._start()
             except OSError as exc:
@@ -292,18 +293,29 @@ class ForkServer:
                 os.close(err_read)
                 raise
             stdout, stderr = asyncio.StreamReader(limit=2**16), asyncio.StreamReader(limit=2**16)
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout), os.fdopen(out_read, "rb", 0))
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stderr), os.fdopen(err_read, "rb", 0))
             process = ForkedProcess(pid, stdout, stderr)
             if pid in self._early:
                 process.ended(self._early.pop(pid))
             else:
                 self._running[pid] = process
-            self.forked += 1
+            pipes = [(stdout, os.fdopen(out_read, "rb", 0)), (stderr, os.fdopen(err_read, "rb", 0))]
+            connected = 0
+            try:
+                for reader, pipe in pipes:
+                    await loop.connect_read_pipe(functools.partial(asyncio.StreamReaderProtocol, reader), pipe)
+                    connected += 1
+            except BaseException:  # given up (its end is still reported)
+                for _, pipe in pipes[connected:]:
+                    pipe.close()
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+                raise
             return process
 
     async def close(self) -> None:
-        """End the fork server; what it still runs is killed (the node stops its pods first)."""
+        """End the fork server; what it still runs is killed (the node stops its pods first), and
+        a later launch is refused (started anew, as without a fork server)."""
+        self._closed = True
         self._gone(closing=True)
         if self._process is not None:
             await self._process.wait()

@@ -291,6 +291,10 @@ def test_the_demo_in_a_terminal_redraws_its_view_until_ctrl_c() -> None:
         text = read_for(200, until=(b"Succeeded", b"DeploymentReady"))
         assert "Succeeded" in text and "DeploymentReady" in text, text[-3000:]
         assert b"\x1b[" in screen  # styled and redrawn in place (cursor movement)
+        # The runs may have finished before the first frame (pods start fast): a second frame
+        # is what shows the view is redrawn (the test's timeout bounds the wait).
+        while text.count("kubeloop demo — https://") < 2 and demo.poll() is None:
+            text = read_for(0.5)
         assert text.count("kubeloop demo — https://") > 1  # more than one frame of the view
         demo.send_signal(signal.SIGINT)
         deadline = time.monotonic() + 30

@@ -221,6 +221,25 @@ async def test_a_closed_fork_server_kills_what_it_ran_and_refuses_launches(tmp_p
         await fork_server.launch(waiting, env=env, cwd=str(tmp_path))
 
 
+async def test_a_fork_server_that_does_not_answer_is_stopped_and_the_launch_refused(tmp_path: pathlib.Path) -> None:
+    fork_server = ForkServer(answer_timeout=0.5)
+    env = container_env(tmp_path)
+    waiting = python_program([sys.executable, "-c", PROBE, "wait"], env)
+    assert waiting is not None
+    try:
+        first = await fork_server.launch(waiting, env=env, cwd=str(tmp_path))
+        zygote = parent_of(first.pid)
+        os.kill(zygote, signal.SIGSTOP)  # stuck: it answers nothing more
+        with pytest.raises(ForkServerUnavailable, match="did not answer"):
+            await fork_server.launch(waiting, env=env, cwd=str(tmp_path))
+        assert await first.wait() == -signal.SIGKILL  # nobody could report its end any more
+        assert ended(zygote)
+        again = await fork_server.launch(waiting, env=env, cwd=str(tmp_path))  # a new fork server
+        assert parent_of(again.pid) != zygote
+    finally:
+        await fork_server.close()
+
+
 async def test_a_launch_too_large_for_one_message_is_refused(fork_server: ForkServer, tmp_path: pathlib.Path) -> None:
     env = {**container_env(tmp_path), "HUGE": "x" * 200_000}
     program = python_program([sys.executable, "-c", "pass"], env)

@@ -52,6 +52,11 @@ LOCALE_VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE")
 BASE_VARIABLES = ("PATH", "HOME", "LANG", "TZ")
 
 
+#: The longest a launch waits for the fork server's answer (its first launch of a package imports
+#: that package's libraries first: seconds on a loaded machine) before the node gives up on it.
+ANSWER_TIMEOUT_SECONDS = 60.0
+
+
 class ForkServerUnavailable(Exception):
     """The fork server could not start the process (it is gone, or refused): start it anew."""
 
@@ -158,8 +163,9 @@ class ForkServer:
     """The node's fork server: started on the first launch, started again if it dies; owned by
     the process runtime, which :meth:`close`\\ s it after its pods' processes have ended."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, answer_timeout: float = ANSWER_TIMEOUT_SECONDS) -> None:
         self.env = base_environment()
+        self.answer_timeout = answer_timeout
         self._process: asyncio.subprocess.Process | None = None
         self._channel: socket.socket | None = None
         self._lock = asyncio.Lock()
@@ -286,7 +292,22 @@ class ForkServer:
                 for fd in (null, out_write, err_write):
                     os.close(fd)
             try:
-                pid = await answer
+                try:
+                    async with asyncio.timeout(self.answer_timeout):
+                        pid = await asyncio.shield(answer)
+                except TimeoutError:
+                    # A fork server that does not answer is of no use: it goes (and what it ran:
+                    # nothing could report their ends), and its launches start anew.
+                    log.warning(
+                        "process node: the fork server did not answer within %gs; stopping it",
+                        self.answer_timeout,
+                    )
+                    answer.cancel()
+                    if self._process is not None:
+                        with contextlib.suppress(ProcessLookupError):
+                            self._process.kill()
+                    self._gone()
+                    raise ForkServerUnavailable("the fork server did not answer") from None
             except BaseException:
                 answer.cancel()  # given up: the process it starts is killed at once
                 os.close(out_read)

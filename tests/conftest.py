@@ -4,6 +4,7 @@ requests — and async ones drive it over real HTTPS)."""
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import json
 import pathlib
@@ -13,14 +14,25 @@ from typing import Any
 
 import pytest
 import requests
+import yaml
 from hypothesis import HealthCheck, settings
 
+from kubeloop.apiserver.server import APIServer, ServerOptions
 from kubeloop.gcpause import tune_for_serving
 from kubeloop.testing import eventually
 from kubeloop.testing.serverthread import ServerThread
 from kubeloop.testing.serverthread import start_server as start_cluster
 
-__all__ = ["Client", "ServerThread", "eventually", "start_server"]
+__all__ = [
+    "ONE_PROCESS_AND_FRONT_END",
+    "Client",
+    "FrontEndThread",
+    "ServerThread",
+    "eventually",
+    "served_by",
+    "start_front_end",
+    "start_server",
+]
 
 # No wall-clock limits in the tests: a machine that pauses (two cores shared by three workers and
 # the servers they start) must not fail a property. Hypothesis's deadline and its "input
@@ -44,6 +56,78 @@ def start_server(data_dir: pathlib.Path | None = None, **overrides: Any) -> Serv
     them; the shared server and users' servers keep them, as a cluster does."""
     overrides.setdefault("namespace_defaults", False)
     return start_cluster(data_dir, **overrides)
+
+
+class FrontEndThread(ServerThread):
+    """A front-end over the store of ``owner`` (what each process but the first of
+    ``kubeloop apiserver --workers N`` is: a ``RemoteStore`` following the owner's store over a
+    socket, HTTP on a port of its own), run on the owner's loop and thread. Its clients use the
+    owner's token and CA, as they do with ``--workers``."""
+
+    def __init__(self, owner: ServerThread, options: ServerOptions) -> None:
+        # The owner's loop and thread: not the ones ServerThread.__init__ would make.
+        self.owner = owner
+        self.options = options
+        self.loop = owner.loop
+        self.loop_errors = owner.loop_errors
+        self._thread = owner._thread
+        self.server = APIServer(options, front_end_of=self.call(owner.server.front_end_of()))
+
+    def start(self) -> FrontEndThread:
+        self.call(self.server.start())
+        return self
+
+    def stop(self) -> None:
+        """Stop the front-end; the owner and its loop serve on."""
+        if self._thread.is_alive():
+            self.call(self.server.stop())
+
+    @property
+    def token(self) -> str:
+        return self.owner.token
+
+    @property
+    def ca_file(self) -> str:
+        return self.owner.ca_file
+
+    @property
+    def kubeconfig(self) -> pathlib.Path:
+        """The owner's kubeconfig with this front-end's address as the cluster's server."""
+        port = self.url.rsplit(":", 1)[1]
+        path = self.owner.kubeconfig.with_name(f"front-end-{port}.kubeconfig")
+        if not path.exists():
+            config = yaml.safe_load(self.owner.kubeconfig.read_text())
+            for cluster in config["clusters"]:
+                cluster["cluster"]["server"] = self.url
+            path.write_text(yaml.safe_dump(config))
+        return path
+
+
+def start_front_end(owner: ServerThread) -> FrontEndThread:
+    """A started front-end over ``owner``'s store, with the owner's options but its own port,
+    as ``kubeloop apiserver --workers N`` gives its front-end processes; see
+    :class:`FrontEndThread`."""
+    options = dataclasses.replace(owner.options, port=0, workers=1, kubeconfig=None)
+    return FrontEndThread(owner, options).start()
+
+
+#: The servers a module's tests run against, with ``served_by``: one process, and a front-end (as
+#: each process but the first of ``kubeloop apiserver --workers N`` is: its own watch cache,
+#: following the store, and the store's writes made over a socket).
+ONE_PROCESS_AND_FRONT_END = ["one-process", "front-end"]
+
+
+def served_by(kind: str, server: ServerThread) -> Iterator[ServerThread]:
+    """``server`` itself, or (``"front-end"``) a front-end over its store, stopped afterwards;
+    for a fixture parametrized over :data:`ONE_PROCESS_AND_FRONT_END`."""
+    if kind == "one-process":
+        yield server
+        return
+    front = start_front_end(server)
+    try:
+        yield front
+    finally:
+        front.stop()
 
 
 class Client:

@@ -11,7 +11,13 @@ import yaml
 from kubernetes import client, config, utils, watch
 from kubernetes.client.rest import ApiException
 
-from tests.conftest import ServerThread, start_server
+from tests.conftest import ONE_PROCESS_AND_FRONT_END, ServerThread, served_by, start_server
+
+
+@pytest.fixture(scope="module", params=ONE_PROCESS_AND_FRONT_END)
+def shared_server(request: pytest.FixtureRequest, kube_apiserver: ServerThread) -> Iterator[ServerThread]:
+    """Every test here runs against one process and against a front-end over its store."""
+    yield from served_by(request.param, kube_apiserver)
 
 
 @pytest.fixture
@@ -86,9 +92,11 @@ def test_watch_events_through_the_official_client(api_client: client.ApiClient, 
     assert seen == [("ADDED", "ev"), ("DELETED", "ev")]
 
 
-def test_watch_survives_410_by_relisting() -> None:
-    server = start_server(history_window=3)
+@pytest.mark.parametrize("served", ONE_PROCESS_AND_FRONT_END)
+def test_watch_survives_410_by_relisting(served: str) -> None:
+    owner = start_server(history_window=3)
     try:
+        server = next(serving := served_by(served, owner))
         with config.new_client_from_config(config_file=str(server.kubeconfig)) as api:
             core = client.CoreV1Api(api)
             old_rv = core.list_namespaced_config_map("default").metadata.resource_version
@@ -122,8 +130,9 @@ def test_watch_survives_410_by_relisting() -> None:
                 assert (event["type"], event["object"].metadata.name) == ("ADDED", "after")
                 break
             maker.join()
+        serving.close()
     finally:
-        server.stop()
+        owner.stop()
 
 
 def test_a_conflict_reads_as_kube_apiserver_words_it(

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from kubeloop.apiserver.http.watchstream import WatchSettings
 from kubeloop.apiserver.storage.watchcache import Watcher
-from tests.conftest import Client, ServerThread, start_server
+from tests.conftest import ONE_PROCESS_AND_FRONT_END, Client, ServerThread, served_by, start_server
 
 CM = "/api/v1/namespaces/{ns}/configmaps"
 
@@ -51,13 +51,21 @@ def names(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(e["type"], e["object"]["metadata"].get("name", "")) for e in events]
 
 
-@pytest.fixture
-def private_server() -> Iterator[ServerThread]:
+@pytest.fixture(scope="module", params=ONE_PROCESS_AND_FRONT_END)
+def shared_server(request: pytest.FixtureRequest, kube_apiserver: ServerThread) -> Iterator[ServerThread]:
+    """Every test here runs against one process and against a front-end over its store."""
+    yield from served_by(request.param, kube_apiserver)
+
+
+@pytest.fixture(params=ONE_PROCESS_AND_FRONT_END)
+def private_server(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
     server = start_server(
         history_window=5, watch=WatchSettings(bookmark_interval=0.2, min_request_timeout=30)
     )
-    yield server
-    server.stop()
+    try:
+        yield from served_by(request.param, server)
+    finally:
+        server.stop()
 
 
 def test_list_resource_version_and_items_in_key_order(api: Client, namespace: str) -> None:

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.conftest import Client
+import pytest
+
+from tests.conftest import ONE_PROCESS_AND_FRONT_END, Client, ServerThread, served_by
+
+
+@pytest.fixture(scope="module", params=ONE_PROCESS_AND_FRONT_END)
+def shared_server(request: pytest.FixtureRequest, kube_apiserver: ServerThread) -> Iterator[ServerThread]:
+    """Every test here runs against one process and against a front-end over its store."""
+    yield from served_by(request.param, kube_apiserver)
+
 
 CM = "/api/v1/namespaces/{ns}/configmaps"
 DEPLOY = "/apis/apps/v1/namespaces/{ns}/deployments"

@@ -23,6 +23,7 @@ from kubeloop.client.rest import APIClient
 from kubeloop.client.restclient import RetryPolicy
 from kubeloop.testing import eventually
 from tests.accounts import account_token
+from tests.conftest import Client, ServerThread, start_front_end, start_server
 from tests.kubectl_finder import newest_kubectl
 
 
@@ -322,3 +323,36 @@ async def test_a_front_ends_way_to_the_node_reaches_the_owners_pod_streams(clust
     log = answers["/api/v1/namespaces/default/pods/nothing/log"]
     assert log.startswith(b"HTTP/1.1 404") and orjson.loads(log.split(b"\r\n\r\n", 1)[1])["message"] == 'pods "nothing" not found'
     assert answers["/api/v1/namespaces"].startswith(b"HTTP/1.1 404")  # not a pod's stream: not served there
+
+
+def component_statuses(server: ServerThread) -> dict[str, tuple[str, str]]:
+    """``kubectl get componentstatuses`` as ``server`` answers it: each component's Healthy
+    status, and its message or error."""
+    response = Client(server).get("/api/v1/componentstatuses")
+    assert response.status_code == 200, response.text
+    return {
+        item["metadata"]["name"]: (condition["status"], condition.get("message") or condition["error"])
+        for item in response.json()["items"]
+        for condition in item["conditions"]
+    }
+
+
+def test_a_front_end_reports_the_owners_control_loops_and_loses_them_with_the_owner() -> None:
+    """A front-end runs no control loops: the owner does. So ComponentStatus through either
+    process says what the owner runs (kubectl's answer must not depend on which process its
+    connection reached), until the front-end can no longer reach the owner."""
+    owner = start_server(simulate=True)
+    try:
+        front = start_front_end(owner)
+        healthy = {"scheduler": ("True", "ok"), "controller-manager": ("True", "ok"), "etcd-0": ("True", "ok")}
+        assert component_statuses(owner) == healthy
+        assert component_statuses(front) == healthy
+        store = front.server.store
+        assert isinstance(store, RemoteStore)
+        front.call(store.close())
+        lost = component_statuses(front)
+        assert lost["controller-manager"][0] == "False"
+        assert "the store cannot be reached" in lost["controller-manager"][1]
+        front.stop()
+    finally:
+        owner.stop()

@@ -721,15 +721,18 @@ class APIServer:
     def component_health(self) -> list[tuple[str, str | None]]:
         """The cluster's components and what ails each (None: healthy), as ComponentStatus
         reports them: the control loops (controller-manager), the simulated scheduler and the
-        storage (etcd-0)."""
-        controllers = self._controllers
-        running = controllers is not None
+        storage (etcd-0). A front-end reports the owner's control loops, which run there when
+        the options (the owner's) say so, while the owner feeds this process."""
+        if self._front_end_of is None:
+            loops = None if self._controllers is not None else "the control loops are off"
+        elif not self.options.controllers:
+            loops = "the control loops are off"
+        else:
+            loops = self.readiness()  # the owner, which runs them, cannot be reached
+        scheduler = loops if self.options.simulate else "no scheduler runs (simulation is off)"
         return [
-            (
-                "scheduler",
-                None if running and self.options.simulate else "no scheduler runs (simulation is off)",
-            ),
-            ("controller-manager", None if running else "the control loops are off"),
+            ("scheduler", scheduler),
+            ("controller-manager", loops),
             ("etcd-0", self.readiness()),
         ]
 

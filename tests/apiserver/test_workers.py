@@ -18,17 +18,14 @@ import orjson
 import pytest
 import requests
 
-from tests.apiserver.storage.test_durability import apiserver, session_for
+from tests.apiserver.storage.test_durability import (
+    apiserver,
+    established,
+    front_ends,
+    session_for,
+    socket_inodes,
+)
 from tests.kubectl_finder import newest_kubectl
-
-
-def front_ends(owner: int) -> list[int]:
-    """The owner's front-end processes (its other children run the storage writer)."""
-    children = pathlib.Path(f"/proc/{owner}/task/{owner}/children").read_text().split()
-    return [
-        int(pid) for pid in children
-        if b"kubeloop.apiserver.frontends" in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
-    ]  # fmt: skip
 
 
 def exited(pid: int) -> bool:
@@ -37,18 +34,6 @@ def exited(pid: int) -> bool:
         return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except (FileNotFoundError, ProcessLookupError):  # gone before, or while, it was read
         return True
-
-
-def socket_inodes(pid: int) -> set[str]:
-    inodes = set()
-    for fd in pathlib.Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    return inodes
 
 
 def unix_socket_names(pid: int) -> list[str]:
@@ -72,20 +57,6 @@ def listening(port: int) -> set[str]:
             if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
                 inodes.add(fields[9])
     return inodes
-
-
-def established(pid: int, port: int) -> int:
-    """How many TCP connections to ``port`` process ``pid`` holds (accepted ones: their local
-    port is the server's)."""
-    inodes = socket_inodes(pid)
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in pathlib.Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            local_port = int(fields[1].rsplit(":", 1)[1], 16)
-            if local_port == port and fields[3] == "01" and fields[9] in inodes:
-                count += 1
-    return count
 
 
 def open_connections(url: str, ca: pathlib.Path, count: int) -> Iterator[ssl.SSLSocket]:

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO
+from typing import IO, Any
 
 import orjson
 import pytest
@@ -81,6 +81,41 @@ def server_stacks(proc: subprocess.Popen[str]) -> str:
     os.kill(proc.pid, signal.SIGQUIT)
     asyncio.run(eventually(lambda: "in <module>" in server_log(proc) or proc.poll() is not None))
     return server_log(proc)
+
+
+def front_ends(owner: int) -> list[int]:
+    """The owner's front-end processes (its other children run the storage writer)."""
+    children = pathlib.Path(f"/proc/{owner}/task/{owner}/children").read_text().split()
+    return [
+        int(pid) for pid in children
+        if b"kubeloop.apiserver.frontends" in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]  # fmt: skip
+
+
+def socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    for fd in pathlib.Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    return inodes
+
+
+def established(pid: int, port: int) -> int:
+    """How many TCP connections to ``port`` process ``pid`` holds (accepted ones: their local
+    port is the server's)."""
+    inodes = socket_inodes(pid)
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in pathlib.Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local_port = int(fields[1].rsplit(":", 1)[1], 16)
+            if local_port == port and fields[3] == "01" and fields[9] in inodes:
+                count += 1
+    return count
 
 
 def session_for(data_dir: pathlib.Path) -> requests.Session:
@@ -191,18 +226,38 @@ class Observations:
             owner = self.revisions.setdefault(revision, name)
         assert owner == name, f"resourceVersion {revision} named {owner} and then {name}"
 
+    def held_by(self, items: list[dict[str, Any]], when: str) -> None:
+        """Assert that the server's ConfigMaps (``items``) hold what it promised: every create
+        acknowledged, at the revision its 201 named; every object a reader was shown; the
+        counter at least at any value an update was told or a reader saw."""
+        present = {item["metadata"]["name"]: item for item in items}
+        for item in items:
+            self.saw(item)
+        lost = [name for name in self.acknowledged if name not in present]
+        assert not lost, f"{when}: {len(lost)} acknowledged creates lost: {lost[:5]}"
+        vanished = [name for name in self.seen if name not in present]
+        assert not vanished, f"{when}: readers saw {len(vanished)} objects that vanished: {vanished[:5]}"
+        counter = int(present["counter"]["data"]["n"])
+        assert counter >= self.counter_acked, (when, counter, self.counter_acked)
+        assert counter >= self.counter_seen, (when, counter, self.counter_seen)
+        for name, revision in self.acknowledged.items():
+            assert int(present[name]["metadata"]["resourceVersion"]) == revision, (when, name)
+
 
 class Killer:
     """SIGKILLs the server once, from whichever thread decides first."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, before: Callable[[], None] | None = None) -> None:
         self.pid = pid
         self.done = threading.Event()
         self._lock = threading.Lock()
+        self._before = before  # called just before the kill
 
     def __call__(self) -> None:
         with self._lock:
             if not self.done.is_set():
+                if self._before is not None:
+                    self._before()
                 os.kill(self.pid, signal.SIGKILL)
                 self.done.set()
 
@@ -342,21 +397,33 @@ def test_kill_cycles_lose_no_acknowledged_write_and_show_none_that_vanish(tmp_pa
             listed = (
                 session_for(tmp_path).get(url + "/api/v1/namespaces/default/configmaps", timeout=30).json()
             )
-            present = {item["metadata"]["name"]: item for item in listed["items"]}
-            for item in listed["items"]:
-                seen.saw(item)
-            lost = [name for name in seen.acknowledged if name not in present]
-            assert not lost, f"cycle {cycle}: {len(lost)} acknowledged creates lost: {lost[:5]}"
-            vanished = [name for name in seen.seen if name not in present]
-            assert not vanished, (
-                f"cycle {cycle}: readers saw {len(vanished)} objects that vanished: {vanished[:5]}"
-            )
-            counter = int(present["counter"]["data"]["n"])
-            assert counter >= seen.counter_acked, (counter, seen.counter_acked)
-            assert counter >= seen.counter_seen, (counter, seen.counter_seen)
-            for name, revision in seen.acknowledged.items():
-                assert int(present[name]["metadata"]["resourceVersion"]) == revision, name
+            seen.held_by(listed["items"], f"cycle {cycle}")
     print(f"kill cycles: {KILL_CYCLES}, acknowledged writes: {total_acked}, lost: 0, seen then vanished: 0")
+
+
+def test_a_front_end_killed_under_load_loses_no_acknowledged_write_and_the_owner_serves_on(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Two processes under the same writers and readers as the kill cycles; the front-end is
+    SIGKILLed the moment a reader sees an object before its creator's 201 (or after enough
+    writes). The owner serves on, unrestarted: every write acknowledged through either process
+    is there at the revision its 201 named, nothing a reader saw has vanished, and the counter
+    is at least what any update was told."""
+    seen = Observations()
+    with apiserver(tmp_path, "--workers", "2") as (proc, url):
+        session = session_for(tmp_path)
+        path = url + "/api/v1/namespaces/default/configmaps"
+        created = session.post(path, json={"metadata": {"name": "counter"}, "data": {"n": "0"}})
+        assert created.status_code == 201
+        [front_end] = front_ends(proc.pid)
+        port = int(url.rsplit(":", 1)[1])
+        serving: list[int] = []  # the front-end's connections (its share of the load) as it is killed
+        kill = Killer(front_end, before=lambda: serving.append(established(front_end, port)))
+        acked = load_until_killed(url, session, 0, seen, kill, acks=KILL_ACKS, eager=True)
+        assert acked > 0 and serving and serving[0] > 0 and proc.poll() is None
+        listed = session_for(tmp_path).get(path, timeout=30).json()  # new connections: a live process
+        seen.held_by(listed["items"], "after the front-end's kill")
+        assert proc.poll() is None
 
 
 # ----------------------------------------------------------------- synced before acknowledged

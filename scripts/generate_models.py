@@ -76,6 +76,13 @@ SPECIAL = {
     "io.k8s.apimachinery.pkg.runtime.RawExtension": "Any",
 }
 
+#: Fields the schemas require that servers answer with null: Go writes a zero time as null, and
+#: an events.k8s.io/v1 Event made from a core/v1 one recorded without an eventTime (the kubelet's,
+#: client-go's old recorder) is listed with ``"eventTime": null``. Optional in the models, so that
+#: such a list can be read (the official client's models refuse it); the server still requires it
+#: of a write.
+NULL_IN_ANSWERS = {("io.k8s.api.events.v1.Event", "eventTime")}
+
 #: Names pydantic's BaseModel already uses; such fields get a trailing underscore.
 RESERVED = {
     "copy", "dict", "json", "schema", "construct", "validate", "fields", "model_config", "model_fields",
@@ -207,7 +214,11 @@ class Generator:
                 alias = f', alias="{json_name}"' if attr != json_name else ""
                 # The strict schemas require a kind's spec; the API does not (Go: omitempty), and a
                 # model built to be filled in by a mutate function starts without one.
-                if json_name in required and not (base == "KubeObject" and json_name == "spec"):
+                if (
+                    json_name in required
+                    and not (base == "KubeObject" and json_name == "spec")
+                    and (name, json_name) not in NULL_IN_ANSWERS
+                ):
                     field = f" = Field({alias[2:]})" if alias else ""
                     lines.append(f"    {attr}: {annotation}{field}")
                 else:

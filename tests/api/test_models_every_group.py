@@ -266,3 +266,24 @@ async def test_a_review_is_created_from_its_model_and_answered_in_it(client: API
     answered = await client.create(review)
     assert isinstance(answered, authorization_v1.SelfSubjectAccessReview)
     assert answered.status is not None and answered.status.allowed is True
+
+
+async def test_events_recorded_without_an_event_time_are_read_through_events_v1(
+    client: APIClient, namespace: str
+) -> None:
+    """The kubelet and client-go's old recorder write core/v1 Events without eventTime, which the
+    events.k8s.io/v1 view answers as null (as upstream does): its model reads them (the
+    schema's "required" would refuse the list, as the official client's models do)."""
+    await client.create(
+        core_v1.Event(
+            metadata=meta_v1.ObjectMeta(name="old-style", namespace=namespace),
+            involved_object=core_v1.ObjectReference(kind="Pod", name="p", namespace=namespace),
+            reason="Started",
+            message="Started container",
+            source=core_v1.EventSource(component="kubelet"),
+        )
+    )
+    [event] = (await client.list(events_v1.Event, namespace=namespace)).items
+    assert event.event_time is None and event.note == "Started container"
+    raw = await client.get(GroupVersionKind("events.k8s.io", "v1", "Event"), "old-style", namespace=namespace)
+    assert "eventTime" in raw and raw["eventTime"] is None

@@ -381,6 +381,9 @@ def test_events_are_one_kind_in_two_groups(api: Client, namespace: str) -> None:
     assert v1["note"] == "hello"
     assert v1["regarding"]["name"] == "p"
     assert v1["deprecatedCount"] == 2
+    assert v1["eventTime"] is None  # as upstream writes it for an Event recorded without one
+    listed = api.get(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events").json()
+    assert [e["eventTime"] for e in listed["items"]] == [None]
     selected = api.get(
         f"/api/v1/namespaces/{namespace}/events",
         params={"fieldSelector": "involvedObject.name=p,reason=Started"},

@@ -45,7 +45,7 @@ if _lazy.wanted("Event"):
         deprecated_first_timestamp: Time | None = Field(default=None, alias="deprecatedFirstTimestamp")
         deprecated_last_timestamp: Time | None = Field(default=None, alias="deprecatedLastTimestamp")
         deprecated_source: core_v1.EventSource | None = Field(default=None, alias="deprecatedSource")
-        event_time: MicroTime = Field(alias="eventTime")
+        event_time: MicroTime | None = Field(default=None, alias="eventTime")
         kind: str = "Event"
         metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
         note: str | None = None

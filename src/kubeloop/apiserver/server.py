@@ -54,6 +54,7 @@ from kubeloop.apiserver.http.connections import (
 from kubeloop.apiserver.http.errormiddleware import error_middleware
 from kubeloop.apiserver.http.handlers import APIHandlers
 from kubeloop.apiserver.http.http1 import BufferedRequest
+from kubeloop.apiserver.http.negotiation import answer_media_middleware
 from kubeloop.apiserver.http.nodestreams import NodeStreamEndpoint, NodeStreamRelay
 from kubeloop.apiserver.http.requestbodies import MAX_BODY_BYTES
 from kubeloop.apiserver.http.watchstream import WatchSettings
@@ -165,8 +166,11 @@ def small_requests(
     async def authenticated(request: BufferedRequest) -> web.StreamResponse:
         return await authenticate(request, audited)
 
-    async def answered(request: BufferedRequest) -> web.StreamResponse:
+    async def as_statuses(request: BufferedRequest) -> web.StreamResponse:
         return await error_middleware(request, authenticated)
+
+    async def answered(request: BufferedRequest) -> web.StreamResponse:
+        return await answer_media_middleware(request, as_statuses)
 
     return answered
 
@@ -496,6 +500,7 @@ class APIServer:
         self._watchdog = ConnectionWatchdog(options.timeouts)
         middlewares: list[Middleware] = [
             request_timeout_middleware(self._watchdog),
+            answer_media_middleware,
             error_middleware,
             auth_middleware(
                 authenticator,

@@ -204,8 +204,13 @@ def test_unsupported_content_type_is_415(api: Client, namespace: str) -> None:
 
 
 def test_unservable_accept_is_406(api: Client, namespace: str) -> None:
+    """Refused naming the media types that are served, as upstream words it."""
     response = api.get(CM.format(ns=namespace), headers={"Accept": "application/cbor"})
-    assert_status(response, 406, "NotAcceptable")
+    status = assert_status(response, 406, "NotAcceptable")
+    assert status["message"] == (
+        "only the following media types are accepted: "
+        "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    )
 
 
 def test_unknown_resource_and_method(api: Client, namespace: str) -> None:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.conftest import ONE_PROCESS_AND_FRONT_END, Client, ServerThread, served_by
 
@@ -565,3 +566,26 @@ def test_a_finalizer_removed_in_a_pods_grace_period_leaves_it_to_its_node(api: C
     assert api.get(pods + "/held2").status_code == 404
     assert api.delete(pods + "/held", {"gracePeriodSeconds": 0}).status_code == 200
     assert api.get(pods + "/held").status_code == 404
+
+
+def test_a_client_that_asks_for_yaml_gets_yaml(api: Client, namespace: str) -> None:
+    """Gets, lists, writes and errors answered in YAML when the client lists YAML first (keys
+    sorted, as upstream's YAML serializer writes them); JSON when it lists JSON first; a watch is
+    not served as YAML."""
+    yaml_first = {"Accept": "application/yaml, application/json"}
+    created = api.post(CM.format(ns=namespace), configmap("y", b="2", a="1"), headers=yaml_first)
+    assert created.status_code == 201 and created.headers["Content-Type"] == "application/yaml"
+    assert created.text.startswith("apiVersion: v1\ndata:\n  a: '1'\n  b: '2'\nkind: ConfigMap\n")
+    for path in (CM.format(ns=namespace) + "/y", CM.format(ns=namespace)):
+        answer = api.get(path, headers=yaml_first)
+        as_json = api.get(path).json()
+        assert answer.status_code == 200 and answer.headers["Content-Type"] == "application/yaml"
+        assert yaml.safe_load(answer.text) == as_json
+        json_first = api.get(path, headers={"Accept": "application/json, application/yaml"})
+        assert json_first.headers["Content-Type"] == "application/json" and json_first.json() == as_json
+    missing = api.get(CM.format(ns=namespace) + "/nothing", headers=yaml_first)
+    assert missing.status_code == 404 and missing.headers["Content-Type"] == "application/yaml"
+    status = yaml.safe_load(missing.text)
+    assert (status["kind"], status["reason"], status["code"]) == ("Status", "NotFound", 404)
+    watch = api.get(CM.format(ns=namespace), params={"watch": "1"}, headers={"Accept": "application/yaml"})
+    assert watch.status_code == 406 and yaml.safe_load(watch.text)["reason"] == "NotAcceptable"  # said in YAML

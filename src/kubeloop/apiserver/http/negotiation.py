@@ -1,7 +1,8 @@
 """Content negotiation of answers (upstream's ``endpoints/handlers/negotiation``): what an ``Accept``
-header asks for (JSON, Kubernetes protobuf, a Table, PartialObjectMetadata), objects and lists
-encoded accordingly (large lists in slices, off the serving loop), Status errors, and ``Warning``
-headers.
+header asks for (JSON, YAML, Kubernetes protobuf, a Table, PartialObjectMetadata), objects and
+lists encoded accordingly (large lists in slices, off the serving loop), Status errors, and
+``Warning`` headers. A client that asks for YAML first gets every JSON answer (a Status included)
+as YAML, keys sorted as sigs.k8s.io/yaml writes them; watches are not served as YAML.
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
+import yaml
 from aiohttp import web
 
 from kubeloop import errors
@@ -22,6 +25,11 @@ from kubeloop.apiserver.protobuf import codec, descriptors
 
 log = logging.getLogger("kubeloop.apiserver")
 JSON = "application/json"
+YAML = "application/yaml"
+#: What a 406 names (upstream's words, for the media types served here).
+SERVED_MEDIA_TYPES = f"{JSON}, {YAML}, {codec.MEDIA_TYPE}"
+#: YAML answers at least this large are written in a thread: a big list's dump is seconds of CPU.
+_YAML_THREAD_BYTES = 256 * 1024
 #: Lists with at least this many items are encoded off the serving loop, in slices.
 LARGE_LIST_ITEMS = 1000
 _LIST_SLICE = 250
@@ -98,6 +106,7 @@ class Accept:
     partial_metadata: bool = False
     include_object: str = "Metadata"
     protobuf: bool = False  # the client lists Kubernetes protobuf before JSON
+    yaml: bool = False  # the client lists YAML before JSON: JSON answers are converted
 
 
 def accept_of(request: HTTPRequest) -> Accept:
@@ -121,6 +130,8 @@ def parse_accept(header: str, include: str) -> Accept:
         as_kind = params.get("as")
         if media == codec.MEDIA_TYPE and as_kind is None and not json_ok:
             return Accept(protobuf=True)
+        if media == YAML and as_kind is None and not json_ok:
+            return Accept(yaml=True)
         if media not in (JSON, "application/*", "*/*"):
             continue
         if as_kind == "Table" and params.get("g") == "meta.k8s.io" and params.get("v") in ("v1", "v1beta1"):
@@ -133,7 +144,45 @@ def parse_accept(header: str, include: str) -> Accept:
         if as_kind is None:
             json_ok = True
     if not json_ok:
-        raise errors.NotAcceptable(
-            "only the following media types are accepted: application/json, application/yaml"
-        )
+        raise errors.NotAcceptable(f"only the following media types are accepted: {SERVED_MEDIA_TYPES}")
     return Accept()
+
+
+R = TypeVar("R", bound=HTTPRequest)
+
+
+@web.middleware
+async def answer_media_middleware(request: R, handler: Callable[[R], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+    """Every JSON answer (a Status included) as YAML when the client asked for YAML first; the
+    outermost step of both request paths (an aiohttp middleware, also called directly for small
+    requests)."""
+    response = await handler(request)
+    if type(response) is not web.Response or response.content_type != JSON or response.body is None:
+        return response
+    try:
+        if not accept_of(request).yaml:
+            return response
+    except errors.APIError:  # a bad includeObject: its 400 is already the answer
+        return response
+    body = response.body
+    assert isinstance(body, bytes)
+    if len(body) >= _YAML_THREAD_BYTES:
+        text = await asyncio.to_thread(_as_yaml, body)
+    else:
+        text = _as_yaml(body)
+    answer = web.Response(body=text, status=response.status, content_type=YAML)
+    for name, value in response.headers.items():
+        if name.lower() not in ("content-type", "content-length"):
+            answer.headers.add(name, value)
+    return answer
+
+
+_YAMLDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def _as_yaml(body: bytes) -> bytes:
+    """A JSON answer as YAML (keys sorted, block style), as upstream's YAML serializer writes it."""
+    text: str = yaml.dump(
+        orjson.loads(body), Dumper=_YAMLDumper, sort_keys=True, default_flow_style=False, allow_unicode=True
+    )
+    return text.encode()

@@ -11,6 +11,7 @@ from typing import cast
 import orjson
 from aiohttp import web
 
+from kubeloop import errors
 from kubeloop.api.fields import FieldSelector, escape_value
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.http import auditing
@@ -27,6 +28,7 @@ from kubeloop.apiserver.http.requestoptions import (
 from kubeloop.apiserver.http.scope import Scope, Target
 from kubeloop.apiserver.http.watchstream import WatchOptions, WatchStream
 from kubeloop.apiserver.printing import tables
+from kubeloop.apiserver.protobuf import codec
 
 #: Past this many bytes unsent to a watcher, its events wait for it in the store's queue instead
 #: of the connection's send buffer (aiohttp drains its writes at the same mark).
@@ -76,6 +78,8 @@ async def watch(scope: Scope, request: HTTPRequest, target: Target) -> web.Strea
         timeout_seconds=parse_int(timeout, "timeoutSeconds") if timeout else None,
     )
     accept = accept_of(request)
+    if accept.yaml:  # no YAML stream, as upstream
+        raise errors.NotAcceptable(f"only the following media types are accepted: {JSON}, {codec.MEDIA_TYPE}")
     encode = None
     if accept.table:
         resource = target.resource

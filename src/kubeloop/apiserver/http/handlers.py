@@ -34,7 +34,7 @@ from kubeloop.apiserver.http import (
 )
 from kubeloop.apiserver.http.authentication import USER
 from kubeloop.apiserver.http.http1 import BufferedRequest, HTTPRequest
-from kubeloop.apiserver.http.negotiation import JSON, json_response, status_response
+from kubeloop.apiserver.http.negotiation import JSON, json_response, not_acceptable, status_response
 from kubeloop.apiserver.http.nodestreams import NODE_STREAMS
 from kubeloop.apiserver.http.requestoptions import truthy
 from kubeloop.apiserver.http.scope import Scope, Target
@@ -112,11 +112,7 @@ class APIHandlers(Scope):
             body = v2.openapi_v2_protobuf(self.catalog, self.extra_definitions())
             return web.Response(body=body, content_type="application/octet-stream")
         if accept and not any(media in accept for media in ("application/json", "*/*", "application/*")):
-            return status_response(
-                errors.NotAcceptable(
-                    f"only the following media types are accepted: application/json, {v2.MEDIA_TYPE}"
-                )
-            )
+            return status_response(not_acceptable(f"application/json, {v2.MEDIA_TYPE}"))
         return web.Response(
             body=v2.openapi_v2_json(self.catalog, self.extra_definitions()), content_type=JSON
         )

@@ -26,9 +26,11 @@ from kubeloop.apiserver.protobuf import codec, descriptors
 log = logging.getLogger("kubeloop.apiserver")
 JSON = "application/json"
 YAML = "application/yaml"
-#: What a 406 names (upstream's words, for the media types served here).
+#: What a 406 names (upstream's words, for the media types served here): answers, and watches.
 SERVED_MEDIA_TYPES = f"{JSON}, {YAML}, {codec.MEDIA_TYPE}"
-#: YAML answers at least this large are written in a thread: a big list's dump is seconds of CPU.
+STREAMED_MEDIA_TYPES = f"{JSON}, {codec.MEDIA_TYPE}"
+#: YAML answers at least this large are written in a thread (LibYAML with PyYAML's representer:
+#: ~0.2 s a MB of JSON here, so a 12 MB list's dump takes seconds).
 _YAML_THREAD_BYTES = 256 * 1024
 #: Lists with at least this many items are encoded off the serving loop, in slices.
 LARGE_LIST_ITEMS = 1000
@@ -144,8 +146,13 @@ def parse_accept(header: str, include: str) -> Accept:
         if as_kind is None:
             json_ok = True
     if not json_ok:
-        raise errors.NotAcceptable(f"only the following media types are accepted: {SERVED_MEDIA_TYPES}")
+        raise not_acceptable(SERVED_MEDIA_TYPES)
     return Accept()
+
+
+def not_acceptable(media_types: str) -> errors.NotAcceptable:
+    """The 406 of a request whose Accept names none of ``media_types``, in upstream's words."""
+    return errors.NotAcceptable(f"only the following media types are accepted: {media_types}")
 
 
 R = TypeVar("R", bound=HTTPRequest)

@@ -11,14 +11,15 @@ from typing import cast
 import orjson
 from aiohttp import web
 
-from kubeloop import errors
 from kubeloop.api.fields import FieldSelector, escape_value
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.http import auditing
 from kubeloop.apiserver.http.http1 import HTTPRequest
 from kubeloop.apiserver.http.negotiation import (
     JSON,
+    STREAMED_MEDIA_TYPES,
     accept_of,
+    not_acceptable,
 )
 from kubeloop.apiserver.http.requestoptions import (
     list_options,
@@ -28,7 +29,6 @@ from kubeloop.apiserver.http.requestoptions import (
 from kubeloop.apiserver.http.scope import Scope, Target
 from kubeloop.apiserver.http.watchstream import WatchOptions, WatchStream
 from kubeloop.apiserver.printing import tables
-from kubeloop.apiserver.protobuf import codec
 
 #: Past this many bytes unsent to a watcher, its events wait for it in the store's queue instead
 #: of the connection's send buffer (aiohttp drains its writes at the same mark).
@@ -79,7 +79,7 @@ async def watch(scope: Scope, request: HTTPRequest, target: Target) -> web.Strea
     )
     accept = accept_of(request)
     if accept.yaml:  # no YAML stream, as upstream
-        raise errors.NotAcceptable(f"only the following media types are accepted: {JSON}, {codec.MEDIA_TYPE}")
+        raise not_acceptable(STREAMED_MEDIA_TYPES)
     encode = None
     if accept.table:
         resource = target.resource

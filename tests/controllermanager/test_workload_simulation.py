@@ -19,6 +19,7 @@ from kubeloop.node.simulation import NODE_NAME, SimulationOptions
 from tests.apiserver.storage.test_durability import apiserver, session_for
 from tests.apiserver.test_kubectl import DEPLOYMENT_YAML, KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread, eventually, start_server
+from tests.node.test_process_node import events_about
 
 FAST = SimulationOptions(
     pod_start_seconds=0.1, pod_run_seconds=0.3, node_check_seconds=0.2, config_retry_seconds=0.1
@@ -176,6 +177,52 @@ def test_a_ready_node_and_pods_that_run_on_it(kubectl: Kubectl, namespace: str) 
     assert container["ready"] and container["state"]["running"]["startedAt"]
     wide = kubectl("get", "pod", "web", "-n", namespace, "-o", "wide").stdout.splitlines()[1].split()
     assert wide[2] == "Running" and NODE_NAME in wide
+
+
+def test_the_scheduler_and_the_kubelet_say_what_they_did_in_events(kubectl: Kubectl, namespace: str) -> None:
+    """As on a cluster, `kubectl describe pod` lists the scheduler's Scheduled and the kubelet's
+    Pulled, Created and Started (about the container: its fieldPath), Killing when it is
+    deleted; a pod that fits no node gets the scheduler's FailedScheduling."""
+    ns = ["-n", namespace]
+    kubectl("run", "web", *ns, "--image=nginx:1.27")
+    kubectl("wait", *ns, "--for=condition=Ready", "pod/web", "--timeout=20s")
+    described = asyncio.run(
+        eventually(lambda: _with(kubectl("describe", "pod", "web", *ns).stdout, "Started container web"))
+    )
+    events_part = described.split("Events:")[1]
+    rows = [line.split(None, 4) for line in events_part.splitlines()[3:] if line.strip()]
+    # kubectl 1.35 starts a message about a part of the object with its fieldPath.
+    said = {(row[0], row[1], row[3]): row[4].removeprefix("spec.containers{web}: ") for row in rows}
+    assert said == {
+        ("Normal", "Scheduled", "default-scheduler"): f"Successfully assigned {namespace}/web to {NODE_NAME}",
+        ("Normal", "Pulled", "kubelet"): 'Container image "nginx:1.27" already present on machine',
+        ("Normal", "Created", "kubelet"): "Created container: web",
+        ("Normal", "Started", "kubelet"): "Started container web",
+    }, described
+    [started] = events_about(kubectl, namespace, "web", "Started")
+    assert started["involvedObject"]["fieldPath"] == "spec.containers{web}"
+    assert started["involvedObject"]["kind"] == "Pod" and started["involvedObject"]["uid"]
+    assert started["source"] == {"component": "kubelet", "host": NODE_NAME}
+    assert started["reportingInstance"] == NODE_NAME and started["count"] == 1
+    [scheduled] = events_about(kubectl, namespace, "web", "Scheduled")
+    assert "fieldPath" not in scheduled["involvedObject"] and scheduled["reportingComponent"] == "default-scheduler"
+
+    kubectl("delete", "pod", "web", *ns, "--wait=false")
+    [killing] = asyncio.run(eventually(lambda: _nonempty(events_about(kubectl, namespace, "web", "Killing"))))
+    assert killing["message"] == "Stopping container web"
+    assert killing["involvedObject"]["fieldPath"] == "spec.containers{web}"
+
+    kubectl("run", "nowhere", *ns, "--image=nginx:1.27", "--overrides",
+            json.dumps({"spec": {"nodeSelector": {"disk": "ssd"}}}))  # fmt: skip
+    [failed] = asyncio.run(eventually(lambda: _nonempty(events_about(kubectl, namespace, "nowhere", "FailedScheduling"))))
+    assert failed["type"] == "Warning"
+    assert failed["message"].startswith("0/1 nodes are available: 1 node(s) didn't match")
+    assert events_about(kubectl, namespace, "nowhere", "Scheduled") == []
+
+
+def _nonempty(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    assert items
+    return items
 
 
 def test_a_job_completes_and_kubectl_wait_sees_it(kubectl: Kubectl, api: Client, namespace: str) -> None:

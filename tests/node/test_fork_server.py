@@ -23,6 +23,7 @@ import pytest
 import kubeloop
 from kubeloop import kinds
 from kubeloop.node.forkserver import (
+    ANSWER_TIMEOUT_SECONDS,
     ForkedProcess,
     ForkServer,
     ForkServerUnavailable,
@@ -222,7 +223,7 @@ async def test_a_closed_fork_server_kills_what_it_ran_and_refuses_launches(tmp_p
 
 
 async def test_a_fork_server_that_does_not_answer_is_stopped_and_the_launch_refused(tmp_path: pathlib.Path) -> None:
-    fork_server = ForkServer(answer_timeout=0.5)
+    fork_server = ForkServer()
     env = container_env(tmp_path)
     waiting = python_program([sys.executable, "-c", PROBE, "wait"], env)
     assert waiting is not None
@@ -230,8 +231,12 @@ async def test_a_fork_server_that_does_not_answer_is_stopped_and_the_launch_refu
         first = await fork_server.launch(waiting, env=env, cwd=str(tmp_path))
         zygote = parent_of(first.pid)
         os.kill(zygote, signal.SIGSTOP)  # stuck: it answers nothing more
+        # Short only for the launch that cannot be answered: a fork server that starts on a
+        # loaded machine may take longer than this to answer its first launch.
+        fork_server.answer_timeout = 0.5
         with pytest.raises(ForkServerUnavailable, match="did not answer"):
             await fork_server.launch(waiting, env=env, cwd=str(tmp_path))
+        fork_server.answer_timeout = ANSWER_TIMEOUT_SECONDS
         assert await first.wait() == -signal.SIGKILL  # nobody could report its end any more
         assert ended(zygote)
         again = await fork_server.launch(waiting, env=env, cwd=str(tmp_path))  # a new fork server

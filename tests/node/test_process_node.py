@@ -191,6 +191,21 @@ def test_a_crashing_container_backs_off_and_keeps_its_last_run(kubectl: Kubectl,
         assert waiting["message"].startswith("back-off ")
     previous = kubectl("logs", "crash", *ns, "--previous").stdout
     assert previous.startswith("run at ")
+    # The kubelet's words: each start (a repeat counts up), and a back-off between them.
+    uid = pod_json(kubectl, "crash", namespace)["metadata"]["uid"]
+    started = events_about(kubectl, namespace, "crash", "Started")
+    while sum(e["count"] for e in started) < 3:
+        time.sleep(0.05)  # written by the recorder's task (the test's timeout bounds it)
+        started = events_about(kubectl, namespace, "crash", "Started")
+    assert [(e["message"], e["involvedObject"]["fieldPath"]) for e in started] == [
+        ("Started container crash", "spec.containers{crash}")
+    ]
+    assert started[0]["source"]["component"] == "kubelet"
+    while not (back_off := events_about(kubectl, namespace, "crash", "BackOff")):
+        time.sleep(0.05)
+    assert [(e["type"], e["message"]) for e in back_off] == [
+        ("Warning", f"Back-off restarting failed container crash in pod crash_{namespace}({uid})")
+    ]
 
 
 def test_a_container_ends_with_its_main_process_and_takes_its_children(
@@ -232,6 +247,12 @@ def test_an_entrypoint_image_takes_args_and_refuses_a_command(kubectl: Kubectl, 
     ].get("state", {}).get("waiting", {}).get("reason") != "RunContainerError":
         time.sleep(0.05)
     assert "the pod's command would run on this machine" in status[0]["state"]["waiting"]["message"]
+    while not (said := events_about(kubectl, namespace, "commands", "Failed")):
+        time.sleep(0.05)
+    [failed] = said
+    assert failed["type"] == "Warning" and failed["involvedObject"]["fieldPath"] == "spec.containers{c}"
+    assert failed["message"] == f"Error: {status[0]['state']['waiting']['message']}"
+    assert events_about(kubectl, namespace, "commands", "Started") == []
 
 
 def test_deleting_a_pod_stops_its_process_within_the_grace_period(
@@ -249,6 +270,21 @@ def test_deleting_a_pod_stops_its_process_within_the_grace_period(
     kubectl("delete", "pod", "polite", "stubborn", *ns)
     while not (gone(polite) and gone(pid)):
         time.sleep(0.05)  # SIGTERM; the stubborn one SIGKILL a second later
+    for name in ("polite", "stubborn"):
+        while not (said := events_about(kubectl, namespace, name, "Killing")):
+            time.sleep(0.05)
+        [killing] = said
+        assert (killing["message"], killing["involvedObject"]["fieldPath"]) == (
+            f"Stopping container {name}",
+            f"spec.containers{{{name}}}",
+        )
+
+
+def events_about(kubectl: Kubectl, namespace: str, name: str, reason: str) -> list[dict[str, Any]]:
+    """The Events about the object ``name`` with ``reason``, as ``kubectl get events`` lists them."""
+    found = kubectl("get", "events", "-n", namespace, f"--field-selector=involvedObject.name={name},reason={reason}",
+                    "-o", "json").stdout  # fmt: skip
+    return list(json.loads(found)["items"])
 
 
 def test_a_deleted_pod_is_terminating_until_its_process_has_stopped(

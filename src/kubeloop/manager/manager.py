@@ -201,12 +201,14 @@ class Manager:
         self.permissions.allow(kind, *READ)
         self.cache.add_index(kind, field, index)
 
-    def event_recorder(self, component: str) -> EventRecorder:
-        """The event recorder of ``component`` (one per name; flushed when the manager stops)."""
-        recorder = self._recorders.get(component)
+    def event_recorder(self, component: str, *, host: str = "") -> EventRecorder:
+        """The event recorder of ``component`` (one per name and ``host``, the machine it says
+        it runs on, as a kubelet names its node; flushed when the manager stops)."""
+        name = f"{component} on {host}" if host else component
+        recorder = self._recorders.get(name)
         if recorder is None:
             self.permissions.allow(EVENTS[0], "create", "patch")
-            recorder = self._recorders[component] = EventRecorder(self.api_reader, component)
+            recorder = self._recorders[name] = EventRecorder(self.api_reader, component, instance=host)
         return recorder
 
     def events_v1_recorder(self, name: str) -> EventsV1Recorder:

@@ -12,6 +12,10 @@ What it remembers is bounded, as client-go's ``EventCorrelator`` bounds it:
   refused is dropped at once (``dropped`` counts them) and logged at debug level. The buckets are
   an LRU of 4096 objects too.
 
+An event may be about a part of an object: ``event()`` also takes an ``ObjectReference``
+(a mapping with ``kind`` and ``name`` and no ``metadata``), ``fieldPath`` included, as the
+kubelet names a pod's container (``spec.containers{web}``); ``object_reference`` makes one.
+
 ``stop()`` writes what is pending, then ends the task.
 """
 
@@ -42,22 +46,30 @@ CACHE_SIZE = 4096
 SPAM_BURST = 25
 SPAM_QPS = 1.0 / 300.0
 
-_Key = tuple[str, str, str, str, str, str]
+_Key = tuple[str, str, str, str, str, str, str]
 _SpamKey = tuple[str, str, str, str, str, str]
 K = TypeVar("K")
 V = TypeVar("V")
 
 
 #: An ObjectReference's fields, as events name the objects they are about.
-REFERENCE_FIELDS = ("apiVersion", "kind", "namespace", "name", "uid", "resourceVersion")
+REFERENCE_FIELDS = ("apiVersion", "kind", "namespace", "name", "uid", "resourceVersion", "fieldPath")
 
 
-def object_reference(obj: Mapping[str, Any] | KubeModel) -> dict[str, str]:
-    """The ``ObjectReference`` of ``obj`` (a dict or a model): the fields it has."""
+def object_reference(obj: Mapping[str, Any] | KubeModel, field_path: str = "") -> dict[str, str]:
+    """The ``ObjectReference`` of ``obj`` (a dict or a model): the fields it has; with
+    ``field_path``, of that part of it (``spec.containers{web}``). An ObjectReference (a
+    mapping with ``kind`` and ``name`` and no ``metadata``) is its own, as client-go's
+    ``GetReference`` has it."""
     data = as_dict(obj)
-    meta = data.get("metadata") or {}
-    found = {"apiVersion": data.get("apiVersion"), "kind": data.get("kind"),
-             **{field: meta.get(field) for field in REFERENCE_FIELDS[2:]}}  # fmt: skip
+    if "metadata" not in data and data.get("kind") and data.get("name"):
+        found = {field: data.get(field) for field in REFERENCE_FIELDS}
+    else:
+        meta = data.get("metadata") or {}
+        found = {"apiVersion": data.get("apiVersion"), "kind": data.get("kind"),
+                 **{field: meta.get(field) for field in REFERENCE_FIELDS[2:6]}}  # fmt: skip
+    if field_path:
+        found["fieldPath"] = field_path
     return {field: str(value) for field, value in found.items() if value}
 
 
@@ -110,7 +122,8 @@ class EventRecorder:
 
     Get one with ``manager.event_recorder(component)``. Events are written by a task of the
     recorder, so ``event()`` never blocks a reconcile; repeats of the same event raise its
-    ``count``. The manager flushes what is pending when it stops.
+    ``count``. The manager flushes what is pending when it stops. ``instance`` is the host the
+    component runs on (the Event's ``source.host`` and ``reportingInstance``; a kubelet's node).
     """
 
     def __init__(
@@ -156,7 +169,8 @@ class EventRecorder:
         return self._queue.pending
 
     def event(self, obj: Mapping[str, Any] | KubeModel, event_type: str, reason: str, message: str) -> None:
-        """Record an event about ``obj`` (a dict or a model; ``NORMAL`` or ``WARNING``); never blocks.
+        """Record an event about ``obj`` (a dict, a model or an ObjectReference; ``NORMAL`` or
+        ``WARNING``); never blocks.
 
         Raises only for an event type that is neither.
         """
@@ -170,6 +184,7 @@ class EventRecorder:
             event_type,
             reason,
             message,
+            str(involved["fieldPath"]),
         )
         if not self._accept(involved, event_type):
             self.dropped += 1
@@ -242,7 +257,7 @@ class EventRecorder:
                 "type": key[3],
                 "reason": key[4],
                 "message": key[5],
-                "source": {"component": self.component},
+                "source": {"component": self.component, **({"host": self.instance} if self.instance else {})},
                 "reportingComponent": self.component,
                 "reportingInstance": self.instance,
                 "firstTimestamp": now,

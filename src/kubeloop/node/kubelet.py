@@ -13,6 +13,9 @@ and, unless its ``restartPolicy`` is
 ``Always``, ends Succeeded or Failed as its annotations say (``simulation``). Pods of other
 nodes are left alone.
 
+The scheduler's and the kubelet's Events say so as they do (``podevents``): Scheduled or
+FailedScheduling, and for each container Pulled, Created and Started, Killing when it stops.
+
 A pod all of whose images are local (``SimulationOptions.local_images``) is not simulated: its
 containers run as processes (``processes``), its status is theirs, and it goes when they end.
 """
@@ -44,6 +47,7 @@ from kubeloop.manager.manager import Manager
 from kubeloop.manager.recorder import WARNING
 from kubeloop.node.localimages import LocalImages
 from kubeloop.node.podaddresses import PodAddresses
+from kubeloop.node.podevents import KUBELET, SCHEDULER, KubeletEvents, SchedulerEvents
 from kubeloop.node.podphases import ended_status, pod_condition, running_status, waiting_statuses
 from kubeloop.node.podruns import containers_of
 from kubeloop.node.podvolumes import CannotMount
@@ -154,7 +158,10 @@ class SimulatedKubelet:
         self._bound: dict[str, float] = {}
         #: Pod uid → why a volume cannot be mounted, as last said in an Event.
         self._unmounted: dict[str, str] = {}
-        self.recorder = manager.event_recorder("kubelet")
+        self.recorder = manager.event_recorder(KUBELET, host=NODE_NAME)
+        #: What the kubelet and the scheduler say about pods and their containers.
+        self.events = KubeletEvents(self.recorder.event)
+        self.scheduler_events = SchedulerEvents(manager.events_v1_recorder(SCHEDULER))
         manager.add(self.register_node, name="simulated node", need_leader_election=False)
         #: (namespace, kind, name) of a ConfigMap or Secret → the local pods that name it.
         self._named_by: dict[tuple[str, str, str], set[str]] = {}
@@ -339,6 +346,8 @@ class SimulatedKubelet:
             if blocked is not None:
                 return blocked
             await self._write_status(pod, running_status(pod))
+            for container in containers_of(pod):
+                self.events.started(pod, container)
         if restart == "Always":
             return None
         annotations = meta.get("annotations") or {}
@@ -359,10 +368,14 @@ class SimulatedKubelet:
         namespace, name, uid = str(meta.get("namespace")), str(meta.get("name")), str(meta.get("uid"))
         self._bound.pop(uid, None)
         self._unmounted.pop(uid, None)
+        if self.processes is None or not self.processes.handles(pod):  # simulated: stop at once
+            for status in (pod.get("status") or {}).get("containerStatuses") or ():
+                if isinstance(status, dict) and "running" in (status.get("state") or {}):
+                    self.events.stopping(pod, str(status.get("name")))
         if self.processes is not None:
             self._forget_names(namespace, name)
             grace = meta.get("deletionGracePeriodSeconds")
-            if self.processes.stop(namespace, name, None if grace is None else float(grace)):
+            if self.processes.stop(namespace, name, None if grace is None else float(grace), pod=pod):
                 return None  # the runtime names the pod again once they have ended
         if meta.get("deletionGracePeriodSeconds"):
             with contextlib.suppress(errors.NotFound, errors.Conflict):
@@ -552,6 +565,7 @@ class SimulatedKubelet:
             condition = pod_condition("PodScheduled", "False", now, "Unschedulable", message)
             kept = [c for c in conditions if c.get("type") != "PodScheduled"]
             await self._write_status(pod, {"conditions": [*kept, condition]})
+            self.scheduler_events.unschedulable(pod, message)
         return Result(requeue_after=self.options.node_check_seconds)
 
     async def _bind(self, pod: Obj) -> None:
@@ -567,6 +581,7 @@ class SimulatedKubelet:
         with contextlib.suppress(errors.NotFound, errors.Conflict):
             await self.client.create(binding)
             self._bound[str(meta.get("uid"))] = asyncio.get_running_loop().time()
+            self.scheduler_events.scheduled(pod, NODE_NAME)
 
     async def _write_status(self, pod: Obj, status: Obj) -> None:
         meta = pod.get("metadata") or {}

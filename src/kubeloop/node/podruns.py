@@ -16,7 +16,7 @@ from kubeloop.node.podvolumes import (
     PodVolumes,
 )
 
-#: Records an event: (the object, Normal or Warning, reason, message).
+#: Records an event: (the object or an ObjectReference, Normal or Warning, reason, message).
 Record = Callable[[Obj, str, str, str], None]
 
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import aiohttp
 
 from kubeloop.api.object import Obj
-from kubeloop.node.podruns import ContainerRun, PodRun, Record
+from kubeloop.node.podevents import KubeletEvents
+from kubeloop.node.podruns import ContainerRun, PodRun
 from kubeloop.node.processgroups import kill_run
 
 #: The kubelet's defaults.
@@ -211,15 +212,13 @@ async def probe_run(
     probes: dict[str, Obj],
     target: ProbeTarget,
     *,
-    record: Record,
+    events: KubeletEvents,
     changed: Callable[[], None],
 ) -> None:
     """The run's probes: startup first, until it succeeds; then readiness and liveness side
     by side. A failed result is a Warning event (Unhealthy); startup or liveness failing
-    its threshold kills the run (Killing), whose end its restart policy then handles. ``record``
-    writes an event; ``changed`` says the run's status changed."""
-    meta = pod.get("metadata") or {}
-    stub = {"apiVersion": "v1", "kind": "Pod", "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid")}}
+    its threshold kills the run (Killing), whose end its restart policy then handles. ``events``
+    records them; ``changed`` says the run's status changed."""
     grace = run.grace_seconds
 
     def reporter(kind: str) -> Report:
@@ -227,7 +226,7 @@ async def probe_run(
 
         async def report(ok: bool, message: str, verdict: bool | None) -> None:
             if not ok:
-                record(stub, "Warning", "Unhealthy", f"{label} probe failed: {message}")
+                events.unhealthy(pod, state.name, f"{label} probe failed: {message}")
             if verdict is None:
                 return
             if kind == "readinessProbe":
@@ -238,12 +237,7 @@ async def probe_run(
                 state.ready = "readinessProbe" not in probes
                 changed()
             elif not verdict:  # startup or liveness failed: the run is killed
-                record(
-                    stub,
-                    "Normal",
-                    "Killing",
-                    f"Container {state.name} failed {label.lower()} probe, will be restarted",
-                )
+                events.stopping(pod, state.name, f"Container {state.name} failed {label.lower()} probe, will be restarted")
                 own = probes[kind].get("terminationGracePeriodSeconds")
                 await kill_run(state, float(grace if own is None else own))
 
@@ -251,7 +245,7 @@ async def probe_run(
 
     for kind, probe in probes.items():
         if probe.get("grpc") is not None:
-            record(stub, "Warning", "Unhealthy", f"{kind}: grpc probes are not run by the process node; taken as success")
+            events.unhealthy(pod, state.name, f"{kind}: grpc probes are not run by the process node; taken as success")
     if "startupProbe" in probes:
         await ProbeLoop(probes["startupProbe"], target, reporter("startupProbe"), until_success=True).loop()
     loops = [

@@ -48,6 +48,7 @@ from kubeloop.node.execsessions import Attachment, ExecProcess, tell, terminal_r
 from kubeloop.node.forkserver import ForkedProcess, ForkServer, ForkServerUnavailable, python_program
 from kubeloop.node.localimages import LocalImage, LocalImages
 from kubeloop.node.podaddresses import PREFIX
+from kubeloop.node.podevents import KubeletEvents
 from kubeloop.node.podruns import (
     CannotRun,
     ContainerProcess,
@@ -138,8 +139,8 @@ class ProcessRuntime:
         #: What each container's process is given (argv, environment with the API server's
         #: address and, through the node's proxy, the Services', a kubeconfig).
         self.setup = ContainerSetup(images, lookup, api_host=api_host, api_port=api_port, proxy=proxy)
-        #: Records an event about a pod (a stub: apiVersion, kind, name, namespace, uid).
-        self.record: Record = record or (lambda pod, kind, reason, message: None)
+        #: The kubelet's Events about the containers (``record`` writes one).
+        self.events = KubeletEvents(record or (lambda ref, kind, reason, message: None))
         self.pods: dict[tuple[str, str], PodRun] = {}
         #: Forks the processes of Python images from a warm interpreter (None: each starts anew).
         self.fork_server = ForkServer() if fork_server else None
@@ -246,6 +247,7 @@ class ProcessRuntime:
                 if terminal is not None:
                     os.close(terminal)
         (folder / "pid").write_text(process_mark(process.pid))
+        self.events.started(pod, container)
         state.process = process
         state.ended = False
         state.started_at = timestamps.now()
@@ -264,7 +266,7 @@ class ProcessRuntime:
             )
             target = ProbeTarget(self._address(pod), env, cwd, container, refused)
             state.probing = asyncio.create_task(
-                probe_run(pod, run, state, probes, target, record=self.record, changed=lambda: self._changed(run)), name=f"probes {run.name}/{name}"
+                probe_run(pod, run, state, probes, target, events=self.events, changed=lambda: self._changed(run)), name=f"probes {run.name}/{name}"
             )
         log_file = folder / f"{state.restart_count}.log"
         for old in runs_logged(folder)[:-1]:  # the current run's log and the previous one are kept
@@ -399,15 +401,19 @@ class ProcessRuntime:
             {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": run.name, "namespace": run.namespace}}
         )
 
-    def stop(self, namespace: str, name: str, grace_seconds: float | None = None) -> bool:
+    def stop(
+        self, namespace: str, name: str, grace_seconds: float | None = None, *, pod: Obj | None = None
+    ) -> bool:
         """Stop the pod's processes: SIGTERM, then SIGKILL after ``grace_seconds`` (else its
         terminationGracePeriodSeconds), in the background (the grace period holds no caller;
-        :meth:`close` awaits it). Whether they are still stopping: :attr:`changed` names the
-        pod once they have ended."""
+        :meth:`close` awaits it); a Killing event for each container running (about ``pod``, or
+        what the runtime knows of it once it is gone). Whether they are still stopping:
+        :attr:`changed` names the pod once they have ended."""
         run = self.pods.pop((namespace, name), None)
         if run is not None:
             if grace_seconds is not None:
                 run.grace_seconds = grace_seconds
+            self._say_stopping(run, pod)
             self._stop_later(run)
         stopping = [
             ending
@@ -439,7 +445,15 @@ class ProcessRuntime:
         if run.halted is not None:
             return
         run.halted = (reason, message)
+        self._say_stopping(run, pod)
         self._in_background(run, end_pod(run), f"halt {run.namespace}/{run.name}")
+
+    def _say_stopping(self, run: PodRun, pod: Obj | None) -> None:
+        """A Killing event for each of the run's containers that is running."""
+        about = pod or {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": run.name, "namespace": run.namespace, "uid": run.uid}}
+        for state in run.containers.values():
+            if state.running:
+                self.events.stopping(about, state.name)
 
     async def _stop(self, run: PodRun) -> None:
         """End the pod's processes and remove its folder; then name the pod in :attr:`changed`
@@ -521,6 +535,8 @@ class ProcessRuntime:
             if policy == "Never" or (policy == "OnFailure" and not failed):
                 return None
         if state is not None and loop.time() < state.not_before:
+            if state.waiting is None:  # it ended since it last started: once per back-off
+                self.events.back_off(pod, name)
             if state.waiting is None or state.waiting.get("reason") != "RunContainerError":
                 state.waiting = {
                     "reason": "CrashLoopBackOff",
@@ -533,6 +549,7 @@ class ProcessRuntime:
         try:
             await self.start(pod, container, run)
         except CannotRun as refused:
+            self.events.failed(pod, name, str(refused))
             state = run.containers.setdefault(name, ContainerRun(name))
             state.waiting = {"reason": "RunContainerError", "message": str(refused)}
             state.backoff = min(MAX_BACKOFF_SECONDS, state.backoff * 2 if state.backoff else self.backoff_seconds)

@@ -82,6 +82,13 @@ def test_a_pod_whose_environment_names_what_does_not_exist_waits_for_it(
         '{"data": {"level": "debug"}}',
     )
     kubectl("wait", "-n", namespace, "--for=condition=Ready", "pod/needs", "--timeout=20s")
+    # A Warning Failed Event about the container, once for each reason, as the kubelet says it.
+    while len(failed := events_about(kubectl, namespace, "needs", "Failed")) < 2:
+        time.sleep(0.05)  # written by the recorder's task (the test's timeout bounds it)
+    assert sorted((e["type"], e["message"], e["involvedObject"]["fieldPath"], e["count"]) for e in failed) == [
+        ("Warning", f"Error: couldn't find key level in ConfigMap {namespace}/settings", "spec.containers{app}", 1),
+        ("Warning", 'Error: secret "creds" not found', "spec.containers{app}", 1),
+    ]
 
 
 def test_a_pod_whose_volumes_name_what_does_not_exist_waits_in_container_creating(

@@ -158,6 +158,8 @@ class SimulatedKubelet:
         self._bound: dict[str, float] = {}
         #: Pod uid → why a volume cannot be mounted, as last said in an Event.
         self._unmounted: dict[str, str] = {}
+        #: Pod uid → what its containers' environment names and cannot be found, as last said.
+        self._unconfigured: dict[str, str] = {}
         self.recorder = manager.event_recorder(KUBELET, host=NODE_NAME)
         #: What the kubelet and the scheduler say about pods and their containers.
         self.events = KubeletEvents(self.recorder.event)
@@ -368,6 +370,7 @@ class SimulatedKubelet:
         namespace, name, uid = str(meta.get("namespace")), str(meta.get("name")), str(meta.get("uid"))
         self._bound.pop(uid, None)
         self._unmounted.pop(uid, None)
+        self._unconfigured.pop(uid, None)
         if self.processes is None or not self.processes.handles(pod):  # simulated: stop at once
             for status in (pod.get("status") or {}).get("containerStatuses") or ():
                 if isinstance(status, dict) and "running" in (status.get("state") or {}):
@@ -442,7 +445,8 @@ class SimulatedKubelet:
         uid = str((pod.get("metadata") or {}).get("uid"))
         if not volumes_made:
             unmounted = await self._unmountable(pod)
-        missing = await self._missing_config(pod) if unmounted is None else None
+        unconfigured = await self._missing_config(pod) if unmounted is None else None
+        missing = unconfigured[1] if unconfigured is not None else None
         if unmounted is None:
             self._unmounted.pop(uid, None)
         if unmounted is None and missing is None:
@@ -450,6 +454,11 @@ class SimulatedKubelet:
         if unmounted is not None and self._unmounted.get(uid) != unmounted:
             self._unmounted[uid] = unmounted
             self.recorder.event(pod, WARNING, "FailedMount", unmounted)
+        if missing is None:
+            self._unconfigured.pop(uid, None)
+        elif unconfigured is not None and self._unconfigured.get(uid) != missing:
+            self._unconfigured[uid] = missing
+            self.events.failed(pod, *unconfigured)
         waiting = (
             {"reason": "ContainerCreating"}
             if unmounted is not None
@@ -499,10 +508,10 @@ class SimulatedKubelet:
                     return f'MountVolume.SetUp failed for volume "{volume.get("name")}" : {why}'
         return None
 
-    async def _missing_config(self, pod: Obj) -> str | None:
-        """What the containers' environment names that does not exist, in the kubelet's words
-        (``secret "x" not found``, ``couldn't find key k in Secret ns/x``); None when all is there.
-        References marked ``optional`` may be missing."""
+    async def _missing_config(self, pod: Obj) -> tuple[str, str] | None:
+        """The first container whose environment names what does not exist, and what, in the
+        kubelet's words (``secret "x" not found``, ``couldn't find key k in Secret ns/x``); None
+        when all is there. References marked ``optional`` may be missing."""
         namespace = str((pod.get("metadata") or {}).get("namespace") or "")
         found: dict[tuple[str, str], Obj | None] = {}
 
@@ -526,7 +535,7 @@ class SimulatedKubelet:
                         and not ref.get("optional")
                         and await lookup(kind, str(ref.get("name"))) is None
                     ):
-                        return f'{kind.lower()} "{ref.get("name")}" not found'
+                        return str(container.get("name")), f'{kind.lower()} "{ref.get("name")}" not found'
             for var in container.get("env") or ():
                 value_from = var.get("valueFrom") or {}
                 for field, kind in (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap")):
@@ -535,14 +544,15 @@ class SimulatedKubelet:
                         continue
                     obj = await lookup(kind, str(ref.get("name")))
                     if obj is None:
-                        return f'{kind.lower()} "{ref.get("name")}" not found'
+                        return str(container.get("name")), f'{kind.lower()} "{ref.get("name")}" not found'
                     keys = {
                         *(obj.get("data") or {}),
                         *(obj.get("stringData") or {}),
                         *(obj.get("binaryData") or {}),
                     }
                     if ref.get("key") not in keys:
-                        return f"couldn't find key {ref.get('key')} in {kind} {namespace}/{ref.get('name')}"
+                        why = f"couldn't find key {ref.get('key')} in {kind} {namespace}/{ref.get('name')}"
+                        return str(container.get("name")), why
         return None
 
     async def _schedule(self, pod: Obj) -> Result | None:

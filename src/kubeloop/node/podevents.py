@@ -6,7 +6,8 @@ The scheduler (``default-scheduler``, an ``events.k8s.io/v1`` recorder, action `
 kubelet (``kubelet``, its node as ``source.host``) speaks about a container (the Event's
 ``involvedObject.fieldPath`` names it: ``spec.containers{web}``) each time the container starts:
 its image is there (Pulled: the node pulls nothing, every image is present), it was made
-(Created) and started (Started); when it cannot be started (Failed), when it waits to start
+(Created) and started (Started); when it cannot be started (Failed: its process cannot be
+started, or its environment names a Secret, ConfigMap or key that does not exist), when it waits to start
 again after a failure (BackOff), when it is stopped (Killing) and when a probe fails it
 (Unhealthy). Upstream's kubelet pulls images, so its Pulling and pull timings never appear here.
 """

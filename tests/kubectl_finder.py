@@ -120,6 +120,16 @@ def find_kubectls() -> dict[tuple[int, int], pathlib.Path]:
     return found
 
 
+def kubectl_env(home: pathlib.Path) -> dict[str, str]:
+    """The environment kubectl runs in: a user's bare one (``HOME`` of its own, so its config
+    and discovery cache are fresh; ``PATH``), and the suite's ``GOGC`` (``make unit`` sets it:
+    a third of a kubectl's CPU is its collector at start)."""
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+    if "GOGC" in os.environ:
+        env["GOGC"] = os.environ["GOGC"]
+    return env
+
+
 def kubectl_binaries() -> list[pathlib.Path]:
     """The binaries of every tested version, oldest first; raises when one is missing."""
     found = find_kubectls()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Client, ServerThread
-from tests.kubectl_finder import kubectl_binaries
+from tests.kubectl_finder import kubectl_binaries, kubectl_env
 
 KUBECTLS = kubectl_binaries()
 
@@ -56,7 +56,7 @@ class Kubectl:
 
     def __init__(self, binary: pathlib.Path, kubeconfig: pathlib.Path, home: pathlib.Path) -> None:
         self.argv = [str(binary), "--kubeconfig", str(kubeconfig)]
-        self.env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+        self.env = kubectl_env(home)
 
     def __call__(
         self, *args: str, stdin: str | None = None, check: bool = True, timeout: float = 60

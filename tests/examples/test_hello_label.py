@@ -16,7 +16,7 @@ import time
 import requests
 
 from tests.conftest import ServerThread
-from tests.kubectl_finder import kubectl_binaries
+from tests.kubectl_finder import kubectl_binaries, kubectl_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 KUBECTLS = kubectl_binaries()
@@ -153,7 +153,7 @@ def test_an_embedded_run_runs_the_pods_of_local_images(tmp_path: pathlib.Path) -
         line = ready_line(process)
         kubeconfig = line.rsplit("kubeconfig=", 1)[1].strip()
         kubectl = [str(KUBECTLS[-1]), "--kubeconfig", kubeconfig]
-        env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+        env = kubectl_env(tmp_path)
         run = [
             *kubectl,
             "run",

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from kubeloop import certs
-from tests.kubectl_finder import newest_kubectl
+from tests.kubectl_finder import kubectl_env, newest_kubectl
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "website_webhooks")
@@ -111,7 +111,7 @@ def test_run_embedded_installs_the_webhooks(kubectl: pathlib.Path, tmp_path: pat
                 break
         assert kubeconfig, "the embedded server never said it was ready"
         run = [str(kubectl), "--kubeconfig", kubeconfig]
-        env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+        env = kubectl_env(tmp_path)
         site = {
             "apiVersion": "web.kubeloop.dev/v1",
             "kind": "Website",

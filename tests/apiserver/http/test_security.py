@@ -26,7 +26,7 @@ from kubeloop.apiserver import kubeconfig
 from kubeloop.apiserver.http.authentication import USER, Authenticator, auth_middleware
 from kubeloop.apiserver.userinfo import UserInfo
 from tests.conftest import https_get
-from tests.kubectl_finder import newest_kubectl
+from tests.kubectl_finder import kubectl_env, newest_kubectl
 
 ADMIN = UserInfo("kubeloop-admin", ("system:masters", "system:authenticated"))
 VERSION = {
@@ -342,7 +342,7 @@ def test_kubectl_reads_server_version(
         capture_output=True,
         text=True,
         timeout=60,
-        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        env=kubectl_env(tmp_path),
         check=False,
     )
     assert result.returncode == 0, result.stderr
@@ -363,7 +363,7 @@ def test_kubectl_reports_unauthorized(
         capture_output=True,
         text=True,
         timeout=60,
-        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        env=kubectl_env(tmp_path),
         check=False,
     )
     assert result.returncode != 0

@@ -24,7 +24,7 @@ from kubeloop.apiserver.storage.log import SQLiteLog
 from tests import enospc
 from tests.apiserver.storage.test_durability import apiserver, session_for
 from tests.conftest import Client, ServerThread, start_server
-from tests.kubectl_finder import kubectl_binaries
+from tests.kubectl_finder import kubectl_binaries, kubectl_env
 
 KUBECTLS = kubectl_binaries()
 
@@ -52,7 +52,7 @@ def wait_until(check: object, timeout: float = 10.0) -> None:
 @pytest.mark.kubectl
 def test_kubectl_recreates_what_it_deleted(durable: ServerThread, tmp_path: pathlib.Path) -> None:
     kubectl = [str(KUBECTLS[-1]), "--kubeconfig", str(durable.kubeconfig)]
-    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    env = kubectl_env(tmp_path)
 
     def run(*args: str) -> str:
         done = subprocess.run([*kubectl, *args], env=env, capture_output=True, text=True, timeout=60)
@@ -292,7 +292,7 @@ def test_kubeconfig_flag_merges_into_the_users_file(tmp_path: pathlib.Path) -> N
         assert {u["name"] for u in merged["users"]} == {"kind-dev", "kubeloop", "kubeloop-cert"}
         assert {c["name"] for c in merged["contexts"]} == {"kind-dev", "kubeloop", "kubeloop-cert"}
         assert kubeconfig.stat().st_mode & 0o777 == 0o600
-        env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+        env = kubectl_env(tmp_path)
         kubectl = [str(KUBECTLS[-1]), "--kubeconfig", str(kubeconfig)]
         contexts = subprocess.run(
             [*kubectl, "config", "get-contexts", "-o", "name"], env=env, capture_output=True, text=True

@@ -5,7 +5,7 @@ the prober runs in a process of its own, so only the server's stalls show; the f
 is the worst probe latency seen (and the heavy request's own time and
 status). The server runs as its own process (durable, TLS). Scenarios: large YAML and JSON bodies,
 nesting far beyond the limit, server-side apply and merge patch of a 1 MB object, an
-unpaginated list of 20,000 objects and a watch that starts with them.
+unpaginated list of 20,000 objects (as JSON and as YAML) and a watch that starts with them.
 
 ``--runs N`` (default 3) measures N times, each on a new server, and prints one JSON line: per
 scenario each run's worst wait and their median; the figure S1 (target in
@@ -77,6 +77,9 @@ def nested_apply(depth: int) -> bytes:
 
 LIST_OBJECTS = 20_000
 LIST_SCENARIO = f"list_{LIST_OBJECTS}_configmaps"
+LIST_AS_YAML = f"list_{LIST_OBJECTS}_configmaps_as_yaml"
+#: The scenarios whose answer is asked for in YAML (kubectl's -o yaml asks for JSON).
+ANSWERED_IN_YAML = {LIST_AS_YAML}
 
 
 async def populate(session: aiohttp.ClientSession, count: int) -> None:
@@ -122,6 +125,7 @@ SCENARIOS: dict[str, Callable[[], tuple[str, str, str, bytes]]] = {
         yaml_configmap("big-apply", 30_000),
     ),
     LIST_SCENARIO: lambda: ("GET", CM_PATH, "application/json", b""),
+    LIST_AS_YAML: lambda: ("GET", CM_PATH, "application/json", b""),
     f"watch_from_0_of_{LIST_OBJECTS}_configmaps": lambda: (
         "GET",
         CM_PATH + "?watch=1&timeoutSeconds=1",
@@ -178,8 +182,9 @@ async def measure(url: str, token: str, ca: str | None, probe: Connection) -> di
             probe.send("start")
             await asyncio.sleep(0.2)
             started = time.perf_counter()
+            accept = "application/yaml" if name in ANSWERED_IN_YAML else "application/json"
             async with heavy.request(
-                method, path, data=body, headers={"Content-Type": content_type}
+                method, path, data=body, headers={"Content-Type": content_type, "Accept": accept}
             ) as response:
                 answer = await response.read()
                 status = response.status

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubeloop.apiserver.http import negotiation, reads
 from tests.conftest import ONE_PROCESS_AND_FRONT_END, Client, ServerThread, served_by
 
 
@@ -568,14 +569,16 @@ def test_a_finalizer_removed_in_a_pods_grace_period_leaves_it_to_its_node(api: C
     assert api.get(pods + "/held").status_code == 404
 
 
-def test_a_client_that_asks_for_yaml_gets_yaml(api: Client, namespace: str) -> None:
+def test_a_client_that_asks_for_yaml_gets_yaml(
+    api: Client, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Gets, lists, writes and errors answered in YAML when the client lists YAML first (keys
     sorted, as upstream's YAML serializer writes them); JSON when it lists JSON first; a watch is
-    not served as YAML."""
+    not served as YAML. A large list is written from the objects, not from its JSON."""
     yaml_first = {"Accept": "application/yaml, application/json"}
     created = api.post(CM.format(ns=namespace), configmap("y", b="2", a="1"), headers=yaml_first)
     assert created.status_code == 201 and created.headers["Content-Type"] == "application/yaml"
-    assert created.text.startswith("apiVersion: v1\ndata:\n  a: '1'\n  b: '2'\nkind: ConfigMap\n")
+    assert created.text.startswith('apiVersion: v1\ndata:\n  a: "1"\n  b: "2"\nkind: ConfigMap\n')
     for path in (CM.format(ns=namespace) + "/y", CM.format(ns=namespace)):
         answer = api.get(path, headers=yaml_first)
         as_json = api.get(path).json()
@@ -594,3 +597,8 @@ def test_a_client_that_asks_for_yaml_gets_yaml(api: Client, namespace: str) -> N
     large = api.post(CM.format(ns=namespace), configmap("large", v="x" * 300_000), headers=yaml_first)
     assert large.status_code == 201 and large.headers["Content-Type"] == "application/yaml"  # dumped in a thread
     assert yaml.safe_load(large.text)["data"]["v"] == "x" * 300_000
+    monkeypatch.setattr(reads, "LARGE_LIST_ITEMS", 2)  # this list is large: written in a thread
+    monkeypatch.setattr(negotiation, "_as_yaml", None)  # from its objects, not its JSON
+    listed = api.get(CM.format(ns=namespace), headers=yaml_first)
+    assert listed.status_code == 200 and listed.headers["Content-Type"] == "application/yaml"
+    assert yaml.safe_load(listed.text) == api.get(CM.format(ns=namespace)).json()

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import orjson
-import yaml
 from aiohttp import web
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.http.http1 import HTTPRequest
+from kubeloop.apiserver.http.yamlanswers import to_yaml_bytes
 from kubeloop.apiserver.protobuf import codec, descriptors
+from kubeloop.gcpause import gc_paused
 
 log = logging.getLogger("kubeloop.apiserver")
 JSON = "application/json"
@@ -29,8 +30,8 @@ YAML = "application/yaml"
 #: What a 406 names (upstream's words, for the media types served here): answers, and watches.
 SERVED_MEDIA_TYPES = f"{JSON}, {YAML}, {codec.MEDIA_TYPE}"
 STREAMED_MEDIA_TYPES = f"{JSON}, {codec.MEDIA_TYPE}"
-#: YAML answers at least this large are written in a thread (LibYAML with PyYAML's representer:
-#: ~0.2 s a MB of JSON here, so a 12 MB list's dump takes seconds).
+#: YAML answers at least this large are written in a thread (a 12 MB list takes ~0.5 s), the
+#: serving loop going on meanwhile.
 _YAML_THREAD_BYTES = 256 * 1024
 #: Lists with at least this many items are encoded off the serving loop, in slices.
 LARGE_LIST_ITEMS = 1000
@@ -184,12 +185,7 @@ async def answer_media_middleware(request: R, handler: Callable[[R], Awaitable[w
     return answer
 
 
-_YAMLDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
 def _as_yaml(body: bytes) -> bytes:
-    """A JSON answer as YAML (keys sorted, block style), as upstream's YAML serializer writes it."""
-    text: str = yaml.dump(
-        orjson.loads(body), Dumper=_YAMLDumper, sort_keys=True, default_flow_style=False, allow_unicode=True
-    )
-    return text.encode()
+    """A JSON answer as YAML (``yamlanswers``), its values decoded with the GC paused."""
+    with gc_paused():
+        return to_yaml_bytes(orjson.loads(body))

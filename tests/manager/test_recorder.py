@@ -8,7 +8,7 @@ import pytest
 
 from kubeloop.client.rest import APIClient
 from kubeloop.manager.manager import Manager
-from kubeloop.manager.recorder import NORMAL, WARNING, EventRecorder
+from kubeloop.manager.recorder import NORMAL, WARNING, EventRecorder, object_reference
 from tests.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401  (fixture)
 
 
@@ -42,6 +42,30 @@ async def test_events_are_recorded_and_aggregated(
     assert by_reason["BackOff"]["source"] == {"component": "widget-controller"}
     described = kubectl("describe", "configmap", "subject", "-n", namespace).stdout
     assert "BackOff" in described and "retrying the thing" in described and "x3" in described
+
+
+async def test_an_event_about_a_part_of_an_object_names_it_and_its_host(client: APIClient, namespace: str) -> None:
+    """As a kubelet records them: the recorder takes an ObjectReference, its fieldPath kept (the
+    same event about two parts is two Events), and a recorder of a host says so in its source."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace, "uid": "u-1"}}
+    manager = Manager(client)
+    recorder = manager.event_recorder("kubelet", host="node-1")
+    assert manager.event_recorder("kubelet", host="node-1") is recorder
+    assert manager.event_recorder("kubelet") is not recorder
+    for part in ("spec.containers{a}", "spec.containers{b}", "spec.containers{a}"):
+        recorder.event(object_reference(pod, part), NORMAL, "Started", "Started container")
+    await manager.stop()
+
+    events = await client.list(
+        {"apiVersion": "v1", "kind": "Event"}, namespace=namespace, field_selector="involvedObject.name=p"
+    )
+    parts = {e["involvedObject"]["fieldPath"]: e for e in events.items}
+    assert {part: e["count"] for part, e in parts.items()} == {"spec.containers{a}": 2, "spec.containers{b}": 1}
+    event = parts["spec.containers{b}"]
+    assert event["involvedObject"] == {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": "p",
+                                       "uid": "u-1", "fieldPath": "spec.containers{b}"}  # fmt: skip
+    assert event["source"] == {"component": "kubelet", "host": "node-1"}
+    assert event["reportingComponent"] == "kubelet" and event["reportingInstance"] == "node-1"
 
 
 async def test_an_event_is_written_under_the_fence_of_the_code_that_recorded_it(

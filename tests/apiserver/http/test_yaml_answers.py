@@ -1,5 +1,6 @@
 """YAML answers (``yamlanswers``): what a YAML reader reads back is the JSON answer, for any JSON
-value, and the text is what kube-apiserver's serializer writes (go-yaml's style)."""
+value, and the text is what kube-apiserver's serializer writes (go-yaml's style): a string of
+several lines a literal block when it can be one."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ TRICKY = st.sampled_from([
     "1e3", ".inf", "-.NaN", "2026-11-30", "2026-11-30T10:00:00Z", "10.244.0.5", "<<", "=", "- a", "a: b",
     "a #b", "#a", "a:", ":a", "&a", "*a", "!a", "|", ">", "%a", "@a", "`a", "'a'", '"a"', "[a]", "{a}",
     " a", "a ", "a\nb", "\t", "\x7f", "\x85", "\u2028", "\u2029", "\ufeff", "\x00", "é", "日本", "😀",
+    "a\n", "a\n\n", "a\n\nb\n\n\n", "\na", " a\nb", "a \nb", "a\n b", "a\tb\n\tc", "a\r\nb", "#a\n- b: c\n",
+    "a\n\x85b", "a\n  \n", "|\n>",
 ])  # fmt: skip
 
 
@@ -68,7 +71,9 @@ def test_the_text_is_written_as_upstream_writes_it() -> None:
         "  containers:\n"
         "  - args:\n"
         '    - "-c"\n'
-        '    - "echo hi\\nbye"\n'
+        "    - |-\n"
+        "      echo hi\n"
+        "      bye\n"
         "    env: []\n"
         "    image: nginx:1.27\n"
         "    name: web\n"
@@ -83,3 +88,6 @@ def test_the_text_is_written_as_upstream_writes_it() -> None:
     )
     assert to_yaml([[1, [2]], {}]) == "- - 1\n  - - 2\n- {}\n"
     assert to_yaml({}) == "{}\n" and to_yaml("yes") == '"yes"\n'
+    assert to_yaml({"a": "x\n", "b": "x\n\n", "c": "x \ny", "d": " x\ny"}) == (
+        'a: |\n  x\nb: |+\n  x\n\nc: "x \\ny"\nd: " x\\ny"\n'
+    )

@@ -1,7 +1,7 @@
 """JSON answers written as YAML, as kube-apiserver's YAML serializer (sigs.k8s.io/yaml over
 go-yaml) writes them: keys sorted, block style, a sequence in a mapping not indented, ``{}`` and
-``[]`` for empty ones, strings plain where every YAML reader reads them back as the same string
-and double-quoted otherwise.
+``[]`` for empty ones, strings plain where every YAML reader reads them back as the same string,
+a string of several lines as a literal block (``|``), and double-quoted otherwise.
 
 It writes strings and nothing else. PyYAML's dumper builds a node for every value of the
 document first: for a list of 20,000 ConfigMaps (12 MB) that is millions of objects, which the
@@ -51,6 +51,28 @@ def _string(text: str) -> str:
     return quoted
 
 
+#: Characters a literal block cannot hold as they are: controls (but tab and line feed), what
+#: YAML reads as line breaks (CR, NEL, LS, PS) and what it does not allow raw.
+_NOT_LITERAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def _literal(text: str, pad: str) -> str | None:
+    """``text`` (several lines) as a literal block whose lines are indented by ``pad``, header
+    included; None when it cannot be one as go-yaml writes them: a space before a line break or
+    at the end, a space or line break first (that would need an indentation indicator), or a
+    character a block cannot hold."""
+    if text[0] in " \n" or text[-1] == " " or " \n" in text or _NOT_LITERAL.search(text) is not None:
+        return None
+    if not text.endswith("\n"):
+        header, body = "|-", text
+    elif text.endswith("\n\n"):
+        header, body = "|+", text[:-1]
+    else:
+        header, body = "|", text[:-1]
+    lines = [f"{pad}{line}\n" if line else "\n" for line in body.split("\n")]
+    return f"{header}\n{''.join(lines)}"
+
+
 def _float(number: float) -> str:
     text = repr(number)
     if "e" in text and "." not in text:  # YAML 1.1 reads 1e+20 as a string: 1.0e+20
@@ -85,7 +107,10 @@ def _mapping(value: dict[str, Any], pad: str, first: str, out: _Text) -> None:
         item = value[key]
         name = _string(key)
         if type(item) is str:
-            out.append(f"{lead}{name}: {_string(item)}\n")
+            if "\n" in item and (block := _literal(item, pad + "  ")) is not None:
+                out.append(f"{lead}{name}: {block}")
+            else:
+                out.append(f"{lead}{name}: {_string(item)}\n")
         elif isinstance(item, dict) and item:
             out.append(f"{lead}{name}:\n")
             inner = pad + "  "
@@ -108,6 +133,8 @@ def _sequence(value: list[Any], pad: str, first: str, out: _Text) -> None:
             _mapping(item, inner, lead + "- ", out)
         elif isinstance(item, list) and item:
             _sequence(item, inner, lead + "- ", out)
+        elif type(item) is str and "\n" in item and (block := _literal(item, inner)) is not None:
+            out.append(f"{lead}- {block}")
         else:
             out.append(f"{lead}- {_scalar(item)}\n")
         lead = pad

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import socket
-import time
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -133,28 +133,31 @@ async def test_survives_a_server_restart_and_misses_no_final_state(tmp_path: pat
 
 
 async def test_relists_after_410_and_converges() -> None:
-    # A watcher that falls 5 events behind is closed with 410; a slow handler makes it fall behind.
+    # A watcher that falls 5 events behind is closed with 410; a handler that blocks the
+    # informer until every write is done makes it fall behind, however fast the writes go.
     server = start_server(watcher_buffer=5, controllers=False)
+    written = threading.Event()
     try:
         async with APIClient(load_kubeconfig(server.kubeconfig)) as client:
             informer = Informer(client, CONFIGMAP, namespaces=["default"])
-            informer.add_handler(
-                EventHandler(on_add=lambda o: time.sleep(0.02), on_update=lambda a, b: time.sleep(0.02))
-            )
+            informer.add_handler(EventHandler(on_add=lambda o: written.wait(), on_update=lambda a, b: written.wait()))
             informer.start()
             assert await informer.wait_for_sync(10)
             http = HttpClient(server)
 
-            def write_behind() -> set[str]:  # another thread: the server runs on while handlers are slow
-                for i in range(60):  # 200 KB each: more than the socket buffers hold
-                    http.post(
-                        "/api/v1/namespaces/default/configmaps",
-                        {**configmap(f"c{i}", "default"), "data": {"x": "y" * 200_000}},
-                    )
-                for i in range(0, 60, 2):
-                    http.delete(f"/api/v1/namespaces/default/configmaps/c{i}")
-                items = http.get("/api/v1/namespaces/default/configmaps").json()["items"]
-                return {object_key(o) for o in items}
+            def write_behind() -> set[str]:  # another thread: the server runs on while handlers block
+                try:
+                    for i in range(60):  # 200 KB each: more than the socket buffers hold
+                        http.post(
+                            "/api/v1/namespaces/default/configmaps",
+                            {**configmap(f"c{i}", "default"), "data": {"x": "y" * 200_000}},
+                        )
+                    for i in range(0, 60, 2):
+                        http.delete(f"/api/v1/namespaces/default/configmaps/c{i}")
+                    items = http.get("/api/v1/namespaces/default/configmaps").json()["items"]
+                    return {object_key(o) for o in items}
+                finally:
+                    written.set()
 
             final = await asyncio.to_thread(write_behind)
             await eventually(lambda: set(informer.store.list_keys()) == final, timeout=30)
@@ -180,10 +183,11 @@ async def test_a_410_relists_one_namespace_and_handlers_end_on_the_final_state()
             http.post("/api/v1/namespaces/calm/configmaps", configmap(f"c{i}", "calm"))
         mirror: dict[str, str] = {}  # key → resourceVersion, as the handlers were told
         deleted: list[str] = []
+        written = threading.Event()
 
         def seen(obj: dict[str, Any]) -> None:
             if obj["metadata"]["namespace"] == "busy":
-                time.sleep(0.02)  # a slow handler: the busy watch falls behind
+                written.wait()  # blocks the informer until every write is done: "busy" falls behind
             mirror[object_key(obj)] = obj["metadata"]["resourceVersion"]
 
         def gone(obj: dict[str, Any]) -> None:
@@ -199,20 +203,23 @@ async def test_a_410_relists_one_namespace_and_handlers_end_on_the_final_state()
             try:
                 assert await informer.wait_for_sync(10)
 
-                def write() -> dict[str, str]:  # another thread: the server runs on while handlers are slow
-                    for i in range(60):  # 200 KB each: more than the socket buffers hold
-                        body = {**configmap(f"b{i}", "busy"), "data": {"x": "y" * 200_000}}
-                        http.post("/api/v1/namespaces/busy/configmaps", body)
-                    for i in range(0, 60, 2):
-                        http.delete(f"/api/v1/namespaces/busy/configmaps/b{i}")
-                    merge = "application/merge-patch+json"
-                    http.patch("/api/v1/namespaces/calm/configmaps/c1", {"data": {"v": "2"}}, merge)
-                    http.delete("/api/v1/namespaces/calm/configmaps/c2")
-                    final = {}
-                    for name in ("busy", "calm"):
-                        for obj in http.get(f"/api/v1/namespaces/{name}/configmaps").json()["items"]:
-                            final[object_key(obj)] = obj["metadata"]["resourceVersion"]
-                    return final
+                def write() -> dict[str, str]:  # another thread: the server runs on while handlers block
+                    try:
+                        for i in range(60):  # 200 KB each: more than the socket buffers hold
+                            body = {**configmap(f"b{i}", "busy"), "data": {"x": "y" * 200_000}}
+                            http.post("/api/v1/namespaces/busy/configmaps", body)
+                        for i in range(0, 60, 2):
+                            http.delete(f"/api/v1/namespaces/busy/configmaps/b{i}")
+                        merge = "application/merge-patch+json"
+                        http.patch("/api/v1/namespaces/calm/configmaps/c1", {"data": {"v": "2"}}, merge)
+                        http.delete("/api/v1/namespaces/calm/configmaps/c2")
+                        final = {}
+                        for name in ("busy", "calm"):
+                            for obj in http.get(f"/api/v1/namespaces/{name}/configmaps").json()["items"]:
+                                final[object_key(obj)] = obj["metadata"]["resourceVersion"]
+                        return final
+                    finally:
+                        written.set()
 
                 final = await asyncio.to_thread(write)
                 await eventually(lambda: mirror == final, timeout=30)

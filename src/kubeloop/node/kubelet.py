@@ -44,7 +44,6 @@ from kubeloop.controller.reconcile import Request, Result
 from kubeloop.controller.source import Channel
 from kubeloop.manager.builder import Builder
 from kubeloop.manager.manager import Manager
-from kubeloop.manager.recorder import WARNING
 from kubeloop.node.localimages import LocalImages
 from kubeloop.node.podaddresses import PodAddresses
 from kubeloop.node.podevents import KUBELET, SCHEDULER, KubeletEvents, SchedulerEvents
@@ -453,7 +452,7 @@ class SimulatedKubelet:
             return None
         if unmounted is not None and self._unmounted.get(uid) != unmounted:
             self._unmounted[uid] = unmounted
-            self.recorder.event(pod, WARNING, "FailedMount", unmounted)
+            self.events.mount_failed(pod, unmounted)
         if missing is None:
             self._unconfigured.pop(uid, None)
         elif unconfigured is not None and self._unconfigured.get(uid) != missing:

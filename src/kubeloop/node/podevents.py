@@ -9,7 +9,8 @@ its image is there (Pulled: the node pulls nothing, every image is present), it 
 (Created) and started (Started); when it cannot be started (Failed: its process cannot be
 started, or its environment names a Secret, ConfigMap or key that does not exist), when it waits to start
 again after a failure (BackOff), when it is stopped (Killing) and when a probe fails it
-(Unhealthy). Upstream's kubelet pulls images, so its Pulling and pull timings never appear here.
+(Unhealthy); and, about the pod, when one of its volumes cannot be made (FailedMount).
+Upstream's kubelet pulls images, so its Pulling and pull timings never appear here.
 """
 
 from __future__ import annotations
@@ -79,6 +80,10 @@ class KubeletEvents:
     def stopping(self, pod: Obj, container: str, why: str = "") -> None:
         """The container is being stopped (``why``: a failed probe's words, else the pod goes)."""
         self.record(container_reference(pod, container), NORMAL, "Killing", why or f"Stopping container {container}")
+
+    def mount_failed(self, pod: Obj, message: str) -> None:
+        """A volume of the pod cannot be made (``message``: the kubelet's MountVolume words)."""
+        self.record(pod, WARNING, "FailedMount", message)
 
     def unhealthy(self, pod: Obj, container: str, message: str) -> None:
         """A probe of the container failed (``message``: which, and how)."""

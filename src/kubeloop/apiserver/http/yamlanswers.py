@@ -25,13 +25,12 @@ import orjson
 _PLAIN = re.compile(r"[A-Za-z_/][-A-Za-z0-9_./:@+]*")
 #: Words YAML 1.1 (go-yaml v2, PyYAML) or 1.2 reads as booleans or null.
 _RESERVED = frozenset(
-    ["y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL"]
+    {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE", "false", "False"}
+    | {"FALSE", "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL"}
 )
 #: What a double-quoted YAML scalar may not hold raw: characters outside YAML's printable set
 #: (JSON leaves DEL and the C1 controls raw) and those YAML 1.1 reads as line breaks.
 _UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
-
-
 #: Lines joined and encoded at a time by :func:`to_yaml_bytes` (~150 KB of a list of ConfigMaps).
 _CHUNK_LINES = 4096
 

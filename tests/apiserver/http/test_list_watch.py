@@ -7,7 +7,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.apiserver.http.watchstream import WatchSettings
-from kubeloop.apiserver.storage.watchcache import Watcher
+from kubeloop.apiserver.http.watchstream import WatchSettings, WatchStream
+from kubeloop.apiserver.storage.watchcache import Event, Watcher
 from tests.conftest import ONE_PROCESS_AND_FRONT_END, Client, ServerThread, served_by, start_server
 
 CM = "/api/v1/namespaces/{ns}/configmaps"
@@ -435,35 +435,73 @@ class _WatchReader:
         return [orjson.loads(line) for line in lines[:count]]
 
 
+def _raw_watch(server: ServerThread, target: str, *, receive_buffer: int | None = None) -> ssl.SSLSocket:
+    """A watch request sent on a TLS connection of our own, its answer left unread."""
+    host, port = server.url.split("://", 1)[1].rsplit(":", 1)
+    raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if receive_buffer is not None:
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    raw.connect((host, int(port)))
+    sock = ssl.create_default_context(cafile=server.ca_file).wrap_socket(raw, server_hostname=host)
+    head = f"GET {target} HTTP/1.1\r\nHost: kubeloop\r\n"
+    sock.sendall(f"{head}Authorization: Bearer {server.token}\r\n\r\n".encode())
+    return sock
+
+
+def _configmap_watchers(server: ServerThread, namespace: str) -> list[Watcher]:
+    """The server's watchers of ConfigMaps in ``namespace``."""
+    store = server.server.store
+    assert store is not None
+    return [w for w in list(store._watchers) if f"/{namespace}/" in w.prefix and "configmaps" in w.prefix]
+
+
+def poll(check: Callable[[], bool], failure: str) -> None:
+    deadline = time.monotonic() + 30  # bounds a test that would otherwise hang
+    while not check():
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.01)
+
+
+def test_watchers_of_one_collection_share_one_encoding_of_each_tick(
+    shared_server: ServerThread, api: Client, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Watches of one collection, neither filtered nor encoded their own way, are written the
+    same bytes for a tick's events, encoded once (the fan-out's shared batch): here three."""
+    path = CM.format(ns=namespace)
+    rv = api.get(path).json()["metadata"]["resourceVersion"]
+    socks = [_raw_watch(shared_server, f"{path}?watch=1&resourceVersion={rv}") for _ in range(3)]
+    poll(
+        lambda: [w.sink is not None for w in _configmap_watchers(shared_server, namespace)] == [True] * 3,
+        "the store never wrote to the connections itself",
+    )
+    encodings: list[str] = []
+    joined_lines = WatchStream._joined_lines
+
+    def counted(stream: WatchStream, events: Sequence[Event]) -> bytes:
+        if f"/{namespace}/" in stream._prefix:
+            encodings.append(stream._prefix)
+        return joined_lines(stream, events)
+
+    monkeypatch.setattr(WatchStream, "_joined_lines", counted)
+    api.post(path, configmap("one"))
+    received = [_WatchReader(sock).events(1) for sock in socks]
+    for sock in socks:
+        sock.close()
+    assert [names(events) for events in received] == [[("ADDED", "one")]] * 3
+    assert len(encodings) == 1
+
+
 def test_a_watcher_that_falls_behind_and_catches_up_gets_every_event_once_in_order(
     shared_server: ServerThread, api: Client, namespace: str
 ) -> None:
     """While the client keeps up, the store writes each tick's events straight to the
     connection; when it falls behind, the stream's task takes over and waits for it; once it has
     caught up, the store writes again. No event is lost, repeated or reordered on the way."""
-    store = shared_server.server.store
-    assert store is not None
     path = CM.format(ns=namespace)
     rv = api.get(path).json()["metadata"]["resourceVersion"]
-    host, port = shared_server.url.split("://", 1)[1].rsplit(":", 1)
-    raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    raw.connect((host, int(port)))
-    sock = ssl.create_default_context(cafile=shared_server.ca_file).wrap_socket(raw, server_hostname=host)
-    head = f"GET {path}?watch=1&resourceVersion={rv} HTTP/1.1\r\nHost: kubeloop\r\n"
-    sock.sendall(f"{head}Authorization: Bearer {shared_server.token}\r\n\r\n".encode())
-
-    def ours() -> list[Watcher]:
-        return [w for w in list(store._watchers) if f"/{namespace}/" in w.prefix and "configmaps" in w.prefix]
-
-    def poll(check: Callable[[], bool], failure: str) -> None:
-        deadline = time.monotonic() + 30  # bounds a test that would otherwise hang
-        while not check():
-            assert time.monotonic() < deadline, failure
-            time.sleep(0.01)
-
-    poll(lambda: len(ours()) == 1, "the watch never started")
-    watcher = ours()[0]
+    sock = _raw_watch(shared_server, f"{path}?watch=1&resourceVersion={rv}", receive_buffer=4096)
+    poll(lambda: len(_configmap_watchers(shared_server, namespace)) == 1, "the watch never started")
+    watcher = _configmap_watchers(shared_server, namespace)[0]
     api.post(path, configmap("first"))
     poll(lambda: watcher.sink is not None, "the store never wrote to the connection itself")
     value = "x" * 400_000

@@ -26,7 +26,7 @@ from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.registry.generic import Registry
 from kubeloop.apiserver.registry.listing import list_options_invalid, parse_resource_version
-from kubeloop.apiserver.storage.watchcache import Event, Watcher
+from kubeloop.apiserver.storage.watchcache import Event, EventBatch, Watcher
 from kubeloop.jitter import uniform
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
@@ -206,19 +206,30 @@ class WatchStream:
         if writer is not None and not watcher.events and writer.has_room() and self._converts_in_process():
             watcher.sink = self._write_now
 
-    def _write_now(self, events: Sequence[Event]) -> bool:
-        """The watcher's sink: the events' lines in one write."""
+    def _write_now(self, events: EventBatch) -> bool:
+        """The watcher's sink: the events' lines in one write. Streams with neither selectors nor
+        an encoding of their own write the same bytes for the same batch: the first encodes it,
+        the others reuse it."""
         writer = self._writer
         if writer is None or not self._converts_in_process():
             return False
-        lines = [line for event in events if (line := self._event_line(event)) is not None]
-        if not lines:
+        if self._match is None and self._encode_custom is None:
+            shared_key = self._resource.group_version
+            chunk = events.encoded.get(shared_key)
+            if chunk is None:
+                chunk = events.encoded[shared_key] = self._joined_lines(events)
+        else:
+            chunk = self._joined_lines(events)
+        if not chunk:
             return True
-        if not writer.write_now(b"".join(lines)):
+        if not writer.write_now(chunk):
             return False
         if not writer.has_room() and self._watcher is not None:
             self._watcher.sink = None  # the client is behind: the task writes, waiting for it
         return True
+
+    def _joined_lines(self, events: Sequence[Event]) -> bytes:
+        return b"".join([line for event in events if (line := self._event_line(event)) is not None])
 
     async def _converted(self, objects: list[Obj]) -> bytes:
         """Convert by webhook what the kind needs before its lines are encoded; an ERROR event

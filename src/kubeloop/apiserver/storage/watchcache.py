@@ -95,67 +95,114 @@ class ReplicaDiverged(Exception):
     """A change that cannot follow what the cache holds (out of order, or of a key it lacks)."""
 
 
-#: Delivers a watcher's queued events at once (see ``Watcher.sink``): True when it took them all,
-#: False when it took none and the stream's own task must write them.
-EventSink = Callable[[Sequence[Event]], bool]
+class EventBatch(list[Event]):
+    """The events of one flush under one prefix, in revision order, handed to every sink watching
+    that prefix. ``encoded`` keeps what a sink made of them (a watch stream's chunk per API
+    version), so that a thousand watchers of one kind encode a tick's events once."""
+
+    __slots__ = ("encoded",)
+
+    def __init__(self, events: Iterable[Event] = ()) -> None:
+        super().__init__(events)
+        self.encoded: dict[str, bytes] = {}
+
+
+#: Delivers a flush's events at once (see ``Watcher.sink``): True when it took them all, False
+#: when it took none and the stream's own task must write them.
+EventSink = Callable[[EventBatch], bool]
 
 
 class Watcher:
     """A registered watch on keys under one prefix; receives raw events in revision order.
 
     Events queue here for the stream's task, woken per batch; or, while the stream has set a
-    ``sink``, the store hands them to the sink once per loop tick (``flush``), with no task woken
-    at all — what makes a thousand watchers of one write affordable. One writer at a time: the
-    stream detaches its sink before its task writes anything itself.
+    ``sink``, the cache hands them to the sink once per loop tick, with no task woken and nothing
+    queued per watcher: one batch of the tick's events per prefix, shared by every sink watching
+    it — what makes a thousand watchers of one write affordable. One writer at a time: the
+    stream detaches its sink before its task writes anything itself, and the events of the tick
+    not yet handed to the sink are queued for the task then.
     """
 
-    def __init__(self, prefix: str, *, after_revision: int, limit: int) -> None:
+    def __init__(
+        self, prefix: str, *, after_revision: int, limit: int, cache: WatchCache | None = None
+    ) -> None:
         self.prefix = prefix
+        #: The newest revision this watcher has taken (queued or handed to its sink).
         self.after_revision = after_revision
         self.limit = limit
         self.events: collections.deque[Event] = collections.deque()
         self.overflowed = False
         self.closed = False
-        self.sink: EventSink | None = None
+        self._sink: EventSink | None = None
+        #: The cache whose fan-out this watcher is in; told when a sink is set or removed.
+        self._cache = cache
         #: What ``wait`` waits on (a bare future and a timer: ``asyncio.wait_for`` of an Event
         #: starts a task per wait, and a busy watch waits once per batch of events).
         self._waiter: asyncio.Future[None] | None = None
 
-    def offer(self, event: Event) -> bool:
-        """Queue ``event``; True when the watcher has a sink and now needs a ``flush``."""
-        if self.closed or event.revision <= self.after_revision:
-            return False
-        if len(self.events) >= self.limit:
-            # Too far behind: never slow the writers; the client gets 410 and relists.
-            self.overflowed = True
-            self.events.clear()
-            self._wake()
-            return False
-        self.events.append(event)
-        if self.sink is not None:
-            return len(self.events) == 1
-        self._wake()
-        return False
+    @property
+    def sink(self) -> EventSink | None:
+        """Where the cache hands this watcher's events each tick instead of queuing them; None
+        while the stream's task writes them itself."""
+        return self._sink
 
-    def flush(self) -> None:
-        """Hand the queued events to the sink; when it cannot take them, detach it and wake the
-        stream's task, which writes them itself."""
-        sink = self.sink
-        if sink is None or not self.events or self.closed or self.overflowed:
+    @sink.setter
+    def sink(self, sink: EventSink | None) -> None:
+        attached = self._sink is not None
+        self._sink = sink
+        if attached != (sink is not None) and self._cache is not None:
+            self._cache._sink_changed(self)
+
+    def offer(self, event: Event) -> None:
+        """Queue ``event`` for the stream's task and wake it."""
+        if self.closed or event.revision <= self.after_revision:
             return
+        self.after_revision = event.revision
+        if len(self.events) >= self.limit:
+            self._overflow()
+            return
+        self.events.append(event)
+        self._wake()
+
+    def take(self, events: Sequence[Event]) -> None:
+        """Queue ``events`` (in revision order, newer than any taken) for the stream's task."""
+        if self.closed or not events:
+            return
+        self.after_revision = events[-1].revision
+        if len(self.events) + len(events) > self.limit:
+            self._overflow()
+            return
+        self.events.extend(events)
+        self._wake()
+
+    def deliver(self, batch: EventBatch) -> None:
+        """Hand the tick's events under this watcher's prefix to the sink (those it has not taken
+        yet); when it cannot take them, detach it and queue them for the stream's task."""
+        sink = self._sink
+        if sink is None or self.closed or self.overflowed or not batch:
+            return
+        if batch[0].revision <= self.after_revision:
+            batch = EventBatch(event for event in batch if event.revision > self.after_revision)
+            if not batch:
+                return
+        self.after_revision = batch[-1].revision
         try:
-            took = sink(self.events)
+            took = sink(batch)
         except Exception:  # the task meets the same failure and reports it on the stream
             log.exception("writing a watch's events failed")
             took = False
-        if took:
-            self.events.clear()
-        else:
+        if not took:
+            self.take(batch)
             self.sink = None
-            self._wake()
 
     def close(self) -> None:
         self.closed = True
+        self._wake()
+
+    def _overflow(self) -> None:
+        # Too far behind: never slow the writers; the client gets 410 and relists.
+        self.overflowed = True
+        self.events.clear()
         self._wake()
 
     def _wake(self) -> None:
@@ -165,7 +212,7 @@ class Watcher:
     async def wait(self, timeout: float | None) -> None:
         """Wait until an event is queued for the task (not for a sink), the watcher is closed, or
         the timeout passes."""
-        if (self.events and self.sink is None) or self.closed or self.overflowed:
+        if (self.events and self._sink is None) or self.closed or self.overflowed:
             return
         loop = asyncio.get_running_loop()
         waiter = self._waiter = loop.create_future()
@@ -210,8 +257,12 @@ class WatchCache:
         self._committed = 0
         self._compacted = 0
         self._watchers: set[Watcher] = set()
-        #: Watchers with sinks that have events queued since the last flush.
-        self._unflushed: list[Watcher] = []
+        #: The watchers offered each event as it is applied (their streams' tasks write) and
+        #: those with sinks, handed the events of a tick together (see ``Watcher``).
+        self._queued: set[Watcher] = set()
+        self._streaming: set[Watcher] = set()
+        #: Events applied since the last flush while a watcher had a sink, in revision order.
+        self._tick: list[Event] = []
         #: When the next flush may run (see ``_schedule_flush``).
         self._next_flush_at = 0.0
         self._commit_hooks: list[Callable[[Event], None]] = []
@@ -233,13 +284,17 @@ class WatchCache:
     def load_state(self, state: LoadedState) -> None:
         """Fill the cache from a log's state (at start-up) or the store's snapshot (a replica's)."""
         for record in state.current:
-            self._objects[record.key] = _stored(orjson.loads(record.value), record.revision, record.create_revision)
+            self._objects[record.key] = _stored(
+                orjson.loads(record.value), record.revision, record.create_revision
+            )
         self._sorted_keys = sorted(self._objects)
         self._compacted = state.compacted
         top = state.top
         for record, prev_value in state.history:
             kind: EventType = "DELETED" if record.deleted else ("ADDED" if record.created else "MODIFIED")
-            self._remember(Change(record.revision, kind, record.key, record.value, prev_value, record.create_revision))
+            self._remember(
+                Change(record.revision, kind, record.key, record.value, prev_value, record.create_revision)
+            )
             top = max(top, record.revision)
         self._committed = top
         self._revision_reached()
@@ -417,11 +472,13 @@ class WatchCache:
                 hook(event)
             except Exception:
                 log.exception("a commit hook failed on %s at revision %d", key, event.revision)
-        for watcher in self._watchers:
-            if key.startswith(watcher.prefix) and watcher.offer(event):
-                if not self._unflushed:
-                    self._schedule_flush()
-                self._unflushed.append(watcher)
+        for watcher in self._queued:
+            if key.startswith(watcher.prefix):
+                watcher.offer(event)
+        if self._streaming:
+            if not self._tick:
+                self._schedule_flush()
+            self._tick.append(event)
         if self._revision_waiters:
             self._revision_reached()
 
@@ -445,11 +502,19 @@ class WatchCache:
             loop.call_soon(self._flush_watchers)
 
     def _flush_watchers(self) -> None:
-        """Watchers with sinks get the events since the last flush: one write each."""
+        """Watchers with sinks get the events since the last flush: one batch per prefix, shared
+        by every watcher of that prefix, and one write each."""
         started = time.perf_counter()
-        unflushed, self._unflushed = self._unflushed, []
-        for watcher in unflushed:
-            watcher.flush()
+        events, self._tick = self._tick, []
+        batches: dict[str, EventBatch] = {}
+        for watcher in list(self._streaming):
+            prefix = watcher.prefix
+            batch = batches.get(prefix)
+            if batch is None:
+                batch = batches[prefix] = EventBatch(
+                    event for event in events if event.key.startswith(prefix)
+                )
+            watcher.deliver(batch)
         finished = time.perf_counter()
         self._next_flush_at = finished + (finished - started)
 
@@ -489,16 +554,18 @@ class WatchCache:
         """Backlog after ``after_revision`` plus a live watcher, with no gap and no duplicate."""
         backlog = self.events_after(prefix, after_revision)
         start_after = max(after_revision, self._committed)
-        watcher = Watcher(prefix, after_revision=start_after, limit=self._watcher_buffer)
+        watcher = Watcher(prefix, after_revision=start_after, limit=self._watcher_buffer, cache=self)
         self._watchers.add(watcher)
+        self._queued.add(watcher)
         return backlog, watcher
 
     def snapshot_and_watch(self, prefix: str) -> tuple[int, list[tuple[str, Obj]], Watcher]:
         """Current objects (for synthetic ADDED events) and a watcher for everything after them."""
         revision = self._committed
         objects = list(self.items(prefix))
-        watcher = Watcher(prefix, after_revision=revision, limit=self._watcher_buffer)
+        watcher = Watcher(prefix, after_revision=revision, limit=self._watcher_buffer, cache=self)
         self._watchers.add(watcher)
+        self._queued.add(watcher)
         return revision, objects, watcher
 
     @property
@@ -509,6 +576,24 @@ class WatchCache:
     def stop_watch(self, watcher: Watcher) -> None:
         watcher.close()
         self._watchers.discard(watcher)
+        self._queued.discard(watcher)
+        self._streaming.discard(watcher)
+
+    def _sink_changed(self, watcher: Watcher) -> None:
+        """Move ``watcher`` between the two fan-outs; one whose sink was removed is queued the
+        events of this tick it has not been handed, which its task writes next."""
+        if watcher not in self._watchers:
+            return
+        if watcher.sink is not None:
+            self._queued.discard(watcher)
+            self._streaming.add(watcher)
+            return
+        self._streaming.discard(watcher)
+        self._queued.add(watcher)
+        prefix, after = watcher.prefix, watcher.after_revision
+        watcher.take(
+            [event for event in self._tick if event.revision > after and event.key.startswith(prefix)]
+        )
 
     def close_all_watchers(self) -> None:
         for watcher in list(self._watchers):

@@ -50,6 +50,52 @@ def server_cpu_seconds(pid: int) -> tuple[float, float]:
     return own, own + sum(process_cpu_seconds(child) for child in child_pids(pid))
 
 
+class WatchReader(asyncio.Protocol):
+    """One watch connection read as it arrives, with no task and no HTTP client library: a
+    thousand of them in this one process must cost it less than the server's fan-out costs the
+    server, or the figures measure the load generator. ``arrivals``, when given, gets each
+    event's object name and when its chunk arrived."""
+
+    def __init__(self, head_read: asyncio.Future[None], arrivals: list[tuple[str, float]] | None) -> None:
+        self.head_read = head_read
+        self._arrivals = arrivals
+        self._buffer = b""
+        self._lines = b""
+
+    def data_received(self, data: bytes) -> None:
+        if not self.head_read.done():
+            self._buffer += data
+            head, found, rest = self._buffer.partition(b"\r\n\r\n")
+            if not found:
+                return
+            if not head.startswith(b"HTTP/1.1 200"):
+                self.head_read.set_exception(RuntimeError(head.decode(errors="replace")))
+                return
+            self.head_read.set_result(None)
+            self._buffer, data = b"", rest
+        if self._arrivals is None:
+            return
+        now = time.perf_counter()
+        buffer = self._buffer + data
+        while True:  # the chunked framing: a size line, the chunk, CRLF
+            size_line, found, rest = buffer.partition(b"\r\n")
+            if not found:
+                break
+            size = int(size_line, 16)
+            if len(rest) < size + 2:
+                break
+            self._lines += rest[:size]
+            buffer = rest[size + 2 :]
+        self._buffer = buffer
+        *complete, self._lines = self._lines.split(b"\n")
+        for line in complete:
+            self._arrivals.append((orjson.loads(line)["object"]["metadata"]["name"], now))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.head_read.done():
+            self.head_read.set_exception(exc or ConnectionError("closed before the answer's head"))
+
+
 async def run(
     url: str,
     token: str,
@@ -63,7 +109,7 @@ async def run(
 ) -> dict[str, object]:
     ssl_context: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca) if ca else False
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    connector = aiohttp.TCPConnector(limit=clients + watchers + 10, ssl=ssl_context)
+    connector = aiohttp.TCPConnector(limit=clients + 10, ssl=ssl_context)
     acked: dict[str, float] = {}
     sent: dict[str, float] = {}
     #: (name, when its event arrived) at the sampled watchers; an event may come before the
@@ -72,29 +118,29 @@ async def run(
     async with aiohttp.ClientSession(base_url=url, headers=headers, connector=connector) as session:
         async with session.get("/api/v1/namespaces/default/configmaps", params={"limit": "1"}) as response:
             rv = (await response.json())["metadata"]["resourceVersion"]
-        ready = asyncio.Semaphore(0)
+        loop = asyncio.get_running_loop()
+        host, port = url.split("://", 1)[1].rsplit(":", 1)
+        target = f"/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={rv}"
+        request = (
+            f"GET {target}&timeoutSeconds={int(seconds) + 30} HTTP/1.1\r\nHost: {host}\r\n"
+            f"Authorization: Bearer {token}\r\n\r\n"
+        ).encode()
 
-        async def watcher(index: int) -> None:
-            params = {"watch": "1", "resourceVersion": rv, "timeoutSeconds": str(int(seconds) + 30)}
-            async with session.get(
-                "/api/v1/namespaces/default/configmaps",
-                params=params,
-                timeout=aiohttp.ClientTimeout(total=None),
-            ) as response:
-                ready.release()
-                if index % 10:
-                    # Sampled: every 10th watcher records, so recording doesn't dominate the
-                    # client; the others read what arrives as it arrives, as a client would.
-                    async for _chunk in response.content.iter_any():
-                        pass
-                    return
-                async for line in response.content:
-                    now = time.perf_counter()
-                    arrivals.append((orjson.loads(line)["object"]["metadata"]["name"], now))
+        async def open_watch(index: int) -> asyncio.Transport:
+            # Every 10th watcher records each event's arrival; the others only read what arrives.
+            reader = WatchReader(loop.create_future(), arrivals if index % 10 == 0 else None)
+            transport, _ = await loop.create_connection(
+                lambda: reader,
+                host,
+                int(port),
+                ssl=ssl_context or None,
+                server_hostname=host if ssl_context else None,
+            )
+            transport.write(request)
+            await reader.head_read
+            return transport
 
-        watch_tasks = [asyncio.create_task(watcher(i)) for i in range(watchers)]
-        for _ in range(watchers):
-            await ready.acquire()
+        watch_connections = await asyncio.gather(*(open_watch(i) for i in range(watchers)))
         deadline = time.perf_counter() + seconds
         done = 0
         errors = 0
@@ -122,14 +168,15 @@ async def run(
                 i += 1
 
         started, (serving_cpu, server_cpu) = time.perf_counter(), server_cpu_seconds(server_pid)
+        own_cpu = time.process_time()
         await asyncio.gather(*(writer(i) for i in range(clients)))
         serving_after, server_after = server_cpu_seconds(server_pid)
         elapsed = time.perf_counter() - started
+        own_cpu = time.process_time() - own_cpu
         serving_cpu, server_cpu = serving_after - serving_cpu, server_after - server_cpu
         await asyncio.sleep(1.0)
-        for task in watch_tasks:
-            task.cancel()
-        await asyncio.gather(*watch_tasks, return_exceptions=True)
+        for transport in watch_connections:
+            transport.close()
     delays = sorted(max(0.0, arrived - acked[name]) for name, arrived in arrivals if name in acked)
     from_request = sorted(arrived - sent[name] for name, arrived in arrivals if name in acked)
     answered = sorted(acked[name] - sent[name] for name in acked)
@@ -146,6 +193,10 @@ async def run(
         # generator takes; and the serving process's part alone (what one core of it gives).
         "server_cpu_us_per_write": round(server_cpu / max(done, 1) * 1e6, 1),
         "serving_process_cpu_us_per_write": round(serving_cpu / max(done, 1) * 1e6, 1),
+        # The share of a core the load generator (writers and watchers, one process) took: near
+        # 1.0 it, not the server, bounds the figures.
+        "load_generator_cpu_share": round(own_cpu / elapsed, 2),
+        "server_cpu_share": round(server_cpu / elapsed, 2),
         # From sending a POST to reading its answer.
         "write_p50_ms": pct(0.50, answered),
         "write_p99_ms": pct(0.99, answered),

@@ -213,6 +213,27 @@ def test_a_volume_that_cannot_be_made_holds_the_pod_until_it_can(kubectl: Kubect
     assert said == ['MountVolume.SetUp failed for volume "share" : volume type nfs is not supported by the process node']
 
 
+def test_a_pod_deleted_at_once_is_forgotten_by_the_kubelet(
+    kubectl: Kubectl, node: ServerThread, namespace: str
+) -> None:
+    """A forced delete removes the pod before the kubelet sees it ending: what the kubelet kept
+    of it (its bind time, the FailedMount it said) goes when it finds the pod gone."""
+    nfs = pod("stuck", namespace, "echo ran", volumes=[{"name": "share", "nfs": {"server": "nas", "path": "/x"}}])
+    apply(kubectl, nfs)
+    while not events(kubectl, "stuck", namespace, "FailedMount"):
+        time.sleep(0.05)
+    assert node.server._controllers is not None
+    kubelet = node.server._controllers.kubelet
+    assert kubelet is not None
+    uid = pod_json(kubectl, "stuck", namespace)["metadata"]["uid"]
+    assert uid in kubelet._unmounted and uid in kubelet._bound
+    kubectl("delete", "pod", "stuck", "-n", namespace, "--grace-period=0", "--force")
+    deadline = time.monotonic() + 30  # bounds a test that would otherwise hang
+    while uid in kubelet._unmounted or uid in kubelet._bound or (namespace, "stuck") in kubelet._uids:
+        assert time.monotonic() < deadline, "the kubelet kept what it knew of a pod that is gone"
+        time.sleep(0.05)
+
+
 def test_a_changed_config_map_reaches_the_running_pods_files(kubectl: Kubectl, namespace: str) -> None:
     """The kubelet watches what its pods name: the file changes as soon as the object does."""
     ns = ["-n", namespace]

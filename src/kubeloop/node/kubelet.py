@@ -159,6 +159,9 @@ class SimulatedKubelet:
         self._unmounted: dict[str, str] = {}
         #: Pod uid → what its containers' environment names and cannot be found, as last said.
         self._unconfigured: dict[str, str] = {}
+        #: (namespace, name) → the uid of the pod of that name last reconciled: how a pod that
+        #: is gone at once (a forced delete) is forgotten by the maps above.
+        self._uids: dict[tuple[str, str], str] = {}
         self.recorder = manager.event_recorder(KUBELET, host=NODE_NAME)
         #: What the kubelet and the scheduler say about pods and their containers.
         self.events = KubeletEvents(self.recorder.event)
@@ -306,12 +309,18 @@ class SimulatedKubelet:
         try:
             pod = await self.manager.client.get(POD, request.name, namespace=request.namespace)
         except errors.NotFound:
+            if (gone := self._uids.pop((request.namespace, request.name), None)) is not None:
+                self._forget(gone)
             if self.processes is not None:  # its processes go with it (forced: SIGKILL soon)
                 self._forget_names(request.namespace, request.name)
                 self.processes.stop(request.namespace, request.name, FORCED_GRACE_SECONDS)
             return None
         meta = pod.get("metadata") or {}
         uid = str(meta.get("uid"))
+        if (seen := self._uids.get((request.namespace, request.name))) != uid:
+            if seen is not None:  # deleted and made again under the same name
+                self._forget(seen)
+            self._uids[request.namespace, request.name] = uid
         if meta.get("deletionTimestamp"):
             return await self._finish_deletion(pod)
         spec = pod.get("spec") or {}
@@ -361,15 +370,20 @@ class SimulatedKubelet:
         self._bound.pop(uid, None)
         return None
 
+    def _forget(self, uid: str) -> None:
+        """Drop what the kubelet keeps of the pod ``uid``: its bind time, and the reasons it
+        last gave in Events."""
+        self._bound.pop(uid, None)
+        self._unmounted.pop(uid, None)
+        self._unconfigured.pop(uid, None)
+
     async def _finish_deletion(self, pod: Obj) -> Result | None:
         """A pod being deleted: its processes stopped within its deletionGracePeriodSeconds
         (SIGTERM, then SIGKILL), then the pod removed (grace 0, as a kubelet does once its
         containers are gone). A simulated pod's containers stop at once, on any node."""
         meta = pod.get("metadata") or {}
         namespace, name, uid = str(meta.get("namespace")), str(meta.get("name")), str(meta.get("uid"))
-        self._bound.pop(uid, None)
-        self._unmounted.pop(uid, None)
-        self._unconfigured.pop(uid, None)
+        self._forget(uid)
         if self.processes is None or not self.processes.handles(pod):  # simulated: stop at once
             for status in (pod.get("status") or {}).get("containerStatuses") or ():
                 if isinstance(status, dict) and "running" in (status.get("state") or {}):

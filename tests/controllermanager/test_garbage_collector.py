@@ -6,10 +6,12 @@ across a restart."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import pathlib
 import signal
 import time
+import weakref
 from typing import Any
 
 import pytest
@@ -319,6 +321,37 @@ async def test_the_collectors_workers_let_the_loop_run_between_items(kube_client
     finally:
         await cancel_and_wait(tasks)
     assert len(lengths) >= 150  # the queue was seen draining, not just full and then empty
+
+
+def _owned(uid: str, *owners: str) -> dict[str, Any]:
+    refs = [{"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": owner} for owner in owners]
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"uid": uid, "name": uid, "namespace": "ns", "ownerReferences": refs}}  # fmt: skip
+
+
+async def test_the_graph_is_out_of_the_gcs_sight_and_leaves_no_node_behind(kube_client: kubeloop.APIClient) -> None:
+    """A node per object of every kind made each full GC pass walk three containers per object
+    (92 ms more with 20,000 ConfigMaps): the graph is untracked. So the cycles of objects owning
+    one another (or themselves) are broken by the graph itself: no node outlives its removal, nor
+    the collector's stop."""
+    collector = GarbageCollector(kubeloop.Manager(kube_client), sync_timeout=0)
+    collector._observe(_owned("a", "b"))  # b known from the reference only, for now
+    collector._observe(_owned("b", "a"))  # a and b own one another
+    collector._observe(_owned("c", "c"))  # c owns itself
+    collector._observe(_owned("d", "e"))
+    collector._observe(_owned("e", "d"))  # still in the graph when the collector stops
+    nodes = list(collector.nodes.values())
+    assert not any(gc.is_tracked(part) for node in nodes for part in (node, node.dependents, node.owners))
+    alive = {node.uid: weakref.ref(node) for node in nodes}
+    del nodes
+    for uid in ("c", "a", "b"):
+        collector._forget(_owned(uid))
+    assert {uid for uid, node in alive.items() if node() is not None} == {"d", "e"}
+    stop = asyncio.Event()
+    stop.set()
+    await collector.run(stop)
+    collector.nodes.clear()
+    assert {uid for uid, node in alive.items() if node() is not None} == set()
 
 
 async def _being_deleted(

@@ -37,6 +37,7 @@ from kubeloop.cache.informer import EventHandler
 from kubeloop.client.calloptions import Preconditions
 from kubeloop.client.restclient import REQUEST_ERRORS
 from kubeloop.client.restmapper import NoKindMatch, ResourceMapping
+from kubeloop.gcuntrack import untrack, untrack_json
 from kubeloop.lifecycle import cancel_and_wait
 from kubeloop.manager.manager import Manager
 from kubeloop.manager.recorder import WARNING
@@ -55,7 +56,14 @@ TRANSIENT = (*REQUEST_ERRORS, NoKindMatch)
 
 @dataclass(eq=False)
 class Node:
-    """An object in the graph: who it is, whom it names as owners, who names it."""
+    """An object in the graph: who it is, whom it names as owners, who names it.
+
+    Nodes, their owner references and their sets of dependents are kept out of the cyclic GC's
+    sight (``gcuntrack``): a node per object of every kind, three containers each, made a full
+    pass 92 ms longer with 20,000 ConfigMaps. Only objects that own one another make a cycle of
+    nodes, and the graph breaks each as it removes a node (``GarbageCollector._remove_node``) or
+    stops (``GarbageCollector.run``).
+    """
 
     uid: str
     api_version: str
@@ -168,6 +176,8 @@ class GarbageCollector:
             self.attempt_to_delete.shut_down()
             self.attempt_to_orphan.shut_down()
             await cancel_and_wait(tasks)
+            for node in self.nodes.values():  # objects owning one another: cycles the GC cannot see
+                node.dependents.clear()
 
     async def _keep_monitors(self) -> None:
         """Read discovery again whenever a CRD changes: watch new kinds, stop watching gone ones."""
@@ -224,6 +234,7 @@ class GarbageCollector:
             )
             self.nodes[uid] = node
             node.owners = owners
+            _untrack_node(node)
             self._add_to_owners(node, owners)
         else:
             if not node.observed:
@@ -233,6 +244,7 @@ class GarbageCollector:
             before = {str(ref["uid"]): ref for ref in node.owners}
             after = {str(ref["uid"]): ref for ref in owners}
             node.owners = owners
+            untrack_json(owners)
             self._add_to_owners(node, [ref for uid_, ref in after.items() if uid_ not in before])
             self._remove_from_owners(node, [ref for uid_, ref in before.items() if uid_ not in after])
             for owner_uid, ref in after.items():
@@ -263,9 +275,9 @@ class GarbageCollector:
 
     def _remove_node(self, node: Node) -> None:
         """Take ``node`` out of the graph; its dependents and waiting owners are looked at again."""
+        self._remove_from_owners(node, node.owners)  # itself too, when it names itself
         if self.nodes.get(node.uid) is node:
             del self.nodes[node.uid]
-        self._remove_from_owners(node, node.owners)
         for dependent in node.dependents:
             self.attempt_to_delete.add(dependent.uid)
         for ref in node.owners:
@@ -285,6 +297,7 @@ class GarbageCollector:
                     str(ref.get("name", "")),
                 )
                 self.nodes[owner_uid] = owner
+                _untrack_node(owner)
                 self.attempt_to_delete.add(owner_uid)
             elif owner.observed and owner.namespace and owner.namespace != node.namespace:
                 # That uid is a namespaced object elsewhere: not this object's owner.
@@ -525,6 +538,12 @@ class GarbageCollector:
             await self.client.patch(node.gvk, node.name, patch, namespace=node.namespace or None)
         except errors.NotFound:
             self._remove_node(node)
+
+
+def _untrack_node(node: Node) -> None:
+    untrack(node)
+    untrack(node.dependents)
+    untrack_json(node.owners)
 
 
 def _owner_references(meta: Mapping[str, Any]) -> list[Obj]:

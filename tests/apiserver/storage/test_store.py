@@ -340,7 +340,7 @@ async def test_a_write_is_invisible_until_durable(tmp_path: pathlib.Path) -> Non
         assert store.revision == 1
         assert not watcher.events
         snapshot_rv, objects, live = store.snapshot_and_watch("/r/")
-        assert snapshot_rv == 1 and [k for k, _ in objects] == ["/r/a"]
+        assert snapshot_rv == 1 and [o["metadata"]["name"] for o in objects] == ["a"]
     event = await asyncio.wait_for(pending, 10)
     assert event.revision == 2 and store.get("/r/b") is not None and store.revision == 2
     await watcher.wait(1)

@@ -118,7 +118,7 @@ class WatchStream:
         #: Events after the requested resourceVersion, encoded when the stream starts (their
         #: objects may need a conversion webhook first).
         self._backlog: list[Event] = []
-        self._snapshot: list[tuple[str, Obj]] = []
+        self._snapshot: list[Obj] = []
         self._snapshot_end = b""
         self._watcher: Watcher | None = None
         self._start()
@@ -246,14 +246,12 @@ class WatchStream:
         try:
             snapshot, self._snapshot = self._snapshot, []
             for start in range(0, len(snapshot), _SNAPSHOT_SLICE):
-                failed = await self._converted(
-                    [stored for _key, stored in snapshot[start : start + _SNAPSHOT_SLICE]]
-                )
+                failed = await self._converted(snapshot[start : start + _SNAPSHOT_SLICE])
                 if failed:
                     yield failed
                     return
                 lines = []
-                for _key, stored in snapshot[start : start + _SNAPSHOT_SLICE]:
+                for stored in snapshot[start : start + _SNAPSHOT_SLICE]:
                     obj = self._registry.to_served(self._resource, stored)
                     if self._match is None or self._match(obj):
                         lines.append(self._line("ADDED", obj))

@@ -30,9 +30,13 @@ V1BETA1 = "client.authentication.k8s.io/v1beta1"
 PLUGIN = """\
 #!{python}
 import json, os, sys, pathlib, time
+def put(path, text):  # whole or not at all: the tests read these files while it runs
+    partial = pathlib.Path(str(path) + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
 state = pathlib.Path(sys.argv[1])
 runs = int(state.read_text()) + 1 if state.exists() else 1
-state.write_text(str(runs))
+put(state, str(runs))
 info = json.loads(os.environ["KUBERNETES_EXEC_INFO"])
 seen = {{
     "info": info,
@@ -40,7 +44,7 @@ seen = {{
     "stdin_tty": os.isatty(0),
     "pid": os.getpid(),
 }}
-pathlib.Path(str(state) + ".seen").write_text(json.dumps(seen))
+put(str(state) + ".seen", json.dumps(seen))
 print("plugin run", runs, file=sys.stderr)
 time.sleep(float(os.environ.get("PLUGIN_SLEEP", "0")))
 pathlib.Path(str(state) + ".slept").touch()

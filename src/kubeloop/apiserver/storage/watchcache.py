@@ -284,17 +284,13 @@ class WatchCache:
     def load_state(self, state: LoadedState) -> None:
         """Fill the cache from a log's state (at start-up) or the store's snapshot (a replica's)."""
         for record in state.current:
-            self._objects[record.key] = _stored(
-                orjson.loads(record.value), record.revision, record.create_revision
-            )
+            self._objects[record.key] = _stored(orjson.loads(record.value), record.revision, record.create_revision)
         self._sorted_keys = sorted(self._objects)
         self._compacted = state.compacted
         top = state.top
         for record, prev_value in state.history:
             kind: EventType = "DELETED" if record.deleted else ("ADDED" if record.created else "MODIFIED")
-            self._remember(
-                Change(record.revision, kind, record.key, record.value, prev_value, record.create_revision)
-            )
+            self._remember(Change(record.revision, kind, record.key, record.value, prev_value, record.create_revision))
             top = max(top, record.revision)
         self._committed = top
         self._revision_reached()

@@ -7,8 +7,11 @@ CRD and controller, written in kubeloop, started in a manager of its own."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import pathlib
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import agentplatform
 import pytest
@@ -73,6 +76,16 @@ async def test_sandboxed_runs_without_and_with_agent_sandbox(api: kubeloop.APICl
             "kubeloop.dev/termination-message": "done in the sandbox",
             "kubeloop.dev/duration": "0.5",
         }
+        # The Sandbox as first made: a run of half a second may release it before a read.
+        since = (await api.list(SANDBOX, namespace=namespace)).resource_version
+
+        async def first_sandbox() -> dict[str, Any]:
+            async for event in api.watch(SANDBOX, namespace=namespace, resource_version=since):
+                if event.type == "ADDED" and event.object["metadata"]["name"] == "isolated":
+                    return event.object
+            raise AssertionError("the watch of Sandboxes ended")
+
+        made = asyncio.create_task(first_sandbox())
         await api.create(
             agent_run("isolated", namespace, "coder", backend="sandbox", annotations=annotations)
         )
@@ -85,7 +98,7 @@ async def test_sandboxed_runs_without_and_with_agent_sandbox(api: kubeloop.APICl
                 ), found.status  # fmt: skip
 
             await eventually(running, timeout=20)
-            sandbox = await api.get(SANDBOX, "isolated", namespace=namespace)
+            sandbox = await made
             pod = sandbox["spec"]["podTemplate"]["spec"]
             assert pod["serviceAccountName"] == "isolated" and pod["restartPolicy"] == "Never"
             assert pod["containers"][0]["image"] == "ghcr.io/example/agent:1"
@@ -109,4 +122,7 @@ async def test_sandboxed_runs_without_and_with_agent_sandbox(api: kubeloop.APICl
 
             await eventually(released)
         finally:
+            made.cancel()  # done already, unless the test failed before the Sandbox came
+            with contextlib.suppress(asyncio.CancelledError):
+                await made
             await agent_sandbox.stop()

@@ -1,5 +1,6 @@
 """Request decoding, in one place: bytes to JSON values within the limits that keep one request
-from hurting others (:mod:`.request`: JSON and YAML, depth, alias bombs), the fields a body
+from hurting others (:mod:`.request`: JSON and YAML, depth, alias bombs; a large JSON body a
+slice at a time, :mod:`.slices`), the fields a body
 repeats (:mod:`.duplicates`, for ``fieldValidation``), and Go's typed decoding of a body into
 its kind's type (:mod:`.typed`: unknown fields pruned, wrong types refused in apimachinery's
 words, ``Quantity``/``Time``/``IntOrString`` as their ``UnmarshalJSON``).

@@ -47,6 +47,7 @@ from kubeloop.apiserver.patch.fieldsets import (
     sorted_in_steps,
     update_changes,
 )
+from kubeloop.freeing import free_in_steps
 from kubeloop.gcuntrack import untrack
 
 
@@ -229,6 +230,10 @@ def starting_entries(old: Obj | None, new: Obj) -> list[ManagedEntry]:
     return parse_managed_fields(sent)
 
 
+#: Field sets larger than this are freed a member at a time (:mod:`kubeloop.freeing`).
+FREED_IN_STEPS = 4096
+
+
 def record_update(
     entries: list[ManagedEntry],
     old: Obj | None,
@@ -245,7 +250,12 @@ def record_update(
         changed, removed = update_changes(old, new, schema, _scope_test(subresource, has_status))
     else:
         new_maps: set[Path] = set()
-        changed = set(scoped(field_set(new, schema, new_maps), subresource, has_status))
+        fields = field_set(new, schema, new_maps)
+        changed = set(scoped(fields, subresource, has_status))
+        if len(fields) > FREED_IN_STEPS:  # a map of 87,000 keys: 87,000 Members to free
+            garbage = [fields]
+            del fields
+            free_in_steps(garbage)
         # A map this write creates is the writer's as a whole too ("." in FieldsV1), as upstream,
         # where the old object is the Go zero value in which maps are nil.
         changed.update(scoped({p: Member(None, False) for p in new_maps}, subresource, has_status))

@@ -47,33 +47,37 @@ def free_in_steps(held: list[Any]) -> None:
     """Empty ``held`` (the caller's list, which it holds alone), and every dict, list and set in
     it that nothing else holds, one member at a time, as well as the fields of the dataclass
     instances nothing else holds; what others hold is only let go of."""
+    leaves, containers = _LEAVES, _CONTAINERS
     while held:
         container = held.pop()
         # Two references: ``container`` and getrefcount's argument. More: someone else holds it.
-        if type(container) not in _CONTAINERS or sys.getrefcount(container) > 2:
+        if type(container) not in containers or sys.getrefcount(container) > 2:
             if _is_instance(container):  # its fields, held by it alone unless others hold it
                 held.append(container.__dict__)
             continue
         if type(container) is dict:
             while container:
                 _, member = container.popitem()
-                _take_if_alone(member, held)
+                if type(member) not in leaves and (member or type(member) not in containers):
+                    _take(member, held)
                 del member
         else:
             while container:
                 member = container.pop()
-                _take_if_alone(member, held)
+                if type(member) not in leaves and (member or type(member) not in containers):
+                    _take(member, held)
                 del member
         del container
 
 
-def _take_if_alone(member: Any, held: list[Any]) -> None:
-    """Keep ``member`` (or a dataclass instance's fields) to be emptied later, in steps too;
-    whether anything else holds it is looked at when its turn comes."""
-    if type(member) in _CONTAINERS:
-        if member:
-            held.append(member)
-    elif _is_instance(member):
+#: What holds nothing that needs freeing in steps (a tuple: a path, a few strings).
+_LEAVES = frozenset({str, int, float, bool, type(None), bytes, tuple})
+
+
+def _take(member: Any, held: list[Any]) -> None:
+    """Keep a container or a dataclass instance to be emptied later, in steps too (whether
+    anything else holds it is looked at when its turn comes)."""
+    if type(member) in _CONTAINERS or _is_instance(member):
         held.append(member)
 
 

@@ -262,17 +262,22 @@ class RegistryBase:
         items: list[Obj] = []
         next_key = ""
         remaining: int | None = None
+        strategy = self.strategy(resource)
         if revision is None:
             revision = self.store.revision
             source: list[tuple[str, Obj]] | None = None
             if exact_name is not None and (namespace or not resource.namespaced):
                 stored = self.store.get(prefix + exact_name)
                 source = [(prefix + exact_name, stored.obj)] if stored is not None else []
+            elif match is None and not options.limit and not start and type(strategy).to_served is Strategy.to_served:
+                # Every object as stored: one list made in C, not a loop step per object (a
+                # list of 20,000 ConfigMaps holds the serving loop while it is made).
+                return ListResult(self.store.objects_under(prefix), revision)
             iterator = iter(source) if source is not None else self.store.items(prefix, start=start)
         else:
             iterator = iter(self.store.list_at(prefix, revision, start=start))
         pending: ConversionPending | None = None
-        to_served = self.strategy(resource).to_served  # once, not per object: lists run on the serving loop
+        to_served = strategy.to_served  # once, not per object: lists run on the serving loop
         for key, stored_obj in iterator:
             try:
                 obj = to_served(stored_obj)

@@ -21,7 +21,7 @@ _tricky_text = st.text(alphabet=st.sampled_from(list('ab",:{}[]\\ \n\té€😀'
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _tricky_text,
     lambda children: st.lists(children, max_size=6) | st.dictionaries(_tricky_text, children, max_size=6),
-    max_leaves=30,
+    max_leaves=16,
 )
 _layouts = st.sampled_from(
     [
@@ -46,7 +46,7 @@ def assert_as_orjson(raw: bytes, slice_bytes: int) -> None:
     assert outcome(lambda body: slices.loads_in_slices(body, slice_bytes), raw) == outcome(orjson.loads, raw)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(value=st.lists(_json_values, max_size=5) | st.dictionaries(_tricky_text, _json_values, max_size=6),
        layout=_layouts, slice_bytes=st.integers(min_value=1, max_value=64))
 def test_any_json_decodes_as_orjson_decodes_it(value: Any, layout: dict[str, Any], slice_bytes: int) -> None:
@@ -55,7 +55,7 @@ def test_any_json_decodes_as_orjson_decodes_it(value: Any, layout: dict[str, Any
     assert outcome(lambda body: slices._decode(body, slice_bytes), raw) == outcome(orjson.loads, raw)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     value=st.dictionaries(_tricky_text, _json_values, min_size=1, max_size=6),
     layout=_layouts,

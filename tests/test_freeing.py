@@ -3,6 +3,7 @@ can be handed over), and nothing that anyone else still holds is touched."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -99,3 +100,57 @@ def test_a_traceback_s_frames_are_freed_in_steps(steps: Steps) -> None:
     assert steps.seen == []  # held until freed
     free_in_steps(garbage)
     assert steps.one_at_a_time(400)
+
+
+def test_a_suspended_coroutine_whose_frame_is_in_the_traceback_runs_on() -> None:
+    """An exception raised again (a store's shared "lost" error) carries the frames that caught
+    it before, and one may belong to a coroutine still suspended: clearing that frame would close
+    the coroutine (on 3.11, ``frame.clear()`` throws GeneratorExit into it)."""
+    shared: list[BaseException] = []
+
+    async def long_lived(caught: asyncio.Future[None], go_on: asyncio.Event) -> str:
+        try:
+            raise ValueError("the store is lost")
+        except ValueError as error:
+            shared.append(error)  # this frame is now in the error's traceback
+        caught.set_result(None)
+        await go_on.wait()
+        return "ran on"
+
+    def raise_again() -> None:
+        raise shared[0]
+
+    async def main() -> str:
+        caught: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        go_on = asyncio.Event()
+        task = asyncio.create_task(long_lived(caught, go_on))
+        await caught
+        try:
+            raise_again()
+        except ValueError as error:
+            free_in_steps(take_traceback(error))
+        go_on.set()
+        return await task
+
+    assert asyncio.run(main()) == "ran on"
+
+
+def test_the_frames_of_coroutines_that_ended_are_freed_in_steps_too(steps: Steps) -> None:
+    async def refuse(count: int) -> None:
+        big = {f"k{i}": Witness(steps) for i in range(count)}
+        await asyncio.sleep(0)
+        assert big
+        raise ValueError("refused")
+
+    async def handle() -> list[Any]:
+        try:
+            await refuse(100)
+        except ValueError as error:
+            return take_traceback(error)
+        raise AssertionError("not refused")
+
+    garbage = asyncio.run(handle())
+    assert steps.seen == []
+    free_in_steps(garbage)
+    assert steps.one_at_a_time(100)
+    assert take_traceback(ValueError("never raised")) == []

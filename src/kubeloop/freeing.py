@@ -11,9 +11,11 @@ an error's traceback held.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import inspect
 import sys
-from types import TracebackType
+from types import FrameType
 from typing import Any
 
 __all__ = ["free_in_steps", "take_traceback"]
@@ -22,25 +24,35 @@ _CONTAINERS = (dict, list, set)
 
 
 def take_traceback(error: BaseException) -> list[Any]:
-    """Drop ``error``'s traceback, context and cause, and return what their frames alone held,
-    for :func:`free_in_steps` (the frame still running, the caller's, is left as it is)."""
+    """Drop ``error``'s traceback, context and cause, and return what the frames it went through
+    alone held, for :func:`free_in_steps`. A frame of a coroutine or generator is taken only once
+    it has ended: one still suspended may be there (an exception raised again, or handed over
+    through a future, carries the frames that caught it before), and clearing its frame would
+    close it. A suspended one's frame is held by its coroutine too, which the count shows."""
+    frames: list[FrameType] = []
+    traceback = error.__traceback__
+    while traceback is not None:
+        frames.append(traceback.tb_frame)
+        traceback = traceback.tb_next
+    # A frame that ended keeps the one that called it (f_back): those references are known.
+    called_from = collections.Counter(id(frame.f_back) for frame in frames if frame.f_back is not None)
     held: list[Any] = []
-    _take_locals(error.__traceback__, held)
+    for frame in frames:
+        # Its traceback entry, ``frames``, this variable, getrefcount's argument, its callees.
+        if frame.f_code.co_flags & _RESUMABLE and sys.getrefcount(frame) != 4 + called_from[id(frame)]:
+            continue
+        locals_ = frame.f_locals  # a dict of the frame's variables, ours once the frame is cleared
+        try:
+            frame.clear()
+        except RuntimeError:  # still running (on this thread's stack or another's)
+            continue
+        held.append(locals_)
     error.__traceback__ = error.__context__ = error.__cause__ = None
     return held
 
 
-def _take_locals(traceback: TracebackType | None, into: list[Any]) -> None:
-    while traceback is not None:
-        frame = traceback.tb_frame
-        locals_ = frame.f_locals  # a dict of the frame's variables, ours once the frame is cleared
-        try:
-            frame.clear()
-        except RuntimeError:  # still running: the caller's own frame
-            pass
-        else:
-            into.append(locals_)
-        traceback = traceback.tb_next
+#: Code flags of generators, coroutines and async generators (their frames can be suspended).
+_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 
 def free_in_steps(held: list[Any]) -> None:
@@ -58,13 +70,13 @@ def free_in_steps(held: list[Any]) -> None:
         if type(container) is dict:
             while container:
                 _, member = container.popitem()
-                if type(member) not in leaves and (member or type(member) not in containers):
+                if type(member) not in leaves:
                     _take(member, held)
                 del member
         else:
             while container:
                 member = container.pop()
-                if type(member) not in leaves and (member or type(member) not in containers):
+                if type(member) not in leaves:
                     _take(member, held)
                 del member
         del container
@@ -77,7 +89,10 @@ _LEAVES = frozenset({str, int, float, bool, type(None), bytes, tuple})
 def _take(member: Any, held: list[Any]) -> None:
     """Keep a container or a dataclass instance to be emptied later, in steps too (whether
     anything else holds it is looked at when its turn comes)."""
-    if type(member) in _CONTAINERS or _is_instance(member):
+    if type(member) in _CONTAINERS:
+        if len(member):  # (an exact dict, list or set: no code of the member's own runs)
+            held.append(member)
+    elif _is_instance(member):
         held.append(member)
 
 

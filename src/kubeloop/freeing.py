@@ -39,7 +39,7 @@ def take_traceback(error: BaseException) -> list[Any]:
     held: list[Any] = []
     for frame in frames:
         # Its traceback entry, ``frames``, this variable, getrefcount's argument, its callees.
-        if frame.f_code.co_flags & _RESUMABLE and sys.getrefcount(frame) != 4 + called_from[id(frame)]:
+        if frame.f_code.co_flags & _RESUMABLE and sys.getrefcount(frame) != _ALONE + 2 + called_from[id(frame)]:
             continue
         locals_ = frame.f_locals  # a dict of the frame's variables, ours once the frame is cleared
         try:
@@ -51,6 +51,15 @@ def take_traceback(error: BaseException) -> list[Any]:
     return held
 
 
+def _count_when_alone() -> int:
+    """What ``sys.getrefcount`` says of an object only a local variable holds: 2 on CPython
+    3.11-3.13 (the variable and the call's argument); measured, since an interpreter that lends
+    its argument (3.14) says less, and a fixed 2 would then empty what another still holds."""
+    probe: list[Any] = []
+    return sys.getrefcount(probe)
+
+
+_ALONE = _count_when_alone()
 #: Code flags of generators, coroutines and async generators (their frames can be suspended).
 _RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
@@ -62,8 +71,8 @@ def free_in_steps(held: list[Any]) -> None:
     leaves, containers = _LEAVES, _CONTAINERS
     while held:
         container = held.pop()
-        # Two references: ``container`` and getrefcount's argument. More: someone else holds it.
-        if type(container) not in containers or sys.getrefcount(container) > 2:
+        # Held by ``container`` alone (and getrefcount's argument)? More: someone else holds it.
+        if type(container) not in containers or sys.getrefcount(container) > _ALONE:
             if _is_instance(container):  # its fields, held by it alone unless others hold it
                 held.append(container.__dict__)
             continue

@@ -132,8 +132,9 @@ def test_no_call_looks_at_more_than_a_slice(body: bytes, monkeypatch: pytest.Mon
     """The 2.9 MB ConfigMap of ``bench/stall.py`` held the GIL for 40-70 ms in one orjson call."""
     scanned: list[int] = []
     decoded: list[int] = []
-    monkeypatch.setattr(slices, "_MEMBERS", Recording(slices._MEMBERS, scanned))
-    monkeypatch.setattr(slices, "_ITEMS", Recording(slices._ITEMS, scanned))
+    patterns = slices._patterns()
+    monkeypatch.setattr(patterns, "members", Recording(patterns.members, scanned))
+    monkeypatch.setattr(patterns, "items", Recording(patterns.items, scanned))
     real_loads = orjson.loads
 
     def loads(raw: bytes) -> Any:

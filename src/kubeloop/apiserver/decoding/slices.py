@@ -15,6 +15,7 @@ whole, so a refusal is orjson's, worded as it always was.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -42,15 +43,31 @@ def _item_pattern(levels: int) -> str:
 
 
 _STRING = r'"(?:[^"\\]++|\\.)*+"'
-_ITEM = _item_pattern(_LEVELS)
-#: Whole members, each followed by its comma: as many as the slice holds.
-_MEMBERS = re.compile(rf"(?:(?:{_ITEM})*+,)++".encode(), re.DOTALL)
-#: Items and commas up to a bracket of this container's level, a string left open, or the slice's end.
-_ITEMS = re.compile(rf"(?:{_ITEM}|,)*+".encode(), re.DOTALL)
 #: JSON's white space (space, tab, line feed, carriage return; not Python's ``\s``).
 _SPACE = re.compile(rb"[ \t\r\n]*")
-#: What comes before an object's member that is walked into: its key and colon.
-_KEY = re.compile(rf"[ \t\r\n]*({_STRING})[ \t\r\n]*:[ \t\r\n]*".encode(), re.DOTALL)
+
+
+class _Patterns:
+    """The expressions that find the members; compiled at the first large body, not at import
+    (their compilation is ~25 ms of every server process's start)."""
+
+    __slots__ = ("items", "key", "members")
+
+    def __init__(self) -> None:
+        item = _item_pattern(_LEVELS)
+        #: Whole members, each followed by its comma: as many as the slice holds.
+        self.members = re.compile(rf"(?:(?:{item})*+,)++".encode(), re.DOTALL)
+        #: Items and commas up to a bracket of this container's level, a string left open, or the slice's end.
+        self.items = re.compile(rf"(?:{item}|,)*+".encode(), re.DOTALL)
+        #: What comes before an object's member that is walked into: its key and colon.
+        self.key = re.compile(rf"[ \t\r\n]*({_STRING})[ \t\r\n]*:[ \t\r\n]*".encode(), re.DOTALL)
+
+
+@functools.cache
+def _patterns() -> _Patterns:
+    return _Patterns()
+
+
 _OPENING = {ord("{"): b"{", ord("["): b"["}
 _CLOSING = {ord("{"): b"}", ord("["): b"]"}
 _CLOSED_BY = {ord("}"): ord("{"), ord("]"): ord("[")}
@@ -102,6 +119,7 @@ def _skip_space(raw: bytes, pos: int) -> int:
 
 
 def _decode(raw: bytes, slice_bytes: int) -> Any:
+    patterns = _patterns()
     end = len(raw)
     pos = _skip_space(raw, 0)
     if pos == end or raw[pos] not in _OPENING:
@@ -113,7 +131,7 @@ def _decode(raw: bytes, slice_bytes: int) -> Any:
     while True:
         top = stack[-1]
         limit = min(end, pos + window)
-        members = _MEMBERS.match(raw, pos, limit)
+        members = patterns.members.match(raw, pos, limit)
         if members is not None:
             run = raw[pos : members.end() - 1]
             if _blank(run):
@@ -121,7 +139,7 @@ def _decode(raw: bytes, slice_bytes: int) -> Any:
             top.add_members(run)
             pos, member_due, window = members.end(), True, slice_bytes
             continue
-        stop = _ITEMS.match(raw, pos, limit).end()  # type: ignore[union-attr]
+        stop = patterns.items.match(raw, pos, limit).end()  # type: ignore[union-attr]
         if stop == limit or raw[stop] == ord('"'):
             if limit == end:
                 raise _NotSliced  # a string or container never closed
@@ -152,7 +170,7 @@ def _decode(raw: bytes, slice_bytes: int) -> Any:
             continue
         # A container that does not close within the slice (or nests deeper): walk into it.
         if isinstance(top.value, dict):
-            key = _KEY.fullmatch(rest)
+            key = patterns.key.fullmatch(rest)
             if key is None:
                 raise _NotSliced
             name = orjson.loads(key.group(1))

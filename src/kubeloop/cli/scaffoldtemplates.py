@@ -207,7 +207,8 @@ VENV ?= .venv
 BIN := $$(VENV)/bin
 # Packages go in with uv, itself installed by the environment's pip (uv reads no pip.conf: an
 # index of your own goes in UV_INDEX_URL / UV_EXTRA_INDEX_URL; it trusts the system's certificates).
-INSTALL := UV_LINK_MODE=copy UV_NATIVE_TLS=1 $$(BIN)/uv pip install --quiet --python $$(BIN)/python --compile-bytecode
+# Files are hard-linked from uv's cache, or copied where it is on another file system.
+INSTALL := UV_NATIVE_TLS=1 $$(BIN)/uv pip install --quiet --python $$(BIN)/python --compile-bytecode
 ifeq ($$(origin VENV),file)
 ENVIRONMENT := $$(VENV)/.installed
 endif

@@ -315,3 +315,59 @@ async def test_controlled_by_leaves_someone_elses_object_alone(
     # Without controlled_by, controller-runtime's behaviour: the mutate adopts it.
     result, adopted = await helper(client, dict(theirs), take)
     assert result == cu.OperationResult.UPDATED and cu.is_controlled_by(adopted, owner)
+
+
+def test_helpers_change_a_models_metadata_as_they_change_its_dict() -> None:
+    """On a model, the owner-reference and finalizer helpers change that one field of its
+    metadata, as on the object's JSON form, and leave the rest as it was (the same instances:
+    neither dumped nor validated again)."""
+    import kubeloop
+    from kubeloop.models import core_v1
+
+    plain: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "c",
+            "namespace": "ns",
+            "uid": "uid-c",
+            "creationTimestamp": "2024-05-01T10:00:00Z",
+            "labels": {"app": "web"},
+            "finalizers": ["example.com/keep"],
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Secret", "name": "s", "uid": "uid-s"},
+            ],
+            "managedFields": [
+                {
+                    "manager": "kubectl",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": "2024-05-01T10:00:00Z",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:data": {"f:a": {}}},
+                }
+            ],
+        },
+        "data": {"a": "1"},
+    }
+    typed = core_v1.ConfigMap.from_dict(plain)
+    managed, labels = typed.metadata.managed_fields, typed.metadata.labels
+    owner = apps_v1.Deployment(metadata=kubeloop.ObjectMeta(name="d", namespace="ns", uid="uid-d"))
+    steps = [
+        lambda obj: cu.set_controller_reference(owner, obj),
+        lambda obj: cu.set_owner_reference(owner.to_dict() | {"metadata": {"name": "e", "namespace": "ns", "uid": "uid-e"}}, obj),
+        lambda obj: cu.add_finalizer(obj, "example.com/cleanup"),
+        lambda obj: cu.remove_finalizer(obj, "example.com/keep"),
+        lambda obj: cu.remove_controller_reference(owner, obj),
+        lambda obj: cu.remove_finalizer(obj, "example.com/cleanup"),
+    ]
+    for step in steps:
+        step(typed)
+        step(plain)
+        assert typed.to_dict() == plain
+        assert typed.metadata.managed_fields is managed and typed.metadata.labels is labels
+    assert [ref.name for ref in typed.metadata.owner_references or ()] == ["s", "e"]
+    assert typed.metadata.owner_references is not None and isinstance(
+        typed.metadata.owner_references[0], meta_v1.OwnerReference
+    )
+    assert typed.metadata.finalizers == []

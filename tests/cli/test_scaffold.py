@@ -454,6 +454,31 @@ def test_the_readmes_commands_run_as_written(cluster: ServerThread, tmp_path: pa
     assert crd.stdout == "customresourcedefinition.apiextensions.k8s.io/websites.web.shop.dev\n", crd.stderr
 
 
+def test_the_environment_is_made_with_the_uv_on_path_or_one_pip_installs(
+    project: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """`make test`'s first step, as make would run it (``make -n``): with a uv on PATH (kubeloop's
+    own environment has one) .venv is made by it, pip included, and the packages go in with it;
+    without one, by ``python -m venv``, whose pip installs uv into .venv first (the README test
+    runs the first way whole)."""
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for tool in ("make", "sh", "bash", "python3"):  # what the recipe needs, and no uv
+        found = subprocess.run(["bash", "-c", f"command -v {tool}"], capture_output=True, text=True).stdout.strip()
+        (bare / tool).symlink_to(found)
+    for path, made_by, uv in (
+        (f"{BIN}{os.pathsep}{bare}", f"{BIN / 'uv'} venv --seed --quiet --python python3 .venv", str(BIN / "uv")),
+        (str(bare), "python3 -m venv .venv", ".venv/bin/uv"),
+    ):
+        env = {**environment(tmp_path), "PATH": path}
+        planned = subprocess.run(
+            ["make", "-n", ".venv/.installed"], cwd=project, capture_output=True, text=True, env=env, check=True
+        ).stdout.splitlines()
+        assert planned[0] == f"test -x .venv/bin/python || {made_by}"
+        assert planned[1] == f"test -x {uv} || .venv/bin/python -m pip install --quiet --disable-pip-version-check uv"
+        assert planned[2].startswith(f"UV_NATIVE_TLS=1 {uv} pip install --quiet --python .venv/bin/python ")
+
+
 def test_manifests_are_computed_whole_before_config_is_touched(tmp_path: pathlib.Path) -> None:
     """A setup that names a kind nothing defines, or that fails, leaves config/ as it was (it used
     to delete a CRD's file and then crash half-way); a model the setup uses but main.py does not

@@ -205,10 +205,11 @@ KUBELOOP ?= $kubeloop
 # lists (its test extra too). VENV=path on the command line uses an environment as it is.
 VENV ?= .venv
 BIN := $$(VENV)/bin
-# Packages go in with uv, itself installed by the environment's pip (uv reads no pip.conf: an
-# index of your own goes in UV_INDEX_URL / UV_EXTRA_INDEX_URL; it trusts the system's certificates).
-# Files are hard-linked from uv's cache, or copied where it is on another file system.
-INSTALL := UV_NATIVE_TLS=1 $$(BIN)/uv pip install --quiet --python $$(BIN)/python --compile-bytecode
+# Packages go in with uv: the one on PATH (kubeloop's own environment has one), else one installed
+# into .venv by its pip. uv reads no pip.conf: an index of your own goes in UV_INDEX_URL /
+# UV_EXTRA_INDEX_URL; it trusts the system's certificates. Files are hard-linked from its cache.
+UV := $$(or $$(shell command -v uv 2>/dev/null),$$(BIN)/uv)
+INSTALL := UV_NATIVE_TLS=1 $$(UV) pip install --quiet --python $$(BIN)/python --compile-bytecode
 ifeq ($$(origin VENV),file)
 ENVIRONMENT := $$(VENV)/.installed
 endif
@@ -216,8 +217,8 @@ endif
 .PHONY: run test manifests deploy undeploy docker-build
 
 $$(VENV)/.installed: pyproject.toml
-\ttest -x $$(BIN)/python || $$(PYTHON) -m venv $$(VENV)
-\ttest -x $$(BIN)/uv || $$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
+\ttest -x $$(BIN)/python || $$(if $$(filter $$(BIN)/uv,$$(UV)),$$(PYTHON) -m venv $$(VENV),$$(UV) venv --seed --quiet --python $$(PYTHON) $$(VENV))
+\ttest -x $$(UV) || $$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
 \t$$(INSTALL) $$(KUBELOOP) -e '.[test]'
 \ttouch $$@
 

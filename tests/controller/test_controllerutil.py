@@ -361,11 +361,31 @@ def test_helpers_change_a_models_metadata_as_they_change_its_dict() -> None:
         lambda obj: cu.remove_controller_reference(owner, obj),
         lambda obj: cu.remove_finalizer(obj, "example.com/cleanup"),
     ]
+    def answers(obj: Any) -> tuple[bool, ...]:
+        return (
+            cu.contains_finalizer(obj, "example.com/keep"),
+            cu.contains_finalizer(obj, "example.com/cleanup"),
+            cu.has_controller_reference(obj),
+            cu.is_controlled_by(obj, owner),
+            cu.has_owner_reference(obj, owner),
+        )
+
+    seen = []
     for step in steps:
         step(typed)
         step(plain)
         assert typed.to_dict() == plain
         assert typed.metadata.managed_fields is managed and typed.metadata.labels is labels
+        assert answers(typed) == answers(plain)
+        seen.append(answers(plain))
+    assert seen == [  # finalizers keep and cleanup, a controller, controlled by owner, owned by it
+        (True, False, True, True, True),
+        (True, False, True, True, True),
+        (True, True, True, True, True),
+        (False, True, True, True, True),
+        (False, True, False, False, False),
+        (False, False, False, False, False),
+    ]
     assert [ref.name for ref in typed.metadata.owner_references or ()] == ["s", "e"]
     assert typed.metadata.owner_references is not None and isinstance(
         typed.metadata.owner_references[0], meta_v1.OwnerReference

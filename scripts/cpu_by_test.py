@@ -6,7 +6,7 @@ durations ``--durations`` prints, which count waiting) are what to cut. A module
 count towards the first of its tests each worker runs; a process nobody waits for (a pod's,
 a fork server's) counts towards none (``scripts/suite_cpu.py`` sees those)::
 
-    PYTHONPATH=scripts .venv/bin/pytest -p cpu_by_test -q -n 3 --dist loadgroup
+    PYTHONPATH=scripts .venv/bin/pytest -p cpu_by_test -q -n 3 --dist loadfile
 
 A development tool: the tests do not run it.
 """

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 
-DEFAULT = [".venv/bin/pytest", "-q", "-p", "no:cacheprovider", "-n", "3", "--dist", "loadgroup"]
+DEFAULT = [".venv/bin/pytest", "-q", "-p", "no:cacheprovider", "-n", "3", "--dist", "loadfile"]
 
 #: (pattern over a command line, kind), the first that matches names the process.
 KINDS = [

@@ -290,6 +290,49 @@ def test_path_strings(path: tuple[str, ...], text: str) -> None:
     assert fieldsets.path_string(path) == text
 
 
+def test_field_sets_follow_the_schema() -> None:
+    """A Deployment's members as upstream's managedFields show them: the selector (a LabelSelector,
+    ``+structType=atomic``) is one member and its keys none; containers a list map by name; the
+    finalizers a set; labels a map of members. An edit inside the selector changes the selector."""
+    from kubeloop.apiserver.catalog import schemas
+
+    schema = schemas.kind_schema("apps", "v1", "Deployment")
+    obj = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"app": "web"}, "finalizers": ["a/b"]},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+        },
+    }  # fmt: skip
+    container = ("f:spec", "f:template", "f:spec", "f:containers", 'k:{"name":"c"}')
+    assert set(fieldsets.field_set(obj, schema)) == {
+        ("f:metadata", "f:labels", "f:app"),
+        ("f:metadata", "f:finalizers", 'v:"a/b"'),
+        ("f:spec", "f:selector"),
+        ("f:spec", "f:template", "f:metadata", "f:labels", "f:app"),
+        container, (*container, "f:image"), (*container, "f:name"),
+    }  # fmt: skip
+    edited = copy.deepcopy(obj)
+    edited["spec"]["selector"]["matchLabels"]["tier"] = "front"
+    scope = fieldmanager._scope_test("", True)
+    assert fieldsets.update_changes(obj, edited, schema, scope) == ({("f:spec", "f:selector")}, set())
+
+
+def test_the_walks_plans_keep_no_map_keys() -> None:
+    """A map's keys are the user's data: the plans the walk keeps per schema node remember the
+    fields the schema declares, never the keys of the maps it walked."""
+    from kubeloop.apiserver.catalog import schemas
+
+    schema = schemas.kind_schema("", "v1", "ConfigMap")
+    for i in range(100):
+        fieldsets.field_set({"data": {f"key-{i}": "v"}, "metadata": {"labels": {f"l{i}": "v"}}}, schema)
+    root = fieldsets._plan(fieldsets.resolve(schema))
+    assert root.child("data")[0]._children == {}
+    assert root.child("metadata")[0].child("labels")[0]._children == {}
+    assert {"data", "metadata"} <= set(root._children) <= set(fieldsets.resolve(schema)["properties"])
+
+
 # ---------------------------------------------------------------------------- updates by difference
 
 

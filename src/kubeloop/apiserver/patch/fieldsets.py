@@ -205,39 +205,103 @@ def field_set(
     creates them owns as members too.
     """
     out: dict[Path, Member] = {}
-    _walk(obj, resolve(schema), (), out, maps if maps is not None else set())
+    _walk(obj, _plan(resolve(schema)), (), out, maps if maps is not None else set())
     for stripped in STRIPPED:
         out.pop(stripped, None)
     return out
 
 
-def _walk(value: Any, node: Mapping[str, Any], path: Path, out: dict[Path, Member], maps: set[Path]) -> None:
+class _Plan:
+    """What a walk needs of one resolved schema node, read from it once: whether it is an atomic
+    map, its declared fields (each with its plan and path element, made at first use: schemas
+    refer to themselves), the plan of its other keys, how its lists merge. Looking these up in
+    the node at every field of every write was most of a field set's cost."""
+
+    __slots__ = (
+        "_children",
+        "_extra",
+        "_item",
+        "atomic_map",
+        "item_node",
+        "list_keys",
+        "list_kind",
+        "node",
+        "properties",
+    )
+
+    def __init__(self, node: Mapping[str, Any]) -> None:
+        self.node = node
+        self.atomic_map = node.get("x-kubernetes-map-type") == "atomic"
+        self.properties: Mapping[str, Any] = node.get("properties") or {}
+        self.list_kind, self.list_keys = list_kind(node)
+        items = node.get("items")
+        self.item_node: Mapping[str, Any] = resolve(items) if isinstance(items, Mapping) else {}
+        self._children: dict[str, tuple[_Plan, bool, str]] = {}
+        self._extra: _Plan | None = None
+        self._item: _Plan | None = None
+
+    def child(self, key: str) -> tuple[_Plan, bool, str]:
+        """The plan of field ``key``, whether the schema declares it, and its path element.
+        Only declared fields are kept: a map's keys are the user's data, without bound."""
+        found = self._children.get(key)
+        if found is not None:
+            return found
+        if key in self.properties:
+            found = (_plan(resolve(self.properties[key])), True, f"f:{key}")
+            self._children[key] = found
+            return found
+        extra = self._extra
+        if extra is None:
+            additional = self.node.get("additionalProperties")
+            extra = self._extra = _plan(resolve(additional) if isinstance(additional, Mapping) else None)
+        return extra, False, f"f:{key}"
+
+    @property
+    def item(self) -> _Plan:
+        """The plan of the node's list items."""
+        item = self._item
+        if item is None:
+            item = self._item = _plan(self.item_node)
+        return item
+
+
+_PLANS: dict[int, tuple[Mapping[str, Any], _Plan]] = {}
+
+
+def _plan(node: Mapping[str, Any] | None) -> _Plan:
+    """The plan of a resolved schema node, memoised as ``resolve`` is (an empty or absent node,
+    which ``resolve`` makes anew each time, shares one)."""
+    return _per_node(_PLANS, node, _Plan) if node else _UNTYPED
+
+
+_UNTYPED = _Plan({})
+
+
+def _walk(value: Any, plan: _Plan, path: Path, out: dict[Path, Member], maps: set[Path]) -> None:
     if isinstance(value, dict):
-        if node.get("x-kubernetes-map-type") == "atomic":
+        if plan.atomic_map:
             if path:
                 out[path] = Member(value, True)
             return
-        properties: Mapping[str, Any] = node.get("properties") or {}
-        if path and not properties:
+        if path and not plan.properties:
             maps.add(path)
-        extra = node.get("additionalProperties")
         for key, child in value.items():
-            _walk_field(key, child, properties, extra, path, out, maps)
+            _walk_field(key, child, plan, path, out, maps)
         return
     if isinstance(value, list):
-        kind, keys = list_kind(node)
-        items = node.get("items")
-        item_node = resolve(items) if isinstance(items, Mapping) else {}
+        kind = plan.list_kind
         if kind == "atomic":
             if path:
                 out[path] = Member(value, True)
             return
-        for item in value:
-            if kind == "set":
+        if kind == "set":
+            for item in value:
                 out[(*path, value_key(item))] = Member(item, True)
-                continue
+            return
+        keys, item_node, item_plan = plan.list_keys, plan.item_node, plan.item
+        for item in value:
             element = (*path, element_key(item, keys, item_node))
-            _walk(item, item_node, element, out, maps)
+            _walk(item, item_plan, element, out, maps)
             out[element] = Member(item, False)
         return
     if path:
@@ -252,19 +316,16 @@ def field_node(key: str, properties: Mapping[str, Any], extra: Any) -> tuple[Map
 
 
 def _walk_field(
-    key: str,
-    child: Any,
-    properties: Mapping[str, Any],
-    extra: Any,
-    path: Path,
-    out: dict[Path, Member],
-    maps: set[Path],
+    key: str, child: Any, plan: _Plan, path: Path, out: dict[Path, Member], maps: set[Path]
 ) -> None:
-    """The members of one field of an object: the field's value and what lies below it."""
-    child_path = (*path, f"f:{key}")
-    resolved, declared = field_node(key, properties, extra)
-    _walk(child, resolved, child_path, out, maps)
-    if child is None or (isinstance(child, dict) and not child):
+    """The members of one field (of an object of ``plan``): the field's value and what lies below it."""
+    child_plan, declared, element = plan.child(key)
+    child_path = (*path, element)
+    if not isinstance(child, (dict, list)):  # a scalar or null: a leaf (most fields; no call for it)
+        out[child_path] = Member(child, True)
+        return
+    _walk(child, child_plan, child_path, out, maps)
+    if isinstance(child, dict) and not child:
         out[child_path] = Member(child, True)
     elif not declared and child_path not in out:
         out[child_path] = Member(child, False)
@@ -289,14 +350,10 @@ def update_changes(
     ``in_scope`` says which top-level fields count."""
     changed: set[Path] = set()
     removed: set[Path] = set()
-    resolved = resolve(schema)
-    properties: Mapping[str, Any] = resolved.get("properties") or {}
-    extra = resolved.get("additionalProperties")
+    plan = _plan(resolve(schema))
     for key in {**old, **new}:
         if in_scope(key):
-            _diff_field(
-                key, old.get(key, _ABSENT), new.get(key, _ABSENT), properties, extra, (), changed, removed
-            )
+            _diff_field(key, old.get(key, _ABSENT), new.get(key, _ABSENT), plan, (), changed, removed)
     return changed, removed
 
 
@@ -304,8 +361,7 @@ def _diff_field(
     key: str,
     before: Any,
     after: Any,
-    properties: Mapping[str, Any],
-    extra: Any,
+    plan: _Plan,
     path: Path,
     changed: set[Path],
     removed: set[Path],
@@ -313,20 +369,17 @@ def _diff_field(
     if before is after or (before is not _ABSENT and after is not _ABSENT and before == after):
         return
     if isinstance(before, dict) and isinstance(after, dict) and before and after:
-        resolved, _ = field_node(key, properties, extra)
-        if resolved.get("x-kubernetes-map-type") != "atomic":
+        child_plan, _, element = plan.child(key)
+        if not child_plan.atomic_map:
             # Both non-empty objects: the field is a member on both sides (or on neither) and a
             # map on both sides (or on neither); only what differs below it can change.
-            child_path = (*path, f"f:{key}")
-            child_properties: Mapping[str, Any] = resolved.get("properties") or {}
-            child_extra = resolved.get("additionalProperties")
+            child_path = (*path, element)
             for child_key in {**before, **after}:
                 _diff_field(
                     child_key,
                     before.get(child_key, _ABSENT),
                     after.get(child_key, _ABSENT),
-                    child_properties,
-                    child_extra,
+                    child_plan,
                     child_path,
                     changed,
                     removed,
@@ -337,9 +390,9 @@ def _diff_field(
     old_maps: set[Path] = set()
     new_maps: set[Path] = set()
     if before is not _ABSENT:
-        _walk_field(key, before, properties, extra, path, old_set, old_maps)
+        _walk_field(key, before, plan, path, old_set, old_maps)
     if after is not _ABSENT:
-        _walk_field(key, after, properties, extra, path, new_set, new_maps)
+        _walk_field(key, after, plan, path, new_set, new_maps)
     if not path or path[0] == "f:metadata":
         for stripped in STRIPPED:
             old_set.pop(stripped, None)

@@ -246,7 +246,7 @@ async def operate_kopf(
         import kubernetes
         import urllib3
 
-        kubernetes.config.load_kube_config(kubeconfig)  # type: ignore[no-untyped-call]
+        kubernetes.config.load_kube_config(kubeconfig)
         sync_core: Any = kubernetes.client.CoreV1Api()
         urlopen = urllib3.connectionpool.HTTPConnectionPool.urlopen
 
@@ -261,7 +261,6 @@ async def operate_kopf(
 
     register_login(kopf, registry, kubeconfig, namespace)
 
-    @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.posting.enabled = False
         if workers:
@@ -270,6 +269,7 @@ async def operate_kopf(
             settings.queueing.worker_limit = workers
             settings.queueing.idle_timeout = 0.1
 
+    kopf.on.startup(registry=registry)(configure)
     stop, ready = asyncio.Event(), asyncio.Event()
     started, cpu_started = time.perf_counter(), cpu_seconds()
     operator = asyncio.create_task(

@@ -149,7 +149,7 @@ def official_figures(kubeconfig: pathlib.Path, objects: int, gets: int) -> dict[
 
     # The official client's calls are partly untyped, and _preload_content=False answers are raw
     # responses its annotations do not know: held as Any.
-    api_client: Any = kubernetes.config.new_client_from_config(str(kubeconfig))  # type: ignore[no-untyped-call]
+    api_client: Any = kubernetes.config.new_client_from_config(str(kubeconfig))
     core: Any = kubernetes.client.CoreV1Api(api_client)
     core.read_namespaced_pod("pod-000000", NAMESPACE)
 
@@ -169,7 +169,7 @@ def official_figures(kubeconfig: pathlib.Path, objects: int, gets: int) -> dict[
         assert len(listed["items"]) == objects
 
     def watch_once() -> None:
-        watch: Any = kubernetes.watch.Watch()  # type: ignore[no-untyped-call]
+        watch: Any = kubernetes.watch.Watch()
         for seen, _event in enumerate(
             watch.stream(core.list_namespaced_pod, NAMESPACE, resource_version="0"), 1
         ):

@@ -121,7 +121,7 @@ def exec_round_trips(kubeconfig: str) -> dict[str, float]:
     from kubernetes.stream import stream
 
     configuration = kubernetes.client.Configuration()
-    kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+    kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
     with kubernetes.client.ApiClient(configuration) as api:
         core: Any = kubernetes.client.CoreV1Api(api)
         core.create_namespaced_pod(NAMESPACE, pod("exec-target", ["sleep", "600"]))

@@ -146,18 +146,19 @@ async def run_kopf(kubeconfig: str, namespace: str, writer: list[str]) -> tuple[
     latencies = Latencies()
     registry = kopf.OperatorRegistry()
 
-    @kopf.on.event("", "v1", "configmaps", registry=registry)
     async def on_event(**kwargs: Any) -> None:
         event, name = kwargs["event"], kwargs["name"]
         latencies.observe(name, (event.get("object") or {}).get("metadata", {}).get("annotations"))
 
+    kopf.on.event("", "v1", "configmaps", registry=registry)(on_event)
+
     register_login(kopf, registry, kubeconfig, namespace)
 
-    @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.posting.enabled = False
         settings.watching.server_timeout = 300
 
+    kopf.on.startup(registry=registry)(configure)
     ready = asyncio.Event()
     stop = asyncio.Event()
     operator = asyncio.create_task(

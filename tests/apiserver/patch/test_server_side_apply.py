@@ -333,6 +333,20 @@ def test_the_walks_plans_keep_no_map_keys() -> None:
     assert {"data", "metadata"} <= set(root._children) <= set(fieldsets.resolve(schema)["properties"])
 
 
+def test_the_walks_memos_hold_a_bounded_number_of_schema_nodes() -> None:
+    """A CRD's schema is a new dict at every write of the CRD; the memos of resolved nodes, list
+    kinds and plans keep the nodes they hold alive, so they start again once full instead of
+    keeping every replaced schema."""
+    memos = (fieldsets._RESOLVED, fieldsets._LIST_KINDS, fieldsets._PLANS)
+    properties = {f"field{i}": {"type": "array", "items": {"type": "string"}} for i in range(500)}
+    obj = {"spec": {f"field{i}": ["a"] for i in range(500)}}
+    for _ in range(3 * fieldsets._PER_NODE_LIMIT // 500):
+        schema = copy.deepcopy({"type": "object", "properties": {"spec": {"type": "object", "properties": properties}}})
+        fieldsets.field_set(obj, schema)
+        assert all(len(memo) <= fieldsets._PER_NODE_LIMIT for memo in memos)
+    assert all(len(memo) > 0 for memo in memos)
+
+
 # ---------------------------------------------------------------------------- updates by difference
 
 

@@ -127,17 +127,25 @@ _RESOLVED: dict[int, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
 _LIST_KINDS: dict[int, tuple[Mapping[str, Any], tuple[str, list[str]]]] = {}
 
 
+#: Nodes a memo holds before it starts again. The built-in schemas have ~6,100; a CRD's schema is
+#: a new dict at every write of the CRD (its status updates too), and a memo keeps alive the
+#: nodes it holds: without a bound, replaced schemas would stay for good.
+_PER_NODE_LIMIT = 16_384
+
+
 def _per_node(
     cache: dict[int, tuple[Mapping[str, Any], R]],
     node: Mapping[str, Any],
     compute: Callable[[Mapping[str, Any]], R],
 ) -> R:
-    """``compute(node)`` memoised per schema node (nodes live as long as the loaded schemas;
-    the node kept beside the answer tells a reused id apart)."""
+    """``compute(node)`` memoised per schema node (the node kept beside the answer tells a
+    reused id apart); a full memo is emptied and fills again with the nodes in use."""
     cached = cache.get(id(node))
     if cached is not None and cached[0] is node:
         return cached[1]
     found = compute(node)
+    if len(cache) >= _PER_NODE_LIMIT:
+        cache.clear()
     cache[id(node)] = (node, found)
     return found
 
@@ -214,31 +222,19 @@ def field_set(
 class _Plan:
     """What a walk needs of one resolved schema node, read from it once: whether it is an atomic
     map, its declared fields (each with its plan and path element, made at first use: schemas
-    refer to themselves), the plan of its other keys, how its lists merge. Looking these up in
-    the node at every field of every write was most of a field set's cost."""
+    refer to themselves), the plan of its other keys, how its lists merge (at the first list).
+    Looking these up in the node at every field of every write was most of a field set's cost.
+    A node is read as it is when first walked: schemas are replaced, never edited in place."""
 
-    __slots__ = (
-        "_children",
-        "_extra",
-        "_item",
-        "atomic_map",
-        "item_node",
-        "list_keys",
-        "list_kind",
-        "node",
-        "properties",
-    )
+    __slots__ = ("_children", "_extra", "_merge", "atomic_map", "node", "properties")
 
     def __init__(self, node: Mapping[str, Any]) -> None:
         self.node = node
         self.atomic_map = node.get("x-kubernetes-map-type") == "atomic"
         self.properties: Mapping[str, Any] = node.get("properties") or {}
-        self.list_kind, self.list_keys = list_kind(node)
-        items = node.get("items")
-        self.item_node: Mapping[str, Any] = resolve(items) if isinstance(items, Mapping) else {}
         self._children: dict[str, tuple[_Plan, bool, str]] = {}
         self._extra: _Plan | None = None
-        self._item: _Plan | None = None
+        self._merge: tuple[str, list[str], Mapping[str, Any], _Plan] | None = None
 
     def child(self, key: str) -> tuple[_Plan, bool, str]:
         """The plan of field ``key``, whether the schema declares it, and its path element.
@@ -247,7 +243,12 @@ class _Plan:
         if found is not None:
             return found
         if key in self.properties:
-            found = (_plan(resolve(self.properties[key])), True, f"f:{key}")
+            declared = self.properties[key]  # a node that is no schema (CRDs' are refused) walks untyped
+            found = (
+                _plan(resolve(declared)) if isinstance(declared, Mapping) else _UNTYPED,
+                True,
+                f"f:{key}",
+            )
             self._children[key] = found
             return found
         extra = self._extra
@@ -256,13 +257,16 @@ class _Plan:
             extra = self._extra = _plan(resolve(additional) if isinstance(additional, Mapping) else None)
         return extra, False, f"f:{key}"
 
-    @property
-    def item(self) -> _Plan:
-        """The plan of the node's list items."""
-        item = self._item
-        if item is None:
-            item = self._item = _plan(self.item_node)
-        return item
+    def merge(self) -> tuple[str, list[str], Mapping[str, Any], _Plan]:
+        """How a list of this node merges (``list_kind``), its items' node and their plan; read
+        at the first list of the node walked (most nodes never hold one)."""
+        merge = self._merge
+        if merge is None:
+            kind, keys = list_kind(self.node)
+            items = self.node.get("items")
+            item_node = resolve(items) if isinstance(items, Mapping) else {}
+            merge = self._merge = (kind, keys, item_node, _plan(item_node))
+        return merge
 
 
 _PLANS: dict[int, tuple[Mapping[str, Any], _Plan]] = {}
@@ -289,7 +293,7 @@ def _walk(value: Any, plan: _Plan, path: Path, out: dict[Path, Member], maps: se
             _walk_field(key, child, plan, path, out, maps)
         return
     if isinstance(value, list):
-        kind = plan.list_kind
+        kind, keys, item_node, item_plan = plan.merge()
         if kind == "atomic":
             if path:
                 out[path] = Member(value, True)
@@ -298,7 +302,6 @@ def _walk(value: Any, plan: _Plan, path: Path, out: dict[Path, Member], maps: se
             for item in value:
                 out[(*path, value_key(item))] = Member(item, True)
             return
-        keys, item_node, item_plan = plan.list_keys, plan.item_node, plan.item
         for item in value:
             element = (*path, element_key(item, keys, item_node))
             _walk(item, item_plan, element, out, maps)

@@ -64,9 +64,9 @@ tools: $(STAMP)
 # Half again as many pytest workers as cores: a third of a test's time is spent waiting on the
 # servers, kubectl and processes it drives (2 cores: 3 workers ran a third faster than 2; 4 no faster).
 # A test file's tests run on one worker (--dist loadfile), so that its module-scoped fixtures (a
-# server, a node, a generated project, a helm install) are made once, not once per worker: xdist's
-# default deals the tests one at a time, and a file's fixtures were made up to three times (the
-# suite's pytest 640-690 -> 531 s, 1,200 -> 960 CPU-s). Files go largest first (by test count).
+# server, a node, a generated project, a helm install) are made once, not once per worker: loadgroup
+# deals the tests one at a time, and a file's fixtures were made up to three times (four such files:
+# 150-157 CPU-s against 166-170; the whole suite ~2 % faster). Files go largest first (by count).
 WORKERS ?= $(shell $(PYTHON) -c 'import os; n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1; print(n + (n + 1) // 2)')
 
 # GOGC=400: the suite runs kubectl ~2,200 times (17 % of its CPU: scripts/suite_cpu.py), and a third

@@ -456,40 +456,44 @@ def test_kubectl_creates_gets_and_describes_every_new_kind(
     assert credentials is not None
     objects = manifests(namespace, credentials.ca_cert_pem.decode())
     documents = yaml.safe_dump_all(objects)
-    kubectl("create", "-n", namespace, "-f", "-", stdin=documents)
     targets = [f"{_plural(str(o['kind']), str(o['apiVersion']))}/{o['metadata']['name']}" for o in objects]  # type: ignore[index]
-    listed = kubectl("get", "-n", namespace, *targets, "-o", "json").stdout
-    got = json.loads(listed)["items"]
-    assert [(o["kind"], o["metadata"]["name"]) for o in got] == [
-        (o["kind"], o["metadata"]["name"])
-        for o in objects  # type: ignore[index]
-    ]
-    table = kubectl("get", "-n", namespace, *targets).stdout
-    for obj in objects:
-        assert str(obj["metadata"]["name"]) in table  # type: ignore[index]
-    # Each kind's table has upstream's columns (kubectl prints a header per kind).
-    headers = {}
-    for block in table.strip().split("\n\n"):
-        header, *rows = block.splitlines()
-        for row in rows:
-            headers[row.split()[0]] = header.split()  # kind.group/name
-    for obj in objects:
-        kind, group = str(obj["kind"]), str(obj["apiVersion"]).rpartition("/")[0]
-        printed = f"{kind.lower()}{'.' + group if group else ''}/{obj['metadata']['name']}"  # type: ignore[index]
-        expected = UPSTREAM_HEADERS.get(kind)
-        if expected is not None:
-            # StorageVersionMigration's name column has no "name" format: kubectl shows it bare.
-            name = printed if kind != "StorageVersionMigration" else printed.rpartition("/")[2]
-            assert headers[name] == expected.split(), kind
-    # kubectl before 1.34 describes VolumeAttributesClasses through storage.k8s.io/v1beta1, which
-    # a 1.37 kube-apiserver does not serve by default either.
-    describable = [t for t in targets if not t.startswith("volumeattributesclasses.")]
-    described = kubectl("describe", "-n", namespace, *describable).stdout
-    assert described.count("\nName:") + described.startswith("Name:") >= len(describable)
-    for obj in objects:
-        if obj["kind"] != "VolumeAttributesClass":
-            assert str(obj["metadata"]["name"]) in described  # type: ignore[index]
-    kubectl("delete", "-n", namespace, *targets, "--wait=false")
+    # Among them are cluster-wide objects (admission policies, a FlowSchema, an APIService): removed
+    # even when an assertion fails, or they would meet every later test on this worker's server.
+    try:
+        kubectl("create", "-n", namespace, "-f", "-", stdin=documents)
+        listed = kubectl("get", "-n", namespace, *targets, "-o", "json").stdout
+        got = json.loads(listed)["items"]
+        assert [(o["kind"], o["metadata"]["name"]) for o in got] == [
+            (o["kind"], o["metadata"]["name"])
+            for o in objects  # type: ignore[index]
+        ]
+        table = kubectl("get", "-n", namespace, *targets).stdout
+        for obj in objects:
+            assert str(obj["metadata"]["name"]) in table  # type: ignore[index]
+        # Each kind's table has upstream's columns (kubectl prints a header per kind).
+        headers = {}
+        for block in table.strip().split("\n\n"):
+            header, *rows = block.splitlines()
+            for row in rows:
+                headers[row.split()[0]] = header.split()  # kind.group/name
+        for obj in objects:
+            kind, group = str(obj["kind"]), str(obj["apiVersion"]).rpartition("/")[0]
+            printed = f"{kind.lower()}{'.' + group if group else ''}/{obj['metadata']['name']}"  # type: ignore[index]
+            expected = UPSTREAM_HEADERS.get(kind)
+            if expected is not None:
+                # StorageVersionMigration's name column has no "name" format: kubectl shows it bare.
+                name = printed if kind != "StorageVersionMigration" else printed.rpartition("/")[2]
+                assert headers[name] == expected.split(), kind
+        # kubectl before 1.34 describes VolumeAttributesClasses through storage.k8s.io/v1beta1, which
+        # a 1.37 kube-apiserver does not serve by default either.
+        describable = [t for t in targets if not t.startswith("volumeattributesclasses.")]
+        described = kubectl("describe", "-n", namespace, *describable).stdout
+        assert described.count("\nName:") + described.startswith("Name:") >= len(describable)
+        for obj in objects:
+            if obj["kind"] != "VolumeAttributesClass":
+                assert str(obj["metadata"]["name"]) in described  # type: ignore[index]
+    finally:
+        kubectl("delete", "-n", namespace, *targets, "--wait=false", "--ignore-not-found", check=False)
 
 
 def test_upstream_defaults_fill_the_new_kinds(api: Client, namespace: str) -> None:

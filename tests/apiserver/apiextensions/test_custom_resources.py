@@ -524,6 +524,39 @@ def test_an_edited_schema_defaults_older_objects_on_read_and_judges_later_writes
     assert fresh["spec"] == {"size": 2, "color": "blue"}
 
 
+def test_a_crd_write_that_leaves_its_spec_keeps_its_kinds_served_as_they_were(
+    shared_server: ServerThread, api: Client, namespace: str
+) -> None:
+    """Writes of a CRD's labels or status leave its kinds' strategies (and every cache made for
+    their schemas) and the catalog's entries as they were; a schema edit replaces
+    them, and the edited schema is in force at once."""
+    group = f"{namespace}.example.com"
+    create_crd(api, group)
+    server = shared_server.server
+    assert server is not None and server.registry is not None
+    resource = server.catalog.lookup(group, "v1", "widgets")
+    assert resource is not None
+    strategy = server.registry.strategy(resource)
+    crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}"
+    labelled = api.patch(crd_path, {"metadata": {"labels": {"team": "a"}}}, MERGE)
+    assert labelled.status_code == 200, labelled.text
+    conditions = labelled.json()["status"]["conditions"]
+    noted = [*conditions, {"type": "Noted", "status": "True", "reason": "Test", "message": "m"}]
+    status = api.patch(f"{crd_path}/status", {"status": {"conditions": noted}}, MERGE)
+    assert status.status_code == 200, status.text
+    assert server.registry.strategy(resource) is strategy
+    assert server.catalog.lookup(group, "v1", "widgets") is resource
+    crd = api.get(crd_path).json()
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"]["maximum"] = 5
+    assert api.put(crd_path, crd).status_code == 200
+    assert server.registry.strategy(resource) is not strategy
+    path = f"/apis/{group}/v1/namespaces/{namespace}/widgets"
+    widget = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "big"}, "spec": {"size": 7}}
+    too_big = api.post(path, widget)
+    assert too_big.status_code == 422, too_big.text
+    assert too_big.json()["details"]["causes"][0]["field"] == "spec.size"
+
+
 @pytest.mark.kubectl
 def test_a_status_write_is_defaulted_as_every_write_is(kubectl: Kubectl, api: Client, namespace: str) -> None:
     """Upstream decodes every write with the schema's defaults, a /status write's too: a status

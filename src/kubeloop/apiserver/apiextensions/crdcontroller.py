@@ -25,7 +25,12 @@ from typing import Any
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.apiextensions.crdregistry import CLEANUP_FINALIZER, CRDStrategy, served_resources
+from kubeloop.apiserver.apiextensions.crdregistry import (
+    CLEANUP_FINALIZER,
+    CRDStrategy,
+    CustomResourceStrategy,
+    served_resources,
+)
 from kubeloop.apiserver.catalog.resources import ResourceType
 from kubeloop.apiserver.openapi.v3 import crd_definitions
 from kubeloop.apiserver.registry.generic import Registry
@@ -60,6 +65,10 @@ class CRDController:
         registry.add_commit_listener("apiextensions.k8s.io", "customresourcedefinitions", self.committed)
         #: CRD name → the resources it serves now.
         self._served: dict[str, list[ResourceType]] = {}
+        #: CRD name → the spec its served strategies were made from, and those strategies: a write
+        #: that leaves the spec as it was (the CRD's status, its labels) keeps them, and with them
+        #: every cache made for their schemas (validators, typed plans, field-set plans).
+        self._made_from: dict[str, tuple[Any, list[CustomResourceStrategy]]] = {}
         self._definitions: dict[str, dict[str, Any]] = {}
         self._cleanup = RetryLoop(self._clean_up, what="crd-cleanup", log=log, retry_interval=retry_interval)
         #: CRDs whose names are judged again (the owner's: a write that could not see another).
@@ -96,8 +105,16 @@ class CRDController:
             self._unserve(name)  # the first to name its kind keeps it
             self._queue_naming(name)
             return
-        served = served_resources(obj, self._converter(name, obj))
         terminating = bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+        spec = obj.get("spec")
+        made = self._made_from.get(name)
+        if made is not None and name in self._served and made[0] == spec:
+            for strategy in made[1]:
+                strategy.terminating = terminating
+            if terminating:
+                self._queue(name)
+            return
+        served = served_resources(obj, self._converter(name, obj))
         kept = {(r.group, r.version, r.plural) for r, _ in served}
         for resource in self._served.get(name, ()):
             if (resource.group, resource.version, resource.plural) not in kept:
@@ -108,6 +125,7 @@ class CRDController:
             self._registry.set_strategy(strategy)
             self._registry.catalog.add(resource)
         self._served[name] = [r for r, _ in served]
+        self._made_from[name] = (spec, [strategy for _, strategy in served])
         self._definitions[name] = crd_definitions(obj)
         if terminating:
             self._queue(name)
@@ -168,6 +186,7 @@ class CRDController:
 
     def _unserve(self, name: str) -> None:
         self._converters.pop(name, None)
+        self._made_from.pop(name, None)
         for resource in self._served.pop(name, ()):
             self._registry.drop_strategy(resource)
             self._registry.catalog.remove(resource)

@@ -16,6 +16,12 @@ async def test_json_lines_with_reconcile_ids() -> None:
     stream = io.StringIO()
     root = logging.getLogger()
     saved = (list(root.handlers), root.level)
+    # configure() sets named loggers' levels too: put every one back for the worker's later tests.
+    levels = {
+        name: logger.level
+        for name, logger in logging.Logger.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger)
+    }
     handler = configure(verbose=False, json_format=True, stream=stream)
     try:
         log = logging.getLogger("my.reconciler")
@@ -43,3 +49,6 @@ async def test_json_lines_with_reconcile_ids() -> None:
         root.removeHandler(handler)
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
+        for name, logger in list(logging.Logger.manager.loggerDict.items()):
+            if isinstance(logger, logging.Logger):
+                logger.setLevel(levels.get(name, logging.NOTSET))

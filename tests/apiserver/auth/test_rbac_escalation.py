@@ -186,37 +186,47 @@ def test_aggregating_and_cluster_roles_need_cluster_wide_permissions(
         "--resource=clusterroles,clusterrolebindings",
     )
     admin("create", "clusterrolebinding", name, f"--clusterrole={name}", "--user=alice")
-    # Her namespaced pod reading does not count at the cluster scope.
-    admin("create", "role", "pod-reader", "--verb=get", "--resource=pods", "-n", namespace)
-    admin("create", "rolebinding", "alice-reads", "--role=pod-reader", "--user=alice", "-n", namespace)
-    refused = alice(
-        "create", "clusterrole", f"{namespace}-readers", "--verb=get", "--resource=pods", check=False
-    )
-    assert (
-        f'clusterroles.rbac.authorization.k8s.io "{namespace}-readers" is forbidden: '
-        + _not_held("alice", '{APIGroups:[""], Resources:["pods"], Verbs:["get"]}')
-        in refused.stderr
-    )
-    aggregating = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": f"{namespace}-aggregate"},
-        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"team": namespace}}]},
-    }
-    denied = alice("create", "-f", "-", stdin=json.dumps(aggregating), check=False)
-    assert (
-        f'clusterroles.rbac.authorization.k8s.io "{namespace}-aggregate" is forbidden: '
-        "must have cluster-admin privileges to use the aggregationRule" in denied.stderr
-    )
-    # Binding the view ClusterRole cluster-wide grants far more than she holds.
-    binding = alice(
-        "create", "clusterrolebinding", f"{namespace}-view", "--clusterrole=view", "--user=bob", check=False
-    )
-    assert (
-        f'clusterrolebindings.rbac.authorization.k8s.io "{namespace}-view" is forbidden: user "alice"'
-        in binding.stderr
-    )
-    assert "is attempting to grant RBAC permissions not currently held:\n{APIGroups:[" in binding.stderr
+    try:
+        # Her namespaced pod reading does not count at the cluster scope.
+        admin("create", "role", "pod-reader", "--verb=get", "--resource=pods", "-n", namespace)
+        admin("create", "rolebinding", "alice-reads", "--role=pod-reader", "--user=alice", "-n", namespace)
+        refused = alice(
+            "create", "clusterrole", f"{namespace}-readers", "--verb=get", "--resource=pods", check=False
+        )
+        assert (
+            f'clusterroles.rbac.authorization.k8s.io "{namespace}-readers" is forbidden: '
+            + _not_held("alice", '{APIGroups:[""], Resources:["pods"], Verbs:["get"]}')
+            in refused.stderr
+        )
+        aggregating = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": f"{namespace}-aggregate"},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"team": namespace}}]},
+        }
+        denied = alice("create", "-f", "-", stdin=json.dumps(aggregating), check=False)
+        assert (
+            f'clusterroles.rbac.authorization.k8s.io "{namespace}-aggregate" is forbidden: '
+            "must have cluster-admin privileges to use the aggregationRule" in denied.stderr
+        )
+        # Binding the view ClusterRole cluster-wide grants far more than she holds.
+        binding = alice(
+            "create",
+            "clusterrolebinding",
+            f"{namespace}-view",
+            "--clusterrole=view",
+            "--user=bob",
+            check=False,
+        )
+        assert (
+            f'clusterrolebindings.rbac.authorization.k8s.io "{namespace}-view" is forbidden: user "alice"'
+            in binding.stderr
+        )
+        assert "is attempting to grant RBAC permissions not currently held:\n{APIGroups:[" in binding.stderr
+
+    finally:  # the grant is cluster-wide: later tests of the worker must not inherit it
+        admin("delete", "clusterrolebinding", name, "--ignore-not-found", check=False)
+        admin("delete", "clusterrole", name, "--ignore-not-found", check=False)
 
 
 def _huge_rule(size: int) -> dict[str, Any]:

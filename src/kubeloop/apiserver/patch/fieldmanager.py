@@ -28,7 +28,6 @@ applied.
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -68,6 +67,12 @@ class ManagedEntry:
     @property
     def identity(self) -> tuple[str, str, str, str]:
         return (self.manager, self.operation, self.api_version, self.subresource)
+
+    def copy(self) -> ManagedEntry:
+        """A shallow copy (``copy.copy`` goes through ``__reduce_ex__``: ~4.7 µs against ~1)."""
+        return ManagedEntry(
+            self.manager, self.operation, self.api_version, self.subresource, self.time, self.paths, self.source
+        )
 
     def to_dict(self) -> Obj:
         source = self.source
@@ -265,11 +270,11 @@ def record_update(
     mine: ManagedEntry | None = None
     for entry in entries:
         if entry.identity == identity:
-            entry = copy.copy(entry)
+            entry = entry.copy()
             mine = entry
             entry.paths = entry.paths - removed
         elif not entry.paths.isdisjoint(removed) or not entry.paths.isdisjoint(changed):
-            entry = copy.copy(entry)
+            entry = entry.copy()
             entry.paths = entry.paths - removed - changed
         result.append(entry)
     if changed:

@@ -188,15 +188,36 @@ _KEY_DEFAULTS = {"protocol": "TCP"}
 
 def element_key(item: Any, keys: list[str], item_node: Mapping[str, Any] | None = None) -> str:
     """``k:{...}`` of a list-map element; a missing key field takes its default, as upstream."""
-    present: Obj = {}
+    return _keyed(item, key_fields(keys, item_node))
+
+
+#: A list-map's key fields in sorted order, each with whether it has a default and the default.
+KeyFields = tuple[tuple[str, bool, Any], ...]
+
+
+def key_fields(keys: list[str], item_node: Mapping[str, Any] | None) -> KeyFields:
+    """What :func:`element_key` reads of the schema, read once (a walk's plan keeps it)."""
     properties: Mapping[str, Any] = (item_node or {}).get("properties") or {}
+    fields: list[tuple[str, bool, Any]] = []
     for key in sorted(keys):
-        if isinstance(item, dict) and key in item:
-            present[key] = item[key]
-        elif isinstance(properties.get(key), Mapping) and "default" in properties[key]:
-            present[key] = properties[key]["default"]
+        declared = properties.get(key)
+        if isinstance(declared, Mapping) and "default" in declared:
+            fields.append((key, True, declared["default"]))
         elif key in _KEY_DEFAULTS and key in properties:
-            present[key] = _KEY_DEFAULTS[key]
+            fields.append((key, True, _KEY_DEFAULTS[key]))
+        else:
+            fields.append((key, False, None))
+    return tuple(fields)
+
+
+def _keyed(item: Any, fields: KeyFields) -> str:
+    present: Obj = {}
+    is_object = isinstance(item, dict)
+    for key, defaulted, default in fields:
+        if is_object and key in item:
+            present[key] = item[key]
+        elif defaulted:
+            present[key] = default
     return "k:" + orjson.dumps(present).decode()
 
 
@@ -234,7 +255,7 @@ class _Plan:
         self.properties: Mapping[str, Any] = node.get("properties") or {}
         self._children: dict[str, tuple[_Plan, bool, str]] = {}
         self._extra: _Plan | None = None
-        self._merge: tuple[str, list[str], Mapping[str, Any], _Plan] | None = None
+        self._merge: tuple[str, KeyFields, _Plan] | None = None
 
     def child(self, key: str) -> tuple[_Plan, bool, str]:
         """The plan of field ``key``, whether the schema declares it, and its path element.
@@ -257,15 +278,15 @@ class _Plan:
             extra = self._extra = _plan(resolve(additional) if isinstance(additional, Mapping) else None)
         return extra, False, f"f:{key}"
 
-    def merge(self) -> tuple[str, list[str], Mapping[str, Any], _Plan]:
-        """How a list of this node merges (``list_kind``), its items' node and their plan; read
-        at the first list of the node walked (most nodes never hold one)."""
+    def merge(self) -> tuple[str, KeyFields, _Plan]:
+        """How a list of this node merges (``list_kind``), its map keys' fields (``key_fields``)
+        and its items' plan; read at the first list of the node walked (most nodes never hold one)."""
         merge = self._merge
         if merge is None:
             kind, keys = list_kind(self.node)
             items = self.node.get("items")
             item_node = resolve(items) if isinstance(items, Mapping) else {}
-            merge = self._merge = (kind, keys, item_node, _plan(item_node))
+            merge = self._merge = (kind, key_fields(keys, item_node), _plan(item_node))
         return merge
 
 
@@ -293,7 +314,7 @@ def _walk(value: Any, plan: _Plan, path: Path, out: dict[Path, Member], maps: se
             _walk_field(key, child, plan, path, out, maps)
         return
     if isinstance(value, list):
-        kind, keys, item_node, item_plan = plan.merge()
+        kind, fields, item_plan = plan.merge()
         if kind == "atomic":
             if path:
                 out[path] = Member(value, True)
@@ -303,7 +324,7 @@ def _walk(value: Any, plan: _Plan, path: Path, out: dict[Path, Member], maps: se
                 out[(*path, value_key(item))] = Member(item, True)
             return
         for item in value:
-            element = (*path, element_key(item, keys, item_node))
+            element = (*path, _keyed(item, fields))
             _walk(item, item_plan, element, out, maps)
             out[element] = Member(item, False)
         return

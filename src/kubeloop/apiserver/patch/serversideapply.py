@@ -6,7 +6,6 @@ over.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ from kubeloop.apiserver.patch.fieldsets import (
     resolve,
     value_key,
 )
+from kubeloop.apiserver.patch.mergepatch import copy_json
 
 
 @dataclass(frozen=True)
@@ -100,13 +100,13 @@ def apply(
 ) -> ApplyResult:
     """Merge ``applied`` into ``live`` for ``manager``; raises the 409 on conflicts unless ``force``."""
     resolved = resolve(schema)
-    base = copy.deepcopy(live) if live is not None else {}
+    base = copy_json(live) if live is not None else {}
     (base.get("metadata") or {}).pop("managedFields", None)
     merged = _merge(base, applied, resolved)
     applied_set = scoped(field_set(applied, schema), subresource, has_status)
     identity = (manager, "Apply", api_version, subresource)
     previous = next((e for e in entries if e.identity == identity), None)
-    others = [copy.copy(e) for e in entries if e.identity != identity]
+    others = [e.copy() for e in entries if e.identity != identity]
 
     live_set = field_set(base, schema)
     merged_set = field_set(merged, schema)
@@ -181,7 +181,7 @@ def _last_applied_fields(live: Obj, schema: Mapping[str, Any] | None) -> set[Pat
 def _last_applied_of(applied: Obj) -> str:
     """The annotation's value for ``applied``: it as JSON (sorted keys, as Go encodes a map),
     without the annotation itself."""
-    copied = copy.deepcopy(applied)
+    copied = copy_json(applied)
     annotations = (copied.get("metadata") or {}).get("annotations")
     if isinstance(annotations, dict):
         annotations.pop(LAST_APPLIED, None)
@@ -195,7 +195,7 @@ def _merge(live: Any, applied: Any, node: Mapping[str, Any]) -> Any:
         out = dict(live)
         for key, value in applied.items():
             child = properties.get(key) or (extra if isinstance(extra, Mapping) else {})
-            out[key] = _merge(live[key], value, resolve(child)) if key in live else copy.deepcopy(value)
+            out[key] = _merge(live[key], value, resolve(child)) if key in live else copy_json(value)
         return out
     if isinstance(live, list) and isinstance(applied, list):
         kind, keys = list_kind(node)
@@ -210,12 +210,12 @@ def _merge(live: Any, applied: Any, node: Mapping[str, Any]) -> Any:
                     merged[index[key]] = _merge(merged[index[key]], item, item_node)
                 else:
                     index[key] = len(merged)
-                    merged.append(copy.deepcopy(item))
+                    merged.append(copy_json(item))
             return merged
         if kind == "set":
             present = {value_key(item) for item in live}
-            return [*live, *(copy.deepcopy(i) for i in applied if value_key(i) not in present)]
-    return copy.deepcopy(applied)
+            return [*live, *(copy_json(i) for i in applied if value_key(i) not in present)]
+    return copy_json(applied)
 
 
 def _prune(

@@ -144,10 +144,13 @@ def test_list_map_elements_merge_by_key(api: Client, namespace: str) -> None:
 
 def test_update_operations_are_recorded(api: Client, namespace: str, shared_server: ServerThread) -> None:
     collection = CM.format(ns=namespace)
-    created = api.post(
+    answer = api.post(
         collection, {"metadata": {"name": "u"}, "data": {"a": "1"}}, params={"fieldManager": "creator"}
-    ).json()
+    )
+    created = answer.json()
     assert entries(created)[("creator", "Update")]["fieldsV1"] == {"f:data": {".": {}, "f:a": {}}}
+    # A member with children has its "." first, as structured-merge-diff serializes it.
+    assert '"fieldsV1":{"f:data":{".":{},"f:a":{}}}' in answer.text
     # Without fieldManager the manager is the User-Agent up to its first "/".
     patched = api.request(
         "PATCH",

@@ -50,15 +50,16 @@ def encode_fields_v1(paths: Iterable[Path]) -> Obj:
 
 
 def _mark_members(node: Obj, members: set[int]) -> None:
-    """Add "." to the nodes with children that are members themselves. (Module-level, not a
-    recursive closure: a closure that calls itself is a reference cycle, left to the cyclic
-    GC after every call; one per write was a quarter of the server's gen-0 collections.)"""
+    """Give the nodes with children that are members themselves their "." first, where
+    structured-merge-diff's serializer writes it. (Module-level, not a recursive closure: a
+    closure that calls itself is a reference cycle, left to the cyclic GC after every call; one
+    per write was a quarter of the server's gen-0 collections.)"""
     for key, child in node.items():
-        if key == ".":
+        if not child:
             continue
         _mark_members(child, members)
-        if child and id(child) in members:
-            child["."] = {}
+        if id(child) in members:
+            node[key] = {".": {}, **child}  # a value replaced, no key added: iterating is safe
 
 
 def sorted_in_steps(paths: Iterable[Path], step: int = 512) -> list[Path]:

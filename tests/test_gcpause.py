@@ -10,10 +10,11 @@ import pytest
 
 from kubeloop.gcpause import gc_paused, gc_resumed, waited
 from kubeloop.testing import eventually
+from tests.gcstate import gc_back_on, wait_gc_back_on
 
 
 def test_pauses_are_counted_across_threads_and_restore_the_gc() -> None:
-    assert gc.isenabled()
+    wait_gc_back_on()
     inside = threading.Event()
     release = threading.Event()
 
@@ -30,19 +31,19 @@ def test_pauses_are_counted_across_threads_and_restore_the_gc() -> None:
     assert not gc.isenabled()  # the other thread still holds its pause
     release.set()
     thread.join(10)
-    assert gc.isenabled()
+    wait_gc_back_on()
 
 
 def test_a_holder_resumes_the_gc_while_it_waits() -> None:
     with gc_paused():
         assert not gc.isenabled()
         with gc_resumed():
-            assert gc.isenabled()
+            wait_gc_back_on()
         assert not gc.isenabled()
-    assert gc.isenabled()
+    wait_gc_back_on()
     with gc_resumed():  # outside a pause: nothing to give up
-        assert gc.isenabled()
-    assert gc.isenabled()
+        wait_gc_back_on()
+    wait_gc_back_on()
 
 
 def test_a_serving_process_hides_what_it_loaded_and_collects_less_often() -> None:
@@ -116,7 +117,7 @@ async def test_a_short_wait_keeps_the_pause_and_a_long_one_gives_it_up() -> None
         assert await waited(long, held_for=0.05) == 2
         await ender
         assert not gc.isenabled()
-    assert gc.isenabled()
+    await gc_back_on()
 
 
 async def test_cancelling_a_waiter_cancels_what_it_waits_for() -> None:
@@ -129,4 +130,4 @@ async def test_cancelling_a_waiter_cancels_what_it_waits_for() -> None:
         with pytest.raises(asyncio.CancelledError):
             await waiter
         assert never.cancelled() and not gc.isenabled()
-    assert gc.isenabled()
+    await gc_back_on()

@@ -8,6 +8,7 @@ upstream's 400s; kubectl 1.27, which speaks only SPDY, told so."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import fcntl
 import json
 import os
@@ -17,7 +18,6 @@ import select
 import struct
 import subprocess
 import termios
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -288,18 +288,32 @@ async def test_input_a_terminal_does_not_take_waits_on_the_loop_not_a_thread(tmp
     for the terminal (cancellable), holding no thread of the default pool."""
     from kubeloop.node.execsessions import ExecProcess
 
+    # The loop's default pool, counting what it is given (a count of the process's threads would
+    # also see other tests' servers start and stop theirs).
+    pool = _CountingPool()
+    asyncio.get_running_loop().set_default_executor(pool)
     session = ExecProcess(["sleep", "600"], str(tmp_path), {"PATH": os.environ["PATH"]}, stdin=True, tty=True)
     await session.start(80, 24)
     try:
-        threads = threading.active_count()
+        given = pool.given
         writing = asyncio.create_task(session.write(b"x" * 1024 * 1024))  # far more than a terminal holds
         for _ in range(50):
             await asyncio.sleep(0)  # the loop turns: the write takes what the terminal holds, then waits
         assert not writing.done()
-        assert threading.active_count() == threads  # it waits on the loop: no thread was taken
+        assert pool.given == given  # it waits on the loop: no thread was taken
         writing.cancel()
         (ended,) = await asyncio.gather(writing, return_exceptions=True)
         assert isinstance(ended, asyncio.CancelledError)
     finally:
         session.kill()
         session.close()
+
+
+class _CountingPool(concurrent.futures.ThreadPoolExecutor):
+    """A thread pool that counts the calls it is given."""
+
+    given = 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        self.given += 1
+        return super().submit(fn, *args, **kwargs)

@@ -42,14 +42,22 @@ class _ChunkedTransport:
 
     __slots__ = ("_transport",)
 
+    framing = "chunked"
+
     def __init__(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.WriteTransport, transport)
 
     def write_now(self, chunk: bytes) -> bool:
+        return self.write_framed(self.frame(chunk))
+
+    def frame(self, chunk: bytes) -> bytes:
+        return b"%x\r\n%b\r\n" % (len(chunk), chunk)
+
+    def write_framed(self, framed: bytes) -> bool:
         transport = self._transport
         if transport.is_closing():
             return False
-        transport.write(b"%x\r\n%b\r\n" % (len(chunk), chunk))
+        transport.write(framed)
         return True
 
     def has_room(self) -> bool:

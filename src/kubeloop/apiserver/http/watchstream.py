@@ -38,9 +38,20 @@ class ChunkWriter(Protocol):
     """The stream's connection, written from the store's fan-out without waking the stream's
     task (see ``Watcher.sink``)."""
 
+    #: What :meth:`frame` makes of a chunk (writers of one framing can share framed bytes).
+    framing: str
+
     def write_now(self, chunk: bytes) -> bool:
         """Send ``chunk`` as the stream's next part; False when the connection is closing and
         nothing was sent."""
+        ...
+
+    def frame(self, chunk: bytes) -> bytes:
+        """``chunk`` as :meth:`write_now` sends it (HTTP/1.1: one chunk of the chunked body)."""
+        ...
+
+    def write_framed(self, framed: bytes) -> bool:
+        """Send what :meth:`frame` made, as :meth:`write_now` sends a chunk."""
         ...
 
     def has_room(self) -> bool:
@@ -208,22 +219,32 @@ class WatchStream:
 
     def _write_now(self, events: EventBatch) -> bool:
         """The watcher's sink: the events' lines in one write. Streams with neither selectors nor
-        an encoding of their own write the same bytes for the same batch: the first encodes it,
-        the others reuse it."""
+        an encoding of their own write the same bytes for the same batch: the first checks the
+        kind converts in process, encodes the lines and frames them as one chunk, the others
+        (a thousand, for a popular kind) write that chunk as it is."""
         writer = self._writer
-        if writer is None or not self._converts_in_process():
+        if writer is None:
             return False
         if self._match is None and self._encode_custom is None:
-            shared_key = self._resource.group_version
-            chunk = events.encoded.get(shared_key)
-            if chunk is None:
-                chunk = events.encoded[shared_key] = self._joined_lines(events)
+            shared_key = f"{self._resource.group_version} {writer.framing}"
+            framed = events.encoded.get(shared_key)
+            if framed is None:
+                if not self._converts_in_process():
+                    return False
+                chunk = self._joined_lines(events)
+                framed = events.encoded[shared_key] = writer.frame(chunk) if chunk else b""
+            if not framed:
+                return True
+            if not writer.write_framed(framed):
+                return False
         else:
+            if not self._converts_in_process():
+                return False
             chunk = self._joined_lines(events)
-        if not chunk:
-            return True
-        if not writer.write_now(chunk):
-            return False
+            if not chunk:
+                return True
+            if not writer.write_now(chunk):
+                return False
         if not writer.has_room() and self._watcher is not None:
             self._watcher.sink = None  # the client is behind: the task writes, waiting for it
         return True

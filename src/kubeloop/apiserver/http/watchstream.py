@@ -116,6 +116,8 @@ class WatchStream:
     ) -> None:
         validate_watch_options(options)
         self._writer = writer
+        #: Where a batch keeps the framed lines plain streams of this version and framing share.
+        self._shared_key = f"{resource.group_version} {writer.framing}" if writer is not None else ""
         self._registry = registry
         self._store = registry.store
         self._resource = resource
@@ -226,7 +228,7 @@ class WatchStream:
         if writer is None:
             return False
         if self._match is None and self._encode_custom is None:
-            shared_key = f"{self._resource.group_version} {writer.framing}"
+            shared_key = self._shared_key
             framed = events.encoded.get(shared_key)
             if framed is None:
                 if not self._converts_in_process():

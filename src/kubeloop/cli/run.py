@@ -57,8 +57,6 @@ from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
 from kubeloop.cache.options import CacheOptions
 from kubeloop.cli import reload as reloading
-from kubeloop.cli.console import Console
-from kubeloop.cli.operatorview import show_view
 from kubeloop.cli.usage import ClusterUnusable, UsageError
 from kubeloop.client.config import ClientConfig, ConfigError, load_config
 from kubeloop.client.crdinstall import install_crds
@@ -395,6 +393,8 @@ async def _manage(
             installer = _webhook_installer(client, manager, off_when_stopped=watcher is not None)
             manager.add(installer, name="webhook configurations", need_leader_election=False)
         if flags.console:
+            from kubeloop.cli.console import Console  # aiohttp's server and the page: when asked for
+
             console = Console(
                 manager,
                 client,
@@ -423,6 +423,9 @@ async def _manage(
             manager.request_stop(cancel_reconciles=True)
 
         watching = asyncio.create_task(stop_on_change(), name="kubeloop reload watch") if watcher else None
+        if flags.view:
+            from kubeloop.cli.operatorview import show_view  # rich, and the console's helpers
+
         viewing = (
             asyncio.create_task(
                 show_view(

@@ -69,10 +69,11 @@ class ManagedEntry:
         return (self.manager, self.operation, self.api_version, self.subresource)
 
     def copy(self) -> ManagedEntry:
-        """A shallow copy (``copy.copy`` goes through ``__reduce_ex__``: ~4.7 µs against ~1)."""
-        return ManagedEntry(
-            self.manager, self.operation, self.api_version, self.subresource, self.time, self.paths, self.source
-        )
+        """A shallow copy, every field included (``copy.copy`` goes through ``__reduce_ex__``:
+        ~4.7 µs against ~1)."""
+        copied = object.__new__(ManagedEntry)
+        copied.__dict__.update(self.__dict__)
+        return copied
 
     def to_dict(self) -> Obj:
         source = self.source

@@ -187,17 +187,13 @@ def _list_kind_of(node: Mapping[str, Any]) -> tuple[str, list[str]]:
 _KEY_DEFAULTS = {"protocol": "TCP"}
 
 
-def element_key(item: Any, keys: list[str], item_node: Mapping[str, Any] | None = None) -> str:
-    """``k:{...}`` of a list-map element; a missing key field takes its default, as upstream."""
-    return _keyed(item, key_fields(keys, item_node))
-
-
 #: A list-map's key fields in sorted order, each with whether it has a default and the default.
 KeyFields = tuple[tuple[str, bool, Any], ...]
 
 
 def key_fields(keys: list[str], item_node: Mapping[str, Any] | None) -> KeyFields:
-    """What :func:`element_key` reads of the schema, read once (a walk's plan keeps it)."""
+    """What keying a list-map's elements reads of the schema, read once per list (a walk's plan
+    keeps it)."""
     properties: Mapping[str, Any] = (item_node or {}).get("properties") or {}
     fields: list[tuple[str, bool, Any]] = []
     for key in sorted(keys):
@@ -211,7 +207,8 @@ def key_fields(keys: list[str], item_node: Mapping[str, Any] | None) -> KeyField
     return tuple(fields)
 
 
-def _keyed(item: Any, fields: KeyFields) -> str:
+def keyed_element(item: Any, fields: KeyFields) -> str:
+    """``k:{...}`` of a list-map element; a missing key field takes its default, as upstream."""
     present: Obj = {}
     is_object = isinstance(item, dict)
     for key, defaulted, default in fields:
@@ -325,7 +322,7 @@ def _walk(value: Any, plan: _Plan, path: Path, out: dict[Path, Member], maps: se
                 out[(*path, value_key(item))] = Member(item, True)
             return
         for item in value:
-            element = (*path, _keyed(item, fields))
+            element = (*path, keyed_element(item, fields))
             _walk(item, item_plan, element, out, maps)
             out[element] = Member(item, False)
         return

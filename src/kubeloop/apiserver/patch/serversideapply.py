@@ -19,9 +19,10 @@ from kubeloop.apiserver.patch.fieldmanager import ManagedEntry, scoped
 from kubeloop.apiserver.patch.fieldsets import (
     STRIPPED,
     Path,
-    element_key,
     field_node,
     field_set,
+    key_fields,
+    keyed_element,
     list_kind,
     path_string,
     resolve,
@@ -203,9 +204,10 @@ def _merge(live: Any, applied: Any, node: Mapping[str, Any]) -> Any:
         item_node = resolve(items) if isinstance(items, Mapping) else {}
         if kind == "map":
             merged = list(live)
-            index = {element_key(item, keys, item_node): i for i, item in enumerate(merged)}
+            fields = key_fields(keys, item_node)
+            index = {keyed_element(item, fields): i for i, item in enumerate(merged)}
             for item in applied:
-                key = element_key(item, keys, item_node)
+                key = keyed_element(item, fields)
                 if key in index:
                     merged[index[key]] = _merge(merged[index[key]], item, item_node)
                 else:
@@ -305,9 +307,8 @@ def _element_index(items: list[Any], element: str, node: Mapping[str, Any]) -> i
     item_node = resolve(item_schema) if isinstance(item_schema, Mapping) else {}
     _, keys = list_kind(node)
     if kind == "k:":
-        return next(
-            (i for i, item in enumerate(items) if element_key(item, keys, item_node) == element), None
-        )
+        fields = key_fields(keys, item_node)
+        return next((i for i, item in enumerate(items) if keyed_element(item, fields) == element), None)
     if kind == "v:":
         return next((i for i, item in enumerate(items) if value_key(item) == element), None)
     return int(value) if value.isdigit() and int(value) < len(items) else None

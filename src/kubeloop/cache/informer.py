@@ -249,7 +249,7 @@ class Informer:
         self._wants_old = self._wants_old or handler.on_update is not None
         self._wants_updates = self._wants_old or self._wants_updates or handler.on_update_new is not None
         if handler.on_add is not None:
-            for obj in self.store.objects():
+            for obj in self.store.each_object():
                 handler.on_add(obj)
 
     # ------------------------------------------------------------------ the reflector's sink
@@ -319,7 +319,7 @@ class Informer:
             # controller-runtime jitters the sync period by [0.9, 1.1).
             await asyncio.sleep(self.resync_period * uniform(0.9, 1.1))
             if self.has_synced:
-                for obj in self.store.objects():
+                for obj in self.store.each_object():
                     self._notify_update(obj, obj, False)
 
     def _notify_add(self, obj: Obj) -> None:

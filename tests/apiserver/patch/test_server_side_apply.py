@@ -6,11 +6,12 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
+import itertools
 import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from kubeloop.apiserver.patch import fieldmanager, fieldsets, serversideapply
@@ -142,6 +143,27 @@ def test_list_map_elements_merge_by_key(api: Client, namespace: str) -> None:
     assert [c["name"] for c in obj["spec"]["template"]["spec"]["containers"]] == ["web"]
 
 
+def test_list_map_keys_are_written_in_upstreams_order(api: Client, namespace: str) -> None:
+    """A list map's elements in managedFields come in structured-merge-diff's order, by the typed
+    value of their keys: port 9000 before port 10000 (their JSON text sorts the other way), for
+    an apply and for an update alike."""
+    body = deployment("ports")
+    body["spec"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"containerPort": 10000},
+        {"containerPort": 9000},
+    ]
+    for answer in (
+        apply(api, DEPLOY.format(ns=namespace) + "/ports", body, "tool"),
+        api.post(DEPLOY.format(ns=namespace), {**body, "metadata": {"name": "posted"}}),
+    ):
+        assert answer.status_code in (200, 201), answer.text
+        nine, ten = (
+            answer.text.index(f'"k:{{\\"containerPort\\":{port},\\"protocol\\":\\"TCP\\"}}"')
+            for port in (9000, 10000)
+        )
+        assert nine < ten
+
+
 def test_update_operations_are_recorded(api: Client, namespace: str, shared_server: ServerThread) -> None:
     collection = CM.format(ns=namespace)
     answer = api.post(
@@ -264,6 +286,97 @@ _paths = st.lists(_elements, min_size=1, max_size=4).map(tuple)
 def test_fields_v1_round_trip(paths: set[tuple[str, ...]]) -> None:
     encoded = fieldsets.encode_fields_v1(paths)
     assert fieldsets.decode_fields_v1(json.loads(json.dumps(encoded))) == paths
+
+
+def _compare_values(lhs: Any, rhs: Any) -> int:
+    """structured-merge-diff's ``value.Compare``, as its Go reads: numbers (by value), strings,
+    booleans, lists, maps, null; each kind before the next."""
+
+    def rank(value: Any) -> int:
+        if value is None:
+            return 5
+        if isinstance(value, bool):
+            return 2
+        if isinstance(value, int | float):
+            return 0
+        return {str: 1, list: 3, dict: 4}[type(value)]
+
+    if rank(lhs) != rank(rhs):
+        return -1 if rank(lhs) < rank(rhs) else 1
+    if isinstance(lhs, list):
+        for left, right in zip(lhs, rhs, strict=False):
+            if compared := _compare_values(left, right):
+                return compared
+        return (len(lhs) > len(rhs)) - (len(lhs) < len(rhs))
+    if isinstance(lhs, dict):  # MapCompare: the union of keys in order; a missing key loses
+        for index, key in enumerate(sorted(set(lhs) | set(rhs))):
+            if index == len(lhs):
+                return -1
+            if index == len(rhs):
+                return 1
+            if key not in lhs:
+                return 1
+            if key not in rhs:
+                return -1
+            if compared := _compare_values(lhs[key], rhs[key]):
+                return compared
+        return 0
+    if lhs is None:
+        return 0
+    return (lhs > rhs) - (lhs < rhs)
+
+
+def _compare_elements(lhs: str, rhs: str) -> int:
+    """``PathElement.Compare``: fields, then keys, values and indexes, each among its own kind."""
+    kinds = ["f:", "k:", "v:", "i:"]
+    if lhs[:2] != rhs[:2]:
+        return -1 if kinds.index(lhs[:2]) < kinds.index(rhs[:2]) else 1
+    if lhs[:2] == "f:":
+        return (lhs > rhs) - (lhs < rhs)
+    if lhs[:2] == "i:":
+        return (int(lhs[2:]) > int(rhs[2:])) - (int(lhs[2:]) < int(rhs[2:]))
+    return _compare_values(json.loads(lhs[2:]), json.loads(rhs[2:]))
+
+
+_scalars = st.integers(-20, 20) | st.floats(-20, 20, allow_nan=False) | st.text(max_size=2) | st.booleans()
+_json_values = st.recursive(
+    st.none() | _scalars,
+    lambda c: st.lists(c, max_size=2) | st.dictionaries(st.sampled_from("ab"), c, max_size=2),
+    max_leaves=4,
+)
+_typed_elements = st.one_of(
+    st.sampled_from(["f:a", "f:b", "f:ports", "f:\u00e9t\u00e9"]),
+    st.dictionaries(st.sampled_from(["name", "port", "protocol"]), _json_values, min_size=1).map(
+        lambda key: "k:" + json.dumps(dict(sorted(key.items())), separators=(",", ":"))
+    ),
+    _json_values.map(lambda value: "v:" + json.dumps(value, separators=(",", ":"))),
+    st.integers(0, 12).map(lambda index: f"i:{index}"),
+)
+
+
+@given(st.sets(st.lists(_typed_elements, min_size=1, max_size=3).map(tuple), max_size=10))
+def test_fields_v1_orders_elements_as_structured_merge_diff(paths: set[tuple[str, ...]]) -> None:
+    """Every node's children come in upstream's order (keys and values by their typed value,
+    indexes by number, fields before them), "." first; the set itself round-trips."""
+    from functools import cmp_to_key
+
+    # Values equal as upstream compares them (1 and 1.0) are one element there: not two here.
+    typed = {element for path in paths for element in path if element[:2] in ("k:", "v:")}
+    elements = sorted(typed, key=cmp_to_key(_compare_elements))
+    assume(all(_compare_elements(a, b) != 0 for a, b in itertools.pairwise(elements)))
+    encoded = fieldsets.encode_fields_v1(fieldsets.sorted_in_steps(paths))
+    assert fieldsets.decode_fields_v1(encoded) == paths
+
+    def check(node: dict[str, Any]) -> None:
+        keys = list(node)
+        if "." in keys:
+            assert keys[0] == "."
+            keys = keys[1:]
+        assert keys == sorted(keys, key=cmp_to_key(_compare_elements))
+        for child in node.values():
+            check(child)
+
+    check(encoded)
 
 
 @given(

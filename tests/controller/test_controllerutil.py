@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kubeloop import errors
 from kubeloop.client.config import load_kubeconfig
@@ -182,6 +184,57 @@ def test_owner_references_are_found_and_removed_by_group_kind_and_name() -> None
     assert cu.has_owner_reference(typed, owner("a"))
     cu.remove_controller_reference(owner("a"), typed)
     assert not typed.metadata.owner_references and not cu.has_controller_reference(typed)
+
+
+_REFERENCES = st.sampled_from(
+    [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "a", "uid": "uid-a", "controller": True, "blockOwnerDeletion": True},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "a", "uid": "uid-old", "controller": True, "blockOwnerDeletion": True},
+        {"apiVersion": "apps/v1beta1", "kind": "Deployment", "name": "a", "uid": "uid-a", "controller": True, "blockOwnerDeletion": True},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "a", "uid": "uid-a"},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "a", "uid": "uid-a", "controller": True},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "b", "uid": "uid-b", "controller": True, "blockOwnerDeletion": True},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "b", "uid": "uid-b"},
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "uid-c", "controller": False},
+    ]
+)
+
+
+@given(
+    refs=st.lists(_REFERENCES, max_size=3),
+    namespace=st.sampled_from(["ns", "other", None]),
+    owner_namespace=st.sampled_from(["ns", None]),
+)
+def test_a_models_controller_reference_is_set_as_its_dicts(
+    refs: list[dict[str, Any]], namespace: str | None, owner_namespace: str | None
+) -> None:
+    """Whatever owner references a model holds, setting its controller reference ends as for its
+    JSON form (the same references, or the same error); when the reference is already there as
+    it would be set, the model's references are left as they are, not rebuilt."""
+    import copy
+
+    from kubeloop.api.model import as_dict
+    from kubeloop.models import core_v1
+
+    meta: dict[str, Any] = {"name": "c", **({"namespace": namespace} if namespace else {})}
+    if refs:
+        meta["ownerReferences"] = copy.deepcopy(refs)
+    plain: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+    typed = core_v1.ConfigMap.model_validate(copy.deepcopy(plain))
+    assert typed.metadata is not None
+    held = typed.metadata.owner_references
+
+    def outcome(obj: Any) -> Any:
+        try:
+            cu.set_controller_reference(owner("a", owner_namespace), obj)
+        except (cu.AlreadyOwnedError, ValueError) as error:
+            return type(error), str(error)
+        return as_dict(obj)["metadata"].get("ownerReferences")
+
+    after = outcome(plain)
+    assert outcome(typed) == after
+    if refs and after == refs:  # nothing to change: the model's references are not rebuilt
+        assert typed.metadata.owner_references is held
 
 
 def test_references_from_typed_owners_match_those_from_their_dicts() -> None:

@@ -334,6 +334,8 @@ def _same_owner(ref: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
 def set_controller_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) -> None:
     """Make ``owner`` the controller of ``obj``; AlreadyOwnedError if another controller owns it."""
     owner_data = _owner_view(owner)
+    if _holds_controller_reference(obj, owner_data):
+        return
     with _editing_metadata(obj, "ownerReferences") as metadata:
         _check_scope(owner_data, metadata)
         ref = _reference(owner_data, controller=True)
@@ -344,6 +346,43 @@ def set_controller_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) 
                     f'{metadata.get("name")} is already owned by {existing.get("kind")} "{existing.get("name")}"'
                 )
         _upsert_reference(refs, ref)
+
+
+#: An owner reference's JSON names, by attribute of the OwnerReference model.
+_REFERENCE_ATTRIBUTES = {
+    "apiVersion": "api_version",
+    "kind": "kind",
+    "name": "name",
+    "uid": "uid",
+    "controller": "controller",
+    "blockOwnerDeletion": "block_owner_deletion",
+}
+
+
+def _holds_controller_reference(obj: Object, owner_data: Mapping[str, Any]) -> bool:
+    """Whether a model's metadata model already holds the controller reference to the owner as
+    :func:`set_controller_reference` would leave it, and no other controller: then nothing is to
+    change (a reconcile that finds its object as it wants it, every time but the first), and the
+    metadata is not dumped and validated back. False whenever the edit must run (it also raises
+    what is wrong)."""
+    meta = getattr(obj, "metadata", None) if isinstance(obj, KubeModel) else None
+    refs = getattr(meta, "owner_references", None)
+    if not refs or not isinstance(refs, list):
+        return False
+    try:
+        _check_scope(owner_data, {"namespace": getattr(meta, "namespace", None)})
+        wanted = _reference(owner_data, controller=True)
+    except ValueError:
+        return False
+    held: bool | None = None  # as the edit goes: another controller refused, the first
+    for existing in refs:  # reference to this owner refreshed
+        values = {key: getattr(existing, attribute, None) for key, attribute in _REFERENCE_ATTRIBUTES.items()}
+        same = _same_owner(values, wanted)
+        if values["controller"] and not same:
+            return False
+        if same and held is None:
+            held = all(values[key] == value for key, value in wanted.items())
+    return bool(held)
 
 
 def is_controlled_by(obj: Mapping[str, Any] | KubeModel, owner: Mapping[str, Any] | KubeModel) -> bool:

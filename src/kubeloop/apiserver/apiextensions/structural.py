@@ -526,8 +526,21 @@ def _invalid(path: str, value: Any, detail: str) -> StatusCause:
     return StatusCause("FieldValueInvalid", f"Invalid value: {_json(value)}: {detail}", path)
 
 
+#: The JSON type of a decoded value by its exact Python type; a float (a whole one is an
+#: integer) and anything else are asked of ``json_type``. Every value validated or judged by a
+#: rule is typed here: the lookup is a third of what ``json_type``'s isinstance chain costs.
+_JSON_TYPES: dict[type, str] = {
+    str: "string",
+    dict: "object",
+    list: "array",
+    bool: "boolean",
+    int: "integer",
+    type(None): "null",
+}
+
+
 def _type_matches(value: Any, node: Node) -> bool:
-    actual = json_type(value)
+    actual = _JSON_TYPES.get(type(value)) or json_type(value)
     if node.int_or_string:
         return actual in ("integer", "string")
     if not node.type:
@@ -705,8 +718,20 @@ def _validate_object(value: dict[str, Any], node: Node, path: str, causes: list[
         causes.extend(_embedded(value, path))
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+#: Whether a key is written ``.key`` (else ``[key]``) in a field path, for keys met before: the
+#: schema's property names, mostly. Bounded: a map's keys are the user's.
+_PLAIN_KEYS: dict[str, bool] = {}
+_PLAIN_KEYS_MAX = 4096
+
+
 def _join(path: str, key: str) -> str:
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key):
+    plain = _PLAIN_KEYS.get(key)
+    if plain is None:
+        plain = _PLAIN_KEY.fullmatch(key) is not None
+        if len(_PLAIN_KEYS) < _PLAIN_KEYS_MAX:
+            _PLAIN_KEYS[key] = plain
+    if plain:
         return f"{path}.{key}" if path else key
     return f"{path}[{key}]"
 

@@ -1,6 +1,9 @@
 """The registry's own CPU per write, without HTTP: a custom resource's ``/status`` merge patch
 (B2's second write) and a ConfigMap create with an owner reference (B2's first), each N times
-in one event loop through ``Registry.patch`` / ``Registry.create`` of an in-memory server.
+in one event loop through ``Registry.patch`` / ``Registry.create`` of an in-memory server; and
+the ``/status`` patch of a larger custom resource, the agent platform's Agent (its CRD from
+``examples/agents``, with its root CEL rule, and a ~1.5 KB spec): what a status write costs
+when the object is more than a few fields.
 
 Prints one JSON line: µs of process CPU per write, the median of ``--rounds`` rounds, and each
 round's. Compare it with B2's server CPU per request
@@ -12,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import pathlib
 import statistics
 import sys
 import time
@@ -19,6 +23,7 @@ from typing import Any
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import orjson
+import yaml
 from b2_custom_resources import Widget, WidgetSpec
 
 import kubeloop
@@ -77,12 +82,53 @@ async def measure(count: int, rounds: int) -> dict[str, Any]:
                 }
                 await registry.create(config_maps, "default", body, options)
             creates.append((time.process_time() - started) / count * 1e6)
+        agent_patches = await agent_status_patches(registry, options, resources, count, rounds)
         return {
             "cr_status_patch_us": round(statistics.median(patches), 1),
             "configmap_create_us": round(statistics.median(creates), 1),
+            "agent_status_patch_us": round(statistics.median(agent_patches), 1),
             "cr_status_patch_rounds_us": [round(value, 1) for value in patches],
             "configmap_create_rounds_us": [round(value, 1) for value in creates],
+            "agent_status_patch_rounds_us": [round(value, 1) for value in agent_patches],
         }
+
+
+AGENT_CRD = pathlib.Path(__file__).parent.parent / "examples/agents/config/crd/agents.kubeloop.dev_agents.yaml"
+AGENT_SPEC: dict[str, Any] = {
+    "model": {"provider": "openai", "name": "gpt-4o", "apiKeySecretRef": {"name": "k", "key": "api-key"}},
+    "systemPrompt": "You answer questions about the release. " * 20,
+    "allowTools": ["read", "search", "summarise", "draft"],
+    "denyTools": ["shell"],
+    "env": [{"name": f"SETTING_{index}", "value": "v" * 20} for index in range(10)],
+    "maxTokens": 1000,
+    "maxTurns": 10,
+    "skillPackRefs": [f"skills-{index}" for index in range(5)],
+    "replicas": 1,
+    "runtimeRef": "python",
+}
+
+
+async def agent_status_patches(
+    registry: Any, options: WriteOptions, resources: dict[tuple[str, str], Any], count: int, rounds: int
+) -> list[float]:
+    """µs of CPU per ``/status`` merge patch of ``count`` Agents, per round."""
+    crd = yaml.safe_load(AGENT_CRD.read_text())
+    await registry.create(resources["apiextensions.k8s.io", "customresourcedefinitions"], None, crd, options)
+    agents = next(r for r in registry.catalog.all() if r.plural == "agents")
+    api_version = f"{agents.group}/{agents.version}"
+    for index in range(count):
+        agent = {"apiVersion": api_version, "kind": "Agent", "metadata": {"name": f"a{index}"}, "spec": AGENT_SPEC}
+        await registry.create(agents, "default", agent, options)
+    measured: list[float] = []
+    for round_ in range(rounds):
+        status = orjson.dumps({"status": {"observedGeneration": round_ + 1}})
+        started = time.process_time()
+        for index in range(count):
+            await registry.patch(
+                agents, "default", f"a{index}", "application/merge-patch+json", status, options, subresource="status"
+            )
+        measured.append((time.process_time() - started) / count * 1e6)
+    return measured
 
 
 def main() -> None:

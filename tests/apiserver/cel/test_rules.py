@@ -705,3 +705,83 @@ def test_a_stored_crd_written_before_the_type_check_is_still_served(
         assert "applied to '(int, string)'" in refused.text
     finally:
         server.stop()
+
+
+def test_a_rule_failing_where_an_update_changed_nothing_is_a_warning(
+    api: Client, namespace: str, shared_server: ServerThread, tmp_path: pathlib.Path
+) -> None:
+    """Upstream's CEL ratcheting (apiextensions-apiserver's CEL validator, since 1.30): a rule that
+    does not read oldSelf and fails at a value the update left as it was (its node equal to the
+    correlated old one) is sent back as a warning, and the write goes through; where the update
+    changed the value, it is an error; a rule that cannot be evaluated is an error either way; the
+    object's own rules compare the whole objects, so any update is judged by them."""
+    group = f"{namespace}.ratchet.example.com"
+    spec = {
+        "type": "object",
+        "properties": {
+            "note": {"type": "string"},
+            "replicas": {"type": "integer"},
+            "inner": {"type": "object", "properties": {"size": {"type": "integer"}}},
+            "sizes": {"type": "array", "items": {"type": "integer"}},
+            "settings": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+    }
+    body = crd(group, spec)
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    assert api.post(crds, body).status_code == 201
+    path = f"/apis/{group}/v1/namespaces/{namespace}/scalers"
+    made = {
+        "apiVersion": f"{group}/v1",
+        "kind": "Scaler",
+        "metadata": {"name": "s1"},
+        "spec": {"note": "a", "replicas": 3, "inner": {"size": 9}, "sizes": [7, 1], "settings": {"other": 1}},
+    }
+    assert api.post(path, made).status_code == 201
+    # Tightened afterwards: the stored object breaks the rules on inner, on each of sizes' items
+    # (an atomic list's items are judged by their list) and on spec itself.
+    spec["properties"]["inner"]["x-kubernetes-validations"] = [{"rule": "self.size <= 5", "message": "at most 5"}]
+    spec["properties"]["sizes"]["items"]["x-kubernetes-validations"] = [{"rule": "self < 5"}]
+    spec["x-kubernetes-validations"] = [{"rule": "self.replicas <= 2", "message": "at most 2 replicas"}]
+    current = api.get(f"{crds}/scalers.{group}").json()
+    current["spec"] = body["spec"]
+    assert api.put(f"{crds}/scalers.{group}", current).status_code == 200
+
+    def warnings(response: Any) -> str:
+        assert response.status_code == 200, response.text
+        return str(response.headers.get("Warning", ""))
+
+    # Only a label changes: every rule's value is unchanged, each failure a warning.
+    labelled = warnings(api.patch(f"{path}/s1", {"metadata": {"labels": {"a": "b"}}}, MERGE))
+    assert 'spec.inner: Invalid value: \\"object\\": at most 5' in labelled
+    assert 'spec: Invalid value: \\"object\\": at most 2 replicas' in labelled
+    assert 'spec.sizes[0]: Invalid value: \\"integer\\": failed rule: self < 5' in labelled
+    # spec changes, inner and sizes do not: spec's rule is an error, theirs stay warnings.
+    refused = api.patch(f"{path}/s1", {"spec": {"note": "b"}}, MERGE)
+    assert causes(refused) == {"spec": 'FieldValueInvalid: Invalid value: "object": at most 2 replicas'}
+    kept = warnings(api.patch(f"{path}/s1", {"spec": {"note": "b", "replicas": 2}}, MERGE))
+    assert "at most 5" in kept and "spec.sizes[0]" in kept and "replicas" not in kept
+    # A changed list: its items are judged, each an error where it fails.
+    assert causes(api.patch(f"{path}/s1", {"spec": {"sizes": [7, 2]}}, MERGE)) == {
+        "spec.sizes[0]": 'FieldValueInvalid: Invalid value: "integer": failed rule: self < 5'
+    }
+    assert causes(api.patch(f"{path}/s1", {"spec": {"inner": {"size": 8}}}, MERGE)) == {
+        "spec.inner": 'FieldValueInvalid: Invalid value: "object": at most 5'
+    }
+    # kubectl prints the warning and the label lands.
+    kubectl = Kubectl(KUBECTLS[-1], shared_server.kubeconfig, tmp_path)
+    out = kubectl("label", "-n", namespace, f"scalers.{group}", "s1", "c=d")
+    assert 'Warning: spec.inner: Invalid value: "object": at most 5' in out.stderr
+    # A rule that cannot be evaluated is an error though nothing it reads changed; and the
+    # object's own rule judges every update (the objects differ, if only in their labels).
+    spec["properties"]["settings"]["x-kubernetes-validations"] = [{"rule": "self.required > 0"}]
+    spec["x-kubernetes-validations"] = []
+    body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] = [
+        {"rule": "self.metadata.name.startsWith('x')", "message": "names start with x"}
+    ]
+    current = api.get(f"{crds}/scalers.{group}").json()
+    current["spec"] = body["spec"]
+    assert api.put(f"{crds}/scalers.{group}", current).status_code == 200
+    assert causes(api.patch(f"{path}/s1", {"metadata": {"labels": {"a": "c"}}}, MERGE)) == {
+        "<root>": 'FieldValueInvalid: Invalid value: "object": names start with x',
+        "spec.settings": 'FieldValueInvalid: Invalid value: "object": no such key: required evaluating rule: self.required > 0',
+    }

@@ -189,6 +189,12 @@ class CustomResourceStrategy(Strategy):
 
     def validate(self, obj: Obj, budget: celrules.Budget | None = None) -> list[StatusCause]:
         """The schema's judgement of ``obj`` and its rules that do not read oldSelf."""
+        causes = self._schema_causes(obj)
+        causes.extend(structural.check_rules(_as_rules_see_it(obj), self.root, budget=budget))
+        return validation.deduplicated(causes)
+
+    def _schema_causes(self, obj: Obj) -> list[StatusCause]:
+        """The schema's judgement of ``obj`` (and its metadata's), its rules aside."""
         causes = super().validate(obj)
         body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
         metadata = obj.get("metadata") or {}
@@ -197,17 +203,43 @@ class CustomResourceStrategy(Strategy):
             checked = {k: metadata[k] for k in ("name", "generateName") if k in metadata}
             causes.extend(structural.validate(checked, meta_node, "metadata"))
         causes.extend(structural.validate(body, self._body_root, ""))
-        causes.extend(structural.check_rules(_as_rules_see_it(obj), self.root, budget=budget))
-        return validation.deduplicated(causes)
+        return causes
 
-    def validate_write(self, obj: Obj, old: Obj | None) -> list[StatusCause]:
+    def validate_write(
+        self, obj: Obj, old: Obj | None, warnings: list[str] | None = None
+    ) -> list[StatusCause]:
         """``validate``, ratcheted on updates, then the transition rules (those reading oldSelf)
         against the correlated old values, and on creates those with optionalOldSelf; all rules
-        of the write share one runtime budget, as upstream's."""
+        of the write share one runtime budget, as upstream's.
+
+        Ratcheting (upstream's CRDValidationRatcheting, on since 1.30): the schema's errors at
+        values the update leaves unchanged are dropped; a rule that does not read oldSelf and
+        fails where its value is unchanged is a warning (``field: message``), as upstream's CEL
+        validator adds it, not an error; a rule that cannot be evaluated is an error always."""
         budget = celrules.Budget()
-        causes = self.validate(obj, budget)
-        if old is not None:
-            causes = self.ratchet(causes, obj, old)
+        if old is None:
+            causes = self.validate(obj, budget)
+        else:
+            causes = self.ratchet(self._schema_causes(obj), obj, old)
+            ratcheted: list[StatusCause] = []
+            causes.extend(
+                structural.check_rules(
+                    _as_rules_see_it(obj),
+                    self.root,
+                    old=_as_rules_see_it(old),
+                    budget=budget,
+                    ratcheted=ratcheted,
+                    # Upstream correlates the whole objects: a root rule's failure is ratcheted
+                    # only when nothing of the object changed.
+                    unchanged=structural.equal_values(obj, old) if self.root.rules_below else None,
+                )
+            )
+            causes = validation.deduplicated(causes)
+            if warnings is not None:
+                warnings.extend(
+                    f"{cause.field}: {cause.message}" if cause.field else cause.message
+                    for cause in validation.deduplicated(ratcheted)
+                )
         causes.extend(
             structural.check_rules(
                 _as_rules_see_it(obj),
@@ -220,10 +252,10 @@ class CustomResourceStrategy(Strategy):
         return causes
 
     def ratchet(self, causes: list[StatusCause], new: Obj, old: Obj) -> list[StatusCause]:
-        """Validation ratcheting (upstream's CRDValidationRatcheting, on since 1.30): an error at
-        a value the update leaves unchanged is not reported, so objects written before a schema
-        was tightened can still be updated elsewhere. Transition rules are never ratcheted.
-        Values are matched by their field path."""
+        """The schema's ratcheting: an error at a value the update leaves unchanged is not
+        reported, so objects written before a schema was tightened can still be updated
+        elsewhere. Values are matched by their field path. (Rules are ratcheted as they are
+        evaluated: ``validate_write``.)"""
         return [cause for cause in causes if not _unchanged(cause.field, new, old)]
 
     def generation_changed(self, old: Obj, new: Obj) -> bool:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import re2
 
 from kubeloop.api import naming
@@ -426,19 +427,44 @@ def check_rules(
     old: Any = _MISSING,
     transition_only: bool = False,
     budget: celrules.Budget | None = None,
+    ratcheted: list[StatusCause] | None = None,
+    unchanged: bool | None = None,
 ) -> list[StatusCause]:
     """The causes the CEL rules of ``node`` and the nodes below give ``value``. Without
     ``transition_only``, the rules that do not read oldSelf run; with it, the transition rules,
     against the correlated parts of ``old`` (None on a create: only those with optionalOldSelf).
-    ``budget``: the object's runtime budget, when its rules are judged in several calls."""
+    ``budget``: the object's runtime budget, when its rules are judged in several calls.
+
+    ``ratcheted`` (an update's rules that do not read oldSelf, ``old`` given): a rule that fails
+    at a value the update left as it was goes there, not into the causes, as upstream's
+    ratcheting (since 1.30) makes it a warning: the value is unchanged when its correlated old
+    value (a map's member, a map list's item with the same keys) is equal to it, and a value
+    with none (an atomic list's item) is judged by its nearest correlated ancestor. ``unchanged``:
+    whether ``value`` itself is, when the caller knows better (an object's rules see part of
+    its metadata; upstream compares the whole objects)."""
     causes: list[StatusCause] = []
     budget = budget or celrules.Budget()
     if node.rules_below and budget.remaining > 0:
+        if ratcheted is None or transition_only or old is _MISSING or old is None:
+            unchanged = None
+        elif unchanged is None:
+            unchanged = equal_values(value, old)
         try:
-            _check_rules(value, old, node, path, transition_only, budget, causes)
+            _check_rules(value, old, node, path, transition_only, budget, causes, ratcheted, unchanged)
         except celrules.RuleOverBudget:
             budget.remaining = 0  # its cause is in; no further rules run for this object
     return causes
+
+
+def equal_values(value: Any, old: Any) -> bool:
+    """Whether two JSON values are the same as upstream's ratcheting compares them (Go's
+    DeepEqual of decoded JSON): a 1 is not a 1.0, nor a true; members in any order."""
+    if value is old:
+        return True
+    try:
+        return bool(orjson.dumps(value, option=orjson.OPT_SORT_KEYS) == orjson.dumps(old, option=orjson.OPT_SORT_KEYS))
+    except orjson.JSONEncodeError:
+        return bool(value == old and type(value) is type(old))
 
 
 def _check_rules(
@@ -449,7 +475,11 @@ def _check_rules(
     transition_only: bool,
     budget: celrules.Budget,
     causes: list[StatusCause],
+    ratcheted: list[StatusCause] | None = None,
+    unchanged: bool | None = None,
 ) -> None:
+    """``unchanged``: whether this value is as the update found it (None: not ratcheting, or
+    nothing correlated above it)."""
     if value is None or not _type_matches(value, node):
         return  # rules judge present values of the right type (type errors block them upstream)
     has_old = old is not _MISSING and old is not None
@@ -464,20 +494,33 @@ def _check_rules(
             path=path,
             budget=budget,
             causes=causes,
+            ratcheted=ratcheted if unchanged else None,
         )
     if isinstance(value, dict):
         old_map = old if has_old and isinstance(old, dict) else {}
         for key, item in value.items():
             sub = node.properties.get(key) or node.additional
             if sub is not None and sub.rules_below:
+                old_item = old_map.get(key, _MISSING)
+                if unchanged is None or (not path and key in ("apiVersion", "kind")):
+                    below = None  # never ratcheted upstream: both sides are converted alike
+                elif unchanged or old_item is _MISSING:
+                    below = unchanged  # an equal map's members are equal; a new one: its map's
+                else:
+                    below = equal_values(item, old_item)
                 _check_rules(
-                    item, old_map.get(key, _MISSING), sub, _join(path, key), transition_only, budget, causes
+                    item, old_item, sub, _join(path, key), transition_only, budget, causes, ratcheted, below
                 )
     elif isinstance(value, list) and node.items is not None and node.items.rules_below:
         old_items = _correlated_items(value, old if has_old else None, node)
         for index, item in enumerate(value):
+            old_item = old_items[index]
+            if unchanged is None or unchanged or old_item is _MISSING:
+                below = unchanged  # uncorrelated items are judged by their list
+            else:
+                below = equal_values(item, old_item)
             _check_rules(
-                item, old_items[index], node.items, f"{path}[{index}]", transition_only, budget, causes
+                item, old_item, node.items, f"{path}[{index}]", transition_only, budget, causes, ratcheted, below
             )
 
 

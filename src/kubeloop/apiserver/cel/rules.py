@@ -509,10 +509,14 @@ def evaluate(
     path: str,
     budget: Budget,
     causes: list[StatusCause],
+    ratcheted: list[StatusCause] | None = None,
 ) -> None:
     """Add to ``causes`` what ``value`` (at ``path``) gets from ``rules``. ``transition_only``: run
     only the rules that read oldSelf (the others ran when the new object alone was validated).
-    Raises :class:`RuleOverBudget`, its cause added, when the cost limits stop evaluation."""
+    ``ratcheted``: where a rule that does not read oldSelf evaluates to false there instead (an
+    update left the value unchanged: upstream reports it as a warning); errors evaluating it
+    and the cost limits stay causes. Raises :class:`RuleOverBudget`, its cause added, when the
+    cost limits stop evaluation."""
     sizes: dict[bool, int] = {}  # the size read, without and with oldSelf
     for compiled in rules:
         if compiled.uses_old_self != transition_only:
@@ -569,7 +573,8 @@ def evaluate(
         else:
             target = path
         detail = _message(compiled, context) or compiled.default_detail()
-        causes.append(_for_reason(compiled.reason, target, node_type, detail))
+        failed = _for_reason(compiled.reason, target, node_type, detail)
+        (ratcheted if ratcheted is not None and not compiled.uses_old_self else causes).append(failed)
 
 
 def _activation(functions: tuple[str, ...], variables: dict[str, Any], *, force: bool = False) -> Any:

@@ -354,9 +354,12 @@ class RegistryBase:
 
     def _validate(
         self, resource: ResourceType, obj: Obj, old: Obj | None = None, subresource: str = ""
-    ) -> None:
+    ) -> list[str]:
+        """Refuse ``obj`` (Invalid) for what its kind's validation finds; the warnings for the
+        client of what it reports without refusing."""
         strategy = self.strategy(resource)
-        causes = strategy.validate_write(obj, old)
+        warnings: list[str] = []
+        causes = strategy.validate_write(obj, old, warnings)
         if causes and old is not None and subresource in ("status", "binding"):
             # A status write carries the stored spec: as upstream's status strategies (which check
             # metadata and status only), it is not refused for what the stored object already
@@ -369,6 +372,7 @@ class RegistryBase:
         if causes:
             name = (obj.get("metadata") or {}).get("name") or ""
             raise errors.invalid(resource.group, resource.kind, name, causes)
+        return warnings
 
     def _check_namespace(
         self, resource: ResourceType, namespace: str | None, obj: Obj, *, creating: bool

@@ -133,10 +133,14 @@ class Strategy:
             obj, namespaced=self.resource.namespaced, name_rule=self.resource.name_rule
         )
 
-    def validate_write(self, obj: Obj, old: Obj | None) -> list[StatusCause]:
+    def validate_write(
+        self, obj: Obj, old: Obj | None, warnings: list[str] | None = None
+    ) -> list[StatusCause]:
         """Everything a write of ``obj`` (replacing ``old``, None on create) is refused for:
         ``validate``, and for kinds that have them, rules about the change itself (a custom
-        resource's transition rules; its ratcheting of errors at unchanged values)."""
+        resource's transition rules; its ratcheting of errors at unchanged values). What is
+        reported without refusing the write goes to ``warnings`` (a custom resource's rule that
+        fails where the update changed nothing)."""
         return self.validate(obj)
 
     def finish(self, obj: Obj, old: Obj | None) -> None:
@@ -320,7 +324,9 @@ class BuiltinStrategy(Strategy):
             return []
         return self.kind.rules(obj)
 
-    def validate_write(self, obj: Obj, old: Obj | None) -> list[StatusCause]:
+    def validate_write(
+        self, obj: Obj, old: Obj | None, warnings: list[str] | None = None
+    ) -> list[StatusCause]:
         causes = self.validate(obj)
         if old is not None and self.kind.update_rules is not None:
             causes.extend(self.kind.update_rules(obj, old))

@@ -320,7 +320,7 @@ class Updating(Creating):
                     ],
                 )
         served_new = await self._served_writing(resource, new)  # again: managedFields and more were set since
-        self._validate(resource, served_new, served_old, subresource)
+        warnings = warnings + self._validate(resource, served_new, served_old, subresource)
         if options.admit is not None:
             options.admit(served_new, served_old)
         if self._admits(resource, options.user):

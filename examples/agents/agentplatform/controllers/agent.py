@@ -458,12 +458,15 @@ class AgentReconciler:
         return (addresses, ports[0]) if addresses and ports else None
 
     async def _finalize(self, agent: Agent) -> None:
-        """Delete the agent's runs and schedules, then let it go."""
+        """Delete the agent's runs and schedules, then let it go. They are listed from the
+        server (their CRDs make spec.agentRef selectable), not the cache: a run made a moment
+        before the agent was deleted may not be in the cache yet, and once the finalizer is
+        gone nothing would delete it."""
         if not kubeloop.contains_finalizer(agent, FINALIZER):
             return
         name, namespace = agent.metadata.name or "", agent.metadata.namespace or ""
         for kind in (AgentSchedule, AgentRun):
-            for obj in await self.client.list(
+            for obj in await self.manager.api_reader.list(
                 kind, namespace=namespace, field_selector=f"{AGENT_INDEX}={name}"
             ):
                 with contextlib.suppress(kubeloop.errors.NotFound):

@@ -711,10 +711,12 @@ def test_a_rule_failing_where_an_update_changed_nothing_is_a_warning(
     api: Client, namespace: str, shared_server: ServerThread, tmp_path: pathlib.Path
 ) -> None:
     """Upstream's CEL ratcheting (apiextensions-apiserver's CEL validator, since 1.30): a rule that
-    does not read oldSelf and fails at a value the update left as it was (its node equal to the
-    correlated old one) is sent back as a warning, and the write goes through; where the update
-    changed the value, it is an error; a rule that cannot be evaluated is an error either way; the
-    object's own rules compare the whole objects, so any update is judged by them."""
+    does not read oldSelf and fails at a value the update left as it was is sent back as a
+    warning, and the write goes through; where the update changed the value, it is an error; a
+    rule that cannot be evaluated is an error either way. "Unchanged" as upstream's
+    CorrelatedObject decides: a map list item by item through its keys (a reordered one is
+    unchanged), an atomic list's item by its list, a map holding a member its schema does not
+    describe never, and the object's own rules by the whole objects (so never, in practice)."""
     group = f"{namespace}.ratchet.example.com"
     spec = {
         "type": "object",
@@ -723,6 +725,16 @@ def test_a_rule_failing_where_an_update_changed_nothing_is_a_warning(
             "replicas": {"type": "integer"},
             "inner": {"type": "object", "properties": {"size": {"type": "integer"}}},
             "sizes": {"type": "array", "items": {"type": "integer"}},
+            "ports": {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
+                },
+            },
             "settings": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
         },
     }
@@ -730,21 +742,27 @@ def test_a_rule_failing_where_an_update_changed_nothing_is_a_warning(
     crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     assert api.post(crds, body).status_code == 201
     path = f"/apis/{group}/v1/namespaces/{namespace}/scalers"
-    made = {
-        "apiVersion": f"{group}/v1",
-        "kind": "Scaler",
-        "metadata": {"name": "s1"},
-        "spec": {"note": "a", "replicas": 3, "inner": {"size": 9}, "sizes": [7, 1], "settings": {"other": 1}},
-    }
-    assert api.post(path, made).status_code == 201
-    # Tightened afterwards: the stored object breaks the rules on inner, on each of sizes' items
-    # (an atomic list's items are judged by their list) and on spec itself.
+    ports = [{"name": "a", "port": 500}, {"name": "b", "port": 1}]
+    made = {"note": "a", "replicas": 3, "inner": {"size": 9}, "sizes": [7, 1], "ports": ports}
+    for name, fields in (("s1", made), ("s2", {"settings": {"other": 1}})):
+        scaler = {"apiVersion": f"{group}/v1", "kind": "Scaler", "metadata": {"name": name}, "spec": fields}
+        assert api.post(path, scaler).status_code == 201
+
+    def tighten(root_rules: list[dict[str, str]] | None = None) -> None:
+        if root_rules is not None:
+            body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] = root_rules
+        current = api.get(f"{crds}/scalers.{group}").json()
+        current["spec"] = body["spec"]
+        assert api.put(f"{crds}/scalers.{group}", current).status_code == 200
+
+    # Tightened afterwards: the stored objects break the rules on inner, on sizes' items, on
+    # ports, on settings and on spec itself.
     spec["properties"]["inner"]["x-kubernetes-validations"] = [{"rule": "self.size <= 5", "message": "at most 5"}]
     spec["properties"]["sizes"]["items"]["x-kubernetes-validations"] = [{"rule": "self < 5"}]
-    spec["x-kubernetes-validations"] = [{"rule": "self.replicas <= 2", "message": "at most 2 replicas"}]
-    current = api.get(f"{crds}/scalers.{group}").json()
-    current["spec"] = body["spec"]
-    assert api.put(f"{crds}/scalers.{group}", current).status_code == 200
+    spec["properties"]["ports"]["x-kubernetes-validations"] = [{"rule": "self.all(p, p.port < 100)"}]
+    spec["properties"]["settings"]["x-kubernetes-validations"] = [{"rule": "!has(self.other) || self.other < 0"}]
+    spec["x-kubernetes-validations"] = [{"rule": "!has(self.replicas) || self.replicas <= 2", "message": "at most 2 replicas"}]
+    tighten()
 
     def warnings(response: Any) -> str:
         assert response.status_code == 200, response.text
@@ -755,17 +773,23 @@ def test_a_rule_failing_where_an_update_changed_nothing_is_a_warning(
     assert 'spec.inner: Invalid value: \\"object\\": at most 5' in labelled
     assert 'spec: Invalid value: \\"object\\": at most 2 replicas' in labelled
     assert 'spec.sizes[0]: Invalid value: \\"integer\\": failed rule: self < 5' in labelled
-    # spec changes, inner and sizes do not: spec's rule is an error, theirs stay warnings.
+    assert "spec.ports: Invalid value" in labelled
+    # spec changes, its members do not: spec's rule is an error, theirs stay warnings.
     refused = api.patch(f"{path}/s1", {"spec": {"note": "b"}}, MERGE)
     assert causes(refused) == {"spec": 'FieldValueInvalid: Invalid value: "object": at most 2 replicas'}
     kept = warnings(api.patch(f"{path}/s1", {"spec": {"note": "b", "replicas": 2}}, MERGE))
-    assert "at most 5" in kept and "spec.sizes[0]" in kept and "replicas" not in kept
-    # A changed list: its items are judged, each an error where it fails.
+    assert "at most 5" in kept and "spec.sizes[0]" in kept and "spec.ports" in kept and "replicas" not in kept
+    # A map list reordered is unchanged item by item; an atomic list changed judges its items.
+    assert "spec.ports" in warnings(api.patch(f"{path}/s1", {"spec": {"ports": ports[::-1]}}, MERGE))
     assert causes(api.patch(f"{path}/s1", {"spec": {"sizes": [7, 2]}}, MERGE)) == {
         "spec.sizes[0]": 'FieldValueInvalid: Invalid value: "integer": failed rule: self < 5'
     }
     assert causes(api.patch(f"{path}/s1", {"spec": {"inner": {"size": 8}}}, MERGE)) == {
         "spec.inner": 'FieldValueInvalid: Invalid value: "object": at most 5'
+    }
+    # A map holding a member its schema does not describe is never unchanged.
+    assert causes(api.patch(f"{path}/s2", {"metadata": {"labels": {"a": "b"}}}, MERGE)) == {
+        "spec.settings": 'FieldValueInvalid: Invalid value: "object": failed rule: !has(self.other) || self.other < 0'
     }
     # kubectl prints the warning and the label lands.
     kubectl = Kubectl(KUBECTLS[-1], shared_server.kubeconfig, tmp_path)
@@ -773,15 +797,11 @@ def test_a_rule_failing_where_an_update_changed_nothing_is_a_warning(
     assert 'Warning: spec.inner: Invalid value: "object": at most 5' in out.stderr
     # A rule that cannot be evaluated is an error though nothing it reads changed; and the
     # object's own rule judges every update (the objects differ, if only in their labels).
-    spec["properties"]["settings"]["x-kubernetes-validations"] = [{"rule": "self.required > 0"}]
+    spec["properties"]["inner"]["x-kubernetes-validations"] = [{"rule": "self.size > self.missing"}]
+    spec["properties"]["inner"]["x-kubernetes-preserve-unknown-fields"] = True
     spec["x-kubernetes-validations"] = []
-    body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] = [
-        {"rule": "self.metadata.name.startsWith('x')", "message": "names start with x"}
-    ]
-    current = api.get(f"{crds}/scalers.{group}").json()
-    current["spec"] = body["spec"]
-    assert api.put(f"{crds}/scalers.{group}", current).status_code == 200
+    tighten([{"rule": "self.metadata.name.startsWith('x')", "message": "names start with x"}])
     assert causes(api.patch(f"{path}/s1", {"metadata": {"labels": {"a": "c"}}}, MERGE)) == {
         "<root>": 'FieldValueInvalid: Invalid value: "object": names start with x',
-        "spec.settings": 'FieldValueInvalid: Invalid value: "object": no such key: required evaluating rule: self.required > 0',
+        "spec.inner": 'FieldValueInvalid: Invalid value: "object": no such key: missing evaluating rule: self.size > self.missing',
     }

@@ -231,7 +231,7 @@ class CustomResourceStrategy(Strategy):
                     ratcheted=ratcheted,
                     # Upstream correlates the whole objects: a root rule's failure is ratcheted
                     # only when nothing of the object changed.
-                    unchanged=structural.equal_values(obj, old) if self.root.rules_below else None,
+                    unchanged=structural.unchanged_under(obj, old, self.root) if self.root.rules_below else None,
                 )
             )
             causes = validation.deduplicated(causes)

@@ -437,9 +437,10 @@ def check_rules(
 
     ``ratcheted`` (an update's rules that do not read oldSelf, ``old`` given): a rule that fails
     at a value the update left as it was goes there, not into the causes, as upstream's
-    ratcheting (since 1.30) makes it a warning: the value is unchanged when its correlated old
-    value (a map's member, a map list's item with the same keys) is equal to it, and a value
-    with none (an atomic list's item) is judged by its nearest correlated ancestor. ``unchanged``:
+    ratcheting (since 1.30) makes it a warning: the value is unchanged when it is equal to its
+    correlated old value (a map's member, a map list's item with the same keys) as
+    :func:`unchanged_under` compares them, and a value with none (an atomic list's item, a
+    member the old map lacked) is judged by its nearest correlated ancestor. ``unchanged``:
     whether ``value`` itself is, when the caller knows better (an object's rules see part of
     its metadata; upstream compares the whole objects)."""
     causes: list[StatusCause] = []
@@ -448,12 +449,45 @@ def check_rules(
         if ratcheted is None or transition_only or old is _MISSING or old is None:
             unchanged = None
         elif unchanged is None:
-            unchanged = equal_values(value, old)
+            unchanged = unchanged_under(value, old, node)
         try:
             _check_rules(value, old, node, path, transition_only, budget, causes, ratcheted, unchanged)
         except celrules.RuleOverBudget:
             budget.remaining = 0  # its cause is in; no further rules run for this object
     return causes
+
+
+def unchanged_under(value: Any, old: Any, node: Node | None) -> bool:
+    """Whether ``value`` is its correlated ``old`` one as upstream's ratcheting decides
+    (``CorrelatedObject.CachedDeepEqual``): maps member by member, and a map with a member the
+    schema does not describe (kept by x-kubernetes-preserve-unknown-fields) is never unchanged;
+    a map list item by item through its keys (in any order); other lists and scalars as Go's
+    DeepEqual of decoded JSON (a 1 is not a 1.0)."""
+    if value is None or old is None:
+        return value is None and old is None
+    if node is None:
+        return False
+    if isinstance(value, dict):
+        if not isinstance(old, dict) or len(value) != len(old):
+            return False
+        for key, item in value.items():
+            sub = node.properties.get(key) or node.additional
+            if sub is None or key not in old or not unchanged_under(item, old[key], sub):
+                return False
+        return True
+    if isinstance(value, list):
+        if not isinstance(old, list) or len(value) != len(old):
+            return False
+        if node.list_type != "map" or node.items is None:
+            return equal_values(value, old)
+        olds = _correlated_items(value, old, node)
+        return all(
+            was is not _MISSING and unchanged_under(item, was, node.items)
+            for item, was in zip(value, olds, strict=True)
+        )
+    if isinstance(old, dict | list):
+        return False
+    return equal_values(value, old)
 
 
 def equal_values(value: Any, old: Any) -> bool:
@@ -507,7 +541,7 @@ def _check_rules(
                 elif unchanged or old_item is _MISSING:
                     below = unchanged  # an equal map's members are equal; a new one: its map's
                 else:
-                    below = equal_values(item, old_item)
+                    below = unchanged_under(item, old_item, sub)
                 _check_rules(
                     item, old_item, sub, _join(path, key), transition_only, budget, causes, ratcheted, below
                 )
@@ -518,7 +552,7 @@ def _check_rules(
             if unchanged is None or unchanged or old_item is _MISSING:
                 below = unchanged  # uncorrelated items are judged by their list
             else:
-                below = equal_values(item, old_item)
+                below = unchanged_under(item, old_item, node.items)
             _check_rules(
                 item, old_item, node.items, f"{path}[{index}]", transition_only, budget, causes, ratcheted, below
             )

@@ -706,6 +706,51 @@ def test_values_an_update_leaves_alone_are_not_judged_by_a_tightened_schema(
     assert api.post(path, {**widget, "metadata": {"name": "w2"}}).status_code == 422
 
 
+def test_schema_errors_are_ratcheted_where_upstreams_validator_correlates(api: Client, namespace: str) -> None:
+    """Upstream's ratcheting validator drops an error when a value on its path, reached through
+    correlated steps, is unchanged: a map list's items correlate by their keys (reordering the
+    list changes nothing), an atomic list's items with nothing (a changed list's items are
+    judged again, even one that stayed where it was)."""
+    group = f"{namespace}.ratchet.example.com"
+    body = crd_body(group)
+    spec = body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["sizes"] = {"type": "array", "items": {"type": "integer"}}
+    spec["properties"]["ports"] = {
+        "type": "array",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+        "items": {
+            "type": "object",
+            "required": ["name"],
+            "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
+        },
+    }
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    assert api.post(crds, body).status_code == 201
+    path = f"/apis/{group}/v1/namespaces/{namespace}/widgets"
+    ports = [{"name": "a", "port": 900}, {"name": "b", "port": 1}]
+    widget = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"sizes": [9, 1], "ports": ports}}
+    assert api.post(path, widget).status_code == 201
+    spec["properties"]["sizes"]["items"]["maximum"] = 5
+    spec["properties"]["ports"]["items"]["properties"]["port"]["maximum"] = 100
+    current = api.get(f"{crds}/widgets.{group}").json()
+    current["spec"] = body["spec"]
+    assert api.put(f"{crds}/widgets.{group}", current).status_code == 200
+
+    def fields(response: Any) -> list[str]:
+        assert response.status_code == 422, response.text
+        return [cause["field"] for cause in response.json()["details"]["causes"]]
+
+    assert api.patch(f"{path}/w", {"metadata": {"labels": {"a": "b"}}}, MERGE).status_code == 200
+    assert api.patch(f"{path}/w", {"spec": {"ports": ports[::-1]}}, MERGE).status_code == 200
+    assert api.patch(f"{path}/w", {"spec": {"ports": [{"name": "b", "port": 2}, ports[0]]}}, MERGE).status_code == 200
+    assert fields(api.patch(f"{path}/w", {"spec": {"ports": [{"name": "a", "port": 800}]}}, MERGE)) == [
+        "spec.ports[0].port"
+    ]
+    assert fields(api.patch(f"{path}/w", {"spec": {"sizes": [9, 2]}}, MERGE)) == ["spec.sizes[0]"]
+    assert api.patch(f"{path}/w", {"spec": {"sizes": [4, 2]}}, MERGE).status_code == 200
+
+
 def test_openapi_v2_publishes_custom_resources_as_upstream_converts_them(api: Client, namespace: str) -> None:
     group = f"{namespace}.v2.example.com"
     body = crd_body(group)

@@ -252,11 +252,14 @@ class CustomResourceStrategy(Strategy):
         return causes
 
     def ratchet(self, causes: list[StatusCause], new: Obj, old: Obj) -> list[StatusCause]:
-        """The schema's ratcheting: an error at a value the update leaves unchanged is not
-        reported, so objects written before a schema was tightened can still be updated
-        elsewhere. Values are matched by their field path. (Rules are ratcheted as they are
-        evaluated: ``validate_write``.)"""
-        return [cause for cause in causes if not _unchanged(cause.field, new, old)]
+        """The schema's ratcheting, as upstream's ratcheting validator: an error is not reported
+        when a value on its path (the root, then each step down it while the step correlates
+        with the old object: a member the schema describes and the old map has, a map list's
+        item with the same keys; not an atomic list's item) is unchanged
+        (:func:`structural.unchanged_under`), so objects written before a schema was tightened
+        can still be updated elsewhere. (Rules are ratcheted as they are evaluated:
+        ``validate_write``.)"""
+        return [cause for cause in causes if not _ratcheted(cause.field, new, old, self.root)]
 
     def generation_changed(self, old: Obj, new: Obj) -> bool:
         """With a status subresource, spec changes bump the generation; without one, any change
@@ -300,25 +303,33 @@ def _as_rules_see_it(obj: Obj) -> Obj:
     return {**obj, "metadata": {k: metadata[k] for k in celrules.ROOT_METADATA_FIELDS if k in metadata}}
 
 
-def _unchanged(field_path: str, new: Any, old: Any) -> bool:
-    """Whether the value at ``field_path`` (``spec.ports[0].port``, ``spec.labels[a.b]``) is the
-    same in both objects (absent in both counts as the same)."""
+def _ratcheted(field_path: str, new: Any, old: Any, node: structural.Node) -> bool:
+    """Whether the error at ``field_path`` (``spec.ports[0].port``, ``spec.labels[a.b]``) is
+    dropped: a value on its path, reached from the root through correlated steps, is unchanged."""
+    if structural.unchanged_under(new, old, node):
+        return True
     if not field_path or field_path == "<root>":
         return False
     for name, bracketed in _PATH_STEP.findall(field_path):
-        key: Any = name or bracketed
-        new, old = _step(new, key), _step(old, key)
-        if new is structural._MISSING and old is structural._MISSING:
+        key = name or bracketed
+        if isinstance(new, dict) and isinstance(old, dict):
+            sub = node.properties.get(key) or node.additional
+            if sub is None or key not in new or key not in old:
+                return False
+            new, old, node = new[key], old[key], sub
+        elif isinstance(new, list) and isinstance(old, list):
+            if node.list_type != "map" or node.items is None or not key.isdigit() or int(key) >= len(new):
+                return False  # an atomic list's or a set's items correlate with nothing
+            index = int(key)
+            was = structural.correlated_items(new, old, node)[index]
+            if was is structural._MISSING:
+                return False
+            new, old, node = new[index], was, node.items
+        else:
+            return False
+        if structural.unchanged_under(new, old, node):
             return True
-    return bool(new == old and type(new) is type(old))
-
-
-def _step(value: Any, key: str) -> Any:
-    if isinstance(value, dict):
-        return value.get(key, structural._MISSING)
-    if isinstance(value, list) and key.isdigit() and int(key) < len(value):
-        return value[int(key)]
-    return structural._MISSING
+    return False
 
 
 def _has_defaults(node: structural.Node) -> bool:

@@ -480,7 +480,7 @@ def unchanged_under(value: Any, old: Any, node: Node | None) -> bool:
             return False
         if node.list_type != "map" or node.items is None:
             return equal_values(value, old)
-        olds = _correlated_items(value, old, node)
+        olds = correlated_items(value, old, node)
         return all(
             was is not _MISSING and unchanged_under(item, was, node.items)
             for item, was in zip(value, olds, strict=True)
@@ -546,7 +546,7 @@ def _check_rules(
                     item, old_item, sub, _join(path, key), transition_only, budget, causes, ratcheted, below
                 )
     elif isinstance(value, list) and node.items is not None and node.items.rules_below:
-        old_items = _correlated_items(value, old if has_old else None, node)
+        old_items = correlated_items(value, old if has_old else None, node)
         for index, item in enumerate(value):
             old_item = old_items[index]
             if unchanged is None or unchanged or old_item is _MISSING:
@@ -558,7 +558,7 @@ def _check_rules(
             )
 
 
-def _correlated_items(value: list[Any], old: Any, node: Node) -> list[Any]:
+def correlated_items(value: list[Any], old: Any, node: Node) -> list[Any]:
     """Each new item's old self: the old item with the same keys in a map list, else none."""
     if node.list_type != "map" or not isinstance(old, list):
         return [_MISSING] * len(value)

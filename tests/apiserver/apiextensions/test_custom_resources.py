@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from kubeloop.testing import eventually, start_server
+from tests.apiserver.schemas import map_list
 from tests.apiserver.storage.test_durability import apiserver, session_for
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread
@@ -715,16 +716,7 @@ def test_schema_errors_are_ratcheted_where_upstreams_validator_correlates(api: C
     body = crd_body(group)
     spec = body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     spec["properties"]["sizes"] = {"type": "array", "items": {"type": "integer"}}
-    spec["properties"]["ports"] = {
-        "type": "array",
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["name"],
-        "items": {
-            "type": "object",
-            "required": ["name"],
-            "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
-        },
-    }
+    spec["properties"]["ports"] = map_list({"name": {"type": "string"}, "port": {"type": "integer"}})
     crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     assert api.post(crds, body).status_code == 201
     path = f"/apis/{group}/v1/namespaces/{namespace}/widgets"

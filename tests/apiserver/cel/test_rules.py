@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.apiserver.schemas import map_list
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread
 
@@ -725,16 +726,7 @@ def test_a_rule_failing_where_an_update_changed_nothing_is_a_warning(
             "replicas": {"type": "integer"},
             "inner": {"type": "object", "properties": {"size": {"type": "integer"}}},
             "sizes": {"type": "array", "items": {"type": "integer"}},
-            "ports": {
-                "type": "array",
-                "x-kubernetes-list-type": "map",
-                "x-kubernetes-list-map-keys": ["name"],
-                "items": {
-                    "type": "object",
-                    "required": ["name"],
-                    "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
-                },
-            },
+            "ports": map_list({"name": {"type": "string"}, "port": {"type": "integer"}}),
             "settings": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
         },
     }

@@ -15,6 +15,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from kubeloop.apiserver.patch import fieldmanager, fieldsets, serversideapply
+from tests.apiserver.schemas import map_list
 from tests.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401  (fixture)
 from tests.conftest import Client, ServerThread
 
@@ -726,20 +727,15 @@ _WIDGET_SCHEMA: dict[str, Any] = {
                 "tags": _STRING_SET,
                 "args": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}},
                 "selector": {**_STRING_MAP, "x-kubernetes-map-type": "atomic"},
-                "ports": {
-                    "type": "array",
-                    "x-kubernetes-list-type": "map",
-                    "x-kubernetes-list-map-keys": ["name"],
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "name": {"type": "string"},
-                            "port": {"type": "integer"},
-                            "labels": _STRING_MAP,
-                            "hosts": _STRING_SET,
-                        },
+                "ports": map_list(
+                    {
+                        "name": {"type": "string"},
+                        "port": {"type": "integer"},
+                        "labels": _STRING_MAP,
+                        "hosts": _STRING_SET,
                     },
-                },
+                    required=False,
+                ),
                 "nested": {
                     "type": "object",
                     "properties": {

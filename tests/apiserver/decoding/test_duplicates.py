@@ -89,3 +89,29 @@ def test_a_large_body_is_searched_a_window_at_a_time_with_the_same_answers(raw: 
     GIL for 5-10 ms), and answers as one look at the whole: matches across windows included."""
     assert duplicates._has_spaced_colon(raw, window) == (duplicates._SPACED_COLON.search(raw) is not None)
     assert duplicates._count_key_ends(raw, window) == raw.count(b'":')
+
+
+def test_a_body_too_deep_to_count_its_keys_is_checked_in_full() -> None:
+    """Keys are counted recursively; a body deeper than the interpreter lets that go (orjson
+    reads 1,024 levels) is answered by the full check, not an error."""
+    raw = b'{"a":1,"a":2,"b":' + b'{"c":' * 1000 + b"1" + b"}" * 1000 + b"}"
+    decoded = orjson.loads(raw)
+    with pytest.raises(RecursionError):
+        duplicates._count_keys(decoded)
+    assert decoding.find_duplicate_fields(raw, decoded) == decoding.find_duplicate_fields(raw)
+
+
+def _keys_held(value: Any) -> int:
+    if isinstance(value, dict):
+        return len(value) + sum(_keys_held(item) for item in value.values())
+    if isinstance(value, list):
+        return sum(_keys_held(item) for item in value)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_the_shortcut_counts_every_key_at_every_level(value: Any) -> None:
+    """The shortcut's key count (a wrong one would send every body to the full parse, or let a
+    repeated key through when it matched a body's ``":`` count by chance)."""
+    assert duplicates._count_keys(json.loads(json.dumps(value))) == _keys_held(value)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import copy
 import datetime
 import math
@@ -84,6 +85,10 @@ class Node:
     #: CEL rules (x-kubernetes-validations) of this node, and whether any node below has some.
     rules: tuple[celrules.CompiledRule, ...] = ()
     rules_below: bool = False
+    #: The exact Python types of the values that are valid here by their type alone: a scalar
+    #: node without bounds, length, pattern, format or enum (most fields), whose values need no
+    #: further look (set when compiled; a node made otherwise checks every value).
+    plain_scalars: frozenset[builtins.type] = frozenset()
     #: The source node (OpenAPI publishing and field management read it).
     source: Mapping[str, Any] = field(default_factory=dict)
 
@@ -346,6 +351,7 @@ def _compile(
     )
     children = [*node.properties.values(), node.additional, node.items]
     node.rules_below = bool(node.rules) or any(child is not None and child.rules_below for child in children)
+    node.plain_scalars = _plain_scalars(node)
     if node.list_type == "map" and node.items is not None:
         for key in node.list_map_keys:
             if key not in node.items.properties:
@@ -627,7 +633,35 @@ def _type_matches(value: Any, node: Node) -> bool:
     return actual == node.type
 
 
+#: The Python types a scalar node without further checks accepts, by its type.
+_TYPES_OF: dict[str, frozenset[type]] = {
+    "string": frozenset({str}),
+    "boolean": frozenset({bool}),
+    "integer": frozenset({int}),  # a whole float is an integer too: the full check says so
+    "number": frozenset({int, float}),
+}
+
+
+def _plain_scalars(node: Node) -> frozenset[type]:
+    if (
+        node.enum is not None
+        or node.maximum is not None
+        or node.minimum is not None
+        or node.multiple_of
+        or node.format
+        or node.max_length is not None
+        or node.min_length is not None
+        or node.pattern is not None
+    ):
+        return frozenset()
+    if node.int_or_string:
+        return frozenset({int, str})
+    return _TYPES_OF.get(node.type, frozenset())
+
+
 def _validate(value: Any, node: Node, path: str, causes: list[StatusCause]) -> None:
+    if type(value) in node.plain_scalars:
+        return
     if value is None:
         if not node.nullable and (node.type or node.int_or_string):
             expected = node.type or "integer,string"
@@ -735,7 +769,6 @@ def _validate_string(value: str, node: Node, path: str, causes: list[StatusCause
 
 
 def _validate_array(value: list[Any], node: Node, path: str, causes: list[StatusCause]) -> None:
-    name = _name(path)
     if node.max_items is not None and len(value) > node.max_items:
         causes.append(
             StatusCause(
@@ -743,7 +776,7 @@ def _validate_array(value: list[Any], node: Node, path: str, causes: list[Status
             )
         )
     if node.min_items is not None and len(value) < node.min_items:
-        causes.append(_invalid(path, value, f"{name} in body should have at least {node.min_items} items"))
+        causes.append(_invalid(path, value, f"{_name(path)} in body should have at least {node.min_items} items"))
     if node.list_type == "set" or node.unique_items:
         seen: list[Any] = []
         for index, item in enumerate(value):
@@ -765,13 +798,15 @@ def _validate_array(value: list[Any], node: Node, path: str, causes: list[Status
                     StatusCause("FieldValueDuplicate", f"Duplicate value: map[{shown}]", f"{path}[{index}]")
                 )
             keys_seen.add(key)
-    if node.items is not None:
+    items = node.items
+    if items is not None:
+        plain = items.plain_scalars
         for index, item in enumerate(value):
-            _validate(item, node.items, f"{path}[{index}]", causes)
+            if type(item) not in plain:
+                _validate(item, items, f"{path}[{index}]", causes)
 
 
 def _validate_object(value: dict[str, Any], node: Node, path: str, causes: list[StatusCause]) -> None:
-    name = _name(path)
     if node.max_properties is not None and len(value) > node.max_properties:
         causes.append(
             StatusCause(
@@ -782,14 +817,15 @@ def _validate_object(value: dict[str, Any], node: Node, path: str, causes: list[
         )
     if node.min_properties is not None and len(value) < node.min_properties:
         causes.append(
-            _invalid(path, value, f"{name} in body should have at least {node.min_properties} properties")
+            _invalid(path, value, f"{_name(path)} in body should have at least {node.min_properties} properties")
         )
     for required in node.required:
         if required not in value:
             causes.append(StatusCause("FieldValueRequired", "Required value", _join(path, required)))
+    properties, additional = node.properties, node.additional
     for key, item in value.items():
-        sub = node.properties.get(key) or node.additional
-        if sub is not None:
+        sub = properties.get(key) or additional
+        if sub is not None and type(item) not in sub.plain_scalars:  # no call, no path for those
             _validate(item, sub, _join(path, key), causes)
     if node.embedded_resource:
         causes.extend(_embedded(value, path))

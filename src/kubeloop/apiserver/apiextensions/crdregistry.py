@@ -216,6 +216,9 @@ class CustomResourceStrategy(Strategy):
         values the update leaves unchanged are dropped; a rule that does not read oldSelf and
         fails where its value is unchanged is a warning (``field: message``), as upstream's CEL
         validator adds it, not an error; a rule that cannot be evaluated is an error always."""
+        if not self.root.rules_below:  # no rules to run or ratchet (most CRDs)
+            causes = self._schema_causes(obj)
+            return validation.deduplicated(causes if old is None else self.ratchet(causes, obj, old))
         budget = celrules.Budget()
         if old is None:
             causes = self.validate(obj, budget)

@@ -518,12 +518,14 @@ def _deployment_like(draw: Any) -> dict[str, Any]:
         },
     )
     labels = st.dictionaries(_KEYS, st.sampled_from(["web", "db"]), max_size=3)
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
+    obj = {
+        # What the server strips (apiVersion, kind, the metadata it owns) changes too, and
+        # metadata comes and goes whole.
+        "apiVersion": draw(st.sampled_from(["apps/v1", "apps/v1beta2"])),
+        "kind": draw(st.sampled_from(["Deployment", "Other"])),
         "metadata": draw(
             st.fixed_dictionaries(
-                {"name": st.just("web")},
+                {"name": st.sampled_from(["web", "db"])},
                 optional={
                     "labels": labels,
                     "annotations": labels,
@@ -565,6 +567,9 @@ def _deployment_like(draw: Any) -> dict[str, Any]:
             )
         ),
     }
+    if draw(st.booleans()) and draw(st.booleans()):
+        del obj["metadata"]
+    return obj
 
 
 @st.composite

@@ -39,6 +39,10 @@ STRIPPED = frozenset(
 )
 
 
+#: The top-level fields under which STRIPPED paths lie.
+_STRIPPED_TOP = frozenset(path[0][2:] for path in STRIPPED)
+
+
 def encode_fields_v1(paths: Iterable[Path]) -> Obj:
     """A field set as FieldsV1."""
     root: Obj = {}
@@ -465,7 +469,7 @@ def _diff_field(
         _walk_field(key, before, plan, path, old_set, old_maps)
     if after is not _ABSENT:
         _walk_field(key, after, plan, path, new_set, new_maps)
-    if not path or path[0] == "f:metadata":
+    if (path[0] == "f:metadata") if path else key in _STRIPPED_TOP:
         for stripped in STRIPPED:
             old_set.pop(stripped, None)
             new_set.pop(stripped, None)

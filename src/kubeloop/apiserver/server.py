@@ -39,7 +39,12 @@ from kubeloop.apiserver.audit.logwriter import AuditLogWriter
 from kubeloop.apiserver.audit.policy import METADATA_FOR_ALL, AuditPolicy
 from kubeloop.apiserver.auth import bootstrap
 from kubeloop.apiserver.auth.rbacauthorizer import RBACAuthorizer
-from kubeloop.apiserver.auth.tokens import DEFAULT_MAX_EXPIRATION_SECONDS, ServiceAccountTokens, review_token
+from kubeloop.apiserver.auth.tokens import (
+    BOUND_KINDS,
+    DEFAULT_MAX_EXPIRATION_SECONDS,
+    ServiceAccountTokens,
+    review_token,
+)
 from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.catalog.schemas import schema_release
 from kubeloop.apiserver.datadir import DataDirectory
@@ -445,6 +450,8 @@ class APIServer:
             object_uid,
             max_expiration_seconds=options.service_account_max_token_expiration,
         )
+        for plural in ("serviceaccounts", *(resource for resource, _ in BOUND_KINDS.values())):
+            self.registry.add_commit_listener("", plural, tokens.forget_authenticated)
         authenticator = Authenticator(
             {
                 self.credentials.admin_token: ADMIN_USER,

@@ -496,7 +496,8 @@ def test_token_lifetimes_are_capped_and_a_bound_token_ends_with_its_object(
 ) -> None:
     """As kube-apiserver with --service-account-max-token-expiration: a TokenRequest for 1e9
     seconds (until 2058) gets the maximum (two days here). A token bound to a Secret (or Pod, or
-    Node) stops authenticating when that object is deleted."""
+    Node) stops authenticating when that object is deleted, at once (kube-apiserver would let
+    it work until its cached success expires, 10 s)."""
     assert (
         api.post(
             f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": "bound"}}
@@ -528,8 +529,19 @@ def test_token_lifetimes_are_capped_and_a_bound_token_ends_with_its_object(
     assert issued.json()["spec"]["boundObjectRef"] == {**ref, "uid": secret["metadata"]["uid"]}
     token = issued.json()["status"]["token"]
     assert authenticated(token)
+
+    def status_as_bearer() -> int:
+        # Authenticated and not allowed (403), or not authenticated (401); twice, so that the
+        # second is answered from the server's reuse of the first's success.
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        codes = {api.get(path, headers={"Authorization": f"Bearer {token}"}).status_code for _ in range(2)}
+        assert len(codes) == 1
+        return codes.pop()
+
+    assert status_as_bearer() == 403
     assert api.delete(f"/api/v1/namespaces/{namespace}/secrets/holder").status_code == 200
     assert not authenticated(token)  # its object is gone: so is the token
+    assert status_as_bearer() == 401  # at once, though its success was reused a moment ago
 
     refused = api.post(path, request(boundObjectRef={"kind": "ConfigMap", "apiVersion": "v1", "name": "x"}))
     assert refused.status_code == 400

@@ -129,6 +129,29 @@ def test_nesting_beyond_the_limit_is_refused_in_json_and_yaml() -> None:
         check_depth(orjson.loads(("[" + over + "]").encode()), "the object")
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(["object", "array"]), min_size=MAX_DEPTH - 2, max_size=MAX_DEPTH + 2),
+    st.integers(0, 3),
+)
+def test_the_depth_check_counts_objects_and_arrays_alike(shape: list[str], siblings: int) -> None:
+    """Objects and arrays nested in any order, the deepest path beside shallower siblings:
+    refused exactly when it is more than MAX_DEPTH levels deep."""
+    value: Any = 1
+    for kind in reversed(shape):
+        # Siblings: empty containers, as deep as the value beside them (a scalar at the bottom).
+        many = siblings if isinstance(value, dict | list) else 0
+        if kind == "object":
+            value = {**{f"s{i}": [] for i in range(many)}, "k": value}
+        else:
+            value = [*([{}] * many), value]
+    if len(shape) > MAX_DEPTH:
+        with pytest.raises(errors.BadRequest, match="nests more than"):
+            check_depth(value, "the object")
+    else:
+        check_depth(value, "the object")
+
+
 def test_extreme_nesting_neither_recurses_nor_crashes() -> None:
     # libyaml's own composer recurses in C: 100,000 levels crash the interpreter. Run in a child
     # process so that a crash shows as a failure rather than taking pytest down.

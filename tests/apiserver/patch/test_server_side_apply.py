@@ -600,6 +600,38 @@ def test_updates_by_difference_match_whole_field_sets(
     )
 
 
+@given(st.data())
+def test_a_field_set_leaves_out_what_the_server_owns_as_a_whole_walk_would(data: Any) -> None:
+    """``field_set`` does not walk the metadata fields the server owns; its answer (and the maps
+    it finds) is that of a walk of the whole object with those paths dropped after."""
+    from kubeloop.apiserver.catalog import schemas
+
+    obj = _deployment_like(data.draw)
+    if "metadata" in obj:
+        owned = data.draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "uid": st.just("u-1"),
+                    "creationTimestamp": st.just("2026-01-01T00:00:00Z"),
+                    "namespace": st.just("default"),
+                    "selfLink": st.just("/x"),
+                    "managedFields": st.just([{"manager": "m", "operation": "Update", "fieldsV1": {}}]),
+                },
+            )
+        )
+        obj["metadata"].update(owned)
+    schema = schemas.kind_schema("apps", "v1", "Deployment")
+    maps: set[tuple[str, ...]] = set()
+    walked: dict[tuple[str, ...], Any] = {}
+    walked_maps: set[tuple[str, ...]] = set()
+    fieldsets._walk(obj, fieldsets._plan(fieldsets.resolve(schema)), (), walked, walked_maps)
+    for stripped in fieldsets.STRIPPED:
+        walked.pop(stripped, None)
+    assert fieldsets.field_set(obj, schema, maps) == walked
+    assert maps == walked_maps
+
+
 def test_an_update_keeps_the_entries_it_does_not_touch_as_they_were_stored() -> None:
     """A stored entry no write touches is the stored item itself again; one it touches is
     encoded anew, and an entry no longer canonical is never reused."""

@@ -39,8 +39,9 @@ STRIPPED = frozenset(
 )
 
 
-#: The top-level fields under which STRIPPED paths lie.
+#: The top-level fields under which STRIPPED paths lie, and the metadata fields among them.
 _STRIPPED_TOP = frozenset(path[0][2:] for path in STRIPPED)
+_STRIPPED_META = frozenset(path[1][2:] for path in STRIPPED if len(path) == 2)
 
 
 def encode_fields_v1(paths: Iterable[Path]) -> Obj:
@@ -286,6 +287,10 @@ def field_set(
     creates them owns as members too.
     """
     out: dict[Path, Member] = {}
+    metadata = obj.get("metadata") if type(obj) is dict else None
+    if type(metadata) is dict and not _STRIPPED_META.isdisjoint(metadata):
+        # What the server owns of metadata (scalars, managedFields an atomic list) is not walked.
+        obj = {**obj, "metadata": {k: v for k, v in metadata.items() if k not in _STRIPPED_META}}
     _walk(obj, _plan(resolve(schema)), (), out, maps if maps is not None else set())
     for stripped in STRIPPED:
         out.pop(stripped, None)

@@ -79,7 +79,10 @@ def server_log(proc: subprocess.Popen[str]) -> str:
 def server_stacks(proc: subprocess.Popen[str]) -> str:
     """Every thread's stack in a running server (SIGQUIT; the server goes on), with its log."""
     os.kill(proc.pid, signal.SIGQUIT)
-    asyncio.run(eventually(lambda: "in <module>" in server_log(proc) or proc.poll() is not None))
+    try:
+        asyncio.run(eventually(lambda: "in <module>" in server_log(proc) or proc.poll() is not None))
+    except AssertionError:  # what the server wrote instead, for the failure (seen once under load)
+        raise AssertionError(f"no stacks after SIGQUIT; the server's log:\n{server_log(proc)[-6000:]}") from None
     return server_log(proc)
 
 

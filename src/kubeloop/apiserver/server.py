@@ -489,7 +489,7 @@ class APIServer:
             readiness=self.readiness,
             worker=self._worker,
             extra_definitions=self._crds.definitions,
-            authorizer=RBACAuthorizer(self.registry.store, self.catalog),
+            authorizer=RBACAuthorizer(self.registry.store, self.catalog, remember=True),
             tokens=tokens,
             token_reviewer=functools.partial(
                 review_token, tokens, lambda token: authenticator.authenticate_token(f"Bearer {token}")

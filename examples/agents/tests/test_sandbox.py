@@ -44,6 +44,22 @@ async def api(own_cluster: ServerThread) -> AsyncIterator[kubeloop.APIClient]:
         yield client
 
 
+class _RunsAsOf:
+    """A client whose reads of AgentRuns answer ``run`` (a cache behind the server), the rest
+    passed on."""
+
+    def __init__(self, client: Any, run: AgentRun) -> None:
+        self._client, self._run = client, run
+
+    async def get(self, kind: Any, name: str, **options: Any) -> Any:
+        if kind is AgentRun:
+            return self._run
+        return await self._client.get(kind, name, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
 async def test_sandboxed_runs_without_and_with_agent_sandbox(api: kubeloop.APIClient) -> None:
     namespace = "sandboxed"
     await api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
@@ -52,7 +68,7 @@ async def test_sandboxed_runs_without_and_with_agent_sandbox(api: kubeloop.APICl
     await api.create(runtime("sandbox-rt"))
     await api.create(agent("coder", namespace, "sandbox-rt"))
     manager = kubeloop.Manager(api)
-    agentplatform.setup(manager)
+    platform = agentplatform.setup(manager)
     async with manager:
         await api.create(agent_run("early", namespace, "coder", backend="sandbox"))
         early = await finished(api, "early", namespace)
@@ -121,6 +137,22 @@ async def test_sandboxed_runs_without_and_with_agent_sandbox(api: kubeloop.APICl
                 assert not sandboxes.items
 
             await eventually(released)
+            # A reconcile whose cache is a moment behind (the run still Running there, its
+            # Sandbox already released) makes no Sandbox again: seen once in a full run, where
+            # the Sandbox made again outlived the run.
+            behind = run.model_copy(deep=True)
+            assert behind.status is not None
+            behind.status.phase, behind.status.reason, behind.status.completion_time = "Running", "SandboxReady", None
+            reconciler = platform.runs
+            cached = reconciler.client
+            reconciler.client = _RunsAsOf(cached, behind)  # type: ignore[assignment]
+            try:
+                assert await reconciler.reconcile(kubeloop.Request(namespace, "isolated")) is None
+            finally:
+                reconciler.client = cached
+            await released()
+            finished_run = await api.get(AgentRun, "isolated", namespace=namespace)
+            assert finished_run.status is not None and finished_run.status.phase == "Succeeded"
         finally:
             made.cancel()  # done already, unless the test failed before the Sandbox came
             with contextlib.suppress(asyncio.CancelledError):

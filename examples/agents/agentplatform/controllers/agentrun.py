@@ -164,6 +164,17 @@ class AgentRunReconciler:
         if sandboxed and not await self.sandboxes.served():
             await self._fail(run, {"phase": "Failed", "reason": "BackendUnavailable", "message": UNAVAILABLE})
             return None
+        if sandboxed and current.get("startTime") and await self.sandboxes.sandbox(request.name, request.namespace) is None:
+            # A run's Sandbox is released as it ends, and a cache a moment behind still shows the
+            # run unfinished: a Sandbox made again would outlive the run. The server says which.
+            try:
+                live = await self.reader.get(AgentRun, request.name, namespace=request.namespace)
+            except kubeloop.errors.NotFound:
+                return None
+            if live.metadata.deletion_timestamp is not None or (
+                live.status is not None and live.status.phase in FINISHED
+            ):
+                return None
         try:
             snapshot, waiting = await self._snapshot(run)
             workload = await self._workload(run, snapshot) if snapshot is not None else None

@@ -21,7 +21,7 @@ from agentobjects import (
     finished,
     runtime,
 )
-from agentplatform.api.v1alpha1 import Agent, AgentRun
+from agentplatform.api.v1alpha1 import Agent, AgentPolicy, AgentRun
 from agentplatform.controllers.builders import write_status
 
 import kubeloop
@@ -297,6 +297,23 @@ async def test_each_way_a_job_ends_is_the_runs_reason(
         assert (phase["phase"], phase["message"]) == ("Failed", job_condition["message"])
 
 
+class _NoPoliciesCached:
+    """A client whose cache shows no AgentPolicy (one a moment behind the server); the rest
+    passed on."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    async def list(self, kind: Any, **options: Any) -> Any:
+        listed = await self._client.list(kind, **options)
+        if kind is AgentPolicy:
+            listed.items.clear()
+        return listed
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
 async def test_a_runs_limits_are_the_smallest_of_its_own_its_agents_and_its_policies(
     client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
 ) -> None:
@@ -322,6 +339,22 @@ async def test_a_runs_limits_are_the_smallest_of_its_own_its_agents_and_its_poli
     snapshot, env = await eventually(lambda: limits_of("own"), timeout=20)
     assert snapshot == {"maxTurns": 3, "maxTokens": 100}  # its own tokens
     assert (env["AGENT_MAX_TURNS"], env["AGENT_MAX_TOKENS"]) == ("3", "100")
+    # A policy made a moment before a run is applied even where the cache has not shown it yet
+    # (seen once in a full run: the run got the loose limit): the snapshot's policies come from
+    # the server. A run of the namespace the manager never sees, snapshotted with a client
+    # whose cache shows no policy at all.
+    ghost_run = agent_run("ghost", namespace, "bounded", maxTurns=4)
+    ghost_run["metadata"]["uid"] = "0000-ghost"  # never stored: its snapshot's owner, collected later
+    ghost = AgentRun.model_validate(ghost_run)
+    runs = platform.runs
+    cached = runs.client
+    runs.client = _NoPoliciesCached(cached)  # type: ignore[assignment]
+    try:
+        data, why = await runs._snapshot(ghost)
+    finally:
+        runs.client = cached
+    assert data is not None, why
+    assert json.loads(data["limits.json"]) == {"maxTurns": 3, "maxTokens": 900}
     # The agent's endpoint gets the agent's own limits (its controller makes it meanwhile).
     deployment = await eventually(lambda: client.get(kinds.Deployment, "bounded", namespace=namespace), timeout=20)
     env = {var["name"]: var.get("value") for var in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}

@@ -311,7 +311,9 @@ class AgentRunReconciler:
             server = memory_server(agent.metadata.name or "")
             return None, f"{MEMORY_NOT_READY}: the memory server {server} is not ready"
         tools = await resolve_tools(self.client, namespace, agent.spec)
-        policies = (await self.client.list(AgentPolicy, namespace=namespace)).items
+        # From the server, not the cache: a policy is a limit, and one made a moment before the
+        # run, not yet in the cache, would be missed for the run's whole life.
+        policies = (await self.reader.list(AgentPolicy, namespace=namespace)).items
         limits = {
             "maxTurns": _smallest(run.spec.max_turns, agent.spec.max_turns, *(p.spec.max_turns for p in policies)),
             "maxTokens": _smallest(run.spec.max_tokens, agent.spec.max_tokens, *(p.spec.max_tokens for p in policies)),

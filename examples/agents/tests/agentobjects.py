@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import agentplatform
 import pytest
-from agentplatform.api.v1alpha1 import Agent, AgentRun
+from agentplatform.api.v1alpha1 import Agent, AgentPolicy, AgentRun
 from agentplatform.controllers.builders import CONFIG_HASH
 from agentplatform.controllers.channels import INBOUND_AUDIENCE
 from agentruntime.images import local_images
@@ -135,6 +135,23 @@ async def exists(
 async def pod_hash(client: kubeloop.APIClient, name: str, namespace: str) -> str:
     deployment = await client.get(kinds.Deployment, name, namespace=namespace)
     return str(deployment["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH])
+
+
+class NoPoliciesCached:
+    """A client whose cache shows no AgentPolicy (one a moment behind the server: a policy
+    just made); everything else passed on."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    async def list(self, kind: Any, **options: Any) -> Any:
+        listed = await self._client.list(kind, **options)
+        if kind is AgentPolicy:
+            listed.items.clear()
+        return listed
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
 
 
 def agent_run(name: str, namespace: str, agent_name: str, **spec: Any) -> dict[str, Any]:

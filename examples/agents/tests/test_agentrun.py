@@ -13,6 +13,7 @@ import agentplatform
 import aiohttp
 import pytest
 from agentobjects import (
+    NoPoliciesCached,
     agent,
     agent_run,
     assert_writes_nothing,
@@ -21,7 +22,7 @@ from agentobjects import (
     finished,
     runtime,
 )
-from agentplatform.api.v1alpha1 import Agent, AgentPolicy, AgentRun
+from agentplatform.api.v1alpha1 import Agent, AgentRun
 from agentplatform.controllers.builders import write_status
 
 import kubeloop
@@ -297,23 +298,6 @@ async def test_each_way_a_job_ends_is_the_runs_reason(
         assert (phase["phase"], phase["message"]) == ("Failed", job_condition["message"])
 
 
-class _NoPoliciesCached:
-    """A client whose cache shows no AgentPolicy (one a moment behind the server); the rest
-    passed on."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-
-    async def list(self, kind: Any, **options: Any) -> Any:
-        listed = await self._client.list(kind, **options)
-        if kind is AgentPolicy:
-            listed.items.clear()
-        return listed
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-
 async def test_a_runs_limits_are_the_smallest_of_its_own_its_agents_and_its_policies(
     client: kubeloop.APIClient, platform: agentplatform.Platform, namespace: str
 ) -> None:
@@ -348,7 +332,7 @@ async def test_a_runs_limits_are_the_smallest_of_its_own_its_agents_and_its_poli
     ghost = AgentRun.model_validate(ghost_run)
     runs = platform.runs
     cached = runs.client
-    runs.client = _NoPoliciesCached(cached)  # type: ignore[assignment]
+    runs.client = NoPoliciesCached(cached)  # type: ignore[assignment]
     try:
         data, why = await runs._snapshot(ghost)
     finally:

@@ -10,7 +10,7 @@ from typing import Any
 
 import agentplatform
 import pytest
-from agentobjects import agent, condition, exists, ready, runtime
+from agentobjects import NoPoliciesCached, agent, condition, exists, ready, runtime
 from agentplatform.api.v1alpha1 import Agent, AgentPolicy, AgentRun
 from agentplatform.controllers.policy import run_violations
 
@@ -109,3 +109,23 @@ def test_max_timeout_seconds_is_the_longest_run_allowed(timeout: int, refused: b
     )
     causes = run_violations(run, [rules])
     assert [cause.field for cause in causes] == (["spec.timeoutSeconds"] if refused else [])
+
+
+async def test_a_policy_judges_writes_before_the_operators_cache_shows_it(
+    client: kubeloop.APIClient, namespace: str
+) -> None:
+    """The webhooks read the namespace's policies from the server: with the operator's cache a
+    moment behind (showing no policy at all here), a run the policy forbids is refused."""
+    await client.create(runtime(f"{namespace}-rt"))
+    await client.create(agent("steady", namespace, f"{namespace}-rt"))
+    await client.create(policy(namespace, maxTimeoutSeconds=600))
+    manager = kubeloop.Manager(client, webhook_server=kubeloop.webhook.WebhookServer(port=0))
+    manager.client = NoPoliciesCached(manager.client)  # type: ignore[assignment]
+    agentplatform.setup(manager, enforce_policies=True)
+    async with manager, webhooks_installed(client, manager):
+        run = {"apiVersion": "agents.kubeloop.dev/v1alpha1", "kind": "AgentRun",
+               "metadata": {"name": "overlong", "namespace": namespace},
+               "spec": {"agentRef": "steady", "task": "x", "timeoutSeconds": 3600}}  # fmt: skip
+        with pytest.raises(kubeloop.errors.Invalid, match="more than the 600s AgentPolicy house-rules allows"):
+            await client.create(run)
+        assert not await exists(client, AgentRun, "overlong", namespace)

@@ -429,7 +429,9 @@ def setup(manager: kubeloop.Manager, platform: PlatformImages) -> None:
     """The validating webhooks of Agents, AgentRuns, SkillPacks, MCPServers and PersonaPacks
     (served by the manager's webhook server; their configurations come from ``kubeloop
     webhook``)."""
-    client = manager.client
+    # Straight from the server: a policy made a moment before a write, not yet in the cache,
+    # must judge it (admission of these kinds is rare; a list per request costs little).
+    client = manager.api_reader
     validators: list[tuple[Any, object]] = [
         (Agent, AgentPolicyValidator(client, platform)),
         (AgentRun, RunPolicyValidator(client)),

@@ -10,8 +10,8 @@ only ``rules``). Members of
 ``system:masters`` are allowed everything without a look. The roles are read from the store as
 they are at the moment of the request: a binding written is in force for the next request.
 
-Deciding reads every ClusterRoleBinding and the roles bound: ~50 µs for a ServiceAccount with
-the bootstrap policy, a quarter of a small request. The server's authorizer (``remember``) keeps
+Deciding reads every ClusterRoleBinding, the namespace's RoleBindings and the roles bound:
+12–20 µs for a ServiceAccount bound to ``view``, more with every binding a namespace gains. The server's authorizer (``remember``) keeps
 its decisions, by user and attributes, until the next committed write of any RBAC object, which
 empties them before that write is answered: no decision outlives the objects it was made from.
 """
@@ -109,17 +109,18 @@ class RBACAuthorizer:
         return decided
 
     def _decide(self, user: UserInfo, attributes: Attributes) -> tuple[bool, bool]:
-        """Whether ``attributes`` are allowed ``user``, and whether that turned on the name."""
-        by_name = False
+        """Whether ``attributes`` are allowed ``user``, and whether that turned on the name (a
+        rule limited to resource names was all that could allow it)."""
+        by_name = allowed_by_name = False
+        name = attributes.name
         for rule in self.rules_for(user, attributes.namespace):
             if rule_allows_but_the_name(rule, attributes):
-                if not _names_of(rule, attributes):
+                names = _names_of(rule, attributes)
+                if not names:
                     return True, False
                 by_name = True
-        return by_name and self._decide_by_name(user, attributes), by_name
-
-    def _decide_by_name(self, user: UserInfo, attributes: Attributes) -> bool:
-        return any(rule_allows(rule, attributes) for rule in self.rules_for(user, attributes.namespace))
+                allowed_by_name = allowed_by_name or (bool(name) and name in names)
+        return allowed_by_name, by_name
 
     def _forget_on_rbac_change(self, event: Event) -> None:
         if self._decisions and event.key.startswith(_RBAC_KEYS):

@@ -92,6 +92,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/b4_apiserver_writes.py --workers 2
 	$(BIN)/python bench/b4_apiserver_writes.py --watchers 1000 --rate 200
 	$(BIN)/python bench/storage_writer.py
+	$(BIN)/python bench/store_keys.py
 	$(BIN)/python bench/stall.py
 	$(BIN)/python bench/client_throughput.py
 	$(BIN)/python bench/reconcile_latency.py

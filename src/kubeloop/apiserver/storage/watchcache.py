@@ -21,7 +21,6 @@ the cyclic GC's sight (:mod:`kubeloop.gcuntrack`), and so is the history.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import collections
 import heapq
 import itertools
@@ -36,6 +35,7 @@ import orjson
 from kubeloop import errors
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.storage.log import LoadedState, LogRecord, StorageError
+from kubeloop.apiserver.storage.sortedkeys import SortedKeys
 from kubeloop.gcpause import waited
 from kubeloop.gcuntrack import untrack, untrack_json
 
@@ -247,7 +247,7 @@ class WatchCache:
         watcher_buffer: int = 10_000,
     ) -> None:
         self._objects: dict[str, StoredObject] = {}
-        self._sorted_keys: list[str] = []
+        self._keys = SortedKeys()
         self._history: collections.deque[Change] = collections.deque()
         self._history_size = 0
         self._history_window = history_window
@@ -285,7 +285,7 @@ class WatchCache:
         """Fill the cache from a log's state (at start-up) or the store's snapshot (a replica's)."""
         for record in state.current:
             self._objects[record.key] = _stored(orjson.loads(record.value), record.revision, record.create_revision)
-        self._sorted_keys = sorted(self._objects)
+        self._keys = SortedKeys(self._objects)
         self._compacted = state.compacted
         top = state.top
         for record, prev_value in state.history:
@@ -335,14 +335,13 @@ class WatchCache:
 
     def keys_with_prefix(self, prefix: str, start: str = "") -> Iterator[str]:
         low, high = self._key_range(prefix, start)
-        return iter(self._sorted_keys[low:high])
+        return self._keys.between(low, high)
 
     def items(self, prefix: str, *, start: str = "") -> Iterator[tuple[str, Obj]]:
         """Current objects under a prefix in key order, from key ``start`` on."""
-        keys, objects = self._sorted_keys, self._objects
+        objects = self._objects
         low, high = self._key_range(prefix, start)
-        for index in range(low, high):
-            key = keys[index]
+        for key in self._keys.between(low, high):
             yield key, objects[key].obj
 
     def objects_under(self, prefix: str) -> list[Obj]:
@@ -351,22 +350,19 @@ class WatchCache:
         tuples set off), the loop held all along."""
         low, high = self._key_range(prefix, "")
         objects = self._objects
-        return [objects[key].obj for key in self._sorted_keys[low:high]]
+        return [objects[key].obj for part in self._keys.slices_between(low, high) for key in part]
 
     def count_with_prefix(self, prefix: str, start: str = "") -> int:
-        """How many keys under ``prefix`` sort at or after ``start`` (two bisections)."""
+        """How many keys under ``prefix`` sort at or after ``start``."""
         low, high = self._key_range(prefix, start)
-        return max(0, high - low)
+        return self._keys.count_between(low, high)
 
-    def _key_range(self, prefix: str, start: str) -> tuple[int, int]:
-        """Where the sorted keys under ``prefix`` from ``start`` on begin and end (two bisections:
-        the keys under a prefix are those at or after it and before its successor)."""
-        keys = self._sorted_keys
-        low = bisect.bisect_left(keys, max(prefix, start))
+    @staticmethod
+    def _key_range(prefix: str, start: str) -> tuple[str, str | None]:
+        """The bounds of the keys under ``prefix`` from ``start`` on: at or after the greater of
+        the two, and before the prefix's successor (None: no key sorts after every such key)."""
         end = prefix.rstrip(_LAST_CHARACTER)  # no successor past the last code point
-        if not end:
-            return low, len(keys)
-        return low, max(low, bisect.bisect_left(keys, end[:-1] + chr(ord(end[-1]) + 1)))
+        return max(prefix, start), (end[:-1] + chr(ord(end[-1]) + 1)) if end else None
 
     def list_at(self, prefix: str, revision: int, *, start: str = "") -> Iterable[tuple[str, Obj]]:
         """The objects under a prefix as they were at ``revision`` (a consistent snapshot).
@@ -464,10 +460,10 @@ class WatchCache:
         key = event.key
         if event.type == "DELETED":
             del self._objects[key]
-            del self._sorted_keys[bisect.bisect_left(self._sorted_keys, key)]
+            self._keys.discard(key)
         else:
             if event.type == "ADDED":
-                bisect.insort(self._sorted_keys, key)
+                self._keys.add(key)
             self._objects[key] = _stored(event.obj, event.revision, change.create_revision)
         self._committed = event.revision
         self._remember(change)

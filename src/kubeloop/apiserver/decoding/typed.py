@@ -19,6 +19,7 @@ from kubeloop.api import quantity, timestamps
 from kubeloop.api.fielderrors import go_number
 from kubeloop.api.naming import go_quote
 from kubeloop.apiserver.catalog import schemas
+from kubeloop.apiserver.decoding.jsoncopy import copy_json
 
 __all__ = [
     "DecodingError",
@@ -420,7 +421,7 @@ class _Decoder:
         elif kind == _BYTES:
             return self._bytes(item, plan, path, struct)
         else:  # _ANY
-            return _copy_json(item)
+            return copy_json(item)
         self._mismatch(item, plan, path, struct)
         return _DROP
 
@@ -533,14 +534,6 @@ def _as_int(value: float) -> int | None:
     if value.is_integer():
         return int(value)
     return None
-
-
-def _copy_json(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _copy_json(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_copy_json(item) for item in value]
-    return value
 
 
 def decode_against_schema(

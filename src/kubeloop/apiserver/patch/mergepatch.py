@@ -5,7 +5,8 @@ every other value (lists included) replaces what was there. A patch that is not 
 replaces the whole target.
 
 Also home of two helpers the other patch modules share: :func:`copy_json` (a deep copy of a
-JSON value) and :func:`json_equal` (equality as JSON sees it: ``1 == 1.0``, but ``true != 1``).
+JSON value, from :mod:`~kubeloop.apiserver.decoding.jsoncopy`) and :func:`json_equal`
+(equality as JSON sees it: ``1 == 1.0``, but ``true != 1``).
 
 All functions take plain JSON values (dict/list/str/int/float/bool/None), never mutate their
 arguments and return new values that share nothing mutable with them.
@@ -17,17 +18,9 @@ from collections.abc import Mapping
 from typing import Any, overload
 
 from kubeloop import errors
+from kubeloop.apiserver.decoding.jsoncopy import copy_json
 
 __all__ = ["apply_merge_patch", "copy_json", "create_merge_patch", "json_equal"]
-
-
-def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON value (dicts and lists are rebuilt, scalars are immutable)."""
-    if isinstance(value, dict):
-        return {key: copy_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [copy_json(item) for item in value]
-    return value
 
 
 def json_equal(left: Any, right: Any) -> bool:
@@ -54,29 +47,27 @@ def json_equal(left: Any, right: Any) -> bool:
 def apply_merge_patch(document: Any, patch: Any) -> Any:
     """Apply an RFC 7386 merge patch to ``document`` and return the result (a new value)."""
     try:
-        return _merge_value(document, patch)
+        if not isinstance(patch, dict):
+            return copy_json(patch)
+        # One copy of the whole document (in C), merged into in place: a copy per member the
+        # patch leaves alone cost twice as much for a status patch of a custom resource.
+        return _merge_into(copy_json(document) if isinstance(document, dict) else {}, patch)
     except RecursionError:
         raise errors.BadRequest("the merge patch is nested too deeply") from None
 
 
-def _merge_value(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return copy_json(patch)
-    return _merge_object(target if isinstance(target, dict) else {}, patch)
-
-
-def _merge_object(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    # Members of the target keep their order; members the patch adds follow in patch order.
-    for key, value in target.items():
-        if key not in patch:
-            result[key] = copy_json(value)
-        elif patch[key] is not None:
-            result[key] = _merge_value(value, patch[key])
+def _merge_into(target: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``patch`` into ``target``, the caller's own copy. Members of the target keep their
+    place; members the patch adds follow in patch order; a null removes a member."""
     for key, value in patch.items():
-        if key not in target and value is not None:
-            result[key] = _merge_value(None, value)
-    return result
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict):
+            current = target.get(key)
+            target[key] = _merge_into(current if isinstance(current, dict) else {}, value)
+        else:
+            target[key] = copy_json(value)
+    return target
 
 
 @overload

@@ -50,10 +50,16 @@ def untrack_json(value: object) -> None:
     None). A container already untracked is not entered: what is shared with a value untracked
     before (the unchanged parts of an updated object) costs nothing, and CPython keeps a dict
     untracked only while it holds no container."""
-    if _untrack is None or not _is_tracked(value):
-        return
-    _untrack(value)
+    if _untrack is not None and _is_tracked(value):
+        _untrack_tracked(value)
+
+
+def _untrack_tracked(value: object) -> None:
+    """``untrack_json`` of a tracked container; its untracked members (dicts of plain values,
+    which CPython never tracks, and what an earlier untracking reached) are not entered: a
+    ConfigMap with its managedFields 5.4 → 3.6 µs."""
+    _untrack(value)  # type: ignore[misc]
     for item in value.values() if type(value) is dict else value:  # type: ignore[attr-defined]
         kind = type(item)
-        if kind is dict or kind is list:
-            untrack_json(item)
+        if (kind is dict or kind is list) and _is_tracked(item):
+            _untrack_tracked(item)

@@ -796,3 +796,44 @@ def test_openapi_v2_publishes_custom_resources_as_upstream_converts_them(api: Cl
     while f"{reversed_group}.v1.Widget" in api.get("/openapi/v2").json()["definitions"]:
         assert time.monotonic() < deadline, "the deleted CRD's definition is still published"
         time.sleep(0.05)
+
+
+def test_writes_and_watches_answer_each_version_as_it_is_served(api: Client, namespace: str) -> None:
+    """An answer to a write and a watch line reuse the JSON the store encoded only when the
+    object is served as stored: through a version other than the storage one (conversion None:
+    the apiVersion changes) each is that version's, as a read is; through the storage version,
+    byte for byte what encoding the object would give."""
+    group = f"{namespace}.example.com"
+    body = crd_body(group)
+    stored_version = body["spec"]["versions"][0]
+    body["spec"]["versions"].append({**stored_version, "name": "v2", "storage": False})
+    assert api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body).status_code == 201
+    for version, other in (("v2", "v1"), ("v1", "v2")):
+        path = f"/apis/{group}/{version}/namespaces/{namespace}/widgets"
+        with api.get(f"{path}?watch=true", stream=True, timeout=30) as watch:
+            # Without a resourceVersion the watch starts with the objects there (the other loop's).
+            lines = (
+                event
+                for event in (json.loads(line) for line in watch.iter_lines() if line)
+                if event["object"]["metadata"]["name"] == version
+            )
+            widget = {"apiVersion": f"{group}/{version}", "kind": "Widget", "metadata": {"name": version}}
+            answers = [api.post(path, {**widget, "spec": {"size": 1}})]
+            current = answers[0].json()
+            answers.append(api.put(f"{path}/{version}", {**current, "spec": {"size": 3}}))
+            answers.append(api.patch(f"{path}/{version}/status", {"status": {"phase": "Ready"}}, MERGE))
+            for answer in answers:
+                assert answer.status_code in (200, 201), answer.text
+                assert answer.content == orjson.dumps(answer.json()) + b"\n"
+                assert answer.json()["apiVersion"] == f"{group}/{version}"
+            read = api.get(f"{path}/{version}").json()
+            assert answers[-1].json() == read
+            events = [next(lines) for _ in range(3)]
+        assert [event["type"] for event in events] == ["ADDED", "MODIFIED", "MODIFIED"]
+        assert [event["object"]["apiVersion"] for event in events] == [f"{group}/{version}"] * 3
+        assert events[-1]["object"] == read
+        # The same object read through the other version differs only in its apiVersion.
+        assert api.get(f"/apis/{group}/{other}/namespaces/{namespace}/widgets/{version}").json() == {
+            **read,
+            "apiVersion": f"{group}/{other}",
+        }

@@ -38,14 +38,13 @@ LARGE_LIST_ITEMS = 1000
 _LIST_SLICE = 250
 
 
-def json_response(body: Any, status: int = 200, *, warnings: list[str] | None = None) -> web.Response:
-    """``body`` as JSON ending in a newline, as Go's ``json.Encoder`` writes every answer."""
-    return with_warnings(
-        web.Response(
-            body=orjson.dumps(body, option=orjson.OPT_APPEND_NEWLINE), status=status, content_type=JSON
-        ),
-        warnings,
-    )
+def json_response(
+    body: Any, status: int = 200, *, warnings: list[str] | None = None, encoded: bytes | None = None
+) -> web.Response:
+    """``body`` as JSON ending in a newline, as Go's ``json.Encoder`` writes every answer;
+    ``encoded``: ``body`` as JSON already (as the store encoded it), not encoded again."""
+    data = encoded + b"\n" if encoded is not None else orjson.dumps(body, option=orjson.OPT_APPEND_NEWLINE)
+    return with_warnings(web.Response(body=data, status=status, content_type=JSON), warnings)
 
 
 def with_warnings(response: web.Response, warnings: list[str] | None) -> web.Response:
@@ -55,9 +54,15 @@ def with_warnings(response: web.Response, warnings: list[str] | None) -> web.Res
 
 
 async def object_response(
-    request: HTTPRequest, body: Obj, status: int = 200, *, warnings: list[str] | None = None
+    request: HTTPRequest,
+    body: Obj,
+    status: int = 200,
+    *,
+    warnings: list[str] | None = None,
+    encoded: bytes | None = None,
 ) -> web.Response:
-    """An object or list as JSON, or as Kubernetes protobuf when the client asks for that first.
+    """An object or list as JSON, or as Kubernetes protobuf when the client asks for that first
+    (``encoded``: ``body`` as JSON already, for a JSON answer).
 
     Objects the protobuf tables cannot express (no kubectl to read them from, a kind they lack)
     go out as JSON: clients decode by the response's Content-Type.
@@ -72,7 +77,7 @@ async def object_response(
             return with_warnings(
                 web.Response(body=encoded, status=status, content_type=codec.MEDIA_TYPE), warnings
             )
-    return json_response(body, status, warnings=warnings)
+    return json_response(body, status, warnings=warnings, encoded=encoded)
 
 
 def encode_list_in_slices(body: Obj) -> bytes:

@@ -78,6 +78,11 @@ class WatchSettings:
     min_request_timeout: float = 1800.0
 
 
+#: A watch line's start for each event type: the line of an object served as stored is this, the
+#: stored JSON and ``}\n`` (what ``orjson.dumps({"type": ..., "object": obj})`` would write).
+_EVENT_HEADS = {kind: b'{"type":"%s","object":' % kind.encode() for kind in ("ADDED", "MODIFIED", "DELETED")}
+
+
 def validate_watch_options(options: WatchOptions) -> None:
     if options.send_initial_events is not None:
         if options.resource_version_match != "NotOlderThan":
@@ -185,7 +190,11 @@ class WatchStream:
             if cache_key:
                 cached = event.encoded.get(cache_key)
                 if cached is None:
-                    cached = self._line(event.type, self._registry.to_served(resource, event.obj))
+                    served = self._registry.to_served(resource, event.obj)
+                    if served is event.obj and event.value is not None:  # as stored: its JSON is made
+                        cached = _EVENT_HEADS[event.type] + event.value + b"}\n"
+                    else:
+                        cached = self._line(event.type, served)
                     event.encoded[cache_key] = cached
                 return cached
             return self._line(event.type, self._registry.to_served(resource, event.obj))

@@ -73,7 +73,7 @@ async def create(scope: Scope, request: HTTPRequest, target: Target) -> web.Stre
         return await scope.registry.create(target.resource, target.namespace, body, checked)
 
     result = await offloaded(scope, raw, work)
-    return await object_response(request, result.obj, 201, warnings=result.warnings)
+    return await object_response(request, result.obj, 201, warnings=result.warnings, encoded=result.encoded)
 
 
 async def update(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamResponse:
@@ -94,7 +94,7 @@ async def update(scope: Scope, request: HTTPRequest, target: Target) -> web.Stre
         )
 
     result = await offloaded(scope, raw, work)
-    return await object_response(request, result.obj, 200, warnings=result.warnings)
+    return await object_response(request, result.obj, 200, warnings=result.warnings, encoded=result.encoded)
 
 
 async def patch(scope: Scope, request: HTTPRequest, target: Target) -> web.StreamResponse:
@@ -117,5 +117,5 @@ async def patch(scope: Scope, request: HTTPRequest, target: Target) -> web.Strea
 
     result = await offloaded(scope, raw, work)
     return await object_response(
-        request, result.obj, 201 if result.created else 200, warnings=result.warnings
+        request, result.obj, 201 if result.created else 200, warnings=result.warnings, encoded=result.encoded
     )

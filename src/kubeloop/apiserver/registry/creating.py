@@ -125,4 +125,4 @@ class Creating(AdmissionPoints):
             except ClaimTaken as taken:
                 obj = retry.again(obj, taken)
                 strategy.finish(obj, None)
-        return WriteResult(await self.served(resource, event.obj), warnings, created=True)
+        return await self.written(resource, event, warnings, created=True)

@@ -26,6 +26,7 @@ from kubeloop.apiserver.registry.verboptions import (
     ListOptions,
     ListResult,
     WriteOptions,
+    WriteResult,
 )
 from kubeloop.apiserver.registry.versionconversion import ConversionPending
 from kubeloop.apiserver.storage.store import Store
@@ -164,6 +165,15 @@ class RegistryBase:
     async def served(self, resource: ResourceType, stored: Obj) -> Obj:
         """``to_served``, converting by webhook first when the kind needs it."""
         return await self.read(lambda: self.to_served(resource, stored))
+
+    async def written(
+        self, resource: ResourceType, event: Event, warnings: list[str], *, created: bool = False
+    ) -> WriteResult:
+        """The answer to a write the store committed: the object as served, and, when it is
+        served as stored, the JSON the store encoded it to (the answer is not encoded again)."""
+        served = await self.served(resource, event.obj)
+        encoded = event.value if served is event.obj else None
+        return WriteResult(served, warnings, created=created, encoded=encoded)
 
     async def _served_writing(self, resource: ResourceType, obj: Obj) -> Obj:
         return await self.read(lambda: self._served_while_writing(resource, obj))

@@ -222,7 +222,7 @@ class Updating(Creating):
                 )
             except errors.AlreadyExists:
                 raise StaleRead from None  # created meanwhile: apply to it
-            return WriteResult(created.obj, warnings + created.warnings, created=True)
+            return WriteResult(created.obj, warnings + created.warnings, created=True, encoded=created.encoded)
         merged = await self.stored(resource, result.obj)
         merged["metadata"]["resourceVersion"] = str(current.revision)
         return await self._finish_update(
@@ -354,7 +354,7 @@ class Updating(Creating):
             except ClaimTaken as taken:
                 new = retry.again(new, taken)
                 _finish(strategy, new, old)
-        return WriteResult(await self.served(resource, event.obj), warnings)
+        return await self.written(resource, event, warnings)
 
 
 def _finish(strategy: Strategy, new: Obj, old: Obj) -> None:

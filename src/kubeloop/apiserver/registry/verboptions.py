@@ -124,6 +124,8 @@ class WriteResult:
     obj: Obj
     warnings: list[str] = field(default_factory=list)
     created: bool = False
+    #: ``obj`` as JSON when the store has encoded it already (it is served as stored).
+    encoded: bytes | None = None
 
 
 @dataclass

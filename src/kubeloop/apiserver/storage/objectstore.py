@@ -231,16 +231,16 @@ class ObjectStore(Store):
         if obj is None:
             assert current is not None
             final = _with_revision(current.obj, revision)
-            event = Event(revision, "DELETED", key, final, current.obj)
             value, prev_value = orjson.dumps(final), orjson.dumps(current.obj)
+            event = Event(revision, "DELETED", key, final, current.obj, value)
             change = Change(revision, "DELETED", key, value, prev_value, current.create_revision)
             return _InFlight(event, change, outcome)
         obj = _with_revision(obj, revision)
         value = orjson.dumps(obj)
         if current is None:
-            event = Event(revision, "ADDED", key, obj, None)
+            event = Event(revision, "ADDED", key, obj, None, value)
             return _InFlight(event, Change(revision, "ADDED", key, value, None, revision), outcome)
-        event = Event(revision, "MODIFIED", key, obj, current.obj)
+        event = Event(revision, "MODIFIED", key, obj, current.obj, value)
         change = Change(revision, "MODIFIED", key, value, orjson.dumps(current.obj), current.create_revision)
         return _InFlight(event, change, outcome)
 

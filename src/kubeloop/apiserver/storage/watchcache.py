@@ -66,6 +66,9 @@ class Event:
     key: str
     obj: Obj
     prev: Obj | None
+    #: ``obj`` as the store encoded it (for the log or the feed): what an answer or a watch line
+    #: showing the object as stored is made of, without encoding it again.
+    value: bytes | None = None
     #: Serialised forms, cached per watcher variant, so fan-out to many watchers encodes once.
     encoded: dict[str, bytes] = field(default_factory=dict)
 
@@ -88,7 +91,7 @@ class Change:
 
     def event(self) -> Event:
         prev = orjson.loads(self.prev_value) if self.prev_value is not None else None
-        return Event(self.revision, self.type, self.key, orjson.loads(self.value), prev)
+        return Event(self.revision, self.type, self.key, orjson.loads(self.value), prev, self.value)
 
 
 class ReplicaDiverged(Exception):
@@ -451,7 +454,7 @@ class WatchCache:
                                   f"{'absent' if current is None else 'present'} here")  # fmt: skip
         event = Event(
             change.revision, change.type, change.key, orjson.loads(change.value),
-            current.obj if current is not None else None,
+            current.obj if current is not None else None, change.value,
         )  # fmt: skip
         self._apply(event, change)
         return event

@@ -655,3 +655,31 @@ async def test_commit_hooks_see_every_change_in_order_whoever_waits_for_it(
     log.release()
     await deleting
     assert seen[-1] == (3, "DELETED", "/r/a")
+
+
+async def test_a_change_records_its_previous_value_as_the_bytes_it_was_written_as() -> None:
+    """An update or delete records the object's previous JSON: the bytes of the change that
+    wrote it (the same bytes object, not an encoding of its own) while the history holds that
+    change, an encoding of the object once the history has dropped it; either way what a list
+    at the older revision and the event's previous object show."""
+    store = ObjectStore(MemoryLog(), history_window=2)
+    store.load()
+    key = "/registry/configmaps/ns/a"
+    created = await store.write(key, obj("a", "1"), expected_revision=0)
+    updated = await store.write(key, obj("a", "2"), expected_revision=created.revision)
+    history = list(store._history)
+    assert history[-1].prev_value is history[-2].value is created.value
+    assert [o["data"] for _, o in store.list_at("/registry/configmaps/", created.revision)] == [{"v": "1"}]
+    # Two changes of another key push both out of the window of two: the bytes go with them.
+    await store.write("/registry/configmaps/ns/b", obj("b"), expected_revision=0)
+    await store.write("/registry/configmaps/ns/c", obj("c"), expected_revision=0)
+    stored = store.get(key)
+    assert stored is not None and stored.value is None
+    deleted = await store.write(key, None, expected_revision=updated.revision)
+    assert store._history[-1].prev_value == updated.value
+    assert deleted.prev is not None and deleted.prev["data"] == {"v": "2"}
+    assert [o["data"] for _, o in store.list_at("/registry/configmaps/", updated.revision + 2)] == [
+        {"v": "2"},
+        {"v": ""},
+        {"v": ""},
+    ]

@@ -231,9 +231,9 @@ class ObjectStore(Store):
         if obj is None:
             assert current is not None
             final = _with_revision(current.obj, revision)
-            value, prev_value = orjson.dumps(final), orjson.dumps(current.obj)
+            value = orjson.dumps(final)
             event = Event(revision, "DELETED", key, final, current.obj, value)
-            change = Change(revision, "DELETED", key, value, prev_value, current.create_revision)
+            change = Change(revision, "DELETED", key, value, _encoded(current), current.create_revision)
             return _InFlight(event, change, outcome)
         obj = _with_revision(obj, revision)
         value = orjson.dumps(obj)
@@ -241,7 +241,7 @@ class ObjectStore(Store):
             event = Event(revision, "ADDED", key, obj, None, value)
             return _InFlight(event, Change(revision, "ADDED", key, value, None, revision), outcome)
         event = Event(revision, "MODIFIED", key, obj, current.obj, value)
-        change = Change(revision, "MODIFIED", key, value, orjson.dumps(current.obj), current.create_revision)
+        change = Change(revision, "MODIFIED", key, value, _encoded(current), current.create_revision)
         return _InFlight(event, change, outcome)
 
     def _appended(self, entry: _InFlight, error: StorageError | None) -> None:
@@ -362,3 +362,9 @@ def _with_revision(obj: Obj, revision: int) -> Obj:
     out = dict(obj)
     out["metadata"] = metadata
     return out
+
+
+def _encoded(stored: StoredObject) -> bytes:
+    """A stored object's JSON: the bytes it was written as while the history holds them (the
+    change records them as its previous value, sharing them), else encoded again."""
+    return stored.value if stored.value is not None else orjson.dumps(stored.obj)

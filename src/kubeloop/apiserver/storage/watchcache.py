@@ -55,6 +55,10 @@ class StoredObject:
     obj: Obj
     revision: int
     create_revision: int
+    #: ``obj`` as the store encoded it, while the change that wrote it is in the history (which
+    #: holds those bytes anyway; None once the change is trimmed): the next write of the key
+    #: records it as its previous value without encoding the object again.
+    value: bytes | None = None
 
 
 @dataclass(slots=True)
@@ -467,7 +471,7 @@ class WatchCache:
         else:
             if event.type == "ADDED":
                 self._keys.add(key)
-            self._objects[key] = _stored(event.obj, event.revision, change.create_revision)
+            self._objects[key] = _stored(event.obj, event.revision, change.create_revision, change.value)
         self._committed = event.revision
         self._remember(change)
         for hook in self._commit_hooks:
@@ -540,6 +544,9 @@ class WatchCache:
             or history[0].revision <= through
         ):
             dropped = history.popleft()
+            stored = self._objects.get(dropped.key)
+            if stored is not None and stored.value is dropped.value:
+                stored.value = None  # the object's bytes go with the change
             self._history_size -= dropped.size
             dropped_bytes += dropped.size
             self._compacted = max(self._compacted, dropped.revision)
@@ -604,10 +611,10 @@ class WatchCache:
             self.stop_watch(watcher)
 
 
-def _stored(obj: Obj, revision: int, create_revision: int) -> StoredObject:
+def _stored(obj: Obj, revision: int, create_revision: int, value: bytes | None = None) -> StoredObject:
     """A committed object as the store keeps it: out of the cyclic GC's sight (``gcuntrack``),
     which would otherwise walk every stored object's dicts and lists at every full pass."""
     untrack_json(obj)
-    stored = StoredObject(obj, revision, create_revision)
+    stored = StoredObject(obj, revision, create_revision, value)
     untrack(stored)
     return stored

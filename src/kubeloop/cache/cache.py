@@ -241,7 +241,7 @@ class Cache:
                     continue
                 if needles and not all(any(n in encoded for n in alternatives) for alternatives in needles):
                     continue  # cannot match: skip decoding it
-                obj = orjson.loads(encoded)
+                obj = store.decode(encoded)
                 if labels is None or labels.matches((obj.get("metadata") or {}).get("labels") or {}):
                     out.append(obj)
         return out

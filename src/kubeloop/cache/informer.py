@@ -32,8 +32,6 @@ import logging
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
-import orjson
-
 from kubeloop import errors
 from kubeloop.api.gvk import GroupVersionKind
 from kubeloop.api.object import Obj
@@ -280,7 +278,7 @@ class Informer:
             if key not in seen:
                 gone = store.delete_key(key)
                 if gone is not None:
-                    self._notify_delete(orjson.loads(gone))
+                    self._notify_delete(self.store.decode(gone))
         self._listed.add(namespace)
         if len(self._listed) >= len(self.reflectors):
             self._has_synced = True
@@ -330,7 +328,7 @@ class Informer:
     def _notify_update(self, old: Obj | bytes, new: Obj, changed: bool) -> None:
         """``old``: the replaced object, or its encoding (decoded once, if a handler reads it)."""
         if isinstance(old, bytes) and self._wants_old:
-            old = orjson.loads(old)
+            old = self.store.decode(old)
         for handler in self._handlers:
             if handler.on_update is not None:
                 assert not isinstance(old, bytes)

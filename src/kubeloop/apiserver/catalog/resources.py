@@ -7,6 +7,7 @@ custom ones made from their CustomResourceDefinitions (``apiextensions``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -78,11 +79,14 @@ class ResourceType:
     #: Answered from the server's own state on every read, never stored (ComponentStatus).
     synthesized: bool = False
 
-    @property
+    # The names below are asked for several times by every request: made once per resource
+    # (a frozen dataclass's cached_property keeps its value beside the fields, outside them).
+
+    @functools.cached_property
     def group_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    @property
+    @functools.cached_property
     def api_version(self) -> str:
         return self.group_version
 
@@ -98,13 +102,16 @@ class ResourceType:
     def has_status(self) -> bool:
         return "status" in self.subresources
 
+    @functools.cached_property
+    def _key_base(self) -> str:
+        group, plural = self.storage_group_resource
+        return f"/registry/{group}/{plural}/" if group else f"/registry/{plural}/"
+
     def key_prefix(self, namespace: str | None = None) -> str:
         """Storage key prefix in the style of kube-apiserver: /registry/[group/]plural/[ns/]."""
-        group, plural = self.storage_group_resource
-        base = f"/registry/{group}/{plural}/" if group else f"/registry/{plural}/"
         if self.namespaced and namespace:
-            return f"{base}{namespace}/"
-        return base
+            return f"{self._key_base}{namespace}/"
+        return self._key_base
 
     def key(self, namespace: str | None, name: str) -> str:
         return f"{self.key_prefix(namespace if self.namespaced else None)}{name}"

@@ -342,7 +342,7 @@ class WatchCache:
 
     def keys_with_prefix(self, prefix: str, start: str = "") -> Iterator[str]:
         low, high = self._key_range(prefix, start)
-        return self._keys.between(low, high)
+        return iter([key for part in self._keys.slices_between(low, high) for key in part])  # as of now
 
     def items(self, prefix: str, *, start: str = "") -> Iterator[tuple[str, Obj]]:
         """Current objects under a prefix in key order, from key ``start`` on."""

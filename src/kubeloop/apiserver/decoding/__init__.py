@@ -3,7 +3,8 @@ from hurting others (:mod:`.request`: JSON and YAML, depth, alias bombs; a large
 slice at a time, :mod:`.slices`), the fields a body
 repeats (:mod:`.duplicates`, for ``fieldValidation``), and Go's typed decoding of a body into
 its kind's type (:mod:`.typed`: unknown fields pruned, wrong types refused in apimachinery's
-words, ``Quantity``/``Time``/``IntOrString`` as their ``UnmarshalJSON``).
+words, ``Quantity``/``Time``/``IntOrString`` as their ``UnmarshalJSON``); and a deep copy of a
+decoded value, made by orjson in C (:mod:`.jsoncopy`).
 
 The HTTP layer decodes a request's body here, the registry its patches' results and the typed
 form of what it stores; nothing here knows the registry.

@@ -37,8 +37,9 @@ so pinned runs are the steadier comparison. ``--runs N`` measures N times (a fre
 and reports medians: this machine's speed drifts by ~15 % over minutes.
 
 Prints one JSON line: per operator the convergence seconds, widgets/s, peak RSS in MiB, its CPU
-seconds (``cpu_s`` with its imports and startup, ``run_cpu_s`` from its start to convergence)
-and the server's over its run, and kopf/kubeloop ratios (the target in docs/design/performance.md: ≥ 5× kopf's
+seconds (``cpu_s`` with its imports and startup, ``run_cpu_s`` from its start to convergence),
+the server's over its run and, with ``--stream``, the 50 writers' (``writers_cpu_s``: on two
+cores the server, the operator and the writers share the machine), and kopf/kubeloop ratios (the target in docs/design/performance.md: ≥ 5× kopf's
 throughput, ≤ 1/3 of its memory): of the medians, and with ``--runs`` each run's as well.
 """
 
@@ -393,16 +394,21 @@ def run_operator(
         preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
     ) as operator:
         assert operator.stdout is not None
+        writers_cpu = 0.0
         if stream:
             if operator.stdout.readline() != "ready\n":
                 operator.kill()
             else:
+                started = cpu_seconds()
                 uvloop.run(create_widgets(kubeconfig, namespace, count, STREAM_CLIENTS))
+                writers_cpu = cpu_seconds() - started
         out, _ = operator.communicate(timeout=3600)
         if operator.returncode != 0:
             errors.seek(0)
             raise RuntimeError(f"{label} operator failed:\n{errors.read()[-3000:]}")
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    if stream:  # the writers share the two cores with the server and the operator
+        result["writers_cpu_s"] = round(writers_cpu, 2)
     return result
 
 

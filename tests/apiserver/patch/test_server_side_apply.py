@@ -632,6 +632,132 @@ def test_a_field_set_leaves_out_what_the_server_owns_as_a_whole_walk_would(data:
     assert maps == walked_maps
 
 
+#: Where a create's encoding could go wrong: list-map keys and set values that order by their
+#: typed value, not their text (9 before 10), a map of structs (its keys undeclared, each a
+#: member with fields below it) and list-map keys given twice.
+_GADGET_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "metadata": {"type": "object"},
+        "spec": {
+            "type": "object",
+            "properties": {
+                "ports": map_list(
+                    {"port": {"type": "integer"}, "name": {"type": "string"}, "on": {"type": "boolean"}},
+                    keys=("port",),
+                ),
+                "byName": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "object",
+                        "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+                    },
+                },
+                "codes": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "integer"}},
+            },
+        },
+    },
+}
+_gadgets = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("x/v1"),
+        "kind": st.just("Gadget"),
+        "metadata": st.just({"name": "g"}),
+        "spec": st.fixed_dictionaries(
+            {},
+            optional={
+                "ports": st.lists(
+                    st.fixed_dictionaries(
+                        {"port": st.sampled_from([9, 10, 100])},
+                        optional={"name": st.sampled_from(["a", "b"]), "on": st.booleans()},
+                    ),
+                    max_size=3,
+                ),
+                "byName": st.dictionaries(
+                    st.sampled_from(["x", "y"]),
+                    st.fixed_dictionaries({}, optional={"a": st.just("s"), "b": st.integers(0, 2)}),
+                    min_size=1,
+                    max_size=2,
+                ),
+                "codes": st.lists(st.sampled_from([9, 10, 100]), max_size=3),
+            },
+        ),
+    }
+)
+
+
+def _created_the_general_way(obj: dict[str, Any], schema: Any, has_status: bool) -> list[dict[str, Any]]:
+    entries = fieldmanager.record_update(
+        [], None, obj, schema, manager="m", api_version="v1", subresource="", has_status=has_status
+    )
+    return fieldmanager.encode_entries(entries) if entries else []
+
+
+def _without_time(managed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in entry.items() if k != "time"} for entry in managed]
+
+
+@given(st.data(), st.booleans())
+def test_a_create_encodes_its_fields_as_the_general_way_does(data: Any, has_status: bool) -> None:
+    """``record_create`` walks an object into its FieldsV1 at once; what it writes is what the
+    general way writes (a field set, the maps a create makes members, sorted and encoded), with
+    the members in the same order, for typed, untyped and CRD-like schemas. A list-map holding
+    a key twice (whose elements a field set merges) goes the general way."""
+    from kubeloop.apiserver.catalog import schemas
+
+    which = data.draw(st.sampled_from(["deployment", "untyped", "widget", "gadget"]))
+    schema: Any
+    if which == "widget":
+        schema, obj = _WIDGET_SCHEMA, data.draw(_widget_configs())
+    elif which == "gadget":
+        schema, obj = _GADGET_SCHEMA, data.draw(_gadgets)
+    else:
+        obj = _deployment_like(data.draw)
+        schema = (
+            schemas.kind_schema("apps", "v1", "Deployment")
+            if which == "deployment"
+            else {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        )
+    expected = _created_the_general_way(obj, schema, has_status)
+    created = fieldmanager.record_create(obj, schema, manager="m", api_version="v1", has_status=has_status)
+    assert json.dumps(_without_time(created)) == json.dumps(_without_time(expected))
+    for entry in created:
+        assert not ({"f:apiVersion", "f:kind"} & set(entry["fieldsV1"]))
+        assert "." not in entry["fieldsV1"].get("f:metadata", {"f:x": {}})
+
+
+def test_a_create_leaves_metadata_to_the_server_in_a_crds_schema() -> None:
+    """A CRD's schema declares metadata as an object without fields, a map to the field walk:
+    the map a create makes is its writer's, but metadata itself is stripped from every set, as
+    upstream strips it (it was written ``"f:metadata": {}``)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "metadata": {"type": "object"},
+            "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+        },
+    }
+    obj = {"apiVersion": "x/v1", "kind": "W", "metadata": {"name": "w", "namespace": "d"}, "spec": {"size": 1}}
+    for managed in (
+        fieldmanager.record_create(obj, schema, manager="m", api_version="x/v1", has_status=False),
+        _created_the_general_way(obj, schema, False),
+    ):
+        assert [entry["fieldsV1"] for entry in managed] == [{"f:spec": {"f:size": {}}}]
+    labelled = {**obj, "metadata": {"name": "w", "labels": {"a": "b"}}}
+    (entry,) = fieldmanager.record_create(labelled, schema, manager="m", api_version="x/v1", has_status=False)
+    assert entry["fieldsV1"] == {"f:metadata": {"f:labels": {".": {}, "f:a": {}}}, "f:spec": {"f:size": {}}}
+    gadget = {"metadata": {"name": "g"}, "spec": {"byName": {"x": {"a": "s"}}, "ports": [{"port": 10}, {"port": 9}]}}
+    (entry,) = fieldmanager.record_create(gadget, _GADGET_SCHEMA, manager="m", api_version="x/v1", has_status=False)
+    assert json.dumps(entry["fieldsV1"]) == json.dumps(
+        {
+            "f:spec": {
+                "f:byName": {".": {}, "f:x": {".": {}, "f:a": {}}},
+                "f:ports": {'k:{"port":9}': {".": {}, "f:port": {}}, 'k:{"port":10}': {".": {}, "f:port": {}}},
+            }
+        }
+    )
+
+
 def test_an_update_keeps_the_entries_it_does_not_touch_as_they_were_stored() -> None:
     """A stored entry no write touches is the stored item itself again; one it touches is
     encoded anew, and an entry no longer canonical is never reused."""

@@ -38,8 +38,11 @@ from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.patch.fieldsets import (
+    STRIPPED,
     Member,
     Path,
+    RepeatedElement,
+    created_fields_v1,
     decode_fields_v1,
     encode_fields_v1,
     field_set,
@@ -240,6 +243,46 @@ def starting_entries(old: Obj | None, new: Obj) -> list[ManagedEntry]:
 FREED_IN_STEPS = 4096
 
 
+def record_create(
+    new: Obj, schema: Mapping[str, Any] | None, *, manager: str, api_version: str, has_status: bool
+) -> list[Obj]:
+    """The managedFields of ``new`` as an Update operation by ``manager`` creates it:
+    ``encode_entries(record_update(starting_entries(None, new), None, new, ...))``, with the
+    manager's fields encoded as they are walked (``created_fields_v1``) when it is the only
+    manager (the client sent no managedFields, as clients do). Nothing is kept parsed for the
+    next write, which parses the list if it comes (many objects are written once)."""
+    sent = (new.get("metadata") or {}).get("managedFields")
+    if sent is None or sent == [] or sent == [{}]:
+        try:
+            fields = created_fields_v1(new, schema, _scope_test("", has_status))
+        except RepeatedElement:
+            pass
+        else:
+            if not fields:
+                return []
+            return [
+                {
+                    "manager": manager,
+                    "operation": "Update",
+                    "apiVersion": api_version,
+                    "time": timestamps.now(),
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": fields,
+                }
+            ]
+    entries = record_update(
+        starting_entries(None, new),
+        None,
+        new,
+        schema,
+        manager=manager,
+        api_version=api_version,
+        subresource="",
+        has_status=has_status,
+    )
+    return encode_entries(entries) if entries else []
+
+
 def record_update(
     entries: list[ManagedEntry],
     old: Obj | None,
@@ -263,7 +306,9 @@ def record_update(
             del fields
             free_in_steps(garbage)
         # A map this write creates is the writer's as a whole too ("." in FieldsV1), as upstream,
-        # where the old object is the Go zero value in which maps are nil.
+        # where the old object is the Go zero value in which maps are nil; metadata (a map in a
+        # CRD's schema) stays the server's.
+        new_maps.difference_update(STRIPPED)
         changed.update(scoped({p: Member(None, False) for p in new_maps}, subresource, has_status))
         removed = set()
     identity = (manager, "Update", api_version, subresource)

@@ -412,6 +412,82 @@ def _walk_field(
         out[child_path] = Member(child, False)
 
 
+class RepeatedElement(Exception):
+    """A list-map holds one key twice: :func:`created_fields_v1` leaves it to the
+    general way (a field set, then its encoding), which merges them."""
+
+
+def created_fields_v1(obj: Obj, schema: Mapping[str, Any] | None, in_scope: Callable[[str], bool]) -> Obj:
+    """``encode_fields_v1`` of what an Update that creates ``obj`` owns, built in one walk:
+    the members of ``field_set(obj, schema)`` and the maps the object holds (``maps``), of the
+    top-level fields ``in_scope``, without what the server owns (``STRIPPED``). No path set is
+    made, sorted and encoded: on these machines a create's managed fields cost ~30 µs that way,
+    a tenth of its write. Raises :class:`RepeatedElement` for a list-map holding a key twice."""
+    plan = _plan(resolve(schema))
+    root: Obj = {}
+    metadata = obj.get("metadata")
+    for key in _sorted_keys(obj):
+        if not in_scope(key):
+            continue
+        value = obj[key]
+        if key == "metadata" and type(metadata) is dict:
+            value = {k: v for k, v in metadata.items() if k not in _STRIPPED_META}
+        node = _created_field(key, value, plan, owned=key not in _STRIPPED_TOP)
+        if node is not None:
+            root[f"f:{key}"] = node
+    return root
+
+
+def _sorted_keys(value: Obj) -> list[str]:
+    return sorted(value) if len(value) <= 512 else sorted_in_steps(value)
+
+
+def _created_field(key: str, child: Any, plan: _Plan, owned: bool = True) -> Obj | None:
+    """The FieldsV1 node of field ``key`` holding ``child`` (None: nothing of it is a member);
+    ``owned`` False: the field itself is the server's, only what lies below it counts."""
+    child_plan, declared, _ = plan.child(key)
+    if not isinstance(child, (dict, list)):
+        return {} if owned else None
+    children, member = _created_value(child, child_plan)
+    member = owned and (member or not declared or (isinstance(child, dict) and not child))
+    if member:
+        return {".": {}, **children} if children else {}
+    return children or None
+
+
+def _created_value(value: Any, plan: _Plan) -> tuple[Obj, bool]:
+    """The FieldsV1 children of a value at a path, and whether the value is a member itself
+    (``_walk``'s answer, with a map counted as the member a create makes it)."""
+    if isinstance(value, dict):
+        if plan.atomic_map:
+            return {}, True
+        children: Obj = {}
+        for key in _sorted_keys(value):
+            node = _created_field(key, value[key], plan)
+            if node is not None:
+                children[f"f:{key}"] = node
+        return children, not plan.properties
+    if isinstance(value, list):
+        kind, fields, item_plan = plan.merge()
+        if kind == "atomic":
+            return {}, True
+        elements: Obj = {}
+        for item in value:
+            if kind == "set":  # a value twice is one leaf, as in a field set
+                elements[value_key(item)] = {}
+                continue
+            element = keyed_element(item, fields)
+            if element in elements:  # a field set holds what lies below both
+                raise RepeatedElement(element)
+            below, _ = _created_value(item, item_plan)
+            elements[element] = {".": {}, **below} if below else {}
+        if len(elements) > 1:
+            ordered = sorted_in_steps((_element_order(element), element) for element in elements)
+            elements = {element: elements[element] for _, element in ordered}
+        return elements, False
+    return {}, True
+
+
 def changed_paths(old: dict[Path, Member], new: dict[Path, Member]) -> tuple[set[Path], set[Path]]:
     """(added or modified, removed) between two field sets."""
     changed = {p for p, m in new.items() if p not in old or (m.leaf and old[p].value != m.value)}

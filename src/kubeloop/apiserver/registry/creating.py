@@ -18,7 +18,7 @@ from kubeloop.apiserver.registry.admissionhooks import (
 from kubeloop.apiserver.registry.admitting import AdmissionPoints
 from kubeloop.apiserver.registry.claimretry import ClaimRetry
 from kubeloop.apiserver.registry.registrybase import (
-    recorded_update,
+    set_created_managed,
     set_managed,
 )
 from kubeloop.apiserver.registry.verboptions import (
@@ -91,8 +91,9 @@ class Creating(AdmissionPoints):
         strategy.prepare_for_create(obj)
         strategy.default(obj)
         if managed is None:
-            managed = recorded_update(strategy, None, await self._served_writing(resource, obj), options, "")
-        set_managed(metadata, managed)
+            set_created_managed(strategy, metadata, await self._served_writing(resource, obj), options)
+        else:
+            set_managed(metadata, managed)
         attempts = 0
         while True:
             if (generate_name and not metadata.get("name")) or attempts:

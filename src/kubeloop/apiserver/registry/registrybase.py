@@ -64,6 +64,22 @@ def recorded_update(
     )
 
 
+def set_created_managed(strategy: Strategy, metadata: Obj, new: Obj, options: WriteOptions) -> None:
+    """Set the managedFields of ``new`` (``metadata`` is the object's to store) as an Update
+    operation by its manager creates it."""
+    managed = fieldmanager.record_create(
+        new,
+        strategy.schema,
+        manager=options.field_manager or options.default_manager,
+        api_version=strategy.resource.api_version,
+        has_status=strategy.resource.has_status,
+    )
+    if managed:
+        metadata["managedFields"] = managed
+    else:
+        metadata.pop("managedFields", None)
+
+
 def set_managed(metadata: Obj, entries: list[fieldmanager.ManagedEntry]) -> None:
     if entries:
         metadata["managedFields"] = fieldmanager.encode_entries(entries)

@@ -683,3 +683,36 @@ async def test_a_change_records_its_previous_value_as_the_bytes_it_was_written_a
         {"v": ""},
         {"v": ""},
     ]
+
+
+def test_a_store_made_outside_a_loop_lives_on_the_first_that_writes_to_it() -> None:
+    """A store made before any loop runs takes the first loop that uses it as its own; a write
+    from another thread's loop is then made there (the worker loop's large requests), and one
+    from the store's own thread is made at once."""
+    import threading
+
+    store = ObjectStore(MemoryLog())
+    made_on: list[int] = []
+
+    async def main() -> None:
+        assert store._home() is None  # adopts this loop
+        assert store._home() is None  # and knows it from then on
+        await store.write("/r/a", obj("a"), expected_revision=0)
+        made_on.append(threading.get_ident())
+        loop = asyncio.get_running_loop()
+
+        def worker() -> None:
+            async def write() -> None:
+                event = await store.write("/r/b", obj("b"), expected_revision=0)
+                assert event.revision == 2
+
+            asyncio.run(write())
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        await loop.run_in_executor(None, thread.join)
+        assert [store.get(k) is not None for k in ("/r/a", "/r/b")] == [True, True]
+        assert store.revision == 2
+
+    asyncio.run(main())
+    assert made_on == [threading.get_ident()]

@@ -87,6 +87,7 @@ class ServerConnection(asyncio.Protocol):
         self.inner: asyncio.Protocol | None = None
         self.watchdog = watchdog
         self.transport: asyncio.Transport | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         now = time.monotonic()
         self.idle_since = now
         self.received_while_idle = 0
@@ -187,7 +188,7 @@ class ServerConnection(asyncio.Protocol):
         if len(self._unread) < end:
             if self._head is None:
                 self._head = head
-                self._body_timer = asyncio.get_running_loop().call_later(
+                self._body_timer = self._running_loop().call_later(
                     self.watchdog.timeouts.request, self._body_overdue
                 )
             return
@@ -198,7 +199,7 @@ class ServerConnection(asyncio.Protocol):
         body = bytes(self._unread[head.size : end])
         del self._unread[:end]
         self._limit_intake()
-        task = asyncio.get_running_loop().create_task(
+        task = self._running_loop().create_task(
             self._answer(http1.BufferedRequest(head, body, transport))
         )
         self._answering = task
@@ -206,6 +207,14 @@ class ServerConnection(asyncio.Protocol):
         self._timed_out = False
         self.watchdog.answering.add(task)
         task.add_done_callback(self.watchdog.answering.discard)
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        """The connection's loop, kept: CPython 3.11's ``asyncio.get_running_loop`` asks the
+        kernel for the process id at every call."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
 
     async def _answer(self, request: http1.BufferedRequest) -> None:
         assert self.transport is not None and self._serve_small is not None

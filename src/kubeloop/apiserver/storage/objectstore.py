@@ -145,7 +145,7 @@ class ObjectStore(Store):
         if (home := self._home()) is not None:
             return await self._at_home(self.settled(key), home)
         while (inflight := self._inflight.get(key)) is not None:
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            waiter: asyncio.Future[None] = self._home_loop().create_future()
             if inflight.waiters is None:
                 inflight.waiters = []
             inflight.waiters.append(waiter)
@@ -219,7 +219,7 @@ class ObjectStore(Store):
         # one by one, the storage writer would wake at the first and commit smaller groups.
         self._unsubmitted.append((record, lambda error: self._appended(entry, error)))
         if len(self._unsubmitted) == 1:
-            asyncio.get_running_loop().call_soon(self._submit)
+            self._home_loop().call_soon(self._submit)
         return entry
 
     def _submit(self) -> None:
@@ -227,7 +227,7 @@ class ObjectStore(Store):
         self._log.submit(writes)
 
     def _prepare(self, key: str, obj: Obj | None, current: StoredObject | None, revision: int) -> _InFlight:
-        outcome: asyncio.Future[StorageError | None] = asyncio.get_running_loop().create_future()
+        outcome: asyncio.Future[StorageError | None] = self._home_loop().create_future()
         if obj is None:
             assert current is not None
             final = _with_revision(current.obj, revision)

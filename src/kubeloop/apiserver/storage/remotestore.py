@@ -212,7 +212,7 @@ class RemoteStore(Store):
     async def start(self) -> None:
         """Follow the store process's feed; returns once the cache holds its snapshot."""
         loaded = asyncio.get_running_loop().create_future()
-        self._loop = asyncio.get_running_loop()
+        self._live_on(asyncio.get_running_loop())
         self._following = asyncio.create_task(
             follow(self, self._reader, loaded=lambda: _settle(loaded, None), other=self._answered)
         )

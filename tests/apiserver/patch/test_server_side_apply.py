@@ -784,7 +784,7 @@ def test_an_update_keeps_the_entries_it_does_not_touch_as_they_were_stored() -> 
     new = copy.deepcopy(old)
     new["data"]["b"] = "3"
     entries = fieldmanager.starting_entries(old, new)
-    assert fieldmanager.starting_entries(old, new)[0] is entries[0]  # parsed once per stored list
+    assert fieldmanager.starting_entries(old, new) == entries  # read again: parsed again, the same
     after = fieldmanager.record_update(
         entries, old, new, None, manager="writer", api_version="v1", subresource="", has_status=False
     )
@@ -1007,18 +1007,23 @@ def test_kubectl_applies_keys_into_a_map_it_applied_empty(
 
 
 def test_parsed_managed_fields_kept_are_out_of_the_gcs_sight() -> None:
-    """What ``encode_entries`` and ``live_entries`` keep (16,384 lists: five containers each) is
+    """What ``encode_entries`` keeps (16,384 lists: five containers each) is
     never walked by the GC: a full pass over them held every request up for 62 ms on a slow day.
     They hold no cycle: reference counting frees them when the cache lets them go."""
     owned = {("f:data",), ("f:data", "f:key")}
     written = [fieldmanager.ManagedEntry("kubectl", "Update", "v1", time="2026-11-30T00:00:00Z", paths=owned)]
     read = [{"manager": "op", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
              "fieldsV1": {"f:data": {"f:other": {}}}}]  # fmt: skip
-    for raw in (fieldmanager.encode_entries(written), read):
-        (entry,) = fieldmanager.live_entries(raw)
-        kept = fieldmanager._PARSED[id(raw)]
-        containers = [kept, kept[1], entry, entry.paths, entry.source]
-        assert [gc.is_tracked(container) for container in containers] == [False] * 5
+    raw = fieldmanager.encode_entries(written)
+    (entry,) = fieldmanager.live_entries(raw)
+    kept = fieldmanager._PARSED[id(raw)]
+    containers = [kept, kept[1], entry, entry.paths, entry.source]
+    assert [gc.is_tracked(container) for container in containers] == [False] * 5
+    # A list the server did not write itself is parsed at each read, and not kept.
+    parsed = fieldmanager.live_entries(read)
+    assert id(read) not in fieldmanager._PARSED
+    assert fieldmanager.live_entries(read) == parsed
+    assert parsed[0].source is not None and parsed[0].source[0] is read[0]
 
 
 def test_parsed_managed_fields_are_kept_for_the_next_write_unless_very_large() -> None:

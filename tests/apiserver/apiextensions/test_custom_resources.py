@@ -837,3 +837,26 @@ def test_writes_and_watches_answer_each_version_as_it_is_served(api: Client, nam
             **read,
             "apiVersion": f"{group}/{other}",
         }
+
+
+def test_a_generated_name_taken_is_drawn_again_and_a_given_one_is_409(
+    api: Client, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A create's body becomes the object it makes (it is not copied): the generated name the
+    create sets must not make it forget that the client asked for none. A taken generated name
+    is drawn again (upstream retries the storage's conflict); a name the client gave is 409."""
+    from kubeloop.api import naming
+
+    group = f"{namespace}.example.com"
+    create_crd(api, group)
+    path = f"/apis/{group}/v1/namespaces/{namespace}/widgets"
+    drawn = iter(["aaaaa", "aaaaa", "bbbbb"])
+    monkeypatch.setattr(naming, "generate_name_suffix", lambda: next(drawn))
+    body = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"generateName": "w-"}, "spec": {}}
+    first = api.post(path, body)
+    assert first.status_code == 201 and first.json()["metadata"]["name"] == "w-aaaaa"
+    second = api.post(path, body)
+    assert second.status_code == 201, second.text
+    assert second.json()["metadata"]["name"] == "w-bbbbb"
+    given = api.post(path, {**body, "metadata": {"name": "w-bbbbb", "generateName": "w-"}})
+    assert given.status_code == 409 and given.json()["reason"] == "AlreadyExists"

@@ -70,7 +70,7 @@ async def create(scope: Scope, request: HTTPRequest, target: Target) -> web.Stre
         body, checked = await decode_write(
             content_type, raw, options, target.resource.kind, json_only=json_only
         )
-        return await scope.registry.create(target.resource, target.namespace, body, checked)
+        return await scope.registry.create(target.resource, target.namespace, body, checked, owned=True)
 
     result = await offloaded(scope, raw, work)
     return await object_response(request, result.obj, 201, warnings=result.warnings, encoded=result.encoded)

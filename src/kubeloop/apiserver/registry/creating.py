@@ -42,10 +42,18 @@ class Creating(AdmissionPoints):
         *,
         managed: list[fieldmanager.ManagedEntry] | None = None,
         patch: bool = False,
+        owned: bool = False,
     ) -> WriteResult:
         """Create an object. ``managed``: its managedFields as an apply recorded them;
-        ``patch``: the create is an apply's (admission is told of PatchOptions)."""
-        obj, warnings = self._decode(resource, body, options)
+        ``patch``: the create is an apply's (admission is told of PatchOptions); ``owned``:
+        ``body`` was made for this call alone (a request's decoded body), and may become the
+        object rather than be copied (a strict decoding error quotes the body as sent: never
+        owned then)."""
+        sent_metadata = body.get("metadata") if isinstance(body, dict) else None
+        named = isinstance(sent_metadata, dict) and bool(sent_metadata.get("name"))
+        obj, warnings = self._decode(
+            resource, body, options, owned=owned and options.field_validation != "Strict"
+        )
         obj = await self.stored(resource, obj)
         metadata: Obj = obj["metadata"]
         if metadata.get("resourceVersion"):
@@ -104,7 +112,7 @@ class Creating(AdmissionPoints):
                 options.admit(served, None)
             key = resource.key(metadata.get("namespace"), metadata["name"])
             if self.store.get(key) is not None:
-                if generate_name and attempts < 8 and not body.get("metadata", {}).get("name"):
+                if generate_name and attempts < 8 and not named:
                     attempts += 1
                     continue
                 raise errors.already_exists(resource.group, resource.plural, metadata["name"])

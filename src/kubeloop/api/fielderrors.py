@@ -27,6 +27,7 @@ __all__ = [
     "duplicate",
     "forbidden",
     "go_number",
+    "go_type",
     "invalid",
     "json_type",
     "not_supported",
@@ -87,6 +88,22 @@ def go_number(value: float) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
         return str(int(value))
     return repr(value) if isinstance(value, float) else str(value)
+
+
+def go_type(value: Any) -> str:
+    """The Go type ``encoding/json`` decodes a JSON value into, as ``%T`` prints it (what
+    upstream's messages about a value of the wrong type name)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "[]interface {}"
+    if isinstance(value, dict):
+        return "map[string]interface {}"
+    return "<nil>"
 
 
 def json_type(value: Any) -> str:

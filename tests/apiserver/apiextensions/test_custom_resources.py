@@ -839,12 +839,13 @@ def test_writes_and_watches_answer_each_version_as_it_is_served(api: Client, nam
         }
 
 
-def test_a_generated_name_taken_is_drawn_again_and_a_given_one_is_409(
+def test_a_generated_name_taken_is_drawn_again_a_given_one_is_409_and_no_metadata_500(
     api: Client, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A create's body becomes the object it makes (it is not copied): the generated name the
     create sets must not make it forget that the client asked for none. A taken generated name
-    is drawn again (upstream retries the storage's conflict); a name the client gave is 409."""
+    is drawn again (upstream retries the storage's conflict); a name the client gave is 409.
+    Metadata that is not an object is a 400 (it was a 500 for custom resources)."""
     from kubeloop.api import naming
 
     group = f"{namespace}.example.com"
@@ -860,3 +861,7 @@ def test_a_generated_name_taken_is_drawn_again_and_a_given_one_is_409(
     assert second.json()["metadata"]["name"] == "w-bbbbb"
     given = api.post(path, {**body, "metadata": {"name": "w-bbbbb", "generateName": "w-"}})
     assert given.status_code == 409 and given.json()["reason"] == "AlreadyExists"
+    for metadata, go_type in ((5, "float64"), ("w", "string"), (["w"], "[]interface {}"), (True, "bool")):
+        odd = api.post(path, {**body, "metadata": metadata})  # never a 500: upstream's 400
+        assert odd.status_code == 400, (metadata, odd.text)
+        assert odd.json()["message"] == f"invalid metadata: expected object, got {go_type}"

@@ -112,6 +112,10 @@ class CustomResourceStrategy(Strategy):
         owned: bool = False,
         converter: bool = False,
     ) -> tuple[Obj, list[str]]:
+        metadata = body.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            # As upstream's coercion of a custom resource's metadata (objectmeta.GetObjectMeta).
+            raise errors.BadRequest(f"invalid metadata: expected object, got {fielderrors.go_type(metadata)}")
         obj = body if owned else copy_json(body)  # pruning changes it
         unknown = [f'unknown field "{path}"' for path in structural.prune(obj, self.root)]
         unknown.extend(f'duplicate field "{path}"' for path in duplicates)

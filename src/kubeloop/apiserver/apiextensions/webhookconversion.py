@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 
 from kubeloop import errors
+from kubeloop.api.fielderrors import go_type
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.apiextensions import structural
 from kubeloop.apiserver.registry.validation.objectmeta import validate_annotations, validate_labels
@@ -300,18 +301,18 @@ def _metadata_problem(original: Obj, converted: Obj) -> str:
     if "metadata" not in converted:
         return "missing metadata in converted object"
     if not isinstance(metadata, dict):
-        return f"invalid metadata of type {_go_type(metadata)} in converted object"
+        return f"invalid metadata of type {go_type(metadata)} in converted object"
     before = original.get("metadata") or {}
     for field in ("labels", "annotations"):
         value = metadata.get(field)
         if value is None:
             continue
         if not isinstance(value, dict):
-            return f"invalid metadata.{field} of type {_go_type(value)} in converted object"
+            return f"invalid metadata.{field} of type {go_type(value)} in converted object"
         for key, item in value.items():
             if not isinstance(item, str):
                 return (
-                    f"metadata.{field}[{key}] must be a string, but is {_go_type(item)} in converted object"
+                    f"metadata.{field}[{key}] must be a string, but is {go_type(item)} in converted object"
                 )
         if value == (before.get(field) or {}):
             continue
@@ -325,17 +326,3 @@ def _metadata_problem(original: Obj, converted: Obj) -> str:
             return parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
     return ""
 
-
-def _go_type(value: Any) -> str:
-    """The Go type encoding/json decodes ``value`` into, as ``%T`` prints it."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "[]interface {}"
-    if isinstance(value, dict):
-        return "map[string]interface {}"
-    return "<nil>"

@@ -132,6 +132,77 @@ def test_header_fields_are_read_as_sent(fields: list[tuple[str, str]]) -> None:
     assert list(head.headers.items()) == fields
 
 
+_request_line = st.sampled_from(
+    [
+        "GET /api/v1 HTTP/1.1",
+        "POST /apis/example.com/v1/namespaces/a/widgets?fieldManager=me HTTP/1.1",
+        "GET /api/v1/pods?watch=1 HTTP/1.1",
+        "GET /api/v1/watch/pods HTTP/1.1",
+        "GET /api/\x00v1 HTTP/1.1",
+        "GET /api/v1\nX: y HTTP/1.1",
+        "HEAD /api HTTP/1.1",
+    ]
+)
+_field = st.one_of(
+    st.tuples(_token, _value),
+    st.sampled_from(
+        [
+            ("Content-Length", "2"),
+            ("Content-Length", "+2"),
+            ("Content-Length", str(http1.SMALL_BODY_BYTES)),
+            ("Connection", "close"),
+            ("Connection", "Upgrade"),
+            ("Transfer-Encoding", "chunked"),
+            ("X-A", "b\x00c"),
+            ("X-A", "b\rc"),
+        ]
+    ),
+)
+
+
+def _read(raw: bytes) -> object:
+    try:
+        head = http1.read_head(raw)
+    except http1.NotForUs:
+        return "refused"
+    assert head is not None
+    return (head.method, head.path, head.query_string, list(head.headers.items()), head.content_length, head.keep_alive, head.size)
+
+
+@given(_request_line, st.lists(_field, max_size=8), _request_line)
+def test_a_header_block_read_before_is_read_alike(line: str, fields: list[tuple[str, str]], other: str) -> None:
+    """Header blocks are remembered once read (clients send the same ones): a head whose block
+    was read before is read as from scratch, whatever its request line."""
+    block = "".join(f"{name}: {value}\r\n" for name, value in fields) + "\r\n"
+    raw, again = (line + "\r\n" + block).encode(), (other + "\r\n" + block).encode()
+    http1._HEADS_READ.clear()
+    fresh, fresh_again = _read(raw), (http1._HEADS_READ.clear(), _read(again))[1]
+    http1._HEADS_READ.clear()
+    assert _read(raw) == fresh
+    assert _read(raw) == fresh  # the block remembered now (unless refused)
+    assert _read(again) == fresh_again  # another request line over the same block
+
+
+def test_the_header_blocks_remembered_stay_bounded() -> None:
+    http1._HEADS_READ.clear()
+    for index in range(2 * http1._HEADS_READ_MAX + 1):
+        assert http1.read_head(f"GET /api HTTP/1.1\r\nX-Index: {index}\r\n\r\n".encode()) is not None
+    assert 0 < len(http1._HEADS_READ) <= http1._HEADS_READ_MAX
+    http1._HEADS_READ.clear()
+    long_value = "v" * http1._HEAD_READ_MAX_BYTES
+    assert http1.read_head(f"GET /api HTTP/1.1\r\nX-Long: {long_value}\r\n\r\n".encode()) is not None
+    assert not http1._HEADS_READ
+
+
+def test_a_remembered_head_cannot_be_changed_by_a_handler() -> None:
+    head = http1.read_head(HEAD + b"{}")
+    assert head is not None
+    with pytest.raises(TypeError):
+        head.headers["Authorization"] = "Bearer other"  # type: ignore[index]
+    again = http1.read_head(HEAD + b"{}")
+    assert again is not None and again.headers["Authorization"] == "Bearer abc"
+
+
 @given(st.binary(max_size=300), st.sampled_from([b"GET /api HTTP/1.1\r\n", b""]))
 def test_any_bytes_are_read_refused_or_awaited(tail: bytes, start: bytes) -> None:
     try:

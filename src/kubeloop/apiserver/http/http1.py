@@ -28,7 +28,7 @@ from urllib.parse import parse_qsl
 
 from aiohttp import web
 from aiohttp.helpers import parse_content_type
-from multidict import CIMultiDict, MultiDict, MultiMapping
+from multidict import CIMultiDict, CIMultiDictProxy, MultiDict, MultiMapping
 
 T = TypeVar("T")
 
@@ -74,6 +74,9 @@ class HTTPRequest(Protocol):
     def query(self) -> MultiMapping[str]: ...
 
     @property
+    def query_string(self) -> str: ...
+
+    @property
     def headers(self) -> MultiMapping[str]: ...
 
     @property
@@ -100,7 +103,7 @@ class RequestHead:
     method: str
     path: str
     query_string: str
-    headers: CIMultiDict[str]
+    headers: CIMultiDictProxy[str]
     content_length: int
     keep_alive: bool
     #: Bytes of the head, the blank line included: the body starts there.
@@ -117,17 +120,48 @@ def read_head(buffer: bytes | bytearray) -> RequestHead | None:
         return None
     if end > MAX_HEAD_BYTES:
         raise NotForUs("a long head")
-    head = bytes(buffer[: end + 2])  # each line with its CRLF
-    if len(head) - len(head.translate(None, _CONTROLS)) != 2 * head.count(b"\r\n"):
-        raise NotForUs("a control character in the head")
-    # Every control character is a CRLF's: no line below holds a CR or LF of its own.
-    lines = head.decode("utf-8", "surrogateescape").split("\r\n")
-    request_line = _REQUEST_LINE.fullmatch(lines[0])
+    line_end = buffer.find(b"\r\n")
+    block = bytes(buffer[line_end + 2 : end + 2])  # the header fields, each with its CRLF
+    fields = _HEADS_READ.get(block)
+    if fields is None:
+        fields = _read_fields(block)
+        if len(block) <= _HEAD_READ_MAX_BYTES:
+            if len(_HEADS_READ) >= _HEADS_READ_MAX:
+                _HEADS_READ.clear()
+            _HEADS_READ[block] = fields
+    headers, length, keep_alive = fields
+    # The pattern admits no control character (nor any byte outside ASCII's printable ones).
+    request_line = _REQUEST_LINE.fullmatch(bytes(buffer[:line_end]).decode("utf-8", "surrogateescape"))
     if request_line is None:
         raise NotForUs("not a request line of a method, path and query read here, in HTTP/1.1")
     method, path, query_string = request_line.groups("")
+    if "/watch/" in path:
+        raise NotForUs("a watch")
+    if "watch" in query_string or "follow" in query_string:
+        for key, given in parse_qsl(query_string, keep_blank_values=True):
+            if key in ("watch", "follow") and given.lower() in ("1", "true", "yes"):
+                raise NotForUs("a stream")  # a watch, or a log followed
+    return RequestHead(method, path, query_string, headers, length, keep_alive, end + 4)
+
+
+#: Header blocks read before, by their bytes: their fields, body length and keep-alive. A
+#: client sends the same fields with every request but for its body's length (its host, agent,
+#: token, types), and reading them took most of a head's ~6 µs; a block seen before is one
+#: lookup. Bounded in entries and in each block's size, so that made-up heads cannot grow it; a
+#: block is kept only once read whole and found fit (one refused is read again, and refused).
+_HEADS_READ: dict[bytes, tuple[CIMultiDictProxy[str], int, bool]] = {}
+_HEADS_READ_MAX = 256
+_HEAD_READ_MAX_BYTES = 2048
+
+
+def _read_fields(block: bytes) -> tuple[CIMultiDictProxy[str], int, bool]:
+    """A head's header fields (``block``: each line with its CRLF), read whole: the fields, the
+    body's length and whether the connection is kept alive. Raises :class:`NotForUs`."""
+    if len(block) - len(block.translate(None, _CONTROLS)) != 2 * block.count(b"\r\n"):
+        raise NotForUs("a control character in the head")
+    # Every control character is a CRLF's: no line below holds a CR or LF of its own.
     fields: list[tuple[str, str]] = []
-    for line in lines[1:-1]:  # the last is the empty rest after the final CRLF
+    for line in block.decode("utf-8", "surrogateescape").split("\r\n")[:-1]:  # the last: after the final CRLF
         name, colon, value = line.partition(":")
         if not colon:
             raise NotForUs("a malformed header field")
@@ -153,29 +187,35 @@ def read_head(buffer: bytes | bytearray) -> RequestHead | None:
             raise NotForUs("an upgrade")
         if "close" in tokens:
             keep_alive = False
-    if "/watch/" in path:
-        raise NotForUs("a watch")
-    if "watch" in query_string or "follow" in query_string:
-        for key, given in parse_qsl(query_string, keep_blank_values=True):
-            if key in ("watch", "follow") and given.lower() in ("1", "true", "yes"):
-                raise NotForUs("a stream")  # a watch, or a log followed
-    return RequestHead(method, path, query_string, headers, length, keep_alive, end + 4)
+    return CIMultiDictProxy(headers), length, keep_alive
 
 
 class BufferedRequest:
     """A small request read whole by the connection (see the module docs)."""
 
-    __slots__ = ("_content_type", "_values", "body", "head", "match_info", "query", "transport")
+    __slots__ = ("_content_type", "_query", "_values", "body", "head", "match_info", "transport")
 
     def __init__(self, head: RequestHead, body: bytes, transport: asyncio.Transport | None) -> None:
         self.head = head
         self.body = body
         self.transport = transport
-        self.query: MultiDict[str] = MultiDict(parse_qsl(head.query_string, keep_blank_values=True))
         #: Set by the router, as aiohttp's route match would.
         self.match_info: dict[str, str] = {}
         self._content_type: str | None = None
+        self._query: MultiDict[str] | None = None
         self._values: dict[Any, Any] = {}
+
+    @property
+    def query(self) -> MultiDict[str]:
+        """The query's parameters, parsed when first asked for (a write's options are usually
+        known by its query string alone: ``requestoptions.write_options``)."""
+        if self._query is None:
+            self._query = MultiDict(parse_qsl(self.head.query_string, keep_blank_values=True))
+        return self._query
+
+    @property
+    def query_string(self) -> str:
+        return self.head.query_string
 
     @property
     def method(self) -> str:
@@ -192,7 +232,7 @@ class BufferedRequest:
         return f"{self.head.path}?{query}" if query else self.head.path
 
     @property
-    def headers(self) -> CIMultiDict[str]:
+    def headers(self) -> CIMultiDictProxy[str]:
         return self.head.headers
 
     @property
@@ -241,14 +281,26 @@ def response_parts(response: web.Response, *, keep_alive: bool) -> tuple[bytes, 
     body = response.body
     if not isinstance(body, bytes | bytearray):
         raise TypeError(f"a buffered answer needs a bytes body, not {type(body).__name__}")
-    lines = [f"HTTP/1.1 {response.status} {response.reason}".encode("latin-1")]
-    for name, value in response.headers.items():
-        if name.lower() not in _SKIPPED_HEADERS:
-            lines.append(f"{name}: {value}".encode())
-    lines.append(b"Content-Length: %d" % len(body))
-    lines.append(b"Date: " + _date())
-    if not keep_alive:
-        lines.append(b"Connection: close")
-    lines.append(b"")
-    lines.append(b"")
-    return b"\r\n".join(lines), bytes(body)
+    fields = tuple(response.headers.items())
+    key = (response.status, response.reason, fields)
+    start = _HEAD_STARTS.get(key)
+    if start is None:
+        lines = [f"HTTP/1.1 {response.status} {response.reason}".encode("latin-1")]
+        for name, value in fields:
+            if name.lower() not in _SKIPPED_HEADERS:
+                lines.append(f"{name}: {value}".encode())
+        lines.append(b"")
+        start = b"\r\n".join(lines)
+        if len(start) <= _HEAD_START_MAX_BYTES:
+            if len(_HEAD_STARTS) >= _HEAD_STARTS_MAX:
+                _HEAD_STARTS.clear()
+            _HEAD_STARTS[key] = start
+    end = b"\r\n\r\n" if keep_alive else b"\r\nConnection: close\r\n\r\n"
+    return b"%bContent-Length: %d\r\nDate: %b%b" % (start, len(body), _date(), end), bytes(body)
+
+
+#: The start of answers' heads (the status line and the handler's fields) by what makes them:
+#: most answers are a 200 or 201 with a JSON Content-Type. Bounded, as a Warning's words vary.
+_HEAD_STARTS: dict[tuple[int, str, tuple[tuple[str, str], ...]], bytes] = {}
+_HEAD_STARTS_MAX = 256
+_HEAD_START_MAX_BYTES = 1024

@@ -24,7 +24,7 @@ from kubeloop.apiserver.audit import requestaudit
 from kubeloop.apiserver.audit.logwriter import AuditLogWriter
 from kubeloop.apiserver.audit.policy import AuditPolicy, RequestAttributes
 from kubeloop.apiserver.http.authentication import IMPERSONATOR, current_user
-from kubeloop.apiserver.http.http1 import HTTPRequest
+from kubeloop.apiserver.http.http1 import HTTPRequest, query_value
 from kubeloop.apiserver.http.requestoptions import truthy
 from kubeloop.apiserver.protobuf import codec, descriptors
 from kubeloop.apiserver.userinfo import UserInfo
@@ -58,7 +58,7 @@ def request_attributes(request: HTTPRequest, user: UserInfo | None) -> RequestAt
     subresource = rest[2] if len(rest) >= 3 else ""
     verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, "get")
     if method in ("GET", "HEAD"):
-        verb = "watch" if truthy(request.query.get("watch")) else ("get" if name else "list")
+        verb = "watch" if truthy(query_value(request, "watch")) else ("get" if name else "list")
     elif method == "DELETE" and not name:
         verb = "deletecollection"
     return RequestAttributes(

@@ -33,7 +33,7 @@ from kubeloop.apiserver.http import (
     writes,
 )
 from kubeloop.apiserver.http.authentication import USER
-from kubeloop.apiserver.http.http1 import BufferedRequest, HTTPRequest
+from kubeloop.apiserver.http.http1 import BufferedRequest, HTTPRequest, query_value
 from kubeloop.apiserver.http.negotiation import JSON, json_response, not_acceptable, status_response
 from kubeloop.apiserver.http.nodestreams import NODE_STREAMS
 from kubeloop.apiserver.http.requestoptions import truthy
@@ -176,7 +176,7 @@ class APIHandlers(Scope):
             requestaudit.add_annotation(DECISION_ANNOTATION, "allow")
             return  # the common case (the kubeconfig's admin) costs one look
         resource = target.resource
-        verb = verb_of(request.method, named=target.name is not None, watch=truthy(request.query.get("watch")))
+        verb = verb_of(request.method, named=target.name is not None, watch=truthy(query_value(request, "watch")))
         if target.subresource in CONNECT_SUBRESOURCES:
             verb = "create"  # a WebSocket's GET too, as upstream has asked since 1.31
         attributes = Attributes(
@@ -260,16 +260,16 @@ class APIHandlers(Scope):
 
     async def _serve(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         method = request.method
-        query = request.query
+        watch = truthy(query_value(request, "watch"))
         if not target.subresource:
-            verb = verb_of(method, named=target.name is not None, watch=truthy(query.get("watch")))
+            verb = verb_of(method, named=target.name is not None, watch=watch)
             if verb not in target.resource.verbs:  # e.g. a list of reviews, which are never stored
                 raise errors.MethodNotAllowed(
                     "the server does not allow this method on the requested resource"
                 )
         if target.name is None:
             if method == "GET":
-                if truthy(query.get("watch")):
+                if watch:
                     return await watches.watch(self, request, target)
                 return await reads.list_objects(self, request, target)
             if method == "POST":
@@ -277,7 +277,7 @@ class APIHandlers(Scope):
             if method == "DELETE":
                 return await deletes.delete_collection(self, request, target)
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
-        if method == "GET" and not target.subresource and truthy(query.get("watch")):
+        if method == "GET" and not target.subresource and watch:
             return await watches.watch(self, request, target)  # authorized as a watch: served as one
         handler: dict[str, Callable[[HTTPRequest, Target], Awaitable[web.StreamResponse]]] = {
             "GET": functools.partial(reads.get, self),

@@ -137,7 +137,7 @@ def read_head(buffer: bytes | bytearray) -> RequestHead | None:
     method, path, query_string = request_line.groups("")
     if "/watch/" in path:
         raise NotForUs("a watch")
-    if "watch" in query_string or "follow" in query_string:
+    if "watch" in query_string or "follow" in query_string or "%" in query_string:
         for key, given in parse_qsl(query_string, keep_blank_values=True):
             if key in ("watch", "follow") and given.lower() in ("1", "true", "yes"):
                 raise NotForUs("a stream")  # a watch, or a log followed
@@ -188,6 +188,15 @@ def _read_fields(block: bytes) -> tuple[CIMultiDictProxy[str], int, bool]:
         if "close" in tokens:
             keep_alive = False
     return CIMultiDictProxy(headers), length, keep_alive
+
+
+def query_value(request: HTTPRequest, name: str, default: str = "") -> str:
+    """The query parameter ``name`` (its first value), without parsing a query that cannot
+    hold it: one whose text lacks the name, and any escape through which it could be spelled."""
+    raw = request.query_string
+    if name not in raw and "%" not in raw:
+        return default
+    return request.query.get(name, default)
 
 
 class BufferedRequest:

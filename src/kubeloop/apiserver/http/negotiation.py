@@ -19,7 +19,7 @@ from aiohttp import web
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.http.http1 import HTTPRequest
+from kubeloop.apiserver.http.http1 import HTTPRequest, query_value
 from kubeloop.apiserver.http.yamlanswers import to_yaml_bytes
 from kubeloop.apiserver.protobuf import codec, descriptors
 from kubeloop.gcpause import gc_paused
@@ -118,7 +118,7 @@ class Accept:
 
 
 def accept_of(request: HTTPRequest) -> Accept:
-    return parse_accept(request.headers.get("Accept", ""), request.query.get("includeObject", "Metadata"))
+    return parse_accept(request.headers.get("Accept", ""), query_value(request, "includeObject", "Metadata"))
 
 
 @functools.lru_cache(maxsize=256)

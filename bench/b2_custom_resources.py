@@ -6,9 +6,10 @@ The server runs as its own process (in memory, and without its control loops unl
 generated from the ``Widget`` model below and installed. By default the widgets are created
 before the operator starts (a backlog), so the measure is how long an operator takes from its
 start until every widget has its ConfigMap and ``status.observedGeneration`` (checked afterwards
-by listing both); with ``--stream`` they are created while it runs, by 50 clients at once, as in
-a busy cluster, and the measure starts at the first creation. And its peak RSS (VmHWM: each
-operator runs in its own process).
+by listing both); with ``--stream`` they are created while it runs, by 50 writers at once, as in
+a busy cluster (each on its own connection, through the bench's cheapest client, ``_rawhttp``:
+on a cluster the writers are other machines', here they share the two cores), and the measure
+starts at the first creation. And its peak RSS (VmHWM: each operator runs in its own process).
 
 - ``kubeloop``: the way the docs teach it: ``Builder.for_(Widget, GenerationChanged()).owns(ConfigMap)``
   (kubebuilder's idiom: a controller's own status writes do not wake it), typed models,
@@ -60,11 +61,13 @@ import time
 from collections import Counter
 from typing import Any
 
+import orjson
 import uvloop
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _kopf import register_login
-from _server import server_process
+from _rawhttp import HTTPError, connect, post
+from _server import ServerProcess, server_process
 
 import kubeloop
 from kubeloop.client.config import load_kubeconfig
@@ -323,17 +326,30 @@ async def prepare(kubeconfig: str, namespace: str, count: int) -> None:
 STREAM_CLIENTS = 50
 
 
-async def create_widgets(kubeconfig: str, namespace: str, count: int, clients: int) -> None:
-    """``count`` widgets created by ``clients`` clients at once, each with its own connections."""
-    async with contextlib.AsyncExitStack() as stack:
-        apis = [await stack.enter_async_context(kubeloop.APIClient(load_kubeconfig(kubeconfig))) for _ in range(clients)]
+async def create_widgets(server: ServerProcess, namespace: str, count: int, clients: int) -> None:
+    """``count`` widgets created by ``clients`` writers at once, each on its own connection, as
+    the bench's cheapest client sends them (:mod:`_rawhttp`): on a cluster the writers are other
+    machines', here they share the two cores with the server and the operator."""
+    path = f"/apis/{GROUP}/v1/namespaces/{namespace}/widgets"
+    connections = [await connect(server.url, server.ca_file) for _ in range(clients)]
 
-        async def write(which: int) -> None:
-            for index in range(which, count, clients):
-                widget = Widget(metadata=kubeloop.ObjectMeta(name=f"w-{index:05d}"), spec=WidgetSpec(size=index))
-                await apis[which].create(widget, namespace=namespace)
+    async def write(which: int) -> None:
+        for index in range(which, count, clients):
+            widget = {
+                "apiVersion": f"{GROUP}/v1",
+                "kind": "Widget",
+                "metadata": {"name": f"w-{index:05d}", "namespace": namespace},
+                "spec": {"size": index, "color": "blue"},
+            }
+            status, body = await connections[which].send(post(server.url, path, server.token, orjson.dumps(widget)))
+            if status != 201:
+                raise HTTPError(f"creating widget {index}: {status} {body[:300]!r}")
 
+    try:
         await asyncio.gather(*(write(which) for which in range(clients)))
+    finally:
+        for connection in connections:
+            connection.close()
 
 
 async def verify(kubeconfig: str, namespace: str, count: int) -> bool:
@@ -364,7 +380,7 @@ def process_cpu_seconds(pid: int) -> float:
 
 def run_operator(
     label: str,
-    kubeconfig: str,
+    server: ServerProcess,
     namespace: str,
     count: int,
     workers: int,
@@ -375,7 +391,7 @@ def run_operator(
 ) -> dict[str, Any]:
     """One operator's run in its own process; with ``stream`` the widgets are created (by
     :data:`STREAM_CLIENTS` clients, from this process) once it says it runs."""
-    command = [sys.executable, __file__, "--operator", label, kubeconfig, namespace, "--count", str(count)]
+    command = [sys.executable, __file__, "--operator", label, server.kubeconfig, namespace, "--count", str(count)]
     command += ["--stream"] if stream else []
     command += [
         "--workers",
@@ -400,7 +416,7 @@ def run_operator(
                 operator.kill()
             else:
                 started = cpu_seconds()
-                uvloop.run(create_widgets(kubeconfig, namespace, count, STREAM_CLIENTS))
+                uvloop.run(create_widgets(server, namespace, count, STREAM_CLIENTS))
                 writers_cpu = cpu_seconds() - started
         out, _ = operator.communicate(timeout=3600)
         if operator.returncode != 0:
@@ -422,7 +438,7 @@ def measure_once(args: argparse.Namespace, labels: list[str]) -> dict[str, dict[
             server_cpu = process_cpu_seconds(server.pid)
             run = run_operator(
                 label,
-                server.kubeconfig,
+                server,
                 namespace,
                 args.count,
                 args.workers,

@@ -89,6 +89,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/event_to_queue.py
 	$(BIN)/python bench/b5_startup.py
 	$(BIN)/python bench/b4_apiserver_writes.py
+	$(BIN)/python bench/server_requests.py
 	$(BIN)/python bench/b4_apiserver_writes.py --workers 2
 	$(BIN)/python bench/b4_apiserver_writes.py --watchers 1000 --rate 200
 	$(BIN)/python bench/storage_writer.py

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubeloop import errors
+from kubeloop.api.model import KubeModel
 from kubeloop.client.config import load_kubeconfig
 from kubeloop.client.rest import APIClient
 from kubeloop.controller import controllerutil as cu
@@ -235,6 +236,49 @@ def test_a_models_controller_reference_is_set_as_its_dicts(
     assert outcome(typed) == after
     if refs and after == refs:  # nothing to change: the model's references are not rebuilt
         assert typed.metadata.owner_references is held
+
+
+class _TeamMeta(KubeModel):
+    """A user's metadata model: the fields the helpers read, and one of its own."""
+
+    name: str | None = None
+    namespace: str | None = None
+    labels: dict[str, str] | None = None
+    owner_references: list[meta_v1.OwnerReference] | None = None
+    team: str | None = None
+
+
+@pytest.mark.parametrize("meta_class", [meta_v1.ObjectMeta, _TeamMeta])
+@pytest.mark.parametrize("namespace", ["ns", "other", None])
+@pytest.mark.parametrize("controller", [True, False])
+def test_a_models_first_owner_reference_is_set_as_its_dicts(
+    meta_class: type[KubeModel], namespace: str | None, controller: bool
+) -> None:
+    """The first owner reference of a model (the child a reconcile makes) is set without its
+    metadata dumped and validated back, as on its JSON form: the same reference, or the same
+    error; kubeloop's metadata model and a user's alike, its other fields kept."""
+    from kubeloop.api.model import as_dict
+    from kubeloop.models import core_v1
+
+    class Labelled(core_v1.ConfigMap):
+        metadata: meta_class | None = None  # type: ignore[valid-type]
+
+    set_reference = cu.set_controller_reference if controller else cu.set_owner_reference
+    typed = Labelled(metadata=meta_class(name="c", namespace=namespace, labels={"app": "web"}, team="t"))
+    plain = as_dict(typed)
+
+    def outcome(obj: Any) -> Any:
+        try:
+            set_reference(owner("a"), obj)
+        except ValueError as error:
+            return str(error)
+        return as_dict(obj)["metadata"]
+
+    assert outcome(typed) == outcome(plain)
+    assert type(typed.metadata) is meta_class
+    if namespace == "ns":
+        (reference,) = getattr(typed.metadata, "owner_references", None) or ()
+        assert (reference.name, reference.controller) == ("a", True if controller else None)
 
 
 def test_references_from_typed_owners_match_those_from_their_dicts() -> None:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar, overload
 from kubeloop import errors
 from kubeloop.api import timestamps
 from kubeloop.api.model import KubeModel, KubeObject, as_dict
+from kubeloop.api.models import meta_v1
 from kubeloop.api.object import Obj
 from kubeloop.client.interface import Client
 
@@ -334,7 +335,7 @@ def _same_owner(ref: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
 def set_controller_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) -> None:
     """Make ``owner`` the controller of ``obj``; AlreadyOwnedError if another controller owns it."""
     owner_data = _owner_view(owner)
-    if _holds_controller_reference(obj, owner_data):
+    if _holds_controller_reference(obj, owner_data) or _set_first_reference(obj, owner_data, controller=True):
         return
     with _editing_metadata(obj, "ownerReferences") as metadata:
         _check_scope(owner_data, metadata)
@@ -357,6 +358,27 @@ _REFERENCE_ATTRIBUTES = {
     "controller": "controller",
     "blockOwnerDeletion": "block_owner_deletion",
 }
+
+
+def _set_first_reference(obj: Object, owner_data: Mapping[str, Any], *, controller: bool) -> bool:
+    """On a model whose metadata model holds no owner reference yet (the child a reconcile is
+    making, every time it makes one), the reference set at once: validated alone, the metadata
+    not dumped. False for anything else, which the general edit handles (and checks)."""
+    meta = getattr(obj, "metadata", None) if isinstance(obj, KubeModel) else None
+    if (
+        not isinstance(meta, KubeModel)
+        or getattr(meta, "owner_references", None)
+        or "owner_references" not in type(meta).model_fields
+    ):
+        return False
+    _check_scope(owner_data, {"namespace": getattr(meta, "namespace", None)})
+    reference = _reference(owner_data, controller=controller)
+    if type(meta) is meta_v1.ObjectMeta:  # its references' model known: the one validated alone
+        meta.owner_references = [meta_v1.OwnerReference.model_validate(reference)]
+    else:
+        attribute = _ATTRIBUTES["ownerReferences"]
+        setattr(meta, attribute, getattr(type(meta).model_validate({"ownerReferences": [reference]}), attribute))
+    return True
 
 
 def _holds_controller_reference(obj: Object, owner_data: Mapping[str, Any]) -> bool:
@@ -395,6 +417,8 @@ def is_controlled_by(obj: Mapping[str, Any] | KubeModel, owner: Mapping[str, Any
 def set_owner_reference(owner: Mapping[str, Any] | KubeModel, obj: Object) -> None:
     """Add ``owner`` as a (non-controller) owner of ``obj``, or refresh its reference."""
     owner_data = _owner_view(owner)
+    if _set_first_reference(obj, owner_data, controller=False):
+        return
     with _editing_metadata(obj, "ownerReferences") as metadata:
         _check_scope(owner_data, metadata)
         _upsert_reference(

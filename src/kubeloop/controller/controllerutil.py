@@ -361,23 +361,15 @@ _REFERENCE_ATTRIBUTES = {
 
 
 def _set_first_reference(obj: Object, owner_data: Mapping[str, Any], *, controller: bool) -> bool:
-    """On a model whose metadata model holds no owner reference yet (the child a reconcile is
-    making, every time it makes one), the reference set at once: validated alone, the metadata
-    not dumped. False for anything else, which the general edit handles (and checks)."""
+    """On a model whose metadata is kubeloop's ``ObjectMeta`` holding no owner reference yet
+    (the child a reconcile is making, every time it makes one), the reference set at once:
+    validated alone, the metadata not dumped. False for anything else, which the general edit
+    handles (and checks)."""
     meta = getattr(obj, "metadata", None) if isinstance(obj, KubeModel) else None
-    if (
-        not isinstance(meta, KubeModel)
-        or getattr(meta, "owner_references", None)
-        or "owner_references" not in type(meta).model_fields
-    ):
+    if type(meta) is not meta_v1.ObjectMeta or meta.owner_references:
         return False
-    _check_scope(owner_data, {"namespace": getattr(meta, "namespace", None)})
-    reference = _reference(owner_data, controller=controller)
-    if type(meta) is meta_v1.ObjectMeta:  # its references' model known: the one validated alone
-        meta.owner_references = [meta_v1.OwnerReference.model_validate(reference)]
-    else:
-        attribute = _ATTRIBUTES["ownerReferences"]
-        setattr(meta, attribute, getattr(type(meta).model_validate({"ownerReferences": [reference]}), attribute))
+    _check_scope(owner_data, {"namespace": meta.namespace})
+    meta.owner_references = [meta_v1.OwnerReference.model_validate(_reference(owner_data, controller=controller))]
     return True
 
 

@@ -49,6 +49,7 @@ from kubeloop.apiserver.catalog.resources import ResourceCatalog
 from kubeloop.apiserver.catalog.schemas import schema_release
 from kubeloop.apiserver.datadir import DataDirectory
 from kubeloop.apiserver.frontends import FrontEndProcesses
+from kubeloop.apiserver.http import aiohttpserving
 from kubeloop.apiserver.http.auditing import Auditor
 from kubeloop.apiserver.http.authentication import Authenticator, auth_middleware
 from kubeloop.apiserver.http.connections import (
@@ -531,6 +532,7 @@ class APIServer:
             handle_signals=False,
             shutdown_timeout=1.0,
             keepalive_timeout=options.timeouts.idle,
+            **aiohttpserving.handler_options(),
         )
         await self._runner.setup()
         assert self._runner.server is not None

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import pathlib
 import socket
+import subprocess
 import time
 from collections.abc import Iterator
 
@@ -16,7 +18,8 @@ from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubeloop.apiserver.http import http1
+from kubeloop.apiserver import kubeconfig
+from kubeloop.apiserver.http import aiohttpserving, http1
 from kubeloop.apiserver.http.connections import (
     ANSWER_SLICE_BYTES,
     ConnectionTimeouts,
@@ -25,6 +28,7 @@ from kubeloop.apiserver.http.connections import (
 )
 from tests.apiserver.http.test_slow_clients import closed_within, connect, request_head
 from tests.conftest import Client, ServerThread, start_server
+from tests.kubectl_finder import kubectl_binaries, kubectl_env
 
 HEAD = (
     b"PATCH /apis/example.com/v1/namespaces/ns/widgets/w1/status?fieldManager=me&dryRun=All HTTP/1.1\r\n"
@@ -99,13 +103,26 @@ def test_connection_close_and_defaults() -> None:
         b"GET /api HTTP/1.1\r\nX-A : b\r\n\r\n",
         b"GET /api HTTP/1.1\r\nno colon\r\n\r\n",
         b"GET /api HTTP/1.1\r\nHost: a\r\nHost\r\n\r\n",  # a name read before, without its colon now
-        b"GET /api HTTP/1.1\r\nX-A: " + b"b" * (http1.MAX_HEAD_BYTES + 1) + b"\r\n\r\n",
-        b"GET /api HTTP/1.1\r\nX-A: " + b"b" * (http1.MAX_HEAD_BYTES + 1),
     ],
 )
 def test_what_is_left_to_aiohttp(raw: bytes) -> None:
     with pytest.raises(http1.NotForUs):
         http1.read_head(raw)
+
+
+def test_a_head_is_read_up_to_kube_apiservers_bound() -> None:
+    start = b"GET /api HTTP/1.1\r\nX-A: "
+    largest = start + b"b" * (http1.MAX_HEAD_BYTES - len(start) - 4) + b"\r\n\r\n"
+    assert len(largest) == http1.MAX_HEAD_BYTES
+    head = http1.read_head(largest + b"GET /api")
+    assert head is not None and head.size == http1.MAX_HEAD_BYTES
+    assert len(head.headers["X-A"]) == http1.MAX_HEAD_BYTES - len(start) - 4
+    assert http1.read_head(largest[:-1]) is None  # not whole yet, and within the bound
+    past = start + b"b" + largest[len(start) :]
+    with pytest.raises(http1.HeadTooLarge):
+        http1.read_head(past)
+    with pytest.raises(http1.HeadTooLarge):  # not whole, and already at the bound
+        http1.read_head(past[: http1.MAX_HEAD_BYTES])
 
 
 def test_the_field_names_remembered_stay_bounded() -> None:
@@ -333,13 +350,93 @@ def test_connection_close_is_honoured() -> None:
         patient.stop()
 
 
-def test_a_malformed_head_gets_aiohttps_400(server: ServerThread) -> None:
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n",
+        # A watch goes to aiohttp, which reads a field of up to 64 KiB.
+        b"GET /api/v1/namespaces?watch=1 HTTP/1.1\r\nHost: x\r\nX-A: "
+        + b"a" * (aiohttpserving.MAX_LINE_BYTES + 1)
+        + b"\r\n\r\n",
+    ],
+    ids=["malformed", "a-field-past-aiohttps-bound"],
+)
+def test_a_head_aiohttp_cannot_read_gets_its_400_and_no_error_is_logged(
+    server: ServerThread, head: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As kube-apiserver's Go server, which answers 400 and logs nothing: the client's mistake."""
+    caplog.set_level(logging.DEBUG, logger="aiohttp.server")
     sock = connect(server)
-    sock.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n")
+    sock.sendall(head)
     sock.settimeout(5)
     answer = sock.recv(65536)
     assert answer.startswith((b"HTTP/1.0 400 ", b"HTTP/1.1 400 ")), answer[:100]
     sock.close()
+    # aiohttp logs the error before it answers: the record is there once the answer is.
+    records = [record for record in caplog.records if record.name == "aiohttp.server"]
+    assert [(record.levelno, record.exc_info) for record in records] == [(logging.DEBUG, None)]
+    assert "400" in records[0].getMessage()
+
+
+def test_a_long_head_is_read_as_kube_apiserver_reads_it(server: ServerThread) -> None:
+    """A head of up to 1 MiB (a large bearer token, a long query) is served, on the small
+    requests' path and on aiohttp's (a watch); reading a long head does not stall for the
+    bound on requests sent ahead."""
+    api = Client(server)
+    base = "/api/v1/namespaces/default/configmaps"
+    sock = connect(server)
+    buffer = bytearray()
+    for size in (20_000, http1.MAX_HEAD_BYTES - 1000):
+        created = json.dumps({"metadata": {"name": f"long-head-{size}"}}).encode()
+        sock.sendall(post(server, base, created, "X-Padding: " + "p" * size))
+        status, _, body = read_answer(sock, buffer)
+        assert status == 201, body
+    sock.sendall(request_head(server, "GET", f"{base}?limit=1"))
+    status, _, body = read_answer(sock, buffer)
+    revision = json.loads(body)["metadata"]["resourceVersion"]
+    sock.sendall(request_head(server, "GET", f"{base}?watch=1&resourceVersion={revision}", "X-Padding: " + "p" * 20_000))
+    assert api.post(base, {"metadata": {"name": "long-head-watched"}}).status_code == 201
+    while b'"name":"long-head-watched"' not in buffer:
+        chunk = sock.recv(65536)
+        assert chunk
+        buffer += chunk
+    assert buffer.startswith(b"HTTP/1.1 200")
+    sock.close()
+    for name in ("long-head-20000", f"long-head-{http1.MAX_HEAD_BYTES - 1000}", "long-head-watched"):
+        assert api.delete(f"{base}/{name}").status_code == 200
+
+
+def test_a_head_past_the_bound_gets_gos_431_and_the_server_goes_on(server: ServerThread) -> None:
+    sock = connect(server)
+    start = request_head(server, "GET", "/api/v1/namespaces")[:-2]  # its fields, no blank line
+    sock.sendall(start + b"X-Padding: " + b"p" * (http1.MAX_HEAD_BYTES - len(start) - len(b"X-Padding: ")))
+    answer = bytearray()
+    sock.settimeout(10)
+    while chunk := sock.recv(65536):
+        answer += chunk
+    assert bytes(answer) == http1.HEAD_TOO_LARGE_ANSWER
+    sock.close()
+    assert Client(server).get("/api/v1/namespaces/default").status_code == 200
+
+
+@pytest.mark.kubectl
+def test_kubectl_with_a_large_token_is_told_it_is_unauthorized(server: ServerThread, tmp_path: pathlib.Path) -> None:
+    """A 20 KB bearer token (an OIDC token with many groups reaches that) is read and judged:
+    aiohttp's 8 KB line bound answered 400 before it was."""
+    config = tmp_path / "kubeconfig"
+    ca_pem = pathlib.Path(server.ca_file).read_bytes()
+    kubeconfig.write_kubeconfig(config, server_url=server.url, ca_pem=ca_pem, token="t" * 20_000)
+    for binary in kubectl_binaries():
+        result = subprocess.run(
+            [str(binary), "--kubeconfig", str(config), "get", "configmaps", "-n", "default"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=kubectl_env(tmp_path),
+            check=False,
+        )
+        assert result.returncode != 0
+        assert "You must be logged in to the server" in result.stderr, result.stderr
 
 
 def test_no_token_gets_a_401_status(server: ServerThread) -> None:
@@ -453,10 +550,17 @@ class RecordingTransport(asyncio.Transport):
         self.turns_at_write: list[int] = []
         self.turns = 0
         self.closed = False
+        self.reading = True
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.writes.append(bytes(data))
         self.turns_at_write.append(self.turns)
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
 
     def is_closing(self) -> bool:
         return self.closed
@@ -510,3 +614,46 @@ async def test_a_large_answer_is_written_in_slices_with_the_loop_serving_between
     # Between the first slice and the last, the loop served others more than once.
     assert transport.turns_at_write[-1] - transport.turns_at_write[1] >= len(transport.writes) - 2
     assert not transport.closed
+
+
+async def test_a_long_head_is_read_on_and_requests_sent_ahead_are_held() -> None:
+    """A head of up to 1 MiB is read whole however it comes (reading paused at the pending
+    bound, as it was for requests sent ahead, it never completed); requests sent ahead of an
+    answer are held to the bound, and reading resumes once nothing whole is left to answer."""
+    release = asyncio.Event()
+    served: list[int] = []
+
+    async def serve(request: http1.BufferedRequest) -> web.StreamResponse:
+        served.append(len(request.headers.get("X-A", "")))
+        if len(served) == 1:
+            await release.wait()
+        return web.Response(text="ok")
+
+    connection = ServerConnection(lambda: asyncio.Protocol(), serve, ConnectionWatchdog(ConnectionTimeouts()))
+    transport = RecordingTransport()
+    connection.connection_made(transport)
+    written = asyncio.Event()
+    original = transport.write
+
+    def write(data: bytes | bytearray | memoryview) -> None:
+        original(data)
+        written.set()
+
+    transport.write = write  # type: ignore[method-assign]
+    first = b"GET /api HTTP/1.1\r\nHost: x\r\n\r\n"
+    long = b"GET /api HTTP/1.1\r\nX-A: " + b"a" * 900_000 + b"\r\n\r\n"
+    connection.data_received(first)  # answered until released
+    pieces = [long[start : start + 65536] for start in range(0, len(long), 65536)]
+    for piece in pieces[:6]:  # ~390 KiB sent ahead of the first answer
+        connection.data_received(piece)
+    assert not transport.reading  # held: an answer is pending and more than the bound waits
+    release.set()
+    await written.wait()
+    written.clear()
+    assert transport.reading  # the first is answered; what waits is no whole request
+    for piece in pieces[6:]:
+        assert transport.reading, "reading paused before the head was whole"
+        connection.data_received(piece)
+    await written.wait()
+    assert served == [0, 900_000]
+    assert all(write.startswith(b"HTTP/1.1 200 OK") for write in transport.writes)

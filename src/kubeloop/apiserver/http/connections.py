@@ -180,7 +180,15 @@ class ServerConnection(asyncio.Protocol):
             )
             self._hand_over()
             return
+        except http1.HeadTooLarge:
+            peer = transport.get_extra_info("peername")
+            log.debug("%s: a request head past %d bytes: 431", peer, http1.MAX_HEAD_BYTES)
+            self._unread.clear()
+            transport.write(http1.HEAD_TOO_LARGE_ANSWER)
+            transport.close()
+            return
         if head is None:
+            self._limit_intake()  # an incomplete head is read on, however long (up to its bound)
             return
         end = head.size + head.content_length
         if self._head is None:
@@ -191,6 +199,7 @@ class ServerConnection(asyncio.Protocol):
                 self._body_timer = self._running_loop().call_later(
                     self.watchdog.timeouts.request, self._body_overdue
                 )
+            self._limit_intake()
             return
         self._head = None
         if self._body_timer is not None:
@@ -198,11 +207,11 @@ class ServerConnection(asyncio.Protocol):
             self._body_timer = None
         body = bytes(self._unread[head.size : end])
         del self._unread[:end]
-        self._limit_intake()
         task = self._running_loop().create_task(
             self._answer(http1.BufferedRequest(head, body, transport))
         )
         self._answering = task
+        self._limit_intake()
         self.answer_started = time.monotonic()
         self._timed_out = False
         self.watchdog.answering.add(task)
@@ -275,14 +284,17 @@ class ServerConnection(asyncio.Protocol):
 
     def _limit_intake(self) -> None:
         """Requests sent ahead of their answers wait here up to a bound: past it the connection
-        stops reading until half of it has been answered (a head and a small body alone never
-        come near it, so a paused connection always holds a request to answer)."""
+        stops reading until half of it has been answered. Only while a request is being answered
+        or its answer waits for the client to take it: otherwise the buffer holds no whole
+        request, and the one coming (its head may be up to
+        :data:`~kubeloop.apiserver.http.http1.MAX_HEAD_BYTES`) is read on."""
         assert self.transport is not None
         pending = len(self._unread)
-        if not self._reading_paused and pending > MAX_PENDING_BYTES:
+        holding = self._answering is not None or self.write_blocked_since is not None
+        if not self._reading_paused and pending > MAX_PENDING_BYTES and holding:
             self.transport.pause_reading()
             self._reading_paused = True
-        elif self._reading_paused and pending <= MAX_PENDING_BYTES // 2:
+        elif self._reading_paused and (pending <= MAX_PENDING_BYTES // 2 or not holding):
             self.transport.resume_reading()
             self._reading_paused = False
 

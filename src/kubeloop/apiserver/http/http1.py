@@ -12,7 +12,9 @@ Only what is plainly such a request is read here (:func:`read_head`): ``GET``/``
 segments, no watch or followed log, no ``Transfer-Encoding``, ``Expect`` or ``Upgrade``, a head of well-formed
 fields. At anything else the connection is handed to aiohttp for good (watches, large or
 chunked bodies, kubectl's ``/openapi`` documents, malformed requests, which aiohttp refuses with
-its 400s). Handlers see either kind of request through :class:`HTTPRequest`.
+its 400s). A head longer than kube-apiserver reads (:data:`MAX_HEAD_BYTES`) is refused here,
+whatever its request, with Go's 431. Handlers see either kind of request through
+:class:`HTTPRequest`.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ T = TypeVar("T")
 #: Bodies at least this large go through aiohttp, which streams them (and the handlers move
 #: their decoding to the worker loop).
 SMALL_BODY_BYTES = 64 * 1024
-#: A head longer than this (no blank line yet) is left to aiohttp and its limits.
-MAX_HEAD_BYTES = 16 * 1024
+#: The most a request's head may hold, its request line and blank line included: kube-apiserver's
+#: Go server reads 1 MiB of header fields (``MaxHeaderBytes``) and 4 KiB more of slack. A longer
+#: head is refused whole (:class:`HeadTooLarge`), as Go's server answers it.
+MAX_HEAD_BYTES = (1 << 20) + 4096
 #: The control characters a head may hold only as its CRLFs (a tab is fine in a field value).
 _CONTROLS = bytes(c for c in range(0x20) if c != 0x09) + b"\x7f"
 #: A header field's name.
@@ -56,6 +60,19 @@ _REQUEST_LINE = re.compile(
 
 class NotForUs(Exception):
     """The request is not one this module reads: the connection goes to aiohttp."""
+
+
+class HeadTooLarge(Exception):
+    """The request's head runs past :data:`MAX_HEAD_BYTES`: it is answered with
+    :data:`HEAD_TOO_LARGE_ANSWER` and the connection closes."""
+
+
+#: Go's server's answer to a head past its bound, word for word (its handlers never see the
+#: request, so it is not a Status).
+HEAD_TOO_LARGE_ANSWER = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Connection: close\r\n\r\n431 Request Header Fields Too Large"
+)
 
 
 class HTTPRequest(Protocol):
@@ -112,14 +129,15 @@ class RequestHead:
 
 def read_head(buffer: bytes | bytearray) -> RequestHead | None:
     """The head at the start of ``buffer``; None while it is incomplete. Raises :class:`NotForUs`
-    for a request this module does not read (see the module docs)."""
+    for a request this module does not read (see the module docs), :class:`HeadTooLarge` for a
+    head no server part reads."""
     end = buffer.find(b"\r\n\r\n")
     if end < 0:
-        if len(buffer) > MAX_HEAD_BYTES:
-            raise NotForUs("a long head")
+        if len(buffer) >= MAX_HEAD_BYTES:
+            raise HeadTooLarge()
         return None
-    if end > MAX_HEAD_BYTES:
-        raise NotForUs("a long head")
+    if end + 4 > MAX_HEAD_BYTES:
+        raise HeadTooLarge()
     line_end = buffer.find(b"\r\n")
     block = bytes(buffer[line_end + 2 : end + 2])  # the header fields, each with its CRLF
     fields = _HEADS_READ.get(block)

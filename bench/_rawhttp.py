@@ -3,7 +3,8 @@ per writer, requests written whole and answers read by a bare ``asyncio.Protocol
 client library), so that the load generator takes as little as possible of the two cores the
 measured processes share with it. On a cluster the writers are other machines' clients; here
 every microsecond they spend is taken from the server and the operator (B4's writers over
-aiohttp cost ~150 µs of CPU a request, B2's over kubeloop's typed client ~160).
+aiohttp cost ~150 µs of CPU a request, B2's over kubeloop's typed client ~160). B2's stream
+writers and B4's writers send through it.
 """
 
 from __future__ import annotations
@@ -92,3 +93,12 @@ def post(url: str, path: str, token: str, body: bytes) -> bytes:
         f"Authorization: Bearer {token}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode() + body
+
+
+def get(url: str, path: str, token: str) -> bytes:
+    """A whole GET request, as :meth:`RawConnection.send` takes it."""
+    host = url.split("://", 1)[1]
+    return (
+        f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: bench-writer\r\n"
+        f"Authorization: Bearer {token}\r\nAccept: application/json\r\n\r\n"
+    ).encode()

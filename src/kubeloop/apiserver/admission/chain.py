@@ -23,13 +23,37 @@ from kubeloop.apiserver.registry.generic import Registry
 
 class AdmissionChain:
     """Several admission plugins in kube-apiserver's order: each mutates in turn, then each
-    validates in turn (the first refusal answers)."""
+    validates in turn (the first refusal answers).
 
-    def __init__(self, *plugins: Admission) -> None:
+    Given the ``registry`` and plugins that each name the objects their coverage follows
+    (``coverage_sources``: (group, plural) pairs, none for a plugin that covers a resource or
+    not by its kind alone), whether the chain covers a resource is remembered until one of
+    those objects is written: every write asks twice, and asking each plugin was ~2.5 % of a
+    small write's CPU."""
+
+    def __init__(self, *plugins: Admission, registry: Registry | None = None) -> None:
         self.plugins = plugins
+        #: Coverage by (group, plural, kind); None: asked of the plugins every time.
+        self._covered: dict[tuple[str, str, str], bool] | None = None
+        sources = [getattr(plugin, "coverage_sources", None) for plugin in plugins]
+        if registry is not None and all(source is not None for source in sources):
+            self._covered = {}
+            for group, plural in sorted({pair for source in sources if source for pair in source}):
+                registry.add_commit_listener(group, plural, self._forget_coverage)
+
+    def _forget_coverage(self, new: Obj | None, old: Obj | None) -> None:
+        if self._covered:
+            self._covered.clear()
 
     def covers(self, resource: ResourceType) -> bool:
-        return any(plugin.covers(resource) for plugin in self.plugins)
+        covered = self._covered
+        if covered is None:
+            return any(plugin.covers(resource) for plugin in self.plugins)
+        key = (resource.group, resource.plural, resource.kind)
+        found = covered.get(key)
+        if found is None:
+            found = covered[key] = any(plugin.covers(resource) for plugin in self.plugins)
+        return found
 
     async def mutate(
         self, attributes: AdmissionAttributes, obj: Obj | None, old: Obj | None
@@ -66,4 +90,5 @@ def builtin_chain(
         PodSecurityAdmission(registry, catalog, pod_security_release),
         PolicyAdmission(registry, catalog),
         webhooks,
+        registry=registry,
     )

@@ -64,6 +64,9 @@ class ServiceAccountAdmission:
         self.registry = registry
         self.catalog = catalog
 
+    #: Its coverage follows no object: pods only.
+    coverage_sources: tuple[tuple[str, str], ...] = ()
+
     def covers(self, resource: ResourceType) -> bool:
         return (resource.group, resource.plural) == ("", "pods")
 

@@ -15,7 +15,7 @@ import pytest
 
 from kubeloop.apiserver.admission.admissionpolicy.policyadmission import PolicyAdmission
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
-from tests.conftest import Client, ServerThread
+from tests.conftest import Client, ServerThread, start_server
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 
@@ -696,5 +696,39 @@ async def test_a_policy_whose_status_lags_is_type_checked_when_a_server_starts_o
             [warning] = status["typeChecking"]["expressionWarnings"]
             assert warning["fieldRef"] == "spec.validations[0].expression"
             assert "undefined field 'replicass'" in warning["warning"]
+    finally:
+        server.stop()
+
+
+def test_the_write_after_a_binding_is_made_or_deleted_meets_it_or_not() -> None:
+    """Whether admission covers a kind is remembered between writes (every write asks twice);
+    a binding written, then deleted, changes it for the very next write. On a server of its
+    own: no other test's binding may make ConfigMaps covered first."""
+    server = start_server()
+    try:
+        api = Client(server)
+        configmaps = "/api/v1/namespaces/default/configmaps"
+        assert api.post(configmaps, config_map("before")).status_code == 201  # not covered
+        policy = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "no-configmaps.example.com"},
+            "spec": {"matchConstraints": {"resourceRules": [CONFIGMAPS]}, "validations": [{"expression": "false"}]},
+        }
+        assert api.post(f"{ADMISSION}/validatingadmissionpolicies", policy).status_code == 201
+        assert api.post(configmaps, config_map("unbound")).status_code == 201  # a policy alone does nothing
+        binding = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "no-configmaps-binding"},
+            "spec": {"policyName": "no-configmaps.example.com", "validationActions": ["Deny"]},
+        }
+        assert api.post(f"{ADMISSION}/validatingadmissionpolicybindings", binding).status_code == 201
+        denied = api.post(configmaps, config_map("bound"))
+        assert denied.status_code == 422, denied.text
+        assert "no-configmaps.example.com" in denied.json()["message"]
+        deleted = api.delete(f"{ADMISSION}/validatingadmissionpolicybindings/no-configmaps-binding")
+        assert deleted.status_code == 200
+        assert api.post(configmaps, config_map("after")).status_code == 201
     finally:
         server.stop()

@@ -19,7 +19,7 @@ import pytest
 
 from tests.apiserver.admission.webhooks.webhookserver import WebhookServer, allow, deny, json_patch
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
-from tests.conftest import Client, ServerThread
+from tests.conftest import Client, ServerThread, start_server
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 
@@ -772,3 +772,44 @@ def test_a_scale_whose_workload_changed_during_admission_is_tried_again(
     assert len(hooks.requests[path]) == 2
     current = api.get(racy).json()
     assert (current["spec"]["replicas"], current["metadata"]["labels"]) == (4, {"touched": "yes"})
+
+
+@pytest.mark.parametrize("kind", ["validating", "mutating"])
+def test_the_write_after_a_configuration_is_made_or_deleted_meets_its_webhook_or_not(
+    hooks: WebhookServer, kind: str
+) -> None:
+    """Whether admission covers a kind is remembered between writes (every write asks twice);
+    a webhook configuration written, then deleted, changes it for the very next write. On a
+    server of its own: no other test's configuration may make ConfigMaps covered first."""
+    server = start_server()
+    try:
+        api = Client(server)
+        configmaps = "/api/v1/namespaces/default/configmaps"
+        assert api.post(configmaps, config_map("before")).status_code == 201  # not covered
+        path = f"fresh-{kind}"
+        hooks.handlers[path] = lambda request: {"allowed": False, "status": {"message": "not now"}}
+        plural = f"{kind}webhookconfigurations"
+        body = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration" if kind == "validating" else "MutatingWebhookConfiguration",
+            "metadata": {"name": path},
+            "webhooks": [
+                {
+                    "name": f"{path}.hooks.kubeloop.test",
+                    "clientConfig": hooks.client_config(path),
+                    "rules": [
+                        {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}
+                    ],
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                }
+            ],
+        }
+        assert api.post(f"{ADMISSION}/{plural}", body).status_code == 201
+        denied = api.post(configmaps, config_map("configured"))
+        assert denied.status_code == 400, denied.text
+        assert "not now" in denied.json()["message"]
+        assert api.delete(f"{ADMISSION}/{plural}/{path}").status_code == 200
+        assert api.post(configmaps, config_map("after")).status_code == 201
+    finally:
+        server.stop()

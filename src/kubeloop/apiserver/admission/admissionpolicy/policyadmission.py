@@ -41,6 +41,8 @@ from kubeloop import errors
 from kubeloop.api.labels import LabelSelector
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.admission.admissionpolicy.policies import (
+    BINDINGS,
+    GROUP,
     Binding,
     Compiled,
     Criteria,
@@ -93,6 +95,9 @@ class PolicyAdmission:
         self.matcher = Matcher(registry, catalog)
         #: The ``authorizer`` library's functions (RBAC of the embedded server).
         self.authorizer_functions = celauthorizer.functions(rbac or RBACAuthorizer(registry.store, catalog))
+
+    #: Its coverage follows the bindings: with none, no policy applies.
+    coverage_sources: tuple[tuple[str, str], ...] = ((GROUP, BINDINGS),)
 
     def covers(self, resource: ResourceType) -> bool:
         return not exempt(resource) and bool(self.store.bindings())

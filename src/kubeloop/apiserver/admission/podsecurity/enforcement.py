@@ -75,6 +75,9 @@ class PodSecurityAdmission:
         #: The server's release: what ``latest`` means.
         self.latest_minor = latest_minor
 
+    #: Its coverage follows no object: pods, namespaces and the kinds with pod templates.
+    coverage_sources: tuple[tuple[str, str], ...] = ()
+
     def covers(self, resource: ResourceType) -> bool:
         key = (resource.group, resource.plural)
         return key in TEMPLATES or key in (("", "pods"), ("", "namespaces"))

@@ -31,7 +31,13 @@ import orjson
 
 from kubeloop import errors
 from kubeloop.api.object import Obj
-from kubeloop.apiserver.admission.webhooks.configurations import Configurations, Webhook
+from kubeloop.apiserver.admission.webhooks.configurations import (
+    GROUP,
+    MUTATING,
+    VALIDATING,
+    Configurations,
+    Webhook,
+)
 from kubeloop.apiserver.admission.webhooks.matching import Matcher, exempt, in_version
 from kubeloop.apiserver.admission.webhooks.review import (
     SUPPORTED_VERSIONS,
@@ -82,6 +88,12 @@ class WebhookAdmission:
         self._conditions: dict[str, celrules.Expression | ValueError] = {}
 
     # ------------------------------------------------------------ the two phases
+
+    #: Its coverage follows the webhook configurations: with none, no webhook is called.
+    coverage_sources: tuple[tuple[str, str], ...] = (
+        (GROUP, VALIDATING),
+        (GROUP, MUTATING),
+    )
 
     def covers(self, resource: ResourceType) -> bool:
         if exempt(resource):

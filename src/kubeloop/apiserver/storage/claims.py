@@ -43,6 +43,8 @@ class Claims:
 
     def __init__(self) -> None:
         self._rules: list[tuple[str, ClaimsOf]] = []
+        #: The rules' prefixes: most keys are under none, found in one test.
+        self._prefixes: tuple[str, ...] = ()
         self._holders: dict[str, str] = {}
         self._held: dict[str, frozenset[str]] = {}
 
@@ -50,6 +52,7 @@ class Claims:
         """Objects under ``prefix`` claim ``claims_of(obj)``; ``stored`` are those there now (two
         stored objects claiming one value keep it both: the first one found holds it)."""
         self._rules.append((prefix, claims_of))
+        self._prefixes = (*self._prefixes, prefix)
         for key, obj in stored:
             values = frozenset(claims_of(obj))
             self._held[key] = values
@@ -59,7 +62,7 @@ class Claims:
     def record(self, key: str, obj: Obj | None) -> None:
         """Record a change committed by the store of another process (an index of its committed
         claims, which that store has checked): ``key`` now holds what ``obj`` claims (None: nothing)."""
-        claims_of = next((rule for prefix, rule in self._rules if key.startswith(prefix)), None)
+        claims_of = self._rule_of(key)
         if claims_of is None:
             return
         before = self._held.get(key, _NONE)
@@ -74,6 +77,11 @@ class Claims:
         else:
             self._held.pop(key, None)
 
+    def _rule_of(self, key: str) -> ClaimsOf | None:
+        if not key.startswith(self._prefixes):
+            return None
+        return next((rule for prefix, rule in self._rules if key.startswith(prefix)), None)
+
     def holder(self, claim: str) -> str | None:
         """The key holding ``claim`` (committed or in flight), or None."""
         return self._holders.get(claim)
@@ -81,7 +89,7 @@ class Claims:
     def reserve(self, key: str, obj: Obj | None) -> Reservation | None:
         """Hold what ``obj`` (None: a delete) claims for ``key``; None when no rule covers the key.
         Raises :class:`ClaimTaken`, holding nothing, when another key holds one of the values."""
-        claims_of = next((rule for prefix, rule in self._rules if key.startswith(prefix)), None)
+        claims_of = self._rule_of(key)
         if claims_of is None:
             return None
         before = self._held.get(key, _NONE)

@@ -286,6 +286,14 @@ def read_answer(sock: socket.socket, buffer: bytearray) -> tuple[int, dict[str, 
     return int(lines[0].split(" ")[1]), headers, body
 
 
+def read_until(sock: socket.socket, buffer: bytearray, marker: bytes) -> None:
+    """Read from ``sock`` into ``buffer`` until ``marker`` is in it (the server may not close first)."""
+    while marker not in buffer:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection"
+        buffer += chunk
+
+
 def post(server: ServerThread, path: str, body: bytes, *extra: str) -> bytes:
     return (
         request_head(
@@ -326,10 +334,7 @@ def test_a_connection_goes_on_through_aiohttp_for_a_watch(server: ServerThread) 
     revision = json.loads(body)["metadata"]["resourceVersion"]
     sock.sendall(request_head(server, "GET", f"{base}?watch=1&resourceVersion={revision}"))
     assert api.post(base, {"metadata": {"name": "watched"}}).status_code == 201
-    while b'"name":"watched"' not in buffer:
-        chunk = sock.recv(65536)
-        assert chunk
-        buffer += chunk
+    read_until(sock, buffer, b'"name":"watched"')
     assert buffer.startswith(b"HTTP/1.1 200")
     assert b"Transfer-Encoding: chunked" in buffer
     assert b'"type":"ADDED"' in buffer
@@ -396,10 +401,7 @@ def test_a_long_head_is_read_as_kube_apiserver_reads_it(server: ServerThread) ->
     revision = json.loads(body)["metadata"]["resourceVersion"]
     sock.sendall(request_head(server, "GET", f"{base}?watch=1&resourceVersion={revision}", "X-Padding: " + "p" * 20_000))
     assert api.post(base, {"metadata": {"name": "long-head-watched"}}).status_code == 201
-    while b'"name":"long-head-watched"' not in buffer:
-        chunk = sock.recv(65536)
-        assert chunk
-        buffer += chunk
+    read_until(sock, buffer, b'"name":"long-head-watched"')
     assert buffer.startswith(b"HTTP/1.1 200")
     sock.close()
     for name in ("long-head-20000", f"long-head-{http1.MAX_HEAD_BYTES - 1000}", "long-head-watched"):

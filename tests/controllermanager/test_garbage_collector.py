@@ -465,3 +465,22 @@ def test_a_foreground_deletion_cut_by_a_sigkill_completes_after_the_restart(tmp_
             assert time.monotonic() < deadline, session.get(url + cms + "/owner").json()
             time.sleep(0.02)
         assert session.get(url + cms + "/held").status_code == 404
+
+
+async def test_a_dependent_seen_after_its_owner_began_deleting_in_the_foreground_is_deleted_too(
+    kube_client: kubeloop.APIClient,
+) -> None:
+    """Each kind has its own watch: under load a Secret's creation can reach the collector after
+    its owning ConfigMap's foreground deletion. It is queued as the dependents seen then were,
+    not left until the owner goes (which a blocking dependent may hold off for ever); a fresh
+    make test once met exactly that order."""
+    collector = GarbageCollector(kubeloop.Manager(kube_client), sync_timeout=0)
+    owner = _owned("owner")
+    owner["metadata"] |= {"deletionTimestamp": "2026-12-01T20:39:10Z", "finalizers": ["foregroundDeletion"]}
+    collector._observe(owner)
+    queue = collector.attempt_to_delete
+    assert [queue.get_nowait() for _ in range(len(queue))] == ["owner"]
+    collector._observe(_owned("late", "owner"))  # its owner waits for its dependents already
+    collector._observe(_owned("bystander", "someone-else"))
+    queued = {queue.get_nowait() for _ in range(len(queue))}
+    assert "late" in queued and "bystander" not in queued

@@ -11,6 +11,8 @@ it read discovery again and watch what is new. Two work queues act on it, as ups
   waits for it and it has dependents of its own, else as its own finalizers ask. An object being
   deleted in the foreground (the ``foregroundDeletion`` finalizer) loses that finalizer once no
   dependent blocks it (``blockOwnerDeletion``); until then its blocking dependents are deleted.
+  A dependent the graph sees only after its owner began so (the kinds' watches are not ordered
+  with one another) is queued then, as those seen before were.
 - *attempt to orphan* strips an owner being deleted with the ``orphan`` finalizer from its
   dependents' ``ownerReferences``, then removes the finalizer.
 
@@ -301,6 +303,11 @@ class GarbageCollector:
                 self.attempt_to_delete.add(owner_uid)
             elif owner.observed and owner.namespace and owner.namespace != node.namespace:
                 # That uid is a namespaced object elsewhere: not this object's owner.
+                self.attempt_to_delete.add(node.uid)
+            elif owner.deleting_dependents:
+                # The owner began deleting its dependents before this one was seen (each kind has
+                # its own watch: a Secret's creation can come after its owning ConfigMap's
+                # foreground deletion): it goes as those seen then went, not when the owner does.
                 self.attempt_to_delete.add(node.uid)
             owner.dependents.add(node)
 

@@ -9,7 +9,6 @@ import json
 import logging
 import pathlib
 import socket
-import subprocess
 import time
 from collections.abc import Iterator
 
@@ -27,8 +26,8 @@ from kubeloop.apiserver.http.connections import (
     ServerConnection,
 )
 from tests.apiserver.http.test_slow_clients import closed_within, connect, request_head
+from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread, start_server
-from tests.kubectl_finder import kubectl_binaries, kubectl_env
 
 HEAD = (
     b"PATCH /apis/example.com/v1/namespaces/ns/widgets/w1/status?fieldManager=me&dryRun=All HTTP/1.1\r\n"
@@ -428,15 +427,8 @@ def test_kubectl_with_a_large_token_is_told_it_is_unauthorized(server: ServerThr
     config = tmp_path / "kubeconfig"
     ca_pem = pathlib.Path(server.ca_file).read_bytes()
     kubeconfig.write_kubeconfig(config, server_url=server.url, ca_pem=ca_pem, token="t" * 20_000)
-    for binary in kubectl_binaries():
-        result = subprocess.run(
-            [str(binary), "--kubeconfig", str(config), "get", "configmaps", "-n", "default"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=kubectl_env(tmp_path),
-            check=False,
-        )
+    for binary in KUBECTLS:
+        result = Kubectl(binary, config, tmp_path)("get", "configmaps", "-n", "default", check=False)
         assert result.returncode != 0
         assert "You must be logged in to the server" in result.stderr, result.stderr
 

@@ -51,7 +51,11 @@ class AdmissionAttributes:
 
 
 class Admission(Protocol):
-    """The admission chain a registry runs: mutating, then (after the strategy) validating."""
+    """The admission chain a registry runs: mutating, then (after the strategy) validating.
+
+    A plugin of :class:`~kubeloop.apiserver.admission.chain.AdmissionChain` may also name the
+    objects its ``covers`` answer follows (``coverage_sources``: (group, plural) pairs, empty
+    when it follows none); the chain then remembers its answers until one of them is written."""
 
     def covers(self, resource: ResourceType) -> bool:
         """Whether admission may act on writes of ``resource`` at all (a cheap test: without

@@ -60,6 +60,10 @@ class ConnectionTimeouts:
     write: float = 60.0
 
 
+#: After the 431 for a head past its bound, how long the connection stays open after the client's
+#: last bytes, which are read and dropped: closed with them unread, the kernel answers the client
+#: with a reset that can overtake the 431 (Go's server waits 500 ms for the same reason).
+REFUSED_LINGER_SECONDS = 0.5
 #: While a request is answered, a client may send this much more before reading pauses.
 MAX_PENDING_BYTES = 256 * 1024
 #: Answers larger than this are written a slice of it at a time, the loop serving other
@@ -108,6 +112,8 @@ class ServerConnection(asyncio.Protocol):
         self._body_timer: asyncio.TimerHandle | None = None
         self._reading_paused = False
         self._lost = False
+        #: After a refused head: closes the connection once the client has been quiet a while.
+        self._linger: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's are not asyncio.Transport subclasses
@@ -123,6 +129,10 @@ class ServerConnection(asyncio.Protocol):
         if self.inner is not None:
             self.inner.data_received(data)
             return
+        if self._linger is not None:  # refused: what still comes is dropped
+            self._linger.cancel()
+            self._linger = self._running_loop().call_later(REFUSED_LINGER_SECONDS, self._close)
+            return
         self._unread += data
         if self._answering is None:
             self._read_request()
@@ -134,8 +144,14 @@ class ServerConnection(asyncio.Protocol):
             return self.inner.eof_received()
         return None  # the transport closes; a request being answered finishes, unheard
 
+    def _close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
+        if self._linger is not None:
+            self._linger.cancel()
         if self._body_timer is not None:
             self._body_timer.cancel()
         if self.transport is not None:
@@ -185,7 +201,7 @@ class ServerConnection(asyncio.Protocol):
             log.debug("%s: a request head past %d bytes: 431", peer, http1.MAX_HEAD_BYTES)
             self._unread.clear()
             transport.write(http1.HEAD_TOO_LARGE_ANSWER)
-            transport.close()
+            self._linger = self._running_loop().call_later(REFUSED_LINGER_SECONDS, self._close)
             return
         if head is None:
             self._limit_intake()  # an incomplete head is read on, however long (up to its bound)

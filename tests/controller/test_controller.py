@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 import pytest
 
 from kubeloop import errors
@@ -404,6 +405,28 @@ async def test_owner_mapping_and_predicates(client: APIClient, namespace: str) -
         child, child
     )
     assert not predicate.Funcs(on_create=lambda o: False).create(child)
+
+
+def test_waiting_requests_share_their_namespace_and_carry_no_attribute_dict() -> None:
+    # A busy controller's queue holds a request per waiting object: each event decodes its own
+    # copy of the namespace, which the requests do not keep, and a request is two slots.
+    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "app", "uid": "u", "controller": True}
+    events = [
+        orjson.loads(orjson.dumps(configmap(f"c-{n}", "team-a", ownerReferences=[owner]))) for n in range(3)
+    ]
+    assert events[0]["metadata"]["namespace"] is not events[1]["metadata"]["namespace"]
+    queued: list[Request] = []
+
+    class Queue:
+        add = queued.append
+
+    for event in events:
+        EnqueueRequestForOwner(DEPLOYMENT).create(event, Queue())
+    for first, second, third in ([request_for(event) for event in events], queued):
+        assert first.namespace == "team-a"
+        assert first.namespace is second.namespace is third.namespace
+    assert not hasattr(request_for(events[0]), "__dict__")
+    assert request_for({"metadata": {"name": "cluster-scoped"}}) == Request("", "cluster-scoped")
 
 
 async def test_priority_queue_puts_changes_before_the_initial_list(client: APIClient, namespace: str) -> None:

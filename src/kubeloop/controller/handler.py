@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -73,7 +74,14 @@ def reads_old_object(part: object) -> bool:
 def request_for(obj: Mapping[str, Any]) -> Request:
     """The request naming ``obj`` (its namespace and name)."""
     meta = obj.get("metadata") or {}
-    return Request(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    return Request(_namespace_of(meta), str(meta.get("name") or ""))
+
+
+def _namespace_of(meta: Mapping[str, Any]) -> str:
+    """``meta``'s namespace, one string for all requests of a namespace: each event decodes a
+    copy of it, and a queue waiting on thousands of objects would hold thousands of copies."""
+    namespace = meta.get("namespace")
+    return sys.intern(str(namespace)) if namespace else ""
 
 
 class _MapHandler:
@@ -142,7 +150,7 @@ class EnqueueRequestForOwner(_MapHandler):
         meta = obj.get("metadata") or {}
         scope = self.owner_namespaced
         namespaced = scope if isinstance(scope, bool) else scope() is not False
-        namespace = str(meta.get("namespace") or "") if namespaced else ""
+        namespace = _namespace_of(meta) if namespaced else ""
         out = []
         for ref in meta.get("ownerReferences") or ():
             if not isinstance(ref, Mapping):

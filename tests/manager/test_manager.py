@@ -405,7 +405,7 @@ async def main(kubeconfig: str, namespace: str) -> None:
             meta = kubeloop.ObjectMeta(name="probe", namespace=namespace)
             await client.create(core_v1.ConfigMap(metadata=meta))
             await asyncio.wait_for(seen.wait(), 20)
-    servers = ("aiohttp", "yarl", "multidict", "prometheus_client")
+    servers = ("aiohttp", "yarl", "multidict", "prometheus_client", "difflib")
     loaded = sorted(name for name in sys.modules if name.split(".")[0] in servers)
     webhooks = sorted(name for name in sys.modules if name.startswith("kubeloop.webhook."))
     assert not loaded and not webhooks, (loaded, webhooks)
@@ -420,7 +420,8 @@ def test_an_operator_without_metrics_probes_or_webhooks_loads_no_server_code(
     """Requests and watches go over the client's own HTTP/1.1 pool; aiohttp (13 MiB of an
     operator's memory) is loaded only for a metrics or probe server, or a proxy; the Prometheus
     client (~4 MiB) only when metrics are served or their registry is asked for; the webhook
-    server and the admission machinery only for an operator with webhooks."""
+    server and the admission machinery only for an operator with webhooks; difflib (a kind's
+    "did you mean" suggestion) only for a kind the server does not serve."""
     subprocess.run(
         [sys.executable, "-c", OPERATOR_WITHOUT_SERVERS, str(shared_server.kubeconfig), namespace],
         check=True,

@@ -13,7 +13,6 @@ server serves it: two requests, ``/api`` and ``/apis``, as client-go makes them.
 from __future__ import annotations
 
 import asyncio
-import difflib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +48,8 @@ def closest_kind(kind: str, served: Iterable[str]) -> str:
     for name in names:
         if name.lower() == kind.lower():
             return name
+    import difflib  # only for a kind not served: ~130 KiB every client would carry otherwise
+
     close = difflib.get_close_matches(kind, names, n=1, cutoff=0.8)
     return close[0] if close else ""
 

@@ -164,21 +164,15 @@ def small_requests(
         on_unauthenticated=auditor.failed_authentication if auditor is not None else None,
     )
 
-    async def audited(request: BufferedRequest) -> web.StreamResponse:
-        if auditor is None:
-            return await handlers.route_small(request)
-        return await auditor.middleware(request, handlers.route_small)
-
-    async def authenticated(request: BufferedRequest) -> web.StreamResponse:
-        return await authenticate(request, audited)
-
-    async def as_statuses(request: BufferedRequest) -> web.StreamResponse:
-        return await error_middleware(request, authenticated)
-
-    async def answered(request: BufferedRequest) -> web.StreamResponse:
-        return await answer_media_middleware(request, as_statuses)
-
-    return answered
+    # Each step calls the next directly (a partial, not a coroutine of its own around it).
+    audited: Callable[[BufferedRequest], Awaitable[web.StreamResponse]] = (
+        handlers.route_small
+        if auditor is None
+        else functools.partial(auditor.middleware, handler=handlers.route_small)
+    )
+    authenticated = functools.partial(authenticate, handler=audited)
+    as_statuses = functools.partial(error_middleware, handler=authenticated)
+    return functools.partial(answer_media_middleware, handler=as_statuses)
 
 
 #: A new connection to the store service of the server that owns the store.

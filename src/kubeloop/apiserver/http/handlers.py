@@ -52,6 +52,15 @@ CONNECT_KINDS = {"exec": "PodExecOptions", "attach": "PodAttachOptions", "portfo
 DECISION_ANNOTATION = "authorization.k8s.io/decision"
 
 
+#: What a request naming an object (or its subresource) is served by, by method.
+_NAMED_OBJECT_VERBS: dict[str, Callable[[Scope, HTTPRequest, Target], Awaitable[web.StreamResponse]]] = {
+    "GET": reads.get,
+    "PUT": writes.update,
+    "PATCH": writes.patch,
+    "DELETE": deletes.delete,
+}
+
+
 class APIHandlers(Scope):
     """aiohttp handlers for discovery, OpenAPI and every resource path of a catalog: a path is
     parsed into its :class:`Target`, authorized (RBAC), and served by the verb's module."""
@@ -279,12 +288,6 @@ class APIHandlers(Scope):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         if method == "GET" and not target.subresource and watch:
             return await watches.watch(self, request, target)  # authorized as a watch: served as one
-        handler: dict[str, Callable[[HTTPRequest, Target], Awaitable[web.StreamResponse]]] = {
-            "GET": functools.partial(reads.get, self),
-            "PUT": functools.partial(writes.update, self),
-            "PATCH": functools.partial(writes.patch, self),
-            "DELETE": functools.partial(deletes.delete, self),
-        }
         if target.subresource in ("token", "binding", "eviction"):
             if method != "POST":
                 raise errors.MethodNotAllowed(
@@ -297,11 +300,12 @@ class APIHandlers(Scope):
             return await subresources.eviction(self, request, target)
         if target.subresource in NODE_STREAMS:
             return await self._pod_stream(request, target)
-        if method not in handler or (target.subresource and method == "DELETE"):
+        serve = _NAMED_OBJECT_VERBS.get(method)
+        if serve is None or (target.subresource and method == "DELETE"):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         if target.subresource == "scale":
             return await subresources.scale(self, request, target)
-        return await handler[method](request, target)
+        return await serve(self, request, target)
 
     async def _pod_stream(self, request: HTTPRequest, target: Target) -> web.StreamResponse:
         """A pod's log, exec, attach or port-forward: admitted here, served by the node (on a

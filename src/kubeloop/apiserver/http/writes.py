@@ -35,11 +35,12 @@ OFFLOAD_BYTES = 64 * 1024
 T = TypeVar("T")
 
 
-async def offloaded(scope: Scope, raw: bytes, work: Callable[[], Awaitable[T]]) -> T:
-    """Run a write's decoding and registry work on the worker loop when its body is large."""
+def offloaded(scope: Scope, raw: bytes, work: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+    """A write's decoding and registry work, to await: on the worker loop when its body is
+    large, else ``work()`` itself (no coroutine of this function's around it)."""
     if len(raw) >= OFFLOAD_BYTES and scope.worker is not None:
-        return await scope.worker.run(work)
-    return await work()
+        return scope.worker.run(work)
+    return work()
 
 
 def write_options_for(scope: Scope, request: HTTPRequest, target: Target) -> WriteOptions:

@@ -180,7 +180,10 @@ class RegistryBase:
 
     async def served(self, resource: ResourceType, stored: Obj) -> Obj:
         """``to_served``, converting by webhook first when the kind needs it."""
-        return await self.read(lambda: self.to_served(resource, stored))
+        try:  # what every write does two to four times: no coroutine of read's for it
+            return self.to_served(resource, stored)
+        except ConversionPending:
+            return await self.read(lambda: self.to_served(resource, stored))
 
     async def written(
         self, resource: ResourceType, event: Event, warnings: list[str], *, created: bool = False
@@ -192,7 +195,10 @@ class RegistryBase:
         return WriteResult(served, warnings, created=created, encoded=encoded)
 
     async def _served_writing(self, resource: ResourceType, obj: Obj) -> Obj:
-        return await self.read(lambda: self._served_while_writing(resource, obj))
+        try:
+            return self._served_while_writing(resource, obj)
+        except ConversionPending:
+            return await self.read(lambda: self._served_while_writing(resource, obj))
 
     async def prepare_served(self, resource: ResourceType, stored: list[Obj]) -> None:
         """Convert by webhook, in one call, what ``to_served`` of these objects needs; nothing
@@ -214,7 +220,10 @@ class RegistryBase:
 
     async def stored(self, resource: ResourceType, served: Obj) -> Obj:
         """``to_stored``, converting by webhook first when the kind needs it."""
-        return await self.read(lambda: self.to_stored(resource, served))
+        try:
+            return self.to_stored(resource, served)
+        except ConversionPending:
+            return await self.read(lambda: self.to_stored(resource, served))
 
     def supported_fields(self, resource: ResourceType) -> list[str]:
         fields = ["metadata.name"]

@@ -170,12 +170,14 @@ async def answer_media_middleware(request: R, handler: Callable[[R], Awaitable[w
     outermost step of both request paths (an aiohttp middleware, also called directly for small
     requests)."""
     response = await handler(request)
-    if type(response) is not web.Response or response.content_type != JSON or response.body is None:
+    if type(response) is not web.Response:
         return response
-    try:
+    try:  # asked first: a response's content_type parses its header every time it is read
         if not accept_of(request).yaml:
             return response
     except errors.APIError:  # a bad includeObject: its 400 is already the answer
+        return response
+    if response.content_type != JSON or response.body is None:
         return response
     body = response.body
     assert isinstance(body, bytes)

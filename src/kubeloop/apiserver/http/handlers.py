@@ -127,31 +127,41 @@ class APIHandlers(Scope):
         )
 
     async def core_api(self, request: HTTPRequest) -> web.StreamResponse:
-        parts = [p for p in request.match_info["path"].split("/") if p]
-        if not parts:
-            return await self.core_versions(request)
-        return await self._dispatch(request, "", parts[0], parts[1:])
+        return await self._core_api(request)
 
     async def group_api(self, request: HTTPRequest) -> web.StreamResponse:
+        return await self._group_api(request)
+
+    def _core_api(self, request: HTTPRequest) -> Awaitable[web.StreamResponse]:
         parts = [p for p in request.match_info["path"].split("/") if p]
         if not parts:
-            return await self.group_list(request)
-        if len(parts) == 1:
-            group = discoverydocs.api_group(self.catalog, parts[0])
-            if group is None:
-                return status_response(errors.NotFound("the server could not find the requested resource"))
-            return json_response(group)
-        return await self._dispatch(request, parts[0], parts[1], parts[2:])
+            return self.core_versions(request)
+        return self._dispatch(request, "", parts[0], parts[1:])
 
-    async def route_small(self, request: BufferedRequest) -> web.StreamResponse:
-        """The handler aiohttp's routes pick for a small request (``/api``, ``/apis`` and below:
-        the paths http1 reads)."""
+    def _group_api(self, request: HTTPRequest) -> Awaitable[web.StreamResponse]:
+        parts = [p for p in request.match_info["path"].split("/") if p]
+        if not parts:
+            return self.group_list(request)
+        if len(parts) == 1:
+            return self._api_group(parts[0])
+        return self._dispatch(request, parts[0], parts[1], parts[2:])
+
+    async def _api_group(self, name: str) -> web.StreamResponse:
+        group = discoverydocs.api_group(self.catalog, name)
+        if group is None:
+            return status_response(errors.NotFound("the server could not find the requested resource"))
+        return json_response(group)
+
+    def route_small(self, request: BufferedRequest) -> Awaitable[web.StreamResponse]:
+        """What serves a small request (``/api``, ``/apis`` and below: the paths http1 reads), as
+        aiohttp's routes to ``core_api`` and ``group_api`` would: an awaitable, no coroutine of
+        its own around it."""
         path = request.path
         core = not path.startswith("/apis")
         if path in ("/api", "/apis") and request.method != "GET":
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         request.match_info["path"] = path[5:] if core else path[6:]
-        return await (self.core_api(request) if core else self.group_api(request))
+        return self._core_api(request) if core else self._group_api(request)
 
     async def _dispatch(
         self, request: HTTPRequest, group: str, version: str, rest: list[str]

@@ -393,26 +393,63 @@ def prune(value: Any, node: Node, path: str = "", *, root: bool = True) -> list[
 
 
 def default(value: Any, node: Node) -> None:
-    """Fill defaults in place: a missing property with a default gets a copy of it, and so does
-    a ``null`` one that is not nullable; other non-nullable ``null`` properties are dropped."""
+    """Fill defaults: a missing property with a default gets a copy of it, and so does a
+    ``null`` one that is not nullable; other non-nullable ``null`` properties are dropped.
+
+    ``value``'s own top level (the caller's object) is changed in place; what lies below it never
+    is: a container a default changes is copied, and the copy takes its place in its parent
+    (copy-on-write). An object being written shares parts with the stored one (a ``/status``
+    write keeps the stored spec, an update the stored status) and may be defaulted by a schema
+    newer than the one that judged those parts: the stored object is never changed under the store.
+    """
+    _defaulted(value, node, in_place=True)
+
+
+_CONTAINERS = (dict, list)
+
+
+def _defaulted(value: Any, node: Node, *, in_place: bool = False) -> Any:
+    """``value`` with the defaults of ``node`` filled (:func:`default`): ``value`` itself when
+    nothing changes or ``in_place``, else a copy of it holding the changed members."""
     if isinstance(value, dict):
+        out = value
         for key, sub in node.properties.items():
             current = value.get(key, _MISSING)
             if current is None and not sub.nullable:
+                if out is value and not in_place:
+                    out = dict(value)
                 if sub.has_default:
-                    value[key] = copy.deepcopy(sub.default)
+                    out[key] = copy.deepcopy(sub.default)
                 else:
-                    del value[key]
+                    del out[key]
             elif current is _MISSING and sub.has_default:
-                value[key] = copy.deepcopy(sub.default)
-        for key, item in value.items():
+                if out is value and not in_place:
+                    out = dict(value)
+                out[key] = copy.deepcopy(sub.default)
+        # Walks ``out`` (the defaults just added too); a member replaced during the walk keeps its
+        # key, and once ``out`` becomes a copy the walk goes on over the unchanged original.
+        for key, item in out.items():
+            if not isinstance(item, _CONTAINERS):
+                continue  # a scalar: nothing below it to default
             child = node.properties.get(key) or node.additional
-            if child is not None and item is not None:
-                default(item, child)
-    elif isinstance(value, list) and node.items is not None:
-        for item in value:
-            if item is not None:
-                default(item, node.items)
+            if child is not None:
+                changed = _defaulted(item, child)
+                if changed is not item:
+                    if out is value and not in_place:
+                        out = dict(value)
+                    out[key] = changed
+        return out
+    if isinstance(value, list) and node.items is not None:
+        out_list = value
+        for index, item in enumerate(value):
+            if isinstance(item, _CONTAINERS):
+                changed = _defaulted(item, node.items)
+                if changed is not item:
+                    if out_list is value and not in_place:
+                        out_list = list(value)
+                    out_list[index] = changed
+        return out_list
+    return value
 
 
 # --------------------------------------------------------------------------- validation

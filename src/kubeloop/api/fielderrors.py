@@ -79,7 +79,7 @@ def render(value: Any) -> str:
         return go_quote(value)
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         return go_number(value)
     return go_json(value)
 
@@ -95,7 +95,7 @@ def go_type(value: Any) -> str:
     upstream's messages about a value of the wrong type name)."""
     if isinstance(value, bool):
         return "bool"
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         return "float64"
     if isinstance(value, str):
         return "string"

@@ -82,7 +82,7 @@ def _cause(error: Mapping[str, Any]) -> StatusCause:
     if kind == "string_too_long":
         return fielderrors.too_long(path, int(context.get("max_length", 0)))
     if kind == "too_long":
-        count = len(value) if isinstance(value, list | tuple | dict | set) else context.get("actual_length")
+        count = len(value) if isinstance(value, (list, tuple, dict, set)) else context.get("actual_length")
         return StatusCause(
             "FieldValueTooMany",
             f"Too many: {count}: must have at most {context.get('max_length')} items",

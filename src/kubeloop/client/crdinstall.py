@@ -47,7 +47,7 @@ def crds_of(sources: Iterable[CRDSource]) -> list[dict[str, Any]]:
             models.append(source)
         elif isinstance(source, Mapping):
             crds.append(dict(source))
-        elif isinstance(source, str | os.PathLike):
+        elif isinstance(source, (str, os.PathLike)):
             crds.extend(_crds_in(pathlib.Path(source)))
         else:
             raise TypeError(f"a CustomResource model, a path or a CRD dict is needed, not {source!r}")

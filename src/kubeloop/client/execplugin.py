@@ -106,7 +106,7 @@ class ExecConfig:
                 raise CredentialError(f"{where}: every exec.env entry needs a name")
             env.append((item["name"], str(item.get("value") or "")))
         args = entry.get("args") or ()
-        if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
+        if not isinstance(args, (list, tuple)) or not all(isinstance(a, str) for a in args):
             raise CredentialError(f"{where}: exec.args must be a list of strings")
         return cls(
             command=command,

@@ -51,7 +51,7 @@ class ObjectList(Generic[T]):
         ObjectList when the items and the resourceVersion are the same."""
         if isinstance(other, ObjectList):
             return self.items == other.items and self.resource_version == other.resource_version
-        if isinstance(other, list | tuple):
+        if isinstance(other, (list, tuple)):
             return self.items == list(other)
         return NotImplemented
 
@@ -85,7 +85,7 @@ def gvk_of(kind: KindRef) -> GroupVersionKind:
                 "kubeloop.CustomResource with group, version and kind"
             )
         return gvk
-    if isinstance(kind, KubeObject | ObjectApplyConfiguration):
+    if isinstance(kind, (KubeObject, ObjectApplyConfiguration)):
         return type(kind).__gvk__
     return GroupVersionKind.of_object(kind)
 

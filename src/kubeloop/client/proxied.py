@@ -144,6 +144,6 @@ async def _translated(call: Callable[[], Awaitable[T]]) -> T:
             raise  # ClientOSError and its kinds (refused, certificate errors) already are
         if isinstance(exc, aiohttp.ServerDisconnectedError):
             raise ServerDisconnectedError(str(exc)) from exc
-        if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ClientResponseError):
+        if isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ClientResponseError)):
             raise BadResponseError(str(exc)) from exc
         raise ConnectionError(str(exc)) from exc

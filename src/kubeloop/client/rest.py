@@ -405,7 +405,7 @@ class APIClient(RESTClient):
     ) -> Obj | KubeObject:
         """PATCH with any patch type; ``patch`` is a dict/list/model (encoded as JSON) or raw bytes."""
         _check_typed_subresource(kind, subresource)
-        obj = _identity(kind) if isinstance(kind, Mapping | KubeModel) else None
+        obj = _identity(kind) if isinstance(kind, (Mapping, KubeModel)) else None
         path = await self._object_path(kind, name or _name_of(obj), namespace, subresource, obj)
         params = write_params(options, options.get("force"))
         if isinstance(patch, KubeModel):
@@ -484,7 +484,7 @@ class APIClient(RESTClient):
         **options: Unpack[DeleteOptions],
     ) -> Obj:
         """DELETE; returns the object (still there while finalizers run) or the Success Status, as a dict."""
-        obj = _identity(kind) if isinstance(kind, Mapping | KubeObject) else None
+        obj = _identity(kind) if isinstance(kind, (Mapping, KubeObject)) else None
         path = await self._object_path(kind, name or _name_of(obj), namespace, None, obj)
         body = delete_body(options)
         return await self._json("DELETE", path, body=orjson.dumps(body), content_type=JSON)
@@ -559,7 +559,7 @@ def _typed(kind: KindRef, answer: Obj) -> Obj | KubeObject:
 
 def _as_dict(obj: ObjectRef | KindRef) -> Obj:
     """A copy of the object's JSON form (the caller's dict is never changed)."""
-    if isinstance(obj, KubeModel | Mapping):
+    if isinstance(obj, (KubeModel, Mapping)):
         return dict(as_dict(obj))
     raise TypeError(f"an object dict or model is needed, not {obj!r}")
 

@@ -289,7 +289,7 @@ class Controller:
             return
         except BaseException as exc:
             # pytest.fail and its kin are BaseExceptions: a failed reconcile, not the worker's end.
-            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit | GeneratorExit):
+            if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)):
                 raise
             self._failed(request, exc, elapsed, writes)
             return

@@ -281,7 +281,7 @@ def _compile(
         node.default = schema["default"]
     for key, attr in (("minimum", "minimum"), ("maximum", "maximum"), ("multipleOf", "multiple_of")):
         value = schema.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
             setattr(node, attr, value)
     node.exclusive_minimum = bool(schema.get("exclusiveMinimum"))
     node.exclusive_maximum = bool(schema.get("exclusiveMaximum"))
@@ -528,7 +528,7 @@ def unchanged_under(value: Any, old: Any, node: Node | None) -> bool:
             was is not _MISSING and unchanged_under(item, was, node.items)
             for item, was in zip(value, olds, strict=True)
         )
-    if isinstance(old, dict | list):
+    if isinstance(old, (dict, list)):
         return False
     return equal_values(value, old)
 
@@ -623,7 +623,7 @@ def _json(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         return str(value)
     return _go_value(value)  # objects and arrays, as Go's %v prints them
 
@@ -732,7 +732,7 @@ def _validate(value: Any, node: Node, path: str, causes: list[StatusCause]) -> N
         )
     if isinstance(value, bool):
         return
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         _validate_number(value, node, path, causes)
     elif isinstance(value, str):
         _validate_string(value, node, path, causes)

@@ -33,6 +33,6 @@ def copy_json(value: Any) -> Any:
 def _rebuilt(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _rebuilt(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):
         return [_rebuilt(item) for item in value]
     return value

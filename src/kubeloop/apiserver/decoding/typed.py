@@ -257,9 +257,9 @@ def _json_kind(value: Any) -> str:
         return "string"
     if isinstance(value, bool):
         return "bool"
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         return "number"
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):
         return "array"
     if value is None:
         return "null"
@@ -284,7 +284,7 @@ def _go_kind(value: Any) -> str:
         return "float64"
     if isinstance(value, str):
         return "string"
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):
         return "slice"
     return "map"
 
@@ -416,7 +416,7 @@ class _Decoder:
         elif kind in (_TIME, _MICROTIME):
             return self._time(item, kind == _MICROTIME, path, struct)
         elif kind == _FLOAT:
-            if isinstance(item, int | float) and not isinstance(item, bool):
+            if isinstance(item, (int, float)) and not isinstance(item, bool):
                 return item
         elif kind == _BYTES:
             return self._bytes(item, plan, path, struct)
@@ -443,7 +443,7 @@ class _Decoder:
         return out
 
     def _int(self, item: Any, plan: Plan, path: _Path, struct: str) -> Any:
-        if isinstance(item, bool) or not isinstance(item, int | float):
+        if isinstance(item, bool) or not isinstance(item, (int, float)):
             self._mismatch(item, plan, path, struct)
             return _DROP
         number = _as_int(item)
@@ -461,7 +461,7 @@ class _Decoder:
             path, struct = None, ""
         if isinstance(item, str):
             return item
-        if isinstance(item, int | float) and not isinstance(item, bool):
+        if isinstance(item, (int, float)) and not isinstance(item, bool):
             number = _as_int(item)
             if number is not None and -(2**31) <= number < 2**31:
                 return number
@@ -490,7 +490,7 @@ class _Decoder:
         if isinstance(item, list):  # Go decodes a JSON array of numbers into []byte as well
             out = bytearray()
             for index, sub in enumerate(item):
-                if isinstance(sub, bool) or not isinstance(sub, int | float):
+                if isinstance(sub, bool) or not isinstance(sub, (int, float)):
                     desc = _json_kind(sub)
                 else:
                     number = _as_int(sub)
@@ -642,7 +642,7 @@ def _quantity(item: Any) -> str:
     """Quantity.UnmarshalJSON: a string or a number, parsed by ParseQuantity."""
     if isinstance(item, str):
         text = item.strip()
-    elif isinstance(item, int | float) and not isinstance(item, bool):
+    elif isinstance(item, (int, float)) and not isinstance(item, bool):
         text = go_number(item)
     else:
         raise _Fatal(quantity.FORMAT_ERROR)

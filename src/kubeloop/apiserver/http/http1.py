@@ -306,7 +306,7 @@ def encode_response(response: web.Response, *, keep_alive: bool) -> bytes:
 def response_parts(response: web.Response, *, keep_alive: bool) -> tuple[bytes, bytes]:
     """``response`` as HTTP/1.1: its head (ending in the blank line) and its body."""
     body = response.body
-    if not isinstance(body, bytes | bytearray):
+    if not isinstance(body, (bytes, bytearray)):
         raise TypeError(f"a buffered answer needs a bytes body, not {type(body).__name__}")
     fields = tuple(response.headers.items())
     key = (response.status, response.reason, fields)

@@ -108,7 +108,7 @@ def _value_order(value: Any) -> tuple[Any, ...]:
         return (5,)
     if value is True or value is False:
         return (2, value)
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         return (0, value)
     if isinstance(value, str):
         return (1, value)

@@ -122,7 +122,7 @@ def _kind(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         return "a number"
     if isinstance(value, str):
         return "a string"

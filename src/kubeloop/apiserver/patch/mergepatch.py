@@ -27,7 +27,7 @@ def json_equal(left: Any, right: Any) -> bool:
     """Whether two JSON values are equal as JSON: numbers by value, booleans only to booleans."""
     if isinstance(left, bool) or isinstance(right, bool):
         return isinstance(left, bool) and isinstance(right, bool) and left == right
-    if isinstance(left, int | float) and isinstance(right, int | float):
+    if isinstance(left, (int, float)) and isinstance(right, (int, float)):
         return left == right
     if isinstance(left, str) and isinstance(right, str):
         return left == right

@@ -266,7 +266,7 @@ def _named_fields_on_the_way(paths: Iterable[Path], node: Mapping[str, Any]) -> 
 
 
 def _is_empty_container(value: Any) -> bool:
-    return isinstance(value, dict | list) and not value
+    return isinstance(value, (dict, list)) and not value
 
 
 _NOT_FOUND = object()

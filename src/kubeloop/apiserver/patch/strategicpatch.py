@@ -482,7 +482,7 @@ def _key(value: Any) -> Hashable:
     """A hashable stand-in for a JSON value, equal for equal JSON (1 == 1.0, true != 1)."""
     if isinstance(value, bool):
         return ("bool", value)
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         return ("number", value)
     if isinstance(value, str):
         return ("string", value)
@@ -513,7 +513,7 @@ def _json_type(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "boolean"
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         return "number"
     if isinstance(value, str):
         return "string"

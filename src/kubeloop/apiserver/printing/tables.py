@@ -76,10 +76,10 @@ def _custom_cell(column: PrinterColumn) -> CellFn:
         if column.type == "integer":
             return value if isinstance(value, int) and not isinstance(value, bool) else None
         if column.type == "number":
-            return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+            return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
         if column.type == "boolean":
             return value if isinstance(value, bool) else None
-        if isinstance(value, dict | list):
+        if isinstance(value, (dict, list)):
             return orjson.dumps(value).decode()
         if isinstance(value, bool):
             return "true" if value else "false"

@@ -447,7 +447,7 @@ def _encode_scalar(field: FieldInfo, value: Any) -> bytes:
         if not isinstance(value, bool):
             raise ProtobufError(f"{field.name} must be a boolean")
         return _varint_field(number, int(value))
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ProtobufError(f"{field.name} must be a number")
     if kind in (TYPE_SINT32, TYPE_SINT64):
         return _varint_field(number, wire.zigzag_encode(int(value)))

@@ -365,7 +365,7 @@ def _cel_type(value: Any) -> str:
             return name
     if isinstance(value, dict):
         return "map"
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):
         return "list"
     return type(value).__name__
 

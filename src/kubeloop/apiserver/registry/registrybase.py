@@ -99,6 +99,7 @@ class RegistryBase:
         self._builtin_strategy = builtin_strategy
         self._strategies: dict[tuple[str, str, str], Strategy] = {}  # built-in ones, made on first use
         self._set_strategies: dict[tuple[str, str, str], Strategy] = {}  # custom resources' (set_strategy)
+        self._strategy_of: dict[int, tuple[ResourceType, Strategy]] = {}  # strategy()'s answers by id
         #: Cluster IPs and node ports of Services.
         self.services = ServiceAllocator(store)
         #: The admission chain every write goes through (webhooks; None: none).
@@ -138,24 +139,33 @@ class RegistryBase:
         ``ResourceType`` of it: a watch or request that began before its CRD changed gets the
         current schema, and never puts a built-in strategy in its place.
         """
+        # A write asks eight times: the answer is kept by the ResourceType object itself
+        # (its dataclass hash would hash every field), until a strategy is set or dropped.
+        known = self._strategy_of.get(id(resource))
+        if known is not None and known[0] is resource:
+            return known[1]
         key = (resource.group, resource.version, resource.plural)
         strategy = self._set_strategies.get(key)
-        if strategy is not None:
-            return strategy
-        strategy = self._strategies.get(key)
-        if strategy is None or strategy.resource is not resource:
-            strategy = self._strategies[key] = self._builtin_strategy(resource, self.services)
+        if strategy is None:
+            strategy = self._strategies.get(key)
+            if strategy is None or strategy.resource is not resource:
+                strategy = self._strategies[key] = self._builtin_strategy(resource, self.services)
+        if len(self._strategy_of) >= 1024:  # more ResourceType objects than a catalog makes
+            self._strategy_of.clear()
+        self._strategy_of[id(resource)] = (resource, strategy)  # holds the resource: its id stays its own
         return strategy
 
     def set_strategy(self, strategy: Strategy) -> None:
         """Serve ``strategy.resource`` with ``strategy`` (custom resources; replaces any earlier)."""
         resource = strategy.resource
         self._set_strategies[(resource.group, resource.version, resource.plural)] = strategy
+        self._strategy_of.clear()
 
     def drop_strategy(self, resource: ResourceType) -> None:
         key = (resource.group, resource.version, resource.plural)
         self._set_strategies.pop(key, None)
         self._strategies.pop(key, None)
+        self._strategy_of.clear()
 
     def to_served(self, resource: ResourceType, stored: Obj) -> Obj:
         """The stored form as the resource's group/version serves it."""

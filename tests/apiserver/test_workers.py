@@ -196,6 +196,47 @@ def test_a_front_end_is_told_to_stop_when_its_owner_dies(tmp_path: pathlib.Path)
         time.sleep(0.05)
 
 
+SIGNAL_AS_THE_LOOP_CLOSES = """
+import asyncio, os, signal, sys
+from kubeloop.apiserver.frontends import stop_taking_signals
+
+async def main() -> None:
+    loop = asyncio.get_running_loop()
+    stopped = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stopped.set)
+    closing = loop._close_self_pipe  # the window: the wakeup pipe closed, the handlers not yet removed
+
+    def close_self_pipe() -> None:
+        closing()
+        os.kill(os.getpid(), signal.SIGTERM)  # the kernel's SIGTERM of an owner's death, landing there
+
+    loop._close_self_pipe = close_self_pipe
+    if sys.argv[1] == "stop":
+        stop_taking_signals(loop)
+
+asyncio.run(main())
+print("exited cleanly", flush=True)
+"""
+
+
+@pytest.mark.parametrize("stop", [True, False], ids=["stops-taking-signals", "as-asyncio-leaves-it"])
+def test_a_signal_while_a_front_ends_loop_closes_is_no_traceback(stop: bool) -> None:
+    """A front-end whose owner died stops for its store connection's end and gets the kernel's
+    SIGTERM just after: one landing while asyncio's loop closes (its wakeup pipe closed before its
+    handlers are removed) printed a BrokenPipeError traceback. ``serve`` stops taking signals
+    before its loop closes; without that, the same signal is the traceback (the second case)."""
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNAL_AS_THE_LOOP_CLOSES, "stop" if stop else "leave"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if stop:
+        assert (done.returncode, done.stdout, done.stderr) == (0, "exited cleanly\n", "")
+    else:
+        assert "Exception ignored when trying to write to the signal wakeup fd" in done.stderr
+
+
 #: Runs the command after it on the CPUs named by ``KUBELOOP_TEST_CPUS`` (its affinity).
 ON_CPUS = (
     sys.executable, "-c",

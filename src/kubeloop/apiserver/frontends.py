@@ -204,6 +204,22 @@ def die_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+def stop_taking_signals(loop: asyncio.AbstractEventLoop) -> None:
+    """Before ``loop`` closes: its SIGTERM and SIGINT handlers removed and both signals ignored.
+    asyncio's loop closes its wakeup pipe before it removes its handlers, and a signal between
+    the two was written to the closed pipe ("Exception ignored when trying to write to the signal
+    wakeup fd", with a traceback): a front-end whose owner was killed gets the kernel's SIGTERM
+    just after the store connection's end, which it is already stopping for."""
+    signals = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)  # a signal pending now is dropped by SIG_IGN
+    try:
+        for signum in signals:
+            loop.remove_signal_handler(signum)
+            signal.signal(signum, signal.SIG_IGN)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+
+
 async def _read_frame(reader: asyncio.StreamReader) -> Any:
     (length,) = _LENGTH.unpack(await reader.readexactly(4))
     return pickle.loads(await reader.readexactly(length))
@@ -249,6 +265,7 @@ async def serve(store_fd: int, node_fd: int) -> int:
         lost.cancel()
         stopped.cancel()
     node.close()
+    stop_taking_signals(loop)
     if stop.is_set():
         return 0
     log.error("the store went away: this front-end stops")

@@ -594,6 +594,36 @@ def test_a_status_write_is_defaulted_as_every_write_is(kubectl: Kubectl, api: Cl
     assert api.get(path).json()["status"] == {"phase": "Pending", "ready": 2}
 
 
+def test_a_create_whose_metadata_the_schema_defaults_keeps_its_name_and_managed_fields(
+    api: Client, namespace: str
+) -> None:
+    """A CRD's schema may declare metadata's name and generateName; a null one is then dropped
+    as the schema's defaulting drops non-nullable nulls, which changes the metadata: the create
+    goes on with that metadata (its generated name, its managedFields), not the one it had."""
+    group = f"{namespace}.example.com"
+    crd = crd_body(group)
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema["properties"]["metadata"] = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "maxLength": 30}, "generateName": {"type": "string"}},
+    }
+    assert api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd).status_code == 201
+    path = f"/apis/{group}/v1/namespaces/{namespace}/widgets"
+    generated = api.post(path, {"apiVersion": f"{group}/v1", "kind": "Widget",
+                                "metadata": {"generateName": "w-", "name": None}, "spec": {}})  # fmt: skip
+    assert generated.status_code == 201, generated.text
+    name = generated.json()["metadata"]["name"]
+    assert name.startswith("w-") and len(name) == 7
+    named = api.post(path, {"apiVersion": f"{group}/v1", "kind": "Widget",
+                            "metadata": {"name": "plain", "generateName": None}, "spec": {}})  # fmt: skip
+    assert named.status_code == 201, named.text
+    for created in (generated.json(), named.json()):
+        stored = api.get(f"{path}/{created['metadata']['name']}").json()
+        assert [entry["operation"] for entry in stored["metadata"]["managedFields"]] == ["Update"]
+        assert stored["metadata"]["managedFields"] == created["metadata"]["managedFields"]
+        assert stored["spec"] == {"size": 2}
+
+
 def test_a_watch_opened_before_a_schema_edit_leaves_the_edited_schema_in_force(
     api: Client, namespace: str
 ) -> None:

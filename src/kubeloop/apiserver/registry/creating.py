@@ -98,6 +98,9 @@ class Creating(AdmissionPoints):
             metadata["generation"] = 1
         strategy.prepare_for_create(obj)
         strategy.default(obj)
+        # Defaulting changes only the object's top level in place: a default in the metadata (a
+        # CRD's schema may declare name and generateName; a null one is dropped) makes it a copy.
+        metadata = obj["metadata"]
         if managed is None:
             set_created_managed(strategy, metadata, await self._served_writing(resource, obj), options)
         else:

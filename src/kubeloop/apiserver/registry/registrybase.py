@@ -139,9 +139,12 @@ class RegistryBase:
         ``ResourceType`` of it: a watch or request that began before its CRD changed gets the
         current schema, and never puts a built-in strategy in its place.
         """
-        # A write asks eight times: the answer is kept by the ResourceType object itself
-        # (its dataclass hash would hash every field), until a strategy is set or dropped.
-        known = self._strategy_of.get(id(resource))
+        # A write asks eight times: the answer is kept by the ResourceType object itself (its
+        # dataclass hash would hash every field), for as long as no strategy is set or dropped.
+        # It goes into the memo the lookup began with: one made on the worker loop's thread while
+        # the serving loop set a strategy lands in the memo that change threw away.
+        memo = self._strategy_of
+        known = memo.get(id(resource))
         if known is not None and known[0] is resource:
             return known[1]
         key = (resource.group, resource.version, resource.plural)
@@ -150,22 +153,28 @@ class RegistryBase:
             strategy = self._strategies.get(key)
             if strategy is None or strategy.resource is not resource:
                 strategy = self._strategies[key] = self._builtin_strategy(resource, self.services)
-        if len(self._strategy_of) >= 1024:  # more ResourceType objects than a catalog makes
-            self._strategy_of.clear()
-        self._strategy_of[id(resource)] = (resource, strategy)  # holds the resource: its id stays its own
+        if len(memo) >= 1024:  # more ResourceType objects than a catalog makes
+            memo.clear()
+        memo[id(resource)] = (resource, strategy)  # holds the resource, so that its id stays its own
         return strategy
 
     def set_strategy(self, strategy: Strategy) -> None:
         """Serve ``strategy.resource`` with ``strategy`` (custom resources; replaces any earlier)."""
         resource = strategy.resource
         self._set_strategies[(resource.group, resource.version, resource.plural)] = strategy
-        self._strategy_of.clear()
+        self._forget_strategies()
 
     def drop_strategy(self, resource: ResourceType) -> None:
         key = (resource.group, resource.version, resource.plural)
         self._set_strategies.pop(key, None)
         self._strategies.pop(key, None)
-        self._strategy_of.clear()
+        self._forget_strategies()
+
+    def _forget_strategies(self) -> None:
+        """After a strategy is set or dropped: what ``strategy`` answered before is not taken
+        again. A new memo, made after the change itself: a lookup that began before it (on
+        another thread) keeps writing to the old one, which nothing reads any more."""
+        self._strategy_of = {}
 
     def to_served(self, resource: ResourceType, stored: Obj) -> Obj:
         """The stored form as the resource's group/version serves it."""

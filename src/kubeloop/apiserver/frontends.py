@@ -205,17 +205,19 @@ def die_with_parent() -> None:
 
 
 def stop_taking_signals(loop: asyncio.AbstractEventLoop) -> None:
-    """Before ``loop`` closes: its SIGTERM and SIGINT handlers removed and both signals ignored.
-    asyncio's loop closes its wakeup pipe before it removes its handlers, and a signal between
-    the two was written to the closed pipe ("Exception ignored when trying to write to the signal
-    wakeup fd", with a traceback): a front-end whose owner was killed gets the kernel's SIGTERM
-    just after the store connection's end, which it is already stopping for."""
+    """Before ``loop`` closes: its SIGTERM and SIGINT handlers removed, SIGTERM's default action
+    back (a SIGTERM from here on ends the process at once, without a word) and SIGINT ignored (a
+    Ctrl-C is the owner's). asyncio's loop closes its wakeup pipe before it removes its handlers,
+    and a signal between the two was written to the closed pipe ("Exception ignored when trying
+    to write to the signal wakeup fd", with a traceback): a front-end whose owner was killed gets
+    the kernel's SIGTERM just after the store connection's end, which it is already stopping for."""
     signals = {signal.SIGTERM, signal.SIGINT}
-    signal.pthread_sigmask(signal.SIG_BLOCK, signals)  # a signal pending now is dropped by SIG_IGN
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
     try:
         for signum in signals:
-            loop.remove_signal_handler(signum)
-            signal.signal(signum, signal.SIG_IGN)
+            loop.remove_signal_handler(signum)  # the last one removed unsets the wakeup fd
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
 

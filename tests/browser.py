@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import contextlib
 import itertools
 import json
 import os
-import pathlib
 import shutil
 import signal
 import subprocess
@@ -24,7 +24,20 @@ from typing import Any
 
 import aiohttp
 
-from kubeloop.testing import eventually
+
+async def _devtools_url(stderr: asyncio.StreamReader, said: collections.deque[str]) -> str | None:
+    """The browser's DevTools address from Chromium's stderr; None if it ended first."""
+    async for raw in stderr:
+        line = raw.decode(errors="replace").rstrip()
+        said.append(line)
+        if line.startswith("DevTools listening on "):
+            return line.removeprefix("DevTools listening on ")
+    return None
+
+
+async def _drain(stream: asyncio.StreamReader) -> None:
+    while await stream.read(65536):
+        pass
 
 
 def chromium() -> str:
@@ -48,27 +61,42 @@ class Browser:
     async def __aenter__(self) -> Browser:
         # Chromium's helper processes may still be closing files when the profile is removed.
         self._profile = tempfile.TemporaryDirectory(prefix="kubeloop-chromium-", ignore_cleanup_errors=True)
-        profile = pathlib.Path(self._profile.name)
         self._process = await asyncio.create_subprocess_exec(
             chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            "--remote-debugging-port=0", f"--user-data-dir={profile}",
+            "--remote-debugging-port=0", f"--user-data-dir={self._profile.name}",
             f"--window-size={self.width},{self.height}", "about:blank",
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
-        port_file = profile / "DevToolsActivePort"
-        await eventually(lambda: port_file.exists() and len(port_file.read_text().splitlines()) >= 2)
-        port = int(port_file.read_text().splitlines()[0])
+        # Chromium says where DevTools listens on stderr once it does; a first start on a fresh
+        # machine (font caches being built, a busy CI) may take many seconds, so the test waits
+        # for that line, or for Chromium's end, rather than for a clock.
+        assert self._process.stderr is not None
+        said: collections.deque[str] = collections.deque(maxlen=40)
+        browser_url = await _devtools_url(self._process.stderr, said)
+        if browser_url is None:
+            await self._process.wait()
+            raise RuntimeError(
+                f"chromium exited ({self._process.returncode}) before DevTools listened:\n" + "\n".join(said)
+            )
+        # Its stderr goes on (D-Bus complaints): drained so that a full pipe never stops it.
+        self._drain = asyncio.create_task(_drain(self._process.stderr))
         self._session = aiohttp.ClientSession()
-        pages: list[dict[str, Any]] = []
-
-        async def page_listed() -> bool:
-            nonlocal pages
-            async with self._session.get(f"http://127.0.0.1:{port}/json/list") as response:
-                pages = [target for target in await response.json() if target.get("type") == "page"]
-            return bool(pages)
-
-        await eventually(page_listed)
-        self._socket = await self._session.ws_connect(pages[0]["webSocketDebuggerUrl"], max_msg_size=0)
+        # A page of its own, made by the browser endpoint: its id is known once the call answers,
+        # whereas the initial about:blank page is listed only some time after the start.
+        async with self._session.ws_connect(browser_url) as browser_socket:
+            await browser_socket.send_json(
+                {"id": 1, "method": "Target.createTarget", "params": {"url": "about:blank"}}
+            )
+            while True:
+                answer = await browser_socket.receive_json()
+                if answer.get("id") == 1:
+                    break
+        if "error" in answer:
+            raise RuntimeError(f"DevTools: {answer['error']}")
+        origin = browser_url.split("/devtools/", 1)[0]
+        self._socket = await self._session.ws_connect(
+            f"{origin}/devtools/page/{answer['result']['targetId']}", max_msg_size=0
+        )
         self._reader = asyncio.create_task(self._read())
         await self.send("Page.enable")
         await self.send("Runtime.enable")
@@ -90,6 +118,9 @@ class Browser:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self._process.pid, signal.SIGKILL)  # the browser and its helpers
         await self._process.wait()
+        self._drain.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._drain
         self._profile.cleanup()
 
     async def _read(self) -> None:

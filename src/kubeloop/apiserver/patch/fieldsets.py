@@ -425,29 +425,27 @@ def created_fields_v1(obj: Obj, schema: Mapping[str, Any] | None, in_scope: Call
     a tenth of its write. Raises :class:`RepeatedElement` for a list-map holding a key twice."""
     plan = _plan(resolve(schema))
     root: Obj = {}
-    metadata = obj.get("metadata")
-    for key in _sorted_keys(obj):
+    for key in sorted(obj) if len(obj) <= 512 else sorted_in_steps(obj):
+        value = obj[key]
+        if not isinstance(value, (dict, list)):  # a scalar: a member unless the server's (no call)
+            if key not in _STRIPPED_TOP and in_scope(key):
+                root[f"f:{key}"] = {}
+            continue
         if not in_scope(key):
             continue
-        value = obj[key]
-        if key == "metadata" and type(metadata) is dict:
-            value = {k: v for k, v in metadata.items() if k not in _STRIPPED_META}
+        if key == "metadata" and type(value) is dict:
+            value = {k: v for k, v in value.items() if k not in _STRIPPED_META}
         node = _created_field(key, value, plan, owned=key not in _STRIPPED_TOP)
         if node is not None:
             root[f"f:{key}"] = node
     return root
 
 
-def _sorted_keys(value: Obj) -> list[str]:
-    return sorted(value) if len(value) <= 512 else sorted_in_steps(value)
-
-
 def _created_field(key: str, child: Any, plan: _Plan, owned: bool = True) -> Obj | None:
-    """The FieldsV1 node of field ``key`` holding ``child`` (None: nothing of it is a member);
-    ``owned`` False: the field itself is the server's, only what lies below it counts."""
+    """The FieldsV1 node of field ``key`` holding ``child``, a dict or a list (a scalar field is
+    ``{}``, its callers' to write without a call); None: nothing of it is a member. ``owned``
+    False: the field itself is the server's, only what lies below it counts."""
     child_plan, declared, _ = plan.child(key)
-    if not isinstance(child, (dict, list)):
-        return {} if owned else None
     children, member = _created_value(child, child_plan)
     member = owned and (member or not declared or (isinstance(child, dict) and not child))
     if member:
@@ -462,10 +460,14 @@ def _created_value(value: Any, plan: _Plan) -> tuple[Obj, bool]:
         if plan.atomic_map:
             return {}, True
         children: Obj = {}
-        for key in _sorted_keys(value):
-            node = _created_field(key, value[key], plan)
-            if node is not None:
-                children[f"f:{key}"] = node
+        for key in sorted(value) if len(value) <= 512 else sorted_in_steps(value):
+            item = value[key]
+            if isinstance(item, (dict, list)):
+                node = _created_field(key, item, plan)
+                if node is not None:
+                    children[f"f:{key}"] = node
+            else:  # a scalar field is a member: ``_created_field``'s answer without its call
+                children[f"f:{key}"] = {}
         return children, not plan.properties
     if isinstance(value, list):
         kind, fields, item_plan = plan.merge()

@@ -458,7 +458,9 @@ def test_the_walks_memos_hold_a_bounded_number_of_schema_nodes() -> None:
     properties = {f"field{i}": {"type": "array", "items": {"type": "string"}} for i in range(500)}
     obj = {"spec": {f"field{i}": ["a"] for i in range(500)}}
     for _ in range(3 * fieldsets._PER_NODE_LIMIT // 500):
-        schema = copy.deepcopy({"type": "object", "properties": {"spec": {"type": "object", "properties": properties}}})
+        schema = copy.deepcopy(
+            {"type": "object", "properties": {"spec": {"type": "object", "properties": properties}}}
+        )
         fieldsets.field_set(obj, schema)
         assert all(len(memo) <= fieldsets._PER_NODE_LIMIT for memo in memos)
     assert all(len(memo) > 0 for memo in memos)
@@ -726,6 +728,133 @@ def test_a_create_encodes_its_fields_as_the_general_way_does(data: Any, has_stat
         assert "." not in entry["fieldsV1"].get("f:metadata", {"f:x": {}})
 
 
+_STRINGS_BY_KEY = {"type": "object", "additionalProperties": {"type": "string"}}
+_STATUSED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "metadata": {"type": "object", "properties": {"labels": _STRINGS_BY_KEY}},
+        "spec": {
+            "type": "object",
+            "properties": {
+                "size": {"type": "integer"},
+                "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            },
+        },
+        "status": {
+            "type": "object",
+            "properties": {"phase": {"type": "string"}, "count": {"type": "integer"}, "m": _STRINGS_BY_KEY},
+        },
+    },
+}
+_small_maps = st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["v1", "v2"]), max_size=2)
+_statused_specs = st.fixed_dictionaries(
+    {},
+    optional={
+        "size": st.integers(0, 2),
+        "tags": st.lists(st.sampled_from(["x", "y"]), min_size=1, unique=True),
+    },
+)
+_statuses = st.fixed_dictionaries(
+    {}, optional={"phase": st.sampled_from(["A", "B"]), "count": st.integers(0, 2), "m": _small_maps}
+)
+
+
+@given(st.data(), st.booleans())
+def test_an_update_keeps_entries_it_leaves_alone_as_the_general_way_does(data: Any, has_status: bool) -> None:
+    """``record_stored_update`` keeps the stored items of managers whose fields a write leaves
+    alone without parsing them; through a run of writes by three managers, through the main
+    resource and /status, with the list sent back, emptied or left out, and the stored list
+    parsed already or not, what it writes is what the general way writes
+    (``encode_entries(record_update(starting_entries(old, new), ...))``), times aside."""
+
+    def metadata(draw: Any, managed: Any) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": "w", "namespace": "d"}
+        labels = draw(_small_maps)
+        if labels:
+            meta["labels"] = labels
+        if managed is not None:
+            meta["managedFields"] = managed
+        return meta
+
+    old: dict[str, Any] = {"apiVersion": "x/v1", "kind": "W", "metadata": metadata(data.draw, None)}
+    old["spec"] = data.draw(_statused_specs)
+    created = fieldmanager.record_create(
+        old, _STATUSED_SCHEMA, manager="a", api_version="x/v1", has_status=has_status
+    )
+    if created:
+        old["metadata"]["managedFields"] = created
+    for _ in range(data.draw(st.integers(1, 4))):
+        manager = data.draw(st.sampled_from(["a", "b", "c"]))
+        subresource = data.draw(st.sampled_from(["", "status"])) if has_status else ""
+        stored = old["metadata"].get("managedFields")
+        sent = data.draw(st.sampled_from(["left out", "emptied", "sent back"]))
+        managed = {"left out": None, "emptied": [], "sent back": copy.deepcopy(stored)}[sent]
+        if subresource == "status":  # as the strategy keeps it: the stored spec, a new status
+            new = {**old, "metadata": metadata(data.draw, managed), "status": data.draw(_statuses)}
+        else:
+            new = {"apiVersion": "x/v1", "kind": "W", "metadata": metadata(data.draw, managed)}
+            new["spec"] = data.draw(_statused_specs)
+            if "status" in old and has_status:
+                new["status"] = old["status"]
+            elif not has_status and data.draw(st.booleans()):
+                new["status"] = data.draw(_statuses)
+        if data.draw(st.booleans()) and isinstance(stored, list):
+            fieldmanager.live_entries(stored)  # a list the server may have kept parsed
+        options = {
+            "manager": manager,
+            "api_version": "x/v1",
+            "subresource": subresource,
+            "has_status": has_status,
+        }
+        entries = fieldmanager.record_update(
+            fieldmanager.starting_entries(old, new), old, new, _STATUSED_SCHEMA, **options
+        )
+        expected = fieldmanager.encode_entries(entries) if entries else []
+        written = fieldmanager.record_stored_update(old, new, _STATUSED_SCHEMA, **options)
+        assert json.dumps(_without_time(written)) == json.dumps(_without_time(expected))
+        new["metadata"] = {k: v for k, v in new["metadata"].items() if k != "managedFields"}
+        if written:
+            new["metadata"]["managedFields"] = data.draw(st.sampled_from([written, expected]))
+        old = new
+
+
+def test_a_status_write_keeps_the_creators_entry_unparsed() -> None:
+    """An operator's status write beside the entry its object's creator left: that item is
+    kept as stored (the same object: not parsed and written again), the operator's entry
+    follows it; a later write of the creator's fields goes the general way."""
+    old: dict[str, Any] = {"apiVersion": "x/v1", "kind": "W", "metadata": {"name": "w"}, "spec": {"size": 1}}
+    old["metadata"]["managedFields"] = fieldmanager.record_create(
+        old, _STATUSED_SCHEMA, manager="writer", api_version="x/v1", has_status=True
+    )
+    (creator,) = old["metadata"]["managedFields"]
+    new = {**old, "metadata": dict(old["metadata"]), "status": {"phase": "A"}}
+    options = {"api_version": "x/v1", "has_status": True}
+    written = fieldmanager.record_stored_update(
+        old, new, _STATUSED_SCHEMA, manager="operator", subresource="status", **options
+    )
+    assert written[0] is creator
+    assert _without_time(written[1:]) == [
+        {
+            "manager": "operator",
+            "operation": "Update",
+            "apiVersion": "x/v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:status": {"f:phase": {}}},
+            "subresource": "status",
+        }
+    ]
+    again = {**new, "metadata": {**new["metadata"], "managedFields": written}, "spec": {"size": 2}}
+    taken = fieldmanager.record_stored_update(
+        {**new, "metadata": {**new["metadata"], "managedFields": written}},
+        again,
+        _STATUSED_SCHEMA,
+        manager="editor",
+        subresource="",
+        **options,
+    )
+    assert [entry["manager"] for entry in taken] == ["operator", "editor"]  # the creator's size taken
+
+
 def test_a_create_leaves_metadata_to_the_server_in_a_crds_schema() -> None:
     """A CRD's schema declares metadata as an object without fields, a map to the field walk:
     the map a create makes is its writer's, but metadata itself is stripped from every set, as
@@ -737,7 +866,12 @@ def test_a_create_leaves_metadata_to_the_server_in_a_crds_schema() -> None:
             "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
         },
     }
-    obj = {"apiVersion": "x/v1", "kind": "W", "metadata": {"name": "w", "namespace": "d"}, "spec": {"size": 1}}
+    obj = {
+        "apiVersion": "x/v1",
+        "kind": "W",
+        "metadata": {"name": "w", "namespace": "d"},
+        "spec": {"size": 1},
+    }
     for managed in (
         fieldmanager.record_create(obj, schema, manager="m", api_version="x/v1", has_status=False),
         _created_the_general_way(obj, schema, False),
@@ -746,13 +880,21 @@ def test_a_create_leaves_metadata_to_the_server_in_a_crds_schema() -> None:
     labelled = {**obj, "metadata": {"name": "w", "labels": {"a": "b"}}}
     (entry,) = fieldmanager.record_create(labelled, schema, manager="m", api_version="x/v1", has_status=False)
     assert entry["fieldsV1"] == {"f:metadata": {"f:labels": {".": {}, "f:a": {}}}, "f:spec": {"f:size": {}}}
-    gadget = {"metadata": {"name": "g"}, "spec": {"byName": {"x": {"a": "s"}}, "ports": [{"port": 10}, {"port": 9}]}}
-    (entry,) = fieldmanager.record_create(gadget, _GADGET_SCHEMA, manager="m", api_version="x/v1", has_status=False)
+    gadget = {
+        "metadata": {"name": "g"},
+        "spec": {"byName": {"x": {"a": "s"}}, "ports": [{"port": 10}, {"port": 9}]},
+    }
+    (entry,) = fieldmanager.record_create(
+        gadget, _GADGET_SCHEMA, manager="m", api_version="x/v1", has_status=False
+    )
     assert json.dumps(entry["fieldsV1"]) == json.dumps(
         {
             "f:spec": {
                 "f:byName": {".": {}, "f:x": {".": {}, "f:a": {}}},
-                "f:ports": {'k:{"port":9}': {".": {}, "f:port": {}}, 'k:{"port":10}': {".": {}, "f:port": {}}},
+                "f:ports": {
+                    'k:{"port":9}': {".": {}, "f:port": {}},
+                    'k:{"port":10}': {".": {}, "f:port": {}},
+                },
             }
         }
     )
@@ -1033,7 +1175,9 @@ def test_parsed_managed_fields_are_kept_for_the_next_write_unless_very_large() -
 
     def entries(paths: int) -> list[fieldmanager.ManagedEntry]:
         owned = {("f:data", f"f:key{i:06d}") for i in range(paths)}
-        return [fieldmanager.ManagedEntry("kubectl", "Update", "v1", time="2026-11-29T00:00:00Z", paths=owned)]
+        return [
+            fieldmanager.ManagedEntry("kubectl", "Update", "v1", time="2026-11-29T00:00:00Z", paths=owned)
+        ]
 
     small = entries(10)
     stored = fieldmanager.encode_entries(small)

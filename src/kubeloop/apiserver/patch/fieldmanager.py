@@ -285,6 +285,118 @@ def record_create(
     return encode_entries(entries) if entries else []
 
 
+def record_stored_update(
+    old: Obj,
+    new: Obj,
+    schema: Mapping[str, Any] | None,
+    *,
+    manager: str,
+    api_version: str,
+    subresource: str,
+    has_status: bool,
+) -> list[Obj]:
+    """The managedFields of ``new`` after an Update operation by ``manager`` that turned the
+    stored ``old`` into it: ``encode_entries(record_update(starting_entries(old, new), ...))``.
+
+    Most updates change fields only the writer owns (an operator's status, a controller's
+    replicas), while the list holds entries of other managers that they leave alone. When every
+    change falls under top-level fields no other entry holds, and the client left the list as
+    it was stored, those entries are kept as stored, unparsed: their items are the server's own
+    writing (or a client's list it parsed and checked when it stored it), and only canonical
+    ones (``_raw_canonical``, what ``to_dict`` would give back) are kept so. Nothing is kept
+    parsed for the next write (``live_entries`` parses what it needs then): for entries of a
+    few paths, parsing again costs about what keeping them does, and many objects are not
+    written again. Otherwise, the general way."""
+    stored = (old.get("metadata") or {}).get("managedFields")
+    sent = (new.get("metadata") or {}).get("managedFields")
+    if stored is None:
+        stored = []  # as starting_entries reads it: no entries
+    quick = type(stored) is list and (sent is None or sent == [] or sent == stored)
+    if quick:
+        cached = _PARSED.get(id(stored))
+        quick = cached is None or cached[0] is not stored  # parsed already: the general way is as cheap
+    if not quick:
+        entries = record_update(
+            starting_entries(old, new),
+            old,
+            new,
+            schema,
+            manager=manager,
+            api_version=api_version,
+            subresource=subresource,
+            has_status=has_status,
+        )
+        return encode_entries(entries) if entries else []
+    changed, removed = _update_changes(old, new, schema, subresource, has_status)
+    touched = {path[0] for path in changed}
+    touched.update(path[0] for path in removed)
+    mine: int | None = None
+    for index, item in enumerate(stored):
+        if not _raw_canonical(item):
+            break
+        if (item["manager"], item["operation"], item["apiVersion"], item.get("subresource", "")) == (
+            manager,
+            "Update",
+            api_version,
+            subresource,
+        ):
+            if mine is not None:
+                break  # one identity twice: the general way merges them
+            mine = index
+        elif not touched.isdisjoint(item["fieldsV1"]):
+            break  # another manager's entry changes
+    else:
+        result = list(stored)
+        entry: ManagedEntry | None = None
+        if mine is not None:
+            entry = parse_managed_fields([stored[mine]])[0]
+            entry.paths = entry.paths - removed
+        if changed:
+            if entry is None:
+                entry = ManagedEntry(manager, "Update", api_version, subresource)
+            entry.paths = entry.paths | changed
+            entry.time = timestamps.now()
+        if mine is not None:
+            assert entry is not None
+            if entry.paths:
+                result[mine] = entry.to_dict()
+            else:
+                del result[mine]
+        elif entry is not None and entry.paths:
+            result.append(entry.to_dict())
+        return result
+    entries = _recorded(
+        live_entries(stored),
+        changed,
+        removed,
+        manager=manager,
+        api_version=api_version,
+        subresource=subresource,
+    )
+    return encode_entries(entries) if entries else []
+
+
+def _raw_canonical(item: Any) -> bool:
+    """Whether a stored managedFields item is one ``parse_managed_fields`` reads without error
+    into an entry whose ``to_dict`` gives the item back (its fieldsV1 aside, which the server
+    wrote): the five keys, and time and subresource only when not empty."""
+    if type(item) is not dict:
+        return False
+    time, subresource, fields = item.get("time"), item.get("subresource"), item.get("fieldsV1")
+    return (
+        len(item) == 5 + (time is not None) + (subresource is not None)
+        and type(item.get("manager")) is str
+        and item.get("operation") in ("Apply", "Update")
+        and type(item.get("apiVersion")) is str
+        and item.get("fieldsType") == "FieldsV1"
+        and (time is None or (type(time) is str and time != ""))
+        and (subresource is None or (type(subresource) is str and subresource != ""))
+        and type(fields) is dict
+        and bool(fields)
+        and all(type(key) is str and key.startswith("f:") for key in fields)
+    )
+
+
 def record_update(
     entries: list[ManagedEntry],
     old: Obj | None,
@@ -297,6 +409,16 @@ def record_update(
     has_status: bool,
 ) -> list[ManagedEntry]:
     """The entries after an Update operation by ``manager`` that turned ``old`` into ``new``."""
+    changed, removed = _update_changes(old, new, schema, subresource, has_status)
+    return _recorded(
+        entries, changed, removed, manager=manager, api_version=api_version, subresource=subresource
+    )
+
+
+def _update_changes(
+    old: Obj | None, new: Obj, schema: Mapping[str, Any] | None, subresource: str, has_status: bool
+) -> tuple[set[Path], set[Path]]:
+    """(added or changed, removed) paths of an Update that turned ``old`` into ``new``."""
     if old is not None:
         changed, removed = update_changes(old, new, schema, _scope_test(subresource, has_status))
     else:
@@ -313,6 +435,19 @@ def record_update(
         new_maps.difference_update(STRIPPED)
         changed.update(scoped({p: Member(None, False) for p in new_maps}, subresource, has_status))
         removed = set()
+    return changed, removed
+
+
+def _recorded(
+    entries: list[ManagedEntry],
+    changed: set[Path],
+    removed: set[Path],
+    *,
+    manager: str,
+    api_version: str,
+    subresource: str,
+) -> list[ManagedEntry]:
+    """``entries`` after an Update by ``manager`` that changed and removed those paths."""
     identity = (manager, "Update", api_version, subresource)
     result: list[ManagedEntry] = []
     mine: ManagedEntry | None = None

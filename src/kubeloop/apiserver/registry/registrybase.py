@@ -48,12 +48,12 @@ class StaleRead(Exception):
     """A read-modify-write read an object that another write replaced before it could write."""
 
 
-def recorded_update(
-    strategy: Strategy, old: Obj | None, new: Obj, options: WriteOptions, subresource: str
-) -> list[fieldmanager.ManagedEntry]:
-    """The managedFields after this write, as an Update operation of its manager."""
-    return fieldmanager.record_update(
-        fieldmanager.starting_entries(old, new),
+def set_recorded_update(
+    metadata: Obj, strategy: Strategy, old: Obj, new: Obj, options: WriteOptions, subresource: str
+) -> None:
+    """Set the managedFields of the object to store (``metadata`` is its) after this write of the
+    stored ``old`` as ``new`` (their served forms), an Update operation of its manager."""
+    managed = fieldmanager.record_stored_update(
         old,
         new,
         strategy.schema,
@@ -62,6 +62,10 @@ def recorded_update(
         subresource=subresource,
         has_status=strategy.resource.has_status,
     )
+    if managed:
+        metadata["managedFields"] = managed
+    else:
+        metadata.pop("managedFields", None)
 
 
 def set_created_managed(strategy: Strategy, metadata: Obj, new: Obj, options: WriteOptions) -> None:

@@ -23,8 +23,8 @@ from kubeloop.apiserver.registry.claimretry import ClaimRetry
 from kubeloop.apiserver.registry.creating import Creating
 from kubeloop.apiserver.registry.registrybase import (
     StaleRead,
-    recorded_update,
     set_managed,
+    set_recorded_update,
 )
 from kubeloop.apiserver.registry.strategies import Strategy
 from kubeloop.apiserver.registry.verboptions import (
@@ -299,10 +299,11 @@ class Updating(Creating):
         if managed is None:
             meta["managedFields"] = sent_managed
             # Field sets are of the version the manager wrote (autoscaling/v1 fields for a v1 client).
-            managed = recorded_update(
-                strategy, served_old, await self._served_writing(resource, new), options, subresource
+            set_recorded_update(
+                meta, strategy, served_old, await self._served_writing(resource, new), options, subresource
             )
-        set_managed(meta, managed)
+        else:
+            set_managed(meta, managed)
         if old_meta.get("deletionTimestamp"):
             old_finalizers = set(old_meta.get("finalizers") or ())
             added = [f for f in meta.get("finalizers") or () if f not in old_finalizers]

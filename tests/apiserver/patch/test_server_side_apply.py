@@ -855,6 +855,38 @@ def test_a_status_write_keeps_the_creators_entry_unparsed() -> None:
     assert [entry["manager"] for entry in taken] == ["operator", "editor"]  # the creator's size taken
 
 
+def test_a_writers_own_malformed_item_is_refused_by_its_index() -> None:
+    """The writer's own stored item is the one the quick way parses: malformed, the write is
+    refused naming its place in the list, as the general way names it."""
+    from kubeloop import errors
+
+    creator = {
+        "manager": "writer",
+        "operation": "Update",
+        "apiVersion": "x/v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:spec": {"f:size": {}}},
+    }
+    mine = {
+        **creator,
+        "manager": "operator",
+        "subresource": "status",
+        "fieldsV1": {"f:status": {"k:{bad": {}}},
+    }
+    old = {"apiVersion": "x/v1", "kind": "W", "metadata": {"name": "w", "managedFields": [creator, mine]}}
+    new = {**old, "metadata": dict(old["metadata"]), "status": {"phase": "A"}}
+    with pytest.raises(errors.BadRequest, match=r"managedFields\[1\]\.fieldsV1"):
+        fieldmanager.record_stored_update(
+            old,
+            new,
+            _STATUSED_SCHEMA,
+            manager="operator",
+            api_version="x/v1",
+            subresource="status",
+            has_status=True,
+        )
+
+
 def test_a_create_leaves_metadata_to_the_server_in_a_crds_schema() -> None:
     """A CRD's schema declares metadata as an object without fields, a map to the field walk:
     the map a create makes is its writer's, but metadata itself is stripped from every set, as

@@ -112,32 +112,32 @@ def parse_managed_fields(raw: Any) -> list[ManagedEntry]:
         return []
     if not isinstance(raw, list):
         raise _invalid_managed("must be a list")
-    entries: list[ManagedEntry] = []
-    for index, item in enumerate(raw):
-        where = f"metadata.managedFields[{index}]"
-        if not isinstance(item, dict):
-            raise _invalid_managed(f"{where} must be an object")
-        operation = item.get("operation")
-        if operation not in ("Apply", "Update"):
-            raise _invalid_managed(f'{where}.operation: Unsupported value: "{operation}"')
-        fields_type = item.get("fieldsType", "FieldsV1")
-        if fields_type != "FieldsV1":
-            raise _invalid_managed(f'{where}.fieldsType: Unsupported value: "{fields_type}"')
-        try:
-            paths = decode_fields_v1(item.get("fieldsV1") or {})
-        except ValueError as exc:
-            raise _invalid_managed(f"{where}.fieldsV1: {exc}") from None
-        entries.append(
-            ManagedEntry(
-                manager=str(item.get("manager") or ""),
-                operation=str(operation),
-                api_version=str(item.get("apiVersion") or ""),
-                subresource=str(item.get("subresource") or ""),
-                time=str(item.get("time") or ""),
-                paths=paths,
-            )
-        )
-    return entries
+    return [_parse_item(index, item) for index, item in enumerate(raw)]
+
+
+def _parse_item(index: int, item: Any) -> ManagedEntry:
+    """Item ``index`` of a managedFields list as an entry; BadRequest naming it when malformed."""
+    where = f"metadata.managedFields[{index}]"
+    if not isinstance(item, dict):
+        raise _invalid_managed(f"{where} must be an object")
+    operation = item.get("operation")
+    if operation not in ("Apply", "Update"):
+        raise _invalid_managed(f'{where}.operation: Unsupported value: "{operation}"')
+    fields_type = item.get("fieldsType", "FieldsV1")
+    if fields_type != "FieldsV1":
+        raise _invalid_managed(f'{where}.fieldsType: Unsupported value: "{fields_type}"')
+    try:
+        paths = decode_fields_v1(item.get("fieldsV1") or {})
+    except ValueError as exc:
+        raise _invalid_managed(f"{where}.fieldsV1: {exc}") from None
+    return ManagedEntry(
+        manager=str(item.get("manager") or ""),
+        operation=str(operation),
+        api_version=str(item.get("apiVersion") or ""),
+        subresource=str(item.get("subresource") or ""),
+        time=str(item.get("time") or ""),
+        paths=paths,
+    )
 
 
 def _is_canonical(item: Obj, entry: ManagedEntry) -> bool:
@@ -306,7 +306,12 @@ def record_stored_update(
     ones (``_raw_canonical``, what ``to_dict`` would give back) are kept so. Nothing is kept
     parsed for the next write (``live_entries`` parses what it needs then): for entries of a
     few paths, parsing again costs about what keeping them does, and many objects are not
-    written again. Otherwise, the general way."""
+    written again. Otherwise, the general way.
+
+    A kept item is not read below its top-level fields: one the general way would refuse for
+    what lies deeper in its fieldsV1 (stored before the server checked lists so) is kept, not
+    refused, as upstream, which resets a live object's managedFields it cannot decode rather
+    than refuse the write."""
     stored = (old.get("metadata") or {}).get("managedFields")
     sent = (new.get("metadata") or {}).get("managedFields")
     if stored is None:
@@ -316,62 +321,76 @@ def record_stored_update(
         cached = _PARSED.get(id(stored))
         quick = cached is None or cached[0] is not stored  # parsed already: the general way is as cheap
     if not quick:
-        entries = record_update(
-            starting_entries(old, new),
-            old,
-            new,
-            schema,
-            manager=manager,
-            api_version=api_version,
-            subresource=subresource,
-            has_status=has_status,
-        )
-        return encode_entries(entries) if entries else []
-    changed, removed = _update_changes(old, new, schema, subresource, has_status)
-    touched = {path[0] for path in changed}
-    touched.update(path[0] for path in removed)
+        return _general_update(old, new, schema, manager, api_version, subresource, has_status)
+    # Which item is the writer's, before the change is computed: a list the general way would
+    # refuse (or rewrite) goes there first, as it did before this way existed.
+    identity = (manager, "Update", api_version, subresource)
     mine: int | None = None
     for index, item in enumerate(stored):
         if not _raw_canonical(item):
+            quick = False
             break
-        if (item["manager"], item["operation"], item["apiVersion"], item.get("subresource", "")) == (
-            manager,
-            "Update",
-            api_version,
-            subresource,
-        ):
+        if (item["manager"], item["operation"], item["apiVersion"], item.get("subresource", "")) == identity:
             if mine is not None:
-                break  # one identity twice: the general way merges them
+                quick = False  # one identity twice: the general way merges them
+                break
             mine = index
-        elif not touched.isdisjoint(item["fieldsV1"]):
-            break  # another manager's entry changes
-    else:
-        result = list(stored)
-        entry: ManagedEntry | None = None
-        if mine is not None:
-            entry = parse_managed_fields([stored[mine]])[0]
-            entry.paths = entry.paths - removed
-        if changed:
-            if entry is None:
-                entry = ManagedEntry(manager, "Update", api_version, subresource)
-            entry.paths = entry.paths | changed
-            entry.time = timestamps.now()
-        if mine is not None:
-            assert entry is not None
-            if entry.paths:
-                result[mine] = entry.to_dict()
-            else:
-                del result[mine]
-        elif entry is not None and entry.paths:
-            result.append(entry.to_dict())
-        return result
-    entries = _recorded(
-        live_entries(stored),
-        changed,
-        removed,
+    if not quick:
+        return _general_update(old, new, schema, manager, api_version, subresource, has_status)
+    changed, removed = _update_changes(old, new, schema, subresource, has_status)
+    touched = {path[0] for path in changed}
+    touched.update(path[0] for path in removed)
+    if any(index != mine and not touched.isdisjoint(item["fieldsV1"]) for index, item in enumerate(stored)):
+        # Another manager's entry changes: all are parsed, the change already known.
+        entries = _recorded(
+            live_entries(stored),
+            changed,
+            removed,
+            manager=manager,
+            api_version=api_version,
+            subresource=subresource,
+        )
+        return encode_entries(entries) if entries else []
+    result = list(stored)
+    entry: ManagedEntry | None = None
+    if mine is not None:
+        entry = _parse_item(mine, stored[mine])
+        entry.paths = entry.paths - removed
+    if changed:
+        if entry is None:
+            entry = ManagedEntry(manager, "Update", api_version, subresource)
+        entry.paths = entry.paths | changed
+        entry.time = timestamps.now()
+    if mine is not None:
+        assert entry is not None
+        if entry.paths:
+            result[mine] = entry.to_dict()
+        else:
+            del result[mine]
+    elif entry is not None and entry.paths:
+        result.append(entry.to_dict())
+    return result
+
+
+def _general_update(
+    old: Obj,
+    new: Obj,
+    schema: Mapping[str, Any] | None,
+    manager: str,
+    api_version: str,
+    subresource: str,
+    has_status: bool,
+) -> list[Obj]:
+    """``record_stored_update`` the general way: every entry parsed, the list kept parsed."""
+    entries = record_update(
+        starting_entries(old, new),
+        old,
+        new,
+        schema,
         manager=manager,
         api_version=api_version,
         subresource=subresource,
+        has_status=has_status,
     )
     return encode_entries(entries) if entries else []
 

@@ -96,6 +96,9 @@ class Plan:
     bits: int = 64
     #: For validate_required: the fields worth descending into (computed on first use).
     walk: dict[str, Plan] | None = None
+    #: For validate_required: the required fields it checks, each with its plan and whether it
+    #: is a struct (computed on first use).
+    checks: tuple[tuple[str, Plan, bool], ...] | None = None
     #: The schema definition a struct comes from (``io.k8s.api.rbac.v1.Subject``).
     definition: str = ""
 

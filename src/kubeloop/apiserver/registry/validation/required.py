@@ -30,13 +30,29 @@ def validate_required(obj: Mapping[str, Any], schema: Mapping[str, Any]) -> list
     checked inside an empty object instead. ``status`` is not checked (the server resets it), nor
     are required booleans (false is a value).
     """
-    kind, version = schema_kind(schema)
-    plan = root_plan(schema, kind, version)
+    plan = _root_plan_of(schema)
     causes: list[StatusCause] = []
     if plan.kind == STRUCT and isinstance(obj, dict):
-        with contextlib.suppress(RecursionError):
+        with contextlib.suppress(RecursionError):  # what was found up to there stands
             _required_struct(obj, plan, "", causes, top=True)
     return causes
+
+
+#: Each schema's root plan by the schema's id (the entry holds the schema, so its id stays its
+#: own): every write of a kind asks with the same schema.
+_ROOT_PLANS: dict[int, tuple[Mapping[str, Any], Plan]] = {}
+
+
+def _root_plan_of(schema: Mapping[str, Any]) -> Plan:
+    cached = _ROOT_PLANS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    kind, version = schema_kind(schema)
+    plan = root_plan(schema, kind, version)
+    if len(_ROOT_PLANS) >= 512:
+        _ROOT_PLANS.clear()
+    _ROOT_PLANS[id(schema)] = (schema, plan)
+    return plan
 
 
 _NEEDS_REQUIRED: dict[int, tuple[Plan, bool]] = {}
@@ -85,23 +101,21 @@ _NOT_REQUIRED_UPSTREAM = frozenset(
 def _required_struct(
     value: dict[str, Any], plan: Plan, path: str, causes: list[StatusCause], *, top: bool
 ) -> None:
-    props = plan.props
-    for name in plan.required:
-        sub = props[name]
+    checks = plan.checks
+    if checks is None:
+        checks = plan.checks = _checks(plan)
+    for name, sub, struct in checks:
         item = value.get(name)
-        child = f"{path}.{name}" if path else name
-        if sub.kind == STRUCT:
+        if struct:
             if item is None:
-                _required_struct({}, sub, child, causes, top=False)
-        elif sub.kind == BOOL or (plan.definition, name) in _NOT_REQUIRED_UPSTREAM:
-            continue
+                _required_struct({}, sub, f"{path}.{name}" if path else name, causes, top=False)
         elif item is None or item == "" or item == []:
-            causes.append(required(child))
+            causes.append(required(f"{path}.{name}" if path else name))
     walk = plan.walk
     if walk is None:
         walk = plan.walk = {
             name: sub
-            for name, sub in props.items()
+            for name, sub in plan.props.items()
             if sub.kind in (STRUCT, ARRAY, MAP) and _needs_required(sub)
         }
     for name, sub in walk.items():
@@ -109,6 +123,18 @@ def _required_struct(
         if item is None or (top and name == "status"):
             continue
         _required_value(item, sub, f"{path}.{name}" if path else name, causes)
+
+
+def _checks(plan: Plan) -> tuple[tuple[str, Plan, bool], ...]:
+    """The required fields of ``plan`` to check, in order, with their plans and whether each is
+    a struct: not booleans (false is a value), nor those upstream asks no value of."""
+    props = plan.props
+    return tuple(
+        (name, props[name], props[name].kind == STRUCT)
+        for name in plan.required
+        if props[name].kind == STRUCT
+        or not (props[name].kind == BOOL or (plan.definition, name) in _NOT_REQUIRED_UPSTREAM)
+    )
 
 
 def _required_value(item: Any, plan: Plan, path: str, causes: list[StatusCause]) -> None:

@@ -1,5 +1,6 @@
-"""Structural validation's shortcut for plain scalars: a value of a node that checks nothing
-beyond its type is passed over without a call; every other value gets the full check."""
+"""Structural validation's shortcuts: a scalar of a node that checks nothing beyond its type is
+passed over without a call, an object of an object node goes straight to its members; every
+other value gets the full check."""
 
 from __future__ import annotations
 
@@ -63,6 +64,7 @@ def _without_shortcut(node: structural.Node | None) -> structural.Node | None:
     return dataclasses.replace(
         node,
         plain_scalars=frozenset(),
+        plain_object=False,
         properties={key: _without_shortcut(child) for key, child in node.properties.items()},  # type: ignore[misc]
         additional=_without_shortcut(node.additional),
         items=_without_shortcut(node.items),
@@ -91,6 +93,40 @@ def test_the_plain_scalar_shortcut_finds_what_the_full_check_finds(constraint: s
     node = structural.compile_schema(schema, "spec.validation.openAPIV3Schema")
     body = {"spec": {**{k: v for k, v in fields.items() if k != "m"}, "list": items}, "map": fields}
     assert structural.validate(body, node) == structural.validate(body, _without_shortcut(node))  # type: ignore[arg-type]
+
+
+_object_values = st.one_of(_values, st.just({"a": 1}), st.just({"a": "x", "b": {}}), st.just({"b": {"a": []}}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_the_plain_object_shortcut_finds_what_the_full_check_finds(data: st.DataObject) -> None:
+    """Objects, scalars, lists and null given to object nodes (typed, untyped, nullable, with an
+    enum), to scalar nodes and to int-or-string ones: the causes are those of the full check."""
+    leaf = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "obj": {"type": "object", "properties": {"a": {"type": "string"}, "b": leaf}},
+            "free": {"x-kubernetes-preserve-unknown-fields": True},
+            "nullable": {**leaf, "nullable": True},
+            "choice": {"type": "object", "enum": [{"a": 1}], "properties": {"a": {"type": "integer"}}},
+            "size": {"type": "integer"},
+            "port": {"x-kubernetes-int-or-string": True},
+            "map": {"type": "object", "additionalProperties": leaf},
+        },
+    }
+    node = structural.compile_schema(schema, "spec.validation.openAPIV3Schema")
+    body = data.draw(
+        st.dictionaries(
+            st.sampled_from(["obj", "free", "nullable", "choice", "size", "port", "map"]),
+            _object_values,
+            max_size=7,
+        )
+    )
+    assert structural.validate(body, node) == structural.validate(body, _without_shortcut(node))  # type: ignore[arg-type]
+    assert node.plain_object and node.properties["obj"].plain_object
+    assert not node.properties["choice"].plain_object and not node.properties["size"].plain_object
 
 
 def test_a_plain_field_is_passed_over_and_a_constrained_one_is_not() -> None:

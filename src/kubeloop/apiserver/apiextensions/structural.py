@@ -89,6 +89,9 @@ class Node:
     #: node without bounds, length, pattern, format or enum (most fields), whose values need no
     #: further look (set when compiled; a node made otherwise checks every value).
     plain_scalars: frozenset[builtins.type] = frozenset()
+    #: Whether an object here needs only its members and properties checked (an object node,
+    #: or an untyped one, without enum: set when compiled).
+    plain_object: bool = False
     #: The source node (OpenAPI publishing and field management read it).
     source: Mapping[str, Any] = field(default_factory=dict)
 
@@ -352,6 +355,7 @@ def _compile(
     children = [*node.properties.values(), node.additional, node.items]
     node.rules_below = bool(node.rules) or any(child is not None and child.rules_below for child in children)
     node.plain_scalars = _plain_scalars(node)
+    node.plain_object = node.type in ("", "object") and not node.int_or_string and node.enum is None
     if node.list_type == "map" and node.items is not None:
         for key in node.list_map_keys:
             if key not in node.items.properties:
@@ -697,7 +701,11 @@ def _plain_scalars(node: Node) -> frozenset[type]:
 
 
 def _validate(value: Any, node: Node, path: str, causes: list[StatusCause]) -> None:
-    if type(value) in node.plain_scalars:
+    kind = type(value)
+    if kind in node.plain_scalars:
+        return
+    if kind is dict and node.plain_object:  # what the checks below come to for an object
+        _validate_object(value, node, path, causes)
         return
     if value is None:
         if not node.nullable and (node.type or node.int_or_string):

@@ -334,6 +334,15 @@ def test_configmap_keys_and_size(obj: dict[str, Any], expected: list[tuple[str, 
     assert [(c.field, c.message) for c in causes] == expected
 
 
+def test_configmap_keys_judged_again_are_judged_alike() -> None:
+    """Valid keys are remembered, invalid ones never: each write of the same keys is judged as
+    the first was."""
+    for _ in range(3):
+        assert kind_rules("", "ConfigMap", {"data": {"size": "1", "color": "blue"}}) == []
+        causes = kind_rules("", "ConfigMap", {"data": {"size": "1", "no way": "x"}, "binaryData": {"..b": "eA=="}})
+        assert [c.field for c in causes] == ["data[no way]", "binaryData[..b]"]
+
+
 def test_secret_keys_and_size() -> None:
     assert kind_rules("", "Secret", {"data": {"ok": "eA=="}, "stringData": {"ok2": "x"}}) == []
     [cause] = kind_rules("", "Secret", {"stringData": {"no way": "x"}})

@@ -54,21 +54,26 @@ def validate_object_meta(
     name_errors = _NAME_RULES.get(name_rule)
     if name_errors is None:
         raise ValueError(f"unknown name rule {name_rule!r}")
-    meta = as_dict(obj.get("metadata"))
+    meta = obj.get("metadata")
+    if type(meta) is not dict:
+        meta = as_dict(meta)
     causes: list[StatusCause] = []
     get = meta.get
-    # Every write's metadata comes here: what is absent or valid costs a check and no call more.
-    generate_name = as_text(get("generateName"))
-    if generate_name:
+    # Every write's metadata comes here: what is absent or valid costs a check and no call more
+    # (``as_text`` and ``is_int`` written out).
+    generate_name = get("generateName")
+    if generate_name and isinstance(generate_name, str):
         for msg in name_errors(_mask_trailing_dash(generate_name)):
             causes.append(invalid("metadata.generateName", generate_name, msg))
-    name = as_text(get("name"))
-    if not name:
+    name = get("name")
+    if not name or not isinstance(name, str):
         causes.append(required("metadata.name", "name or generateName is required"))
     elif name_errors_found := name_errors(name):
         causes.extend(invalid("metadata.name", name, msg) for msg in name_errors_found)
 
-    namespace = as_text(get("namespace"))
+    namespace = get("namespace")
+    if not isinstance(namespace, str):
+        namespace = ""
     if namespaced:
         if not namespace:
             causes.append(required("metadata.namespace"))
@@ -78,7 +83,7 @@ def validate_object_meta(
         causes.append(forbidden("metadata.namespace", "not allowed on this type"))
 
     generation = get("generation")
-    if is_int(generation) and generation < 0:
+    if generation is not None and is_int(generation) and generation < 0:
         causes.append(invalid("metadata.generation", generation, NEGATIVE))
 
     if labels := get("labels"):

@@ -313,30 +313,22 @@ def record_stored_update(
     refused, as upstream, which resets a live object's managedFields it cannot decode rather
     than refuse the write."""
     stored = (old.get("metadata") or {}).get("managedFields")
-    sent = (new.get("metadata") or {}).get("managedFields")
     if stored is None:
         stored = []  # as starting_entries reads it: no entries
-    quick = type(stored) is list and (sent is None or sent == [] or sent == stored)
-    if quick:
-        cached = _PARSED.get(id(stored))
-        quick = cached is None or cached[0] is not stored  # parsed already: the general way is as cheap
-    if not quick:
-        return _general_update(old, new, schema, manager, api_version, subresource, has_status)
-    # Which item is the writer's, before the change is computed: a list the general way would
-    # refuse (or rewrite) goes there first, as it did before this way existed.
     identity = (manager, "Update", api_version, subresource)
-    mine: int | None = None
-    for index, item in enumerate(stored):
-        if not _raw_canonical(item):
-            quick = False
-            break
-        if (item["manager"], item["operation"], item["apiVersion"], item.get("subresource", "")) == identity:
-            if mine is not None:
-                quick = False  # one identity twice: the general way merges them
-                break
-            mine = index
-    if not quick:
-        return _general_update(old, new, schema, manager, api_version, subresource, has_status)
+    mine = _quick_writers_item(stored, (new.get("metadata") or {}).get("managedFields"), identity)
+    if mine == _GENERAL:
+        entries = record_update(
+            starting_entries(old, new),
+            old,
+            new,
+            schema,
+            manager=manager,
+            api_version=api_version,
+            subresource=subresource,
+            has_status=has_status,
+        )
+        return encode_entries(entries) if entries else []
     changed, removed = _update_changes(old, new, schema, subresource, has_status)
     touched = {path[0] for path in changed}
     touched.update(path[0] for path in removed)
@@ -372,27 +364,30 @@ def record_stored_update(
     return result
 
 
-def _general_update(
-    old: Obj,
-    new: Obj,
-    schema: Mapping[str, Any] | None,
-    manager: str,
-    api_version: str,
-    subresource: str,
-    has_status: bool,
-) -> list[Obj]:
-    """``record_stored_update`` the general way: every entry parsed, the list kept parsed."""
-    entries = record_update(
-        starting_entries(old, new),
-        old,
-        new,
-        schema,
-        manager=manager,
-        api_version=api_version,
-        subresource=subresource,
-        has_status=has_status,
-    )
-    return encode_entries(entries) if entries else []
+#: ``_quick_writers_item``'s answer when the write goes the general way.
+_GENERAL = -1
+
+
+def _quick_writers_item(stored: Any, sent: Any, identity: tuple[str, str, str, str]) -> int | None:
+    """For ``record_stored_update``: the index of the writer's own item in the stored list
+    (None: it has none), or ``_GENERAL`` when the general way must go: the client sent a list of
+    its own, the list is parsed already (the general way is as cheap), or an item is not
+    canonical or names the writer twice (the general way merges them). Checked before the
+    change is computed: a list the general way refuses or rewrites goes there first."""
+    if type(stored) is not list or not (sent is None or sent == [] or sent == stored):
+        return _GENERAL
+    cached = _PARSED.get(id(stored))
+    if cached is not None and cached[0] is stored:
+        return _GENERAL
+    mine: int | None = None
+    for index, item in enumerate(stored):
+        if not _raw_canonical(item):
+            return _GENERAL
+        if (item["manager"], item["operation"], item["apiVersion"], item.get("subresource", "")) == identity:
+            if mine is not None:
+                return _GENERAL
+            mine = index
+    return mine
 
 
 def _raw_canonical(item: Any) -> bool:

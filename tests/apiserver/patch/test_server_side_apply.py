@@ -818,10 +818,19 @@ def test_an_update_keeps_entries_it_leaves_alone_as_the_general_way_does(data: A
         old = new
 
 
-def test_a_status_write_keeps_the_creators_entry_unparsed() -> None:
+def test_a_status_write_keeps_the_creators_entry_unparsed(monkeypatch: pytest.MonkeyPatch) -> None:
     """An operator's status write beside the entry its object's creator left: that item is
-    kept as stored (the same object: not parsed and written again), the operator's entry
-    follows it; a later write of the creator's fields goes the general way."""
+    kept as stored (the same object, never decoded), nothing is kept parsed for the next write,
+    and the operator's entry follows it; a later write of the creator's fields goes the general
+    way, which parses the list and keeps what it writes parsed."""
+    decoded: list[Any] = []
+    decode = fieldmanager.decode_fields_v1
+
+    def counted(fields: Any) -> Any:
+        decoded.append(fields)
+        return decode(fields)
+
+    monkeypatch.setattr(fieldmanager, "decode_fields_v1", counted)
     old: dict[str, Any] = {"apiVersion": "x/v1", "kind": "W", "metadata": {"name": "w"}, "spec": {"size": 1}}
     old["metadata"]["managedFields"] = fieldmanager.record_create(
         old, _STATUSED_SCHEMA, manager="writer", api_version="x/v1", has_status=True
@@ -833,6 +842,8 @@ def test_a_status_write_keeps_the_creators_entry_unparsed() -> None:
         old, new, _STATUSED_SCHEMA, manager="operator", subresource="status", **options
     )
     assert written[0] is creator
+    assert decoded == []  # the creator's item was not parsed
+    assert id(written) not in fieldmanager._PARSED  # and nothing was kept parsed
     assert _without_time(written[1:]) == [
         {
             "manager": "operator",
@@ -853,6 +864,7 @@ def test_a_status_write_keeps_the_creators_entry_unparsed() -> None:
         **options,
     )
     assert [entry["manager"] for entry in taken] == ["operator", "editor"]  # the creator's size taken
+    assert decoded and fieldmanager._PARSED[id(taken)][0] is taken  # the general way: parsed, kept
 
 
 def test_a_writers_own_malformed_item_is_refused_by_its_index() -> None:

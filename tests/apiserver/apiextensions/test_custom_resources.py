@@ -698,6 +698,39 @@ def test_custom_resources_take_the_paths_of_built_in_kinds(api: Client, namespac
     assert answered.headers["Content-Type"].startswith("application/json")
 
 
+def _fields_by_entry(obj: dict[str, Any]) -> dict[tuple[str, str], Any]:
+    return {(m["manager"], m.get("subresource", "")): m["fieldsV1"] for m in obj["metadata"]["managedFields"]}
+
+
+def test_an_update_owns_the_objects_it_creates_in_a_custom_resource(api: Client, namespace: str) -> None:
+    """structured-merge-diff compares an Update against the live object, and a custom resource's
+    live object before its create is empty: every object a write creates is its writer's as a
+    whole ("." in FieldsV1), struct or map, as a cluster shows for custom resources (a built-in
+    kind's zero value holds its structs, so a ConfigMap's create marks only its data map)."""
+    group = f"{namespace}.example.com"
+    create_crd(api, group)
+    path = f"/apis/{group}/v1/namespaces/{namespace}/widgets"
+    widget = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}}
+    assert api.post(path + "?fieldManager=creator", widget).status_code == 201
+    status = api.patch(f"{path}/w/status?fieldManager=operator", {"status": {"phase": "Ready"}}, MERGE)
+    assert status.status_code == 200, status.text
+    edited = api.patch(f"{path}/w?fieldManager=editor", {"spec": {"keep": {"a": {"b": 1}}}}, MERGE)
+    assert edited.status_code == 200, edited.text
+    managed = _fields_by_entry(edited.json())
+    assert managed == {
+        ("creator", ""): {"f:spec": {".": {}, "f:size": {}}},
+        ("operator", "status"): {"f:status": {".": {}, "f:phase": {}}},
+        ("editor", ""): {"f:spec": {"f:keep": {".": {}, "f:a": {".": {}, "f:b": {}}}}},
+    }
+    # An object present before the write is not taken: the editor's next change is only a leaf.
+    again = api.patch(f"{path}/w?fieldManager=operator", {"spec": {"keep": {"a": {"c": 2}}}}, MERGE)
+    managed = _fields_by_entry(again.json())
+    assert managed[("operator", "")] == {"f:spec": {"f:keep": {"f:a": {"f:c": {}}}}}
+    configmap = {"metadata": {"name": "c"}, "data": {"a": "b"}}
+    created = api.post(f"/api/v1/namespaces/{namespace}/configmaps?fieldManager=creator", configmap).json()
+    assert created["metadata"]["managedFields"][0]["fieldsV1"] == {"f:data": {".": {}, "f:a": {}}}
+
+
 def test_values_an_update_leaves_alone_are_not_judged_by_a_tightened_schema(
     api: Client, namespace: str
 ) -> None:

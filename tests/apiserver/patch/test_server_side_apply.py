@@ -688,9 +688,19 @@ _gadgets = st.fixed_dictionaries(
 )
 
 
-def _created_the_general_way(obj: dict[str, Any], schema: Any, has_status: bool) -> list[dict[str, Any]]:
+def _created_the_general_way(
+    obj: dict[str, Any], schema: Any, has_status: bool, unstructured: bool = False
+) -> list[dict[str, Any]]:
     entries = fieldmanager.record_update(
-        [], None, obj, schema, manager="m", api_version="v1", subresource="", has_status=has_status
+        [],
+        None,
+        obj,
+        schema,
+        manager="m",
+        api_version="v1",
+        subresource="",
+        has_status=has_status,
+        unstructured=unstructured,
     )
     return fieldmanager.encode_entries(entries) if entries else []
 
@@ -703,9 +713,12 @@ def _without_time(managed: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_a_create_encodes_its_fields_as_the_general_way_does(data: Any, has_status: bool) -> None:
     """``record_create`` walks an object into its FieldsV1 at once; what it writes is what the
     general way writes (a field set, the maps a create makes members, sorted and encoded), with
-    the members in the same order, for typed, untyped and CRD-like schemas. A list-map holding
-    a key twice (whose elements a field set merges) goes the general way."""
+    the members in the same order, for typed, untyped and CRD-like schemas, of built-in kinds
+    and of custom resources (``unstructured``). A list-map holding a key twice (whose elements a
+    field set merges) goes the general way."""
     from kubeloop.apiserver.catalog import schemas
+
+    unstructured = data.draw(st.booleans(), label="unstructured")
 
     which = data.draw(st.sampled_from(["deployment", "untyped", "widget", "gadget"]))
     schema: Any
@@ -720,8 +733,10 @@ def test_a_create_encodes_its_fields_as_the_general_way_does(data: Any, has_stat
             if which == "deployment"
             else {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
         )
-    expected = _created_the_general_way(obj, schema, has_status)
-    created = fieldmanager.record_create(obj, schema, manager="m", api_version="v1", has_status=has_status)
+    expected = _created_the_general_way(obj, schema, has_status, unstructured)
+    created = fieldmanager.record_create(
+        obj, schema, manager="m", api_version="v1", has_status=has_status, unstructured=unstructured
+    )
     assert json.dumps(_without_time(created)) == json.dumps(_without_time(expected))
     for entry in created:
         assert not ({"f:apiVersion", "f:kind"} & set(entry["fieldsV1"]))
@@ -765,7 +780,9 @@ def test_an_update_keeps_entries_it_leaves_alone_as_the_general_way_does(data: A
     alone without parsing them; through a run of writes by three managers, through the main
     resource and /status, with the list sent back, emptied or left out, and the stored list
     parsed already or not, what it writes is what the general way writes
-    (``encode_entries(record_update(starting_entries(old, new), ...))``), times aside."""
+    (``encode_entries(record_update(starting_entries(old, new), ...))``), times aside, for a
+    built-in kind and a custom resource (``unstructured``)."""
+    unstructured = data.draw(st.booleans(), label="unstructured")
 
     def metadata(draw: Any, managed: Any) -> dict[str, Any]:
         meta: dict[str, Any] = {"name": "w", "namespace": "d"}
@@ -779,7 +796,12 @@ def test_an_update_keeps_entries_it_leaves_alone_as_the_general_way_does(data: A
     old: dict[str, Any] = {"apiVersion": "x/v1", "kind": "W", "metadata": metadata(data.draw, None)}
     old["spec"] = data.draw(_statused_specs)
     created = fieldmanager.record_create(
-        old, _STATUSED_SCHEMA, manager="a", api_version="x/v1", has_status=has_status
+        old,
+        _STATUSED_SCHEMA,
+        manager="a",
+        api_version="x/v1",
+        has_status=has_status,
+        unstructured=unstructured,
     )
     if created:
         old["metadata"]["managedFields"] = created
@@ -805,6 +827,7 @@ def test_an_update_keeps_entries_it_leaves_alone_as_the_general_way_does(data: A
             "api_version": "x/v1",
             "subresource": subresource,
             "has_status": has_status,
+            "unstructured": unstructured,
         }
         entries = fieldmanager.record_update(
             fieldmanager.starting_entries(old, new), old, new, _STATUSED_SCHEMA, **options

@@ -70,6 +70,7 @@ class CustomResourceStrategy(Strategy):
     patch_types = mediatypes.CUSTOM_PATCH_TYPES
     #: A custom resource's update names the version it replaces (upstream's default for them).
     allow_unconditional_update = False
+    unstructured = True
 
     def __init__(
         self,

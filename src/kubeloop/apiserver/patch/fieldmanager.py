@@ -246,17 +246,25 @@ FREED_IN_STEPS = 4096
 
 
 def record_create(
-    new: Obj, schema: Mapping[str, Any] | None, *, manager: str, api_version: str, has_status: bool
+    new: Obj,
+    schema: Mapping[str, Any] | None,
+    *,
+    manager: str,
+    api_version: str,
+    has_status: bool,
+    unstructured: bool = False,
 ) -> list[Obj]:
     """The managedFields of ``new`` as an Update operation by ``manager`` creates it:
     ``encode_entries(record_update(starting_entries(None, new), None, new, ...))``, with the
     manager's fields encoded as they are walked (``created_fields_v1``) when it is the only
     manager (the client sent no managedFields, as clients do). Nothing is kept parsed for the
-    next write, which parses the list if it comes (many objects are written once)."""
+    next write, which parses the list if it comes (many objects are written once).
+    ``unstructured``: the kind is a custom resource's (its objects are maps to
+    structured-merge-diff: ``fieldsets._Plan.created_member``)."""
     sent = (new.get("metadata") or {}).get("managedFields")
     if sent is None or sent == [] or sent == [{}]:
         try:
-            fields = created_fields_v1(new, schema, _scope_test("", has_status))
+            fields = created_fields_v1(new, schema, _scope_test("", has_status), unstructured=unstructured)
         except RepeatedElement:
             pass
         else:
@@ -281,6 +289,7 @@ def record_create(
         api_version=api_version,
         subresource="",
         has_status=has_status,
+        unstructured=unstructured,
     )
     return encode_entries(entries) if entries else []
 
@@ -294,6 +303,7 @@ def record_stored_update(
     api_version: str,
     subresource: str,
     has_status: bool,
+    unstructured: bool = False,
 ) -> list[Obj]:
     """The managedFields of ``new`` after an Update operation by ``manager`` that turned the
     stored ``old`` into it: ``encode_entries(record_update(starting_entries(old, new), ...))``.
@@ -327,9 +337,10 @@ def record_stored_update(
             api_version=api_version,
             subresource=subresource,
             has_status=has_status,
+            unstructured=unstructured,
         )
         return encode_entries(entries) if entries else []
-    changed, removed = _update_changes(old, new, schema, subresource, has_status)
+    changed, removed = _update_changes(old, new, schema, subresource, has_status, unstructured)
     touched = {path[0] for path in changed}
     touched.update(path[0] for path in removed)
     if any(index != mine and not touched.isdisjoint(item["fieldsV1"]) for index, item in enumerate(stored)):
@@ -421,31 +432,39 @@ def record_update(
     api_version: str,
     subresource: str,
     has_status: bool,
+    unstructured: bool = False,
 ) -> list[ManagedEntry]:
     """The entries after an Update operation by ``manager`` that turned ``old`` into ``new``."""
-    changed, removed = _update_changes(old, new, schema, subresource, has_status)
+    changed, removed = _update_changes(old, new, schema, subresource, has_status, unstructured)
     return _recorded(
         entries, changed, removed, manager=manager, api_version=api_version, subresource=subresource
     )
 
 
 def _update_changes(
-    old: Obj | None, new: Obj, schema: Mapping[str, Any] | None, subresource: str, has_status: bool
+    old: Obj | None,
+    new: Obj,
+    schema: Mapping[str, Any] | None,
+    subresource: str,
+    has_status: bool,
+    unstructured: bool,
 ) -> tuple[set[Path], set[Path]]:
     """(added or changed, removed) paths of an Update that turned ``old`` into ``new``."""
     if old is not None:
-        changed, removed = update_changes(old, new, schema, _scope_test(subresource, has_status))
+        changed, removed = update_changes(
+            old, new, schema, _scope_test(subresource, has_status), unstructured=unstructured
+        )
     else:
         new_maps: set[Path] = set()
-        fields = field_set(new, schema, new_maps)
+        fields = field_set(new, schema, new_maps, unstructured=unstructured)
         changed = set(scoped(fields, subresource, has_status))
         if len(fields) > FREED_IN_STEPS:  # a map of 87,000 keys: 87,000 Members to free
             garbage = [fields]
             del fields
             free_in_steps(garbage)
-        # A map this write creates is the writer's as a whole too ("." in FieldsV1), as upstream,
-        # where the old object is the Go zero value in which maps are nil; metadata (a map in a
-        # CRD's schema) stays the server's.
+        # An object this write creates is the writer's as a whole too ("." in FieldsV1), as
+        # upstream, where the old object is the kind's zero value (``_Plan.created_member``);
+        # metadata (a map in a CRD's schema) stays the server's.
         new_maps.difference_update(STRIPPED)
         changed.update(scoped({p: Member(None, False) for p in new_maps}, subresource, has_status))
         removed = set()

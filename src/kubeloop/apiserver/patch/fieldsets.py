@@ -279,19 +279,19 @@ def value_key(item: Any) -> str:
 
 
 def field_set(
-    obj: Any, schema: Mapping[str, Any] | None, maps: set[Path] | None = None
+    obj: Any, schema: Mapping[str, Any] | None, maps: set[Path] | None = None, *, unstructured: bool = False
 ) -> dict[Path, Member]:
     """The member paths of ``obj`` (structured-merge-diff's ToFieldSet), with their values.
 
-    ``maps`` collects the paths of the maps (not structs) the object holds, which an Update that
-    creates them owns as members too.
+    ``maps`` collects the paths of the objects the object holds that an Update creating them owns
+    as members too (``_Plan.created_member``); ``unstructured``: the kind is a custom resource's.
     """
     out: dict[Path, Member] = {}
     metadata = obj.get("metadata") if type(obj) is dict else None
     if type(metadata) is dict and not _STRIPPED_META.isdisjoint(metadata):
         # What the server owns of metadata (scalars, managedFields an atomic list) is not walked.
         obj = {**obj, "metadata": {k: v for k, v in metadata.items() if k not in _STRIPPED_META}}
-    _walk(obj, _plan(resolve(schema)), (), out, maps if maps is not None else set())
+    _walk(obj, _plan(resolve(schema), unstructured), (), out, maps if maps is not None else set())
     for stripped in STRIPPED:
         out.pop(stripped, None)
     return out
@@ -302,14 +302,32 @@ class _Plan:
     map, its declared fields (each with its plan and path element, made at first use: schemas
     refer to themselves), the plan of its other keys, how its lists merge (at the first list).
     Looking these up in the node at every field of every write was most of a field set's cost.
-    A node is read as it is when first walked: schemas are replaced, never edited in place."""
+    A node is read as it is when first walked: schemas are replaced, never edited in place.
 
-    __slots__ = ("_children", "_extra", "_merge", "atomic_map", "node", "properties")
+    ``created_member``: whether an Update that creates an object of this node owns the object
+    itself too (``"."`` in FieldsV1). structured-merge-diff's comparison marks every map and
+    struct the live object lacks, and the live object of a create is the kind's zero value: a
+    custom resource's (``unstructured``) holds nothing, a built-in (Go) kind's holds its structs,
+    which this takes as every struct (Go's optional structs are pointers, absent from the zero
+    value: a struct such as a Deployment's ``rollingUpdate`` is one the server does not mark)."""
 
-    def __init__(self, node: Mapping[str, Any]) -> None:
+    __slots__ = (
+        "_children",
+        "_extra",
+        "_merge",
+        "atomic_map",
+        "created_member",
+        "node",
+        "properties",
+        "unstructured",
+    )
+
+    def __init__(self, node: Mapping[str, Any], unstructured: bool = False) -> None:
         self.node = node
+        self.unstructured = unstructured
         self.atomic_map = node.get("x-kubernetes-map-type") == "atomic"
         self.properties: Mapping[str, Any] = node.get("properties") or {}
+        self.created_member = unstructured or not self.properties
         self._children: dict[str, tuple[_Plan, bool, str]] = {}
         self._extra: _Plan | None = None
         self._merge: tuple[str, KeyFields, _Plan] | None = None
@@ -323,7 +341,7 @@ class _Plan:
         if key in self.properties:
             declared = self.properties[key]  # a node that is no schema (CRDs' are refused) walks untyped
             found = (
-                _plan(resolve(declared)) if isinstance(declared, Mapping) else _UNTYPED,
+                _plan(resolve(declared), self.unstructured) if isinstance(declared, Mapping) else _UNTYPED,
                 True,
                 f"f:{key}",
             )
@@ -332,7 +350,9 @@ class _Plan:
         extra = self._extra
         if extra is None:
             additional = self.node.get("additionalProperties")
-            extra = self._extra = _plan(resolve(additional) if isinstance(additional, Mapping) else None)
+            extra = self._extra = _plan(
+                resolve(additional) if isinstance(additional, Mapping) else None, self.unstructured
+            )
         return extra, False, f"f:{key}"
 
     def merge(self) -> tuple[str, KeyFields, _Plan]:
@@ -343,17 +363,26 @@ class _Plan:
             kind, keys = list_kind(self.node)
             items = self.node.get("items")
             item_node = resolve(items) if isinstance(items, Mapping) else {}
-            merge = self._merge = (kind, key_fields(keys, item_node), _plan(item_node))
+            merge = self._merge = (kind, key_fields(keys, item_node), _plan(item_node, self.unstructured))
         return merge
 
 
 _PLANS: dict[int, tuple[Mapping[str, Any], _Plan]] = {}
+_UNSTRUCTURED_PLANS: dict[int, tuple[Mapping[str, Any], _Plan]] = {}
 
 
-def _plan(node: Mapping[str, Any] | None) -> _Plan:
+def _plan(node: Mapping[str, Any] | None, unstructured: bool = False) -> _Plan:
     """The plan of a resolved schema node, memoised as ``resolve`` is (an empty or absent node,
-    which ``resolve`` makes anew each time, shares one)."""
-    return _per_node(_PLANS, node, _Plan) if node else _UNTYPED
+    which ``resolve`` makes anew each time, shares one: every object of it is a map)."""
+    if not node:
+        return _UNTYPED
+    if unstructured:
+        return _per_node(_UNSTRUCTURED_PLANS, node, _unstructured_plan)
+    return _per_node(_PLANS, node, _Plan)
+
+
+def _unstructured_plan(node: Mapping[str, Any]) -> _Plan:
+    return _Plan(node, unstructured=True)
 
 
 _UNTYPED = _Plan({})
@@ -365,7 +394,7 @@ def _walk(value: Any, plan: _Plan, path: Path, out: dict[Path, Member], maps: se
             if path:
                 out[path] = Member(value, True)
             return
-        if path and not plan.properties:
+        if path and plan.created_member:
             maps.add(path)
         for key, child in value.items():
             _walk_field(key, child, plan, path, out, maps)
@@ -417,13 +446,15 @@ class RepeatedElement(Exception):
     general way (a field set, then its encoding), which merges them."""
 
 
-def created_fields_v1(obj: Obj, schema: Mapping[str, Any] | None, in_scope: Callable[[str], bool]) -> Obj:
+def created_fields_v1(
+    obj: Obj, schema: Mapping[str, Any] | None, in_scope: Callable[[str], bool], *, unstructured: bool = False
+) -> Obj:
     """``encode_fields_v1`` of what an Update that creates ``obj`` owns, built in one walk:
     the members of ``field_set(obj, schema)`` and the maps the object holds (``maps``), of the
     top-level fields ``in_scope``, without what the server owns (``STRIPPED``). No path set is
     made, sorted and encoded: on these machines a create's managed fields cost ~30 µs that way,
     a tenth of its write. Raises :class:`RepeatedElement` for a list-map holding a key twice."""
-    plan = _plan(resolve(schema))
+    plan = _plan(resolve(schema), unstructured)
     root: Obj = {}
     for key in sorted(obj) if len(obj) <= 512 else sorted_in_steps(obj):
         value = obj[key]
@@ -468,7 +499,7 @@ def _created_value(value: Any, plan: _Plan) -> tuple[Obj, bool]:
                     children[f"f:{key}"] = node
             else:  # a scalar field is a member: ``_created_field``'s answer without its call
                 children[f"f:{key}"] = {}
-        return children, not plan.properties
+        return children, plan.created_member
     if isinstance(value, list):
         kind, fields, item_plan = plan.merge()
         if kind == "atomic":
@@ -501,7 +532,12 @@ _ABSENT: Any = object()
 
 
 def update_changes(
-    old: Obj, new: Obj, schema: Mapping[str, Any] | None, in_scope: Callable[[str], bool]
+    old: Obj,
+    new: Obj,
+    schema: Mapping[str, Any] | None,
+    in_scope: Callable[[str], bool],
+    *,
+    unstructured: bool = False,
 ) -> tuple[set[Path], set[Path]]:
     """(added or modified, removed) member paths between ``old`` and ``new``, as ``changed_paths``
     of their whole field sets gives them (maps an update creates or removes included), walking
@@ -509,7 +545,7 @@ def update_changes(
     ``in_scope`` says which top-level fields count."""
     changed: set[Path] = set()
     removed: set[Path] = set()
-    plan = _plan(resolve(schema))
+    plan = _plan(resolve(schema), unstructured)
     for key in {**old, **new}:
         if in_scope(key):
             _diff_field(key, old.get(key, _ABSENT), new.get(key, _ABSENT), plan, (), changed, removed)

@@ -61,6 +61,7 @@ def set_recorded_update(
         api_version=strategy.resource.api_version,
         subresource=subresource,
         has_status=strategy.resource.has_status,
+        unstructured=strategy.unstructured,
     )
     if managed:
         metadata["managedFields"] = managed
@@ -77,6 +78,7 @@ def set_created_managed(strategy: Strategy, metadata: Obj, new: Obj, options: Wr
         manager=options.field_manager or options.default_manager,
         api_version=strategy.resource.api_version,
         has_status=strategy.resource.has_status,
+        unstructured=strategy.unstructured,
     )
     if managed:
         metadata["managedFields"] = managed

@@ -49,6 +49,10 @@ class Strategy:
     #: Converts between the kind's versions out of process (a CRD's conversion webhook); None:
     #: ``to_served``/``to_stored`` convert in process.
     converter: VersionConverter | None = None
+    #: Whether the kind's objects are unstructured (a custom resource's): to structured-merge-diff
+    #: every object in them is a map, so an Update that creates one owns it whole ("." in
+    #: FieldsV1), where a built-in kind's zero value already holds its structs.
+    unstructured = False
 
     def __init__(self, resource: ResourceType) -> None:
         self.resource = resource

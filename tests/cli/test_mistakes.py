@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 import yaml
 
 from tests.conftest import Client, ServerThread
+from tests.ports import refusing_port
 
 KUBELOOP = [sys.executable, "-m", "kubeloop.cli.main"]
 
@@ -157,11 +157,9 @@ def kubeconfig_for(
 def test_a_server_that_does_not_answer_is_named_with_the_cause(
     folder: pathlib.Path, shared_server: ServerThread
 ) -> None:
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = kubeconfig_for(shared_server, folder / "dead.yaml", url=f"https://127.0.0.1:{port}")
-    line = one_line(kubeloop(folder, "run", "operator_main", "--kubeconfig", config), 1)
+    with refusing_port() as port:
+        config = kubeconfig_for(shared_server, folder / "dead.yaml", url=f"https://127.0.0.1:{port}")
+        line = one_line(kubeloop(folder, "run", "operator_main", "--kubeconfig", config), 1)
     assert line == (
         f"kubeloop run: cannot reach https://127.0.0.1:{port}: connection refused "
         "(without a cluster: --embedded runs an API server in this process)"

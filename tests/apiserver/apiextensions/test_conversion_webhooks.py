@@ -19,6 +19,7 @@ import pytest
 from tests.apiserver.admission.webhooks.webhookserver import WebhookServer
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread
+from tests.ports import refusing_port
 
 GROUP = "conv.kubeloop.test"
 V1 = f"{GROUP}/v1"
@@ -397,34 +398,26 @@ def test_an_unreachable_converter_fails_reads_and_writes_and_writes_nothing(
         "kind": kind,
         "listKind": f"{kind}List",
     }
-    closed = _closed_port()
-    crd["spec"]["conversion"]["webhook"]["clientConfig"] = {
-        "url": f"https://127.0.0.1:{closed}/convert",
-        "caBundle": hooks.ca_bundle,
-    }
-    assert api.post(CRDS, crd).status_code == 201
-    sent = json.dumps({**widget("d", V1ALPHA1, size="1"), "kind": kind})
-    refused = kubectl("create", "-n", namespace, "-f", "-", stdin=sent, check=False)
-    expected = (
-        f"conversion webhook for {V1ALPHA1}, Kind={kind} failed: "
-        f'Post "https://127.0.0.1:{closed}/convert?timeout=30s": dial tcp 127.0.0.1:{closed}: connect: connection refused'
-    )
-    assert expected in refused.stderr
-    assert api.get(path(namespace, "v1", plural=plural)).json()["items"] == []
-    # In the storage version nothing needs converting: that works; the other version does not.
-    made = api.post(path(namespace, "v1", plural=plural), {**widget("e", V1, replicas=1), "kind": kind})
-    assert made.status_code == 201, made.text
-    listed = api.get(path(namespace, "v1alpha1", plural=plural))
-    assert listed.status_code == 500
-    assert listed.json()["message"].startswith(f"conversion webhook for {V1}, Kind={kind} failed: ")
-
-
-def _closed_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    with refusing_port() as closed:
+        crd["spec"]["conversion"]["webhook"]["clientConfig"] = {
+            "url": f"https://127.0.0.1:{closed}/convert",
+            "caBundle": hooks.ca_bundle,
+        }
+        assert api.post(CRDS, crd).status_code == 201
+        sent = json.dumps({**widget("d", V1ALPHA1, size="1"), "kind": kind})
+        refused = kubectl("create", "-n", namespace, "-f", "-", stdin=sent, check=False)
+        expected = (
+            f"conversion webhook for {V1ALPHA1}, Kind={kind} failed: "
+            f'Post "https://127.0.0.1:{closed}/convert?timeout=30s": dial tcp 127.0.0.1:{closed}: connect: connection refused'
+        )
+        assert expected in refused.stderr
+        assert api.get(path(namespace, "v1", plural=plural)).json()["items"] == []
+        # In the storage version nothing needs converting: that works; the other version does not.
+        made = api.post(path(namespace, "v1", plural=plural), {**widget("e", V1, replicas=1), "kind": kind})
+        assert made.status_code == 201, made.text
+        listed = api.get(path(namespace, "v1alpha1", plural=plural))
+        assert listed.status_code == 500
+        assert listed.json()["message"].startswith(f"conversion webhook for {V1}, Kind={kind} failed: ")
 
 
 # ------------------------------------------------------------------ the CRD's conversion stanza

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -20,6 +19,7 @@ import pytest
 from tests.apiserver.admission.webhooks.webhookserver import WebhookServer, allow, deny, json_patch
 from tests.apiserver.test_kubectl import KUBECTLS, Kubectl
 from tests.conftest import Client, ServerThread, start_server
+from tests.ports import refusing_port
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 
@@ -313,29 +313,23 @@ def test_a_patch_into_an_invalid_object_is_refused_and_writes_nothing(
 # ------------------------------------------------------------------ failures fail alone
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_an_unreachable_webhook_fails_closed_or_open_by_its_policy(
     api: Client, hooks: WebhookServer, configure: Configure, namespace: str
 ) -> None:
-    port = _closed_port()
-    url = f"https://127.0.0.1:{port}/nowhere"
-    closed = configure(clientConfig={"url": url, "caBundle": hooks.ca_bundle})
-    refused = api.post(f"/api/v1/namespaces/{namespace}/configmaps", config_map("blocked"))
-    assert refused.status_code == 500
-    assert refused.json()["reason"] == "InternalError"
-    assert refused.json()["message"] == (
-        f'Internal error occurred: failed calling webhook "{closed}.hooks.kubeloop.test": failed to call webhook: '
-        f'Post "{url}?timeout=10s": dial tcp 127.0.0.1:{port}: connect: connection refused'
-    )
-    assert api.get(f"/api/v1/namespaces/{namespace}/configmaps/blocked").status_code == 404
-    api.delete(f"{ADMISSION}/validatingwebhookconfigurations/{closed}")
-    configure(clientConfig={"url": url, "caBundle": hooks.ca_bundle}, failurePolicy="Ignore")
-    assert api.post(f"/api/v1/namespaces/{namespace}/configmaps", config_map("passed")).status_code == 201
+    with refusing_port() as port:
+        url = f"https://127.0.0.1:{port}/nowhere"
+        closed = configure(clientConfig={"url": url, "caBundle": hooks.ca_bundle})
+        refused = api.post(f"/api/v1/namespaces/{namespace}/configmaps", config_map("blocked"))
+        assert refused.status_code == 500
+        assert refused.json()["reason"] == "InternalError"
+        assert refused.json()["message"] == (
+            f'Internal error occurred: failed calling webhook "{closed}.hooks.kubeloop.test": failed to call webhook: '
+            f'Post "{url}?timeout=10s": dial tcp 127.0.0.1:{port}: connect: connection refused'
+        )
+        assert api.get(f"/api/v1/namespaces/{namespace}/configmaps/blocked").status_code == 404
+        api.delete(f"{ADMISSION}/validatingwebhookconfigurations/{closed}")
+        configure(clientConfig={"url": url, "caBundle": hooks.ca_bundle}, failurePolicy="Ignore")
+        assert api.post(f"/api/v1/namespaces/{namespace}/configmaps", config_map("passed")).status_code == 201
 
 
 @pytest.mark.parametrize(

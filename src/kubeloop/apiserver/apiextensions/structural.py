@@ -378,22 +378,41 @@ def prune(value: Any, node: Node, path: str = "", *, root: bool = True) -> list[
     ``apiVersion``, ``kind`` and ``metadata`` are kept. Returns the dropped paths as strict
     decoding names them (``spec.foo``)."""
     dropped: list[str] = []
+    if isinstance(value, (dict, list)):
+        _prune(value, node, path, root, dropped)
+    return dropped
+
+
+_RESOURCE_META = frozenset({"apiVersion", "kind", "metadata"})
+
+
+def _prune(value: dict[str, Any] | list[Any], node: Node, path: str, root: bool, dropped: list[str]) -> None:
+    """``prune`` of a container, the dropped paths appended to ``dropped`` in the order met.
+    Scalars hold nothing to prune, and a path is written only for what is dropped or entered."""
     if isinstance(value, dict):
         keep_meta = root or node.embedded_resource
-        for key in list(value):
-            child = f"{path}.{key}" if path else key
-            if keep_meta and key in ("apiVersion", "kind", "metadata"):
+        properties, additional = node.properties, node.additional
+        unknown: list[str] | None = None
+        for key, item in value.items():
+            if keep_meta and key in _RESOURCE_META:
                 continue  # ObjectMeta's own rules apply to them, not the schema's
-            sub = node.properties.get(key) or node.additional
+            sub = properties.get(key) or additional
             if sub is not None:
-                dropped.extend(prune(value[key], sub, child, root=False))
+                if isinstance(item, (dict, list)):
+                    _prune(item, sub, f"{path}.{key}" if path else key, False, dropped)
             elif not (node.preserve_unknown or node.additional_any):
+                if unknown is None:
+                    unknown = []
+                unknown.append(key)
+                dropped.append(f"{path}.{key}" if path else key)
+        if unknown is not None:
+            for key in unknown:
                 del value[key]
-                dropped.append(child)
-    elif isinstance(value, list) and node.items is not None:
+    elif node.items is not None:
+        items = node.items
         for index, item in enumerate(value):
-            dropped.extend(prune(item, node.items, f"{path}[{index}]", root=False))
-    return dropped
+            if isinstance(item, (dict, list)):
+                _prune(item, items, f"{path}[{index}]", False, dropped)
 
 
 def default(value: Any, node: Node) -> None:

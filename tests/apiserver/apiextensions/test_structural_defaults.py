@@ -36,6 +36,7 @@ SCHEMA: dict[str, Any] = {
                         },
                     },
                 },
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},  # nothing below
                 "labels": {
                     "type": "object",
                     "additionalProperties": {
@@ -51,7 +52,10 @@ SCHEMA: dict[str, Any] = {
 NODE = structural.compile_schema(SCHEMA, "spec.validation.openAPIV3Schema")
 
 _names = st.sampled_from(
-    ["spec", "status", "size", "color", "note", "limits", "cpu", "ports", "protocol", "port", "labels", "value", "phase", "other"]
+    [
+        *("spec", "status", "size", "color", "note", "limits", "cpu", "ports", "protocol", "port"),
+        *("free", "labels", "value", "phase", "other"),
+    ]
 )
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=3))
 _json = st.recursive(
@@ -137,3 +141,17 @@ def test_an_object_without_anything_to_default_is_not_copied() -> None:
         "spec": {"size": 2, "note": None, "limits": {"cpu": "2"}, "ports": [{"port": 1, "protocol": "UDP"}]},
         "status": {"phase": "Done"},
     }
+
+
+def test_a_default_put_in_place_of_a_null_is_defaulted_itself_and_keeps_its_place() -> None:
+    """A null a property may not hold becomes its default where it was (key order is what the
+    object is written with), and that default's own defaults are filled; a null with no default
+    goes; a nullable one stays; defaults for absent fields come after."""
+    written = {"spec": {"limits": None, "color": None, "note": None, "port": 1}}
+    structural.default(written, NODE)
+    assert list(written["spec"].items()) == [
+        ("limits", {"cpu": "1"}),
+        ("note", None),
+        ("port", 1),
+        ("size", 1),
+    ]

@@ -430,37 +430,65 @@ def default(value: Any, node: Node) -> None:
 
 _CONTAINERS = (dict, list)
 
+#: Per node, what defaulting reads of it (``_defaulting``), kept with the node (a reused id is
+#: told apart). Bounded: a CRD's schema is compiled anew at every write of the CRD.
+_DEFAULTING: dict[int, tuple[Node, tuple[tuple[str, Node], ...], bool]] = {}
+_DEFAULTING_MAX = 16_384
+
+
+def _defaulting(node: Node) -> tuple[tuple[tuple[str, Node], ...], bool]:
+    """The properties of ``node`` with a default, and whether nothing below a value of it can
+    change (no properties, additionalProperties or items: an object's metadata, a free-form
+    map). Read once per node rather than at every object defaulted."""
+    found = _DEFAULTING.get(id(node))
+    if found is not None and found[0] is node:
+        return found[1], found[2]
+    defaulted = tuple((key, sub) for key, sub in node.properties.items() if sub.has_default)
+    inert = not node.properties and node.additional is None and node.items is None
+    if len(_DEFAULTING) >= _DEFAULTING_MAX:
+        _DEFAULTING.clear()
+    _DEFAULTING[id(node)] = (node, defaulted, inert)
+    return defaulted, inert
+
 
 def _defaulted(value: Any, node: Node, *, in_place: bool = False) -> Any:
     """``value`` with the defaults of ``node`` filled (:func:`default`): ``value`` itself when
     nothing changes or ``in_place``, else a copy of it holding the changed members."""
     if isinstance(value, dict):
         out = value
-        for key, sub in node.properties.items():
-            current = value.get(key, _MISSING)
-            if current is None and not sub.nullable:
-                if out is value and not in_place:
-                    out = dict(value)
-                if sub.has_default:
-                    out[key] = copy.deepcopy(sub.default)
-                else:
-                    del out[key]
-            elif current is _MISSING and sub.has_default:
-                if out is value and not in_place:
-                    out = dict(value)
-                out[key] = copy.deepcopy(sub.default)
-        # Walks ``out`` (the defaults just added too); a member replaced during the walk keeps its
-        # key, and once ``out`` becomes a copy the walk goes on over the unchanged original.
-        for key, item in out.items():
+        properties, additional = node.properties, node.additional
+        nulls: list[tuple[str, Node]] | None = None
+        # One walk over the members: the nulls a property may not hold, and the containers.
+        for key, item in value.items():
+            if item is None:
+                sub = properties.get(key)
+                if sub is not None and not sub.nullable:
+                    if nulls is None:
+                        nulls = []
+                    nulls.append((key, sub))
+                continue
             if not isinstance(item, _CONTAINERS):
                 continue  # a scalar: nothing below it to default
-            child = node.properties.get(key) or node.additional
-            if child is not None:
+            child = properties.get(key) or additional
+            if child is not None and not _defaulting(child)[1]:
                 changed = _defaulted(item, child)
                 if changed is not item:
                     if out is value and not in_place:
                         out = dict(value)
-                    out[key] = changed
+                    out[key] = changed  # an existing key: the walk over ``value`` goes on
+        if nulls is not None:
+            if out is value and not in_place:
+                out = dict(value)
+            for key, sub in nulls:
+                if sub.has_default:
+                    out[key] = _defaulted(copy.deepcopy(sub.default), sub)
+                else:
+                    del out[key]
+        for key, sub in _defaulting(node)[0]:
+            if key not in value:
+                if out is value and not in_place:
+                    out = dict(value)
+                out[key] = _defaulted(copy.deepcopy(sub.default), sub)
         return out
     if isinstance(value, list) and node.items is not None:
         out_list = value

@@ -304,12 +304,17 @@ class _Plan:
     Looking these up in the node at every field of every write was most of a field set's cost.
     A node is read as it is when first walked: schemas are replaced, never edited in place.
 
-    ``created_member``: whether an Update that creates an object of this node owns the object
-    itself too (``"."`` in FieldsV1). structured-merge-diff's comparison marks every map and
-    struct the live object lacks, and the live object of a create is the kind's zero value: a
-    custom resource's (``unstructured``) holds nothing, a built-in (Go) kind's holds its structs,
-    which this takes as every struct (Go's optional structs are pointers, absent from the zero
-    value: a struct such as a Deployment's ``rollingUpdate`` is one the server does not mark)."""
+    What an Update that creates a container owns of it beside its members (``"."`` in FieldsV1):
+    structured-merge-diff's comparison marks every map, struct and non-atomic list the live
+    object lacks, and the live object of a create is the kind's zero value. A custom resource's
+    (``unstructured``) holds nothing. A built-in (Go) kind's holds its structs and, as null, its
+    lists without ``omitempty`` (the required ones: a pod's ``containers``), but nothing inside
+    a list element or map entry, which is absent whole (``fresh`` in the walks). Which of its
+    structs are pointers (optional, absent from the zero value) the schemas do not say: this
+    takes them as present, so a struct such as a Deployment's ``rollingUpdate`` is one the
+    server does not mark. ``created_member``: an object of this node is marked outside such an
+    element (a map, or any object of a custom resource); ``required``: the fields the node's
+    objects must hold."""
 
     __slots__ = (
         "_children",
@@ -319,6 +324,7 @@ class _Plan:
         "created_member",
         "node",
         "properties",
+        "required",
         "unstructured",
     )
 
@@ -328,6 +334,8 @@ class _Plan:
         self.atomic_map = node.get("x-kubernetes-map-type") == "atomic"
         self.properties: Mapping[str, Any] = node.get("properties") or {}
         self.created_member = unstructured or not self.properties
+        required = node.get("required")
+        self.required = frozenset(required) if isinstance(required, list) and not unstructured else frozenset()
         self._children: dict[str, tuple[_Plan, bool, str]] = {}
         self._extra: _Plan | None = None
         self._merge: tuple[str, KeyFields, _Plan] | None = None
@@ -388,16 +396,21 @@ def _unstructured_plan(node: Mapping[str, Any]) -> _Plan:
 _UNTYPED = _Plan({})
 
 
-def _walk(value: Any, plan: _Plan, path: Path, out: dict[Path, Member], maps: set[Path]) -> None:
+def _walk(
+    value: Any, plan: _Plan, path: Path, out: dict[Path, Member], maps: set[Path], fresh: bool = False
+) -> None:
+    """The members of ``value`` at ``path`` into ``out``, and into ``maps`` the containers an
+    Update creating them would mark (``_Plan``); ``fresh``: inside a list element or map entry."""
     if isinstance(value, dict):
         if plan.atomic_map:
             if path:
                 out[path] = Member(value, True)
             return
-        if path and plan.created_member:
+        if path and (plan.created_member or fresh):
             maps.add(path)
+        below = fresh or not plan.properties  # a map's entries are absent from any zero value
         for key, child in value.items():
-            _walk_field(key, child, plan, path, out, maps)
+            _walk_field(key, child, plan, path, out, maps, below)
         return
     if isinstance(value, list):
         kind, fields, item_plan = plan.merge()
@@ -411,7 +424,7 @@ def _walk(value: Any, plan: _Plan, path: Path, out: dict[Path, Member], maps: se
             return
         for item in value:
             element = (*path, keyed_element(item, fields))
-            _walk(item, item_plan, element, out, maps)
+            _walk(item, item_plan, element, out, maps, True)
             out[element] = Member(item, False)
         return
     if path:
@@ -426,7 +439,13 @@ def field_node(key: str, properties: Mapping[str, Any], extra: Any) -> tuple[Map
 
 
 def _walk_field(
-    key: str, child: Any, plan: _Plan, path: Path, out: dict[Path, Member], maps: set[Path]
+    key: str,
+    child: Any,
+    plan: _Plan,
+    path: Path,
+    out: dict[Path, Member],
+    maps: set[Path],
+    fresh: bool = False,
 ) -> None:
     """The members of one field (of an object of ``plan``): the field's value and what lies below it."""
     child_plan, declared, element = plan.child(key)
@@ -434,9 +453,12 @@ def _walk_field(
     if not isinstance(child, (dict, list)):  # a scalar or null: a leaf (most fields; no call for it)
         out[child_path] = Member(child, True)
         return
-    _walk(child, child_plan, child_path, out, maps)
-    if isinstance(child, dict) and not child:
+    _walk(child, child_plan, child_path, out, maps, fresh)
+    if not child:  # an empty object or list: a leaf, as structured-merge-diff takes it
         out[child_path] = Member(child, True)
+    elif type(child) is list:
+        if (fresh or key not in plan.required) and child_path not in out:  # not atomic: marked
+            maps.add(child_path)
     elif not declared and child_path not in out:
         out[child_path] = Member(child, False)
 
@@ -472,34 +494,43 @@ def created_fields_v1(
     return root
 
 
-def _created_field(key: str, child: Any, plan: _Plan, owned: bool = True) -> Obj | None:
-    """The FieldsV1 node of field ``key`` holding ``child``, a dict or a list (a scalar field is
-    ``{}``, its callers' to write without a call); None: nothing of it is a member. ``owned``
-    False: the field itself is the server's, only what lies below it counts."""
+def _created_field(
+    key: str, child: Any, plan: _Plan, owned: bool = True, fresh: bool = False
+) -> Obj | None:
+    """The FieldsV1 node of field ``key``, holding ``child``, a dict or a list (a scalar field is
+    ``{}``, its callers' to write without a call), of an object of ``plan``; None: nothing of it
+    is a member. ``owned`` False: the field itself is the server's, only what lies below it
+    counts; ``fresh``: inside a list element or map entry (``_Plan``)."""
     child_plan, declared, _ = plan.child(key)
-    children, member = _created_value(child, child_plan)
-    member = owned and (member or not declared or (isinstance(child, dict) and not child))
+    children, member = _created_value(child, child_plan, fresh)
+    if not child:
+        member = True  # an empty object or list: a leaf
+    elif type(child) is list:
+        member = member or (bool(children) and (fresh or key not in plan.required))
+    member = owned and (member or not declared)
     if member:
         return {".": {}, **children} if children else {}
     return children or None
 
 
-def _created_value(value: Any, plan: _Plan) -> tuple[Obj, bool]:
+def _created_value(value: Any, plan: _Plan, fresh: bool = False) -> tuple[Obj, bool]:
     """The FieldsV1 children of a value at a path, and whether the value is a member itself
-    (``_walk``'s answer, with a map counted as the member a create makes it)."""
+    (``_walk``'s answer, with an object counted as the member a create makes it: a list's
+    marking is its field's to decide, ``_created_field``)."""
     if isinstance(value, dict):
         if plan.atomic_map:
             return {}, True
         children: Obj = {}
+        below = fresh or not plan.properties
         for key in sorted(value) if len(value) <= 512 else sorted_in_steps(value):
             item = value[key]
             if isinstance(item, (dict, list)):
-                node = _created_field(key, item, plan)
+                node = _created_field(key, item, plan, fresh=below)
                 if node is not None:
                     children[f"f:{key}"] = node
             else:  # a scalar field is a member: ``_created_field``'s answer without its call
                 children[f"f:{key}"] = {}
-        return children, plan.created_member
+        return children, plan.created_member or fresh
     if isinstance(value, list):
         kind, fields, item_plan = plan.merge()
         if kind == "atomic":
@@ -512,8 +543,8 @@ def _created_value(value: Any, plan: _Plan) -> tuple[Obj, bool]:
             element = keyed_element(item, fields)
             if element in elements:  # a field set holds what lies below both
                 raise RepeatedElement(element)
-            below, _ = _created_value(item, item_plan)
-            elements[element] = {".": {}, **below} if below else {}
+            inside, _ = _created_value(item, item_plan, True)
+            elements[element] = {".": {}, **inside} if inside else {}
         if len(elements) > 1:
             ordered = sorted_in_steps((_element_order(element), element) for element in elements)
             elements = {element: elements[element] for _, element in ordered}
@@ -560,6 +591,7 @@ def _diff_field(
     path: Path,
     changed: set[Path],
     removed: set[Path],
+    fresh: bool = False,
 ) -> None:
     if before is after or (before is not _ABSENT and after is not _ABSENT and before == after):
         return
@@ -569,6 +601,7 @@ def _diff_field(
             # Both non-empty objects: the field is a member on both sides (or on neither) and a
             # map on both sides (or on neither); only what differs below it can change.
             child_path = (*path, element)
+            below = fresh or not child_plan.properties  # a map's entries: ``_walk``'s ``fresh``
             for child_key in {**before, **after}:
                 _diff_field(
                     child_key,
@@ -578,6 +611,7 @@ def _diff_field(
                     child_path,
                     changed,
                     removed,
+                    below,
                 )
             return
     old_set: dict[Path, Member] = {}
@@ -585,9 +619,9 @@ def _diff_field(
     old_maps: set[Path] = set()
     new_maps: set[Path] = set()
     if before is not _ABSENT:
-        _walk_field(key, before, plan, path, old_set, old_maps)
+        _walk_field(key, before, plan, path, old_set, old_maps, fresh)
     if after is not _ABSENT:
-        _walk_field(key, after, plan, path, new_set, new_maps)
+        _walk_field(key, after, plan, path, new_set, new_maps, fresh)
     if (path[0] == "f:metadata") if path else key in _STRIPPED_TOP:
         for stripped in STRIPPED:
             old_set.pop(stripped, None)

@@ -406,6 +406,19 @@ def test_kubectl_apply_records_the_fields_a_cluster_records(
             }
         }
     }
+    # The container's empty resources fill up: they stay their creator's (no side lacked them).
+    limits = {"name": "mongodb", "resources": {"limits": {"cpu": "1"}}}
+    sized = {"spec": {"template": {"spec": {"containers": [limits]}}}}
+    patched = api.patch(f"{path}?fieldManager=sizer", sized, "application/strategic-merge-patch+json")
+    assert patched.status_code == 200, patched.text
+    owners = entries(patched.json())
+
+    def container(manager: str) -> Any:
+        fields = owners[(manager, "Update")]["fieldsV1"]
+        return fields["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"mongodb"}']
+
+    assert container("kubectl-client-side-apply")["f:resources"] == {}
+    assert container("sizer") == {"f:resources": {"f:limits": {".": {}, "f:cpu": {}}}}
 
 
 _elements = st.sampled_from(["f:a", "f:b", "f:spec", 'k:{"name":"c"}', 'v:"x"', "i:0", "f:data"])
@@ -614,6 +627,11 @@ def _whole_set_changes(
     )
     changed |= {p for p in new_maps & in_scope if p not in old_maps and p not in before}
     removed |= {p for p in old_maps & in_scope if p not in new_maps and p not in after}
+    # An empty object or list that is a container on the other side is neither: only a side
+    # that lacks the container adds or removes it.
+    empty, holds = fieldsets.empty_container, fieldsets.container_at
+    changed -= {p for p in changed if p not in before and empty(after.get(p)) and holds(old, schema, p)}
+    removed -= {p for p in removed if p not in after and empty(before.get(p)) and holds(new, schema, p)}
     return changed, removed
 
 
@@ -710,7 +728,24 @@ def _update_pairs(draw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     if draw(st.booleans()):  # a small edit of the old object, as most updates are
         new = copy.deepcopy(old)
         new.setdefault("spec", {})["replicas"] = draw(st.integers(0, 3))
+    holders = list(_containers_in(new))
+    if holders and draw(st.booleans()):  # an object or list filled or emptied, nothing else
+        holder, key = draw(st.sampled_from(holders))
+        value = holder[key]
+        if isinstance(value, dict):
+            holder[key] = {} if value else {"app": "web"}
+        else:
+            holder[key] = [] if value else [{"name": "A"}]
     return old, new
+
+
+def _containers_in(value: Any) -> Any:
+    """(holder, key) of every dict and list below ``value``."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(item, (dict, list)):
+            yield value, key
+            yield from _containers_in(item)
 
 
 @given(_update_pairs(), st.sampled_from(["", "status"]), st.booleans())

@@ -334,8 +334,8 @@ class _Plan:
         self.atomic_map = node.get("x-kubernetes-map-type") == "atomic"
         self.properties: Mapping[str, Any] = node.get("properties") or {}
         self.created_member = unstructured or not self.properties
-        required = node.get("required")
-        self.required = frozenset(required) if isinstance(required, list) and not unstructured else frozenset()
+        required = node.get("required") if not unstructured else None
+        self.required = frozenset(required) if isinstance(required, list) else frozenset()
         self._children: dict[str, tuple[_Plan, bool, str]] = {}
         self._extra: _Plan | None = None
         self._merge: tuple[str, KeyFields, _Plan] | None = None
@@ -562,6 +562,63 @@ def changed_paths(old: dict[Path, Member], new: dict[Path, Member]) -> tuple[set
 _ABSENT: Any = object()
 
 
+def empty_container(member: Member | None) -> bool:
+    """Whether a field set's member is an empty object or list (a leaf)."""
+    return member is not None and member.leaf and type(member.value) in (dict, list) and not member.value
+
+
+def _keep_containers(
+    key: str,
+    before: Any,
+    after: Any,
+    plan: _Plan,
+    depth: int,
+    old_set: dict[Path, Member],
+    new_set: dict[Path, Member],
+    added: set[Path],
+    gone: set[Path],
+) -> None:
+    """Take out of ``added`` and ``gone`` the empty objects and lists (members as leaves) that
+    are containers on the other side too: structured-merge-diff adds or removes a container only
+    where one side lacks it, so one that fills up keeps its owner, and one emptied is not its
+    emptier's. ``before`` and ``after`` are field ``key``'s values (of an object of ``plan``),
+    whose paths have ``depth`` elements."""
+    child_plan = plan.child(key)[0]
+    if after is not _ABSENT:
+        for path in [p for p in gone if p not in new_set and empty_container(old_set.get(p))]:
+            if _container_at(after, child_plan, path[depth:]):
+                gone.discard(path)
+    if before is not _ABSENT:
+        for path in [p for p in added if p not in old_set and empty_container(new_set.get(p))]:
+            if _container_at(before, child_plan, path[depth:]):
+                added.discard(path)
+
+
+def _container_at(value: Any, plan: _Plan, elements: Path) -> bool:
+    """Whether ``value`` (of ``plan``) holds a dict or list at ``elements`` (``f:`` fields and
+    ``k:`` list-map elements; other elements hold none)."""
+    for element in elements:
+        if element.startswith("f:") and type(value) is dict:
+            name = element[2:]
+            if name not in value:
+                return False
+            value, plan = value[name], plan.child(name)[0]
+        elif element.startswith("k:") and type(value) is list:
+            kind, fields, item_plan = plan.merge()
+            if kind != "map":
+                return False
+            value = next((item for item in value if keyed_element(item, fields) == element), None)
+            plan = item_plan
+        else:
+            return False
+    return type(value) in (dict, list)
+
+
+def container_at(obj: Obj, schema: Mapping[str, Any] | None, path: Path) -> bool:
+    """Whether ``obj`` holds a dict or list at ``path`` (``_container_at`` from the root)."""
+    return _container_at(obj, _plan(resolve(schema)), path)
+
+
 def update_changes(
     old: Obj,
     new: Obj,
@@ -627,6 +684,8 @@ def _diff_field(
             old_set.pop(stripped, None)
             new_set.pop(stripped, None)
     added, gone = changed_paths(old_set, new_set)
+    if added or gone:
+        _keep_containers(key, before, after, plan, len(path) + 1, old_set, new_set, added, gone)
     changed |= added
     removed |= gone
     changed.update(p for p in new_maps if p not in old_maps and p not in old_set)

@@ -1419,3 +1419,42 @@ def test_parsed_managed_fields_are_kept_for_the_next_write_unless_very_large() -
     stored = fieldmanager.encode_entries(large)
     (parsed,) = fieldmanager.live_entries(stored)
     assert parsed is not large[0] and parsed.paths == large[0].paths
+
+
+def test_filling_every_elements_empty_object_looks_each_element_up_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An update that fills an empty object in each of a list's many elements: telling each
+    one's container apart takes the list's elements by key once, not a search of the list per
+    element (a list of 4,000 took 3 s on the serving loop that way)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "items": map_list(
+                        {
+                            "name": {"type": "string"},
+                            "extra": {"type": "object", "additionalProperties": {"type": "string"}},
+                        }
+                    )
+                },
+            }
+        },
+    }
+    count = 300
+    old = {"spec": {"items": [{"name": f"i{i}", "extra": {}} for i in range(count)]}}
+    new = {"spec": {"items": [{"name": f"i{i}", "extra": {"a": "b"}} for i in range(count)]}}
+    keyed: list[str] = []
+    keying = fieldsets.keyed_element
+
+    def counted(item: Any, fields: Any) -> str:
+        keyed.append(item["name"])
+        return keying(item, fields)
+
+    monkeypatch.setattr(fieldsets, "keyed_element", counted)
+    changed, removed = fieldsets.update_changes(old, new, schema, lambda key: True, unstructured=True)
+    assert len(keyed) <= 3 * count  # each side's walk, and the index of the filled side once
+    assert removed == set()  # the emptied-and-filled objects keep their owners
+    assert ("f:spec", "f:items", 'k:{"name":"i7"}', "f:extra", "f:a") in changed

@@ -585,18 +585,24 @@ def _keep_containers(
     whose paths have ``depth`` elements."""
     child_plan = plan.child(key)[0]
     if after is not _ABSENT:
+        elements: dict[int, dict[str, Any]] = {}
         for path in [p for p in gone if p not in new_set and empty_container(old_set.get(p))]:
-            if _container_at(after, child_plan, path[depth:]):
+            if _container_at(after, child_plan, path[depth:], elements):
                 gone.discard(path)
     if before is not _ABSENT:
+        elements = {}
         for path in [p for p in added if p not in old_set and empty_container(new_set.get(p))]:
-            if _container_at(before, child_plan, path[depth:]):
+            if _container_at(before, child_plan, path[depth:], elements):
                 added.discard(path)
 
 
-def _container_at(value: Any, plan: _Plan, elements: Path) -> bool:
+def _container_at(
+    value: Any, plan: _Plan, elements: Path, indexes: dict[int, dict[str, Any]] | None = None
+) -> bool:
     """Whether ``value`` (of ``plan``) holds a dict or list at ``elements`` (``f:`` fields and
-    ``k:`` list-map elements; other elements hold none)."""
+    ``k:`` list-map elements; other elements hold none). ``indexes`` keeps each list-map's
+    elements by key, made at its first lookup, for the lookups in the same value that follow
+    (a list of thousands, every element's empty object filled: one pass, not one a lookup)."""
     for element in elements:
         if element.startswith("f:") and type(value) is dict:
             name = element[2:]
@@ -607,8 +613,14 @@ def _container_at(value: Any, plan: _Plan, elements: Path) -> bool:
             kind, fields, item_plan = plan.merge()
             if kind != "map":
                 return False
-            value = next((item for item in value if keyed_element(item, fields) == element), None)
-            plan = item_plan
+            index = indexes.get(id(value)) if indexes is not None else None
+            if index is None:
+                index = {}
+                for item in value:
+                    index.setdefault(keyed_element(item, fields), item)  # the first, as a walk keys it
+                if indexes is not None:
+                    indexes[id(value)] = index
+            value, plan = index.get(element), item_plan
         else:
             return False
     return type(value) in (dict, list)

@@ -627,11 +627,15 @@ def _whole_set_changes(
     )
     changed |= {p for p in new_maps & in_scope if p not in old_maps and p not in before}
     removed |= {p for p in old_maps & in_scope if p not in new_maps and p not in after}
-    # An empty object or list that is a container on the other side is neither: only a side
-    # that lacks the container adds or removes it.
-    empty, holds = fieldsets.empty_container, fieldsets.container_at
-    changed -= {p for p in changed if p not in before and empty(after.get(p)) and holds(old, schema, p)}
-    removed -= {p for p in removed if p not in after and empty(before.get(p)) and holds(new, schema, p)}
+    # An empty object or list, or a null, where the other side holds a container is neither
+    # added nor removed: only a side that lacks the container adds or removes it.
+    empty, holds = fieldsets.empty_value, fieldsets.container_at
+    changed -= {
+        p
+        for p in changed
+        if empty(after.get(p)) and (not before[p].leaf if p in before else holds(old, schema, p))
+    }
+    removed -= {p for p in removed if empty(before.get(p)) and holds(new, schema, p)}
     return changed, removed
 
 
@@ -729,10 +733,12 @@ def _update_pairs(draw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         new = copy.deepcopy(old)
         new.setdefault("spec", {})["replicas"] = draw(st.integers(0, 3))
     holders = list(_containers_in(new))
-    if holders and draw(st.booleans()):  # an object or list filled or emptied, nothing else
+    if holders and draw(st.booleans()):  # an object or list filled, emptied or nulled, nothing else
         holder, key = draw(st.sampled_from(holders))
         value = holder[key]
-        if isinstance(value, dict):
+        if draw(st.booleans()):
+            holder[key] = None
+        elif isinstance(value, dict):
             holder[key] = {} if value else {"app": "web"}
         else:
             holder[key] = [] if value else [{"name": "A"}]
@@ -1458,3 +1464,52 @@ def test_filling_every_elements_empty_object_looks_each_element_up_once(
     assert len(keyed) <= 3 * count  # each side's walk, and the index of the filled side once
     assert removed == set()  # the emptied-and-filled objects keep their owners
     assert ("f:spec", "f:items", 'k:{"name":"i7"}', "f:extra", "f:a") in changed
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "changed", "removed"),
+    [
+        # A map entry (a member either way) emptied, then a preserved field's object emptied:
+        # only what was below them goes.
+        ({"byName": {"b": {"a": "x"}}}, {"byName": {"b": {}}}, set(), {("byName", "b", "a")}),
+        ({"free": {"k": {"z": 1}}}, {"free": {"k": {}}}, set(), {("free", "k", "z")}),
+        # A null counts as there: filled, it keeps its owner; nulled, it is not its nuller's.
+        ({"opt": None}, {"opt": {"a": "x"}}, {("opt", "a")}, set()),
+        ({"opt": {"a": "x"}}, {"opt": None}, set(), {("opt", "a")}),
+        # But a null and an empty object are two values of a leaf.
+        ({"opt": None}, {"opt": {}}, {("opt",)}, set()),
+    ],
+)
+def test_a_container_on_both_sides_is_neither_added_nor_removed(
+    before: dict[str, Any],
+    after: dict[str, Any],
+    changed: set[tuple[str, ...]],
+    removed: set[tuple[str, ...]],
+) -> None:
+    """structured-merge-diff adds or removes a map, struct or list only where a side lacks it
+    (a null is there): an object emptied or nulled, or a null filled, changes only what lies
+    below it, whether it is a struct's field, a map entry or an undeclared field."""
+    string = {"type": "string"}
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "byName": {
+                        "type": "object",
+                        "additionalProperties": {"type": "object", "properties": {"a": string}},
+                    },
+                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                    "opt": {"type": "object", "nullable": True, "properties": {"a": string}},
+                },
+            }
+        },
+    }
+
+    def paths(found: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
+        return {("f:spec", *(f"f:{name}" for name in path)) for path in found}
+
+    everything = lambda key: True  # noqa: E731
+    got = fieldsets.update_changes({"spec": before}, {"spec": after}, schema, everything, unstructured=True)
+    assert got == (paths(changed), paths(removed))

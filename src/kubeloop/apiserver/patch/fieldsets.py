@@ -562,9 +562,13 @@ def changed_paths(old: dict[Path, Member], new: dict[Path, Member]) -> tuple[set
 _ABSENT: Any = object()
 
 
-def empty_container(member: Member | None) -> bool:
-    """Whether a field set's member is an empty object or list (a leaf)."""
-    return member is not None and member.leaf and type(member.value) in (dict, list) and not member.value
+def empty_value(member: Member | None) -> bool:
+    """Whether a field set's member is an empty object or list, or null: a leaf where the other
+    side of a comparison may hold a container (structured-merge-diff counts a null as there)."""
+    if member is None or not member.leaf:
+        return False
+    value = member.value
+    return value is None or (type(value) in (dict, list) and not value)
 
 
 def _keep_containers(
@@ -578,21 +582,25 @@ def _keep_containers(
     added: set[Path],
     gone: set[Path],
 ) -> None:
-    """Take out of ``added`` and ``gone`` the empty objects and lists (members as leaves) that
-    are containers on the other side too: structured-merge-diff adds or removes a container only
-    where one side lacks it, so one that fills up keeps its owner, and one emptied is not its
-    emptier's. ``before`` and ``after`` are field ``key``'s values (of an object of ``plan``),
-    whose paths have ``depth`` elements."""
+    """Take out of ``added`` and ``gone`` the empty objects and lists and the nulls (``empty_value``)
+    that are containers on the other side: structured-merge-diff adds or removes a container
+    only where one side lacks it, so one that fills up keeps its owner, and one emptied (or
+    nulled) is not its emptier's, whether a struct's field (no member when it holds something),
+    a map entry or an undeclared field (a member either way). ``before`` and ``after`` are field
+    ``key``'s values (of an object of ``plan``), whose paths have ``depth`` elements."""
     child_plan = plan.child(key)[0]
     if after is not _ABSENT:
         elements: dict[int, dict[str, Any]] = {}
-        for path in [p for p in gone if p not in new_set and empty_container(old_set.get(p))]:
+        for path in [p for p in gone if empty_value(old_set.get(p))]:
             if _container_at(after, child_plan, path[depth:], elements):
                 gone.discard(path)
     if before is not _ABSENT:
         elements = {}
-        for path in [p for p in added if p not in old_set and empty_container(new_set.get(p))]:
-            if _container_at(before, child_plan, path[depth:], elements):
+        for path in [p for p in added if empty_value(new_set.get(p))]:
+            old = old_set.get(path)
+            if (old is not None and not old.leaf) or (
+                old is None and _container_at(before, child_plan, path[depth:], elements)
+            ):
                 added.discard(path)
 
 

@@ -1427,28 +1427,27 @@ def test_parsed_managed_fields_are_kept_for_the_next_write_unless_very_large() -
     assert parsed is not large[0] and parsed.paths == large[0].paths
 
 
+def _spec_schema(properties: dict[str, Any]) -> dict[str, Any]:
+    """A custom resource's schema whose spec has ``properties``."""
+    return {"type": "object", "properties": {"spec": {"type": "object", "properties": properties}}}
+
+
 def test_filling_every_elements_empty_object_looks_each_element_up_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """An update that fills an empty object in each of a list's many elements: telling each
     one's container apart takes the list's elements by key once, not a search of the list per
     element (a list of 4,000 took 3 s on the serving loop that way)."""
-    schema = {
-        "type": "object",
-        "properties": {
-            "spec": {
-                "type": "object",
-                "properties": {
-                    "items": map_list(
-                        {
-                            "name": {"type": "string"},
-                            "extra": {"type": "object", "additionalProperties": {"type": "string"}},
-                        }
-                    )
-                },
-            }
-        },
-    }
+    schema = _spec_schema(
+        {
+            "items": map_list(
+                {
+                    "name": {"type": "string"},
+                    "extra": {"type": "object", "additionalProperties": {"type": "string"}},
+                }
+            )
+        }
+    )
     count = 300
     old = {"spec": {"items": [{"name": f"i{i}", "extra": {}} for i in range(count)]}}
     new = {"spec": {"items": [{"name": f"i{i}", "extra": {"a": "b"}} for i in range(count)]}}
@@ -1490,22 +1489,14 @@ def test_a_container_on_both_sides_is_neither_added_nor_removed(
     (a null is there): an object emptied or nulled, or a null filled, changes only what lies
     below it, whether it is a struct's field, a map entry or an undeclared field."""
     string = {"type": "string"}
-    schema = {
-        "type": "object",
-        "properties": {
-            "spec": {
-                "type": "object",
-                "properties": {
-                    "byName": {
-                        "type": "object",
-                        "additionalProperties": {"type": "object", "properties": {"a": string}},
-                    },
-                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                    "opt": {"type": "object", "nullable": True, "properties": {"a": string}},
-                },
-            }
-        },
-    }
+    entry = {"type": "object", "properties": {"a": string}}
+    schema = _spec_schema(
+        {
+            "byName": {"type": "object", "additionalProperties": entry},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "opt": {"type": "object", "nullable": True, "properties": {"a": string}},
+        }
+    )
 
     def paths(found: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
         return {("f:spec", *(f"f:{name}" for name in path)) for path in found}

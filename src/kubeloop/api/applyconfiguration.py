@@ -209,7 +209,6 @@ def _configured(annotation: Any) -> Any:
     return origin[converted if len(converted) > 1 else converted[0]]
 
 
-
 __all__ = [
     "ApplyConfiguration",
     "ObjectApplyConfiguration",

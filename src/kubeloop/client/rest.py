@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal, Unpack, cast, overload
+from typing import Any, Literal, Unpack, cast, overload
 
 import orjson
 
@@ -42,11 +42,6 @@ from kubeloop.client.restmapper import ResourceMapping
 from kubeloop.client.watch import Watch, WatchOptions
 from kubeloop.gcpause import gc_paused
 
-if TYPE_CHECKING:
-    pass
-
-
-
 #: Accept headers asking for metadata only (``PartialObjectMetadata``), JSON as the fallback.
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
@@ -60,16 +55,8 @@ class PatchType(StrEnum):
     APPLY = "application/apply-patch+yaml"
 
 
-
-
 class APIClient(RESTClient):
     """An async client for one API server. Use ``async with APIClient(config) as client``."""
-
-
-    # ------------------------------------------------------------------ lifecycle
-
-
-
 
     # ------------------------------------------------------------------ addressing
 
@@ -534,22 +521,6 @@ class APIClient(RESTClient):
         )
         return Watch(self, kind, options)
 
-    # ------------------------------------------------------------------ transport
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 def _typed(kind: KindRef, answer: Obj) -> Obj | KubeObject:
     """The answer as the caller's model class when it gave one (a class or an instance)."""
@@ -613,6 +584,3 @@ def _selector_params(
     if field_selector is not None and str(field_selector):
         params["fieldSelector"] = str(field_selector)
     return params
-
-
-

@@ -107,7 +107,6 @@ LOCAL_ADDRESS_PREFIX = PREFIX
 PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 
 
-
 class ProcessRuntime:
     """Runs local pods' containers as processes under ``root``; ``changed`` gets the
     pod (a stub: its name and namespace) whose process ended, so that its status is written

@@ -334,7 +334,6 @@ async def test_writes_refused_by_the_store_never_reach_the_follower() -> None:
         assert [(e.revision, e.obj["data"]["v"]) for e in seen] == [(1, "1"), (2, "2")]
 
 
-
 async def test_the_storages_health_reaches_followers(tmp_path: pathlib.Path) -> None:
     """A full disk: a follower's cache reports the storage's error (what its ``readyz`` says), a
     follower attached meanwhile learns it from its snapshot, and both hear of the recovery."""

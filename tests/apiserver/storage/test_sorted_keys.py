@@ -126,7 +126,6 @@ def test_a_load_below_one_is_refused() -> None:
         SortedKeys(load=0)
 
 
-
 def test_a_read_between_any_two_steps_of_a_change_sees_every_key_that_stays() -> None:
     """What a large write's admission relies on, reading the cache from the worker loop's thread
     while the serving loop adds and removes keys: wherever the interpreter switches threads, a

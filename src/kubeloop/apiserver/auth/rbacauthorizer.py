@@ -188,7 +188,6 @@ class RBACAuthorizer:
         return rules or []
 
 
-
 def _rules(role: Mapping[str, Any]) -> Iterable[Obj]:
     return [rule for rule in role.get("rules") or () if isinstance(rule, dict)]
 

@@ -43,7 +43,6 @@ TYPE_SINT64 = 18
 LABEL_REPEATED = 3
 
 
-
 @dataclass(frozen=True)
 class FieldInfo:
     """One field of a message, under its JSON name.

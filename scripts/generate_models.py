@@ -100,6 +100,20 @@ def snake(name: str) -> str:
     return text
 
 
+#: A kind's members that come first, as in every manifest (the others follow in name order).
+KIND_MEMBERS = ("apiVersion", "kind", "metadata")
+
+
+def member_order(properties: Mapping[str, Any], *, first_the_kinds: bool) -> list[str]:
+    """The order of a class's fields, which is the order a model writes its members in: a kind
+    starts with apiVersion, kind and metadata, as a manifest does (in name order a ConfigMap went
+    out as apiVersion, data, kind, metadata); the rest in name order, as upstream's schemas list them."""
+    names = sorted(properties)
+    if not first_the_kinds:
+        return names
+    return [*KIND_MEMBERS, *(name for name in names if name not in KIND_MEMBERS)]
+
+
 def ref_name(node: Mapping[str, Any]) -> str | None:
     ref = node.get("$ref")
     if not isinstance(ref, str):
@@ -189,7 +203,7 @@ class Generator:
             if base == "KubeObject":
                 lines.append(f"    __gvk__ = GroupVersionKind({group!r}, {version!r}, {cls!r})")
             seen: set[str] = set()
-            for json_name in sorted(properties):
+            for json_name in member_order(properties, first_the_kinds=base == "KubeObject"):
                 node = properties[json_name]
                 attr = snake(json_name)
                 if attr in seen:
@@ -295,7 +309,7 @@ class Generator:
                     f"    configuration: type[{cls}] = _lazy.getattr({cls!r})\n"
                     f"    return ac.extract(configuration, obj, field_manager, subresource)"
                 )
-            for json_name in sorted(properties):
+            for json_name in member_order(properties, first_the_kinds=kind):
                 attr = snake(json_name)
                 annotation = self.type_of(properties[json_name], module, imports, local)
                 if kind and json_name in ("apiVersion", "kind"):

@@ -43,6 +43,30 @@ def test_generated_models_are_up_to_date(tmp_path: pathlib.Path) -> None:
         assert {path.name for path in (ROOT / "src/kubeloop/api" / package).glob("*.py")} == generated
 
 
+def test_a_kinds_json_starts_with_api_version_kind_and_metadata() -> None:
+    """As every manifest does, and not in name order (a ConfigMap went out as apiVersion, data,
+    kind, metadata): the first three fields of every generated kind and apply configuration."""
+    from kubeloop.api import applyconfigurations, models
+    from kubeloop.api.applyconfiguration import ObjectApplyConfiguration
+    from kubeloop.api.model import KubeObject
+
+    first = ["api_version", "kind", "metadata"]
+    kinds = 0
+    for package in (models, applyconfigurations):
+        for path in pathlib.Path(package.__path__[0]).glob("*_v*.py"):
+            module = importlib.import_module(f"{package.__name__}.{path.stem}")
+            for name in module.__all__:
+                cls = getattr(module, name)
+                if isinstance(cls, type) and issubclass(cls, (KubeObject, ObjectApplyConfiguration)):
+                    assert list(cls.model_fields)[:3] == first, (module.__name__, name)
+                    kinds += 1
+    assert kinds > 100
+    config_map = core_v1.ConfigMap(metadata=meta_v1.ObjectMeta(name="c"), data={"k": "v"})
+    assert list(config_map.to_dict()) == ["apiVersion", "kind", "metadata", "data"]
+    event = applyconfigurations.events_v1.Event(metadata={"name": "e"}, note="n")
+    assert list(event.to_dict()) == ["apiVersion", "kind", "metadata", "note"]
+
+
 def test_import_kubeloop_loads_no_models_or_pydantic() -> None:
     code = "import sys, kubeloop, kubeloop.client; print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'kubeloop.api.models', 'kubeloop.api.apply'))))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -109,9 +109,9 @@ if _lazy.wanted("ControllerRevision"):
         __gvk__ = GroupVersionKind("apps", "v1", "ControllerRevision")
         __model__ = models.ControllerRevision
         api_version: str | None = Field(default=None, alias="apiVersion")
-        data: Any | None = None
         kind: str | None = None
         metadata: meta_v1.ObjectMeta | None = None
+        data: Any | None = None
         revision: int | None = None
 
 

@@ -925,9 +925,9 @@ if _lazy.wanted("ComponentStatus"):
         __gvk__ = GroupVersionKind("", "v1", "ComponentStatus")
         __model__ = models.ComponentStatus
         api_version: str | None = Field(default=None, alias="apiVersion")
-        conditions: list[ComponentCondition] | None = None
         kind: str | None = None
         metadata: meta_v1.ObjectMeta | None = None
+        conditions: list[ComponentCondition] | None = None
 
 
 if _lazy.wanted("ConfigMap"):
@@ -938,11 +938,11 @@ if _lazy.wanted("ConfigMap"):
         __gvk__ = GroupVersionKind("", "v1", "ConfigMap")
         __model__ = models.ConfigMap
         api_version: str | None = Field(default=None, alias="apiVersion")
+        kind: str | None = None
+        metadata: meta_v1.ObjectMeta | None = None
         binary_data: dict[str, str] | None = Field(default=None, alias="binaryData")
         data: dict[str, str] | None = None
         immutable: bool | None = None
-        kind: str | None = None
-        metadata: meta_v1.ObjectMeta | None = None
 
 
 if _lazy.wanted("ConfigMapEnvSource"):
@@ -1340,16 +1340,16 @@ if _lazy.wanted("Event"):
 
         __gvk__ = GroupVersionKind("", "v1", "Event")
         __model__ = models.Event
-        action: str | None = None
         api_version: str | None = Field(default=None, alias="apiVersion")
+        kind: str | None = None
+        metadata: meta_v1.ObjectMeta | None = None
+        action: str | None = None
         count: int | None = None
         event_time: MicroTime | None = Field(default=None, alias="eventTime")
         first_timestamp: Time | None = Field(default=None, alias="firstTimestamp")
         involved_object: ObjectReference | None = Field(default=None, alias="involvedObject")
-        kind: str | None = None
         last_timestamp: Time | None = Field(default=None, alias="lastTimestamp")
         message: str | None = None
-        metadata: meta_v1.ObjectMeta | None = None
         reason: str | None = None
         related: ObjectReference | None = None
         reporting_component: str | None = Field(default=None, alias="reportingComponent")
@@ -2833,10 +2833,10 @@ if _lazy.wanted("Secret"):
         __gvk__ = GroupVersionKind("", "v1", "Secret")
         __model__ = models.Secret
         api_version: str | None = Field(default=None, alias="apiVersion")
-        data: dict[str, str] | None = None
-        immutable: bool | None = None
         kind: str | None = None
         metadata: meta_v1.ObjectMeta | None = None
+        data: dict[str, str] | None = None
+        immutable: bool | None = None
         string_data: dict[str, str] | None = Field(default=None, alias="stringData")
         type: str | None = None
 
@@ -2932,12 +2932,12 @@ if _lazy.wanted("ServiceAccount"):
         __gvk__ = GroupVersionKind("", "v1", "ServiceAccount")
         __model__ = models.ServiceAccount
         api_version: str | None = Field(default=None, alias="apiVersion")
+        kind: str | None = None
+        metadata: meta_v1.ObjectMeta | None = None
         automount_service_account_token: bool | None = Field(
             default=None, alias="automountServiceAccountToken"
         )
         image_pull_secrets: list[LocalObjectReference] | None = Field(default=None, alias="imagePullSecrets")
-        kind: str | None = None
-        metadata: meta_v1.ObjectMeta | None = None
         secrets: list[ObjectReference] | None = None
 
 

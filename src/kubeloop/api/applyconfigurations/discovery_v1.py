@@ -105,11 +105,11 @@ if _lazy.wanted("EndpointSlice"):
 
         __gvk__ = GroupVersionKind("discovery.k8s.io", "v1", "EndpointSlice")
         __model__ = models.EndpointSlice
-        address_type: str | None = Field(default=None, alias="addressType")
         api_version: str | None = Field(default=None, alias="apiVersion")
-        endpoints: list[Endpoint] | None = None
         kind: str | None = None
         metadata: meta_v1.ObjectMeta | None = None
+        address_type: str | None = Field(default=None, alias="addressType")
+        endpoints: list[Endpoint] | None = None
         ports: list[EndpointPort] | None = None
 
 

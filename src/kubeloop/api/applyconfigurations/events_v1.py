@@ -42,15 +42,15 @@ if _lazy.wanted("Event"):
 
         __gvk__ = GroupVersionKind("events.k8s.io", "v1", "Event")
         __model__ = models.Event
-        action: str | None = None
         api_version: str | None = Field(default=None, alias="apiVersion")
+        kind: str | None = None
+        metadata: meta_v1.ObjectMeta | None = None
+        action: str | None = None
         deprecated_count: int | None = Field(default=None, alias="deprecatedCount")
         deprecated_first_timestamp: Time | None = Field(default=None, alias="deprecatedFirstTimestamp")
         deprecated_last_timestamp: Time | None = Field(default=None, alias="deprecatedLastTimestamp")
         deprecated_source: core_v1.EventSource | None = Field(default=None, alias="deprecatedSource")
         event_time: MicroTime | None = Field(default=None, alias="eventTime")
-        kind: str | None = None
-        metadata: meta_v1.ObjectMeta | None = None
         note: str | None = None
         reason: str | None = None
         regarding: core_v1.ObjectReference | None = None

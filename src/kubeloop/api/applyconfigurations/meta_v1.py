@@ -325,11 +325,11 @@ if _lazy.wanted("Status"):
         __gvk__ = GroupVersionKind("meta.k8s.io", "v1", "Status")
         __model__ = models.Status
         api_version: str | None = Field(default=None, alias="apiVersion")
+        kind: str | None = None
+        metadata: ListMeta | None = None
         code: int | None = None
         details: StatusDetails | None = None
-        kind: str | None = None
         message: str | None = None
-        metadata: ListMeta | None = None
         reason: str | None = None
         status: str | None = None
 

@@ -56,9 +56,9 @@ if _lazy.wanted("RuntimeClass"):
         __gvk__ = GroupVersionKind("node.k8s.io", "v1", "RuntimeClass")
         __model__ = models.RuntimeClass
         api_version: str | None = Field(default=None, alias="apiVersion")
-        handler: str | None = None
         kind: str | None = None
         metadata: meta_v1.ObjectMeta | None = None
+        handler: str | None = None
         overhead: Overhead | None = None
         scheduling: Scheduling | None = None
 

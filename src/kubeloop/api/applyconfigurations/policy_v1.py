@@ -51,9 +51,9 @@ if _lazy.wanted("Eviction"):
         __gvk__ = GroupVersionKind("policy", "v1", "Eviction")
         __model__ = models.Eviction
         api_version: str | None = Field(default=None, alias="apiVersion")
-        delete_options: meta_v1.DeleteOptions | None = Field(default=None, alias="deleteOptions")
         kind: str | None = None
         metadata: meta_v1.ObjectMeta | None = None
+        delete_options: meta_v1.DeleteOptions | None = Field(default=None, alias="deleteOptions")
 
 
 if _lazy.wanted("PodDisruptionBudget"):

@@ -75,10 +75,10 @@ if _lazy.wanted("ClusterRole"):
 
         __gvk__ = GroupVersionKind("rbac.authorization.k8s.io", "v1", "ClusterRole")
         __model__ = models.ClusterRole
-        aggregation_rule: AggregationRule | None = Field(default=None, alias="aggregationRule")
         api_version: str | None = Field(default=None, alias="apiVersion")
         kind: str | None = None
         metadata: meta_v1.ObjectMeta | None = None
+        aggregation_rule: AggregationRule | None = Field(default=None, alias="aggregationRule")
         rules: list[PolicyRule] | None = None
 
 

@@ -40,10 +40,10 @@ if _lazy.wanted("PriorityClass"):
         __gvk__ = GroupVersionKind("scheduling.k8s.io", "v1", "PriorityClass")
         __model__ = models.PriorityClass
         api_version: str | None = Field(default=None, alias="apiVersion")
-        description: str | None = None
-        global_default: bool | None = Field(default=None, alias="globalDefault")
         kind: str | None = None
         metadata: meta_v1.ObjectMeta | None = None
+        description: str | None = None
+        global_default: bool | None = Field(default=None, alias="globalDefault")
         preemption_policy: str | None = Field(default=None, alias="preemptionPolicy")
         value: int | None = None
 

@@ -164,10 +164,10 @@ if _lazy.wanted("CSIStorageCapacity"):
         __gvk__ = GroupVersionKind("storage.k8s.io", "v1", "CSIStorageCapacity")
         __model__ = models.CSIStorageCapacity
         api_version: str | None = Field(default=None, alias="apiVersion")
-        capacity: Quantity | None = None
         kind: str | None = None
-        maximum_volume_size: Quantity | None = Field(default=None, alias="maximumVolumeSize")
         metadata: meta_v1.ObjectMeta | None = None
+        capacity: Quantity | None = None
+        maximum_volume_size: Quantity | None = Field(default=None, alias="maximumVolumeSize")
         node_topology: meta_v1.LabelSelector | None = Field(default=None, alias="nodeTopology")
         storage_class_name: str | None = Field(default=None, alias="storageClassName")
 
@@ -179,13 +179,13 @@ if _lazy.wanted("StorageClass"):
 
         __gvk__ = GroupVersionKind("storage.k8s.io", "v1", "StorageClass")
         __model__ = models.StorageClass
+        api_version: str | None = Field(default=None, alias="apiVersion")
+        kind: str | None = None
+        metadata: meta_v1.ObjectMeta | None = None
         allow_volume_expansion: bool | None = Field(default=None, alias="allowVolumeExpansion")
         allowed_topologies: list[core_v1.TopologySelectorTerm] | None = Field(
             default=None, alias="allowedTopologies"
         )
-        api_version: str | None = Field(default=None, alias="apiVersion")
-        kind: str | None = None
-        metadata: meta_v1.ObjectMeta | None = None
         mount_options: list[str] | None = Field(default=None, alias="mountOptions")
         parameters: dict[str, str] | None = None
         provisioner: str | None = None
@@ -278,9 +278,9 @@ if _lazy.wanted("VolumeAttributesClass"):
         __gvk__ = GroupVersionKind("storage.k8s.io", "v1", "VolumeAttributesClass")
         __model__ = models.VolumeAttributesClass
         api_version: str | None = Field(default=None, alias="apiVersion")
-        driver_name: str | None = Field(default=None, alias="driverName")
         kind: str | None = None
         metadata: meta_v1.ObjectMeta | None = None
+        driver_name: str | None = Field(default=None, alias="driverName")
         parameters: dict[str, str] | None = None
 
 

@@ -110,9 +110,9 @@ if _lazy.wanted("ControllerRevision"):
 
         __gvk__ = GroupVersionKind("apps", "v1", "ControllerRevision")
         api_version: str = Field(default="apps/v1", alias="apiVersion")
-        data: Any
         kind: str = "ControllerRevision"
         metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
+        data: Any
         revision: int | None = None
 
 

@@ -935,9 +935,9 @@ if _lazy.wanted("ComponentStatus"):
 
         __gvk__ = GroupVersionKind("", "v1", "ComponentStatus")
         api_version: str = Field(default="v1", alias="apiVersion")
-        conditions: list[ComponentCondition] | None = None
         kind: str = "ComponentStatus"
         metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
+        conditions: list[ComponentCondition] | None = None
 
 
 if _lazy.wanted("ComponentStatusList"):
@@ -958,11 +958,11 @@ if _lazy.wanted("ConfigMap"):
 
         __gvk__ = GroupVersionKind("", "v1", "ConfigMap")
         api_version: str = Field(default="v1", alias="apiVersion")
+        kind: str = "ConfigMap"
+        metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
         binary_data: dict[str, str] | None = Field(default=None, alias="binaryData")
         data: dict[str, str] | None = None
         immutable: bool | None = None
-        kind: str = "ConfigMap"
-        metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
 
 
 if _lazy.wanted("ConfigMapEnvSource"):
@@ -1380,16 +1380,16 @@ if _lazy.wanted("Event"):
         """Event is a report of an event somewhere in the cluster.  Events have a limited retention time and triggers and messages may evolve with time.  Event consumers should not rely on the timing of an event with a given Reason reflecting a consistent underlying trigger, or the continued existence of events with that Reason.  Events should be treated as informative, best-effort, supplemental data."""
 
         __gvk__ = GroupVersionKind("", "v1", "Event")
-        action: str | None = None
         api_version: str = Field(default="v1", alias="apiVersion")
+        kind: str = "Event"
+        metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
+        action: str | None = None
         count: int | None = None
         event_time: MicroTime | None = Field(default=None, alias="eventTime")
         first_timestamp: Time | None = Field(default=None, alias="firstTimestamp")
         involved_object: ObjectReference = Field(alias="involvedObject")
-        kind: str = "Event"
         last_timestamp: Time | None = Field(default=None, alias="lastTimestamp")
         message: str | None = None
-        metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
         reason: str | None = None
         related: ObjectReference | None = None
         reporting_component: str | None = Field(default=None, alias="reportingComponent")
@@ -2971,10 +2971,10 @@ if _lazy.wanted("Secret"):
 
         __gvk__ = GroupVersionKind("", "v1", "Secret")
         api_version: str = Field(default="v1", alias="apiVersion")
-        data: dict[str, str] | None = None
-        immutable: bool | None = None
         kind: str = "Secret"
         metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
+        data: dict[str, str] | None = None
+        immutable: bool | None = None
         string_data: dict[str, str] | None = Field(default=None, alias="stringData")
         type: str | None = None
 
@@ -3079,12 +3079,12 @@ if _lazy.wanted("ServiceAccount"):
 
         __gvk__ = GroupVersionKind("", "v1", "ServiceAccount")
         api_version: str = Field(default="v1", alias="apiVersion")
+        kind: str = "ServiceAccount"
+        metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
         automount_service_account_token: bool | None = Field(
             default=None, alias="automountServiceAccountToken"
         )
         image_pull_secrets: list[LocalObjectReference] | None = Field(default=None, alias="imagePullSecrets")
-        kind: str = "ServiceAccount"
-        metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
         secrets: list[ObjectReference] | None = None
 
 

@@ -103,11 +103,11 @@ if _lazy.wanted("EndpointSlice"):
         """EndpointSlice represents a set of service endpoints. Most EndpointSlices are created by the EndpointSlice controller to represent the Pods selected by Service objects. For a given service there may be multiple EndpointSlice objects which must be joined to produce the full set of endpoints; you can find all of the slices for a given service by listing EndpointSlices in the service's namespace whose `kubernetes.io/service-name` label contains the service's name."""
 
         __gvk__ = GroupVersionKind("discovery.k8s.io", "v1", "EndpointSlice")
-        address_type: str = Field(alias="addressType")
         api_version: str = Field(default="discovery.k8s.io/v1", alias="apiVersion")
-        endpoints: list[Endpoint] | None = None
         kind: str = "EndpointSlice"
         metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
+        address_type: str = Field(alias="addressType")
+        endpoints: list[Endpoint] | None = None
         ports: list[EndpointPort] | None = None
 
 

@@ -39,15 +39,15 @@ if _lazy.wanted("Event"):
         """Event is a report of an event somewhere in the cluster. It generally denotes some state change in the system. Events have a limited retention time and triggers and messages may evolve with time.  Event consumers should not rely on the timing of an event with a given Reason reflecting a consistent underlying trigger, or the continued existence of events with that Reason.  Events should be treated as informative, best-effort, supplemental data."""
 
         __gvk__ = GroupVersionKind("events.k8s.io", "v1", "Event")
-        action: str | None = None
         api_version: str = Field(default="events.k8s.io/v1", alias="apiVersion")
+        kind: str = "Event"
+        metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
+        action: str | None = None
         deprecated_count: int | None = Field(default=None, alias="deprecatedCount")
         deprecated_first_timestamp: Time | None = Field(default=None, alias="deprecatedFirstTimestamp")
         deprecated_last_timestamp: Time | None = Field(default=None, alias="deprecatedLastTimestamp")
         deprecated_source: core_v1.EventSource | None = Field(default=None, alias="deprecatedSource")
         event_time: MicroTime | None = Field(default=None, alias="eventTime")
-        kind: str = "Event"
-        metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
         note: str | None = None
         reason: str | None = None
         regarding: core_v1.ObjectReference | None = None

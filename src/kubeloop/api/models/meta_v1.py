@@ -321,11 +321,11 @@ if _lazy.wanted("Status"):
 
         __gvk__ = GroupVersionKind("meta.k8s.io", "v1", "Status")
         api_version: str = Field(default="meta.k8s.io/v1", alias="apiVersion")
+        kind: str = "Status"
+        metadata: ObjectMeta = Field(default_factory=lambda: ObjectMeta())
         code: int | None = None
         details: StatusDetails | None = None
-        kind: str = "Status"
         message: str | None = None
-        metadata: ObjectMeta = Field(default_factory=lambda: ObjectMeta())
         reason: str | None = None
         status: str | None = None
 

@@ -53,9 +53,9 @@ if _lazy.wanted("RuntimeClass"):
 
         __gvk__ = GroupVersionKind("node.k8s.io", "v1", "RuntimeClass")
         api_version: str = Field(default="node.k8s.io/v1", alias="apiVersion")
-        handler: str
         kind: str = "RuntimeClass"
         metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
+        handler: str
         overhead: Overhead | None = None
         scheduling: Scheduling | None = None
 

@@ -47,9 +47,9 @@ if _lazy.wanted("Eviction"):
 
         __gvk__ = GroupVersionKind("policy", "v1", "Eviction")
         api_version: str = Field(default="policy/v1", alias="apiVersion")
-        delete_options: meta_v1.DeleteOptions | None = Field(default=None, alias="deleteOptions")
         kind: str = "Eviction"
         metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
+        delete_options: meta_v1.DeleteOptions | None = Field(default=None, alias="deleteOptions")
 
 
 if _lazy.wanted("PodDisruptionBudget"):

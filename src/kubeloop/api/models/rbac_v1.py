@@ -76,10 +76,10 @@ if _lazy.wanted("ClusterRole"):
         """ClusterRole is a cluster level, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding or ClusterRoleBinding."""
 
         __gvk__ = GroupVersionKind("rbac.authorization.k8s.io", "v1", "ClusterRole")
-        aggregation_rule: AggregationRule | None = Field(default=None, alias="aggregationRule")
         api_version: str = Field(default="rbac.authorization.k8s.io/v1", alias="apiVersion")
         kind: str = "ClusterRole"
         metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
+        aggregation_rule: AggregationRule | None = Field(default=None, alias="aggregationRule")
         rules: list[PolicyRule] | None = None
 
 

@@ -38,10 +38,10 @@ if _lazy.wanted("PriorityClass"):
 
         __gvk__ = GroupVersionKind("scheduling.k8s.io", "v1", "PriorityClass")
         api_version: str = Field(default="scheduling.k8s.io/v1", alias="apiVersion")
-        description: str | None = None
-        global_default: bool | None = Field(default=None, alias="globalDefault")
         kind: str = "PriorityClass"
         metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
+        description: str | None = None
+        global_default: bool | None = Field(default=None, alias="globalDefault")
         preemption_policy: str | None = Field(default=None, alias="preemptionPolicy")
         value: int | None = None
 

@@ -186,10 +186,10 @@ if _lazy.wanted("CSIStorageCapacity"):
 
         __gvk__ = GroupVersionKind("storage.k8s.io", "v1", "CSIStorageCapacity")
         api_version: str = Field(default="storage.k8s.io/v1", alias="apiVersion")
-        capacity: Quantity | None = None
         kind: str = "CSIStorageCapacity"
-        maximum_volume_size: Quantity | None = Field(default=None, alias="maximumVolumeSize")
         metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
+        capacity: Quantity | None = None
+        maximum_volume_size: Quantity | None = Field(default=None, alias="maximumVolumeSize")
         node_topology: meta_v1.LabelSelector | None = Field(default=None, alias="nodeTopology")
         storage_class_name: str = Field(alias="storageClassName")
 
@@ -211,13 +211,13 @@ if _lazy.wanted("StorageClass"):
         """StorageClass describes the parameters for a class of storage for which PersistentVolumes can be dynamically provisioned."""
 
         __gvk__ = GroupVersionKind("storage.k8s.io", "v1", "StorageClass")
+        api_version: str = Field(default="storage.k8s.io/v1", alias="apiVersion")
+        kind: str = "StorageClass"
+        metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
         allow_volume_expansion: bool | None = Field(default=None, alias="allowVolumeExpansion")
         allowed_topologies: list[core_v1.TopologySelectorTerm] | None = Field(
             default=None, alias="allowedTopologies"
         )
-        api_version: str = Field(default="storage.k8s.io/v1", alias="apiVersion")
-        kind: str = "StorageClass"
-        metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
         mount_options: list[str] | None = Field(default=None, alias="mountOptions")
         parameters: dict[str, str] | None = None
         provisioner: str
@@ -330,9 +330,9 @@ if _lazy.wanted("VolumeAttributesClass"):
 
         __gvk__ = GroupVersionKind("storage.k8s.io", "v1", "VolumeAttributesClass")
         api_version: str = Field(default="storage.k8s.io/v1", alias="apiVersion")
-        driver_name: str = Field(alias="driverName")
         kind: str = "VolumeAttributesClass"
         metadata: meta_v1.ObjectMeta = Field(default_factory=lambda: meta_v1.ObjectMeta())
+        driver_name: str = Field(alias="driverName")
         parameters: dict[str, str] | None = None
 
 

@@ -302,9 +302,8 @@ spec:
 """
 
 #: What a cluster (kube-apiserver 1.32, a public report of ``kubectl get -o yaml
-#: --show-managed-fields``) recorded for ``kubectl apply`` of ``_MONGODB``, but for ``.`` in
-#: ``f:rollingUpdate``, a pointer struct the server cannot tell from a non-pointer one (the
-#: schemas do not say; docs/design/apiserver.md's known gaps).
+#: --show-managed-fields``) recorded for ``kubectl apply`` of ``_MONGODB``: ``f:rollingUpdate``,
+#: a pointer struct, marked ``.``; ``f:strategy`` and ``f:template``, structs that are none, not.
 _MONGODB_FIELDS = """
 f:metadata:
   f:annotations: {.: {}, f:kubectl.kubernetes.io/last-applied-configuration: {}}
@@ -315,7 +314,7 @@ f:spec:
   f:revisionHistoryLimit: {}
   f:selector: {}
   f:strategy:
-    f:rollingUpdate: {f:maxSurge: {}, f:maxUnavailable: {}}
+    f:rollingUpdate: {.: {}, f:maxSurge: {}, f:maxUnavailable: {}}
     f:type: {}
   f:template:
     f:metadata:
@@ -419,6 +418,31 @@ def test_kubectl_apply_records_the_fields_a_cluster_records(
 
     assert container("kubectl-client-side-apply")["f:resources"] == {}
     assert container("sizer") == {"f:resources": {"f:limits": {".": {}, "f:cpu": {}}}}
+    # A pod's affinity and its nodeAffinity are pointers in Go: the update that makes them owns
+    # them (its atomic node selector is a leaf); the strategy's type, in a struct that is none,
+    # is a field of the struct the creator made, which stays unmarked.
+    node_affinity = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}]}}
+    placed = {
+        "spec": {
+            "strategy": {"type": "Recreate", "rollingUpdate": None},
+            "template": {"spec": {"affinity": {"nodeAffinity": node_affinity}}},
+        }
+    }
+    patched = api.patch(f"{path}?fieldManager=placer", placed, "application/strategic-merge-patch+json")
+    assert patched.status_code == 200, patched.text
+    assert entries(patched.json())[("placer", "Update")]["fieldsV1"] == {
+        "f:spec": {
+            "f:strategy": {"f:type": {}},
+            "f:template": {
+                "f:spec": {
+                    "f:affinity": {
+                        ".": {},
+                        "f:nodeAffinity": {".": {}, "f:requiredDuringSchedulingIgnoredDuringExecution": {}},
+                    }
+                }
+            },
+        }
+    }
 
 
 _elements = st.sampled_from(["f:a", "f:b", "f:spec", 'k:{"name":"c"}', 'v:"x"', "i:0", "f:data"])
@@ -697,6 +721,16 @@ def _deployment_like(draw: Any) -> dict[str, Any]:
                         optional={
                             "replicas": st.one_of(st.none(), st.integers(0, 2)),
                             "selector": st.fixed_dictionaries({}, optional={"matchLabels": labels}),
+                            # A struct and, in it, one that is a pointer in Go (marked when made).
+                            "strategy": st.fixed_dictionaries(
+                                {},
+                                optional={
+                                    "type": st.sampled_from(["RollingUpdate", "Recreate"]),
+                                    "rollingUpdate": st.fixed_dictionaries(
+                                        {}, optional={"maxSurge": st.integers(0, 2)}
+                                    ),
+                                },
+                            ),
                             "template": st.fixed_dictionaries(
                                 {},
                                 optional={
@@ -706,6 +740,15 @@ def _deployment_like(draw: Any) -> dict[str, Any]:
                                         optional={
                                             "containers": st.lists(container, max_size=2),
                                             "nodeSelector": labels,
+                                            "securityContext": st.fixed_dictionaries(
+                                                {},
+                                                optional={
+                                                    "runAsUser": st.integers(0, 2),
+                                                    "seLinuxOptions": st.fixed_dictionaries(
+                                                        {}, optional={"level": st.just("s0")}
+                                                    ),
+                                                },
+                                            ),
                                         },
                                     ),
                                 },
@@ -770,6 +813,72 @@ def test_updates_by_difference_match_whole_field_sets(
     assert fieldsets.update_changes(old, new, untyped, scope) == _whole_set_changes(
         old, new, untyped, subresource, has_status
     )
+
+
+@st.composite
+def _ingress_like(draw: Any) -> dict[str, Any]:
+    """Ingresses whose default backend (a pointer in Go) holds a service (a pointer) holding a
+    port (a struct that is none), each there, empty or absent."""
+    port = st.fixed_dictionaries({}, optional={"number": st.integers(80, 81), "name": st.just("http")})
+    service = st.fixed_dictionaries({}, optional={"name": st.sampled_from(["a", "b"]), "port": port})
+    backend = st.fixed_dictionaries({}, optional={"service": service})
+    spec = st.fixed_dictionaries({}, optional={"defaultBackend": backend, "ingressClassName": st.just("c")})
+    return {"metadata": {"name": "i"}, **draw(st.fixed_dictionaries({}, optional={"spec": spec}))}
+
+
+@given(_ingress_like(), _ingress_like())
+def test_updates_by_difference_match_whole_field_sets_through_pointer_structs(
+    old: dict[str, Any], new: dict[str, Any]
+) -> None:
+    """Below a struct that is a pointer in Go, an update's changes by difference are those of
+    the whole field sets, the marks of what it creates included."""
+    from kubeloop.apiserver.catalog import schemas
+
+    schema = schemas.kind_schema("networking.k8s.io", "v1", "Ingress")
+    scope = fieldmanager._scope_test("", True)
+    assert fieldsets.update_changes(old, new, schema, scope) == _whole_set_changes(old, new, schema, "", True)
+
+
+def test_the_pointer_structs_are_struct_fields_of_the_served_schemas() -> None:
+    """``pointerstructs`` (read from client-go's schema) names, for the definitions the server
+    serves, only fields those definitions hold whose schema is a struct; and the common kinds'
+    are there (a stale or misread file would mark nothing, or the wrong fields)."""
+    from kubeloop.apiserver.catalog import schemas
+    from kubeloop.apiserver.patch.pointerstructs import POINTER_STRUCTS
+
+    definitions = schemas.definitions()
+    served = [name for name in POINTER_STRUCTS if name in definitions]
+    assert len(served) > 150
+    for name in served:
+        properties = definitions[name]["properties"]
+        for field in POINTER_STRUCTS[name]:
+            assert schemas.resolve(properties[field]).get("properties"), (name, field)
+    assert POINTER_STRUCTS["io.k8s.api.core.v1.PodSpec"] >= {"affinity", "securityContext", "resources"}
+    assert "resources" not in POINTER_STRUCTS["io.k8s.api.core.v1.Container"]
+    assert POINTER_STRUCTS["io.k8s.api.apps.v1.DeploymentStrategy"] == {"rollingUpdate"}
+
+
+def test_an_update_marks_the_pointer_structs_it_makes_and_not_the_structs_that_are_none() -> None:
+    """What a Go zero value lacks (a struct that is a pointer: an Ingress's defaultBackend and its
+    service) is marked when an Update makes it; a struct it holds (a Deployment's strategy) is
+    not, but for what is made with a pointer struct around it (a rollingUpdate's fields)."""
+    from kubeloop.apiserver.catalog import schemas
+
+    scope = fieldmanager._scope_test("", True)
+    ingress = schemas.kind_schema("networking.k8s.io", "v1", "Ingress")
+    backend = {"spec": {"defaultBackend": {"service": {"name": "a", "port": {"number": 80}}}}}
+    made, _ = fieldsets.update_changes({"spec": {"ingressClassName": "c"}}, backend, ingress, scope)
+    service = ("f:spec", "f:defaultBackend", "f:service")
+    assert made == {service[:2], service, (*service, "f:name"), (*service, "f:port")}
+    deployment = schemas.kind_schema("apps", "v1", "Deployment")
+    strategy = {"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}}
+    made, _ = fieldsets.update_changes({"spec": {"replicas": 1}}, strategy, deployment, scope)
+    rolling = ("f:spec", "f:strategy", "f:rollingUpdate")
+    assert made == {(*rolling[:2], "f:type"), rolling, (*rolling, "f:maxSurge")}
+    created = fieldsets.created_fields_v1(strategy, deployment, lambda key: True)
+    assert created == {
+        "f:spec": {"f:strategy": {"f:rollingUpdate": {".": {}, "f:maxSurge": {}}, "f:type": {}}}
+    }
 
 
 @given(st.data())

@@ -5,6 +5,7 @@ write changed.
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -13,6 +14,7 @@ import orjson
 
 from kubeloop.api.object import Obj
 from kubeloop.apiserver.catalog import schemas
+from kubeloop.apiserver.patch.pointerstructs import POINTER_STRUCTS
 
 if TYPE_CHECKING:
     from _typeshed import SupportsRichComparisonT as Sortable
@@ -309,12 +311,11 @@ class _Plan:
     object lacks, and the live object of a create is the kind's zero value. A custom resource's
     (``unstructured``) holds nothing. A built-in (Go) kind's holds its structs and, as null, its
     lists without ``omitempty`` (the required ones: a pod's ``containers``), but nothing inside
-    a list element or map entry, which is absent whole (``fresh`` in the walks). Which of its
-    structs are pointers (optional, absent from the zero value) the schemas do not say: this
-    takes them as present, so a struct such as a Deployment's ``rollingUpdate`` is one the
-    server does not mark. ``created_member``: an object of this node is marked outside such an
-    element (a map, or any object of a custom resource); ``required``: the fields the node's
-    objects must hold."""
+    a list element or map entry, which is absent whole (``fresh`` in the walks), nor its
+    structs that are pointers (``pointers``: a Deployment's ``strategy.rollingUpdate``, a pod's
+    ``affinity``; ``pointerstructs``, as the schemas do not say), absent whole too.
+    ``created_member``: an object of this node is marked outside such an element (a map, or any
+    object of a custom resource); ``required``: the fields the node's objects must hold."""
 
     __slots__ = (
         "_children",
@@ -323,6 +324,7 @@ class _Plan:
         "atomic_map",
         "created_member",
         "node",
+        "pointers",
         "properties",
         "required",
         "unstructured",
@@ -336,6 +338,7 @@ class _Plan:
         self.created_member = unstructured or not self.properties
         required = node.get("required") if not unstructured else None
         self.required = frozenset(required) if isinstance(required, list) else frozenset()
+        self.pointers = _NO_FIELDS if unstructured else _pointer_fields(self.properties)
         self._children: dict[str, tuple[_Plan, bool, str]] = {}
         self._extra: _Plan | None = None
         self._merge: tuple[str, KeyFields, _Plan] | None = None
@@ -373,6 +376,30 @@ class _Plan:
             item_node = resolve(items) if isinstance(items, Mapping) else {}
             merge = self._merge = (kind, key_fields(keys, item_node), _plan(item_node, self.unstructured))
         return merge
+
+
+_NO_FIELDS: frozenset[str] = frozenset()
+
+
+def _pointer_fields(properties: Mapping[str, Any]) -> frozenset[str]:
+    """The fields of a built-in kind's struct that are Go pointers, found by the definition the
+    ``properties`` belong to (a resolved node with a description beside its reference is a copy
+    of the definition's, sharing its properties)."""
+    if not properties:
+        return _NO_FIELDS
+    name = _definitions_by_properties().get(id(properties))
+    return POINTER_STRUCTS.get(name, _NO_FIELDS) if name is not None else _NO_FIELDS
+
+
+@functools.cache
+def _definitions_by_properties() -> dict[int, str]:
+    """The built-in definitions' names by their properties' identity (the definitions are
+    loaded once and kept, so the identities stay theirs)."""
+    return {
+        id(properties): name
+        for name, definition in schemas.definitions().items()
+        if isinstance(properties := definition.get("properties"), Mapping)
+    }
 
 
 _PLANS: dict[int, tuple[Mapping[str, Any], _Plan]] = {}
@@ -453,7 +480,7 @@ def _walk_field(
     if not isinstance(child, (dict, list)):  # a scalar or null: a leaf (most fields; no call for it)
         out[child_path] = Member(child, True)
         return
-    _walk(child, child_plan, child_path, out, maps, fresh)
+    _walk(child, child_plan, child_path, out, maps, fresh or key in plan.pointers)
     if not child:  # an empty object or list: a leaf, as structured-merge-diff takes it
         out[child_path] = Member(child, True)
     elif type(child) is list:
@@ -502,7 +529,7 @@ def _created_field(
     is a member. ``owned`` False: the field itself is the server's, only what lies below it
     counts; ``fresh``: inside a list element or map entry (``_Plan``)."""
     child_plan, declared, _ = plan.child(key)
-    children, member = _created_value(child, child_plan, fresh)
+    children, member = _created_value(child, child_plan, fresh or key in plan.pointers)
     if not child:
         member = True  # an empty object or list: a leaf
     elif type(child) is list:
@@ -678,7 +705,8 @@ def _diff_field(
             # Both non-empty objects: the field is a member on both sides (or on neither) and a
             # map on both sides (or on neither); only what differs below it can change.
             child_path = (*path, element)
-            below = fresh or not child_plan.properties  # a map's entries: ``_walk``'s ``fresh``
+            # A map's entries and a pointer struct's fields: ``_walk``'s ``fresh``.
+            below = fresh or not child_plan.properties or key in plan.pointers
             for child_key in {**before, **after}:
                 _diff_field(
                     child_key,

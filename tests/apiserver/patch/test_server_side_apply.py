@@ -649,8 +649,10 @@ def _whole_set_changes(
             {p: fieldsets.Member(None, False) for p in new_maps | old_maps}, subresource, has_status
         )
     )
-    changed |= {p for p in new_maps & in_scope if p not in old_maps and p not in before}
-    removed |= {p for p in old_maps & in_scope if p not in new_maps and p not in after}
+    # Nor is one the other side's Go object holds: a struct that is no pointer, below one held.
+    held = fieldsets.go_holds
+    changed |= {p for p in new_maps & in_scope if p not in old_maps and p not in before and not held(old, schema, p)}
+    removed |= {p for p in old_maps & in_scope if p not in new_maps and p not in after and not held(new, schema, p)}
     # An empty object or list, or a null, where the other side holds a container is neither
     # added nor removed: only a side that lacks the container adds or removes it.
     empty, holds = fieldsets.empty_value, fieldsets.container_at
@@ -856,6 +858,10 @@ def test_the_pointer_structs_are_struct_fields_of_the_served_schemas() -> None:
     assert POINTER_STRUCTS["io.k8s.api.core.v1.PodSpec"] >= {"affinity", "securityContext", "resources"}
     assert "resources" not in POINTER_STRUCTS["io.k8s.api.core.v1.Container"]
     assert POINTER_STRUCTS["io.k8s.api.apps.v1.DeploymentStrategy"] == {"rollingUpdate"}
+    # The kinds of the servers beside kube-apiserver's own groups: their clients' schemas.
+    crds = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."
+    assert POINTER_STRUCTS[f"{crds}CustomResourceDefinitionSpec"] == {"conversion"}
+    assert POINTER_STRUCTS["io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceSpec"] == {"service"}
 
 
 def test_an_update_marks_the_pointer_structs_it_makes_and_not_the_structs_that_are_none() -> None:
@@ -879,6 +885,23 @@ def test_an_update_marks_the_pointer_structs_it_makes_and_not_the_structs_that_a
     assert created == {
         "f:spec": {"f:strategy": {"f:rollingUpdate": {".": {}, "f:maxSurge": {}}, "f:type": {}}}
     }
+    # Inside a pointer struct on both sides, or a list element, a struct that is no pointer is
+    # in the old Go object even where its JSON lacks it: setting it marks its fields only.
+    levels = schemas.kind_schema("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration")
+    limited: dict[str, Any] = {"spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 5}}}
+    rejecting = copy.deepcopy(limited)
+    rejecting["spec"]["limited"]["limitResponse"] = {"type": "Reject"}
+    response = ("f:spec", "f:limited", "f:limitResponse")
+    assert fieldsets.update_changes(limited, rejecting, levels, scope) == ({(*response, "f:type")}, set())
+    assert fieldsets.update_changes(rejecting, limited, levels, scope) == (set(), {(*response, "f:type")})
+    pod = schemas.kind_schema("", "v1", "Pod")
+    bare: dict[str, Any] = {"spec": {"containers": [{"name": "c"}]}}
+    sized = {"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1"}}}]}}
+    resources = ("f:spec", "f:containers", 'k:{"name":"c"}', "f:resources")
+    assert fieldsets.update_changes(bare, sized, pod, scope) == (
+        {(*resources, "f:limits"), (*resources, "f:limits", "f:cpu")},
+        set(),
+    )
 
 
 @given(st.data())

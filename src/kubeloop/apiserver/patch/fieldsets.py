@@ -661,6 +661,44 @@ def _container_at(
     return type(value) in (dict, list)
 
 
+def _go_holds(value: Any, plan: _Plan, elements: Path) -> bool:
+    """Whether the object a Go server decodes from ``value`` (of ``plan``) holds a container at
+    ``elements``: where ``value`` holds one, or, below a container it holds, a struct that is no
+    pointer or a list without ``omitempty`` (a required one), which Go's object holds always (as
+    ``{}`` or null; a null is there for structured-merge-diff). A custom resource's holds only
+    what its JSON holds."""
+    for element in elements:
+        if element.startswith("f:") and type(value) is dict:
+            name = element[2:]
+            child_plan, declared, _ = plan.child(name)
+            value = value.get(name)
+            if type(value) not in (dict, list):
+                if plan.unstructured or not declared or name in plan.pointers:
+                    return False
+                if child_plan.properties:
+                    value = {}  # a struct that is no pointer
+                elif name in plan.required and child_plan.node.get("type") == "array":
+                    return element is elements[-1]  # a null list: nothing below it
+                else:
+                    return False
+            plan = child_plan
+        elif element.startswith("k:") and type(value) is list:
+            kind, fields, item_plan = plan.merge()
+            if kind != "map":
+                return False
+            value = next((item for item in value if keyed_element(item, fields) == element), None)
+            plan = item_plan
+        else:
+            return False
+    return type(value) in (dict, list)
+
+
+def go_holds(obj: Obj, schema: Mapping[str, Any] | None, path: Path, *, unstructured: bool = False) -> bool:
+    """Whether the object a Go server decodes from ``obj`` holds a container at ``path``
+    (``_go_holds`` from the root)."""
+    return _go_holds(obj, _plan(resolve(schema), unstructured), path)
+
+
 def container_at(obj: Obj, schema: Mapping[str, Any] | None, path: Path) -> bool:
     """Whether ``obj`` holds a dict or list at ``path`` (``_container_at`` from the root)."""
     return _container_at(obj, _plan(resolve(schema)), path)
@@ -705,8 +743,9 @@ def _diff_field(
             # Both non-empty objects: the field is a member on both sides (or on neither) and a
             # map on both sides (or on neither); only what differs below it can change.
             child_path = (*path, element)
-            # A map's entries and a pointer struct's fields: ``_walk``'s ``fresh``.
-            below = fresh or not child_plan.properties or key in plan.pointers
+            # A map's entries are ``_walk``'s ``fresh``; a pointer struct's fields are not: it is
+            # on both sides (``_go_holds``).
+            below = fresh or not child_plan.properties
             for child_key in {**before, **after}:
                 _diff_field(
                     child_key,
@@ -736,5 +775,12 @@ def _diff_field(
         _keep_containers(key, before, after, plan, len(path) + 1, old_set, new_set, added, gone)
     changed |= added
     removed |= gone
-    changed.update(p for p in new_maps if p not in old_maps and p not in old_set)
-    removed.update(p for p in old_maps if p not in new_maps and p not in new_set)
+    depth = len(path)
+    made = [p for p in new_maps if p not in old_maps and p not in old_set]
+    if made:  # not what the old Go object held, a struct inside one it holds say
+        parent = {key: before} if before is not _ABSENT else {}
+        changed.update(p for p in made if not _go_holds(parent, plan, p[depth:]))
+    unmade = [p for p in old_maps if p not in new_maps and p not in new_set]
+    if unmade:
+        parent = {key: after} if after is not _ABSENT else {}
+        removed.update(p for p in unmade if not _go_holds(parent, plan, p[depth:]))

@@ -775,12 +775,18 @@ def _diff_field(
         _keep_containers(key, before, after, plan, len(path) + 1, old_set, new_set, added, gone)
     changed |= added
     removed |= gone
-    depth = len(path)
-    made = [p for p in new_maps if p not in old_maps and p not in old_set]
-    if made:  # not what the old Go object held, a struct inside one it holds say
-        parent = {key: before} if before is not _ABSENT else {}
-        changed.update(p for p in made if not _go_holds(parent, plan, p[depth:]))
-    unmade = [p for p in old_maps if p not in new_maps and p not in new_set]
-    if unmade:
-        parent = {key: after} if after is not _ABSENT else {}
-        removed.update(p for p in unmade if not _go_holds(parent, plan, p[depth:]))
+    # Made or unmade: what the other side's Go object does not hold (a struct inside one it
+    # holds does not count; a custom resource's holds what its JSON holds, which the field sets
+    # say); most changes are of scalars, which make no container.
+    if new_maps:
+        made = [p for p in new_maps if p not in old_maps and p not in old_set]
+        if made and not plan.unstructured:
+            parent = {key: before} if before is not _ABSENT else {}
+            made = [p for p in made if not _go_holds(parent, plan, p[len(path) :])]
+        changed.update(made)
+    if old_maps:
+        unmade = [p for p in old_maps if p not in new_maps and p not in new_set]
+        if unmade and not plan.unstructured:
+            parent = {key: after} if after is not _ABSENT else {}
+            unmade = [p for p in unmade if not _go_holds(parent, plan, p[len(path) :])]
+        removed.update(unmade)

@@ -8,6 +8,8 @@ import copy
 import gc
 import itertools
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -862,6 +864,26 @@ def test_the_pointer_structs_are_struct_fields_of_the_served_schemas() -> None:
     crds = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."
     assert POINTER_STRUCTS[f"{crds}CustomResourceDefinitionSpec"] == {"conversion"}
     assert POINTER_STRUCTS["io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceSpec"] == {"service"}
+
+
+def test_threads_asking_for_the_schemas_at_once_get_one_copy() -> None:
+    """The pointer structs are found by the definitions' identities: threads loading them at
+    once (the serving loop's and a worker loop's) must share one copy, in a fresh process."""
+    code = (
+        "import threading\n"
+        "from kubeloop.apiserver.catalog import schemas\n"
+        "start = threading.Barrier(8)\n"
+        "seen = []\n"
+        "def load():\n"
+        "    start.wait()\n"
+        "    seen.append(id(schemas.definitions()))\n"
+        "threads = [threading.Thread(target=load) for _ in range(8)]\n"
+        "[t.start() for t in threads]\n"
+        "[t.join() for t in threads]\n"
+        "print(len(seen), len(set(seen)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["8", "1"]
 
 
 def test_an_update_marks_the_pointer_structs_it_makes_and_not_the_structs_that_are_none() -> None:

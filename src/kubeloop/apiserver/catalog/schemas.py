@@ -12,6 +12,7 @@ import functools
 import importlib.util
 import pathlib
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,13 +46,25 @@ def schema_release() -> str:
     return ".".join(map(str, best))
 
 
-@functools.cache
+_definitions: Mapping[str, Schema] | None = None
+_definitions_loading = threading.Lock()
+
+
 def definitions() -> Mapping[str, Schema]:
-    """All definitions by their OpenAPI name, e.g. ``io.k8s.api.apps.v1.Deployment``."""
-    path = _schema_root() / f"v{schema_release()}-local" / "_definitions.json"
-    document = orjson.loads(path.read_bytes())
-    defs: dict[str, Schema] = document["$defs"]
-    return defs
+    """All definitions by their OpenAPI name, e.g. ``io.k8s.api.apps.v1.Deployment``: loaded
+    once, by whichever thread asks first (the serving loop's or a worker loop's), and the same
+    objects for every caller after, as the nodes' identities are what plans and memos key on
+    (``patch.fieldsets`` finds a definition by its properties' identity)."""
+    global _definitions
+    found = _definitions
+    if found is None:
+        with _definitions_loading:
+            found = _definitions
+            if found is None:
+                path = _schema_root() / f"v{schema_release()}-local" / "_definitions.json"
+                document = orjson.loads(path.read_bytes())
+                found = _definitions = document["$defs"]
+    return found
 
 
 @functools.cache

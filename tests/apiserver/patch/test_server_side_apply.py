@@ -1619,6 +1619,34 @@ def test_filling_every_elements_empty_object_looks_each_element_up_once(
     assert ("f:spec", "f:items", 'k:{"name":"i7"}', "f:extra", "f:a") in changed
 
 
+def test_setting_a_struct_in_every_element_asks_each_element_of_go_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An update setting a struct that is no pointer (a container's resources, absent from the
+    stored JSON) in each of a pod's many containers: whether the old Go object holds each is
+    asked of the containers keyed once, not a search of the list per container."""
+    from kubeloop.apiserver.catalog import schemas
+
+    count = 300
+    old: dict[str, Any] = {"spec": {"containers": [{"name": f"c{i}"} for i in range(count)]}}
+    limits = {"limits": {"cpu": "1"}}
+    new = {"spec": {"containers": [{"name": f"c{i}", "resources": limits} for i in range(count)]}}
+    keyed: list[str] = []
+    keying = fieldsets.keyed_element
+
+    def counted(item: Any, fields: Any) -> str:
+        keyed.append(item["name"])
+        return keying(item, fields)
+
+    monkeypatch.setattr(fieldsets, "keyed_element", counted)
+    pod = schemas.kind_schema("", "v1", "Pod")
+    changed, removed = fieldsets.update_changes(old, new, pod, lambda key: True)
+    assert len(keyed) <= 3 * count  # each side's walk, and the old side's index once
+    resources = ("f:spec", "f:containers", 'k:{"name":"c7"}', "f:resources")
+    assert (*resources, "f:limits") in changed and resources not in changed
+    assert removed == set()
+
+
 @pytest.mark.parametrize(
     ("before", "after", "changed", "removed"),
     [

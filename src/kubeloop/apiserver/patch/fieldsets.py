@@ -648,25 +648,35 @@ def _container_at(
             kind, fields, item_plan = plan.merge()
             if kind != "map":
                 return False
-            index = indexes.get(id(value)) if indexes is not None else None
-            if index is None:
-                index = {}
-                for item in value:
-                    index.setdefault(keyed_element(item, fields), item)  # the first, as a walk keys it
-                if indexes is not None:
-                    indexes[id(value)] = index
-            value, plan = index.get(element), item_plan
+            value, plan = _keyed_item(value, fields, element, indexes), item_plan
         else:
             return False
     return type(value) in (dict, list)
 
 
-def _go_holds(value: Any, plan: _Plan, elements: Path) -> bool:
+def _keyed_item(
+    items: list[Any], fields: KeyFields, element: str, indexes: dict[int, dict[str, Any]] | None
+) -> Any:
+    """The element of list-map ``items`` keyed ``element`` (None if none): by the list's index
+    in ``indexes``, made at its first lookup (the first element of a key, as a walk keys it)."""
+    index = indexes.get(id(items)) if indexes is not None else None
+    if index is None:
+        index = {}
+        for item in items:
+            index.setdefault(keyed_element(item, fields), item)
+        if indexes is not None:
+            indexes[id(items)] = index
+    return index.get(element)
+
+
+def _go_holds(
+    value: Any, plan: _Plan, elements: Path, indexes: dict[int, dict[str, Any]] | None = None
+) -> bool:
     """Whether the object a Go server decodes from ``value`` (of ``plan``) holds a container at
     ``elements``: where ``value`` holds one, or, below a container it holds, a struct that is no
     pointer or a list without ``omitempty`` (a required one), which Go's object holds always (as
     ``{}`` or null; a null is there for structured-merge-diff). A custom resource's holds only
-    what its JSON holds."""
+    what its JSON holds. ``indexes``: as ``_container_at``'s."""
     for element in elements:
         if element.startswith("f:") and type(value) is dict:
             name = element[2:]
@@ -686,8 +696,7 @@ def _go_holds(value: Any, plan: _Plan, elements: Path) -> bool:
             kind, fields, item_plan = plan.merge()
             if kind != "map":
                 return False
-            value = next((item for item in value if keyed_element(item, fields) == element), None)
-            plan = item_plan
+            value, plan = _keyed_item(value, fields, element, indexes), item_plan
         else:
             return False
     return type(value) in (dict, list)
@@ -775,18 +784,28 @@ def _diff_field(
         _keep_containers(key, before, after, plan, len(path) + 1, old_set, new_set, added, gone)
     changed |= added
     removed |= gone
-    # Made or unmade: what the other side's Go object does not hold (a struct inside one it
-    # holds does not count; a custom resource's holds what its JSON holds, which the field sets
-    # say); most changes are of scalars, which make no container.
-    if new_maps:
-        made = [p for p in new_maps if p not in old_maps and p not in old_set]
-        if made and not plan.unstructured:
-            parent = {key: before} if before is not _ABSENT else {}
-            made = [p for p in made if not _go_holds(parent, plan, p[len(path) :])]
-        changed.update(made)
+    if new_maps:  # most changes are of scalars, which make no container
+        changed.update(_not_held(new_maps, old_maps, old_set, key, before, plan, len(path)))
     if old_maps:
-        unmade = [p for p in old_maps if p not in new_maps and p not in new_set]
-        if unmade and not plan.unstructured:
-            parent = {key: after} if after is not _ABSENT else {}
-            unmade = [p for p in unmade if not _go_holds(parent, plan, p[len(path) :])]
-        removed.update(unmade)
+        removed.update(_not_held(old_maps, new_maps, new_set, key, after, plan, len(path)))
+
+
+def _not_held(
+    marked: set[Path],
+    other_maps: set[Path],
+    other_set: dict[Path, Member],
+    key: str,
+    other: Any,
+    plan: _Plan,
+    depth: int,
+) -> list[Path]:
+    """The containers one side of field ``key`` (of an object of ``plan``, at ``depth``) marks
+    that the other side (its value ``other``) holds neither as a mark, nor as a member, nor in
+    its Go object (a struct inside one it holds; a custom resource's holds what its JSON holds,
+    which the field sets say): those an update makes, or unmakes."""
+    found = [p for p in marked if p not in other_maps and p not in other_set]
+    if found and not plan.unstructured:
+        parent = {key: other} if other is not _ABSENT else {}
+        indexes: dict[int, dict[str, Any]] = {}
+        found = [p for p in found if not _go_holds(parent, plan, p[depth:], indexes)]
+    return found

@@ -52,10 +52,10 @@ async def test_settled_waits_for_the_reconcile_a_write_causes(
         )
         # The write's event may not have reached the cache yet; settled waits for it, then for
         # the reconcile it causes, which is held: settled names it when it gives up.
-        with pytest.raises(AssertionError, match="1 reconciles running"):
-            await settled(manager, timeout=0.5)
         settling = asyncio.create_task(settled(manager))
         await eventually(lambda: manager.controllers["configmap"].active_workers == 1)
+        with pytest.raises(AssertionError, match="1 reconciles running"):
+            await settled(manager, timeout=0.2)
         assert not settling.done()
         release.set()
         await settling

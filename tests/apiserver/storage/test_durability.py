@@ -111,16 +111,18 @@ def socket_inodes(pid: int) -> set[str]:
     return inodes
 
 
-def established(pid: int, port: int) -> int:
+def established(pid: int, port: int, peers: set[int] | None = None) -> int:
     """How many TCP connections to ``port`` process ``pid`` holds (accepted ones: their local
-    port is the server's)."""
+    port is the server's); with ``peers``, only those from these client ports."""
     inodes = socket_inodes(pid)
     count = 0
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in pathlib.Path(table).read_text().splitlines()[1:]:
             fields = line.split()
             local_port = int(fields[1].rsplit(":", 1)[1], 16)
-            if local_port == port and fields[3] == "01" and fields[9] in inodes:
+            remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+            ours = peers is None or remote_port in peers
+            if local_port == port and fields[3] == "01" and fields[9] in inodes and ours:
                 count += 1
     return count
 

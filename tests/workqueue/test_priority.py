@@ -11,8 +11,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from kubeloop.workqueue import priority as priority_module
 from kubeloop.workqueue.priority import LOW_PRIORITY, PriorityQueue
 from kubeloop.workqueue.queue import ShutDown
+from tests.workqueue.recording import RecordingMetrics, fake_time
 
 
 async def test_priority_then_fifo() -> None:
@@ -126,11 +128,16 @@ L = LOW_PRIORITY
 )
 def test_raises_hand_outs_and_re_adds_match_a_model(steps: list[tuple[str, Any, int]]) -> None:
     """Against a plain model (a dict of key → (priority, first-added), scanned on every get):
-    the FIFOs, the heaps of raised keys and the leftovers they skip hand out the same keys."""
+    the FIFOs, the heaps of raised keys and the leftovers they skip hand out the same keys; and
+    the metrics say each waited from when it became ready (a raise keeps that time; a key added
+    while processed becomes ready at its ``done``) and worked from its get to its done."""
 
     async def run() -> None:
-        queue: PriorityQueue[str] = PriorityQueue()
+        metrics = RecordingMetrics()
+        queue: PriorityQueue[str] = PriorityQueue(metrics=metrics)
         waiting: dict[str, tuple[int, int]] = {}
+        ready_since: dict[str, float] = {}
+        started_at: dict[str, float] = {}
         processing: set[str] = set()
         again: dict[str, int] = {}  # added while processing: max priority
         held: list[str] = []
@@ -145,13 +152,17 @@ def test_raises_hand_outs_and_re_adds_match_a_model(steps: list[tuple[str, Any, 
             else:
                 counter += 1
                 waiting[key] = (priority, counter)
+                ready_since[key] = clock.now
 
         def model_done(key: str) -> None:
+            queue.done(key)
+            assert metrics.worked[-1] == clock.now - started_at.pop(key)
             processing.discard(key)
             if key in again:
                 model_add(key, again.pop(key))
 
         for kind, arg, priority in steps:
+            clock.now += 1
             if kind == "add":
                 if priority == 0:
                     queue.add(arg)
@@ -165,21 +176,23 @@ def test_raises_hand_outs_and_re_adds_match_a_model(steps: list[tuple[str, Any, 
                         queue.get_nowait()
                     continue
                 assert queue.get_nowait() == expected
+                assert metrics.waited[-1] == clock.now - ready_since.pop(expected)
+                started_at[expected] = clock.now
                 del waiting[expected]
                 processing.add(expected)
                 if arg:  # held by the worker for now
                     held.append(expected)
                 else:
-                    queue.done(expected)
+                    clock.now += 0.5
                     model_done(expected)
             elif held:
-                key = held.pop(0)
-                queue.done(key)
-                model_done(key)
+                model_done(held.pop(0))
             assert len(queue) == len(waiting)
             assert queue.depth_by_priority() == dict(Counter(p for p, _ in waiting.values()))
+            assert metrics.adds == len(metrics.waited) + len(waiting)
 
-    asyncio.run(run())
+    with fake_time(priority_module) as clock:
+        asyncio.run(run())
 
 
 async def test_a_key_due_later_takes_its_first_added_place_when_due() -> None:

@@ -11,6 +11,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from kubeloop.workqueue import queue as queue_module
 from kubeloop.workqueue.delaying import DelayingQueue
 from kubeloop.workqueue.queue import ShutDown, WorkQueue
 from kubeloop.workqueue.ratelimiter import (
@@ -20,20 +21,35 @@ from kubeloop.workqueue.ratelimiter import (
     default_controller_rate_limiter,
 )
 from kubeloop.workqueue.ratelimiting import RateLimitingQueue
+from tests.workqueue.recording import RecordingMetrics, fake_time
 
 KEYS = st.sampled_from(["a", "b", "c", "d"])
 
 
 class QueueMachine(RuleBasedStateMachine):
-    """Random adds, gets and dones against a model of what client-go's queue promises."""
+    """Random adds, gets and dones against a model of what client-go's queue promises, its
+    metrics among it: a key waited from the add that made it dirty (one made while it was
+    processed too) to its get, and worked from its get to its done."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.queue: WorkQueue[str] = WorkQueue()
+        self.timing = fake_time(queue_module)
+        self.clock = self.timing.__enter__()
+        self.metrics = RecordingMetrics()
+        self.queue: WorkQueue[str] = WorkQueue(self.metrics)
         self.model_queue: deque[str] = deque()
         self.dirty: set[str] = set()
         self.processing: set[str] = set()
         self.pending_after_done: set[str] = set()
+        self.added_at: dict[str, float] = {}
+        self.started_at: dict[str, float] = {}
+
+    def teardown(self) -> None:
+        self.timing.__exit__(None, None, None)
+
+    @rule(seconds=st.sampled_from([0.5, 1.0, 7.0]))
+    def time_passes(self, seconds: float) -> None:
+        self.clock.now += seconds
 
     @rule(key=KEYS)
     def add(self, key: str) -> None:
@@ -41,6 +57,7 @@ class QueueMachine(RuleBasedStateMachine):
         if key in self.dirty:
             return
         self.dirty.add(key)
+        self.added_at[key] = self.clock.now
         if key in self.processing:
             self.pending_after_done.add(key)
         else:
@@ -54,6 +71,8 @@ class QueueMachine(RuleBasedStateMachine):
         assert key not in self.processing  # never two workers on one key
         self.processing.add(key)
         self.dirty.discard(key)
+        assert self.metrics.waited[-1] == self.clock.now - self.added_at.pop(key)
+        self.started_at[key] = self.clock.now
 
     @precondition(lambda self: not self.model_queue)
     @rule()
@@ -67,6 +86,7 @@ class QueueMachine(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(sorted(self.processing)))
         self.queue.done(key)
         self.processing.discard(key)
+        assert self.metrics.worked[-1] == self.clock.now - self.started_at.pop(key)
         if key in self.pending_after_done:  # added while processing: queued again, not lost
             self.pending_after_done.discard(key)
             self.model_queue.append(key)
@@ -77,6 +97,7 @@ class QueueMachine(RuleBasedStateMachine):
         assert len(set(self.model_queue)) == len(self.model_queue)  # each key at most once
         for key in self.processing:
             assert self.queue.is_processing(key)
+        assert self.metrics.adds == len(self.metrics.waited) + len(self.dirty)
 
 
 QueueMachine.TestCase.settings = settings(max_examples=200, stateful_step_count=40, deadline=None)

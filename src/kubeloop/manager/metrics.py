@@ -42,13 +42,13 @@ class QueuePrometheusMetrics:
         self.queue_duration = LocalHistogram(_QUEUE_BUCKETS)
         self.work_duration = LocalHistogram(_QUEUE_BUCKETS)
 
-    def added(self, depth: int) -> None:
+    def added(self) -> None:
         """An item was added (workqueue_adds_total)."""
         self.adds += 1
 
     # The two observations below inline LocalHistogram.observe: they run for every item.
 
-    def handed_out(self, waited: float, depth: int) -> None:
+    def handed_out(self, waited: float) -> None:
         """An item left the queue after ``waited`` seconds (workqueue_queue_duration_seconds)."""
         histogram = self.queue_duration
         histogram.counts[bisect_left(histogram.bounds, waited)] += 1

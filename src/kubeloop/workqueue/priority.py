@@ -215,10 +215,9 @@ class PriorityQueue(Generic[T]):
         ``ShutDown`` after shutdown."""
         ready = self._ready
         if ready or self._below:
-            unusual, zero = self._unusual, self._zero
-            if not unusual and not zero.raised and not self._leftovers:
+            if not self._unusual and not self._zero.raised and not self._leftovers:
                 # Every ready key is at priority 0, in its FIFO, in order (the steady state).
-                fifo = zero.fifo
+                fifo = self._zero_fifo
                 while fifo:
                     key = fifo.popleft()
                     sequence = ready.pop(key, None)
@@ -296,7 +295,7 @@ class PriorityQueue(Generic[T]):
             started = self._started_at.pop(key, None)
             if started is not None:
                 self.metrics.finished(time.perf_counter() - started)
-        pending = self._after_done.pop(key, None)
+        pending = self._after_done.pop(key, None) if self._after_done else None
         if pending is not None and not self._shutting_down:
             priority, due = pending
             after = due - asyncio.get_running_loop().time() if due else 0.0

@@ -63,24 +63,38 @@ class Lines:
                 return lines
 
 
+def write_operator(path: pathlib.Path, text: str) -> None:
+    """Write the operator's first version, modified at the start of a second (see ``edit``)."""
+    path.write_text(text)
+    second = path.stat().st_mtime_ns // 1_000_000_000 * 1_000_000_000
+    os.utime(path, ns=(second, second))
+
+
 def edit(path: pathlib.Path, text: str) -> None:
-    """Write ``text`` with a modification time that differs from the last one."""
+    """Write ``text`` modified a millisecond after the last version, in the same second: Python
+    takes cached bytecode as current while its source's time in whole seconds and its size are
+    those it recorded, and an edit that keeps the size (``"one"`` to ``"two"``) must still run."""
     before = path.stat().st_mtime_ns
     path.write_text(text)
-    if path.stat().st_mtime_ns == before:
-        os.utime(path, ns=(before + 1_000_000, before + 1_000_000))
+    os.utime(path, ns=(before + 1_000_000, before + 1_000_000))
+
+
+def writing_bytecode(home: pathlib.Path) -> dict[str, str]:
+    """The command's environment, with Python writing bytecode caches as it does by default."""
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "HOME": str(home)}
 
 
 @pytest.mark.parametrize("durable", [False, True], ids=["memory", "data-dir"])
 def test_an_edit_reloads_the_operator_on_the_same_server(tmp_path: pathlib.Path, durable: bool) -> None:
     operator = tmp_path / "op.py"
-    operator.write_text(OPERATOR)
+    write_operator(operator, OPERATOR)
     kubectl = str(KUBECTLS[-1])
     storage = ["--data-dir", str(tmp_path / "data")] if durable else []
     run = subprocess.Popen(
         [sys.executable, "-m", "kubeloop.cli.main", "run", "op.py", "--embedded", "--reload", *storage],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "HOME": str(tmp_path)},
+        env=writing_bytecode(tmp_path),
     )  # fmt: skip
     stdout, stderr = Lines(run.stdout), Lines(run.stderr)
     try:
@@ -160,12 +174,12 @@ def test_a_reload_cancels_a_stuck_reconcile_and_turns_the_webhooks_off_while_the
     tmp_path: pathlib.Path,
 ) -> None:
     operator = tmp_path / "op.py"
-    operator.write_text(STUCK_WITH_WEBHOOK)
+    write_operator(operator, STUCK_WITH_WEBHOOK)
     kubectl = str(KUBECTLS[-1])
     run = subprocess.Popen(
         [sys.executable, "-m", "kubeloop.cli.main", "run", "op.py", "--embedded", "--reload"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "HOME": str(tmp_path)},
+        env=writing_bytecode(tmp_path),
     )  # fmt: skip
     stdout, stderr = Lines(run.stdout), Lines(run.stderr)
     try:

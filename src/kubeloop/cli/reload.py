@@ -5,20 +5,23 @@ its port and state) stays.
 :class:`FileWatcher` polls the modification times of the ``.py`` files under the operator's
 folder (hidden folders, ``__pycache__``, ``build``, ``dist`` and virtualenvs left out), off the
 event loop, and reports a change once the files have stopped changing (an editor's save is often
-several writes). :func:`forget_modules` drops the modules loaded from that folder, so the next
-load imports them afresh. :class:`CommandSignals` keeps SIGTERM and SIGINT with the command
-across the managers it runs.
+several writes). :func:`forget_modules` drops the modules loaded from that folder, and
+:func:`forget_bytecode` the changed files' cached bytecode, so the next load imports them
+afresh. :class:`CommandSignals` keeps SIGTERM and SIGINT with the command across the managers
+it runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import logging
 import os
 import pathlib
 import signal
 import sys
+from collections.abc import Iterable
 from types import ModuleType
 
 from kubeloop.lifecycle import cancel_and_wait
@@ -130,6 +133,16 @@ class CommandSignals:
             return change.result() if change.done() and not self.requested.is_set() else None
         finally:
             await cancel_and_wait([change, stop])
+
+
+def forget_bytecode(root: pathlib.Path, changed: Iterable[str]) -> None:
+    """Remove the cached bytecode of the ``changed`` files (relative to ``root``). Python takes a
+    ``.pyc`` as current while its source's modification time, in whole seconds, and its size are
+    those it recorded: an edit within the same second as the one before that keeps the file's
+    size (``VALUE = "one"`` to ``"two"``) would otherwise load the code from before it."""
+    for name in changed:
+        with contextlib.suppress(OSError, NotImplementedError):  # none cached; no cache tag
+            os.unlink(importlib.util.cache_from_source(str(root / name)))
 
 
 def forget_modules(root: pathlib.Path) -> list[str]:

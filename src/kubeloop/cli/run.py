@@ -312,6 +312,7 @@ async def _run_reloading(
             shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
             print(f"kubeloop run: {shown} changed: reloading", flush=True)
             reloading.forget_modules(root)
+            reloading.forget_bytecode(root, changed)
             try:
                 module, attribute = load_target(target)
                 break

@@ -239,9 +239,10 @@ class Cache:
                 encoded = store.get_encoded(key)
                 if encoded is None:
                     continue
-                if needles and not all(any(n in encoded for n in alternatives) for alternatives in needles):
+                text = store.json_of(encoded)
+                if needles and not all(any(n in text for n in alternatives) for alternatives in needles):
                     continue  # cannot match: skip decoding it
-                obj = store.decode(encoded)
+                obj = orjson.loads(text)
                 if labels is None or labels.matches((obj.get("metadata") or {}).get("labels") or {}):
                     out.append(obj)
         return out

@@ -91,6 +91,14 @@ class QueueMachine(RuleBasedStateMachine):
             self.pending_after_done.discard(key)
             self.model_queue.append(key)
 
+    @precondition(lambda self: bool(self.dirty - self.processing))
+    @rule(data=st.data())
+    def done_again(self, data: st.DataObject) -> None:
+        """A caller's mistake: ``done`` for a key no worker holds, while it waits. Nothing
+        changes: it is not queued twice (two workers could hold it), its times stay in step."""
+        key = data.draw(st.sampled_from(sorted(self.dirty - self.processing)))
+        self.queue.done(key)
+
     @invariant()
     def lengths_agree(self) -> None:
         assert len(self.queue) == len(self.model_queue)

@@ -1586,6 +1586,19 @@ def _spec_schema(properties: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": {"spec": {"type": "object", "properties": properties}}}
 
 
+def _count_keying(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the list elements ``fieldsets`` keys from now on, each time it keys one."""
+    keyed: list[str] = []
+    keying = fieldsets.keyed_element
+
+    def counted(item: Any, fields: Any) -> str:
+        keyed.append(item["name"])
+        return keying(item, fields)
+
+    monkeypatch.setattr(fieldsets, "keyed_element", counted)
+    return keyed
+
+
 def test_filling_every_elements_empty_object_looks_each_element_up_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -1605,16 +1618,10 @@ def test_filling_every_elements_empty_object_looks_each_element_up_once(
     count = 300
     old = {"spec": {"items": [{"name": f"i{i}", "extra": {}} for i in range(count)]}}
     new = {"spec": {"items": [{"name": f"i{i}", "extra": {"a": "b"}} for i in range(count)]}}
-    keyed: list[str] = []
-    keying = fieldsets.keyed_element
-
-    def counted(item: Any, fields: Any) -> str:
-        keyed.append(item["name"])
-        return keying(item, fields)
-
-    monkeypatch.setattr(fieldsets, "keyed_element", counted)
+    keyed = _count_keying(monkeypatch)
     changed, removed = fieldsets.update_changes(old, new, schema, lambda key: True, unstructured=True)
     assert len(keyed) <= 3 * count  # each side's walk, and the index of the filled side once
+    assert len(keyed) >= count  # (keyed through the counted name at all)
     assert removed == set()  # the emptied-and-filled objects keep their owners
     assert ("f:spec", "f:items", 'k:{"name":"i7"}', "f:extra", "f:a") in changed
 
@@ -1631,17 +1638,11 @@ def test_setting_a_struct_in_every_element_asks_each_element_of_go_once(
     old: dict[str, Any] = {"spec": {"containers": [{"name": f"c{i}"} for i in range(count)]}}
     limits = {"limits": {"cpu": "1"}}
     new = {"spec": {"containers": [{"name": f"c{i}", "resources": limits} for i in range(count)]}}
-    keyed: list[str] = []
-    keying = fieldsets.keyed_element
-
-    def counted(item: Any, fields: Any) -> str:
-        keyed.append(item["name"])
-        return keying(item, fields)
-
-    monkeypatch.setattr(fieldsets, "keyed_element", counted)
+    keyed = _count_keying(monkeypatch)
     pod = schemas.kind_schema("", "v1", "Pod")
     changed, removed = fieldsets.update_changes(old, new, pod, lambda key: True)
     assert len(keyed) <= 3 * count  # each side's walk, and the old side's index once
+    assert len(keyed) >= count  # (keyed through the counted name at all)
     resources = ("f:spec", "f:containers", 'k:{"name":"c7"}', "f:resources")
     assert (*resources, "f:limits") in changed and resources not in changed
     assert removed == set()

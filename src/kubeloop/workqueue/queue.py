@@ -158,9 +158,10 @@ class WorkQueue(Generic[T]):
         """The worker finished ``item``; it is queued again if it was added meanwhile. A key no
         worker holds (a second ``done``) is left as it is: client-go's queue would queue a waiting
         key twice, and two workers could then hold it."""
-        if item not in self._processing:
+        try:
+            self._processing.remove(item)
+        except KeyError:
             return
-        self._processing.remove(item)
         if self.metrics is not NO_METRICS:
             started = self._started_at.pop(item, None)
             if started is not None:
